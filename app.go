@@ -1,0 +1,292 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
+)
+
+// app is the context every command's Run method receives.
+type app struct {
+	dir    string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	repo  *gitstore.Repo
+	cfg   *gitstore.Config
+	store *gitstore.Store
+	wrote bool // a command wrote records: consider housekeeping
+}
+
+// usageError makes main exit with status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// open locates the repository and reads its lazy configuration.
+func (a *app) open() error {
+	if a.store != nil {
+		return nil
+	}
+	repo, err := gitstore.Discover(a.dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := repo.Config()
+	if err != nil {
+		return err
+	}
+	host, _ := cfg.Get("lazy.hostid")
+	if host == "" {
+		host = "unregistered"
+	}
+	limit, err := cfg.Int("lazy.gc.looseObjects", 4000)
+	if err != nil {
+		return err
+	}
+	a.repo, a.cfg = repo, cfg
+	a.store = gitstore.Open(repo, gitstore.WithHost(host))
+	a.store.LooseObjectLimit = limit
+	return nil
+}
+
+// openForWrite is open plus the one-time set-up that writes need, so
+// that `lazy create` works in a repository nobody ran `lazy init` in.
+func (a *app) openForWrite() error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	if _, ok := a.cfg.Get("lazy.hostid"); !ok {
+		res, err := initRepo(a.repo, a.cfg)
+		if err != nil {
+			return fmt.Errorf("set up lazy in this repository: %w", err)
+		}
+		fmt.Fprintf(a.stderr, "lazy: set up this repository (host id %s)\n", res.HostID)
+		a.store = gitstore.Open(a.repo, gitstore.WithHost(res.HostID))
+		if err := a.reloadConfig(); err != nil {
+			return err
+		}
+	}
+	a.wrote = true
+	return nil
+}
+
+func (a *app) reloadConfig() error {
+	cfg, err := a.repo.Config()
+	if err != nil {
+		return err
+	}
+	a.cfg = cfg
+	limit, err := cfg.Int("lazy.gc.looseObjects", 4000)
+	if err != nil {
+		return err
+	}
+	a.store.LooseObjectLimit = limit
+	return nil
+}
+
+func (a *app) env() (*ops.Env, error) {
+	actor, err := ops.ActorFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return &ops.Env{Store: a.store, Actor: actor}, nil
+}
+
+// afterWrite starts background housekeeping when loose objects piled up.
+// It never fails the command that triggered it.
+func (a *app) afterWrite() {
+	if !a.wrote || a.store == nil || !a.store.NeedsHousekeeping() {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "housekeep", "--quiet")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err == nil {
+		_ = cmd.Process.Release()
+	}
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// isTerminal reports whether f is an interactive terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// readable reports whether stdin carries data to read: a pipe or a file,
+// never a terminal or /dev/null (so tests and CI with no stdin never hang).
+func readable(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return r != nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	return fi.Mode()&os.ModeNamedPipe != 0 || fi.Mode().IsRegular()
+}
+
+// readText gets a text from -m (when set), "-m -" or piped stdin, or
+// $EDITOR on a terminal. The editor's file is kept until the command
+// succeeds (call the returned cleanup then), so a failure never loses
+// what the human typed.
+func (a *app) readText(flag *string, what string, required bool) (string, func(), error) {
+	noop := func() {}
+	if flag != nil && *flag != "-" {
+		return *flag, noop, nil
+	}
+	if (flag != nil && *flag == "-") || readable(a.stdin) {
+		b, err := io.ReadAll(io.LimitReader(a.stdin, ops.MaxText+1))
+		if err != nil {
+			return "", noop, fmt.Errorf("read %s from stdin: %w", what, err)
+		}
+		if len(b) > ops.MaxText {
+			return "", noop, fmt.Errorf("%s on stdin is over %d MiB; nothing was saved", what, ops.MaxText>>20)
+		}
+		return strings.TrimRight(string(b), "\n"), noop, nil
+	}
+	if !required {
+		return "", noop, nil
+	}
+	if !isTerminal(a.stdin) || !isTerminal(a.stdout) {
+		return "", noop, usageError{fmt.Sprintf("no %s given: pass -m TEXT, pipe it on stdin, or run in a terminal to use $EDITOR", what)}
+	}
+	return a.editText(what)
+}
+
+func (a *app) editText(what string) (string, func(), error) {
+	noop := func() {}
+	dir := a.repo.LazyDir("edit")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", noop, err
+	}
+	f, err := os.CreateTemp(dir, strings.ReplaceAll(what, " ", "-")+"-*.md")
+	if err != nil {
+		return "", noop, err
+	}
+	fmt.Fprintf(f, "\n# Write the %s above. Lines starting with # are ignored;\n# an empty %s aborts.\n", what, what)
+	_ = f.Close()
+	editor := a.editor()
+	cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", noop, fmt.Errorf("editor %q failed (%w); your text is kept in %s", editor, err, f.Name())
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return "", noop, err
+	}
+	var kept []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			kept = append(kept, line)
+		}
+	}
+	text := strings.TrimSpace(strings.Join(kept, "\n"))
+	if text == "" {
+		_ = os.Remove(f.Name())
+		return "", noop, fmt.Errorf("aborted: the %s is empty", what)
+	}
+	fmt.Fprintf(a.stderr, "lazy: %s saved in %s until this command succeeds\n", what, f.Name())
+	return text, func() { _ = os.Remove(f.Name()) }, nil
+}
+
+// editor follows git's order: GIT_EDITOR, core.editor, VISUAL, EDITOR.
+func (a *app) editor() string {
+	if e := os.Getenv("GIT_EDITOR"); e != "" {
+		return e
+	}
+	if e, ok := a.cfg.Get("core.editor"); ok && e != "" {
+		return e
+	}
+	for _, k := range []string{"VISUAL", "EDITOR"} {
+		if e := os.Getenv(k); e != "" {
+			return e
+		}
+	}
+	return "vi"
+}
+
+// taskJSON is the stable JSON shape of a task summary on every surface.
+type taskJSON struct {
+	ID           string            `json:"id"`
+	Slug         string            `json:"slug"`
+	Title        string            `json:"title"`
+	Status       machine.Status    `json:"status"`
+	Category     machine.Category  `json:"category"`
+	Parent       string            `json:"parent,omitempty"`
+	TargetBranch string            `json:"target_branch,omitempty"`
+	CreatedAt    string            `json:"created_at"`
+	UpdatedAt    string            `json:"updated_at"`
+	CreatedBy    machine.Actor     `json:"created_by,omitempty"`
+	Outcome      string            `json:"outcome,omitempty"`
+	Reason       string            `json:"reason,omitempty"`
+	AllowedPaths []string          `json:"allowed_paths,omitempty"`
+	Turns        int               `json:"turns"`
+	Comments     int               `json:"comments"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+}
+
+const timeLayout = "2006-01-02T15:04:05Z"
+
+func toJSON(t *gitstore.Task) taskJSON {
+	return taskJSON{
+		ID: t.ID, Slug: t.Slug, Title: t.Title, Status: t.Status, Category: t.Status.Category(),
+		Parent: t.Parent, TargetBranch: t.TargetBranch,
+		CreatedAt: t.CreatedAt.UTC().Format(timeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(timeLayout),
+		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
+		Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
+	}
+}
+
+// exitCode maps an error to the process exit status: 2 for usage, 1
+// otherwise.
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// shortID is the display form of an id.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// oneLine flattens text for a table cell.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+

@@ -1,0 +1,542 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// InitCmd sets lazy up in the repository.
+type InitCmd struct {
+	JSON bool `help:"Print the result as JSON."`
+}
+
+// Run implements lazy init.
+func (c *InitCmd) Run(a *app) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	res, err := initRepo(a.repo, a.cfg)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(res)
+	}
+	if res.CreatedHostID {
+		fmt.Fprintf(a.stdout, "Initialized lazy in %s (host id %s)\n", a.repo.CommonDir, res.HostID)
+	} else {
+		fmt.Fprintf(a.stdout, "lazy is already set up in %s (host id %s)\n", a.repo.CommonDir, res.HostID)
+	}
+	for _, r := range res.Remotes {
+		fmt.Fprintf(a.stdout, "  remote %s: fetches refs/lazy/* into refs/lazy-remotes/%s/\n", r, r)
+	}
+	for _, r := range res.Skipped {
+		fmt.Fprintf(a.stderr, "lazy: skipped remote %q: its name is not safe to put in a refspec\n", r)
+	}
+	fmt.Fprintf(a.stdout, "  lazy push uses %s (your plain git push is unchanged)\n", res.PushRefspec)
+	return nil
+}
+
+// CreateCmd creates a task.
+type CreateCmd struct {
+	Title        string   `arg:"" optional:"" help:"One-line title. Omit it to take the first line of the description."`
+	Message      *string  `short:"m" name:"message" help:"Description / goal for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
+	Parent       string   `help:"Make this a subtask of TASK (slug or id prefix)." placeholder:"TASK"`
+	TargetBranch string   `name:"target-branch" help:"Branch the task merges into when accepted (default: the repository's default branch)." placeholder:"BRANCH"`
+	Slug         string   `help:"Use this slug instead of one derived from the title."`
+	Allow        []string `name:"allow" help:"Allowed-paths glob; files changed outside these become violations (repeatable)." placeholder:"GLOB"`
+	JSON         bool     `help:"Print the created task as JSON."`
+}
+
+// Run implements lazy create.
+func (c *CreateCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
+	if err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Create(ctx, opsCreateInput(c, goal))
+	if err != nil {
+		return err
+	}
+	done()
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "Created %s (%s) in backlog\n", sn.Task.Slug, shortID(sn.Task.ID))
+	return nil
+}
+
+// listFilter is shared by list, blocked and active.
+type listFilter struct {
+	Status []string `short:"s" help:"Only tasks in these statuses (repeatable or comma-separated)." sep:","`
+	Open   bool     `help:"Hide complete and abandoned tasks."`
+	JSON   bool     `help:"Print tasks as a JSON array."`
+}
+
+// ListCmd lists tasks.
+type ListCmd struct {
+	listFilter
+	Parent string `help:"Only subtasks of TASK." placeholder:"TASK"`
+}
+
+// Run implements lazy list.
+func (c *ListCmd) Run(a *app) error {
+	statuses, err := parseStatuses(c.Status)
+	if err != nil {
+		return err
+	}
+	return listTasks(a, c.listFilter, statuses, c.Parent, func(machine.Status) bool { return true })
+}
+
+// BlockedCmd lists tasks waiting for a human.
+type BlockedCmd struct {
+	JSON bool `help:"Print tasks as a JSON array."`
+}
+
+// Run implements lazy blocked.
+func (c *BlockedCmd) Run(a *app) error {
+	return listTasks(a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsBlocked)
+}
+
+// ActiveCmd lists tasks with a live worktree.
+type ActiveCmd struct {
+	JSON bool `help:"Print tasks as a JSON array."`
+}
+
+// Run implements lazy active.
+func (c *ActiveCmd) Run(a *app) error {
+	return listTasks(a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsActive)
+}
+
+func parseStatuses(in []string) (map[machine.Status]bool, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := map[machine.Status]bool{}
+	for _, s := range in {
+		st, err := machine.ParseStatus(s)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		out[st] = true
+	}
+	return out, nil
+}
+
+type listError struct {
+	ID    string `json:"id"`
+	Error string `json:"error"`
+}
+
+func listTasks(a *app, f listFilter, statuses map[machine.Status]bool, parent string, keep func(machine.Status) bool) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	parentID := ""
+	if parent != "" {
+		id, err := a.store.Resolve(parent)
+		if err != nil {
+			return err
+		}
+		parentID = id
+	}
+	entries, err := a.store.List()
+	if err != nil {
+		return err
+	}
+	var tasks []*gitstore.Task
+	var bad []listError
+	for _, e := range entries {
+		if e.Err != nil {
+			bad = append(bad, listError{ID: e.ID, Error: e.Err.Error()})
+			continue
+		}
+		t := e.Task
+		if !keep(t.Status) || (statuses != nil && !statuses[t.Status]) || (f.Open && t.Status.IsTerminal()) {
+			continue
+		}
+		if parentID != "" && t.Parent != parentID {
+			continue
+		}
+		tasks = append(tasks, t)
+	}
+	for _, b := range bad {
+		fmt.Fprintf(a.stderr, "lazy: skipping unreadable task %s: %s\n", b.ID, b.Error)
+	}
+	if f.JSON {
+		out := make([]any, 0, len(tasks)+len(bad))
+		for _, t := range tasks {
+			out = append(out, toJSON(t))
+		}
+		for _, b := range bad {
+			out = append(out, b)
+		}
+		return a.printJSON(out)
+	}
+	if len(tasks) == 0 {
+		fmt.Fprintln(a.stdout, "No tasks.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tSLUG\tTITLE")
+	for _, row := range treeOrder(tasks) {
+		indent := strings.Repeat("  ", row.depth)
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), row.t.Status, indent, row.t.Slug, oneLine(row.t.Title, 72))
+	}
+	return tw.Flush()
+}
+
+type treeRow struct {
+	t     *gitstore.Task
+	depth int
+}
+
+// treeOrder puts each subtask right under its parent, keeping creation
+// order among siblings. Tasks whose parent is not in the list are roots.
+func treeOrder(tasks []*gitstore.Task) []treeRow {
+	byID := make(map[string]bool, len(tasks))
+	for _, t := range tasks {
+		byID[t.ID] = true
+	}
+	children := map[string][]*gitstore.Task{}
+	var roots []*gitstore.Task
+	for _, t := range tasks {
+		if t.Parent != "" && byID[t.Parent] && t.Parent != t.ID {
+			children[t.Parent] = append(children[t.Parent], t)
+		} else {
+			roots = append(roots, t)
+		}
+	}
+	out := make([]treeRow, 0, len(tasks))
+	seen := map[string]bool{}
+	var walk func(t *gitstore.Task, depth int)
+	walk = func(t *gitstore.Task, depth int) {
+		if seen[t.ID] { // a corrupt parent cycle must not loop forever
+			return
+		}
+		seen[t.ID] = true
+		out = append(out, treeRow{t, depth})
+		for _, c := range children[t.ID] {
+			walk(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	// Members of a parent cycle have no root; list them flat at the end.
+	for _, t := range tasks {
+		if !seen[t.ID] {
+			walk(t, 0)
+		}
+	}
+	return out
+}
+
+// ShowCmd shows one task.
+type ShowCmd struct {
+	Task string `arg:"" help:"Slug or id prefix."`
+	JSON bool   `help:"Print the task as JSON."`
+}
+
+type showJSON struct {
+	taskJSON
+	Goal       string               `json:"goal"`
+	Session    *gitstore.Session    `json:"session,omitempty"`
+	Violations *gitstore.Violations `json:"violations,omitempty"`
+	TurnList   []gitstore.Turn      `json:"turn_list"`
+	Comments   []gitstore.Comment   `json:"comment_list"`
+	History    []gitstore.Change    `json:"history"`
+	Commit     string               `json:"commit"`
+}
+
+// Run implements lazy show.
+func (c *ShowCmd) Run(a *app) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	id, err := a.store.Resolve(c.Task)
+	if err != nil {
+		return err
+	}
+	sn, err := a.store.Load(id)
+	if err != nil {
+		return err
+	}
+	goal, err := sn.Goal()
+	if err != nil {
+		return err
+	}
+	turns, err := a.store.Turns(sn)
+	if err != nil {
+		return err
+	}
+	comments, err := a.store.Comments(sn)
+	if err != nil {
+		return err
+	}
+	hist, err := a.store.History(sn)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		out := showJSON{taskJSON: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
+		if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
+			out.Violations = &sn.Violations
+		}
+		if out.TurnList == nil {
+			out.TurnList = []gitstore.Turn{}
+		}
+		if out.Comments == nil {
+			out.Comments = []gitstore.Comment{}
+		}
+		return a.printJSON(out)
+	}
+	t := &sn.Task
+	w := a.stdout
+	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
+	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
+	fmt.Fprintf(w, "  Status:   %s\n", t.Status)
+	if t.Outcome != "" {
+		fmt.Fprintf(w, "  Outcome:  %s\n", t.Outcome)
+	}
+	if t.Reason != "" {
+		fmt.Fprintf(w, "  Reason:   %s\n", oneLine(t.Reason, 100))
+	}
+	if t.Parent != "" {
+		name := t.Parent
+		if p, err := a.store.Load(t.Parent); err == nil {
+			name = p.Task.Slug + " (" + shortID(t.Parent) + ")"
+		}
+		fmt.Fprintf(w, "  Parent:   %s\n", name)
+	}
+	if t.TargetBranch != "" {
+		fmt.Fprintf(w, "  Target:   %s\n", t.TargetBranch)
+	}
+	if len(t.AllowedPaths) > 0 {
+		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
+	}
+	fmt.Fprintf(w, "  Created:  %s by %s\n", t.CreatedAt.Format(time.DateTime), actorOrHuman(t.CreatedBy))
+	if goal != "" {
+		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(goal, "  "))
+	}
+	if s := sn.Session; s != nil {
+		fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
+		if s.InterruptReason != "" {
+			fmt.Fprintf(w, "  Interrupted: %s\n", s.InterruptReason)
+		}
+	}
+	if len(sn.Violations.Pending) > 0 {
+		fmt.Fprintf(w, "\nPending file-permission violations:\n")
+		for _, p := range sn.Violations.Pending {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	fmt.Fprintf(w, "\nTurns (%d)\n", len(turns))
+	for _, tn := range turns {
+		who := tn.Role
+		if tn.Role == gitstore.RoleHuman {
+			who = string(actorOrHuman(tn.Actor))
+		}
+		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, tn.At.Format(time.DateTime), who, tn.Kind, indentText(tn.Content, "      "))
+	}
+	if len(comments) > 0 {
+		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
+		for _, cm := range comments {
+			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, cm.At.Format(time.DateTime), cm.Actor, indentText(cm.Text, "      "))
+		}
+	}
+	fmt.Fprintf(w, "\nHistory\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, h := range hist {
+		from := string(h.From)
+		if from == "" {
+			from = "-"
+		}
+		move := from + " -> " + string(h.To)
+		if h.From == h.To {
+			move = string(h.To)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", h.At.Format(time.DateTime), h.Op, actorOrHuman(h.Actor), move, h.Host)
+	}
+	return tw.Flush()
+}
+
+func actorOrHuman(a machine.Actor) machine.Actor {
+	if a == "" {
+		return machine.Human
+	}
+	return a
+}
+
+func indentText(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CommentCmd adds a comment.
+type CommentCmd struct {
+	Task    string  `arg:"" help:"Slug or id prefix."`
+	Message *string `short:"m" name:"message" help:"Comment text (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
+	JSON    bool    `help:"Print the comment as JSON."`
+}
+
+// Run implements lazy comment.
+func (c *CommentCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	if _, err := a.store.Resolve(c.Task); err != nil {
+		return err // before opening an editor for a task that does not exist
+	}
+	text, done, err := a.readText(c.Message, "comment", true)
+	if err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, cm, err := env.Comment(ctx, c.Task, text)
+	if err != nil {
+		return err
+	}
+	done()
+	if c.JSON {
+		return a.printJSON(cm)
+	}
+	fmt.Fprintf(a.stdout, "Commented on %s (#%d)\n", sn.Task.Slug, cm.Seq)
+	return nil
+}
+
+// endCmd is shared by close and reject.
+type endCmd struct {
+	Task    string  `arg:"" help:"Slug or id prefix."`
+	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (\"-\" reads stdin). Without it, piped stdin or $EDITOR is used."`
+	JSON    bool    `help:"Print the task as JSON."`
+}
+
+func (c *endCmd) run(a *app, ctx context.Context, verb string, do func(ctx context.Context, name, reason string) (*gitstore.Snapshot, error)) error {
+	if _, err := a.store.Resolve(c.Task); err != nil {
+		return err
+	}
+	reason, done, err := a.readText(c.Message, verb+" reason", false)
+	if err != nil {
+		return err
+	}
+	sn, err := do(ctx, c.Task, reason)
+	if err != nil {
+		return err
+	}
+	done()
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "%s %s: now %s\n", verbPast(verb), sn.Task.Slug, sn.Task.Status)
+	return nil
+}
+
+func verbPast(v string) string {
+	switch v {
+	case "close":
+		return "Closed"
+	case "reject":
+		return "Rejected"
+	}
+	return v
+}
+
+// CloseCmd abandons a task.
+type CloseCmd struct{ endCmd }
+
+// Run implements lazy close.
+func (c *CloseCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	return c.run(a, ctx, "close", env.Close)
+}
+
+// RejectCmd abandons a task, rejecting its work.
+type RejectCmd struct{ endCmd }
+
+// Run implements lazy reject.
+func (c *RejectCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	return c.run(a, ctx, "reject", env.Reject)
+}
+
+// ReopenCmd reopens a finished task.
+type ReopenCmd struct {
+	Task   string `arg:"" help:"Slug or id prefix."`
+	Reason string `help:"Why it is reopened (required for an accepted task)."`
+	JSON   bool   `help:"Print the task as JSON."`
+}
+
+// Run implements lazy reopen.
+func (c *ReopenCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Reopen(ctx, c.Task, c.Reason)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "Reopened %s: now %s\n", sn.Task.Slug, sn.Task.Status)
+	return nil
+}
+
+// HousekeepCmd packs refs and objects.
+type HousekeepCmd struct {
+	Quiet bool `help:"Print nothing."`
+}
+
+// Run implements lazy housekeep.
+func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	res, err := a.store.Housekeep(ctx)
+	if err != nil || c.Quiet {
+		return err
+	}
+	if !res.Ran {
+		fmt.Fprintln(a.stdout, "Another housekeeping pass is running.")
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "Packed: loose objects %d -> %d, loose refs %d -> 0\n", res.LooseBefore, res.LooseAfter, res.LooseRefsWas)
+	return nil
+}
+

@@ -1,0 +1,132 @@
+// Package gitcli is the one place lazy builds argv for the git CLI.
+//
+// Options and paths are kept apart: paths always follow "--" so a file
+// named "--force" stays a file, and every element is refused if it holds a
+// NUL byte, which git's argv cannot carry.
+package gitcli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Cmd is one git invocation under construction.
+type Cmd struct {
+	dir   string
+	args  []string
+	paths []string
+	env   []string
+	stdin []byte
+}
+
+// New starts a git command that runs in dir with the given subcommand and
+// options. Option values that come from users must be validated by the
+// caller (or passed with AddValue).
+func New(dir string, args ...string) *Cmd {
+	return &Cmd{dir: dir, args: args}
+}
+
+// Paths appends pathspecs; they are placed after "--".
+func (c *Cmd) Paths(paths ...string) *Cmd {
+	c.paths = append(c.paths, paths...)
+	return c
+}
+
+// Env adds environment variables (KEY=VALUE).
+func (c *Cmd) Env(kv ...string) *Cmd {
+	c.env = append(c.env, kv...)
+	return c
+}
+
+// Stdin sets the command's standard input.
+func (c *Cmd) Stdin(b []byte) *Cmd {
+	c.stdin = b
+	return c
+}
+
+// Argv returns the full argument vector (without "git"), or an error if
+// any element cannot be passed safely.
+func (c *Cmd) Argv() ([]string, error) {
+	argv := make([]string, 0, len(c.args)+len(c.paths)+1)
+	for _, a := range c.args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("refusing to run git with a NUL byte in argument %q", a)
+		}
+		argv = append(argv, a)
+	}
+	if len(c.paths) > 0 {
+		argv = append(argv, "--")
+		for _, p := range c.paths {
+			if strings.IndexByte(p, 0) >= 0 {
+				return nil, fmt.Errorf("refusing to pass path %q to git: it contains a NUL byte", p)
+			}
+			argv = append(argv, p)
+		}
+	}
+	return argv, nil
+}
+
+// Error is a failed git command with what it printed.
+type Error struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCode returns git's exit status, or -1 if it did not exit normally.
+func (e *Error) ExitCode() int {
+	var ee *exec.ExitError
+	if errors.As(e.Err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// Output runs the command and returns its stdout.
+func (c *Cmd) Output(ctx context.Context) ([]byte, error) {
+	argv, err := c.Argv()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(cmd.Env, c.env...)
+	if c.stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, &Error{Args: argv, Stderr: stderr.String(), Err: err}
+	}
+	return out, nil
+}
+
+// Run runs the command and discards its stdout.
+func (c *Cmd) Run(ctx context.Context) error {
+	_, err := c.Output(ctx)
+	return err
+}
+
+// String runs the command and returns its trimmed stdout.
+func (c *Cmd) String(ctx context.Context) (string, error) {
+	out, err := c.Output(ctx)
+	return strings.TrimSpace(string(out)), err
+}

@@ -1,0 +1,89 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/machine"
+)
+
+func BenchmarkCreate(b *testing.B) {
+	s, _ := open(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Create(CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTransition flips one task between blocked and pairing, a pair
+// of edges that can repeat forever.
+func BenchmarkTransition(b *testing.B) {
+	s, _ := open(b)
+	id := parkedTask(b, s)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := s.Update(context.Background(), id, toggle); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func toggle(sn *Snapshot) (*Op, error) {
+	if sn.Task.Status == machine.Blocked {
+		sn.Task.Status = machine.Pairing
+	} else {
+		sn.Task.Status = machine.Blocked
+	}
+	return &Op{Name: "toggle", Actor: machine.Human}, nil
+}
+
+// parkedTask creates a task and walks it to blocked.
+func parkedTask(tb testing.TB, s *Store) string {
+	tb.Helper()
+	sn, err := s.Create(CreateSpec{Title: "contended", Actor: machine.Human})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, st := range []machine.Status{machine.Working, machine.Blocked} {
+		if _, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *Snapshot) (*Op, error) {
+			sn.Task.Status = st
+			return &Op{Name: "walk", Actor: machine.System}, nil
+		}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return sn.Task.ID
+}
+
+func benchList(b *testing.B, n int, dropCache bool) {
+	s, dir := open(b)
+	for i := 0; i < n; i++ {
+		if _, err := s.Create(CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	testrepo.Git(b, dir, "gc", "-q")
+	if _, err := s.List(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if dropCache {
+			_ = os.Remove(s.repo.LazyDir("cache", cacheFile))
+		}
+		fresh := Open(s.repo) // a new process sees no in-memory state
+		l, err := fresh.List()
+		if err != nil || len(l) != n {
+			b.Fatalf("list: %d entries, %v", len(l), err)
+		}
+	}
+}
+
+func BenchmarkList1000(b *testing.B)         { benchList(b, 1000, false) }
+func BenchmarkList10000(b *testing.B)        { benchList(b, 10000, false) }
+func BenchmarkList10000NoCache(b *testing.B) { benchList(b, 10000, true) }

@@ -1,0 +1,88 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/flock"
+)
+
+// NeedsHousekeeping reports whether loose objects have piled up past
+// LooseObjectLimit. It samples enough fan-out directories for the
+// estimate to be meaningful at the configured limit, and costs a handful
+// of readdirs.
+func (s *Store) NeedsHousekeeping() bool {
+	if s.LooseObjectLimit <= 0 {
+		return false
+	}
+	// Expect about 16 objects in the sample at the limit.
+	sample := 256 * 16 / s.LooseObjectLimit
+	return s.objs.looseEstimate(sample) > s.LooseObjectLimit
+}
+
+// HousekeepResult says what a housekeeping pass did.
+type HousekeepResult struct {
+	Ran          bool
+	LooseBefore  int
+	LooseAfter   int
+	LooseRefsWas int
+}
+
+// Housekeep packs loose refs and loose objects with the git CLI, which
+// keeps every object reachable from refs/lazy/* (they are ordinary refs to
+// git). Only one pass runs at a time per repository; a second caller
+// returns at once with Ran false.
+func (s *Store) Housekeep(ctx context.Context) (HousekeepResult, error) {
+	var res HousekeepResult
+	lock, err := flock.TryLock(s.repo.LazyDir("locks", "housekeep.lock"))
+	if errors.Is(err, flock.ErrHeld) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = lock.Release() }()
+	res.Ran = true
+	res.LooseBefore = s.objs.looseEstimate(256)
+	res.LooseRefsWas = s.repo.countLooseRefs("refs/lazy/")
+	dir := s.repo.CommonDir
+	steps := [][]string{
+		{"pack-refs", "--all", "--prune"},
+		// Incremental: packs the loose objects reachable from any ref
+		// into one new pack and deletes the loose copies.
+		{"repack", "-d", "-q"},
+	}
+	if packCount(dir) > 20 {
+		steps = append(steps, []string{"repack", "-a", "-d", "-q"})
+	}
+	for _, args := range steps {
+		if err := gitcli.New(dir, args...).Run(ctx); err != nil {
+			return res, fmt.Errorf("housekeeping: %w", err)
+		}
+	}
+	res.LooseAfter = s.objs.looseEstimate(256)
+	return res, nil
+}
+
+func packCount(commonDir string) int {
+	entries, err := os.ReadDir(filepath.Join(commonDir, "objects", "pack"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			n++
+		}
+	}
+	return n
+}
+
+// LooseObjects returns an exact count of loose objects (for tests and
+// lazy doctor).
+func (s *Store) LooseObjects() int { return s.objs.looseEstimate(256) }

@@ -1,0 +1,116 @@
+package gitstore
+
+import (
+	"time"
+
+	"github.com/lazyorch/lazy/machine"
+)
+
+// SchemaVersion is written into every task.json; readers refuse records
+// from a newer lazy rather than misreading them.
+const SchemaVersion = 1
+
+// Task is task.json: the small, frequently rewritten core of a record.
+// Long texts live in their own blobs so that an operation which does not
+// change them reuses their hashes.
+type Task struct {
+	Version      int               `json:"version"`
+	ID           string            `json:"id"`
+	Slug         string            `json:"slug"`
+	Title        string            `json:"title"`
+	Status       machine.Status    `json:"status"`
+	Parent       string            `json:"parent,omitempty"`
+	TargetBranch string            `json:"target_branch,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	CreatedBy    machine.Actor     `json:"created_by,omitempty"`
+	Clock        uint64            `json:"clock"`
+	Outcome      string            `json:"outcome,omitempty"` // accepted, rejected, closed
+	Reason       string            `json:"reason,omitempty"`  // why it was rejected, closed or reopened
+	AllowedPaths []string          `json:"allowed_paths,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	Turns        int               `json:"turns"`
+	Comments     int               `json:"comments"`
+	Sessions     int               `json:"sessions"` // how many sessions this task has had
+}
+
+// Outcomes recorded on a task that reached a terminal status.
+const (
+	OutcomeAccepted = "accepted"
+	OutcomeRejected = "rejected"
+	OutcomeClosed   = "closed"
+)
+
+// Session is session.json: the current (or last) agent session.
+type Session struct {
+	ID                       string     `json:"id"`
+	Number                   int        `json:"number"`
+	Host                     string     `json:"host"`
+	Agent                    string     `json:"agent,omitempty"`
+	Branch                   string     `json:"branch,omitempty"`
+	Worktree                 string     `json:"worktree,omitempty"`
+	GitStartSHA              string     `json:"git_start_sha,omitempty"`
+	AgentSessionID           string     `json:"agent_session_id,omitempty"`
+	StartedAt                time.Time  `json:"started_at"`
+	EndedAt                  *time.Time `json:"ended_at,omitempty"`
+	Outcome                  string     `json:"outcome,omitempty"`
+	InterruptReason          string     `json:"interrupt_reason,omitempty"`
+	InterruptExitCode        *int       `json:"interrupt_exit_code,omitempty"`
+	InterruptAt              *time.Time `json:"interrupt_at,omitempty"`
+	InterruptLogs            string     `json:"interrupt_logs,omitempty"`
+	ConsecutiveInterruptions int        `json:"consecutive_interruptions"`
+	AutoResumed              bool       `json:"auto_resumed,omitempty"`
+}
+
+// Turn roles.
+const (
+	RoleHuman = "human" // a command's content: feedback, a question, the task prompt
+	RoleAgent = "agent" // the agent's reply
+)
+
+// Feedback delivery states (spec: "Feedback Redelivery").
+const (
+	FeedbackPending  = "pending"
+	FeedbackConsumed = "consumed"
+)
+
+// Turn is turns/<seq>.json. Turns are append-only.
+type Turn struct {
+	Seq              int           `json:"seq"`
+	Role             string        `json:"role"`
+	Actor            machine.Actor `json:"actor,omitempty"`
+	Kind             string        `json:"kind,omitempty"` // start, unblock, ask, resume, ...
+	Content          string        `json:"content"`
+	At               time.Time     `json:"at"`
+	Session          string        `json:"session,omitempty"`
+	FeedbackDelivery string        `json:"feedback_delivery,omitempty"`
+}
+
+// Comment is comments/<seq>.json: a note on a task that is not delivered
+// to an agent by itself.
+type Comment struct {
+	Seq   int           `json:"seq"`
+	Actor machine.Actor `json:"actor"`
+	At    time.Time     `json:"at"`
+	Text  string        `json:"text"`
+}
+
+// Violations is violations.json: file-permission violations of the
+// session. Pending files still owe a decision; decided ones are sticky.
+type Violations struct {
+	Pending []string          `json:"pending"`
+	Decided map[string]string `json:"decided,omitempty"` // path -> approved | reverted
+}
+
+// Op is op.json: the operation a commit applied, also mirrored in the
+// commit's trailers so `git log` alone tells the story.
+type Op struct {
+	Name   string         `json:"op"`
+	Actor  machine.Actor  `json:"actor"`
+	From   machine.Status `json:"from,omitempty"`
+	To     machine.Status `json:"to"`
+	Clock  uint64         `json:"clock"`
+	Host   string         `json:"host"`
+	At     time.Time      `json:"at"`
+	Reason string         `json:"reason,omitempty"`
+}

@@ -1,0 +1,136 @@
+// Package gitstore keeps lazy's task records in the repository itself: one
+// ref per task under refs/lazy/tasks/<id>, one commit per operation, the
+// commit's tree the full snapshot after it.
+//
+// Writes are compare-and-swap on the ref using git's own .lock-file
+// protocol, so lazy processes and the git CLI never lose each other's
+// updates. Reads need nothing but the repository.
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotRepo is returned when no git repository encloses the directory.
+var ErrNotRepo = errors.New("not inside a git repository (run lazy inside a git checkout, or git init first)")
+
+// Repo locates the parts of a git repository lazy uses.
+type Repo struct {
+	// WorkTree is the top of the checkout ("" for a bare repository).
+	WorkTree string
+	// GitDir is this worktree's git directory (.git or .git/worktrees/x).
+	GitDir string
+	// CommonDir holds refs and objects shared by every worktree.
+	CommonDir string
+}
+
+// Discover finds the repository enclosing dir, honouring GIT_DIR the way
+// git does.
+func Discover(dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", dir, err)
+	}
+	if gd := os.Getenv("GIT_DIR"); gd != "" {
+		if !filepath.IsAbs(gd) {
+			gd = filepath.Join(abs, gd)
+		}
+		return fromGitDir(gd, os.Getenv("GIT_WORK_TREE"))
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		fi, err := os.Stat(dotgit)
+		if err == nil {
+			if fi.IsDir() {
+				return fromGitDir(dotgit, d)
+			}
+			gd, err := readGitFile(dotgit)
+			if err != nil {
+				return nil, err
+			}
+			return fromGitDir(gd, d)
+		}
+		if isGitDir(d) {
+			return fromGitDir(d, "")
+		}
+		if filepath.Dir(d) == d {
+			return nil, ErrNotRepo
+		}
+	}
+}
+
+func isGitDir(d string) bool {
+	for _, p := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(d, p)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// readGitFile follows a ".git" file ("gitdir: <path>") as linked worktrees
+// and submodules use.
+func readGitFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	line := strings.TrimSpace(string(b))
+	gd, ok := strings.CutPrefix(line, "gitdir:")
+	if !ok {
+		return "", fmt.Errorf("%s is not a gitdir file", path)
+	}
+	gd = strings.TrimSpace(gd)
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(filepath.Dir(path), gd)
+	}
+	return gd, nil
+}
+
+func fromGitDir(gitDir, workTree string) (*Repo, error) {
+	gitDir = filepath.Clean(gitDir)
+	if !isGitDir(gitDir) {
+		if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
+			return nil, fmt.Errorf("%s is not a git directory: %w", gitDir, ErrNotRepo)
+		}
+	}
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		common = filepath.Clean(c)
+	}
+	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common}
+	if err := r.checkFormat(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkFormat refuses repositories whose object format lazy cannot write.
+func (r *Repo) checkFormat() error {
+	b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
+	if err != nil {
+		return nil //nolint:nilerr // a missing config means defaults: sha1, files backend
+	}
+	cfg := strings.ToLower(string(b))
+	if strings.Contains(cfg, "objectformat") && strings.Contains(cfg, "sha256") {
+		return errors.New("this repository uses SHA-256 object names; lazy supports SHA-1 repositories only")
+	}
+	if strings.Contains(cfg, "refstorage") && strings.Contains(cfg, "reftable") {
+		return errors.New("this repository stores refs in reftable; lazy supports the files ref backend only")
+	}
+	return nil
+}
+
+// LazyDir is the host-local runtime directory (locks, cache, logs).
+// Nothing in it is needed to rebuild task state.
+func (r *Repo) LazyDir(parts ...string) string {
+	return filepath.Join(append([]string{r.CommonDir, "lazy"}, parts...)...)
+}

@@ -1,0 +1,200 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrNotFound is matched by every "no such task" error.
+var ErrNotFound = errors.New("no such task")
+
+const maxSlugLen = 48
+
+// minPrefix is the shortest id prefix accepted, so that a typo of one or
+// two characters is not silently taken as an id.
+const minPrefix = 4
+
+// Slugify derives a slug from a title: lowercase ASCII letters and digits
+// joined by single dashes, starting with a letter, at most 48 characters
+// and cut at a word boundary when possible.
+func Slugify(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			if b.Len() == 0 && r >= '0' && r <= '9' {
+				b.WriteString("t-")
+			}
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+		default:
+			dash = true
+		}
+	}
+	s := b.String()
+	if len(s) > maxSlugLen {
+		s = s[:maxSlugLen]
+		if i := strings.LastIndexByte(s, '-'); i > maxSlugLen/2 {
+			s = s[:i]
+		}
+		s = strings.TrimRight(s, "-")
+	}
+	if s == "" {
+		s = "task"
+	}
+	return s
+}
+
+// ValidSlug reports whether s may be used as a slug (and so as a ref name
+// component and a branch name): it starts with a letter, uses lowercase
+// letters, digits and single dashes, and does not end with a dash.
+func ValidSlug(s string) bool {
+	if s == "" || len(s) > maxSlugLen+8 || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && s[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func withSuffix(base string, n int) string {
+	suf := "-" + strconv.Itoa(n)
+	if len(base)+len(suf) > maxSlugLen+8 {
+		base = strings.TrimRight(base[:maxSlugLen+8-len(suf)], "-")
+	}
+	return base + suf
+}
+
+// Candidate is one task an ambiguous name could mean.
+type Candidate struct {
+	ID, Slug, Title string
+}
+
+// AmbiguousError lists the tasks an id prefix matches.
+type AmbiguousError struct {
+	Input      string
+	Candidates []Candidate
+}
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q is ambiguous: it matches %d tasks; use more characters or the slug:", e.Input, len(e.Candidates))
+	for _, c := range e.Candidates {
+		fmt.Fprintf(&b, "\n  %s  %s  %s", c.ID, c.Slug, c.Title)
+	}
+	return b.String()
+}
+
+// Resolve turns what a user typed (a slug, a full id or a unique id
+// prefix of at least four characters) into a task id. The input is
+// checked before it is used to build any path.
+func (s *Store) Resolve(name string) (string, error) {
+	in := strings.TrimSpace(name)
+	if in == "" {
+		return "", fmt.Errorf("no task named: give a slug or an id: %w", ErrNotFound)
+	}
+	if !plausibleName(in) {
+		return "", fmt.Errorf("no task named %q (slugs are lowercase letters, digits and dashes; ids are hex): %w", name, ErrNotFound)
+	}
+	lower := strings.ToLower(in)
+	if ValidSlug(lower) {
+		h, ok, err := s.repo.ReadRef(SlugsPrefix + lower)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			b, err := s.objs.readBlob(h)
+			if err != nil {
+				return "", fmt.Errorf("slug %s: %w", lower, err)
+			}
+			id := strings.TrimSpace(string(b))
+			if !ValidID(id) {
+				return "", fmt.Errorf("slug %s is corrupt (it names %q)", lower, truncate(id, 40))
+			}
+			if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil {
+				return "", err
+			} else if ok {
+				return id, nil
+			}
+		}
+	}
+	if !isHexString(lower) {
+		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
+	}
+	if ValidID(lower) {
+		if _, ok, err := s.repo.ReadRef(TaskRef(lower)); err != nil {
+			return "", err
+		} else if ok {
+			return lower, nil
+		}
+		return "", fmt.Errorf("no task with id %s: %w", lower, ErrNotFound)
+	}
+	if len(lower) < minPrefix {
+		return "", fmt.Errorf("no task named %q (an id prefix needs at least %d characters): %w", name, minPrefix, ErrNotFound)
+	}
+	refs, err := s.repo.ListRefs(TasksPrefix)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for ref := range refs {
+		id := strings.TrimPrefix(ref, TasksPrefix)
+		if strings.HasPrefix(id, lower) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
+	case 1:
+		return ids[0], nil
+	}
+	amb := &AmbiguousError{Input: name}
+	for _, id := range ids {
+		c := Candidate{ID: id}
+		if sn, err := s.Load(id); err == nil {
+			c.Slug, c.Title = sn.Task.Slug, sn.Task.Title
+		} else {
+			c.Slug = "(unreadable)"
+		}
+		amb.Candidates = append(amb.Candidates, c)
+	}
+	return "", amb
+}
+
+func plausibleName(s string) bool {
+	if len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return s[0] != '-'
+}
+
+func isHexString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}

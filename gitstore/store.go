@@ -1,0 +1,709 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/machine"
+)
+
+// Ref namespaces.
+const (
+	TasksPrefix = "refs/lazy/tasks/"
+	SlugsPrefix = "refs/lazy/slugs/"
+)
+
+// Tree entry names of a task snapshot.
+const (
+	fileTask       = "task.json"
+	fileGoal       = "goal.md"
+	fileSession    = "session.json"
+	fileViolations = "violations.json"
+	fileOp         = "op.json"
+	dirTurns       = "turns"
+	dirComments    = "comments"
+)
+
+// Store reads and writes task records in one repository.
+type Store struct {
+	repo *Repo
+	objs *objects
+	host string
+	now  func() time.Time
+	// LooseObjectLimit is the estimated number of loose objects above
+	// which NeedsHousekeeping reports true (0 disables the check).
+	LooseObjectLimit int
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock injects the time source (tests).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithHost sets the host id recorded on every operation.
+func WithHost(host string) Option { return func(s *Store) { s.host = host } }
+
+// Open returns a Store on repo.
+func Open(repo *Repo, opts ...Option) *Store {
+	s := &Store{repo: repo, objs: newObjects(repo.CommonDir), host: "unknown", now: time.Now, LooseObjectLimit: 4000}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Repo returns the repository the store writes to.
+func (s *Store) Repo() *Repo { return s.repo }
+
+// Host returns the host id recorded on operations.
+func (s *Store) Host() string { return s.host }
+
+// Snapshot is a task record as of one commit. Operations mutate a
+// snapshot inside Update; the store turns the changes into a commit.
+type Snapshot struct {
+	// Commit is the commit the snapshot was loaded from (zero while
+	// creating).
+	Commit     plumbing.Hash
+	Task       Task
+	Session    *Session
+	Violations Violations
+
+	store   *Store
+	entries map[string]treeEntry
+
+	goal        *string
+	goalChanged bool
+	newTurns    []Turn
+	newComments []Comment
+}
+
+// Goal returns the task's long description.
+func (sn *Snapshot) Goal() (string, error) {
+	if sn.goal != nil {
+		return *sn.goal, nil
+	}
+	e, ok := sn.entries[fileGoal]
+	if !ok {
+		return "", nil
+	}
+	b, err := sn.store.objs.readBlob(e.hash)
+	if err != nil {
+		return "", fmt.Errorf("task %s: read goal: %w", sn.Task.ID, err)
+	}
+	g := string(b)
+	sn.goal = &g
+	return g, nil
+}
+
+// SetGoal replaces the long description.
+func (sn *Snapshot) SetGoal(g string) {
+	sn.goal = &g
+	sn.goalChanged = true
+}
+
+// AddTurn appends a turn, assigning its sequence number.
+func (sn *Snapshot) AddTurn(t Turn) Turn {
+	sn.Task.Turns++
+	t.Seq = sn.Task.Turns
+	sn.newTurns = append(sn.newTurns, t)
+	return t
+}
+
+// AddComment appends a comment, assigning its sequence number.
+func (sn *Snapshot) AddComment(c Comment) Comment {
+	sn.Task.Comments++
+	c.Seq = sn.Task.Comments
+	sn.newComments = append(sn.newComments, c)
+	return c
+}
+
+// PendingViolations is the number of files that still owe a decision.
+func (sn *Snapshot) PendingViolations() int { return len(sn.Violations.Pending) }
+
+func (sn *Snapshot) clone() *Snapshot {
+	c := *sn
+	c.Task.AllowedPaths = append([]string(nil), sn.Task.AllowedPaths...)
+	if sn.Task.Metadata != nil {
+		c.Task.Metadata = make(map[string]string, len(sn.Task.Metadata))
+		for k, v := range sn.Task.Metadata {
+			c.Task.Metadata[k] = v
+		}
+	}
+	if sn.Session != nil {
+		s := *sn.Session
+		c.Session = &s
+	}
+	c.Violations.Pending = append([]string(nil), sn.Violations.Pending...)
+	if sn.Violations.Decided != nil {
+		c.Violations.Decided = make(map[string]string, len(sn.Violations.Decided))
+		for k, v := range sn.Violations.Decided {
+			c.Violations.Decided[k] = v
+		}
+	}
+	c.entries = make(map[string]treeEntry, len(sn.entries))
+	for k, v := range sn.entries {
+		c.entries[k] = v
+	}
+	c.newTurns, c.newComments, c.goalChanged = nil, nil, false
+	return &c
+}
+
+// TaskRef is the ref holding a task's record.
+func TaskRef(id string) string { return TasksPrefix + id }
+
+// Load reads the current snapshot of task id (a full id, see Resolve).
+func (s *Store) Load(id string) (*Snapshot, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%q is not a task id: %w", id, ErrNotFound)
+	}
+	h, ok, err := s.repo.ReadRef(TaskRef(id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	return s.loadAt(id, h)
+}
+
+// CorruptError reports a task record that cannot be read. Other tasks are
+// unaffected.
+type CorruptError struct {
+	ID     string
+	Commit plumbing.Hash
+	Err    error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("task %s is corrupt at commit %s: %v (inspect it with: git log -p %s%s)", e.ID, short(e.Commit), e.Err, TasksPrefix, e.ID)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+func short(h plumbing.Hash) string { return h.String()[:12] }
+
+func (s *Store) loadAt(id string, h plumbing.Hash) (*Snapshot, error) {
+	corrupt := func(err error) error { return &CorruptError{ID: id, Commit: h, Err: err} }
+	c, err := s.objs.readCommit(h)
+	if err != nil {
+		return nil, corrupt(err)
+	}
+	tree, err := s.objs.readTree(c.TreeHash)
+	if err != nil {
+		return nil, corrupt(err)
+	}
+	sn := &Snapshot{Commit: h, store: s, entries: make(map[string]treeEntry, len(tree.Entries))}
+	for _, e := range tree.Entries {
+		sn.entries[e.Name] = treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()}
+	}
+	if err := s.decodeEntry(sn.entries, fileTask, &sn.Task, true); err != nil {
+		return nil, corrupt(err)
+	}
+	if err := checkTask(&sn.Task, id); err != nil {
+		return nil, corrupt(err)
+	}
+	if _, ok := sn.entries[fileSession]; ok {
+		sn.Session = &Session{}
+		if err := s.decodeEntry(sn.entries, fileSession, sn.Session, true); err != nil {
+			return nil, corrupt(err)
+		}
+	}
+	if err := s.decodeEntry(sn.entries, fileViolations, &sn.Violations, false); err != nil {
+		return nil, corrupt(err)
+	}
+	return sn, nil
+}
+
+func (s *Store) decodeEntry(entries map[string]treeEntry, name string, v any, required bool) error {
+	e, ok := entries[name]
+	if !ok {
+		if required {
+			return fmt.Errorf("%s is missing", name)
+		}
+		return nil
+	}
+	b, err := s.objs.readBlob(e.hash)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// checkTask validates a decoded task.json; records come from other
+// machines and from hand edits, so nothing in them is trusted.
+func checkTask(t *Task, id string) error {
+	switch {
+	case t.Version > SchemaVersion:
+		return fmt.Errorf("task.json has schema version %d; this lazy understands up to %d (upgrade lazy)", t.Version, SchemaVersion)
+	case t.ID != id:
+		return fmt.Errorf("task.json names id %q but lives in ref %s%s", t.ID, TasksPrefix, id)
+	case !ValidSlug(t.Slug):
+		return fmt.Errorf("task.json has an invalid slug %q", t.Slug)
+	case !t.Status.Valid():
+		return fmt.Errorf("task.json has an unknown status %q", t.Status)
+	case t.Parent != "" && !ValidID(t.Parent):
+		return fmt.Errorf("task.json has an invalid parent id %q", t.Parent)
+	}
+	return nil
+}
+
+// UpdateFunc applies one operation to a snapshot. It must validate against
+// the snapshot it is given: on a lost race it is called again with the
+// newer snapshot. Changing sn.Task.Status is a transition that the store
+// checks with machine.Validate before anything is written.
+type UpdateFunc func(sn *Snapshot) (*Op, error)
+
+// UpdateStats reports how an Update went.
+type UpdateStats struct {
+	// Retries counts compare-and-swap races lost to other writers.
+	Retries int
+}
+
+// maxAttempts bounds the reload-and-reapply loop. Each attempt costs a
+// millisecond or so; 200 is far beyond any contention a repository sees
+// and still ends a livelock with a clear error.
+const maxAttempts = 200
+
+// Update applies fn to the latest snapshot of task id and commits the
+// result with compare-and-swap, reloading and re-applying fn whenever
+// another writer moved the ref first.
+func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot, UpdateStats, error) {
+	var st UpdateStats
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		cur, err := s.Load(id)
+		if err != nil {
+			return nil, st, err
+		}
+		next := cur.clone()
+		op, err := fn(next)
+		if err != nil {
+			return nil, st, err
+		}
+		if op == nil {
+			return cur, st, nil // nothing to do
+		}
+		commit, err := s.commit(cur, next, op)
+		if err != nil {
+			return nil, st, err
+		}
+		err = s.repo.CompareAndSwap(TaskRef(id), cur.Commit, commit)
+		if err == nil {
+			next.Commit = commit
+			return next, st, nil
+		}
+		if !errors.Is(err, ErrStale) && !errors.Is(err, ErrLocked) {
+			return nil, st, err
+		}
+		st.Retries++
+		backoff(attempt)
+	}
+	return nil, st, fmt.Errorf("task %s: gave up after %d attempts: other writers keep changing it", id, maxAttempts)
+}
+
+// backoff sleeps a short random time so racing writers spread out instead
+// of colliding again in lockstep.
+func backoff(attempt int) {
+	limit := int64(200 * (attempt + 1))
+	if limit > 5000 {
+		limit = 5000
+	}
+	n, err := rand.Int(rand.Reader, big.NewInt(limit))
+	if err != nil {
+		return
+	}
+	time.Sleep(time.Duration(n.Int64()) * time.Microsecond)
+}
+
+// commit writes the objects for next (relative to prev) and returns the
+// new commit's hash. prev is nil when creating.
+func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
+	var from machine.Status
+	var parent plumbing.Hash
+	if prev != nil {
+		from = prev.Task.Status
+		parent = prev.Commit
+	}
+	to := next.Task.Status
+	if prev != nil && from != to {
+		if err := machine.Validate(from, to, op.Actor); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if prev == nil && to != machine.Backlog {
+		return plumbing.ZeroHash, fmt.Errorf("a new task starts in backlog, not %s", to)
+	}
+	if !op.Actor.Valid() {
+		return plumbing.ZeroHash, fmt.Errorf("operation %s has no valid actor (%q)", op.Name, op.Actor)
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	op.From, op.To = from, to
+	op.Host = s.host
+	op.At = now
+	if prev != nil {
+		next.Task.Clock = prev.Task.Clock + 1
+	} else {
+		next.Task.Clock = 1
+	}
+	op.Clock = next.Task.Clock
+	next.Task.UpdatedAt = now
+	next.Task.Version = SchemaVersion
+
+	put := func(name string, v any) error {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", name, err)
+		}
+		b = append(b, '\n')
+		h := hashObject(plumbing.BlobObject, b)
+		if old, ok := next.entries[name]; ok && old.hash == h {
+			return nil
+		}
+		if _, err := s.objs.write(plumbing.BlobObject, b); err != nil {
+			return err
+		}
+		next.entries[name] = treeEntry{name: name, hash: h}
+		return nil
+	}
+	if err := put(fileTask, &next.Task); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if next.Session != nil {
+		if err := put(fileSession, next.Session); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	} else {
+		delete(next.entries, fileSession)
+	}
+	if next.Violations.Pending == nil {
+		next.Violations.Pending = []string{}
+	}
+	if err := put(fileViolations, &next.Violations); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := put(fileOp, op); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if next.goalChanged {
+		h, err := s.objs.write(plumbing.BlobObject, []byte(*next.goal))
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		next.entries[fileGoal] = treeEntry{name: fileGoal, hash: h}
+	}
+	if err := s.appendDir(next, dirTurns, len(next.newTurns), func(i int) (int, any) { return next.newTurns[i].Seq, &next.newTurns[i] }); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := s.appendDir(next, dirComments, len(next.newComments), func(i int) (int, any) { return next.newComments[i].Seq, &next.newComments[i] }); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	entries := make([]treeEntry, 0, len(next.entries))
+	for _, e := range next.entries {
+		entries = append(entries, e)
+	}
+	tree, err := s.objs.writeTree(entries)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	msg := commitMessage(&next.Task, op)
+	return s.objs.write(plumbing.CommitObject, encodeCommit(tree, parent, s.host, now, msg))
+}
+
+// appendDir adds n new records to the subtree name, reusing every
+// existing entry's hash.
+func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (int, any)) error {
+	if n == 0 {
+		return nil
+	}
+	var entries []treeEntry
+	if old, ok := next.entries[name]; ok {
+		t, err := s.objs.readTree(old.hash)
+		if err != nil {
+			return fmt.Errorf("task %s: read %s: %w", next.Task.ID, name, err)
+		}
+		for _, e := range t.Entries {
+			entries = append(entries, treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()})
+		}
+	}
+	for i := 0; i < n; i++ {
+		seq, v := item(i)
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s/%d: %w", name, seq, err)
+		}
+		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+		if err != nil {
+			return err
+		}
+		entries = append(entries, treeEntry{name: seqName(seq), hash: h})
+	}
+	h, err := s.objs.writeTree(entries)
+	if err != nil {
+		return err
+	}
+	next.entries[name] = treeEntry{name: name, hash: h, dir: true}
+	return nil
+}
+
+// seqName zero-pads so that plain `git ls-tree` lists records in order.
+func seqName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
+
+func encodeCommit(tree, parent plumbing.Hash, host string, at time.Time, msg string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "tree %s\n", tree)
+	if !parent.IsZero() {
+		fmt.Fprintf(&b, "parent %s\n", parent)
+	}
+	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", host, at.Unix())
+	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, msg)
+	return b.Bytes()
+}
+
+// Trailer keys written on every operation commit.
+const (
+	TrailerTask  = "Lazy-Task"
+	TrailerOp    = "Lazy-Op"
+	TrailerActor = "Lazy-Actor"
+	TrailerFrom  = "Lazy-From"
+	TrailerTo    = "Lazy-To"
+	TrailerClock = "Lazy-Clock"
+	TrailerHost  = "Lazy-Host"
+)
+
+func commitMessage(t *Task, op *Op) string {
+	var b strings.Builder
+	if op.From == "" || op.From == op.To {
+		fmt.Fprintf(&b, "%s %s: %s\n\n", op.Name, t.Slug, op.To)
+	} else {
+		fmt.Fprintf(&b, "%s %s: %s -> %s\n\n", op.Name, t.Slug, op.From, op.To)
+	}
+	fmt.Fprintf(&b, "%s: %s\n%s: %s\n%s: %s\n", TrailerTask, t.ID, TrailerOp, op.Name, TrailerActor, op.Actor)
+	if op.From != "" {
+		fmt.Fprintf(&b, "%s: %s\n", TrailerFrom, op.From)
+	}
+	fmt.Fprintf(&b, "%s: %s\n%s: %d\n%s: %s\n", TrailerTo, op.To, TrailerClock, op.Clock, TrailerHost, op.Host)
+	return b.String()
+}
+
+// ParseTrailers reads the Lazy-* trailers of a commit message.
+func ParseTrailers(msg string) map[string]string {
+	out := map[string]string{}
+	sc := bufferedLines(msg)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ": ")
+		if ok && strings.HasPrefix(k, "Lazy-") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// NewID returns a random, immutable task id: 16 lowercase hex digits.
+func NewID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate task id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// ValidID reports whether s has the shape of a full task id.
+func ValidID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') }
+
+// CreateSpec describes a new task.
+type CreateSpec struct {
+	Title        string
+	Goal         string
+	Slug         string // optional; derived from Title when empty
+	Parent       string // full id of an existing task, or ""
+	TargetBranch string
+	AllowedPaths []string
+	Actor        machine.Actor
+}
+
+// maxSlugTries bounds the search for a free "-N" suffix.
+const maxSlugTries = 1000
+
+// Create records a new task in backlog and returns its snapshot. The slug
+// is reserved first with a create-only ref, which makes it unique across
+// concurrent creators without a global lock.
+func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
+	id, err := NewID()
+	if err != nil {
+		return nil, err
+	}
+	base := spec.Slug
+	explicit := base != ""
+	if !explicit {
+		base = Slugify(spec.Title)
+	} else if !ValidSlug(base) {
+		return nil, fmt.Errorf("invalid slug %q: use lowercase letters, digits and single dashes, starting with a letter, at most %d characters", base, maxSlugLen)
+	}
+	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
+	if err != nil {
+		return nil, err
+	}
+	slug := ""
+	for n := 1; n <= maxSlugTries; n++ {
+		cand := base
+		if n > 1 {
+			cand = withSuffix(base, n)
+		}
+		err := s.repo.CompareAndSwap(SlugsPrefix+cand, plumbing.ZeroHash, idBlob)
+		if err == nil {
+			slug = cand
+			break
+		}
+		if !errors.Is(err, ErrStale) {
+			return nil, err
+		}
+		if explicit {
+			return nil, fmt.Errorf("slug %q is already taken by another task", base)
+		}
+	}
+	if slug == "" {
+		return nil, fmt.Errorf("no free slug for %q after %d tries", base, maxSlugTries)
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	sn := &Snapshot{store: s, entries: map[string]treeEntry{}}
+	sn.Task = Task{
+		ID: id, Slug: slug, Title: spec.Title, Status: machine.Backlog,
+		Parent: spec.Parent, TargetBranch: spec.TargetBranch,
+		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths,
+	}
+	if spec.Goal != "" {
+		sn.SetGoal(spec.Goal)
+	}
+	commit, err := s.commit(nil, sn, &Op{Name: "create", Actor: spec.Actor})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.repo.CompareAndSwap(TaskRef(id), plumbing.ZeroHash, commit); err != nil {
+		return nil, err
+	}
+	sn.Commit = commit
+	return sn, nil
+}
+
+// Turns reads every turn of a snapshot in sequence order.
+func (s *Store) Turns(sn *Snapshot) ([]Turn, error) {
+	var out []Turn
+	err := s.readDir(sn, dirTurns, func(b []byte) error {
+		var t Turn
+		if err := json.Unmarshal(b, &t); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, err
+}
+
+// Comments reads every comment of a snapshot in sequence order.
+func (s *Store) Comments(sn *Snapshot) ([]Comment, error) {
+	var out []Comment
+	err := s.readDir(sn, dirComments, func(b []byte) error {
+		var c Comment
+		if err := json.Unmarshal(b, &c); err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, err
+}
+
+func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error {
+	e, ok := sn.entries[name]
+	if !ok {
+		return nil
+	}
+	t, err := s.objs.readTree(e.hash)
+	if err != nil {
+		return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+	}
+	for _, te := range t.Entries {
+		b, err := s.objs.readBlob(te.Hash)
+		if err != nil {
+			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+		}
+		if err := fn(b); err != nil {
+			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: fmt.Errorf("%s/%s: %w", name, te.Name, err)}
+		}
+	}
+	return nil
+}
+
+// Change is one entry of a task's status changelog, read from the commit
+// history of its ref.
+type Change struct {
+	Commit  plumbing.Hash  `json:"commit"`
+	At      time.Time      `json:"at"`
+	Op      string         `json:"op"`
+	Actor   machine.Actor  `json:"actor"`
+	From    machine.Status `json:"from,omitempty"`
+	To      machine.Status `json:"to"`
+	Clock   uint64         `json:"clock"`
+	Host    string         `json:"host"`
+	Subject string         `json:"subject"`
+}
+
+// History returns the operations applied to a task, oldest first.
+func (s *Store) History(sn *Snapshot) ([]Change, error) {
+	var out []Change
+	h := sn.Commit
+	for !h.IsZero() {
+		c, err := s.objs.readCommit(h)
+		if err != nil {
+			return out, &CorruptError{ID: sn.Task.ID, Commit: h, Err: err}
+		}
+		tr := ParseTrailers(c.Message)
+		clock, _ := strconv.ParseUint(tr[TrailerClock], 10, 64)
+		subject, _, _ := strings.Cut(c.Message, "\n")
+		out = append(out, Change{
+			Commit: h, At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
+			From: machine.Status(tr[TrailerFrom]), To: machine.Status(tr[TrailerTo]),
+			Clock: clock, Host: tr[TrailerHost], Subject: subject,
+		})
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}

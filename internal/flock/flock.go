@@ -1,0 +1,105 @@
+// Package flock provides OS file locks (flock(2)) that the kernel releases
+// when the holding process dies, so a crashed lazy never leaves a lock
+// that needs a human to remove it.
+package flock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrHeld is returned by TryLock when another process holds the lock.
+var ErrHeld = errors.New("lock is held by another process")
+
+// Lock is a held file lock.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+func open(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// TryLock takes the exclusive lock at path without waiting.
+func TryLock(path string) (*Lock, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrHeld
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	l := &Lock{f: f, path: path}
+	l.writeOwner()
+	return l, nil
+}
+
+// Acquire waits for the exclusive lock at path until ctx ends.
+func Acquire(ctx context.Context, path string) (*Lock, error) {
+	wait := time.Millisecond
+	for {
+		l, err := TryLock(path)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, ErrHeld) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s (held by pid %s): %w", path, Owner(path), ctx.Err())
+		case <-time.After(wait):
+		}
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// writeOwner records the holder's pid in the file so that a refusal can
+// say who holds it. The lock itself is the flock, not the content.
+func (l *Lock) writeOwner() {
+	if err := l.f.Truncate(0); err == nil {
+		_, _ = l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+}
+
+// Owner returns the pid written by the last holder of the lock at path,
+// or "unknown".
+func Owner(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Release drops the lock. The file stays: removing it would race with a
+// process that opened it and is about to lock it.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

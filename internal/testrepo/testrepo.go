@@ -1,0 +1,51 @@
+// Package testrepo makes real temporary git repositories for tests.
+package testrepo
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// New creates a git repository with one commit on main in a temp dir and
+// returns its path.
+func New(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Git(t, dir, "init", "-q", "-b", "main")
+	Git(t, dir, "config", "user.email", "test@example.com")
+	Git(t, dir, "config", "user.name", "Test")
+	Git(t, dir, "config", "commit.gpgsign", "false")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Git(t, dir, "add", "README.md")
+	Git(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+// Git runs git in dir and returns its trimmed stdout, failing the test on
+// error.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := GitErr(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// GitErr runs git in dir and returns its combined output and error.
+func GitErr(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}

@@ -1,0 +1,85 @@
+// Command lazy is a git-native orchestrator for AI coding agents: tasks,
+// sessions and turns live as commits under refs/lazy/* in the repository.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// version is stamped at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// CLI is the command tree.
+type CLI struct {
+	Dir     string           `short:"C" name:"directory" help:"Run as if lazy was started in DIR." placeholder:"DIR" default:"."`
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Init    InitCmd    `cmd:"" help:"Set lazy up in this repository (host id, refspecs for refs/lazy/*)."`
+	Create  CreateCmd  `cmd:"" help:"Create a task in backlog."`
+	List    ListCmd    `cmd:"" aliases:"ls" help:"List tasks, subtasks indented under their parent."`
+	Blocked BlockedCmd `cmd:"" help:"List tasks waiting for a human (blocked, conflict)."`
+	Active  ActiveCmd  `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
+	Show    ShowCmd    `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
+	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
+	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
+	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`
+	Reopen  ReopenCmd  `cmd:"" help:"Reopen a complete or abandoned task."`
+	Demo    DemoCmd    `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
+
+	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process exit, so the exit-code contract is
+// testable: 0 ok, 1 error, 2 usage.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var cli CLI
+	exitStatus := -1
+	parser, err := kong.New(&cli,
+		kong.Name("lazy"),
+		kong.Description("A git-native orchestrator for AI coding agents. Task state lives in refs/lazy/* of this repository."),
+		kong.UsageOnError(),
+		kong.Vars{"version": "lazy " + version},
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { exitStatus = code }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "lazy: %v\n", err)
+		return 1
+	}
+	kctx, err := parser.Parse(args)
+	if exitStatus >= 0 {
+		return exitStatus // --help or --version
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lazy: %v\n", err)
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			_ = pe.Context.PrintUsage(true)
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{dir: cli.Dir, stdin: stdin, stdout: stdout, stderr: stderr}
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	err = kctx.Run(a)
+	a.afterWrite()
+	if err != nil {
+		fmt.Fprintf(stderr, "lazy: %v\n", err)
+		return exitCode(err)
+	}
+	return 0
+}

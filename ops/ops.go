@@ -1,0 +1,352 @@
+// Package ops holds lazy's lifecycle operations. Each operation takes the
+// task's lifecycle lock, loads, validates against the state machine,
+// records first and acts second, with the actor of the channel that asked.
+// The CLI and the MCP server both call these functions.
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// Limits on user text. Titles are table cells; long texts are blobs and
+// may be large, but not unboundedly so: a 16 MiB prompt is already far
+// past what any agent accepts.
+const (
+	MaxTitle = 200
+	MaxText  = 16 << 20
+)
+
+// LockTimeout bounds the wait for another command working on the same task.
+const LockTimeout = 30 * time.Second
+
+// Env is what every operation needs: where to write and who is asking.
+type Env struct {
+	Store *gitstore.Store
+	Actor machine.Actor
+}
+
+// ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names
+// another (tests and wrappers use it, as the spec describes).
+func ActorFromEnv() (machine.Actor, error) {
+	v := os.Getenv("LAZY_ACTOR")
+	if v == "" {
+		return machine.Human, nil
+	}
+	a, err := machine.ParseActor(v)
+	if err != nil {
+		return "", fmt.Errorf("LAZY_ACTOR: %w", err)
+	}
+	return a, nil
+}
+
+// withTask resolves name, takes the task's lifecycle lock and runs fn.
+func (e *Env) withTask(ctx context.Context, name string, fn func(id string) error) error {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn(id)
+}
+
+// LockTask takes the lifecycle lock of task id, shared by the CLI, the
+// daemon and MCP. The kernel releases it if the holder dies.
+func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, LockTimeout)
+	defer cancel()
+	path := e.Store.Repo().LazyDir("locks", "task-"+id+".lock")
+	l, err := flock.Acquire(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("task %s is busy: another lazy process (pid %s) is working on it; try again when it finishes: %w", id, flock.Owner(path), err)
+	}
+	return func() { _ = l.Release() }, nil
+}
+
+// checkText enforces the size limit on a long text after sanitizing.
+func checkText(what, s string) error {
+	if len(s) > MaxText {
+		return fmt.Errorf("%s is %d bytes; lazy stores at most %d MiB per text (nothing was saved)", what, len(s), MaxText>>20)
+	}
+	return nil
+}
+
+// splitTitle keeps a title to one line: anything after the first line
+// break moves to the front of the goal, so nothing typed is lost.
+func splitTitle(title, goal string) (string, string) {
+	title = strings.TrimSpace(title)
+	if i := strings.IndexAny(title, "\r\n"); i >= 0 {
+		rest := strings.TrimSpace(title[i:])
+		title = strings.TrimSpace(title[:i])
+		if goal != "" {
+			rest += "\n\n" + goal
+		}
+		goal = rest
+	}
+	return title, goal
+}
+
+// CreateInput describes a task to create. Names (Parent) are anything
+// Resolve accepts.
+type CreateInput struct {
+	Title        string
+	Goal         string
+	Slug         string
+	Parent       string
+	TargetBranch string
+	AllowedPaths []string
+}
+
+// Create records a new task in backlog.
+func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	title, goal := splitTitle(sanitize.Field(in.Title), sanitize.Prose(in.Goal))
+	if title == "" {
+		// A description alone is enough: its first line becomes the
+		// title, and a one-line description is not repeated as the goal.
+		first, rest, _ := strings.Cut(strings.TrimSpace(goal), "\n")
+		title = strings.TrimSpace(first)
+		switch {
+		case utf8.RuneCountInString(title) > MaxTitle:
+			title = truncateRunes(title, MaxTitle-3) + "..." // the full text stays in the goal
+		case strings.TrimSpace(rest) == "":
+			goal = ""
+		}
+	}
+	if title == "" {
+		return nil, errors.New("a task needs a title: lazy create \"what to do\" (or -m with a description)")
+	}
+	if n := utf8.RuneCountInString(title); n > MaxTitle {
+		return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the description (-m)", n, MaxTitle)
+	}
+	if err := checkText("the description", goal); err != nil {
+		return nil, err
+	}
+	spec := gitstore.CreateSpec{Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
+	if in.Parent != "" {
+		pid, err := e.Store.Resolve(in.Parent)
+		if err != nil {
+			return nil, fmt.Errorf("parent: %w", err)
+		}
+		parent, err := e.Store.Load(pid)
+		if err != nil {
+			return nil, fmt.Errorf("parent: %w", err)
+		}
+		if parent.Task.Status.IsTerminal() {
+			return nil, fmt.Errorf("parent %s is %s; reopen it before adding subtasks", parent.Task.Slug, parent.Task.Status)
+		}
+		spec.Parent = pid
+	}
+	if in.TargetBranch != "" {
+		if err := ValidBranchName(in.TargetBranch); err != nil {
+			return nil, fmt.Errorf("--target-branch: %w", err)
+		}
+		spec.TargetBranch = in.TargetBranch
+	}
+	for _, p := range sanitize.Fields(in.AllowedPaths) {
+		if err := ValidPattern(p); err != nil {
+			return nil, err
+		}
+		spec.AllowedPaths = append(spec.AllowedPaths, p)
+	}
+	return e.Store.Create(spec)
+}
+
+func truncateRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// ValidBranchName applies git's ref-name rules (git check-ref-format
+// --branch) without spawning git, and additionally refuses a leading dash
+// so a branch can never be read as an option.
+func ValidBranchName(b string) error {
+	bad := func(why string) error { return fmt.Errorf("invalid branch name %q: %s", b, why) }
+	switch {
+	case b == "" || b == "@":
+		return bad("it is empty")
+	case strings.HasPrefix(b, "-"):
+		return bad("it starts with a dash")
+	case strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, "."):
+		return bad("it starts or ends with / or ends with .")
+	case strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{"):
+		return bad("it contains .., // or @{")
+	case strings.HasSuffix(b, ".lock") || strings.Contains(b, ".lock/"):
+		return bad("a component ends in .lock")
+	case len(b) > 255:
+		return bad("it is longer than 255 bytes")
+	}
+	for _, comp := range strings.Split(b, "/") {
+		if strings.HasPrefix(comp, ".") {
+			return bad("a component starts with a dot")
+		}
+	}
+	for _, r := range b {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return bad(fmt.Sprintf("it contains %q", r))
+		}
+	}
+	return nil
+}
+
+// ValidPattern checks an allowed-paths glob: relative, inside the
+// repository, and unable to pose as an option.
+func ValidPattern(p string) error {
+	switch {
+	case p == "":
+		return errors.New("an allowed path may not be empty")
+	case strings.HasPrefix(p, "-"):
+		return fmt.Errorf("allowed path %q starts with a dash", p)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("allowed path %q is absolute; use a path relative to the repository", p)
+	}
+	for _, comp := range strings.Split(p, "/") {
+		if comp == ".." {
+			return fmt.Errorf("allowed path %q leaves the repository (..)", p)
+		}
+	}
+	return nil
+}
+
+// Comment adds a comment to a task. Comments change no status.
+func (e *Env) Comment(ctx context.Context, name, text string) (*gitstore.Snapshot, gitstore.Comment, error) {
+	text = sanitize.Prose(text)
+	if strings.TrimSpace(text) == "" {
+		return nil, gitstore.Comment{}, errors.New("a comment needs text (-m, stdin or $EDITOR)")
+	}
+	if err := checkText("the comment", text); err != nil {
+		return nil, gitstore.Comment{}, err
+	}
+	var sn *gitstore.Snapshot
+	var added gitstore.Comment
+	err := e.withTask(ctx, name, func(id string) error {
+		var err error
+		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			added = s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+			return &gitstore.Op{Name: "comment", Actor: e.Actor}, nil
+		})
+		return err
+	})
+	return sn, added, err
+}
+
+// hasAgentWork reports whether the task ever ran an agent session.
+func hasAgentWork(s *gitstore.Snapshot) bool {
+	return s.Session != nil || s.Task.Sessions > 0
+}
+
+// endTask moves a task to abandoned with an outcome and reason.
+func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string, allowed func(*gitstore.Snapshot) error) (*gitstore.Snapshot, error) {
+	reason = strings.TrimSpace(sanitize.Prose(reason))
+	if err := checkText("the reason", reason); err != nil {
+		return nil, err
+	}
+	var sn *gitstore.Snapshot
+	err := e.withTask(ctx, name, func(id string) error {
+		var err error
+		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if err := allowed(s); err != nil {
+				return nil, err
+			}
+			if err := machine.Validate(s.Task.Status, machine.Abandoned, e.Actor); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", opName, s.Task.Slug, err)
+			}
+			s.Task.Status = machine.Abandoned
+			s.Task.Outcome = outcome
+			s.Task.Reason = reason
+			if s.Session != nil && s.Session.EndedAt == nil {
+				now := time.Now().UTC().Truncate(time.Second)
+				s.Session.EndedAt = &now
+				s.Session.Outcome = outcome
+			}
+			if reason != "" {
+				s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: opName + ": " + reason})
+			}
+			return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
+		})
+		return err
+	})
+	return sn, err
+}
+
+// Close abandons a task that will not be done ("won't do", duplicate).
+func (e *Env) Close(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
+	return e.endTask(ctx, name, "close", gitstore.OutcomeClosed, reason, func(*gitstore.Snapshot) error { return nil })
+}
+
+// Reject abandons a task whose agent work is not wanted.
+func (e *Env) Reject(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
+	return e.endTask(ctx, name, "reject", gitstore.OutcomeRejected, reason, func(s *gitstore.Snapshot) error {
+		if s.Task.Status == machine.Backlog {
+			return fmt.Errorf("reject %s: the task never started, so there is no work to reject; use lazy close", s.Task.Slug)
+		}
+		return nil
+	})
+}
+
+// Reopen brings a finished task back: to blocked when it has agent work
+// to review again, to backlog when it never ran.
+func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
+	reason = strings.TrimSpace(sanitize.Prose(reason))
+	if err := checkText("the reason", reason); err != nil {
+		return nil, err
+	}
+	var sn *gitstore.Snapshot
+	err := e.withTask(ctx, name, func(id string) error {
+		var err error
+		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if !s.Task.Status.IsTerminal() {
+				return nil, fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
+			}
+			to := machine.Backlog
+			if hasAgentWork(s) {
+				to = machine.Park(s.PendingViolations())
+				if to == machine.Conflict {
+					to = machine.Blocked // reopen targets blocked; conflict is re-derived on the next park
+				}
+			}
+			if s.Task.Status == machine.Complete && to == machine.Blocked && reason == "" {
+				return nil, fmt.Errorf("reopen %s: an accepted task needs a reason (--reason \"...\")", s.Task.Slug)
+			}
+			if err := machine.Validate(s.Task.Status, to, e.Actor); err != nil {
+				return nil, err
+			}
+			s.Task.Status = to
+			s.Task.Outcome = ""
+			s.Task.Reason = reason
+			if s.Session != nil {
+				s.Session.EndedAt = nil
+				s.Session.Outcome = ""
+				s.Session.ConsecutiveInterruptions = 0
+			}
+			if reason != "" {
+				s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "reopen: " + reason})
+			}
+			return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
+		})
+		return err
+	})
+	return sn, err
+}
