@@ -289,4 +289,3 @@ func oneLine(s string, max int) string {
 	}
 	return s
 }
-

@@ -539,4 +539,3 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 	fmt.Fprintf(a.stdout, "Packed: loose objects %d -> %d, loose refs %d -> 0\n", res.LooseBefore, res.LooseAfter, res.LooseRefsWas)
 	return nil
 }
-
