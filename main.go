@@ -49,7 +49,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	parser, err := kong.New(&cli,
 		kong.Name("lazy"),
 		kong.Description("A git-native orchestrator for AI coding agents. Task state lives in refs/lazy/* of this repository."),
-		kong.UsageOnError(),
 		kong.Vars{"version": "lazy " + version},
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exitStatus = code }),
@@ -65,10 +64,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lazy: %v\n", err)
+		hint := "lazy --help"
 		var pe *kong.ParseError
-		if errors.As(err, &pe) {
-			_ = pe.Context.PrintUsage(true)
+		if errors.As(err, &pe) && pe.Context != nil && pe.Context.Command() != "" {
+			hint = "lazy " + pe.Context.Command() + " --help"
 		}
+		fmt.Fprintf(stderr, "Run %q for usage.\n", hint)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,182 @@
+// Package e2e drives the real lazy binary in real temporary git
+// repositories.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/internal/testrepo"
+)
+
+var lazyBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lazy-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lazyBin = filepath.Join(dir, "lazy")
+	build := exec.Command("go", "build", "-race", "-o", lazyBin, "..")
+	if os.Getenv("LAZY_E2E_NORACE") != "" {
+		build = exec.Command("go", "build", "-o", lazyBin, "..")
+	}
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build lazy:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one finished lazy process.
+type result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+}
+
+// runner runs lazy in one repository.
+type runner struct {
+	t   testing.TB
+	dir string
+	env []string
+}
+
+func newRepo(t testing.TB) *runner {
+	t.Helper()
+	return &runner{t: t, dir: testrepo.New(t)}
+}
+
+func (r *runner) with(env ...string) *runner {
+	c := *r
+	c.env = append(append([]string(nil), r.env...), env...)
+	return &c
+}
+
+// run runs lazy with stdin (nil for none) and returns what happened.
+func (r *runner) run(stdin []byte, args ...string) result {
+	r.t.Helper()
+	cmd := exec.Command(lazyBin, args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1")
+	cmd.Env = append(cmd.Env, r.env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := result{Stdout: out.String(), Stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.Code = ee.ExitCode()
+	case err != nil:
+		r.t.Fatalf("run lazy %v: %v", args, err)
+	}
+	if strings.Contains(res.Stderr, "panic:") || strings.Contains(res.Stderr, "DATA RACE") {
+		r.t.Fatalf("lazy %v crashed:\n%s", args, res)
+	}
+	return res
+}
+
+// ok runs lazy and fails the test unless it exits 0.
+func (r *runner) ok(args ...string) string {
+	r.t.Helper()
+	res := r.run(nil, args...)
+	if res.Code != 0 {
+		r.t.Fatalf("lazy %s: %s", strings.Join(args, " "), res)
+	}
+	return res.Stdout
+}
+
+// fails runs lazy, requires exit code want and returns stderr.
+func (r *runner) fails(want int, stdin []byte, args ...string) string {
+	r.t.Helper()
+	res := r.run(stdin, args...)
+	if res.Code != want {
+		r.t.Fatalf("lazy %s: want exit %d, got %s", strings.Join(args, " "), want, res)
+	}
+	if strings.TrimSpace(res.Stderr) == "" {
+		r.t.Fatalf("lazy %s failed without saying why", strings.Join(args, " "))
+	}
+	return res.Stderr
+}
+
+func (r *runner) git(args ...string) string {
+	r.t.Helper()
+	return testrepo.Git(r.t, r.dir, args...)
+}
+
+// task is the JSON shape printed by create/list/show --json.
+type task struct {
+	ID        string `json:"id"`
+	Slug      string `json:"slug"`
+	Title     string `json:"title"`
+	Status    string `json:"status"`
+	Category  string `json:"category"`
+	Parent    string `json:"parent"`
+	Outcome   string `json:"outcome"`
+	Reason    string `json:"reason"`
+	Turns     int    `json:"turns"`
+	Comments  int    `json:"comments"`
+	Goal      string `json:"goal"`
+	Error     string `json:"error"`
+	CreatedBy string `json:"created_by"`
+	History   []struct {
+		Op    string `json:"op"`
+		Actor string `json:"actor"`
+		From  string `json:"from"`
+		To    string `json:"to"`
+		Host  string `json:"host"`
+		Clock int    `json:"clock"`
+	} `json:"history"`
+	CommentList []struct {
+		Text  string `json:"text"`
+		Actor string `json:"actor"`
+	} `json:"comment_list"`
+}
+
+func (r *runner) create(args ...string) task {
+	r.t.Helper()
+	var tk task
+	out := r.ok(append([]string{"create", "--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &tk); err != nil {
+		r.t.Fatalf("create output %q: %v", out, err)
+	}
+	return tk
+}
+
+func (r *runner) show(name string) task {
+	r.t.Helper()
+	var tk task
+	out := r.ok("show", "--json", name)
+	if err := json.Unmarshal([]byte(out), &tk); err != nil {
+		r.t.Fatalf("show output %q: %v", out, err)
+	}
+	return tk
+}
+
+func (r *runner) list(args ...string) []task {
+	r.t.Helper()
+	var ts []task
+	out := r.ok(append([]string{"list", "--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &ts); err != nil {
+		r.t.Fatalf("list output %q: %v", out, err)
+	}
+	return ts
+}
