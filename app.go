@@ -13,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -230,37 +229,7 @@ func (a *app) editor() string {
 	return "vi"
 }
 
-// taskJSON is the stable JSON shape of a task summary on every surface.
-type taskJSON struct {
-	ID           string            `json:"id"`
-	Slug         string            `json:"slug"`
-	Title        string            `json:"title"`
-	Status       machine.Status    `json:"status"`
-	Category     machine.Category  `json:"category"`
-	Parent       string            `json:"parent,omitempty"`
-	TargetBranch string            `json:"target_branch,omitempty"`
-	CreatedAt    string            `json:"created_at"`
-	UpdatedAt    string            `json:"updated_at"`
-	CreatedBy    machine.Actor     `json:"created_by,omitempty"`
-	Outcome      string            `json:"outcome,omitempty"`
-	Reason       string            `json:"reason,omitempty"`
-	AllowedPaths []string          `json:"allowed_paths,omitempty"`
-	Turns        int               `json:"turns"`
-	Comments     int               `json:"comments"`
-	Metadata     map[string]string `json:"metadata,omitempty"`
-}
-
-const timeLayout = "2006-01-02T15:04:05Z"
-
-func toJSON(t *gitstore.Task) taskJSON {
-	return taskJSON{
-		ID: t.ID, Slug: t.Slug, Title: t.Title, Status: t.Status, Category: t.Status.Category(),
-		Parent: t.Parent, TargetBranch: t.TargetBranch,
-		CreatedAt: t.CreatedAt.UTC().Format(timeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(timeLayout),
-		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
-		Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
-	}
-}
+func toJSON(t *gitstore.Task) gitstore.Summary { return gitstore.NewSummary(t) }
 
 // exitCode maps an error to the process exit status: 2 for usage, 1
 // otherwise.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -157,38 +160,38 @@ func listTasks(a *app, f listFilter, statuses map[machine.Status]bool, parent st
 	if err != nil {
 		return err
 	}
-	var tasks []*gitstore.Task
+	var rows []gitstore.Entry
 	var bad []listError
 	for _, e := range entries {
 		if e.Err != nil {
 			bad = append(bad, listError{ID: e.ID, Error: e.Err.Error()})
 			continue
 		}
-		t := e.Task
-		if !keep(t.Status) || (statuses != nil && !statuses[t.Status]) || (f.Open && t.Status.IsTerminal()) {
+		if !keep(e.Status) || (statuses != nil && !statuses[e.Status]) || (f.Open && e.Status.IsTerminal()) {
 			continue
 		}
-		if parentID != "" && t.Parent != parentID {
+		if parentID != "" && e.Parent != parentID {
 			continue
 		}
-		tasks = append(tasks, t)
+		rows = append(rows, e)
 	}
 	for _, b := range bad {
 		fmt.Fprintf(a.stderr, "lazy: skipping unreadable task %s: %s\n", b.ID, b.Error)
 	}
 	if f.JSON {
-		out := make([]any, 0, len(tasks)+len(bad))
-		for _, t := range tasks {
-			out = append(out, toJSON(t))
-		}
-		for _, b := range bad {
-			out = append(out, b)
-		}
-		return a.printJSON(out)
+		return writeJSONList(a.stdout, rows, bad)
 	}
-	if len(tasks) == 0 {
+	if len(rows) == 0 {
 		fmt.Fprintln(a.stdout, "No tasks.")
 		return nil
+	}
+	tasks := make([]*gitstore.Summary, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].Summary()
+		if err != nil {
+			return err
+		}
+		tasks = append(tasks, s)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSLUG\tTITLE")
@@ -199,20 +202,48 @@ func listTasks(a *app, f listFilter, statuses map[machine.Status]bool, parent st
 	return tw.Flush()
 }
 
+// writeJSONList prints a JSON array with one task per line. The task
+// objects are the cached summary bytes, so listing thousands of tasks
+// decodes and re-encodes nothing.
+func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	bw.WriteString("[")
+	sep := "\n"
+	for _, e := range rows {
+		bw.WriteString(sep)
+		bw.Write(e.JSON)
+		sep = ",\n"
+	}
+	for _, b := range bad {
+		line, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		bw.WriteString(sep)
+		bw.Write(line)
+		sep = ",\n"
+	}
+	if len(rows)+len(bad) > 0 {
+		bw.WriteString("\n")
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
+}
+
 type treeRow struct {
-	t     *gitstore.Task
+	t     *gitstore.Summary
 	depth int
 }
 
 // treeOrder puts each subtask right under its parent, keeping creation
 // order among siblings. Tasks whose parent is not in the list are roots.
-func treeOrder(tasks []*gitstore.Task) []treeRow {
+func treeOrder(tasks []*gitstore.Summary) []treeRow {
 	byID := make(map[string]bool, len(tasks))
 	for _, t := range tasks {
 		byID[t.ID] = true
 	}
-	children := map[string][]*gitstore.Task{}
-	var roots []*gitstore.Task
+	children := map[string][]*gitstore.Summary{}
+	var roots []*gitstore.Summary
 	for _, t := range tasks {
 		if t.Parent != "" && byID[t.Parent] && t.Parent != t.ID {
 			children[t.Parent] = append(children[t.Parent], t)
@@ -222,8 +253,8 @@ func treeOrder(tasks []*gitstore.Task) []treeRow {
 	}
 	out := make([]treeRow, 0, len(tasks))
 	seen := map[string]bool{}
-	var walk func(t *gitstore.Task, depth int)
-	walk = func(t *gitstore.Task, depth int) {
+	var walk func(t *gitstore.Summary, depth int)
+	walk = func(t *gitstore.Summary, depth int) {
 		if seen[t.ID] { // a corrupt parent cycle must not loop forever
 			return
 		}
@@ -252,7 +283,7 @@ type ShowCmd struct {
 }
 
 type showJSON struct {
-	taskJSON
+	gitstore.Summary
 	Goal       string               `json:"goal"`
 	Session    *gitstore.Session    `json:"session,omitempty"`
 	Violations *gitstore.Violations `json:"violations,omitempty"`
@@ -292,7 +323,7 @@ func (c *ShowCmd) Run(a *app) error {
 		return err
 	}
 	if c.JSON {
-		out := showJSON{taskJSON: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
+		out := showJSON{Summary: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
 		if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
 			out.Violations = &sn.Violations
 		}

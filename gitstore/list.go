@@ -1,97 +1,191 @@
 package gitstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/renameio/v2"
+
+	"github.com/lazyorch/lazy/machine"
 )
 
-// Entry is one task as seen by List: its summary, or why it could not be
-// read. A corrupt record never hides the others.
+// Entry is one task as seen by List: the fields listings filter and sort
+// on, its summary JSON, or why it could not be read. A corrupt record
+// never hides the others.
 type Entry struct {
-	ID     string
-	Commit plumbing.Hash
-	Task   *Task
-	Err    error
+	ID      string
+	Commit  plumbing.Hash
+	Status  machine.Status
+	Parent  string
+	Created int64 // unix seconds
+	// JSON is the task's Summary, compact.
+	JSON []byte
+	Err  error
 }
 
-// cacheFile is derived data: deleting it only costs one slower list.
-const cacheFile = "list-cache.v1.json"
-
-type cacheRecord struct {
-	Commit string `json:"c"`
-	Task   *Task  `json:"t,omitempty"`
-	Err    string `json:"e,omitempty"`
+// Summary decodes the entry's summary.
+func (e *Entry) Summary() (*Summary, error) {
+	if e.Err != nil {
+		return nil, e.Err
+	}
+	var s Summary
+	if err := json.Unmarshal(e.JSON, &s); err != nil {
+		return nil, fmt.Errorf("task %s: decode summary: %w", e.ID, err)
+	}
+	return &s, nil
 }
 
-// List returns every task, sorted by creation time then id. Task
-// summaries come from a cache keyed by each ref's commit hash; only
-// records whose ref moved since the last list are read from git.
+// The cache is derived data keyed by each ref's commit hash: deleting it
+// only costs one slower list. Its format is a header line, then per task
+// one line "id commit status created parent len" followed by len bytes of
+// summary JSON (or of the error text when status is "!") and a newline.
+// It is parsed by hand because decoding 10,000 JSON records dominated the
+// cost of listing them.
+const (
+	cacheFile   = "list-cache"
+	cacheHeader = "lazy list cache v2\n"
+)
+
+type cacheRec struct {
+	commit  string
+	status  string
+	created int64
+	parent  string
+	body    []byte
+}
+
+func readCache(path string) map[string]cacheRec {
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte(cacheHeader)) {
+		return nil
+	}
+	b = b[len(cacheHeader):]
+	out := make(map[string]cacheRec, bytes.Count(b, []byte{'\n'})/2)
+	for len(b) > 0 {
+		nl := bytes.IndexByte(b, '\n')
+		if nl < 0 {
+			return nil
+		}
+		f := strings.Fields(string(b[:nl]))
+		if len(f) != 6 {
+			return nil
+		}
+		n, err := strconv.Atoi(f[5])
+		created, err2 := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || err2 != nil || n < 0 || nl+1+n+1 > len(b) || b[nl+1+n] != '\n' {
+			return nil // damaged: rebuild from git
+		}
+		parent := f[4]
+		if parent == "-" {
+			parent = ""
+		}
+		out[f[0]] = cacheRec{commit: f[1], status: f[2], created: created, parent: parent, body: b[nl+1 : nl+1+n]}
+		b = b[nl+1+n+1:]
+	}
+	return out
+}
+
+func writeCache(path string, recs map[string]cacheRec) error {
+	var w bytes.Buffer
+	w.WriteString(cacheHeader)
+	for id, r := range recs {
+		parent := r.parent
+		if parent == "" {
+			parent = "-"
+		}
+		fmt.Fprintf(&w, "%s %s %s %d %s %d\n", id, r.commit, r.status, r.created, parent, len(r.body))
+		w.Write(r.body)
+		w.WriteByte('\n')
+	}
+	return renameio.WriteFile(path, w.Bytes(), 0o644)
+}
+
+// List returns every task, sorted by creation time then id. Summaries
+// come from the cache; only records whose ref moved since the last list
+// are read from git.
 func (s *Store) List() ([]Entry, error) {
 	refs, err := s.repo.ListRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
 	}
 	path := s.repo.LazyDir("cache", cacheFile)
-	cache := map[string]cacheRecord{}
-	if b, err := os.ReadFile(path); err == nil {
-		if json.Unmarshal(b, &cache) != nil {
-			cache = map[string]cacheRecord{} // derived data: rebuild
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read list cache: %w", err)
+	cache := readCache(path)
+	if _, err := os.Stat(s.repo.LazyDir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("lazy directory: %w", err)
 	}
 	out := make([]Entry, 0, len(refs))
 	dirty := len(cache) != len(refs)
-	fresh := make(map[string]cacheRecord, len(refs))
+	fresh := make(map[string]cacheRec, len(refs))
+	var missIDs []string
+	var missCommits []plumbing.Hash
 	for ref, h := range refs {
 		id := strings.TrimPrefix(ref, TasksPrefix)
 		if !ValidID(id) {
 			out = append(out, Entry{ID: id, Commit: h, Err: fmt.Errorf("ref %s does not name a task id", ref)})
 			continue
 		}
-		rec, ok := cache[id]
-		if !ok || rec.Commit != h.String() {
-			dirty = true
-			rec = cacheRecord{Commit: h.String()}
-			t, err := s.readSummary(id, h)
-			if err != nil {
-				rec.Err = err.Error()
-			} else {
-				rec.Task = t
+		if rec, ok := cache[id]; ok && rec.commit == h.String() {
+			fresh[id] = rec
+			continue
+		}
+		missIDs = append(missIDs, id)
+		missCommits = append(missCommits, h)
+	}
+	if len(missIDs) > 0 {
+		dirty = true
+		var recs []cacheRec
+		if len(missIDs) > batchThreshold {
+			recs, err = s.batchSummaries(missIDs, missCommits)
+		}
+		if recs == nil || err != nil {
+			recs = make([]cacheRec, len(missIDs))
+			for i, id := range missIDs {
+				recs[i] = s.summarize(id, missCommits[i])
 			}
 		}
-		fresh[id] = rec
-		e := Entry{ID: id, Commit: h, Task: rec.Task}
-		if rec.Err != "" {
-			e.Task = nil
-			e.Err = errors.New(rec.Err)
+		for i, id := range missIDs {
+			fresh[id] = recs[i]
+		}
+	}
+	for id, rec := range fresh {
+		e := Entry{ID: id, Commit: plumbing.NewHash(rec.commit), Status: machine.Status(rec.status), Parent: rec.parent, Created: rec.created, JSON: rec.body}
+		if rec.status == "!" {
+			e.Status, e.JSON, e.Err = "", nil, errors.New(string(rec.body))
 		}
 		out = append(out, e)
 	}
 	if dirty {
 		// Failing to write a cache only slows the next list down.
-		if b, err := json.Marshal(fresh); err == nil {
-			if err := os.MkdirAll(s.repo.LazyDir("cache"), 0o755); err == nil {
-				_ = renameio.WriteFile(path, b, 0o644)
-			}
+		if err := os.MkdirAll(s.repo.LazyDir("cache"), 0o755); err == nil {
+			_ = writeCache(path, fresh)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Task != nil && b.Task != nil && !a.Task.CreatedAt.Equal(b.Task.CreatedAt) {
-			return a.Task.CreatedAt.Before(b.Task.CreatedAt)
+		if out[i].Created != out[j].Created {
+			return out[i].Created < out[j].Created
 		}
-		return a.ID < b.ID
+		return out[i].ID < out[j].ID
 	})
 	return out, nil
+}
+
+func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
+	rec := cacheRec{commit: h.String()}
+	t, err := s.readSummary(id, h)
+	if err != nil {
+		rec.status, rec.body = "!", []byte(strings.ReplaceAll(err.Error(), "\n", " "))
+		return rec
+	}
+	rec.status, rec.created, rec.parent, rec.body = string(t.Status), t.CreatedAt.Unix(), t.Parent, summaryJSON(t)
+	return rec
 }
 
 // readSummary reads just task.json of a commit: three object reads.
@@ -124,3 +218,4 @@ func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
 	}
 	return nil, corrupt(fmt.Errorf("%s is missing", fileTask))
 }
+

@@ -280,11 +280,16 @@ type UpdateStats struct {
 // and still ends a livelock with a clear error.
 const maxAttempts = 200
 
+// maxLockedAttempts is how many lock timeouts (100 ms each) in a row an
+// Update waits out before reporting the lock.
+const maxLockedAttempts = 5
+
 // Update applies fn to the latest snapshot of task id and commits the
 // result with compare-and-swap, reloading and re-applying fn whenever
 // another writer moved the ref first.
 func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot, UpdateStats, error) {
 	var st UpdateStats
+	locked := 0
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, st, err
@@ -310,7 +315,13 @@ func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot
 			next.Commit = commit
 			return next, st, nil
 		}
-		if !errors.Is(err, ErrStale) && !errors.Is(err, ErrLocked) {
+		if errors.Is(err, ErrLocked) {
+			// A lock held across several timeouts is a stuck or crashed
+			// writer, not contention: say so rather than spin.
+			if locked++; locked >= maxLockedAttempts {
+				return nil, st, fmt.Errorf("task %s: %w", id, err)
+			}
+		} else if !errors.Is(err, ErrStale) {
 			return nil, st, err
 		}
 		st.Retries++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -201,8 +202,12 @@ func TestListCacheFollowsRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range l {
-		if e.ID == a.Task.ID && e.Task.Status != machine.Abandoned {
-			t.Fatalf("cached list is stale: %+v", e.Task)
+		if e.ID == a.Task.ID && e.Status != machine.Abandoned {
+			t.Fatalf("cached list is stale: %+v", e)
+		}
+		sum, err := e.Summary()
+		if err != nil || sum.ID != e.ID || sum.Status != e.Status {
+			t.Fatalf("summary %+v %v", sum, err)
 		}
 	}
 }
@@ -216,4 +221,49 @@ func TestClockInjection(t *testing.T) {
 	if !sn.Task.CreatedAt.Equal(at) {
 		t.Fatalf("created at %v", sn.Task.CreatedAt)
 	}
+}
+
+// TestListBatchPathIsolatesCorruptRecords lists enough uncached tasks to
+// take the git cat-file path, with one record vandalized by hand.
+func TestListBatchPathIsolatesCorruptRecords(t *testing.T) {
+	s, dir := open(t)
+	var ids []string
+	for i := 0; i < batchThreshold+20; i++ {
+		ids = append(ids, mustCreate(t, s, fmt.Sprintf("t%d", i)).Task.ID)
+	}
+	bad := ids[7]
+	ref := TaskRef(bad)
+	blob := testrepo.Git(t, dir, "hash-object", "-w", "--stdin", "--path", "task.json") // empty blob: not JSON
+	tree := strings.TrimSpace(gitIn(t, dir, "100644 blob "+blob+"\ttask.json\n", "mktree"))
+	testrepo.Git(t, dir, "update-ref", ref, testrepo.Git(t, dir, "commit-tree", "-p", ref, "-m", "x", tree))
+	list, err := Open(s.repo).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(ids) {
+		t.Fatalf("%d entries for %d tasks", len(list), len(ids))
+	}
+	for _, e := range list {
+		if e.ID == bad {
+			if e.Err == nil || !strings.Contains(e.Err.Error(), "corrupt") {
+				t.Fatalf("vandalized record: %+v", e)
+			}
+			continue
+		}
+		if sum, err := e.Summary(); err != nil || sum.ID != e.ID || e.Status != machine.Backlog {
+			t.Fatalf("entry %s: %+v %v", e.ID, sum, err)
+		}
+	}
+}
+
+func gitIn(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

@@ -1,0 +1,329 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// helperEnv makes this test binary act as a writer process.
+const helperEnv = "LAZY_GITSTORE_HELPER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(helperEnv); spec != "" {
+		os.Exit(helper(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// helper runs "dir|id|n": n toggles of task id, then prints the number of
+// lost CAS races.
+func helper(spec string) int {
+	parts := strings.Split(spec, "|")
+	n, _ := strconv.Atoi(parts[2])
+	repo, err := Discover(parts[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s := Open(repo, WithHost("helper-"+strconv.Itoa(os.Getpid())))
+	retries := 0
+	for i := 0; i < n; i++ {
+		_, st, err := s.Update(context.Background(), parts[1], toggle)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		retries += st.Retries
+	}
+	fmt.Println(retries)
+	return 0
+}
+
+// contend runs procs helper processes doing n toggles each on one task
+// and returns the total CAS retries. It fails the test on any lost update:
+// the task's history must hold exactly procs*n toggle commits.
+func contend(tb testing.TB, s *Store, dir, id string, procs, n int) int {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	before, err := s.Load(id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	outs := make([]string, procs)
+	errs := make([]error, procs)
+	for p := 0; p < procs; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"="+dir+"|"+id+"|"+strconv.Itoa(n))
+			out, err := cmd.Output()
+			outs[p], errs[p] = strings.TrimSpace(string(out)), err
+		}(p)
+	}
+	wg.Wait()
+	retries := 0
+	for p := 0; p < procs; p++ {
+		if errs[p] != nil {
+			var ee *exec.ExitError
+			if errors.As(errs[p], &ee) {
+				tb.Fatalf("writer %d: %v\n%s", p, errs[p], ee.Stderr)
+			}
+			tb.Fatalf("writer %d: %v", p, errs[p])
+		}
+		r, _ := strconv.Atoi(outs[p])
+		retries += r
+	}
+	after, err := s.Load(id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hist, err := s.History(after)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	toggles := 0
+	for _, h := range hist {
+		if h.Op == "toggle" {
+			toggles++
+		}
+	}
+	want := procs * n
+	if got := after.Task.Clock - before.Task.Clock; got != uint64(want) {
+		tb.Fatalf("clock advanced %d, want %d: updates were lost", got, want)
+	}
+	if toggles < want {
+		tb.Fatalf("history holds %d toggles, want at least %d: updates were lost", toggles, want)
+	}
+	// Every transition alternated: the state machine was applied to the
+	// latest state each time, never to a stale one.
+	for i := 1; i < len(hist); i++ {
+		if hist[i].Op == "toggle" && hist[i].From != hist[i-1].To {
+			tb.Fatalf("commit %d moved from %s but its parent ended at %s", i, hist[i].From, hist[i-1].To)
+		}
+	}
+	return retries
+}
+
+func TestConcurrentProcessesLoseNoUpdate(t *testing.T) {
+	s, dir := open(t)
+	id := parkedTask(t, s)
+	retries := contend(t, s, dir, id, 4, 25)
+	t.Logf("4 processes x 25 transitions: %d CAS retries", retries)
+}
+
+// TestCASAgainstGitCLI races lazy's in-process writer against `git
+// update-ref <ref> <new> <old>` processes appending commits to the same
+// ref. Both use git's lock protocol; if either side ever overwrote the
+// other, the first-parent chain would be shorter than the number of
+// successful writes.
+func TestCASAgainstGitCLI(t *testing.T) {
+	s, dir := open(t)
+	id := parkedTask(t, s)
+	ref := TaskRef(id)
+	start, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseLen := chainLen(t, dir, ref)
+
+	const lazyWrites, gitWriters, gitTries = 60, 2, 30
+	var wg sync.WaitGroup
+	gitOK := make([]int, gitWriters)
+	for w := 0; w < gitWriters; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < gitTries; i++ {
+				old, err := testrepo.GitErr(dir, "rev-parse", ref)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				commit, err := testrepo.GitErr(dir, "commit-tree", "-p", old, "-m", fmt.Sprintf("git writer %d/%d", w, i), old+"^{tree}")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := testrepo.GitErr(dir, "update-ref", ref, commit, old); err == nil {
+					gitOK[w]++
+				}
+			}
+		}(w)
+	}
+	retries := 0
+	for i := 0; i < lazyWrites; i++ {
+		_, st, err := s.Update(context.Background(), id, toggle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retries += st.Retries
+	}
+	wg.Wait()
+	total := lazyWrites
+	for _, n := range gitOK {
+		total += n
+	}
+	if total == lazyWrites {
+		t.Fatal("no git update-ref succeeded; the race proved nothing")
+	}
+	if got := chainLen(t, dir, ref) - baseLen; got != total {
+		t.Fatalf("chain grew by %d commits, but %d writes succeeded (lazy %d, git %v): an update was lost", got, total, lazyWrites, gitOK)
+	}
+	end, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Task.Clock-start.Task.Clock != lazyWrites {
+		t.Fatalf("clock moved %d for %d lazy writes", end.Task.Clock-start.Task.Clock, lazyWrites)
+	}
+	t.Logf("lazy %d writes (%d retries), git %v successful update-refs", lazyWrites, retries, gitOK)
+}
+
+func chainLen(t *testing.T, dir, ref string) int {
+	t.Helper()
+	n, err := strconv.Atoi(testrepo.Git(t, dir, "rev-list", "--first-parent", "--count", ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestLockHeldByGitIsReported(t *testing.T) {
+	s, _ := open(t)
+	sn := mustCreate(t, s, "locked")
+	lock := s.repo.CommonDir + "/" + TaskRef(sn.Task.ID) + ".lock"
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *Snapshot) (*Op, error) {
+		sn.AddComment(Comment{Actor: machine.Human, Text: "x"})
+		return &Op{Name: "comment", Actor: machine.Human}, nil
+	})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), ".lock") {
+		t.Fatalf("update under a stale lock: %v", err)
+	}
+	_ = os.Remove(lock)
+	if _, _, err := s.Update(context.Background(), sn.Task.ID, toggleComment); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toggleComment(sn *Snapshot) (*Op, error) {
+	sn.AddComment(Comment{Actor: machine.Human, Text: "x"})
+	return &Op{Name: "comment", Actor: machine.Human}, nil
+}
+
+func TestCreateOnlyRefRefusesExisting(t *testing.T) {
+	s, _ := open(t)
+	a := mustCreate(t, s, "a")
+	err := s.repo.CompareAndSwap(TaskRef(a.Task.ID), plumbing.ZeroHash, a.Commit)
+	if !errors.Is(err, ErrStale) {
+		t.Fatalf("create-only over an existing ref: %v", err)
+	}
+}
+
+// TestGCKeepsEverything runs an aggressive gc with immediate pruning and
+// checks that every record, turn, comment and history entry survives.
+func TestGCKeepsEverything(t *testing.T) {
+	s, dir := open(t)
+	type want struct {
+		clock    uint64
+		comments int
+		history  int
+	}
+	wants := map[string]want{}
+	for i := 0; i < 20; i++ {
+		sn := mustCreate(t, s, fmt.Sprintf("task %d", i))
+		for j := 0; j < i%4; j++ {
+			var err error
+			sn, _, err = s.Update(context.Background(), sn.Task.ID, toggleComment)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		hist, _ := s.History(sn)
+		wants[sn.Task.ID] = want{sn.Task.Clock, sn.Task.Comments, len(hist)}
+	}
+	testrepo.Git(t, dir, "gc", "-q", "--aggressive", "--prune=now")
+	testrepo.Git(t, dir, "fsck", "--no-dangling")
+	if n := s.LooseObjects(); n != 0 {
+		t.Fatalf("%d loose objects after gc", n)
+	}
+	fresh := Open(s.repo)
+	list, err := fresh.List()
+	if err != nil || len(list) != len(wants) {
+		t.Fatalf("list after gc: %d entries, %v", len(list), err)
+	}
+	for id, w := range wants {
+		sn, err := fresh.Load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := fresh.Comments(sn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist, err := fresh.History(sn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sn.Task.Clock != w.clock || len(cs) != w.comments || len(hist) != w.history {
+			t.Fatalf("task %s after gc: clock %d comments %d history %d, want %+v", id, sn.Task.Clock, len(cs), len(hist), w)
+		}
+		if _, err := fresh.Resolve(sn.Task.Slug); err != nil {
+			t.Fatalf("slug %s after gc: %v", sn.Task.Slug, err)
+		}
+	}
+}
+
+// TestHousekeepingBoundsLooseObjects writes past a low threshold and
+// checks that housekeeping packs objects and refs, losing nothing.
+func TestHousekeepingBoundsLooseObjects(t *testing.T) {
+	s, dir := open(t)
+	s.LooseObjectLimit = 300
+	passes := 0
+	for i := 0; i < 400; i++ {
+		mustCreate(t, s, fmt.Sprintf("task %d", i))
+		if s.NeedsHousekeeping() {
+			res, err := s.Housekeep(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Ran || res.LooseAfter >= res.LooseBefore {
+				t.Fatalf("housekeeping did not pack: %+v", res)
+			}
+			passes++
+		}
+	}
+	if passes == 0 {
+		t.Fatal("400 creates never crossed a 300-object threshold")
+	}
+	if n := s.LooseObjects(); n > 2*s.LooseObjectLimit {
+		t.Fatalf("%d loose objects with a limit of %d", n, s.LooseObjectLimit)
+	}
+	if loose := s.repo.countLooseRefs(TasksPrefix); loose >= 400 {
+		t.Fatalf("%d loose task refs: refs were never packed", loose)
+	}
+	list, err := Open(s.repo).List()
+	if err != nil || len(list) != 400 {
+		t.Fatalf("after housekeeping: %d tasks, %v", len(list), err)
+	}
+	testrepo.Git(t, dir, "fsck", "--no-dangling")
+}

@@ -1,0 +1,58 @@
+package gitstore
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/lazyorch/lazy/machine"
+)
+
+// Summary is the public JSON shape of a task on every listing surface
+// (lazy list --json, show --json, MCP). It is derived from task.json.
+type Summary struct {
+	ID           string            `json:"id"`
+	Slug         string            `json:"slug"`
+	Title        string            `json:"title"`
+	Status       machine.Status    `json:"status"`
+	Category     machine.Category  `json:"category"`
+	Parent       string            `json:"parent,omitempty"`
+	TargetBranch string            `json:"target_branch,omitempty"`
+	CreatedAt    string            `json:"created_at"`
+	UpdatedAt    string            `json:"updated_at"`
+	CreatedBy    machine.Actor     `json:"created_by,omitempty"`
+	Outcome      string            `json:"outcome,omitempty"`
+	Reason       string            `json:"reason,omitempty"`
+	AllowedPaths []string          `json:"allowed_paths,omitempty"`
+	Turns        int               `json:"turns"`
+	Comments     int               `json:"comments"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+}
+
+// TimeLayout is how lazy prints instants in JSON: UTC, seconds.
+const TimeLayout = "2006-01-02T15:04:05Z"
+
+// NewSummary derives the summary of a task.
+func NewSummary(t *Task) Summary {
+	return Summary{
+		ID: t.ID, Slug: t.Slug, Title: t.Title, Status: t.Status, Category: t.Status.Category(),
+		Parent: t.Parent, TargetBranch: t.TargetBranch,
+		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
+		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
+		Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
+	}
+}
+
+func summaryJSON(t *Task) []byte {
+	b, err := json.Marshal(NewSummary(t))
+	if err != nil {
+		// Summary holds only strings, ints and maps of strings.
+		panic("gitstore: encode summary: " + err.Error())
+	}
+	return b
+}
+
+// Created parses the summary's creation time.
+func (s *Summary) Created() time.Time {
+	t, _ := time.Parse(TimeLayout, s.CreatedAt)
+	return t
+}
