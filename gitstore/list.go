@@ -218,4 +218,3 @@ func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
 	}
 	return nil, corrupt(fmt.Errorf("%s is missing", fileTask))
 }
-
