@@ -114,7 +114,7 @@ func (a *app) afterWrite() {
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "housekeep", "--quiet")
+	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "housekeep", "--quiet", "--auto")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err == nil {
 		_ = cmd.Process.Release()

@@ -552,6 +552,7 @@ func (c *ReopenCmd) Run(a *app, ctx context.Context) error {
 // HousekeepCmd packs refs and objects.
 type HousekeepCmd struct {
 	Quiet bool `help:"Print nothing."`
+	Auto  bool `help:"Only pack when loose objects are past lazy.gc.looseObjects."`
 }
 
 // Run implements lazy housekeep.
@@ -559,12 +560,12 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	res, err := a.store.Housekeep(ctx)
+	res, err := a.store.Housekeep(ctx, c.Auto)
 	if err != nil || c.Quiet {
 		return err
 	}
 	if !res.Ran {
-		fmt.Fprintln(a.stdout, "Another housekeeping pass is running.")
+		fmt.Fprintln(a.stdout, "Nothing to do (below the threshold, or another pass is running).")
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "Packed: loose objects %d -> %d, loose refs %d -> 0\n", res.LooseBefore, res.LooseAfter, res.LooseRefsWas)

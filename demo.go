@@ -1,9 +1,227 @@
 package main
 
-// DemoCmd runs the tour.
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// DemoCmd runs a guided tour in a scratch repository with the real lazy
+// binary, checking each step as it goes, so `go run . demo` is both a
+// tour and a smoke test.
 type DemoCmd struct {
-	Keep bool `help:"Keep the scratch repository and print its path."`
+	Keep bool   `help:"Keep the scratch repository and print its path."`
+	Dir  string `help:"Create the scratch repository under DIR (default: the system temp dir)." placeholder:"DIR"`
 }
 
-// Run implements lazy demo (filled in below).
-func (c *DemoCmd) Run(a *app) error { return nil }
+type demo struct {
+	a    *app
+	exe  string
+	repo string
+	step int
+}
+
+// Run implements lazy demo.
+func (c *DemoCmd) Run(a *app, ctx context.Context) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("demo: find the lazy binary: %w", err)
+	}
+	root, err := os.MkdirTemp(c.Dir, "lazy-demo-")
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if c.Keep {
+		defer fmt.Fprintf(a.stdout, "\nThe scratch repository is kept at %s\n", root)
+	} else {
+		defer func() { _ = os.RemoveAll(root) }()
+	}
+	d := &demo{a: a, exe: exe, repo: filepath.Join(root, "project")}
+	return d.tour(ctx)
+}
+
+func (d *demo) say(what string) {
+	d.step++
+	fmt.Fprintf(d.a.stdout, "\n[%d] %s\n", d.step, what)
+}
+
+// sh runs a command in the scratch repository, echoing it and its output.
+func (d *demo) sh(ctx context.Context, wantOK bool, stdin string, name string, args ...string) (string, error) {
+	shown := name
+	if name == d.exe {
+		shown = "lazy"
+	}
+	fmt.Fprintf(d.a.stdout, "$ %s %s\n", shown, strings.Join(quoteAll(args), " "))
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = d.repo
+	cmd.Env = append(os.Environ(), "LAZY_ACTOR=", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=lazy demo", "GIT_AUTHOR_EMAIL=demo@lazy.invalid",
+		"GIT_COMMITTER_NAME=lazy demo", "GIT_COMMITTER_EMAIL=demo@lazy.invalid")
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	text := out.String()
+	fmt.Fprint(d.a.stdout, indentText(text, "  ")+"\n")
+	if wantOK && err != nil {
+		return text, fmt.Errorf("demo step %d failed: %s %s: %w", d.step, shown, strings.Join(args, " "), err)
+	}
+	if !wantOK && err == nil {
+		return text, fmt.Errorf("demo step %d: %s %s should have failed", d.step, shown, strings.Join(args, " "))
+	}
+	return text, nil
+}
+
+func (d *demo) lazy(ctx context.Context, args ...string) (string, error) {
+	return d.sh(ctx, true, "", d.exe, args...)
+}
+
+func (d *demo) expect(out, want string) error {
+	if !strings.Contains(out, want) {
+		return fmt.Errorf("demo step %d: expected %q in the output", d.step, want)
+	}
+	return nil
+}
+
+func (d *demo) tour(ctx context.Context) error {
+	if err := os.MkdirAll(d.repo, 0o755); err != nil {
+		return err
+	}
+	steps := []func(context.Context) error{
+		func(ctx context.Context) error {
+			d.say("A scratch git repository with one commit")
+			if _, err := d.sh(ctx, true, "", "git", "init", "-q", "-b", "main"); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(d.repo, "README.md"), []byte("# demo project\n"), 0o644); err != nil {
+				return err
+			}
+			if _, err := d.sh(ctx, true, "", "git", "add", "README.md"); err != nil {
+				return err
+			}
+			_, err := d.sh(ctx, true, "", "git", "commit", "-q", "-m", "initial commit")
+			return err
+		},
+		func(ctx context.Context) error {
+			d.say("Set lazy up: a host id and refspecs for refs/lazy/*")
+			out, err := d.lazy(ctx, "init")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "Initialized lazy")
+		},
+		func(ctx context.Context) error {
+			d.say("Create tasks; a subtask hangs under its parent")
+			if _, err := d.lazy(ctx, "create", "Fix the flaky login test", "-m", "It fails one CI run in ten. Find the race and fix it."); err != nil {
+				return err
+			}
+			if _, err := d.lazy(ctx, "create", "Cover logout too", "--parent", "fix-the-flaky-login-test"); err != nil {
+				return err
+			}
+			// Feedback with a NUL byte arrives on stdin: it is escaped,
+			// never dropped.
+			_, err := d.sh(ctx, true, "Write the release notes.\x00(a NUL byte sneaked in)", d.exe, "create", "Release notes")
+			return err
+		},
+		func(ctx context.Context) error {
+			d.say("List them (the changelog of each task is plain git history)")
+			out, err := d.lazy(ctx, "list")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "  cover-logout-too")
+		},
+		func(ctx context.Context) error {
+			d.say("Comment, then close a task that will not be done")
+			if _, err := d.lazy(ctx, "comment", "release-notes", "-m", "Wait until the login fix lands."); err != nil {
+				return err
+			}
+			out, err := d.lazy(ctx, "close", "release-notes", "-m", "Release notes are written by hand this cycle.")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "now abandoned")
+		},
+		func(ctx context.Context) error {
+			d.say("Show a task: goal, comments, and the status changelog with actors")
+			out, err := d.lazy(ctx, "show", "release-notes")
+			if err != nil {
+				return err
+			}
+			if err := d.expect(out, `\u0000`); err != nil {
+				return err
+			}
+			return d.expect(out, "backlog -> abandoned")
+		},
+		func(ctx context.Context) error {
+			d.say("Reopen it; every transition goes through the state machine")
+			if _, err := d.lazy(ctx, "reopen", "release-notes", "--reason", "We do want them after all."); err != nil {
+				return err
+			}
+			out, err := d.sh(ctx, false, "", d.exe, "reject", "release-notes")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "use lazy close")
+		},
+		func(ctx context.Context) error {
+			d.say("Bad names get clear errors")
+			if _, err := d.sh(ctx, false, "", d.exe, "show", "../../etc/passwd"); err != nil {
+				return err
+			}
+			_, err := d.sh(ctx, false, "", d.exe, "show", "no-such-task")
+			return err
+		},
+		func(ctx context.Context) error {
+			d.say("The records are ordinary git: refs, commits with trailers")
+			if _, err := d.sh(ctx, true, "", "git", "for-each-ref", "--format=%(refname)", "refs/lazy/tasks/"); err != nil {
+				return err
+			}
+			id, err := d.sh(ctx, true, "", "git", "cat-file", "blob", "refs/lazy/slugs/release-notes")
+			if err != nil {
+				return err
+			}
+			out, err := d.sh(ctx, true, "", "git", "log", "-2", "--format=%s%n%(trailers)", "refs/lazy/tasks/"+strings.TrimSpace(id))
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "Lazy-Op: reopen")
+		},
+		func(ctx context.Context) error {
+			d.say("Machine-readable output for scripts")
+			out, err := d.lazy(ctx, "list", "--json", "--open")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, `"slug":"fix-the-flaky-login-test"`)
+		},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(d.a.stdout, "\nDemo complete: %d steps, every one checked.\n", d.step)
+	return nil
+}
+
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"$\\*?|&;<>()") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		} else {
+			out[i] = a
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package gitcli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,8 +47,8 @@ func TestAFileNamedLikeAnOptionIsAFile(t *testing.T) {
 func TestErrorsCarryStderr(t *testing.T) {
 	dir := testrepo.New(t)
 	err := New(dir, "rev-parse", "--verify", "nope").Run(context.Background())
-	ge, ok := err.(*Error)
-	if !ok || ge.ExitCode() == 0 || !strings.Contains(err.Error(), "rev-parse") {
+	var ge *Error
+	if !errors.As(err, &ge) || ge.ExitCode() == 0 || !strings.Contains(err.Error(), "rev-parse") {
 		t.Fatalf("error %v", err)
 	}
 }

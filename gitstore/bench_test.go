@@ -87,3 +87,18 @@ func benchList(b *testing.B, n int, dropCache bool) {
 func BenchmarkList1000(b *testing.B)         { benchList(b, 1000, false) }
 func BenchmarkList10000(b *testing.B)        { benchList(b, 10000, false) }
 func BenchmarkList10000NoCache(b *testing.B) { benchList(b, 10000, true) }
+
+// BenchmarkContention8x100 runs 8 processes doing 100 transitions each on
+// one task. It fails on any lost update (see contend) and reports the
+// compare-and-swap races lost along the way.
+func BenchmarkContention8x100(b *testing.B) {
+	s, dir := open(b)
+	id := parkedTask(b, s)
+	b.ResetTimer()
+	total := 0
+	for i := 0; i < b.N; i++ {
+		total += contend(b, s, dir, id, 8, 100)
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "cas-retries/run")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*800), "µs/transition")
+}

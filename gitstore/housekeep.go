@@ -37,8 +37,15 @@ type HousekeepResult struct {
 // keeps every object reachable from refs/lazy/* (they are ordinary refs to
 // git). Only one pass runs at a time per repository; a second caller
 // returns at once with Ran false.
-func (s *Store) Housekeep(ctx context.Context) (HousekeepResult, error) {
+//
+// With auto set, it does nothing unless NeedsHousekeeping, checked both
+// before taking the lock and under it, so that a pass queued behind one
+// that just finished exits without touching the repository.
+func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, error) {
 	var res HousekeepResult
+	if auto && !s.NeedsHousekeeping() {
+		return res, nil
+	}
 	lock, err := flock.TryLock(s.repo.LazyDir("locks", "housekeep.lock"))
 	if errors.Is(err, flock.ErrHeld) {
 		return res, nil
@@ -47,6 +54,9 @@ func (s *Store) Housekeep(ctx context.Context) (HousekeepResult, error) {
 		return res, err
 	}
 	defer func() { _ = lock.Release() }()
+	if auto && !s.NeedsHousekeeping() {
+		return res, nil
+	}
 	res.Ran = true
 	res.LooseBefore = s.objs.looseEstimate(256)
 	res.LooseRefsWas = s.repo.countLooseRefs("refs/lazy/")

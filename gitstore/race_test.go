@@ -302,7 +302,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	for i := 0; i < 400; i++ {
 		mustCreate(t, s, fmt.Sprintf("task %d", i))
 		if s.NeedsHousekeeping() {
-			res, err := s.Housekeep(context.Background())
+			res, err := s.Housekeep(context.Background(), true)
 			if err != nil {
 				t.Fatal(err)
 			}
