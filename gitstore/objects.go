@@ -87,7 +87,10 @@ func (o *objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash,
 	// into place, so a reader never sees a partial object.
 	tmp := filepath.Join(dir, "tmp_obj_"+randSuffix())
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if errors.Is(err, fs.ErrNotExist) {
+	// git prune-packed (run by repack and gc) removes fan-out directories
+	// it empties, so the directory can vanish between our mkdir and open;
+	// git's own writer retries the same way.
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 10; try++ {
 		if err = os.MkdirAll(dir, 0o755); err == nil {
 			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		}

@@ -327,3 +327,39 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	}
 	testrepo.Git(t, dir, "fsck", "--no-dangling")
 }
+
+// TestWritesSurvivePrunePacked writes objects while git repack and
+// prune-packed run, which delete the fan-out directories they empty.
+func TestWritesSurvivePrunePacked(t *testing.T) {
+	s, dir := open(t)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_, _ = testrepo.GitErr(dir, "repack", "-d", "-q")
+			_, _ = testrepo.GitErr(dir, "prune-packed")
+			_, _ = testrepo.GitErr(dir, "pack-refs", "--all", "--prune")
+		}
+	}()
+	for i := 0; i < 150; i++ {
+		if _, err := s.Create(CreateSpec{Title: fmt.Sprintf("t%d", i), Actor: machine.Human}); err != nil {
+			close(done)
+			wg.Wait()
+			t.Fatalf("create %d during repack: %v", i, err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	list, err := Open(s.repo).List()
+	if err != nil || len(list) != 150 {
+		t.Fatalf("list: %d, %v", len(list), err)
+	}
+	testrepo.Git(t, dir, "fsck", "--no-dangling")
+}

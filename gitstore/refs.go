@@ -36,12 +36,42 @@ func (r *Repo) ReadRef(name string) (plumbing.Hash, bool, error) {
 	if err != nil || ok {
 		return h, ok, err
 	}
-	packed, err := r.packedRefs()
-	if err != nil {
-		return plumbing.ZeroHash, false, err
+	b, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return plumbing.ZeroHash, false, nil
 	}
-	h, ok = packed[name]
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("read packed-refs: %w", err)
+	}
+	h, ok = packedLookup(b, name)
 	return h, ok, nil
+}
+
+// packedLookup finds one ref in packed-refs content without parsing the
+// rest: with 20,000 lazy refs, building a map on every write cost more
+// than the write itself.
+func packedLookup(b []byte, name string) (plumbing.Hash, bool) {
+	needle := []byte(" " + name + "\n")
+	for off := 0; off < len(b); {
+		i := bytes.Index(b[off:], needle)
+		if i < 0 {
+			// The last line may lack its newline.
+			if tail := needle[:len(needle)-1]; bytes.HasSuffix(b, tail) {
+				i = len(b) - len(tail) - off
+			} else {
+				return plumbing.ZeroHash, false
+			}
+		}
+		at := off + i // index of the space after the hash
+		start := at - 40
+		if start >= 0 && (start == 0 || b[start-1] == '\n') {
+			if h := string(b[start:at]); plumbing.IsHash(h) {
+				return plumbing.NewHash(h), true
+			}
+		}
+		off = at + 1
+	}
+	return plumbing.ZeroHash, false
 }
 
 func (r *Repo) readLoose(name string) (plumbing.Hash, bool, error) {
@@ -65,21 +95,6 @@ func (r *Repo) readLoose(name string) (plumbing.Hash, bool, error) {
 func isDirErr(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "is a directory")
-}
-
-// packedRefs parses <common>/packed-refs. Peeled lines (^...) and the
-// header are skipped; lazy refs point at commits and blobs, never tags.
-func (r *Repo) packedRefs() (map[string]plumbing.Hash, error) {
-	out := map[string]plumbing.Hash{}
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read packed-refs: %w", err)
-	}
-	parsePacked(b, "", func(name string, h plumbing.Hash) { out[name] = h })
-	return out, nil
 }
 
 func parsePacked(b []byte, prefix string, fn func(string, plumbing.Hash)) {
@@ -195,6 +210,17 @@ func acquireLockFile(lock string) (*os.File, error) {
 		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			return f, nil
+		}
+		// git pack-refs --prune removes ref directories it empties, so
+		// the directory may be gone by now; recreate it and try again.
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+				return nil, err
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("create %s: its directory keeps disappearing", lock)
+			}
+			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
