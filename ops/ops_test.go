@@ -1,0 +1,135 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+func env(t *testing.T) *Env {
+	t.Helper()
+	repo, err := gitstore.Discover(testrepo.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Store: gitstore.Open(repo, gitstore.WithHost("ops-test")), Actor: machine.Human}
+}
+
+// walk moves a task through statuses as the system would, giving it a
+// session on the way, to reach states the CLI alone cannot reach yet.
+func walk(t *testing.T, e *Env, id string, to ...machine.Status) {
+	t.Helper()
+	for _, st := range to {
+		if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Session == nil {
+				s.Session = &gitstore.Session{ID: "s1", Number: 1, Host: "ops-test"}
+				s.Task.Sessions = 1
+			}
+			s.Task.Status = st
+			return &gitstore.Op{Name: "walk", Actor: machine.System}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCreateTitleRules(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	sn, err := e.Create(ctx, CreateInput{Title: "first line\nsecond line", Goal: "body"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goal, _ := sn.Goal()
+	if sn.Task.Title != "first line" || goal != "second line\n\nbody" {
+		t.Fatalf("title %q goal %q: text after the title's line break must move to the goal", sn.Task.Title, goal)
+	}
+	long := strings.Repeat("w", MaxTitle+50)
+	sn, err = e.Create(ctx, CreateInput{Goal: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goal, _ = sn.Goal()
+	if !strings.HasSuffix(sn.Task.Title, "...") || goal != long {
+		t.Fatalf("a long one-line description must keep its full text in the goal (title %d runes, goal %d bytes)", len(sn.Task.Title), len(goal))
+	}
+	if _, err := e.Create(ctx, CreateInput{Title: "   "}); err == nil {
+		t.Fatal("blank title accepted")
+	}
+	sn, err = e.Create(ctx, CreateInput{Title: "x", AllowedPaths: []string{"src/\x00*.go"}})
+	if err != nil || sn.Task.AllowedPaths[0] != `src/\u0000*.go` || strings.Contains(sn.Task.AllowedPaths[0], sanitize.Note) {
+		t.Fatalf("allowed paths are escaped without the note: %q %v", sn.Task.AllowedPaths, err)
+	}
+	parent, _ := e.Create(ctx, CreateInput{Title: "parent"})
+	if _, err := e.Close(ctx, parent.Task.Slug, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Create(ctx, CreateInput{Title: "child", Parent: parent.Task.Slug}); err == nil || !strings.Contains(err.Error(), "reopen it") {
+		t.Fatalf("subtask of an abandoned parent: %v", err)
+	}
+}
+
+func TestReopenWithAgentWorkGoesToBlocked(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	sn, _ := e.Create(ctx, CreateInput{Title: "worked on"})
+	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
+	got, err := e.Reject(ctx, sn.Task.Slug, "wrong approach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Task.Outcome != gitstore.OutcomeRejected || got.Session.EndedAt == nil {
+		t.Fatalf("after reject: %+v session %+v", got.Task, got.Session)
+	}
+	got, err = e.Reopen(ctx, sn.Task.Slug, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Task.Status != machine.Blocked || got.Session.EndedAt != nil {
+		t.Fatalf("reopen of rejected work: %s, session %+v", got.Task.Status, got.Session)
+	}
+}
+
+func TestReopenAcceptedNeedsReason(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	sn, _ := e.Create(ctx, CreateInput{Title: "accepted"})
+	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked, machine.Merging, machine.Complete)
+	if _, err := e.Reopen(ctx, sn.Task.Slug, ""); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Fatalf("reopen without reason: %v", err)
+	}
+	got, err := e.Reopen(ctx, sn.Task.Slug, "regressed in prod")
+	if err != nil || got.Task.Status != machine.Blocked || got.Task.Reason != "regressed in prod" {
+		t.Fatalf("reopen with reason: %+v %v", got, err)
+	}
+	// Closing a working task is refused by the state machine.
+	walk(t, e, sn.Task.ID, machine.Working)
+	if _, err := e.Close(ctx, sn.Task.Slug, ""); !errors.Is(err, machine.ErrTransition) || !strings.Contains(err.Error(), "lazy stop") {
+		t.Fatalf("close while working: %v", err)
+	}
+}
+
+func TestTaskLockSerializesOperations(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	sn, _ := e.Create(ctx, CreateInput{Title: "locked"})
+	unlock, err := e.LockTask(ctx, sn.Task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50_000_000) // 50 ms
+	defer cancel()
+	if _, _, err := e.Comment(short, sn.Task.Slug, "x"); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Fatalf("comment while the task lock is held: %v", err)
+	}
+	unlock()
+	if _, _, err := e.Comment(ctx, sn.Task.Slug, "x"); err != nil {
+		t.Fatal(err)
+	}
+}
