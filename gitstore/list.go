@@ -190,14 +190,9 @@ func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
 
 // readSummary reads just task.json of a commit: three object reads.
 func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
-	corrupt := func(err error) error { return &CorruptError{ID: id, Commit: h, Err: err} }
-	c, err := s.objs.readCommit(h)
+	tree, corrupt, err := s.snapshotTree(id, h)
 	if err != nil {
-		return nil, corrupt(err)
-	}
-	tree, err := s.objs.readTree(c.TreeHash)
-	if err != nil {
-		return nil, corrupt(err)
+		return nil, err
 	}
 	var t Task
 	for _, e := range tree.Entries {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/lazyorch/lazy/machine"
 )
@@ -195,15 +196,25 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 
 func short(h plumbing.Hash) string { return h.String()[:12] }
 
-func (s *Store) loadAt(id string, h plumbing.Hash) (*Snapshot, error) {
+// snapshotTree reads the tree of a task's commit; any failure is the
+// record's corruption, reported as such.
+func (s *Store) snapshotTree(id string, h plumbing.Hash) (*object.Tree, func(error) error, error) {
 	corrupt := func(err error) error { return &CorruptError{ID: id, Commit: h, Err: err} }
 	c, err := s.objs.readCommit(h)
 	if err != nil {
-		return nil, corrupt(err)
+		return nil, corrupt, corrupt(err)
 	}
 	tree, err := s.objs.readTree(c.TreeHash)
 	if err != nil {
-		return nil, corrupt(err)
+		return nil, corrupt, corrupt(err)
+	}
+	return tree, corrupt, nil
+}
+
+func (s *Store) loadAt(id string, h plumbing.Hash) (*Snapshot, error) {
+	tree, corrupt, err := s.snapshotTree(id, h)
+	if err != nil {
+		return nil, err
 	}
 	sn := &Snapshot{Commit: h, store: s, entries: make(map[string]treeEntry, len(tree.Entries))}
 	for _, e := range tree.Entries {

@@ -64,6 +64,24 @@ func (e *Env) withTask(ctx context.Context, name string, fn func(id string) erro
 	return fn(id)
 }
 
+// update resolves name, takes its lifecycle lock and applies fn through
+// the store's compare-and-swap loop.
+func (e *Env) update(ctx context.Context, name string, fn gitstore.UpdateFunc) (*gitstore.Snapshot, error) {
+	var sn *gitstore.Snapshot
+	err := e.withTask(ctx, name, func(id string) error {
+		var err error
+		sn, _, err = e.Store.Update(ctx, id, fn)
+		return err
+	})
+	return sn, err
+}
+
+// cleanReason sanitizes and bounds a reason text.
+func cleanReason(reason string) (string, error) {
+	reason = strings.TrimSpace(sanitize.Prose(reason))
+	return reason, checkText("the reason", reason)
+}
+
 // LockTask takes the lifecycle lock of task id, shared by the CLI, the
 // daemon and MCP. The kernel releases it if the holder dies.
 func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {
@@ -239,15 +257,10 @@ func (e *Env) Comment(ctx context.Context, name, text string) (*gitstore.Snapsho
 	if err := checkText("the comment", text); err != nil {
 		return nil, gitstore.Comment{}, err
 	}
-	var sn *gitstore.Snapshot
 	var added gitstore.Comment
-	err := e.withTask(ctx, name, func(id string) error {
-		var err error
-		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			added = s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
-			return &gitstore.Op{Name: "comment", Actor: e.Actor}, nil
-		})
-		return err
+	sn, err := e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		added = s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &gitstore.Op{Name: "comment", Actor: e.Actor}, nil
 	})
 	return sn, added, err
 }
@@ -259,36 +272,30 @@ func hasAgentWork(s *gitstore.Snapshot) bool {
 
 // endTask moves a task to abandoned with an outcome and reason.
 func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string, allowed func(*gitstore.Snapshot) error) (*gitstore.Snapshot, error) {
-	reason = strings.TrimSpace(sanitize.Prose(reason))
-	if err := checkText("the reason", reason); err != nil {
+	reason, err := cleanReason(reason)
+	if err != nil {
 		return nil, err
 	}
-	var sn *gitstore.Snapshot
-	err := e.withTask(ctx, name, func(id string) error {
-		var err error
-		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			if err := allowed(s); err != nil {
-				return nil, err
-			}
-			if err := machine.Validate(s.Task.Status, machine.Abandoned, e.Actor); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", opName, s.Task.Slug, err)
-			}
-			s.Task.Status = machine.Abandoned
-			s.Task.Outcome = outcome
-			s.Task.Reason = reason
-			if s.Session != nil && s.Session.EndedAt == nil {
-				now := time.Now().UTC().Truncate(time.Second)
-				s.Session.EndedAt = &now
-				s.Session.Outcome = outcome
-			}
-			if reason != "" {
-				s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: opName + ": " + reason})
-			}
-			return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
-		})
-		return err
+	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := allowed(s); err != nil {
+			return nil, err
+		}
+		if err := machine.Validate(s.Task.Status, machine.Abandoned, e.Actor); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", opName, s.Task.Slug, err)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		s.Task.Status = machine.Abandoned
+		s.Task.Outcome = outcome
+		s.Task.Reason = reason
+		if s.Session != nil && s.Session.EndedAt == nil {
+			s.Session.EndedAt = &now
+			s.Session.Outcome = outcome
+		}
+		if reason != "" {
+			s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: opName + ": " + reason})
+		}
+		return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
 	})
-	return sn, err
 }
 
 // Close abandons a task that will not be done ("won't do", duplicate).
@@ -309,44 +316,37 @@ func (e *Env) Reject(ctx context.Context, name, reason string) (*gitstore.Snapsh
 // Reopen brings a finished task back: to blocked when it has agent work
 // to review again, to backlog when it never ran.
 func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
-	reason = strings.TrimSpace(sanitize.Prose(reason))
-	if err := checkText("the reason", reason); err != nil {
+	reason, err := cleanReason(reason)
+	if err != nil {
 		return nil, err
 	}
-	var sn *gitstore.Snapshot
-	err := e.withTask(ctx, name, func(id string) error {
-		var err error
-		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			if !s.Task.Status.IsTerminal() {
-				return nil, fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
-			}
-			to := machine.Backlog
-			if hasAgentWork(s) {
-				to = machine.Park(s.PendingViolations())
-				if to == machine.Conflict {
-					to = machine.Blocked // reopen targets blocked; conflict is re-derived on the next park
-				}
-			}
-			if s.Task.Status == machine.Complete && to == machine.Blocked && reason == "" {
-				return nil, fmt.Errorf("reopen %s: an accepted task needs a reason (--reason \"...\")", s.Task.Slug)
-			}
-			if err := machine.Validate(s.Task.Status, to, e.Actor); err != nil {
-				return nil, err
-			}
-			s.Task.Status = to
-			s.Task.Outcome = ""
-			s.Task.Reason = reason
-			if s.Session != nil {
-				s.Session.EndedAt = nil
-				s.Session.Outcome = ""
-				s.Session.ConsecutiveInterruptions = 0
-			}
-			if reason != "" {
-				s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "reopen: " + reason})
-			}
-			return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
-		})
-		return err
+	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if !s.Task.Status.IsTerminal() {
+			return nil, fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
+		}
+		// Reopen targets blocked, never conflict: the label is re-derived
+		// from the pending violation set on the next park.
+		to := machine.Backlog
+		if hasAgentWork(s) {
+			to = machine.Blocked
+		}
+		if s.Task.Status == machine.Complete && to == machine.Blocked && reason == "" {
+			return nil, fmt.Errorf("reopen %s: an accepted task needs a reason (--reason \"...\")", s.Task.Slug)
+		}
+		if err := machine.Validate(s.Task.Status, to, e.Actor); err != nil {
+			return nil, err
+		}
+		s.Task.Status = to
+		s.Task.Outcome = ""
+		s.Task.Reason = reason
+		if s.Session != nil {
+			s.Session.EndedAt = nil
+			s.Session.Outcome = ""
+			s.Session.ConsecutiveInterruptions = 0
+		}
+		if reason != "" {
+			s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "reopen: " + reason})
+		}
+		return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
 	})
-	return sn, err
 }
