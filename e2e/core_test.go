@@ -121,6 +121,9 @@ func TestCloseRejectReopenAndComment(t *testing.T) {
 	if !strings.Contains(errText, "use lazy close") {
 		t.Fatalf("reject of backlog: %s", errText)
 	}
+	if msg := r.fails(1, nil, "show", "close"); !strings.Contains(msg, "did you mean to-close?") {
+		t.Fatalf("unknown name without a suggestion: %s", msg)
+	}
 	if !strings.Contains(r.fails(1, nil, "reopen", a.Slug), "not finished") {
 		t.Fatal("reopen of backlog did not explain")
 	}

@@ -133,7 +133,7 @@ func (s *Store) Resolve(name string) (string, error) {
 		}
 	}
 	if !isHexString(lower) {
-		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
+		return "", fmt.Errorf("no task named %q%s: %w", name, s.suggest(lower), ErrNotFound)
 	}
 	if ValidID(lower) {
 		if _, ok, err := s.repo.ReadRef(TaskRef(lower)); err != nil {
@@ -197,4 +197,29 @@ func isHexString(s string) bool {
 		}
 	}
 	return true
+}
+
+// suggest lists up to five slugs that contain what the user typed, for
+// the "no task named" error. It runs only on that error path.
+func (s *Store) suggest(in string) string {
+	refs, err := s.repo.ListRefs(SlugsPrefix)
+	if err != nil || len(in) < 3 {
+		return ""
+	}
+	var hits []string
+	for ref := range refs {
+		if slug := strings.TrimPrefix(ref, SlugsPrefix); strings.Contains(slug, in) {
+			hits = append(hits, slug)
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	sort.Strings(hits)
+	more := ""
+	if len(hits) > 5 {
+		more = fmt.Sprintf(" and %d more", len(hits)-5)
+		hits = hits[:5]
+	}
+	return " (did you mean " + strings.Join(hits, ", ") + more + "?)"
 }
