@@ -1,0 +1,215 @@
+// Package agent holds what lazy knows about the agent CLIs it drives. This
+// file is the shared failure taxonomy and the classifiers that map each
+// CLI's error dialect onto it (spec: "Agent Failure Classification").
+package agent
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Class is a failure's kind, which decides how lazy responds to it.
+type Class string
+
+// The shared taxonomy. A classifier that does not recognise a failure
+// returns Unknown rather than guessing: a wrong fatal class blocks a task
+// that would have recovered, the more expensive mistake.
+const (
+	// TransientOverload: the provider is overloaded or rate limiting
+	// (529, 429, usage windows). It clears by itself.
+	TransientOverload Class = "transient_overload"
+	// TransientUnreachable: the API or a local proxy cannot be reached.
+	// It may heal, but a proxy that never returns must not spin forever.
+	TransientUnreachable Class = "transient_unreachable"
+	// FatalAuth: credentials are missing, expired, revoked, or the
+	// account has no quota left. Never clears without a human.
+	FatalAuth Class = "fatal_auth"
+	// Unknown: not recognised. Diagnosis only; the crash-loop detector
+	// bounds its retries.
+	Unknown Class = "unknown"
+)
+
+// Fatal reports whether the class stops retrying at once.
+func (c Class) Fatal() bool { return strings.HasPrefix(string(c), "fatal_") }
+
+// Transient reports whether the class is expected to clear by itself.
+func (c Class) Transient() bool { return strings.HasPrefix(string(c), "transient_") }
+
+// Failure is a classified agent failure.
+type Failure struct {
+	Class  Class
+	Reason string // the snippet that decided the class, for humans
+	// ResetAt is when the agent said the limit lifts (zero if it did not).
+	ResetAt time.Time
+}
+
+// Signals is what a run left behind to classify: structured fields the
+// adapter parsed from the event stream, and raw text.
+type Signals struct {
+	APIErrorStatus  int    // claude result.api_error_status
+	AssistantError  string // claude assistant.error
+	RateLimitStatus string // claude rate_limit_event status
+	RateLimitReset  int64  // claude rate_limit_event resets_at (unix seconds)
+	Text            string // result text, error events and stderr, joined
+	ExitCode        int
+}
+
+// commonText matches signals shared by every CLI: HTTP statuses and
+// socket errors. Order matters: the first match wins.
+var commonText = []struct {
+	re    *regexp.Regexp
+	class Class
+}{
+	{regexp.MustCompile(`(?i)(status|error|http)[^\n]{0,20}\b529\b|overloaded_error|\boverloaded\b`), TransientOverload},
+	{regexp.MustCompile(`(?i)(status|error|http)[^\n]{0,20}\b429\b|rate_limit_error|rate limit|too many requests`), TransientOverload},
+	{regexp.MustCompile(`(?i)connection refused|connectionrefused|econnrefused|connection error|unable to connect|econnreset|etimedout|network is unreachable|getaddrinfo|enotfound`), TransientUnreachable},
+	{regexp.MustCompile(`(?i)\b401\b[^\n]*(unauthori[sz]ed|authentication)|authentication_error|\b403\b[^\n]*(revoked|forbidden)`), FatalAuth},
+}
+
+// classifyCommon applies the shared signals to text.
+func classifyCommon(text string) (Failure, bool) {
+	for _, c := range commonText {
+		if m := c.re.FindString(text); m != "" {
+			return Failure{Class: c.class, Reason: snippet(text, m)}, true
+		}
+	}
+	return Failure{}, false
+}
+
+// snippet returns the line of text that contains match, trimmed and
+// bounded, so the recorded reason is readable.
+func snippet(text, match string) string {
+	i := strings.Index(text, match)
+	if i < 0 {
+		return bounded(text)
+	}
+	start := strings.LastIndexByte(text[:i], '\n') + 1
+	end := strings.IndexByte(text[i:], '\n')
+	if end < 0 {
+		end = len(text)
+	} else {
+		end += i
+	}
+	return bounded(strings.TrimSpace(text[start:end]))
+}
+
+// maxReason bounds a recorded failure reason.
+const maxReason = 200
+
+func bounded(s string) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) > maxReason {
+		return string(r[:maxReason-1]) + "…"
+	}
+	return string(r)
+}
+
+var (
+	claudeAuth = regexp.MustCompile(`(?i)invalid api key|missing api key|not logged in|please run /login|login expired|oauth token (has been )?revoked|credit balance is too low`)
+	// "Claude AI usage limit reached|1767225600"
+	claudeUsageTS = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,12})`)
+	claudeLimit   = regexp.MustCompile(`(?i)usage limit reached|you've hit your limit|you have hit your limit`)
+	// A resume from the wrong cwd, which must not read as auth.
+	claudeNoSession = regexp.MustCompile(`(?i)no conversation found with session id`)
+)
+
+// ClassifyClaude classifies a Claude Code failure: structured fields
+// first, then Claude's own dialect, then the shared signals.
+func ClassifyClaude(s Signals) Failure {
+	switch s.APIErrorStatus {
+	case 529:
+		return Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "API error 529 (overloaded)")}
+	case 429:
+		return withReset(Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "API error 429 (rate limited)")}, s)
+	case 401, 403:
+		if claudeAuth.MatchString(s.Text) || strings.Contains(strings.ToLower(s.Text), "authentication") || strings.Contains(strings.ToLower(s.Text), "revoked") {
+			return Failure{Class: FatalAuth, Reason: reasonOr(s.Text, "API error "+strconv.Itoa(s.APIErrorStatus))}
+		}
+	}
+	switch s.AssistantError {
+	case "authentication_failed", "billing_error":
+		return Failure{Class: FatalAuth, Reason: reasonOr(s.Text, "assistant error: "+s.AssistantError)}
+	case "rate_limit":
+		return withReset(Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "assistant error: rate_limit")}, s)
+	}
+	if s.RateLimitStatus == "rejected" {
+		return withReset(Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "rate limit rejected")}, s)
+	}
+	text := s.Text
+	if claudeNoSession.MatchString(text) {
+		return Failure{Class: Unknown, Reason: snippet(text, claudeNoSession.FindString(text))}
+	}
+	if m := claudeAuth.FindString(text); m != "" {
+		return Failure{Class: FatalAuth, Reason: snippet(text, m)}
+	}
+	if m := claudeUsageTS.FindStringSubmatch(text); m != nil {
+		f := Failure{Class: TransientOverload, Reason: snippet(text, m[0])}
+		if ts, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+			f.ResetAt = time.Unix(ts, 0).UTC()
+		}
+		return f
+	}
+	if m := claudeLimit.FindString(text); m != "" {
+		// "resets 1pm (Europe/Lisbon)": a self-healing window. The time
+		// is left to the retry ladder rather than parsed from a locale.
+		return withReset(Failure{Class: TransientOverload, Reason: snippet(text, m)}, s)
+	}
+	if f, ok := classifyCommon(text); ok {
+		return withReset(f, s)
+	}
+	return Failure{Class: Unknown, Reason: bounded(firstLine(text))}
+}
+
+var (
+	codexLimit = regexp.MustCompile(`(?i)you've hit your usage limit|usage limit`)
+	codexAuth  = regexp.MustCompile(`(?i)unexpected status 401|unauthorized|not logged in|please log in|invalid api key`)
+)
+
+// ClassifyCodex classifies a Codex CLI failure from its error events and
+// stderr.
+func ClassifyCodex(s Signals) Failure {
+	text := s.Text
+	if m := codexLimit.FindString(text); m != "" {
+		return Failure{Class: TransientOverload, Reason: snippet(text, m)}
+	}
+	if m := codexAuth.FindString(text); m != "" {
+		return Failure{Class: FatalAuth, Reason: snippet(text, m)}
+	}
+	if f, ok := classifyCommon(text); ok {
+		return f
+	}
+	return Failure{Class: Unknown, Reason: bounded(firstLine(text))}
+}
+
+// ClassifyExec classifies a failure of an arbitrary command: only the
+// shared signals apply, since lazy knows nothing of its dialect.
+func ClassifyExec(s Signals) Failure {
+	if f, ok := classifyCommon(s.Text); ok {
+		return f
+	}
+	return Failure{Class: Unknown, Reason: bounded(firstLine(s.Text))}
+}
+
+func withReset(f Failure, s Signals) Failure {
+	if f.ResetAt.IsZero() && s.RateLimitReset > 0 {
+		f.ResetAt = time.Unix(s.RateLimitReset, 0).UTC()
+	}
+	return f
+}
+
+func reasonOr(text, def string) string {
+	if t := firstLine(text); t != "" {
+		return bounded(t)
+	}
+	return def
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}

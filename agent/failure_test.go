@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"testing"
+	"time"
+)
+
+func TestClassifyClaudeReferenceTexts(t *testing.T) {
+	cases := []struct {
+		name string
+		s    Signals
+		want Class
+	}{
+		{"529 status", Signals{APIErrorStatus: 529, Text: "API Error: 529"}, TransientOverload},
+		{"529 text", Signals{Text: `API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}`}, TransientOverload},
+		{"repeated 529", Signals{Text: "Repeated 529 Overloaded errors"}, TransientOverload},
+		{"429 status", Signals{APIErrorStatus: 429}, TransientOverload},
+		{"rate_limit_error", Signals{Text: `API Error: 429 {"error":{"type":"rate_limit_error"}}`}, TransientOverload},
+		{"usage limit with ts", Signals{Text: "Claude AI usage limit reached|1767225600"}, TransientOverload},
+		{"hit your limit", Signals{Text: "You've hit your limit · resets 1pm (Europe/Lisbon)"}, TransientOverload},
+		{"rate_limit_event rejected", Signals{RateLimitStatus: "rejected", RateLimitReset: 1767225600}, TransientOverload},
+		{"connection error", Signals{Text: "API Error (Connection error.)"}, TransientUnreachable},
+		{"connection refused", Signals{Text: "Unable to connect to API (ConnectionRefused)"}, TransientUnreachable},
+		{"api refused", Signals{Text: "API Error: Connection refused"}, TransientUnreachable},
+		{"invalid key", Signals{Text: "Invalid API key · Please run /login"}, FatalAuth},
+		{"missing key", Signals{Text: "Missing API key"}, FatalAuth},
+		{"not logged in", Signals{Text: "Not logged in · Please run /login"}, FatalAuth},
+		{"login expired", Signals{Text: "Login expired"}, FatalAuth},
+		{"oauth revoked", Signals{Text: "OAuth token revoked"}, FatalAuth},
+		{"401", Signals{Text: `API Error: 401 {"type":"error","error":{"type":"authentication_error"}}`}, FatalAuth},
+		{"403 revoked", Signals{Text: "API Error: 403 OAuth token has been revoked"}, FatalAuth},
+		{"credit balance", Signals{Text: "Your credit balance is too low to access the Anthropic API"}, FatalAuth},
+		{"assistant auth", Signals{AssistantError: "authentication_failed"}, FatalAuth},
+		{"assistant rate", Signals{AssistantError: "rate_limit"}, TransientOverload},
+		// Resume from the wrong cwd is not an auth failure.
+		{"no conversation", Signals{Text: "No conversation found with session ID 1234"}, Unknown},
+		{"unrecognised", Signals{Text: "segmentation fault"}, Unknown},
+		{"numbers are not statuses", Signals{Text: "processed 429 files and 529 lines"}, Unknown},
+		{"empty", Signals{}, Unknown},
+	}
+	for _, c := range cases {
+		if got := ClassifyClaude(c.s); got.Class != c.want {
+			t.Errorf("%s: %s (%q), want %s", c.name, got.Class, got.Reason, c.want)
+		}
+	}
+}
+
+func TestClaudeResetTimes(t *testing.T) {
+	f := ClassifyClaude(Signals{Text: "Claude AI usage limit reached|1767225600"})
+	if !f.ResetAt.Equal(time.Unix(1767225600, 0)) {
+		t.Fatalf("reset %v", f.ResetAt)
+	}
+	f = ClassifyClaude(Signals{RateLimitStatus: "rejected", RateLimitReset: 1767225700})
+	if !f.ResetAt.Equal(time.Unix(1767225700, 0)) {
+		t.Fatalf("rate_limit_event reset %v", f.ResetAt)
+	}
+}
+
+func TestClassifyCodexAndExec(t *testing.T) {
+	if f := ClassifyCodex(Signals{Text: "You've hit your usage limit. Upgrade to Pro or try again at 3:28 PM."}); f.Class != TransientOverload {
+		t.Errorf("codex usage limit: %s", f.Class)
+	}
+	if f := ClassifyCodex(Signals{Text: "unexpected status 401 Unauthorized: Missing bearer"}); f.Class != FatalAuth {
+		t.Errorf("codex 401: %s", f.Class)
+	}
+	if f := ClassifyCodex(Signals{Text: "stream error: connection refused"}); f.Class != TransientUnreachable {
+		t.Errorf("codex refused: %s", f.Class)
+	}
+	if f := ClassifyExec(Signals{Text: "HTTP 429 Too Many Requests"}); f.Class != TransientOverload {
+		t.Errorf("exec 429: %s", f.Class)
+	}
+	if f := ClassifyExec(Signals{Text: "make: *** [all] Error 2", ExitCode: 2}); f.Class != Unknown {
+		t.Errorf("exec failure: %s", f.Class)
+	}
+}
+
+func TestReasonsAreBoundedLines(t *testing.T) {
+	long := "preamble\nAPI Error: Connection refused " + string(make([]byte, 0)) + repeat("x", 500) + "\ntrailer"
+	f := ClassifyClaude(Signals{Text: long})
+	if f.Class != TransientUnreachable || len([]rune(f.Reason)) > maxReason || f.Reason[:10] != "API Error:" {
+		t.Fatalf("reason %q", f.Reason)
+	}
+}
+
+func repeat(s string, n int) string {
+	b := make([]byte, 0, n)
+	for i := 0; i < n; i++ {
+		b = append(b, s...)
+	}
+	return string(b)
+}
+
+func TestClassPredicates(t *testing.T) {
+	if !FatalAuth.Fatal() || FatalAuth.Transient() || !TransientOverload.Transient() || Unknown.Fatal() || Unknown.Transient() {
+		t.Fatal("class predicates")
+	}
+}

@@ -1,0 +1,108 @@
+package supervise
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/agent"
+)
+
+func TestLadder(t *testing.T) {
+	want := []time.Duration{5, 10, 20, 40, 60, 60, 60}
+	for i, w := range want {
+		if got := Delay(i + 1); got != w*time.Second {
+			t.Errorf("Delay(%d) = %s, want %ds", i+1, got, w)
+		}
+	}
+	if Delay(0) != 5*time.Second {
+		t.Error("Delay(0) should be the first rung")
+	}
+}
+
+func fails(class agent.Class, n int, ran time.Duration) []Attempt {
+	h := make([]Attempt, n)
+	for i := range h {
+		h[i] = Attempt{Failure: agent.Failure{Class: class, Reason: "r"}, Ran: ran}
+	}
+	return h
+}
+
+var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func TestTransientsRetryOnTheLadderWithoutCrashLoop(t *testing.T) {
+	p := DefaultPolicy()
+	// 429s come back in milliseconds: the crash-loop detector must not
+	// apply, however many arrive.
+	for n := 1; n <= 50; n++ {
+		d := p.Decide(fails(agent.TransientOverload, n, time.Millisecond), now)
+		if !d.Retry || d.Delay != Delay(n) {
+			t.Fatalf("overload #%d: %+v", n, d)
+		}
+	}
+}
+
+func TestResetTimeIsRespected(t *testing.T) {
+	h := fails(agent.TransientOverload, 1, time.Second)
+	h[0].Failure.ResetAt = now.Add(37 * time.Minute)
+	if d := p().Decide(h, now); !d.Retry || d.Delay != 37*time.Minute {
+		t.Fatalf("reset in 37m: %+v", d)
+	}
+	h[0].Failure.ResetAt = now.Add(-time.Minute) // already past: the ladder wins
+	if d := p().Decide(h, now); d.Delay != 5*time.Second {
+		t.Fatalf("past reset: %+v", d)
+	}
+}
+
+func p() Policy { return DefaultPolicy() }
+
+func TestUnreachableEscalatesAfterCap(t *testing.T) {
+	pol := p()
+	if d := pol.Decide(fails(agent.TransientUnreachable, pol.UnreachableAttempts-1, time.Second), now); !d.Retry {
+		t.Fatalf("below the cap: %+v", d)
+	}
+	d := pol.Decide(fails(agent.TransientUnreachable, pol.UnreachableAttempts, time.Second), now)
+	if d.Retry || !strings.Contains(d.Stop, "transient_unreachable") {
+		t.Fatalf("at the cap: %+v", d)
+	}
+	// A different failure in between restarts the streak.
+	h := append(fails(agent.TransientUnreachable, pol.UnreachableAttempts-1, time.Second), fails(agent.TransientOverload, 1, time.Second)...)
+	h = append(h, fails(agent.TransientUnreachable, 1, time.Second)...)
+	if d := pol.Decide(h, now); !d.Retry || d.Delay != Delay(1) {
+		t.Fatalf("streak broken: %+v", d)
+	}
+}
+
+func TestFatalStopsAtOnce(t *testing.T) {
+	d := p().Decide(fails(agent.FatalAuth, 1, time.Minute), now)
+	if d.Retry || d.CrashLoop || !strings.HasPrefix(d.Stop, "fatal_auth") {
+		t.Fatalf("fatal: %+v", d)
+	}
+}
+
+func TestCrashLoopOnlyForFastUnknowns(t *testing.T) {
+	pol := p()
+	if d := pol.Decide(fails(agent.Unknown, 2, time.Second), now); !d.Retry {
+		t.Fatalf("two fast unknowns: %+v", d)
+	}
+	d := pol.Decide(fails(agent.Unknown, 3, 9*time.Second), now)
+	if d.Retry || !d.CrashLoop {
+		t.Fatalf("three fast unknowns: %+v", d)
+	}
+	// Slow failures are not a crash loop, but unknown is still bounded.
+	if d := pol.Decide(fails(agent.Unknown, 3, 11*time.Second), now); !d.Retry || d.CrashLoop {
+		t.Fatalf("three slow unknowns: %+v", d)
+	}
+	if d := pol.Decide(fails(agent.Unknown, pol.UnknownAttempts, time.Minute), now); d.Retry || d.CrashLoop {
+		t.Fatalf("unknown past its bound: %+v", d)
+	}
+	// A fast transient in the window breaks the crash-loop pattern.
+	h := append(fails(agent.Unknown, 2, time.Second), fails(agent.TransientOverload, 1, time.Millisecond)...)
+	h = append(h, fails(agent.Unknown, 1, time.Second)...)
+	if d := pol.Decide(h, now); !d.Retry {
+		t.Fatalf("mixed window: %+v", d)
+	}
+	if d := pol.Decide(nil, now); d.Retry {
+		t.Fatal("no history retried")
+	}
+}
