@@ -96,12 +96,12 @@ type ListCmd struct {
 }
 
 // Run implements lazy list.
-func (c *ListCmd) Run(a *app) error {
+func (c *ListCmd) Run(a *app, ctx context.Context) error {
 	statuses, err := parseStatuses(c.Status)
 	if err != nil {
 		return err
 	}
-	return listTasks(a, c.listFilter, statuses, c.Parent, func(machine.Status) bool { return true })
+	return listTasks(ctx, a, c.listFilter, statuses, c.Parent, func(machine.Status) bool { return true })
 }
 
 // BlockedCmd lists tasks waiting for a human.
@@ -110,8 +110,8 @@ type BlockedCmd struct {
 }
 
 // Run implements lazy blocked.
-func (c *BlockedCmd) Run(a *app) error {
-	return listTasks(a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsBlocked)
+func (c *BlockedCmd) Run(a *app, ctx context.Context) error {
+	return listTasks(ctx, a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsBlocked)
 }
 
 // ActiveCmd lists tasks with a live worktree.
@@ -120,8 +120,8 @@ type ActiveCmd struct {
 }
 
 // Run implements lazy active.
-func (c *ActiveCmd) Run(a *app) error {
-	return listTasks(a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsActive)
+func (c *ActiveCmd) Run(a *app, ctx context.Context) error {
+	return listTasks(ctx, a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsActive)
 }
 
 func parseStatuses(in []string) (map[machine.Status]bool, error) {
@@ -144,7 +144,7 @@ type listError struct {
 	Error string `json:"error"`
 }
 
-func listTasks(a *app, f listFilter, statuses map[machine.Status]bool, parent string, keep func(machine.Status) bool) error {
+func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.Status]bool, parent string, keep func(machine.Status) bool) error {
 	if err := a.open(); err != nil {
 		return err
 	}
@@ -159,6 +159,11 @@ func listTasks(a *app, f listFilter, statuses map[machine.Status]bool, parent st
 	entries, err := a.store.List()
 	if err != nil {
 		return err
+	}
+	if a.reconcileBeforeRead(ctx, entries) {
+		if entries, err = a.store.List(); err != nil {
+			return err
+		}
 	}
 	var rows []gitstore.Entry
 	var bad []listError
@@ -294,7 +299,7 @@ type showJSON struct {
 }
 
 // Run implements lazy show.
-func (c *ShowCmd) Run(a *app) error {
+func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
@@ -305,6 +310,11 @@ func (c *ShowCmd) Run(a *app) error {
 	sn, err := a.store.Load(id)
 	if err != nil {
 		return err
+	}
+	if sn.Task.Status == machine.Working && a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
+		if sn, err = a.store.Load(id); err != nil {
+			return err
+		}
 	}
 	goal, err := sn.Goal()
 	if err != nil {

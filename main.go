@@ -28,6 +28,7 @@ type CLI struct {
 	Blocked BlockedCmd `cmd:"" help:"List tasks waiting for a human (blocked, conflict)."`
 	Active  ActiveCmd  `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
 	Show    ShowCmd    `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
+	Start   StartCmd   `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
 	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
 	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`
@@ -35,6 +36,7 @@ type CLI struct {
 	Demo    DemoCmd    `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
 
 	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
+	Supervise SuperviseCmd `cmd:"" hidden:"" help:"Run one agent turn (started by lazy)."`
 }
 
 func main() {

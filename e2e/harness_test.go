@@ -16,7 +16,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testrepo"
 )
 
-var lazyBin string
+var lazyBin, fakeAgentBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "lazy-e2e-bin-")
@@ -32,6 +32,13 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build lazy:", err)
+		os.Exit(1)
+	}
+	fakeAgentBin = filepath.Join(dir, "fakeagent")
+	fb := exec.Command("go", "build", "-o", fakeAgentBin, "../internal/fakeagent")
+	fb.Stdout, fb.Stderr = os.Stderr, os.Stderr
+	if err := fb.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -43,14 +43,18 @@ const (
 
 // Session is session.json: the current (or last) agent session.
 type Session struct {
-	ID                       string     `json:"id"`
-	Number                   int        `json:"number"`
-	Host                     string     `json:"host"`
-	Agent                    string     `json:"agent,omitempty"`
-	Branch                   string     `json:"branch,omitempty"`
-	Worktree                 string     `json:"worktree,omitempty"`
-	GitStartSHA              string     `json:"git_start_sha,omitempty"`
-	AgentSessionID           string     `json:"agent_session_id,omitempty"`
+	ID             string   `json:"id"`
+	Number         int      `json:"number"`
+	Host           string   `json:"host"`
+	Agent          string   `json:"agent,omitempty"`
+	ExecCommand    []string `json:"exec_command,omitempty"`
+	Branch         string   `json:"branch,omitempty"`
+	Worktree       string   `json:"worktree,omitempty"`
+	GitStartSHA    string   `json:"git_start_sha,omitempty"`
+	AgentSessionID string   `json:"agent_session_id,omitempty"`
+	// Turn is the sequence number of the human turn the running (or last)
+	// agent turn answers; a response for any other turn is stale.
+	Turn                     int        `json:"turn,omitempty"`
 	StartedAt                time.Time  `json:"started_at"`
 	EndedAt                  *time.Time `json:"ended_at,omitempty"`
 	Outcome                  string     `json:"outcome,omitempty"`
@@ -84,6 +88,12 @@ type Turn struct {
 	At               time.Time     `json:"at"`
 	Session          string        `json:"session,omitempty"`
 	FeedbackDelivery string        `json:"feedback_delivery,omitempty"`
+	// Agent turns: what the turn produced.
+	Commits      []string `json:"commits,omitempty"`
+	ChangedFiles []string `json:"changed_files,omitempty"`
+	ExitCode     *int     `json:"exit_code,omitempty"`
+	Error        string   `json:"error,omitempty"`
+	FailureClass string   `json:"failure_class,omitempty"`
 }
 
 // Comment is comments/<seq>.json: a note on a task that is not delivered

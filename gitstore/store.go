@@ -88,7 +88,27 @@ type Snapshot struct {
 	goal        *string
 	goalChanged bool
 	newTurns    []Turn
+	editedTurns []Turn
 	newComments []Comment
+}
+
+// EditTurns applies fn to every existing turn; turns for which fn returns
+// true are rewritten in the next commit. Turns stay append-only in order
+// and number; only fields like feedback_delivery change.
+func (sn *Snapshot) EditTurns(fn func(t *Turn) bool) error {
+	turns, err := sn.store.Turns(sn)
+	if err != nil {
+		return err
+	}
+	for i := range turns {
+		if fn(&turns[i]) {
+			sn.editedTurns = append(sn.editedTurns, turns[i])
+		}
+	}
+	for i := range sn.newTurns {
+		fn(&sn.newTurns[i])
+	}
+	return nil
 }
 
 // Goal returns the task's long description.
@@ -158,7 +178,7 @@ func (sn *Snapshot) clone() *Snapshot {
 	for k, v := range sn.entries {
 		c.entries[k] = v
 	}
-	c.newTurns, c.newComments, c.goalChanged = nil, nil, false
+	c.newTurns, c.editedTurns, c.newComments, c.goalChanged = nil, nil, nil, false
 	return &c
 }
 
@@ -431,7 +451,8 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		}
 		next.entries[fileGoal] = treeEntry{name: fileGoal, hash: h}
 	}
-	if err := s.appendDir(next, dirTurns, len(next.newTurns), func(i int) (int, any) { return next.newTurns[i].Seq, &next.newTurns[i] }); err != nil {
+	turns := append(append([]Turn(nil), next.editedTurns...), next.newTurns...)
+	if err := s.appendDir(next, dirTurns, len(turns), func(i int) (int, any) { return turns[i].Seq, &turns[i] }); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if err := s.appendDir(next, dirComments, len(next.newComments), func(i int) (int, any) { return next.newComments[i].Seq, &next.newComments[i] }); err != nil {
@@ -449,8 +470,8 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 	return s.objs.write(plumbing.CommitObject, encodeCommit(tree, parent, s.host, now, msg))
 }
 
-// appendDir adds n new records to the subtree name, reusing every
-// existing entry's hash.
+// appendDir writes n records into the subtree name (new ones appended,
+// edited ones replacing their old blob), reusing every other entry's hash.
 func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (int, any)) error {
 	if n == 0 {
 		return nil
@@ -465,6 +486,10 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 			entries = append(entries, treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()})
 		}
 	}
+	index := make(map[string]int, len(entries))
+	for i, e := range entries {
+		index[e.name] = i
+	}
 	for i := 0; i < n; i++ {
 		seq, v := item(i)
 		b, err := json.MarshalIndent(v, "", "  ")
@@ -475,7 +500,12 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 		if err != nil {
 			return err
 		}
-		entries = append(entries, treeEntry{name: seqName(seq), hash: h})
+		e := treeEntry{name: seqName(seq), hash: h}
+		if at, ok := index[e.name]; ok {
+			entries[at] = e // an edited record replaces its old blob
+		} else {
+			entries = append(entries, e)
+		}
 	}
 	h, err := s.objs.writeTree(entries)
 	if err != nil {

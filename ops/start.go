@@ -1,0 +1,139 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Launcher starts the detached supervisor of a task's turn.
+type Launcher func(taskID string) error
+
+// StartInput describes how to start a task.
+type StartInput struct {
+	Agent       string   // exec (claude and codex arrive with their adapters)
+	ExecCommand []string // the exec agent's command
+	WorktreeDir string   // parent directory for worktrees ("" = default)
+	RepoDir     string   // the main checkout, where git worktree runs
+}
+
+// DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
+// says otherwise: inside the git directory, so they are outside the
+// user's checkout, invisible to `git status`, and go away with the repo.
+func DefaultWorktreeRoot(s *gitstore.Store) string { return s.Repo().LazyDir("worktrees") }
+
+// Start moves a backlog task to working: branch and worktree, the session
+// and the human turn recorded first, then the supervisor launched.
+func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Launcher) (*gitstore.Snapshot, error) {
+	if in.Agent != "exec" {
+		return nil, fmt.Errorf("agent %q is not supported yet; use --agent exec --command CMD", in.Agent)
+	}
+	if len(in.ExecCommand) == 0 || strings.TrimSpace(in.ExecCommand[0]) == "" {
+		return nil, errors.New("the exec agent needs a command: lazy start TASK --command \"./my-agent.sh\" (or git config lazy.exec.command)")
+	}
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := machine.Validate(sn.Task.Status, machine.Working, e.Actor); err != nil {
+		return nil, fmt.Errorf("start %s: %w", sn.Task.Slug, err)
+	}
+	if sn.Task.Status != machine.Backlog {
+		return nil, fmt.Errorf("start %s: the task is %s; lazy start is for backlog tasks", sn.Task.Slug, sn.Task.Status)
+	}
+	base, err := e.baseBranch(ctx, sn, in.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	root := in.WorktreeDir
+	if root == "" {
+		root = DefaultWorktreeRoot(e.Store)
+	}
+	dir := filepath.Join(root, sn.Task.Slug)
+	branch := worktree.Branch(sn.Task.Slug)
+	startSHA, err := worktree.Create(ctx, in.RepoDir, dir, branch, base)
+	if err != nil {
+		return nil, err
+	}
+	goal, err := sn.Goal()
+	if err != nil {
+		return nil, err
+	}
+	prompt := sn.Task.Title
+	if goal != "" {
+		prompt += "\n\n" + goal
+	}
+	sessionID, err := gitstore.NewID()
+	if err != nil {
+		return nil, err
+	}
+	var turn gitstore.Turn
+	// Save first: the session, the human turn and the transition are
+	// committed before anything can crash in the launch.
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Backlog {
+			return nil, fmt.Errorf("start %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		s.Task.Sessions++
+		s.Session = &gitstore.Session{
+			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent,
+			ExecCommand: in.ExecCommand, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
+		}
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: prompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
+		s.Session.Turn = turn.Seq
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "start", Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	pd := proto.ForTask(e.Store.Repo().LazyDir(), id)
+	pd.Remove(proto.ResponseFile)
+	cmd := proto.Command{
+		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
+		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, Prompt: prompt,
+		Worktree: dir, BaseSHA: startSHA, Written: time.Now().UTC(),
+	}
+	if err := pd.Write(proto.CommandFile, cmd); err != nil {
+		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
+	}
+	if err := launch(id); err != nil {
+		return sn, fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
+	}
+	return sn, nil
+}
+
+func (e *Env) baseBranch(ctx context.Context, sn *gitstore.Snapshot, repoDir string) (string, error) {
+	if sn.Task.Parent != "" {
+		p, err := e.Store.Load(sn.Task.Parent)
+		if err != nil {
+			return "", fmt.Errorf("parent: %w", err)
+		}
+		if p.Session == nil {
+			return "", fmt.Errorf("parent %s has not started, so it has no branch to start from; start it first", p.Task.Slug)
+		}
+		return p.Session.Branch, nil
+	}
+	if sn.Task.TargetBranch != "" {
+		return sn.Task.TargetBranch, nil
+	}
+	return worktree.DefaultBranch(ctx, repoDir)
+}

@@ -1,0 +1,186 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// maxResult bounds the result text an exec agent's output contributes to
+// the recorded turn; the full output stays in the log.
+const maxResult = 64 << 10
+
+// drainTimeout bounds reading the pty after the agent exited.
+const drainTimeout = 2 * time.Second
+
+// Run executes the turn described by dir's command.json and writes
+// response.json. It returns an error only when it could not even record
+// a response (the reconciler then sees a dead supervisor).
+func Run(ctx context.Context, dir proto.Dir) error {
+	var cmd proto.Command
+	if err := dir.Read(proto.CommandFile, &cmd); err != nil {
+		return fmt.Errorf("supervise: %w", err)
+	}
+	started := time.Now().UTC()
+	st := proto.Status{Turn: cmd.Turn, PID: os.Getpid(), StartedAt: started, Phase: "agent"}
+	if err := dir.Write(proto.StatusFile, st); err != nil {
+		return err
+	}
+	resp := runAgent(ctx, dir, &cmd, &st)
+	resp.Turn = cmd.Turn
+	resp.FinishedAt = time.Now().UTC()
+	// Work on disk is reported whatever happened to the agent.
+	if cmd.BaseSHA != "" {
+		if c, err := worktree.Commits(ctx, cmd.Worktree, cmd.BaseSHA); err == nil {
+			resp.Commits = c
+		}
+		if f, err := worktree.ChangedFiles(ctx, cmd.Worktree, cmd.BaseSHA); err == nil {
+			resp.ChangedFiles = f
+		}
+	}
+	if resp.Commits == nil {
+		resp.Commits = []string{}
+	}
+	if resp.ChangedFiles == nil {
+		resp.ChangedFiles = []string{}
+	}
+	st.Phase = "done"
+	_ = dir.Write(proto.StatusFile, st)
+	return dir.Write(proto.ResponseFile, resp)
+}
+
+func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status) proto.Response {
+	fail := func(phase string, err error) proto.Response {
+		f := agent.ClassifyExec(agent.Signals{Text: err.Error()})
+		return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1, FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1}
+	}
+	argv, err := agentArgv(cmd)
+	if err != nil {
+		return fail("supervisor", err)
+	}
+	logf, err := os.OpenFile(dir.Path(proto.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fail("supervisor", err)
+	}
+	defer func() { _ = logf.Close() }()
+
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Dir = cmd.Worktree
+	c.Env = append(os.Environ(), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "TERM=dumb")
+	for k, v := range cmd.Env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	// The pty makes the agent believe it has a terminal (some CLIs buffer
+	// or refuse otherwise); pty.Start also puts it in its own session, so
+	// the whole process group can be signalled.
+	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 50, Cols: 200})
+	if err != nil {
+		return fail("supervisor", fmt.Errorf("start %s: %w", argv[0], err))
+	}
+	st.AgentPID = c.Process.Pid
+	_ = dir.Write(proto.StatusFile, st)
+
+	tail := &tailBuffer{max: maxResult}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(io.MultiWriter(logf, tail), tty)
+	}()
+	waitErr := c.Wait()
+	// Drain what the agent wrote before exiting: the master keeps it
+	// buffered until read, and returns EIO once every slave fd is closed.
+	// A grandchild that inherited the terminal may keep it open forever,
+	// so the drain is bounded.
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+	}
+	_ = tty.Close()
+	<-copied
+	out := strings.TrimSpace(strings.ReplaceAll(tail.String(), "\r\n", "\n"))
+
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(waitErr, &ee):
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	case waitErr != nil:
+		return fail("agent", waitErr)
+	}
+	if code == 0 {
+		return proto.Response{Status: proto.Completed, Phase: "agent", Result: out, ExitCode: 0}
+	}
+	f := agent.ClassifyExec(agent.Signals{Text: out, ExitCode: code})
+	return proto.Response{
+		Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code,
+		Error:      fmt.Sprintf("%s exited with status %d", argv[0], code),
+		StderrTail: lastLines(out, 50), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
+	}
+}
+
+// agentArgv builds the agent's argv. The exec agent gets the prompt as its
+// last argument (and in LAZY_PROMPT).
+func agentArgv(cmd *proto.Command) ([]string, error) {
+	switch cmd.Agent {
+	case "exec":
+		if len(cmd.Exec) == 0 {
+			return nil, errors.New("the exec agent needs a command (lazy start --command, or git config lazy.exec.command)")
+		}
+		argv := append(append([]string(nil), cmd.Exec...), cmd.Prompt)
+		for i, a := range argv {
+			if strings.IndexByte(a, 0) >= 0 {
+				return nil, fmt.Errorf("argument %d of the agent command contains a NUL byte; lazy escapes NUL at intake, so this command.json was not written by lazy", i)
+			}
+		}
+		return argv, nil
+	default:
+		return nil, fmt.Errorf("agent %q is not supported yet (available: exec)", cmd.Agent)
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

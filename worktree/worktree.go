@@ -1,0 +1,106 @@
+// Package worktree creates task branches and worktrees with the git CLI.
+// It never deletes a worktree or branch: removal belongs to accept and
+// reject, which decide explicitly.
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+)
+
+// Branch is the task branch name for a slug.
+func Branch(slug string) string { return "lazy/" + slug }
+
+// DefaultBranch returns the branch a root task starts from when it names
+// none: origin's HEAD if known, else the branch checked out in the main
+// worktree.
+func DefaultBranch(ctx context.Context, repoDir string) (string, error) {
+	if out, err := gitcli.New(repoDir, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD").String(ctx); err == nil && out != "" {
+		return strings.TrimPrefix(out, "origin/"), nil
+	}
+	out, err := gitcli.New(repoDir, "symbolic-ref", "--quiet", "--short", "HEAD").String(ctx)
+	if err != nil || out == "" {
+		return "", errors.New("cannot tell the default branch: HEAD is detached and origin/HEAD is unset; pass --target-branch when creating the task")
+	}
+	return out, nil
+}
+
+// Create makes branch from base and checks it out in a new worktree at
+// dir. If the branch already exists (a restarted task), it is reused, never
+// reset: it may hold work.
+func Create(ctx context.Context, repoDir, dir, branch, base string) (startSHA string, err error) {
+	if _, err := os.Stat(dir); err == nil {
+		return "", fmt.Errorf("worktree path %s already exists; lazy will not reuse or remove it", dir)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("create worktree parent: %w", err)
+	}
+	exists := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Run(ctx) == nil
+	if exists {
+		err = gitcli.New(repoDir, "worktree", "add", "--quiet", dir, branch).Run(ctx)
+	} else {
+		if err := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+base+"^{commit}").Run(ctx); err != nil {
+			return "", fmt.Errorf("base branch %q does not exist", base)
+		}
+		err = gitcli.New(repoDir, "worktree", "add", "--quiet", "-b", branch, dir, "refs/heads/"+base).Run(ctx)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create worktree for %s: %w", branch, err)
+	}
+	sha, err := gitcli.New(dir, "rev-parse", "HEAD").String(ctx)
+	if err != nil {
+		return "", err
+	}
+	return sha, nil
+}
+
+// Dirty reports whether the worktree has uncommitted changes (untracked
+// files included).
+func Dirty(ctx context.Context, dir string) (bool, error) {
+	out, err := gitcli.New(dir, "status", "--porcelain").String(ctx)
+	if err != nil {
+		return false, err
+	}
+	return out != "", nil
+}
+
+// Commits lists commits on HEAD since base, oldest first.
+func Commits(ctx context.Context, dir, base string) ([]string, error) {
+	out, err := gitcli.New(dir, "rev-list", "--reverse", base+"..HEAD").String(ctx)
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// ChangedFiles lists files that differ between base and the worktree
+// (committed or not), NUL-separated output so any file name survives.
+func ChangedFiles(ctx context.Context, dir, base string) ([]string, error) {
+	seen := map[string]bool{}
+	var files []string
+	add := func(out []byte) {
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	out, err := gitcli.New(dir, "diff", "--name-only", "-z", base).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	add(out)
+	out, err = gitcli.New(dir, "ls-files", "--others", "--exclude-standard", "-z").Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	add(out)
+	return files, nil
+}
