@@ -375,6 +375,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	}
 	if s := sn.Session; s != nil {
 		fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
+		fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
 		if s.InterruptReason != "" {
 			fmt.Fprintf(w, "  Interrupted: %s\n", s.InterruptReason)
 		}
@@ -392,6 +393,13 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			who = string(actorOrHuman(tn.Actor))
 		}
 		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, tn.At.Format(time.DateTime), who, tn.Kind, indentText(tn.Content, "      "))
+		if tn.Role == gitstore.RoleAgent {
+			fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
+			if tn.ExitCode != nil && *tn.ExitCode != 0 {
+				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	if len(comments) > 0 {
 		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // DemoCmd runs a guided tour in a scratch repository with the real lazy
@@ -130,12 +132,38 @@ func (d *demo) tour(ctx context.Context) error {
 			return err
 		},
 		func(ctx context.Context) error {
+			d.say("Start a task: a branch, a worktree and an agent turn under a detached supervisor (the exec agent runs a small shipped script)")
+			agentPath := filepath.Join(filepath.Dir(d.repo), "demo-agent.sh")
+			if err := os.WriteFile(agentPath, demoAgent, 0o755); err != nil {
+				return err
+			}
+			if _, err := d.lazy(ctx, "start", "fix-the-flaky-login-test", "--command", agentPath); err != nil {
+				return err
+			}
+			return d.waitParked(ctx, "fix-the-flaky-login-test")
+		},
+		func(ctx context.Context) error {
+			d.say("The turn ended: the task is parked for review, with the agent's turn and commit recorded")
+			out, err := d.lazy(ctx, "show", "fix-the-flaky-login-test")
+			if err != nil {
+				return err
+			}
+			if err := d.expect(out, "demo agent: done"); err != nil {
+				return err
+			}
+			out, err = d.sh(ctx, true, "", "git", "log", "--oneline", "-2", "lazy/fix-the-flaky-login-test")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "Retry the flaky login check")
+		},
+		func(ctx context.Context) error {
 			d.say("List them (the changelog of each task is plain git history)")
 			out, err := d.lazy(ctx, "list")
 			if err != nil {
 				return err
 			}
-			return d.expect(out, "  cover-logout-too")
+			return d.expect(out, "blocked")
 		},
 		func(ctx context.Context) error {
 			d.say("Comment, then close a task that will not be done")
@@ -195,7 +223,7 @@ func (d *demo) tour(ctx context.Context) error {
 		},
 		func(ctx context.Context) error {
 			d.say("Machine-readable output for scripts")
-			out, err := d.lazy(ctx, "list", "--json", "--open")
+			out, err := d.lazy(ctx, "blocked", "--json")
 			if err != nil {
 				return err
 			}
@@ -212,6 +240,41 @@ func (d *demo) tour(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.a.stdout, "\nDemo complete: %d steps, every one checked.\n", d.step)
 	return nil
+}
+
+// waitParked polls (quietly) until the task's turn ends, then shows the
+// status once.
+func (d *demo) waitParked(ctx context.Context, slug string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		cmd := exec.CommandContext(ctx, d.exe, "show", "--json", slug)
+		cmd.Dir = d.repo
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("demo: lazy show %s: %w", slug, err)
+		}
+		var s struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(out, &s); err != nil {
+			return fmt.Errorf("demo: lazy show %s: %w", slug, err)
+		}
+		if s.Status != "working" {
+			fmt.Fprintf(d.a.stdout, "  (the turn ended; %s is now %s)\n", slug, s.Status)
+			if s.Status != "blocked" {
+				return fmt.Errorf("demo: %s ended as %s, not blocked", slug, s.Status)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: %s is still working after a minute", slug)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func quoteAll(args []string) []string {
