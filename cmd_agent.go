@@ -37,10 +37,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if command == "" {
 		command, _ = a.cfg.Get("lazy.exec.command")
 	}
-	in := ops.StartInput{Agent: c.Agent, ExecCommand: strings.Fields(command), RepoDir: a.repo.WorkTree}
-	if in.RepoDir == "" {
-		in.RepoDir = a.repo.CommonDir
-	}
+	in := ops.StartInput{Agent: c.Agent, ExecCommand: strings.Fields(command), RepoDir: a.repoDir()}
 	if dir, ok := a.cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}
@@ -116,4 +113,49 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 		a.wrote = true
 	}
 	return len(actions) > 0
+}
+
+// UnblockCmd gives a parked task feedback and starts the next turn.
+type UnblockCmd struct {
+	Task    string  `arg:"" help:"Slug or id prefix."`
+	Message *string `short:"m" name:"message" help:"Feedback for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
+	JSON    bool    `help:"Print the task as JSON."`
+}
+
+// Run implements lazy unblock.
+func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	if _, err := a.store.Resolve(c.Task); err != nil {
+		return err
+	}
+	feedback, done, err := a.readText(c.Message, "feedback", true)
+	if err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	env.RepoDir = a.repoDir()
+	sn, err := env.Unblock(ctx, c.Task, feedback, a.launchSupervisor)
+	if sn != nil {
+		done() // the feedback is recorded, whatever happened to the launch
+	}
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "Unblocked %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
+	return nil
+}
+
+func (a *app) repoDir() string {
+	if a.repo.WorkTree != "" {
+		return a.repo.WorkTree
+	}
+	return a.repo.CommonDir
 }

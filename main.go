@@ -29,6 +29,7 @@ type CLI struct {
 	Active  ActiveCmd  `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
 	Show    ShowCmd    `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
 	Start   StartCmd   `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
+	Unblock UnblockCmd `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`
 	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
 	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`

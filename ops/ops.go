@@ -34,6 +34,9 @@ const LockTimeout = 30 * time.Second
 type Env struct {
 	Store *gitstore.Store
 	Actor machine.Actor
+	// RepoDir is the main checkout, where branch lookups run ("" means
+	// the git directory).
+	RepoDir string
 }
 
 // ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names

@@ -58,6 +58,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if sn.Task.Status != machine.Backlog {
 		return nil, fmt.Errorf("start %s: the task is %s; lazy start is for backlog tasks", sn.Task.Slug, sn.Task.Status)
 	}
+	if in.RepoDir == "" {
+		in.RepoDir = e.repoDir()
+	}
 	base, err := e.baseBranch(ctx, sn, in.RepoDir)
 	if err != nil {
 		return nil, err

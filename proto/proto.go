@@ -50,7 +50,8 @@ type Command struct {
 	Exec     []string          `json:"exec,omitempty"` // the exec agent's command
 	Prompt   string            `json:"prompt"`
 	Worktree string            `json:"worktree"`
-	BaseSHA  string            `json:"base_sha"`
+	BaseSHA  string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
+	SyncFrom string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
 	Env      map[string]string `json:"env,omitempty"`
 	Written  time.Time         `json:"written_at"`
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -39,7 +40,24 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	if err := dir.Write(proto.StatusFile, st); err != nil {
 		return err
 	}
-	resp := runAgent(ctx, dir, &cmd, &st)
+	var resp proto.Response
+	if cmd.SyncFrom != "" {
+		st.Phase = "merge_and_fix"
+		_ = dir.Write(proto.StatusFile, st)
+		if err := syncUpstream(ctx, cmd.Worktree, cmd.SyncFrom); err != nil {
+			resp = proto.Response{Status: proto.Errored, Phase: "merge_and_fix", Error: err.Error(), ExitCode: -1}
+		}
+		st.Phase = "agent"
+		_ = dir.Write(proto.StatusFile, st)
+	}
+	if cmd.BaseSHA == "" {
+		if head, err := gitcli.New(cmd.Worktree, "rev-parse", "HEAD").String(ctx); err == nil {
+			cmd.BaseSHA = head
+		}
+	}
+	if resp.Status == "" {
+		resp = runAgent(ctx, dir, &cmd, &st)
+	}
 	resp.Turn = cmd.Turn
 	resp.FinishedAt = time.Now().UTC()
 	// Work on disk is reported whatever happened to the agent.
@@ -183,4 +201,33 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// syncUpstream merges the upstream branch into the task branch before
+// the agent runs. A conflicting merge is aborted, leaving the worktree as
+// it was, and reported: the task then needs a human (spec: "Merge-and-Fix
+// Failures").
+func syncUpstream(ctx context.Context, dir, branch string) error {
+	ref := "refs/heads/" + branch
+	if err := gitcli.New(dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}").Run(ctx); err != nil {
+		return fmt.Errorf("upstream branch %s does not exist", branch)
+	}
+	args := []string{"merge", "--no-edit", "-m", "Merge " + branch + " (lazy: upstream before the next turn)", ref}
+	if id, _ := gitcli.New(dir, "config", "user.email").String(ctx); id == "" {
+		args = append([]string{"-c", "user.name=lazy", "-c", "user.email=lazy@lazy.invalid"}, args...)
+	}
+	err := gitcli.New(dir, args...).Run(ctx)
+	if err == nil {
+		return nil
+	}
+	conflicts, _ := gitcli.New(dir, "diff", "--name-only", "--diff-filter=U").String(ctx)
+	if gitcli.New(dir, "rev-parse", "--verify", "--quiet", "MERGE_HEAD").Run(ctx) == nil {
+		if aerr := gitcli.New(dir, "merge", "--abort").Run(ctx); aerr != nil {
+			return fmt.Errorf("merging %s failed (%w) and could not be aborted: %w", branch, err, aerr)
+		}
+	}
+	if conflicts != "" {
+		return fmt.Errorf("merging %s into the task branch conflicts in: %s (merge aborted; resolve it by hand or with lazy pair)", branch, strings.ReplaceAll(conflicts, "\n", ", "))
+	}
+	return fmt.Errorf("merging %s into the task branch failed: %w", branch, err)
 }

@@ -5,6 +5,7 @@
 //	argv FILE          write argv (JSON) and LAZY_PROMPT to FILE
 //	print TEXT         print TEXT on stdout
 //	write PATH TEXT    write TEXT to PATH in the worktree
+//	append PATH TEXT   append a line of TEXT to PATH
 //	commit MSG         git add -A and commit with MSG
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
@@ -47,6 +48,13 @@ func main() {
 		case "write":
 			path, text, _ := strings.Cut(rest, " ")
 			must(os.WriteFile(path, []byte(text+"\n"), 0o644))
+		case "append":
+			path, text, _ := strings.Cut(rest, " ")
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			must(err)
+			_, err = f.WriteString(text + "\n")
+			must(err)
+			must(f.Close())
 		case "commit":
 			run("git", "add", "-A")
 			run("git", "-c", "user.name=fake agent", "-c", "user.email=agent@fake.invalid", "commit", "-q", "-m", rest)

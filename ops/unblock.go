@@ -1,0 +1,122 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// Unblock gives a parked task human feedback and launches the next turn.
+// The feedback is recorded (pending delivery) before anything is
+// launched, and the supervisor merges upstream into the task branch
+// before the agent runs: every unblock merges upstream.
+func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launcher) (*gitstore.Snapshot, error) {
+	feedback = sanitize.Prose(feedback)
+	if strings.TrimSpace(feedback) == "" {
+		return nil, errors.New("unblock needs feedback for the agent (-m, stdin or $EDITOR)")
+	}
+	if err := checkText("the feedback", feedback); err != nil {
+		return nil, err
+	}
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkResumable(sn, "unblock", machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+		return nil, err
+	}
+	upstream, err := e.baseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	var turn gitstore.Turn
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := e.checkResumable(s, "unblock", machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+			return nil, err
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
+		s.Session.Turn = turn.Seq
+		s.Session.ConsecutiveInterruptions = 0 // a human intervened
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "unblock", Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, e.launchTurn(sn, turn, "unblock", feedback, upstream, launch)
+}
+
+// checkResumable is the guard shared by the commands that start a new
+// turn on an existing session.
+func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, from ...machine.Status) error {
+	ok := false
+	for _, st := range from {
+		ok = ok || s.Task.Status == st
+	}
+	if !ok {
+		names := make([]string, len(from))
+		for i, st := range from {
+			names[i] = string(st)
+		}
+		return fmt.Errorf("%s %s: the task is %s; %s works on %s tasks", verb, s.Task.Slug, s.Task.Status, verb, strings.Join(names, ", "))
+	}
+	if s.PendingViolations() > 0 {
+		return fmt.Errorf("%s %s: %d file-permission violation(s) are pending and must each be approved or reverted first", verb, s.Task.Slug, s.PendingViolations())
+	}
+	if s.Session == nil {
+		return fmt.Errorf("%s %s: the task has no session; use lazy start", verb, s.Task.Slug)
+	}
+	if s.Session.Host != e.Store.Host() {
+		return fmt.Errorf("%s %s: its session runs on host %s; run this there", verb, s.Task.Slug, s.Session.Host)
+	}
+	if _, err := os.Stat(s.Session.Worktree); err != nil {
+		return fmt.Errorf("%s %s: its worktree %s is missing: %w", verb, s.Task.Slug, s.Session.Worktree, err)
+	}
+	return machine.Validate(s.Task.Status, machine.Working, e.Actor)
+}
+
+// launchTurn writes command.json for a turn of an existing session and
+// starts its supervisor. The turn's base is the worktree's HEAD after the
+// upstream merge, which the supervisor determines.
+func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string, launch Launcher) error {
+	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
+	pd.Remove(proto.ResponseFile)
+	cmd := proto.Command{
+		Turn: proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
+		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
+		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Written: time.Now().UTC(),
+	}
+	if err := pd.Write(proto.CommandFile, cmd); err != nil {
+		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
+	}
+	if err := launch(sn.Task.ID); err != nil {
+		return fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
+	}
+	return nil
+}
+
+// repoDir is where git commands about branches run.
+func (e *Env) repoDir() string {
+	if e.RepoDir != "" {
+		return e.RepoDir
+	}
+	return e.Store.Repo().CommonDir
+}
