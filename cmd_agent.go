@@ -19,7 +19,7 @@ import (
 // StartCmd starts a backlog task.
 type StartCmd struct {
 	Task    string `arg:"" help:"Slug or id prefix."`
-	Agent   string `help:"Agent CLI to run (exec; claude and codex are coming)." default:"exec"`
+	Agent   string `help:"Agent CLI to run: claude or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
 }
@@ -37,7 +37,21 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if command == "" {
 		command, _ = a.cfg.Get("lazy.exec.command")
 	}
-	in := ops.StartInput{Agent: c.Agent, ExecCommand: strings.Fields(command), RepoDir: a.repoDir()}
+	agentName := c.Agent
+	if agentName == "" {
+		if c.Command != "" {
+			agentName = "exec"
+		} else if v, ok := a.cfg.Get("lazy.agent"); ok && v != "" {
+			agentName = v
+		} else {
+			agentName = "claude"
+		}
+	}
+	mode, ok := a.cfg.Get("lazy.claude.permissionMode")
+	if !ok {
+		mode = "acceptEdits"
+	}
+	in := ops.StartInput{Agent: agentName, ExecCommand: strings.Fields(command), PermissionMode: mode, RepoDir: a.repoDir()}
 	if dir, ok := a.cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}

@@ -233,13 +233,20 @@ func TestAgentFailuresAreClassified(t *testing.T) {
 func TestStartNeedsACommand(t *testing.T) {
 	r := newRepo(t)
 	r.create("no command")
-	if msg := r.fails(1, nil, "start", "no-command"); !strings.Contains(msg, "needs a command") {
+	if msg := r.fails(1, nil, "start", "no-command", "--agent", "exec"); !strings.Contains(msg, "needs a command") {
 		t.Fatalf("start without a command: %s", msg)
+	}
+	// The default agent is claude; without it on PATH nothing starts.
+	if msg := r.with("PATH=/usr/bin:/bin").fails(1, nil, "start", "no-command"); !strings.Contains(msg, `"claude" is not an executable on PATH`) {
+		t.Fatalf("start without claude installed: %s", msg)
+	}
+	if msg := r.fails(1, nil, "start", "no-command", "--command", "/no/such/agent"); !strings.Contains(msg, "not an executable") {
+		t.Fatalf("start with a missing command: %s", msg)
 	}
 	if s := r.show("no-command"); s.Status != "backlog" {
 		t.Fatalf("a refused start moved the task to %s", s.Status)
 	}
-	if msg := r.fails(1, nil, "start", "no-command", "--agent", "claude", "--command", "x"); !strings.Contains(msg, "not supported yet") {
-		t.Fatalf("claude agent: %s", msg)
+	if msg := r.fails(1, nil, "start", "no-command", "--agent", "codex"); !strings.Contains(msg, "not supported yet") {
+		t.Fatalf("codex agent: %s", msg)
 	}
 }

@@ -48,6 +48,7 @@ type Session struct {
 	Host           string   `json:"host"`
 	Agent          string   `json:"agent,omitempty"`
 	ExecCommand    []string `json:"exec_command,omitempty"`
+	PermissionMode string   `json:"permission_mode,omitempty"`
 	Branch         string   `json:"branch,omitempty"`
 	Worktree       string   `json:"worktree,omitempty"`
 	GitStartSHA    string   `json:"git_start_sha,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,10 +20,12 @@ type Launcher func(taskID string) error
 
 // StartInput describes how to start a task.
 type StartInput struct {
-	Agent       string   // exec (claude and codex arrive with their adapters)
-	ExecCommand []string // the exec agent's command
-	WorktreeDir string   // parent directory for worktrees ("" = default)
-	RepoDir     string   // the main checkout, where git worktree runs
+	Agent string // claude or exec (codex arrives with its adapter)
+	// PermissionMode is Claude Code's --permission-mode for work turns.
+	PermissionMode string
+	ExecCommand    []string // the exec agent's command
+	WorktreeDir    string   // parent directory for worktrees ("" = default)
+	RepoDir        string   // the main checkout, where git worktree runs
 }
 
 // DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
@@ -33,11 +36,22 @@ func DefaultWorktreeRoot(s *gitstore.Store) string { return s.Repo().LazyDir("wo
 // Start moves a backlog task to working: branch and worktree, the session
 // and the human turn recorded first, then the supervisor launched.
 func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Launcher) (*gitstore.Snapshot, error) {
-	if in.Agent != "exec" {
-		return nil, fmt.Errorf("agent %q is not supported yet; use --agent exec --command CMD", in.Agent)
+	switch in.Agent {
+	case "exec":
+		if len(in.ExecCommand) == 0 || strings.TrimSpace(in.ExecCommand[0]) == "" {
+			return nil, errors.New("the exec agent needs a command: lazy start TASK --command \"./my-agent.sh\" (or git config lazy.exec.command)")
+		}
+	case "claude":
+		in.ExecCommand = nil
+	default:
+		return nil, fmt.Errorf("agent %q is not supported yet (available: claude, exec)", in.Agent)
 	}
-	if len(in.ExecCommand) == 0 || strings.TrimSpace(in.ExecCommand[0]) == "" {
-		return nil, errors.New("the exec agent needs a command: lazy start TASK --command \"./my-agent.sh\" (or git config lazy.exec.command)")
+	bin := in.Agent
+	if in.Agent == "exec" {
+		bin = in.ExecCommand[0]
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
 	}
 	id, err := e.Store.Resolve(name)
 	if err != nil {
@@ -98,7 +112,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		s.Task.Sessions++
 		s.Session = &gitstore.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent,
-			ExecCommand: in.ExecCommand, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
+			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 		}
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: prompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
 		s.Session.Turn = turn.Seq
@@ -112,7 +126,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	pd.Remove(proto.ResponseFile)
 	cmd := proto.Command{
 		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
-		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, Prompt: prompt,
+		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,
 		Worktree: dir, BaseSHA: startSHA, Written: time.Now().UTC(),
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {

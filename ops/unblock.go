@@ -102,6 +102,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 	cmd := proto.Command{
 		Turn: proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
 		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
+		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
 		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Written: time.Now().UTC(),
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {

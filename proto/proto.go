@@ -45,15 +45,17 @@ type Turn struct {
 // Command tells the supervisor what to run.
 type Command struct {
 	Turn
-	Kind     string            `json:"kind"` // start, unblock, ask, resume
-	Agent    string            `json:"agent"`
-	Exec     []string          `json:"exec,omitempty"` // the exec agent's command
-	Prompt   string            `json:"prompt"`
-	Worktree string            `json:"worktree"`
-	BaseSHA  string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
-	SyncFrom string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
-	Env      map[string]string `json:"env,omitempty"`
-	Written  time.Time         `json:"written_at"`
+	Kind           string            `json:"kind"` // start, unblock, ask, resume
+	Agent          string            `json:"agent"`
+	Exec           []string          `json:"exec,omitempty"`      // the exec agent's command
+	ResumeID       string            `json:"resume_id,omitempty"` // the agent's own session id to resume
+	PermissionMode string            `json:"permission_mode,omitempty"`
+	Prompt         string            `json:"prompt"`
+	Worktree       string            `json:"worktree"`
+	BaseSHA        string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
+	SyncFrom       string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
+	Env            map[string]string `json:"env,omitempty"`
+	Written        time.Time         `json:"written_at"`
 }
 
 // Status is what a running supervisor reports.

@@ -131,6 +131,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: resp.Result, At: now, Session: resp.Session,
 			Commits: resp.Commits, ChangedFiles: resp.ChangedFiles, ExitCode: &code, Error: resp.Error, FailureClass: resp.FailureClass}
 		from := s.Task.Status
+		if resp.AgentSessionID != "" {
+			s.Session.AgentSessionID = resp.AgentSessionID // resume with the latest id seen
+		}
 		var why string
 		switch {
 		case resp.Status == proto.Completed:

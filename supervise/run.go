@@ -112,10 +112,16 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	_ = dir.Write(proto.StatusFile, st)
 
 	tail := &tailBuffer{max: maxResult}
+	sinks := []io.Writer{logf, tail}
+	var stream *agent.ClaudeStream
+	if cmd.Agent == "claude" {
+		stream = &agent.ClaudeStream{}
+		sinks = append(sinks, stream)
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(io.MultiWriter(logf, tail), tty)
+		_, _ = io.Copy(io.MultiWriter(sinks...), tty)
 	}()
 	waitErr := c.Wait()
 	// Drain what the agent wrote before exiting: the master keeps it
@@ -140,6 +146,9 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		}
 	case waitErr != nil:
 		return fail("agent", waitErr)
+	}
+	if stream != nil {
+		return claudeResponse(stream, code, out)
 	}
 	if code == 0 {
 		return proto.Response{Status: proto.Completed, Phase: "agent", Result: out, ExitCode: 0}
@@ -167,8 +176,29 @@ func agentArgv(cmd *proto.Command) ([]string, error) {
 			}
 		}
 		return argv, nil
+	case "claude":
+		return agent.ClaudeArgv(cmd.Prompt, cmd.ResumeID, cmd.PermissionMode, false), nil
 	default:
-		return nil, fmt.Errorf("agent %q is not supported yet (available: exec)", cmd.Agent)
+		return nil, fmt.Errorf("agent %q is not supported yet (available: exec, claude)", cmd.Agent)
+	}
+}
+
+// claudeResponse turns what Claude Code streamed into a response. The
+// final text is the result event's, not the raw stream.
+func claudeResponse(stream *agent.ClaudeStream, code int, out string) proto.Response {
+	stream.Close()
+	f, failed := stream.Failed(code)
+	if !failed {
+		return proto.Response{Status: proto.Completed, Phase: "agent", Result: stream.Result, AgentSessionID: stream.SessionID, ExitCode: 0}
+	}
+	result := stream.Result
+	if result == "" {
+		result = lastLines(out, 50)
+	}
+	return proto.Response{
+		Status: proto.Errored, Phase: "agent", Result: result, AgentSessionID: stream.SessionID, ExitCode: code,
+		Error:      fmt.Sprintf("claude failed (exit %d): %s", code, f.Reason),
+		StderrTail: lastLines(out, 50), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
 	}
 }
 

@@ -10,6 +10,15 @@
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
 //	exit N             exit with status N
+//
+// Installed as "claude" it first enforces Claude Code's argv contract
+// (-p, stream-json only with --verbose, the prompt after "--") and offers
+// stream-json actions:
+//
+//	claude-init SID              the system/init event
+//	claude-say TEXT              an assistant text event
+//	claude-result TEXT           a successful result event
+//	claude-api-error STATUS TEXT a result with is_error and api_error_status, then exit 1
 package main
 
 import (
@@ -18,12 +27,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == "claude" {
+		claudeContract(os.Args[1:])
+	}
 	script := os.Getenv("FAKE_AGENT_SCRIPT")
 	if script == "" {
 		fmt.Println("fakeagent: no FAKE_AGENT_SCRIPT; nothing to do")
@@ -62,6 +75,19 @@ func main() {
 			d, err := time.ParseDuration(rest)
 			must(err)
 			time.Sleep(d)
+		case "claude-init":
+			sessionID = rest
+			emit(map[string]any{"type": "system", "subtype": "init", "session_id": rest, "cwd": cwd(), "model": "fake", "mcp_servers": []any{}})
+		case "claude-say":
+			emit(map[string]any{"type": "assistant", "session_id": sessionID, "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": rest}}}})
+		case "claude-result":
+			emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest, "session_id": sessionID, "num_turns": 1, "total_cost_usd": 0.01})
+		case "claude-api-error":
+			status, text, _ := strings.Cut(rest, " ")
+			n, err := strconv.Atoi(status)
+			must(err)
+			emit(map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": text, "session_id": sessionID, "api_error_status": n, "terminal_reason": "api_error"})
+			os.Exit(1)
 		case "hang":
 			// Not select{}: with no other goroutine, the runtime would
 			// call that a deadlock and exit.
@@ -76,6 +102,41 @@ func main() {
 			fmt.Fprintf(os.Stderr, "fakeagent: unknown action %q\n", verb)
 			os.Exit(71)
 		}
+	}
+}
+
+var sessionID string
+
+func emit(v any) {
+	b, err := json.Marshal(v)
+	must(err)
+	fmt.Println(string(b))
+}
+
+// claudeContract fails the way Claude Code does on argv it would reject.
+func claudeContract(args []string) {
+	has := func(a string) bool {
+		for _, x := range args {
+			if x == "--" {
+				return false
+			}
+			if x == a {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("-p") {
+		fmt.Fprintln(os.Stderr, "fake claude: lazy must run claude with -p")
+		os.Exit(1)
+	}
+	if has("stream-json") && !has("--verbose") {
+		fmt.Fprintln(os.Stderr, "Error: When using --print, --output-format=stream-json requires --verbose")
+		os.Exit(1)
+	}
+	if len(args) < 2 || args[len(args)-2] != "--" {
+		fmt.Fprintln(os.Stderr, "Error: Input must be provided either through stdin or as a prompt argument when using --print")
+		os.Exit(1)
 	}
 }
 

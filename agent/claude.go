@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+)
+
+// ClaudeArgv builds a Claude Code turn (reference: agent-clis.md):
+// print mode, stream-json (which requires --verbose), --resume=<id> with
+// "=", and "--" before the prompt so no multi-valued flag swallows it.
+func ClaudeArgv(prompt, resumeID, permissionMode string, readOnly bool) []string {
+	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
+	if resumeID != "" {
+		argv = append(argv, "--resume="+resumeID)
+	}
+	if readOnly {
+		argv = append(argv, "--permission-mode", "plan", "--disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash")
+	} else if permissionMode != "" {
+		argv = append(argv, "--permission-mode", permissionMode)
+	}
+	return append(argv, "--", prompt)
+}
+
+// ClaudeStream accumulates what a Claude Code stream-json run said. Feed it
+// output with Write (any chunking); unknown events and non-JSON lines are
+// passed over, since CLI versions drift.
+type ClaudeStream struct {
+	mu      sync.Mutex
+	partial []byte
+
+	SessionID   string
+	Result      string
+	HaveResult  bool
+	IsError     bool
+	Subtype     string
+	CostUSD     float64
+	Progress    string // the latest assistant text, for status.json
+	Signals     Signals
+	errorsTexts []string
+}
+
+type claudeEvent struct {
+	Type            string  `json:"type"`
+	Subtype         string  `json:"subtype"`
+	SessionID       string  `json:"session_id"`
+	Result          string  `json:"result"`
+	IsError         bool    `json:"is_error"`
+	TotalCostUSD    float64 `json:"total_cost_usd"`
+	APIErrorStatus  int     `json:"api_error_status"`
+	Error           string  `json:"error"`
+	RateLimitInfoRL *struct {
+		Status   string `json:"status"`
+		ResetsAt int64  `json:"resets_at"`
+	} `json:"rate_limit_info"`
+	Message *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"message"`
+}
+
+// Write implements io.Writer.
+func (c *ClaudeStream) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.partial = append(c.partial, p...)
+	for {
+		i := strings.IndexByte(string(c.partial), '\n')
+		if i < 0 {
+			break
+		}
+		c.line(strings.TrimRight(string(c.partial[:i]), "\r"))
+		c.partial = c.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+// Close parses a final line that lacked its newline.
+func (c *ClaudeStream) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.partial) > 0 {
+		c.line(strings.TrimRight(string(c.partial), "\r"))
+		c.partial = nil
+	}
+}
+
+func (c *ClaudeStream) line(l string) {
+	l = strings.TrimSpace(l)
+	if !strings.HasPrefix(l, "{") {
+		if l != "" {
+			c.errorsTexts = append(c.errorsTexts, l)
+		}
+		return
+	}
+	var ev claudeEvent
+	if json.Unmarshal([]byte(l), &ev) != nil {
+		return
+	}
+	if ev.SessionID != "" {
+		c.SessionID = ev.SessionID // always keep the latest: older CLIs re-issue ids on resume
+	}
+	switch ev.Type {
+	case "assistant":
+		if ev.Error != "" {
+			c.Signals.AssistantError = ev.Error
+		}
+		if ev.Message != nil {
+			for _, part := range ev.Message.Content {
+				if part.Type == "text" && strings.TrimSpace(part.Text) != "" {
+					c.Progress = part.Text
+				}
+			}
+		}
+	case "rate_limit_event":
+		if ev.RateLimitInfoRL != nil {
+			c.Signals.RateLimitStatus = ev.RateLimitInfoRL.Status
+			c.Signals.RateLimitReset = ev.RateLimitInfoRL.ResetsAt
+		}
+	case "result":
+		c.HaveResult = true
+		c.Result, c.IsError, c.Subtype, c.CostUSD = ev.Result, ev.IsError, ev.Subtype, ev.TotalCostUSD
+		if ev.APIErrorStatus != 0 {
+			c.Signals.APIErrorStatus = ev.APIErrorStatus
+		}
+	}
+}
+
+// Failed reports whether the run failed, and classifies it. An API
+// failure can arrive as subtype "success" with is_error set.
+func (c *ClaudeStream) Failed(exitCode int) (Failure, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if exitCode == 0 && c.HaveResult && !c.IsError {
+		return Failure{}, false
+	}
+	s := c.Signals
+	s.ExitCode = exitCode
+	texts := append([]string{}, c.errorsTexts...)
+	if c.Result != "" {
+		texts = append([]string{c.Result}, texts...)
+	}
+	s.Text = strings.Join(texts, "\n")
+	if s.Text == "" && !c.HaveResult {
+		s.Text = "claude produced no result"
+	}
+	return ClassifyClaude(s), true
+}

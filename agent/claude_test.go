@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+func feed(s *ClaudeStream, text string, chunk int) {
+	for len(text) > 0 {
+		n := chunk
+		if n > len(text) {
+			n = len(text)
+		}
+		_, _ = s.Write([]byte(text[:n]))
+		text = text[n:]
+	}
+	s.Close()
+}
+
+const okStream = `{"type":"system","subtype":"init","session_id":"a1","cwd":"/w"}` + "\r\n" +
+	`not json at all` + "\r\n" +
+	`{"type":"future_event","x":1}` + "\r\n" +
+	`{"type":"assistant","message":{"content":[{"type":"thinking","text":"hmm"},{"type":"text","text":"running tests"}]}}` + "\r\n" +
+	`{"type":"result","subtype":"success","is_error":false,"result":"All green.","session_id":"a2","total_cost_usd":0.25}`
+
+func TestClaudeStreamAnyChunking(t *testing.T) {
+	for _, chunk := range []int{1, 3, 17, 4096} {
+		s := &ClaudeStream{}
+		feed(s, okStream, chunk)
+		if s.SessionID != "a2" || s.Result != "All green." || !s.HaveResult || s.Progress != "running tests" || s.CostUSD != 0.25 {
+			t.Fatalf("chunk %d: %+v", chunk, s)
+		}
+		if _, failed := s.Failed(0); failed {
+			t.Fatalf("chunk %d: a clean result reads as failed", chunk)
+		}
+	}
+}
+
+func TestClaudeStreamErrorShapes(t *testing.T) {
+	// An API failure can arrive as subtype success with is_error.
+	s := &ClaudeStream{}
+	feed(s, `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 overloaded","api_error_status":529}`+"\n", 64)
+	if f, failed := s.Failed(1); !failed || f.Class != TransientOverload {
+		t.Fatalf("529 result: %+v %v", f, failed)
+	}
+	// A usage error exits 1 with no JSON at all.
+	s = &ClaudeStream{}
+	feed(s, "Error: When using --print, --output-format=stream-json requires --verbose\n", 64)
+	if f, failed := s.Failed(1); !failed || f.Class != Unknown || !strings.Contains(f.Reason, "requires --verbose") {
+		t.Fatalf("usage error: %+v", f)
+	}
+	// Exit 0 without any result event is not a success.
+	s = &ClaudeStream{}
+	feed(s, `{"type":"system","subtype":"init","session_id":"x"}`+"\n", 64)
+	if _, failed := s.Failed(0); !failed {
+		t.Fatal("a run without a result read as success")
+	}
+	// A rejected rate_limit_event carries its reset time.
+	s = &ClaudeStream{}
+	feed(s, `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resets_at":1767225600}}`+"\n", 64)
+	if f, _ := s.Failed(1); f.Class != TransientOverload || f.ResetAt.Unix() != 1767225600 {
+		t.Fatalf("rate limit event: %+v", f)
+	}
+}
+
+func TestClaudeArgv(t *testing.T) {
+	argv := ClaudeArgv("-rf --help", "sid", "acceptEdits", false)
+	got := strings.Join(argv, " ")
+	if got != "claude -p --output-format stream-json --verbose --resume=sid --permission-mode acceptEdits -- -rf --help" {
+		t.Fatalf("argv %q", got)
+	}
+	ro := strings.Join(ClaudeArgv("q", "", "", true), " ")
+	if !strings.Contains(ro, "--permission-mode plan --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
+		t.Fatalf("ask argv %q", ro)
+	}
+}

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// withFakeClaude puts our fake agent on PATH as "claude".
+func withFakeClaude(t *testing.T, r *runner) *runner {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.Symlink(fakeAgentBin, filepath.Join(bin, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	return r.with("PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"))
+}
+
+func TestClaudeTurnParsesStreamJSONAndResumes(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	first := r.with(script(t,
+		"argv "+argvFile,
+		"claude-init sess-one",
+		"claude-say looking at the login test",
+		"write fix.txt fixed",
+		"commit fix the race",
+		"claude-result Fixed the race in the login test.",
+	))
+	first.create("Fix login", "-m", "the test is flaky")
+	first.ok("start", "fix-login")
+	s := first.waitStatus("fix-login", "blocked")
+	argv := readArgv(t, argvFile)
+	joined := strings.Join(argv[1:], " ")
+	for _, want := range []string{"-p", "--output-format stream-json", "--verbose", "--permission-mode acceptEdits"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("claude argv %q lacks %q", argv, want)
+		}
+	}
+	if argv[len(argv)-2] != "--" || argv[len(argv)-1] != "Fix login\n\nthe test is flaky" {
+		t.Fatalf("prompt not after --: %q", argv)
+	}
+	ag := s.TurnList[1]
+	if ag.Content != "Fixed the race in the login test." || len(ag.Commits) != 1 {
+		t.Fatalf("agent turn %+v (the result text, not the raw stream, is the turn)", ag)
+	}
+	out := first.ok("show", "--json", "fix-login")
+	if !strings.Contains(out, `"agent_session_id": "sess-one"`) {
+		t.Fatalf("agent session id not recorded:\n%s", out)
+	}
+
+	// The next turn resumes that session; a re-issued id is kept.
+	second := r.with(script(t, "argv "+argvFile, "claude-init sess-two", "claude-result Logout covered too."))
+	second.ok("unblock", "fix-login", "-m", "cover logout as well")
+	s = second.waitStatus("fix-login", "blocked")
+	argv = readArgv(t, argvFile)
+	if !strings.Contains(strings.Join(argv, " "), "--resume=sess-one") || argv[len(argv)-1] != "cover logout as well" {
+		t.Fatalf("resume argv %q", argv)
+	}
+	if out := second.ok("show", "--json", "fix-login"); !strings.Contains(out, `"agent_session_id": "sess-two"`) {
+		t.Fatal("the latest session id was not kept")
+	}
+	if s.TurnList[3].Content != "Logout covered too." {
+		t.Fatalf("second agent turn %+v", s.TurnList[3])
+	}
+}
+
+func TestClaudeAPIErrorsAreClassified(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	auth := r.with(script(t, "claude-init s1", `claude-api-error 401 Invalid API key · Please run /login`))
+	auth.create("auth")
+	auth.ok("start", "auth")
+	s := auth.waitStatus("auth", "blocked")
+	if !strings.HasPrefix(s.Session.InterruptReason, "fatal_auth") {
+		t.Fatalf("401: %q", s.Session.InterruptReason)
+	}
+	// An overload that the supervisor does not yet retry in-turn ends the
+	// turn as interrupted with its class recorded, never as fatal.
+	over := r.with(script(t, "claude-init s2", `claude-api-error 529 API Error: 529 {"type":"overloaded_error"}`))
+	over.create("overloaded")
+	over.ok("start", "overloaded")
+	s = over.waitStatus("overloaded", "interrupted")
+	if last := s.TurnList[len(s.TurnList)-1]; last.FailureClass != "transient_overload" {
+		t.Fatalf("529 classified as %q", last.FailureClass)
+	}
+}
