@@ -7,13 +7,16 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // app is the context every command's Run method receives.
@@ -101,7 +104,35 @@ func (a *app) env() (*ops.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ops.Env{Store: a.store, Actor: actor}, nil
+	timing, err := a.timing()
+	if err != nil {
+		return nil, err
+	}
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}, nil
+}
+
+// timing reads the supervisor's clocks: git config lazy.watchdogTimeout
+// and lazy.watchdogKillGrace (Go durations such as 30m), and
+// LAZY_RETRY_SCALE, a multiplier on retry delays that tests use.
+func (a *app) timing() (proto.Timing, error) {
+	var t proto.Timing
+	for key, dst := range map[string]*time.Duration{"lazy.watchdogTimeout": &t.WatchdogTimeout, "lazy.watchdogKillGrace": &t.KillGrace} {
+		if v, ok := a.cfg.Get(key); ok && v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return t, fmt.Errorf("git config %s = %q is not a positive duration (for example 30m or 10s)", key, v)
+			}
+			*dst = d
+		}
+	}
+	if v := os.Getenv("LAZY_RETRY_SCALE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return t, fmt.Errorf("LAZY_RETRY_SCALE=%q is not a positive number", v)
+		}
+		t.RetryScale = f
+	}
+	return t.WithDefaults(), nil
 }
 
 // afterWrite starts background housekeeping when loose objects piled up.

@@ -152,7 +152,6 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	env.RepoDir = a.repoDir()
 	sn, err := env.Unblock(ctx, c.Task, feedback, a.launchSupervisor)
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch

@@ -75,13 +75,24 @@ func TestClaudeAPIErrorsAreClassified(t *testing.T) {
 	if !strings.HasPrefix(s.Session.InterruptReason, "fatal_auth") {
 		t.Fatalf("401: %q", s.Session.InterruptReason)
 	}
-	// An overload that the supervisor does not yet retry in-turn ends the
-	// turn as interrupted with its class recorded, never as fatal.
-	over := r.with(script(t, "claude-init s2", `claude-api-error 529 API Error: 529 {"type":"overloaded_error"}`))
+	// An overload is retried in-turn, inside the same conversation, and
+	// the turn completes once the provider recovers.
+	counter := filepath.Join(t.TempDir(), "runs")
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	over := r.with(script(t, "attempt "+counter, "argv "+argvFile, "claude-init s2",
+		`when 1 claude-api-error 529 API Error: 529 {"type":"overloaded_error"}`,
+		`when 2 claude-api-error 529 API Error: 529 {"type":"overloaded_error"}`,
+		"claude-result recovered after the overload"))
 	over.create("overloaded")
 	over.ok("start", "overloaded")
-	s = over.waitStatus("overloaded", "interrupted")
-	if last := s.TurnList[len(s.TurnList)-1]; last.FailureClass != "transient_overload" {
-		t.Fatalf("529 classified as %q", last.FailureClass)
+	s = over.waitStatus("overloaded", "blocked")
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "recovered after the overload" {
+		t.Fatalf("agent turn %+v", last)
+	}
+	if b, _ := os.ReadFile(counter); string(b) != "3" {
+		t.Fatalf("claude ran %s times, want 3", b)
+	}
+	if argv := readArgv(t, argvFile); !strings.Contains(strings.Join(argv, " "), "--resume=s2") {
+		t.Fatalf("the retry did not resume the conversation: %q", argv)
 	}
 }

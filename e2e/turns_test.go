@@ -30,6 +30,7 @@ type turnJSON struct {
 	ChangedFiles     []string `json:"changed_files"`
 	ExitCode         *int     `json:"exit_code"`
 	FailureClass     string   `json:"failure_class"`
+	Attempts         int      `json:"failure_attempts"`
 }
 
 type showFull struct {
@@ -172,59 +173,136 @@ func TestNULInGoalReachesTheAgentEscaped(t *testing.T) {
 }
 
 func TestAgentFailuresAreClassified(t *testing.T) {
-	t.Run("unknown failure interrupts", func(t *testing.T) {
+	t.Run("fast unknown failures trip the crash-loop detector and interrupt", func(t *testing.T) {
 		r := newRepo(t)
-		r = r.with(script(t, "print something broke", "exit 3"))
+		counter := filepath.Join(t.TempDir(), "runs")
+		r = r.with(script(t, "attempt "+counter, "print something broke", "exit 3"))
 		r.create("breaks")
 		r.ok("start", "breaks", "--command", fakeAgentBin)
 		s := r.waitStatus("breaks", "interrupted")
-		if s.Session.ConsecutiveInterruptions != 1 || !strings.Contains(s.Session.InterruptReason, "status 3") {
+		if s.Session.ConsecutiveInterruptions != 1 || !strings.Contains(s.Session.InterruptReason, "status 3") || !strings.Contains(s.Session.InterruptReason, "crash loop") {
 			t.Fatalf("session %+v", s.Session)
 		}
 		last := s.TurnList[len(s.TurnList)-1]
-		if last.Role != "agent" || last.ExitCode == nil || *last.ExitCode != 3 || last.FailureClass != "unknown" || s.TurnList[0].FeedbackDelivery != "pending" {
+		if last.Role != "agent" || last.ExitCode == nil || *last.ExitCode != 3 || last.FailureClass != "unknown" || last.Attempts != 3 || s.TurnList[0].FeedbackDelivery != "pending" {
 			t.Fatalf("turns %+v", s.TurnList)
 		}
+		if b, _ := os.ReadFile(counter); string(b) != "3" {
+			t.Fatalf("the agent ran %s times, want 3", b)
+		}
 	})
-	t.Run("fatal auth parks blocked with the reason", func(t *testing.T) {
+	t.Run("fatal auth stops at once and parks blocked with the reason", func(t *testing.T) {
 		r := newRepo(t)
-		r = r.with(script(t, `print API Error: 401 {"type":"error","error":{"type":"authentication_error"}}`, "exit 1"))
+		counter := filepath.Join(t.TempDir(), "runs")
+		r = r.with(script(t, "attempt "+counter, `print API Error: 401 {"type":"error","error":{"type":"authentication_error"}}`, "exit 1"))
 		r.create("no creds")
 		r.ok("start", "no-creds", "--command", fakeAgentBin)
 		s := r.waitStatus("no-creds", "blocked")
 		if !strings.HasPrefix(s.Session.InterruptReason, "fatal_auth") || s.TurnList[0].FeedbackDelivery != "pending" {
 			t.Fatalf("session %+v turns %+v", s.Session, s.TurnList)
 		}
+		if b, _ := os.ReadFile(counter); string(b) != "1" {
+			t.Fatalf("a fatal failure was retried: %s runs", b)
+		}
 	})
-	t.Run("a killed agent interrupts with the signal", func(t *testing.T) {
+	t.Run("unreachable is retried, then escalates to a stop", func(t *testing.T) {
 		r := newRepo(t)
-		r = r.with(script(t, "print about to be killed", "hang"))
+		counter := filepath.Join(t.TempDir(), "runs")
+		r = r.with(script(t, "attempt "+counter, "print API Error: Connection refused", "exit 1"))
+		r.create("unreachable")
+		r.ok("start", "unreachable", "--command", fakeAgentBin)
+		s := r.waitStatus("unreachable", "blocked")
+		if !strings.Contains(s.Session.InterruptReason, "transient_unreachable for 24 attempts") {
+			t.Fatalf("reason %q", s.Session.InterruptReason)
+		}
+		if b, _ := os.ReadFile(counter); string(b) != "24" {
+			t.Fatalf("ran %s times, want 24", b)
+		}
+	})
+	t.Run("a killed agent is relaunched in the turn", func(t *testing.T) {
+		r := newRepo(t)
+		counter := filepath.Join(t.TempDir(), "runs")
+		r = r.with(script(t, "attempt "+counter, "when 1 print about to be killed", "when 1 hang", "print recovered"))
 		r.create("killed")
 		r.ok("start", "killed", "--command", fakeAgentBin)
-		// Find the agent's pid from status.json and SIGKILL it.
-		var pid int
-		deadline := time.Now().Add(20 * time.Second)
-		for pid == 0 && time.Now().Before(deadline) {
-			matches, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "proto", "*", "status.json"))
-			for _, m := range matches {
-				var st struct {
-					AgentPID int `json:"agent_pid"`
-				}
-				if b, err := os.ReadFile(m); err == nil && json.Unmarshal(b, &st) == nil {
-					pid = st.AgentPID
-				}
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if pid == 0 {
-			t.Fatal("agent never started")
-		}
+		pid := agentPID(t, r)
 		p, _ := os.FindProcess(pid)
 		if err := p.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		s := r.waitStatus("killed", "interrupted")
-		if !strings.Contains(s.Session.InterruptReason, "137") {
+		s := r.waitStatus("killed", "blocked")
+		if last := s.TurnList[len(s.TurnList)-1]; !strings.Contains(last.Content, "recovered") {
+			t.Fatalf("agent turn %+v", last)
+		}
+	})
+}
+
+// agentPID waits for the supervisor to report its agent's pid.
+func agentPID(t *testing.T, r *runner) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "proto", "*", "status.json"))
+		for _, m := range matches {
+			var st struct {
+				AgentPID int `json:"agent_pid"`
+			}
+			if b, err := os.ReadFile(m); err == nil && json.Unmarshal(b, &st) == nil && st.AgentPID != 0 {
+				return st.AgentPID
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("agent never started")
+	return 0
+}
+
+func TestWatchdog(t *testing.T) {
+	setup := func(t *testing.T, lines ...string) *runner {
+		r := newRepo(t)
+		r.ok("init")
+		r.git("config", "lazy.watchdogTimeout", "300ms")
+		r.git("config", "lazy.watchdogKillGrace", "200ms")
+		return r.with(script(t, lines...))
+	}
+	t.Run("zero-work kills relaunch in the turn, boundedly", func(t *testing.T) {
+		counter := filepath.Join(t.TempDir(), "runs")
+		r := setup(t, "attempt "+counter, "print thinking", "hang")
+		r.create("stuck")
+		r.ok("start", "stuck", "--command", fakeAgentBin)
+		s := r.waitStatus("stuck", "interrupted")
+		reason := s.Session.InterruptReason
+		for _, want := range []string{"watchdog", "no progress for 300ms", "keep-alives are not progress", "no work captured", "relaunched the agent 2 time(s)"} {
+			if !strings.Contains(reason, want) {
+				t.Fatalf("reason %q lacks %q", reason, want)
+			}
+		}
+		if b, _ := os.ReadFile(counter); string(b) != "3" {
+			t.Fatalf("ran %s times, want 3 (1 + 2 relaunches)", b)
+		}
+	})
+	t.Run("a kill after work ends the turn", func(t *testing.T) {
+		counter := filepath.Join(t.TempDir(), "runs")
+		r := setup(t, "attempt "+counter, "write a.txt work", "commit some work", "hang")
+		r.create("worked")
+		r.ok("start", "worked", "--command", fakeAgentBin)
+		s := r.waitStatus("worked", "interrupted")
+		if !strings.Contains(s.Session.InterruptReason, "after the agent had done work") || !strings.Contains(s.Session.InterruptReason, "relaunched the agent 0 time(s)") {
+			t.Fatalf("reason %q", s.Session.InterruptReason)
+		}
+		if b, _ := os.ReadFile(counter); string(b) != "1" {
+			t.Fatalf("ran %s times, want 1", b)
+		}
+		if last := s.TurnList[len(s.TurnList)-1]; len(last.Commits) != 1 {
+			t.Fatalf("the killed turn's commit was not recorded: %+v", last)
+		}
+	})
+	t.Run("SIGTERM ignored escalates to SIGKILL", func(t *testing.T) {
+		r := setup(t, "write a.txt work", "commit some work", "ignore-term", "hang")
+		r.create("stubborn")
+		r.ok("start", "stubborn", "--command", fakeAgentBin)
+		s := r.waitStatus("stubborn", "interrupted")
+		if !strings.Contains(s.Session.InterruptReason, "SIGTERM, then SIGKILL") {
 			t.Fatalf("reason %q", s.Session.InterruptReason)
 		}
 	})

@@ -95,6 +95,7 @@ type Turn struct {
 	ExitCode     *int     `json:"exit_code,omitempty"`
 	Error        string   `json:"error,omitempty"`
 	FailureClass string   `json:"failure_class,omitempty"`
+	Attempts     int      `json:"failure_attempts,omitempty"`
 }
 
 // Comment is comments/<seq>.json: a note on a task that is not delivered

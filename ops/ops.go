@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sanitize"
 )
 
@@ -37,6 +38,8 @@ type Env struct {
 	// RepoDir is the main checkout, where branch lookups run ("" means
 	// the git directory).
 	RepoDir string
+	// Timing is passed to every turn's supervisor.
+	Timing proto.Timing
 }
 
 // ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names

@@ -103,7 +103,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		Turn: proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
 		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
 		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
-		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Written: time.Now().UTC(),
+		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Timing: e.Timing, Written: time.Now().UTC(),
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

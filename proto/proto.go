@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -55,6 +56,7 @@ type Command struct {
 	BaseSHA        string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
 	SyncFrom       string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
 	Env            map[string]string `json:"env,omitempty"`
+	Timing         Timing            `json:"timing"`
 	Written        time.Time         `json:"written_at"`
 }
 
@@ -67,6 +69,11 @@ type Status struct {
 	AgentPID     int       `json:"agent_pid,omitempty"`
 	LastProgress time.Time `json:"last_progress,omitempty"`
 	Progress     string    `json:"progress,omitempty"`
+	// Retry state while the supervisor waits to retry a failed attempt.
+	Attempt            int    `json:"attempt,omitempty"`
+	RetryFailureClass  string `json:"retry_failure_class,omitempty"`
+	RetryFailureReason string `json:"retry_failure_reason,omitempty"`
+	RetryNextDelayMS   int64  `json:"retry_next_delay_ms,omitempty"`
 }
 
 // Response statuses.
@@ -78,19 +85,23 @@ const (
 // Response is the supervisor's final word on a turn.
 type Response struct {
 	Turn
-	Status         string    `json:"status"`
-	Phase          string    `json:"phase"`
-	Result         string    `json:"result"`
-	AgentSessionID string    `json:"agent_session_id,omitempty"`
-	Commits        []string  `json:"commits"`
-	ChangedFiles   []string  `json:"changed_files"`
-	ExitCode       int       `json:"exit_code"`
-	Error          string    `json:"error,omitempty"`
-	StderrTail     string    `json:"stderr_tail,omitempty"`
-	FailureClass   string    `json:"failure_class,omitempty"`
-	FailureReason  string    `json:"failure_reason,omitempty"`
-	Attempts       int       `json:"failure_attempts,omitempty"`
-	FinishedAt     time.Time `json:"finished_at"`
+	Status         string   `json:"status"`
+	Phase          string   `json:"phase"`
+	Result         string   `json:"result"`
+	AgentSessionID string   `json:"agent_session_id,omitempty"`
+	Commits        []string `json:"commits"`
+	ChangedFiles   []string `json:"changed_files"`
+	ExitCode       int      `json:"exit_code"`
+	Error          string   `json:"error,omitempty"`
+	StderrTail     string   `json:"stderr_tail,omitempty"`
+	FailureClass   string   `json:"failure_class,omitempty"`
+	FailureReason  string   `json:"failure_reason,omitempty"`
+	Attempts       int      `json:"failure_attempts,omitempty"`
+	// ResetAt is when the agent said its limit lifts (zero if unsaid).
+	ResetAt time.Time `json:"reset_at,omitempty"`
+	// Watchdog says which guard fired, if one did.
+	Watchdog   *Watchdog `json:"watchdog,omitempty"`
+	FinishedAt time.Time `json:"finished_at"`
 }
 
 // Write stores v as name, atomically.
@@ -129,4 +140,57 @@ func (d Dir) Read(name string, v any) error {
 // Remove deletes name if present.
 func (d Dir) Remove(name string) {
 	_ = os.Remove(d.Path(name))
+}
+
+// Watchdog records a no-progress kill.
+type Watchdog struct {
+	Guard      string        `json:"guard"` // watchdog_output_timeout
+	Limit      time.Duration `json:"limit_ns"`
+	Escalated  bool          `json:"escalated_to_sigkill"`
+	Relaunched int           `json:"relaunched"` // in-turn relaunches before this kill
+	AfterWork  bool          `json:"after_work"`
+}
+
+// Timing carries the supervisor's clocks, so tests can run them fast.
+type Timing struct {
+	// WatchdogTimeout is how long the agent may go without progress.
+	WatchdogTimeout time.Duration `json:"watchdog_timeout_ns"`
+	// KillGrace is how long SIGTERM gets before SIGKILL.
+	KillGrace time.Duration `json:"kill_grace_ns"`
+	// RetryScale multiplies every retry delay (1 in production).
+	RetryScale float64 `json:"retry_scale"`
+}
+
+// Defaults for Timing fields left zero.
+const (
+	DefaultWatchdogTimeout = 30 * time.Minute
+	DefaultKillGrace       = 10 * time.Second
+)
+
+// WithDefaults fills zero fields.
+func (t Timing) WithDefaults() Timing {
+	if t.WatchdogTimeout <= 0 {
+		t.WatchdogTimeout = DefaultWatchdogTimeout
+	}
+	if t.KillGrace <= 0 {
+		t.KillGrace = DefaultKillGrace
+	}
+	if t.RetryScale <= 0 {
+		t.RetryScale = 1
+	}
+	return t
+}
+
+// LogTailLines is how many lines of agent output diagnostics keep
+// (spec: "last 50 lines").
+const LogTailLines = 50
+
+// Tail returns the last LogTailLines lines of s, with CRLF (as a pty
+// writes it) normalized to LF.
+func Tail(s string) string {
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(s, "\r\n", "\n"), "\n"), "\n")
+	if len(lines) > LogTailLines {
+		lines = lines[len(lines)-LogTailLines:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -129,7 +129,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		now := r.now().UTC().Truncate(time.Second)
 		code := resp.ExitCode
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: resp.Result, At: now, Session: resp.Session,
-			Commits: resp.Commits, ChangedFiles: resp.ChangedFiles, ExitCode: &code, Error: resp.Error, FailureClass: resp.FailureClass}
+			Commits: resp.Commits, ChangedFiles: resp.ChangedFiles, ExitCode: &code, Error: resp.Error, FailureClass: resp.FailureClass, Attempts: resp.Attempts}
 		from := s.Task.Status
 		if resp.AgentSessionID != "" {
 			s.Session.AgentSessionID = resp.AgentSessionID // resume with the latest id seen
@@ -151,11 +151,14 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Session.ConsecutiveInterruptions = 0
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
-		case strings.HasPrefix(resp.FailureClass, "fatal_"):
+		case resp.FailureClass != "" && resp.FailureClass != "unknown":
+			// The supervisor stopped on a classified condition (fatal, or
+			// a transient past its cap): a human must look, and blocked is
+			// what keeps auto-resume from relaunching into it.
 			s.AddTurn(turn)
 			s.Session.InterruptReason = resp.FailureClass + ": " + resp.FailureReason
 			s.Task.Status = machine.Park(s.PendingViolations())
-			why = "unrecoverable agent failure: " + s.Session.InterruptReason
+			why = "agent failure the supervisor stopped on: " + s.Session.InterruptReason
 		default:
 			s.AddTurn(turn)
 			markInterrupted(s, now, resp.ExitCode, reasonFor(resp), resp.StderrTail)
@@ -168,10 +171,14 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 }
 
 func reasonFor(resp *proto.Response) string {
-	if resp.Error != "" {
-		return resp.Error
+	r := resp.Error
+	if r == "" {
+		r = exitReason(resp.ExitCode)
 	}
-	return exitReason(resp.ExitCode)
+	if resp.FailureReason != "" && !strings.Contains(r, resp.FailureReason) {
+		r += " (" + resp.FailureReason + ")"
+	}
+	return r
 }
 
 func markInterrupted(s *gitstore.Snapshot, now time.Time, code int, reason, logs string) {
@@ -207,7 +214,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir) (*A
 		return nil, err
 	}
 	defer unlock()
-	logs := lastLogLines(pd.Path(proto.LogFile), 50)
+	logs := lastLogLines(pd.Path(proto.LogFile))
 	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Working || s.Session == nil {
 			act = nil
@@ -226,14 +233,10 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir) (*A
 	return act, err
 }
 
-func lastLogLines(path string, n int) string {
+func lastLogLines(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return proto.Tail(string(b))
 }

@@ -56,7 +56,7 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		}
 	}
 	if resp.Status == "" {
-		resp = runAgent(ctx, dir, &cmd, &st)
+		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
 	}
 	resp.Turn = cmd.Turn
 	resp.FinishedAt = time.Now().UTC()
@@ -80,10 +80,94 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	return dir.Write(proto.ResponseFile, resp)
 }
 
-func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status) proto.Response {
-	fail := func(phase string, err error) proto.Response {
-		f := agent.ClassifyExec(agent.Signals{Text: err.Error()})
-		return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1, FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1}
+// maxWatchdogRelaunches bounds in-turn relaunches after zero-work
+// watchdog kills.
+const maxWatchdogRelaunches = 2
+
+// runAttempts runs the agent until it completes, the policy says stop, or
+// the watchdog ends the turn.
+func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, policy Policy, now func() time.Time) proto.Response {
+	timing := cmd.Timing.WithDefaults()
+	var history []Attempt
+	relaunches := 0
+	for {
+		began := now()
+		resp, wd := runAgent(ctx, dir, cmd, st, timing)
+		if wd != nil {
+			wd.Relaunched = relaunches
+			wd.AfterWork = didWork(ctx, cmd)
+			if !wd.AfterWork && relaunches < maxWatchdogRelaunches && ctx.Err() == nil {
+				// Nothing was captured, so nothing is lost by starting
+				// over: the case a provider incident produces.
+				relaunches++
+				continue
+			}
+			return watchdogResponse(resp, wd)
+		}
+		if resp.Status == proto.Completed || resp.FailureClass == "" || ctx.Err() != nil {
+			return resp
+		}
+		f := agent.Failure{Class: agent.Class(resp.FailureClass), Reason: resp.FailureReason, ResetAt: resp.ResetAt}
+		history = append(history, Attempt{Failure: f, Ran: now().Sub(began)})
+		d := policy.Decide(history, now())
+		resp.Attempts = len(history)
+		if !d.Retry {
+			resp.FailureReason = d.Stop
+			return resp
+		}
+		if resp.AgentSessionID != "" {
+			cmd.ResumeID = resp.AgentSessionID // retry inside the same conversation
+		}
+		delay := time.Duration(float64(d.Delay) * timing.RetryScale)
+		st.Phase, st.Attempt = "retrying", len(history)
+		st.RetryFailureClass, st.RetryFailureReason, st.RetryNextDelayMS = resp.FailureClass, resp.FailureReason, d.Delay.Milliseconds()
+		_ = dir.Write(proto.StatusFile, st)
+		select {
+		case <-ctx.Done():
+			return resp
+		case <-time.After(delay):
+		}
+		st.Phase, st.RetryFailureClass, st.RetryFailureReason, st.RetryNextDelayMS = "agent", "", "", 0
+		_ = dir.Write(proto.StatusFile, st)
+	}
+}
+
+// didWork reports whether the turn left commits or uncommitted changes.
+// If git cannot tell, it answers false: fail toward retrying.
+func didWork(ctx context.Context, cmd *proto.Command) bool {
+	if cmd.BaseSHA == "" {
+		return false
+	}
+	commits, err := worktree.Commits(ctx, cmd.Worktree, cmd.BaseSHA)
+	if err != nil {
+		return false
+	}
+	dirty, err := worktree.Dirty(ctx, cmd.Worktree)
+	return len(commits) > 0 || (err == nil && dirty)
+}
+
+func watchdogResponse(resp proto.Response, wd *proto.Watchdog) proto.Response {
+	how := "SIGTERM"
+	if wd.Escalated {
+		how = "SIGTERM, then SIGKILL"
+	}
+	what := "after the agent had done work, so the turn ends here"
+	if !wd.AfterWork {
+		what = "with no work captured"
+	}
+	resp.Status, resp.Phase = proto.Errored, "agent"
+	resp.FailureClass, resp.FailureReason = "", "" // outside the taxonomy: the reconciler interrupts
+	resp.Error = fmt.Sprintf("watchdog: no progress for %s (watchdog_output_timeout; keep-alives are not progress); sent %s %s; lazy relaunched the agent %d time(s) in this turn first",
+		wd.Limit, how, what, wd.Relaunched)
+	resp.Watchdog = wd
+	return resp
+}
+
+func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, timing proto.Timing) (proto.Response, *proto.Watchdog) {
+	fail := func(phase string, err error) (proto.Response, *proto.Watchdog) {
+		// Lazy's own failure to launch is not the agent's: no class, so
+		// it is not retried and the reconciler interrupts.
+		return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1}, nil
 	}
 	argv, err := agentArgv(cmd)
 	if err != nil {
@@ -118,12 +202,25 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		stream = &agent.ClaudeStream{}
 		sinks = append(sinks, stream)
 	}
+	prog := &progress{keepAlive: cmd.Agent == "claude"}
+	prog.touch()
+	sinks = append(sinks, prog)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(io.MultiWriter(sinks...), tty)
 	}()
+	exited := make(chan struct{})
+	var wd *proto.Watchdog
+	var wdDone sync.WaitGroup
+	wdDone.Add(1)
+	go func() {
+		defer wdDone.Done()
+		wd = watch(c.Process.Pid, prog, timing, exited)
+	}()
 	waitErr := c.Wait()
+	close(exited)
+	wdDone.Wait()
 	// Drain what the agent wrote before exiting: the master keeps it
 	// buffered until read, and returns EIO once every slave fd is closed.
 	// A grandchild that inherited the terminal may keep it open forever,
@@ -147,17 +244,99 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	case waitErr != nil:
 		return fail("agent", waitErr)
 	}
+	if wd != nil {
+		return proto.Response{Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code, StderrTail: proto.Tail(out)}, wd
+	}
 	if stream != nil {
-		return claudeResponse(stream, code, out)
+		return claudeResponse(stream, code, out), nil
 	}
 	if code == 0 {
-		return proto.Response{Status: proto.Completed, Phase: "agent", Result: out, ExitCode: 0}
+		return proto.Response{Status: proto.Completed, Phase: "agent", Result: out, ExitCode: 0}, nil
 	}
 	f := agent.ClassifyExec(agent.Signals{Text: out, ExitCode: code})
 	return proto.Response{
 		Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code,
 		Error:      fmt.Sprintf("%s exited with status %d", argv[0], code),
-		StderrTail: lastLines(out, 50), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
+		StderrTail: proto.Tail(out), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
+	}, nil
+}
+
+// progress tracks when the agent last made progress: any output line,
+// except an agent's keep-alive events.
+type progress struct {
+	keepAlive bool
+	mu        sync.Mutex
+	last      time.Time
+	partial   []byte
+}
+
+func (p *progress) touch() {
+	p.mu.Lock()
+	p.last = time.Now()
+	p.mu.Unlock()
+}
+
+func (p *progress) since() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Since(p.last)
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partial = append(p.partial, b...)
+	for {
+		i := strings.IndexByte(string(p.partial), '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSpace(string(p.partial[:i]))
+		p.partial = p.partial[i+1:]
+		if line == "" || (p.keepAlive && isKeepAlive(line)) {
+			continue
+		}
+		p.last = time.Now()
+	}
+	return len(b), nil
+}
+
+func isKeepAlive(line string) bool {
+	return strings.Contains(line, `"type":"keep_alive"`) || strings.Contains(line, `"type":"ping"`)
+}
+
+// watch kills the agent's process group when progress stops for the
+// watchdog timeout: SIGTERM, then SIGKILL after the grace period. It
+// returns what it did, or nil if the agent exited on its own.
+func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{}) *proto.Watchdog {
+	tick := timing.WatchdogTimeout / 10
+	if tick > time.Second {
+		tick = time.Second
+	}
+	if tick < 5*time.Millisecond {
+		tick = 5 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-exited:
+			return nil
+		case <-t.C:
+		}
+		if prog.since() < timing.WatchdogTimeout {
+			continue
+		}
+		wd := &proto.Watchdog{Guard: "watchdog_output_timeout", Limit: timing.WatchdogTimeout}
+		_ = syscall.Kill(-pid, syscall.SIGTERM) // the agent leads its own session and group
+		select {
+		case <-exited:
+		case <-time.After(timing.KillGrace):
+			wd.Escalated = true
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			<-exited
+		}
+		return wd
 	}
 }
 
@@ -193,12 +372,12 @@ func claudeResponse(stream *agent.ClaudeStream, code int, out string) proto.Resp
 	}
 	result := stream.Result
 	if result == "" {
-		result = lastLines(out, 50)
+		result = proto.Tail(out)
 	}
 	return proto.Response{
 		Status: proto.Errored, Phase: "agent", Result: result, AgentSessionID: stream.SessionID, ExitCode: code,
 		Error:      fmt.Sprintf("claude failed (exit %d): %s", code, f.Reason),
-		StderrTail: lastLines(out, 50), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
+		StderrTail: proto.Tail(out), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1, ResetAt: f.ResetAt,
 	}
 }
 
@@ -223,14 +402,6 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // syncUpstream merges the upstream branch into the task branch before

@@ -10,6 +10,9 @@
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
 //	exit N             exit with status N
+//	attempt FILE       count this run in FILE (1 on the first run)
+//	when N ACTION...   run ACTION only on run N (after attempt)
+//	ignore-term        ignore SIGTERM from now on
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
 // (-p, stream-json only with --verbose, the prompt after "--") and offers
@@ -27,9 +30,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -49,9 +54,24 @@ func main() {
 	}
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
+	runNo := 0
 	for sc.Scan() {
 		verb, rest, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		if verb == "when" {
+			n, action, _ := strings.Cut(rest, " ")
+			if strconv.Itoa(runNo) != n {
+				continue
+			}
+			verb, rest, _ = strings.Cut(action, " ")
+		}
 		switch verb {
+		case "attempt":
+			b, _ := os.ReadFile(rest)
+			runNo, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			runNo++
+			must(os.WriteFile(rest, []byte(strconv.Itoa(runNo)), 0o644))
+		case "ignore-term":
+			signal.Ignore(syscall.SIGTERM)
 		case "", "#":
 		case "argv":
 			b, _ := json.Marshal(map[string]any{"argv": os.Args, "prompt_env": os.Getenv("LAZY_PROMPT"), "cwd": cwd()})
