@@ -172,3 +172,60 @@ func (a *app) repoDir() string {
 	}
 	return a.repo.CommonDir
 }
+
+// ResumeCmd restarts an interrupted task without new feedback.
+type ResumeCmd struct {
+	Task string `arg:"" help:"Slug or id prefix."`
+	JSON bool   `help:"Print the task as JSON."`
+}
+
+// Run implements lazy resume.
+func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Resume(ctx, c.Task, a.launchSupervisor)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "Resumed %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
+	return nil
+}
+
+// StopCmd stops a running turn and parks the task.
+type StopCmd struct {
+	Task    string  `arg:"" help:"Slug or id prefix."`
+	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (optional)."`
+	JSON    bool    `help:"Print the task as JSON."`
+}
+
+// Run implements lazy stop.
+func (c *StopCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	reason := ""
+	if c.Message != nil {
+		reason = *c.Message
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Stop(ctx, c.Task, reason)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "Stopped %s: now %s (work in the worktree is kept)\n", sn.Task.Slug, sn.Task.Status)
+	return nil
+}

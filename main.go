@@ -30,6 +30,8 @@ type CLI struct {
 	Show    ShowCmd    `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
 	Start   StartCmd   `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
 	Unblock UnblockCmd `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`
+	Resume  ResumeCmd  `cmd:"" help:"Restart an interrupted task without new feedback (re-delivers feedback it never received)."`
+	Stop    StopCmd    `cmd:"" help:"Stop a running turn; the task parks as blocked and its work is kept."`
 	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
 	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`

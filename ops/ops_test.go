@@ -133,3 +133,20 @@ func TestTaskLockSerializesOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestResumePromptRedeliversNewestPendingVerbatim(t *testing.T) {
+	turns := []gitstore.Turn{
+		{Seq: 1, Content: "first", FeedbackDelivery: gitstore.FeedbackConsumed},
+		{Seq: 2, Content: "older pending", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 3, Content: "agent reply"},
+		{Seq: 4, Content: "newest\n  pending, exactly", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 5, Content: "[system] resumed"},
+	}
+	p := ResumePrompt(false, turns)
+	if !strings.HasPrefix(p, ResumeClean) || !strings.Contains(p, "verbatim:\n\nnewest\n  pending, exactly\n\n(1 older message(s)") || strings.Contains(p, "older pending") {
+		t.Fatalf("prompt %q", p)
+	}
+	if p := ResumePrompt(true, turns[:1]); p != ResumeDirty {
+		t.Fatalf("nothing pending: %q", p)
+	}
+}

@@ -180,6 +180,10 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	defer func() { _ = logf.Close() }()
 
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// When the supervisor is told to stop, the whole agent process group
+	// gets SIGTERM, and the agent SIGKILL after the grace period.
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGTERM) }
+	c.WaitDelay = timing.KillGrace
 	c.Dir = cmd.Worktree
 	c.Env = append(os.Environ(), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "TERM=dumb")
 	for k, v := range cmd.Env {

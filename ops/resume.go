@@ -1,0 +1,170 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Crash-context prompts (spec: "Auto-Resume: Clean Worktree Path" and
+// "Dirty Worktree Path").
+const (
+	ResumeClean = "You are being resumed after a crash. Upstream has been merged into your branch since your last turn. Don't assume your previous state is intact — verify before continuing."
+	ResumeDirty = "You are being resumed after a crash. There are uncommitted changes in your worktree from your interrupted turn. Review them, decide what to keep, commit or discard, then continue your work."
+)
+
+// ResumePrompt builds the prompt of a resumed turn: the crash context,
+// and, when human feedback was recorded but never consumed, the newest
+// pending feedback verbatim with a count of older pending ones, so a
+// queue is never silently collapsed.
+func ResumePrompt(dirty bool, turns []gitstore.Turn) string {
+	prompt := ResumeClean
+	if dirty {
+		prompt = ResumeDirty
+	}
+	var pending []gitstore.Turn
+	for _, t := range turns {
+		if t.FeedbackDelivery == gitstore.FeedbackPending {
+			pending = append(pending, t)
+		}
+	}
+	if len(pending) == 0 {
+		return prompt
+	}
+	newest := pending[len(pending)-1]
+	block := "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + newest.Content
+	if older := len(pending) - 1; older > 0 {
+		block += fmt.Sprintf("\n\n(%d older message(s) of feedback were also never delivered; they are in the task's turn history.)", older)
+	}
+	return prompt + block
+}
+
+// Resume restarts an interrupted task without new feedback. It resets
+// the consecutive-interruption counter: a human intervened.
+func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitstore.Snapshot, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkResumable(sn, "resume", machine.Interrupted); err != nil {
+		return nil, err
+	}
+	dirty, err := worktree.Dirty(ctx, sn.Session.Worktree)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: inspect the worktree: %w", sn.Task.Slug, err)
+	}
+	turns, err := e.Store.Turns(sn)
+	if err != nil {
+		return nil, err
+	}
+	prompt := ResumePrompt(dirty, turns)
+	syncFrom := ""
+	if !dirty {
+		// A clean worktree merges upstream first; merging into a dirty one
+		// would fail or tangle the interrupted edits.
+		if syncFrom, err = e.baseBranch(ctx, sn, e.repoDir()); err != nil {
+			return nil, err
+		}
+	}
+	var turn gitstore.Turn
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := e.checkResumable(s, "resume", machine.Interrupted); err != nil {
+			return nil, err
+		}
+		// The resume turn carries no feedback of its own, so a crash
+		// during it re-delivers the same pending feedback again.
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "resume", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		s.Session.Turn = turn.Seq
+		s.Session.ConsecutiveInterruptions = 0
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "resume", Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, e.launchTurn(sn, turn, "resume", prompt, syncFrom, launch)
+}
+
+// Stop ends a running turn: the task is parked first (blocked, or
+// conflict with pending violations), then its supervisor is told to stop,
+// which takes the agent's process group down with it. Work on disk stays.
+func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
+	reason, err := cleanReason(reason)
+	if err != nil {
+		return nil, err
+	}
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Working {
+			return nil, fmt.Errorf("stop %s: the task is %s; only a working task has a turn to stop", s.Task.Slug, s.Task.Status)
+		}
+		if s.Session == nil || s.Session.Host != e.Store.Host() {
+			return nil, fmt.Errorf("stop %s: its turn runs on another host; stop it there", s.Task.Slug)
+		}
+		content := "[stop] the human stopped this turn"
+		if reason != "" {
+			content += ": " + reason
+		}
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "stop", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		s.Task.Status = machine.Park(s.PendingViolations())
+		return &gitstore.Op{Name: "stop", Actor: e.Actor, Reason: reason}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var st proto.Status
+	pd := proto.ForTask(e.Store.Repo().LazyDir(), id)
+	if err := pd.Read(proto.StatusFile, &st); err == nil && st.Session == sn.Session.ID && st.PID > 0 {
+		if err := stopProcess(ctx, st.PID, e.Timing.WithDefaults().KillGrace+2*time.Second); err != nil {
+			return sn, fmt.Errorf("the task is parked, but its supervisor (pid %d) did not stop: %w", st.PID, err)
+		}
+	}
+	return sn, nil
+}
+
+// stopProcess sends SIGTERM and waits for the process to exit.
+func stopProcess(ctx context.Context, pid int, wait time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return nil
+}
