@@ -19,7 +19,7 @@ import (
 // StartCmd starts a backlog task.
 type StartCmd struct {
 	Task    string `arg:"" help:"Slug or id prefix."`
-	Agent   string `help:"Agent CLI to run: claude or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
+	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
 }

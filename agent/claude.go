@@ -128,9 +128,23 @@ func (c *ClaudeStream) line(l string) {
 	}
 }
 
-// Failed reports whether the run failed, and classifies it. An API
+// Session returns the latest session id seen.
+func (c *ClaudeStream) Session() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.SessionID
+}
+
+// Final returns the result event's text.
+func (c *ClaudeStream) Final() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Result
+}
+
+// Outcome reports whether the run failed, and classifies it. An API
 // failure can arrive as subtype "success" with is_error set.
-func (c *ClaudeStream) Failed(exitCode int) (Failure, bool) {
+func (c *ClaudeStream) Outcome(exitCode int) (Failure, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if exitCode == 0 && c.HaveResult && !c.IsError {

@@ -30,7 +30,7 @@ func TestClaudeStreamAnyChunking(t *testing.T) {
 		if s.SessionID != "a2" || s.Result != "All green." || !s.HaveResult || s.Progress != "running tests" || s.CostUSD != 0.25 {
 			t.Fatalf("chunk %d: %+v", chunk, s)
 		}
-		if _, failed := s.Failed(0); failed {
+		if _, failed := s.Outcome(0); failed {
 			t.Fatalf("chunk %d: a clean result reads as failed", chunk)
 		}
 	}
@@ -40,25 +40,25 @@ func TestClaudeStreamErrorShapes(t *testing.T) {
 	// An API failure can arrive as subtype success with is_error.
 	s := &ClaudeStream{}
 	feed(s, `{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 overloaded","api_error_status":529}`+"\n", 64)
-	if f, failed := s.Failed(1); !failed || f.Class != TransientOverload {
+	if f, failed := s.Outcome(1); !failed || f.Class != TransientOverload {
 		t.Fatalf("529 result: %+v %v", f, failed)
 	}
 	// A usage error exits 1 with no JSON at all.
 	s = &ClaudeStream{}
 	feed(s, "Error: When using --print, --output-format=stream-json requires --verbose\n", 64)
-	if f, failed := s.Failed(1); !failed || f.Class != Unknown || !strings.Contains(f.Reason, "requires --verbose") {
+	if f, failed := s.Outcome(1); !failed || f.Class != Unknown || !strings.Contains(f.Reason, "requires --verbose") {
 		t.Fatalf("usage error: %+v", f)
 	}
 	// Exit 0 without any result event is not a success.
 	s = &ClaudeStream{}
 	feed(s, `{"type":"system","subtype":"init","session_id":"x"}`+"\n", 64)
-	if _, failed := s.Failed(0); !failed {
+	if _, failed := s.Outcome(0); !failed {
 		t.Fatal("a run without a result read as success")
 	}
 	// A rejected rate_limit_event carries its reset time.
 	s = &ClaudeStream{}
 	feed(s, `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resets_at":1767225600}}`+"\n", 64)
-	if f, _ := s.Failed(1); f.Class != TransientOverload || f.ResetAt.Unix() != 1767225600 {
+	if f, _ := s.Outcome(1); f.Class != TransientOverload || f.ResetAt.Unix() != 1767225600 {
 		t.Fatalf("rate limit event: %+v", f)
 	}
 }
@@ -72,5 +72,36 @@ func TestClaudeArgv(t *testing.T) {
 	ro := strings.Join(ClaudeArgv("q", "", "", true), " ")
 	if !strings.Contains(ro, "--permission-mode plan --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
 		t.Fatalf("ask argv %q", ro)
+	}
+}
+
+func TestCodexArgvAndStream(t *testing.T) {
+	if got := strings.Join(CodexArgv("-x", "th1", false), " "); got != "codex exec --json -s workspace-write resume th1 -- -x" {
+		t.Fatalf("argv %q", got)
+	}
+	if got := strings.Join(CodexArgv("q", "", true), " "); got != "codex exec --json -s read-only -- q" {
+		t.Fatalf("read-only argv %q", got)
+	}
+	s := &CodexStream{}
+	_, _ = s.Write([]byte(`{"type":"thread.started","thread_id":"t-9"}` + "\r\n" + `{"type":"turn.started"}` + "\n" +
+		`{"type":"item.completed","item":{"type":"agent_message","text":"first"}}` + "\n" +
+		`{"type":"item.completed","item":{"type":"reasoning","text":"hmm"}}` + "\n" +
+		`{"type":"item.completed","item":{"type":"agent_message","text":"final answer"}}`))
+	s.Close()
+	if s.ThreadID != "t-9" || s.Result != "final answer" {
+		t.Fatalf("stream %+v", s)
+	}
+	if _, failed := s.Outcome(0); failed {
+		t.Fatal("clean codex run read as failed")
+	}
+	s = &CodexStream{}
+	_, _ = s.Write([]byte(`{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}` + "\n"))
+	if f, failed := s.Outcome(1); !failed || f.Class != FatalAuth {
+		t.Fatalf("401: %+v", f)
+	}
+	s = &CodexStream{}
+	_, _ = s.Write([]byte(`{"type":"error","message":"You've hit your usage limit. Try again at 3:28 PM."}` + "\n"))
+	if f, _ := s.Outcome(1); f.Class != TransientOverload {
+		t.Fatalf("usage limit: %+v", f)
 	}
 }

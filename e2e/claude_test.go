@@ -7,14 +7,38 @@ import (
 	"testing"
 )
 
-// withFakeClaude puts our fake agent on PATH as "claude".
+// withFakeClaude puts our fake agent on PATH as "claude" and "codex".
 func withFakeClaude(t *testing.T, r *runner) *runner {
 	t.Helper()
 	bin := t.TempDir()
-	if err := os.Symlink(fakeAgentBin, filepath.Join(bin, "claude")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"claude", "codex"} {
+		if err := os.Symlink(fakeAgentBin, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return r.with("PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"))
+}
+
+func TestCodexTurnAndResume(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	first := r.with(script(t, "argv "+argvFile, "codex-thread th-1", "write c.txt codex", "commit codex edit", "codex-message interim", "codex-message Done by codex."))
+	first.create("codex task")
+	first.ok("start", "codex-task", "--agent", "codex")
+	s := first.waitStatus("codex-task", "blocked")
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "Done by codex." || len(last.Commits) != 1 {
+		t.Fatalf("codex turn %+v", last)
+	}
+	second := r.with(script(t, "argv "+argvFile, "codex-fail unexpected status 401 Unauthorized"))
+	second.ok("unblock", "codex-task", "--message=-starts with a dash")
+	s = second.waitStatus("codex-task", "blocked")
+	argv := readArgv(t, argvFile)
+	if got := strings.Join(argv[1:], " "); got != "exec --json -s workspace-write resume th-1 -- -starts with a dash" {
+		t.Fatalf("codex resume argv %q", got)
+	}
+	if !strings.HasPrefix(s.Session.InterruptReason, "fatal_auth") {
+		t.Fatalf("codex 401: %q", s.Session.InterruptReason)
+	}
 }
 
 func TestClaudeTurnParsesStreamJSONAndResumes(t *testing.T) {

@@ -324,7 +324,7 @@ func TestStartNeedsACommand(t *testing.T) {
 	if s := r.show("no-command"); s.Status != "backlog" {
 		t.Fatalf("a refused start moved the task to %s", s.Status)
 	}
-	if msg := r.fails(1, nil, "start", "no-command", "--agent", "codex"); !strings.Contains(msg, "not supported yet") {
-		t.Fatalf("codex agent: %s", msg)
+	if msg := r.fails(1, nil, "start", "no-command", "--agent", "gemini"); !strings.Contains(msg, "not supported") {
+		t.Fatalf("unknown agent: %s", msg)
 	}
 }

@@ -41,10 +41,10 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		if len(in.ExecCommand) == 0 || strings.TrimSpace(in.ExecCommand[0]) == "" {
 			return nil, errors.New("the exec agent needs a command: lazy start TASK --command \"./my-agent.sh\" (or git config lazy.exec.command)")
 		}
-	case "claude":
+	case "claude", "codex":
 		in.ExecCommand = nil
 	default:
-		return nil, fmt.Errorf("agent %q is not supported yet (available: claude, exec)", in.Agent)
+		return nil, fmt.Errorf("agent %q is not supported (available: claude, codex, exec)", in.Agent)
 	}
 	bin := in.Agent
 	if in.Agent == "exec" {

@@ -201,12 +201,17 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 
 	tail := &tailBuffer{max: maxResult}
 	sinks := []io.Writer{logf, tail}
-	var stream *agent.ClaudeStream
-	if cmd.Agent == "claude" {
+	var stream eventStream
+	switch cmd.Agent {
+	case "claude":
 		stream = &agent.ClaudeStream{}
+	case "codex":
+		stream = &agent.CodexStream{}
+	}
+	if stream != nil {
 		sinks = append(sinks, stream)
 	}
-	prog := &progress{keepAlive: cmd.Agent == "claude"}
+	prog := &progress{keepAlive: stream != nil}
 	prog.touch()
 	sinks = append(sinks, prog)
 	copied := make(chan struct{})
@@ -252,7 +257,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		return proto.Response{Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code, StderrTail: proto.Tail(out)}, wd
 	}
 	if stream != nil {
-		return claudeResponse(stream, code, out), nil
+		return streamResponse(cmd.Agent, stream, code, out), nil
 	}
 	if code == 0 {
 		return proto.Response{Status: proto.Completed, Phase: "agent", Result: out, ExitCode: 0}, nil
@@ -361,26 +366,38 @@ func agentArgv(cmd *proto.Command) ([]string, error) {
 		return argv, nil
 	case "claude":
 		return agent.ClaudeArgv(cmd.Prompt, cmd.ResumeID, cmd.PermissionMode, false), nil
+	case "codex":
+		return agent.CodexArgv(cmd.Prompt, cmd.ResumeID, false), nil
 	default:
-		return nil, fmt.Errorf("agent %q is not supported yet (available: exec, claude)", cmd.Agent)
+		return nil, fmt.Errorf("agent %q is not supported (available: claude, codex, exec)", cmd.Agent)
 	}
 }
 
-// claudeResponse turns what Claude Code streamed into a response. The
-// final text is the result event's, not the raw stream.
-func claudeResponse(stream *agent.ClaudeStream, code int, out string) proto.Response {
+// eventStream is what the supervisor needs from an agent's event
+// parser: it is fed the output and answers for the run.
+type eventStream interface {
+	io.Writer
+	Close()
+	Outcome(exitCode int) (agent.Failure, bool)
+	Session() string
+	Final() string
+}
+
+// streamResponse turns what a structured agent streamed into a response.
+// The final text is the agent's own answer, not the raw stream.
+func streamResponse(name string, stream eventStream, code int, out string) proto.Response {
 	stream.Close()
-	f, failed := stream.Failed(code)
+	f, failed := stream.Outcome(code)
 	if !failed {
-		return proto.Response{Status: proto.Completed, Phase: "agent", Result: stream.Result, AgentSessionID: stream.SessionID, ExitCode: 0}
+		return proto.Response{Status: proto.Completed, Phase: "agent", Result: stream.Final(), AgentSessionID: stream.Session(), ExitCode: 0}
 	}
-	result := stream.Result
+	result := stream.Final()
 	if result == "" {
 		result = proto.Tail(out)
 	}
 	return proto.Response{
-		Status: proto.Errored, Phase: "agent", Result: result, AgentSessionID: stream.SessionID, ExitCode: code,
-		Error:      fmt.Sprintf("claude failed (exit %d): %s", code, f.Reason),
+		Status: proto.Errored, Phase: "agent", Result: result, AgentSessionID: stream.Session(), ExitCode: code,
+		Error:      fmt.Sprintf("%s failed (exit %d): %s", name, code, f.Reason),
 		StderrTail: proto.Tail(out), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1, ResetAt: f.ResetAt,
 	}
 }

@@ -22,6 +22,13 @@
 //	claude-say TEXT              an assistant text event
 //	claude-result TEXT           a successful result event
 //	claude-api-error STATUS TEXT a result with is_error and api_error_status, then exit 1
+//
+// Installed as "codex" it requires `exec --json` and the prompt after
+// "--", and offers:
+//
+//	codex-thread ID      the thread.started event
+//	codex-message TEXT   an agent_message item
+//	codex-fail TEXT      turn.failed with TEXT, then exit 1
 package main
 
 import (
@@ -39,8 +46,11 @@ import (
 )
 
 func main() {
-	if filepath.Base(os.Args[0]) == "claude" {
+	switch filepath.Base(os.Args[0]) {
+	case "claude":
 		claudeContract(os.Args[1:])
+	case "codex":
+		codexContract(os.Args[1:])
 	}
 	script := os.Getenv("FAKE_AGENT_SCRIPT")
 	if script == "" {
@@ -108,6 +118,13 @@ func main() {
 			must(err)
 			emit(map[string]any{"type": "result", "subtype": "success", "is_error": true, "result": text, "session_id": sessionID, "api_error_status": n, "terminal_reason": "api_error"})
 			os.Exit(1)
+		case "codex-thread":
+			emit(map[string]any{"type": "thread.started", "thread_id": rest})
+		case "codex-message":
+			emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "i1", "type": "agent_message", "text": rest}})
+		case "codex-fail":
+			emit(map[string]any{"type": "turn.failed", "error": map[string]any{"message": rest}})
+			os.Exit(1)
 		case "hang":
 			// Not select{}: with no other goroutine, the runtime would
 			// call that a deadlock and exit.
@@ -157,6 +174,13 @@ func claudeContract(args []string) {
 	if len(args) < 2 || args[len(args)-2] != "--" {
 		fmt.Fprintln(os.Stderr, "Error: Input must be provided either through stdin or as a prompt argument when using --print")
 		os.Exit(1)
+	}
+}
+
+func codexContract(args []string) {
+	if len(args) < 4 || args[0] != "exec" || args[1] != "--json" || args[len(args)-2] != "--" {
+		fmt.Fprintf(os.Stderr, "fake codex: expected `codex exec --json ... -- PROMPT`, got %q\n", args)
+		os.Exit(2)
 	}
 }
 
