@@ -59,6 +59,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.daemonAfterLaunch(ctx)
 	if c.JSON {
 		return a.printJSON(toJSON(&sn.Task))
 	}
@@ -159,6 +160,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.daemonAfterLaunch(ctx)
 	if c.JSON {
 		return a.printJSON(toJSON(&sn.Task))
 	}
@@ -192,6 +194,7 @@ func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.daemonAfterLaunch(ctx)
 	if c.JSON {
 		return a.printJSON(toJSON(&sn.Task))
 	}

@@ -238,6 +238,10 @@ func (d *demo) tour(ctx context.Context) error {
 			return err
 		}
 	}
+	// The scratch repository is about to go; so is its daemon.
+	stop := exec.CommandContext(ctx, d.exe, "daemon", "--stop")
+	stop.Dir = d.repo
+	_ = stop.Run()
 	fmt.Fprintf(d.a.stdout, "\nDemo complete: %d steps, every one checked.\n", d.step)
 	return nil
 }

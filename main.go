@@ -37,6 +37,7 @@ type CLI struct {
 	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`
 	Reopen  ReopenCmd  `cmd:"" help:"Reopen a complete or abandoned task."`
 	Demo    DemoCmd    `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
+	Daemon  DaemonCmd  `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
 
 	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
 	Supervise SuperviseCmd `cmd:"" hidden:"" help:"Run one agent turn (started by lazy)."`

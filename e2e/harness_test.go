@@ -79,7 +79,7 @@ func (r *runner) run(stdin []byte, args ...string) result {
 	r.t.Helper()
 	cmd := exec.Command(lazyBin, args...)
 	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1", "LAZY_RETRY_SCALE=0.001")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1", "LAZY_RETRY_SCALE=0.001", "LAZY_NO_DAEMON=1")
 	cmd.Env = append(cmd.Env, r.env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

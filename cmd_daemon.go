@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/reconcile"
+)
+
+// DaemonCmd runs or manages the repository's daemon.
+type DaemonCmd struct {
+	Ensure bool          `help:"Start the daemon in the background unless one of this version runs (restarting one of another version), then exit." xor:"mode"`
+	Status bool          `help:"Print the running daemon's pid and version as JSON." xor:"mode"`
+	Stop   bool          `help:"Ask the running daemon to exit." xor:"mode"`
+	Tick   time.Duration `help:"Reconcile period." default:"2s"`
+	Idle   time.Duration `help:"Exit after this long with no active task (0 = never)." default:"30m"`
+}
+
+// versionID names this exact build: the version plus the executable's
+// size and modification time, so two dev builds differ too.
+func versionID() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return version
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return version
+	}
+	return fmt.Sprintf("%s+%d-%d", version, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// Run implements lazy daemon.
+func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	client := daemon.Dial(a.repo.LazyDir())
+	switch {
+	case c.Status:
+		info, err := client.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("no daemon is running for this repository (%w)", err)
+		}
+		return a.printJSON(info)
+	case c.Stop:
+		if err := client.Shutdown(ctx); err != nil {
+			return fmt.Errorf("no daemon is running for this repository (%w)", err)
+		}
+		fmt.Fprintln(a.stdout, "Asked the daemon to exit.")
+		return nil
+	case c.Ensure:
+		info, err := a.ensureDaemon(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "daemon running: pid %d, version %s\n", info.PID, info.Version)
+		return nil
+	}
+	srv := &daemon.Server{
+		Store:     a.store,
+		Reconcile: &reconcile.Reconciler{Env: &ops.Env{Store: a.store, Actor: machine.System}},
+		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
+	}
+	err := srv.Run(ctx)
+	if errors.Is(err, daemon.ErrRunning) {
+		fmt.Fprintln(a.stderr, "lazy: a daemon is already running for this repository")
+		return nil
+	}
+	return err
+}
+
+// ensureDaemon makes sure a daemon of this build serves the repository:
+// it starts one, or replaces one of another version.
+func (a *app) ensureDaemon(ctx context.Context) (daemon.Info, error) {
+	client := daemon.Dial(a.repo.LazyDir())
+	want := versionID()
+	if info, err := client.Info(ctx); err == nil {
+		if info.Version == want {
+			return info, nil
+		}
+		_ = client.Shutdown(ctx)
+		if !waitFor(func() bool { return syscall.Kill(info.PID, 0) != nil }) {
+			return info, fmt.Errorf("the daemon of another lazy version (pid %d, %s) did not exit", info.PID, info.Version)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return daemon.Info{}, err
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return daemon.Info{}, err
+	}
+	defer func() { _ = devnull.Close() }()
+	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "daemon")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return daemon.Info{}, fmt.Errorf("start the daemon: %w", err)
+	}
+	_ = cmd.Process.Release()
+	var info daemon.Info
+	if !waitFor(func() bool {
+		i, err := client.Info(ctx)
+		info = i
+		return err == nil && i.Version == want
+	}) {
+		return info, errors.New("the daemon did not come up within 5s")
+	}
+	return info, nil
+}
+
+func waitFor(cond func() bool) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// daemonAfterLaunch starts the daemon after a turn was launched, so the
+// turn is recorded even if nobody runs another command. It never fails
+// the command: the next read reconciles anyway. LAZY_NO_DAEMON=1 turns
+// it off.
+func (a *app) daemonAfterLaunch(ctx context.Context) {
+	if os.Getenv("LAZY_NO_DAEMON") != "" {
+		return
+	}
+	if _, err := a.ensureDaemon(ctx); err != nil {
+		fmt.Fprintf(a.stderr, "lazy: warning: %v (the turn runs anyway; lazy list records it)\n", err)
+	}
+}

@@ -1,0 +1,247 @@
+// Package daemon is lazy's per-repository background process: it runs
+// the reconciler on a tick, so turns are recorded without anyone running
+// a command, and serves a small HTTP API on a unix socket. It supervises
+// nothing directly: supervisors are their own processes, so killing or
+// upgrading the daemon never kills an agent.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/reconcile"
+)
+
+// Files under <git common dir>/lazy.
+const (
+	LockFile   = "daemon.lock"
+	SocketFile = "daemon.sock"
+)
+
+// ErrRunning means another daemon holds the lock for this repository.
+var ErrRunning = errors.New("a lazy daemon is already running for this repository")
+
+// Info is what GET /version answers.
+type Info struct {
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	Started string `json:"started"`
+}
+
+// Event is one NDJSON line of GET /events.
+type Event struct {
+	Heartbeat string             `json:"heartbeat,omitempty"`
+	Reconcile []reconcile.Action `json:"reconcile,omitempty"`
+}
+
+// Server is a running daemon.
+type Server struct {
+	Store     *gitstore.Store
+	Reconcile *reconcile.Reconciler
+	Version   string
+	Tick      time.Duration // reconcile period
+	Heartbeat time.Duration // NDJSON heartbeat period
+	// IdleExit ends the daemon after this long with no working task
+	// (0: never). The next turn launch starts it again.
+	IdleExit time.Duration
+
+	mu   sync.Mutex
+	subs map[chan Event]bool
+}
+
+// Run holds the daemon lock, listens on the socket and serves until ctx
+// ends or a client asks it to shut down.
+func (s *Server) Run(ctx context.Context) error {
+	dir := s.Store.Repo().LazyDir()
+	lock, err := flock.TryLock(filepath.Join(dir, LockFile))
+	if errors.Is(err, flock.ErrHeld) {
+		return ErrRunning
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lock.Release() }()
+	sock := filepath.Join(dir, SocketFile)
+	// The lock is ours, so a socket file left here belongs to a dead
+	// daemon.
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	defer func() { _ = os.Remove(sock) }()
+	if err := os.Chmod(sock, 0o600); err != nil {
+		return fmt.Errorf("restrict %s: %w", sock, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.subs = map[chan Event]bool{}
+	info := Info{PID: os.Getpid(), Version: s.Version, Started: time.Now().UTC().Format(time.RFC3339)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(info)
+	})
+	mux.HandleFunc("POST /shutdown", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		cancel()
+	})
+	mux.HandleFunc("GET /events", s.events)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		// ctx is done by now; shutdown gets its own bounded time.
+		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer c()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		s.loop(ctx)
+		cancel()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) loop(ctx context.Context) {
+	tick := time.NewTicker(s.Tick)
+	beat := time.NewTicker(s.Heartbeat)
+	defer tick.Stop()
+	defer beat.Stop()
+	idleSince := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case t := <-beat.C:
+			s.publish(Event{Heartbeat: t.UTC().Format(time.RFC3339Nano)})
+		case <-tick.C:
+			if _, err := os.Stat(s.Store.Repo().CommonDir); err != nil {
+				return // the repository is gone
+			}
+			entries, err := s.Store.List()
+			if err != nil {
+				continue
+			}
+			if busy(entries) {
+				idleSince = time.Now()
+			} else if s.IdleExit > 0 && time.Since(idleSince) > s.IdleExit {
+				return
+			}
+			actions, _ := s.Reconcile.Sweep(ctx, entries)
+			if len(actions) > 0 {
+				s.publish(Event{Reconcile: actions})
+			}
+		}
+	}
+}
+
+func busy(entries []gitstore.Entry) bool {
+	for _, e := range entries {
+		if e.Status.IsActive() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) publish(ev Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subs {
+		select {
+		case ch <- ev:
+		default: // a slow client misses events rather than stalling the daemon
+		}
+	}
+}
+
+// events streams NDJSON: heartbeats, so a client can tell a quiet daemon
+// from a dead one, and reconcile actions as they happen.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ch := make(chan Event, 16)
+	s.mu.Lock()
+	s.subs[ch] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.subs, ch)
+		s.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})
+	flusher.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev := <-ch:
+			if enc.Encode(ev) != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// Client talks to a repository's daemon over its socket.
+type Client struct {
+	http *http.Client
+}
+
+// Dial returns a client for the daemon of the repository whose lazy dir
+// is dir.
+func Dial(dir string) *Client {
+	sock := filepath.Join(dir, SocketFile)
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	return &Client{http: &http.Client{Transport: tr, Timeout: 2 * time.Second}}
+}
+
+// Info asks the daemon who it is.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var info Info
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://lazy/version", nil)
+	if err != nil {
+		return info, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return info, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return info, json.NewDecoder(resp.Body).Decode(&info)
+}
+
+// Shutdown asks the daemon to exit.
+func (c *Client) Shutdown(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/shutdown", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
