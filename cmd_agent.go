@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
@@ -231,4 +232,117 @@ func (c *StopCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "Stopped %s: now %s (work in the worktree is kept)\n", sn.Task.Slug, sn.Task.Status)
 	return nil
+}
+
+// AskCmd asks a parked task's agent one read-only question.
+type AskCmd struct {
+	Task    string        `arg:"" help:"Slug or id prefix."`
+	Message *string       `short:"m" name:"message" help:"The question (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
+	Timeout time.Duration `help:"How long to wait for the answer; the task stays working past it and the answer is recorded when it arrives." default:"10m"`
+	JSON    bool          `help:"Print the answer turn as JSON."`
+}
+
+// Run implements lazy ask.
+func (c *AskCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	if _, err := a.store.Resolve(c.Task); err != nil {
+		return err
+	}
+	question, done, err := a.readText(c.Message, "question", true)
+	if err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Ask(ctx, c.Task, question, a.launchSupervisor)
+	if sn != nil {
+		done()
+	}
+	if err != nil {
+		return err
+	}
+	a.daemonAfterLaunch(ctx)
+	final, err := a.waitTurn(ctx, sn.Task.ID, c.Timeout)
+	if err != nil {
+		return err
+	}
+	turns, err := a.store.Turns(final)
+	if err != nil {
+		return err
+	}
+	answer := turns[len(turns)-1]
+	if c.JSON {
+		return a.printJSON(answer)
+	}
+	fmt.Fprintln(a.stdout, answer.Content)
+	if answer.Error != "" {
+		return fmt.Errorf("the agent could not answer: %s (the task is %s again)", answer.Error, final.Task.Status)
+	}
+	return nil
+}
+
+// SyncCmd merges upstream into a parked task's branch.
+type SyncCmd struct {
+	Task    string        `arg:"" help:"Slug or id prefix."`
+	Timeout time.Duration `help:"How long to wait for the merge." default:"2m"`
+	JSON    bool          `help:"Print the task as JSON."`
+}
+
+// Run implements lazy sync.
+func (c *SyncCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Sync(ctx, c.Task, a.launchSupervisor)
+	if err != nil {
+		return err
+	}
+	final, err := a.waitTurn(ctx, sn.Task.ID, c.Timeout)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&final.Task))
+	}
+	turns, err := a.store.Turns(final)
+	if err != nil {
+		return err
+	}
+	last := turns[len(turns)-1]
+	if last.Error != "" {
+		return fmt.Errorf("sync %s: %s (the task is %s again)", final.Task.Slug, last.Error, final.Task.Status)
+	}
+	fmt.Fprintf(a.stdout, "Synced %s: %s; now %s\n", final.Task.Slug, last.Content, final.Task.Status)
+	return nil
+}
+
+// waitTurn reconciles one task until its turn is recorded or timeout.
+func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		sn, err := a.store.Load(id)
+		if err != nil {
+			return nil, err
+		}
+		if sn.Task.Status != machine.Working {
+			return sn, nil
+		}
+		a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives (lazy show %s)", timeout, sn.Task.Slug, sn.Task.Slug)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

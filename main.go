@@ -32,6 +32,8 @@ type CLI struct {
 	Unblock UnblockCmd `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`
 	Resume  ResumeCmd  `cmd:"" help:"Restart an interrupted task without new feedback (re-delivers feedback it never received)."`
 	Stop    StopCmd    `cmd:"" help:"Stop a running turn; the task parks as blocked and its work is kept."`
+	Ask     AskCmd     `cmd:"" help:"Ask a parked task's agent one read-only question; the task's status is unchanged."`
+	Sync    SyncCmd    `cmd:"" help:"Merge upstream into a parked task's branch."`
 	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
 	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`

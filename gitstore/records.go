@@ -55,7 +55,10 @@ type Session struct {
 	AgentSessionID string   `json:"agent_session_id,omitempty"`
 	// Turn is the sequence number of the human turn the running (or last)
 	// agent turn answers; a response for any other turn is stale.
-	Turn                     int        `json:"turn,omitempty"`
+	Turn int `json:"turn,omitempty"`
+	// TurnKind is the kind of that turn (start, unblock, resume, ask,
+	// sync): asks and syncs park back where they came from on any response.
+	TurnKind                 string     `json:"turn_kind,omitempty"`
 	StartedAt                time.Time  `json:"started_at"`
 	EndedAt                  *time.Time `json:"ended_at,omitempty"`
 	Outcome                  string     `json:"outcome,omitempty"`

@@ -62,7 +62,7 @@ func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitsto
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkResumable(sn, "resume", machine.Interrupted); err != nil {
+	if err := e.checkResumable(sn, "resume", false, machine.Interrupted); err != nil {
 		return nil, err
 	}
 	dirty, err := worktree.Dirty(ctx, sn.Session.Worktree)
@@ -84,13 +84,13 @@ func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitsto
 	}
 	var turn gitstore.Turn
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if err := e.checkResumable(s, "resume", machine.Interrupted); err != nil {
+		if err := e.checkResumable(s, "resume", false, machine.Interrupted); err != nil {
 			return nil, err
 		}
 		// The resume turn carries no feedback of its own, so a crash
 		// during it re-delivers the same pending feedback again.
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "resume", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
-		s.Session.Turn = turn.Seq
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "resume"
 		s.Session.ConsecutiveInterruptions = 0
 		s.Task.Status = machine.Working
 		return &gitstore.Op{Name: "resume", Actor: e.Actor}, nil

@@ -115,7 +115,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 		}
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: prompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
-		s.Session.Turn = turn.Seq
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "start"
 		s.Task.Status = machine.Working
 		return &gitstore.Op{Name: "start", Actor: e.Actor}, nil
 	})

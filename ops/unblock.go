@@ -39,7 +39,7 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launche
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkResumable(sn, "unblock", machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}
 	upstream, err := e.baseBranch(ctx, sn, e.repoDir())
@@ -48,12 +48,12 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launche
 	}
 	var turn gitstore.Turn
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if err := e.checkResumable(s, "unblock", machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+		if err := e.checkResumable(s, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 			return nil, err
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
-		s.Session.Turn = turn.Seq
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "unblock"
 		s.Session.ConsecutiveInterruptions = 0 // a human intervened
 		s.Task.Status = machine.Working
 		return &gitstore.Op{Name: "unblock", Actor: e.Actor}, nil
@@ -66,7 +66,11 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launche
 
 // checkResumable is the guard shared by the commands that start a new
 // turn on an existing session.
-func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, from ...machine.Status) error {
+//
+// Pending violations refuse a turn that would pile work onto files an
+// eventual decision may revert, unless allowPending (ask and sync decide
+// nothing, and the park re-derives conflict afterwards).
+func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending bool, from ...machine.Status) error {
 	ok := false
 	for _, st := range from {
 		ok = ok || s.Task.Status == st
@@ -78,7 +82,7 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, from ...machine.
 		}
 		return fmt.Errorf("%s %s: the task is %s; %s works on %s tasks", verb, s.Task.Slug, s.Task.Status, verb, strings.Join(names, ", "))
 	}
-	if s.PendingViolations() > 0 {
+	if s.PendingViolations() > 0 && !allowPending {
 		return fmt.Errorf("%s %s: %d file-permission violation(s) are pending and must each be approved or reverted first", verb, s.Task.Slug, s.PendingViolations())
 	}
 	if s.Session == nil {

@@ -135,7 +135,17 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Session.AgentSessionID = resp.AgentSessionID // resume with the latest id seen
 		}
 		var why string
+		neutral := s.Session.TurnKind == "ask" || s.Session.TurnKind == "sync"
+		if s.Session.TurnKind == "sync" {
+			turn.Kind = "sync"
+		}
 		switch {
+		case neutral && resp.Status != proto.Completed:
+			// An ask or sync restores the status it came from on an agent
+			// error too; only a dead supervisor (no response) interrupts.
+			s.AddTurn(turn)
+			s.Task.Status = machine.Park(s.PendingViolations())
+			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
 		case resp.Status == proto.Completed:
 			s.AddTurn(turn)
 			// Feedback is consumed only when a response completes normally.

@@ -55,7 +55,12 @@ func Run(ctx context.Context, dir proto.Dir) error {
 			cmd.BaseSHA = head
 		}
 	}
-	if resp.Status == "" {
+	switch {
+	case resp.Status != "":
+	case cmd.Kind == "sync":
+		// A sync is the merge alone; no agent runs.
+		resp = proto.Response{Status: proto.Completed, Phase: "merge_and_fix", Result: "merged " + cmd.SyncFrom + " into the task branch"}
+	default:
 		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
 	}
 	resp.Turn = cmd.Turn
@@ -185,7 +190,11 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGTERM) }
 	c.WaitDelay = timing.KillGrace
 	c.Dir = cmd.Worktree
-	c.Env = append(os.Environ(), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "TERM=dumb")
+	c.Env = append(os.Environ(), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "LAZY_TURN_KIND="+cmd.Kind, "TERM=dumb")
+	if cmd.Kind == "ask" {
+		// The exec agent has no enforced sandbox; it is told, and must honour it.
+		c.Env = append(c.Env, "LAZY_READ_ONLY=1")
+	}
 	for k, v := range cmd.Env {
 		c.Env = append(c.Env, k+"="+v)
 	}
@@ -365,9 +374,9 @@ func agentArgv(cmd *proto.Command) ([]string, error) {
 		}
 		return argv, nil
 	case "claude":
-		return agent.ClaudeArgv(cmd.Prompt, cmd.ResumeID, cmd.PermissionMode, false), nil
+		return agent.ClaudeArgv(cmd.Prompt, cmd.ResumeID, cmd.PermissionMode, cmd.Kind == "ask"), nil
 	case "codex":
-		return agent.CodexArgv(cmd.Prompt, cmd.ResumeID, false), nil
+		return agent.CodexArgv(cmd.Prompt, cmd.ResumeID, cmd.Kind == "ask"), nil
 	default:
 		return nil, fmt.Errorf("agent %q is not supported (available: claude, codex, exec)", cmd.Agent)
 	}

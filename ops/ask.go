@@ -1,0 +1,81 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// Ask resumes a parked task's agent read-only to answer one question.
+// It is status-neutral: the task reads working while the agent answers
+// (so the reconciler and other callers see it busy) and parks back as it
+// was when the answer, or an agent error, is recorded.
+func (e *Env) Ask(ctx context.Context, name, question string, launch Launcher) (*gitstore.Snapshot, error) {
+	question = sanitize.Prose(question)
+	if strings.TrimSpace(question) == "" {
+		return nil, errors.New("ask needs a question (-m, stdin or $EDITOR)")
+	}
+	if err := checkText("the question", question); err != nil {
+		return nil, err
+	}
+	return e.neutralTurn(ctx, name, "ask", question, false, launch)
+}
+
+// Sync merges upstream into the task branch as a turn of its own (no
+// agent runs) and parks the task back.
+func (e *Env) Sync(ctx context.Context, name string, launch Launcher) (*gitstore.Snapshot, error) {
+	return e.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true, launch)
+}
+
+func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool, launch Launcher) (*gitstore.Snapshot, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkNeutral(sn, kind); err != nil {
+		return nil, err
+	}
+	syncFrom := ""
+	if merge {
+		if syncFrom, err = e.baseBranch(ctx, sn, e.repoDir()); err != nil {
+			return nil, err
+		}
+	}
+	var turn gitstore.Turn
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := e.checkNeutral(s, kind); err != nil {
+			return nil, err
+		}
+		t := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: kind, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID}
+		if kind == "ask" {
+			t.FeedbackDelivery = gitstore.FeedbackPending
+		}
+		turn = s.AddTurn(t)
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, kind
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: kind, Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, e.launchTurn(sn, turn, kind, content, syncFrom, launch)
+}
+
+// checkNeutral allows ask and sync on parked tasks only.
+func (e *Env) checkNeutral(s *gitstore.Snapshot, kind string) error {
+	return e.checkResumable(s, kind, true, machine.Blocked, machine.Conflict)
+}
