@@ -35,7 +35,7 @@ type ClaudeStream struct {
 	IsError     bool
 	Subtype     string
 	CostUSD     float64
-	Progress    string // the latest assistant text, for status.json
+	progress    string // the latest assistant text, for status.json
 	Signals     Signals
 	errorsTexts []string
 }
@@ -110,7 +110,7 @@ func (c *ClaudeStream) line(l string) {
 		if ev.Message != nil {
 			for _, part := range ev.Message.Content {
 				if part.Type == "text" && strings.TrimSpace(part.Text) != "" {
-					c.Progress = part.Text
+					c.progress = part.Text
 				}
 			}
 		}
@@ -161,4 +161,11 @@ func (c *ClaudeStream) Outcome(exitCode int) (Failure, bool) {
 		s.Text = "claude produced no result"
 	}
 	return ClassifyClaude(s), true
+}
+
+// Progress returns the latest assistant text, bounded to one line.
+func (c *ClaudeStream) Progress() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return progressLine(c.progress)
 }

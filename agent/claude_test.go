@@ -27,7 +27,7 @@ func TestClaudeStreamAnyChunking(t *testing.T) {
 	for _, chunk := range []int{1, 3, 17, 4096} {
 		s := &ClaudeStream{}
 		feed(s, okStream, chunk)
-		if s.SessionID != "a2" || s.Result != "All green." || !s.HaveResult || s.Progress != "running tests" || s.CostUSD != 0.25 {
+		if s.SessionID != "a2" || s.Result != "All green." || !s.HaveResult || s.Progress() != "running tests" || s.CostUSD != 0.25 {
 			t.Fatalf("chunk %d: %+v", chunk, s)
 		}
 		if _, failed := s.Outcome(0); failed {

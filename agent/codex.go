@@ -130,3 +130,10 @@ func (c *CodexStream) Final() string {
 	defer c.mu.Unlock()
 	return c.Result
 }
+
+// Progress returns the latest agent message, bounded to one line.
+func (c *CodexStream) Progress() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return progressLine(c.Result)
+}

@@ -213,3 +213,15 @@ func firstLine(s string) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// maxProgress caps a progress line (spec: 120 characters, whitespace
+// collapsed).
+const maxProgress = 120
+
+func progressLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxProgress {
+		return string(r[:maxProgress-1]) + "…"
+	}
+	return s
+}

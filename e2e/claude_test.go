@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // withFakeClaude puts our fake agent on PATH as "claude" and "codex".
@@ -119,4 +121,32 @@ func TestClaudeAPIErrorsAreClassified(t *testing.T) {
 	if argv := readArgv(t, argvFile); !strings.Contains(strings.Join(argv, " "), "--resume=s2") {
 		t.Fatalf("the retry did not resume the conversation: %q", argv)
 	}
+}
+
+func TestStatusJSONCarriesProgress(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	r = r.with(script(t, "claude-init s1", "claude-say   running   migration 3/7  ", "sleep 2500ms", "claude-result done"))
+	tk := r.create("progress")
+	r.ok("start", tk.Slug)
+	status := filepath.Join(r.dir, ".git", "lazy", "proto", tk.ID, "status.json")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st struct {
+			Phase        string `json:"phase"`
+			Progress     string `json:"progress"`
+			LastProgress string `json:"last_progress"`
+			PID          int    `json:"pid"`
+		}
+		if b, err := os.ReadFile(status); err == nil && json.Unmarshal(b, &st) == nil && st.Progress != "" {
+			if st.Progress != "running migration 3/7" || st.LastProgress == "" || st.PID == 0 || st.Phase != "agent" {
+				t.Fatalf("status.json %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("status.json never reported progress")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.waitStatus(tk.Slug, "blocked")
 }

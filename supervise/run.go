@@ -234,7 +234,14 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	wdDone.Add(1)
 	go func() {
 		defer wdDone.Done()
-		wd = watch(c.Process.Pid, prog, timing, exited)
+		wd = watch(c.Process.Pid, prog, timing, exited, func(last time.Time) {
+			// Publish progress for the read surfaces, at most once a tick.
+			st.LastProgress = last
+			if stream != nil {
+				st.Progress = stream.Progress()
+			}
+			_ = dir.Write(proto.StatusFile, st)
+		})
 	}()
 	waitErr := c.Wait()
 	close(exited)
@@ -294,6 +301,12 @@ func (p *progress) touch() {
 	p.mu.Unlock()
 }
 
+func (p *progress) lastAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
 func (p *progress) since() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -326,7 +339,7 @@ func isKeepAlive(line string) bool {
 // watch kills the agent's process group when progress stops for the
 // watchdog timeout: SIGTERM, then SIGKILL after the grace period. It
 // returns what it did, or nil if the agent exited on its own.
-func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{}) *proto.Watchdog {
+func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{}, report func(time.Time)) *proto.Watchdog {
 	tick := timing.WatchdogTimeout / 10
 	if tick > time.Second {
 		tick = time.Second
@@ -336,11 +349,16 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{})
 	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	var reported time.Time
 	for {
 		select {
 		case <-exited:
 			return nil
 		case <-t.C:
+		}
+		if last := prog.lastAt(); !last.Equal(reported) {
+			reported = last
+			report(last)
 		}
 		if prog.since() < timing.WatchdogTimeout {
 			continue
@@ -390,6 +408,7 @@ type eventStream interface {
 	Outcome(exitCode int) (agent.Failure, bool)
 	Session() string
 	Final() string
+	Progress() string
 }
 
 // streamResponse turns what a structured agent streamed into a response.
