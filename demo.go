@@ -144,11 +144,11 @@ func (d *demo) tour(ctx context.Context) error {
 		},
 		func(ctx context.Context) error {
 			d.say("The turn ended: the task is parked for review, with the agent's turn and commit recorded")
-			out, err := d.lazy(ctx, "show", "fix-the-flaky-login-test")
+			out, err := d.lazy(ctx, "blocked")
 			if err != nil {
 				return err
 			}
-			if err := d.expect(out, "demo agent: done"); err != nil {
+			if err := d.expect(out, "fix-the-flaky-login-test"); err != nil {
 				return err
 			}
 			out, err = d.sh(ctx, true, "", "git", "log", "--oneline", "-2", "lazy/fix-the-flaky-login-test")
@@ -156,6 +156,27 @@ func (d *demo) tour(ctx context.Context) error {
 				return err
 			}
 			return d.expect(out, "Retry the flaky login check")
+		},
+		func(ctx context.Context) error {
+			d.say("Review, then give feedback: upstream is merged into the task branch and the next turn gets the feedback verbatim")
+			if _, err := d.lazy(ctx, "unblock", "fix-the-flaky-login-test", "-m", "Also cover logout."); err != nil {
+				return err
+			}
+			if err := d.waitParked(ctx, "fix-the-flaky-login-test"); err != nil {
+				return err
+			}
+			out, err := d.sh(ctx, true, "", "git", "log", "--oneline", "-3", "lazy/fix-the-flaky-login-test")
+			if err != nil {
+				return err
+			}
+			if err := d.expect(out, "Cover logout too"); err != nil {
+				return err
+			}
+			out, err = d.lazy(ctx, "show", "fix-the-flaky-login-test")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "human unblock\n      Also cover logout.")
 		},
 		func(ctx context.Context) error {
 			d.say("List them (the changelog of each task is plain git history)")

@@ -5,6 +5,18 @@
 prompt=$1
 echo "demo agent: I was asked:"
 printf '%s\n' "$prompt" | sed 's/^/  > /'
+if [ "$LAZY_TURN_KIND" = unblock ]; then
+  echo "demo agent: applying the feedback"
+  cat > tests/logout_test.sh <<'TEST'
+#!/bin/sh
+# Logout must clear the session cookie.
+./logout-check
+TEST
+  git add tests/logout_test.sh
+  git -c user.name="demo agent" -c user.email=agent@lazy.invalid commit -q -m "Cover logout too"
+  echo "demo agent: done, committed tests/logout_test.sh"
+  exit 0
+fi
 echo "demo agent: adding a retry to the login test"
 mkdir -p tests
 cat > tests/login_test.sh <<'TEST'

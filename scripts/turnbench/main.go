@@ -1,0 +1,165 @@
+// Command turnbench measures agent turns: the time from `lazy start` to
+// the agent process running, supervisor RSS, and daemon CPU while N turns
+// of the fake agent run at once. scripts/bench-turns.sh builds and runs it.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	lazyBin = flag.String("lazy", "lazy", "lazy binary")
+	fake    = flag.String("fake", "fakeagent", "fake agent binary")
+	n       = flag.Int("n", 20, "concurrent turns")
+	hold    = flag.Duration("hold", 15*time.Second, "how long each agent runs")
+)
+
+func main() {
+	flag.Parse()
+	work, err := os.MkdirTemp("", "lazy-turnbench-")
+	check(err)
+	defer os.RemoveAll(work)
+	repo := filepath.Join(work, "repo")
+	check(os.MkdirAll(repo, 0o755))
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init")
+	script := filepath.Join(work, "script")
+	check(os.WriteFile(script, []byte(fmt.Sprintf("argv started.json\nsleep %s\nprint done\n", *hold)), 0o644))
+	env := append(os.Environ(), "FAKE_AGENT_SCRIPT="+script)
+	lazy(repo, env, "init")
+	lazy(repo, env, "daemon", "--ensure")
+	var info struct {
+		PID int `json:"pid"`
+	}
+	check(json.Unmarshal([]byte(lazy(repo, env, "daemon", "--status")), &info))
+
+	var latencies []time.Duration
+	for i := 0; i < *n; i++ {
+		slug := fmt.Sprintf("turn-%d", i)
+		lazy(repo, env, "create", slug)
+		began := time.Now()
+		lazy(repo, env, "start", slug, "--command", *fake)
+		marker := filepath.Join(repo, ".git", "lazy", "worktrees", slug, "started.json")
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				break
+			}
+			if time.Since(began) > 30*time.Second {
+				fmt.Fprintln(os.Stderr, "agent never started for", slug)
+				os.Exit(1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		latencies = append(latencies, time.Since(began))
+	}
+	sort.Slice(latencies, func(a, b int) bool { return latencies[a] < latencies[b] })
+
+	// With all turns running: supervisor RSS and daemon CPU over a window.
+	sups := supervisors(repo)
+	var rss []int
+	for _, pid := range sups {
+		if kb := rssKB(pid); kb > 0 {
+			rss = append(rss, kb)
+		}
+	}
+	sort.Ints(rss)
+	window := 5 * time.Second
+	c0 := cpuTicks(info.PID)
+	time.Sleep(window)
+	c1 := cpuTicks(info.PID)
+	daemonRSS := rssKB(info.PID)
+
+	fmt.Printf("%d concurrent turns of the fake agent\n", *n)
+	fmt.Printf("  lazy start -> agent running: median %.1f ms, max %.1f ms (includes the lazy start process)\n", ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)-1]))
+	if len(rss) > 0 {
+		fmt.Printf("  supervisor RSS: median %d KiB, max %d KiB (%d supervisors)\n", rss[len(rss)/2], rss[len(rss)-1], len(rss))
+	}
+	fmt.Printf("  daemon CPU over %s with %d turns running: %.2f%% of one core; RSS %d KiB\n", window, *n, float64(c1-c0)/100/window.Seconds()*100, daemonRSS)
+	lazy(repo, env, "daemon", "--stop")
+	for _, pid := range sups {
+		_ = exec.Command("kill", strconv.Itoa(pid)).Run()
+	}
+}
+
+// supervisors finds this repository's `lazy -C <git dir> supervise`
+// processes.
+func supervisors(repo string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || !bytes.Contains(b, []byte("\x00supervise\x00")) || !bytes.Contains(b, []byte(repo)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(d, "/")[2])
+		out = append(out, pid)
+	}
+	return out
+}
+
+func rssKB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.Atoi(f[1])
+			return kb
+		}
+	}
+	return 0
+}
+
+// cpuTicks is utime+stime of a process, in clock ticks (100 Hz).
+func cpuTicks(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}
+
+func lazy(dir string, env []string, args ...string) string {
+	cmd := exec.Command(*lazyBin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lazy %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+		os.Exit(1)
+	}
+	return string(out)
+}
+
+func git(dir string, args ...string) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "git %v: %v\n%s", args, err, out)
+		os.Exit(1)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
