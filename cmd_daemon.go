@@ -20,6 +20,7 @@ type DaemonCmd struct {
 	Ensure bool          `help:"Start the daemon in the background unless one of this version runs (restarting one of another version), then exit." xor:"mode"`
 	Status bool          `help:"Print the running daemon's pid and version as JSON." xor:"mode"`
 	Stop   bool          `help:"Ask the running daemon to exit." xor:"mode"`
+	Events bool          `help:"Stream the running daemon's events (NDJSON: heartbeats, reconcile actions) until interrupted." xor:"mode"`
 	Tick   time.Duration `help:"Reconcile period." default:"2s"`
 	Idle   time.Duration `help:"Exit after this long with no active task (0 = never)." default:"30m"`
 }
@@ -56,6 +57,11 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 			return fmt.Errorf("no daemon is running for this repository (%w)", err)
 		}
 		fmt.Fprintln(a.stdout, "Asked the daemon to exit.")
+		return nil
+	case c.Events:
+		if err := client.Events(ctx, a.stdout); err != nil {
+			return fmt.Errorf("no daemon is running for this repository (%w)", err)
+		}
 		return nil
 	case c.Ensure:
 		info, err := a.ensureDaemon(ctx)

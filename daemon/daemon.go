@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -244,4 +245,25 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		return err
 	}
 	return resp.Body.Close()
+}
+
+// Events streams the daemon's NDJSON events to w until ctx ends or the
+// daemon goes away. Each line is one Event.
+func (c *Client) Events(ctx context.Context, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://lazy/events", nil)
+	if err != nil {
+		return err
+	}
+	streaming := *c.http
+	streaming.Timeout = 0 // a stream has no overall deadline
+	resp, err := streaming.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, err = io.Copy(w, resp.Body)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }

@@ -135,3 +135,52 @@ func TestDaemonRestartsOnVersionMismatch(t *testing.T) {
 		t.Fatal("the old daemon is still running")
 	}
 }
+
+func TestDaemonStreamsEvents(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	r.ok("init")
+	r.ok("daemon", "--ensure")
+	cmd := exec.Command(lazyBin, "daemon", "--events")
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 64)
+	go func() {
+		dec := json.NewDecoder(out)
+		for {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				close(lines)
+				return
+			}
+			lines <- string(raw)
+		}
+	}()
+	if first := <-lines; !strings.Contains(first, `"heartbeat"`) {
+		t.Fatalf("first event %s, want a heartbeat", first)
+	}
+	q := r.with(script(t, "print quick"))
+	tk := q.create("evented")
+	q.ok("start", tk.Slug, "--command", fakeAgentBin)
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if strings.Contains(l, `"reconcile"`) && strings.Contains(l, tk.ID) && strings.Contains(l, `"to":"blocked"`) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no reconcile event for the finished turn")
+		}
+	}
+}
