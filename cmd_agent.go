@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -324,9 +325,20 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 	return nil
 }
 
-// waitTurn reconciles one task until its turn is recorded or timeout.
+// waitTurn waits until task id's turn is recorded or timeout. With a
+// daemon it follows the daemon's NDJSON stream: heartbeats prove the
+// daemon alive, progress events are echoed to stderr, and a reconcile
+// event for the task ends the wait. Without one (or if the stream stops)
+// it reconciles the task itself.
 func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error) {
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var events <-chan daemon.Event
+	if os.Getenv("LAZY_NO_DAEMON") == "" {
+		events, _ = daemon.Dial(a.repo.LazyDir()).Subscribe(ctx)
+	}
+	deadline := time.After(timeout)
+	lastProgress := ""
 	for {
 		sn, err := a.store.Load(id)
 		if err != nil {
@@ -335,14 +347,39 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 		if sn.Task.Status != machine.Working {
 			return sn, nil
 		}
-		a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives (lazy show %s)", timeout, sn.Task.Slug, sn.Task.Slug)
+		if events == nil {
+			a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+		}
+		poll := time.After(50 * time.Millisecond)
+		if events != nil {
+			poll = time.After(15 * time.Second) // heartbeats arrive every 5 s
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives (lazy show %s)", timeout, sn.Task.Slug, sn.Task.Slug)
+		case ev, ok := <-events:
+			if !ok {
+				events = nil // the daemon went away: reconcile ourselves
+				continue
+			}
+			if p := ev.Progress; p != nil && p.TaskID == id {
+				line := p.Phase
+				if p.Retry != "" {
+					line += fmt.Sprintf(" attempt %d (%s)", p.Attempt, p.Retry)
+				} else if p.Progress != "" {
+					line += ": " + p.Progress
+				}
+				if line != lastProgress {
+					lastProgress = line
+					fmt.Fprintf(a.stderr, "lazy: %s %s\n", sn.Task.Slug, line)
+				}
+			}
+		case <-poll:
+			if events != nil {
+				events = nil // no heartbeat for three periods: stop trusting the stream
+			}
 		}
 	}
 }

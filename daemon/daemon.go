@@ -20,6 +20,8 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
 )
 
@@ -43,6 +45,17 @@ type Info struct {
 type Event struct {
 	Heartbeat string             `json:"heartbeat,omitempty"`
 	Reconcile []reconcile.Action `json:"reconcile,omitempty"`
+	Progress  *Progress          `json:"progress,omitempty"`
+}
+
+// Progress is a working task's supervisor state, published when it
+// changes.
+type Progress struct {
+	TaskID   string `json:"task_id"`
+	Phase    string `json:"phase"`
+	Progress string `json:"progress,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Retry    string `json:"retry,omitempty"` // class: reason, while retrying
 }
 
 // Server is a running daemon.
@@ -122,6 +135,7 @@ func (s *Server) loop(ctx context.Context) {
 	defer tick.Stop()
 	defer beat.Stop()
 	idleSince := time.Now()
+	seen := map[string]Progress{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -145,6 +159,30 @@ func (s *Server) loop(ctx context.Context) {
 			if len(actions) > 0 {
 				s.publish(Event{Reconcile: actions})
 			}
+			s.publishProgress(entries, seen)
+		}
+	}
+}
+
+// publishProgress reads each working task's status.json and publishes
+// what changed since the last tick.
+func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progress) {
+	for _, e := range entries {
+		if e.Status != machine.Working {
+			delete(seen, e.ID)
+			continue
+		}
+		var st proto.Status
+		if proto.ForTask(s.Store.Repo().LazyDir(), e.ID).Read(proto.StatusFile, &st) != nil {
+			continue
+		}
+		p := Progress{TaskID: e.ID, Phase: st.Phase, Progress: st.Progress, Attempt: st.Attempt}
+		if st.RetryFailureClass != "" {
+			p.Retry = st.RetryFailureClass + ": " + st.RetryFailureReason
+		}
+		if seen[e.ID] != p {
+			seen[e.ID] = p
+			s.publish(Event{Progress: &p})
 		}
 	}
 }
@@ -247,23 +285,51 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	return resp.Body.Close()
 }
 
-// Events streams the daemon's NDJSON events to w until ctx ends or the
-// daemon goes away. Each line is one Event.
+// Events writes the daemon's events to w as NDJSON until ctx ends or the
+// daemon goes away.
 func (c *Client) Events(ctx context.Context, w io.Writer) error {
+	ch, err := c.Subscribe(ctx)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	for ev := range ch {
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Subscribe decodes the daemon's event stream into a channel, closed when
+// the stream ends or ctx is done.
+func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://lazy/events", nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	streaming := *c.http
-	streaming.Timeout = 0 // a stream has no overall deadline
-	resp, err := streaming.Do(req)
+	streaming.Timeout = 0
+	resp, err := streaming.Do(req) //nolint:bodyclose // closed by the decoding goroutine below
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	_, err = io.Copy(w, resp.Body)
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	ch := make(chan Event, 16)
+	go func() {
+		defer close(ch)
+		defer func() { _ = resp.Body.Close() }()
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var ev Event
+			if dec.Decode(&ev) != nil {
+				return
+			}
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
 }

@@ -78,3 +78,19 @@ func TestSyncMergesUpstream(t *testing.T) {
 		t.Fatalf("after a conflicting sync: %s", s.Status)
 	}
 }
+
+func TestAskWaitsOnTheDaemonStream(t *testing.T) {
+	r := withDaemon(t, withFakeClaude(t, newRepo(t)))
+	first := r.with(script(t, "claude-init s1", "claude-result ready"))
+	first.create("streamed")
+	first.ok("start", "streamed")
+	first.waitStatus("streamed", "blocked")
+	q := r.with(script(t, "claude-init s1", "claude-say checking the timer code", "sleep 4s", "claude-result It is the 200 ms debounce."))
+	res := q.run(nil, "ask", "streamed", "-m", "what causes it?")
+	if res.Code != 0 || strings.TrimSpace(res.Stdout) != "It is the 200 ms debounce." {
+		t.Fatalf("ask: %s", res)
+	}
+	if !strings.Contains(res.Stderr, "streamed agent: checking the timer code") {
+		t.Fatalf("no progress from the daemon's stream on stderr:\n%s", res.Stderr)
+	}
+}
