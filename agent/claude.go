@@ -26,8 +26,8 @@ func ClaudeArgv(prompt, resumeID, permissionMode string, readOnly bool) []string
 // output with Write (any chunking); unknown events and non-JSON lines are
 // passed over, since CLI versions drift.
 type ClaudeStream struct {
-	mu      sync.Mutex
-	partial []byte
+	mu    sync.Mutex
+	lines Lines
 
 	SessionID   string
 	Result      string
@@ -65,15 +65,7 @@ type claudeEvent struct {
 func (c *ClaudeStream) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.partial = append(c.partial, p...)
-	for {
-		i := strings.IndexByte(string(c.partial), '\n')
-		if i < 0 {
-			break
-		}
-		c.line(strings.TrimRight(string(c.partial[:i]), "\r"))
-		c.partial = c.partial[i+1:]
-	}
+	c.lines.Feed(p, c.line)
 	return len(p), nil
 }
 
@@ -81,10 +73,7 @@ func (c *ClaudeStream) Write(p []byte) (int, error) {
 func (c *ClaudeStream) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.partial) > 0 {
-		c.line(strings.TrimRight(string(c.partial), "\r"))
-		c.partial = nil
-	}
+	c.lines.Flush(c.line)
 }
 
 func (c *ClaudeStream) line(l string) {

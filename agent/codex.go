@@ -25,7 +25,7 @@ func CodexArgv(prompt, threadID string, readOnly bool) []string {
 // CodexStream accumulates a `codex exec --json` run's JSONL events.
 type CodexStream struct {
 	mu       sync.Mutex
-	partial  []byte
+	lines    Lines
 	ThreadID string
 	Result   string // the last agent_message
 	Failed   bool   // turn.failed or error seen
@@ -49,15 +49,7 @@ type codexEvent struct {
 func (c *CodexStream) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.partial = append(c.partial, p...)
-	for {
-		i := strings.IndexByte(string(c.partial), '\n')
-		if i < 0 {
-			break
-		}
-		c.line(string(c.partial[:i]))
-		c.partial = c.partial[i+1:]
-	}
+	c.lines.Feed(p, c.line)
 	return len(p), nil
 }
 
@@ -65,14 +57,11 @@ func (c *CodexStream) Write(p []byte) (int, error) {
 func (c *CodexStream) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.partial) > 0 {
-		c.line(string(c.partial))
-		c.partial = nil
-	}
+	c.lines.Flush(c.line)
 }
 
 func (c *CodexStream) line(l string) {
-	l = strings.TrimSpace(strings.TrimRight(l, "\r"))
+	l = strings.TrimSpace(l)
 	if !strings.HasPrefix(l, "{") {
 		if l != "" {
 			c.texts = append(c.texts, l)

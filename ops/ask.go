@@ -33,19 +33,12 @@ func (e *Env) Sync(ctx context.Context, name string, launch Launcher) (*gitstore
 }
 
 func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool, launch Launcher) (*gitstore.Snapshot, error) {
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := e.LockTask(ctx, id)
+	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sn, err := e.Store.Load(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.Task.ID
 	if err := e.checkNeutral(sn, kind); err != nil {
 		return nil, err
 	}

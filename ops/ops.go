@@ -88,6 +88,25 @@ func cleanReason(reason string) (string, error) {
 	return reason, checkText("the reason", reason)
 }
 
+// lockedLoad resolves name, takes the task's lifecycle lock and loads
+// it. The caller must call unlock.
+func (e *Env) lockedLoad(ctx context.Context, name string) (sn *gitstore.Snapshot, unlock func(), err error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock, err = e.LockTask(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, err = e.Store.Load(id)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return sn, unlock, nil
+}
+
 // LockTask takes the lifecycle lock of task id, shared by the CLI, the
 // daemon and MCP. The kernel releases it if the holder dies.
 func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {

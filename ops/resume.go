@@ -49,19 +49,12 @@ func ResumePrompt(dirty bool, turns []gitstore.Turn) string {
 // Resume restarts an interrupted task without new feedback. It resets
 // the consecutive-interruption counter: a human intervened.
 func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitstore.Snapshot, error) {
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := e.LockTask(ctx, id)
+	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sn, err := e.Store.Load(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.Task.ID
 	if err := e.checkResumable(sn, "resume", false, machine.Interrupted); err != nil {
 		return nil, err
 	}

@@ -53,19 +53,12 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
 	}
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := e.LockTask(ctx, id)
+	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sn, err := e.Store.Load(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.Task.ID
 	if err := machine.Validate(sn.Task.Status, machine.Working, e.Actor); err != nil {
 		return nil, fmt.Errorf("start %s: %w", sn.Task.Slug, err)
 	}

@@ -26,19 +26,12 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launche
 	if err := checkText("the feedback", feedback); err != nil {
 		return nil, err
 	}
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := e.LockTask(ctx, id)
+	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sn, err := e.Store.Load(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.Task.ID
 	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}

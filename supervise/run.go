@@ -292,7 +292,7 @@ type progress struct {
 	keepAlive bool
 	mu        sync.Mutex
 	last      time.Time
-	partial   []byte
+	lines     agent.Lines
 }
 
 func (p *progress) touch() {
@@ -316,19 +316,12 @@ func (p *progress) since() time.Duration {
 func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.partial = append(p.partial, b...)
-	for {
-		i := strings.IndexByte(string(p.partial), '\n')
-		if i < 0 {
-			break
+	p.lines.Feed(b, func(line string) {
+		line = strings.TrimSpace(line)
+		if line != "" && (!p.keepAlive || !isKeepAlive(line)) {
+			p.last = time.Now()
 		}
-		line := strings.TrimSpace(string(p.partial[:i]))
-		p.partial = p.partial[i+1:]
-		if line == "" || (p.keepAlive && isKeepAlive(line)) {
-			continue
-		}
-		p.last = time.Now()
-	}
+	})
 	return len(b), nil
 }
 
