@@ -2,13 +2,12 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -36,20 +35,18 @@ func DefaultWorktreeRoot(s *gitstore.Store) string { return s.Repo().LazyDir("wo
 // Start moves a backlog task to working: branch and worktree, the session
 // and the human turn recorded first, then the supervisor launched.
 func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Launcher) (*gitstore.Snapshot, error) {
-	switch in.Agent {
-	case "exec":
-		if len(in.ExecCommand) == 0 || strings.TrimSpace(in.ExecCommand[0]) == "" {
-			return nil, errors.New("the exec agent needs a command: lazy start TASK --command \"./my-agent.sh\" (or git config lazy.exec.command)")
-		}
-	case "claude", "codex":
+	adapter, err := agent.For(in.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if in.Agent != "exec" {
 		in.ExecCommand = nil
-	default:
-		return nil, fmt.Errorf("agent %q is not supported (available: claude, codex, exec)", in.Agent)
 	}
-	bin := in.Agent
-	if in.Agent == "exec" {
-		bin = in.ExecCommand[0]
+	preflight := agent.Turn{Exec: in.ExecCommand}
+	if _, err := adapter.Argv(preflight); err != nil {
+		return nil, err
 	}
+	bin := adapter.Binary(preflight)
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
 	}

@@ -174,7 +174,11 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		// it is not retried and the reconciler interrupts.
 		return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1}, nil
 	}
-	argv, err := agentArgv(cmd)
+	adapter, err := agent.For(cmd.Agent)
+	if err != nil {
+		return fail("supervisor", err)
+	}
+	argv, err := adapter.Argv(turnOf(cmd))
 	if err != nil {
 		return fail("supervisor", err)
 	}
@@ -210,13 +214,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 
 	tail := &tailBuffer{max: maxResult}
 	sinks := []io.Writer{logf, tail}
-	var stream eventStream
-	switch cmd.Agent {
-	case "claude":
-		stream = &agent.ClaudeStream{}
-	case "codex":
-		stream = &agent.CodexStream{}
-	}
+	stream := adapter.NewStream()
 	if stream != nil {
 		sinks = append(sinks, stream)
 	}
@@ -273,12 +271,12 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		return proto.Response{Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code, StderrTail: proto.Tail(out)}, wd
 	}
 	if stream != nil {
-		return streamResponse(cmd.Agent, stream, code, out), nil
+		return streamResponse(adapter.Name(), stream, code, out), nil
 	}
 	if code == 0 {
 		return proto.Response{Status: proto.Completed, Phase: "agent", Result: out, ExitCode: 0}, nil
 	}
-	f := agent.ClassifyExec(agent.Signals{Text: out, ExitCode: code})
+	f := adapter.Classify(agent.Signals{Text: out, ExitCode: code})
 	return proto.Response{
 		Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code,
 		Error:      fmt.Sprintf("%s exited with status %d", argv[0], code),
@@ -369,44 +367,13 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{},
 	}
 }
 
-// agentArgv builds the agent's argv. The exec agent gets the prompt as its
-// last argument (and in LAZY_PROMPT).
-func agentArgv(cmd *proto.Command) ([]string, error) {
-	switch cmd.Agent {
-	case "exec":
-		if len(cmd.Exec) == 0 {
-			return nil, errors.New("the exec agent needs a command (lazy start --command, or git config lazy.exec.command)")
-		}
-		argv := append(append([]string(nil), cmd.Exec...), cmd.Prompt)
-		for i, a := range argv {
-			if strings.IndexByte(a, 0) >= 0 {
-				return nil, fmt.Errorf("argument %d of the agent command contains a NUL byte; lazy escapes NUL at intake, so this command.json was not written by lazy", i)
-			}
-		}
-		return argv, nil
-	case "claude":
-		return agent.ClaudeArgv(cmd.Prompt, cmd.ResumeID, cmd.PermissionMode, cmd.Kind == "ask"), nil
-	case "codex":
-		return agent.CodexArgv(cmd.Prompt, cmd.ResumeID, cmd.Kind == "ask"), nil
-	default:
-		return nil, fmt.Errorf("agent %q is not supported (available: claude, codex, exec)", cmd.Agent)
-	}
-}
-
-// eventStream is what the supervisor needs from an agent's event
-// parser: it is fed the output and answers for the run.
-type eventStream interface {
-	io.Writer
-	Close()
-	Outcome(exitCode int) (agent.Failure, bool)
-	Session() string
-	Final() string
-	Progress() string
+func turnOf(cmd *proto.Command) agent.Turn {
+	return agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", PermissionMode: cmd.PermissionMode, Exec: cmd.Exec}
 }
 
 // streamResponse turns what a structured agent streamed into a response.
 // The final text is the agent's own answer, not the raw stream.
-func streamResponse(name string, stream eventStream, code int, out string) proto.Response {
+func streamResponse(name string, stream agent.Stream, code int, out string) proto.Response {
 	stream.Close()
 	f, failed := stream.Outcome(code)
 	if !failed {

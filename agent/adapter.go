@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Turn is what an adapter needs to build one turn's argv.
+type Turn struct {
+	Prompt         string
+	ResumeID       string   // the agent's own session id, "" for a new one
+	ReadOnly       bool     // an ask: no edits, no shell
+	PermissionMode string   // claude's --permission-mode for work turns
+	Exec           []string // the exec agent's command
+}
+
+// Stream parses an agent's structured output as it arrives.
+type Stream interface {
+	io.Writer
+	Close()
+	// Outcome says whether the run failed, and how.
+	Outcome(exitCode int) (Failure, bool)
+	Session() string  // the id to resume next time
+	Final() string    // the agent's final answer
+	Progress() string // the latest progress line
+}
+
+// Adapter is one agent CLI: how to run a turn, how to read its output,
+// how to classify its failures.
+type Adapter interface {
+	Name() string
+	// Binary is the executable that must be on PATH.
+	Binary(t Turn) string
+	Argv(t Turn) ([]string, error)
+	// NewStream returns a parser for its output, or nil when the output
+	// is plain text (the exec agent).
+	NewStream() Stream
+	Classify(s Signals) Failure
+}
+
+// Names lists the adapters.
+func Names() []string { return []string{"claude", "codex", "exec"} }
+
+// For returns the adapter called name.
+func For(name string) (Adapter, error) {
+	switch name {
+	case "claude":
+		return claude{}, nil
+	case "codex":
+		return codex{}, nil
+	case "exec":
+		return execAgent{}, nil
+	}
+	return nil, fmt.Errorf("agent %q is not supported (available: %s)", name, strings.Join(Names(), ", "))
+}
+
+type claude struct{}
+
+func (claude) Name() string               { return "claude" }
+func (claude) Binary(Turn) string         { return "claude" }
+func (claude) NewStream() Stream          { return &ClaudeStream{} }
+func (claude) Classify(s Signals) Failure { return ClassifyClaude(s) }
+func (claude) Argv(t Turn) ([]string, error) {
+	return ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly), nil
+}
+
+type codex struct{}
+
+func (codex) Name() string               { return "codex" }
+func (codex) Binary(Turn) string         { return "codex" }
+func (codex) NewStream() Stream          { return &CodexStream{} }
+func (codex) Classify(s Signals) Failure { return ClassifyCodex(s) }
+func (codex) Argv(t Turn) ([]string, error) {
+	return CodexArgv(t.Prompt, t.ResumeID, t.ReadOnly), nil
+}
+
+// execAgent runs any command with the prompt as its last argument.
+type execAgent struct{}
+
+func (execAgent) Name() string               { return "exec" }
+func (execAgent) NewStream() Stream          { return nil }
+func (execAgent) Classify(s Signals) Failure { return ClassifyExec(s) }
+func (execAgent) Binary(t Turn) string {
+	if len(t.Exec) == 0 {
+		return ""
+	}
+	return t.Exec[0]
+}
+func (execAgent) Argv(t Turn) ([]string, error) {
+	if len(t.Exec) == 0 || strings.TrimSpace(t.Exec[0]) == "" {
+		return nil, errors.New("the exec agent needs a command: lazy start TASK --command \"./my-agent.sh\" (or git config lazy.exec.command)")
+	}
+	argv := append(append([]string(nil), t.Exec...), t.Prompt)
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("argument %d of the agent command contains a NUL byte; lazy escapes NUL at intake, so this command was not written by lazy", i)
+		}
+	}
+	return argv, nil
+}
