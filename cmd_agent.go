@@ -82,8 +82,19 @@ func (a *app) launchSupervisor(taskID string) error {
 		return err
 	}
 	defer func() { _ = devnull.Close() }()
+	// The supervisor's own stderr (a panic, a race report) goes to a log
+	// the interrupt diagnostics include, never to /dev/null.
+	pd := proto.ForTask(a.repo.LazyDir(), taskID)
+	if err := os.MkdirAll(string(pd), 0o755); err != nil {
+		return err
+	}
+	errlog, err := os.OpenFile(pd.Path(proto.SupervisorLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = errlog.Close() }()
 	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "supervise", taskID)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, errlog, errlog
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start supervisor: %w", err)

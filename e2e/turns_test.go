@@ -43,6 +43,7 @@ type showFull struct {
 		Host                     string `json:"host"`
 		Agent                    string `json:"agent"`
 		InterruptReason          string `json:"interrupt_reason"`
+		InterruptLogs            string `json:"interrupt_logs"`
 		ConsecutiveInterruptions int    `json:"consecutive_interruptions"`
 	} `json:"session"`
 }
@@ -61,17 +62,24 @@ func (r *runner) showFull(name string) showFull {
 // working, and fails if it does not reach want.
 func (r *runner) waitStatus(name, want string) showFull {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Longer than the reconciler's 30 s start grace, so a supervisor that
+	// died silently shows up as interrupted, with its diagnostics, rather
+	// than as a timeout here.
+	deadline := time.Now().Add(45 * time.Second)
 	for {
 		s := r.showFull(name)
 		if s.Status != "working" {
 			if s.Status != want {
-				r.t.Fatalf("%s became %s, want %s: %+v", name, s.Status, want, s)
+				logs := ""
+				if s.Session != nil {
+					logs = s.Session.InterruptLogs
+				}
+				r.t.Fatalf("%s became %s, want %s: %+v\ninterrupt logs:\n%s", name, s.Status, want, s, logs)
 			}
 			return s
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("%s still working after 30s", name)
+			r.t.Fatalf("%s still working after 45s", name)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -34,6 +34,8 @@ const (
 	StatusFile   = "status.json"
 	ResponseFile = "response.json"
 	LogFile      = "agent.log"
+	// SupervisorLogFile is the supervisor's own stderr.
+	SupervisorLogFile = "supervisor.log"
 )
 
 // Turn identifies the turn a file belongs to.

@@ -225,6 +225,9 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir) (*A
 	}
 	defer unlock()
 	logs := lastLogLines(pd.Path(proto.LogFile))
+	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
+		logs += "\n--- supervisor stderr ---\n" + sup
+	}
 	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Working || s.Session == nil {
 			act = nil
