@@ -97,7 +97,9 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) (*Action, erro
 	return r.interrupt(ctx, id, pd)
 }
 
-// lastStart is when the current turn began: its newest human turn.
+// lastStart bounds when the current turn began from below: the task's
+// last update, which for a working task is the op that launched the turn
+// (or a later comment, which only lengthens the grace).
 func lastStart(sn *gitstore.Snapshot) time.Time {
 	if sn.Session == nil {
 		return time.Time{}
