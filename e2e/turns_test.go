@@ -234,6 +234,10 @@ func TestAgentFailuresAreClassified(t *testing.T) {
 		r.create("killed")
 		r.ok("start", "killed", "--command", fakeAgentBin)
 		pid := agentPID(t, r)
+		// Kill only once the agent is hanging: killed before it counted
+		// its run, the relaunch would take itself for the first run and
+		// hang too.
+		waitLog(t, r, "about to be killed")
 		p, _ := os.FindProcess(pid)
 		if err := p.Kill(); err != nil {
 			t.Fatal(err)
@@ -243,6 +247,22 @@ func TestAgentFailuresAreClassified(t *testing.T) {
 			t.Fatalf("agent turn %+v", last)
 		}
 	})
+}
+
+// waitLog waits until the task's agent log contains text.
+func waitLog(t *testing.T, r *runner, text string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		logs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "proto", "*", "agent.log"))
+		for _, l := range logs {
+			if b, err := os.ReadFile(l); err == nil && strings.Contains(string(b), text) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the agent never printed %q", text)
 }
 
 // agentPID waits for the supervisor to report its agent's pid.
