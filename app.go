@@ -46,7 +46,17 @@ func (a *app) open() error {
 	if err != nil {
 		return err
 	}
-	cfg, err := repo.Config()
+	a.repo = repo
+	return a.loadConfig()
+}
+
+// loadConfig reads git config and opens the store with it.
+func (a *app) loadConfig() error {
+	cfg, err := a.repo.Config()
+	if err != nil {
+		return err
+	}
+	limit, err := cfg.Int("lazy.gc.looseObjects", 4000)
 	if err != nil {
 		return err
 	}
@@ -54,12 +64,8 @@ func (a *app) open() error {
 	if host == "" {
 		host = "unregistered"
 	}
-	limit, err := cfg.Int("lazy.gc.looseObjects", 4000)
-	if err != nil {
-		return err
-	}
-	a.repo, a.cfg = repo, cfg
-	a.store = gitstore.Open(repo, gitstore.WithHost(host))
+	a.cfg = cfg
+	a.store = gitstore.Open(a.repo, gitstore.WithHost(host))
 	a.store.LooseObjectLimit = limit
 	return nil
 }
@@ -76,26 +82,11 @@ func (a *app) openForWrite() error {
 			return fmt.Errorf("set up lazy in this repository: %w", err)
 		}
 		fmt.Fprintf(a.stderr, "lazy: set up this repository (host id %s)\n", res.HostID)
-		a.store = gitstore.Open(a.repo, gitstore.WithHost(res.HostID))
-		if err := a.reloadConfig(); err != nil {
+		if err := a.loadConfig(); err != nil {
 			return err
 		}
 	}
 	a.wrote = true
-	return nil
-}
-
-func (a *app) reloadConfig() error {
-	cfg, err := a.repo.Config()
-	if err != nil {
-		return err
-	}
-	a.cfg = cfg
-	limit, err := cfg.Int("lazy.gc.looseObjects", 4000)
-	if err != nil {
-		return err
-	}
-	a.store.LooseObjectLimit = limit
 	return nil
 }
 
@@ -141,15 +132,33 @@ func (a *app) afterWrite() {
 	if !a.wrote || a.store == nil || !a.store.NeedsHousekeeping() {
 		return
 	}
+	_ = a.spawnDetached(nil, "housekeep", "--quiet", "--auto")
+}
+
+// spawnDetached starts `lazy -C <git dir> args...` in its own session, so
+// nothing that happens to this command kills it, with stdin and stdout on
+// /dev/null (a caller reading our stdout to EOF must not wait for it) and
+// stderr on errlog, or /dev/null when errlog is nil.
+func (a *app) spawnDetached(errlog *os.File, args ...string) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return
+		return fmt.Errorf("find the lazy binary: %w", err)
 	}
-	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "housekeep", "--quiet", "--auto")
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = devnull.Close() }()
+	cmd := exec.Command(exe, append([]string{"-C", a.repo.CommonDir}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
+	if errlog != nil {
+		cmd.Stdout, cmd.Stderr = errlog, errlog
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err == nil {
-		_ = cmd.Process.Release()
+	if err := cmd.Start(); err != nil {
+		return err
 	}
+	return cmd.Process.Release()
 }
 
 func (a *app) printJSON(v any) error {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
@@ -73,15 +71,6 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 // so that nothing that happens to this command (or a daemon) kills the
 // agent.
 func (a *app) launchSupervisor(taskID string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the lazy binary: %w", err)
-	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = devnull.Close() }()
 	// The supervisor's own stderr (a panic, a race report) goes to a log
 	// the interrupt diagnostics include, never to /dev/null.
 	pd := proto.ForTask(a.repo.LazyDir(), taskID)
@@ -93,13 +82,10 @@ func (a *app) launchSupervisor(taskID string) error {
 		return err
 	}
 	defer func() { _ = errlog.Close() }()
-	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "supervise", taskID)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, errlog, errlog
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := a.spawnDetached(errlog, "supervise", taskID); err != nil {
 		return fmt.Errorf("start supervisor: %w", err)
 	}
-	return cmd.Process.Release()
+	return nil
 }
 
 // SuperviseCmd runs one turn (started by lazy itself).

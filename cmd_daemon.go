@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -98,22 +97,9 @@ func (a *app) ensureDaemon(ctx context.Context) (daemon.Info, error) {
 			return info, fmt.Errorf("the daemon of another lazy version (pid %d, %s) did not exit", info.PID, info.Version)
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return daemon.Info{}, err
-	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return daemon.Info{}, err
-	}
-	defer func() { _ = devnull.Close() }()
-	cmd := exec.Command(exe, "-C", a.repo.CommonDir, "daemon")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := a.spawnDetached(nil, "daemon"); err != nil {
 		return daemon.Info{}, fmt.Errorf("start the daemon: %w", err)
 	}
-	_ = cmd.Process.Release()
 	var info daemon.Info
 	if !waitFor(func() bool {
 		i, err := client.Info(ctx)
