@@ -2,13 +2,10 @@ package ops
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Ask resumes a parked task's agent read-only to answer one question.
@@ -16,11 +13,8 @@ import (
 // (so the reconciler and other callers see it busy) and parks back as it
 // was when the answer, or an agent error, is recorded.
 func (e *Env) Ask(ctx context.Context, name, question string, launch Launcher) (*gitstore.Snapshot, error) {
-	question = sanitize.Prose(question)
-	if strings.TrimSpace(question) == "" {
-		return nil, errors.New("ask needs a question (-m, stdin or $EDITOR)")
-	}
-	if err := checkText("the question", question); err != nil {
+	question, err := requiredProse("the question", question, "ask needs a question (-m, stdin or $EDITOR)")
+	if err != nil {
 		return nil, err
 	}
 	return e.neutralTurn(ctx, name, "ask", question, false, launch)

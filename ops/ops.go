@@ -82,6 +82,16 @@ func (e *Env) update(ctx context.Context, name string, fn gitstore.UpdateFunc) (
 	return sn, err
 }
 
+// requiredProse sanitizes a prose text that must not be empty and bounds
+// its size; missing is the error for an empty one.
+func requiredProse(what, text, missing string) (string, error) {
+	text = sanitize.Prose(text)
+	if strings.TrimSpace(text) == "" {
+		return "", errors.New(missing)
+	}
+	return text, checkText(what, text)
+}
+
 // cleanReason sanitizes and bounds a reason text.
 func cleanReason(reason string) (string, error) {
 	reason = strings.TrimSpace(sanitize.Prose(reason))
@@ -275,11 +285,8 @@ func ValidPattern(p string) error {
 
 // Comment adds a comment to a task. Comments change no status.
 func (e *Env) Comment(ctx context.Context, name, text string) (*gitstore.Snapshot, gitstore.Comment, error) {
-	text = sanitize.Prose(text)
-	if strings.TrimSpace(text) == "" {
-		return nil, gitstore.Comment{}, errors.New("a comment needs text (-m, stdin or $EDITOR)")
-	}
-	if err := checkText("the comment", text); err != nil {
+	text, err := requiredProse("the comment", text, "a comment needs text (-m, stdin or $EDITOR)")
+	if err != nil {
 		return nil, gitstore.Comment{}, err
 	}
 	var added gitstore.Comment

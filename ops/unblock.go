@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Unblock gives a parked task human feedback and launches the next turn.
@@ -19,11 +17,8 @@ import (
 // launched, and the supervisor merges upstream into the task branch
 // before the agent runs: every unblock merges upstream.
 func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launcher) (*gitstore.Snapshot, error) {
-	feedback = sanitize.Prose(feedback)
-	if strings.TrimSpace(feedback) == "" {
-		return nil, errors.New("unblock needs feedback for the agent (-m, stdin or $EDITOR)")
-	}
-	if err := checkText("the feedback", feedback); err != nil {
+	feedback, err := requiredProse("the feedback", feedback, "unblock needs feedback for the agent (-m, stdin or $EDITOR)")
+	if err != nil {
 		return nil, err
 	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
