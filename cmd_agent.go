@@ -104,21 +104,16 @@ func (c *SuperviseCmd) Run(a *app, ctx context.Context) error {
 	return supervise.Run(ctx, proto.ForTask(a.repo.LazyDir(), c.Task))
 }
 
-// reconcileBeforeRead runs the working-task sweep so that a read shows
-// turns that ended since the last command. Failures are reported, never
-// fatal to the read.
+// reconcileBeforeRead runs the reconciler's sweeps so that a read shows
+// what happened since the last command (spec: the reconciler runs before
+// list, blocked and active). Failures are reported, never fatal to the
+// read. It reports whether anything changed.
 func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry) bool {
-	working := false
-	for _, e := range entries {
-		if e.Status == machine.Working {
-			working = true
-			break
-		}
-	}
-	if !working {
+	r, err := a.reconciler()
+	if err != nil {
+		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)
 		return false
 	}
-	r := &reconcile.Reconciler{Env: &ops.Env{Store: a.store, Actor: machine.System}}
 	actions, err := r.Sweep(ctx, entries)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)
@@ -127,6 +122,32 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 		a.wrote = true
 	}
 	return len(actions) > 0
+}
+
+// reconciler builds the reconciler of this repository from git config:
+// lazy.autoResume (default true) and lazy.startGrace (default 30s).
+func (a *app) reconciler() (*reconcile.Reconciler, error) {
+	timing, err := a.timing()
+	if err != nil {
+		return nil, err
+	}
+	auto, err := a.cfg.Bool("lazy.autoResume", true)
+	if err != nil {
+		return nil, err
+	}
+	r := &reconcile.Reconciler{
+		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing},
+		Launch:       a.launchSupervisor,
+		NoAutoResume: !auto,
+	}
+	if v, ok := a.cfg.Get("lazy.startGrace"); ok && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("git config lazy.startGrace = %q is not a positive duration (for example 30s)", v)
+		}
+		r.StartGrace = d
+	}
+	return r, nil
 }
 
 // UnblockCmd gives a parked task feedback and starts the next turn.

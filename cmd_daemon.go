@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
-	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
-	"github.com/lazyorch/lazy/reconcile"
 )
 
 // DaemonCmd runs or manages the repository's daemon.
@@ -70,12 +67,16 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stdout, "daemon running: pid %d, version %s\n", info.PID, info.Version)
 		return nil
 	}
+	rec, err := a.reconciler()
+	if err != nil {
+		return err
+	}
 	srv := &daemon.Server{
 		Store:     a.store,
-		Reconcile: &reconcile.Reconciler{Env: &ops.Env{Store: a.store, Actor: machine.System}},
+		Reconcile: rec,
 		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
-	err := srv.Run(ctx)
+	err = srv.Run(ctx)
 	if errors.Is(err, daemon.ErrRunning) {
 		fmt.Fprintln(a.stderr, "lazy: a daemon is already running for this repository")
 		return nil

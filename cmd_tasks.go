@@ -311,7 +311,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if sn.Task.Status == machine.Working && a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
+	if a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
 		if sn, err = a.store.Load(id); err != nil {
 			return err
 		}

@@ -68,6 +68,14 @@ func newRepo(t testing.TB) *runner {
 	return &runner{t: t, dir: testrepo.New(t)}
 }
 
+// manualResume turns auto-resume off, for tests about the interrupt
+// itself or about lazy resume.
+func manualResume(r *runner) *runner {
+	r.t.Helper()
+	r.git("config", "lazy.autoResume", "false")
+	return r
+}
+
 func (r *runner) with(env ...string) *runner {
 	c := *r
 	c.env = append(append([]string(nil), r.env...), env...)

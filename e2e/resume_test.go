@@ -43,7 +43,7 @@ func TestStopParksAndKillsTheAgent(t *testing.T) {
 }
 
 func TestResumeRedeliversFeedbackAfterMergingUpstream(t *testing.T) {
-	r := newRepo(t)
+	r := manualResume(newRepo(t))
 	counter := filepath.Join(t.TempDir(), "runs")
 	argvFile := filepath.Join(t.TempDir(), "argv.json")
 	r = r.with(script(t, "attempt "+counter,
@@ -80,7 +80,7 @@ func TestResumeRedeliversFeedbackAfterMergingUpstream(t *testing.T) {
 }
 
 func TestResumeDirtyWorktreeSkipsTheMerge(t *testing.T) {
-	r := newRepo(t)
+	r := manualResume(newRepo(t))
 	counter := filepath.Join(t.TempDir(), "runs")
 	argvFile := filepath.Join(t.TempDir(), "argv.json")
 	r = r.with(script(t, "attempt "+counter,

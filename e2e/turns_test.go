@@ -182,7 +182,7 @@ func TestNULInGoalReachesTheAgentEscaped(t *testing.T) {
 
 func TestAgentFailuresAreClassified(t *testing.T) {
 	t.Run("fast unknown failures trip the crash-loop detector and interrupt", func(t *testing.T) {
-		r := newRepo(t)
+		r := manualResume(newRepo(t))
 		counter := filepath.Join(t.TempDir(), "runs")
 		r = r.with(script(t, "attempt "+counter, "print something broke", "exit 3"))
 		r.create("breaks")
@@ -287,7 +287,7 @@ func agentPID(t *testing.T, r *runner) int {
 
 func TestWatchdog(t *testing.T) {
 	setup := func(t *testing.T, lines ...string) *runner {
-		r := newRepo(t)
+		r := manualResume(newRepo(t))
 		r.ok("init")
 		r.git("config", "lazy.watchdogTimeout", "300ms")
 		r.git("config", "lazy.watchdogKillGrace", "200ms")

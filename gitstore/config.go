@@ -106,3 +106,19 @@ func splitKey(key string) (section, sub, name string) {
 	}
 	return key[:first], key[first+1 : last], key[last+1:]
 }
+
+// Bool returns key as a git boolean (true/yes/on/1, false/no/off/0), def
+// when unset, and an error naming the key otherwise.
+func (c *Config) Bool(key string, def bool) (bool, error) {
+	v, ok := c.Get(key)
+	if !ok {
+		return def, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "on", "1", "":
+		return true, nil
+	case "false", "no", "off", "0":
+		return false, nil
+	}
+	return def, fmt.Errorf("git config %s = %q is not a boolean (true or false)", key, v)
+}

@@ -32,6 +32,23 @@ type Task struct {
 	Turns        int               `json:"turns"`
 	Comments     int               `json:"comments"`
 	Sessions     int               `json:"sessions"` // how many sessions this task has had
+	// Accept, while the task is merging: the durable record, written
+	// before the merge, that lets a crashed accept be finished or undone.
+	Accept *AcceptRecord `json:"accept,omitempty"`
+}
+
+// AcceptRecord is what an accept in flight has committed to.
+type AcceptRecord struct {
+	// From is the status the task held before the accept (spec:
+	// accept_in_flight_from); every abort restores it.
+	From machine.Status `json:"accept_in_flight_from"`
+	// Into is the branch the task is merged into, and IntoSHA its tip
+	// before the merge: a squash commit with the task's Lazy-Task trailer
+	// above IntoSHA means the merge happened.
+	Into    string    `json:"into"`
+	IntoSHA string    `json:"into_sha"`
+	Started time.Time `json:"started_at"`
+	Host    string    `json:"host"`
 }
 
 // Outcomes recorded on a task that reached a terminal status.
@@ -58,16 +75,19 @@ type Session struct {
 	Turn int `json:"turn,omitempty"`
 	// TurnKind is the kind of that turn (start, unblock, resume, ask,
 	// sync): asks and syncs park back where they came from on any response.
-	TurnKind                 string     `json:"turn_kind,omitempty"`
-	StartedAt                time.Time  `json:"started_at"`
-	EndedAt                  *time.Time `json:"ended_at,omitempty"`
-	Outcome                  string     `json:"outcome,omitempty"`
-	InterruptReason          string     `json:"interrupt_reason,omitempty"`
-	InterruptExitCode        *int       `json:"interrupt_exit_code,omitempty"`
-	InterruptAt              *time.Time `json:"interrupt_at,omitempty"`
-	InterruptLogs            string     `json:"interrupt_logs,omitempty"`
-	ConsecutiveInterruptions int        `json:"consecutive_interruptions"`
-	AutoResumed              bool       `json:"auto_resumed,omitempty"`
+	TurnKind          string     `json:"turn_kind,omitempty"`
+	StartedAt         time.Time  `json:"started_at"`
+	EndedAt           *time.Time `json:"ended_at,omitempty"`
+	Outcome           string     `json:"outcome,omitempty"`
+	InterruptReason   string     `json:"interrupt_reason,omitempty"`
+	InterruptExitCode *int       `json:"interrupt_exit_code,omitempty"`
+	InterruptAt       *time.Time `json:"interrupt_at,omitempty"`
+	InterruptLogs     string     `json:"interrupt_logs,omitempty"`
+	// InterruptPhase is the supervisor phase the turn died in; a
+	// merge_and_fix failure is never auto-resumed.
+	InterruptPhase           string `json:"interrupt_phase,omitempty"`
+	ConsecutiveInterruptions int    `json:"consecutive_interruptions"`
+	AutoResumed              bool   `json:"auto_resumed,omitempty"`
 }
 
 // Turn roles.

@@ -759,3 +759,17 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 	}
 	return out, nil
 }
+
+// ValidHex reports whether s is a full git object id (SHA-1 or SHA-256,
+// lower-case hex), so it can go into git argv as a revision, not an option.
+func ValidHex(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}

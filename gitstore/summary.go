@@ -23,6 +23,7 @@ type Summary struct {
 	Outcome      string            `json:"outcome,omitempty"`
 	Reason       string            `json:"reason,omitempty"`
 	AllowedPaths []string          `json:"allowed_paths,omitempty"`
+	Sessions     int               `json:"sessions"`
 	Turns        int               `json:"turns"`
 	Comments     int               `json:"comments"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
@@ -38,7 +39,7 @@ func NewSummary(t *Task) Summary {
 		Parent: t.Parent, TargetBranch: t.TargetBranch,
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
-		Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
+		Sessions: t.Sessions, Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
 	}
 }
 

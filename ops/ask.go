@@ -38,7 +38,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 	}
 	syncFrom := ""
 	if merge {
-		if syncFrom, err = e.baseBranch(ctx, sn, e.repoDir()); err != nil {
+		if syncFrom, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
 			return nil, err
 		}
 	}

@@ -130,6 +130,16 @@ func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {
 	return func() { _ = l.Release() }, nil
 }
 
+// TryLockTask takes the task lock without waiting; flock.ErrHeld means
+// another lazy process (an accept in flight, say) holds it.
+func (e *Env) TryLockTask(id string) (func(), error) {
+	l, err := flock.TryLock(e.Store.Repo().LazyDir("locks", "task-"+id+".lock"))
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Release() }, nil
+}
+
 // checkText enforces the size limit on a long text after sanitizing.
 func checkText(what, s string) error {
 	if len(s) > MaxText {

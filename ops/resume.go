@@ -46,6 +46,14 @@ func ResumePrompt(dirty bool, turns []gitstore.Turn) string {
 	return prompt + block
 }
 
+// MaxConsecutiveInterruptions is the circuit breaker: after this many
+// interrupted turns in a row the reconciler stops auto-resuming and the
+// task waits for a human (spec: "Circuit Breaker Check").
+const MaxConsecutiveInterruptions = 3
+
+// AutoResumedNote opens the synthetic turn an auto-resume records.
+const AutoResumedNote = "[system] Session interrupted and auto-resumed"
+
 // Resume restarts an interrupted task without new feedback. It resets
 // the consecutive-interruption counter: a human intervened.
 func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitstore.Snapshot, error) {
@@ -54,13 +62,63 @@ func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitsto
 		return nil, err
 	}
 	defer unlock()
+	return e.resume(ctx, sn, false, launch)
+}
+
+// AutoResumeRefusal says why an interrupted task is not auto-resumed, or
+// "" when it may be. The reconciler asks before every auto-resume.
+func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
+	switch {
+	case s.Task.Status != machine.Interrupted || s.Session == nil:
+		return "not interrupted"
+	case s.Session.Host != e.Store.Host():
+		return "its session belongs to host " + s.Session.Host
+	case s.Session.ConsecutiveInterruptions >= MaxConsecutiveInterruptions:
+		return fmt.Sprintf("circuit breaker: %d consecutive interruptions; a human must resume or unblock it", s.Session.ConsecutiveInterruptions)
+	case s.Session.InterruptPhase == "merge_and_fix":
+		return "the upstream merge failed; a human must resolve it"
+	case s.PendingViolations() > 0:
+		return "file-permission violations are pending"
+	}
+	return ""
+}
+
+// AutoResume is the reconciler's resume of task id: the same turn as
+// lazy resume, recorded by the system, without resetting the circuit
+// breaker. It refuses with the reason from AutoResumeRefusal.
+func (e *Env) AutoResume(ctx context.Context, id string, launch Launcher) (*gitstore.Snapshot, error) {
+	sn, unlock, err := e.lockedLoad(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if why := e.AutoResumeRefusal(sn); why != "" {
+		return nil, fmt.Errorf("auto-resume %s: %s", sn.Task.Slug, why)
+	}
+	return e.resume(ctx, sn, true, launch)
+}
+
+// resume runs under the task lock. The clean-worktree path merges
+// upstream first; the dirty path does not, and the prompt says which it
+// was. Pending feedback is re-delivered verbatim (ResumePrompt).
+func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, launch Launcher) (*gitstore.Snapshot, error) {
 	id := sn.Task.ID
-	if err := e.checkResumable(sn, "resume", false, machine.Interrupted); err != nil {
+	verb := "resume"
+	check := func(s *gitstore.Snapshot) error {
+		if auto {
+			if why := e.AutoResumeRefusal(s); why != "" {
+				return fmt.Errorf("auto-resume %s: %s", s.Task.Slug, why)
+			}
+			verb = "auto-resume"
+		}
+		return e.checkResumable(s, verb, false, machine.Interrupted)
+	}
+	if err := check(sn); err != nil {
 		return nil, err
 	}
 	dirty, err := worktree.Dirty(ctx, sn.Session.Worktree)
 	if err != nil {
-		return nil, fmt.Errorf("resume %s: inspect the worktree: %w", sn.Task.Slug, err)
+		return nil, fmt.Errorf("%s %s: inspect the worktree: %w", verb, sn.Task.Slug, err)
 	}
 	turns, err := e.Store.Turns(sn)
 	if err != nil {
@@ -71,22 +129,29 @@ func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitsto
 	if !dirty {
 		// A clean worktree merges upstream first; merging into a dirty one
 		// would fail or tangle the interrupted edits.
-		if syncFrom, err = e.baseBranch(ctx, sn, e.repoDir()); err != nil {
+		if syncFrom, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
 			return nil, err
 		}
 	}
+	content := prompt
+	if auto {
+		content = AutoResumedNote + "\n\n" + prompt
+	}
 	var turn gitstore.Turn
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if err := e.checkResumable(s, "resume", false, machine.Interrupted); err != nil {
+		if err := check(s); err != nil {
 			return nil, err
 		}
 		// The resume turn carries no feedback of its own, so a crash
 		// during it re-delivers the same pending feedback again.
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "resume", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: verb, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "resume"
-		s.Session.ConsecutiveInterruptions = 0
+		s.Session.AutoResumed = auto
+		if !auto {
+			s.Session.ConsecutiveInterruptions = 0 // a human intervened
+		}
 		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "resume", Actor: e.Actor}, nil
+		return &gitstore.Op{Name: verb, Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -65,7 +65,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}
-	base, err := e.baseBranch(ctx, sn, in.RepoDir)
+	base, err := e.BaseBranch(ctx, sn, in.RepoDir)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,10 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	return sn, nil
 }
 
-func (e *Env) baseBranch(ctx context.Context, sn *gitstore.Snapshot, repoDir string) (string, error) {
+// BaseBranch is the branch a task starts from, merges upstream from and
+// is accepted into: its parent's branch, its target branch, or the
+// repository's default branch.
+func (e *Env) BaseBranch(ctx context.Context, sn *gitstore.Snapshot, repoDir string) (string, error) {
 	if sn.Task.Parent != "" {
 		p, err := e.Store.Load(sn.Task.Parent)
 		if err != nil {

@@ -30,7 +30,7 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launche
 	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}
-	upstream, err := e.baseBranch(ctx, sn, e.repoDir())
+	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
 	if err != nil {
 		return nil, err
 	}

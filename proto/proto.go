@@ -36,7 +36,17 @@ const (
 	LogFile      = "agent.log"
 	// SupervisorLogFile is the supervisor's own stderr.
 	SupervisorLogFile = "supervisor.log"
+	// PairingFile names the process a human pairs through.
+	PairingFile = "pairing.json"
 )
+
+// Pairing is written by lazy pair before the task enters pairing, so a
+// pairing whose process is gone can be told from a live one.
+type Pairing struct {
+	Session   string    `json:"session"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+}
 
 // Turn identifies the turn a file belongs to.
 type Turn struct {
@@ -65,10 +75,14 @@ type Command struct {
 // Status is what a running supervisor reports.
 type Status struct {
 	Turn
-	PID          int       `json:"pid"`
-	StartedAt    time.Time `json:"started_at"`
-	Phase        string    `json:"phase"`
-	AgentPID     int       `json:"agent_pid,omitempty"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	Phase     string    `json:"phase"`
+	AgentPID  int       `json:"agent_pid,omitempty"`
+	// BaseSHA is where the turn's work starts (HEAD after the upstream
+	// merge), so a reconciler that finds the supervisor dead can still
+	// report the commits the turn made.
+	BaseSHA      string    `json:"base_sha,omitempty"`
 	LastProgress time.Time `json:"last_progress,omitempty"`
 	Progress     string    `json:"progress,omitempty"`
 	// Retry state while the supervisor waits to retry a failed attempt.

@@ -55,6 +55,8 @@ func Run(ctx context.Context, dir proto.Dir) error {
 			cmd.BaseSHA = head
 		}
 	}
+	st.BaseSHA = cmd.BaseSHA
+	_ = dir.Write(proto.StatusFile, st)
 	switch {
 	case resp.Status != "":
 	case cmd.Kind == "sync":

@@ -1,0 +1,90 @@
+package reconcile
+
+import (
+	"context"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// sweepInterrupted handles one interrupted task of this host. A completed
+// response for its current turn, written after the task was marked
+// interrupted, is recorded (interrupted -> working -> blocked), never
+// lost. Otherwise the task is auto-resumed if the circuit breaker and the
+// other guards allow it; an interrupt recorded by a process that could
+// not launch (or that died before it did) is picked up here too.
+func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action, error) {
+	store := r.Env.Store
+	sn, err := store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if sn.Task.Status != machine.Interrupted || sn.Session == nil || sn.Session.Host != store.Host() {
+		return nil, nil
+	}
+	pd := r.proto(id)
+	if resp, ok := currentResponse(pd, sn.Session); ok && resp.Status == "completed" {
+		var first *Action
+		unlock, err := r.Env.LockTask(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		_, _, err = store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Task.Status != machine.Interrupted || s.Session == nil || s.Session.Turn != resp.Seq || s.Session.ID != resp.Session {
+				first = nil
+				return nil, nil
+			}
+			s.Task.Status = machine.Working
+			why := "a completed response arrived after the task was marked interrupted"
+			first = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Interrupted, To: machine.Working, Why: why}
+			return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
+		})
+		unlock()
+		if err != nil || first == nil {
+			return nil, err
+		}
+		a, err := r.record(ctx, id, resp)
+		return append(one(first), one(a)...), err
+	}
+	if _, running := supervisorStatus(pd, id, sn.Session); running {
+		return nil, nil // it may still answer; the sweep above records it
+	}
+	return r.autoResume(ctx, id)
+}
+
+// autoResume resumes task id when allowed (spec: "Circuit Breaker Check").
+// A refusal is not an error: the task waits, interrupted, for a human.
+func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error) {
+	if r.Launch == nil || r.NoAutoResume {
+		return nil, nil
+	}
+	sn, err := r.Env.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Env.AutoResumeRefusal(sn) != "" {
+		return nil, nil
+	}
+	if _, running := supervisorStatus(r.proto(id), id, sn.Session); running {
+		return nil, nil
+	}
+	sn, err = r.Env.AutoResume(ctx, id, r.Launch)
+	if sn == nil {
+		if r.Env.AutoResumeRefusal(mustLoad(r, id)) != "" {
+			return nil, nil // refused under the lock: someone else acted first
+		}
+		return nil, err
+	}
+	a := Action{TaskID: id, Slug: sn.Task.Slug, From: machine.Interrupted, To: machine.Working, Why: "auto-resumed after an interruption"}
+	return []Action{a}, err
+}
+
+// mustLoad reloads a snapshot for a re-check; a failed load reads as a
+// snapshot that refuses everything.
+func mustLoad(r *Reconciler, id string) *gitstore.Snapshot {
+	sn, err := r.Env.Store.Load(id)
+	if err != nil {
+		return &gitstore.Snapshot{}
+	}
+	return sn
+}

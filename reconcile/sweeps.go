@@ -1,0 +1,378 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// step applies one guarded system transition under the task lock. apply
+// returns "" to decline (the task is no longer what the sweep saw), or
+// the reason it recorded.
+func (r *Reconciler) step(ctx context.Context, id string, apply func(s *gitstore.Snapshot) string) (*Action, error) {
+	unlock, err := r.Env.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return r.stepLocked(ctx, id, apply)
+}
+
+func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *gitstore.Snapshot) string) (*Action, error) {
+	var act *Action
+	_, _, err := r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		from := s.Task.Status
+		why := apply(s)
+		if why == "" {
+			act = nil
+			return nil, nil
+		}
+		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
+		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
+	})
+	return act, err
+}
+
+// sweepPairing parks a pairing task whose pairing process is gone (spec:
+// "Stale pairing sweep"), to conflict when violations are pending.
+func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, error) {
+	sn, err := r.Env.Store.Load(id)
+	if err != nil || sn.Task.Status != machine.Pairing || sn.Session == nil || sn.Session.Host != r.Env.Store.Host() {
+		return nil, err
+	}
+	pd := r.proto(id)
+	var p proto.Pairing
+	if pd.Read(proto.PairingFile, &p) == nil && p.Session == sn.Session.ID && alive(p.PID) {
+		return nil, nil
+	} else if p.PID == 0 && r.now().Sub(sn.Task.UpdatedAt) < r.grace() {
+		return nil, nil // lazy pair may be starting up
+	}
+	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+		if s.Task.Status != machine.Pairing {
+			return ""
+		}
+		s.Task.Status = machine.Park(s.PendingViolations())
+		return "the pairing process is gone"
+	})
+	if err == nil && a != nil {
+		pd.Remove(proto.PairingFile)
+	}
+	return one(a), err
+}
+
+// sweepSessionless moves a blocked task that never had a session back to
+// backlog: blocked means "waiting for review", and there is nothing to
+// review (spec: "Blocked-to-backlog migration").
+func (r *Reconciler) sweepSessionless(ctx context.Context, id string) ([]Action, error) {
+	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+		if s.Task.Status != machine.Blocked || s.Session != nil || s.Task.Sessions > 0 {
+			return ""
+		}
+		s.Task.Status = machine.Backlog
+		return "blocked without a session: nothing to review, back to backlog"
+	})
+	return one(a), err
+}
+
+// completeZombie finishes a task whose work was found merged: zombie ->
+// complete with outcome accepted.
+func (r *Reconciler) completeZombie(ctx context.Context, id, why string) ([]Action, error) {
+	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+		if s.Task.Status != machine.Zombie {
+			return ""
+		}
+		finish(s, r.now())
+		if why == "" {
+			why = "its branch was merged; finished as accepted"
+		}
+		return why
+	})
+	return one(a), err
+}
+
+// finish marks the task complete and accepted.
+func finish(s *gitstore.Snapshot, now time.Time) {
+	now = now.UTC().Truncate(time.Second)
+	s.Task.Status = machine.Complete
+	s.Task.Outcome = gitstore.OutcomeAccepted
+	s.Task.Accept = nil
+	if s.Session != nil && s.Session.EndedAt == nil {
+		s.Session.EndedAt = &now
+		s.Session.Outcome = gitstore.OutcomeAccepted
+	}
+}
+
+// sweepMerging recovers a stranded accept: a task in merging whose lock
+// nobody holds (an accept in flight holds it from start to finish). The
+// durable accept record says where it was going. If the squash commit
+// landed, the task is finished; otherwise the TRUE prior status is
+// restored and nothing on disk is touched.
+func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, error) {
+	unlock, err := r.Env.TryLockTask(id)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, nil // genuinely in flight
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, err := r.Env.Store.Load(id)
+	if err != nil || sn.Task.Status != machine.Merging {
+		return nil, err
+	}
+	if rec := sn.Task.Accept; rec != nil && rec.Host != "" && rec.Host != r.Env.Store.Host() {
+		return nil, nil // that host's reconciler knows whether it is alive
+	}
+	landed, err := MergeLanded(ctx, r.Env.RepoDir, sn)
+	if err != nil {
+		return nil, err
+	}
+	a, err := r.stepLocked(ctx, id, func(s *gitstore.Snapshot) string {
+		if s.Task.Status != machine.Merging {
+			return ""
+		}
+		if landed {
+			finish(s, r.now())
+			return "a stranded accept had merged; finished as accepted"
+		}
+		to := machine.Blocked
+		if s.Task.Accept != nil && s.Task.Accept.From != "" {
+			to = s.Task.Accept.From
+		}
+		if to == machine.Blocked || to == machine.Conflict {
+			to = machine.Park(s.PendingViolations())
+		}
+		s.Task.Status = to
+		s.Task.Accept = nil
+		return "a stranded accept never merged; status before the accept restored"
+	})
+	return one(a), err
+}
+
+// MergeLanded reports whether the accept recorded on a merging task
+// committed its squash merge: a commit above the recorded tip of the
+// destination whose message carries the task's Lazy-Task trailer.
+func MergeLanded(ctx context.Context, repoDir string, sn *gitstore.Snapshot) (bool, error) {
+	rec := sn.Task.Accept
+	if rec == nil || rec.Into == "" || rec.IntoSHA == "" {
+		return false, nil
+	}
+	if err := ops.ValidBranchName(rec.Into); err != nil || !gitstore.ValidHex(rec.IntoSHA) {
+		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
+	}
+	out, err := gitcli.New(repoDir, "log", "--format=%H", "--fixed-strings", "--grep="+AcceptTrailer(sn.Task.ID),
+		rec.IntoSHA+"..refs/heads/"+rec.Into).String(ctx)
+	if err != nil {
+		return false, fmt.Errorf("look for the merge of %s on %s: %w", sn.Task.Slug, rec.Into, err)
+	}
+	return out != "", nil
+}
+
+// AcceptTrailer is the trailer line lazy accept puts in a squash commit.
+func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
+
+// sweepTerminal stops supervisors that finished tasks left behind and
+// removes their protocol files (spec: "Terminal container sweep"). It
+// reads the protocol directory, so it costs in proportion to tasks that
+// ran turns and were not yet cleaned, not to all tasks.
+func (r *Reconciler) sweepTerminal(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+	root := r.Env.Store.Repo().LazyDir("proto")
+	dirs, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	status := make(map[string]*gitstore.Entry, len(entries))
+	for i := range entries {
+		status[entries[i].ID] = &entries[i]
+	}
+	var actions []Action
+	var errs []error
+	for _, d := range dirs {
+		e := status[d.Name()]
+		if e == nil || e.Err != nil || !e.Status.IsTerminal() {
+			continue
+		}
+		a, err := r.cleanFinished(ctx, e.ID)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		actions = append(actions, one(a)...)
+	}
+	return actions, errors.Join(errs...)
+}
+
+// cleanFinished stops whatever still runs for a finished task and removes
+// its protocol directory, under the task lock and after re-checking that
+// the task is still finished (a reopen may have raced us).
+func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, error) {
+	unlock, err := r.Env.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, err := r.Env.Store.Load(id)
+	if err != nil || !sn.Task.Status.IsTerminal() {
+		return nil, err
+	}
+	pd := r.proto(id)
+	why := "removed the protocol files of a finished task"
+	var st proto.Status
+	if pd.Read(proto.StatusFile, &st) == nil {
+		if isSupervisor(st.PID, id) {
+			stopSupervisor(st.PID, id, r.Env.Timing.WithDefaults().KillGrace+2*time.Second)
+			why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", st.PID)
+		}
+		killGroup(st.AgentPID)
+	}
+	if err := os.RemoveAll(string(pd)); err != nil {
+		return nil, fmt.Errorf("remove %s: %w", pd, err)
+	}
+	return &Action{TaskID: id, Slug: sn.Task.Slug, From: sn.Task.Status, To: sn.Task.Status, Why: why}, nil
+}
+
+// parked statuses are where a branch merged outside lazy is looked for; a
+// working task's branch is moving, and judging it would yank a live turn.
+func parkedWithSession(e *gitstore.Entry) bool {
+	switch e.Status {
+	case machine.Blocked, machine.Conflict, machine.Interrupted, machine.Submitted:
+		return hasSession(e)
+	}
+	return false
+}
+
+// sweepMerged finds parked tasks whose work was merged into their target
+// branch outside lazy (spec: "Merged branch sweep") and finishes them via
+// zombie. One `git for-each-ref --merged` per target branch finds the
+// candidates; a candidate counts as merged only when the turns recorded
+// commits and the newest is on the target, so a branch that merely has no
+// commits of its own (or was fast-forwarded to upstream) never does.
+func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+	byID := map[string]*gitstore.Summary{}
+	var candidates []*gitstore.Summary
+	for i := range entries {
+		e := &entries[i]
+		// Any task with a session may be a candidate's parent, whose
+		// branch is that candidate's target.
+		if e.Err != nil || !hasSession(e) {
+			continue
+		}
+		s, err := e.Summary()
+		if err != nil {
+			continue
+		}
+		byID[s.ID] = s
+		if parkedWithSession(e) {
+			candidates = append(candidates, s)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	repoDir := r.Env.RepoDir
+	defaultBranch := ""
+	groups := map[string][]*gitstore.Summary{}
+	for _, c := range candidates {
+		target := c.TargetBranch
+		if c.Parent != "" {
+			p := byID[c.Parent]
+			if p == nil {
+				continue // the parent is gone or has no branch: nothing to compare with
+			}
+			target = worktree.Branch(p.Slug)
+		} else if target == "" {
+			if defaultBranch == "" {
+				b, err := worktree.DefaultBranch(ctx, repoDir)
+				if err != nil {
+					return nil, err
+				}
+				defaultBranch = b
+			}
+			target = defaultBranch
+		}
+		if ops.ValidBranchName(target) != nil {
+			continue
+		}
+		groups[target] = append(groups[target], c)
+	}
+	var actions []Action
+	var errs []error
+	for target, cs := range groups {
+		out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
+		if err != nil {
+			continue // the target branch does not exist here
+		}
+		merged := map[string]bool{}
+		for _, ref := range strings.Fields(out) {
+			merged[strings.TrimPrefix(ref, "refs/heads/")] = true
+		}
+		for _, c := range cs {
+			if !merged[worktree.Branch(c.Slug)] {
+				continue
+			}
+			as, err := r.finishMerged(ctx, c.ID, target)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", c.Slug, err))
+			}
+			actions = append(actions, as...)
+		}
+	}
+	return actions, errors.Join(errs...)
+}
+
+// finishMerged takes one merged candidate through zombie to complete.
+func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Action, error) {
+	sn, err := r.Env.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := r.Env.Store.Turns(sn)
+	if err != nil {
+		return nil, err
+	}
+	newest := ""
+	for _, t := range turns {
+		if len(t.Commits) > 0 {
+			newest = t.Commits[len(t.Commits)-1]
+		}
+	}
+	if newest == "" || !gitstore.ValidHex(newest) {
+		return nil, nil // no recorded work: an empty branch is not a merged one
+	}
+	if gitcli.New(r.Env.RepoDir, "merge-base", "--is-ancestor", newest, "refs/heads/"+target).Run(ctx) != nil {
+		return nil, nil
+	}
+	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+		if !parkedStatus(s.Task.Status) || s.Session == nil {
+			return ""
+		}
+		s.Task.Status = machine.Zombie
+		return fmt.Sprintf("its branch %s was merged into %s outside lazy", s.Session.Branch, target)
+	})
+	if err != nil || a == nil {
+		return one(a), err
+	}
+	more, err := r.completeZombie(ctx, id, "")
+	return append(one(a), more...), err
+}
+
+func parkedStatus(s machine.Status) bool {
+	switch s {
+	case machine.Blocked, machine.Conflict, machine.Interrupted, machine.Submitted:
+		return true
+	}
+	return false
+}

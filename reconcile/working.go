@@ -1,0 +1,253 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// sweepWorking judges one working task of this host: its response is
+// recorded, a live supervisor is left alone, a dead one (past the start
+// grace) interrupts the task, which may then be auto-resumed.
+func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, error) {
+	store := r.Env.Store
+	sn, err := store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if sn.Task.Status != machine.Working || sn.Session == nil || sn.Session.Host != store.Host() {
+		return nil, nil // another host judges its own sessions
+	}
+	pd := r.proto(id)
+	if resp, ok := currentResponse(pd, sn.Session); ok {
+		a, err := r.record(ctx, id, resp)
+		return r.thenAutoResume(ctx, a, err)
+	}
+	st, running := supervisorStatus(pd, id, sn.Session)
+	if running {
+		return nil, nil
+	}
+	if r.now().Sub(lastStart(sn, pd)) < r.grace() {
+		return nil, nil
+	}
+	a, err := r.interrupt(ctx, id, pd, st)
+	return r.thenAutoResume(ctx, a, err)
+}
+
+// thenAutoResume follows an interrupt with the auto-resume the circuit
+// breaker allows, in the same pass.
+func (r *Reconciler) thenAutoResume(ctx context.Context, a *Action, err error) ([]Action, error) {
+	if err != nil || a == nil || a.To != machine.Interrupted {
+		return one(a), err
+	}
+	more, err := r.autoResume(ctx, a.TaskID)
+	return append(one(a), more...), err
+}
+
+// currentResponse reads response.json if it answers the session's
+// current turn; a stale one (an older turn, another session) is ignored.
+func currentResponse(pd proto.Dir, s *gitstore.Session) (*proto.Response, bool) {
+	var resp proto.Response
+	if pd.Read(proto.ResponseFile, &resp) != nil || resp.Session != s.ID || resp.Seq != s.Turn {
+		return nil, false
+	}
+	return &resp, true
+}
+
+// supervisorStatus reads status.json of the session's current turn and
+// whether its supervisor process is still running.
+func supervisorStatus(pd proto.Dir, id string, s *gitstore.Session) (proto.Status, bool) {
+	var st proto.Status
+	if pd.Read(proto.StatusFile, &st) != nil || st.Session != s.ID {
+		return proto.Status{}, false
+	}
+	return st, st.Seq == s.Turn && isSupervisor(st.PID, id)
+}
+
+// lastStart is when the current turn began, as far as the records tell:
+// the command's own timestamp when it belongs to this turn, else the
+// task's last update (a later comment only lengthens the grace).
+func lastStart(sn *gitstore.Snapshot, pd proto.Dir) time.Time {
+	t := sn.Task.UpdatedAt
+	var cmd proto.Command
+	if pd.Read(proto.CommandFile, &cmd) == nil && cmd.Session == sn.Session.ID && cmd.Seq == sn.Session.Turn && cmd.Written.After(t) {
+		t = cmd.Written
+	}
+	return t
+}
+
+// record turns a response into an agent turn and parks the task.
+func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response) (*Action, error) {
+	var act *Action
+	unlock, err := r.Env.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Working || s.Session == nil || s.Session.ID != resp.Session || s.Session.Turn != resp.Seq {
+			act = nil
+			return nil, nil // someone else recorded it, or it is not ours
+		}
+		now := r.now().UTC().Truncate(time.Second)
+		code := resp.ExitCode
+		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: resp.Result, At: now, Session: resp.Session,
+			Commits: resp.Commits, ChangedFiles: resp.ChangedFiles, ExitCode: &code, Error: resp.Error, FailureClass: resp.FailureClass, Attempts: resp.Attempts}
+		from := s.Task.Status
+		if resp.AgentSessionID != "" {
+			s.Session.AgentSessionID = resp.AgentSessionID // resume with the latest id seen
+		}
+		var why string
+		neutral := s.Session.TurnKind == "ask" || s.Session.TurnKind == "sync"
+		if s.Session.TurnKind == "sync" {
+			turn.Kind = "sync"
+		}
+		s.AddTurn(turn)
+		switch {
+		case neutral && resp.Status != proto.Completed:
+			// An ask or sync restores the status it came from on an agent
+			// error too; only a dead supervisor (no response) interrupts.
+			s.Task.Status = machine.Park(s.PendingViolations())
+			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
+		case resp.Status == proto.Completed:
+			// Feedback is consumed only when a response completes normally.
+			if err := consumeFeedback(s); err != nil {
+				return nil, err
+			}
+			s.Session.ConsecutiveInterruptions = 0
+			s.Task.Status = machine.Park(s.PendingViolations())
+			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
+		case resp.FailureClass != "" && resp.FailureClass != "unknown":
+			// The supervisor stopped on a classified condition (fatal, or
+			// a transient past its cap): a human must look, and blocked is
+			// what keeps auto-resume from relaunching into it.
+			s.Session.InterruptReason = resp.FailureClass + ": " + resp.FailureReason
+			s.Task.Status = machine.Park(s.PendingViolations())
+			why = "agent failure the supervisor stopped on: " + s.Session.InterruptReason
+		default:
+			markInterrupted(s, now, resp.ExitCode, reasonFor(resp), resp.StderrTail, resp.Phase)
+			why = "agent turn failed: " + s.Session.InterruptReason
+		}
+		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
+		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
+	})
+	return act, err
+}
+
+// consumeFeedback flips every pending feedback turn of the session to
+// consumed: clearing the whole backlog at once is what makes redelivery
+// idempotent.
+func consumeFeedback(s *gitstore.Snapshot) error {
+	return s.EditTurns(func(t *gitstore.Turn) bool {
+		if t.FeedbackDelivery != gitstore.FeedbackPending {
+			return false
+		}
+		t.FeedbackDelivery = gitstore.FeedbackConsumed
+		return true
+	})
+}
+
+func reasonFor(resp *proto.Response) string {
+	r := resp.Error
+	if r == "" {
+		r = exitReason(resp.ExitCode)
+	}
+	if resp.FailureReason != "" && !strings.Contains(r, resp.FailureReason) {
+		r += " (" + resp.FailureReason + ")"
+	}
+	return r
+}
+
+// markInterrupted records the interrupt diagnostics; the counter it
+// increments is the circuit breaker's.
+func markInterrupted(s *gitstore.Snapshot, now time.Time, code int, reason, logs, phase string) {
+	s.Task.Status = machine.Interrupted
+	s.Session.InterruptReason = reason
+	s.Session.InterruptExitCode = &code
+	s.Session.InterruptAt = &now
+	s.Session.InterruptLogs = logs
+	s.Session.InterruptPhase = phase
+	s.Session.ConsecutiveInterruptions++
+}
+
+// exitReason names an exit code the way a human reads it.
+func exitReason(code int) string {
+	switch {
+	case code == 137:
+		return "OOM killed or SIGKILL (exit code 137)"
+	case code == 143:
+		return "terminated by SIGTERM (exit code 143)"
+	case code > 128:
+		return fmt.Sprintf("killed by signal %d (exit code %d)", code-128, code)
+	case code < 0:
+		return "exit code unknown"
+	}
+	return fmt.Sprintf("exited with code %d", code)
+}
+
+// interrupt marks a working task whose supervisor is gone without a
+// response. What the turn left on disk is recorded as an agent turn, so a
+// commit made just before the crash is not invisible; an agent the dead
+// supervisor left running is stopped, so a resume never puts two agents
+// in one worktree.
+func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st proto.Status) (*Action, error) {
+	var act *Action
+	unlock, err := r.Env.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	killGroup(st.AgentPID)
+	logs := lastLogLines(pd.Path(proto.LogFile))
+	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
+		logs += "\n--- supervisor stderr ---\n" + sup
+	}
+	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Working || s.Session == nil {
+			act = nil
+			return nil, nil
+		}
+		if _, ok := currentResponse(pd, s.Session); ok {
+			act = nil
+			return nil, nil // a response arrived meanwhile; the next sweep records it
+		}
+		now := r.now().UTC().Truncate(time.Second)
+		reason := "the supervisor exited without writing a response"
+		if st.PID > 0 {
+			reason = fmt.Sprintf("the supervisor (pid %d) exited without writing a response during its %s phase", st.PID, st.Phase)
+		}
+		code := -1
+		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
+		if st.BaseSHA != "" && st.Seq == s.Session.Turn {
+			turn.Commits, _ = worktree.Commits(ctx, s.Session.Worktree, st.BaseSHA)
+			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, s.Session.Worktree, st.BaseSHA)
+		}
+		s.AddTurn(turn)
+		if k := s.Session.TurnKind; k == "ask" || k == "sync" {
+			// An ask or sync is status-neutral even when it dies: the task
+			// goes back to where it was, never to an auto-resumed work turn.
+			s.Task.Status = machine.Park(s.PendingViolations())
+			reason = k + " ended: " + reason
+		} else {
+			markInterrupted(s, now, code, reason, logs, st.Phase)
+		}
+		act = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Working, To: s.Task.Status, Why: reason}
+		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: reason}, nil
+	})
+	return act, err
+}
+
+func lastLogLines(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return proto.Tail(string(b))
+}
