@@ -40,6 +40,7 @@ type CLI struct {
 	Reopen  ReopenCmd  `cmd:"" help:"Reopen a complete or abandoned task."`
 	Demo    DemoCmd    `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
 	Daemon  DaemonCmd  `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
+	Doctor  DoctorCmd  `cmd:"" help:"Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks."`
 
 	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
 	Supervise SuperviseCmd `cmd:"" hidden:"" help:"Run one agent turn (started by lazy)."`
@@ -86,9 +87,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	a.afterWrite()
+	var quiet silentExit
+	if errors.As(err, &quiet) {
+		return quiet.code
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lazy: %v\n", err)
 		return exitCode(err)
 	}
 	return 0
 }
+
+// silentExit ends a command with an exit status after it has already
+// told the user why.
+type silentExit struct {
+	code int
+	err  error
+}
+
+func (e silentExit) Error() string { return e.err.Error() }
+func (e silentExit) Unwrap() error { return e.err }

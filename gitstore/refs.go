@@ -226,7 +226,7 @@ func acquireLockFile(lock string) (*os.File, error) {
 			return nil, err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %s exists; if no lazy or git process is running, remove it", ErrLocked, lock)
+			return nil, fmt.Errorf("%w: %s exists; if no lazy or git process is running, lazy doctor removes it", ErrLocked, lock)
 		}
 		time.Sleep(wait)
 		if wait < 5*time.Millisecond {

@@ -41,7 +41,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 		})
 		unlock()
 		if err != nil || first == nil {
-			return nil, err
+			return nil, err // on an error the closure's action was not written
 		}
 		a, err := r.record(ctx, id, resp)
 		return append(one(first), one(a)...), err

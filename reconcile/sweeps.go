@@ -41,7 +41,10 @@ func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *gi
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
 		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 	})
-	return act, err
+	if err != nil {
+		return nil, err // the closure ran, but nothing was written
+	}
+	return act, nil
 }
 
 // sweepPairing parks a pairing task whose pairing process is gone (spec:

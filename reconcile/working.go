@@ -138,7 +138,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
 		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 	})
-	return act, err
+	if err != nil {
+		return nil, err // the closure ran, but nothing was written
+	}
+	return act, nil
 }
 
 // consumeFeedback flips every pending feedback turn of the session to
@@ -241,7 +244,10 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Working, To: s.Task.Status, Why: reason}
 		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: reason}, nil
 	})
-	return act, err
+	if err != nil {
+		return nil, err // the closure ran, but nothing was written
+	}
+	return act, nil
 }
 
 func lastLogLines(path string) string {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/reconcile"
+)
+
+// DoctorCmd reports and repairs what the reconciler would, and the debris
+// it does not look at on every pass.
+type DoctorCmd struct {
+	Task   string `arg:"" optional:"" help:"Only this task (slug or id prefix)."`
+	DryRun bool   `name:"dry-run" short:"n" help:"Report only; change nothing."`
+	JSON   bool   `help:"Print the findings as JSON."`
+}
+
+// errProblemsRemain makes doctor exit 1 when anything is left unrepaired:
+// everything in a dry run, what needs a human or a failed repair
+// otherwise.
+var errProblemsRemain = errors.New("problems remain")
+
+// Run implements lazy doctor.
+func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	only := ""
+	if c.Task != "" {
+		id, err := a.store.Resolve(c.Task)
+		if err != nil {
+			return err
+		}
+		only = id
+	}
+	r, err := a.reconciler()
+	if err != nil {
+		return err
+	}
+	entries, err := a.store.List()
+	if err != nil {
+		return err
+	}
+	findings, err := r.Doctor(ctx, entries, only, !c.DryRun)
+	if err != nil {
+		return err
+	}
+	remain := 0
+	for _, f := range findings {
+		if !f.Repaired {
+			remain++
+		}
+		if f.Repaired {
+			a.wrote = true
+		}
+	}
+	if c.JSON {
+		if findings == nil {
+			findings = []reconcile.Finding{}
+		}
+		if err := a.printJSON(map[string]any{"findings": findings, "dry_run": c.DryRun, "remaining": remain}); err != nil {
+			return err
+		}
+	} else {
+		if len(findings) == 0 {
+			fmt.Fprintln(a.stdout, "No problems found.")
+		}
+		for _, f := range findings {
+			who := f.Slug
+			if who == "" {
+				who = shortID(f.TaskID)
+			}
+			if who != "" {
+				who += ": "
+			}
+			line := fmt.Sprintf("%s%s: %s", who, f.Kind, f.Detail)
+			switch {
+			case f.Error != "":
+				line += "\n    repair failed: " + f.Error
+			case f.Action != "":
+				line += "\n    " + f.Action
+			default:
+				line += "\n    needs a human"
+			}
+			fmt.Fprintln(a.stdout, strings.TrimSpace(line))
+		}
+	}
+	if remain > 0 {
+		if !c.JSON {
+			fmt.Fprintf(a.stderr, "lazy: %d problem(s) left unrepaired\n", remain)
+		}
+		return silentExit{code: 1, err: errProblemsRemain}
+	}
+	return nil
+}

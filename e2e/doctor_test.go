@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type doctorReport struct {
+	DryRun   bool `json:"dry_run"`
+	Findings []struct {
+		TaskID   string `json:"task_id"`
+		Slug     string `json:"slug"`
+		Kind     string `json:"kind"`
+		Detail   string `json:"detail"`
+		Action   string `json:"action"`
+		Repaired bool   `json:"repaired"`
+		Error    string `json:"error"`
+	} `json:"findings"`
+	Remaining int `json:"remaining"`
+}
+
+func (r *runner) doctor(code int, args ...string) doctorReport {
+	r.t.Helper()
+	res := r.run(nil, append([]string{"doctor", "--json"}, args...)...)
+	if res.Code != code {
+		r.t.Fatalf("doctor %v exited %d, want %d: %s", args, res.Code, code, res)
+	}
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+		r.t.Fatalf("doctor --json: %v\n%s", err, res.Stdout)
+	}
+	return rep
+}
+
+func (rep doctorReport) kinds() map[string]string {
+	m := map[string]string{}
+	for _, f := range rep.Findings {
+		m[f.Slug+"/"+f.Kind] = f.Action
+	}
+	return m
+}
+
+func TestDoctorReportsThenRepairs(t *testing.T) {
+	r := manualResume(crashRepo(t))
+	r = r.with(script(t, "attempt "+filepath.Join(t.TempDir(), "n"),
+		"when 1 print hanging", "when 1 hang", "write work.txt w", "commit agent: work", "print done"))
+	dead := r.create("dead supervisor")
+	r.ok("start", dead.Slug, "--command", fakeAgentBin)
+	sup := waitSupervisor(t, r, dead.ID, 0)
+	crash(t, sup)
+
+	clean := r.create("finished clean")
+	r.ok("start", clean.Slug, "--command", fakeAgentBin)
+	r.waitStatus(clean.Slug, "blocked")
+	r.ok("close", clean.Slug)
+	dirty := r.create("finished dirty")
+	r.ok("start", dirty.Slug, "--command", fakeAgentBin)
+	r.waitStatus(dirty.Slug, "blocked")
+	r.ok("close", dirty.Slug)
+	dirtyTree := filepath.Join(r.dir, ".git", "lazy", "worktrees", dirty.Slug)
+	if err := os.WriteFile(filepath.Join(dirtyTree, "unsaved.txt"), []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stranded := r.create("stranded accept")
+	r.ok("start", stranded.Slug, "--command", fakeAgentBin)
+	r.waitStatus(stranded.Slug, "blocked")
+	r.editTaskJSON(stranded.ID, func(m map[string]any) {
+		m["status"] = "merging"
+		m["accept"] = map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": strings.TrimSpace(r.git("rev-parse", "main"))}
+	})
+	lock := filepath.Join(r.dir, ".git", "refs", "lazy", "tasks", stranded.ID+".lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	// The start grace (1 s) must pass before a dead supervisor counts.
+	deadline := time.Now().Add(30 * time.Second)
+	for r.doctor(1, "--dry-run").kinds()[dead.Slug+"/dead-supervisor"] == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("doctor never saw the dead supervisor")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A dry run reports and changes nothing.
+	rep := r.doctor(1, "--dry-run")
+	k := rep.kinds()
+	for _, want := range []string{dead.Slug + "/dead-supervisor", stranded.Slug + "/stranded-merge", stranded.Slug + "/stale-ref-lock",
+		clean.Slug + "/orphaned-worktree", dirty.Slug + "/orphaned-worktree", clean.Slug + "/leftover-supervisor"} {
+		if _, ok := k[want]; !ok {
+			t.Fatalf("dry run lacks %s: %+v", want, rep.Findings)
+		}
+	}
+	if r.refStatus(dead.ID) != "working" || r.refStatus(stranded.ID) != "merging" {
+		t.Fatal("a dry run changed a task")
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatal("a dry run removed the lock")
+	}
+
+	// One task only.
+	one := r.doctor(1, "--dry-run", dead.Slug)
+	for _, f := range one.Findings {
+		if f.TaskID != dead.ID {
+			t.Fatalf("doctor %s reported another task: %+v", dead.Slug, f)
+		}
+	}
+
+	// The repair. The dirty worktree is the one thing left for a human.
+	rep = r.doctor(1)
+	if rep.Remaining != 1 {
+		t.Fatalf("%d findings remain, want only the dirty worktree: %+v", rep.Remaining, rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if f.Repaired == (f.Slug == dirty.Slug && f.Kind == "orphaned-worktree") {
+			t.Fatalf("finding %+v", f)
+		}
+	}
+	if got := r.refStatus(dead.ID); got != "interrupted" {
+		t.Fatalf("dead supervisor's task is %s", got)
+	}
+	if got := r.refStatus(stranded.ID); got != "blocked" {
+		t.Fatalf("stranded accept's task is %s", got)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("stale lock remains: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", "lazy", "worktrees", clean.Slug)); !os.IsNotExist(err) {
+		t.Fatalf("the clean worktree of a finished task remains: %v", err)
+	}
+	if _, err := gitErr(r, "rev-parse", "--verify", "lazy/"+clean.Slug); err != nil {
+		t.Fatal("doctor deleted a branch")
+	}
+	if b, err := os.ReadFile(filepath.Join(dirtyTree, "unsaved.txt")); err != nil || string(b) != "precious\n" {
+		t.Fatalf("doctor touched a dirty worktree: %q %v", b, err)
+	}
+	// With the lock gone, the task can be written again.
+	r.ok("comment", stranded.Slug, "-m", "writable again")
+
+	res := r.run(nil, "doctor")
+	if res.Code != 1 || !strings.Contains(res.Stdout, "uncommitted changes") || !strings.Contains(res.Stdout, dead.Slug+": interrupted:") ||
+		!strings.Contains(res.Stderr, "2 problem(s) left unrepaired") {
+		t.Fatalf("human-readable doctor: %s", res)
+	}
+}

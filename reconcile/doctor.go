@@ -1,0 +1,368 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Finding is one thing lazy doctor saw, and what it did about it.
+type Finding struct {
+	TaskID string `json:"task_id,omitempty"`
+	Slug   string `json:"slug,omitempty"`
+	// Kind names the problem: stranded-merge, dead-supervisor,
+	// unrecorded-response, interrupted, stale-pairing, zombie,
+	// sessionless-blocked, leftover-supervisor, merged-branch,
+	// orphaned-worktree, missing-worktree, orphaned-protocol,
+	// stale-ref-lock, orphaned-lock.
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+	// Action is what was done (or, in a dry run, what would be); empty
+	// when the finding needs a human.
+	Action   string `json:"action,omitempty"`
+	Repaired bool   `json:"repaired"`
+	Error    string `json:"error,omitempty"`
+}
+
+// StaleRefLock is how old a ref's .lock file must be before doctor takes
+// it for the leftover of a killed process: a live writer holds one for
+// microseconds.
+const StaleRefLock = 2 * time.Minute
+
+// Doctor reports what is wrong in the repository (or, when only is a task
+// id, with that task) and, when repair is set, repairs what the
+// reconciler would: it runs the sweeps, prunes worktree entries whose
+// directories are gone, removes clean worktrees of finished tasks (their
+// branches stay), and removes stale lock and protocol files. A dirty
+// worktree or an unmerged branch is only ever reported.
+func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only string, repair bool) ([]Finding, error) {
+	if only != "" {
+		var kept []gitstore.Entry
+		for _, e := range entries {
+			if e.ID == only {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
+	}
+	byID := map[string]*gitstore.Entry{}
+	for i := range entries {
+		byID[entries[i].ID] = &entries[i]
+	}
+	// Stale ref locks go first: while one exists, no repair of its task
+	// can be written.
+	findings := r.checkRefLocks(byID, only, repair)
+	index := map[string]int{} // task id -> its finding
+	for i := range entries {
+		f := r.diagnose(ctx, &entries[i])
+		if f == nil {
+			continue
+		}
+		index[f.TaskID] = len(findings)
+		findings = append(findings, *f)
+	}
+	if repair {
+		actions, err := r.Sweep(ctx, entries)
+		for _, a := range actions {
+			i, ok := index[a.TaskID]
+			if !ok {
+				kind := "merged-branch"
+				if a.From == a.To {
+					kind = "leftover-supervisor"
+				}
+				i = len(findings)
+				index[a.TaskID] = i
+				findings = append(findings, Finding{TaskID: a.TaskID, Slug: a.Slug, Kind: kind, Detail: a.Why})
+			}
+			f := &findings[i]
+			f.Repaired = true
+			f.Action = joinAction(f.Action, a)
+		}
+		if err != nil {
+			findings = append(findings, Finding{Kind: "reconcile-error", Detail: "a sweep failed", Error: err.Error()})
+		}
+	}
+	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
+	findings = append(findings, r.checkFiles(byID, only, repair)...)
+	return findings, nil
+}
+
+func joinAction(prev string, a Action) string {
+	s := fmt.Sprintf("%s -> %s: %s", a.From, a.To, a.Why)
+	if a.From == a.To {
+		s = a.Why
+	}
+	if prev == "" || strings.HasPrefix(prev, "would ") {
+		return s
+	}
+	return prev + "; " + s
+}
+
+// diagnose inspects one task the way the sweeps would, without acting.
+func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
+	if e.Err != nil {
+		return &Finding{TaskID: e.ID, Kind: "corrupt-record", Detail: e.Err.Error()}
+	}
+	if !sweepable(e) && !e.Status.IsTerminal() {
+		return nil
+	}
+	pd := r.proto(e.ID)
+	if e.Status.IsTerminal() {
+		if _, err := os.Stat(string(pd)); err != nil {
+			return nil // the common case, checked before loading anything
+		}
+	}
+	sn, err := r.Env.Store.Load(e.ID)
+	if err != nil {
+		return &Finding{TaskID: e.ID, Kind: "corrupt-record", Detail: err.Error()}
+	}
+	f := &Finding{TaskID: e.ID, Slug: sn.Task.Slug}
+	ours := sn.Session != nil && sn.Session.Host == r.Env.Store.Host()
+	switch sn.Task.Status {
+	case machine.Working:
+		if !ours {
+			return nil
+		}
+		if _, ok := currentResponse(pd, sn.Session); ok {
+			f.Kind, f.Detail, f.Action = "unrecorded-response", "the turn ended but its response is not recorded yet", "would record the turn and park the task"
+			return f
+		}
+		st, running := supervisorStatus(pd, e.ID, sn.Session)
+		if running || r.now().Sub(lastStart(sn, pd)) < r.grace() {
+			return nil
+		}
+		f.Kind, f.Detail, f.Action = "dead-supervisor", "working, but no supervisor runs its turn", "would mark it interrupted"
+		if st.PID > 0 {
+			f.Detail = fmt.Sprintf("working, but its supervisor (pid %d) is gone without a response", st.PID)
+		}
+	case machine.Interrupted:
+		if !ours {
+			return nil
+		}
+		f.Kind = "interrupted"
+		f.Detail = fmt.Sprintf("%s (%d consecutive)", sn.Session.InterruptReason, sn.Session.ConsecutiveInterruptions)
+		switch why := r.Env.AutoResumeRefusal(sn); {
+		case why != "":
+			f.Detail += "; not auto-resumed: " + why
+			f.Action = ""
+		case r.NoAutoResume || r.Launch == nil:
+			f.Detail += "; auto-resume is off (lazy.autoResume)"
+		default:
+			f.Action = "would auto-resume it"
+		}
+	case machine.Pairing:
+		var p proto.Pairing
+		if !ours || (pd.Read(proto.PairingFile, &p) == nil && alive(p.PID)) {
+			return nil
+		}
+		f.Kind, f.Detail, f.Action = "stale-pairing", "pairing, but the pairing process is gone", "would park it"
+	case machine.Merging:
+		unlock, err := r.Env.TryLockTask(e.ID)
+		if errors.Is(err, flock.ErrHeld) {
+			return nil // an accept is in flight
+		}
+		if err == nil {
+			unlock()
+		}
+		landed, _ := MergeLanded(ctx, r.Env.RepoDir, sn)
+		f.Kind, f.Detail, f.Action = "stranded-merge", "merging, but no accept is running", "would restore the status before the accept"
+		if landed {
+			f.Action = "would finish it: the squash merge landed"
+		}
+	case machine.Zombie:
+		f.Kind, f.Detail, f.Action = "zombie", "its branch was found merged but the task was not finished", "would complete it"
+	case machine.Blocked:
+		f.Kind, f.Detail, f.Action = "sessionless-blocked", "blocked, but it never had a session", "would move it to backlog"
+	default: // terminal, with protocol files
+		f.Kind, f.Detail, f.Action = "leftover-supervisor", "a finished task still has protocol files", "would stop its supervisor and remove them"
+		var st proto.Status
+		if pd.Read(proto.StatusFile, &st) == nil && isSupervisor(st.PID, e.ID) {
+			f.Detail = fmt.Sprintf("a finished task's supervisor (pid %d) is still running", st.PID)
+		}
+	}
+	return f
+}
+
+// checkWorktrees reports lazy worktrees that no unfinished task owns.
+func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
+	repoDir := r.Env.RepoDir
+	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
+	if err != nil {
+		return []Finding{{Kind: "worktree-error", Detail: "cannot list worktrees", Error: err.Error()}}
+	}
+	slugs := map[string]*gitstore.Summary{}
+	for _, e := range byID {
+		if s, err := e.Summary(); err == nil {
+			slugs[s.Slug] = s
+		}
+	}
+	var findings []Finding
+	prune := false
+	for _, block := range strings.Split(out, "\n\n") {
+		var path, branch string
+		prunable := false
+		for _, line := range strings.Split(block, "\n") {
+			switch {
+			case strings.HasPrefix(line, "worktree "):
+				path = strings.TrimPrefix(line, "worktree ")
+			case strings.HasPrefix(line, "branch refs/heads/"):
+				branch = strings.TrimPrefix(line, "branch refs/heads/")
+			case strings.HasPrefix(line, "prunable"):
+				prunable = true
+			}
+		}
+		if !strings.HasPrefix(branch, "lazy/") {
+			continue
+		}
+		task := slugs[strings.TrimPrefix(branch, "lazy/")]
+		if only != "" && (task == nil || task.ID != only) {
+			continue
+		}
+		f := Finding{Detail: path}
+		if task != nil {
+			f.TaskID, f.Slug = task.ID, task.Slug
+		}
+		switch {
+		case prunable:
+			f.Kind, f.Detail = "missing-worktree", "git records a worktree at "+path+" but the directory is gone"
+			f.Action = "would prune the entry (the branch " + branch + " stays)"
+			if repair {
+				prune = true
+				f.Action, f.Repaired = "pruned the entry (the branch "+branch+" stays)", true
+			}
+		case task == nil && only == "":
+			f.Kind, f.Detail = "orphaned-worktree", fmt.Sprintf("%s (branch %s) belongs to no task; remove it yourself when its work is not needed: git worktree remove %s", path, branch, path)
+		case task != nil && task.Status.IsTerminal():
+			f.Kind = "orphaned-worktree"
+			f.Detail = fmt.Sprintf("%s is still checked out for a %s task", path, task.Status)
+			dirty, derr := worktree.Dirty(ctx, path)
+			if derr != nil || dirty {
+				f.Detail += "; it has uncommitted changes, so lazy leaves it (inspect it, then git worktree remove --force " + path + ")"
+				break
+			}
+			f.Action = "would remove the clean worktree (the branch " + branch + " stays)"
+			if repair {
+				if err := gitcli.New(repoDir, "worktree", "remove", path).Run(ctx); err != nil {
+					f.Error = err.Error()
+				} else {
+					f.Action, f.Repaired = "removed the clean worktree (the branch "+branch+" stays)", true
+				}
+			}
+		default:
+			continue
+		}
+		findings = append(findings, f)
+	}
+	if prune {
+		if err := gitcli.New(repoDir, "worktree", "prune").Run(ctx); err != nil {
+			findings = append(findings, Finding{Kind: "worktree-error", Detail: "git worktree prune failed", Error: err.Error()})
+		}
+	}
+	return findings
+}
+
+// checkRefLocks finds ref .lock files a killed process left behind:
+// each blocks every update of its ref until removed.
+func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
+	var findings []Finding
+	repo := r.Env.Store.Repo()
+	refsDir := filepath.Join(repo.CommonDir, "refs", "lazy")
+	// Collect first, act after: the walk only reads.
+	var locks []string
+	_ = filepath.WalkDir(refsDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".lock") {
+			locks = append(locks, path)
+		}
+		return nil
+	})
+	for _, path := range locks {
+		id := strings.TrimSuffix(filepath.Base(path), ".lock")
+		if only != "" && id != only {
+			continue
+		}
+		info, err := os.Lstat(path)
+		if err != nil || r.now().Sub(info.ModTime()) < StaleRefLock {
+			continue
+		}
+		f := Finding{Kind: "stale-ref-lock", Detail: fmt.Sprintf("%s is %s old; it blocks every update of that ref", path, r.now().Sub(info.ModTime()).Round(time.Second)), Action: "would remove it"}
+		if e := byID[id]; e != nil {
+			f.TaskID = id
+			if s, err := e.Summary(); err == nil {
+				f.Slug = s.Slug
+			}
+		}
+		if repair {
+			if err := os.Remove(path); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "removed it", true
+			}
+		}
+		findings = append(findings, f)
+	}
+	return findings
+}
+
+// checkFiles finds task locks and protocol directories of tasks that no
+// longer exist.
+func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
+	if only != "" {
+		return nil
+	}
+	var findings []Finding
+	repo := r.Env.Store.Repo()
+	for _, dir := range []struct{ path, prefix, suffix, kind string }{
+		{repo.LazyDir("locks"), "task-", ".lock", "orphaned-lock"},
+		{repo.LazyDir("proto"), "", "", "orphaned-protocol"},
+	} {
+		ents, err := os.ReadDir(dir.path)
+		if err != nil {
+			continue
+		}
+		for _, ent := range ents {
+			id := strings.TrimSuffix(strings.TrimPrefix(ent.Name(), dir.prefix), dir.suffix)
+			if !gitstore.ValidID(id) || byID[id] != nil {
+				continue
+			}
+			path := filepath.Join(dir.path, ent.Name())
+			f := Finding{TaskID: id, Kind: dir.kind, Detail: path + " belongs to no task", Action: "would remove it"}
+			did := "removed it"
+			var st proto.Status
+			if dir.kind == "orphaned-protocol" && proto.Dir(path).Read(proto.StatusFile, &st) == nil && isSupervisor(st.PID, id) {
+				f.Detail += fmt.Sprintf(", but its supervisor (pid %d) still runs", st.PID)
+				f.Action, did = "would stop the supervisor and remove it", "stopped the supervisor and removed it"
+			}
+			if repair {
+				if dir.kind == "orphaned-lock" {
+					l, err := flock.TryLock(path)
+					if err != nil {
+						continue // in use after all
+					}
+					_ = l.Release()
+				} else {
+					stopSupervisor(st.PID, id, r.Env.Timing.WithDefaults().KillGrace+2*time.Second)
+					killGroup(st.AgentPID)
+				}
+				if err := os.RemoveAll(path); err != nil {
+					f.Error = err.Error()
+				} else {
+					f.Action, f.Repaired = did, true
+				}
+			}
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}
