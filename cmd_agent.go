@@ -152,9 +152,11 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 
 // UnblockCmd gives a parked task feedback and starts the next turn.
 type UnblockCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
-	Message *string `short:"m" name:"message" help:"Feedback for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
-	JSON    bool    `help:"Print the task as JSON."`
+	Task      string   `arg:"" help:"Slug or id prefix."`
+	Message   *string  `short:"m" name:"message" help:"Feedback for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
+	Approve   []string `name:"approve-file" help:"Keep this pending file-permission violation (repeatable); every other pending file is reverted to its pre-turn content." placeholder:"PATH"`
+	NoApprove bool     `name:"no-approve-files" help:"Revert every pending file-permission violation to its pre-turn content."`
+	JSON      bool     `help:"Print the task as JSON."`
 }
 
 // Run implements lazy unblock.
@@ -173,7 +175,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Unblock(ctx, c.Task, feedback, a.launchSupervisor)
+	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove}, a.launchSupervisor)
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch
 	}

@@ -398,3 +398,27 @@ func TestNoAutoResumeAfterAFailedUpstreamMerge(t *testing.T) {
 		t.Fatalf("the failed merge was not aborted: %q", st)
 	}
 }
+
+func TestNoAutoResumeWithPendingViolations(t *testing.T) {
+	r := crashRepo(t)
+	counter := filepath.Join(t.TempDir(), "runs")
+	r = r.with(script(t, "attempt "+counter, "write outside.txt not allowed", "print about to hang", "hang"))
+	tk := r.create("fenced crash", "--allow", "src/**")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	sup := waitSupervisor(t, r, tk.ID, 0)
+	waitLog(t, r, "about to hang")
+	crash(t, sup)
+	r.waitStatus(tk.Slug, "interrupted")
+	r.ok("list")
+	v := r.violations(tk.Slug)
+	if v.Status != "interrupted" || v.Violations == nil || len(v.Violations.Pending) != 1 || v.Violations.Pending[0] != "outside.txt" {
+		t.Fatalf("after the crash: %+v", v)
+	}
+	if b, _ := os.ReadFile(counter); string(b) != "1" {
+		t.Fatalf("auto-resumed over a pending violation: the agent ran %s times", b)
+	}
+	rep := r.doctor(1, "--dry-run", tk.Slug)
+	if len(rep.Findings) != 1 || !strings.Contains(rep.Findings[0].Detail, "violations are pending") {
+		t.Fatalf("doctor: %+v", rep.Findings)
+	}
+}

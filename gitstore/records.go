@@ -135,6 +135,53 @@ type Comment struct {
 type Violations struct {
 	Pending []string          `json:"pending"`
 	Decided map[string]string `json:"decided,omitempty"` // path -> approved | reverted
+	// Bases maps a pending file to the pre-turn commit whose content a
+	// revert restores.
+	Bases map[string]string `json:"bases,omitempty"`
+}
+
+// Violation decisions.
+const (
+	Approved = "approved"
+	Reverted = "reverted"
+)
+
+// Flag adds files changed outside the allowed paths to the pending set.
+// An approved file is never flagged again (decisions are sticky); a
+// reverted file the agent changed anew is flagged again, since a silent
+// second revert would destroy work nobody decided about.
+func (v *Violations) Flag(files []string, base string) {
+	for _, f := range files {
+		if v.Decided[f] == Approved || contains(v.Pending, f) {
+			continue
+		}
+		delete(v.Decided, f)
+		v.Pending = append(v.Pending, f)
+		if v.Bases == nil {
+			v.Bases = map[string]string{}
+		}
+		v.Bases[f] = base
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ApprovedFiles lists the files approved so far.
+func (v *Violations) ApprovedFiles() []string {
+	var out []string
+	for f, d := range v.Decided {
+		if d == Approved {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Op is op.json: the operation a commit applied, also mirrored in the

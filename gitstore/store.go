@@ -174,6 +174,16 @@ func (sn *Snapshot) clone() *Snapshot {
 			c.Violations.Decided[k] = v
 		}
 	}
+	if sn.Violations.Bases != nil {
+		c.Violations.Bases = make(map[string]string, len(sn.Violations.Bases))
+		for k, v := range sn.Violations.Bases {
+			c.Violations.Bases[k] = v
+		}
+	}
+	if sn.Task.Accept != nil {
+		a := *sn.Task.Accept
+		c.Task.Accept = &a
+	}
 	c.entries = make(map[string]treeEntry, len(sn.entries))
 	for k, v := range sn.entries {
 		c.entries[k] = v

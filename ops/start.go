@@ -118,6 +118,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
 		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,
 		Worktree: dir, BaseSHA: startSHA, Timing: e.Timing, Written: time.Now().UTC(),
+		AllowedPaths: sn.Task.AllowedPaths,
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

@@ -16,7 +16,11 @@ import (
 // The feedback is recorded (pending delivery) before anything is
 // launched, and the supervisor merges upstream into the task branch
 // before the agent runs: every unblock merges upstream.
-func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launcher) (*gitstore.Snapshot, error) {
+//
+// Pending file-permission violations must be decided (d) first: the
+// decisions are recorded, reverted files restored, and only then does the
+// turn start.
+func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, launch Launcher) (*gitstore.Snapshot, error) {
 	feedback, err := requiredProse("the feedback", feedback, "unblock needs feedback for the agent (-m, stdin or $EDITOR)")
 	if err != nil {
 		return nil, err
@@ -27,6 +31,14 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, launch Launche
 	}
 	defer unlock()
 	id := sn.Task.ID
+	if d.any() {
+		if err := e.checkResumable(sn, "unblock", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+			return nil, err
+		}
+		if sn, err = e.decide(ctx, sn, d); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}
@@ -71,7 +83,8 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 		return fmt.Errorf("%s %s: the task is %s; %s works on %s tasks", verb, s.Task.Slug, s.Task.Status, verb, strings.Join(names, ", "))
 	}
 	if s.PendingViolations() > 0 && !allowPending {
-		return fmt.Errorf("%s %s: %d file-permission violation(s) are pending and must each be approved or reverted first", verb, s.Task.Slug, s.PendingViolations())
+		return fmt.Errorf("%s %s: %d file-permission violation(s) are pending and must each be approved or reverted first (%s); decide with lazy unblock --approve-file PATH (keep; the others are reverted) or --no-approve-files (revert all)",
+			verb, s.Task.Slug, s.PendingViolations(), strings.Join(s.Violations.Pending, ", "))
 	}
 	if s.Session == nil {
 		return fmt.Errorf("%s %s: the task has no session; use lazy start", verb, s.Task.Slug)
@@ -96,6 +109,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
 		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
 		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Timing: e.Timing, Written: time.Now().UTC(),
+		AllowedPaths: sn.Task.AllowedPaths, Approved: sn.Violations.ApprovedFiles(),
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

@@ -68,6 +68,10 @@ type Command struct {
 	BaseSHA        string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
 	SyncFrom       string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
 	Env            map[string]string `json:"env,omitempty"`
+	// AllowedPaths is the task's file policy; Approved are files a human
+	// already approved (sticky), never reported again.
+	AllowedPaths []string `json:"allowed_paths,omitempty"`
+	Approved     []string `json:"approved,omitempty"`
 	Timing         Timing            `json:"timing"`
 	Written        time.Time         `json:"written_at"`
 }
@@ -107,7 +111,11 @@ type Response struct {
 	AgentSessionID string   `json:"agent_session_id,omitempty"`
 	Commits        []string `json:"commits"`
 	ChangedFiles   []string `json:"changed_files"`
-	ExitCode       int      `json:"exit_code"`
+	// Violations are changed files outside the allowed paths; BaseSHA is
+	// the pre-turn commit a revert restores them from.
+	Violations []string `json:"violations,omitempty"`
+	BaseSHA    string   `json:"base_sha,omitempty"`
+	ExitCode   int      `json:"exit_code"`
 	Error          string   `json:"error,omitempty"`
 	StderrTail     string   `json:"stderr_tail,omitempty"`
 	FailureClass   string   `json:"failure_class,omitempty"`

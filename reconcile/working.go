@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -110,6 +111,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			turn.Kind = "sync"
 		}
 		s.AddTurn(turn)
+		// Files changed outside the allowed paths owe a decision whatever
+		// became of the turn; the park below derives conflict from them.
+		s.Violations.Flag(resp.Violations, resp.BaseSHA)
 		switch {
 		case neutral && resp.Status != proto.Completed:
 			// An ask or sync restores the status it came from on an agent
@@ -231,6 +235,9 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		if st.BaseSHA != "" && st.Seq == s.Session.Turn {
 			turn.Commits, _ = worktree.Commits(ctx, s.Session.Worktree, st.BaseSHA)
 			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, s.Session.Worktree, st.BaseSHA)
+			outside := allowpath.Outside(s.Task.AllowedPaths, turn.ChangedFiles)
+			approved := s.Violations.ApprovedFiles()
+			s.Violations.Flag(without(outside, approved), st.BaseSHA)
 		}
 		s.AddTurn(turn)
 		if k := s.Session.TurnKind; k == "ask" || k == "sync" {
@@ -248,6 +255,20 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		return nil, err // the closure ran, but nothing was written
 	}
 	return act, nil
+}
+
+func without(list, drop []string) []string {
+	var out []string
+	for _, x := range list {
+		keep := true
+		for _, d := range drop {
+			keep = keep && x != d
+		}
+		if keep {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func lastLogLines(path string) string {

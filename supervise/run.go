@@ -15,6 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -74,6 +75,16 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		}
 		if f, err := worktree.ChangedFiles(ctx, cmd.Worktree, cmd.BaseSHA); err == nil {
 			resp.ChangedFiles = f
+		}
+		resp.BaseSHA = cmd.BaseSHA
+		approved := map[string]bool{}
+		for _, a := range cmd.Approved {
+			approved[a] = true
+		}
+		for _, v := range allowpath.Outside(cmd.AllowedPaths, resp.ChangedFiles) {
+			if !approved[v] {
+				resp.Violations = append(resp.Violations, v)
+			}
 		}
 	}
 	if resp.Commits == nil {

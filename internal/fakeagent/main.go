@@ -90,6 +90,7 @@ func main() {
 			fmt.Println(rest)
 		case "write":
 			path, text, _ := strings.Cut(rest, " ")
+			must(os.MkdirAll(filepath.Dir(path), 0o755))
 			must(os.WriteFile(path, []byte(text+"\n"), 0o644))
 		case "append":
 			path, text, _ := strings.Cut(rest, " ")

@@ -1,0 +1,136 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// Decisions settle a task's pending file-permission violations: each
+// approved file is kept, every other pending file is reverted to its
+// pre-turn content. With neither set nothing is decided.
+type Decisions struct {
+	Approve    []string // --approve-file
+	RevertRest bool     // --no-approve-files: revert everything not approved
+}
+
+func (d Decisions) any() bool { return len(d.Approve) > 0 || d.RevertRest }
+
+// decide applies d to the task under its lock: the decisions are
+// committed first (the durable record), then reverted files are restored
+// in the worktree and committed on the task branch. It returns the
+// snapshot after the record.
+func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*gitstore.Snapshot, error) {
+	if !d.any() {
+		return sn, nil
+	}
+	approve := map[string]bool{}
+	for _, p := range sanitize.Fields(d.Approve) {
+		approve[p] = true
+	}
+	pending := sn.Violations.Pending
+	if len(pending) == 0 {
+		return nil, fmt.Errorf("%s has no pending file-permission violations to decide", sn.Task.Slug)
+	}
+	for p := range approve {
+		if !contains(pending, p) {
+			return nil, fmt.Errorf("%q is not a pending violation of %s; pending: %s", p, sn.Task.Slug, strings.Join(pending, ", "))
+		}
+	}
+	for _, p := range pending {
+		if !filepath.IsLocal(p) {
+			return nil, fmt.Errorf("the violation record of %s names %q, which is not a path inside the worktree; refusing to touch it", sn.Task.Slug, p)
+		}
+	}
+	type revert struct{ path, base string }
+	var reverts []revert
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		reverts = nil
+		if s.Violations.Decided == nil {
+			s.Violations.Decided = map[string]string{}
+		}
+		var kept, reverted []string
+		for _, p := range s.Violations.Pending {
+			if approve[p] {
+				s.Violations.Decided[p] = gitstore.Approved
+				kept = append(kept, p)
+			} else {
+				s.Violations.Decided[p] = gitstore.Reverted
+				reverted = append(reverted, p)
+				reverts = append(reverts, revert{p, s.Violations.Bases[p]})
+			}
+			delete(s.Violations.Bases, p)
+		}
+		s.Violations.Pending = []string{}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
+			Text: fmt.Sprintf("file-permission decisions: approved %s; reverted %s", listOrNone(kept), listOrNone(reverted))})
+		return &gitstore.Op{Name: "decide-violations", Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	dir := sn.Session.Worktree
+	var commit []string
+	for _, r := range reverts {
+		staged, err := revertFile(ctx, dir, r.path, r.base)
+		if err != nil {
+			return nil, fmt.Errorf("the decisions are recorded, but reverting %s failed (restore it by hand: git -C %s checkout %s -- %s): %w", r.path, dir, r.base, r.path, err)
+		}
+		if staged {
+			commit = append(commit, r.path)
+		}
+	}
+	if len(commit) > 0 && gitcli.New(dir, "diff", "--cached", "--quiet", "HEAD").Paths(commit...).Run(ctx) != nil {
+		msg := "lazy: revert files outside the allowed paths\n\nNot approved: " + strings.Join(commit, ", ")
+		if err := gitcli.New(dir, "-c", "user.name=lazy", "-c", "user.email=lazy@localhost", "commit", "-q", "--no-verify", "-m", msg).Paths(commit...).Run(ctx); err != nil {
+			return nil, fmt.Errorf("the files are reverted, but committing the revert failed: %w", err)
+		}
+	}
+	return sn, nil
+}
+
+// revertFile restores path in the worktree dir to its content at base, or
+// removes it when it did not exist there. It reports whether the index
+// now holds a change to commit (a file that was never committed and is
+// now gone leaves none).
+func revertFile(ctx context.Context, dir, path, base string) (bool, error) {
+	if !gitstore.ValidHex(base) {
+		return false, fmt.Errorf("no pre-turn commit is recorded for %s", path)
+	}
+	if gitcli.New(dir, "cat-file", "-e", base+":"+path).Run(ctx) == nil {
+		return true, gitcli.New(dir, "checkout", base).Paths(path).Run(ctx)
+	}
+	tracked := gitcli.New(dir, "cat-file", "-e", "HEAD:"+path).Run(ctx) == nil
+	if err := gitcli.New(dir, "rm", "-q", "-f", "--cached", "--ignore-unmatch").Paths(path).Run(ctx); err != nil {
+		return false, err
+	}
+	if err := os.Remove(filepath.Join(dir, path)); err != nil && !os.IsNotExist(err) {
+		return false, err
+	}
+	return tracked, nil
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	sort.Strings(l)
+	return strings.Join(l, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
