@@ -70,10 +70,10 @@ type Command struct {
 	Env            map[string]string `json:"env,omitempty"`
 	// AllowedPaths is the task's file policy; Approved are files a human
 	// already approved (sticky), never reported again.
-	AllowedPaths []string `json:"allowed_paths,omitempty"`
-	Approved     []string `json:"approved,omitempty"`
-	Timing         Timing            `json:"timing"`
-	Written        time.Time         `json:"written_at"`
+	AllowedPaths []string  `json:"allowed_paths,omitempty"`
+	Approved     []string  `json:"approved,omitempty"`
+	Timing       Timing    `json:"timing"`
+	Written      time.Time `json:"written_at"`
 }
 
 // Status is what a running supervisor reports.
@@ -113,14 +113,14 @@ type Response struct {
 	ChangedFiles   []string `json:"changed_files"`
 	// Violations are changed files outside the allowed paths; BaseSHA is
 	// the pre-turn commit a revert restores them from.
-	Violations []string `json:"violations,omitempty"`
-	BaseSHA    string   `json:"base_sha,omitempty"`
-	ExitCode   int      `json:"exit_code"`
-	Error          string   `json:"error,omitempty"`
-	StderrTail     string   `json:"stderr_tail,omitempty"`
-	FailureClass   string   `json:"failure_class,omitempty"`
-	FailureReason  string   `json:"failure_reason,omitempty"`
-	Attempts       int      `json:"failure_attempts,omitempty"`
+	Violations    []string `json:"violations,omitempty"`
+	BaseSHA       string   `json:"base_sha,omitempty"`
+	ExitCode      int      `json:"exit_code"`
+	Error         string   `json:"error,omitempty"`
+	StderrTail    string   `json:"stderr_tail,omitempty"`
+	FailureClass  string   `json:"failure_class,omitempty"`
+	FailureReason string   `json:"failure_reason,omitempty"`
+	Attempts      int      `json:"failure_attempts,omitempty"`
 	// ResetAt is when the agent said its limit lifts (zero if unsaid).
 	ResetAt time.Time `json:"reset_at,omitempty"`
 	// Watchdog says which guard fired, if one did.
