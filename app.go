@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -99,7 +100,12 @@ func (a *app) env() (*ops.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}, nil
+	env := &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}
+	if actor == machine.Agent {
+		// The supervisor tells an agent which task it is.
+		env.CallerTask = os.Getenv("LAZY_TASK_ID")
+	}
+	return env, nil
 }
 
 // timing reads the supervisor's clocks: git config lazy.watchdogTimeout

@@ -34,6 +34,7 @@ type CLI struct {
 	Stop    StopCmd    `cmd:"" help:"Stop a running turn; the task parks as blocked and its work is kept."`
 	Ask     AskCmd     `cmd:"" help:"Ask a parked task's agent one read-only question; the task's status is unchanged."`
 	Sync    SyncCmd    `cmd:"" help:"Merge upstream into a parked task's branch."`
+	Accept  AcceptCmd  `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
 	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
 	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`

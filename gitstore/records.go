@@ -49,6 +49,11 @@ type AcceptRecord struct {
 	IntoSHA string    `json:"into_sha"`
 	Started time.Time `json:"started_at"`
 	Host    string    `json:"host"`
+	// Dest is the worktree the merge runs in, and StashSHA the stash that
+	// holds its uncommitted changes while it does: recorded before the
+	// merge touches that worktree, so a crash can say where they are.
+	Dest     string `json:"dest,omitempty"`
+	StashSHA string `json:"stash_sha,omitempty"`
 }
 
 // Outcomes recorded on a task that reached a terminal status.

@@ -38,6 +38,10 @@ type Env struct {
 	// RepoDir is the main checkout, where branch lookups run ("" means
 	// the git directory).
 	RepoDir string
+	// CallerTask is the task whose agent is asking (actor agent), for the
+	// spec's identity exemption: a parent's own agent may accept its
+	// subtasks while the parent is working.
+	CallerTask string
 	// Timing is passed to every turn's supervisor.
 	Timing proto.Timing
 }

@@ -149,16 +149,16 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 			finish(s, r.now())
 			return "a stranded accept had merged; finished as accepted"
 		}
-		to := machine.Blocked
-		if s.Task.Accept != nil && s.Task.Accept.From != "" {
-			to = s.Task.Accept.From
+		why := "a stranded accept never merged; status before the accept restored"
+		if rec := s.Task.Accept; rec != nil && rec.Dest != "" {
+			why += "; check " + rec.Dest + " (git status) for a half-done squash merge"
+			if rec.StashSHA != "" {
+				why += ", and re-apply your uncommitted changes from stash " + rec.StashSHA + " (git -C " + rec.Dest + " stash apply " + rec.StashSHA + ")"
+			}
 		}
-		if to == machine.Blocked || to == machine.Conflict {
-			to = machine.Park(s.PendingViolations())
-		}
-		s.Task.Status = to
-		s.Task.Accept = nil
-		return "a stranded accept never merged; status before the accept restored"
+		ops.RestoreFromAccept(s)
+		s.AddComment(gitstore.Comment{Actor: machine.System, At: r.now().UTC().Truncate(time.Second), Text: why})
+		return why
 	})
 	return one(a), err
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lazyorch/lazy/ops"
+)
+
+// AcceptCmd merges a task's work.
+type AcceptCmd struct {
+	Task string `arg:"" help:"Slug or id prefix."`
+	JSON bool   `help:"Print the result as JSON."`
+}
+
+// Run implements lazy accept.
+func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	id, err := a.store.Resolve(c.Task)
+	if err != nil {
+		return err
+	}
+	slug := id
+	if sn, err := a.store.Load(id); err == nil {
+		slug = sn.Task.Slug
+	}
+	res, err := env.Accept(ctx, id, &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug})
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", w)
+	}
+	if c.JSON {
+		return a.printJSON(map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "warnings": nonNil(res.Warnings)})
+	}
+	fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s\n", res.Snapshot.Task.Slug, res.Into, shortSHA(res.Commit))
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// phaseDisplay renders accept narration: "[n/m] label" on a terminal,
+// plain self-contained lines otherwise (logs, CI, pipes).
+type phaseDisplay struct {
+	w    io.Writer
+	tty  bool
+	slug string
+}
+
+func (d *phaseDisplay) Prelude(msg string) {
+	if d.tty {
+		fmt.Fprintf(d.w, "      %s\n", msg)
+		return
+	}
+	fmt.Fprintf(d.w, "lazy: accept %s: %s\n", d.slug, msg)
+}
+
+func (d *phaseDisplay) Plan(plan []ops.Phase) {
+	labels := make([]string, len(plan))
+	for i, p := range plan {
+		labels[i] = p.Label
+	}
+	if d.tty {
+		fmt.Fprintf(d.w, "      plan: %s\n", strings.Join(labels, " → "))
+		return
+	}
+	fmt.Fprintf(d.w, "lazy: accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
+}
+
+func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
+	if d.tty {
+		fmt.Fprintf(d.w, "[%d/%d] %s\n", n, m, p.Label)
+		return
+	}
+	fmt.Fprintf(d.w, "lazy: accept %s: step %d of %d: %s\n", d.slug, n, m, p.Label)
+}
+
+func (d *phaseDisplay) Note(msg string) {
+	if d.tty {
+		fmt.Fprintf(d.w, "      %s\n", msg)
+		return
+	}
+	fmt.Fprintf(d.w, "lazy: accept %s: %s\n", d.slug, msg)
+}

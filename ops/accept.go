@@ -1,0 +1,439 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Phase is one step of an accept. The phase table is the single source
+// of truth: the plan an accept announces and the steps it executes are
+// both built from AcceptPhases, so they cannot drift.
+type Phase struct {
+	ID       string
+	Label    string
+	Optional bool // part of the plan only when it applies
+}
+
+// AcceptPhases is the accept phase table.
+var AcceptPhases = []Phase{
+	{ID: "record", Label: "record the accept (merging)"},
+	{ID: "stash", Label: "stash uncommitted changes in the destination", Optional: true},
+	{ID: "merge", Label: "squash-merge the task branch"},
+	{ID: "restore", Label: "restore the stashed changes", Optional: true},
+	{ID: "finish", Label: "record the task complete"},
+	{ID: "cleanup", Label: "remove the task's worktree and branch"},
+}
+
+// AcceptPlan is the plan of a fresh accept: the table, with the optional
+// stash and restore phases only when the destination is dirty.
+func AcceptPlan(dirtyDest bool) []Phase {
+	var plan []Phase
+	for _, p := range AcceptPhases {
+		if p.Optional && !dirtyDest {
+			continue
+		}
+		plan = append(plan, p)
+	}
+	return plan
+}
+
+// Narrator hears what an accept is doing. It is strictly observational:
+// a narrator that panics cannot change the outcome.
+type Narrator interface {
+	Prelude(msg string)     // before the plan is known: no position
+	Plan(plan []Phase)      // announced once, right after pre-flight
+	Step(n, m int, p Phase) // phase n of m begins
+	Note(msg string)        // a detail worth telling
+}
+
+// safe calls a narrator method, swallowing anything it does.
+func safe(f func()) {
+	defer func() { _ = recover() }()
+	f()
+}
+
+// AcceptResult says what an accept did.
+type AcceptResult struct {
+	Snapshot *gitstore.Snapshot
+	Into     string // the branch merged into
+	Commit   string // the squash commit
+	// Warnings are things the user must act on even though the accept
+	// succeeded (a stash that could not be re-applied, say).
+	Warnings []string
+}
+
+// ErrAlreadyAccepted is returned by an accept of a task another accept
+// finished first.
+var ErrAlreadyAccepted = errors.New("already accepted")
+
+// Accept squash-merges a task's branch into its parent's branch (a
+// subtask) or its target branch, then finishes the task and removes its
+// worktree and branch. It holds the task lock from start to finish, so a
+// second accept waits and then reports ErrAlreadyAccepted, and a task in
+// merging whose lock is free is known to be stranded.
+func (e *Env) Accept(ctx context.Context, name string, n Narrator) (*AcceptResult, error) {
+	say := func(f func(Narrator)) {
+		if n != nil {
+			safe(func() { f(n) })
+		}
+	}
+	say(func(n Narrator) { n.Prelude("pre-flight checks") })
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	pre, err := e.acceptPreflight(ctx, sn)
+	if err != nil {
+		return nil, err
+	}
+	plan := AcceptPlan(pre.dirty)
+	say(func(n Narrator) { n.Plan(plan) })
+	step := 0
+	begin := func(id string) {
+		step++
+		for _, p := range plan {
+			if p.ID == id {
+				s := step
+				say(func(n Narrator) { n.Step(s, len(plan), p) })
+			}
+		}
+	}
+	res := &AcceptResult{Into: pre.into}
+	slug := sn.Task.Slug
+
+	begin("record")
+	from := sn.Task.Status
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != from {
+			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
+		}
+		if err := machine.Validate(s.Task.Status, machine.Merging, e.Actor); err != nil {
+			return nil, fmt.Errorf("accept %s: %w", s.Task.Slug, err)
+		}
+		s.Task.Accept = &gitstore.AcceptRecord{From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Dest: pre.dest}
+		s.Task.Status = machine.Merging
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pre.temp {
+		defer func() {
+			_ = gitcli.New(e.repoDir(), "worktree", "remove", "--force", pre.dest).Run(context.WithoutCancel(ctx))
+		}()
+	}
+	abort := func(cause error) (*AcceptResult, error) {
+		if _, rerr := e.restoreAfterAbort(context.WithoutCancel(ctx), sn.Task.ID, cause); rerr != nil {
+			return nil, fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %v", cause, rerr)
+		}
+		return nil, cause
+	}
+
+	stash := ""
+	if pre.dirty {
+		begin("stash")
+		stash, err = stashPush(ctx, pre.dest, slug)
+		if err != nil {
+			return abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
+		}
+		say(func(n Narrator) { n.Note("your uncommitted changes in " + pre.dest + " are in stash " + stash) })
+		if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Task.Accept == nil {
+				return nil, errors.New("the accept record vanished")
+			}
+			s.Task.Accept.StashSHA = stash
+			return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
+		}); err != nil {
+			return abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
+		}
+	}
+
+	begin("merge")
+	commit, err := e.squash(ctx, sn, pre)
+	if err != nil {
+		return abort(e.withStash(fmt.Errorf("accept %s: %w", slug, err), pre.dest, stash, true))
+	}
+	res.Commit = commit
+
+	if stash != "" {
+		begin("restore")
+		if err := stashPop(ctx, pre.dest, stash); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf(
+				"the merge is committed, but your uncommitted changes in %s did not re-apply cleanly (%v). They are safe in stash %s. To recover: resolve any conflict markers git left (git -C %s status), or discard the partial apply with git -C %s checkout -- . and run git -C %s stash apply %s when ready.",
+				pre.dest, err, stash, pre.dest, pre.dest, pre.dest, stash))
+		}
+	}
+
+	begin("finish")
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Merging {
+			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		s.Task.Status = machine.Complete
+		s.Task.Outcome = gitstore.OutcomeAccepted
+		s.Task.Accept = nil
+		if s.Session != nil && s.Session.EndedAt == nil {
+			s.Session.EndedAt = &now
+			s.Session.Outcome = gitstore.OutcomeAccepted
+		}
+		text := fmt.Sprintf("accepted: squash-merged into %s as %s", pre.into, commit)
+		for _, w := range res.Warnings {
+			text += "\n\nwarning: " + w
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + pre.into + " as " + commit}, nil
+	})
+	if err != nil {
+		// The merge landed; the reconciler's stranded-merge sweep finds
+		// the squash commit and finishes the task.
+		return nil, fmt.Errorf("accept %s: the merge is committed (%s) but recording it failed; the reconciler will finish the task: %w", slug, commit, err)
+	}
+	res.Snapshot = sn
+
+	begin("cleanup")
+	res.Warnings = append(res.Warnings, e.cleanupAccepted(ctx, sn)...)
+	return res, nil
+}
+
+type acceptPre struct {
+	into, intoSHA string
+	dest          string // worktree where into is checked out
+	temp          bool   // dest was created for this accept
+	dirty         bool
+}
+
+// acceptPreflight checks everything that can be checked before anything
+// is written, and finds where the merge will run.
+func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acceptPre, error) {
+	slug := sn.Task.Slug
+	switch st := sn.Task.Status; {
+	case st == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted:
+		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
+	case st == machine.Conflict || sn.PendingViolations() > 0:
+		return nil, fmt.Errorf("accept %s: %d file-permission violation(s) are pending (%s); decide them with lazy unblock --approve-file PATH or --no-approve-files first",
+			slug, sn.PendingViolations(), strings.Join(sn.Violations.Pending, ", "))
+	case st != machine.Blocked && st != machine.Submitted:
+		if err := machine.Validate(st, machine.Merging, e.Actor); err != nil {
+			return nil, fmt.Errorf("accept %s: %w", slug, err)
+		}
+		return nil, fmt.Errorf("accept %s: the task is %s; accept works on blocked or submitted tasks", slug, st)
+	}
+	if sn.Session == nil {
+		return nil, fmt.Errorf("accept %s: the task never ran, so there is nothing to merge", slug)
+	}
+	if sn.Session.Host != e.Store.Host() {
+		return nil, fmt.Errorf("accept %s: its session belongs to host %s; accept it there", slug, sn.Session.Host)
+	}
+	wt := sn.Session.Worktree
+	if dirty, err := worktree.Dirty(ctx, wt); err != nil {
+		return nil, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, wt, err)
+	} else if dirty {
+		return nil, fmt.Errorf("accept %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, wt)
+	}
+	entries, err := e.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	var open []string
+	for _, en := range entries {
+		if en.Parent == sn.Task.ID && !en.Status.IsTerminal() {
+			if s, err := en.Summary(); err == nil {
+				open = append(open, s.Slug)
+			}
+		}
+	}
+	if len(open) > 0 {
+		return nil, fmt.Errorf("accept %s: its subtasks %s are not finished; accept, reject or close them first (their branches start from this task's branch)", slug, strings.Join(open, ", "))
+	}
+	if sn.Task.Parent != "" {
+		p, err := e.Store.Load(sn.Task.Parent)
+		if err != nil {
+			return nil, fmt.Errorf("accept %s: load its parent: %w", slug, err)
+		}
+		exempt := e.Actor == machine.Agent && e.CallerTask == p.Task.ID
+		if p.Task.Status.IsActive() && !exempt {
+			return nil, fmt.Errorf("accept %s: its parent %s is %s; the merge goes into the parent's branch, so wait until it is parked", slug, p.Task.Slug, p.Task.Status)
+		}
+	}
+	into, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidBranchName(into); err != nil {
+		return nil, fmt.Errorf("accept %s: %w", slug, err)
+	}
+	pre := &acceptPre{into: into}
+	if pre.intoSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+into+"^{commit}").String(ctx); err != nil {
+		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
+	}
+	if gitcli.New(e.repoDir(), "diff", "--quiet", pre.intoSHA+"..."+"refs/heads/"+sn.Session.Branch).Run(ctx) == nil {
+		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, sn.Session.Branch, into)
+	}
+	dest, err := checkedOutAt(ctx, e.repoDir(), into)
+	if err != nil {
+		return nil, err
+	}
+	if dest == "" {
+		dest = e.Store.Repo().LazyDir("tmp", "accept-"+sn.Task.ID)
+		_ = os.RemoveAll(dest)
+		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+			return nil, err
+		}
+		if err := gitcli.New(e.repoDir(), "worktree", "add", "--quiet", dest, into).Run(ctx); err != nil {
+			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
+		}
+		pre.temp = true
+	}
+	pre.dest = dest
+	if pre.dirty, err = worktree.Dirty(ctx, dest); err != nil {
+		return nil, fmt.Errorf("accept %s: inspect %s: %w", slug, dest, err)
+	}
+	return pre, nil
+}
+
+// checkedOutAt returns the worktree where branch is checked out, or "".
+func checkedOutAt(ctx context.Context, repoDir, branch string) (string, error) {
+	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
+	if err != nil {
+		return "", err
+	}
+	path := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "worktree ") {
+			path = strings.TrimPrefix(line, "worktree ")
+		}
+		if line == "branch refs/heads/"+branch {
+			return path, nil
+		}
+	}
+	return "", nil
+}
+
+// squash merges the task branch into the destination and commits with
+// the task's trailer. Any failure (conflicts, a pre-commit hook, no git
+// identity) leaves the destination as it was before the merge.
+func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre) (string, error) {
+	dest := pre.dest
+	if out, err := gitcli.New(dest, "merge", "--squash", "--no-commit", "refs/heads/"+sn.Session.Branch).Output(ctx); err != nil {
+		conflicts, _ := gitcli.New(dest, "diff", "--name-only", "--diff-filter=U").String(ctx)
+		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
+		if conflicts != "" {
+			return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(strings.Fields(conflicts), ", "))
+		}
+		return "", fmt.Errorf("squash merge into %s: %w (%s)", pre.into, err, strings.TrimSpace(string(out)))
+	}
+	goal, _ := sn.Goal()
+	msg := sn.Task.Title
+	if g := strings.TrimSpace(goal); g != "" {
+		msg += "\n\n" + g
+	}
+	msg += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + sn.Session.Branch + "\n"
+	if err := gitcli.New(dest, "commit", "-q", "-F", "-").Stdin([]byte(msg)).Run(ctx); err != nil {
+		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
+		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, err)
+	}
+	return gitcli.New(dest, "rev-parse", "HEAD").String(ctx)
+}
+
+// restoreAfterAbort puts the task back where it was before the accept:
+// the TRUE prior status, never a blanket blocked.
+func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*gitstore.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Merging {
+			return nil, nil
+		}
+		RestoreFromAccept(s)
+		reason := oneLineReason(cause.Error())
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "accept aborted: " + cause.Error()})
+		return &gitstore.Op{Name: "accept-abort", Actor: e.Actor, Reason: reason}, nil
+	})
+	return sn, err
+}
+
+// RestoreFromAccept moves a merging task back to the status its accept
+// record says it had (conflict re-derived from pending violations).
+func RestoreFromAccept(s *gitstore.Snapshot) {
+	to := machine.Blocked
+	if s.Task.Accept != nil && s.Task.Accept.From != "" {
+		to = s.Task.Accept.From
+	}
+	if to == machine.Blocked || to == machine.Conflict {
+		to = machine.Park(s.PendingViolations())
+	}
+	s.Task.Status = to
+	s.Task.Accept = nil
+}
+
+func oneLineReason(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// withStash re-applies a stash after a failed merge and adds where the
+// changes are if that fails too.
+func (e *Env) withStash(cause error, dest, stash string, restore bool) error {
+	if stash == "" || !restore {
+		return cause
+	}
+	if err := stashPop(context.Background(), dest, stash); err != nil {
+		return fmt.Errorf("%w; your uncommitted changes in %s are safe in stash %s (git -C %s stash apply %s)", cause, dest, stash, dest, stash)
+	}
+	return cause
+}
+
+// stashPush stashes everything uncommitted in dir (untracked included)
+// and returns the stash commit.
+func stashPush(ctx context.Context, dir, slug string) (string, error) {
+	if err := gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", "lazy accept "+slug+": your uncommitted changes").Run(ctx); err != nil {
+		return "", err
+	}
+	return gitcli.New(dir, "rev-parse", "--verify", "refs/stash").String(ctx)
+}
+
+// stashPop re-applies stash sha and drops it only if it applied cleanly;
+// on a conflict the stash stays in the stash list.
+func stashPop(ctx context.Context, dir, sha string) error {
+	if err := gitcli.New(dir, "stash", "apply", "--quiet", sha).Run(ctx); err != nil {
+		return err
+	}
+	top, err := gitcli.New(dir, "rev-parse", "--verify", "refs/stash").String(ctx)
+	if err == nil && top == sha {
+		_ = gitcli.New(dir, "stash", "drop", "--quiet").Run(ctx)
+	}
+	return nil
+}
+
+// cleanupAccepted removes an accepted task's worktree and branch, which
+// is safe only now that the merge is recorded. Whatever cannot be
+// removed is left and reported.
+func (e *Env) cleanupAccepted(ctx context.Context, sn *gitstore.Snapshot) []string {
+	var warnings []string
+	if s := sn.Session; s != nil {
+		if _, err := os.Stat(s.Worktree); err == nil {
+			if err := gitcli.New(e.repoDir(), "worktree", "remove", s.Worktree).Run(ctx); err != nil {
+				warnings = append(warnings, fmt.Sprintf("the worktree %s was kept: %v", s.Worktree, err))
+			}
+		}
+		if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", s.Branch).Run(ctx); err != nil {
+			warnings = append(warnings, fmt.Sprintf("the branch %s was kept: %v", s.Branch, err))
+		}
+	}
+	_ = os.RemoveAll(string(proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)))
+	return warnings
+}
