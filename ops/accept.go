@@ -136,7 +136,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator) (*AcceptResul
 	}
 	abort := func(cause error) (*AcceptResult, error) {
 		if _, rerr := e.restoreAfterAbort(context.WithoutCancel(ctx), sn.Task.ID, cause); rerr != nil {
-			return nil, fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %v", cause, rerr)
+			return nil, fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
 		}
 		return nil, cause
 	}
