@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // InitCmd sets lazy up in the repository.
@@ -478,9 +479,11 @@ type endCmd struct {
 	Task    string  `arg:"" help:"Slug or id prefix."`
 	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (\"-\" reads stdin). Without it, piped stdin or $EDITOR is used."`
 	JSON    bool    `help:"Print the task as JSON."`
+	// DeleteBranch is the explicit decision to drop unmerged work.
+	DeleteBranch bool `name:"delete-branch" help:"Also delete the task's branch (its tip is recorded in a comment first). Without it the branch is kept."`
 }
 
-func (c *endCmd) run(a *app, ctx context.Context, verb string, do func(ctx context.Context, name, reason string) (*gitstore.Snapshot, error)) error {
+func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do func(ctx context.Context, name, reason string) (*gitstore.Snapshot, error)) error {
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err
 	}
@@ -493,11 +496,22 @@ func (c *endCmd) run(a *app, ctx context.Context, verb string, do func(ctx conte
 		return err
 	}
 	done()
+	notes, cerr := env.CleanupAbandoned(ctx, sn, c.DeleteBranch)
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		out := struct {
+			gitstore.Summary
+			Cleanup []string `json:"cleanup"`
+		}{toJSON(&sn.Task), nonNil(notes)}
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+		return cerr
 	}
 	fmt.Fprintf(a.stdout, "%s %s: now %s\n", verbPast(verb), sn.Task.Slug, sn.Task.Status)
-	return nil
+	for _, n := range notes {
+		fmt.Fprintf(a.stdout, "  %s\n", n)
+	}
+	return cerr
 }
 
 func verbPast(v string) string {
@@ -522,7 +536,7 @@ func (c *CloseCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.run(a, ctx, "close", env.Close)
+	return c.run(a, ctx, env, "close", env.Close)
 }
 
 // RejectCmd abandons a task, rejecting its work.
@@ -537,7 +551,7 @@ func (c *RejectCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.run(a, ctx, "reject", env.Reject)
+	return c.run(a, ctx, env, "reject", env.Reject)
 }
 
 // ReopenCmd reopens a finished task.
@@ -587,5 +601,40 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "Packed: loose objects %d -> %d, loose refs %d -> 0\n", res.LooseBefore, res.LooseAfter, res.LooseRefsWas)
+	return nil
+}
+
+// ReparentCmd moves a task under another parent.
+type ReparentCmd struct {
+	Task   string `arg:"" help:"Slug or id prefix."`
+	Parent string `help:"The new parent (slug or id prefix)." xor:"where" required:""`
+	Root   bool   `help:"Make it a top-level task." xor:"where" required:""`
+	JSON   bool   `help:"Print the task as JSON."`
+}
+
+// Run implements lazy reparent.
+func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Reparent(ctx, c.Task, c.Parent)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	where := "now a top-level task"
+	if sn.Task.Parent != "" {
+		where = "now a subtask of " + shortID(sn.Task.Parent)
+		if p, err := a.store.Load(sn.Task.Parent); err == nil {
+			where = "now a subtask of " + p.Task.Slug
+		}
+	}
+	fmt.Fprintf(a.stdout, "Reparented %s: %s\n", sn.Task.Slug, where)
 	return nil
 }

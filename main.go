@@ -22,26 +22,27 @@ type CLI struct {
 	Dir     string           `short:"C" name:"directory" help:"Run as if lazy was started in DIR." placeholder:"DIR" default:"."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Init    InitCmd    `cmd:"" help:"Set lazy up in this repository (host id, refspecs for refs/lazy/*)."`
-	Create  CreateCmd  `cmd:"" help:"Create a task in backlog."`
-	List    ListCmd    `cmd:"" aliases:"ls" help:"List tasks, subtasks indented under their parent."`
-	Blocked BlockedCmd `cmd:"" help:"List tasks waiting for a human (blocked, conflict)."`
-	Active  ActiveCmd  `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
-	Show    ShowCmd    `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
-	Start   StartCmd   `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
-	Unblock UnblockCmd `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`
-	Resume  ResumeCmd  `cmd:"" help:"Restart an interrupted task without new feedback (re-delivers feedback it never received)."`
-	Stop    StopCmd    `cmd:"" help:"Stop a running turn; the task parks as blocked and its work is kept."`
-	Ask     AskCmd     `cmd:"" help:"Ask a parked task's agent one read-only question; the task's status is unchanged."`
-	Sync    SyncCmd    `cmd:"" help:"Merge upstream into a parked task's branch."`
-	Accept  AcceptCmd  `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
-	Comment CommentCmd `cmd:"" help:"Add a comment to a task."`
-	Close   CloseCmd   `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
-	Reject  RejectCmd  `cmd:"" help:"Abandon a task, rejecting its agent's work."`
-	Reopen  ReopenCmd  `cmd:"" help:"Reopen a complete or abandoned task."`
-	Demo    DemoCmd    `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
-	Daemon  DaemonCmd  `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
-	Doctor  DoctorCmd  `cmd:"" help:"Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks."`
+	Init     InitCmd     `cmd:"" help:"Set lazy up in this repository (host id, refspecs for refs/lazy/*)."`
+	Create   CreateCmd   `cmd:"" help:"Create a task in backlog."`
+	List     ListCmd     `cmd:"" aliases:"ls" help:"List tasks, subtasks indented under their parent."`
+	Blocked  BlockedCmd  `cmd:"" help:"List tasks waiting for a human (blocked, conflict)."`
+	Active   ActiveCmd   `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
+	Show     ShowCmd     `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
+	Start    StartCmd    `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
+	Unblock  UnblockCmd  `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`
+	Resume   ResumeCmd   `cmd:"" help:"Restart an interrupted task without new feedback (re-delivers feedback it never received)."`
+	Stop     StopCmd     `cmd:"" help:"Stop a running turn; the task parks as blocked and its work is kept."`
+	Ask      AskCmd      `cmd:"" help:"Ask a parked task's agent one read-only question; the task's status is unchanged."`
+	Sync     SyncCmd     `cmd:"" help:"Merge upstream into a parked task's branch."`
+	Accept   AcceptCmd   `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
+	Comment  CommentCmd  `cmd:"" help:"Add a comment to a task."`
+	Close    CloseCmd    `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
+	Reject   RejectCmd   `cmd:"" help:"Abandon a task, rejecting its agent's work."`
+	Reopen   ReopenCmd   `cmd:"" help:"Reopen a complete or abandoned task."`
+	Reparent ReparentCmd `cmd:"" help:"Move a task under another parent (--parent) or to the top level (--root)."`
+	Demo     DemoCmd     `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
+	Daemon   DaemonCmd   `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
+	Doctor   DoctorCmd   `cmd:"" help:"Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks."`
 
 	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
 	Supervise SuperviseCmd `cmd:"" hidden:"" help:"Run one agent turn (started by lazy)."`

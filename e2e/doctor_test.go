@@ -57,13 +57,17 @@ func TestDoctorReportsThenRepairs(t *testing.T) {
 	r.ok("start", clean.Slug, "--command", fakeAgentBin)
 	r.waitStatus(clean.Slug, "blocked")
 	r.ok("close", clean.Slug)
+	// A clean worktree close did not get to remove (an older lazy, a crash).
+	r.git("worktree", "add", "-q", filepath.Join(r.dir, ".git", "lazy", "worktrees", clean.Slug), "lazy/"+clean.Slug)
 	dirty := r.create("finished dirty")
 	r.ok("start", dirty.Slug, "--command", fakeAgentBin)
 	r.waitStatus(dirty.Slug, "blocked")
-	r.ok("close", dirty.Slug)
 	dirtyTree := filepath.Join(r.dir, ".git", "lazy", "worktrees", dirty.Slug)
 	if err := os.WriteFile(filepath.Join(dirtyTree, "unsaved.txt"), []byte("precious\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if out := r.ok("close", dirty.Slug); !strings.Contains(out, "kept the worktree") {
+		t.Fatalf("close of a dirty task: %s", out)
 	}
 	stranded := r.create("stranded accept")
 	r.ok("start", stranded.Slug, "--command", fakeAgentBin)
@@ -93,7 +97,7 @@ func TestDoctorReportsThenRepairs(t *testing.T) {
 	rep := r.doctor(1, "--dry-run")
 	k := rep.kinds()
 	for _, want := range []string{dead.Slug + "/dead-supervisor", stranded.Slug + "/stranded-merge", stranded.Slug + "/stale-ref-lock",
-		clean.Slug + "/orphaned-worktree", dirty.Slug + "/orphaned-worktree", clean.Slug + "/leftover-supervisor"} {
+		clean.Slug + "/orphaned-worktree", dirty.Slug + "/orphaned-worktree"} {
 		if _, ok := k[want]; !ok {
 			t.Fatalf("dry run lacks %s: %+v", want, rep.Findings)
 		}

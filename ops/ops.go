@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // Limits on user text. Titles are table cells; long texts are blobs and
@@ -360,15 +361,22 @@ func (e *Env) Reject(ctx context.Context, name, reason string) (*gitstore.Snapsh
 }
 
 // Reopen brings a finished task back: to blocked when it has agent work
-// to review again, to backlog when it never ran.
+// to review again, to backlog when it never ran. A reopened task whose
+// worktree was removed (by accept or cleanup) gets it back: on its kept
+// branch, or on a new branch from its base when the branch is gone too.
 func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
 	reason, err := cleanReason(reason)
 	if err != nil {
 		return nil, err
 	}
-	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	plan := func(s *gitstore.Snapshot) (machine.Status, error) {
 		if !s.Task.Status.IsTerminal() {
-			return nil, fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
+			return "", fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
 		}
 		// Reopen targets blocked, never conflict: the label is re-derived
 		// from the pending violation set on the next park.
@@ -377,9 +385,28 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 			to = machine.Blocked
 		}
 		if s.Task.Status == machine.Complete && to == machine.Blocked && reason == "" {
-			return nil, fmt.Errorf("reopen %s: an accepted task needs a reason (--reason \"...\")", s.Task.Slug)
+			return "", fmt.Errorf("reopen %s: an accepted task needs a reason (--reason \"...\")", s.Task.Slug)
 		}
-		if err := machine.Validate(s.Task.Status, to, e.Actor); err != nil {
+		return to, machine.Validate(s.Task.Status, to, e.Actor)
+	}
+	to, err := plan(sn)
+	if err != nil {
+		return nil, err
+	}
+	if s := sn.Session; to == machine.Blocked && s != nil && s.Worktree != "" && s.Host == e.Store.Host() {
+		if _, err := os.Stat(s.Worktree); os.IsNotExist(err) {
+			base, err := e.BaseBranch(ctx, sn, e.repoDir())
+			if err != nil {
+				return nil, err
+			}
+			if _, err := worktree.Create(ctx, e.repoDir(), s.Worktree, s.Branch, base); err != nil {
+				return nil, fmt.Errorf("reopen %s: recreate its worktree: %w", sn.Task.Slug, err)
+			}
+		}
+	}
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		to, err := plan(s)
+		if err != nil {
 			return nil, err
 		}
 		s.Task.Status = to
@@ -395,4 +422,5 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		}
 		return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
 	})
+	return sn, err
 }

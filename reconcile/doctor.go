@@ -246,7 +246,7 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 			f.Kind, f.Detail = "orphaned-worktree", fmt.Sprintf("%s (branch %s) belongs to no task; remove it yourself when its work is not needed: git worktree remove %s", path, branch, path)
 		case task != nil && task.Status.IsTerminal():
 			f.Kind = "orphaned-worktree"
-			f.Detail = fmt.Sprintf("%s is still checked out for a %s task", path, task.Status)
+			f.Detail = fmt.Sprintf("%s is still checked out although the task is %s", path, task.Status)
 			dirty, derr := worktree.Dirty(ctx, path)
 			if derr != nil || dirty {
 				f.Detail += "; it has uncommitted changes, so lazy leaves it (inspect it, then git worktree remove --force " + path + ")"
