@@ -1,0 +1,379 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// workedTask creates a task whose first turn commits the files given as
+// "path content" pairs, and waits until it is parked.
+func workedTask(t *testing.T, r *runner, title string, files ...string) task {
+	t.Helper()
+	var lines []string
+	for _, f := range files {
+		lines = append(lines, "write "+f)
+	}
+	lines = append(lines, "commit agent: "+title, "print did "+title)
+	rr := r.with(script(t, lines...))
+	tk := rr.create(title, "-m", "Goal of "+title+".")
+	rr.ok("start", tk.Slug, "--command", fakeAgentBin)
+	rr.waitStatus(tk.Slug, "blocked")
+	return tk
+}
+
+func TestAcceptSquashMergesAndCleansUp(t *testing.T) {
+	r := newRepo(t)
+	r = r.with(script(t, "write a.txt alpha", "commit agent: a", "write b.txt beta", "commit agent: b", "print two commits"))
+	tk := r.create("Two commits", "-m", "Add a and b.")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	s := r.waitStatus(tk.Slug, "blocked")
+	before := strings.TrimSpace(r.git("rev-parse", "main"))
+
+	res := r.run(nil, "accept", tk.Slug)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "squash-merged into main") {
+		t.Fatalf("accept: %s", res)
+	}
+	// Plain narration off a terminal, from the phase table.
+	for _, want := range []string{"pre-flight checks", "plan: record the accept (merging); squash-merge", "step 1 of 4: record the accept", "step 4 of 4: remove the task's worktree and branch"} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Fatalf("narration lacks %q:\n%s", want, res.Stderr)
+		}
+	}
+	if parent := strings.TrimSpace(r.git("rev-parse", "main^")); parent != before {
+		t.Fatalf("main^ is %s, want the old main %s: not one squash commit", parent, before)
+	}
+	if n := strings.TrimSpace(r.git("rev-list", "--count", before+"..main")); n != "1" {
+		t.Fatalf("%s commits landed, want 1", n)
+	}
+	msg := r.git("log", "-1", "--format=%B", "main")
+	if !strings.HasPrefix(msg, "Two commits\n\nAdd a and b.\n\nLazy-Task: "+tk.ID+"\nLazy-Branch: lazy/two-commits") {
+		t.Fatalf("squash message %q", msg)
+	}
+	for f, want := range map[string]string{"a.txt": "alpha\n", "b.txt": "beta\n"} {
+		if got := r.git("show", "main:"+f); got != strings.TrimSpace(want) {
+			t.Fatalf("main:%s = %q", f, got)
+		}
+	}
+	got := r.showFull(tk.Slug)
+	if got.Status != "complete" || got.Outcome != "accepted" {
+		t.Fatalf("after accept: %s %q", got.Status, got.Outcome)
+	}
+	n := len(got.History)
+	if h1, h2 := got.History[n-2], got.History[n-1]; h1.From != "blocked" || h1.To != "merging" || h2.From != "merging" || h2.To != "complete" {
+		t.Fatalf("history %+v %+v", h1, h2)
+	}
+	if _, err := os.Stat(s.Session.Worktree); !os.IsNotExist(err) {
+		t.Fatalf("worktree kept: %v", err)
+	}
+	if _, err := gitErr(r, "rev-parse", "--verify", "lazy/two-commits"); err == nil {
+		t.Fatal("branch kept after the recorded merge")
+	}
+	if msg := r.fails(1, nil, "accept", tk.Slug); !strings.Contains(msg, "already accepted") {
+		t.Fatalf("second accept: %s", msg)
+	}
+}
+
+func TestAcceptRefusals(t *testing.T) {
+	r := newRepo(t)
+	dirty := workedTask(t, r, "dirty worktree", "d.txt d")
+	wt := r.showFull(dirty.Slug).Session.Worktree
+	if err := os.WriteFile(filepath.Join(wt, "uncommitted.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg := r.fails(1, nil, "accept", dirty.Slug); !strings.Contains(msg, "uncommitted changes") {
+		t.Fatalf("dirty task worktree: %s", msg)
+	}
+	if r.show(dirty.Slug).Status != "blocked" {
+		t.Fatal("a refused accept changed the status")
+	}
+
+	empty := r.with(script(t, "print nothing to do"))
+	e := empty.create("no changes")
+	empty.ok("start", e.Slug, "--command", fakeAgentBin)
+	empty.waitStatus(e.Slug, "blocked")
+	if msg := r.fails(1, nil, "accept", e.Slug); !strings.Contains(msg, "nothing to merge") {
+		t.Fatalf("empty branch: %s", msg)
+	}
+
+	fenced := r.with(script(t, "write outside.txt o", "commit agent: o", "print done"))
+	f := fenced.create("fenced", "--allow", "src/**")
+	fenced.ok("start", f.Slug, "--command", fakeAgentBin)
+	fenced.waitStatus(f.Slug, "conflict")
+	if msg := r.fails(1, nil, "accept", f.Slug); !strings.Contains(msg, "violation") {
+		t.Fatalf("pending violations: %s", msg)
+	}
+	if msg := r.fails(1, nil, "accept", "backlog-one-that-does-not-exist"); !strings.Contains(msg, "no task") {
+		t.Fatalf("unknown task: %s", msg)
+	}
+	b := r.create("never started")
+	if msg := r.fails(1, nil, "accept", b.Slug); !strings.Contains(msg, "backlog") {
+		t.Fatalf("backlog task: %s", msg)
+	}
+}
+
+func TestAcceptStashesAndRestoresADirtyDestination(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "feature", "feature.txt new feature")
+	if err := os.WriteFile(filepath.Join(r.dir, "README.md"), []byte("# test\nmy local edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "notes.txt"), []byte("untracked notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := r.run(nil, "accept", tk.Slug)
+	if res.Code != 0 || !strings.Contains(res.Stderr, "stash uncommitted changes") || !strings.Contains(res.Stderr, "restore the stashed changes") {
+		t.Fatalf("accept into a dirty checkout: %s", res)
+	}
+	for f, want := range map[string]string{"README.md": "# test\nmy local edit\n", "notes.txt": "untracked notes\n", "feature.txt": "new feature\n"} {
+		if b, err := os.ReadFile(filepath.Join(r.dir, f)); err != nil || string(b) != want {
+			t.Fatalf("%s after accept: %q %v", f, b, err)
+		}
+	}
+	if st := r.git("stash", "list"); st != "" {
+		t.Fatalf("stash left behind: %q", st)
+	}
+	if !strings.Contains(r.git("show", "--stat", "--format=", "main"), "feature.txt") || strings.Contains(r.git("show", "--stat", "--format=", "main"), "README.md") {
+		t.Fatal("the local edit leaked into the squash commit, or the feature is missing")
+	}
+}
+
+func TestAcceptReportsAStashThatCannotBeRestored(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "rewrite readme", "README.md the agent's readme")
+	if err := os.WriteFile(filepath.Join(r.dir, "README.md"), []byte("my conflicting edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := r.run(nil, "accept", tk.Slug)
+	if res.Code != 0 {
+		t.Fatalf("accept: %s", res)
+	}
+	stash := strings.TrimSpace(r.git("rev-parse", "refs/stash"))
+	if !strings.Contains(res.Stderr, "warning") || !strings.Contains(res.Stderr, stash) || !strings.Contains(res.Stderr, "stash apply "+stash) {
+		t.Fatalf("the warning does not name stash %s and how to recover: %s", stash, res.Stderr)
+	}
+	if got := r.git("show", "main:README.md"); got != "the agent's readme" {
+		t.Fatalf("the merge was not kept: %q", got)
+	}
+	if got := r.git("show", stash+":README.md"); got != "my conflicting edit" {
+		t.Fatalf("the stash does not hold the edit: %q", got)
+	}
+	if s := r.showFull(tk.Slug); s.Status != "complete" || !strings.Contains(s.CommentList[len(s.CommentList)-1].Text, stash) {
+		t.Fatalf("after accept: %s, comments %+v", s.Status, s.CommentList)
+	}
+}
+
+func TestTwoRacingAcceptsMergeOnce(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "raced", "raced.txt once")
+	before := strings.TrimSpace(r.git("rev-parse", "main"))
+	var wg sync.WaitGroup
+	results := make([]result, 2)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = r.run(nil, "accept", tk.Slug)
+		}(i)
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for _, res := range results {
+		switch {
+		case res.Code == 0:
+			won++
+		case res.Code == 1 && strings.Contains(res.Stderr, "already accepted"):
+			lost++
+		default:
+			t.Fatalf("unexpected: %s", res)
+		}
+	}
+	if won != 1 || lost != 1 {
+		t.Fatalf("won %d, lost %d", won, lost)
+	}
+	if n := strings.TrimSpace(r.git("rev-list", "--count", before+"..main")); n != "1" {
+		t.Fatalf("%s commits landed", n)
+	}
+}
+
+// hook installs a git hook in the repository (shared by its worktrees).
+func hook(t *testing.T, r *runner, name, body string) {
+	t.Helper()
+	p := filepath.Join(r.dir, ".git", "hooks", name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startLazy starts lazy in its own process group, so the test can
+// SIGKILL it together with the git and hook processes it runs.
+func startLazy(t *testing.T, r *runner, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(lazyBin, args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1", "LAZY_NO_DAEMON=1")
+	cmd.Env = append(cmd.Env, r.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	return cmd
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+func TestAcceptKilledMidMergeIsRecovered(t *testing.T) {
+	for _, tc := range []struct {
+		name, hook string
+		dirty      bool
+		want       string
+	}{
+		{name: "killed before the squash commit", hook: "pre-commit", want: "blocked"},
+		{name: "killed before the commit with a stashed destination", hook: "pre-commit", dirty: true, want: "blocked"},
+		{name: "killed after the squash commit", hook: "post-commit", want: "complete"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			tk := workedTask(t, r, "killed accept", "k.txt work")
+			before := strings.TrimSpace(r.git("rev-parse", "main"))
+			if tc.dirty {
+				if err := os.WriteFile(filepath.Join(r.dir, "local.txt"), []byte("mine\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			marker := filepath.Join(t.TempDir(), "in-hook")
+			hook(t, r, tc.hook, "touch "+marker+"\nsleep 600")
+			cmd := startLazy(t, r, "accept", tk.Slug)
+			waitFile(t, marker)
+			if r.refStatus(tk.ID) != "merging" {
+				t.Fatalf("status during the merge: %s", r.refStatus(tk.ID))
+			}
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			if err := os.Remove(filepath.Join(r.dir, ".git", "hooks", tc.hook)); err != nil {
+				t.Fatal(err)
+			}
+
+			r.ok("list") // the reconciler finds the stranded merge
+			s := r.showFull(tk.Slug)
+			if s.Status != tc.want {
+				t.Fatalf("recovered to %s, want %s", s.Status, tc.want)
+			}
+			if tc.want == "complete" {
+				if s.Outcome != "accepted" || !strings.Contains(r.git("log", "-1", "--format=%B", "main"), "Lazy-Task: "+tk.ID) {
+					t.Fatalf("a landed merge was not finished: %+v", s.task)
+				}
+				return
+			}
+			if got := strings.TrimSpace(r.git("rev-parse", "main")); got != before {
+				t.Fatalf("main moved to %s although the merge never committed", got)
+			}
+			last := s.CommentList[len(s.CommentList)-1].Text
+			if !strings.Contains(last, "stranded accept never merged") || !strings.Contains(last, r.dir) {
+				t.Fatalf("recovery note %q", last)
+			}
+			if tc.dirty {
+				stash := strings.TrimSpace(r.git("rev-parse", "refs/stash"))
+				if !strings.Contains(last, stash) || r.git("show", stash+"^3:local.txt") != "mine" {
+					t.Fatalf("the note %q does not lead to stash %s holding the local change", last, stash)
+				}
+			}
+			// A human cleans the half-done merge; then accept works.
+			r.git("reset", "-q", "--merge")
+			if tc.dirty {
+				r.git("stash", "pop", "-q")
+			}
+			r.ok("accept", tk.Slug)
+			if got := r.show(tk.Slug).Status; got != "complete" {
+				t.Fatalf("accept after recovery: %s", got)
+			}
+		})
+	}
+}
+
+func TestFailingCheckRestoresThePriorStatus(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "checked", "c.txt c")
+	hook(t, r, "pre-commit", "echo 'lint failed: c.txt' >&2\nexit 1")
+	msg := r.fails(1, nil, "accept", tk.Slug)
+	if !strings.Contains(msg, "lint failed") {
+		t.Fatalf("accept with a failing check: %s", msg)
+	}
+	s := r.showFull(tk.Slug)
+	last := s.History[len(s.History)-1]
+	if s.Status != "blocked" || last.From != "merging" || last.To != "blocked" {
+		t.Fatalf("after a failed check: %s, %+v", s.Status, last)
+	}
+	if st := r.git("status", "--porcelain"); st != "" {
+		t.Fatalf("the failed merge left %q in the checkout", st)
+	}
+}
+
+func TestSubtaskAcceptMergesIntoTheParentBranch(t *testing.T) {
+	r := newRepo(t)
+	counter := filepath.Join(t.TempDir(), "parent-runs")
+	pr := r.with(script(t, "attempt "+counter, "when 1 write p.txt parent work", "when 1 commit agent: parent",
+		"when 2 print parent busy", "when 2 hang", "print parent done"))
+	parent := pr.create("parent task")
+	pr.ok("start", parent.Slug, "--command", fakeAgentBin)
+	pr.waitStatus(parent.Slug, "blocked")
+
+	cr := r.with(script(t, "argv "+filepath.Join(t.TempDir(), "child-argv"), "write c.txt child work", "commit agent: child", "print child done"))
+	child := cr.create("child task", "--parent", parent.Slug)
+	cr.ok("start", child.Slug, "--command", fakeAgentBin)
+	cs := cr.waitStatus(child.Slug, "blocked")
+	if b, err := os.ReadFile(filepath.Join(cs.Session.Worktree, "p.txt")); err != nil || string(b) != "parent work\n" {
+		t.Fatalf("the child did not branch from the parent's branch: %q %v", b, err)
+	}
+	if out := r.ok("list"); !strings.Contains(out, "  child-task") {
+		t.Fatalf("list does not show the child under its parent:\n%s", out)
+	}
+	if msg := r.fails(1, nil, "accept", parent.Slug); !strings.Contains(msg, "child-task") {
+		t.Fatalf("accepting a parent with an open subtask: %s", msg)
+	}
+
+	// The parent is active: the child's merge target is in use.
+	pr.ok("unblock", parent.Slug, "-m", "keep going")
+	waitLog(t, r, "parent busy")
+	if msg := r.fails(1, nil, "accept", child.Slug); !strings.Contains(msg, "parent parent-task is working") {
+		t.Fatalf("accept under an active parent: %s", msg)
+	}
+	r.ok("stop", parent.Slug)
+
+	mainBefore := strings.TrimSpace(r.git("rev-parse", "main"))
+	r.ok("accept", child.Slug)
+	if got := strings.TrimSpace(r.git("rev-parse", "main")); got != mainBefore {
+		t.Fatal("a subtask's accept moved main")
+	}
+	if got := r.git("show", "lazy/parent-task:c.txt"); got != "child work" {
+		t.Fatalf("the parent branch lacks the child's work: %q", got)
+	}
+	ps := r.showFull(parent.Slug)
+	if b, err := os.ReadFile(filepath.Join(ps.Session.Worktree, "c.txt")); err != nil || string(b) != "child work\n" {
+		t.Fatalf("the parent's worktree was not updated: %q %v", b, err)
+	}
+	// Now the parent can be accepted, carrying the child's work to main.
+	r.ok("accept", parent.Slug)
+	if got := r.git("show", "main:c.txt"); got != "child work" {
+		t.Fatalf("main:c.txt = %q", got)
+	}
+}
