@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
 )
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
-	JSON bool   `help:"Print the result as JSON."`
+	Task        string        `arg:"" help:"Slug or id prefix."`
+	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
+	Timeout     time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
+	JSON        bool          `help:"Print the result as JSON."`
 }
 
 // Run implements lazy accept.
@@ -32,7 +36,14 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if sn, err := a.store.Load(id); err == nil {
 		slug = sn.Task.Slug
 	}
-	res, err := env.Accept(ctx, id, &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug})
+	opts := ops.AcceptOptions{Launch: a.launchSupervisor, Wait: func(ctx context.Context, id string) (*gitstore.Snapshot, error) {
+		a.daemonAfterLaunch(ctx)
+		return a.waitTurn(ctx, id, c.Timeout)
+	}}
+	if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok && !c.SkipPreTurn {
+		opts.PreTurn = v
+	}
+	res, err := env.Accept(ctx, id, &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug}, opts)
 	if err != nil {
 		return err
 	}

@@ -203,7 +203,11 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	fmt.Fprintln(tw, "ID\tSTATUS\tSLUG\tTITLE")
 	for _, row := range treeOrder(tasks) {
 		indent := strings.Repeat("  ", row.depth)
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), row.t.Status, indent, row.t.Slug, oneLine(row.t.Title, 72))
+		status := string(row.t.Status)
+		if row.t.Substate != "" {
+			status += " (" + row.t.Substate + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), status, indent, row.t.Slug, oneLine(row.t.Title, 72))
 	}
 	return tw.Flush()
 }
@@ -350,7 +354,11 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	w := a.stdout
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
 	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
-	fmt.Fprintf(w, "  Status:   %s\n", t.Status)
+	if t.Substate != "" {
+		fmt.Fprintf(w, "  Status:   %s (%s)\n", t.Status, t.Substate)
+	} else {
+		fmt.Fprintf(w, "  Status:   %s\n", t.Status)
+	}
 	if t.Outcome != "" {
 		fmt.Fprintf(w, "  Outcome:  %s\n", t.Outcome)
 	}

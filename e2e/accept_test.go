@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -376,4 +377,70 @@ func TestSubtaskAcceptMergesIntoTheParentBranch(t *testing.T) {
 	if got := r.git("show", "main:c.txt"); got != "child work" {
 		t.Fatalf("main:c.txt = %q", got)
 	}
+}
+
+func TestPreAcceptTurn(t *testing.T) {
+	r := newRepo(t)
+	counter := filepath.Join(t.TempDir(), "runs")
+	argvFile := filepath.Join(t.TempDir(), "pre-argv")
+	seen := filepath.Join(t.TempDir(), "substate-seen")
+	r = r.with(script(t, "attempt "+counter,
+		"when 1 write work.txt work", "when 1 commit agent: work",
+		"when 2 argv "+argvFile, "when 2 write fix.txt fixed before merge", "when 2 commit agent: pre-accept fix",
+		"when 2 attempt "+seen, // waits below for the test to look
+		"when 2 sleep 1500ms",
+		"when 3 print checks broke", "when 3 exit 1",
+		"print ok"))
+	tk := r.create("pre accepted")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	r.git("config", "lazy.accept.preTurn", "Run the test suite and commit any fix.")
+
+	cmd := startLazy(t, r, "accept", tk.Slug)
+	waitFile(t, seen)
+	var sub struct {
+		Status   string `json:"status"`
+		Substate string `json:"substate"`
+	}
+	if err := json.Unmarshal([]byte(r.git("show", "refs/lazy/tasks/"+tk.ID+":task.json")), &sub); err != nil {
+		t.Fatal(err)
+	}
+	if sub.Status != "working" || sub.Substate != "agent:pre-accept" {
+		t.Fatalf("during the pre-accept turn: %+v", sub)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("accept with a pre-accept turn: %v", err)
+	}
+	if p := lastPrompt(t, argvFile); p != "Run the test suite and commit any fix." {
+		t.Fatalf("pre-accept prompt %q", p)
+	}
+	if got := r.git("show", "main:fix.txt"); got != "fixed before merge" {
+		t.Fatalf("the pre-accept fix did not land: %q", got)
+	}
+	if s := r.show(tk.Slug); s.Status != "complete" {
+		t.Fatalf("after accept: %s", s.Status)
+	}
+}
+
+func TestFailedPreAcceptTurnMergesNothing(t *testing.T) {
+	r := newRepo(t)
+	counter := filepath.Join(t.TempDir(), "runs")
+	r = r.with(script(t, "attempt "+counter, "when 1 write w.txt w", "when 1 commit agent: w", "when 1 exit 0",
+		"print the checks broke", "exit 1"))
+	tk := r.create("pre fails")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	r.git("config", "lazy.accept.preTurn", "Run the checks.")
+	before := strings.TrimSpace(r.git("rev-parse", "main"))
+	if msg := r.fails(1, nil, "accept", tk.Slug); !strings.Contains(msg, "pre-accept turn failed") {
+		t.Fatalf("accept: %s", msg)
+	}
+	if s := r.show(tk.Slug); s.Status != "blocked" {
+		t.Fatalf("after a failed pre-accept turn: %s", s.Status)
+	}
+	if strings.TrimSpace(r.git("rev-parse", "main")) != before {
+		t.Fatal("main moved")
+	}
+	// --skip-pre-turn goes straight to the merge.
+	r.ok("accept", tk.Slug, "--skip-pre-turn")
 }

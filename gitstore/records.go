@@ -32,6 +32,9 @@ type Task struct {
 	Turns        int               `json:"turns"`
 	Comments     int               `json:"comments"`
 	Sessions     int               `json:"sessions"` // how many sessions this task has had
+	// Substate refines working: agent:pre-accept while accept's optional
+	// agent turn runs (so it is not mistaken for a human unblock).
+	Substate string `json:"substate,omitempty"`
 	// Accept, while the task is merging: the durable record, written
 	// before the merge, that lets a crashed accept be finished or undone.
 	Accept *AcceptRecord `json:"accept,omitempty"`

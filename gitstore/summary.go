@@ -14,6 +14,7 @@ type Summary struct {
 	Slug         string            `json:"slug"`
 	Title        string            `json:"title"`
 	Status       machine.Status    `json:"status"`
+	Substate     string            `json:"substate,omitempty"`
 	Category     machine.Category  `json:"category"`
 	Parent       string            `json:"parent,omitempty"`
 	TargetBranch string            `json:"target_branch,omitempty"`
@@ -35,7 +36,7 @@ const TimeLayout = "2006-01-02T15:04:05Z"
 // NewSummary derives the summary of a task.
 func NewSummary(t *Task) Summary {
 	return Summary{
-		ID: t.ID, Slug: t.Slug, Title: t.Title, Status: t.Status, Category: t.Status.Category(),
+		ID: t.ID, Slug: t.Slug, Title: t.Title, Status: t.Status, Substate: t.Substate, Category: t.Status.Category(),
 		Parent: t.Parent, TargetBranch: t.TargetBranch,
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,

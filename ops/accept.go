@@ -27,6 +27,7 @@ type Phase struct {
 
 // AcceptPhases is the accept phase table.
 var AcceptPhases = []Phase{
+	{ID: "pre-accept", Label: "pre-accept agent turn", Optional: true},
 	{ID: "record", Label: "record the accept (merging)"},
 	{ID: "stash", Label: "stash uncommitted changes in the destination", Optional: true},
 	{ID: "merge", Label: "squash-merge the task branch"},
@@ -35,17 +36,32 @@ var AcceptPhases = []Phase{
 	{ID: "cleanup", Label: "remove the task's worktree and branch"},
 }
 
-// AcceptPlan is the plan of a fresh accept: the table, with the optional
-// stash and restore phases only when the destination is dirty.
-func AcceptPlan(dirtyDest bool) []Phase {
+// AcceptPlan is the plan of a fresh accept: the table, with the
+// pre-accept turn only when one is configured and the stash and restore
+// phases only when the destination is dirty.
+func AcceptPlan(preTurn, dirtyDest bool) []Phase {
 	var plan []Phase
 	for _, p := range AcceptPhases {
-		if p.Optional && !dirtyDest {
+		switch {
+		case p.ID == "pre-accept" && !preTurn:
+			continue
+		case (p.ID == "stash" || p.ID == "restore") && !dirtyDest:
 			continue
 		}
 		plan = append(plan, p)
 	}
 	return plan
+}
+
+// AcceptOptions configure an accept.
+type AcceptOptions struct {
+	// PreTurn, when set, is the prompt of an agent turn run before the
+	// merge (git config lazy.accept.preTurn); the task shows working with
+	// substate agent:pre-accept meanwhile.
+	PreTurn string
+	Launch  Launcher
+	// Wait blocks until task id's turn is recorded and returns the task.
+	Wait func(ctx context.Context, id string) (*gitstore.Snapshot, error)
 }
 
 // Narrator hears what an accept is doing. It is strictly observational:
@@ -82,7 +98,7 @@ var ErrAlreadyAccepted = errors.New("already accepted")
 // worktree and branch. It holds the task lock from start to finish, so a
 // second accept waits and then reports ErrAlreadyAccepted, and a task in
 // merging whose lock is free is known to be stranded.
-func (e *Env) Accept(ctx context.Context, name string, n Narrator) (*AcceptResult, error) {
+func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
 	say := func(f func(Narrator)) {
 		if n != nil {
 			safe(func() { f(n) })
@@ -93,18 +109,19 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator) (*AcceptResul
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer func() { unlock() }()
 	pre, err := e.acceptPreflight(ctx, sn)
 	if err != nil {
 		return nil, err
 	}
-	plan := AcceptPlan(pre.dirty)
+	preTurn := opts.PreTurn != "" && opts.Launch != nil && opts.Wait != nil
+	plan := AcceptPlan(preTurn, pre.dirty)
 	say(func(n Narrator) { n.Plan(plan) })
 	step := 0
 	begin := func(id string) {
-		step++
 		for _, p := range plan {
 			if p.ID == id {
+				step++
 				s := step
 				say(func(n Narrator) { n.Step(s, len(plan), p) })
 			}
@@ -112,6 +129,33 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator) (*AcceptResul
 	}
 	res := &AcceptResult{Into: pre.into}
 	slug := sn.Task.Slug
+
+	if preTurn {
+		begin("pre-accept")
+		from := sn.Task.Status
+		if sn, err = e.preAcceptTurn(ctx, sn, opts); err != nil {
+			return nil, err
+		}
+		// The lock is released while the turn runs (the reconciler records
+		// it under that same lock), then retaken, and everything is
+		// checked again.
+		unlock()
+		unlock = func() {}
+		if _, err := e.awaitPreAccept(ctx, sn, from, opts); err != nil {
+			return nil, err
+		}
+		if sn, unlock, err = e.lockedLoad(ctx, sn.Task.ID); err != nil {
+			return nil, err
+		}
+		wasDirty := pre.dirty
+		if pre, err = e.acceptPreflight(ctx, sn); err != nil {
+			return nil, fmt.Errorf("after the pre-accept turn: %w", err)
+		}
+		if pre.dirty != wasDirty {
+			plan = AcceptPlan(true, pre.dirty)
+			say(func(n Narrator) { n.Plan(plan) })
+		}
+	}
 
 	begin("record")
 	from := sn.Task.Status
@@ -206,6 +250,64 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator) (*AcceptResul
 	begin("cleanup")
 	res.Warnings = append(res.Warnings, e.cleanupAccepted(ctx, sn)...)
 	return res, nil
+}
+
+// preAcceptTurn launches the configured agent turn before the merge,
+// under the task lock. awaitPreAccept then waits for it without the lock;
+// the turn must complete and park the task back where it was.
+func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts AcceptOptions) (*gitstore.Snapshot, error) {
+	prompt, err := requiredProse("the pre-accept prompt", opts.PreTurn, "the pre-accept prompt is empty")
+	if err != nil {
+		return nil, err
+	}
+	from := sn.Task.Status
+	var turn gitstore.Turn
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != from {
+			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
+		}
+		if err := machine.Validate(s.Task.Status, machine.Working, e.Actor); err != nil {
+			return nil, fmt.Errorf("accept %s: %w", s.Task.Slug, err)
+		}
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "pre-accept", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "pre-accept"
+		s.Task.Status = machine.Working
+		s.Task.Substate = "agent:pre-accept"
+		return &gitstore.Op{Name: "pre-accept", Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.launchTurn(sn, turn, "pre-accept", prompt, "", opts.Launch); err != nil {
+		return nil, err
+	}
+	return sn, nil
+}
+
+func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from machine.Status, opts AcceptOptions) (*gitstore.Snapshot, error) {
+	slug, seq := sn.Task.Slug, sn.Session.Turn
+	// Waiting happens without the task lock: see Accept.
+	final, err := opts.Wait(ctx, sn.Task.ID)
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: the pre-accept turn: %w", slug, err)
+	}
+	turns, err := e.Store.Turns(final)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range turns {
+		if t.Seq > seq && t.Role == gitstore.RoleAgent && t.Error != "" {
+			return nil, fmt.Errorf("accept %s: the pre-accept turn failed, nothing was merged (the task is %s): %s", slug, final.Task.Status, t.Error)
+		}
+	}
+	st := final.Task.Status
+	if parkedBack := st == from || (from == machine.Blocked && st == machine.Conflict); !parkedBack {
+		return nil, fmt.Errorf("accept %s: after the pre-accept turn the task is %s; nothing was merged", slug, st)
+	}
+	if final.PendingViolations() > 0 {
+		return nil, fmt.Errorf("accept %s: the pre-accept turn changed files outside the allowed paths (%s); decide them with lazy unblock first; nothing was merged", slug, strings.Join(final.Violations.Pending, ", "))
+	}
+	return final, nil
 }
 
 type acceptPre struct {

@@ -106,7 +106,8 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Session.AgentSessionID = resp.AgentSessionID // resume with the latest id seen
 		}
 		var why string
-		neutral := s.Session.TurnKind == "ask" || s.Session.TurnKind == "sync"
+		neutral := neutralKind(s.Session.TurnKind)
+		s.Task.Substate = "" // the turn is over
 		if s.Session.TurnKind == "sync" {
 			turn.Kind = "sync"
 		}
@@ -147,6 +148,11 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 	}
 	return act, nil
 }
+
+// neutralKind says whether a turn kind is status-neutral: the task parks
+// back where it was whatever the turn's outcome, and is never interrupted
+// into an auto-resumed work turn.
+func neutralKind(k string) bool { return k == "ask" || k == "sync" || k == "pre-accept" }
 
 // consumeFeedback flips every pending feedback turn of the session to
 // consumed: clearing the whole backlog at once is what makes redelivery
@@ -240,7 +246,8 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 			s.Violations.Flag(without(outside, approved), st.BaseSHA)
 		}
 		s.AddTurn(turn)
-		if k := s.Session.TurnKind; k == "ask" || k == "sync" {
+		s.Task.Substate = ""
+		if k := s.Session.TurnKind; neutralKind(k) {
 			// An ask or sync is status-neutral even when it dies: the task
 			// goes back to where it was, never to an auto-resumed work turn.
 			s.Task.Status = machine.Park(s.PendingViolations())
