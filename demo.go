@@ -250,6 +250,38 @@ func (d *demo) tour(ctx context.Context) error {
 			}
 			return d.expect(out, `"slug":"fix-the-flaky-login-test"`)
 		},
+		func(ctx context.Context) error {
+			d.say("Accept: refused while a subtask is open, then one squash commit on main; the worktree and branch go")
+			out, err := d.sh(ctx, false, "", d.exe, "accept", "fix-the-flaky-login-test")
+			if err != nil {
+				return err
+			}
+			if err := d.expect(out, "cover-logout-too"); err != nil {
+				return err
+			}
+			if _, err := d.lazy(ctx, "close", "cover-logout-too", "-m", "Covered by the parent's second turn."); err != nil {
+				return err
+			}
+			if out, err = d.lazy(ctx, "accept", "fix-the-flaky-login-test"); err != nil {
+				return err
+			}
+			if err := d.expect(out, "squash-merged into main"); err != nil {
+				return err
+			}
+			out, err = d.sh(ctx, true, "", "git", "log", "-1", "--format=%s%n%(trailers)", "main")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "Lazy-Task:")
+		},
+		func(ctx context.Context) error {
+			d.say("Nothing left behind: lazy doctor finds no stranded merge, dead supervisor or orphan")
+			out, err := d.lazy(ctx, "doctor")
+			if err != nil {
+				return err
+			}
+			return d.expect(out, "No problems found.")
+		},
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
