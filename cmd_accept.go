@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -43,7 +45,8 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok && !c.SkipPreTurn {
 		opts.PreTurn = v
 	}
-	res, err := env.Accept(ctx, id, &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug}, opts)
+	display := &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug, relay: a.phaseRelay(id, "accept")}
+	res, err := env.Accept(ctx, id, display, opts)
 	if err != nil {
 		return err
 	}
@@ -71,15 +74,34 @@ func shortSHA(s string) string {
 	return s
 }
 
+// phaseRelay sends narration to the repository's daemon, if one runs, as
+// progress events for every subscriber (lazy daemon --events, and the
+// clients that follow it). It never starts a daemon and never waits long.
+func (a *app) phaseRelay(id, op string) func(daemon.PhaseEvent) {
+	if os.Getenv("LAZY_NO_DAEMON") != "" {
+		return func(daemon.PhaseEvent) {}
+	}
+	client := daemon.Dial(a.repo.LazyDir())
+	return func(ev daemon.PhaseEvent) {
+		ev.TaskID, ev.Op = id, op
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_ = client.Phase(ctx, ev)
+	}
+}
+
 // phaseDisplay renders accept narration: "[n/m] label" on a terminal,
-// plain self-contained lines otherwise (logs, CI, pipes).
+// plain self-contained lines otherwise (logs, CI, pipes), and relays each
+// line to the daemon.
 type phaseDisplay struct {
-	w    io.Writer
-	tty  bool
-	slug string
+	w     io.Writer
+	tty   bool
+	slug  string
+	relay func(daemon.PhaseEvent)
 }
 
 func (d *phaseDisplay) Prelude(msg string) {
+	d.relay(daemon.PhaseEvent{Label: msg})
 	if d.tty {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return
@@ -92,6 +114,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 	for i, p := range plan {
 		labels[i] = p.Label
 	}
+	d.relay(daemon.PhaseEvent{Plan: labels})
 	if d.tty {
 		fmt.Fprintf(d.w, "      plan: %s\n", strings.Join(labels, " → "))
 		return
@@ -100,6 +123,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 }
 
 func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
+	d.relay(daemon.PhaseEvent{Step: n, Of: m, Label: p.Label})
 	if d.tty {
 		fmt.Fprintf(d.w, "[%d/%d] %s\n", n, m, p.Label)
 		return
@@ -108,6 +132,7 @@ func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
 }
 
 func (d *phaseDisplay) Note(msg string) {
+	d.relay(daemon.PhaseEvent{Label: msg})
 	if d.tty {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return

@@ -6,6 +6,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,19 @@ type Event struct {
 	Heartbeat string             `json:"heartbeat,omitempty"`
 	Reconcile []reconcile.Action `json:"reconcile,omitempty"`
 	Progress  *Progress          `json:"progress,omitempty"`
+	Phase     *PhaseEvent        `json:"phase,omitempty"`
+}
+
+// PhaseEvent is one step of a long operation (an accept) narrated by the
+// process running it, relayed to every subscriber. Step is 0 for a
+// prelude or a note, which have no position in the plan.
+type PhaseEvent struct {
+	TaskID string   `json:"task_id"`
+	Op     string   `json:"op"`
+	Step   int      `json:"step,omitempty"`
+	Of     int      `json:"of,omitempty"`
+	Label  string   `json:"label,omitempty"`
+	Plan   []string `json:"plan,omitempty"`
 }
 
 // Progress is a working task's supervisor state, published when it
@@ -111,6 +125,15 @@ func (s *Server) Run(ctx context.Context) error {
 		cancel()
 	})
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /phase", func(w http.ResponseWriter, r *http.Request) {
+		var ev PhaseEvent
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&ev); err != nil || ev.TaskID == "" {
+			http.Error(w, "a phase event needs JSON with a task_id", http.StatusBadRequest)
+			return
+		}
+		s.publish(Event{Phase: &ev})
+		w.WriteHeader(http.StatusNoContent)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -275,6 +298,24 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 // Shutdown asks the daemon to exit.
 func (c *Client) Shutdown(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/shutdown", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// Phase relays a phase event to the daemon's subscribers. It is
+// best-effort: the caller's operation must not depend on it.
+func (c *Client) Phase(ctx context.Context, ev PhaseEvent) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/phase", bytes.NewReader(b))
 	if err != nil {
 		return err
 	}

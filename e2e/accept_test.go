@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -443,4 +444,61 @@ func TestFailedPreAcceptTurnMergesNothing(t *testing.T) {
 	}
 	// --skip-pre-turn goes straight to the merge.
 	r.ok("accept", tk.Slug, "--skip-pre-turn")
+}
+
+func TestAcceptNarrationReachesDaemonSubscribers(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	tk := workedTask(t, r, "narrated", "n.txt n")
+	r.ok("daemon", "--ensure")
+	cmd := exec.Command(lazyBin, "daemon", "--events")
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 256)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	// The daemon greets a subscriber with a heartbeat once it is
+	// registered: from then on nothing is missed.
+	select {
+	case <-lines:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no greeting on the event stream")
+	}
+	r.ok("accept", tk.Slug)
+	var got []string
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the stream ended: %q", got)
+			}
+			if strings.Contains(l, `"phase"`) {
+				got = append(got, l)
+			}
+			if strings.Contains(l, `"label":"remove the task's worktree and branch"`) {
+				text := strings.Join(got, "\n")
+				for _, want := range []string{`"op":"accept"`, `"task_id":"` + tk.ID + `"`, `"step":1,"of":4`, `"plan":["record the accept (merging)"`} {
+					if !strings.Contains(text, want) {
+						t.Fatalf("event stream lacks %s:\n%s", want, text)
+					}
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no final accept phase on the daemon stream: %q", got)
+		}
+	}
 }
