@@ -646,3 +646,50 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 	fmt.Fprintf(a.stdout, "Reparented %s: %s\n", sn.Task.Slug, where)
 	return nil
 }
+
+// AllowCmd edits a task's allowed-paths policy.
+type AllowCmd struct {
+	Task     string   `arg:"" help:"Slug or id prefix."`
+	Patterns []string `arg:"" optional:"" help:"Globs (relative paths; * within a segment, ** across segments)."`
+	Add      bool     `help:"Add the globs to the policy instead of replacing it." xor:"mode"`
+	Remove   bool     `help:"Remove the globs from the policy." xor:"mode"`
+	Clear    bool     `help:"Remove the policy: every file is allowed." xor:"mode"`
+	JSON     bool     `help:"Print the task as JSON."`
+}
+
+// Run implements lazy allow.
+func (c *AllowCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	if len(c.Patterns) == 0 && !c.Clear {
+		return usageError{"lazy allow needs globs, or --clear to remove the policy"}
+	}
+	if len(c.Patterns) > 0 && c.Clear {
+		return usageError{"--clear takes no globs"}
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	mode := ops.AllowReplace
+	switch {
+	case c.Add:
+		mode = ops.AllowAdd
+	case c.Remove:
+		mode = ops.AllowRemove
+	}
+	sn, err := env.SetAllowedPaths(ctx, c.Task, c.Patterns, mode)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	if len(sn.Task.AllowedPaths) == 0 {
+		fmt.Fprintf(a.stdout, "%s: no allowed-paths policy; every file is allowed\n", sn.Task.Slug)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "%s: allowed paths %s\n", sn.Task.Slug, strings.Join(sn.Task.AllowedPaths, ", "))
+	return nil
+}

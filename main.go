@@ -35,6 +35,7 @@ type CLI struct {
 	Ask      AskCmd      `cmd:"" help:"Ask a parked task's agent one read-only question; the task's status is unchanged."`
 	Sync     SyncCmd     `cmd:"" help:"Merge upstream into a parked task's branch."`
 	Accept   AcceptCmd   `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
+	Allow    AllowCmd    `cmd:"" help:"Set, extend or clear a task's allowed-paths policy (files changed outside it become violations)."`
 	Comment  CommentCmd  `cmd:"" help:"Add a comment to a task."`
 	Close    CloseCmd    `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject   RejectCmd   `cmd:"" help:"Abandon a task, rejecting its agent's work."`

@@ -502,3 +502,31 @@ func TestAcceptNarrationReachesDaemonSubscribers(t *testing.T) {
 		}
 	}
 }
+
+func TestParentAgentMayAcceptItsSubtaskWhileWorking(t *testing.T) {
+	r := newRepo(t)
+	counter := filepath.Join(t.TempDir(), "parent-runs")
+	pr := r.with(script(t, "attempt "+counter, "when 1 write p.txt p", "when 1 commit agent: parent", "when 1 exit 0", "print parent busy", "hang"))
+	parent := pr.create("parent agent")
+	pr.ok("start", parent.Slug, "--command", fakeAgentBin)
+	pr.waitStatus(parent.Slug, "blocked")
+	child := workedTask(t, r.with(), "its child", "c.txt c")
+	r.ok("reparent", child.Slug, "--parent", parent.Slug)
+	pr.ok("unblock", parent.Slug, "-m", "drive your subtask")
+	waitLog(t, r, "parent busy")
+
+	other := r.create("someone else")
+	if msg := r.with("LAZY_ACTOR=agent", "LAZY_TASK_ID="+other.ID).fails(1, nil, "accept", child.Slug); !strings.Contains(msg, "is working") {
+		t.Fatalf("another task's agent: %s", msg)
+	}
+	// The parent's own agent (what lazy_accept over MCP will be) may.
+	r.with("LAZY_ACTOR=agent", "LAZY_TASK_ID="+parent.ID).ok("accept", child.Slug)
+	if got := r.git("show", "lazy/parent-agent:c.txt"); got != "c" {
+		t.Fatalf("the parent branch lacks the child's work: %q", got)
+	}
+	s := r.showFull(child.Slug)
+	if last := s.History[len(s.History)-1]; s.Status != "complete" || last.Actor != "agent" {
+		t.Fatalf("child %s, last %+v", s.Status, last)
+	}
+	r.ok("stop", parent.Slug)
+}

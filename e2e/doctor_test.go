@@ -154,3 +154,23 @@ func TestDoctorReportsThenRepairs(t *testing.T) {
 		t.Fatalf("human-readable doctor: %s", res)
 	}
 }
+
+func TestDoctorDeletesTheLeftoverBranchOfAnAcceptedTask(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "accepted once", "a.txt a")
+	tip := strings.TrimSpace(r.git("rev-parse", "lazy/"+tk.Slug))
+	r.ok("accept", tk.Slug)
+	// An accept killed during its cleanup leaves the branch behind.
+	r.git("branch", "lazy/"+tk.Slug, tip)
+	rep := r.doctor(1, "--dry-run")
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != "leftover-branch" || !strings.Contains(rep.Findings[0].Detail, tip) {
+		t.Fatalf("dry run: %+v", rep.Findings)
+	}
+	r.doctor(0)
+	if _, err := gitErr(r, "rev-parse", "--verify", "lazy/"+tk.Slug); err == nil {
+		t.Fatal("the leftover branch survived the repair")
+	}
+	if rep := r.doctor(0); len(rep.Findings) != 0 {
+		t.Fatalf("after the repair: %+v", rep.Findings)
+	}
+}

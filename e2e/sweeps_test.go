@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -175,5 +176,40 @@ func TestStrandedMergeIsRecovered(t *testing.T) {
 				t.Fatal("recovery touched main")
 			}
 		})
+	}
+}
+
+func TestConcurrentReconcilersRecordOnce(t *testing.T) {
+	r := newRepo(t)
+	r = r.with(script(t, "print answered once"))
+	tk := r.create("raced record")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	waitFile(t, filepath.Join(r.dir, ".git", "lazy", "proto", tk.ID, "response.json"))
+	// Six readers at once, each running the reconciler.
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res := r.run(nil, "list"); res.Code != 0 {
+				t.Errorf("list: %s", res)
+			}
+		}()
+	}
+	wg.Wait()
+	s := r.showFull(tk.Slug)
+	agentTurns, parks := 0, 0
+	for _, tn := range s.TurnList {
+		if tn.Role == "agent" {
+			agentTurns++
+		}
+	}
+	for _, h := range s.History {
+		if h.From == "working" && h.To == "blocked" {
+			parks++
+		}
+	}
+	if s.Status != "blocked" || agentTurns != 1 || parks != 1 {
+		t.Fatalf("status %s, %d agent turns, %d parks; want blocked, 1, 1", s.Status, agentTurns, parks)
 	}
 }

@@ -113,3 +113,44 @@ func TestNoApproveFilesRevertsEverything(t *testing.T) {
 		t.Fatalf("decisions %+v", v.Violations)
 	}
 }
+
+func TestAllowEditsThePolicy(t *testing.T) {
+	r := newRepo(t)
+	tk := r.create("policy", "--allow", "src/**")
+	policy := func() []string {
+		var s struct {
+			AllowedPaths []string `json:"allowed_paths"`
+		}
+		if err := json.Unmarshal([]byte(r.ok("show", "--json", tk.Slug)), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.AllowedPaths
+	}
+	r.ok("allow", tk.Slug, "--add", "docs", "src/**")
+	if got := strings.Join(policy(), ","); got != "src/**,docs" {
+		t.Fatalf("after --add: %q", got)
+	}
+	r.ok("allow", tk.Slug, "--remove", "src/**")
+	if got := strings.Join(policy(), ","); got != "docs" {
+		t.Fatalf("after --remove: %q", got)
+	}
+	if msg := r.fails(1, nil, "allow", tk.Slug, "--remove", "nope/**"); !strings.Contains(msg, "not in its policy") {
+		t.Fatalf("remove of an absent glob: %s", msg)
+	}
+	for _, bad := range []string{"../x", "/etc", "--force"} {
+		res := r.run(nil, "allow", tk.Slug, "--", bad)
+		if res.Code == 0 || !strings.Contains(res.Stderr, bad) {
+			t.Fatalf("allow %q: %s", bad, res)
+		}
+	}
+	r.ok("allow", tk.Slug, "lib/*.go", "cmd")
+	if got := strings.Join(policy(), ","); got != "lib/*.go,cmd" {
+		t.Fatalf("after replace: %q", got)
+	}
+	if out := r.ok("allow", tk.Slug, "--clear"); !strings.Contains(out, "every file is allowed") || len(policy()) != 0 {
+		t.Fatalf("--clear: %s %q", out, policy())
+	}
+	if res := r.run(nil, "allow", tk.Slug); res.Code != 2 {
+		t.Fatalf("allow without globs: %s", res)
+	}
+}

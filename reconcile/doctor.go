@@ -270,6 +270,47 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 			findings = append(findings, Finding{Kind: "worktree-error", Detail: "git worktree prune failed", Error: err.Error()})
 		}
 	}
+	return append(findings, r.checkBranches(ctx, slugs, checkedOut(out), only, repair)...)
+}
+
+// checkedOut lists the branches checked out in some worktree.
+func checkedOut(porcelain string) map[string]bool {
+	m := map[string]bool{}
+	for _, line := range strings.Split(porcelain, "\n") {
+		if b, ok := strings.CutPrefix(line, "branch refs/heads/"); ok {
+			m[b] = true
+		}
+	}
+	return m
+}
+
+// checkBranches finds branches of accepted tasks that the accept did not
+// get to delete (killed during its cleanup): the merge is recorded, so the
+// branch goes, its tip named in the finding.
+func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitstore.Summary, busy map[string]bool, only string, repair bool) []Finding {
+	repoDir := r.Env.RepoDir
+	out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/lazy/").String(ctx)
+	if err != nil || out == "" {
+		return nil
+	}
+	var findings []Finding
+	for _, line := range strings.Split(out, "\n") {
+		branch, tip, _ := strings.Cut(line, " ")
+		task := slugs[strings.TrimPrefix(branch, "lazy/")]
+		if task == nil || task.Status != machine.Complete || task.Outcome != gitstore.OutcomeAccepted || busy[branch] || (only != "" && task.ID != only) {
+			continue
+		}
+		f := Finding{TaskID: task.ID, Slug: task.Slug, Kind: "leftover-branch",
+			Detail: fmt.Sprintf("the branch %s (at %s) of an accepted task was not deleted", branch, tip), Action: "would delete it (git branch " + branch + " " + tip + " recreates it)"}
+		if repair {
+			if err := gitcli.New(repoDir, "branch", "-D", "--quiet", branch).Run(ctx); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "deleted it (git branch "+branch+" "+tip+" recreates it)", true
+			}
+		}
+		findings = append(findings, f)
+	}
 	return findings
 }
 

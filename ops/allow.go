@@ -1,0 +1,69 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// AllowMode says how SetAllowedPaths combines patterns with the policy.
+type AllowMode int
+
+// Allow modes.
+const (
+	AllowReplace AllowMode = iota // the policy becomes patterns (none: no policy)
+	AllowAdd
+	AllowRemove
+)
+
+// SetAllowedPaths edits a task's allowed-paths policy. It applies from
+// the next turn on; violations already pending keep owing a decision.
+func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []string, mode AllowMode) (*gitstore.Snapshot, error) {
+	var clean []string
+	for _, p := range sanitize.Fields(patterns) {
+		if err := ValidPattern(p); err != nil {
+			return nil, err
+		}
+		clean = append(clean, p)
+	}
+	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status.IsTerminal() {
+			return nil, fmt.Errorf("allow %s: the task is %s; reopen it first", s.Task.Slug, s.Task.Status)
+		}
+		next := []string{}
+		switch mode {
+		case AllowReplace:
+			next = append(next, clean...)
+		case AllowAdd:
+			next = append(next, s.Task.AllowedPaths...)
+			for _, p := range clean {
+				if !contains(next, p) {
+					next = append(next, p)
+				}
+			}
+		case AllowRemove:
+			for _, p := range clean {
+				if !contains(s.Task.AllowedPaths, p) {
+					return nil, fmt.Errorf("allow %s: %q is not in its policy (%s)", s.Task.Slug, p, listOrNone(append([]string(nil), s.Task.AllowedPaths...)))
+				}
+			}
+			for _, p := range s.Task.AllowedPaths {
+				if !contains(clean, p) {
+					next = append(next, p)
+				}
+			}
+		}
+		if len(next) == 0 {
+			next = nil
+		}
+		s.Task.AllowedPaths = next
+		reason := "allowed paths: " + strings.Join(next, ", ")
+		if next == nil {
+			reason = "no allowed-paths policy (every file allowed)"
+		}
+		return &gitstore.Op{Name: "allow", Actor: e.Actor, Reason: reason}, nil
+	})
+}
