@@ -71,17 +71,8 @@ func (r *Reconciler) proto(id string) proto.Dir {
 	return proto.ForTask(r.Env.Store.Repo().LazyDir(), id)
 }
 
-// Needed reports whether entries hold anything a sweep could act on, so a
-// read command can skip the pass (and its git processes) entirely.
-func Needed(entries []gitstore.Entry) bool {
-	for i := range entries {
-		if sweepable(&entries[i]) {
-			return true
-		}
-	}
-	return false
-}
-
+// sweepable says whether a task's status gives a per-task sweep anything
+// to judge.
 func sweepable(e *gitstore.Entry) bool {
 	if e.Err != nil {
 		return false
