@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/supervise"
 )
 
@@ -33,13 +34,33 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	command := c.Command
+	in, err := a.startInput(c.Agent, c.Command)
+	if err != nil {
+		return err
+	}
+	sn, err := env.Start(ctx, c.Task, in, a.launchSupervisor)
+	if err != nil {
+		return err
+	}
+	a.daemonAfterLaunch(ctx)
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
+	return nil
+}
+
+// startInput resolves the agent and command of a start with the
+// repository's defaults (lazy.agent, lazy.exec.command,
+// lazy.claude.permissionMode, lazy.worktreeDir).
+func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
+	agentName, command = sanitize.Field(agentName), sanitize.Field(command)
+	explicit := command != ""
 	if command == "" {
 		command, _ = a.cfg.Get("lazy.exec.command")
 	}
-	agentName := c.Agent
 	if agentName == "" {
-		if c.Command != "" {
+		if explicit {
 			agentName = "exec"
 		} else if v, ok := a.cfg.Get("lazy.agent"); ok && v != "" {
 			agentName = v
@@ -55,16 +76,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if dir, ok := a.cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}
-	sn, err := env.Start(ctx, c.Task, in, a.launchSupervisor)
-	if err != nil {
-		return err
-	}
-	a.daemonAfterLaunch(ctx)
-	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
-	}
-	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
-	return nil
+	return in, nil
 }
 
 // launchSupervisor starts `lazy supervise` detached, in its own session,

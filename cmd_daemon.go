@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/mcp"
 )
 
 // DaemonCmd runs or manages the repository's daemon.
@@ -71,9 +73,14 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d, err := a.dispatcher(a.pollTurn)
+	if err != nil {
+		return err
+	}
 	srv := &daemon.Server{
 		Store:     a.store,
 		Reconcile: rec,
+		MCP:       mcp.Handler(a.repo.LazyDir(), d, a.liveToken),
 		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
@@ -82,6 +89,19 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// liveToken accepts a token only while the turn it was minted for runs:
+// a token left behind by a killed supervisor is worthless.
+func (a *app) liveToken(id mcp.Identity) error {
+	sn, err := a.store.Load(id.Task)
+	if err != nil {
+		return err
+	}
+	if sn.Task.Status != machine.Working || sn.Session == nil || sn.Session.ID != id.Session || sn.Session.Turn != id.Turn {
+		return fmt.Errorf("this MCP token belongs to a turn of %s that has ended", sn.Task.Slug)
+	}
+	return nil
 }
 
 // ensureDaemon makes sure a daemon of this build serves the repository:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -185,7 +186,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		fmt.Fprintf(a.stderr, "lazy: skipping unreadable task %s: %s\n", b.ID, b.Error)
 	}
 	if f.JSON {
-		return writeJSONList(a.stdout, rows, bad)
+		return writeJSONList(a.stdout, rows, bad, a.marks())
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(a.stdout, "No tasks.")
@@ -199,29 +200,55 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		}
 		tasks = append(tasks, s)
 	}
+	marks := a.marks()
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSLUG\tTITLE")
 	for _, row := range treeOrder(tasks) {
 		indent := strings.Repeat("  ", row.depth)
 		status := string(row.t.Status)
-		if row.t.Substate != "" {
-			status += " (" + row.t.Substate + ")"
+		if sub := marks.Substate(row.t); sub != "" {
+			status += " (" + sub + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), status, indent, row.t.Slug, oneLine(row.t.Title, 72))
 	}
 	return tw.Flush()
 }
 
+// withLive adds a working task's derived substate to its cached summary
+// bytes; every other task is written as cached.
+func withLive(e gitstore.Entry, marks *mcp.Marks) []byte {
+	if e.Status != machine.Working || len(e.JSON) < 2 || e.JSON[len(e.JSON)-1] != '}' {
+		return e.JSON
+	}
+	s, err := e.Summary()
+	if err != nil {
+		return e.JSON
+	}
+	live, err := json.Marshal(marks.Substate(s))
+	if err != nil {
+		return e.JSON
+	}
+	out := append([]byte(nil), e.JSON[:len(e.JSON)-1]...)
+	out = append(out, `,"live_substate":`...)
+	out = append(out, live...)
+	return append(out, '}')
+}
+
+func ptrSummary(s gitstore.Summary) *gitstore.Summary { return &s }
+
+// marks reads the MCP wait and progress markers of this repository.
+func (a *app) marks() *mcp.Marks { return &mcp.Marks{LazyDir: a.repo.LazyDir()} }
+
 // writeJSONList prints a JSON array with one task per line. The task
 // objects are the cached summary bytes, so listing thousands of tasks
 // decodes and re-encodes nothing.
-func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError) error {
+func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, marks *mcp.Marks) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString("[")
 	sep := "\n"
 	for _, e := range rows {
 		bw.WriteString(sep)
-		bw.Write(e.JSON)
+		bw.Write(withLive(e, marks))
 		sep = ",\n"
 	}
 	for _, b := range bad {
@@ -294,6 +321,7 @@ type ShowCmd struct {
 
 type showJSON struct {
 	gitstore.Summary
+	Live       string               `json:"live_substate,omitempty"`
 	Goal       string               `json:"goal"`
 	Session    *gitstore.Session    `json:"session,omitempty"`
 	Violations *gitstore.Violations `json:"violations,omitempty"`
@@ -339,6 +367,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	}
 	if c.JSON {
 		out := showJSON{Summary: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
+		out.Live = a.marks().Substate(&out.Summary)
 		if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
 			out.Violations = &sn.Violations
 		}
@@ -354,8 +383,8 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	w := a.stdout
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
 	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
-	if t.Substate != "" {
-		fmt.Fprintf(w, "  Status:   %s (%s)\n", t.Status, t.Substate)
+	if sub := a.marks().Substate(ptrSummary(toJSON(t))); sub != "" {
+		fmt.Fprintf(w, "  Status:   %s (%s)\n", t.Status, sub)
 	} else {
 		fmt.Fprintf(w, "  Status:   %s\n", t.Status)
 	}

@@ -45,6 +45,9 @@ type CLI struct {
 	Daemon   DaemonCmd   `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
 	Doctor   DoctorCmd   `cmd:"" help:"Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks."`
 
+	Mcp      McpCmd      `cmd:"" name:"mcp" help:"Serve lazy's tools to a builder agent over MCP on stdio (actor builder)."`
+	McpProxy McpProxyCmd `cmd:"" name:"mcp-proxy" hidden:"" help:"An agent's MCP server: forwards tool calls to the daemon with the session token."`
+
 	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
 	Supervise SuperviseCmd `cmd:"" hidden:"" help:"Run one agent turn (started by lazy)."`
 }

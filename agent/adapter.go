@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,40 @@ type Turn struct {
 	ReadOnly       bool     // an ask: no edits, no shell
 	PermissionMode string   // claude's --permission-mode for work turns
 	Exec           []string // the exec agent's command
+	// MCP is lazy's MCP server for the agent (lazy mcp-proxy), if any.
+	MCP *MCPServer
+}
+
+// MCPServer is a stdio MCP server command; EnvVars name the variables
+// (the session token) it must receive from the agent's environment.
+type MCPServer struct {
+	Command string
+	Args    []string
+	EnvVars []string
+}
+
+// claudeMCPConfig is the inline --mcp-config JSON. Variables are passed
+// as ${VAR} references, which Claude Code expands from its own
+// environment, so the token never appears in argv.
+func claudeMCPConfig(m *MCPServer) string {
+	env := map[string]string{}
+	for _, v := range m.EnvVars {
+		env[v] = "${" + v + "}"
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"lazy": map[string]any{
+		"type": "stdio", "command": m.Command, "args": m.Args, "env": env}}})
+	return string(b)
+}
+
+// beforePrompt inserts flags before the "--" that precedes the prompt.
+func beforePrompt(argv []string, flags ...string) []string {
+	for i := len(argv) - 1; i >= 0; i-- {
+		if argv[i] == "--" {
+			out := append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)
+			return out
+		}
+	}
+	return append(argv, flags...)
 }
 
 // Stream parses an agent's structured output as it arrives.
@@ -63,7 +98,11 @@ func (claude) Binary(Turn) string         { return "claude" }
 func (claude) NewStream() Stream          { return &ClaudeStream{} }
 func (claude) Classify(s Signals) Failure { return ClassifyClaude(s) }
 func (claude) Argv(t Turn) ([]string, error) {
-	return ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly), nil
+	argv := ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly)
+	if t.MCP != nil {
+		argv = beforePrompt(argv, "--mcp-config="+claudeMCPConfig(t.MCP))
+	}
+	return argv, nil
 }
 
 type codex struct{}
@@ -73,7 +112,17 @@ func (codex) Binary(Turn) string         { return "codex" }
 func (codex) NewStream() Stream          { return &CodexStream{} }
 func (codex) Classify(s Signals) Failure { return ClassifyCodex(s) }
 func (codex) Argv(t Turn) ([]string, error) {
-	return CodexArgv(t.Prompt, t.ResumeID, t.ReadOnly), nil
+	argv := CodexArgv(t.Prompt, t.ResumeID, t.ReadOnly)
+	if t.MCP != nil {
+		cmd, _ := json.Marshal(t.MCP.Command)
+		args, _ := json.Marshal(t.MCP.Args)
+		vars, _ := json.Marshal(t.MCP.EnvVars)
+		flags := []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars)}
+		// Config overrides go before a resume subcommand.
+		at := 3 // codex exec --json
+		argv = append(append(append([]string(nil), argv[:at]...), flags...), argv[at:]...)
+	}
+	return argv, nil
 }
 
 // execAgent runs any command with the prompt as its last argument.

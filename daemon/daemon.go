@@ -82,6 +82,8 @@ type Server struct {
 	// IdleExit ends the daemon after this long with no working task
 	// (0: never). The next turn launch starts it again.
 	IdleExit time.Duration
+	// MCP serves agents' tool calls (POST /mcp/call), if set.
+	MCP http.Handler
 
 	mu   sync.Mutex
 	subs map[chan Event]bool
@@ -125,6 +127,9 @@ func (s *Server) Run(ctx context.Context) error {
 		cancel()
 	})
 	mux.HandleFunc("GET /events", s.events)
+	if s.MCP != nil {
+		mux.Handle("POST /mcp/call", s.MCP)
+	}
 	mux.HandleFunc("POST /phase", func(w http.ResponseWriter, r *http.Request) {
 		var ev PhaseEvent
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&ev); err != nil || ev.TaskID == "" {

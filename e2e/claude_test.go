@@ -35,8 +35,13 @@ func TestCodexTurnAndResume(t *testing.T) {
 	second.ok("unblock", "codex-task", "--message=-starts with a dash")
 	s = second.waitStatus("codex-task", "blocked")
 	argv := readArgv(t, argvFile)
-	if got := strings.Join(argv[1:], " "); got != "exec --json -s workspace-write resume th-1 -- -starts with a dash" {
+	got := strings.Join(argv[1:], " ")
+	if !strings.HasPrefix(got, "exec --json -c mcp_servers.lazy.command=\""+lazyBin+"\" -c mcp_servers.lazy.args=[\"-C\",") ||
+		!strings.HasSuffix(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -s workspace-write resume th-1 -- -starts with a dash") {
 		t.Fatalf("codex resume argv %q", got)
+	}
+	if strings.Contains(got, "lazy_") {
+		t.Fatal("the MCP token leaked into argv")
 	}
 	if !strings.HasPrefix(s.Session.InterruptReason, "fatal_auth") {
 		t.Fatalf("codex 401: %q", s.Session.InterruptReason)

@@ -114,6 +114,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	}
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), id)
 	pd.Remove(proto.ResponseFile)
+	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line
 	cmd := proto.Command{
 		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
 		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,

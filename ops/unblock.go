@@ -104,6 +104,7 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string, launch Launcher) error {
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
 	pd.Remove(proto.ResponseFile)
+	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line
 	cmd := proto.Command{
 		Turn: proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
 		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,

@@ -38,6 +38,11 @@ const (
 	SupervisorLogFile = "supervisor.log"
 	// PairingFile names the process a human pairs through.
 	PairingFile = "pairing.json"
+	// WaitingFile lists the subtasks the task's agent waits on, and
+	// ProgressFile holds its latest progress line; both are written by
+	// the daemon for MCP calls and carry its pid.
+	WaitingFile  = "waiting.json"
+	ProgressFile = "progress.json"
 )
 
 // Pairing is written by lazy pair before the task enters pairing, so a
@@ -70,10 +75,19 @@ type Command struct {
 	Env            map[string]string `json:"env,omitempty"`
 	// AllowedPaths is the task's file policy; Approved are files a human
 	// already approved (sticky), never reported again.
-	AllowedPaths []string  `json:"allowed_paths,omitempty"`
-	Approved     []string  `json:"approved,omitempty"`
-	Timing       Timing    `json:"timing"`
-	Written      time.Time `json:"written_at"`
+	AllowedPaths []string `json:"allowed_paths,omitempty"`
+	Approved     []string `json:"approved,omitempty"`
+	// MCP is the agent's MCP server, filled in by the supervisor itself
+	// (with the session token in Env); never read from or written to disk.
+	MCP     *MCPServer `json:"-"`
+	Timing  Timing     `json:"timing"`
+	Written time.Time  `json:"written_at"`
+}
+
+// MCPServer is the stdio command of lazy's MCP proxy.
+type MCPServer struct {
+	Command string
+	Args    []string
 }
 
 // Status is what a running supervisor reports.

@@ -2,11 +2,13 @@ package supervise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -37,6 +40,8 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		return fmt.Errorf("supervise: %w", err)
 	}
 	started := time.Now().UTC()
+	revoke := giveMCP(dir, &cmd)
+	defer revoke()
 	st := proto.Status{Turn: cmd.Turn, PID: os.Getpid(), StartedAt: started, Phase: "agent"}
 	if err := dir.Write(proto.StatusFile, st); err != nil {
 		return err
@@ -96,6 +101,31 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	st.Phase = "done"
 	_ = dir.Write(proto.StatusFile, st)
 	return dir.Write(proto.ResponseFile, resp)
+}
+
+// giveMCP mints the turn's MCP token and points the agent at lazy
+// mcp-proxy. The token lives in the agent's environment only and is
+// revoked when the turn ends. Without it the turn still runs: the agent
+// just has no lazy tools.
+func giveMCP(dir proto.Dir, cmd *proto.Command) (revoke func()) {
+	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	exe, err := os.Executable()
+	if err != nil {
+		return func() {}
+	}
+	token, err := mcp.MintToken(lazyDir, mcp.Identity{Task: cmd.TaskID, Session: cmd.Session, Turn: cmd.Seq})
+	if err != nil {
+		return func() {}
+	}
+	if cmd.Env == nil {
+		cmd.Env = map[string]string{}
+	}
+	cmd.Env[mcp.TokenEnv] = token
+	cmd.MCP = &proto.MCPServer{Command: exe, Args: []string{"-C", filepath.Dir(lazyDir), "mcp-proxy"}}
+	if b, err := json.Marshal(append([]string{exe}, cmd.MCP.Args...)); err == nil {
+		cmd.Env["LAZY_MCP_COMMAND"] = string(b) // for exec agents
+	}
+	return func() { mcp.RevokeToken(lazyDir, token) }
 }
 
 // maxWatchdogRelaunches bounds in-turn relaunches after zero-work
@@ -381,7 +411,11 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{},
 }
 
 func turnOf(cmd *proto.Command) agent.Turn {
-	return agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", PermissionMode: cmd.PermissionMode, Exec: cmd.Exec}
+	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", PermissionMode: cmd.PermissionMode, Exec: cmd.Exec}
+	if cmd.MCP != nil {
+		t.MCP = &agent.MCPServer{Command: cmd.MCP.Command, Args: cmd.MCP.Args, EnvVars: []string{mcp.TokenEnv}}
+	}
+	return t
 }
 
 // streamResponse turns what a structured agent streamed into a response.

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/ops"
+)
+
+// McpCmd serves the builder's MCP tools on stdio.
+type McpCmd struct{}
+
+// Run implements lazy mcp.
+func (c *McpCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	d, err := a.dispatcher(a.waitTurn)
+	if err != nil {
+		return err
+	}
+	srv := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID())
+	return srv.Run(ctx, &sdk.StdioTransport{})
+}
+
+// McpProxyCmd is the agent's stdio MCP server: every call goes to the
+// daemon with the session token from the environment.
+type McpProxyCmd struct{}
+
+// Run implements lazy mcp-proxy.
+func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	token := os.Getenv(mcp.TokenEnv)
+	if token == "" {
+		return errors.New("lazy mcp-proxy is started by an agent lazy runs: " + mcp.TokenEnv + " is not set")
+	}
+	if os.Getenv("LAZY_NO_DAEMON") == "" {
+		if _, err := a.ensureDaemon(ctx); err != nil {
+			fmt.Fprintf(a.stderr, "lazy mcp-proxy: %v\n", err)
+		}
+	}
+	srv := mcp.NewServer(mcp.NewRemote(a.repo.LazyDir(), token), true, versionID())
+	return srv.Run(ctx, &sdk.StdioTransport{})
+}
+
+// dispatcher builds the MCP dispatcher of this repository; wait is how a
+// call waits for a turn.
+func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)) (*mcp.Dispatcher, error) {
+	timing, err := a.timing()
+	if err != nil {
+		return nil, err
+	}
+	d := &mcp.Dispatcher{
+		Store: a.store,
+		Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid()},
+		Hooks: mcp.Hooks{
+			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, CallerTask: caller}, nil
+			},
+			StartInput: a.startInput,
+			Launch:     a.launchSupervisor,
+			Wait:       wait,
+		},
+	}
+	d.Hooks.Accept = func() ops.AcceptOptions {
+		opts := ops.AcceptOptions{Launch: a.launchSupervisor, Wait: func(ctx context.Context, id string) (*gitstore.Snapshot, error) {
+			return wait(ctx, id, 30*time.Minute)
+		}}
+		if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok {
+			opts.PreTurn = v
+		}
+		return opts
+	}
+	return d, nil
+}
+
+// pollTurn waits for task id's turn inside the daemon: it reconciles the
+// task itself between polls rather than wait for the next tick.
+func (a *app) pollTurn(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		sn, err := a.store.Load(id)
+		if err != nil {
+			return nil, err
+		}
+		if sn.Task.Status != machine.Working {
+			return sn, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives", timeout, sn.Task.Slug)
+		}
+		a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

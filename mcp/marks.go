@@ -1,0 +1,302 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+)
+
+// Marker files, in a task's protocol directory.
+const (
+	WaitingFile  = proto.WaitingFile
+	ProgressFile = proto.ProgressFile
+	// MaxProgress is the longest progress line kept, in characters.
+	MaxProgress = 120
+)
+
+// Marks writes and reads the ephemeral markers of MCP calls: which
+// subtasks an agent is waiting on, and its latest progress line. Each
+// marker carries the writer's pid, and a reader that finds that process
+// dead disbelieves the marker, so a SIGKILLed daemon never leaves a false
+// "waiting" behind. Bookkeeping never fails the call it observes.
+type Marks struct {
+	LazyDir string
+	PID     int // the writing process (the daemon)
+	Now     func() time.Time
+
+	mu sync.Mutex
+}
+
+func (m *Marks) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Marks) dir(task string) proto.Dir { return proto.ForTask(m.LazyDir, task) }
+
+// Wait is one subtask a task's agent is blocked on.
+type Wait struct {
+	On    string    `json:"task"`
+	Slug  string    `json:"slug"`
+	Since time.Time `json:"since"`
+	ID    string    `json:"interval"`
+}
+
+type waiting struct {
+	PID   int    `json:"pid"`
+	Waits []Wait `json:"waits"`
+}
+
+// Interval is one persisted wait, folded from its start and end lines.
+// An interval whose end never arrived (the waiter died) has no EndedAt
+// and no Outcome: it is open, bounded above by the turn's end.
+type Interval struct {
+	ID           string     `json:"id"`
+	Task         string     `json:"task"`
+	On           string     `json:"on"`
+	TurnSequence int        `json:"turn_sequence"` // a hint: the next unused turn sequence at wait time
+	StartedAt    time.Time  `json:"started_at"`
+	EndedAt      *time.Time `json:"ended_at"`
+	Outcome      *string    `json:"outcome"`
+}
+
+type intervalLine struct {
+	Event        string    `json:"event"` // start | end
+	ID           string    `json:"id"`
+	Task         string    `json:"task,omitempty"`
+	On           string    `json:"on,omitempty"`
+	TurnSequence int       `json:"turn_sequence,omitempty"`
+	At           time.Time `json:"at"`
+	Outcome      string    `json:"outcome,omitempty"`
+}
+
+func (m *Marks) intervalsPath() string { return filepath.Join(m.LazyDir, "waits", "intervals.jsonl") }
+
+func (m *Marks) appendInterval(l intervalLine) {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return
+	}
+	_ = os.MkdirAll(filepath.Dir(m.intervalsPath()), 0o755)
+	f, err := os.OpenFile(m.intervalsPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write(append(b, '\n'))
+	_ = f.Close()
+}
+
+// startWait records that caller's agent waits on sn's task. The returned
+// function settles it and must run however the wait ends (a finally):
+// clearing is on settle, not on the response reaching the client.
+func (m *Marks) startWait(caller Caller, sn *gitstore.Snapshot) func(err error) {
+	if m == nil || !caller.agent() {
+		return func(error) {}
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	w := Wait{On: sn.Task.ID, Slug: sn.Task.Slug, Since: m.now().UTC(), ID: hex.EncodeToString(idb[:])}
+	seq := 0
+	if cur, err := m.runningTurn(caller.Task); err == nil {
+		seq = cur + 1
+	}
+	m.appendInterval(intervalLine{Event: "start", ID: w.ID, Task: caller.Task, On: w.On, TurnSequence: seq, At: w.Since})
+	m.editWaits(caller.Task, func(ws []Wait) []Wait { return append(ws, w) })
+	return func(err error) {
+		outcome := "completed"
+		switch {
+		case errors.Is(err, context.Canceled):
+			outcome = "canceled"
+		case err != nil && strings.Contains(err.Error(), "no answer within"):
+			outcome = "timeout"
+		case err != nil:
+			outcome = "error"
+		}
+		m.editWaits(caller.Task, func(ws []Wait) []Wait {
+			out := ws[:0]
+			for _, x := range ws {
+				if x.ID != w.ID {
+					out = append(out, x)
+				}
+			}
+			return out
+		})
+		m.appendInterval(intervalLine{Event: "end", ID: w.ID, At: m.now().UTC(), Outcome: outcome})
+	}
+}
+
+// runningTurn is the sequence of the human turn the waiting agent's turn
+// answers; the next unused sequence is the best hint of the agent turn
+// the wait belongs to (agent turns are written when they end).
+func (m *Marks) runningTurn(task string) (int, error) {
+	var cmd proto.Command
+	if err := m.dir(task).Read(proto.CommandFile, &cmd); err != nil {
+		return 0, err
+	}
+	return cmd.Seq, nil
+}
+
+func (m *Marks) editWaits(task string, edit func([]Wait) []Wait) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.dir(task)
+	var cur waiting
+	if d.Read(WaitingFile, &cur) != nil || cur.PID != m.PID {
+		cur = waiting{}
+	}
+	cur.PID = m.PID
+	cur.Waits = edit(cur.Waits)
+	if len(cur.Waits) == 0 {
+		d.Remove(WaitingFile)
+		return
+	}
+	_ = d.Write(WaitingFile, cur)
+}
+
+// Waits returns the live waits of task's agent: none if the marker's
+// writer is dead.
+func (m *Marks) Waits(task string) []Wait {
+	var cur waiting
+	if m.dir(task).Read(WaitingFile, &cur) != nil || !pidAlive(cur.PID) {
+		return nil
+	}
+	return cur.Waits
+}
+
+// Intervals reads every persisted wait interval, folded.
+func Intervals(lazyDir string) ([]Interval, error) {
+	b, err := os.ReadFile(filepath.Join(lazyDir, "waits", "intervals.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Interval
+	index := map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		var l intervalLine
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue // a torn last line from a crash
+		}
+		switch l.Event {
+		case "start":
+			index[l.ID] = len(out)
+			out = append(out, Interval{ID: l.ID, Task: l.Task, On: l.On, TurnSequence: l.TurnSequence, StartedAt: l.At})
+		case "end":
+			if i, ok := index[l.ID]; ok {
+				at, oc := l.At, l.Outcome
+				out[i].EndedAt, out[i].Outcome = &at, &oc
+			}
+		}
+	}
+	return out, nil
+}
+
+type progressMark struct {
+	PID     int       `json:"pid"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// ProgressResult is what lazy_update_progress answers.
+type ProgressResult struct {
+	Recorded  string `json:"recorded"`
+	Truncated bool   `json:"truncated"`
+	Note      string `json:"note,omitempty"`
+}
+
+// CleanProgress collapses whitespace and caps a progress line at
+// MaxProgress characters; it reports whether it cut.
+func CleanProgress(s string) (string, bool) {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= MaxProgress {
+		return s, false
+	}
+	r := []rune(s)
+	return string(r[:MaxProgress-1]) + "…", true
+}
+
+// SetProgress replaces task's progress line (latest wins, no history).
+func (m *Marks) SetProgress(task, message string) (ProgressResult, error) {
+	msg, cut := CleanProgress(message)
+	if msg == "" {
+		return ProgressResult{}, errors.New("a progress line needs some text")
+	}
+	res := ProgressResult{Recorded: msg, Truncated: cut}
+	if cut {
+		res.Note = fmt.Sprintf("your line was longer than %d characters and was truncated to what is recorded", MaxProgress)
+	}
+	if err := writeJSON(m.dir(task).Path(ProgressFile), progressMark{PID: m.PID, Message: msg, At: m.now().UTC()}); err != nil {
+		// Losing a status line must never cost the agent its call.
+		res.Note = strings.TrimSpace(res.Note + " (the line could not be stored: " + err.Error() + ")")
+	}
+	return res, nil
+}
+
+// Progress returns task's live progress line, or "".
+func (m *Marks) Progress(task string) string {
+	var p progressMark
+	if m.dir(task).Read(ProgressFile, &p) != nil || !pidAlive(p.PID) {
+		return ""
+	}
+	msg, _ := CleanProgress(p.Message) // a foreign file must not break a table cell
+	return msg
+}
+
+// Substate derives what a working task is doing this second from its
+// live files, through machine.Substate: the one derivation every surface
+// uses.
+func (m *Marks) Substate(s *gitstore.Summary) string {
+	if s.Status != machine.Working {
+		return ""
+	}
+	in := machine.SubstateInput{Kind: s.Substate}
+	var st proto.Status
+	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && pidAlive(st.PID) {
+		in.Alive, in.Phase = true, st.Phase
+	}
+	now := m.now()
+	for _, w := range m.Waits(s.ID) {
+		in.Waits = append(in.Waits, machine.WaitLabel{Slug: w.Slug, For: now.Sub(w.Since)})
+	}
+	in.Progress = m.Progress(s.ID)
+	return machine.Substate(in)
+}
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return renameio.WriteFile(path, append(b, '\n'), 0o644)
+}
