@@ -84,6 +84,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
+	d.Marks.ClearOwned()
 	if errors.Is(err, daemon.ErrRunning) {
 		fmt.Fprintln(a.stderr, "lazy: a daemon is already running for this repository")
 		return nil

@@ -82,13 +82,18 @@ func (r *runner) with(env ...string) *runner {
 	return &c
 }
 
+// environ is the environment every lazy the tests run gets.
+func (r *runner) environ() []string {
+	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1", "LAZY_RETRY_SCALE=0.001", "LAZY_NO_DAEMON=1")
+	return append(env, r.env...)
+}
+
 // run runs lazy with stdin (nil for none) and returns what happened.
 func (r *runner) run(stdin []byte, args ...string) result {
 	r.t.Helper()
 	cmd := exec.Command(lazyBin, args...)
 	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1", "LAZY_RETRY_SCALE=0.001", "LAZY_NO_DAEMON=1")
-	cmd.Env = append(cmd.Env, r.env...)
+	cmd.Env = r.environ()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -35,6 +35,7 @@ type turnJSON struct {
 
 type showFull struct {
 	task
+	Live     string     `json:"live_substate"`
 	TurnList []turnJSON `json:"turn_list"`
 	Session  *struct {
 		Branch                   string `json:"branch"`

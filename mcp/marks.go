@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/renameio/v2"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -271,7 +271,7 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	}
 	in := machine.SubstateInput{Kind: s.Substate}
 	var st proto.Status
-	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && pidAlive(st.PID) {
+	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && proc.Runs(st.PID, "supervise", s.ID) {
 		in.Alive, in.Phase = true, st.Phase
 	}
 	now := m.now()
@@ -282,13 +282,8 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	return machine.Substate(in)
 }
 
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+// pidAlive reports whether the daemon that wrote a marker still runs.
+func pidAlive(pid int) bool { return proc.Runs(pid, "daemon") }
 
 func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -299,4 +294,29 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return renameio.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ClearOwned removes every marker this process wrote, settling its open
+// waits: a clean daemon stop leaves no marker behind.
+func (m *Marks) ClearOwned() {
+	dirs, err := os.ReadDir(filepath.Join(m.LazyDir, "proto"))
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range dirs {
+		pd := m.dir(d.Name())
+		var w waiting
+		if pd.Read(WaitingFile, &w) == nil && w.PID == m.PID {
+			for _, x := range w.Waits {
+				m.appendInterval(intervalLine{Event: "end", ID: x.ID, At: m.now().UTC(), Outcome: "daemon-stopped"})
+			}
+			pd.Remove(WaitingFile)
+		}
+		var p progressMark
+		if pd.Read(ProgressFile, &p) == nil && p.PID == m.PID {
+			pd.Remove(ProgressFile)
+		}
+	}
 }

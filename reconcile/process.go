@@ -1,36 +1,18 @@
 package reconcile
 
 import (
-	"bytes"
-	"errors"
-	"os"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/proc"
 )
 
-// alive reports whether pid names a running process.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+func alive(pid int) bool { return proc.Alive(pid) }
 
 // isSupervisor reports whether pid is alive and, where /proc can tell, is
 // lazy's supervisor of taskID: a pid recycled by an unrelated process
 // after a crash must not pass for a running turn, nor be signalled.
-func isSupervisor(pid int, taskID string) bool {
-	if !alive(pid) {
-		return false
-	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return true // no /proc here: trust the pid
-	}
-	return bytes.Contains(cmdline, []byte("supervise\x00"+taskID))
-}
+func isSupervisor(pid int, taskID string) bool { return proc.Runs(pid, "supervise", taskID) }
 
 // killGroup SIGKILLs the process group an agent led, if it still exists.
 // The agent runs as a session leader, so its pid is its group id; a

@@ -13,6 +13,7 @@
 //	attempt FILE       count this run in FILE (1 on the first run)
 //	when N ACTION...   run ACTION only on run N (after attempt)
 //	ignore-term        ignore SIGTERM from now on
+//	getenv VAR FILE    write the value of environment variable VAR to FILE
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
 // (-p, stream-json only with --verbose, the prompt after "--") and offers
@@ -80,6 +81,9 @@ func main() {
 			runNo, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 			runNo++
 			must(os.WriteFile(rest, []byte(strconv.Itoa(runNo)), 0o644))
+		case "getenv":
+			name, file, _ := strings.Cut(rest, " ")
+			must(os.WriteFile(file, []byte(os.Getenv(name)), 0o600))
 		case "ignore-term":
 			signal.Ignore(syscall.SIGTERM)
 		case "", "#":

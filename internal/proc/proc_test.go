@@ -1,0 +1,37 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestAliveAndRuns(t *testing.T) {
+	if !Alive(os.Getpid()) || Alive(0) || Alive(-1) {
+		t.Fatal("Alive is wrong about this process or invalid pids")
+	}
+	cmd := exec.Command("/bin/sh", "-c", "exit 0", "supervise", "abc")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	// Until Wait reaps it, the exited child is a zombie: not alive. Poll,
+	// since it may still be running for a moment.
+	for Alive(pid) {
+		time.Sleep(time.Millisecond)
+	}
+	if Runs(pid, "supervise", "abc") {
+		t.Fatal("a zombie runs nothing")
+	}
+	_ = cmd.Wait()
+
+	sleeper := exec.Command("/bin/sh", "-c", "sleep 30", "supervise", "abc")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	if !Runs(sleeper.Process.Pid, "supervise", "abc") || Runs(sleeper.Process.Pid, "supervise", "abd") {
+		t.Fatal("Runs does not match the command line")
+	}
+}
