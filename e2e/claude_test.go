@@ -72,6 +72,30 @@ func TestClaudeTurnParsesStreamJSONAndResumes(t *testing.T) {
 	if argv[len(argv)-2] != "--" || argv[len(argv)-1] != "Fix login\n\nthe test is flaky" {
 		t.Fatalf("prompt not after --: %q", argv)
 	}
+	// lazy's MCP server rides along; the token is a ${VAR} reference,
+	// never its value.
+	var mcpConfig struct {
+		Servers map[string]struct {
+			Type    string            `json:"type"`
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	for _, a := range argv {
+		if rest, ok := strings.CutPrefix(a, "--mcp-config="); ok {
+			if err := json.Unmarshal([]byte(rest), &mcpConfig); err != nil {
+				t.Fatalf("--mcp-config is not JSON: %v", err)
+			}
+		}
+	}
+	srv := mcpConfig.Servers["lazy"]
+	if srv.Type != "stdio" || srv.Command != lazyBin || srv.Args[len(srv.Args)-1] != "mcp-proxy" || srv.Env["LAZY_MCP_TOKEN"] != "${LAZY_MCP_TOKEN}" {
+		t.Fatalf("claude's MCP config %+v", mcpConfig)
+	}
+	if strings.Contains(joined, "lazy_") {
+		t.Fatal("the MCP token appears in argv")
+	}
 	ag := s.TurnList[1]
 	if ag.Content != "Fixed the race in the login test." || len(ag.Commits) != 1 {
 		t.Fatalf("agent turn %+v (the result text, not the raw stream, is the turn)", ag)

@@ -174,3 +174,33 @@ func TestDoctorDeletesTheLeftoverBranchOfAnAcceptedTask(t *testing.T) {
 		t.Fatalf("after the repair: %+v", rep.Findings)
 	}
 }
+
+func TestDoctorRemovesTokensOfEndedTurns(t *testing.T) {
+	r := crashRepo(t)
+	r = manualResume(r)
+	r = r.with(script(t, "print hanging", "hang"))
+	tk := r.create("token left behind")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	sup := waitSupervisor(t, r, tk.ID, 0)
+	tokens := filepath.Join(r.dir, ".git", "lazy", "tokens")
+	ents, err := os.ReadDir(tokens)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("a running turn should have one token record: %v %v", ents, err)
+	}
+	if fi, _ := ents[0].Info(); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token record mode %v", fi.Mode().Perm())
+	}
+	if rep := r.doctor(0, "--dry-run"); len(rep.Findings) != 0 {
+		t.Fatalf("a live turn's token was reported: %+v", rep.Findings)
+	}
+	crash(t, sup) // never revoked
+	r.waitStatus(tk.Slug, "interrupted")
+	rep := r.doctor(1)
+	k := rep.kinds()
+	if _, ok := k["/stale-token"]; !ok {
+		t.Fatalf("doctor: %+v", rep.Findings)
+	}
+	if ents, _ := os.ReadDir(tokens); len(ents) != 0 {
+		t.Fatalf("stale token records remain: %v", ents)
+	}
+}

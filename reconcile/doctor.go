@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -96,6 +97,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	}
 	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
+	findings = append(findings, r.checkTokens(only, repair)...)
 	return findings, nil
 }
 
@@ -404,6 +406,47 @@ func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, re
 			}
 			findings = append(findings, f)
 		}
+	}
+	return findings
+}
+
+// checkTokens removes MCP token records whose turn is over (a supervisor
+// that was killed never revoked its token). They are already refused, as
+// the daemon accepts a token only while its turn runs; this is tidying.
+func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
+	dir := r.Env.Store.Repo().LazyDir("tokens")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var findings []Finding
+	for _, ent := range ents {
+		path := filepath.Join(dir, ent.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var id struct {
+			Task    string `json:"task"`
+			Session string `json:"session"`
+			Turn    int    `json:"turn"`
+		}
+		_ = json.Unmarshal(b, &id)
+		if only != "" && id.Task != only {
+			continue
+		}
+		if sn, err := r.Env.Store.Load(id.Task); err == nil && sn.Task.Status == machine.Working && sn.Session != nil && sn.Session.ID == id.Session && sn.Session.Turn == id.Turn {
+			continue // its turn runs
+		}
+		f := Finding{TaskID: id.Task, Kind: "stale-token", Detail: "an MCP token record of a turn that has ended (" + ent.Name() + ")", Action: "would remove it"}
+		if repair {
+			if err := os.Remove(path); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "removed it", true
+			}
+		}
+		findings = append(findings, f)
 	}
 	return findings
 }
