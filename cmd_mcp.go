@@ -62,7 +62,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 	}
 	d := &mcp.Dispatcher{
 		Store: a.store,
-		Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid()},
+		Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
 				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, CallerTask: caller}, nil

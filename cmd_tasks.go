@@ -30,6 +30,20 @@ func (c *InitCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	if err := a.loadConfig(); err != nil {
+		return err
+	}
+	// A clone of a repository that already has tasks starts with them.
+	for _, r := range res.Remotes {
+		rep, err := a.store.Pull(context.Background(), r)
+		if err != nil {
+			res.Bootstrap = append(res.Bootstrap, fmt.Sprintf("%s: not fetched (%v)", r, err))
+			continue
+		}
+		if n := len(rep.Created) + len(rep.FastForwarded) + len(rep.Merged); n > 0 {
+			res.Bootstrap = append(res.Bootstrap, fmt.Sprintf("%s: took in %d task(s)", r, n))
+		}
+	}
 	if c.JSON {
 		return a.printJSON(res)
 	}
@@ -45,6 +59,9 @@ func (c *InitCmd) Run(a *app) error {
 		fmt.Fprintf(a.stderr, "lazy: skipped remote %q: its name is not safe to put in a refspec\n", r)
 	}
 	fmt.Fprintf(a.stdout, "  lazy push uses %s (your plain git push is unchanged)\n", res.PushRefspec)
+	for _, b := range res.Bootstrap {
+		fmt.Fprintf(a.stdout, "  %s\n", b)
+	}
 	return nil
 }
 
@@ -237,7 +254,7 @@ func withLive(e gitstore.Entry, marks *mcp.Marks) []byte {
 func ptrSummary(s gitstore.Summary) *gitstore.Summary { return &s }
 
 // marks reads the MCP wait and progress markers of this repository.
-func (a *app) marks() *mcp.Marks { return &mcp.Marks{LazyDir: a.repo.LazyDir()} }
+func (a *app) marks() *mcp.Marks { return &mcp.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()} }
 
 // writeJSONList prints a JSON array with one task per line. The task
 // objects are the cached summary bytes, so listing thousands of tasks
@@ -322,6 +339,7 @@ type ShowCmd struct {
 type showJSON struct {
 	gitstore.Summary
 	Live       string               `json:"live_substate,omitempty"`
+	Refused    []gitstore.Refused   `json:"merge_refused_ops,omitempty"`
 	Goal       string               `json:"goal"`
 	Session    *gitstore.Session    `json:"session,omitempty"`
 	Violations *gitstore.Violations `json:"violations,omitempty"`
@@ -368,6 +386,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if c.JSON {
 		out := showJSON{Summary: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
 		out.Live = a.marks().Substate(&out.Summary)
+		out.Refused = sn.Task.MergeRefused
 		if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
 			out.Violations = &sn.Violations
 		}
@@ -422,6 +441,12 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "\nPending file-permission violations:\n")
 		for _, p := range sn.Violations.Pending {
 			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(t.MergeRefused) > 0 {
+		fmt.Fprintf(w, "\nRefused when two machines' histories were merged (the commits stay in history):\n")
+		for _, r := range t.MergeRefused {
+			fmt.Fprintf(w, "  %s by %s on %s (%s -> %s), commit %s: %s\n", r.Op, actorOrHuman(r.Actor), r.Host, r.From, r.To, shortSHA(r.Commit), r.Reason)
 		}
 	}
 	fmt.Fprintf(w, "\nTurns (%d)\n", len(turns))

@@ -28,6 +28,7 @@ type initResult struct {
 	Skipped       []string `json:"remotes_skipped,omitempty"`
 	PushRefspec   string   `json:"push_refspec"`
 	LazyDir       string   `json:"lazy_dir"`
+	Bootstrap     []string `json:"bootstrap,omitempty"`
 }
 
 var remoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

@@ -43,6 +43,8 @@ type CLI struct {
 	Reparent ReparentCmd `cmd:"" help:"Move a task under another parent (--parent) or to the top level (--root)."`
 	Demo     DemoCmd     `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
 	Daemon   DaemonCmd   `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
+	Pull     PullCmd     `cmd:"" help:"Fetch another machine's task state from a remote and merge it in, task by task."`
+	Push     PushCmd     `cmd:"" help:"Push this machine's task state to a remote (never forced; a rejected push merges and retries)."`
 	Doctor   DoctorCmd   `cmd:"" help:"Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks."`
 
 	Mcp      McpCmd      `cmd:"" name:"mcp" help:"Serve lazy's tools to a builder agent over MCP on stdio (actor builder)."`

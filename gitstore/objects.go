@@ -30,7 +30,7 @@ import (
 type objects struct {
 	dir string // <common>/objects
 
-	once    sync.Once
+	mu      sync.Mutex
 	storage *filesystem.Storage
 }
 
@@ -39,10 +39,20 @@ func newObjects(commonDir string) *objects {
 }
 
 func (o *objects) store() *filesystem.Storage {
-	o.once.Do(func() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.storage == nil {
 		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{})
-	})
+	}
 	return o.storage
+}
+
+// refresh drops the storage, whose list of packs is read once: after a
+// git fetch (or gc) brought new packs, a fresh one sees them.
+func (o *objects) refresh() {
+	o.mu.Lock()
+	o.storage = nil
+	o.mu.Unlock()
 }
 
 // hashObject computes the git object name of content of the given type.
@@ -124,6 +134,10 @@ var ErrMissingObject = errors.New("object missing from the repository")
 
 func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	obj, err := o.store().EncodedObject(typ, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		o.refresh()
+		obj, err = o.store().EncodedObject(typ, h)
+	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
 	}

@@ -32,12 +32,18 @@ type Task struct {
 	Turns        int               `json:"turns"`
 	Comments     int               `json:"comments"`
 	Sessions     int               `json:"sessions"` // how many sessions this task has had
+	// Host is the host its current session runs on: other hosts show the
+	// task as working there and never judge it.
+	Host string `json:"host,omitempty"`
 	// Substate refines working: agent:pre-accept while accept's optional
 	// agent turn runs (so it is not mistaken for a human unblock).
 	Substate string `json:"substate,omitempty"`
 	// Accept, while the task is merging: the durable record, written
 	// before the merge, that lets a crashed accept be finished or undone.
 	Accept *AcceptRecord `json:"accept,omitempty"`
+	// MergeRefused lists operations a merge of two machines' histories
+	// could not replay (their commits stay in history).
+	MergeRefused []Refused `json:"merge_refused,omitempty"`
 }
 
 // AcceptRecord is what an accept in flight has committed to.

@@ -742,11 +742,20 @@ type Change struct {
 	Subject string         `json:"subject"`
 }
 
-// History returns the operations applied to a task, oldest first.
+// History returns the operations applied to a task, oldest first. After
+// a merge of two machines' histories every operation of both sides is
+// listed, ordered as the merge replayed them (clock, host, commit).
 func (s *Store) History(sn *Snapshot) ([]Change, error) {
 	var out []Change
-	h := sn.Commit
-	for !h.IsZero() {
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{sn.Commit}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if h.IsZero() || seen[h] {
+			continue
+		}
+		seen[h] = true
 		c, err := s.objs.readCommit(h)
 		if err != nil {
 			return out, &CorruptError{ID: sn.Task.ID, Commit: h, Err: err}
@@ -759,14 +768,18 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 			From: machine.Status(tr[TrailerFrom]), To: machine.Status(tr[TrailerTo]),
 			Clock: clock, Host: tr[TrailerHost], Subject: subject,
 		})
-		if len(c.ParentHashes) == 0 {
-			break
+		queue = append(queue, c.ParentHashes...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Clock != b.Clock {
+			return a.Clock < b.Clock
 		}
-		h = c.ParentHashes[0]
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		return a.Commit.String() < b.Commit.String()
+	})
 	return out, nil
 }
 

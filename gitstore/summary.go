@@ -25,6 +25,8 @@ type Summary struct {
 	Reason       string            `json:"reason,omitempty"`
 	AllowedPaths []string          `json:"allowed_paths,omitempty"`
 	Sessions     int               `json:"sessions"`
+	Host         string            `json:"host,omitempty"`          // the host its session runs on
+	Refused      int               `json:"merge_refused,omitempty"` // operations a merge refused`
 	Turns        int               `json:"turns"`
 	Comments     int               `json:"comments"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
@@ -40,7 +42,7 @@ func NewSummary(t *Task) Summary {
 		Parent: t.Parent, TargetBranch: t.TargetBranch,
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
-		Sessions: t.Sessions, Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
+		Sessions: t.Sessions, Host: t.Host, Refused: len(t.MergeRefused), Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
 	}
 }
 

@@ -37,7 +37,8 @@ const (
 // "waiting" behind. Bookkeeping never fails the call it observes.
 type Marks struct {
 	LazyDir string
-	PID     int // the writing process (the daemon)
+	PID     int    // the writing process (the daemon)
+	Host    string // this machine's host id
 	Now     func() time.Time
 
 	mu sync.Mutex
@@ -268,6 +269,9 @@ func (m *Marks) Progress(task string) string {
 func (m *Marks) Substate(s *gitstore.Summary) string {
 	if s.Status != machine.Working {
 		return ""
+	}
+	if s.Host != "" && m.Host != "" && s.Host != m.Host {
+		return "on " + s.Host // its files are on that machine
 	}
 	in := machine.SubstateInput{Kind: s.Substate}
 	var st proto.Status

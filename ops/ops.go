@@ -247,56 +247,12 @@ func truncateRunes(s string, n int) string {
 	return s
 }
 
-// ValidBranchName applies git's ref-name rules (git check-ref-format
-// --branch) without spawning git, and additionally refuses a leading dash
-// so a branch can never be read as an option.
-func ValidBranchName(b string) error {
-	bad := func(why string) error { return fmt.Errorf("invalid branch name %q: %s", b, why) }
-	switch {
-	case b == "" || b == "@":
-		return bad("it is empty")
-	case strings.HasPrefix(b, "-"):
-		return bad("it starts with a dash")
-	case strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, "."):
-		return bad("it starts or ends with / or ends with .")
-	case strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{"):
-		return bad("it contains .., // or @{")
-	case strings.HasSuffix(b, ".lock") || strings.Contains(b, ".lock/"):
-		return bad("a component ends in .lock")
-	case len(b) > 255:
-		return bad("it is longer than 255 bytes")
-	}
-	for _, comp := range strings.Split(b, "/") {
-		if strings.HasPrefix(comp, ".") {
-			return bad("a component starts with a dot")
-		}
-	}
-	for _, r := range b {
-		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
-			return bad(fmt.Sprintf("it contains %q", r))
-		}
-	}
-	return nil
-}
+// ValidBranchName applies git's ref-name rules (see
+// gitstore.ValidBranchName).
+func ValidBranchName(b string) error { return gitstore.ValidBranchName(b) }
 
-// ValidPattern checks an allowed-paths glob: relative, inside the
-// repository, and unable to pose as an option.
-func ValidPattern(p string) error {
-	switch {
-	case p == "":
-		return errors.New("an allowed path may not be empty")
-	case strings.HasPrefix(p, "-"):
-		return fmt.Errorf("allowed path %q starts with a dash", p)
-	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("allowed path %q is absolute; use a path relative to the repository", p)
-	}
-	for _, comp := range strings.Split(p, "/") {
-		if comp == ".." {
-			return fmt.Errorf("allowed path %q leaves the repository (..)", p)
-		}
-	}
-	return nil
-}
+// ValidPattern checks an allowed-paths glob (see gitstore.ValidPattern).
+func ValidPattern(p string) error { return gitstore.ValidPattern(p) }
 
 // Comment adds a comment to a task. Comments change no status.
 func (e *Env) Comment(ctx context.Context, name, text string) (*gitstore.Snapshot, gitstore.Comment, error) {

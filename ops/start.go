@@ -100,6 +100,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		s.Task.Sessions++
+		s.Task.Host = e.Store.Host()
 		s.Session = &gitstore.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent,
 			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,

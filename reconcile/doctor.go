@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,6 +117,12 @@ func joinAction(prev string, a Action) string {
 func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 	if e.Err != nil {
 		return &Finding{TaskID: e.ID, Kind: "corrupt-record", Detail: e.Err.Error()}
+	}
+	if bytes.Contains(e.JSON, []byte(`"merge_refused":`)) {
+		if s, err := e.Summary(); err == nil && s.Refused > 0 {
+			return &Finding{TaskID: e.ID, Slug: s.Slug, Kind: "merge-refused",
+				Detail: fmt.Sprintf("%d operation(s) were refused when two machines' histories were merged; lazy show %s lists them", s.Refused, s.Slug)}
+		}
 	}
 	if !sweepable(e) && !e.Status.IsTerminal() {
 		return nil

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+)
+
+// PullCmd takes in another machine's task state.
+type PullCmd struct {
+	Remote string `arg:"" optional:"" help:"Remote to pull from (default: origin, or the only remote)."`
+	JSON   bool   `help:"Print the report as JSON."`
+}
+
+// PushCmd publishes this machine's task state.
+type PushCmd struct {
+	Remote string `arg:"" optional:"" help:"Remote to push to (default: origin, or the only remote)."`
+	JSON   bool   `help:"Print the report as JSON."`
+}
+
+// defaultRemote picks origin, or the only remote.
+func (a *app) defaultRemote(ctx context.Context, name string) (string, error) {
+	if name != "" {
+		return name, gitstore.ValidRemote(name)
+	}
+	out, err := gitcli.New(a.repo.CommonDir, "remote").String(ctx)
+	if err != nil {
+		return "", err
+	}
+	remotes := strings.Fields(out)
+	for _, r := range remotes {
+		if r == "origin" {
+			return r, nil
+		}
+	}
+	switch len(remotes) {
+	case 0:
+		return "", errors.New("this repository has no remote; add one with git remote add")
+	case 1:
+		return remotes[0], nil
+	}
+	return "", fmt.Errorf("there is no origin and several remotes (%s); name one", strings.Join(remotes, ", "))
+}
+
+// Run implements lazy pull.
+func (c *PullCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	remote, err := a.defaultRemote(ctx, c.Remote)
+	if err != nil {
+		return err
+	}
+	rep, err := a.store.Pull(ctx, remote)
+	if err != nil {
+		return err
+	}
+	return a.syncReport("Pulled from", rep, c.JSON)
+}
+
+// Run implements lazy push.
+func (c *PushCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	remote, err := a.defaultRemote(ctx, c.Remote)
+	if err != nil {
+		return err
+	}
+	spec, _ := a.cfg.Get("lazy.pushRefspec")
+	rep, err := a.store.Push(ctx, remote, spec)
+	if rep != nil {
+		if rerr := a.syncReport("Pushed to", rep, c.JSON); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) error {
+	if asJSON {
+		return a.printJSON(rep)
+	}
+	fmt.Fprintf(a.stdout, "%s %s: %d created, %d fast-forwarded, %d merged, %d up to date, %d ahead here",
+		verb, rep.Remote, len(rep.Created), len(rep.FastForwarded), len(rep.Merged), rep.UpToDate, rep.LocalAhead)
+	if verb == "Pushed to" {
+		fmt.Fprintf(a.stdout, "; %d ref(s) pushed", rep.Pushed)
+		if rep.Retries > 0 {
+			fmt.Fprintf(a.stdout, " after %d merge(s) with the remote", rep.Retries)
+		}
+	}
+	fmt.Fprintln(a.stdout)
+	for _, r := range rep.Refused {
+		fmt.Fprintf(a.stdout, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(a.stderr, "lazy: skipped %s: %s\n", s.Ref, s.Reason)
+	}
+	for _, r := range rep.Rejected {
+		fmt.Fprintf(a.stderr, "lazy: the remote rejected %s\n", r)
+	}
+	return nil
+}

@@ -1,0 +1,523 @@
+package gitstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/machine"
+)
+
+// Refused is an operation a merge could not replay: after ordering both
+// sides' operations, its transition was no longer valid. Its commit stays
+// in history; the task lists it so show and doctor report it.
+type Refused struct {
+	Commit string         `json:"commit"`
+	Op     string         `json:"op"`
+	Actor  machine.Actor  `json:"actor"`
+	From   machine.Status `json:"from,omitempty"`
+	To     machine.Status `json:"to"`
+	Clock  uint64         `json:"clock"`
+	Host   string         `json:"host"`
+	Reason string         `json:"reason"`
+}
+
+// MergeHost is the host a merge commit is attributed to: not the machine
+// that computed it, so that every machine computes the same commit.
+const MergeHost = "merge"
+
+// opPatch is what one operation commit changed relative to its first
+// parent.
+type opPatch struct {
+	commit plumbing.Hash
+	op     Op
+	task   map[string]json.RawMessage // changed task.json fields
+	status bool                       // the op changed the status (op.From -> op.To)
+	// session is the session after the op when it changed (nil with
+	// sessionGone false: unchanged); sessionTurn is the identity of the
+	// turn its Turn field points at.
+	session     *Session
+	sessionGone bool
+	sessionTurn string
+	violations  *Violations
+	goal        *string
+	turns       []Turn   // added, in order
+	consumed    []string // identities whose feedback became consumed
+	comments    []Comment
+}
+
+// recordIdentity identifies a turn or comment independently of its
+// sequence number and of fields later edits change.
+func turnIdentity(t Turn) string {
+	t.Seq, t.FeedbackDelivery = 0, ""
+	b, _ := json.Marshal(t)
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+func commentIdentity(c Comment) string {
+	c.Seq = 0
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+// fullSnapshot is a snapshot with its turns, comments and goal read.
+type fullSnapshot struct {
+	*Snapshot
+	turns    []Turn
+	comments []Comment
+	goal     string
+}
+
+func (s *Store) loadFull(id string, h plumbing.Hash) (*fullSnapshot, error) {
+	sn, err := s.loadAt(id, h)
+	if err != nil {
+		return nil, err
+	}
+	f := &fullSnapshot{Snapshot: sn}
+	if f.turns, err = s.Turns(sn); err != nil {
+		return nil, err
+	}
+	if f.comments, err = s.Comments(sn); err != nil {
+		return nil, err
+	}
+	if f.goal, err = sn.Goal(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Merge combines two histories of task id, neither an ancestor of the
+// other, into a merge commit (written, not referenced). Both sides'
+// operations since their merge base are replayed onto the base in a
+// deterministic order - Lamport clock, then host, then commit hash -
+// through the state machine. Turns and comments are append-only and
+// never conflict; a feedback turn consumed on either side is consumed.
+// An operation whose transition is invalid after reordering is refused
+// and listed on the task. The commit depends only on the two inputs, so
+// two machines merging the same pair produce the same hash.
+func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []Refused, error) {
+	lc, err := s.objs.readCommit(local)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	rc, err := s.objs.readCommit(remote)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	bases, err := lc.MergeBase(rc)
+	if err != nil {
+		return plumbing.ZeroHash, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
+	}
+	if len(bases) == 0 {
+		return plumbing.ZeroHash, nil, fmt.Errorf("task %s: the two histories share no commit; refusing to merge unrelated records", id)
+	}
+	// With criss-cross histories several bases qualify; the smallest hash
+	// is as good as any and the same everywhere.
+	sort.Slice(bases, func(i, j int) bool { return bases[i].Hash.String() < bases[j].Hash.String() })
+	base := bases[0].Hash
+	stop, err := s.ancestors(base)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	var patches []opPatch
+	seen := map[plumbing.Hash]bool{}
+	for _, tip := range []plumbing.Hash{local, remote} {
+		if err := s.walkOps(id, tip, stop, seen, &patches); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+	}
+	sort.Slice(patches, func(i, j int) bool {
+		a, b := patches[i], patches[j]
+		if a.op.Clock != b.op.Clock {
+			return a.op.Clock < b.op.Clock
+		}
+		if a.op.Host != b.op.Host {
+			return a.op.Host < b.op.Host
+		}
+		return a.commit.String() < b.commit.String()
+	})
+	bf, err := s.loadFull(id, base)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	m, refused := replay(bf, patches)
+	ls, err := s.loadAt(id, local)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	rs, err := s.loadAt(id, remote)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	at := lc.Committer.When
+	if rc.Committer.When.After(at) {
+		at = rc.Committer.When
+	}
+	clock := max(ls.Task.Clock, rs.Task.Clock) + 1
+	h, err := s.writeMerge(m, local, remote, clock, at.UTC(), refused)
+	return h, refused, err
+}
+
+// ancestors returns every commit reachable from h (h included).
+func (s *Store) ancestors(h plumbing.Hash) (map[plumbing.Hash]bool, error) {
+	out := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{h}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		if out[c] {
+			continue
+		}
+		out[c] = true
+		cm, err := s.objs.readCommit(c)
+		if err != nil {
+			return nil, err
+		}
+		queue = append(queue, cm.ParentHashes...)
+	}
+	return out, nil
+}
+
+// walkOps collects the patches of every operation commit reachable from
+// tip and not from the base (stop). Merge commits carry no operation of
+// their own: the operations they combined are collected individually.
+func (s *Store) walkOps(id string, tip plumbing.Hash, stop, seen map[plumbing.Hash]bool, out *[]opPatch) error {
+	queue := []plumbing.Hash{tip}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if stop[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := s.objs.readCommit(h)
+		if err != nil {
+			return &CorruptError{ID: id, Commit: h, Err: err}
+		}
+		queue = append(queue, c.ParentHashes...)
+		if len(c.ParentHashes) != 1 {
+			continue // a merge (or a root, which the base always covers)
+		}
+		p, err := s.patch(id, c.ParentHashes[0], h)
+		if err != nil {
+			return err
+		}
+		*out = append(*out, *p)
+	}
+	return nil
+}
+
+var mergeSkipFields = map[string]bool{"status": true, "clock": true, "updated_at": true, "version": true, "turns": true, "comments": true, "merge_refused": true}
+
+func (s *Store) patch(id string, parent, h plumbing.Hash) (*opPatch, error) {
+	prev, err := s.loadFull(id, parent)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.loadFull(id, h)
+	if err != nil {
+		return nil, err
+	}
+	p := &opPatch{commit: h, task: map[string]json.RawMessage{}}
+	if err := s.decodeEntry(cur.entries, fileOp, &p.op, true); err != nil {
+		return nil, &CorruptError{ID: id, Commit: h, Err: err}
+	}
+	p.op.Clock = cur.Task.Clock
+	p.status = prev.Task.Status != cur.Task.Status
+	p.op.From, p.op.To = prev.Task.Status, cur.Task.Status
+	pm, cm := fields(&prev.Task), fields(&cur.Task)
+	for k, v := range cm {
+		if !mergeSkipFields[k] && !bytes.Equal(pm[k], v) {
+			p.task[k] = v
+		}
+	}
+	for k := range pm {
+		if _, ok := cm[k]; !ok && !mergeSkipFields[k] {
+			p.task[k] = nil // the field was cleared
+		}
+	}
+	switch {
+	case cur.Session == nil && prev.Session != nil:
+		p.sessionGone = true
+	case cur.Session != nil && (prev.Session == nil || !jsonEqual(prev.Session, cur.Session)):
+		p.session = cur.Session
+		for _, t := range cur.turns {
+			if t.Seq == cur.Session.Turn {
+				p.sessionTurn = turnIdentity(t)
+			}
+		}
+	}
+	if !jsonEqual(&prev.Violations, &cur.Violations) {
+		v := cur.Violations
+		p.violations = &v
+	}
+	if prev.goal != cur.goal {
+		g := cur.goal
+		p.goal = &g
+	}
+	before := map[string]Turn{}
+	for _, t := range prev.turns {
+		before[turnIdentity(t)] = t
+	}
+	for _, t := range cur.turns {
+		ident := turnIdentity(t)
+		old, ok := before[ident]
+		switch {
+		case !ok:
+			p.turns = append(p.turns, t)
+		case old.FeedbackDelivery != FeedbackConsumed && t.FeedbackDelivery == FeedbackConsumed:
+			p.consumed = append(p.consumed, ident)
+		}
+	}
+	had := map[string]bool{}
+	for _, c := range prev.comments {
+		had[commentIdentity(c)] = true
+	}
+	for _, c := range cur.comments {
+		if !had[commentIdentity(c)] {
+			p.comments = append(p.comments, c)
+		}
+	}
+	return p, nil
+}
+
+func fields(t *Task) map[string]json.RawMessage {
+	b, _ := json.Marshal(t)
+	m := map[string]json.RawMessage{}
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// merged is the state a replay builds.
+type merged struct {
+	task       map[string]json.RawMessage
+	status     machine.Status
+	session    *Session
+	violations Violations
+	goal       string
+	turns      []Turn
+	index      map[string]int // turn identity -> position
+	comments   []Comment
+	known      map[string]bool // comment identities
+}
+
+func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
+	m := &merged{task: fields(&base.Task), status: base.Task.Status, violations: base.Violations, goal: base.goal,
+		index: map[string]int{}, known: map[string]bool{}}
+	if base.Session != nil {
+		sess := *base.Session
+		m.session = &sess
+	}
+	for _, t := range base.turns {
+		m.addTurn(t)
+	}
+	for _, c := range base.comments {
+		m.addComment(c)
+	}
+	var refused []Refused
+	for _, p := range patches {
+		// A transition replays only from the status it was made in (or is
+		// a no-op when the other side already made it); anything else
+		// would apply a decision to a state nobody decided about.
+		if p.status && m.status != p.op.From && m.status != p.op.To {
+			reason := fmt.Sprintf("it moved the task %s -> %s, but after the other machine's operations the task was %s", p.op.From, p.op.To, m.status)
+			if err := machine.Validate(m.status, p.op.To, p.op.Actor); err != nil {
+				reason += " (" + err.Error() + ")"
+			}
+			refused = append(refused, Refused{Commit: p.commit.String(), Op: p.op.Name, Actor: p.op.Actor, From: p.op.From, To: p.op.To,
+				Clock: p.op.Clock, Host: p.op.Host, Reason: reason})
+			continue
+		}
+		if p.status {
+			m.status = p.op.To
+		}
+		for k, v := range p.task {
+			if v == nil {
+				delete(m.task, k)
+			} else {
+				m.task[k] = v
+			}
+		}
+		for _, t := range p.turns {
+			m.addTurn(t)
+		}
+		for _, ident := range p.consumed {
+			if i, ok := m.index[ident]; ok {
+				m.turns[i].FeedbackDelivery = FeedbackConsumed
+			}
+		}
+		for _, c := range p.comments {
+			m.addComment(c)
+		}
+		switch {
+		case p.sessionGone:
+			m.session = nil
+		case p.session != nil:
+			sess := *p.session
+			if i, ok := m.index[p.sessionTurn]; ok {
+				sess.Turn = m.turns[i].Seq // the pointer follows the renumbering
+			}
+			m.session = &sess
+		}
+		if p.violations != nil {
+			m.violations = *p.violations
+		}
+		if p.goal != nil {
+			m.goal = *p.goal
+		}
+	}
+	return m, refused
+}
+
+func (m *merged) addTurn(t Turn) {
+	ident := turnIdentity(t)
+	if i, ok := m.index[ident]; ok {
+		if t.FeedbackDelivery == FeedbackConsumed {
+			m.turns[i].FeedbackDelivery = FeedbackConsumed
+		}
+		return
+	}
+	t.Seq = len(m.turns) + 1
+	m.index[ident] = len(m.turns)
+	m.turns = append(m.turns, t)
+}
+
+func (m *merged) addComment(c Comment) {
+	ident := commentIdentity(c)
+	if m.known[ident] {
+		return
+	}
+	m.known[ident] = true
+	c.Seq = len(m.comments) + 1
+	m.comments = append(m.comments, c)
+}
+
+// writeMerge writes the merged snapshot as a commit with both parents,
+// in a byte-for-byte deterministic way.
+func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64, at time.Time, refused []Refused) (plumbing.Hash, error) {
+	raw, err := json.Marshal(m.task)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var t Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("merge task fields: %w", err)
+	}
+	t.Status = m.status
+	t.Clock = clock
+	t.UpdatedAt = at.Truncate(time.Second)
+	t.Version = SchemaVersion
+	t.Turns, t.Comments = len(m.turns), len(m.comments)
+	t.MergeRefused = appendRefused(t.MergeRefused, refused)
+	if m.violations.Pending == nil {
+		m.violations.Pending = []string{}
+	}
+	op := Op{Name: "merge", Actor: machine.System, To: t.Status, Clock: clock, Host: MergeHost, At: t.UpdatedAt}
+	if len(refused) > 0 {
+		op.Reason = fmt.Sprintf("%d operation(s) refused after reordering", len(refused))
+	}
+	var entries []treeEntry
+	blob := func(name string, v any) error {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+		if err != nil {
+			return err
+		}
+		entries = append(entries, treeEntry{name: name, hash: h})
+		return nil
+	}
+	if err := blob(fileTask, &t); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if m.session != nil {
+		if err := blob(fileSession, m.session); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if err := blob(fileViolations, &m.violations); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := blob(fileOp, &op); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if m.goal != "" {
+		h, err := s.objs.write(plumbing.BlobObject, []byte(m.goal))
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries = append(entries, treeEntry{name: fileGoal, hash: h})
+	}
+	dir := func(name string, n int, item func(int) any) error {
+		if n == 0 {
+			return nil
+		}
+		var sub []treeEntry
+		for i := 0; i < n; i++ {
+			b, err := json.MarshalIndent(item(i), "", "  ")
+			if err != nil {
+				return err
+			}
+			h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+			if err != nil {
+				return err
+			}
+			sub = append(sub, treeEntry{name: seqName(i + 1), hash: h})
+		}
+		h, err := s.objs.writeTree(sub)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, treeEntry{name: name, hash: h, dir: true})
+		return nil
+	}
+	if err := dir(dirTurns, len(m.turns), func(i int) any { return &m.turns[i] }); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := dir(dirComments, len(m.comments), func(i int) any { return &m.comments[i] }); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tree, err := s.objs.writeTree(entries)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	parents := []plumbing.Hash{local, remote}
+	sort.Slice(parents, func(i, j int) bool { return parents[i].String() < parents[j].String() })
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "tree %s\n", tree)
+	for _, p := range parents {
+		fmt.Fprintf(&b, "parent %s\n", p)
+	}
+	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", MergeHost, t.UpdatedAt.Unix())
+	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, commitMessage(&t, &op))
+	return s.objs.write(plumbing.CommitObject, b.Bytes())
+}
+
+func appendRefused(have []Refused, more []Refused) []Refused {
+	seen := map[string]bool{}
+	for _, r := range have {
+		seen[r.Commit] = true
+	}
+	for _, r := range more {
+		if !seen[r.Commit] {
+			seen[r.Commit] = true
+			have = append(have, r)
+		}
+	}
+	return have
+}

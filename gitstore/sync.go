@@ -1,0 +1,293 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// RemoteNamespace is where lazy pull fetches a remote's task refs: never
+// into refs/lazy/*, so fetching never touches local records.
+func RemoteNamespace(remote string) string { return "refs/lazy-remotes/" + remote + "/" }
+
+var remoteRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ValidRemote checks a remote name before it reaches git argv.
+func ValidRemote(name string) error {
+	if !remoteRe.MatchString(name) || strings.Contains(name, "..") {
+		return fmt.Errorf("invalid remote name %q", name)
+	}
+	return nil
+}
+
+// SyncReport says what a pull or push did.
+type SyncReport struct {
+	Remote        string    `json:"remote"`
+	Created       []string  `json:"created"`
+	FastForwarded []string  `json:"fast_forwarded"`
+	Merged        []string  `json:"merged"`
+	LocalAhead    int       `json:"local_ahead"`
+	UpToDate      int       `json:"up_to_date"`
+	Refused       []Refused `json:"refused"`
+	Skipped       []Skip    `json:"skipped"`
+	Pushed        int       `json:"pushed"`
+	Rejected      []string  `json:"rejected"`
+	Retries       int       `json:"retries"`
+}
+
+// Skip is a remote record lazy did not take, and why.
+type Skip struct {
+	Ref    string `json:"ref"`
+	Reason string `json:"reason"`
+}
+
+func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	for _, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, errors.New("refusing a NUL byte in git argv")
+		}
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("git %s: %s", strings.Join(args, " "), strings.TrimSpace(stderr.String()+" "+err.Error()))
+	}
+	return out, nil
+}
+
+// Fetch copies remote's refs/lazy/* into its remote namespace with the
+// git CLI, so the user's credentials, ssh config and insteadOf apply.
+func (s *Store) Fetch(ctx context.Context, remote string) error {
+	if err := ValidRemote(remote); err != nil {
+		return err
+	}
+	_, err := git(ctx, s.repo.CommonDir, "fetch", "--quiet", "--no-tags", "--prune", remote, "+refs/lazy/*:"+RemoteNamespace(remote)+"*")
+	return err
+}
+
+// Pull fetches remote's task state and takes it in, task by task: a task
+// new here is created, one that only moved there fast-forwards, and one
+// that moved on both sides is merged (see Merge). A malformed remote
+// record is skipped and reported; the rest of the pull goes on. The work
+// after the fetch is proportional to the tasks that differ.
+func (s *Store) Pull(ctx context.Context, remote string) (*SyncReport, error) {
+	if err := s.Fetch(ctx, remote); err != nil {
+		return nil, err
+	}
+	return s.Integrate(ctx, remote)
+}
+
+// Integrate takes in what the last fetch of remote brought.
+func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, error) {
+	rep := &SyncReport{Remote: remote}
+	ns := RemoteNamespace(remote)
+	theirs, err := s.repo.ListRefs(ns + "tasks/")
+	if err != nil {
+		return nil, err
+	}
+	ours, err := s.repo.ListRefs(TasksPrefix)
+	if err != nil {
+		return nil, err
+	}
+	slugs, err := s.repo.ListRefs(ns + "slugs/")
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(theirs))
+	for ref := range theirs {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		id := strings.TrimPrefix(ref, ns+"tasks/")
+		rh := theirs[ref]
+		if !ValidID(id) {
+			rep.Skipped = append(rep.Skipped, Skip{Ref: ref, Reason: "not a task id"})
+			continue
+		}
+		lh, have := ours[TasksPrefix+id]
+		if have && lh == rh {
+			rep.UpToDate++
+			continue
+		}
+		if err := s.takeIn(id, rh, rep, slugs, ns); err != nil {
+			rep.Skipped = append(rep.Skipped, Skip{Ref: ref, Reason: err.Error()})
+		}
+	}
+	return rep, nil
+}
+
+// takeIn brings one remote task tip into the local ref, retrying when a
+// local writer moves the ref meanwhile.
+func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, slugs map[string]plumbing.Hash, ns string) error {
+	rs, err := s.loadAt(id, rh)
+	if err != nil {
+		return err
+	}
+	if err := validateRecord(rs); err != nil {
+		return fmt.Errorf("malformed record: %w", err)
+	}
+	for attempt := 0; attempt < 8; attempt++ {
+		lh, have, err := s.repo.ReadRef(TaskRef(id))
+		if err != nil {
+			return err
+		}
+		var next plumbing.Hash
+		var kind *[]string
+		switch {
+		case !have:
+			next, kind = rh, &rep.Created
+		case lh == rh:
+			rep.UpToDate++
+			return nil
+		default:
+			theirsAhead, err := s.isAncestor(lh, rh)
+			if err != nil {
+				return err
+			}
+			oursAhead, err := s.isAncestor(rh, lh)
+			if err != nil {
+				return err
+			}
+			switch {
+			case oursAhead:
+				rep.LocalAhead++
+				return nil
+			case theirsAhead:
+				next, kind = rh, &rep.FastForwarded
+			default:
+				m, refused, err := s.Merge(id, lh, rh)
+				if err != nil {
+					return err
+				}
+				next, kind = m, &rep.Merged
+				rep.Refused = append(rep.Refused, refused...)
+			}
+		}
+		err = s.repo.CompareAndSwap(TaskRef(id), lh, next)
+		if errors.Is(err, ErrStale) {
+			continue // a local operation landed meanwhile: judge again
+		}
+		if err != nil {
+			return err
+		}
+		*kind = append(*kind, rs.Task.Slug)
+		if !have {
+			s.adoptSlug(rs, slugs, ns, rep)
+		}
+		return nil
+	}
+	return fmt.Errorf("task %s kept changing locally; pull again", id)
+}
+
+// adoptSlug gives a task that arrived from a remote its slug here, unless
+// a local task already has it (then the task answers to its id).
+func (s *Store) adoptSlug(sn *Snapshot, slugs map[string]plumbing.Hash, ns string, rep *SyncReport) {
+	slug := sn.Task.Slug
+	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(sn.Task.ID+"\n"))
+	if err != nil {
+		return
+	}
+	if h, ok := slugs[ns+"slugs/"+slug]; ok && h != idBlob {
+		rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: "the remote's slug ref does not name this task"})
+	}
+	if err := s.repo.CompareAndSwap(SlugsPrefix+slug, plumbing.ZeroHash, idBlob); err != nil {
+		cur, _, _ := s.repo.ReadRef(SlugsPrefix + slug)
+		if cur != idBlob {
+			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug,
+				Reason: fmt.Sprintf("slug %q is taken here by another task; %s answers to its id %s", slug, slug, sn.Task.ID)})
+		}
+	}
+}
+
+func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
+	ca, err := s.objs.readCommit(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := s.objs.readCommit(b)
+	if err != nil {
+		return false, err
+	}
+	return ca.IsAncestor(cb)
+}
+
+// Push sends refs/lazy/* to remote without force. A rejected push (the
+// remote moved) pulls, merges and tries again, a bounded number of times.
+func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, error) {
+	if err := ValidRemote(remote); err != nil {
+		return nil, err
+	}
+	if refspec == "" {
+		refspec = "refs/lazy/*:refs/lazy/*"
+	}
+	if strings.HasPrefix(refspec, "+") || strings.HasPrefix(refspec, "-") {
+		return nil, fmt.Errorf("lazy.pushRefspec %q would force or be read as an option; lazy pushes without force", refspec)
+	}
+	rep := &SyncReport{Remote: remote}
+	const attempts = 4
+	for attempt := 1; ; attempt++ {
+		out, err := git(ctx, s.repo.CommonDir, "push", "--porcelain", remote, refspec)
+		pushed, rejected := parsePorcelain(string(out))
+		rep.Pushed += pushed
+		if len(rejected) == 0 {
+			if err != nil {
+				return rep, err
+			}
+			rep.Rejected = nil
+			return rep, nil
+		}
+		rep.Rejected = rejected
+		if attempt == attempts {
+			return rep, fmt.Errorf("the remote kept rejecting %d ref(s) after %d merges: %s", len(rejected), attempts-1, strings.Join(rejected, ", "))
+		}
+		rep.Retries++
+		pr, perr := s.Pull(ctx, remote)
+		if perr != nil {
+			return rep, perr
+		}
+		rep.Merged = append(rep.Merged, pr.Merged...)
+		rep.FastForwarded = append(rep.FastForwarded, pr.FastForwarded...)
+		rep.Created = append(rep.Created, pr.Created...)
+		rep.Refused = append(rep.Refused, pr.Refused...)
+		rep.Skipped = append(rep.Skipped, pr.Skipped...)
+	}
+}
+
+// parsePorcelain counts refs git push updated and lists those it
+// rejected.
+func parsePorcelain(out string) (pushed int, rejected []string) {
+	for _, line := range strings.Split(out, "\n") {
+		if len(line) < 2 || line[1] != '\t' {
+			continue
+		}
+		fields := strings.Split(line, "\t")
+		if len(fields) < 2 {
+			continue
+		}
+		ref := fields[1]
+		if i := strings.IndexByte(ref, ':'); i >= 0 {
+			ref = ref[i+1:]
+		}
+		switch line[0] {
+		case ' ', '+', '*', '-':
+			pushed++
+		case '!':
+			rejected = append(rejected, ref)
+		}
+	}
+	return pushed, rejected
+}

@@ -1,0 +1,122 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// ValidBranchName applies git's ref-name rules (git check-ref-format
+// --branch) without spawning git, and additionally refuses a leading dash
+// so a branch can never be read as an option.
+func ValidBranchName(b string) error {
+	bad := func(why string) error { return fmt.Errorf("invalid branch name %q: %s", b, why) }
+	switch {
+	case b == "" || b == "@":
+		return bad("it is empty")
+	case strings.HasPrefix(b, "-"):
+		return bad("it starts with a dash")
+	case strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, "."):
+		return bad("it starts or ends with / or ends with .")
+	case strings.Contains(b, "..") || strings.Contains(b, "//") || strings.Contains(b, "@{"):
+		return bad("it contains .., // or @{")
+	case strings.HasSuffix(b, ".lock") || strings.Contains(b, ".lock/"):
+		return bad("a component ends in .lock")
+	case len(b) > 255:
+		return bad("it is longer than 255 bytes")
+	}
+	for _, comp := range strings.Split(b, "/") {
+		if strings.HasPrefix(comp, ".") {
+			return bad("a component starts with a dot")
+		}
+	}
+	for _, r := range b {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return bad(fmt.Sprintf("it contains %q", r))
+		}
+	}
+	return nil
+}
+
+// ValidPattern checks an allowed-paths glob: relative, inside the
+// repository, and unable to pose as an option.
+func ValidPattern(p string) error {
+	switch {
+	case p == "":
+		return errors.New("an allowed path may not be empty")
+	case strings.HasPrefix(p, "-"):
+		return fmt.Errorf("allowed path %q starts with a dash", p)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("allowed path %q is absolute; use a path relative to the repository", p)
+	}
+	for _, comp := range strings.Split(p, "/") {
+		if comp == ".." {
+			return fmt.Errorf("allowed path %q leaves the repository (..)", p)
+		}
+	}
+	return nil
+}
+
+// validateRecord checks what a record from another machine could use to
+// reach git argv or the filesystem. Records are untrusted: a malformed
+// one is refused, never partially used.
+func validateRecord(sn *Snapshot) error {
+	t := &sn.Task
+	if err := checkTask(t, t.ID); err != nil {
+		return err
+	}
+	if t.TargetBranch != "" {
+		if err := ValidBranchName(t.TargetBranch); err != nil {
+			return fmt.Errorf("target branch: %w", err)
+		}
+	}
+	for _, p := range t.AllowedPaths {
+		if err := ValidPattern(p); err != nil {
+			return err
+		}
+	}
+	if a := t.Accept; a != nil {
+		if err := ValidBranchName(a.Into); err != nil {
+			return fmt.Errorf("accept record: %w", err)
+		}
+		if a.IntoSHA != "" && !ValidHex(a.IntoSHA) {
+			return fmt.Errorf("accept record names %q, not a commit id", a.IntoSHA)
+		}
+	}
+	if s := sn.Session; s != nil {
+		if s.Branch != "" {
+			if err := ValidBranchName(s.Branch); err != nil {
+				return fmt.Errorf("session branch: %w", err)
+			}
+		}
+		if s.Worktree != "" && (!filepath.IsAbs(s.Worktree) || filepath.Clean(s.Worktree) != s.Worktree) {
+			return fmt.Errorf("session worktree %q is not a clean absolute path", s.Worktree)
+		}
+		if s.Host != "" && !validHost(s.Host) {
+			return fmt.Errorf("session host %q is not a host id", s.Host)
+		}
+		if s.GitStartSHA != "" && !ValidHex(s.GitStartSHA) {
+			return fmt.Errorf("session start %q is not a commit id", s.GitStartSHA)
+		}
+	}
+	for _, p := range sn.Violations.Pending {
+		if !filepath.IsLocal(p) {
+			return fmt.Errorf("pending violation %q is not a path inside a worktree", p)
+		}
+	}
+	return nil
+}
+
+func validHost(h string) bool {
+	if h == "" || len(h) > 64 || strings.HasPrefix(h, "-") {
+		return false
+	}
+	for _, r := range h {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
