@@ -99,10 +99,6 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 	if err != nil {
 		return nil, err
 	}
-	slugs, err := s.repo.ListRefs(ns + "slugs/")
-	if err != nil {
-		return nil, err
-	}
 	names := make([]string, 0, len(theirs))
 	for ref := range theirs {
 		names = append(names, ref)
@@ -123,7 +119,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 			rep.UpToDate++
 			continue
 		}
-		if err := s.takeIn(id, rh, rep, slugs, ns); err != nil {
+		if err := s.takeIn(id, rh, rep, ns); err != nil {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: ref, Reason: err.Error()})
 		}
 	}
@@ -132,7 +128,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 
 // takeIn brings one remote task tip into the local ref, retrying when a
 // local writer moves the ref meanwhile.
-func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, slugs map[string]plumbing.Hash, ns string) error {
+func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) error {
 	rs, err := s.loadAt(id, rh)
 	if err != nil {
 		return err
@@ -186,7 +182,7 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, slugs map[s
 		}
 		*kind = append(*kind, rs.Task.Slug)
 		if !have {
-			s.adoptSlug(rs, slugs, ns, rep)
+			s.adoptSlug(rs, ns, rep)
 		}
 		return nil
 	}
@@ -195,13 +191,13 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, slugs map[s
 
 // adoptSlug gives a task that arrived from a remote its slug here, unless
 // a local task already has it (then the task answers to its id).
-func (s *Store) adoptSlug(sn *Snapshot, slugs map[string]plumbing.Hash, ns string, rep *SyncReport) {
+func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 	slug := sn.Task.Slug
 	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(sn.Task.ID+"\n"))
 	if err != nil {
 		return
 	}
-	if h, ok := slugs[ns+"slugs/"+slug]; ok && h != idBlob {
+	if h, ok, _ := s.repo.ReadRef(ns + "slugs/" + slug); ok && h != idBlob {
 		rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: "the remote's slug ref does not name this task"})
 	}
 	if err := s.repo.CompareAndSwap(SlugsPrefix+slug, plumbing.ZeroHash, idBlob); err != nil {
