@@ -17,10 +17,16 @@ type SubstateInput struct {
 	// Alive says a supervisor runs the turn; Phase is its phase.
 	Alive bool
 	Phase string
-	// Kind is the turn's own substate (agent:pre-accept), if any.
-	Kind     string
-	Waits    []WaitLabel
-	Progress string // the agent's latest line
+	// Kind is the turn's own substate (agent:pre-accept,
+	// agent:answering), if any.
+	Kind string
+	// Retry describes the attempt the supervisor waits to retry, while
+	// Phase is "retrying".
+	Attempt     int
+	RetryClass  string
+	RetryReason string
+	Waits       []WaitLabel
+	Progress    string // the agent's latest line
 }
 
 // Substate renders what a working task is doing: harness:<phase> when the
@@ -35,6 +41,8 @@ func Substate(in SubstateInput) string {
 	}
 	switch in.Phase {
 	case "", "agent":
+	case "retrying":
+		return RetrySummary(in.Attempt, in.RetryClass, in.RetryReason)
 	default:
 		return "harness:" + in.Phase
 	}
@@ -57,6 +65,26 @@ func Substate(in SubstateInput) string {
 	}
 	if in.Progress != "" {
 		s += ": " + in.Progress
+	}
+	return s
+}
+
+// maxRetrySnippet bounds the error text a retry summary repeats.
+const maxRetrySnippet = 80
+
+// RetrySummary is the one rendering of "what is being retried":
+// retrying attempt 7 (transient_overload): API Error: 529 overloaded.
+func RetrySummary(attempt int, class, reason string) string {
+	s := fmt.Sprintf("retrying attempt %d", attempt)
+	if class != "" {
+		s += " (" + class + ")"
+	}
+	reason = strings.Join(strings.Fields(reason), " ")
+	if r := []rune(reason); len(r) > maxRetrySnippet {
+		reason = string(r[:maxRetrySnippet-1]) + "…"
+	}
+	if reason != "" {
+		s += ": " + reason
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,7 +17,9 @@ func TestSubstate(t *testing.T) {
 		{SubstateInput{Alive: true, Phase: "agent"}, "agent"},
 		{SubstateInput{Alive: true, Phase: "agent", Progress: "running migration 3/7"}, "agent: running migration 3/7"},
 		{SubstateInput{Alive: true, Phase: "merge_and_fix", Progress: "stale"}, "harness:merge_and_fix"},
-		{SubstateInput{Alive: true, Phase: "retrying", Waits: []WaitLabel{w("a", 1)}}, "harness:retrying"},
+		{SubstateInput{Alive: true, Phase: "retrying", Attempt: 7, RetryClass: "transient_overload", RetryReason: "API Error:  529\n overloaded", Waits: []WaitLabel{w("a", 1)}}, "retrying attempt 7 (transient_overload): API Error: 529 overloaded"},
+		{SubstateInput{Alive: true, Phase: "merge_and_fix"}, "harness:merge_and_fix"},
+		{SubstateInput{Alive: true, Phase: "agent", Kind: "agent:answering", Progress: "reading"}, "agent:answering: reading"},
 		{SubstateInput{Alive: true, Phase: "agent", Kind: "agent:pre-accept"}, "agent:pre-accept"},
 		{SubstateInput{Alive: true, Phase: "agent", Kind: "agent:pre-accept", Progress: "p"}, "agent:pre-accept: p"},
 		{SubstateInput{Alive: true, Waits: []WaitLabel{w("fix-foo", 130*time.Second)}}, "waiting on fix-foo (2m10s)"},
@@ -27,6 +30,9 @@ func TestSubstate(t *testing.T) {
 		if got := Substate(c.in); got != c.want {
 			t.Errorf("Substate(%+v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+	if got := RetrySummary(2, "", strings.Repeat("x", 200)); len([]rune(got)) != len("retrying attempt 2: ")+maxRetrySnippet {
+		t.Errorf("a long reason is not cut: %q", got)
 	}
 	if got := shortDuration(time.Hour + 5*time.Minute); got != "1h05m" {
 		t.Errorf("shortDuration = %q", got)

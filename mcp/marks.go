@@ -277,6 +277,7 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	var st proto.Status
 	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && proc.Runs(st.PID, "supervise", s.ID) {
 		in.Alive, in.Phase = true, st.Phase
+		in.Attempt, in.RetryClass, in.RetryReason = st.Attempt, st.RetryFailureClass, st.RetryFailureReason
 	}
 	now := m.now()
 	for _, w := range m.Waits(s.ID) {

@@ -54,6 +54,9 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 		turn = s.AddTurn(t)
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, kind
 		s.Task.Status = machine.Working
+		if kind == "ask" {
+			s.Task.Substate = "agent:answering" // not mistaken for a work turn
+		}
 		return &gitstore.Op{Name: kind, Actor: e.Actor}, nil
 	})
 	if err != nil {

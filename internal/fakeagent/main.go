@@ -14,6 +14,9 @@
 //	when N ACTION...   run ACTION only on run N (after attempt)
 //	ignore-term        ignore SIGTERM from now on
 //	getenv VAR FILE    write the value of environment variable VAR to FILE
+//	readline FILE      read one line from stdin into FILE
+//	winsize FILE       write the terminal size (ROWSxCOLS) to FILE
+//	wait-winsize R C   wait until the terminal is R rows by C columns
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
 // (-p, stream-json only with --verbose, the prompt after "--") and offers
@@ -44,6 +47,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 func main() {
@@ -81,6 +86,20 @@ func main() {
 			runNo, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 			runNo++
 			must(os.WriteFile(rest, []byte(strconv.Itoa(runNo)), 0o644))
+		case "readline":
+			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+			must(os.WriteFile(rest, []byte(strings.TrimRight(line, "\r\n")), 0o644))
+		case "winsize":
+			w, h, err := term.GetSize(0)
+			must(err)
+			must(os.WriteFile(rest, []byte(fmt.Sprintf("%dx%d", h, w)), 0o644))
+		case "wait-winsize":
+			want := strings.Replace(rest, " ", "x", 1)
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if w, h, err := term.GetSize(0); err == nil && fmt.Sprintf("%dx%d", h, w) == want {
+					break
+				}
+			}
 		case "getenv":
 			name, file, _ := strings.Cut(rest, " ")
 			must(os.WriteFile(file, []byte(os.Getenv(name)), 0o600))
