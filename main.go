@@ -34,6 +34,7 @@ type CLI struct {
 	Stop     StopCmd     `cmd:"" help:"Stop a running turn; the task parks as blocked and its work is kept."`
 	Ask      AskCmd      `cmd:"" help:"Ask a parked task's agent one read-only question; the task's status is unchanged."`
 	Pair     PairCmd     `cmd:"" help:"Take over a parked or interrupted task's worktree with its agent CLI in your terminal; the task parks again when you exit."`
+	Chat     ChatCmd     `cmd:"" help:"Talk to a task's agent read-only in your terminal; the status does not change (a finished task's conversation resumes in the project root)."`
 	Sync     SyncCmd     `cmd:"" help:"Merge upstream into a parked task's branch."`
 	Accept   AcceptCmd   `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
 	Allow    AllowCmd    `cmd:"" help:"Set, extend or clear a task's allowed-paths policy (files changed outside it become violations)."`

@@ -339,6 +339,9 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	if sn.Session.Host != e.Store.Host() {
 		return nil, fmt.Errorf("accept %s: its session belongs to host %s; accept it there", slug, sn.Session.Host)
 	}
+	if err := e.worktreeFree(sn.Task.ID, "accept", slug); err != nil {
+		return nil, err
+	}
 	wt := sn.Session.Worktree
 	if dirty, err := worktree.Dirty(ctx, wt); err != nil {
 		return nil, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, wt, err)

@@ -95,6 +95,11 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 	if _, err := os.Stat(s.Session.Worktree); err != nil {
 		return fmt.Errorf("%s %s: its worktree %s is missing: %w", verb, s.Task.Slug, s.Session.Worktree, err)
 	}
+	if verb != "ask" { // an ask is read-only, like the chat itself
+		if err := e.worktreeFree(s.Task.ID, verb, s.Task.Slug); err != nil {
+			return err
+		}
+	}
 	return machine.Validate(s.Task.Status, machine.Working, e.Actor)
 }
 

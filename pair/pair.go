@@ -19,7 +19,7 @@ import (
 )
 
 // ErrNoTerminal means stdin is not a terminal: pairing is interactive.
-var ErrNoTerminal = errors.New("pairing needs an interactive terminal (stdin is not one)")
+var ErrNoTerminal = errors.New("lazy pair and lazy chat need an interactive terminal (stdin is not one)")
 
 // Run runs argv in dir with the terminal in and out handed over, and
 // returns the agent's exit code.

@@ -188,6 +188,9 @@ func claudeContract(args []string) {
 		return false
 	}
 	if !has("-p") {
+		if os.Getenv("LAZY_CHAT") != "" || os.Getenv("LAZY_PAIRING") != "" {
+			return // an interactive session a human drives
+		}
 		fmt.Fprintln(os.Stderr, "fake claude: lazy must run claude with -p")
 		os.Exit(1)
 	}

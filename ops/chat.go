@@ -1,0 +1,190 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+)
+
+// LockWorktree takes the worktree lock of task id, which lazy chat holds
+// while a human talks to the agent: commands that would start a turn in
+// that worktree refuse meanwhile. The kernel releases it if chat dies.
+func (e *Env) LockWorktree(id string) (func(), error) {
+	path := e.Store.Repo().LazyDir("locks", "worktree-"+id+".lock")
+	l, err := flock.TryLock(path)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("a lazy chat (pid %s) is open on this task's worktree; wait until it ends", flock.Owner(path))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Release() }, nil
+}
+
+// worktreeFree refuses while a chat holds the task's worktree.
+func (e *Env) worktreeFree(id, verb, slug string) error {
+	release, err := e.LockWorktree(id)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, slug, err)
+	}
+	release()
+	return nil
+}
+
+// Chat is an open read-only conversation with a task's agent.
+type Chat struct {
+	Snapshot *gitstore.Snapshot
+	Argv     []string
+	Dir      string // where the agent runs
+	Env      []string
+	Started  time.Time
+	release  func()
+}
+
+// BeginChat opens a status-neutral, read-only conversation with the
+// task's agent, holding the worktree lock until EndChat. A finished task's
+// worktree is gone: the conversation is resumed in the project root, after
+// copying Claude's session log to where Claude looks for it there.
+func (e *Env) BeginChat(ctx context.Context, name string) (*Chat, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	release, err := e.LockWorktree(id)
+	if err != nil {
+		return nil, fmt.Errorf("chat: %w", err)
+	}
+	c, err := e.beginChat(ctx, id)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	c.release = release
+	return c, nil
+}
+
+func (e *Env) beginChat(_ context.Context, id string) (*Chat, error) {
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	s, slug := sn.Session, sn.Task.Slug
+	switch {
+	case s == nil:
+		return nil, fmt.Errorf("chat %s: the task never ran, so there is no agent to talk to", slug)
+	case s.Host != e.Store.Host():
+		return nil, fmt.Errorf("chat %s: its session belongs to host %s; chat there", slug, s.Host)
+	case sn.Task.Status.IsActive():
+		return nil, fmt.Errorf("chat %s: the task is %s; its agent is busy (lazy ask queues nothing either: wait for it to park)", slug, sn.Task.Status)
+	}
+	c := &Chat{Snapshot: sn, Dir: s.Worktree, Started: time.Now().UTC()}
+	if _, err := os.Stat(s.Worktree); err != nil {
+		if !sn.Task.Status.IsTerminal() {
+			return nil, fmt.Errorf("chat %s: its worktree %s is missing", slug, s.Worktree)
+		}
+		c.Dir = e.repoDir()
+		if s.Agent == "claude" && s.AgentSessionID != "" {
+			if err := rehydrateClaude(s.Worktree, c.Dir, s.AgentSessionID); err != nil {
+				return nil, fmt.Errorf("chat %s: %w", slug, err)
+			}
+		}
+	}
+	switch s.Agent {
+	case "claude":
+		if s.AgentSessionID == "" {
+			return nil, fmt.Errorf("chat %s: no Claude conversation was recorded for it", slug)
+		}
+		c.Argv = []string{"claude", "--resume=" + s.AgentSessionID, "--permission-mode", "plan", "--disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash"}
+	case "codex":
+		if s.AgentSessionID == "" {
+			return nil, fmt.Errorf("chat %s: no Codex thread was recorded for it", slug)
+		}
+		c.Argv = []string{"codex", "-s", "read-only", "resume", s.AgentSessionID}
+	default:
+		c.Argv = PairArgv(s)
+	}
+	c.Env = append(os.Environ(), "LAZY_TASK_ID="+id, "LAZY_WORKTREE="+c.Dir, "LAZY_CHAT=1", "LAZY_READ_ONLY=1")
+	return c, nil
+}
+
+// EndChat records the conversation as a turn without touching the status
+// and releases the worktree.
+func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*gitstore.Snapshot, error) {
+	defer c.release()
+	took := time.Since(c.Started).Round(time.Second)
+	sn, _, err := e.Store.Update(ctx, c.Snapshot.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		session := ""
+		if s.Session != nil {
+			session = s.Session.ID
+		}
+		content := fmt.Sprintf("[chat] a read-only conversation with the agent for %s", took)
+		if exitCode != 0 {
+			content += fmt.Sprintf(" (the agent exited with code %d)", exitCode)
+		}
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "chat", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: session})
+		return &gitstore.Op{Name: "chat", Actor: e.Actor}, nil
+	})
+	return sn, err
+}
+
+// claudeProjectDir is where Claude Code keeps the sessions of a working
+// directory: the realpath with every character outside [A-Za-z0-9]
+// replaced by '-'.
+func claudeProjectDir(cwd string) string {
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	var b strings.Builder
+	for _, r := range cwd {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	base := os.Getenv("CLAUDE_CONFIG_DIR")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".claude")
+	}
+	return filepath.Join(base, "projects", b.String())
+}
+
+// rehydrateClaude copies a session log recorded in the (gone) worktree to
+// the project root's session directory, since Claude resumes only from
+// the directory a conversation started in.
+func rehydrateClaude(worktreeDir, rootDir, sessionID string) error {
+	if strings.ContainsAny(sessionID, "/\\") || strings.HasPrefix(sessionID, ".") {
+		return fmt.Errorf("the recorded Claude session id %q is not a file name", sessionID)
+	}
+	src := filepath.Join(claudeProjectDir(worktreeDir), sessionID+".jsonl")
+	dst := filepath.Join(claudeProjectDir(rootDir), sessionID+".jsonl")
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("the Claude session log %s is gone, so the conversation cannot be resumed: %w", src, err)
+	}
+	defer func() { _ = in.Close() }()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
