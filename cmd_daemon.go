@@ -154,5 +154,7 @@ func (a *app) daemonAfterLaunch(ctx context.Context) {
 	}
 	if _, err := a.ensureDaemon(ctx); err != nil {
 		fmt.Fprintf(a.stderr, "lazy: warning: %v (the turn runs anyway; lazy list records it)\n", err)
+		return
 	}
+	_ = daemon.Dial(a.repo.LazyDir()).Poke(ctx) // watchers see the turn start now
 }

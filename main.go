@@ -27,6 +27,8 @@ type CLI struct {
 	List     ListCmd     `cmd:"" aliases:"ls" help:"List tasks, subtasks indented under their parent."`
 	Blocked  BlockedCmd  `cmd:"" help:"List tasks waiting for a human (blocked, conflict)."`
 	Active   ActiveCmd   `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
+	Status   StatusCmd   `cmd:"" help:"Summarize the tasks: counts by status, the active ones with what they are doing, the daemon."`
+	Watch    WatchCmd    `cmd:"" help:"A live view of the tasks and their substates, redrawn as the daemon reports changes."`
 	Show     ShowCmd     `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
 	Start    StartCmd    `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
 	Unblock  UnblockCmd  `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`

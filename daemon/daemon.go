@@ -87,6 +87,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	subs map[chan Event]bool
+	poke chan struct{}
 }
 
 // Run holds the daemon lock, listens on the socket and serves until ctx
@@ -116,6 +117,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.subs = map[chan Event]bool{}
+	s.poke = make(chan struct{}, 1)
 	info := Info{PID: os.Getpid(), Version: s.Version, Started: time.Now().UTC().Format(time.RFC3339)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
@@ -127,6 +129,13 @@ func (s *Server) Run(ctx context.Context) error {
 		cancel()
 	})
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /poke", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case s.poke <- struct{}{}:
+		default: // a pass is already due
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	if s.MCP != nil {
 		mux.Handle("POST /mcp/call", s.MCP)
 	}
@@ -164,32 +173,63 @@ func (s *Server) loop(ctx context.Context) {
 	defer beat.Stop()
 	idleSince := time.Now()
 	seen := map[string]Progress{}
+	followUp := time.NewTimer(time.Hour)
+	followUp.Stop()
+	defer followUp.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case t := <-beat.C:
 			s.publish(Event{Heartbeat: t.UTC().Format(time.RFC3339Nano)})
-		case <-tick.C:
-			if _, err := os.Stat(s.Store.Repo().CommonDir); err != nil {
-				return // the repository is gone
-			}
-			entries, err := s.Store.List()
-			if err != nil {
-				continue
-			}
-			if busy(entries) {
-				idleSince = time.Now()
-			} else if s.IdleExit > 0 && time.Since(idleSince) > s.IdleExit {
+		case <-s.poke:
+			// Something just launched a turn: reconcile and publish now,
+			// and once more when the supervisor has had a moment to
+			// report, not at the next tick, so watchers see it start.
+			s.publish(Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})
+			if !s.pass(ctx, &idleSince, seen) {
 				return
 			}
-			actions, _ := s.Reconcile.Sweep(ctx, entries)
-			if len(actions) > 0 {
-				s.publish(Event{Reconcile: actions})
+			if !followUp.Stop() {
+				select {
+				case <-followUp.C:
+				default:
+				}
 			}
-			s.publishProgress(entries, seen)
+			followUp.Reset(300 * time.Millisecond)
+		case <-followUp.C:
+			if !s.pass(ctx, &idleSince, seen) {
+				return
+			}
+		case <-tick.C:
+			if !s.pass(ctx, &idleSince, seen) {
+				return
+			}
 		}
 	}
+}
+
+// pass is one reconcile-and-publish round; false means the daemon should
+// exit (the repository is gone, or it was idle long enough).
+func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string]Progress) bool {
+	if _, err := os.Stat(s.Store.Repo().CommonDir); err != nil {
+		return false
+	}
+	entries, err := s.Store.List()
+	if err != nil {
+		return true
+	}
+	if busy(entries) {
+		*idleSince = time.Now()
+	} else if s.IdleExit > 0 && time.Since(*idleSince) > s.IdleExit {
+		return false
+	}
+	actions, _ := s.Reconcile.Sweep(ctx, entries)
+	if len(actions) > 0 {
+		s.publish(Event{Reconcile: actions})
+	}
+	s.publishProgress(entries, seen)
+	return true
 }
 
 // publishProgress reads each working task's status.json and publishes
@@ -303,6 +343,19 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 // Shutdown asks the daemon to exit.
 func (c *Client) Shutdown(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/shutdown", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// Poke asks the daemon for a reconcile-and-publish pass now.
+func (c *Client) Poke(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/poke", nil)
 	if err != nil {
 		return err
 	}

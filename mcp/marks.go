@@ -278,6 +278,8 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && proc.Runs(st.PID, "supervise", s.ID) {
 		in.Alive, in.Phase = true, st.Phase
 		in.Attempt, in.RetryClass, in.RetryReason = st.Attempt, st.RetryFailureClass, st.RetryFailureReason
+	} else if m.starting(s.ID) {
+		return "starting" // the supervisor has not reported yet
 	}
 	now := m.now()
 	for _, w := range m.Waits(s.ID) {
@@ -285,6 +287,24 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	}
 	in.Progress = m.Progress(s.ID)
 	return machine.Substate(in)
+}
+
+// startGrace matches the reconciler's default: a turn launched this
+// recently without a supervisor report is starting, not dead.
+const startGrace = 30 * time.Second
+
+// starting reports whether task's current command was written recently
+// and no supervisor reported for it yet.
+func (m *Marks) starting(task string) bool {
+	var cmd proto.Command
+	if m.dir(task).Read(proto.CommandFile, &cmd) != nil {
+		return false
+	}
+	var st proto.Status
+	if m.dir(task).Read(proto.StatusFile, &st) == nil && st.Session == cmd.Session && st.Seq == cmd.Seq {
+		return false // it reported, and is gone
+	}
+	return m.now().Sub(cmd.Written) < startGrace
 }
 
 // pidAlive reports whether the daemon that wrote a marker still runs.

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// StatusCmd summarizes the repository's tasks.
+type StatusCmd struct {
+	JSON bool `help:"Print the summary as JSON."`
+}
+
+// statusView is lazy status's JSON.
+type statusView struct {
+	Counts map[machine.Status]int `json:"counts"`
+	Active []statusRow            `json:"active"`
+	Daemon *daemon.Info           `json:"daemon,omitempty"`
+}
+
+type statusRow struct {
+	Slug     string         `json:"slug"`
+	Status   machine.Status `json:"status"`
+	Substate string         `json:"substate,omitempty"`
+	Title    string         `json:"title"`
+}
+
+// rows renders the tasks a live view shows: everything not finished, with
+// its substate from the one shared derivation.
+func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]statusRow, map[machine.Status]int) {
+	marks := a.marks()
+	counts := map[machine.Status]int{}
+	var rows []statusRow
+	for i := range entries {
+		e := &entries[i]
+		if e.Err != nil {
+			continue
+		}
+		counts[e.Status]++
+		if !keep(e.Status) {
+			continue
+		}
+		s, err := e.Summary()
+		if err != nil {
+			continue
+		}
+		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Slug < rows[j].Slug })
+	return rows, counts
+}
+
+func statusCell(r statusRow) string {
+	if r.Substate == "" {
+		return string(r.Status)
+	}
+	return string(r.Status) + " (" + r.Substate + ")"
+}
+
+// Run implements lazy status.
+func (c *StatusCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	entries, err := a.store.List()
+	if err != nil {
+		return err
+	}
+	if a.reconcileBeforeRead(ctx, entries) {
+		if entries, err = a.store.List(); err != nil {
+			return err
+		}
+	}
+	rows, counts := a.rows(entries, machine.Status.IsActive)
+	v := statusView{Counts: counts, Active: rows}
+	if info, err := daemon.Dial(a.repo.LazyDir()).Info(ctx); err == nil {
+		v.Daemon = &info
+	}
+	if c.JSON {
+		if v.Active == nil {
+			v.Active = []statusRow{}
+		}
+		return a.printJSON(v)
+	}
+	var parts []string
+	for _, s := range machine.Statuses() {
+		if n := counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"no tasks"}
+	}
+	fmt.Fprintln(a.stdout, strings.Join(parts, ", "))
+	if v.Daemon != nil {
+		fmt.Fprintf(a.stdout, "daemon: pid %d, version %s\n", v.Daemon.PID, v.Daemon.Version)
+	} else {
+		fmt.Fprintln(a.stdout, "daemon: not running (it starts with the next turn)")
+	}
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nACTIVE\tSTATUS\tTITLE")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), oneLine(r.Title, 60))
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// WatchCmd is a live view of the tasks.
+type WatchCmd struct {
+	All bool `help:"Include finished tasks."`
+}
+
+// Run implements lazy watch: it redraws when the daemon reports
+// something (a reconcile, a progress change, a phase, a heartbeat), never
+// by polling. On a terminal it redraws in place; otherwise it prints one
+// line per task whose status changed, which suits logs and ssh pipes.
+func (c *WatchCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	if os.Getenv("LAZY_NO_DAEMON") != "" {
+		return errors.New("lazy watch follows the daemon's events, and LAZY_NO_DAEMON is set")
+	}
+	if _, err := a.ensureDaemon(ctx); err != nil {
+		return err
+	}
+	events, err := daemon.Dial(a.repo.LazyDir()).Subscribe(ctx)
+	if err != nil {
+		return fmt.Errorf("follow the daemon: %w", err)
+	}
+	keep := func(s machine.Status) bool { return c.All || !s.IsTerminal() }
+	tty := isTerminal(a.stdout)
+	last := map[string]string{}
+	draw := func() error {
+		entries, err := a.store.List()
+		if err != nil {
+			return err
+		}
+		rows, _ := a.rows(entries, keep)
+		if tty {
+			drawScreen(a.stdout, rows)
+			return nil
+		}
+		now := time.Now().Format("15:04:05")
+		seen := map[string]bool{}
+		for _, r := range rows {
+			seen[r.Slug] = true
+			if cell := statusCell(r); last[r.Slug] != cell {
+				last[r.Slug] = cell
+				fmt.Fprintf(a.stdout, "%s %s %s\n", now, r.Slug, cell)
+			}
+		}
+		for slug := range last {
+			if !seen[slug] {
+				delete(last, slug)
+				fmt.Fprintf(a.stdout, "%s %s finished\n", now, slug)
+			}
+		}
+		return nil
+	}
+	if err := draw(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-events:
+			if !ok {
+				return errors.New("the daemon went away; run lazy watch again")
+			}
+			if err := draw(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func drawScreen(w io.Writer, rows []statusRow) {
+	var b strings.Builder
+	b.WriteString("\x1b[H\x1b[2J") // home, clear
+	fmt.Fprintf(&b, "lazy watch  %s  (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tTITLE")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), oneLine(r.Title, 60))
+	}
+	_ = tw.Flush()
+	if len(rows) == 0 {
+		b.WriteString("(no open tasks)\n")
+	}
+	_, _ = io.WriteString(w, b.String())
+}

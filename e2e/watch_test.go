@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWatchFollowsTheDaemonAndStatusSummarizes(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	r = r.with(script(t, "print starting", "sleep 1500ms", "print done"))
+	tk := r.create("watched")
+	r.ok("daemon", "--ensure")
+	cmd := exec.Command(lazyBin, "watch")
+	cmd.Dir = r.dir
+	cmd.Env = r.environ()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	expect := func(want string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		var seen []string
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("watch ended before %q", want)
+				}
+				seen = append(seen, l)
+				if strings.Contains(l, want) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("watch never printed %q (saw %q)", want, seen)
+			}
+		}
+	}
+	expect(tk.Slug + " backlog")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	expect(tk.Slug + " working (agent")
+
+	var st struct {
+		Counts map[string]int `json:"counts"`
+		Active []struct {
+			Slug, Status, Substate string
+		} `json:"active"`
+		Daemon *struct{ PID int } `json:"daemon"`
+	}
+	if err := json.Unmarshal([]byte(r.ok("status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts["working"] != 1 || len(st.Active) != 1 || !strings.HasPrefix(st.Active[0].Substate, "agent") || st.Daemon == nil {
+		t.Fatalf("status while working: %+v", st)
+	}
+	if out := r.ok("status"); !strings.Contains(out, "1 working") || !strings.Contains(out, "working (agent") {
+		t.Fatalf("status: %s", out)
+	}
+	expect(tk.Slug + " blocked")
+	if out := r.ok("active"); !strings.Contains(out, "No tasks.") {
+		t.Fatalf("active after the turn: %s", out)
+	}
+}
