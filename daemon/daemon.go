@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
@@ -84,6 +86,10 @@ type Server struct {
 	IdleExit time.Duration
 	// MCP serves agents' tool calls (POST /mcp/call), if set.
 	MCP http.Handler
+	// Web, if set, builds the web view for the 127.0.0.1 address it will
+	// be served on; the address and the URL with its token go to
+	// WebFile (0600) for lazy web.
+	Web func(addr string) (handler http.Handler, url string)
 
 	mu   sync.Mutex
 	subs map[chan Event]bool
@@ -148,6 +154,13 @@ func (s *Server) Run(ctx context.Context) error {
 		s.publish(Event{Phase: &ev})
 		w.WriteHeader(http.StatusNoContent)
 	})
+	if s.Web != nil {
+		stop, err := s.serveWeb(ctx, dir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -207,6 +220,42 @@ func (s *Server) loop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// WebFile records where the web view listens, with its token.
+const WebFile = "web.json"
+
+// WebInfo is WebFile's content.
+type WebInfo struct {
+	PID int    `json:"pid"`
+	URL string `json:"url"`
+}
+
+// serveWeb listens on a free 127.0.0.1 port for the web view.
+func (s *Server) serveWeb(ctx context.Context, dir string) (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for the web view: %w", err)
+	}
+	h, url := s.Web(ln.Addr().String())
+	b, err := json.Marshal(WebInfo{PID: os.Getpid(), URL: url})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	path := filepath.Join(dir, WebFile)
+	if err := renameio.WriteFile(path, b, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() {
+		_ = os.Remove(path)
+		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer c()
+		_ = srv.Shutdown(sctx)
+	}, nil
 }
 
 // pass is one reconcile-and-publish round; false means the daemon should
