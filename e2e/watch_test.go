@@ -11,7 +11,9 @@ import (
 
 func TestWatchFollowsTheDaemonAndStatusSummarizes(t *testing.T) {
 	r := withDaemon(t, newRepo(t))
-	r = r.with(script(t, "print starting", "sleep 1500ms", "print done"))
+	// Long enough to outlast a daemon tick (2 s): the watcher must see the
+	// agent working even if the launch poke came before its first report.
+	r = r.with(script(t, "print starting", "sleep 4s", "print done"))
 	tk := r.create("watched")
 	r.ok("daemon", "--ensure")
 	cmd := exec.Command(lazyBin, "watch")
