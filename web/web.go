@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lazyorch/lazy/gitcli"
@@ -24,15 +25,19 @@ import (
 //go:embed templates/*.html
 var files embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"short": func(s string) string {
-		if len(s) > 8 {
-			return s[:8]
-		}
-		return s
-	},
-	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-}).ParseFS(files, "templates/*.html"))
+// pages parses the templates on first use: every lazy process links this
+// package, and only the daemon serves pages.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"short": func(s string) string {
+			if len(s) > 8 {
+				return s[:8]
+			}
+			return s
+		},
+		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	}).ParseFS(files, "templates/*.html"))
+})
 
 // Server renders the pages of one repository.
 type Server struct {
@@ -159,7 +164,7 @@ func (s *Server) diffStat(ctx context.Context, sn *gitstore.Snapshot) string {
 
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+	if err := pages().ExecuteTemplate(w, name, data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
