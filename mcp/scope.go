@@ -44,7 +44,9 @@ func (d *Dispatcher) scope(caller Caller, name string, r reach) (string, error) 
 		return "", err
 	}
 	if sn.Task.Parent != caller.Task {
-		return "", fmt.Errorf("%w: %s is not a subtask of this agent's task; an agent may act on its own task and its direct subtasks only", ErrScope, sn.Task.Slug)
+		// Named as the caller named it: nothing about a task outside the
+		// scope is told.
+		return "", fmt.Errorf("%w: %q is not a subtask of this agent's task; an agent may act on its own task and its direct subtasks only", ErrScope, name)
 	}
 	return id, nil
 }

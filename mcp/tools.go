@@ -161,7 +161,7 @@ func decode[T any](args json.RawMessage) (T, error) {
 }
 
 func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args json.RawMessage) (any, error) {
-	if caller.agent() && !d.agentHasTool(tool) || !caller.agent() && tool == "lazy_update_progress" {
+	if caller.agent() && !knownTool(tool) || !caller.agent() && tool == "lazy_update_progress" {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
 	}
 	env, err := d.Hooks.Env(caller.Actor, caller.Task)
@@ -293,7 +293,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 	return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
 }
 
-func (d *Dispatcher) agentHasTool(tool string) bool {
+func knownTool(tool string) bool {
 	for _, t := range Tools {
 		if t.Name == tool {
 			return true
