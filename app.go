@@ -146,6 +146,18 @@ func (a *app) afterWrite() {
 // /dev/null (a caller reading our stdout to EOF must not wait for it) and
 // stderr on errlog, or /dev/null when errlog is nil.
 func (a *app) spawnDetached(errlog *os.File, args ...string) error {
+	return a.spawn(errlog, "", args...)
+}
+
+// exitRecorder runs a command and writes its exit status (128+n for a
+// signal, as the shell reports it) to $LAZY_EXIT_FILE when it ends,
+// however it ends: the one thing a process killed by SIGKILL cannot
+// record itself.
+const exitRecorder = `"$0" "$@"; code=$?; printf '%s\n' "$code" > "$LAZY_EXIT_FILE.tmp" && mv -f "$LAZY_EXIT_FILE.tmp" "$LAZY_EXIT_FILE"`
+
+// spawn starts lazy detached; with exitFile set, under a shell that
+// records its exit status there.
+func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the lazy binary: %w", err)
@@ -155,7 +167,14 @@ func (a *app) spawnDetached(errlog *os.File, args ...string) error {
 		return err
 	}
 	defer func() { _ = devnull.Close() }()
-	cmd := exec.Command(exe, append([]string{"-C", a.repo.CommonDir}, args...)...)
+	argv := append([]string{exe, "-C", a.repo.CommonDir}, args...)
+	if sh, err := exec.LookPath("sh"); exitFile != "" && err == nil {
+		argv = append([]string{sh, "-c", exitRecorder}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if exitFile != "" {
+		cmd.Env = append(os.Environ(), "LAZY_EXIT_FILE="+exitFile)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
 	if errlog != nil {
 		cmd.Stdout, cmd.Stderr = errlog, errlog

@@ -94,7 +94,8 @@ func (a *app) launchSupervisor(taskID string) error {
 		return err
 	}
 	defer func() { _ = errlog.Close() }()
-	if err := a.spawnDetached(errlog, "supervise", taskID); err != nil {
+	pd.Remove(proto.SupervisorExitFile) // what is there belongs to an earlier launch
+	if err := a.spawn(errlog, pd.Path(proto.SupervisorExitFile), "supervise", taskID); err != nil {
 		return fmt.Errorf("start supervisor: %w", err)
 	}
 	return nil

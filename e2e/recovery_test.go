@@ -128,7 +128,7 @@ func TestCrashScenarios(t *testing.T) {
 				head := strings.TrimSpace(r.git("rev-parse", "lazy/c-crash-after-commit-before-the-response~1"))
 				var crashed *turnJSON
 				for i := range s.TurnList {
-					if strings.HasPrefix(s.TurnList[i].Content, "[system] the supervisor") {
+					if strings.Contains(s.TurnList[i].Content, "exited without writing a response") {
 						crashed = &s.TurnList[i]
 					}
 				}
@@ -176,6 +176,16 @@ func TestCrashScenarios(t *testing.T) {
 			ar := autoResumeTurns(s)
 			if len(ar) != 1 || ar[0].Actor != "system" || !strings.HasPrefix(ar[0].Content, "[system] Session interrupted and auto-resumed") {
 				t.Fatalf("auto-resume turns %+v", ar)
+			}
+			// The launching shell recorded how the supervisor died.
+			var killed *turnJSON
+			for i := range s.TurnList {
+				if strings.Contains(s.TurnList[i].Content, "exited without writing a response") {
+					killed = &s.TurnList[i]
+				}
+			}
+			if killed == nil || killed.ExitCode == nil || *killed.ExitCode != 137 || !strings.Contains(killed.Content, "SIGKILL (exit code 137)") {
+				t.Fatalf("the crash turn does not carry the SIGKILL exit: %+v", killed)
 			}
 			var sawInterrupt, sawResume bool
 			for _, h := range s.History {

@@ -36,6 +36,9 @@ const (
 	LogFile      = "agent.log"
 	// SupervisorLogFile is the supervisor's own stderr.
 	SupervisorLogFile = "supervisor.log"
+	// SupervisorExitFile holds the supervisor's exit status, written by
+	// the shell that launched it (so a SIGKILL is recorded too).
+	SupervisorExitFile = "supervisor.exit"
 	// PairingFile names the process a human pairs through.
 	PairingFile = "pairing.json"
 	// WaitingFile lists the subtasks the task's agent waits on, and

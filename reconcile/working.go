@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -232,11 +233,14 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 			return nil, nil // a response arrived meanwhile; the next sweep records it
 		}
 		now := r.now().UTC().Truncate(time.Second)
+		code := supervisorExit(pd)
 		reason := "the supervisor exited without writing a response"
 		if st.PID > 0 {
 			reason = fmt.Sprintf("the supervisor (pid %d) exited without writing a response during its %s phase", st.PID, st.Phase)
 		}
-		code := -1
+		if code >= 0 {
+			reason = exitReason(code) + ": " + reason
+		}
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
 		if st.BaseSHA != "" && st.Seq == s.Session.Turn {
 			turn.Commits, _ = worktree.Commits(ctx, s.Session.Worktree, st.BaseSHA)
@@ -276,6 +280,29 @@ func without(list, drop []string) []string {
 		}
 	}
 	return out
+}
+
+// supervisorExit reads the exit status the launching shell recorded, or
+// -1 when none was (the shell died too, or there was no shell). The shell
+// writes it just after the supervisor dies, so a missing record is given
+// a moment to appear.
+func supervisorExit(pd proto.Dir) int {
+	var b []byte
+	var err error
+	for wait := 0; wait < 20; wait++ {
+		if b, err = os.ReadFile(pd.Path(proto.SupervisorExitFile)); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return -1
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || code < 0 {
+		return -1
+	}
+	return code
 }
 
 func lastLogLines(path string) string {
