@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -56,16 +57,35 @@ type Signals struct {
 	ExitCode        int
 }
 
+// lazyRE compiles its pattern on first use: every lazy process links the
+// classifiers, and only supervisors run them.
+type lazyRE struct {
+	src  string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func lazyRegexp(src string) *lazyRE { return &lazyRE{src: src} }
+
+func (l *lazyRE) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.src) })
+	return l.re
+}
+
+func (l *lazyRE) MatchString(s string) bool            { return l.get().MatchString(s) }
+func (l *lazyRE) FindString(s string) string           { return l.get().FindString(s) }
+func (l *lazyRE) FindStringSubmatch(s string) []string { return l.get().FindStringSubmatch(s) }
+
 // commonText matches signals shared by every CLI: HTTP statuses and
 // socket errors. Order matters: the first match wins.
 var commonText = []struct {
-	re    *regexp.Regexp
+	re    *lazyRE
 	class Class
 }{
-	{regexp.MustCompile(`(?i)(status|error|http)[^\n]{0,20}\b529\b|overloaded_error|\boverloaded\b`), TransientOverload},
-	{regexp.MustCompile(`(?i)(status|error|http)[^\n]{0,20}\b429\b|rate_limit_error|rate limit|too many requests`), TransientOverload},
-	{regexp.MustCompile(`(?i)connection refused|connectionrefused|econnrefused|connection error|unable to connect|econnreset|etimedout|network is unreachable|getaddrinfo|enotfound`), TransientUnreachable},
-	{regexp.MustCompile(`(?i)\b401\b[^\n]*(unauthori[sz]ed|authentication)|authentication_error|\b403\b[^\n]*(revoked|forbidden)`), FatalAuth},
+	{lazyRegexp(`(?i)(status|error|http)[^\n]{0,20}\b529\b|overloaded_error|\boverloaded\b`), TransientOverload},
+	{lazyRegexp(`(?i)(status|error|http)[^\n]{0,20}\b429\b|rate_limit_error|rate limit|too many requests`), TransientOverload},
+	{lazyRegexp(`(?i)connection refused|connectionrefused|econnrefused|connection error|unable to connect|econnreset|etimedout|network is unreachable|getaddrinfo|enotfound`), TransientUnreachable},
+	{lazyRegexp(`(?i)\b401\b[^\n]*(unauthori[sz]ed|authentication)|authentication_error|\b403\b[^\n]*(revoked|forbidden)`), FatalAuth},
 }
 
 // classifyCommon applies the shared signals to text.
@@ -107,12 +127,12 @@ func bounded(s string) string {
 }
 
 var (
-	claudeAuth = regexp.MustCompile(`(?i)invalid api key|missing api key|not logged in|please run /login|login expired|oauth token (has been )?revoked|credit balance is too low`)
+	claudeAuth = lazyRegexp(`(?i)invalid api key|missing api key|not logged in|please run /login|login expired|oauth token (has been )?revoked|credit balance is too low`)
 	// "Claude AI usage limit reached|1767225600"
-	claudeUsageTS = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,12})`)
-	claudeLimit   = regexp.MustCompile(`(?i)usage limit reached|you've hit your limit|you have hit your limit`)
+	claudeUsageTS = lazyRegexp(`(?i)usage limit reached\|(\d{9,12})`)
+	claudeLimit   = lazyRegexp(`(?i)usage limit reached|you've hit your limit|you have hit your limit`)
 	// A resume from the wrong cwd, which must not read as auth.
-	claudeNoSession = regexp.MustCompile(`(?i)no conversation found with session id`)
+	claudeNoSession = lazyRegexp(`(?i)no conversation found with session id`)
 )
 
 // ClassifyClaude classifies a Claude Code failure: structured fields
@@ -163,8 +183,8 @@ func ClassifyClaude(s Signals) Failure {
 }
 
 var (
-	codexLimit = regexp.MustCompile(`(?i)you've hit your usage limit|usage limit`)
-	codexAuth  = regexp.MustCompile(`(?i)unexpected status 401|unauthorized|not logged in|please log in|invalid api key`)
+	codexLimit = lazyRegexp(`(?i)you've hit your usage limit|usage limit`)
+	codexAuth  = lazyRegexp(`(?i)unexpected status 401|unauthorized|not logged in|please log in|invalid api key`)
 )
 
 // ClassifyCodex classifies a Codex CLI failure from its error events and
