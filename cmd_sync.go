@@ -83,6 +83,18 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 
 func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) error {
 	if asJSON {
+		// Lists are [] rather than null, for scripts.
+		for _, l := range []*[]string{&rep.Created, &rep.FastForwarded, &rep.Merged, &rep.Rejected} {
+			if *l == nil {
+				*l = []string{}
+			}
+		}
+		if rep.Refused == nil {
+			rep.Refused = []gitstore.Refused{}
+		}
+		if rep.Skipped == nil {
+			rep.Skipped = []gitstore.Skip{}
+		}
 		return a.printJSON(rep)
 	}
 	fmt.Fprintf(a.stdout, "%s %s: %d created, %d fast-forwarded, %d merged, %d up to date, %d ahead here",

@@ -16,7 +16,13 @@ func clones(t *testing.T) (*runner, *runner) {
 	bare := filepath.Join(t.TempDir(), "remote.git")
 	testrepo.Git(t, filepath.Dir(bare), "init", "-q", "--bare", bare)
 	a := newRepo(t)
-	a.git("remote", "add", "origin", bare)
+	// A relative URL, as people write them: it is relative to the work
+	// tree, which is where lazy must run git fetch and push.
+	rel, err := filepath.Rel(a.dir, bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.git("remote", "add", "origin", rel)
 	a.git("push", "-q", "origin", "main")
 	a.ok("init")
 	dir := filepath.Join(t.TempDir(), "b")

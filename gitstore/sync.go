@@ -65,13 +65,22 @@ func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// remoteDir is where git talks to remotes: the work tree when there is
+// one, because a relative remote URL (../shared.git) is relative to it.
+func (s *Store) remoteDir() string {
+	if s.repo.WorkTree != "" {
+		return s.repo.WorkTree
+	}
+	return s.repo.CommonDir
+}
+
 // Fetch copies remote's refs/lazy/* into its remote namespace with the
 // git CLI, so the user's credentials, ssh config and insteadOf apply.
 func (s *Store) Fetch(ctx context.Context, remote string) error {
 	if err := ValidRemote(remote); err != nil {
 		return err
 	}
-	_, err := git(ctx, s.repo.CommonDir, "fetch", "--quiet", "--no-tags", "--prune", remote, "+refs/lazy/*:"+RemoteNamespace(remote)+"*")
+	_, err := git(ctx, s.remoteDir(), "fetch", "--quiet", "--no-tags", "--prune", remote, "+refs/lazy/*:"+RemoteNamespace(remote)+"*")
 	return err
 }
 
@@ -236,7 +245,7 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 	rep := &SyncReport{Remote: remote}
 	const attempts = 4
 	for attempt := 1; ; attempt++ {
-		out, err := git(ctx, s.repo.CommonDir, "push", "--porcelain", remote, refspec)
+		out, err := git(ctx, s.remoteDir(), "push", "--porcelain", remote, refspec)
 		pushed, rejected := parsePorcelain(string(out))
 		rep.Pushed += pushed
 		if len(rejected) == 0 {
