@@ -85,14 +85,14 @@ func main() {
 			b, _ := os.ReadFile(rest)
 			runNo, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 			runNo++
-			must(os.WriteFile(rest, []byte(strconv.Itoa(runNo)), 0o644))
+			must(report(rest, []byte(strconv.Itoa(runNo)), 0o644))
 		case "readline":
 			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-			must(os.WriteFile(rest, []byte(strings.TrimRight(line, "\r\n")), 0o644))
+			must(report(rest, []byte(strings.TrimRight(line, "\r\n")), 0o644))
 		case "winsize":
 			w, h, err := term.GetSize(0)
 			must(err)
-			must(os.WriteFile(rest, []byte(fmt.Sprintf("%dx%d", h, w)), 0o644))
+			must(report(rest, []byte(fmt.Sprintf("%dx%d", h, w)), 0o644))
 		case "wait-winsize":
 			want := strings.Replace(rest, " ", "x", 1)
 			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -102,13 +102,13 @@ func main() {
 			}
 		case "getenv":
 			name, file, _ := strings.Cut(rest, " ")
-			must(os.WriteFile(file, []byte(os.Getenv(name)), 0o600))
+			must(report(file, []byte(os.Getenv(name)), 0o600))
 		case "ignore-term":
 			signal.Ignore(syscall.SIGTERM)
 		case "", "#":
 		case "argv":
 			b, _ := json.Marshal(map[string]any{"argv": os.Args, "prompt_env": os.Getenv("LAZY_PROMPT"), "cwd": cwd()})
-			must(os.WriteFile(rest, b, 0o644))
+			must(report(rest, b, 0o644))
 		case "print":
 			fmt.Println(rest)
 		case "write":
@@ -220,6 +220,16 @@ func run(name string, args ...string) {
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	must(cmd.Run())
+}
+
+// report writes a file a test waits for, atomically: a test that sees
+// the file must never read it half written.
+func report(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func must(err error) {
