@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"slices"
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
@@ -166,7 +167,7 @@ const (
 // second revert would destroy work nobody decided about.
 func (v *Violations) Flag(files []string, base string) {
 	for _, f := range files {
-		if v.Decided[f] == Approved || contains(v.Pending, f) {
+		if v.Decided[f] == Approved || slices.Contains(v.Pending, f) {
 			continue
 		}
 		delete(v.Decided, f)
@@ -176,15 +177,6 @@ func (v *Violations) Flag(files []string, base string) {
 		}
 		v.Bases[f] = base
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ApprovedFiles lists the files approved so far.

@@ -226,13 +226,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
-		s.Task.Status = machine.Complete
-		s.Task.Outcome = gitstore.OutcomeAccepted
-		s.Task.Accept = nil
-		if s.Session != nil && s.Session.EndedAt == nil {
-			s.Session.EndedAt = &now
-			s.Session.Outcome = gitstore.OutcomeAccepted
-		}
+		FinishAccepted(s, now)
 		text := fmt.Sprintf("accepted: squash-merged into %s as %s", pre.into, commit)
 		for _, w := range res.Warnings {
 			text += "\n\nwarning: " + w
@@ -466,6 +460,20 @@ func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*g
 		return &gitstore.Op{Name: "accept-abort", Actor: e.Actor, Reason: reason}, nil
 	})
 	return sn, err
+}
+
+// FinishAccepted marks a task complete with outcome accepted and ends its
+// session: what a finished accept records, and what the reconciler
+// records for a merge that landed without its accept finishing.
+func FinishAccepted(s *gitstore.Snapshot, now time.Time) {
+	now = now.UTC().Truncate(time.Second)
+	s.Task.Status = machine.Complete
+	s.Task.Outcome = gitstore.OutcomeAccepted
+	s.Task.Accept = nil
+	if s.Session != nil && s.Session.EndedAt == nil {
+		s.Session.EndedAt = &now
+		s.Session.Outcome = gitstore.OutcomeAccepted
+	}
 }
 
 // RestoreFromAccept moves a merging task back to the status its accept

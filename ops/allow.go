@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lazyorch/lazy/gitstore"
@@ -40,18 +41,18 @@ func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []strin
 		case AllowAdd:
 			next = append(next, s.Task.AllowedPaths...)
 			for _, p := range clean {
-				if !contains(next, p) {
+				if !slices.Contains(next, p) {
 					next = append(next, p)
 				}
 			}
 		case AllowRemove:
 			for _, p := range clean {
-				if !contains(s.Task.AllowedPaths, p) {
+				if !slices.Contains(s.Task.AllowedPaths, p) {
 					return nil, fmt.Errorf("allow %s: %q is not in its policy (%s)", s.Task.Slug, p, listOrNone(append([]string(nil), s.Task.AllowedPaths...)))
 				}
 			}
 			for _, p := range s.Task.AllowedPaths {
-				if !contains(clean, p) {
+				if !slices.Contains(clean, p) {
 					next = append(next, p)
 				}
 			}

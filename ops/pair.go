@@ -108,17 +108,8 @@ func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*gitstore.
 		code := exitCode
 		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "pair", Content: summary, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID,
 			Commits: commits, ChangedFiles: changed, ExitCode: &code})
-		approved := map[string]bool{}
-		for _, a := range s.Violations.ApprovedFiles() {
-			approved[a] = true
-		}
-		var flag []string
-		for _, f := range allowpath.Outside(s.Task.AllowedPaths, changed) {
-			if !approved[f] {
-				flag = append(flag, f)
-			}
-		}
-		s.Violations.Flag(flag, p.StartSHA)
+		// Flag passes over files already approved.
+		s.Violations.Flag(allowpath.Outside(s.Task.AllowedPaths, changed), p.StartSHA)
 		s.Task.Status = machine.Park(s.PendingViolations())
 		return &gitstore.Op{Name: "pair-end", Actor: e.Actor, Reason: summary}, nil
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 		return nil, fmt.Errorf("%s has no pending file-permission violations to decide", sn.Task.Slug)
 	}
 	for p := range approve {
-		if !contains(pending, p) {
+		if !slices.Contains(pending, p) {
 			return nil, fmt.Errorf("%q is not a pending violation of %s; pending: %s", p, sn.Task.Slug, strings.Join(pending, ", "))
 		}
 	}
@@ -124,13 +125,4 @@ func listOrNone(l []string) string {
 	}
 	sort.Strings(l)
 	return strings.Join(l, ", ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -95,25 +95,13 @@ func (r *Reconciler) completeZombie(ctx context.Context, id, why string) ([]Acti
 		if s.Task.Status != machine.Zombie {
 			return ""
 		}
-		finish(s, r.now())
+		ops.FinishAccepted(s, r.now())
 		if why == "" {
 			why = "its branch was merged; finished as accepted"
 		}
 		return why
 	})
 	return one(a), err
-}
-
-// finish marks the task complete and accepted.
-func finish(s *gitstore.Snapshot, now time.Time) {
-	now = now.UTC().Truncate(time.Second)
-	s.Task.Status = machine.Complete
-	s.Task.Outcome = gitstore.OutcomeAccepted
-	s.Task.Accept = nil
-	if s.Session != nil && s.Session.EndedAt == nil {
-		s.Session.EndedAt = &now
-		s.Session.Outcome = gitstore.OutcomeAccepted
-	}
 }
 
 // sweepMerging recovers a stranded accept: a task in merging whose lock
@@ -146,7 +134,7 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 			return ""
 		}
 		if landed {
-			finish(s, r.now())
+			ops.FinishAccepted(s, r.now())
 			return "a stranded accept had merged; finished as accepted"
 		}
 		why := "a stranded accept never merged; status before the accept restored"
@@ -249,13 +237,7 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 
 // parked statuses are where a branch merged outside lazy is looked for; a
 // working task's branch is moving, and judging it would yank a live turn.
-func parkedWithSession(e *gitstore.Entry) bool {
-	switch e.Status {
-	case machine.Blocked, machine.Conflict, machine.Interrupted, machine.Submitted:
-		return hasSession(e)
-	}
-	return false
-}
+func parkedWithSession(e *gitstore.Entry) bool { return parkedStatus(e.Status) && hasSession(e) }
 
 // sweepMerged finds parked tasks whose work was merged into their target
 // branch outside lazy (spec: "Merged branch sweep") and finishes them via

@@ -245,9 +245,8 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		if st.BaseSHA != "" && st.Seq == s.Session.Turn {
 			turn.Commits, _ = worktree.Commits(ctx, s.Session.Worktree, st.BaseSHA)
 			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, s.Session.Worktree, st.BaseSHA)
-			outside := allowpath.Outside(s.Task.AllowedPaths, turn.ChangedFiles)
-			approved := s.Violations.ApprovedFiles()
-			s.Violations.Flag(without(outside, approved), st.BaseSHA)
+			// Flag passes over files already approved.
+			s.Violations.Flag(allowpath.Outside(s.Task.AllowedPaths, turn.ChangedFiles), st.BaseSHA)
 		}
 		s.AddTurn(turn)
 		s.Task.Substate = ""
@@ -266,20 +265,6 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		return nil, err // the closure ran, but nothing was written
 	}
 	return act, nil
-}
-
-func without(list, drop []string) []string {
-	var out []string
-	for _, x := range list {
-		keep := true
-		for _, d := range drop {
-			keep = keep && x != d
-		}
-		if keep {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // supervisorExit reads the exit status the launching shell recorded, or
