@@ -366,12 +366,30 @@ type Client struct {
 // Dial returns a client for the daemon of the repository whose lazy dir
 // is dir.
 func Dial(dir string) *Client {
+	return &Client{http: &http.Client{Transport: Transport(dir), Timeout: 2 * time.Second}}
+}
+
+// Transport connects HTTP clients to the socket of the daemon whose lazy
+// directory is dir.
+func Transport(dir string) *http.Transport {
 	sock := filepath.Join(dir, SocketFile)
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)
 	}}
-	return &Client{http: &http.Client{Transport: tr, Timeout: 2 * time.Second}}
+}
+
+// post sends a POST with an optional body and discards the answer.
+func (c *Client) post(ctx context.Context, path string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }
 
 // Info asks the daemon who it is.
@@ -390,30 +408,10 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 }
 
 // Shutdown asks the daemon to exit.
-func (c *Client) Shutdown(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/shutdown", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
-}
+func (c *Client) Shutdown(ctx context.Context) error { return c.post(ctx, "/shutdown", nil) }
 
 // Poke asks the daemon for a reconcile-and-publish pass now.
-func (c *Client) Poke(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/poke", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
-}
+func (c *Client) Poke(ctx context.Context) error { return c.post(ctx, "/poke", nil) }
 
 // Phase relays a phase event to the daemon's subscribers. It is
 // best-effort: the caller's operation must not depend on it.
@@ -422,15 +420,7 @@ func (c *Client) Phase(ctx context.Context, ev PhaseEvent) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/phase", bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+	return c.post(ctx, "/phase", b)
 }
 
 // Events writes the daemon's events to w as NDJSON until ctx ends or the

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lazyorch/lazy/daemon"
 )
 
 // Backend runs a tool call somewhere: in this process (the builder) or in
@@ -39,30 +39,7 @@ func NewServer(b Backend, agent bool, version string) *sdk.Server {
 		if t.AgentOnly && !agent {
 			continue
 		}
-		switch t.Name {
-		case "lazy_create":
-			add[CreateIn](s, t, b)
-		case "lazy_start":
-			add[StartIn](s, t, b)
-		case "lazy_unblock":
-			add[UnblockIn](s, t, b)
-		case "lazy_ask":
-			add[AskIn](s, t, b)
-		case "lazy_wait":
-			add[WaitIn](s, t, b)
-		case "lazy_accept", "lazy_show":
-			add[TaskIn](s, t, b)
-		case "lazy_reject", "lazy_close":
-			add[EndIn](s, t, b)
-		case "lazy_list":
-			add[ListIn](s, t, b)
-		case "lazy_comment":
-			add[CommentIn](s, t, b)
-		case "lazy_update_progress":
-			add[ProgressIn](s, t, b)
-		default:
-			panic("mcp: tool without an input type: " + t.Name)
-		}
+		t.register(s, t, b)
 	}
 	return s
 }
@@ -102,13 +79,8 @@ type Remote struct {
 
 // NewRemote returns a backend that talks to the daemon's socket.
 func NewRemote(lazyDir, token string) *Remote {
-	sock := filepath.Join(lazyDir, "daemon.sock")
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}
 	// No client timeout: lazy_wait long-polls for as long as it was asked.
-	return &Remote{LazyDir: lazyDir, Token: token, http: &http.Client{Transport: tr}}
+	return &Remote{LazyDir: lazyDir, Token: token, http: &http.Client{Transport: daemon.Transport(lazyDir)}}
 }
 
 // Call implements Backend.

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -93,25 +95,26 @@ type (
 // Tool describes one tool for both channels.
 type Tool struct {
 	Name, Description string
-	// AgentOnly tools exist only on an agent's server; BuilderOnly ones
-	// only on the builder's.
+	// AgentOnly tools exist only on an agent's server.
 	AgentOnly bool
+	// register adds the tool to a server with its typed input.
+	register func(*sdk.Server, Tool, Backend)
 }
 
 // Tools is every tool, in the order servers list them.
 var Tools = []Tool{
-	{Name: "lazy_create", Description: "Create a task in backlog (an agent's tasks are its subtasks)."},
-	{Name: "lazy_start", Description: "Start a backlog task: branch, worktree and an agent turn."},
-	{Name: "lazy_unblock", Description: "Give a parked task feedback and start its next turn; decides pending file-permission violations when asked to."},
-	{Name: "lazy_ask", Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged."},
-	{Name: "lazy_wait", Description: "Wait until a task's running turn ends, then return its status and last turn."},
-	{Name: "lazy_accept", Description: "Squash-merge a parked task into its parent's or target branch (an agent may accept its direct subtasks only)."},
-	{Name: "lazy_reject", Description: "Abandon a task, rejecting its work (its branch is kept)."},
-	{Name: "lazy_close", Description: "Abandon a task that will not be done (its branch is kept)."},
-	{Name: "lazy_show", Description: "Show a task: summary, substate, goal, recent turns, comments, pending violations."},
-	{Name: "lazy_list", Description: "List tasks with their substates."},
-	{Name: "lazy_comment", Description: "Add a comment to a task."},
-	{Name: "lazy_update_progress", Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface.", AgentOnly: true},
+	{Name: "lazy_create", Description: "Create a task in backlog (an agent's tasks are its subtasks).", register: add[CreateIn]},
+	{Name: "lazy_start", Description: "Start a backlog task: branch, worktree and an agent turn.", register: add[StartIn]},
+	{Name: "lazy_unblock", Description: "Give a parked task feedback and start its next turn; decides pending file-permission violations when asked to.", register: add[UnblockIn]},
+	{Name: "lazy_ask", Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged.", register: add[AskIn]},
+	{Name: "lazy_wait", Description: "Wait until a task's running turn ends, then return its status and last turn.", register: add[WaitIn]},
+	{Name: "lazy_accept", Description: "Squash-merge a parked task into its parent's or target branch (an agent may accept its direct subtasks only).", register: add[TaskIn]},
+	{Name: "lazy_reject", Description: "Abandon a task, rejecting its work (its branch is kept).", register: add[EndIn]},
+	{Name: "lazy_close", Description: "Abandon a task that will not be done (its branch is kept).", register: add[EndIn]},
+	{Name: "lazy_show", Description: "Show a task: summary, substate, goal, recent turns, comments, pending violations.", register: add[TaskIn]},
+	{Name: "lazy_list", Description: "List tasks with their substates.", register: add[ListIn]},
+	{Name: "lazy_comment", Description: "Add a comment to a task.", register: add[CommentIn]},
+	{Name: "lazy_update_progress", Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface.", AgentOnly: true, register: add[ProgressIn]},
 }
 
 // Hooks connect the dispatcher to the process it runs in.
