@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -198,11 +199,18 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 	var st proto.Status
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), id)
 	if err := pd.Read(proto.StatusFile, &st); err == nil && st.Session == sn.Session.ID && st.PID > 0 {
-		if err := stopProcess(ctx, st.PID, e.Timing.WithDefaults().KillGrace+2*time.Second); err != nil {
+		if err := e.StopSupervisor(ctx, st.PID); err != nil {
 			return sn, fmt.Errorf("the task is parked, but its supervisor (pid %d) did not stop: %w", st.PID, err)
 		}
 	}
 	return sn, nil
+}
+
+// StopSupervisor sends a supervisor SIGTERM (it takes its agent's process
+// group down with it) and waits for it to exit, past its own kill grace,
+// before SIGKILL.
+func (e *Env) StopSupervisor(ctx context.Context, pid int) error {
+	return stopProcess(ctx, pid, e.Timing.WithDefaults().KillGrace+2*time.Second)
 }
 
 // stopProcess sends SIGTERM and waits for the process to exit.
@@ -215,7 +223,7 @@ func stopProcess(ctx context.Context, pid int, wait time.Duration) error {
 	}
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if !proc.Alive(pid) { // a zombie is gone too
 			return nil
 		}
 		select {

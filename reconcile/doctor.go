@@ -102,6 +102,19 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	return findings, nil
 }
 
+// remove deletes the file a finding is about, when repairing, and says
+// what became of it.
+func (f *Finding) remove(path string, repair bool) {
+	if !repair {
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		f.Error = err.Error()
+		return
+	}
+	f.Action, f.Repaired = "removed it", true
+}
+
 func joinAction(prev string, a Action) string {
 	s := fmt.Sprintf("%s -> %s: %s", a.From, a.To, a.Why)
 	if a.From == a.To {
@@ -353,13 +366,7 @@ func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string,
 				f.Slug = s.Slug
 			}
 		}
-		if repair {
-			if err := os.Remove(path); err != nil {
-				f.Error = err.Error()
-			} else {
-				f.Action, f.Repaired = "removed it", true
-			}
-		}
+		f.remove(path, repair)
 		findings = append(findings, f)
 	}
 	return findings
@@ -402,7 +409,7 @@ func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, re
 					}
 					_ = l.Release()
 				} else {
-					stopSupervisor(st.PID, id, r.Env.Timing.WithDefaults().KillGrace+2*time.Second)
+					r.stopSupervisor(st.PID, id)
 					killGroup(st.AgentPID)
 				}
 				if err := os.RemoveAll(path); err != nil {
@@ -446,13 +453,7 @@ func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
 			continue // its turn runs
 		}
 		f := Finding{TaskID: id.Task, Kind: "stale-token", Detail: "an MCP token record of a turn that has ended (" + ent.Name() + ")", Action: "would remove it"}
-		if repair {
-			if err := os.Remove(path); err != nil {
-				f.Error = err.Error()
-			} else {
-				f.Action, f.Repaired = "removed it", true
-			}
-		}
+		f.remove(path, repair)
 		findings = append(findings, f)
 	}
 	return findings

@@ -1,8 +1,8 @@
 package reconcile
 
 import (
+	"context"
 	"syscall"
-	"time"
 
 	"github.com/lazyorch/lazy/internal/proc"
 )
@@ -27,19 +27,12 @@ func killGroup(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-// stopSupervisor sends SIGTERM to a supervisor (which takes its agent down
-// with it) and waits up to wait before SIGKILL.
-func stopSupervisor(pid int, taskID string, wait time.Duration) {
-	if !isSupervisor(pid, taskID) {
-		return
+// stopSupervisor stops taskID's supervisor if pid still is it. It returns
+// once the shell that launched it has also recorded its exit, so that a
+// caller removing the protocol directory next does not race that write.
+func (r *Reconciler) stopSupervisor(pid int, taskID string) {
+	if isSupervisor(pid, taskID) {
+		_ = r.Env.StopSupervisor(context.Background(), pid)
+		supervisorExit(r.proto(taskID))
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if !alive(pid) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }

@@ -224,7 +224,7 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 	var st proto.Status
 	if pd.Read(proto.StatusFile, &st) == nil {
 		if isSupervisor(st.PID, id) {
-			stopSupervisor(st.PID, id, r.Env.Timing.WithDefaults().KillGrace+2*time.Second)
+			r.stopSupervisor(st.PID, id)
 			why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", st.PID)
 		}
 		killGroup(st.AgentPID)
