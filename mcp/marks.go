@@ -14,8 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
@@ -246,7 +244,7 @@ func (m *Marks) SetProgress(task, message string) (ProgressResult, error) {
 	if cut {
 		res.Note = fmt.Sprintf("your line was longer than %d characters and was truncated to what is recorded", MaxProgress)
 	}
-	if err := writeJSON(m.dir(task).Path(ProgressFile), progressMark{PID: m.PID, Message: msg, At: m.now().UTC()}); err != nil {
+	if err := m.dir(task).Write(ProgressFile, progressMark{PID: m.PID, Message: msg, At: m.now().UTC()}); err != nil {
 		// Losing a status line must never cost the agent its call.
 		res.Note = strings.TrimSpace(res.Note + " (the line could not be stored: " + err.Error() + ")")
 	}
@@ -309,17 +307,6 @@ func (m *Marks) starting(task string) bool {
 
 // pidAlive reports whether the daemon that wrote a marker still runs.
 func pidAlive(pid int) bool { return proc.Runs(pid, "daemon") }
-
-func writeJSON(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return renameio.WriteFile(path, append(b, '\n'), 0o644)
-}
 
 // ClearOwned removes every marker this process wrote, settling its open
 // waits: a clean daemon stop leaves no marker behind.
