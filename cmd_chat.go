@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/lazyorch/lazy/pair"
 )
@@ -15,14 +14,7 @@ type ChatCmd struct {
 
 // Run implements lazy chat.
 func (c *ChatCmd) Run(a *app, ctx context.Context) error {
-	if err := a.openForWrite(); err != nil {
-		return err
-	}
-	in, ok := a.stdin.(*os.File)
-	if !ok || !isTerminal(in) {
-		return pair.ErrNoTerminal
-	}
-	env, err := a.env()
+	in, env, err := a.interactive()
 	if err != nil {
 		return err
 	}

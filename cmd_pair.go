@@ -5,8 +5,24 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pair"
 )
+
+// interactive opens the repository for a command that hands the human's
+// terminal to an agent (pair, chat), refusing before anything changes
+// when stdin is not a terminal.
+func (a *app) interactive() (*os.File, *ops.Env, error) {
+	if err := a.openForWrite(); err != nil {
+		return nil, nil, err
+	}
+	in, ok := a.stdin.(*os.File)
+	if !ok || !isTerminal(in) {
+		return nil, nil, pair.ErrNoTerminal
+	}
+	env, err := a.env()
+	return in, env, err
+}
 
 // PairCmd hands the terminal to the task's agent in its worktree.
 type PairCmd struct {
@@ -15,14 +31,7 @@ type PairCmd struct {
 
 // Run implements lazy pair.
 func (c *PairCmd) Run(a *app, ctx context.Context) error {
-	if err := a.openForWrite(); err != nil {
-		return err
-	}
-	in, ok := a.stdin.(*os.File)
-	if !ok || !isTerminal(in) {
-		return pair.ErrNoTerminal
-	}
-	env, err := a.env()
+	in, env, err := a.interactive()
 	if err != nil {
 		return err
 	}
