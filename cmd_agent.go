@@ -137,6 +137,19 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 	return len(actions) > 0
 }
 
+// reconciledList lists the tasks after a reconcile pass, listing again
+// when the pass changed anything.
+func (a *app) reconciledList(ctx context.Context) ([]gitstore.Entry, error) {
+	entries, err := a.store.List()
+	if err != nil {
+		return nil, err
+	}
+	if a.reconcileBeforeRead(ctx, entries) {
+		return a.store.List()
+	}
+	return entries, nil
+}
+
 // reconciler builds the reconciler of this repository from git config:
 // lazy.autoResume (default true) and lazy.startGrace (default 30s).
 func (a *app) reconciler() (*reconcile.Reconciler, error) {

@@ -175,14 +175,9 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		}
 		parentID = id
 	}
-	entries, err := a.store.List()
+	entries, err := a.reconciledList(ctx)
 	if err != nil {
 		return err
-	}
-	if a.reconcileBeforeRead(ctx, entries) {
-		if entries, err = a.store.List(); err != nil {
-			return err
-		}
 	}
 	var rows []gitstore.Entry
 	var bad []listError

@@ -72,14 +72,9 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	entries, err := a.store.List()
+	entries, err := a.reconciledList(ctx)
 	if err != nil {
 		return err
-	}
-	if a.reconcileBeforeRead(ctx, entries) {
-		if entries, err = a.store.List(); err != nil {
-			return err
-		}
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
 	v := statusView{Counts: counts, Active: rows}
