@@ -42,6 +42,8 @@ type Task struct {
 	// Accept, while the task is merging: the durable record, written
 	// before the merge, that lets a crashed accept be finished or undone.
 	Accept *AcceptRecord `json:"accept,omitempty"`
+	// Forge is the pull request lazy submit opened (see ForgeRecord).
+	Forge *ForgeRecord `json:"forge,omitempty"`
 	// MergeRefused lists operations a merge of two machines' histories
 	// could not replay (their commits stay in history).
 	MergeRefused []Refused `json:"merge_refused,omitempty"`

@@ -184,6 +184,9 @@ func (sn *Snapshot) clone() *Snapshot {
 		a := *sn.Task.Accept
 		c.Task.Accept = &a
 	}
+	if sn.Task.Forge != nil {
+		c.Task.Forge = sn.Task.Forge.clone()
+	}
 	c.entries = make(map[string]treeEntry, len(sn.entries))
 	for k, v := range sn.entries {
 		c.entries[k] = v
@@ -301,7 +304,7 @@ func checkTask(t *Task, id string) error {
 	case t.Parent != "" && !ValidID(t.Parent):
 		return fmt.Errorf("task.json has an invalid parent id %q", t.Parent)
 	}
-	return nil
+	return checkForge(t.Forge)
 }
 
 // UpdateFunc applies one operation to a snapshot. It must validate against

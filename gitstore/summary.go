@@ -30,6 +30,19 @@ type Summary struct {
 	Turns        int               `json:"turns"`
 	Comments     int               `json:"comments"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
+	// PR is the task's pull request, when lazy submit opened one.
+	PR *PRSummary `json:"pr,omitempty"`
+}
+
+// PRSummary is a task's pull request on listing surfaces.
+type PRSummary struct {
+	Forge    string `json:"forge"`
+	Number   int    `json:"number,omitempty"`
+	URL      string `json:"url,omitempty"`
+	State    string `json:"state,omitempty"`
+	Checks   string `json:"checks,omitempty"`
+	Review   string `json:"review,omitempty"`
+	Revising bool   `json:"revising,omitempty"`
 }
 
 // TimeLayout is how lazy prints instants in JSON: UTC, seconds.
@@ -37,7 +50,12 @@ const TimeLayout = "2006-01-02T15:04:05Z"
 
 // NewSummary derives the summary of a task.
 func NewSummary(t *Task) Summary {
+	var pr *PRSummary
+	if f := t.Forge; f != nil {
+		pr = &PRSummary{Forge: f.Kind, Number: f.Number, URL: f.URL, State: f.State, Checks: f.Checks, Review: f.Review, Revising: f.Revising}
+	}
 	return Summary{
+		PR: pr,
 		ID: t.ID, Slug: t.Slug, Title: t.Title, Status: t.Status, Substate: t.Substate, Category: t.Status.Category(),
 		Parent: t.Parent, TargetBranch: t.TargetBranch,
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
