@@ -279,7 +279,7 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 	if err != nil {
 		return nil, err
 	}
-	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, err := e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if err := allowed(s); err != nil {
 			return nil, err
 		}
@@ -299,6 +299,16 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 		}
 		return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	why := opName
+	if reason != "" {
+		why += ": " + reason
+	}
+	// The task is abandoned first (the durable record), then its pull
+	// request is closed with the reason as a comment.
+	return sn, e.ClosePR(ctx, sn, why)
 }
 
 // Close abandons a task that will not be done ("won't do", duplicate).

@@ -30,6 +30,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 		return nil, err
 	}
 	defer unlock()
+	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
+		return nil, err
+	}
 	id := sn.Task.ID
 	if d.any() {
 		if err := e.checkResumable(sn, "unblock", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {

@@ -151,27 +151,14 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	return one(a), err
 }
 
-// MergeLanded reports whether the accept recorded on a merging task
-// committed its squash merge: a commit above the recorded tip of the
-// destination whose message carries the task's Lazy-Task trailer.
+// MergeLanded reports whether a stranded local accept committed its
+// squash merge (see ops.MergeLanded).
 func MergeLanded(ctx context.Context, repoDir string, sn *gitstore.Snapshot) (bool, error) {
-	rec := sn.Task.Accept
-	if rec == nil || rec.Into == "" || rec.IntoSHA == "" {
-		return false, nil
-	}
-	if err := ops.ValidBranchName(rec.Into); err != nil || !gitstore.ValidHex(rec.IntoSHA) {
-		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
-	}
-	out, err := gitcli.New(repoDir, "log", "--format=%H", "--fixed-strings", "--grep="+AcceptTrailer(sn.Task.ID),
-		rec.IntoSHA+"..refs/heads/"+rec.Into).String(ctx)
-	if err != nil {
-		return false, fmt.Errorf("look for the merge of %s on %s: %w", sn.Task.Slug, rec.Into, err)
-	}
-	return out != "", nil
+	return ops.MergeLanded(ctx, repoDir, sn)
 }
 
 // AcceptTrailer is the trailer line lazy accept puts in a squash commit.
-func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
+func AcceptTrailer(taskID string) string { return ops.AcceptTrailer(taskID) }
 
 // sweepTerminal stops supervisors that finished tasks left behind and
 // removes their protocol files (spec: "Terminal container sweep"). It

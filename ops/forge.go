@@ -1,0 +1,162 @@
+package ops
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// DefaultRemote is the remote lazy submit pushes to unless --remote or
+// git config lazy.forge.remote names another.
+const DefaultRemote = "origin"
+
+// submitRemote picks the remote: the flag, the task's earlier submission,
+// git config lazy.forge.remote, origin.
+func (e *Env) submitRemote(sn *gitstore.Snapshot, flag string) (string, error) {
+	r := strings.TrimSpace(flag)
+	if r == "" && sn.Task.Forge != nil {
+		r = sn.Task.Forge.Remote
+	}
+	if r == "" {
+		if cfg, err := e.Store.Repo().Config(); err == nil {
+			r, _ = cfg.Get("lazy.forge.remote")
+		}
+	}
+	if r == "" {
+		r = DefaultRemote
+	}
+	if err := ValidBranchName(r); err != nil {
+		return "", fmt.Errorf("remote %q is not a remote name: %w", r, err)
+	}
+	return r, nil
+}
+
+// OpenForge returns the forge behind remote, from git config lazy.forge
+// (github, gitea, forgejo; inferred from the remote URL when unset),
+// lazy.forge.repo and lazy.forge.token. GitHub runs the gh found on PATH.
+func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error) {
+	if err := ValidBranchName(remote); err != nil {
+		return nil, fmt.Errorf("remote %q is not a remote name: %w", remote, err)
+	}
+	cfg, err := e.Store.Repo().Config()
+	if err != nil {
+		return nil, err
+	}
+	u, err := gitcli.New(e.repoDir(), "remote", "get-url", remote).String(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the repository has no remote %q; add it (git remote add %s URL) or pass --remote", remote, remote)
+	}
+	fc := forge.Config{RemoteURL: u, Dir: e.repoDir(), Credential: e.credentialFill}
+	fc.Kind, _ = cfg.Get("lazy.forge")
+	fc.Repo, _ = cfg.Get("lazy.forge.repo")
+	fc.Token, _ = cfg.Get("lazy.forge.token")
+	return forge.Open(fc)
+}
+
+// credentialFill asks git's credential helpers for u's password (the
+// token), never prompting.
+func (e *Env) credentialFill(ctx context.Context, u *url.URL) (string, error) {
+	if strings.ContainsAny(u.Host+u.Path, "\n\x00") {
+		return "", fmt.Errorf("malformed URL")
+	}
+	in := "protocol=" + u.Scheme + "\nhost=" + u.Host + "\npath=" + strings.TrimPrefix(u.Path, "/") + "\n\n"
+	out, err := gitcli.New(e.repoDir(), "credential", "fill").Env("GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "SSH_ASKPASS=true").Stdin([]byte(in)).String(ctx)
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "password="); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("no credential for %s", u.Host)
+}
+
+// forgeOf opens the forge a task was submitted to.
+func (e *Env) forgeOf(ctx context.Context, sn *gitstore.Snapshot) (forge.Forge, error) {
+	if sn.Task.Forge == nil {
+		return nil, fmt.Errorf("%s was never submitted to a forge", sn.Task.Slug)
+	}
+	return e.OpenForge(ctx, sn.Task.Forge.Remote)
+}
+
+// RecordPR copies what the forge says about a pull request into the
+// task's forge record.
+func RecordPR(f *gitstore.ForgeRecord, pr *forge.PR, now time.Time) {
+	f.Number, f.URL, f.State, f.Checks, f.Review, f.Draft = pr.Number, pr.URL, pr.State, pr.ChecksState(), pr.Review, pr.Draft
+	if gitstore.ValidHex(pr.MergeCommit) {
+		f.MergeCommit = pr.MergeCommit
+	}
+	f.SyncedAt = now.UTC().Truncate(time.Second)
+}
+
+// ClosePR closes a task's open pull request with a comment saying why,
+// for reject and close. It records the outcome as a task comment: the
+// task is already abandoned, so a forge failure is reported, not fatal.
+func (e *Env) ClosePR(ctx context.Context, sn *gitstore.Snapshot, why string) error {
+	f := sn.Task.Forge
+	if f == nil || f.Number <= 0 || f.State == forge.StateMerged || f.State == forge.StateClosed {
+		return nil
+	}
+	fg, err := e.forgeOf(ctx, sn)
+	if err == nil {
+		err = fg.Close(ctx, f.Number, "lazy: "+why+"\n\n"+forgeMarker)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	text := fmt.Sprintf("closed pull request #%d (%s)", f.Number, f.URL)
+	if err != nil {
+		text = fmt.Sprintf("could not close pull request #%d (%s); close it on the forge: %v", f.Number, f.URL, err)
+	}
+	_, _, uerr := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Forge != nil && err == nil {
+			s.Task.Forge.State = forge.StateClosed
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
+		return &gitstore.Op{Name: "pr-close", Actor: e.Actor}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s is abandoned, but its pull request #%d is still open; close it on the forge (%s): %w", sn.Task.Slug, f.Number, f.URL, err)
+	}
+	return uerr
+}
+
+// forgeMarker ends every comment lazy writes on a forge, so the sync
+// never delivers lazy's own words back to the agent as review feedback.
+const forgeMarker = "<!-- lazy -->"
+
+// IsLazyComment reports whether a forge comment was written by lazy.
+func IsLazyComment(body string) bool { return strings.Contains(body, forgeMarker) }
+
+// reviseSubmission is the first step of an unblock on a submitted task:
+// back to blocked (so the ordinary unblock follows), the pull request
+// kept open and the record marked as being revised.
+func (e *Env) reviseSubmission(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, error) {
+	if sn.Task.Status != machine.Submitted {
+		return sn, nil
+	}
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Submitted {
+			return nil, nil
+		}
+		s.Task.Status = machine.Blocked
+		text := "revising the submission; the pull request stays open and lazy submit updates it"
+		if f := s.Task.Forge; f != nil {
+			f.Revising = true
+			if f.URL != "" {
+				text = fmt.Sprintf("revising the submission; pull request #%d (%s) stays open and lazy submit updates it", f.Number, f.URL)
+			}
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &gitstore.Op{Name: "revise", Actor: e.Actor, Reason: "the submission is being revised"}, nil
+	})
+	return out, err
+}

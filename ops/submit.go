@@ -1,0 +1,254 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// SubmitOptions configure a submit.
+type SubmitOptions struct {
+	Draft  bool
+	Remote string // "" = the earlier submission's, lazy.forge.remote, origin
+}
+
+// SubmitResult says what a submit did.
+type SubmitResult struct {
+	Snapshot *gitstore.Snapshot
+	PR       *forge.PR
+	Updated  bool // an open pull request was updated rather than opened
+}
+
+// Submit pushes a blocked task's branch and opens a pull request for it
+// against its parent's branch (a subtask: the pull requests stack) or its
+// target branch, or updates the one it has: blocked -> submitted. Run
+// again after more turns, it pushes and updates the same pull request.
+//
+// The forge is checked before anything is pushed. The submission is
+// recorded before the push, and the pull request is always looked up by
+// its head branch before one is created, so a submit killed at any point
+// leaves the task submitted (a resting status) and the next submit
+// finishes the job without opening a second pull request.
+func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*SubmitResult, error) {
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if sn, err = e.escapeStranded(ctx, sn, "submit"); err != nil {
+		return nil, err
+	}
+	if err := e.submitPreflight(ctx, sn); err != nil {
+		return nil, err
+	}
+	slug := sn.Task.Slug
+	remote, err := e.submitRemote(sn, opts.Remote)
+	if err != nil {
+		return nil, err
+	}
+	fg, err := e.OpenForge(ctx, remote)
+	if err != nil {
+		return nil, fmt.Errorf("submit %s: %w", slug, err)
+	}
+	if err := fg.Ready(ctx); err != nil {
+		return nil, fmt.Errorf("submit %s: nothing was pushed: %w", slug, err)
+	}
+	base, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidBranchName(base); err != nil {
+		return nil, fmt.Errorf("submit %s: %w", slug, err)
+	}
+	if sn.Task.Parent != "" {
+		// A subtask's pull request targets its parent's branch, which
+		// must be on the forge: submit the parent first (stacking).
+		if gitcli.New(e.repoDir(), "ls-remote", "--exit-code", "--heads", remote, "refs/heads/"+base).Run(ctx) != nil {
+			return nil, fmt.Errorf("submit %s: its parent's branch %s is not on %s; submit the parent task first, then this one (its pull request stacks on the parent's)", slug, base, remote)
+		}
+	}
+	return e.submitLocked(ctx, sn, fg, remote, base, opts.Draft)
+}
+
+// submitPreflight refuses what cannot be submitted.
+func (e *Env) submitPreflight(ctx context.Context, sn *gitstore.Snapshot) error {
+	slug := sn.Task.Slug
+	switch st := sn.Task.Status; {
+	case st == machine.Merging && sn.Task.ForgePending():
+		return fmt.Errorf("submit %s: a merge of pull request #%d is pending on the forge; run lazy accept to check on it", slug, sn.Task.Forge.Number)
+	case st == machine.Conflict || sn.PendingViolations() > 0:
+		return fmt.Errorf("submit %s: %d file-permission violation(s) are pending (%s); decide them with lazy unblock first", slug, sn.PendingViolations(), strings.Join(sn.Violations.Pending, ", "))
+	case st != machine.Blocked && st != machine.Submitted:
+		return fmt.Errorf("submit %s: the task is %s; submit works on blocked tasks (and re-submits submitted ones)", slug, st)
+	}
+	if sn.Session == nil || sn.Session.Branch == "" {
+		return fmt.Errorf("submit %s: the task never ran, so there is nothing to submit", slug)
+	}
+	if sn.Session.Host != e.Store.Host() {
+		return fmt.Errorf("submit %s: its session belongs to host %s; submit it there", slug, sn.Session.Host)
+	}
+	if err := e.worktreeFree(sn.Task.ID, "submit", slug); err != nil {
+		return err
+	}
+	if dirty, err := worktree.Dirty(ctx, sn.Session.Worktree); err != nil {
+		return fmt.Errorf("submit %s: inspect its worktree %s: %w", slug, sn.Session.Worktree, err)
+	} else if dirty {
+		return fmt.Errorf("submit %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, sn.Session.Worktree)
+	}
+	open, err := e.openSubtasks(sn.Task.ID)
+	if err != nil {
+		return err
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("submit %s: its subtasks %s are not finished; accept, reject or close them first so the pull request holds the whole work", slug, strings.Join(open, ", "))
+	}
+	return nil
+}
+
+// openSubtasks lists the slugs of a task's unfinished subtasks.
+func (e *Env) openSubtasks(id string) ([]string, error) {
+	entries, err := e.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	var open []string
+	for _, en := range entries {
+		if en.Parent == id && !en.Status.IsTerminal() {
+			if s, err := en.Summary(); err == nil {
+				open = append(open, s.Slug)
+			}
+		}
+	}
+	return open, nil
+}
+
+// submitLocked records, pushes and opens; the caller holds the lock and
+// has checked everything.
+func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.Forge, remote, base string, draft bool) (*SubmitResult, error) {
+	slug, head := sn.Task.Slug, sn.Session.Branch
+	from := sn.Task.Status
+	// Record first: the task is submitted before anything leaves.
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != from {
+			return nil, fmt.Errorf("submit %s: the task became %s meanwhile", slug, s.Task.Status)
+		}
+		f := s.Task.Forge
+		if f == nil || f.Kind != fg.Kind() || f.Remote != remote || f.Head != head {
+			f = &gitstore.ForgeRecord{Kind: fg.Kind(), Remote: remote, Head: head}
+		}
+		f.Base, f.Revising, f.Draft = base, false, draft
+		if f.State == forge.StateClosed || f.State == forge.StateMerged {
+			f.Number, f.URL, f.State = 0, "", "" // a new pull request
+		}
+		s.Task.Forge = f
+		s.Task.Status = machine.Submitted
+		return &gitstore.Op{Name: "submit", Actor: e.Actor, Reason: "submitting to " + remote}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(cause error) (*SubmitResult, error) {
+		return nil, fmt.Errorf("submit %s: %w; the task stays submitted and lazy submit %s finishes the job (it finds an opened pull request by its branch)", slug, cause, slug)
+	}
+	tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+head+"^{commit}").String(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("its branch %s is missing: %w", head, err))
+	}
+	if err := e.push(ctx, remote, head, sn.Task.Forge.HeadSHA); err != nil {
+		return fail(err)
+	}
+	body, err := e.prBody(sn)
+	if err != nil {
+		return fail(err)
+	}
+	hadPR := sn.Task.Forge.Number > 0
+	pr, err := fg.Open(ctx, forge.Spec{Head: head, Base: base, Title: sn.Task.Title, Body: body, Draft: draft})
+	if err != nil {
+		return fail(err)
+	}
+	now := time.Now().UTC()
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Forge == nil {
+			return nil, errors.New("the forge record vanished")
+		}
+		RecordPR(s.Task.Forge, pr, now)
+		s.Task.Forge.HeadSHA = tip
+		verb := "opened"
+		if hadPR {
+			verb = "updated"
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now.Truncate(time.Second), Text: fmt.Sprintf("submitted: %s pull request #%d (%s) at %s", verb, pr.Number, pr.URL, shortHash(tip))})
+		return &gitstore.Op{Name: "submit", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d", pr.Number)}, nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return &SubmitResult{Snapshot: sn, PR: pr, Updated: hadPR}, nil
+}
+
+func shortHash(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// push sends the task branch to remote. Never forced without a lease:
+// with the commit lazy pushed last as the lease a rewritten branch may
+// replace exactly that commit; without one only a fast-forward goes.
+func (e *Env) push(ctx context.Context, remote, head, lease string) error {
+	ref := "refs/heads/" + head
+	args := []string{"push", "--quiet", "--no-verify"}
+	if lease != "" && gitstore.ValidHex(lease) {
+		args = append(args, "--force-with-lease="+ref+":"+lease)
+	}
+	args = append(args, remote, ref+":"+ref)
+	if err := gitcli.New(e.repoDir(), args...).Env("GIT_TERMINAL_PROMPT=0").Run(ctx); err != nil {
+		return fmt.Errorf("push %s to %s (someone else may have pushed to it; fetch and lazy sync, then submit again): %w", head, remote, err)
+	}
+	return nil
+}
+
+// prBody is the pull request description: the goal, the turns, and the
+// Lazy-Task trailer that ties the pull request to the task.
+func (e *Env) prBody(sn *gitstore.Snapshot) (string, error) {
+	goal, err := sn.Goal()
+	if err != nil {
+		return "", err
+	}
+	turns, err := e.Store.Turns(sn)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if g := strings.TrimSpace(goal); g != "" {
+		b.WriteString(forge.Bound(g, 20000) + "\n\n")
+	}
+	b.WriteString("### Turns\n\n")
+	for _, t := range turns {
+		who := t.Role
+		if t.Role == gitstore.RoleHuman && t.Actor != "" {
+			who = string(t.Actor)
+		}
+		line := strings.Join(strings.Fields(sanitize.Field(t.Content)), " ")
+		if r := []rune(line); len(r) > 120 {
+			line = string(r[:119]) + "…"
+		}
+		kind := t.Kind
+		if kind == "" {
+			kind = "reply"
+		}
+		fmt.Fprintf(&b, "%d. **%s** (%s): %s\n", t.Seq, who, kind, line)
+	}
+	b.WriteString("\n" + AcceptTrailer(sn.Task.ID) + "\n" + forgeMarker + "\n")
+	return b.String(), nil
+}
