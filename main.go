@@ -39,6 +39,7 @@ type CLI struct {
 	Chat     ChatCmd     `cmd:"" help:"Talk to a task's agent read-only in your terminal; the status does not change (a finished task's conversation resumes in the project root)."`
 	Sync     SyncCmd     `cmd:"" help:"Merge upstream into a parked task's branch."`
 	Accept   AcceptCmd   `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
+	Submit   SubmitCmd   `cmd:"" help:"Push a blocked task's branch and open (or update) its pull request on the forge: blocked -> submitted."`
 	Allow    AllowCmd    `cmd:"" help:"Set, extend or clear a task's allowed-paths policy (files changed outside it become violations)."`
 	Comment  CommentCmd  `cmd:"" help:"Add a comment to a task."`
 	Close    CloseCmd    `cmd:"" help:"Abandon a task that will not be done (won't do, duplicate)."`

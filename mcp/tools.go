@@ -109,6 +109,7 @@ var Tools = []Tool{
 	{Name: "lazy_ask", Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged.", register: add[AskIn]},
 	{Name: "lazy_wait", Description: "Wait until a task's running turn ends, then return its status and last turn.", register: add[WaitIn]},
 	{Name: "lazy_accept", Description: "Squash-merge a parked task into its parent's or target branch (an agent may accept its direct subtasks only).", register: add[TaskIn]},
+	submitTool,
 	{Name: "lazy_reject", Description: "Abandon a task, rejecting its work (its branch is kept).", register: add[EndIn]},
 	{Name: "lazy_close", Description: "Abandon a task that will not be done (its branch is kept).", register: add[EndIn]},
 	{Name: "lazy_show", Description: "Show a task: summary, substate, goal, recent turns, comments, pending violations.", register: add[TaskIn]},
@@ -170,6 +171,9 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 	env, err := d.Hooks.Env(caller.Actor, caller.Task)
 	if err != nil {
 		return nil, err
+	}
+	if out, ok, err := d.callForge(ctx, env, caller, tool, args); ok {
+		return out, err
 	}
 	switch tool {
 	case "lazy_create":

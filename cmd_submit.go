@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lazyorch/lazy/ops"
+)
+
+// SubmitCmd pushes a task's branch and opens or updates its pull request.
+type SubmitCmd struct {
+	Task   string `arg:"" help:"Slug or id prefix."`
+	Draft  bool   `help:"Open the pull request as a draft."`
+	Remote string `help:"The remote to push to (default: the earlier submission's, lazy.forge.remote, or origin)." placeholder:"NAME"`
+	JSON   bool   `help:"Print the task as JSON."`
+}
+
+// Run implements lazy submit.
+func (c *SubmitCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	res, err := env.Submit(ctx, c.Task, ops.SubmitOptions{Draft: c.Draft, Remote: c.Remote})
+	if err != nil {
+		return err
+	}
+	// The daemon's forge sync follows the pull request from here.
+	a.daemonAfterLaunch(ctx)
+	if c.JSON {
+		return a.printJSON(toJSON(&res.Snapshot.Task))
+	}
+	verb := "opened"
+	if res.Updated {
+		verb = "updated"
+	}
+	fmt.Fprintf(a.stdout, "Submitted %s: %s pull request #%d %s\n", res.Snapshot.Task.Slug, verb, res.PR.Number, res.PR.URL)
+	return nil
+}
