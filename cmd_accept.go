@@ -54,7 +54,15 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", w)
 	}
 	if c.JSON {
-		return a.printJSON(map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "warnings": nonNil(res.Warnings)})
+		return a.printJSON(map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)})
+	}
+	if res.PR != nil {
+		if res.Pending != "" {
+			fmt.Fprintf(a.stdout, "Merging %s: pull request #%d %s is not merged yet (%s); lazy accept %s again (or the daemon) finishes it\n", res.Snapshot.Task.Slug, res.PR.Number, res.PR.URL, res.Pending, res.Snapshot.Task.Slug)
+			return nil
+		}
+		fmt.Fprintf(a.stdout, "Accepted %s: pull request #%d merged into %s as %s\n", res.Snapshot.Task.Slug, res.PR.Number, res.Into, shortSHA(res.Commit))
+		return nil
 	}
 	fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s\n", res.Snapshot.Task.Slug, res.Into, shortSHA(res.Commit))
 	return nil

@@ -237,7 +237,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"task": gitstore.NewSummary(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "warnings": nonNil(res.Warnings)}, nil
+		return map[string]any{"task": gitstore.NewSummary(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)}, nil
 	case "lazy_reject", "lazy_close":
 		in, err := decode[EndIn](args)
 		if err != nil {

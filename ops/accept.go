@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
@@ -23,6 +24,7 @@ type Phase struct {
 	ID       string
 	Label    string
 	Optional bool // part of the plan only when it applies
+	Forge    bool // a phase of a merge through the forge only
 }
 
 // AcceptPhases is the accept phase table.
@@ -34,6 +36,9 @@ var AcceptPhases = []Phase{
 	{ID: "restore", Label: "restore the stashed changes", Optional: true},
 	{ID: "finish", Label: "record the task complete"},
 	{ID: "cleanup", Label: "remove the task's worktree and branch"},
+	{ID: "resubmit", Label: "push and update the pull request", Optional: true, Forge: true},
+	{ID: "request-merge", Label: "request the forge merge", Forge: true},
+	{ID: "check-remote", Label: "check remote state", Forge: true},
 }
 
 // AcceptPlan is the plan of a fresh accept: the table, with the
@@ -43,6 +48,8 @@ func AcceptPlan(preTurn, dirtyDest bool) []Phase {
 	var plan []Phase
 	for _, p := range AcceptPhases {
 		switch {
+		case p.Forge:
+			continue
 		case p.ID == "pre-accept" && !preTurn:
 			continue
 		case (p.ID == "stash" || p.ID == "restore") && !dirtyDest:
@@ -84,6 +91,10 @@ type AcceptResult struct {
 	Snapshot *gitstore.Snapshot
 	Into     string // the branch merged into
 	Commit   string // the squash commit
+	// PR is the pull request of a merge through the forge, and Pending
+	// says why the forge has not merged it yet ("" once merged).
+	PR      *forge.PR
+	Pending string
 	// Warnings are things the user must act on even though the accept
 	// succeeded (a stash that could not be re-applied, say).
 	Warnings []string
@@ -110,6 +121,9 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, err
 	}
 	defer func() { unlock() }()
+	if sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
+		return e.acceptRemote(ctx, sn, say)
+	}
 	pre, err := e.acceptPreflight(ctx, sn)
 	if err != nil {
 		return nil, err

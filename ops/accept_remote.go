@@ -1,0 +1,337 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// RemoteAcceptPlan is the plan of an accept through the forge, built from
+// the same phase table as a local accept. A fresh accept of a submitted
+// task records merging, requests the merge and checks the result; the
+// re-entry plan of a forge-pending merge (spec: acceptReentryPhasePlan)
+// is check remote state -> finalize -> clean up.
+func RemoteAcceptPlan(resubmit, reentry bool) []Phase {
+	ids := []string{"record", "request-merge", "check-remote", "finish", "cleanup"}
+	if resubmit {
+		ids = append([]string{"resubmit"}, ids...)
+	}
+	if reentry {
+		ids = []string{"check-remote", "finish", "cleanup"}
+	}
+	var plan []Phase
+	for _, id := range ids {
+		for _, p := range AcceptPhases {
+			if p.ID == id {
+				plan = append(plan, p)
+			}
+		}
+	}
+	return plan
+}
+
+// acceptRemote is lazy accept on a submitted task, or its re-entry on a
+// forge-pending merge (merging without accept_in_flight_from). The caller
+// holds the task lock.
+//
+// Checks still pending or an approval still missing leave the task
+// merging (the forge merges it on its own when it can) and return with
+// Pending saying why; a later accept, or the daemon's forge sync,
+// finishes it. Failing checks or a refused merge restore submitted, the
+// status it actually had.
+func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator))) (*AcceptResult, error) {
+	slug := sn.Task.Slug
+	rec := sn.Task.Forge
+	if rec == nil || rec.Number <= 0 {
+		return nil, fmt.Errorf("accept %s: the task is submitted but has no pull request yet; run lazy submit %s to finish opening it", slug, slug)
+	}
+	fg, err := e.forgeOf(ctx, sn)
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: %w", slug, err)
+	}
+	if err := fg.Ready(ctx); err != nil {
+		return nil, fmt.Errorf("accept %s: %w", slug, err)
+	}
+	reentry := sn.Task.Status == machine.Merging
+	resubmit := false
+	if !reentry {
+		if err := e.submitPreflight(ctx, sn); err != nil {
+			return nil, fmt.Errorf("accept: %w", err)
+		}
+		tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+sn.Session.Branch+"^{commit}").String(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("accept %s: its branch %s is missing", slug, sn.Session.Branch)
+		}
+		resubmit = tip != rec.HeadSHA
+	}
+	plan := RemoteAcceptPlan(resubmit, reentry)
+	say(func(n Narrator) { n.Plan(plan) })
+	step := 0
+	begin := func(id string) {
+		for _, p := range plan {
+			if p.ID == id {
+				step++
+				s := step
+				say(func(n Narrator) { n.Step(s, len(plan), p) })
+			}
+		}
+	}
+	res := &AcceptResult{Into: rec.Base}
+
+	if resubmit {
+		begin("resubmit")
+		sub, err := e.submitLocked(ctx, sn, fg, rec.Remote, rec.Base, rec.Draft)
+		if err != nil {
+			return nil, fmt.Errorf("accept: %w", err)
+		}
+		sn = sub.Snapshot
+	}
+	method := ""
+	if !reentry {
+		begin("record")
+		if method, err = e.mergeMethod(ctx, fg); err != nil {
+			return nil, fmt.Errorf("accept %s: %w", slug, err)
+		}
+		sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Task.Status != machine.Submitted || s.Task.Forge == nil {
+				return nil, fmt.Errorf("accept %s: the task became %s meanwhile", slug, s.Task.Status)
+			}
+			s.Task.Status = machine.Merging
+			s.Task.Accept = nil // forge-pending: no accept_in_flight_from
+			s.Task.Forge.MergeMethod = method
+			s.Task.Forge.MergeRequested = nil
+			return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("merging pull request #%d on the forge (%s)", rec.Number, method)}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		begin("request-merge")
+		if err := e.requestMerge(ctx, sn, fg, method); err != nil {
+			return nil, err
+		}
+	}
+
+	begin("check-remote")
+	pr, err := fg.View(ctx, rec.Number)
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: the merge of pull request #%d was requested, but reading it back failed; lazy accept %s checks again: %w", slug, rec.Number, slug, err)
+	}
+	res.PR = pr
+	switch pr.State {
+	case forge.StateClosed:
+		_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Blocked, pr, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number))
+		return nil, fmt.Errorf("accept %s: pull request #%d (%s) was closed on the forge without merging; the task is blocked again (lazy submit opens a new one)", slug, pr.Number, pr.URL)
+	case forge.StateOpen:
+		if pr.ChecksState() == forge.ChecksFailing {
+			why := fmt.Sprintf("checks failed on pull request #%d: %s", pr.Number, strings.Join(failing(pr), ", "))
+			_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, pr, "accept aborted: "+why)
+			return nil, fmt.Errorf("accept %s: %s; nothing was merged and the task is submitted again (fix them with lazy unblock, then lazy submit)", slug, why)
+		}
+		if reentry && sn.Task.Forge.MergeRequested == nil {
+			if err := e.requestMerge(ctx, sn, fg, sn.Task.Forge.MergeMethod); err != nil {
+				return nil, err
+			}
+		}
+		res.Pending = pendingReason(pr)
+		sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Task.Forge == nil {
+				return nil, nil
+			}
+			RecordPR(s.Task.Forge, pr, time.Now())
+			return &gitstore.Op{Name: "pr-sync", Actor: e.Actor, Reason: res.Pending}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		say(func(n Narrator) {
+			n.Note(fmt.Sprintf("pull request #%d is not merged yet: %s; it stays merging and lazy accept (or the daemon) finishes it once the forge merges", pr.Number, res.Pending))
+		})
+		res.Snapshot = sn
+		return res, nil
+	}
+	begin("finish")
+	sn, err = e.finishForgeMerge(ctx, sn.Task.ID, pr)
+	if err != nil {
+		return nil, err
+	}
+	res.Snapshot, res.Commit = sn, pr.MergeCommit
+	begin("cleanup")
+	res.Warnings = append(res.Warnings, e.cleanupForge(ctx, sn)...)
+	return res, nil
+}
+
+// mergeMethod is git config lazy.forge.mergeMethod (default squash),
+// or the first method the repository allows when that one is not.
+func (e *Env) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
+	want := ""
+	if cfg, err := e.Store.Repo().Config(); err == nil {
+		want, _ = cfg.Get("lazy.forge.mergeMethod")
+	}
+	allowed, err := fg.Methods(ctx)
+	if err != nil {
+		allowed = nil // unknown: ask for what is configured and let the forge say
+	}
+	return forge.PickMethod(strings.TrimSpace(want), allowed)
+}
+
+// requestMerge asks the forge to merge and records that it was asked; a
+// refusal restores submitted.
+func (e *Env) requestMerge(ctx context.Context, sn *gitstore.Snapshot, fg forge.Forge, method string) error {
+	n := sn.Task.Forge.Number
+	if err := fg.Merge(ctx, n, method); err != nil {
+		if pr, verr := fg.View(ctx, n); verr == nil && pr.State == forge.StateMerged {
+			return nil // merged meanwhile
+		}
+		_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, nil, fmt.Sprintf("accept aborted: the forge refused to merge pull request #%d: %v", n, err))
+		return fmt.Errorf("accept %s: the forge refused to merge pull request #%d; the task is submitted again: %w", sn.Task.Slug, n, err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	_, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Merging || s.Task.Forge == nil {
+			return nil, nil
+		}
+		s.Task.Forge.MergeRequested = &now
+		return &gitstore.Op{Name: "merge-requested", Actor: e.Actor, Reason: fmt.Sprintf("asked the forge to %s-merge pull request #%d", method, n)}, nil
+	})
+	return err
+}
+
+func failing(pr *forge.PR) []string {
+	var names []string
+	for _, c := range pr.Checks {
+		if c.State == forge.ChecksFailing {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// pendingReason says why an open pull request is not merged yet.
+func pendingReason(pr *forge.PR) string {
+	var why []string
+	if pr.ChecksState() == forge.ChecksPending {
+		n := 0
+		for _, c := range pr.Checks {
+			if c.State == forge.ChecksPending {
+				n++
+			}
+		}
+		why = append(why, fmt.Sprintf("%d check(s) pending", n))
+	}
+	switch pr.Review {
+	case forge.ReviewRequired:
+		why = append(why, "approval required")
+	case forge.ReviewChangesRequested:
+		why = append(why, "changes requested in review")
+	}
+	if len(why) == 0 && pr.Blocked != "" {
+		why = append(why, "the forge reports it "+pr.Blocked)
+	}
+	if len(why) == 0 {
+		why = append(why, "waiting for the forge to merge it")
+	}
+	return strings.Join(why, ", ")
+}
+
+// forgeRestore moves a task off a forge merge to status to (submitted
+// after an aborted accept, blocked when the pull request was closed),
+// with the reason as a comment.
+func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr *forge.PR, why string) (*gitstore.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Merging && s.Task.Status != machine.Submitted || s.Task.Status == to {
+			return nil, nil
+		}
+		if f := s.Task.Forge; f != nil {
+			f.MergeRequested = nil
+			if pr != nil {
+				RecordPR(f, pr, time.Now())
+			}
+		}
+		s.Task.Status = to
+		if to == machine.Blocked {
+			s.Task.Status = machine.Park(s.PendingViolations())
+			s.Task.Reason = why
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: why})
+		return &gitstore.Op{Name: "forge-restore", Actor: e.Actor, Reason: why}, nil
+	})
+	return sn, err
+}
+
+// ClosedOnForge returns a submitted or forge-merging task whose pull
+// request was closed unmerged to blocked, with the reason.
+func (e *Env) ClosedOnForge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
+	return e.forgeRestore(ctx, id, machine.Blocked, pr, fmt.Sprintf("pull request #%d (%s) was closed on the forge without merging", pr.Number, pr.URL))
+}
+
+// finishForgeMerge records a pull request the forge merged: the task
+// completes with outcome accepted and the merge commit recorded. A
+// submitted task passes through merging, as every accept does.
+func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Submitted {
+			return nil, nil
+		}
+		s.Task.Status = machine.Merging
+		s.Task.Accept = nil
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d was merged on the forge", pr.Number)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Merging || !s.Task.ForgePending() {
+			return nil, fmt.Errorf("the task is %s, not waiting for the forge", s.Task.Status)
+		}
+		now := time.Now().UTC()
+		RecordPR(s.Task.Forge, pr, now)
+		FinishAccepted(s, now)
+		text := fmt.Sprintf("accepted: pull request #%d (%s) merged into %s", pr.Number, pr.URL, s.Task.Forge.Base)
+		if s.Task.Forge.MergeCommit != "" {
+			text += " as " + s.Task.Forge.MergeCommit
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now.Truncate(time.Second), Text: text})
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d merged on the forge", pr.Number)}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pull request #%d is merged, but recording it failed; the daemon's forge sync retries: %w", pr.Number, err)
+	}
+	return sn, nil
+}
+
+// MergedOnForge finishes a task whose pull request the forge merged and
+// cleans up its worktree and branch; it returns what was kept.
+func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, []string, error) {
+	sn, err := e.finishForgeMerge(ctx, id, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sn, e.cleanupForge(ctx, sn), nil
+}
+
+// cleanupForge removes a forge-merged task's worktree and branch, unless
+// the branch holds commits the forge never saw (the agent kept working
+// after the last submit): those are kept and reported.
+func (e *Env) cleanupForge(ctx context.Context, sn *gitstore.Snapshot) []string {
+	s, f := sn.Session, sn.Task.Forge
+	if s == nil || f == nil {
+		return nil
+	}
+	if s.Host != e.Store.Host() {
+		return []string{"its worktree is on host " + s.Host + "; lazy doctor there removes it"}
+	}
+	tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+s.Branch+"^{commit}").String(ctx)
+	if err != nil {
+		return e.cleanupAccepted(ctx, sn) // the branch is gone already
+	}
+	if f.HeadSHA == "" || (tip != f.HeadSHA && gitcli.New(e.repoDir(), "merge-base", "--is-ancestor", tip, f.HeadSHA).Run(ctx) != nil) {
+		return []string{fmt.Sprintf("the branch %s and its worktree %s were kept: they hold commits pull request #%d never had", s.Branch, s.Worktree, f.Number)}
+	}
+	return e.cleanupAccepted(ctx, sn)
+}
