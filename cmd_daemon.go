@@ -79,6 +79,9 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if rec.Forge, err = a.forgeSync(); err != nil {
+		return err
+	}
 	d, err := a.dispatcher(a.pollTurn)
 	if err != nil {
 		return err

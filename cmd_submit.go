@@ -1,8 +1,11 @@
 package main
 
 import (
+	"time"
+
 	"context"
 	"fmt"
+	"github.com/lazyorch/lazy/reconcile"
 
 	"github.com/lazyorch/lazy/ops"
 )
@@ -39,4 +42,26 @@ func (c *SubmitCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "Submitted %s: %s pull request #%d %s\n", res.Snapshot.Task.Slug, verb, res.PR.Number, res.PR.URL)
 	return nil
+}
+
+// forgeSync configures the daemon's remote-sync sweep from git config:
+// lazy.forge.syncInterval (default 1m, per forge), lazy.forge.autoDeliver
+// (default true) and lazy.forge.autoFix (default false).
+func (a *app) forgeSync() (*reconcile.ForgeSync, error) {
+	fs := &reconcile.ForgeSync{}
+	if v, ok := a.cfg.Get("lazy.forge.syncInterval"); ok && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("git config lazy.forge.syncInterval = %q is not a positive duration (for example 1m)", v)
+		}
+		fs.Interval = d
+	}
+	var err error
+	if fs.AutoDeliver, err = a.cfg.Bool("lazy.forge.autoDeliver", true); err != nil {
+		return nil, err
+	}
+	if fs.AutoFix, err = a.cfg.Bool("lazy.forge.autoFix", false); err != nil {
+		return nil, err
+	}
+	return fs, nil
 }

@@ -198,6 +198,9 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		if err == nil {
 			unlock()
 		}
+		if sn.Task.ForgePending() && sn.Task.Forge.MergeRequested != nil {
+			return nil // the forge merges it; the daemon's forge sync follows
+		}
 		landed, _ := MergeLanded(ctx, r.Env.RepoDir, sn)
 		f.Kind, f.Detail, f.Action = "stranded-merge", "merging, but no accept is running", "would restore the status before the accept"
 		if landed {

@@ -51,6 +51,9 @@ type Reconciler struct {
 	// StartGrace overrides DefaultStartGrace when positive.
 	StartGrace time.Duration
 	Now        func() time.Time
+	// Forge, when set (the daemon), follows submitted tasks' pull
+	// requests on their forge; nil leaves the forge alone (CLI reads).
+	Forge *ForgeSync
 }
 
 func (r *Reconciler) now() time.Time {
@@ -131,6 +134,10 @@ func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Act
 	add("finished tasks", as, err)
 	as, err = r.sweepMerged(ctx, entries)
 	add("merged branches", as, err)
+	if r.Forge != nil {
+		as, err = r.sweepForge(ctx, entries)
+		add("forge sync", as, err)
+	}
 	return actions, errors.Join(errs...)
 }
 

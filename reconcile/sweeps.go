@@ -125,6 +125,9 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	if rec := sn.Task.Accept; rec != nil && rec.Host != "" && rec.Host != r.Env.Store.Host() {
 		return nil, nil // that host's reconciler knows whether it is alive
 	}
+	if sn.Task.ForgePending() {
+		return r.sweepForgePending(ctx, sn)
+	}
 	landed, err := MergeLanded(ctx, r.Env.RepoDir, sn)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,176 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// Bounds on forge feedback: one item, and one delivered turn.
+const (
+	maxFeedbackItem = 4000
+	maxFeedbackTurn = 32000
+)
+
+// ForgeFeedback is what a pull request says that the task's agent has
+// not been told yet: failing checks on the pushed commit, and reviews
+// and comments (lazy's own comments excluded). Keys are what
+// ForgeRecord.Delivered remembers.
+func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text string) {
+	head := pr.HeadSHA
+	if head == "" {
+		head = rec.HeadSHA
+	}
+	var items []string
+	for _, c := range pr.Checks {
+		key := "check:" + c.Name + "@" + head
+		if c.State != forge.ChecksFailing || rec.WasDelivered(key) {
+			continue
+		}
+		item := fmt.Sprintf("- CI check %q failed", sanitize.Field(c.Name))
+		if s := strings.TrimSpace(c.Summary); s != "" {
+			item += ": " + forge.Bound(sanitize.Prose(s), maxFeedbackItem)
+		}
+		if c.URL != "" {
+			item += "\n  Details: " + c.URL
+		}
+		keys, items = append(keys, key), append(items, item)
+	}
+	for _, c := range pr.Comments {
+		body := strings.TrimSpace(c.Body)
+		if rec.WasDelivered(c.ID) || IsLazyComment(body) || (body == "" && c.Review != "changes_requested") {
+			continue
+		}
+		what := "Comment"
+		switch c.Review {
+		case "":
+		case "changes_requested", "request_changes":
+			what = "Review (changes requested)"
+		default:
+			what = "Review (" + sanitize.Field(c.Review) + ")"
+		}
+		item := fmt.Sprintf("- %s by @%s (%s):", what, sanitize.Field(c.Author), c.URL)
+		if body != "" {
+			quoted := strings.ReplaceAll(forge.Bound(sanitize.Prose(body), maxFeedbackItem), "\n", "\n  > ")
+			item += "\n  > " + quoted
+		}
+		keys, items = append(keys, c.ID), append(items, item)
+	}
+	if len(items) == 0 {
+		return nil, ""
+	}
+	text = fmt.Sprintf("Feedback on your pull request #%d (%s), delivered by lazy. Address it, commit, and say what you changed:\n\n%s", pr.Number, pr.URL, strings.Join(items, "\n\n"))
+	return keys, forge.Bound(text, maxFeedbackTurn)
+}
+
+// DeliverForgeFeedback records new pull-request feedback on a submitted
+// task as a feedback turn (actor system; pending delivery), marking every
+// item delivered in the same commit, so nothing is delivered twice and
+// nothing is lost to a crash. With fix set the task is then unblocked:
+// submitted -> blocked (revising, the pull request stays open) ->
+// working, with the feedback as the agent's next prompt. It returns nil
+// when there was nothing new.
+func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool, launch Launcher) (*gitstore.Snapshot, error) {
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var turn gitstore.Turn
+	var text string
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Submitted || s.Task.Forge == nil || s.Task.Forge.Number != pr.Number || s.Session == nil {
+			return nil, nil
+		}
+		var keys []string
+		keys, text = ForgeFeedback(s.Task.Forge, pr)
+		if len(keys) == 0 {
+			return nil, nil
+		}
+		for _, k := range keys {
+			s.Task.Forge.MarkDelivered(k)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		RecordPR(s.Task.Forge, pr, now)
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.System, Kind: "forge-feedback", Content: text, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
+		if fix {
+			s.Task.Status = machine.Blocked
+			s.Task.Forge.Revising = true
+		}
+		return &gitstore.Op{Name: "forge-feedback", Actor: machine.System, Reason: fmt.Sprintf("%d new item(s) from pull request #%d", len(keys), pr.Number)}, nil
+	})
+	if err != nil || turn.Seq == 0 || !fix {
+		if turn.Seq == 0 {
+			return nil, err
+		}
+		return sn, err
+	}
+	if launch == nil {
+		return sn, nil
+	}
+	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return sn, err
+	}
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := e.checkResumable(s, "unblock", false, machine.Blocked); err != nil {
+			return nil, err
+		}
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "unblock"
+		s.Session.ConsecutiveInterruptions = 0
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "unblock", Actor: machine.System, Reason: "lazy.forge.autoFix: the agent addresses the pull request's feedback"}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, e.launchTurn(sn, turn, "unblock", text, upstream, launch)
+}
+
+// SyncPR records what the forge says about a task's pull request when
+// it changed (state, checks, review, head), for show, list and status.
+func (e *Env) SyncPR(ctx context.Context, id string, pr *forge.PR) error {
+	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		f := s.Task.Forge
+		if f == nil || f.Number != pr.Number {
+			return nil, nil
+		}
+		if f.State == pr.State && f.Checks == pr.ChecksState() && f.Review == pr.Review && f.Draft == pr.Draft {
+			return nil, nil
+		}
+		RecordPR(f, pr, time.Now())
+		return &gitstore.Op{Name: "pr-sync", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d: %s, checks %s, review %s", pr.Number, pr.State, orNone(f.Checks), orNone(f.Review))}, nil
+	})
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// ChecksFailedOnForge takes a forge-pending merge whose checks failed
+// back to submitted: the forge will not merge it, and the failing checks
+// are delivered as feedback from there.
+func (e *Env) ChecksFailedOnForge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
+	return e.forgeRestore(ctx, id, machine.Submitted, pr, fmt.Sprintf("checks failed on pull request #%d (%s): %s; the forge will not merge it", pr.Number, pr.URL, strings.Join(failing(pr), ", ")))
+}
+
+// StrandedForgeAccept takes a forge-pending merge that never asked the
+// forge to merge (its accept died first) back to submitted. The caller
+// holds the task lock, so no accept is running.
+func (e *Env) StrandedForgeAccept(ctx context.Context, id string) (*gitstore.Snapshot, error) {
+	sn, err := e.Store.Load(id)
+	if err != nil || !sn.Task.ForgePending() || sn.Task.Status != machine.Merging || sn.Task.Forge.MergeRequested != nil {
+		return nil, err
+	}
+	return e.forgeRestore(ctx, id, machine.Submitted, nil, "a forge accept died before asking the forge to merge; the task is submitted again (lazy accept retries)")
+}

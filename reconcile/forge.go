@@ -1,0 +1,181 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// DefaultForgeInterval is how often the daemon asks each forge about its
+// pull requests (git config lazy.forge.syncInterval).
+const DefaultForgeInterval = time.Minute
+
+// ForgeSync configures the daemon's remote-sync sweep: tasks that are
+// submitted or waiting for a forge merge follow their pull request. A
+// merged pull request completes its task, a closed one returns it to
+// blocked; new failing checks and review comments are delivered as
+// feedback turns (AutoDeliver) and the agent is then set to work on them
+// (AutoFix).
+type ForgeSync struct {
+	Interval    time.Duration // per forge; DefaultForgeInterval when 0
+	AutoDeliver bool          // lazy.forge.autoDeliver
+	AutoFix     bool          // lazy.forge.autoFix
+
+	mu   sync.Mutex
+	last map[string]time.Time // forge key -> last sync
+}
+
+// due reports whether forge key may be asked now, and if so counts this
+// as its sync: the limit is per forge, not per task.
+func (f *ForgeSync) due(key string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	iv := f.Interval
+	if iv <= 0 {
+		iv = DefaultForgeInterval
+	}
+	if t, ok := f.last[key]; ok && now.Sub(t) < iv {
+		return false
+	}
+	if f.last == nil {
+		f.last = map[string]time.Time{}
+	}
+	f.last[key] = now
+	return true
+}
+
+// sweepForgePending handles a forge-pending merge in the ordinary sweep
+// (no forge is asked): one whose accept died before requesting the merge
+// is stranded and goes back to submitted; one the forge was asked to
+// merge is left for the forge sync. The caller holds the task lock.
+func (r *Reconciler) sweepForgePending(ctx context.Context, sn *gitstore.Snapshot) ([]Action, error) {
+	if sn.Task.Forge.MergeRequested != nil {
+		return nil, nil
+	}
+	out, err := r.Env.StrandedForgeAccept(ctx, sn.Task.ID)
+	if err != nil || out == nil {
+		return nil, err
+	}
+	return []Action{{TaskID: sn.Task.ID, Slug: sn.Task.Slug, From: machine.Merging, To: out.Task.Status, Why: "a forge accept died before requesting the merge"}}, nil
+}
+
+// sweepForge is the remote-sync sweep.
+func (r *Reconciler) sweepForge(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+	fs := r.Forge
+	now := r.now()
+	type group struct {
+		fg  forge.Forge
+		err error
+	}
+	groups := map[string]*group{}
+	skipped := map[string]bool{}
+	var actions []Action
+	var errs []error
+	for i := range entries {
+		e := &entries[i]
+		if e.Err != nil || (e.Status != machine.Submitted && e.Status != machine.Merging) {
+			continue
+		}
+		sn, err := r.Env.Store.Load(e.ID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rec := sn.Task.Forge
+		if rec == nil || rec.Number <= 0 || (sn.Task.Status == machine.Merging && (!sn.Task.ForgePending() || rec.MergeRequested == nil)) {
+			continue
+		}
+		key := rec.Kind + " " + rec.Remote
+		if skipped[key] {
+			continue
+		}
+		g := groups[key]
+		if g == nil {
+			if !fs.due(key, now) {
+				skipped[key] = true
+				continue
+			}
+			g = &group{}
+			g.fg, g.err = r.Env.OpenForge(ctx, rec.Remote)
+			if g.err == nil {
+				g.err = g.fg.Ready(ctx)
+			}
+			groups[key] = g
+		}
+		if g.err != nil {
+			errs = append(errs, fmt.Errorf("forge sync of %s: %w", sn.Task.Slug, g.err))
+			continue
+		}
+		as, err := r.syncTask(ctx, g.fg, sn)
+		actions = append(actions, as...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("forge sync of %s: %w", sn.Task.Slug, err))
+		}
+	}
+	return actions, errors.Join(errs...)
+}
+
+// syncTask follows one task's pull request.
+func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.Snapshot) ([]Action, error) {
+	id, slug, from := sn.Task.ID, sn.Task.Slug, sn.Task.Status
+	pr, err := fg.View(ctx, sn.Task.Forge.Number)
+	if err != nil {
+		return nil, err
+	}
+	// The forge was asked without the lock; act under it, and leave a
+	// task an accept or submit is working on to them.
+	unlock, err := r.Env.TryLockTask(id)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	act := func(out *gitstore.Snapshot, why string) []Action {
+		if out == nil {
+			return nil
+		}
+		return []Action{{TaskID: id, Slug: slug, From: from, To: out.Task.Status, Why: why}}
+	}
+	switch pr.State {
+	case forge.StateMerged:
+		out, kept, err := r.Env.MergedOnForge(ctx, id, pr)
+		unlock()
+		why := fmt.Sprintf("pull request #%d was merged on the forge", pr.Number)
+		for _, k := range kept {
+			why += "; " + k
+		}
+		return act(out, why), err
+	case forge.StateClosed:
+		out, err := r.Env.ClosedOnForge(ctx, id, pr)
+		unlock()
+		return act(out, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number)), err
+	}
+	if from == machine.Merging && pr.ChecksState() == forge.ChecksFailing {
+		out, err := r.Env.ChecksFailedOnForge(ctx, id, pr)
+		unlock()
+		return act(out, fmt.Sprintf("checks failed on pull request #%d; the forge will not merge it", pr.Number)), err
+	}
+	err = r.Env.SyncPR(ctx, id, pr)
+	unlock()
+	if err != nil || from != machine.Submitted || !r.Forge.AutoDeliver {
+		return nil, err
+	}
+	launch := r.Launch
+	out, err := r.Env.DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && launch != nil, launch)
+	if out == nil {
+		return nil, err
+	}
+	why := fmt.Sprintf("delivered new feedback from pull request #%d", pr.Number)
+	if out.Task.Status == machine.Working {
+		why += "; the agent is working on it (lazy.forge.autoFix)"
+	}
+	return act(out, why), err
+}
