@@ -16,7 +16,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testrepo"
 )
 
-var lazyBin, fakeAgentBin string
+var lazyBin, fakeAgentBin, fakeGHDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "lazy-e2e-bin-")
@@ -39,6 +39,15 @@ func TestMain(m *testing.M) {
 	fb.Stdout, fb.Stderr = os.Stderr, os.Stderr
 	if err := fb.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
+		os.Exit(1)
+	}
+	// The fake gh is installed as "gh" in a directory of its own, which
+	// the forge tests put first on PATH.
+	fakeGHDir = filepath.Join(dir, "gh-bin")
+	gb := exec.Command("go", "build", "-o", filepath.Join(fakeGHDir, "gh"), "../internal/fakegh")
+	gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
+	if err := gb.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build fakegh:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

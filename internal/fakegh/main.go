@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // State is the fake forge: one repository's settings and pull requests.
@@ -30,7 +31,13 @@ type State struct {
 	RemoteDir string `json:"remote_dir,omitempty"` // bare repository for headRefOid
 	// Disallowed merge methods (squash, merge, rebase).
 	Disallowed []string `json:"disallowed,omitempty"`
-	PRs        []*PR    `json:"prs"`
+	// HangBefore and HangAfter name a command ("pr create") during which
+	// fakegh blocks until killed, before acting or after its effect is
+	// saved: the kill -9 tests use them. The pid of a hanging fakegh is
+	// written to FAKEGH_STATE.hang.
+	HangBefore string `json:"hang_before,omitempty"`
+	HangAfter  string `json:"hang_after,omitempty"`
+	PRs        []*PR  `json:"prs"`
 }
 
 // PR is one pull request in gh's --json vocabulary.
@@ -120,12 +127,28 @@ func run(args []string) int {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fail(1, "fakegh: %v", err)
 	}
+	cmd := strings.Join(args[:min(2, len(args))], " ")
+	if st.HangBefore == cmd {
+		hang(path, lock)
+	}
 	code := dispatch(&st, args)
 	out, _ := json.MarshalIndent(&st, "", "  ")
 	if err := os.WriteFile(path+".tmp", out, 0o600); err == nil {
 		_ = os.Rename(path+".tmp", path)
 	}
+	if st.HangAfter == cmd {
+		hang(path, lock)
+	}
 	return code
+}
+
+// hang releases the state and blocks until killed.
+func hang(path string, lock *os.File) {
+	_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	_ = os.WriteFile(path+".hang", []byte(strconv.Itoa(os.Getpid())), 0o600)
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func dispatch(st *State, args []string) int {
