@@ -1,6 +1,13 @@
 package main
 
 import (
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/sanitize"
 	"time"
 
 	"context"
@@ -64,4 +71,46 @@ func (a *app) forgeSync() (*reconcile.ForgeSync, error) {
 		return nil, err
 	}
 	return fs, nil
+}
+
+// prBrief is a task's pull request in a table cell ("PR #3 open,
+// checks failing"), "" without one.
+func prBrief(s *gitstore.Summary) string {
+	p := s.PR
+	if p == nil || p.Number <= 0 {
+		return ""
+	}
+	out := fmt.Sprintf("PR #%d %s", p.Number, p.State)
+	if p.Checks != "" {
+		out += ", checks " + p.Checks
+	}
+	if p.Review != "" {
+		out += ", " + strings.ReplaceAll(p.Review, "_", " ")
+	}
+	if p.Revising {
+		out += ", revising"
+	}
+	return out
+}
+
+// printPRs lists the pull requests of submitted and forge-merging tasks,
+// for lazy status.
+func printPRs(w io.Writer, entries []gitstore.Entry) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	header := false
+	for _, e := range entries {
+		if e.Err != nil || (e.Status != machine.Submitted && e.Status != machine.Merging) {
+			continue
+		}
+		s, err := e.Summary()
+		if err != nil || prBrief(s) == "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nSUBMITTED\tPULL REQUEST\tURL")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Slug, prBrief(s), sanitize.Field(s.PR.URL))
+	}
+	_ = tw.Flush()
 }

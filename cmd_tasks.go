@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // InitCmd sets lazy up in the repository.
@@ -221,6 +222,9 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		if sub := marks.Substate(row.t); sub != "" {
 			status += " (" + sub + ")"
 		}
+		if pr := prBrief(row.t); pr != "" {
+			status += " [" + pr + "]"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), status, indent, row.t.Slug, oneLine(row.t.Title, 72))
 	}
 	return tw.Flush()
@@ -407,6 +411,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	}
 	if t.Reason != "" {
 		fmt.Fprintf(w, "  Reason:   %s\n", oneLine(t.Reason, 100))
+	}
+	if s := toJSON(t); prBrief(&s) != "" {
+		fmt.Fprintf(w, "  PR:       %s %s\n", prBrief(&s), sanitize.Field(s.PR.URL))
 	}
 	if t.Parent != "" {
 		name := t.Parent

@@ -102,6 +102,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	} else {
 		fmt.Fprintln(a.stdout, "daemon: not running (it starts with the next turn)")
 	}
+	printPRs(a.stdout, entries)
 	if len(rows) > 0 {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nACTIVE\tSTATUS\tTITLE")

@@ -1,0 +1,467 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ghState mirrors internal/fakegh's state file: the fake forge.
+type ghState struct {
+	LoggedOut  bool     `json:"logged_out,omitempty"`
+	Repo       string   `json:"repo"`
+	RemoteDir  string   `json:"remote_dir,omitempty"`
+	Disallowed []string `json:"disallowed,omitempty"`
+	HangBefore string   `json:"hang_before,omitempty"`
+	HangAfter  string   `json:"hang_after,omitempty"`
+	PRs        []*ghPR  `json:"prs"`
+}
+
+type ghPR struct {
+	Number            int              `json:"number"`
+	State             string           `json:"state"`
+	IsDraft           bool             `json:"isDraft"`
+	Head              string           `json:"headRefName"`
+	Base              string           `json:"baseRefName"`
+	Title             string           `json:"title"`
+	Body              string           `json:"body"`
+	HeadOid           string           `json:"headRefOid"`
+	ReviewDecision    string           `json:"reviewDecision"`
+	MergeStateStatus  string           `json:"mergeStateStatus"`
+	MergeCommit       string           `json:"merge_commit,omitempty"`
+	AutoMerge         string           `json:"auto_merge,omitempty"`
+	StatusCheckRollup []map[string]any `json:"statusCheckRollup"`
+	Reviews           []map[string]any `json:"reviews"`
+	Comments          []map[string]any `json:"comments"`
+}
+
+// fakeForge is a repository with an origin remote (a bare repository)
+// on a fake GitHub served by internal/fakegh.
+type fakeForge struct {
+	t      *testing.T
+	r      *runner
+	state  string
+	remote string
+}
+
+func newFakeForge(t *testing.T) *fakeForge {
+	t.Helper()
+	r := newRepo(t)
+	dir := t.TempDir()
+	f := &fakeForge{t: t, state: filepath.Join(dir, "gh.json"), remote: filepath.Join(dir, "origin.git")}
+	r.git("init", "--quiet", "--bare", f.remote)
+	r.git("remote", "add", "origin", f.remote)
+	r.git("push", "--quiet", "origin", "main")
+	r.git("config", "lazy.forge", "github")
+	r.git("config", "lazy.forge.repo", "acme/app")
+	r.git("config", "lazy.forge.syncInterval", "50ms")
+	f.r = r.with("PATH="+fakeGHDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEGH_STATE="+f.state)
+	f.save(&ghState{Repo: "acme/app", RemoteDir: f.remote, PRs: []*ghPR{}})
+	return f
+}
+
+func (f *fakeForge) load() *ghState {
+	f.t.Helper()
+	b, err := os.ReadFile(f.state)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var st ghState
+	if err := json.Unmarshal(b, &st); err != nil {
+		f.t.Fatal(err)
+	}
+	return &st
+}
+
+// edit changes the fake forge under its lock, as the forge itself would.
+func (f *fakeForge) edit(fn func(st *ghState)) {
+	f.t.Helper()
+	lock, err := os.OpenFile(f.state+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer func() { _ = lock.Close() }()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		f.t.Fatal(err)
+	}
+	st := f.load()
+	fn(st)
+	f.save(st)
+}
+
+func (f *fakeForge) save(st *ghState) {
+	f.t.Helper()
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(f.state+".tmp", b, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.Rename(f.state+".tmp", f.state); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// calls counts the fake gh's invocations of cmd ("pr view").
+func (f *fakeForge) calls(cmd string) int {
+	b, _ := os.ReadFile(f.state + ".log")
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		var argv []string
+		if json.Unmarshal([]byte(line), &argv) == nil && len(argv) >= 2 && argv[0]+" "+argv[1] == cmd {
+			n++
+		}
+	}
+	return n
+}
+
+// remoteHead is the task branch's commit on origin, or "".
+func (f *fakeForge) remoteHead(branch string) string {
+	out, err := exec.Command("git", "--git-dir", f.remote, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// prShow is the pull-request part of show --json.
+type prShow struct {
+	Status  string `json:"status"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason"`
+	PR      *struct {
+		Forge    string `json:"forge"`
+		Number   int    `json:"number"`
+		URL      string `json:"url"`
+		State    string `json:"state"`
+		Checks   string `json:"checks"`
+		Review   string `json:"review"`
+		Revising bool   `json:"revising"`
+	} `json:"pr"`
+}
+
+func (f *fakeForge) pr(slug string) prShow {
+	f.t.Helper()
+	var s prShow
+	if err := json.Unmarshal([]byte(f.r.ok("show", "--json", slug)), &s); err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// startDaemon runs the repository's daemon with a short tick until the
+// test ends.
+func (f *fakeForge) startDaemon() {
+	f.t.Helper()
+	cmd := exec.Command(lazyBin, "daemon", "--tick", "100ms", "--idle", "0")
+	cmd.Dir = f.r.dir
+	cmd.Env = f.r.with("LAZY_NO_DAEMON=").environ()
+	logf, err := os.Create(filepath.Join(f.t.TempDir(), "daemon.log"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logf.Close()
+	})
+}
+
+// eventually polls cond until it holds or 30s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSubmitOpensThenUpdatesOnePullRequestAndAcceptMergesThroughTheForge(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+
+	// Logged out: one sentence, and nothing was pushed.
+	f.edit(func(st *ghState) { st.LoggedOut = true })
+	tk := workedTask(t, r, "Forge work", "a.txt alpha")
+	if msg := r.fails(1, nil, "submit", tk.Slug); !strings.Contains(msg, "gh is not logged in to github.com; run gh auth login") {
+		t.Fatalf("logged-out submit said: %s", msg)
+	}
+	if f.remoteHead("lazy/forge-work") != "" || r.show(tk.Slug).Status != "blocked" {
+		t.Fatal("a submit that could not reach the forge pushed or changed the task")
+	}
+	f.edit(func(st *ghState) { st.LoggedOut = false })
+
+	out := r.ok("submit", tk.Slug, "--draft")
+	if !strings.Contains(out, "opened pull request #1 https://github.com/acme/app/pull/1") {
+		t.Fatalf("submit: %s", out)
+	}
+	tip := strings.TrimSpace(r.git("rev-parse", "lazy/forge-work"))
+	if f.remoteHead("lazy/forge-work") != tip {
+		t.Fatal("the task branch was not pushed")
+	}
+	s := f.pr(tk.Slug)
+	if s.Status != "submitted" || s.PR == nil || s.PR.Number != 1 || s.PR.URL != "https://github.com/acme/app/pull/1" || s.PR.State != "open" {
+		t.Fatalf("after submit: %+v %+v", s, s.PR)
+	}
+	st := f.load()
+	if len(st.PRs) != 1 || st.PRs[0].Title != "Forge work" || st.PRs[0].Base != "main" || !st.PRs[0].IsDraft ||
+		!strings.Contains(st.PRs[0].Body, "Goal of Forge work.") || !strings.Contains(st.PRs[0].Body, "Lazy-Task: "+tk.ID) || !strings.Contains(st.PRs[0].Body, "1. **human** (start)") {
+		t.Fatalf("pull request: %+v", st.PRs[0])
+	}
+	if list := r.ok("list"); !strings.Contains(list, "#1") {
+		t.Fatalf("list does not show the pull request:\n%s", list)
+	}
+
+	// Unblock keeps the pull request and records the revision; a
+	// re-submit updates the same pull request.
+	rr := r.with(script(t, "write b.txt beta", "commit agent: b", "print revised"))
+	rr.ok("unblock", tk.Slug, "-m", "also add b")
+	rr.waitStatus(tk.Slug, "blocked")
+	if s := f.pr(tk.Slug); !s.PR.Revising || s.PR.Number != 1 {
+		t.Fatalf("after unblock: %+v", s.PR)
+	}
+	out = r.ok("submit", tk.Slug)
+	if !strings.Contains(out, "updated pull request #1") {
+		t.Fatalf("re-submit: %s", out)
+	}
+	tip = strings.TrimSpace(r.git("rev-parse", "lazy/forge-work"))
+	st = f.load()
+	if len(st.PRs) != 1 || st.PRs[0].HeadOid != tip || !strings.Contains(st.PRs[0].Body, "also add b") || f.calls("pr create") != 1 {
+		t.Fatalf("re-submit did not update the one pull request: %d PRs, head %s want %s", len(st.PRs), st.PRs[0].HeadOid, tip)
+	}
+
+	// Failing checks: nothing merges, the task is submitted again.
+	f.edit(func(st *ghState) {
+		st.PRs[0].StatusCheckRollup = []map[string]any{{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "FAILURE", "detailsUrl": "https://ci.example/1"}}
+	})
+	if msg := r.fails(1, nil, "accept", tk.Slug); !strings.Contains(msg, "checks failed on pull request #1: build") {
+		t.Fatalf("accept with failing checks: %s", msg)
+	}
+	if s := f.pr(tk.Slug); s.Status != "submitted" || s.PR.Checks != "failing" {
+		t.Fatalf("after a failed accept: %+v %+v", s, s.PR)
+	}
+
+	// Checks pass but approval is required: the task stays merging.
+	f.edit(func(st *ghState) {
+		st.PRs[0].StatusCheckRollup[0]["conclusion"] = "SUCCESS"
+		st.PRs[0].ReviewDecision = "REVIEW_REQUIRED"
+		st.Disallowed = []string{"squash"}
+	})
+	res := r.run(nil, "accept", tk.Slug)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "not merged yet (approval required)") || !strings.Contains(res.Stderr, "plan: record the accept (merging); request the forge merge; check remote state; record the task complete") {
+		t.Fatalf("pending accept: %s", res)
+	}
+	if s := f.pr(tk.Slug); s.Status != "merging" {
+		t.Fatalf("a pending forge merge is %s, want merging", s.Status)
+	}
+	if st := f.load(); st.PRs[0].AutoMerge != "merge" {
+		t.Fatalf("auto-merge was requested as %q, want merge (squash is not allowed)", st.PRs[0].AutoMerge)
+	}
+	// Reads and doctor leave a forge-pending merge alone.
+	r.ok("list")
+	if got := r.show(tk.Slug).Status; got != "merging" {
+		t.Fatalf("a read moved the forge-pending merge to %s", got)
+	}
+
+	// The forge merges; a later accept re-enters and finishes.
+	f.edit(func(st *ghState) { st.PRs[0].State, st.PRs[0].MergeCommit = "MERGED", strings.Repeat("c", 40) })
+	res = r.run(nil, "accept", tk.Slug)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "pull request #1 merged into main as cccccccccccc") || !strings.Contains(res.Stderr, "plan: check remote state; record the task complete; remove the task's worktree and branch") {
+		t.Fatalf("re-entry accept: %s", res)
+	}
+	s = f.pr(tk.Slug)
+	if s.Status != "complete" || s.Outcome != "accepted" {
+		t.Fatalf("after the forge merge: %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", "lazy", "worktrees")); err == nil {
+		if out := r.git("branch", "--list", "lazy/forge-work"); strings.TrimSpace(out) != "" {
+			t.Fatalf("the merged task's branch was kept: %q", out)
+		}
+	}
+}
+
+func TestRejectClosesThePullRequestWithTheReason(t *testing.T) {
+	f := newFakeForge(t)
+	tk := workedTask(t, f.r, "Unwanted", "u.txt x")
+	f.r.ok("submit", tk.Slug)
+	f.r.ok("reject", tk.Slug, "--reason", "wrong approach")
+	st := f.load()
+	if st.PRs[0].State != "CLOSED" || len(st.PRs[0].Comments) != 1 || !strings.Contains(st.PRs[0].Comments[0]["body"].(string), "reject: wrong approach") {
+		t.Fatalf("the pull request after reject: %+v", st.PRs[0])
+	}
+}
+
+func TestForgeSyncDeliversFeedbackOnceAndFollowsMergesAndCloses(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	a := workedTask(t, r, "Reviewed", "r.txt one")
+	b := workedTask(t, r, "Merged", "m.txt two")
+	r.ok("submit", a.Slug)
+	r.ok("submit", b.Slug)
+	f.edit(func(st *ghState) {
+		st.PRs[0].StatusCheckRollup = []map[string]any{{"__typename": "CheckRun", "name": "unit-tests", "status": "COMPLETED", "conclusion": "FAILURE", "detailsUrl": "https://ci.example/42", "title": "3 tests failed\x1b[31m"}}
+		st.PRs[0].Reviews = []map[string]any{{"id": "PRR_9", "author": map[string]any{"login": "carol"}, "body": "Please rename r.txt", "state": "CHANGES_REQUESTED", "submittedAt": "2026-01-01T00:00:00Z"}}
+		st.PRs[0].ReviewDecision = "CHANGES_REQUESTED"
+		st.PRs[1].ReviewDecision = "REVIEW_REQUIRED"
+	})
+	res := r.run(nil, "accept", b.Slug)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "approval required") {
+		t.Fatalf("accept of b: %s", res)
+	}
+	f.startDaemon()
+
+	feedback := func() []turnJSON {
+		var out []turnJSON
+		for _, tr := range r.showFull(a.Slug).TurnList {
+			if tr.Kind == "forge-feedback" {
+				out = append(out, tr)
+			}
+		}
+		return out
+	}
+	eventually(t, "the review and the failing check delivered", func() bool { return len(feedback()) > 0 })
+	fb := feedback()[0]
+	for _, want := range []string{"pull request #1 (https://github.com/acme/app/pull/1)", `CI check "unit-tests" failed: 3 tests failed`, "https://ci.example/42", "Review (changes requested) by @carol", "> Please rename r.txt"} {
+		if !strings.Contains(fb.Content, want) {
+			t.Fatalf("feedback lacks %q:\n%s", want, fb.Content)
+		}
+	}
+	if fb.Actor != "system" || fb.FeedbackDelivery != "pending" || strings.Contains(fb.Content, "\x1b") {
+		t.Fatalf("feedback turn: %+v", fb)
+	}
+	// Several more syncs deliver nothing twice.
+	views := f.calls("pr view")
+	eventually(t, "more forge syncs", func() bool { return f.calls("pr view") >= views+6 })
+	if n := len(feedback()); n != 1 {
+		t.Fatalf("the feedback was delivered %d times", n)
+	}
+	if s := f.pr(a.Slug); s.Status != "submitted" || s.PR.Checks != "failing" || s.PR.Review != "changes_requested" {
+		t.Fatalf("a after the sync: %+v %+v", s, s.PR)
+	}
+
+	// The forge merges b (auto-merge) and closes a.
+	f.edit(func(st *ghState) {
+		st.PRs[1].State, st.PRs[1].MergeCommit = "MERGED", strings.Repeat("d", 40)
+		st.PRs[0].State = "CLOSED"
+	})
+	eventually(t, "b complete", func() bool { return r.show(b.Slug).Status == "complete" })
+	eventually(t, "a blocked", func() bool { return r.show(a.Slug).Status == "blocked" })
+	if s := f.pr(a.Slug); !strings.Contains(s.Reason, "closed on the forge without merging") {
+		t.Fatalf("a's reason: %q", s.Reason)
+	}
+	if s := r.show(b.Slug); s.Outcome != "accepted" || !strings.Contains(s.CommentList[len(s.CommentList)-1].Text, strings.Repeat("d", 40)) {
+		t.Fatalf("b: %+v", s)
+	}
+}
+
+func TestForgeSyncAutoFixUnblocksTheAgent(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	r.git("config", "lazy.forge.autoFix", "true")
+	a := workedTask(t, r, "Autofixed", "x.txt one")
+	r.ok("submit", a.Slug)
+	r = r.with(script(t, "write x.txt fixed", "commit agent: fix", "print fixed it"))
+	f.r = r
+	f.edit(func(st *ghState) {
+		st.PRs[0].Comments = []map[string]any{{"id": "IC_7", "author": map[string]any{"login": "dan"}, "body": "x.txt should say fixed", "createdAt": "2026-01-01T00:00:00Z", "url": "https://github.com/acme/app/pull/1#issuecomment-7"}}
+	})
+	f.startDaemon()
+	eventually(t, "the agent's fix turn", func() bool {
+		for _, tr := range r.showFull(a.Slug).TurnList {
+			if tr.Role == "agent" && strings.Contains(tr.Content, "fixed it") {
+				return true
+			}
+		}
+		return false
+	})
+	r.waitStatus(a.Slug, "blocked")
+	if s := f.pr(a.Slug); !s.PR.Revising {
+		t.Fatalf("after the fix: %+v", s.PR)
+	}
+	out := r.ok("submit", a.Slug)
+	if !strings.Contains(out, "updated pull request #1") || len(f.load().PRs) != 1 {
+		t.Fatalf("re-submit after the fix: %s", out)
+	}
+}
+
+// killWhileHung runs lazy args until the fake gh hangs in the named
+// command, then kills lazy and the fake gh with SIGKILL.
+func (f *fakeForge) killWhileHung(args ...string) {
+	f.t.Helper()
+	_ = os.Remove(f.state + ".hang")
+	cmd := exec.Command(lazyBin, args...)
+	cmd.Dir = f.r.dir
+	cmd.Env = f.r.environ()
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	var pid int
+	eventually(f.t, "the fake gh to hang", func() bool {
+		b, err := os.ReadFile(f.state + ".hang")
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	f.edit(func(st *ghState) { st.HangBefore, st.HangAfter = "", "" })
+}
+
+func TestKilledSubmitAndForgeAcceptRecoverWithoutASecondPullRequest(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	tk := workedTask(t, r, "Crashy", "c.txt one")
+
+	// Killed after the forge opened the pull request, before lazy
+	// recorded it: the task rests in submitted and the next submit finds
+	// the pull request by its branch.
+	f.edit(func(st *ghState) { st.HangAfter = "pr create" })
+	f.killWhileHung("submit", tk.Slug)
+	if got := r.show(tk.Slug).Status; got != "submitted" {
+		t.Fatalf("after a killed submit the task is %s", got)
+	}
+	out := r.ok("submit", tk.Slug)
+	if !strings.Contains(out, "pull request #1") || len(f.load().PRs) != 1 || f.calls("pr create") != 1 {
+		t.Fatalf("the retried submit: %s; %d pull requests", out, len(f.load().PRs))
+	}
+
+	// Killed while asking the forge to merge: a read returns it to
+	// submitted, and accept works again.
+	f.edit(func(st *ghState) { st.HangBefore = "pr merge" })
+	f.killWhileHung("accept", tk.Slug)
+	if got := r.refStatus(tk.ID); got != "merging" {
+		t.Fatalf("a killed forge accept left %s, want merging", got)
+	}
+	r.ok("list")
+	if got := r.show(tk.Slug).Status; got != "submitted" {
+		t.Fatalf("after recovery the task is %s, want submitted", got)
+	}
+	out = r.ok("accept", tk.Slug)
+	if !strings.Contains(out, "pull request #1 merged into main") || len(f.load().PRs) != 1 {
+		t.Fatalf("accept after recovery: %s", out)
+	}
+}
