@@ -113,7 +113,7 @@ type Comment struct {
 	Review string
 }
 
-// Checks summarizes the checks: failing if any failed, else pending if
+// ChecksState summarizes the checks: failing if any failed, else pending if
 // any is pending, else passing; "" with no checks.
 func (p *PR) ChecksState() string {
 	out := ChecksNone
