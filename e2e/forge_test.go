@@ -463,3 +463,51 @@ func TestKilledSubmitAndForgeAcceptRecoverWithoutASecondPullRequest(t *testing.T
 		t.Fatalf("accept after recovery: %s", out)
 	}
 }
+
+func TestBuilderSubmitsOverMCP(t *testing.T) {
+	f := newFakeForge(t)
+	tk := workedTask(t, f.r, "Mcp submit", "s.txt one")
+	s, _ := mcpClient(t, f.r, nil, "mcp")
+	if !toolNames(t, s)["lazy_submit"] {
+		t.Fatal("the builder server lacks lazy_submit")
+	}
+	var out struct {
+		Task     struct{ Status string } `json:"task"`
+		PRNumber int                     `json:"pr_number"`
+		PRURL    string                  `json:"pr_url"`
+	}
+	decodeInto(t, call(t, s, "lazy_submit", map[string]any{"task": tk.Slug}, false), &out)
+	if out.Task.Status != "submitted" || out.PRNumber != 1 || out.PRURL != "https://github.com/acme/app/pull/1" {
+		t.Fatalf("lazy_submit: %+v", out)
+	}
+	if msg := call(t, s, "lazy_submit", map[string]any{"task": "no-such-task"}, true); msg == "" {
+		t.Fatal("lazy_submit of a missing task failed silently")
+	}
+	// The builder's submit is attributed to the builder.
+	hist := f.r.show(tk.Slug).History
+	if last := hist[len(hist)-1]; last.Op != "submit" || last.Actor != "builder" {
+		t.Fatalf("last operation %+v", last)
+	}
+}
+
+func TestSubmitOfASubtaskStacksOnItsParentsBranch(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	parent := workedTask(t, r, "Parent work", "p.txt one")
+	rr := r.with(script(t, "write c.txt two", "commit agent: child", "print child done"))
+	child := rr.create("Child work", "--parent", parent.Slug)
+	rr.ok("start", child.Slug, "--command", fakeAgentBin)
+	rr.waitStatus(child.Slug, "blocked")
+
+	if msg := r.fails(1, nil, "submit", parent.Slug); !strings.Contains(msg, "subtasks child-work are not finished") {
+		t.Fatalf("submit of a parent with an open subtask: %s", msg)
+	}
+	if msg := r.fails(1, nil, "submit", child.Slug); !strings.Contains(msg, "submit the parent task first") {
+		t.Fatalf("submit of a subtask before its parent's branch is on the forge: %s", msg)
+	}
+	r.git("push", "--quiet", "origin", "lazy/parent-work")
+	r.ok("submit", child.Slug)
+	if pr := f.load().PRs[0]; pr.Head != "lazy/child-work" || pr.Base != "lazy/parent-work" {
+		t.Fatalf("the subtask's pull request: %+v", pr)
+	}
+}
