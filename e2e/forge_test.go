@@ -511,3 +511,34 @@ func TestSubmitOfASubtaskStacksOnItsParentsBranch(t *testing.T) {
 		t.Fatalf("the subtask's pull request: %+v", pr)
 	}
 }
+
+func TestSubmitEscapesAStrandedMergeAndUntrustedForgeRecordsAreRefused(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	tk := workedTask(t, r, "Stranded", "s.txt one")
+	r.editTaskJSON(tk.ID, func(m map[string]any) {
+		m["status"] = "merging"
+		m["accept"] = map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": strings.TrimSpace(r.git("rev-parse", "main"))}
+	})
+	out := r.ok("submit", tk.Slug)
+	if !strings.Contains(out, "opened pull request #1") || r.refStatus(tk.ID) != "submitted" {
+		t.Fatalf("submit of a stranded merge: %s (status %s)", out, r.refStatus(tk.ID))
+	}
+	hist := r.show(tk.Slug).History
+	var ops []string
+	for _, h := range hist {
+		ops = append(ops, h.Op+":"+h.From+"->"+h.To)
+	}
+	if !strings.Contains(strings.Join(ops, " "), "accept-abort:merging->blocked submit:blocked->submitted") {
+		t.Fatalf("history %v", ops)
+	}
+
+	// A forge record from an untrusted remote whose link is not http(s)
+	// makes the record unreadable rather than printable.
+	r.editTaskJSON(tk.ID, func(m map[string]any) {
+		m["forge"].(map[string]any)["url"] = "javascript:alert(1)"
+	})
+	if msg := r.fails(1, nil, "show", tk.Slug); !strings.Contains(msg, "is not an http(s) link") {
+		t.Fatalf("show of a forged record: %s", msg)
+	}
+}
