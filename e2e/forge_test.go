@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,6 +358,24 @@ func TestForgeSyncDeliversFeedbackOnceAndFollowsMergesAndCloses(t *testing.T) {
 	}
 	if s := f.pr(a.Slug); s.Status != "submitted" || s.PR.Checks != "failing" || s.PR.Review != "changes_requested" {
 		t.Fatalf("a after the sync: %+v %+v", s, s.PR)
+	}
+	// The web view links the pull request with its state.
+	var w struct{ URL string }
+	eventually(t, "the web view", func() bool {
+		res := f.r.with("LAZY_NO_DAEMON=").run(nil, "web", "--json")
+		return res.Code == 0 && json.Unmarshal([]byte(res.Stdout), &w) == nil
+	})
+	base, token, _ := strings.Cut(w.URL, "/?token=")
+	for _, page := range []string{base + "/?token=" + token, base + "/task/" + a.ID + "?token=" + token} {
+		resp, err := http.Get(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if !strings.Contains(string(body), `<a class="pr" href="https://github.com/acme/app/pull/1">PR #1</a> open, checks failing, changes_requested`) {
+			t.Fatalf("%s does not show the pull request:\n%s", page, body)
+		}
 	}
 
 	// The forge merges b (auto-merge) and closes a.
