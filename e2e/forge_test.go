@@ -391,6 +391,23 @@ func TestForgeSyncDeliversFeedbackOnceAndFollowsMergesAndCloses(t *testing.T) {
 	if s := r.show(b.Slug); s.Outcome != "accepted" || !strings.Contains(s.CommentList[len(s.CommentList)-1].Text, strings.Repeat("d", 40)) {
 		t.Fatalf("b: %+v", s)
 	}
+
+	// Feedback recorded without autoFix reaches the agent with the next
+	// unblock, after the human's words, and is then consumed.
+	argv := filepath.Join(t.TempDir(), "argv")
+	rr := r.with(script(t, "argv "+argv, "print ok"))
+	rr.ok("unblock", a.Slug, "-m", "address the review")
+	rr.waitStatus(a.Slug, "blocked")
+	prompt, err := os.ReadFile(argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := string(prompt); !strings.Contains(p, "address the review") || !strings.Contains(p, "Please rename r.txt") || strings.Index(p, "address the review") > strings.Index(p, "Please rename r.txt") {
+		t.Fatalf("the unblock prompt lacks the pending forge feedback:\n%s", p)
+	}
+	if fb := feedback(); len(fb) != 1 || fb[0].FeedbackDelivery != "consumed" {
+		t.Fatalf("forge feedback after the turn: %+v", fb)
+	}
 }
 
 func TestForgeSyncAutoFixUnblocksTheAgent(t *testing.T) {

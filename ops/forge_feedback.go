@@ -174,3 +174,28 @@ func (e *Env) StrandedForgeAccept(ctx context.Context, id string) (*gitstore.Sna
 	}
 	return e.forgeRestore(ctx, id, machine.Submitted, nil, "a forge accept died before asking the forge to merge; the task is submitted again (lazy accept retries)")
 }
+
+// withPendingForgeFeedback adds to an unblock's prompt the pull-request
+// feedback that was recorded for the agent (lazy.forge.autoDeliver
+// without autoFix) but never sent: the human's words first, then the
+// forge's. The turns stay as recorded; the reconciler marks them
+// consumed when the turn ends.
+func (e *Env) withPendingForgeFeedback(sn *gitstore.Snapshot, prompt string) string {
+	if sn.Task.Forge == nil {
+		return prompt
+	}
+	turns, err := e.Store.Turns(sn)
+	if err != nil {
+		return prompt
+	}
+	var parts []string
+	for _, t := range turns {
+		if t.Kind == "forge-feedback" && t.FeedbackDelivery == gitstore.FeedbackPending {
+			parts = append(parts, t.Content)
+		}
+	}
+	if len(parts) == 0 {
+		return prompt
+	}
+	return prompt + "\n\n---\n\n" + forge.Bound(strings.Join(parts, "\n\n"), maxFeedbackTurn)
+}

@@ -64,7 +64,7 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", feedback, upstream, launch)
+	return sn, e.launchTurn(sn, turn, "unblock", e.withPendingForgeFeedback(sn, feedback), upstream, launch)
 }
 
 // checkResumable is the guard shared by the commands that start a new
