@@ -579,3 +579,24 @@ func TestSubmitEscapesAStrandedMergeAndUntrustedForgeRecordsAreRefused(t *testin
 		t.Fatalf("show of a forged record: %s", msg)
 	}
 }
+
+func TestAcceptOfABlockedTaskGoesThroughTheForgeWhenConfigured(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	r.git("config", "lazy.accept.viaForge", "true")
+	tk := workedTask(t, r, "Via forge", "v.txt one")
+	before := strings.TrimSpace(r.git("rev-parse", "main"))
+	res := r.run(nil, "accept", tk.Slug)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "pull request #1 merged into main") || !strings.Contains(res.Stderr, "submitting first") {
+		t.Fatalf("accept via the forge: %s", res)
+	}
+	if st := f.load(); len(st.PRs) != 1 || st.PRs[0].State != "MERGED" {
+		t.Fatalf("the forge: %+v", st.PRs)
+	}
+	if after := strings.TrimSpace(r.git("rev-parse", "main")); after != before {
+		t.Fatal("a forge accept merged locally too")
+	}
+	if s := f.pr(tk.Slug); s.Status != "complete" || s.Outcome != "accepted" {
+		t.Fatalf("after: %+v", s)
+	}
+}

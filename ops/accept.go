@@ -121,7 +121,11 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, err
 	}
 	defer func() { unlock() }()
-	if sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
+	viaForge, err := e.mergesThroughForge(sn)
+	if err != nil {
+		return nil, err
+	}
+	if viaForge || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
 		return e.acceptRemote(ctx, sn, say)
 	}
 	pre, err := e.acceptPreflight(ctx, sn)

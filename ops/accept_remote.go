@@ -47,6 +47,15 @@ func RemoteAcceptPlan(resubmit, reentry bool) []Phase {
 // status it actually had.
 func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator))) (*AcceptResult, error) {
 	slug := sn.Task.Slug
+	if sn.Task.Status == machine.Blocked {
+		// The repository merges through the forge: submit first.
+		say(func(n Narrator) { n.Note("this repository merges through the forge (lazy.accept.viaForge); submitting first") })
+		sub, err := e.submit(ctx, sn, SubmitOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("accept: %w", err)
+		}
+		sn = sub.Snapshot
+	}
 	rec := sn.Task.Forge
 	if rec == nil || rec.Number <= 0 {
 		return nil, fmt.Errorf("accept %s: the task is submitted but has no pull request yet; run lazy submit %s to finish opening it", slug, slug)
@@ -164,6 +173,19 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 	begin("cleanup")
 	res.Warnings = append(res.Warnings, e.cleanupForge(ctx, sn)...)
 	return res, nil
+}
+
+// mergesThroughForge reports whether an accept of this blocked task
+// goes through the forge: git config lazy.accept.viaForge.
+func (e *Env) mergesThroughForge(sn *gitstore.Snapshot) (bool, error) {
+	if sn.Task.Status != machine.Blocked {
+		return false, nil
+	}
+	cfg, err := e.Store.Repo().Config()
+	if err != nil {
+		return false, err
+	}
+	return cfg.Bool("lazy.accept.viaForge", false)
 }
 
 // mergeMethod is git config lazy.forge.mergeMethod (default squash),

@@ -47,6 +47,11 @@ func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*Sub
 	if sn, err = e.escapeStranded(ctx, sn, "submit"); err != nil {
 		return nil, err
 	}
+	return e.submit(ctx, sn, opts)
+}
+
+// submit is Submit under the task lock.
+func (e *Env) submit(ctx context.Context, sn *gitstore.Snapshot, opts SubmitOptions) (*SubmitResult, error) {
 	if err := e.submitPreflight(ctx, sn); err != nil {
 		return nil, err
 	}
