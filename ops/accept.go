@@ -366,12 +366,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		if err != nil {
 			return nil, fmt.Errorf("accept %s: load its parent: %w", slug, err)
 		}
-		// The spec's identity exemption: the parent's own agent, proven by
-		// the MCP token the daemon resolved into CallerTask (the CLI never
-		// sets it), may merge into its working or pairing parent.
-		exempt := e.Actor == machine.Agent && e.CallerTask != "" && e.CallerTask == p.Task.ID &&
-			(p.Task.Status == machine.Working || p.Task.Status == machine.Pairing)
-		if p.Task.Status.IsActive() && !exempt {
+		if p.Task.Status.IsActive() && !e.parentExempt(&p.Task) {
 			return nil, fmt.Errorf("accept %s: its parent %s is %s; the merge goes into the parent's branch, so wait until it is parked", slug, p.Task.Slug, p.Task.Status)
 		}
 	}
@@ -538,6 +533,14 @@ func stashPop(ctx context.Context, dir, sha string) error {
 		_ = gitcli.New(dir, "stash", "drop", "--quiet").Run(ctx)
 	}
 	return nil
+}
+
+// parentExempt is the spec's identity exemption: the parent's own agent,
+// proven by the MCP token the daemon resolved into CallerTask (the CLI
+// never sets it), may merge a subtask into its working or pairing parent.
+func (e *Env) parentExempt(parent *gitstore.Task) bool {
+	return e.Actor == machine.Agent && e.CallerTask != "" && e.CallerTask == parent.ID &&
+		(parent.Status == machine.Working || parent.Status == machine.Pairing)
 }
 
 // cleanupAccepted removes an accepted task's worktree and branch, which

@@ -62,6 +62,13 @@ func (d Dir) path(taskID string) (string, error) {
 	return filepath.Join(string(d), taskID+".json"), nil
 }
 
+// Path is where the task's local session record lives ("" for a
+// string that is not a task id).
+func (d Dir) Path(taskID string) string {
+	p, _ := d.path(taskID)
+	return p
+}
+
 // Save records s atomically (0600: the exec command may hold private
 // arguments), replacing the task's previous session.
 func (d Dir) Save(s Session) error {
