@@ -338,6 +338,12 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitsto
 		if task == nil || task.Status != machine.Complete || task.Outcome != gitstore.OutcomeAccepted || busy[branch] || (only != "" && task.ID != only) {
 			continue
 		}
+		// A record says accepted; only a branch this machine's own
+		// session made is deleted on its word (a record from a remote
+		// could name any slug).
+		if local, err := r.Env.Sessions().Load(task.ID); err != nil || local.Branch != branch {
+			continue
+		}
 		f := Finding{TaskID: task.ID, Slug: task.Slug, Kind: "leftover-branch",
 			Detail: fmt.Sprintf("the branch %s (at %s) of an accepted task was not deleted", branch, tip), Action: "would delete it (git branch " + branch + " " + tip + " recreates it)"}
 		if repair {
