@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -100,12 +99,11 @@ func (a *app) env() (*ops.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}
-	if actor == machine.Agent {
-		// The supervisor tells an agent which task it is.
-		env.CallerTask = os.Getenv("LAZY_TASK_ID")
-	}
-	return env, nil
+	// LAZY_ACTOR only labels provenance. Identity that widens what a
+	// command may do (an agent acting for its own task) is proven by an
+	// MCP token in the daemon, never claimed through the environment, so
+	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}, nil
 }
 
 // timing reads the supervisor's clocks: git config lazy.watchdogTimeout

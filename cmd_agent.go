@@ -23,6 +23,8 @@ type StartCmd struct {
 	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
+	// TakeOver adopts a session this machine did not start.
+	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
 }
 
 // Run implements lazy start.
@@ -37,6 +39,18 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	in, err := a.startInput(c.Agent, c.Command)
 	if err != nil {
 		return err
+	}
+	if c.TakeOver {
+		sn, err := env.TakeOver(ctx, c.Task, in)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return a.printJSON(toJSON(&sn.Task))
+		}
+		fmt.Fprintf(a.stdout, "Took over %s on this machine: %s, worktree %s (branch %s); run lazy resume or lazy unblock to start its next turn here\n",
+			sn.Task.Slug, sn.Task.Status, sn.Session.Worktree, sn.Session.Branch)
+		return nil
 	}
 	sn, err := env.Start(ctx, c.Task, in, a.launchSupervisor)
 	if err != nil {

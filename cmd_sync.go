@@ -59,7 +59,46 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return a.syncReport("Pulled from", rep, c.JSON)
+	foreign, err := a.foreignSessions(rep)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(struct {
+			*gitstore.SyncReport
+			Foreign []string `json:"foreign_sessions"`
+		}{rep, foreign})
+	}
+	if err := a.syncReport("Pulled from", rep, false); err != nil {
+		return err
+	}
+	for _, slug := range foreign {
+		fmt.Fprintf(a.stderr, "lazy: %s arrived claiming a session of this machine that this machine never started; nothing will run, stop or delete anything for it (lazy show %s; lazy start --take-over %s to adopt it)\n", slug, slug, slug)
+	}
+	return nil
+}
+
+// foreignSessions lists the pulled tasks whose record claims this host
+// runs their session although no local session matches: records written
+// elsewhere that lazy refuses to act on.
+func (a *app) foreignSessions(rep *gitstore.SyncReport) ([]string, error) {
+	env, err := a.env()
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, l := range [][]string{rep.Created, rep.FastForwarded, rep.Merged} {
+		for _, slug := range l {
+			id, err := a.store.Resolve(slug)
+			if err != nil {
+				continue
+			}
+			if sn, err := a.store.Load(id); err == nil && env.Foreign(sn) {
+				out = append(out, sn.Task.Slug)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Run implements lazy push.

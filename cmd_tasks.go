@@ -438,6 +438,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		if s.InterruptReason != "" {
 			fmt.Fprintf(w, "  Interrupted: %s\n", s.InterruptReason)
 		}
+		if env, err := a.env(); err == nil && env.Foreign(sn) {
+			fmt.Fprintf(w, "  Warning:  the record says this host runs this session, but this machine never started it; lazy will not run, stop or delete anything for it (lazy start --take-over %s adopts it)\n", t.Slug)
+		}
 	}
 	if len(sn.Violations.Pending) > 0 {
 		fmt.Fprintf(w, "\nPending file-permission violations:\n")

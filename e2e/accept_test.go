@@ -504,9 +504,11 @@ func TestAcceptNarrationReachesDaemonSubscribers(t *testing.T) {
 }
 
 func TestParentAgentMayAcceptItsSubtaskWhileWorking(t *testing.T) {
-	r := newRepo(t)
+	r := withDaemon(t, newRepo(t))
 	counter := filepath.Join(t.TempDir(), "parent-runs")
-	pr := r.with(script(t, "attempt "+counter, "when 1 write p.txt p", "when 1 commit agent: parent", "when 1 exit 0", "print parent busy", "hang"))
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	pr := r.with(script(t, "attempt "+counter, "when 1 write p.txt p", "when 1 commit agent: parent", "when 1 exit 0",
+		"getenv LAZY_MCP_TOKEN "+tokenFile, "print parent busy", "hang"))
 	parent := pr.create("parent agent")
 	pr.ok("start", parent.Slug, "--command", fakeAgentBin)
 	pr.waitStatus(parent.Slug, "blocked")
@@ -514,19 +516,33 @@ func TestParentAgentMayAcceptItsSubtaskWhileWorking(t *testing.T) {
 	r.ok("reparent", child.Slug, "--parent", parent.Slug)
 	pr.ok("unblock", parent.Slug, "-m", "drive your subtask")
 	waitLog(t, r, "parent busy")
-
-	other := r.create("someone else")
-	if msg := r.with("LAZY_ACTOR=agent", "LAZY_TASK_ID="+other.ID).fails(1, nil, "accept", child.Slug); !strings.Contains(msg, "is working") {
-		t.Fatalf("another task's agent: %s", msg)
+	waitFile(t, tokenFile)
+	token, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The parent's own agent (what lazy_accept over MCP will be) may.
-	r.with("LAZY_ACTOR=agent", "LAZY_TASK_ID="+parent.ID).ok("accept", child.Slug)
+
+	// Identity is proven, never claimed: the environment a CLI call sets
+	// up labels provenance but cannot take the parent-active exemption,
+	// not even naming the parent itself.
+	other := r.create("someone else")
+	for _, caller := range []string{other.ID, parent.ID} {
+		if msg := r.with("LAZY_ACTOR=agent", "LAZY_TASK_ID="+caller).fails(1, nil, "accept", child.Slug); !strings.Contains(msg, "is working") {
+			t.Fatalf("a CLI caller claiming to be %s's agent: %s", caller, msg)
+		}
+	}
+	if msg := r.with("LAZY_ACTOR=system").fails(1, nil, "accept", child.Slug); !strings.Contains(msg, "reserved") {
+		t.Fatalf("LAZY_ACTOR=system on the CLI: %s", msg)
+	}
+	// The parent's own agent, proven by its MCP token, may.
+	s, _ := mcpClient(t, r, []string{"LAZY_MCP_TOKEN=" + string(token)}, "mcp-proxy")
+	call(t, s, "lazy_accept", map[string]any{"task": child.Slug}, false)
 	if got := r.git("show", "lazy/parent-agent:c.txt"); got != "c" {
 		t.Fatalf("the parent branch lacks the child's work: %q", got)
 	}
-	s := r.showFull(child.Slug)
-	if last := s.History[len(s.History)-1]; s.Status != "complete" || last.Actor != "agent" {
-		t.Fatalf("child %s, last %+v", s.Status, last)
+	sf := r.showFull(child.Slug)
+	if last := sf.History[len(sf.History)-1]; sf.Status != "complete" || last.Actor != "agent" {
+		t.Fatalf("child %s, last %+v", sf.Status, last)
 	}
 	r.ok("stop", parent.Slug)
 }

@@ -83,6 +83,15 @@ func validateRecord(sn *Snapshot) error {
 		if a.IntoSHA != "" && !ValidHex(a.IntoSHA) {
 			return fmt.Errorf("accept record names %q, not a commit id", a.IntoSHA)
 		}
+		if a.StashSHA != "" && !ValidHex(a.StashSHA) {
+			return fmt.Errorf("accept record names the stash %q, not a commit id", a.StashSHA)
+		}
+		if a.Dest != "" && (!filepath.IsAbs(a.Dest) || filepath.Clean(a.Dest) != a.Dest) {
+			return fmt.Errorf("accept record's checkout %q is not a clean absolute path", a.Dest)
+		}
+		if a.Host != "" && !validHost(a.Host) {
+			return fmt.Errorf("accept record's host %q is not a host id", a.Host)
+		}
 	}
 	if s := sn.Session; s != nil {
 		if s.Branch != "" {
@@ -99,13 +108,45 @@ func validateRecord(sn *Snapshot) error {
 		if s.GitStartSHA != "" && !ValidHex(s.GitStartSHA) {
 			return fmt.Errorf("session start %q is not a commit id", s.GitStartSHA)
 		}
+		if s.ID != "" && !ValidID(s.ID) {
+			return fmt.Errorf("session id %q is not an id lazy mints", s.ID)
+		}
+		if s.AgentSessionID != "" && !validAgentSession(s.AgentSessionID) {
+			return fmt.Errorf("agent session id %q could be read as an option or a path", s.AgentSessionID)
+		}
 	}
 	for _, p := range sn.Violations.Pending {
-		if !filepath.IsLocal(p) {
+		if !filepath.IsLocal(p) || strings.HasPrefix(p, "-") {
 			return fmt.Errorf("pending violation %q is not a path inside a worktree", p)
 		}
 	}
+	for p, base := range sn.Violations.Bases {
+		if !filepath.IsLocal(p) || !ValidHex(base) {
+			return fmt.Errorf("violation base %q for %q is not a commit id and a path inside a worktree", base, p)
+		}
+	}
+	for p := range sn.Violations.Decided {
+		if !filepath.IsLocal(p) {
+			return fmt.Errorf("violation decision for %q is not a path inside a worktree", p)
+		}
+	}
 	return nil
+}
+
+// validAgentSession accepts the shape of an agent CLI's session or
+// thread id: it goes into argv (--resume=<id>, codex resume <id>), so it
+// may not start with a dash or hold anything but id characters.
+func validAgentSession(id string) bool {
+	if id == "" || len(id) > 128 || id[0] == '-' || id[0] == '.' {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' || r == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func validHost(h string) bool {

@@ -327,6 +327,9 @@ type acceptPre struct {
 	dest          string // worktree where into is checked out
 	temp          bool   // dest was created for this accept
 	dirty         bool
+	// branch is the task branch as this machine's session record names
+	// it (never the record's copy).
+	branch string
 }
 
 // acceptPreflight checks everything that can be checked before anything
@@ -348,13 +351,14 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	if sn.Session == nil {
 		return nil, fmt.Errorf("accept %s: the task never ran, so there is nothing to merge", slug)
 	}
-	if sn.Session.Host != e.Store.Host() {
-		return nil, fmt.Errorf("accept %s: its session belongs to host %s; accept it there", slug, sn.Session.Host)
+	local, err := e.Owned(sn)
+	if err != nil {
+		return nil, fmt.Errorf("accept %w", err)
 	}
 	if err := e.worktreeFree(sn.Task.ID, "accept", slug); err != nil {
 		return nil, err
 	}
-	wt := sn.Session.Worktree
+	wt := local.Worktree
 	if dirty, err := worktree.Dirty(ctx, wt); err != nil {
 		return nil, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, wt, err)
 	} else if dirty {
@@ -380,8 +384,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		if err != nil {
 			return nil, fmt.Errorf("accept %s: load its parent: %w", slug, err)
 		}
-		exempt := e.Actor == machine.Agent && e.CallerTask == p.Task.ID
-		if p.Task.Status.IsActive() && !exempt {
+		if p.Task.Status.IsActive() && !e.parentExempt(&p.Task) {
 			return nil, fmt.Errorf("accept %s: its parent %s is %s; the merge goes into the parent's branch, so wait until it is parked", slug, p.Task.Slug, p.Task.Status)
 		}
 	}
@@ -392,12 +395,12 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	if err := ValidBranchName(into); err != nil {
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
-	pre := &acceptPre{into: into}
+	pre := &acceptPre{into: into, branch: local.Branch}
 	if pre.intoSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+into+"^{commit}").String(ctx); err != nil {
 		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
 	}
-	if gitcli.New(e.repoDir(), "diff", "--quiet", pre.intoSHA+"..."+"refs/heads/"+sn.Session.Branch).Run(ctx) == nil {
-		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, sn.Session.Branch, into)
+	if gitcli.New(e.repoDir(), "diff", "--quiet", pre.intoSHA+"..."+"refs/heads/"+pre.branch).Run(ctx) == nil {
+		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, pre.branch, into)
 	}
 	dest, err := checkedOutAt(ctx, e.repoDir(), into)
 	if err != nil {
@@ -444,7 +447,7 @@ func checkedOutAt(ctx context.Context, repoDir, branch string) (string, error) {
 // identity) leaves the destination as it was before the merge.
 func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre) (string, error) {
 	dest := pre.dest
-	if out, err := gitcli.New(dest, "merge", "--squash", "--no-commit", "refs/heads/"+sn.Session.Branch).Output(ctx); err != nil {
+	if out, err := gitcli.New(dest, "merge", "--squash", "--no-commit", "refs/heads/"+pre.branch).Output(ctx); err != nil {
 		conflicts, _ := gitcli.New(dest, "diff", "--name-only", "--diff-filter=U").String(ctx)
 		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
 		if conflicts != "" {
@@ -457,7 +460,7 @@ func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre)
 	if g := strings.TrimSpace(goal); g != "" {
 		msg += "\n\n" + g
 	}
-	msg += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + sn.Session.Branch + "\n"
+	msg += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + pre.branch + "\n"
 	if err := gitcli.New(dest, "commit", "-q", "-F", "-").Stdin([]byte(msg)).Run(ctx); err != nil {
 		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
 		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, err)
@@ -550,12 +553,20 @@ func stashPop(ctx context.Context, dir, sha string) error {
 	return nil
 }
 
+// parentExempt is the spec's identity exemption: the parent's own agent,
+// proven by the MCP token the daemon resolved into CallerTask (the CLI
+// never sets it), may merge a subtask into its working or pairing parent.
+func (e *Env) parentExempt(parent *gitstore.Task) bool {
+	return e.Actor == machine.Agent && e.CallerTask != "" && e.CallerTask == parent.ID &&
+		(parent.Status == machine.Working || parent.Status == machine.Pairing)
+}
+
 // cleanupAccepted removes an accepted task's worktree and branch, which
 // is safe only now that the merge is recorded. Whatever cannot be
 // removed is left and reported.
 func (e *Env) cleanupAccepted(ctx context.Context, sn *gitstore.Snapshot) []string {
 	var warnings []string
-	if s := sn.Session; s != nil {
+	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
 			if err := gitcli.New(e.repoDir(), "worktree", "remove", s.Worktree).Run(ctx); err != nil {
 				warnings = append(warnings, fmt.Sprintf("the worktree %s was kept: %v", s.Worktree, err))

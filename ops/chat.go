@@ -80,10 +80,11 @@ func (e *Env) beginChat(_ context.Context, id string) (*Chat, error) {
 	switch {
 	case s == nil:
 		return nil, fmt.Errorf("chat %s: the task never ran, so there is no agent to talk to", slug)
-	case s.Host != e.Store.Host():
-		return nil, fmt.Errorf("chat %s: its session belongs to host %s; chat there", slug, s.Host)
 	case sn.Task.Status.IsActive():
 		return nil, fmt.Errorf("chat %s: the task is %s; its agent is busy (lazy ask queues nothing either: wait for it to park)", slug, sn.Task.Status)
+	}
+	if _, err := e.bind(sn); err != nil {
+		return nil, fmt.Errorf("chat %w", err)
 	}
 	c := &Chat{Snapshot: sn, Dir: s.Worktree, Started: time.Now().UTC()}
 	if _, err := os.Stat(s.Worktree); err != nil {

@@ -19,12 +19,17 @@ import (
 // tip is recorded in a comment so it can be recreated. It returns what it
 // did, one line each.
 func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, deleteBranch bool) ([]string, error) {
-	s := sn.Session
-	if s == nil {
+	if sn.Session == nil {
 		if deleteBranch {
 			return []string{"the task never ran; there is no branch to delete"}, nil
 		}
 		return nil, nil
+	}
+	// Only what this machine created is removed: the worktree and branch
+	// of a session it started, never paths or names read from the record.
+	s, err := e.Owned(sn)
+	if err != nil {
+		return []string{"left every worktree and branch alone: " + err.Error()}, nil
 	}
 	var notes []string
 	repo := e.repoDir()

@@ -58,6 +58,11 @@ func ActorFromEnv() (machine.Actor, error) {
 	if err != nil {
 		return "", fmt.Errorf("LAZY_ACTOR: %w", err)
 	}
+	if a == machine.System {
+		// system may take the reconciler's system-only transitions; a
+		// label from the environment must never widen what a command may do.
+		return "", errors.New("LAZY_ACTOR=system is reserved for the daemon's reconciler; use human, builder, agent or supervisor to label a command")
+	}
 	return a, nil
 }
 
@@ -359,7 +364,9 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 	if err != nil {
 		return nil, err
 	}
-	if s := sn.Session; to == machine.Blocked && s != nil && s.Worktree != "" && s.Host == e.Store.Host() {
+	// Only a session this machine started gets its worktree back, at the
+	// path this machine chose.
+	if s, err := e.Owned(sn); to == machine.Blocked && err == nil {
 		if _, err := os.Stat(s.Worktree); os.IsNotExist(err) {
 			base, err := e.BaseBranch(ctx, sn, e.repoDir())
 			if err != nil {

@@ -56,6 +56,9 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 	if err := e.checkResumable(sn, "pair", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}
+	if _, err := e.bind(sn); err != nil {
+		return nil, fmt.Errorf("pair %w", err)
+	}
 	head, err := gitcli.New(sn.Session.Worktree, "rev-parse", "HEAD").String(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pair %s: read its worktree: %w", sn.Task.Slug, err)
@@ -79,6 +82,9 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 	if err != nil {
 		pd.Remove(proto.PairingFile)
 		return nil, err
+	}
+	if _, err := e.bind(sn); err != nil { // sn is the record as just written
+		return nil, fmt.Errorf("pair %w", err)
 	}
 	return &Pairing{Snapshot: sn, Argv: PairArgv(sn.Session), StartSHA: head, Started: now}, nil
 }

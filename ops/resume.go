@@ -72,8 +72,8 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 	switch {
 	case s.Task.Status != machine.Interrupted || s.Session == nil:
 		return "not interrupted"
-	case s.Session.Host != e.Store.Host():
-		return "its session belongs to host " + s.Session.Host
+	case !e.Owns(s):
+		return "its session was not started on this machine"
 	case s.Session.ConsecutiveInterruptions >= MaxConsecutiveInterruptions:
 		return fmt.Sprintf("circuit breaker: %d consecutive interruptions; a human must resume or unblock it", s.Session.ConsecutiveInterruptions)
 	case s.Session.InterruptPhase == "merge_and_fix":
@@ -117,7 +117,11 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, laun
 	if err := check(sn); err != nil {
 		return nil, err
 	}
-	dirty, err := worktree.Dirty(ctx, sn.Session.Worktree)
+	local, err := e.Owned(sn)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", verb, err)
+	}
+	dirty, err := worktree.Dirty(ctx, local.Worktree)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: inspect the worktree: %w", verb, sn.Task.Slug, err)
 	}
@@ -181,8 +185,8 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 		if s.Task.Status != machine.Working {
 			return nil, fmt.Errorf("stop %s: the task is %s; only a working task has a turn to stop", s.Task.Slug, s.Task.Status)
 		}
-		if s.Session == nil || s.Session.Host != e.Store.Host() {
-			return nil, fmt.Errorf("stop %s: its turn runs on another host; stop it there", s.Task.Slug)
+		if _, err := e.Owned(s); err != nil {
+			return nil, fmt.Errorf("stop %w", err)
 		}
 		content := "[stop] the human stopped this turn"
 		if reason != "" {

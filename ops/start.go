@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -73,6 +74,11 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if root == "" {
 		root = DefaultWorktreeRoot(e.Store)
 	}
+	if !filepath.IsAbs(root) {
+		// A relative lazy.worktreeDir is relative to the repository, not
+		// to wherever the command happens to run.
+		root = filepath.Join(in.RepoDir, root)
+	}
 	dir := filepath.Join(root, sn.Task.Slug)
 	branch := worktree.Branch(sn.Task.Slug)
 	startSHA, err := worktree.Create(ctx, in.RepoDir, dir, branch, base)
@@ -89,6 +95,14 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	}
 	sessionID, err := gitstore.NewID()
 	if err != nil {
+		return nil, err
+	}
+	// The local record of what this machine runs comes first: it is what
+	// every later turn, stop and cleanup of this session trusts.
+	if err := e.Sessions().Save(owned.Session{
+		TaskID: id, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
+		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(),
+	}); err != nil {
 		return nil, err
 	}
 	var turn gitstore.Turn
@@ -143,7 +157,13 @@ func (e *Env) BaseBranch(ctx context.Context, sn *gitstore.Snapshot, repoDir str
 		if p.Session == nil {
 			return "", fmt.Errorf("parent %s has not started, so it has no branch to start from; start it first", p.Task.Slug)
 		}
-		return p.Session.Branch, nil
+		// The parent's branch as this machine made it; for a parent that
+		// runs elsewhere, the branch its slug derives, never a name read
+		// from its record.
+		if local, err := e.Owned(p); err == nil {
+			return local.Branch, nil
+		}
+		return worktree.Branch(p.Task.Slug), nil
 	}
 	if sn.Task.TargetBranch != "" {
 		return sn.Task.TargetBranch, nil

@@ -92,11 +92,12 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 	if s.Session == nil {
 		return fmt.Errorf("%s %s: the task has no session; use lazy start", verb, s.Task.Slug)
 	}
-	if s.Session.Host != e.Store.Host() {
-		return fmt.Errorf("%s %s: its session runs on host %s; run this there", verb, s.Task.Slug, s.Session.Host)
+	local, err := e.Owned(s)
+	if err != nil {
+		return fmt.Errorf("%s %w", verb, err)
 	}
-	if _, err := os.Stat(s.Session.Worktree); err != nil {
-		return fmt.Errorf("%s %s: its worktree %s is missing: %w", verb, s.Task.Slug, s.Session.Worktree, err)
+	if _, err := os.Stat(local.Worktree); err != nil {
+		return fmt.Errorf("%s %s: its worktree %s is missing: %w", verb, s.Task.Slug, local.Worktree, err)
 	}
 	if verb != "ask" { // an ask is read-only, like the chat itself
 		if err := e.worktreeFree(s.Task.ID, verb, s.Task.Slug); err != nil {
@@ -110,6 +111,11 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 // starts its supervisor. The turn's base is the worktree's HEAD after the
 // upstream merge, which the supervisor determines.
 func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string, launch Launcher) error {
+	// What runs, and where, comes from this machine's record of the
+	// session, never from the task record (which a fetch may have written).
+	if _, err := e.bind(sn); err != nil {
+		return fmt.Errorf("the turn was recorded but not launched: %w", err)
+	}
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
 	pd.Remove(proto.ResponseFile)
 	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line

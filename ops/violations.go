@@ -78,7 +78,11 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 	if err != nil {
 		return nil, err
 	}
-	dir := sn.Session.Worktree
+	local, err := e.Owned(sn)
+	if err != nil {
+		return nil, fmt.Errorf("the decisions are recorded, but no file was reverted: %w", err)
+	}
+	dir := local.Worktree
 	var commit []string
 	for _, r := range reverts {
 		staged, err := revertFile(ctx, dir, r.path, r.base)

@@ -28,7 +28,7 @@ type Finding struct {
 	// unrecorded-response, interrupted, stale-pairing, zombie,
 	// sessionless-blocked, leftover-supervisor, merged-branch,
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
-	// stale-ref-lock, orphaned-lock.
+	// stale-ref-lock, orphaned-lock, foreign-session.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -151,11 +151,11 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		return &Finding{TaskID: e.ID, Kind: "corrupt-record", Detail: err.Error()}
 	}
 	f := &Finding{TaskID: e.ID, Slug: sn.Task.Slug}
-	ours := sn.Session != nil && sn.Session.Host == r.Env.Store.Host()
+	ours := r.Env.Owns(sn)
 	switch sn.Task.Status {
 	case machine.Working:
 		if !ours {
-			return nil
+			return r.foreign(sn, f)
 		}
 		if _, ok := currentResponse(pd, sn.Session); ok {
 			f.Kind, f.Detail, f.Action = "unrecorded-response", "the turn ended but its response is not recorded yet", "would record the turn and park the task"
@@ -171,7 +171,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		}
 	case machine.Interrupted:
 		if !ours {
-			return nil
+			return r.foreign(sn, f)
 		}
 		f.Kind = "interrupted"
 		f.Detail = fmt.Sprintf("%s (%d consecutive)", sn.Session.InterruptReason, sn.Session.ConsecutiveInterruptions)
@@ -186,7 +186,10 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		}
 	case machine.Pairing:
 		var p proto.Pairing
-		if !ours || (pd.Read(proto.PairingFile, &p) == nil && alive(p.PID)) {
+		if !ours {
+			return r.foreign(sn, f)
+		}
+		if pd.Read(proto.PairingFile, &p) == nil && alive(p.PID) {
 			return nil
 		}
 		f.Kind, f.Detail, f.Action = "stale-pairing", "pairing, but the pairing process is gone", "would park it"
@@ -217,6 +220,19 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 			f.Detail = fmt.Sprintf("a finished task's supervisor (pid %d) is still running", st.PID)
 		}
 	}
+	return f
+}
+
+// foreign reports a task whose record claims a session of this host that
+// this machine never started: crafted on another machine (and fetched) or
+// left by lost local state. Nothing acts on it; a human decides.
+func (r *Reconciler) foreign(sn *gitstore.Snapshot, f *Finding) *Finding {
+	if !r.Env.Foreign(sn) {
+		return nil // another host's session: that host judges it
+	}
+	f.Kind = "foreign-session"
+	f.Detail = fmt.Sprintf("%s, and its record says this host (%s) runs its session, but this machine never started it (a record written elsewhere, or lost local state); lazy will not run, stop or delete anything for it: take it over with lazy start --take-over %s, or close it",
+		sn.Task.Status, sn.Session.Host, sn.Task.Slug)
 	return f
 }
 
@@ -323,6 +339,12 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitsto
 		branch, tip, _ := strings.Cut(line, " ")
 		task := slugs[strings.TrimPrefix(branch, "lazy/")]
 		if task == nil || task.Status != machine.Complete || task.Outcome != gitstore.OutcomeAccepted || busy[branch] || (only != "" && task.ID != only) {
+			continue
+		}
+		// A record says accepted; only a branch this machine's own
+		// session made is deleted on its word (a record from a remote
+		// could name any slug).
+		if local, err := r.Env.Sessions().Load(task.ID); err != nil || local.Branch != branch {
 			continue
 		}
 		f := Finding{TaskID: task.ID, Slug: task.Slug, Kind: "leftover-branch",

@@ -19,7 +19,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 	if err != nil {
 		return nil, err
 	}
-	if sn.Task.Status != machine.Interrupted || sn.Session == nil || sn.Session.Host != store.Host() {
+	if sn.Task.Status != machine.Interrupted || !r.Env.Owns(sn) {
 		return nil, nil
 	}
 	pd := r.proto(id)

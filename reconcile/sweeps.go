@@ -51,7 +51,7 @@ func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *gi
 // "Stale pairing sweep"), to conflict when violations are pending.
 func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, error) {
 	sn, err := r.Env.Store.Load(id)
-	if err != nil || sn.Task.Status != machine.Pairing || sn.Session == nil || sn.Session.Host != r.Env.Store.Host() {
+	if err != nil || sn.Task.Status != machine.Pairing || !r.Env.Owns(sn) {
 		return nil, err
 	}
 	pd := r.proto(id)

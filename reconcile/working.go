@@ -24,8 +24,8 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, err
 	if err != nil {
 		return nil, err
 	}
-	if sn.Task.Status != machine.Working || sn.Session == nil || sn.Session.Host != store.Host() {
-		return nil, nil // another host judges its own sessions
+	if sn.Task.Status != machine.Working || !r.Env.Owns(sn) {
+		return nil, nil // another host judges its own sessions; a record's host claim proves nothing
 	}
 	pd := r.proto(id)
 	if resp, ok := currentResponse(pd, sn.Session); ok {
@@ -104,7 +104,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			Commits: resp.Commits, ChangedFiles: resp.ChangedFiles, ExitCode: &code, Error: resp.Error, FailureClass: resp.FailureClass, Attempts: resp.Attempts}
 		from := s.Task.Status
 		if resp.AgentSessionID != "" {
-			s.Session.AgentSessionID = resp.AgentSessionID // resume with the latest id seen
+			// Resume with the latest id seen; the local record is what the
+			// next turn's argv trusts.
+			_ = r.Env.Sessions().SetAgentSession(id, s.Session.ID, resp.AgentSessionID)
+			s.Session.AgentSessionID = resp.AgentSessionID
 		}
 		var why string
 		neutral := neutralKind(s.Session.TurnKind)
@@ -242,9 +245,9 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 			reason = exitReason(code) + ": " + reason
 		}
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
-		if st.BaseSHA != "" && st.Seq == s.Session.Turn {
-			turn.Commits, _ = worktree.Commits(ctx, s.Session.Worktree, st.BaseSHA)
-			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, s.Session.Worktree, st.BaseSHA)
+		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn {
+			turn.Commits, _ = worktree.Commits(ctx, local.Worktree, st.BaseSHA)
+			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, local.Worktree, st.BaseSHA)
 			// Flag passes over files already approved.
 			s.Violations.Flag(allowpath.Outside(s.Task.AllowedPaths, turn.ChangedFiles), st.BaseSHA)
 		}

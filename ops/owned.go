@@ -1,0 +1,91 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
+)
+
+// Sessions is this machine's record of the sessions it started: the only
+// source of what a turn runs and where (see package owned).
+func (e *Env) Sessions() owned.Dir { return owned.For(e.Store.Repo().LazyDir()) }
+
+// Owned returns the local session behind sn's current session. The
+// record's own copy of the session (host, agent, command, worktree,
+// branch) came from refs that a remote may have written, so it never
+// decides what runs, where, or what is deleted: this does.
+func (e *Env) Owned(sn *gitstore.Snapshot) (owned.Session, error) {
+	if sn.Session == nil {
+		return owned.Session{}, fmt.Errorf("%s has no session; use lazy start", sn.Task.Slug)
+	}
+	s, err := e.Sessions().Match(sn.Task.ID, sn.Session.ID)
+	if errors.Is(err, owned.ErrNotOwned) {
+		return owned.Session{}, &NotOwnedError{Slug: sn.Task.Slug, Host: sn.Session.Host, OurHost: e.Store.Host()}
+	}
+	return s, err
+}
+
+// Owns reports whether sn's current session was started on this machine.
+func (e *Env) Owns(sn *gitstore.Snapshot) bool {
+	_, err := e.Owned(sn)
+	return err == nil
+}
+
+// NotOwnedError refuses to act on a session this machine did not start.
+type NotOwnedError struct {
+	Slug, Host, OurHost string
+}
+
+func (e *NotOwnedError) Error() string {
+	if e.Host != "" && e.Host != e.OurHost {
+		return fmt.Sprintf("%s: its session runs on host %s, not here; run this there, or take it over with lazy start --take-over %s", e.Slug, e.Host, e.Slug)
+	}
+	// A record that names this host but that this machine never started
+	// is either crafted by someone else or left from lost local state.
+	return fmt.Sprintf("%s: its session was not started on this machine (the record claims host %s, but no local session matches); nothing is run, stopped or deleted for it; take it over with lazy start --take-over %s", e.Slug, e.Host, e.Slug)
+}
+
+// Foreign reports whether sn claims a session of this host that this
+// machine never started: what pull, show and doctor report as hostile
+// or orphaned.
+func (e *Env) Foreign(sn *gitstore.Snapshot) bool {
+	return sn.Session != nil && sn.Session.Host == e.Store.Host() && !e.Owns(sn)
+}
+
+// agentSessionPattern is what an agent CLI's session id may look like
+// before it goes into argv (--resume=<id>, codex resume <id>): no
+// leading dash, nothing a shell or a flag parser would read.
+var agentSessionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// resumeID is the agent session a new turn resumes: the one this
+// machine's supervisor reported, or the record's when it has the shape
+// of an id (a session paired or chatted before the local record kept
+// it).
+func resumeID(local owned.Session, sn *gitstore.Snapshot) string {
+	if local.AgentSessionID != "" {
+		return local.AgentSessionID
+	}
+	if sn.Session != nil && agentSessionPattern.MatchString(sn.Session.AgentSessionID) {
+		return sn.Session.AgentSessionID
+	}
+	return ""
+}
+
+// bind replaces the execution fields of sn's session, in memory, with the
+// local session's, so code that reads sn.Session.Worktree and friends
+// acts on what this machine decided. It fails for a session this machine
+// did not start.
+func (e *Env) bind(sn *gitstore.Snapshot) (owned.Session, error) {
+	local, err := e.Owned(sn)
+	if err != nil {
+		return local, err
+	}
+	s := sn.Session
+	s.Agent, s.ExecCommand, s.PermissionMode = local.Agent, local.Exec, local.PermissionMode
+	s.Worktree, s.Branch = local.Worktree, local.Branch
+	s.AgentSessionID = resumeID(local, sn)
+	return local, nil
+}

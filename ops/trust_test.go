@@ -1,0 +1,120 @@
+package ops
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+func TestParentExemptionNeedsProvenIdentityAndAnActiveParent(t *testing.T) {
+	parent := &gitstore.Task{ID: "00000000000000aa"}
+	for _, c := range []struct {
+		actor  machine.Actor
+		caller string
+		status machine.Status
+		want   bool
+	}{
+		{machine.Agent, parent.ID, machine.Working, true},
+		{machine.Agent, parent.ID, machine.Pairing, true},
+		{machine.Agent, parent.ID, machine.Interrupted, false}, // the spec: working or pairing only
+		{machine.Agent, parent.ID, machine.Merging, false},
+		{machine.Agent, "", machine.Working, false},                 // identity not proven
+		{machine.Agent, "00000000000000bb", machine.Working, false}, // another task's agent
+		{machine.Human, parent.ID, machine.Working, false},
+		{machine.Builder, parent.ID, machine.Working, false},
+	} {
+		parent.Status = c.status
+		e := &Env{Actor: c.actor, CallerTask: c.caller}
+		if got := e.parentExempt(parent); got != c.want {
+			t.Errorf("%s caller %q, parent %s: exempt %v, want %v", c.actor, c.caller, c.status, got, c.want)
+		}
+	}
+}
+
+func TestActorFromEnvNeverGrantsSystem(t *testing.T) {
+	t.Setenv("LAZY_ACTOR", "system")
+	if _, err := ActorFromEnv(); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("LAZY_ACTOR=system: %v", err)
+	}
+	t.Setenv("LAZY_ACTOR", "agent")
+	if a, err := ActorFromEnv(); err != nil || a != machine.Agent {
+		t.Fatalf("LAZY_ACTOR=agent: %v %v", a, err)
+	}
+}
+
+// FuzzForeignRecordNeverActs stores a task whose session claims this host
+// with arbitrary execution fields, as a record fetched from a remote
+// would, and runs every operation that starts, stops or cleans up a
+// session. None may launch anything, and a directory the record names is
+// never touched.
+func FuzzForeignRecordNeverActs(f *testing.F) {
+	f.Add(uint8(0), "0123456789abcdef", "exec", "/bin/sh -c id", "lazy/x", "canary", "sid")
+	f.Add(uint8(1), "0123456789abcdef", "claude", "", "main", "canary", "--help")
+	f.Add(uint8(2), "s1", "codex", "rm -rf /", "lazy/other", "/", "../../x")
+	f.Add(uint8(3), "", "exec", "", "-x", "", "")
+	f.Fuzz(func(t *testing.T, st uint8, sessionID, agentName, command, branch, wt, agentSession string) {
+		e := env(t)
+		ctx := context.Background()
+		canary := t.TempDir()
+		if err := os.WriteFile(filepath.Join(canary, "keep"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if wt == "canary" {
+			wt = canary
+		}
+		statuses := []machine.Status{machine.Interrupted, machine.Blocked, machine.Conflict, machine.Working, machine.Abandoned, machine.Pairing}
+		status := statuses[int(st)%len(statuses)]
+		sn, err := e.Create(ctx, CreateInput{Title: "crafted"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := sn.Task.ID
+		if _, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			s.Task.Sessions, s.Task.Host = 1, e.Store.Host()
+			s.Session = &gitstore.Session{ID: sessionID, Number: 1, Host: e.Store.Host(), Agent: agentName,
+				ExecCommand: strings.Fields(command), Branch: branch, Worktree: wt, AgentSessionID: agentSession,
+				StartedAt: time.Now().UTC()}
+			s.Task.Status = status
+			return &gitstore.Op{Name: "craft", Actor: machine.System}, nil
+		}); err != nil {
+			t.Skip("a record the store itself refuses to write is out of scope")
+		}
+		var launched atomic.Int32
+		launch := func(string) error { launched.Add(1); return nil }
+		_, _ = e.Resume(ctx, id, launch)
+		_, _ = e.AutoResume(ctx, id, launch)
+		_, _ = e.Unblock(ctx, id, "go", Decisions{}, launch)
+		_, _ = e.Ask(ctx, id, "why?", launch)
+		_, _ = e.Sync(ctx, id, launch)
+		_, _ = e.Stop(ctx, id, "")
+		if p, err := e.BeginPair(ctx, id); err == nil {
+			t.Fatalf("pairing began on a foreign session: %+v", p.Argv)
+		}
+		if c, err := e.BeginChat(ctx, id); err == nil {
+			c.release()
+			t.Fatalf("a chat began on a foreign session: %v", c.Argv)
+		}
+		_, _ = e.Accept(ctx, id, nil, AcceptOptions{Launch: launch})
+		if sn, err := e.Store.Load(id); err == nil {
+			if notes, err := e.CleanupAbandoned(ctx, sn, true); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "alone") {
+				t.Fatalf("cleanup of a foreign session: %v %v", notes, err)
+			}
+		}
+		if n := launched.Load(); n != 0 {
+			t.Fatalf("%d turn(s) launched for a session this machine never started", n)
+		}
+		if _, err := os.Stat(filepath.Join(canary, "keep")); err != nil {
+			t.Fatalf("a directory named by the record was touched: %v", err)
+		}
+		if _, err := os.Stat(e.Sessions().Path(id)); err == nil {
+			t.Fatal("a local session record appeared without a local decision")
+		}
+	})
+}
