@@ -49,7 +49,9 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 	slug := sn.Task.Slug
 	if sn.Task.Status == machine.Blocked {
 		// The repository merges through the forge: submit first.
-		say(func(n Narrator) { n.Note("this repository merges through the forge (lazy.accept.viaForge); submitting first") })
+		say(func(n Narrator) {
+			n.Note("this repository merges through the forge (lazy.accept.viaForge); submitting first")
+		})
 		sub, err := e.submit(ctx, sn, SubmitOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("accept: %w", err)
