@@ -343,12 +343,13 @@ func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*gits
 // the branch holds commits the forge never saw (the agent kept working
 // after the last submit): those are kept and reported.
 func (e *Env) cleanupForge(ctx context.Context, sn *gitstore.Snapshot) []string {
-	s, f := sn.Session, sn.Task.Forge
-	if s == nil || f == nil {
+	f := sn.Task.Forge
+	if sn.Session == nil || f == nil {
 		return nil
 	}
-	if s.Host != e.Store.Host() {
-		return []string{"its worktree is on host " + s.Host + "; lazy doctor there removes it"}
+	s, err := e.Owned(sn)
+	if err != nil {
+		return []string{"its worktree and branch were left alone: " + err.Error()}
 	}
 	tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+s.Branch+"^{commit}").String(ctx)
 	if err != nil {

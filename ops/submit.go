@@ -95,11 +95,14 @@ func (e *Env) submitPreflight(ctx context.Context, sn *gitstore.Snapshot) error 
 	case st != machine.Blocked && st != machine.Submitted:
 		return fmt.Errorf("submit %s: the task is %s; submit works on blocked tasks (and re-submits submitted ones)", slug, st)
 	}
-	if sn.Session == nil || sn.Session.Branch == "" {
+	if sn.Session == nil {
 		return fmt.Errorf("submit %s: the task never ran, so there is nothing to submit", slug)
 	}
-	if sn.Session.Host != e.Store.Host() {
-		return fmt.Errorf("submit %s: its session belongs to host %s; submit it there", slug, sn.Session.Host)
+	// The branch pushed and the worktree checked are this machine's
+	// record of the session, never the task record's (a fetch may have
+	// written it): bind puts them into sn for what follows.
+	if _, err := e.bind(sn); err != nil {
+		return fmt.Errorf("submit %w", err)
 	}
 	if err := e.worktreeFree(sn.Task.ID, "submit", slug); err != nil {
 		return err
