@@ -16,13 +16,14 @@ import (
 
 // ghState mirrors internal/fakegh's state file: the fake forge.
 type ghState struct {
-	LoggedOut  bool     `json:"logged_out,omitempty"`
-	Repo       string   `json:"repo"`
-	RemoteDir  string   `json:"remote_dir,omitempty"`
-	Disallowed []string `json:"disallowed,omitempty"`
-	HangBefore string   `json:"hang_before,omitempty"`
-	HangAfter  string   `json:"hang_after,omitempty"`
-	PRs        []*ghPR  `json:"prs"`
+	LoggedOut   bool     `json:"logged_out,omitempty"`
+	Repo        string   `json:"repo"`
+	RemoteDir   string   `json:"remote_dir,omitempty"`
+	Disallowed  []string `json:"disallowed,omitempty"`
+	NoAutoMerge bool     `json:"no_auto_merge,omitempty"`
+	HangBefore  string   `json:"hang_before,omitempty"`
+	HangAfter   string   `json:"hang_after,omitempty"`
+	PRs         []*ghPR  `json:"prs"`
 }
 
 type ghPR struct {
@@ -598,5 +599,43 @@ func TestAcceptOfABlockedTaskGoesThroughTheForgeWhenConfigured(t *testing.T) {
 	}
 	if s := f.pr(tk.Slug); s.Status != "complete" || s.Outcome != "accepted" {
 		t.Fatalf("after: %+v", s)
+	}
+}
+
+func TestWithoutAutoMergeAReadyPullRequestIsMergedByTheNextAcceptOrTheSync(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	a := workedTask(t, r, "Reentered", "a.txt one")
+	b := workedTask(t, r, "Synced", "b.txt two")
+	r.ok("submit", a.Slug)
+	r.ok("submit", b.Slug)
+	pending := []map[string]any{{"__typename": "CheckRun", "name": "ci", "status": "IN_PROGRESS", "conclusion": ""}}
+	f.edit(func(st *ghState) {
+		st.NoAutoMerge = true
+		st.PRs[0].StatusCheckRollup = pending
+		st.PRs[1].StatusCheckRollup = pending
+	})
+	for _, tk := range []task{a, b} {
+		res := r.run(nil, "accept", tk.Slug)
+		if res.Code != 0 || !strings.Contains(res.Stdout, "not merged yet (1 check(s) pending)") {
+			t.Fatalf("accept with a check running: %s", res)
+		}
+	}
+	r.ok("list") // the requested merges are not stranded
+	if r.show(a.Slug).Status != "merging" || r.show(b.Slug).Status != "merging" {
+		t.Fatal("a forge merge waiting on checks did not stay merging")
+	}
+	f.edit(func(st *ghState) {
+		for _, p := range st.PRs {
+			p.StatusCheckRollup[0]["status"], p.StatusCheckRollup[0]["conclusion"] = "COMPLETED", "SUCCESS"
+		}
+	})
+	if out := r.ok("accept", a.Slug); !strings.Contains(out, "pull request #1 merged into main") {
+		t.Fatalf("re-entry accept of a ready pull request: %s", out)
+	}
+	f.startDaemon()
+	eventually(t, "the sync to merge the ready pull request", func() bool { return r.show(b.Slug).Status == "complete" })
+	if st := f.load(); st.PRs[1].State != "MERGED" {
+		t.Fatalf("the forge: %+v", st.PRs[1])
 	}
 }

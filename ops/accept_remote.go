@@ -144,9 +144,17 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 			_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, pr, "accept aborted: "+why)
 			return nil, fmt.Errorf("accept %s: %s; nothing was merged and the task is submitted again (fix them with lazy unblock, then lazy submit)", slug, why)
 		}
-		if reentry && sn.Task.Forge.MergeRequested == nil {
+		if reentry && Mergeable(pr) {
+			// Ready now, but not merged by the forge itself (no
+			// auto-merge): ask again.
 			if err := e.requestMerge(ctx, sn, fg, sn.Task.Forge.MergeMethod); err != nil {
 				return nil, err
+			}
+			if again, err := fg.View(ctx, rec.Number); err == nil {
+				pr, res.PR = again, again
+			}
+			if pr.State == forge.StateMerged {
+				return e.finishRemote(ctx, sn, pr, res, begin)
 			}
 		}
 		res.Pending = pendingReason(pr)
@@ -166,8 +174,13 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 		res.Snapshot = sn
 		return res, nil
 	}
+	return e.finishRemote(ctx, sn, pr, res, begin)
+}
+
+// finishRemote runs the finalize and clean-up phases of a forge merge.
+func (e *Env) finishRemote(ctx context.Context, sn *gitstore.Snapshot, pr *forge.PR, res *AcceptResult, begin func(string)) (*AcceptResult, error) {
 	begin("finish")
-	sn, err = e.finishForgeMerge(ctx, sn.Task.ID, pr)
+	sn, err := e.finishForgeMerge(ctx, sn.Task.ID, pr)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +188,21 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 	begin("cleanup")
 	res.Warnings = append(res.Warnings, e.cleanupForge(ctx, sn)...)
 	return res, nil
+}
+
+// waitingOnly reports whether an open pull request is held back only by
+// checks still running or an approval still missing.
+func waitingOnly(pr *forge.PR) bool {
+	return pr.ChecksState() == forge.ChecksPending || pr.Review == forge.ReviewRequired
+}
+
+// Mergeable reports whether an open pull request has nothing holding it
+// back that lazy can see: no failing or pending check, no missing
+// approval or requested change.
+func Mergeable(pr *forge.PR) bool {
+	c := pr.ChecksState()
+	return pr.State == forge.StateOpen && (c == forge.ChecksPassing || c == forge.ChecksNone) &&
+		pr.Review != forge.ReviewRequired && pr.Review != forge.ReviewChangesRequested && pr.Blocked == ""
 }
 
 // mergesThroughForge reports whether an accept of this blocked task
@@ -209,11 +237,15 @@ func (e *Env) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
 func (e *Env) requestMerge(ctx context.Context, sn *gitstore.Snapshot, fg forge.Forge, method string) error {
 	n := sn.Task.Forge.Number
 	if err := fg.Merge(ctx, n, method); err != nil {
-		if pr, verr := fg.View(ctx, n); verr == nil && pr.State == forge.StateMerged {
-			return nil // merged meanwhile
+		pr, verr := fg.View(ctx, n)
+		// Merged meanwhile; or only waiting (checks running, approval
+		// missing) on a forge that cannot merge by itself later: the
+		// request stands, and a later accept or the forge sync asks
+		// again once it can merge.
+		if verr != nil || pr.State != forge.StateMerged && !(pr.State == forge.StateOpen && waitingOnly(pr)) {
+			_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, nil, fmt.Sprintf("accept aborted: the forge refused to merge pull request #%d: %v", n, err))
+			return fmt.Errorf("accept %s: the forge refused to merge pull request #%d; the task is submitted again: %w", sn.Task.Slug, n, err)
 		}
-		_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, nil, fmt.Sprintf("accept aborted: the forge refused to merge pull request #%d: %v", n, err))
-		return fmt.Errorf("accept %s: the forge refused to merge pull request #%d; the task is submitted again: %w", sn.Task.Slug, n, err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	_, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // DefaultForgeInterval is how often the daemon asks each forge about its
@@ -162,6 +163,21 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.
 		out, err := r.Env.ChecksFailedOnForge(ctx, id, pr)
 		unlock()
 		return act(out, fmt.Sprintf("checks failed on pull request #%d; the forge will not merge it", pr.Number)), err
+	}
+	if from == machine.Merging && ops.Mergeable(pr) {
+		// Ready, but the forge did not merge it by itself (no
+		// auto-merge): ask again, as the accept did.
+		if merr := fg.Merge(ctx, pr.Number, sn.Task.Forge.MergeMethod); merr == nil {
+			if again, verr := fg.View(ctx, pr.Number); verr == nil && again.State == forge.StateMerged {
+				out, kept, err := r.Env.MergedOnForge(ctx, id, again)
+				unlock()
+				why := fmt.Sprintf("pull request #%d was ready; merged on the forge", pr.Number)
+				for _, k := range kept {
+					why += "; " + k
+				}
+				return act(out, why), err
+			}
+		}
 	}
 	err = r.Env.SyncPR(ctx, id, pr)
 	unlock()

@@ -35,9 +35,11 @@ type State struct {
 	// fakegh blocks until killed, before acting or after its effect is
 	// saved: the kill -9 tests use them. The pid of a hanging fakegh is
 	// written to FAKEGH_STATE.hang.
-	HangBefore string `json:"hang_before,omitempty"`
-	HangAfter  string `json:"hang_after,omitempty"`
-	PRs        []*PR  `json:"prs"`
+	// NoAutoMerge refuses --auto, as repositories without auto-merge do.
+	NoAutoMerge bool   `json:"no_auto_merge,omitempty"`
+	HangBefore  string `json:"hang_before,omitempty"`
+	HangAfter   string `json:"hang_after,omitempty"`
+	PRs         []*PR  `json:"prs"`
 }
 
 // PR is one pull request in gh's --json vocabulary.
@@ -321,6 +323,9 @@ func merge(st *State, p *PR, vals map[string]string) int {
 		return fail(1, "X Pull request #%d was already %s", p.Number, strings.ToLower(p.State))
 	}
 	if why := blocked(p); why != "" {
+		if vals["auto"] == "true" && st.NoAutoMerge {
+			return fail(1, "GraphQL: Auto merge is not allowed for this repository (enablePullRequestAutoMerge)")
+		}
 		if vals["auto"] == "true" {
 			p.AutoMerge = method
 			fmt.Fprintf(os.Stderr, "✓ Pull request #%d will be automatically merged via %s when all requirements are met\n", p.Number, method)
