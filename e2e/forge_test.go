@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -232,8 +233,14 @@ func TestSubmitOpensThenUpdatesOnePullRequestAndAcceptMergesThroughTheForge(t *t
 		!strings.Contains(st.PRs[0].Body, "Goal of Forge work.") || !strings.Contains(st.PRs[0].Body, "Lazy-Task: "+tk.ID) || !strings.Contains(st.PRs[0].Body, "1. **human** (start)") {
 		t.Fatalf("pull request: %+v", st.PRs[0])
 	}
-	if list := r.ok("list"); !strings.Contains(list, "#1") {
+	if list := r.ok("list"); !strings.Contains(list, "submitted [PR #1 open]") {
 		t.Fatalf("list does not show the pull request:\n%s", list)
+	}
+	if status := r.ok("status"); !regexp.MustCompile(`forge-work +PR #1 open +https://github.com/acme/app/pull/1`).MatchString(status) {
+		t.Fatalf("status does not show the pull request:\n%s", status)
+	}
+	if show := r.ok("show", tk.Slug); !strings.Contains(show, "PR:       PR #1 open https://github.com/acme/app/pull/1") {
+		t.Fatalf("show does not show the pull request:\n%s", show)
 	}
 
 	// Unblock keeps the pull request and records the revision; a
