@@ -304,9 +304,11 @@ func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progr
 	}
 }
 
+// busy reports whether any task needs the daemon: an active one, or a
+// submitted one whose pull request the forge sync follows.
 func busy(entries []gitstore.Entry) bool {
 	for _, e := range entries {
-		if e.Status.IsActive() {
+		if e.Status.IsActive() || e.Status == machine.Submitted {
 			return true
 		}
 	}

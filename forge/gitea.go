@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Gitea talks to Gitea and Forgejo through their REST API (/api/v1),
@@ -99,7 +101,7 @@ func (g *Gitea) call(ctx context.Context, method, path string, in, out any) erro
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(b, &e)
-		return &HTTPError{Status: resp.StatusCode, Message: Bound(strings.TrimSpace(e.Message), 300)}
+		return &HTTPError{Status: resp.StatusCode, Message: sanitize.Field(Bound(strings.TrimSpace(e.Message), 300))}
 	}
 	if out == nil || len(bytes.TrimSpace(b)) == 0 {
 		return nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // GitHub drives the user's gh CLI, so its logins, hosts and enterprise
@@ -133,7 +135,7 @@ func (g *GitHub) run(ctx context.Context, stdin []byte, argv ...string) ([]byte,
 		if errors.Is(err, exec.ErrNotFound) {
 			return nil, fmt.Errorf("the GitHub CLI (gh) is not installed; install it (Debian: apt install gh) and run gh auth login")
 		}
-		msg := strings.TrimSpace(Bound(errb.String(), 500))
+		msg := sanitize.Field(strings.TrimSpace(Bound(errb.String(), 500)))
 		if msg == "" {
 			msg = err.Error()
 		}
