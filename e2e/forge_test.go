@@ -17,14 +17,15 @@ import (
 
 // ghState mirrors internal/fakegh's state file: the fake forge.
 type ghState struct {
-	LoggedOut   bool     `json:"logged_out,omitempty"`
-	Repo        string   `json:"repo"`
-	RemoteDir   string   `json:"remote_dir,omitempty"`
-	Disallowed  []string `json:"disallowed,omitempty"`
-	NoAutoMerge bool     `json:"no_auto_merge,omitempty"`
-	HangBefore  string   `json:"hang_before,omitempty"`
-	HangAfter   string   `json:"hang_after,omitempty"`
-	PRs         []*ghPR  `json:"prs"`
+	LoggedOut   bool              `json:"logged_out,omitempty"`
+	Repo        string            `json:"repo"`
+	RemoteDir   string            `json:"remote_dir,omitempty"`
+	Disallowed  []string          `json:"disallowed,omitempty"`
+	NoAutoMerge bool              `json:"no_auto_merge,omitempty"`
+	HangBefore  string            `json:"hang_before,omitempty"`
+	HangAfter   string            `json:"hang_after,omitempty"`
+	PRs         []*ghPR           `json:"prs"`
+	Logs        map[string]string `json:"logs,omitempty"`
 }
 
 type ghPR struct {
@@ -328,7 +329,8 @@ func TestForgeSyncDeliversFeedbackOnceAndFollowsMergesAndCloses(t *testing.T) {
 	r.ok("submit", a.Slug)
 	r.ok("submit", b.Slug)
 	f.edit(func(st *ghState) {
-		st.PRs[0].StatusCheckRollup = []map[string]any{{"__typename": "CheckRun", "name": "unit-tests", "status": "COMPLETED", "conclusion": "FAILURE", "detailsUrl": "https://ci.example/42", "title": "3 tests failed\x1b[31m"}}
+		st.PRs[0].StatusCheckRollup = []map[string]any{{"__typename": "CheckRun", "name": "unit-tests", "status": "COMPLETED", "conclusion": "FAILURE", "detailsUrl": "https://github.com/acme/app/actions/runs/7/job/42", "title": "3 tests failed\x1b[31m"}}
+		st.Logs = map[string]string{"42": strings.Repeat("noise line\n", 1000) + "FAIL TestRename: r.txt still exists\n"}
 		st.PRs[0].Reviews = []map[string]any{{"id": "PRR_9", "author": map[string]any{"login": "carol"}, "body": "Please rename r.txt", "state": "CHANGES_REQUESTED", "submittedAt": "2026-01-01T00:00:00Z"}}
 		st.PRs[0].ReviewDecision = "CHANGES_REQUESTED"
 		st.PRs[1].ReviewDecision = "REVIEW_REQUIRED"
@@ -350,7 +352,10 @@ func TestForgeSyncDeliversFeedbackOnceAndFollowsMergesAndCloses(t *testing.T) {
 	}
 	eventually(t, "the review and the failing check delivered", func() bool { return len(feedback()) > 0 })
 	fb := feedback()[0]
-	for _, want := range []string{"pull request #1 (https://github.com/acme/app/pull/1)", `CI check "unit-tests" failed: 3 tests failed`, "https://ci.example/42", "Review (changes requested) by @carol", "> Please rename r.txt"} {
+	if strings.Count(fb.Content, "noise line") > 400 || !strings.Contains(fb.Content, "earlier bytes cut by lazy") {
+		t.Fatalf("the CI log excerpt is not bounded:\n%s", fb.Content)
+	}
+	for _, want := range []string{"pull request #1 (https://github.com/acme/app/pull/1)", `CI check "unit-tests" failed: 3 tests failed`, "https://github.com/acme/app/actions/runs/7/job/42", "| FAIL TestRename: r.txt still exists", "Review (changes requested) by @carol", "> Please rename r.txt"} {
 		if !strings.Contains(fb.Content, want) {
 			t.Fatalf("feedback lacks %q:\n%s", want, fb.Content)
 		}

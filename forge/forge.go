@@ -99,6 +99,31 @@ type Check struct {
 	// Summary is what the forge says about the result (a description or
 	// title), bounded by the reader.
 	Summary string
+	// Log is the tail of a failed check's CI log, when the forge can
+	// read it (see LogReader); bounded.
+	Log string
+}
+
+// MaxLog bounds a CI log excerpt: the tail, where the failure is.
+const MaxLog = 3000
+
+// LogReader is implemented by forges that can read a failed check's CI
+// log. Optional: feedback without it carries the check's summary and link.
+type LogReader interface {
+	CheckLog(ctx context.Context, c Check) (string, error)
+}
+
+// Tail keeps the last n bytes of s on a line boundary, marking the cut.
+func Tail(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	if i := strings.IndexByte(s[cut:], '\n'); i >= 0 {
+		cut += i + 1
+	}
+	return "[... " + fmt.Sprint(cut) + " earlier bytes cut by lazy]\n" + s[cut:]
 }
 
 // Comment is a review or a conversation comment.

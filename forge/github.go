@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,7 @@ func (g *GitHub) Argv() map[string][]string {
 		"methods": g.methodsArgv(),
 		"comment": g.commentArgv(7),
 		"close":   g.closeArgv(7, "--why"),
+		"log":     g.logArgv("456"),
 	}
 }
 
@@ -385,6 +387,27 @@ func (g *GitHub) Methods(ctx context.Context) ([]string, error) {
 		}
 	}
 	return m, nil
+}
+
+// jobURL finds the job of a GitHub Actions check run link.
+var jobURL = regexp.MustCompile(`/actions/runs/[0-9]+/job/([0-9]+)$`)
+
+func (g *GitHub) logArgv(job string) []string {
+	return []string{"run", "view", "-R", g.repo, "--job", job, "--log-failed"}
+}
+
+// CheckLog implements LogReader for GitHub Actions checks: the tail of
+// the failed steps' log of the check's job.
+func (g *GitHub) CheckLog(ctx context.Context, c Check) (string, error) {
+	m := jobURL.FindStringSubmatch(c.URL)
+	if m == nil {
+		return "", fmt.Errorf("check %q is not a GitHub Actions job", c.Name)
+	}
+	out, err := g.run(ctx, nil, g.logArgv(m[1])...)
+	if err != nil {
+		return "", err
+	}
+	return Tail(string(out), MaxLog), nil
 }
 
 // Comment implements Forge.

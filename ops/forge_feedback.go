@@ -40,6 +40,9 @@ func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text
 		if c.URL != "" {
 			item += "\n  Details: " + c.URL
 		}
+		if l := strings.TrimSpace(c.Log); l != "" {
+			item += "\n  Log (tail):\n  | " + strings.ReplaceAll(forge.Tail(sanitize.Field(l), forge.MaxLog), "\n", "\n  | ")
+		}
 		keys, items = append(keys, key), append(items, item)
 	}
 	for _, c := range pr.Comments {

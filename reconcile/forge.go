@@ -184,6 +184,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.
 	if err != nil || from != machine.Submitted || !r.Forge.AutoDeliver {
 		return nil, err
 	}
+	r.readLogs(ctx, fg, sn.Task.Forge, pr)
 	launch := r.Launch
 	out, err := r.Env.DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && launch != nil, launch)
 	if out == nil {
@@ -194,4 +195,27 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.
 		why += "; the agent is working on it (lazy.forge.autoFix)"
 	}
 	return act(out, why), err
+}
+
+// readLogs adds the CI log tail to each failed check not delivered yet,
+// when the forge can read logs. A log that cannot be read is left out:
+// the check's summary and link still go.
+func (r *Reconciler) readLogs(ctx context.Context, fg forge.Forge, rec *gitstore.ForgeRecord, pr *forge.PR) {
+	lr, ok := fg.(forge.LogReader)
+	if !ok {
+		return
+	}
+	head := pr.HeadSHA
+	if head == "" {
+		head = rec.HeadSHA
+	}
+	for i := range pr.Checks {
+		c := &pr.Checks[i]
+		if c.State != forge.ChecksFailing || rec.WasDelivered("check:"+c.Name+"@"+head) {
+			continue
+		}
+		if l, err := lr.CheckLog(ctx, *c); err == nil {
+			c.Log = l
+		}
+	}
 }

@@ -40,6 +40,8 @@ type State struct {
 	HangBefore  string `json:"hang_before,omitempty"`
 	HangAfter   string `json:"hang_after,omitempty"`
 	PRs         []*PR  `json:"prs"`
+	// Logs maps an Actions job id to its failed steps' log.
+	Logs map[string]string `json:"logs,omitempty"`
 }
 
 // PR is one pull request in gh's --json vocabulary.
@@ -181,6 +183,13 @@ func dispatch(st *State, args []string) int {
 		return fail(1, "GraphQL: Could not resolve to a Repository with the name '%s'. (repository)", repo)
 	}
 	switch cmd {
+	case "run view":
+		l, ok := st.Logs[vals["job"]]
+		if !ok || vals["log-failed"] != "true" {
+			return fail(1, "failed to get run log: job %s not found", vals["job"])
+		}
+		fmt.Print(l)
+		return 0
 	case "repo view":
 		allowed := func(m string) bool {
 			for _, d := range st.Disallowed {
@@ -268,6 +277,7 @@ var commands = map[string]map[string]bool{
 	"pr view":     {"R": true, "repo": true, "json": true, "comments": false, "c": false},
 	"pr comment":  {"R": true, "repo": true, "body": true, "b": true, "body-file": true, "F": true},
 	"pr close":    {"R": true, "repo": true, "comment": true, "c": true, "delete-branch": false, "d": false},
+	"run view":    {"R": true, "repo": true, "job": true, "j": true, "log-failed": false, "log": false},
 	"pr merge":    {"R": true, "repo": true, "squash": false, "s": false, "merge": false, "m": false, "rebase": false, "r": false, "auto": false, "delete-branch": false, "d": false},
 }
 
