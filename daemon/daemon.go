@@ -26,12 +26,13 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/sandbox"
 )
 
 // Files under <git common dir>/lazy.
 const (
 	LockFile   = "daemon.lock"
-	SocketFile = "daemon.sock"
+	SocketFile = sandbox.DaemonSocket
 )
 
 // ErrRunning means another daemon holds the lock for this repository.
