@@ -27,7 +27,7 @@ type StartInput struct {
 	WorktreeDir    string   // parent directory for worktrees ("" = default)
 	// Sandbox, when set, confines every turn of the session (lazy.sandbox).
 	Sandbox *proto.Sandbox
-	RepoDir        string   // the main checkout, where git worktree runs
+	RepoDir string // the main checkout, where git worktree runs
 }
 
 // DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
