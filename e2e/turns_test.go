@@ -327,7 +327,9 @@ func TestWatchdog(t *testing.T) {
 		}
 	})
 	t.Run("SIGTERM ignored escalates to SIGKILL", func(t *testing.T) {
-		r := setup(t, "write a.txt work", "commit some work", "ignore-term", "hang")
+		// SIGTERM is ignored from the start, so a watchdog that fires
+		// while a loaded machine is still committing meets it too.
+		r := setup(t, "ignore-term", "write a.txt work", "commit some work", "hang")
 		r.create("stubborn")
 		r.ok("start", "stubborn", "--command", fakeAgentBin)
 		s := r.waitStatus("stubborn", "interrupted")
