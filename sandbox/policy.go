@@ -8,12 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
 )
-
-// DaemonSocket is the daemon's socket under <git common dir>/lazy: the
-// one file of lazy's directory a sandboxed agent's MCP proxy needs.
-const DaemonSocket = "daemon.sock"
 
 // For builds the policy of one agent run in worktree: the paths come
 // from git's view of the worktree on disk, never from a record. agent
@@ -40,7 +37,7 @@ func For(ctx context.Context, worktree, agent, argv0 string, readOnly bool, spec
 	home, _ := os.UserHomeDir()
 	p := Policy{
 		Worktree: worktree, ReadOnly: readOnly, RepoDir: repoDir, CommonDir: common, GitDir: gitDir,
-		LazyDir: lazyDir, Socket: filepath.Join(lazyDir, DaemonSocket), WorktreeRoot: filepath.Dir(worktree),
+		LazyDir: lazyDir, Socket: filepath.Join(lazyDir, link.SocketFile) /* the one file of lazy's directory the MCP proxy needs */, WorktreeRoot: filepath.Dir(worktree),
 		Home: home, AgentDirs: agentDirs(agent, home), Network: NetworkOn,
 	}
 	if spec != nil {
