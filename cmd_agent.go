@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ type StartCmd struct {
 	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
+	Sandbox string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
 	// TakeOver adopts a session this machine did not start.
 	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
 }
@@ -39,6 +41,11 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	in, err := a.startInput(c.Agent, c.Command)
 	if err != nil {
 		return err
+	}
+	if c.Sandbox != "" {
+		if in.Sandbox, err = a.sandboxConfig(c.Sandbox); err != nil {
+			return err
+		}
 	}
 	if c.TakeOver {
 		sn, err := env.TakeOver(ctx, c.Task, in)
@@ -90,7 +97,49 @@ func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
 	if dir, ok := a.cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}
+	sb, err := a.sandboxConfig("")
+	if err != nil {
+		return in, err
+	}
+	in.Sandbox = sb
 	return in, nil
+}
+
+// sandboxConfig reads lazy.sandbox (off or on; override, from start
+// --sandbox, wins), lazy.sandbox.network, and the multi-valued
+// lazy.sandbox.hide and lazy.sandbox.expose. nil means no sandbox.
+func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
+	mode := override
+	if mode == "" {
+		mode, _ = a.cfg.Get("lazy.sandbox")
+	}
+	switch strings.ToLower(strings.TrimSpace(mode)) {
+	case "", "off", "false", "no":
+		return nil, nil
+	case "on", "true", "yes":
+	default:
+		return nil, fmt.Errorf("lazy.sandbox = %q is not on or off", mode)
+	}
+	sb := &proto.Sandbox{Network: "on"}
+	if v, ok := a.cfg.Get("lazy.sandbox.network"); ok && v != "" {
+		if v != "on" && v != "off" {
+			return nil, fmt.Errorf("git config lazy.sandbox.network = %q is not on or off", v)
+		}
+		sb.Network = v
+	}
+	for _, key := range []string{"lazy.sandbox.hide", "lazy.sandbox.expose"} {
+		for _, p := range a.cfg.All(key) {
+			if !filepath.IsAbs(p) && key == "lazy.sandbox.expose" {
+				return nil, fmt.Errorf("git config %s = %q is not an absolute path", key, p)
+			}
+			if key == "lazy.sandbox.hide" {
+				sb.Hidden = append(sb.Hidden, p)
+			} else {
+				sb.Expose = append(sb.Expose, filepath.Clean(p))
+			}
+		}
+	}
+	return sb, nil
 }
 
 // launchSupervisor starts `lazy supervise` detached, in its own session,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/web"
@@ -145,7 +146,7 @@ func (c *WebCmd) Run(a *app, ctx context.Context) error {
 
 // liveToken accepts a token only while the turn it was minted for runs:
 // a token left behind by a killed supervisor is worthless.
-func (a *app) liveToken(id mcp.Identity) error {
+func (a *app) liveToken(id link.Identity) error {
 	sn, err := a.store.Load(id.Task)
 	if err != nil {
 		return err

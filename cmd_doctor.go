@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/sandbox"
 )
 
 // DoctorCmd reports and repairs what the reconciler would, and the debris
@@ -47,6 +48,14 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sb, err := a.sandboxStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if sb.Configured && !sb.Available {
+		findings = append(findings, reconcile.Finding{Kind: "sandbox-unavailable",
+			Detail: "lazy.sandbox is on, so sandboxed tasks will not start: " + sb.Detail})
+	}
 	remain := 0
 	for _, f := range findings {
 		if !f.Repaired {
@@ -60,7 +69,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		if findings == nil {
 			findings = []reconcile.Finding{}
 		}
-		if err := a.printJSON(map[string]any{"findings": findings, "dry_run": c.DryRun, "remaining": remain}); err != nil {
+		if err := a.printJSON(map[string]any{"findings": findings, "dry_run": c.DryRun, "remaining": remain, "sandbox": sb}); err != nil {
 			return err
 		}
 	} else {
@@ -86,6 +95,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 			}
 			fmt.Fprintln(a.stdout, strings.TrimSpace(line))
 		}
+		fmt.Fprintf(a.stdout, "Sandbox: %s\n", sb)
 	}
 	if remain > 0 {
 		if !c.JSON {
@@ -94,4 +104,35 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		return silentExit{code: 1, err: errProblemsRemain}
 	}
 	return nil
+}
+
+// sandboxState says whether agents can be sandboxed here and whether
+// lazy.sandbox asks for it.
+type sandboxState struct {
+	Configured bool   `json:"configured"`
+	Available  bool   `json:"available"`
+	Detail     string `json:"detail"`
+}
+
+func (s sandboxState) String() string {
+	on := "off (lazy.sandbox)"
+	if s.Configured {
+		on = "on (lazy.sandbox)"
+	}
+	if s.Available {
+		return "can run here (bubblewrap); " + on
+	}
+	return "cannot run here: " + s.Detail + "; " + on
+}
+
+func (a *app) sandboxStatus(ctx context.Context) (sandboxState, error) {
+	spec, err := a.sandboxConfig("")
+	if err != nil {
+		return sandboxState{}, err
+	}
+	st := sandboxState{Configured: spec != nil, Available: true, Detail: "bubblewrap works"}
+	if err := sandbox.Check(ctx); err != nil {
+		st.Available, st.Detail = false, err.Error()
+	}
+	return st, nil
 }

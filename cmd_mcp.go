@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
@@ -40,9 +41,9 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	token := os.Getenv(mcp.TokenEnv)
+	token := os.Getenv(link.TokenEnv)
 	if token == "" {
-		return errors.New("lazy mcp-proxy is started by an agent lazy runs: " + mcp.TokenEnv + " is not set")
+		return errors.New("lazy mcp-proxy is started by an agent lazy runs: " + link.TokenEnv + " is not set")
 	}
 	if os.Getenv("LAZY_NO_DAEMON") == "" {
 		if _, err := a.ensureDaemon(ctx); err != nil {

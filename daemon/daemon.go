@@ -23,6 +23,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
@@ -31,7 +32,7 @@ import (
 // Files under <git common dir>/lazy.
 const (
 	LockFile   = "daemon.lock"
-	SocketFile = "daemon.sock"
+	SocketFile = link.SocketFile
 )
 
 // ErrRunning means another daemon holds the lock for this repository.
@@ -368,17 +369,7 @@ type Client struct {
 // Dial returns a client for the daemon of the repository whose lazy dir
 // is dir.
 func Dial(dir string) *Client {
-	return &Client{http: &http.Client{Transport: Transport(dir), Timeout: 2 * time.Second}}
-}
-
-// Transport connects HTTP clients to the socket of the daemon whose lazy
-// directory is dir.
-func Transport(dir string) *http.Transport {
-	sock := filepath.Join(dir, SocketFile)
-	return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}
+	return &Client{http: &http.Client{Transport: link.Transport(dir), Timeout: 2 * time.Second}}
 }
 
 // post sends a POST with an optional body and discards the answer.

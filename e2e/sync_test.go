@@ -100,7 +100,7 @@ func TestAnotherHostsTurnIsLeftAlone(t *testing.T) {
 	for start := time.Now(); time.Since(start) < 1500*time.Millisecond; {
 		b.ok("list")
 	}
-	if msg := b.fails(1, nil, "stop", tk.Slug); !strings.Contains(msg, "another host") {
+	if msg := b.fails(1, nil, "stop", tk.Slug); !strings.Contains(msg, "runs on host") || !strings.Contains(msg, "take-over") {
 		t.Fatalf("stop from another host: %s", msg)
 	}
 	b.ok("list")

@@ -312,11 +312,14 @@ func TestWatchdog(t *testing.T) {
 	})
 	t.Run("a kill after work ends the turn", func(t *testing.T) {
 		counter := filepath.Join(t.TempDir(), "runs")
-		r := setup(t, "attempt "+counter, "write a.txt work", "commit some work", "hang")
+		r := setup(t, "attempt "+counter, "write a.txt work", "commit some work", "print committed", "hang")
+		// The commit must finish before the watchdog's SIGTERM reaches
+		// its git, even on a loaded machine.
+		r.git("config", "lazy.watchdogTimeout", "3s")
 		r.create("worked")
 		r.ok("start", "worked", "--command", fakeAgentBin)
 		s := r.waitStatus("worked", "interrupted")
-		if !strings.Contains(s.Session.InterruptReason, "after the agent had done work") || !strings.Contains(s.Session.InterruptReason, "relaunched the agent 0 time(s)") {
+		if !strings.Contains(s.Session.InterruptReason, "after the agent had done work") || !strings.Contains(s.Session.InterruptReason, "relaunched the agent 0 time(s)") || !strings.Contains(s.Session.InterruptReason, "no progress for 3s") {
 			t.Fatalf("reason %q", s.Session.InterruptReason)
 		}
 		if b, _ := os.ReadFile(counter); string(b) != "1" {
@@ -327,7 +330,12 @@ func TestWatchdog(t *testing.T) {
 		}
 	})
 	t.Run("SIGTERM ignored escalates to SIGKILL", func(t *testing.T) {
-		r := setup(t, "write a.txt work", "commit some work", "ignore-term", "hang")
+		// SIGTERM is ignored from the start, so a watchdog that fires
+		// while a loaded machine is still committing meets it too.
+		r := setup(t, "ignore-term", "write a.txt work", "commit some work", "print committed", "hang")
+		// Long enough that the commit (whose git would die of the
+		// group's SIGTERM) finishes first even on a loaded machine.
+		r.git("config", "lazy.watchdogTimeout", "3s")
 		r.create("stubborn")
 		r.ok("start", "stubborn", "--command", fakeAgentBin)
 		s := r.waitStatus("stubborn", "interrupted")

@@ -55,8 +55,18 @@ func (r *Repo) Config() (*Config, error) {
 // Get returns the last value of key ("section.key" or
 // "section.subsection.key"), and whether it is set.
 func (c *Config) Get(key string) (string, bool) {
+	all := c.All(key)
+	if len(all) == 0 {
+		return "", false
+	}
+	return all[len(all)-1], true
+}
+
+// All returns every value of a multi-valued key, in the order git reads
+// them (global file first).
+func (c *Config) All(key string) []string {
 	section, sub, name := splitKey(key)
-	val, found := "", false
+	var vals []string
 	for _, f := range c.files {
 		for _, s := range f.Sections {
 			if !strings.EqualFold(s.Name, section) {
@@ -73,12 +83,12 @@ func (c *Config) Get(key string) (string, bool) {
 			}
 			for _, o := range opts {
 				if strings.EqualFold(o.Key, name) {
-					val, found = o.Value, true
+					vals = append(vals, o.Value)
 				}
 			}
 		}
 	}
-	return val, found
+	return vals
 }
 
 // Int returns key as an integer, def when unset, and an error naming the

@@ -11,7 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/link"
 )
 
 // Backend runs a tool call somewhere: in this process (the builder) or in
@@ -80,7 +80,7 @@ type Remote struct {
 // NewRemote returns a backend that talks to the daemon's socket.
 func NewRemote(lazyDir, token string) *Remote {
 	// No client timeout: lazy_wait long-polls for as long as it was asked.
-	return &Remote{LazyDir: lazyDir, Token: token, http: &http.Client{Transport: daemon.Transport(lazyDir)}}
+	return &Remote{LazyDir: lazyDir, Token: token, http: &http.Client{Transport: link.Transport(lazyDir)}}
 }
 
 // Call implements Backend.
@@ -118,7 +118,7 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 // from its token alone, and the token must belong to the task's running
 // turn. A call is finished even if the client goes away meanwhile, so a
 // wait's markers settle the same way either way.
-func Handler(lazyDir string, d *Dispatcher, live func(Identity) error) http.HandlerFunc {
+func Handler(lazyDir string, d *Dispatcher, live func(link.Identity) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		reply := func(code int, cr CallResponse) {
 			w.Header().Set("Content-Type", "application/json")
@@ -130,7 +130,7 @@ func Handler(lazyDir string, d *Dispatcher, live func(Identity) error) http.Hand
 			reply(http.StatusUnauthorized, CallResponse{Error: "an MCP call needs its session's bearer token"})
 			return
 		}
-		id, err := VerifyToken(lazyDir, strings.TrimSpace(raw))
+		id, err := link.VerifyToken(lazyDir, strings.TrimSpace(raw))
 		if err == nil && live != nil {
 			err = live(id)
 		}

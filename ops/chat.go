@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/sandbox"
 )
 
 // LockWorktree takes the worktree lock of task id, which lazy chat holds
@@ -47,6 +48,10 @@ type Chat struct {
 	Env      []string
 	Started  time.Time
 	release  func()
+	// Sandboxed says the chat runs under bubblewrap with the worktree
+	// read-only; without it, only the agent CLI's own read-only mode (or,
+	// for an exec agent's shell, nothing) keeps it from writing.
+	Sandboxed bool
 }
 
 // BeginChat opens a status-neutral, read-only conversation with the
@@ -71,7 +76,7 @@ func (e *Env) BeginChat(ctx context.Context, name string) (*Chat, error) {
 	return c, nil
 }
 
-func (e *Env) beginChat(_ context.Context, id string) (*Chat, error) {
+func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 	sn, err := e.Store.Load(id)
 	if err != nil {
 		return nil, err
@@ -83,7 +88,8 @@ func (e *Env) beginChat(_ context.Context, id string) (*Chat, error) {
 	case sn.Task.Status.IsActive():
 		return nil, fmt.Errorf("chat %s: the task is %s; its agent is busy (lazy ask queues nothing either: wait for it to park)", slug, sn.Task.Status)
 	}
-	if _, err := e.bind(sn); err != nil {
+	local, err := e.bind(sn)
+	if err != nil {
 		return nil, fmt.Errorf("chat %w", err)
 	}
 	c := &Chat{Snapshot: sn, Dir: s.Worktree, Started: time.Now().UTC()}
@@ -113,6 +119,21 @@ func (e *Env) beginChat(_ context.Context, id string) (*Chat, error) {
 		c.Argv = PairArgv(s)
 	}
 	c.Env = append(os.Environ(), "LAZY_TASK_ID="+id, "LAZY_WORKTREE="+c.Dir, "LAZY_CHAT=1", "LAZY_READ_ONLY=1")
+	if local.Sandbox != nil {
+		// Read-only is enforced, not requested: the chat runs in the
+		// session's sandbox with the worktree mounted read-only.
+		if err := sandboxReady(ctx, local.Sandbox); err != nil {
+			return nil, fmt.Errorf("chat %s: %w", slug, err)
+		}
+		p, err := sandbox.For(ctx, c.Dir, s.Agent, c.Argv[0], true, local.Sandbox)
+		if err != nil {
+			return nil, fmt.Errorf("chat %s: %w", slug, err)
+		}
+		if c.Argv, err = sandbox.Wrap(c.Argv, p); err != nil {
+			return nil, fmt.Errorf("chat %s: %w", slug, err)
+		}
+		c.Sandboxed = true
+	}
 	return c, nil
 }
 

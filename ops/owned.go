@@ -1,12 +1,15 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sandbox"
 )
 
 // Sessions is this machine's record of the sessions it started: the only
@@ -88,4 +91,16 @@ func (e *Env) bind(sn *gitstore.Snapshot) (owned.Session, error) {
 	s.Worktree, s.Branch = local.Worktree, local.Branch
 	s.AgentSessionID = resumeID(local, sn)
 	return local, nil
+}
+
+// sandboxReady refuses a sandboxed turn where the sandbox cannot run:
+// lazy never runs a confined task unconfined.
+func sandboxReady(ctx context.Context, sb *proto.Sandbox) error {
+	if sb == nil {
+		return nil
+	}
+	if err := sandbox.Check(ctx); err != nil {
+		return fmt.Errorf("the task runs sandboxed (lazy.sandbox), but %w", err)
+	}
+	return nil
 }

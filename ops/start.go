@@ -25,7 +25,9 @@ type StartInput struct {
 	PermissionMode string
 	ExecCommand    []string // the exec agent's command
 	WorktreeDir    string   // parent directory for worktrees ("" = default)
-	RepoDir        string   // the main checkout, where git worktree runs
+	// Sandbox, when set, confines every turn of the session (lazy.sandbox).
+	Sandbox *proto.Sandbox
+	RepoDir string // the main checkout, where git worktree runs
 }
 
 // DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
@@ -50,6 +52,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	bin := adapter.Binary(preflight)
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
+	}
+	if err := sandboxReady(ctx, in.Sandbox); err != nil {
+		return nil, fmt.Errorf("start %s: %w; nothing was started", name, err)
 	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
@@ -101,7 +106,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	// every later turn, stop and cleanup of this session trusts.
 	if err := e.Sessions().Save(owned.Session{
 		TaskID: id, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
-		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(),
+		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), Sandbox: in.Sandbox,
 	}); err != nil {
 		return nil, err
 	}
@@ -134,7 +139,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
 		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,
 		Worktree: dir, BaseSHA: startSHA, Timing: e.Timing, Written: time.Now().UTC(),
-		AllowedPaths: sn.Task.AllowedPaths,
+		AllowedPaths: sn.Task.AllowedPaths, Sandbox: in.Sandbox,
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

@@ -70,7 +70,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 	from := sn.Session.Host
 	if err := e.Sessions().Save(owned.Session{
 		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
-		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), TakenOverFrom: from,
+		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), TakenOverFrom: from, Sandbox: in.Sandbox,
 	}); err != nil {
 		return nil, err
 	}

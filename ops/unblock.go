@@ -99,6 +99,9 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 	if _, err := os.Stat(local.Worktree); err != nil {
 		return fmt.Errorf("%s %s: its worktree %s is missing: %w", verb, s.Task.Slug, local.Worktree, err)
 	}
+	if err := sandboxReady(context.Background(), local.Sandbox); err != nil {
+		return fmt.Errorf("%s %s: %w; nothing was started", verb, s.Task.Slug, err)
+	}
 	if verb != "ask" { // an ask is read-only, like the chat itself
 		if err := e.worktreeFree(s.Task.ID, verb, s.Task.Slug); err != nil {
 			return err
@@ -113,7 +116,8 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string, launch Launcher) error {
 	// What runs, and where, comes from this machine's record of the
 	// session, never from the task record (which a fetch may have written).
-	if _, err := e.bind(sn); err != nil {
+	local, err := e.bind(sn)
+	if err != nil {
 		return fmt.Errorf("the turn was recorded but not launched: %w", err)
 	}
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
@@ -124,7 +128,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
 		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
 		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Timing: e.Timing, Written: time.Now().UTC(),
-		AllowedPaths: sn.Task.AllowedPaths, Approved: sn.Violations.ApprovedFiles(),
+		AllowedPaths: sn.Task.AllowedPaths, Approved: sn.Violations.ApprovedFiles(), Sandbox: local.Sandbox,
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

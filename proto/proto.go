@@ -80,11 +80,22 @@ type Command struct {
 	// already approved (sticky), never reported again.
 	AllowedPaths []string `json:"allowed_paths,omitempty"`
 	Approved     []string `json:"approved,omitempty"`
+	// Sandbox, when set, runs the agent under bubblewrap (package
+	// sandbox); an ask always runs it with the worktree read-only.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// MCP is the agent's MCP server, filled in by the supervisor itself
 	// (with the session token in Env); never read from or written to disk.
 	MCP     *MCPServer `json:"-"`
 	Timing  Timing     `json:"timing"`
 	Written time.Time  `json:"written_at"`
+}
+
+// Sandbox is the confinement a local decision (lazy.sandbox, or start
+// --sandbox) chose for a session's turns.
+type Sandbox struct {
+	Network string   `json:"network,omitempty"` // on (default) or off
+	Hidden  []string `json:"hidden,omitempty"`  // more secret paths (lazy.sandbox.hide)
+	Expose  []string `json:"expose,omitempty"`  // more read-only paths (lazy.sandbox.expose)
 }
 
 // MCPServer is the stdio command of lazy's MCP proxy.

@@ -19,7 +19,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitcli"
-	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -113,19 +113,19 @@ func giveMCP(dir proto.Dir, cmd *proto.Command) (revoke func()) {
 	if err != nil {
 		return func() {}
 	}
-	token, err := mcp.MintToken(lazyDir, mcp.Identity{Task: cmd.TaskID, Session: cmd.Session, Turn: cmd.Seq})
+	token, err := link.MintToken(lazyDir, link.Identity{Task: cmd.TaskID, Session: cmd.Session, Turn: cmd.Seq})
 	if err != nil {
 		return func() {}
 	}
 	if cmd.Env == nil {
 		cmd.Env = map[string]string{}
 	}
-	cmd.Env[mcp.TokenEnv] = token
+	cmd.Env[link.TokenEnv] = token
 	cmd.MCP = &proto.MCPServer{Command: exe, Args: []string{"-C", filepath.Dir(lazyDir), "mcp-proxy"}}
 	if b, err := json.Marshal(append([]string{exe}, cmd.MCP.Args...)); err == nil {
 		cmd.Env["LAZY_MCP_COMMAND"] = string(b) // for exec agents
 	}
-	return func() { mcp.RevokeToken(lazyDir, token) }
+	return func() { link.RevokeToken(lazyDir, token) }
 }
 
 // maxWatchdogRelaunches bounds in-turn relaunches after zero-work
@@ -223,6 +223,9 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	}
 	argv, err := adapter.Argv(turnOf(cmd))
 	if err != nil {
+		return fail("supervisor", err)
+	}
+	if argv, err = confine(ctx, cmd, argv); err != nil {
 		return fail("supervisor", err)
 	}
 	logf, err := os.OpenFile(dir.Path(proto.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -413,7 +416,7 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{},
 func turnOf(cmd *proto.Command) agent.Turn {
 	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", PermissionMode: cmd.PermissionMode, Exec: cmd.Exec}
 	if cmd.MCP != nil {
-		t.MCP = &agent.MCPServer{Command: cmd.MCP.Command, Args: cmd.MCP.Args, EnvVars: []string{mcp.TokenEnv}}
+		t.MCP = &agent.MCPServer{Command: cmd.MCP.Command, Args: cmd.MCP.Args, EnvVars: []string{link.TokenEnv}}
 	}
 	return t
 }

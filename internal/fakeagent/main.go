@@ -17,6 +17,10 @@
 //	readline FILE      read one line from stdin into FILE
 //	winsize FILE       write the terminal size (ROWSxCOLS) to FILE
 //	wait-winsize R C   wait until the terminal is R rows by C columns
+//	try-write PATH     try to create PATH; print "try-write PATH: ok" or ": refused (why)"
+//	try-read PATH      try to read PATH; print the same
+//	try-connect ADDR   try a TCP connection to ADDR; print the same
+//	mcp-comment TEXT   call lazy_comment on its own task through LAZY_MCP_COMMAND
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
 // (-p, stream-json only with --verbose, the prompt after "--") and offers
@@ -37,8 +41,12 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"net"
+
 	"encoding/json"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -105,6 +113,20 @@ func main() {
 			must(report(file, []byte(os.Getenv(name)), 0o600))
 		case "ignore-term":
 			signal.Ignore(syscall.SIGTERM)
+		case "try-write":
+			try(verb, rest, func() error { return os.WriteFile(rest, []byte("fake agent\n"), 0o644) })
+		case "try-read":
+			try(verb, rest, func() error { _, err := os.ReadFile(rest); return err })
+		case "try-connect":
+			try(verb, rest, func() error {
+				c, err := net.DialTimeout("tcp", rest, 3*time.Second)
+				if err == nil {
+					_ = c.Close()
+				}
+				return err
+			})
+		case "mcp-comment":
+			try(verb, "", func() error { return mcpComment(rest) })
 		case "", "#":
 		case "argv":
 			b, _ := json.Marshal(map[string]any{"argv": os.Args, "prompt_env": os.Getenv("LAZY_PROMPT"), "cwd": cwd()})
@@ -214,6 +236,40 @@ func codexContract(args []string) {
 func cwd() string {
 	d, _ := os.Getwd()
 	return d
+}
+
+// try runs one probe of what the agent may do and prints its outcome.
+func try(verb, what string, probe func() error) {
+	if err := probe(); err != nil {
+		fmt.Printf("%s %s: refused (%v)\n", verb, what, err)
+		return
+	}
+	fmt.Printf("%s %s: ok\n", verb, what)
+}
+
+// mcpComment calls lazy_comment on the agent's own task through the MCP
+// server lazy gave it (LAZY_MCP_COMMAND, a JSON argv).
+func mcpComment(text string) error {
+	var argv []string
+	if err := json.Unmarshal([]byte(os.Getenv("LAZY_MCP_COMMAND")), &argv); err != nil || len(argv) == 0 {
+		return fmt.Errorf("no LAZY_MCP_COMMAND: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "fakeagent", Version: "1"}, nil)
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "lazy_comment", Arguments: map[string]any{"task": os.Getenv("LAZY_TASK_ID"), "text": text}})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("lazy_comment failed: %v", res.Content)
+	}
+	return nil
 }
 
 func run(name string, args ...string) {

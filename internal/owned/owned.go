@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/lazyorch/lazy/proto"
 )
 
 // Session is what this machine decided when it started (or took over) a
@@ -37,6 +39,9 @@ type Session struct {
 	// supervisor last reported it: the --resume argument of the next turn.
 	AgentSessionID string    `json:"agent_session_id,omitempty"`
 	StartedAt      time.Time `json:"started_at"`
+	// Sandbox is the confinement chosen for the session's turns (nil:
+	// none), decided from lazy.sandbox or start --sandbox.
+	Sandbox *proto.Sandbox `json:"sandbox,omitempty"`
 	// TakenOverFrom names the host whose session this one replaced, when
 	// the session began with lazy start --take-over.
 	TakenOverFrom string `json:"taken_over_from,omitempty"`

@@ -22,6 +22,7 @@ var (
 	fake    = flag.String("fake", "fakeagent", "fake agent binary")
 	n       = flag.Int("n", 20, "concurrent turns")
 	hold    = flag.Duration("hold", 15*time.Second, "how long each agent runs")
+	sandbox = flag.Bool("sandbox", false, "run every turn under bubblewrap (lazy.sandbox on)")
 )
 
 func main() {
@@ -37,6 +38,14 @@ func main() {
 	check(os.WriteFile(script, []byte(fmt.Sprintf("argv started.json\nsleep %s\nprint done\n", *hold)), 0o644))
 	env := append(os.Environ(), "FAKE_AGENT_SCRIPT="+script)
 	lazy(repo, env, "init")
+	mode := "unsandboxed"
+	if *sandbox {
+		git(repo, "config", "lazy.sandbox", "on")
+		// The script lives outside the worktree, in what the sandbox
+		// replaces with a private /tmp when the bench runs there.
+		git(repo, "config", "--add", "lazy.sandbox.expose", script)
+		mode = "sandboxed (bubblewrap)"
+	}
 	lazy(repo, env, "daemon", "--ensure")
 	var info struct {
 		PID int `json:"pid"`
@@ -79,7 +88,7 @@ func main() {
 	c1 := cpuTicks(info.PID)
 	daemonRSS := rssKB(info.PID)
 
-	fmt.Printf("%d concurrent turns of the fake agent\n", *n)
+	fmt.Printf("%d concurrent turns of the fake agent, %s\n", *n, mode)
 	fmt.Printf("  lazy start -> agent running: median %.1f ms, max %.1f ms (includes the lazy start process)\n", ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)-1]))
 	if len(rss) > 0 {
 		fmt.Printf("  supervisor RSS: median %d KiB, max %d KiB (%d supervisors)\n", rss[len(rss)/2], rss[len(rss)-1], len(rss))
@@ -102,6 +111,11 @@ func supervisors(repo string) []int {
 			continue
 		}
 		pid, _ := strconv.Atoi(strings.Split(d, "/")[2])
+		// The shell that launches a supervisor (to record its exit
+		// status) carries the same arguments; it is not a supervisor.
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "lazy" {
+			continue
+		}
 		out = append(out, pid)
 	}
 	return out

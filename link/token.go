@@ -1,6 +1,11 @@
-package mcp
+// Package link is how a turn's agent reaches the daemon: the per-turn
+// bearer token the supervisor mints (and the daemon verifies), and the
+// unix-socket transport every client of the daemon dials. supervise, mcp
+// and daemon all import it, so none of them needs another's internals.
+package link
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -90,3 +97,16 @@ func VerifyToken(lazyDir, raw string) (Identity, error) {
 
 // RevokeToken deletes a token's record: the turn is over.
 func RevokeToken(lazyDir, raw string) { _ = os.Remove(tokenPath(lazyDir, raw)) }
+
+// SocketFile is the daemon's socket under <git common dir>/lazy.
+const SocketFile = "daemon.sock"
+
+// Transport connects HTTP clients to the socket of the daemon whose lazy
+// directory is lazyDir.
+func Transport(lazyDir string) *http.Transport {
+	sock := filepath.Join(lazyDir, SocketFile)
+	return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+}

@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/link"
+	"github.com/lazyorch/lazy/proto"
+)
+
+// For builds the policy of one agent run in worktree: the paths come
+// from git's view of the worktree on disk, never from a record. agent
+// names the CLI (its config directory stays writable), argv0 the binary
+// to run, and spec the local decision (lazy.sandbox.*).
+func For(ctx context.Context, worktree, agent, argv0 string, readOnly bool, spec *proto.Sandbox) (Policy, error) {
+	gitDir, err := gitcli.New(worktree, "rev-parse", "--absolute-git-dir").String(ctx)
+	if err != nil {
+		return Policy{}, fmt.Errorf("sandbox: find the worktree's git directory: %w", err)
+	}
+	common, err := gitcli.New(worktree, "rev-parse", "--git-common-dir").String(ctx)
+	if err != nil {
+		return Policy{}, fmt.Errorf("sandbox: find the repository's git directory: %w", err)
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(worktree, common)
+	}
+	common = filepath.Clean(common)
+	repoDir := ""
+	if filepath.Base(common) == ".git" {
+		repoDir = filepath.Dir(common) // the main checkout
+	}
+	lazyDir := filepath.Join(common, "lazy")
+	home, _ := os.UserHomeDir()
+	p := Policy{
+		Worktree: worktree, ReadOnly: readOnly, RepoDir: repoDir, CommonDir: common, GitDir: gitDir,
+		LazyDir: lazyDir, Socket: filepath.Join(lazyDir, link.SocketFile) /* the one file of lazy's directory the MCP proxy needs */, WorktreeRoot: filepath.Dir(worktree),
+		Home: home, AgentDirs: agentDirs(agent, home), Network: NetworkOn,
+	}
+	if spec != nil {
+		p.Hidden, p.Network = spec.Hidden, spec.Network
+	}
+	if repoDir == worktree {
+		p.RepoDir, p.WorktreeRoot = "", "" // a chat in the main checkout
+	}
+	// The agent binary and lazy itself (the MCP proxy) stay visible
+	// wherever they are installed, /tmp included.
+	if bin, err := exec.LookPath(argv0); err == nil {
+		p.Expose = append(p.Expose, resolved(bin)...)
+	}
+	if exe, err := os.Executable(); err == nil {
+		p.Expose = append(p.Expose, resolved(exe)...)
+	}
+	if spec != nil {
+		p.Expose = append(p.Expose, spec.Expose...)
+	}
+	return p, nil
+}
+
+// agentDirs are the config and credential paths each agent CLI writes.
+func agentDirs(agent, home string) []string {
+	if home == "" {
+		return nil
+	}
+	switch agent {
+	case "claude":
+		dir := os.Getenv("CLAUDE_CONFIG_DIR")
+		if dir == "" {
+			dir = filepath.Join(home, ".claude")
+		}
+		return []string{dir, filepath.Join(home, ".claude.json")}
+	case "codex":
+		if dir := os.Getenv("CODEX_HOME"); dir != "" {
+			return []string{dir}
+		}
+		return []string{filepath.Join(home, ".codex")}
+	}
+	return nil
+}
+
+// resolved is path and, when it is a symlink, its target.
+func resolved(path string) []string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	out := []string{abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		out = append(out, real)
+	}
+	return out
+}
