@@ -38,7 +38,7 @@ type CLI struct {
 	Pair     PairCmd     `cmd:"" help:"Take over a parked or interrupted task's worktree with its agent CLI in your terminal; the task parks again when you exit."`
 	Chat     ChatCmd     `cmd:"" help:"Talk to a task's agent read-only in your terminal; the status does not change (a finished task's conversation resumes in the project root)."`
 	Sync     SyncCmd     `cmd:"" help:"Merge upstream into a parked task's branch."`
-	Accept   AcceptCmd   `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch."`
+	Accept   AcceptCmd   `cmd:"" help:"Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch (a submitted task merges through the forge)."`
 	Submit   SubmitCmd   `cmd:"" help:"Push a blocked task's branch and open (or update) its pull request on the forge: blocked -> submitted."`
 	Allow    AllowCmd    `cmd:"" help:"Set, extend or clear a task's allowed-paths policy (files changed outside it become violations)."`
 	Comment  CommentCmd  `cmd:"" help:"Add a comment to a task."`
