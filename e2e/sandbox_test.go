@@ -131,3 +131,43 @@ func TestSandboxedStartRefusesWithoutBwrap(t *testing.T) {
 		t.Fatalf("the task is %s", s.Status)
 	}
 }
+
+func TestSandboxNetworkAllowlist(t *testing.T) {
+	sandboxBase(t)
+	r := newRepo(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	r.git("config", "lazy.sandbox", "on")
+	r.git("config", "lazy.sandbox.network", "127.0.0.1")
+	tk := r.create("allowlisted")
+	r.with(script(t, "try-proxy "+addr, "try-proxy localhost:"+port, "try-connect "+addr, "exit 0")).
+		ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	log := agentLog(t, r, tk.ID)
+	for _, want := range []string{
+		"try-proxy " + addr + ": ok",
+		"try-proxy localhost:" + port + ": refused (proxy answered HTTP/1.1 403",
+		"try-connect " + addr + ": refused", // no route but the proxy
+	} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("agent log lacks %q:\n%s", want, log)
+		}
+	}
+	if msg := r.with().run(nil, "start", "--sandbox", "maybe", tk.Slug); msg.Code == 0 {
+		t.Fatal("start --sandbox maybe was accepted")
+	}
+}
