@@ -46,6 +46,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		if in.Sandbox, err = a.sandboxConfig(c.Sandbox); err != nil {
 			return err
 		}
+		in.SandboxExplicit = true
 	}
 	if c.TakeOver {
 		sn, err := env.TakeOver(ctx, c.Task, in)
@@ -102,6 +103,9 @@ func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
 		return in, err
 	}
 	in.Sandbox = sb
+	if in.SandboxIfAsked, err = a.sandboxConfig("on"); err != nil {
+		return in, err
+	}
 	return in, nil
 }
 

@@ -171,3 +171,23 @@ func TestSandboxNetworkAllowlist(t *testing.T) {
 		t.Fatal("start --sandbox maybe was accepted")
 	}
 }
+
+func TestCreateSandboxOnlyAddsConfinement(t *testing.T) {
+	base := sandboxBase(t)
+	r := newRepo(t)
+	tk := r.create("asks for a sandbox", "--sandbox")
+	readme := filepath.Join(r.dir, "README.md")
+	r.with(script(t, "try-write "+readme, "exit 0")).ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	if log := agentLog(t, r, tk.ID); !strings.Contains(log, "try-write "+readme+": refused") {
+		t.Fatalf("a task created with --sandbox ran unconfined with lazy.sandbox off:\n%s", log)
+	}
+	// The local user may still decide otherwise, explicitly.
+	free := r.create("sandboxed unless told", "--sandbox")
+	marker := filepath.Join(base, "outside")
+	r.with(script(t, "try-write "+marker, "exit 0")).ok("start", free.Slug, "--sandbox", "off", "--command", fakeAgentBin)
+	r.waitStatus(free.Slug, "blocked")
+	if log := agentLog(t, r, free.ID); !strings.Contains(log, "try-write "+marker+": ok") {
+		t.Fatalf("start --sandbox off did not win:\n%s", log)
+	}
+}
