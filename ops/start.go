@@ -30,7 +30,7 @@ type StartInput struct {
 	// the sandbox local config gives a task created with --sandbox.
 	Sandbox, SandboxIfAsked *proto.Sandbox
 	SandboxExplicit         bool
-	RepoDir string // the main checkout, where git worktree runs
+	RepoDir                 string // the main checkout, where git worktree runs
 }
 
 // DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
