@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
+
 	"github.com/lazyorch/lazy/sandbox"
 )
 
@@ -189,5 +191,26 @@ func TestCreateSandboxOnlyAddsConfinement(t *testing.T) {
 	r.waitStatus(free.Slug, "blocked")
 	if log := agentLog(t, r, free.ID); !strings.Contains(log, "try-write "+marker+": ok") {
 		t.Fatalf("start --sandbox off did not win:\n%s", log)
+	}
+}
+
+func TestSandboxedChatIsReadOnly(t *testing.T) {
+	sandboxBase(t)
+	r := newRepo(t)
+	r.git("config", "lazy.sandbox", "on")
+	tk := workedTask(t, r, "talk to me", "c.txt c")
+	probe := filepath.Join(sessionOf(t, r, tk.ID)["worktree"].(string), "written-in-chat")
+	chat := r.with("SHELL="+fakeAgentBin, script(t, "try-write "+probe, "print bye"))
+	cmd, _, out := ptyRun(t, chat, &pty.Winsize{Rows: 24, Cols: 200}, "chat", tk.Slug)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out())
+	}
+	for _, want := range []string{"sandboxed", "try-write " + probe + ": refused"} {
+		if !strings.Contains(out(), want) {
+			t.Fatalf("chat output lacks %q:\n%s", want, out())
+		}
+	}
+	if _, err := os.Stat(probe); err == nil {
+		t.Fatal("a sandboxed chat wrote the worktree")
 	}
 }
