@@ -46,6 +46,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		if in.Sandbox, err = a.sandboxConfig(c.Sandbox); err != nil {
 			return err
 		}
+		in.SandboxExplicit = true
 	}
 	if c.TakeOver {
 		sn, err := env.TakeOver(ctx, c.Task, in)
@@ -102,6 +103,9 @@ func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
 		return in, err
 	}
 	in.Sandbox = sb
+	if in.SandboxIfAsked, err = a.sandboxConfig("on"); err != nil {
+		return in, err
+	}
 	return in, nil
 }
 
@@ -121,11 +125,21 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 		return nil, fmt.Errorf("lazy.sandbox = %q is not on or off", mode)
 	}
 	sb := &proto.Sandbox{Network: "on"}
-	if v, ok := a.cfg.Get("lazy.sandbox.network"); ok && v != "" {
-		if v != "on" && v != "off" {
-			return nil, fmt.Errorf("git config lazy.sandbox.network = %q is not on or off", v)
+	if v, ok := a.cfg.Get("lazy.sandbox.network"); ok && strings.TrimSpace(v) != "" {
+		switch v = strings.TrimSpace(v); v {
+		case "on", "off":
+			sb.Network = v
+		default:
+			// A list of hosts: the agent reaches only those, through the
+			// supervisor's allowlist proxy.
+			hosts := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+			for _, h := range hosts {
+				if strings.ContainsAny(h, "/@?#") || strings.HasPrefix(h, "-") {
+					return nil, fmt.Errorf("git config lazy.sandbox.network: %q is not a host name; give on, off, or hosts such as api.anthropic.com,*.github.com", h)
+				}
+			}
+			sb.Network, sb.Allow = "allow", hosts
 		}
-		sb.Network = v
 	}
 	for _, key := range []string{"lazy.sandbox.hide", "lazy.sandbox.expose"} {
 		for _, p := range a.cfg.All(key) {

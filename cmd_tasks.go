@@ -74,6 +74,7 @@ type CreateCmd struct {
 	TargetBranch string   `name:"target-branch" help:"Branch the task merges into when accepted (default: the repository's default branch)." placeholder:"BRANCH"`
 	Slug         string   `help:"Use this slug instead of one derived from the title."`
 	Allow        []string `name:"allow" help:"Allowed-paths glob; files changed outside these become violations (repeatable)." placeholder:"GLOB"`
+	Sandbox      bool     `help:"Run this task's agent sandboxed (bubblewrap) even where lazy.sandbox is off; the setting travels with the task and can only add confinement."`
 	JSON         bool     `help:"Print the created task as JSON."`
 }
 

@@ -58,6 +58,8 @@ type CLI struct {
 
 	Housekeep HousekeepCmd `cmd:"" hidden:"" help:"Pack loose refs and objects (run in the background by lazy)."`
 	Supervise SuperviseCmd `cmd:"" hidden:"" help:"Run one agent turn (started by lazy)."`
+	// SandboxForward runs inside a sandbox with a network allowlist.
+	SandboxForward SandboxForwardCmd `cmd:"" name:"sandbox-forward" hidden:"" help:"Relay a sandboxed agent's proxy connections to lazy's allowlist proxy and run the agent (started by lazy)."`
 }
 
 func main() {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
+
 	"github.com/lazyorch/lazy/sandbox"
 )
 
@@ -129,5 +131,86 @@ func TestSandboxedStartRefusesWithoutBwrap(t *testing.T) {
 	}
 	if s := r.show(tk.Slug); s.Status != "backlog" {
 		t.Fatalf("the task is %s", s.Status)
+	}
+}
+
+func TestSandboxNetworkAllowlist(t *testing.T) {
+	sandboxBase(t)
+	r := newRepo(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	r.git("config", "lazy.sandbox", "on")
+	r.git("config", "lazy.sandbox.network", "127.0.0.1")
+	tk := r.create("allowlisted")
+	r.with(script(t, "try-proxy "+addr, "try-proxy localhost:"+port, "try-connect "+addr, "exit 0")).
+		ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	log := agentLog(t, r, tk.ID)
+	for _, want := range []string{
+		"try-proxy " + addr + ": ok",
+		"try-proxy localhost:" + port + ": refused (proxy answered HTTP/1.1 403",
+		"try-connect " + addr + ": refused", // no route but the proxy
+	} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("agent log lacks %q:\n%s", want, log)
+		}
+	}
+	if msg := r.with().run(nil, "start", "--sandbox", "maybe", tk.Slug); msg.Code == 0 {
+		t.Fatal("start --sandbox maybe was accepted")
+	}
+}
+
+func TestCreateSandboxOnlyAddsConfinement(t *testing.T) {
+	base := sandboxBase(t)
+	r := newRepo(t)
+	tk := r.create("asks for a sandbox", "--sandbox")
+	readme := filepath.Join(r.dir, "README.md")
+	r.with(script(t, "try-write "+readme, "exit 0")).ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	if log := agentLog(t, r, tk.ID); !strings.Contains(log, "try-write "+readme+": refused") {
+		t.Fatalf("a task created with --sandbox ran unconfined with lazy.sandbox off:\n%s", log)
+	}
+	// The local user may still decide otherwise, explicitly.
+	free := r.create("sandboxed unless told", "--sandbox")
+	marker := filepath.Join(base, "outside")
+	r.with(script(t, "try-write "+marker, "exit 0")).ok("start", free.Slug, "--sandbox", "off", "--command", fakeAgentBin)
+	r.waitStatus(free.Slug, "blocked")
+	if log := agentLog(t, r, free.ID); !strings.Contains(log, "try-write "+marker+": ok") {
+		t.Fatalf("start --sandbox off did not win:\n%s", log)
+	}
+}
+
+func TestSandboxedChatIsReadOnly(t *testing.T) {
+	sandboxBase(t)
+	r := newRepo(t)
+	r.git("config", "lazy.sandbox", "on")
+	tk := workedTask(t, r, "talk to me", "c.txt c")
+	probe := filepath.Join(sessionOf(t, r, tk.ID)["worktree"].(string), "written-in-chat")
+	chat := r.with("SHELL="+fakeAgentBin, script(t, "try-write "+probe, "print bye"))
+	cmd, _, out := ptyRun(t, chat, &pty.Winsize{Rows: 24, Cols: 200}, "chat", tk.Slug)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out())
+	}
+	for _, want := range []string{"sandboxed", "try-write " + probe + ": refused"} {
+		if !strings.Contains(out(), want) {
+			t.Fatalf("chat output lacks %q:\n%s", want, out())
+		}
+	}
+	if _, err := os.Stat(probe); err == nil {
+		t.Fatal("a sandboxed chat wrote the worktree")
 	}
 }

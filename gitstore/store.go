@@ -613,6 +613,7 @@ type CreateSpec struct {
 	Parent       string // full id of an existing task, or ""
 	TargetBranch string
 	AllowedPaths []string
+	Metadata     map[string]string
 	Actor        machine.Actor
 }
 
@@ -664,7 +665,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	sn.Task = Task{
 		ID: id, Slug: slug, Title: spec.Title, Status: machine.Backlog,
 		Parent: spec.Parent, TargetBranch: spec.TargetBranch,
-		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths,
+		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata,
 	}
 	if spec.Goal != "" {
 		sn.SetGoal(spec.Goal)

@@ -52,6 +52,8 @@ type Chat struct {
 	// read-only; without it, only the agent CLI's own read-only mode (or,
 	// for an exec agent's shell, nothing) keeps it from writing.
 	Sandboxed bool
+	// stopEgress ends the chat's network allowlist proxy, if it has one.
+	stopEgress func()
 }
 
 // BeginChat opens a status-neutral, read-only conversation with the
@@ -129,7 +131,27 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chat %s: %w", slug, err)
 		}
+		if p.Network == sandbox.NetworkAllow {
+			dir, err := os.MkdirTemp("", "lazy-egress-")
+			if err != nil {
+				return nil, err
+			}
+			eg, err := sandbox.StartEgress(filepath.Join(dir, "s"), local.Sandbox.Allow)
+			if err != nil {
+				_ = os.RemoveAll(dir)
+				return nil, fmt.Errorf("chat %s: %w", slug, err)
+			}
+			c.stopEgress = func() { eg.Close(); _ = os.RemoveAll(dir) }
+			p.Egress = filepath.Join(dir, "s")
+			if p.Forwarder, err = os.Executable(); err != nil {
+				c.stopEgress()
+				return nil, err
+			}
+		}
 		if c.Argv, err = sandbox.Wrap(c.Argv, p); err != nil {
+			if c.stopEgress != nil {
+				c.stopEgress()
+			}
 			return nil, fmt.Errorf("chat %s: %w", slug, err)
 		}
 		c.Sandboxed = true
@@ -141,6 +163,9 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 // and releases the worktree.
 func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*gitstore.Snapshot, error) {
 	defer c.release()
+	if c.stopEgress != nil {
+		defer c.stopEgress()
+	}
 	took := time.Since(c.Started).Round(time.Second)
 	sn, _, err := e.Store.Update(ctx, c.Snapshot.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		session := ""

@@ -182,6 +182,10 @@ type CreateInput struct {
 	Parent       string
 	TargetBranch string
 	AllowedPaths []string
+	// Sandbox asks that the task's sessions run sandboxed. A record may
+	// only ask for more confinement: start honours it to turn the sandbox
+	// on, never to turn it off.
+	Sandbox bool
 }
 
 // Create records a new task in backlog.
@@ -212,6 +216,9 @@ func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, e
 		return nil, err
 	}
 	spec := gitstore.CreateSpec{Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
+	if in.Sandbox {
+		spec.Metadata = map[string]string{MetaSandbox: "on"}
+	}
 	if in.Parent != "" {
 		pid, err := e.Store.Resolve(in.Parent)
 		if err != nil {

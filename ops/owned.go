@@ -93,6 +93,21 @@ func (e *Env) bind(sn *gitstore.Snapshot) (owned.Session, error) {
 	return local, nil
 }
 
+// MetaSandbox is the task metadata key of create --sandbox.
+const MetaSandbox = "sandbox"
+
+// sessionSandbox is the sandbox of a new session: the local decision,
+// made stricter (never looser) by a task created with --sandbox. The
+// record's wish is data from anywhere, so it can only add confinement,
+// and the hide and expose lists and network policy come from local
+// config; an explicit start --sandbox off by the local user still wins.
+func sessionSandbox(in StartInput, sn *gitstore.Snapshot) *proto.Sandbox {
+	if in.Sandbox == nil && !in.SandboxExplicit && sn.Task.Metadata[MetaSandbox] == "on" {
+		return in.SandboxIfAsked
+	}
+	return in.Sandbox
+}
+
 // sandboxReady refuses a sandboxed turn where the sandbox cannot run:
 // lazy never runs a confined task unconfined.
 func sandboxReady(ctx context.Context, sb *proto.Sandbox) error {

@@ -25,9 +25,12 @@ type StartInput struct {
 	PermissionMode string
 	ExecCommand    []string // the exec agent's command
 	WorktreeDir    string   // parent directory for worktrees ("" = default)
-	// Sandbox, when set, confines every turn of the session (lazy.sandbox).
-	Sandbox *proto.Sandbox
-	RepoDir string // the main checkout, where git worktree runs
+	// Sandbox, when set, confines every turn of the session (lazy.sandbox
+	// or start --sandbox, which sets SandboxExplicit). SandboxIfAsked is
+	// the sandbox local config gives a task created with --sandbox.
+	Sandbox, SandboxIfAsked *proto.Sandbox
+	SandboxExplicit         bool
+	RepoDir                 string // the main checkout, where git worktree runs
 }
 
 // DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
@@ -53,15 +56,16 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
 	}
-	if err := sandboxReady(ctx, in.Sandbox); err != nil {
-		return nil, fmt.Errorf("start %s: %w; nothing was started", name, err)
-	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	id := sn.Task.ID
+	in.Sandbox = sessionSandbox(in, sn)
+	if err := sandboxReady(ctx, in.Sandbox); err != nil {
+		return nil, fmt.Errorf("start %s: %w; nothing was started", sn.Task.Slug, err)
+	}
 	if err := machine.Validate(sn.Task.Status, machine.Working, e.Actor); err != nil {
 		return nil, fmt.Errorf("start %s: %w", sn.Task.Slug, err)
 	}

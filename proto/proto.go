@@ -93,7 +93,8 @@ type Command struct {
 // Sandbox is the confinement a local decision (lazy.sandbox, or start
 // --sandbox) chose for a session's turns.
 type Sandbox struct {
-	Network string   `json:"network,omitempty"` // on (default) or off
+	Network string   `json:"network,omitempty"` // on (default), off, or allow
+	Allow   []string `json:"allow,omitempty"`   // with allow: the hosts the agent may reach (host or *.domain)
 	Hidden  []string `json:"hidden,omitempty"`  // more secret paths (lazy.sandbox.hide)
 	Expose  []string `json:"expose,omitempty"`  // more read-only paths (lazy.sandbox.expose)
 }

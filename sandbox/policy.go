@@ -41,7 +41,10 @@ func For(ctx context.Context, worktree, agent, argv0 string, readOnly bool, spec
 		Home: home, AgentDirs: agentDirs(agent, home), Network: NetworkOn,
 	}
 	if spec != nil {
-		p.Hidden, p.Network = spec.Hidden, spec.Network
+		p.Hidden = spec.Hidden
+		if spec.Network != "" {
+			p.Network = spec.Network
+		}
 	}
 	if repoDir == worktree {
 		p.RepoDir, p.WorktreeRoot = "", "" // a chat in the main checkout

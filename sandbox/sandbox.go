@@ -62,8 +62,12 @@ type Policy struct {
 	// Expose are extra paths made visible read-only, for example the
 	// agent binary and lazy itself when they live under /tmp.
 	Expose []string
-	// Network is NetworkOn or NetworkOff.
-	Network string
+	// Network is NetworkOn, NetworkOff or NetworkAllow. With
+	// NetworkAllow, Egress is the unix socket of the allowlisting proxy
+	// (StartEgress) and Forwarder the lazy binary that relays the
+	// sandbox's loopback ProxyPort to it (lazy sandbox-forward).
+	Network           string
+	Egress, Forwarder string
 }
 
 // ErrUnavailable wraps every reason the sandbox cannot run here.
@@ -127,8 +131,13 @@ func Wrap(argv []string, p Policy) ([]string, error) {
 	case "", NetworkOn:
 	case NetworkOff:
 		a = append(a, "--unshare-net")
+	case NetworkAllow:
+		if p.Egress == "" || p.Forwarder == "" {
+			return nil, errors.New("sandbox: a network allowlist needs its proxy")
+		}
+		a = append(a, "--unshare-net")
 	default:
-		return nil, fmt.Errorf("sandbox: network %q is not on or off", p.Network)
+		return nil, fmt.Errorf("sandbox: network %q is not on, off or an allowlist", p.Network)
 	}
 	for _, h := range hidden(p) {
 		fi, err := os.Stat(h)
@@ -183,6 +192,17 @@ func Wrap(argv []string, p Policy) ([]string, error) {
 	}
 	for _, d := range sealed {
 		a = append(a, "--remount-ro", d)
+	}
+	if p.Network == NetworkAllow {
+		// The only way out: the forwarder on the sandbox's loopback, to
+		// the proxy outside, which admits only the allowlist.
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", ProxyPort)
+		a = append(a, "--ro-bind", p.Egress, p.Egress, "--ro-bind", p.Forwarder, p.Forwarder)
+		for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
+			a = append(a, "--setenv", v, proxy)
+		}
+		a = append(a, "--setenv", "NO_PROXY", "localhost,127.0.0.1", "--setenv", "no_proxy", "localhost,127.0.0.1")
+		argv = append([]string{p.Forwarder, "sandbox-forward", "--listen", fmt.Sprintf("127.0.0.1:%d", ProxyPort), "--to", p.Egress, "--"}, argv...)
 	}
 	a = append(a, "--chdir", p.Worktree, "--")
 	return append(a, argv...), nil

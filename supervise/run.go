@@ -225,9 +225,11 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	if err != nil {
 		return fail("supervisor", err)
 	}
-	if argv, err = confine(ctx, cmd, argv); err != nil {
+	argv, release, err := confine(ctx, cmd, argv)
+	if err != nil {
 		return fail("supervisor", err)
 	}
+	defer release()
 	logf, err := os.OpenFile(dir.Path(proto.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fail("supervisor", err)

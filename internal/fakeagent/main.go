@@ -20,6 +20,7 @@
 //	try-write PATH     try to create PATH; print "try-write PATH: ok" or ": refused (why)"
 //	try-read PATH      try to read PATH; print the same
 //	try-connect ADDR   try a TCP connection to ADDR; print the same
+//	try-proxy ADDR     ask $HTTPS_PROXY to tunnel to ADDR (HTTP CONNECT); print the same
 //	mcp-comment TEXT   call lazy_comment on its own task through LAZY_MCP_COMMAND
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
@@ -43,6 +44,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"net/url"
 
 	"encoding/json"
 	"fmt"
@@ -125,6 +127,8 @@ func main() {
 				}
 				return err
 			})
+		case "try-proxy":
+			try(verb, rest, func() error { return proxyConnect(rest) })
 		case "mcp-comment":
 			try(verb, "", func() error { return mcpComment(rest) })
 		case "", "#":
@@ -245,6 +249,29 @@ func try(verb, what string, probe func() error) {
 		return
 	}
 	fmt.Printf("%s %s: ok\n", verb, what)
+}
+
+// proxyConnect asks the proxy in $HTTPS_PROXY for a tunnel to target; an
+// answer other than 200 is a refusal.
+func proxyConnect(target string) error {
+	u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("no HTTPS_PROXY")
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(line, " 200 ") {
+		return fmt.Errorf("proxy answered %s", strings.TrimSpace(line))
+	}
+	return nil
 }
 
 // mcpComment calls lazy_comment on the agent's own task through the MCP
