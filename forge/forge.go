@@ -284,20 +284,22 @@ func validSegment(s string) bool {
 	if s == "" || strings.HasPrefix(s, "-") || strings.HasPrefix(s, ".") || len(s) > 100 {
 		return false
 	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return true
+	return onlyRunes(s, "-_.")
 }
 
 func validHost(h string) bool {
 	if h == "" || strings.HasPrefix(h, "-") || len(h) > 255 {
 		return false
 	}
-	for _, r := range h {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == ':' || r == '[' || r == ']') {
+	return onlyRunes(h, "-.:[]")
+}
+
+// onlyRunes reports whether s holds only ASCII letters, digits and the
+// runes of extra.
+func onlyRunes(s, extra string) bool {
+	for _, r := range s {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && !strings.ContainsRune(extra, r) {
 			return false
 		}
 	}

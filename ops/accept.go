@@ -196,11 +196,11 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 			_ = gitcli.New(e.repoDir(), "worktree", "remove", "--force", pre.dest).Run(context.WithoutCancel(ctx))
 		}()
 	}
-	abort := func(cause error) (*AcceptResult, error) {
+	abort := func(cause error) error {
 		if _, rerr := e.restoreAfterAbort(context.WithoutCancel(ctx), sn.Task.ID, cause); rerr != nil {
-			return nil, fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
+			return fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
 		}
-		return nil, cause
+		return cause
 	}
 
 	stash := ""
@@ -208,7 +208,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		begin("stash")
 		stash, err = stashPush(ctx, pre.dest, slug)
 		if err != nil {
-			return abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
+			return nil, abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
 		}
 		say(func(n Narrator) { n.Note("your uncommitted changes in " + pre.dest + " are in stash " + stash) })
 		if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
@@ -218,14 +218,14 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 			s.Task.Accept.StashSHA = stash
 			return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
 		}); err != nil {
-			return abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
+			return nil, abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
 		}
 	}
 
 	begin("merge")
 	commit, err := e.squash(ctx, sn, pre)
 	if err != nil {
-		return abort(e.withStash(fmt.Errorf("accept %s: %w", slug, err), pre.dest, stash, true))
+		return nil, abort(e.withStash(fmt.Errorf("accept %s: %w", slug, err), pre.dest, stash, true))
 	}
 	res.Commit = commit
 

@@ -330,7 +330,8 @@ func (e *Env) ClosedOnForge(ctx context.Context, id string, pr *forge.PR) (*gits
 // completes with outcome accepted and the merge commit recorded. A
 // submitted task passes through merging, as every accept does.
 func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	var sn *gitstore.Snapshot
+	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Submitted {
 			return nil, nil
 		}

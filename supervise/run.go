@@ -211,28 +211,30 @@ func watchdogResponse(resp proto.Response, wd *proto.Watchdog) proto.Response {
 	return resp
 }
 
+// launchFailure is the response for lazy's own failure to launch or
+// wait for the agent. It is not the agent's failure: no class, so it is
+// not retried and the reconciler interrupts.
+func launchFailure(phase string, err error) proto.Response {
+	return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1}
+}
+
 func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, timing proto.Timing) (proto.Response, *proto.Watchdog) {
-	fail := func(phase string, err error) (proto.Response, *proto.Watchdog) {
-		// Lazy's own failure to launch is not the agent's: no class, so
-		// it is not retried and the reconciler interrupts.
-		return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1}, nil
-	}
 	adapter, err := agent.For(cmd.Agent)
 	if err != nil {
-		return fail("supervisor", err)
+		return launchFailure("supervisor", err), nil
 	}
 	argv, err := adapter.Argv(turnOf(cmd))
 	if err != nil {
-		return fail("supervisor", err)
+		return launchFailure("supervisor", err), nil
 	}
 	argv, release, err := confine(ctx, cmd, argv)
 	if err != nil {
-		return fail("supervisor", err)
+		return launchFailure("supervisor", err), nil
 	}
 	defer release()
 	logf, err := os.OpenFile(dir.Path(proto.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fail("supervisor", err)
+		return launchFailure("supervisor", err), nil
 	}
 	defer func() { _ = logf.Close() }()
 
@@ -255,7 +257,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	// the whole process group can be signalled.
 	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 50, Cols: 200})
 	if err != nil {
-		return fail("supervisor", fmt.Errorf("start %s: %w", argv[0], err))
+		return launchFailure("supervisor", fmt.Errorf("start %s: %w", argv[0], err)), nil
 	}
 	st.AgentPID = c.Process.Pid
 	_ = dir.Write(proto.StatusFile, st)
@@ -313,7 +315,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 			code = 128 + int(ws.Signal())
 		}
 	case waitErr != nil:
-		return fail("agent", waitErr)
+		return launchFailure("agent", waitErr), nil
 	}
 	if wd != nil {
 		return proto.Response{Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code, StderrTail: proto.Tail(out)}, wd

@@ -86,7 +86,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if r.URL.Query().Get("token") != "" {
 			// Not Secure: the view is plain HTTP on 127.0.0.1, where a
 			// Secure cookie would never be sent back.
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}) //nolint:gosec // see above
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -278,8 +278,11 @@ func proxyConnect(target string) error {
 // server lazy gave it (LAZY_MCP_COMMAND, a JSON argv).
 func mcpComment(text string) error {
 	var argv []string
-	if err := json.Unmarshal([]byte(os.Getenv("LAZY_MCP_COMMAND")), &argv); err != nil || len(argv) == 0 {
-		return fmt.Errorf("no LAZY_MCP_COMMAND: %v", err)
+	if err := json.Unmarshal([]byte(os.Getenv("LAZY_MCP_COMMAND")), &argv); err != nil {
+		return fmt.Errorf("no LAZY_MCP_COMMAND: %w", err)
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("LAZY_MCP_COMMAND is an empty argv")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

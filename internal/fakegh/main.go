@@ -11,7 +11,7 @@
 package main
 
 import (
-	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -343,8 +343,8 @@ func merge(st *State, p *PR, vals map[string]string) int {
 		}
 		return fail(1, "X Pull request #%d is not mergeable: the base branch policy prohibits the merge (%s).\nTo have the pull request merged after all the requirements have been met, add the `--auto` flag.", p.Number, why)
 	}
-	sum := sha1.Sum([]byte(p.Head + p.HeadOid + method))
-	p.State, p.MergeCommit = "MERGED", hex.EncodeToString(sum[:])
+	sum := sha256.Sum256([]byte(p.Head + p.HeadOid + method))
+	p.State, p.MergeCommit = "MERGED", hex.EncodeToString(sum[:20])
 	fmt.Fprintf(os.Stderr, "✓ Merged pull request #%d (%s)\n", p.Number, p.Title)
 	return 0
 }
