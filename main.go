@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lazyorch/lazy/internal/termsafe"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -68,7 +70,16 @@ func main() {
 
 // run is main without the process exit, so the exit-code contract is
 // testable: 0 ok, 1 error, 2 usage.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, rawStdout, rawStderr io.Writer) int {
+	// The one escaping boundary (SECURITY.md rule 2): everything lazy
+	// prints goes through termsafe, so text from a record, an agent or a
+	// remote cannot drive the terminal. pair and chat hand their pty to the
+	// agent through Unwrap, by design.
+	stdout, stderr := termsafe.New(rawStdout), termsafe.New(rawStderr)
+	defer func() {
+		_ = stdout.Flush()
+		_ = stderr.Flush()
+	}()
 	var cli CLI
 	exitStatus := -1
 	parser, err := kong.New(&cli,
