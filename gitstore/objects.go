@@ -42,7 +42,10 @@ func (o *objects) store() *filesystem.Storage {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.storage == nil {
-		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{})
+		// Loose objects over the threshold are opened lazily, so their size
+		// is known from the header before any content is read (packed
+		// objects above 16 KiB already are); read checks it.
+		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{LargeObjectThreshold: 256 << 10})
 	}
 	return o.storage
 }
@@ -132,7 +135,9 @@ func randSuffix() string {
 // not have (a damaged or partially fetched repository).
 var ErrMissingObject = errors.New("object missing from the repository")
 
-func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+// read returns the object h of type typ after checking from its header
+// that it is at most limit bytes; its content is not read yet.
+func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	obj, err := o.store().EncodedObject(typ, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		o.refresh()
@@ -144,11 +149,17 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.Encod
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
+	if obj.Size() > limit {
+		return nil, oversize(what, h, obj.Size(), limit)
+	}
 	return obj, nil
 }
 
-func (o *objects) readBlob(h plumbing.Hash) ([]byte, error) {
-	obj, err := o.read(plumbing.BlobObject, h)
+// readBlob reads the blob of snapshot file name (see limitFor), refusing
+// it unread when it is over that file's limit.
+func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
+	limit := limitFor(name)
+	obj, err := o.read(plumbing.BlobObject, h, name, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -157,11 +168,16 @@ func (o *objects) readBlob(h plumbing.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("read blob %s: %w", h, err)
 	}
 	defer func() { _ = rd.Close() }()
-	return io.ReadAll(rd)
+	// The header could lie about a loose object's size: never read more.
+	b, err := io.ReadAll(io.LimitReader(rd, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		return nil, oversize(name, h, int64(len(b)), limit)
+	}
+	return b, err
 }
 
 func (o *objects) readTree(h plumbing.Hash) (*object.Tree, error) {
-	obj, err := o.read(plumbing.TreeObject, h)
+	obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +185,7 @@ func (o *objects) readTree(h plumbing.Hash) (*object.Tree, error) {
 }
 
 func (o *objects) readCommit(h plumbing.Hash) (*object.Commit, error) {
-	obj, err := o.read(plumbing.CommitObject, h)
+	obj, err := o.read(plumbing.CommitObject, h, "commit", MaxCommit)
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func (s *Store) Resolve(name string) (string, error) {
 			return "", err
 		}
 		if ok {
-			b, err := s.objs.readBlob(h)
+			b, err := s.objs.readBlob(h, "slug")
 			if err != nil {
 				return "", fmt.Errorf("slug %s: %w", lower, err)
 			}

@@ -120,7 +120,7 @@ func (sn *Snapshot) Goal() (string, error) {
 	if !ok {
 		return "", nil
 	}
-	b, err := sn.store.objs.readBlob(e.hash)
+	b, err := sn.store.objs.readBlob(e.hash, fileGoal)
 	if err != nil {
 		return "", fmt.Errorf("task %s: read goal: %w", sn.Task.ID, err)
 	}
@@ -279,7 +279,7 @@ func (s *Store) decodeEntry(entries map[string]treeEntry, name string, v any, re
 		}
 		return nil
 	}
-	b, err := s.objs.readBlob(e.hash)
+	b, err := s.objs.readBlob(e.hash, name)
 	if err != nil {
 		return err
 	}
@@ -428,6 +428,9 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 			return fmt.Errorf("encode %s: %w", name, err)
 		}
 		b = append(b, '\n')
+		if err := checkSize(name, len(b)); err != nil {
+			return err
+		}
 		h := hashObject(plumbing.BlobObject, b)
 		if old, ok := next.entries[name]; ok && old.hash == h {
 			return nil
@@ -458,6 +461,9 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	if next.goalChanged {
+		if err := checkSize(fileGoal, len(*next.goal)); err != nil {
+			return plumbing.ZeroHash, err
+		}
 		h, err := s.objs.write(plumbing.BlobObject, []byte(*next.goal))
 		if err != nil {
 			return plumbing.ZeroHash, err
@@ -508,6 +514,9 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encode %s/%d: %w", name, seq, err)
+		}
+		if err := checkSize(name+"/"+seqName(seq), len(b)+1); err != nil {
+			return err
 		}
 		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
 		if err != nil {
@@ -721,7 +730,7 @@ func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error 
 		return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 	}
 	for _, te := range t.Entries {
-		b, err := s.objs.readBlob(te.Hash)
+		b, err := s.objs.readBlob(te.Hash, name+"/"+te.Name)
 		if err != nil {
 			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 		}
