@@ -643,6 +643,8 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		base = Slugify(spec.Title)
 	} else if !ValidSlug(base) {
 		return nil, fmt.Errorf("invalid slug %q: use lowercase letters, digits and single dashes, starting with a letter, at most %d characters", base, maxSlugLen)
+	} else if ShadowsID(base) {
+		return nil, fmt.Errorf("slug %q could be read as a task id prefix (it is all hex digits); add a non-hex letter or a dash, for example t-%s", base, base)
 	}
 	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
 	if err != nil {
