@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -95,5 +96,57 @@ func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 	}
 	if id, err := s.Resolve("fade"); err != nil || id != planted.Task.ID {
 		t.Fatalf("hex slug fade: %q %v", id, err)
+	}
+}
+
+// TestDuplicateSlugsOnTwoClonesConverge: both clones create a task with
+// the same title; the first push owns the slug on the remote, the other
+// clone's task is renamed to LoserSlug on pull, pushes succeed, and every
+// clone resolves both names to the same tasks.
+func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
+	a, b := twoClones(t)
+	ta := mustCreate(t, a, "dup title").Task
+	tb := mustCreate(t, b, "dup title").Task
+	if ta.Slug != "dup-title" || tb.Slug != "dup-title" {
+		t.Fatalf("slugs %s %s", ta.Slug, tb.Slug)
+	}
+	mustPush(t, a)
+	// b pushes without pulling first: the rejected slug ref makes push
+	// pull, settle and retry.
+	rep, err := b.Push(context.Background(), "origin", "")
+	if err != nil {
+		t.Fatalf("push from b: %v (%+v)", err, rep)
+	}
+	loser := LoserSlug("dup-title", tb.ID)
+	if len(rep.Renamed) != 1 || rep.Renamed[0] != (Rename{ID: tb.ID, From: "dup-title", To: loser, Winner: ta.ID}) {
+		t.Fatalf("renamed %+v", rep.Renamed)
+	}
+	mustPull(t, a)
+	for _, s := range []*Store{a, b} {
+		for name, want := range map[string]string{"dup-title": ta.ID, loser: tb.ID} {
+			if id, err := s.Resolve(name); err != nil || id != want {
+				t.Fatalf("%s: %s names %q (%v), want %s", s.Host(), name, id, err, want)
+			}
+		}
+		list, err := s.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, e := range list {
+			sum, err := e.Summary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[sum.Slug] {
+				t.Fatalf("%s lists slug %s twice", s.Host(), sum.Slug)
+			}
+			seen[sum.Slug] = true
+		}
+	}
+	converge(t, a, b)
+	// The same conflict settles to the same name everywhere.
+	if LoserSlug("dup-title", tb.ID) != "dup-title-"+tb.ID[:6] {
+		t.Fatal("LoserSlug is not slug-<first 6 hex>")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/machine"
 )
 
 // RemoteNamespace is where lazy pull fetches a remote's task refs: never
@@ -37,9 +39,19 @@ type SyncReport struct {
 	UpToDate      int       `json:"up_to_date"`
 	Refused       []Refused `json:"refused"`
 	Skipped       []Skip    `json:"skipped"`
+	Renamed       []Rename  `json:"renamed"`
 	Pushed        int       `json:"pushed"`
 	Rejected      []string  `json:"rejected"`
 	Retries       int       `json:"retries"`
+}
+
+// Rename is a local task that lost its slug to a remote task created
+// with the same slug on another clone.
+type Rename struct {
+	ID     string `json:"id"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Winner string `json:"winner"` // the remote task that keeps From
 }
 
 // Skip is a remote record lazy did not take, and why.
@@ -108,6 +120,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 	if err != nil {
 		return nil, err
 	}
+	s.settleSlugs(ns, rep)
 	names := make([]string, 0, len(theirs))
 	for ref := range theirs {
 		names = append(names, ref)
@@ -198,6 +211,91 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 	return fmt.Errorf("task %s kept changing locally; pull again", id)
 }
 
+// LoserSlug is the slug a task that lost slug to a remote task gets: the
+// slug and the first six hex digits of its id, so every clone that
+// settles the same conflict picks the same name.
+func LoserSlug(slug, id string) string {
+	suf := "-" + id[:6]
+	if len(slug)+len(suf) > maxSlugLen+8 {
+		slug = strings.TrimRight(slug[:maxSlugLen+8-len(suf)], "-")
+	}
+	return slug + suf
+}
+
+// settleSlugs makes this clone agree with the remote on who owns each
+// slug. Two clones can each create a task with the same slug; the first
+// to push owns it on the remote. Here the remote's claim wins: a local
+// task holding a slug the remote gives to another task is renamed to
+// LoserSlug (an operation in its history, so the rename travels with the
+// next push), and the local slug ref then names the remote's task, so the
+// next push is a fast-forward of nothing and succeeds.
+func (s *Store) settleSlugs(ns string, rep *SyncReport) {
+	theirs, err := s.repo.ListRefs(ns + "slugs/")
+	if err != nil {
+		return
+	}
+	names := make([]string, 0, len(theirs))
+	for ref := range theirs {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		slug := strings.TrimPrefix(ref, ns+"slugs/")
+		rh := theirs[ref]
+		lh, have, err := s.repo.ReadRef(SlugsPrefix + slug)
+		if err != nil || !have || lh == rh || !ValidSlug(slug) {
+			continue
+		}
+		if err := s.yieldSlug(slug, lh, rh, rep); err != nil {
+			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: err.Error()})
+		}
+	}
+}
+
+// yieldSlug hands slug (locally naming the blob lh) to the remote's claim
+// rh, renaming the local task it named.
+func (s *Store) yieldSlug(slug string, lh, rh plumbing.Hash, rep *SyncReport) error {
+	read := func(h plumbing.Hash) string {
+		b, err := s.objs.readBlob(h, "slug")
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	local, winner := read(lh), read(rh)
+	if !ValidID(winner) {
+		return fmt.Errorf("the remote's slug ref does not name a task id; %s keeps naming the local task", slug)
+	}
+	if ValidID(local) && local != winner {
+		if _, ok, err := s.repo.ReadRef(TaskRef(local)); err != nil {
+			return err
+		} else if ok {
+			to := LoserSlug(slug, local)
+			idBlob, err := s.objs.write(plumbing.BlobObject, []byte(local+"\n"))
+			if err != nil {
+				return err
+			}
+			if err := s.repo.CompareAndSwap(SlugsPrefix+to, plumbing.ZeroHash, idBlob); err != nil {
+				if cur, _, _ := s.repo.ReadRef(SlugsPrefix + to); cur != idBlob {
+					return fmt.Errorf("slug %q is claimed by the remote's task %s, and %q is taken too; rename task %s by hand", slug, winner, to, local)
+				}
+			}
+			_, _, err = s.Update(context.Background(), local, func(sn *Snapshot) (*Op, error) {
+				if sn.Task.Slug != slug {
+					return nil, nil // already renamed, or never had it
+				}
+				sn.Task.Slug = to
+				return &Op{Name: "rename", Actor: machine.System, Reason: fmt.Sprintf("slug %s went to task %s, created with the same slug on another clone", slug, winner)}, nil
+			})
+			if err != nil {
+				return fmt.Errorf("rename task %s to %s: %w", local, to, err)
+			}
+			rep.Renamed = append(rep.Renamed, Rename{ID: local, From: slug, To: to, Winner: winner})
+		}
+	}
+	return s.repo.CompareAndSwap(SlugsPrefix+slug, lh, rh)
+}
+
 // adoptSlug gives a task that arrived from a remote its slug here, unless
 // a local task already has it (then the task answers to its id).
 func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
@@ -269,6 +367,7 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 		rep.Created = append(rep.Created, pr.Created...)
 		rep.Refused = append(rep.Refused, pr.Refused...)
 		rep.Skipped = append(rep.Skipped, pr.Skipped...)
+		rep.Renamed = append(rep.Renamed, pr.Renamed...)
 	}
 }
 
