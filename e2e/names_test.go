@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDuplicateSlugsAcrossClones: two clones create tasks with the same
+// title. After a pull every clone agrees which task owns the slug (the one
+// the remote had first) and the other is renamed <slug>-<6 id hex>; pull
+// says so in text and --json; push succeeds; both clones resolve both
+// names to the same tasks and list each slug once.
+func TestDuplicateSlugsAcrossClones(t *testing.T) {
+	a, b := clones(t)
+	b.ok("init")
+	a1, b1 := a.create("dup title"), b.create("dup title")
+	a2, b2 := a.create("other dup"), b.create("other dup")
+	if a1.Slug != "dup-title" || b1.Slug != "dup-title" {
+		t.Fatalf("slugs %s %s", a1.Slug, b1.Slug)
+	}
+	a.ok("push")
+
+	var rep struct {
+		Renamed []struct{ ID, From, To, Winner string } `json:"renamed"`
+	}
+	if err := json.Unmarshal([]byte(b.ok("pull", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Renamed) != 2 {
+		t.Fatalf("pull --json renamed %+v", rep.Renamed)
+	}
+	for _, r := range rep.Renamed {
+		want := map[string][2]string{b1.ID: {"dup-title", a1.ID}, b2.ID: {"other-dup", a2.ID}}[r.ID]
+		if r.From != want[0] || r.Winner != want[1] || r.To != want[0]+"-"+r.ID[:6] {
+			t.Fatalf("rename %+v", r)
+		}
+	}
+	b.ok("push")
+	a.ok("pull")
+
+	for _, c := range []*runner{a, b} {
+		for name, want := range map[string]string{
+			"dup-title": a1.ID, "dup-title-" + b1.ID[:6]: b1.ID,
+			"other-dup": a2.ID, "other-dup-" + b2.ID[:6]: b2.ID,
+		} {
+			if got := c.show(name); got.ID != want {
+				t.Fatalf("%s names %s, want %s", name, got.ID, want)
+			}
+		}
+		seen := map[string]bool{}
+		for _, tk := range c.list() {
+			if seen[tk.Slug] {
+				t.Fatalf("list shows slug %s twice", tk.Slug)
+			}
+			seen[tk.Slug] = true
+		}
+		if len(seen) != 4 {
+			t.Fatalf("list has %d tasks", len(seen))
+		}
+	}
+
+	// The text report, and a push that has to pull first.
+	a3, b3 := a.create("third dup"), b.create("third dup")
+	a.ok("push")
+	out := b.ok("push")
+	if !strings.Contains(out, "renamed third-dup to third-dup-"+b3.ID[:6]) || !strings.Contains(out, a3.ID) {
+		t.Fatalf("push did not report the rename:\n%s", out)
+	}
+	a.ok("pull")
+	if got := a.show("third-dup-" + b3.ID[:6]); got.ID != b3.ID {
+		t.Fatalf("a resolves the renamed slug to %s", got.ID)
+	}
+}
