@@ -72,3 +72,44 @@ func TestDuplicateSlugsAcrossClones(t *testing.T) {
 		t.Fatalf("a resolves the renamed slug to %s", got.ID)
 	}
 }
+
+// TestDoctorSettlesSlugConflicts: two records with one slug (an older
+// lazy let a pulled task keep a slug a local task had) are reported by
+// doctor and repaired the way a pull would settle them.
+func TestDoctorSettlesSlugConflicts(t *testing.T) {
+	r := newRepo(t)
+	owner := r.create("shared name")
+	other := r.create("something else")
+	r.editTaskJSON(other.ID, func(m map[string]any) { m["slug"] = "shared-name" })
+
+	res := r.run(nil, "doctor", "--dry-run")
+	if res.Code != 1 || !strings.Contains(res.Stdout, "slug-conflict") || !strings.Contains(res.Stdout, "would rename it to shared-name-"+other.ID[:6]) {
+		t.Fatalf("doctor --dry-run:\n%s", res)
+	}
+	var rep struct {
+		Findings []struct {
+			TaskID string `json:"task_id"`
+			Kind   string `json:"kind"`
+		} `json:"findings"`
+	}
+	res = r.run(nil, "doctor", "--json")
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		found = found || (f.Kind == "slug-conflict" && f.TaskID == other.ID)
+	}
+	if !found {
+		t.Fatalf("doctor --json: %s", res)
+	}
+	if got := r.show("shared-name"); got.ID != owner.ID {
+		t.Fatalf("shared-name names %s", got.ID)
+	}
+	if got := r.show("shared-name-" + other.ID[:6]); got.ID != other.ID {
+		t.Fatalf("the renamed slug names %s", got.ID)
+	}
+	if out := r.run(nil, "doctor").Stdout; strings.Contains(out, "slug-conflict") {
+		t.Fatalf("doctor after the repair:\n%s", out)
+	}
+}

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/lazyorch/lazy/machine"
 )
 
 // RemoteNamespace is where lazy pull fetches a remote's task refs: never
@@ -271,26 +269,14 @@ func (s *Store) yieldSlug(slug string, lh, rh plumbing.Hash, rep *SyncReport) er
 			return err
 		} else if ok {
 			to := LoserSlug(slug, local)
-			idBlob, err := s.objs.write(plumbing.BlobObject, []byte(local+"\n"))
+			why := fmt.Sprintf("slug %s went to task %s, created with the same slug on another clone", slug, winner)
+			renamed, err := s.renameTask(context.Background(), local, slug, to, why)
 			if err != nil {
 				return err
 			}
-			if err := s.repo.CompareAndSwap(SlugsPrefix+to, plumbing.ZeroHash, idBlob); err != nil {
-				if cur, _, _ := s.repo.ReadRef(SlugsPrefix + to); cur != idBlob {
-					return fmt.Errorf("slug %q is claimed by the remote's task %s, and %q is taken too; rename task %s by hand", slug, winner, to, local)
-				}
+			if renamed {
+				rep.Renamed = append(rep.Renamed, Rename{ID: local, From: slug, To: to, Winner: winner})
 			}
-			_, _, err = s.Update(context.Background(), local, func(sn *Snapshot) (*Op, error) {
-				if sn.Task.Slug != slug {
-					return nil, nil // already renamed, or never had it
-				}
-				sn.Task.Slug = to
-				return &Op{Name: "rename", Actor: machine.System, Reason: fmt.Sprintf("slug %s went to task %s, created with the same slug on another clone", slug, winner)}, nil
-			})
-			if err != nil {
-				return fmt.Errorf("rename task %s to %s: %w", local, to, err)
-			}
-			rep.Renamed = append(rep.Renamed, Rename{ID: local, From: slug, To: to, Winner: winner})
 		}
 	}
 	return s.repo.CompareAndSwap(SlugsPrefix+slug, lh, rh)
