@@ -113,3 +113,31 @@ func TestDoctorSettlesSlugConflicts(t *testing.T) {
 		t.Fatalf("doctor after the repair:\n%s", out)
 	}
 }
+
+// TestTitlesNeverMakeUnreadableOrShadowingSlugs: the issue's two
+// reproductions. "@{-1}" once made the slug t--1 that lazy then refused to
+// read; a title that is another task's id prefix once made a slug that
+// took that prefix over, so `lazy close <prefix>` closed the new task.
+func TestTitlesNeverMakeUnreadableOrShadowingSlugs(t *testing.T) {
+	r := newRepo(t)
+	odd := r.create("--", "@{-1}")
+	if odd.Slug != "t-1" || r.show(odd.Slug).ID != odd.ID {
+		t.Fatalf("@{-1} made slug %q", odd.Slug)
+	}
+	victim := r.create("victim")
+	prefix := victim.ID[:8]
+	shadow := r.create("--", prefix)
+	if shadow.Slug == prefix || !strings.HasPrefix(shadow.Slug, "t-") {
+		t.Fatalf("title %s made slug %s", prefix, shadow.Slug)
+	}
+	r.ok("close", prefix)
+	if got := r.show(victim.ID); got.Status != "abandoned" {
+		t.Fatalf("close %s did not close the task with that id prefix: %s", prefix, got.Status)
+	}
+	if got := r.show(shadow.Slug); got.Status != "backlog" {
+		t.Fatalf("close %s closed the task titled %s", prefix, prefix)
+	}
+	if msg := r.fails(1, nil, "create", "--slug", "cafe", "hex slug"); !strings.Contains(msg, "id prefix") {
+		t.Fatalf("--slug cafe: %s", msg)
+	}
+}

@@ -150,3 +150,26 @@ func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
 		t.Fatal("LoserSlug is not slug-<first 6 hex>")
 	}
 }
+
+// TestBareSlugClaimTakesNoName: a remote slug ref naming a task the
+// remote does not have cannot rename a local task.
+func TestBareSlugClaimTakesNoName(t *testing.T) {
+	victim, attacker := twoClones(t)
+	mine := mustCreate(t, victim, "my task").Task
+	mustPush(t, victim)
+	// The attacker points the remote's slug ref at a made-up id (a direct
+	// write stands in for a push the server accepted).
+	blob := gitIn(t, attacker.repo.CommonDir, "0123456789abcdef\n", "hash-object", "-w", "--stdin")
+	bare := strings.TrimSpace(testrepo.Git(t, attacker.repo.CommonDir, "config", "remote.origin.url"))
+	testrepo.Git(t, bare, "update-ref", "refs/lazy/slugs/my-task", strings.TrimSpace(blob))
+	rep, err := victim.Pull(context.Background(), "origin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Renamed) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "does not have") {
+		t.Fatalf("renamed %+v skipped %+v", rep.Renamed, rep.Skipped)
+	}
+	if id, err := victim.Resolve("my-task"); err != nil || id != mine.ID {
+		t.Fatalf("my-task names %q (%v)", id, err)
+	}
+}

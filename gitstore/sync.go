@@ -244,7 +244,7 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 		if err != nil || !have || lh == rh || !ValidSlug(slug) {
 			continue
 		}
-		if err := s.yieldSlug(slug, lh, rh, rep); err != nil {
+		if err := s.yieldSlug(ns, slug, lh, rh, rep); err != nil {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: err.Error()})
 		}
 	}
@@ -252,7 +252,7 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 
 // yieldSlug hands slug (locally naming the blob lh) to the remote's claim
 // rh, renaming the local task it named.
-func (s *Store) yieldSlug(slug string, lh, rh plumbing.Hash, rep *SyncReport) error {
+func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport) error {
 	read := func(h plumbing.Hash) string {
 		b, err := s.objs.readBlob(h, "slug")
 		if err != nil {
@@ -263,6 +263,19 @@ func (s *Store) yieldSlug(slug string, lh, rh plumbing.Hash, rep *SyncReport) er
 	local, winner := read(lh), read(rh)
 	if !ValidID(winner) {
 		return fmt.Errorf("the remote's slug ref does not name a task id; %s keeps naming the local task", slug)
+	}
+	// A claim counts only for a task the remote (or this clone) has: a
+	// bare slug ref cannot take a name away from a local task.
+	_, remoteHas, err := s.repo.ReadRef(ns + "tasks/" + winner)
+	if err != nil {
+		return err
+	}
+	_, localHas, err := s.repo.ReadRef(TaskRef(winner))
+	if err != nil {
+		return err
+	}
+	if !remoteHas && !localHas {
+		return fmt.Errorf("the remote's slug ref names task %s, which the remote does not have; %s keeps naming the local task", winner, slug)
 	}
 	if ValidID(local) && local != winner {
 		if _, ok, err := s.repo.ReadRef(TaskRef(local)); err != nil {
