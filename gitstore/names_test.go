@@ -159,8 +159,8 @@ func TestBareSlugClaimTakesNoName(t *testing.T) {
 	mustPush(t, victim)
 	// The attacker points the remote's slug ref at a made-up id (a direct
 	// write stands in for a push the server accepted).
-	blob := gitIn(t, attacker.repo.CommonDir, "0123456789abcdef\n", "hash-object", "-w", "--stdin")
 	bare := strings.TrimSpace(testrepo.Git(t, attacker.repo.CommonDir, "config", "remote.origin.url"))
+	blob := gitIn(t, bare, "0123456789abcdef\n", "hash-object", "-w", "--stdin")
 	testrepo.Git(t, bare, "update-ref", "refs/lazy/slugs/my-task", strings.TrimSpace(blob))
 	rep, err := victim.Pull(context.Background(), "origin")
 	if err != nil {
