@@ -57,6 +57,17 @@ func (t *Writer) Write(p []byte) (int, error) {
 	t.buf = t.buf[:0]
 	i := 0
 	for i < len(data) {
+		// Fast path: a run of printable ASCII, tab and LF (nearly all of
+		// what lazy prints) is copied as is.
+		j := i
+		for j < len(data) && plain(data[j]) {
+			j++
+		}
+		if j > i {
+			t.buf = append(t.buf, data[i:j]...)
+			i = j
+			continue
+		}
 		if !utf8.FullRune(data[i:]) {
 			break // maybe completed by the next write
 		}
@@ -136,6 +147,9 @@ func appendByte(out []byte, c byte) []byte {
 	const hex = "0123456789abcdef"
 	return append(out, '\\', 'x', hex[c>>4], hex[c&0xf])
 }
+
+// plain reports whether an ASCII byte passes through.
+func plain(c byte) bool { return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' }
 
 // escaped reports whether a decoded rune is kept from the terminal.
 func escaped(r rune, size int) bool {

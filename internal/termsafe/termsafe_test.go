@@ -3,6 +3,7 @@ package termsafe
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -138,4 +139,17 @@ func FuzzWriter(f *testing.F) {
 			t.Fatalf("escape survived: %q", whole)
 		}
 	})
+}
+
+// BenchmarkWriter: lazy list --json of 10,000 tasks prints about 4 MB.
+func BenchmarkWriter(b *testing.B) {
+	line := []byte(`{"id":"0123456789abcdef","slug":"fix-the-flaky-login-test","title":"Fix the flaky login test — ünïcödé","status":"working"},` + "\n")
+	chunk := bytes.Repeat(line, (256<<10)/len(line))
+	w := New(io.Discard)
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if _, err := w.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
