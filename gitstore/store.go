@@ -222,7 +222,11 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("task %s is corrupt at commit %s: %v (inspect it with: git log -p %s%s)", e.ID, short(e.Commit), e.Err, TasksPrefix, e.ID)
+	inspect := "git log -p"
+	if errors.Is(e.Err, ErrOversize) {
+		inspect = "git log --stat" // -p would print the oversize record
+	}
+	return fmt.Sprintf("task %s is corrupt at commit %s: %v (inspect it with: %s %s%s)", e.ID, short(e.Commit), e.Err, inspect, TasksPrefix, e.ID)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
