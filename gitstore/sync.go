@@ -266,16 +266,27 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport
 	}
 	// A claim counts only for a task the remote (or this clone) has: a
 	// bare slug ref cannot take a name away from a local task.
-	_, remoteHas, err := s.repo.ReadRef(ns + "tasks/" + winner)
+	// It counts only for a readable, valid record of the remote's that
+	// has this slug: a bare or bogus slug ref, or a record pull will
+	// refuse, cannot take a name away from a local task.
+	wh, remoteHas, err := s.repo.ReadRef(ns + "tasks/" + winner)
 	if err != nil {
 		return err
 	}
-	_, localHas, err := s.repo.ReadRef(TaskRef(winner))
-	if err != nil {
-		return err
+	if !remoteHas {
+		if wh, remoteHas, err = s.repo.ReadRef(TaskRef(winner)); err != nil {
+			return err
+		}
 	}
-	if !remoteHas && !localHas {
+	if !remoteHas {
 		return fmt.Errorf("the remote's slug ref names task %s, which the remote does not have; %s keeps naming the local task", winner, slug)
+	}
+	ws, err := s.loadAt(winner, wh)
+	if err == nil {
+		err = validateRecord(ws)
+	}
+	if err != nil || ws.Task.Slug != slug {
+		return fmt.Errorf("the remote's slug ref names task %s, whose record is unreadable or has another slug; %s keeps naming the local task", winner, slug)
 	}
 	if ValidID(local) && local != winner {
 		if _, ok, err := s.repo.ReadRef(TaskRef(local)); err != nil {
