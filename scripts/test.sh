@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, vet, lint, the race-enabled test
 # suite (unit, real-repo and end-to-end tests against the real binary) and a
-# short fuzz run of the text sanitizer.
+# short fuzz run of the text sanitizer, the output escaper and slugs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,3 +27,9 @@ go test -race -count=1 ./...
 
 echo "== fuzz the sanitizer (${FUZZTIME:-10s})"
 go test ./sanitize/ -run '^$' -fuzz FuzzSanitize -fuzztime "${FUZZTIME:-10s}"
+
+echo "== fuzz the output escaper (${FUZZTIME:-10s})"
+go test ./internal/termsafe/ -run '^$' -fuzz FuzzWriter -fuzztime "${FUZZTIME:-10s}"
+
+echo "== fuzz slugs (${FUZZTIME:-10s})"
+go test ./gitstore/ -run '^$' -fuzz FuzzSlugify -fuzztime "${FUZZTIME:-10s}"
