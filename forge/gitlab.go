@@ -122,6 +122,7 @@ func (g *GitLab) Argv() map[string][]string {
 		"jobs":      g.jobsArgv(99),
 		"notes":     g.notesArgv(7),
 		"approvals": g.approvalsArgv(7),
+		"reviewers": g.reviewersArgv(7),
 		"merge":     g.mergeArgv(7, "squash"),
 		"rebase":    g.mergeArgv(7, "rebase"),
 		"auto":      g.autoMergeArgv(7),
@@ -160,6 +161,9 @@ func (g *GitLab) notesArgv(n int) []string {
 }
 func (g *GitLab) approvalsArgv(n int) []string {
 	return g.api("GET", "/merge_requests/"+strconv.Itoa(n)+"/approvals", false)
+}
+func (g *GitLab) reviewersArgv(n int) []string {
+	return g.api("GET", "/merge_requests/"+strconv.Itoa(n)+"/reviewers", false)
 }
 
 // mergeArgv leaves out --auto-merge: it is on by default in glab (which
@@ -313,6 +317,13 @@ type glApprovals struct {
 	} `json:"approved_by"`
 }
 
+// glReviewer is one of GET .../merge_requests/:iid/reviewers: the
+// reviewer's state is unreviewed, reviewed, requested_changes, approved
+// or unapproved.
+type glReviewer struct {
+	State string `json:"state"`
+}
+
 // Open implements Forge: the open merge request of spec.Head is updated,
 // else one is created. GitLab marks a draft by a "Draft:" title prefix.
 func (g *GitLab) Open(ctx context.Context, spec Spec) (*PR, error) {
@@ -376,14 +387,19 @@ func (g *GitLab) View(ctx context.Context, number int) (*PR, error) {
 		}
 		p.Checks = glChecks(m.HeadPipeline.Status, m.HeadPipeline.WebURL, jobs)
 	}
-	// Approvals are best effort: instances without the feature answer
-	// 404, and the detailed merge status still tells a missing approval.
+	// Approvals and reviewer states are best effort: instances without
+	// them answer 404, and the detailed merge status still tells a
+	// missing approval or requested changes when nothing else holds the
+	// merge.
+	var a glApprovals
+	var rs []glReviewer
 	if out, err := g.call(ctx, nil, g.approvalsArgv(number)...); err == nil {
-		var a glApprovals
-		if json.Unmarshal(out, &a) == nil {
-			glReview(p, &m, &a)
-		}
+		_ = json.Unmarshal(out, &a)
 	}
+	if out, err := g.call(ctx, nil, g.reviewersArgv(number)...); err == nil {
+		_ = json.Unmarshal(out, &rs)
+	}
+	glReview(p, &a, rs)
 	out, err = g.call(ctx, nil, g.notesArgv(number)...)
 	if err != nil {
 		return nil, err
@@ -458,14 +474,22 @@ func (m *glMR) pr() (*PR, error) {
 	return p, nil
 }
 
-// glReview completes the review decision from the approvals.
-func glReview(p *PR, m *glMR, a *glApprovals) {
+// glReview completes the review decision from the approvals and the
+// reviewers' states: the detailed merge status names only the first
+// thing that holds a merge, so a failed pipeline hides requested
+// changes there.
+func glReview(p *PR, a *glApprovals, rs []glReviewer) {
+	changes, approved := false, len(a.ApprovedBy) > 0
+	for _, r := range rs {
+		changes = changes || r.State == "requested_changes"
+		approved = approved || r.State == "approved"
+	}
 	switch {
-	case m.DetailedMergeStatus == "requested_changes":
+	case changes || p.Review == ReviewChangesRequested:
 		p.Review = ReviewChangesRequested
-	case a.ApprovalsLeft > 0:
+	case a.ApprovalsLeft > 0 || p.Review == ReviewRequired:
 		p.Review = ReviewRequired
-	case len(a.ApprovedBy) > 0:
+	case approved:
 		p.Review = ReviewApproved
 	}
 }

@@ -2,6 +2,7 @@ package forge
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -88,16 +89,23 @@ func TestGitLabViewParsing(t *testing.T) {
 
 	var a glApprovals
 	_ = json.Unmarshal([]byte(`{"approvals_required":1,"approvals_left":1,"approved_by":[]}`), &a)
-	m.DetailedMergeStatus = "ci_still_running"
 	p.Review = ""
-	glReview(p, &m, &a)
+	glReview(p, &a, []glReviewer{{State: "reviewed"}})
 	if p.Review != ReviewRequired {
 		t.Fatalf("review with an approval left: %q", p.Review)
 	}
+	a = glApprovals{}
 	_ = json.Unmarshal([]byte(`{"approvals_left":0,"approved_by":[{"user":{"username":"ann"}}]}`), &a)
-	glReview(p, &m, &a)
+	p.Review = ""
+	glReview(p, &a, nil)
 	if p.Review != ReviewApproved {
 		t.Fatalf("review once approved: %q", p.Review)
+	}
+	var rs []glReviewer
+	_ = json.Unmarshal([]byte(`[{"user":{"username":"bob"},"state":"requested_changes"},{"user":{"username":"ann"},"state":"approved"}]`), &rs)
+	glReview(p, &a, rs)
+	if p.Review != ReviewChangesRequested {
+		t.Fatalf("review with changes requested behind a failed pipeline: %q", p.Review)
 	}
 
 	pages := `[{"id":1,"body":"added 1 commit","system":true,"author":{"username":"bot"}},
@@ -173,7 +181,7 @@ func TestGitLabArgvAgainstRealGlab(t *testing.T) {
 	cfgDir := t.TempDir()
 	env := []string{"GLAB_CONFIG_DIR=" + cfgDir, "HOME=" + cfgDir, "XDG_CONFIG_HOME=" + cfgDir, "PATH=" + os.Getenv("PATH"),
 		"NO_PROMPT=1", "NO_COLOR=1", "GLAB_CHECK_UPDATE=false", "GLAB_SEND_TELEMETRY=false"}
-	for name, argv := range f.(*GitLab).Argv() {
+	check := func(argv []string) (string, error) {
 		cmd := exec.Command(glab, append(argv, "--help")...)
 		cmd.Env = env
 		cmd.Dir = cfgDir
@@ -184,7 +192,19 @@ func TestGitLabArgvAgainstRealGlab(t *testing.T) {
 		if argv[0] == "api" {
 			use = "glab api <endpoint>"
 		}
-		if err != nil || strings.Contains(text, "unknown flag") || strings.Contains(text, "unknown shorthand") || !strings.Contains(text, use) {
+		if low := strings.ToLower(text); err == nil && (strings.Contains(low, "unknown flag") || strings.Contains(low, "unknown shorthand") || !strings.Contains(text, use)) {
+			err = errors.New("not the command's help")
+		}
+		return text, err
+	}
+	// The check itself must catch a bad flag and a bad subcommand.
+	for _, bad := range [][]string{{"mr", "merge", "7", "--squash-it"}, {"mr", "accept-it", "7"}} {
+		if _, err := check(bad); err == nil {
+			t.Fatalf("glab %q passed the check", bad)
+		}
+	}
+	for name, argv := range f.(*GitLab).Argv() {
+		if text, err := check(argv); err != nil {
 			t.Errorf("%s: glab %q: %v\n%s", name, argv, err, text)
 		}
 	}

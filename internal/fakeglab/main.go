@@ -310,7 +310,7 @@ func mergeCmd(st *State, m *MR, vals map[string]string) int {
 		fmt.Printf("! Pipeline status: %s\n✓ Will auto-merge\n%s\n", m.Pipeline.Status, webURL(st, m))
 		return 0
 	}
-	if code := accept(st, m, squash); code != 0 {
+	if code := accept(st, m, squash, false); code != 0 {
 		return code
 	}
 	fmt.Printf("✓ Merged!\n%s\n", webURL(st, m))
@@ -318,12 +318,14 @@ func mergeCmd(st *State, m *MR, vals map[string]string) int {
 }
 
 // accept is PUT /projects/:id/merge_requests/:iid/merge without
-// auto-merge: 405 unless mergeable.
-func accept(st *State, m *MR, squash bool) int {
-	if squash && st.SquashOption == "never" || !squash && st.SquashOption == "always" {
-		return fakecli.Fail(1, "PUT https://%s/api/v4/projects/%s/merge_requests/%d/merge: 405 {message: 405 Method Not Allowed}", st.Host, url.PathEscape(st.Project), m.IID)
-	}
-	if detailed(m) != "mergeable" {
+// auto-merge: 405 unless mergeable, worded as glab mr merge (the API
+// client's error) or glab api words it.
+func accept(st *State, m *MR, squash, viaAPI bool) int {
+	if squash && st.SquashOption == "never" || !squash && st.SquashOption == "always" || detailed(m) != "mergeable" {
+		if viaAPI {
+			fmt.Println(`{"message":"405 Method Not Allowed"}`)
+			return fakecli.Fail(1, "glab: 405 Method Not Allowed (HTTP 405)")
+		}
 		return fakecli.Fail(1, "PUT https://%s/api/v4/projects/%s/merge_requests/%d/merge: 405 {message: 405 Method Not Allowed}", st.Host, url.PathEscape(st.Project), m.IID)
 	}
 	sum := sha256.Sum256([]byte(m.SourceBranch + m.SHA))
@@ -441,7 +443,7 @@ func mrAPI(st *State, m *MR, method string, sub []string, in map[string]any, pag
 			m.AutoMerge, m.Squash = true, squash
 			return fakecli.PrintJSON(view(st, m))
 		}
-		if code := accept(st, m, squash); code != 0 {
+		if code := accept(st, m, squash, true); code != 0 {
 			return code
 		}
 		return fakecli.PrintJSON(view(st, m))
@@ -451,6 +453,15 @@ func mrAPI(st *State, m *MR, method string, sub []string, in map[string]any, pag
 			by = append(by, map[string]any{"user": map[string]any{"username": u}})
 		}
 		return fakecli.PrintJSON(map[string]any{"approvals_required": m.ApprovalsLeft + len(m.ApprovedBy), "approvals_left": m.ApprovalsLeft, "approved": m.ApprovalsLeft == 0, "approved_by": by})
+	case "GET reviewers":
+		rs := []any{}
+		if m.ChangesRequested {
+			rs = append(rs, map[string]any{"user": map[string]any{"username": "carol"}, "state": "requested_changes", "created_at": "2026-01-01T00:00:00Z"})
+		}
+		for _, u := range m.ApprovedBy {
+			rs = append(rs, map[string]any{"user": map[string]any{"username": u}, "state": "approved", "created_at": "2026-01-01T00:00:00Z"})
+		}
+		return fakecli.PrintJSON(rs)
 	case "GET notes":
 		// --paginate prints every page's array, back to back.
 		notes := m.Notes
