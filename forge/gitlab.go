@@ -355,8 +355,11 @@ func (g *GitLab) Open(ctx context.Context, spec Spec) (*PR, error) {
 		return nil, err
 	}
 	var made glMR
-	if err := json.Unmarshal(out, &made); err != nil || made.IID <= 0 {
-		return nil, fmt.Errorf("glab api created a merge request lazy cannot read (%v); lazy submit finds it by its branch next time", err)
+	if err := json.Unmarshal(out, &made); err != nil {
+		return nil, fmt.Errorf("glab api created a merge request lazy cannot read; lazy submit finds it by its branch next time: %w", err)
+	}
+	if made.IID <= 0 {
+		return nil, errors.New("glab api created a merge request without a number; lazy submit finds it by its branch next time")
 	}
 	return g.View(ctx, made.IID)
 }

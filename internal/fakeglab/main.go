@@ -194,7 +194,7 @@ func dispatch(st *State, args []string) int {
 		if body == "" {
 			return fakecli.Fail(1, "fakeglab: an empty note would open an editor")
 		}
-		addNote(st, m, body)
+		addNote(m, body)
 		fmt.Println(webURL(st, m) + "#note_" + strconv.Itoa(len(m.Notes)))
 		return 0
 	case "mr close":
@@ -284,9 +284,9 @@ func view(st *State, m *MR) map[string]any {
 	return v
 }
 
-func addNote(st *State, m *MR, body string) {
+func addNote(m *MR, body string) {
 	m.Notes = append(m.Notes, map[string]any{"id": int64(m.IID)*1000 + int64(len(m.Notes)+1), "body": body, "type": nil, "system": false,
-		"author": map[string]any{"username": "tester"}, "created_at": "2026-01-01T00:00:00Z", "noteable_iid": m.IID})
+		"author": map[string]any{"username": "tester"}, "created_at": "2026-01-01T00:00:00Z"})
 }
 
 // mergeCmd is glab mr merge: its pre-merge checks, then the merge, or
