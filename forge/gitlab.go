@@ -206,7 +206,8 @@ func (g *GitLab) run(ctx context.Context, stdin []byte, out io.Writer, argv ...s
 	cmd := exec.CommandContext(ctx, g.glab, argv...)
 	cmd.Dir = g.dir
 	// No prompts, pager, colours or update checks: lazy reads the output.
-	cmd.Env = append(os.Environ(), "NO_PROMPT=1", "GLAB_NO_PROMPT=1", "NO_COLOR=1", "GLAB_PAGER=cat", "PAGER=cat", "GLAB_CHECK_UPDATE=false")
+	// (glab warns on stdout about the older NO_PROMPT, so not that one.)
+	cmd.Env = append(os.Environ(), "GLAB_NO_PROMPT=1", "NO_COLOR=1", "GLAB_PAGER=cat", "PAGER=cat", "GLAB_CHECK_UPDATE=false")
 	cmd.Stdin = bytes.NewReader(stdin)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errb
@@ -236,11 +237,24 @@ func glabWhat(argv []string) string {
 	return argv[4] + " " + argv[len(argv)-1]
 }
 
-// call runs glab and returns its stdout.
+// call runs glab and returns its stdout, from the first line that starts
+// a JSON value: glab prints warnings (a deprecated setting in the user's
+// environment) on stdout ahead of the JSON.
 func (g *GitLab) call(ctx context.Context, stdin []byte, argv ...string) ([]byte, error) {
 	var out bytes.Buffer
 	err := g.run(ctx, stdin, &out, argv...)
-	return out.Bytes(), err
+	b := out.Bytes()
+	for len(b) > 0 && b[0] != '[' && b[0] != '{' {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return out.Bytes(), err
+		}
+		b = b[i+1:]
+	}
+	if len(b) == 0 {
+		return out.Bytes(), err
+	}
+	return b, err
 }
 
 // Ready implements Forge: glab must be installed and logged in to the

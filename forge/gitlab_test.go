@@ -3,9 +3,14 @@ package forge
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -50,6 +55,10 @@ func TestOpenPicksGitLab(t *testing.T) {
 	}
 	if _, err := Open(Config{RemoteURL: "https://code.corp/a/b"}); err == nil || !strings.Contains(err.Error(), "github, gitlab or gitea") {
 		t.Errorf("an unknown host: %v", err)
+	}
+	missing, _ := Open(Config{Kind: "gitlab", RemoteURL: "https://gitlab.test/acme/app.git", Glab: filepath.Join(t.TempDir(), "no-glab")})
+	if err := missing.Ready(t.Context()); err == nil || !strings.HasPrefix(err.Error(), "the GitLab CLI (glab) is not installed") {
+		t.Errorf("Ready without glab: %v", err)
 	}
 }
 
@@ -180,7 +189,7 @@ func TestGitLabArgvAgainstRealGlab(t *testing.T) {
 	}
 	cfgDir := t.TempDir()
 	env := []string{"GLAB_CONFIG_DIR=" + cfgDir, "HOME=" + cfgDir, "XDG_CONFIG_HOME=" + cfgDir, "PATH=" + os.Getenv("PATH"),
-		"NO_PROMPT=1", "NO_COLOR=1", "GLAB_CHECK_UPDATE=false", "GLAB_SEND_TELEMETRY=false"}
+		"GLAB_NO_PROMPT=1", "NO_COLOR=1", "GLAB_CHECK_UPDATE=false", "GLAB_SEND_TELEMETRY=false"}
 	check := func(argv []string) (string, error) {
 		cmd := exec.Command(glab, append(argv, "--help")...)
 		cmd.Env = env
@@ -207,5 +216,188 @@ func TestGitLabArgvAgainstRealGlab(t *testing.T) {
 		if text, err := check(argv); err != nil {
 			t.Errorf("%s: glab %q: %v\n%s", name, argv, err, text)
 		}
+	}
+}
+
+// fakeGitLabAPI serves the GitLab REST API v4 routes that glab and lazy
+// use for one project, acme/app, with one merge request once created.
+type fakeGitLabAPI struct {
+	mu       sync.Mutex
+	t        *testing.T
+	mr       map[string]any
+	merges   []string // query + body of each merge request
+	notes    []string
+	closed   bool
+	mergeOK  bool // accept merge requests (with auto-merge set)
+	requests []string
+}
+
+func (f *fakeGitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	body, _ := io.ReadAll(r.Body)
+	f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Private-Token") != "glpat-test" && r.Header.Get("Authorization") != "Bearer glpat-test" {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"message":"401 Unauthorized"}`))
+		return
+	}
+	reply := func(v any) { _ = json.NewEncoder(w).Encode(v) }
+	p := strings.TrimPrefix(r.URL.EscapedPath(), "/api/v4")
+	const proj = "/projects/acme%2Fapp"
+	var in map[string]any
+	_ = json.Unmarshal(body, &in)
+	switch {
+	case p == "/user":
+		reply(map[string]any{"id": 1, "username": "tester"})
+	case p == proj || p == "/projects/1":
+		reply(map[string]any{"id": 1, "path_with_namespace": "acme/app", "path": "app", "name": "app",
+			"namespace": map[string]any{"full_path": "acme", "path": "acme"}, "web_url": "https://gitlab.test/acme/app",
+			"squash_option": "always", "merge_method": "merge", "merge_requests_enabled": true})
+	case p == proj+"/merge_requests" && r.Method == "GET":
+		out := []any{}
+		if f.mr != nil && f.mr["state"] == "opened" && r.URL.Query().Get("source_branch") == f.mr["source_branch"] {
+			out = append(out, f.mr)
+		}
+		reply(out)
+	case p == proj+"/merge_requests" && r.Method == "POST":
+		f.mr = map[string]any{"id": 100, "iid": 1, "project_id": 1, "title": in["title"], "description": in["description"], "state": "opened",
+			"draft": strings.HasPrefix(in["title"].(string), "Draft:"), "source_branch": in["source_branch"], "target_branch": in["target_branch"],
+			"web_url": "https://gitlab.test/acme/app/-/merge_requests/1", "sha": "abcdef1234", "detailed_merge_status": "mergeable",
+			"user": map[string]any{"can_merge": true}, "author": map[string]any{"username": "tester"},
+			"head_pipeline": map[string]any{"id": 9, "status": "failed", "web_url": "https://gitlab.test/acme/app/-/pipelines/9"}}
+		w.WriteHeader(http.StatusCreated)
+		reply(f.mr)
+	case f.mr != nil && p == proj+"/merge_requests/1" && r.Method == "GET":
+		reply(f.mr)
+	case f.mr != nil && p == proj+"/merge_requests/1" && r.Method == "PUT":
+		for k, v := range in {
+			f.mr[k] = v
+		}
+		f.mr["draft"] = strings.HasPrefix(f.mr["title"].(string), "Draft:")
+		if in["state_event"] == "close" {
+			f.mr["state"], f.closed = "closed", true
+		}
+		reply(f.mr)
+	case p == proj+"/pipelines/9/jobs":
+		reply([]any{map[string]any{"id": 31, "name": "unit", "stage": "test", "status": "failed", "allow_failure": false,
+			"web_url": "https://gitlab.test/acme/app/-/jobs/31", "failure_reason": "script_failure"}})
+	case p == proj+"/jobs/31/trace":
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte(strings.Repeat("setup\n", 20000) + "FAIL TestX\n"))
+	case strings.HasSuffix(p, "/merge_requests/1/approvals") || strings.HasSuffix(p, "/merge_requests/1/approval_state"):
+		reply(map[string]any{"approvals_required": 1, "approvals_left": 1, "approved_by": []any{}, "rules": []any{}})
+	case strings.HasSuffix(p, "/merge_requests/1/reviewers"):
+		reply([]any{map[string]any{"user": map[string]any{"username": "rev"}, "state": "requested_changes"}})
+	case strings.HasSuffix(p, "/merge_requests/1/notes") && r.Method == "GET":
+		// Two pages, linked as GitLab links them.
+		if r.URL.Query().Get("page") != "2" {
+			next := *r.URL
+			q := next.Query()
+			q.Set("page", "2")
+			next.RawQuery = q.Encode()
+			w.Header().Set("Link", `<http://`+r.Host+next.RequestURI()+`>; rel="next"`)
+			reply([]any{map[string]any{"id": 1, "body": "added 1 commit", "system": true, "author": map[string]any{"username": "rev"}}})
+			return
+		}
+		reply([]any{map[string]any{"id": 2, "body": "please fix", "system": false, "author": map[string]any{"username": "rev"}, "created_at": "2026-01-01T00:00:00Z"}})
+	case strings.HasSuffix(p, "/merge_requests/1/notes") && r.Method == "POST":
+		f.notes = append(f.notes, in["body"].(string))
+		w.WriteHeader(http.StatusCreated)
+		reply(map[string]any{"id": 3, "body": in["body"]})
+	case strings.HasSuffix(p, "/merge_requests/1/merge") && r.Method == "PUT":
+		f.merges = append(f.merges, r.URL.RawQuery+" "+string(body))
+		if f.mergeOK {
+			f.mr["merge_when_pipeline_succeeds"] = true
+			reply(f.mr)
+			return
+		}
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		reply(map[string]any{"message": "405 Method Not Allowed"})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		reply(map[string]any{"message": "404 no route " + r.Method + " " + p})
+	}
+}
+
+// TestGitLabThroughRealGlab drives lazy's GitLab forge through the real
+// glab against a fake GitLab API: what glab really sends and prints for
+// each command lazy runs, read by lazy's parsers. glab reaches the fake
+// through its per-host api_host and api_protocol settings.
+func TestGitLabThroughRealGlab(t *testing.T) {
+	glab, err := exec.LookPath("glab")
+	if err != nil {
+		if os.Getenv("LAZY_REQUIRE_GLAB") == "1" {
+			t.Fatal("glab is not installed and LAZY_REQUIRE_GLAB=1 (scripts/ci-install-glab.sh installs it)")
+		}
+		t.Skip("glab is not installed (scripts/ci-install-glab.sh installs it)")
+	}
+	api := &fakeGitLabAPI{t: t}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	home := t.TempDir()
+	cfg := "check_update: false\nno_prompt: true\ntelemetry: false\nhosts:\n  gitlab.test:\n    token: glpat-test\n    api_host: " +
+		strings.TrimPrefix(srv.URL, "http://") + "\n    api_protocol: http\n    git_protocol: https\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GLAB_CONFIG_DIR", home)
+	t.Setenv("HOME", home)
+	t.Setenv("GLAB_SEND_TELEMETRY", "false")
+	for _, k := range []string{"GITLAB_TOKEN", "GITLAB_HOST", "GITLAB_URI", "GITLAB_ACCESS_TOKEN", "OAUTH_TOKEN"} {
+		t.Setenv(k, "")
+		_ = os.Unsetenv(k)
+	}
+	f, err := Open(Config{Kind: "gitlab", RemoteURL: "https://gitlab.test/acme/app.git", Dir: home, Glab: glab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.(*GitLab)
+	ctx := t.Context()
+	if err := g.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v\nrequests: %v", err, api.requests)
+	}
+	other, _ := Open(Config{Kind: "gitlab", RemoteURL: "https://gitlab.invalid/acme/app.git", Dir: home, Glab: glab})
+	if err := other.Ready(ctx); err == nil || !strings.HasPrefix(err.Error(), "glab is not logged in to gitlab.invalid; run glab auth login --hostname gitlab.invalid") {
+		t.Fatalf("Ready for a host glab has no login for: %v", err)
+	}
+	pr, err := g.Open(ctx, Spec{Head: "lazy/x", Base: "main", Title: "T", Body: "line one\n--body\nLazy-Task: 1", Draft: true})
+	if err != nil {
+		t.Fatalf("Open: %v\nrequests: %v", err, api.requests)
+	}
+	if pr.Number != 1 || !pr.Draft || pr.URL != "https://gitlab.test/acme/app/-/merge_requests/1" || pr.ChecksState() != ChecksFailing ||
+		pr.Review != ReviewChangesRequested || len(pr.Comments) != 1 || pr.Comments[0].Body != "please fix" {
+		t.Fatalf("opened %+v\nrequests: %v", pr, api.requests)
+	}
+	if api.mr["description"] != "line one\n--body\nLazy-Task: 1" || api.mr["title"] != "Draft: T" {
+		t.Fatalf("the merge request as created: %v", api.mr)
+	}
+	again, err := g.Open(ctx, Spec{Head: "lazy/x", Base: "main", Title: "T2", Body: "B2"})
+	if err != nil || again.Number != 1 || api.mr["title"] != "T2" || again.Draft {
+		t.Fatalf("update: %+v %v %v", again, err, api.mr)
+	}
+	log, err := g.CheckLog(ctx, pr.Checks[0])
+	if err != nil || !strings.HasSuffix(log, "FAIL TestX") || len(log) > MaxLog+100 {
+		t.Fatalf("job log (%d bytes): %v\n%s", len(log), err, log)
+	}
+	if m, err := g.Methods(ctx); err != nil || strings.Join(m, ",") != "squash" {
+		t.Fatalf("methods %v %v", m, err)
+	}
+	api.mr["draft"], api.mr["title"] = false, "T2"
+	err = g.Merge(ctx, 1, "squash")
+	if err == nil || len(api.merges) != 2 || !strings.Contains(api.merges[0], `"squash":true`) || !strings.Contains(api.merges[1], `"auto_merge":true`) {
+		t.Fatalf("merge: %v %v\nrequests: %v", err, api.merges, api.requests)
+	}
+	// A running pipeline: glab's default --auto-merge asks GitLab to
+	// merge when it succeeds, and that is a success.
+	api.mr["pipeline"] = map[string]any{"id": 10, "status": "running"}
+	api.mr["detailed_merge_status"] = "ci_still_running"
+	api.mergeOK = true
+	if err := g.Merge(ctx, 1, "squash"); err != nil || len(api.merges) != 3 || !strings.Contains(api.merges[2], `"auto_merge":true`) {
+		t.Fatalf("merge with a running pipeline: %v %v", err, api.merges)
+	}
+	if err := g.Close(ctx, 1, "lazy: reject: no\n\n<!-- lazy -->"); err != nil || !api.closed || len(api.notes) != 1 || api.notes[0] != "lazy: reject: no\n\n<!-- lazy -->" {
+		t.Fatalf("close: %v %v %v\nrequests: %v", err, api.closed, api.notes, api.requests)
 	}
 }
