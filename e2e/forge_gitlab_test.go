@@ -288,7 +288,7 @@ func TestGitLabSyncDeliversJobLogsAndNotesOnceAndFollowsMergesAndCloses(t *testi
 	}
 }
 
-func TestGitLabKilledSubmitLeavesOneMergeRequest(t *testing.T) {
+func TestGitLabKilledSubmitAndAcceptRecoverWithOneMergeRequest(t *testing.T) {
 	f := newFakeGitLab(t)
 	r := f.r
 	tk := workedTask(t, r, "Crashy", "c.txt one")
@@ -300,5 +300,20 @@ func TestGitLabKilledSubmitLeavesOneMergeRequest(t *testing.T) {
 	out := r.ok("submit", tk.Slug)
 	if !strings.Contains(out, "pull request #1") || len(glLoad(f).MRs) != 1 || glCalls(f, "api", "POST") != 1 {
 		t.Fatalf("the retried submit: %s; %d merge requests", out, len(glLoad(f).MRs))
+	}
+
+	// Killed while glab asks GitLab to merge: a read returns the task to
+	// submitted, and accept works again.
+	glEdit(f, func(st *glState) { st.HangBefore = "mr merge" })
+	f.killWhileHung("accept", tk.Slug)
+	if got := r.refStatus(tk.ID); got != "merging" {
+		t.Fatalf("a killed forge accept left %s, want merging", got)
+	}
+	r.ok("list")
+	if got := r.show(tk.Slug).Status; got != "submitted" {
+		t.Fatalf("after recovery the task is %s, want submitted", got)
+	}
+	if out := r.ok("accept", tk.Slug); !strings.Contains(out, "pull request #1 merged into main") || len(glLoad(f).MRs) != 1 {
+		t.Fatalf("accept after recovery: %s", out)
 	}
 }
