@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
+	"github.com/lazyorch/lazy/machine"
 )
 
 // Backend runs a tool call somewhere: in this process (the builder) or in
@@ -31,33 +37,153 @@ func (l Local) Call(ctx context.Context, tool string, args json.RawMessage) (jso
 	return l.D.Call(ctx, l.Caller, tool, args)
 }
 
+// Instructions tell a connected client how lazy's tools fit together.
+const Instructions = `lazy runs AI coding agents on tasks, each on its own git branch and worktree; every task's state lives in the repository's git refs.
+
+The task loop:
+1. lazy_create a task (title + goal: what done looks like). It starts in backlog.
+2. lazy_start it: an agent turn runs in the task's worktree (status working).
+3. lazy_wait for the turn to end. Long waits send progress notifications; without them, lazy_wait returns still_running: true after timeout_seconds (default 50): just call it again.
+4. Review: lazy_show (turns, journal, pending file violations), lazy_diff (what changed), lazy_logs (the agent's output).
+5. Then either lazy_unblock with feedback (another turn: back to 3), or lazy_accept to squash-merge the work (complete). lazy_close or lazy_reject abandon a task; lazy_reopen brings it back.
+
+Statuses: backlog (not started), working (a turn runs), blocked (waits for you), conflict (blocked with file-permission violations to decide in lazy_unblock), interrupted (the agent died: lazy_resume or lazy_unblock), pairing (a human works in it), merging, submitted (a pull request is open: lazy_accept merges it), complete, abandoned, zombie.
+Run many tasks at once: start several, then lazy_list with status blocked to see which wait for you. Task arguments take a slug or a unique id prefix. Every result is JSON (structuredContent) with a readable summary in its text.`
+
 // NewServer builds an MCP server offering the builder's tools, or an
-// agent's (agent set), each forwarded to b.
+// agent's (agent set), each forwarded to b, and the task resource
+// template when tasks can be read here (show non-nil).
 func NewServer(b Backend, agent bool, version string) *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Version: version}, nil)
+	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Title: "lazy task orchestrator", Version: version}, &sdk.ServerOptions{Instructions: Instructions})
 	for _, t := range Tools {
-		if t.AgentOnly && !agent {
+		if t.AgentOnly && !agent || t.BuilderOnly && agent {
 			continue
 		}
 		t.register(s, t, b)
 	}
+	addTaskResource(s, b)
 	return s
 }
 
-func add[In any](s *sdk.Server, t Tool, b Backend) {
-	sdk.AddTool(s, &sdk.Tool{Name: t.Name, Description: t.Description}, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+// ProgressEvery is how often a long call sends a progress notification
+// when the client gave a progress token: often enough to keep a client
+// that resets its timeout on progress (5 s or more) alive.
+const ProgressEvery = 2 * time.Second
+
+func add[In, Out any](s *sdk.Server, t Tool, b Backend) {
+	in, err := schemaFor[In]()
+	if err != nil {
+		panic(fmt.Sprintf("mcp: input schema of %s: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	out, err := schemaFor[Out]()
+	if err != nil {
+		panic(fmt.Sprintf("mcp: output schema of %s: %v", t.Name, err))
+	}
+	tool := &sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in, OutputSchema: out,
+		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Hints.ReadOnly, DestructiveHint: &t.Hints.Destructive,
+			IdempotentHint: t.Hints.Idempotent, OpenWorldHint: &t.Hints.OpenWorld}}
+	sdk.AddTool(s, tool, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		var zero Out
 		args, err := json.Marshal(in)
 		if err != nil {
-			return nil, nil, err
+			return nil, zero, err
 		}
-		out, err := b.Call(ctx, t.Name, args)
+		if t.Long {
+			var stop func()
+			ctx, stop = progress(ctx, req, t.Name)
+			defer stop()
+		} else {
+			// Nothing of a call goes to stderr, progress or not.
+			ctx = WithReporter(ctx, func(string) {})
+		}
+		raw, err := b.Call(ctx, t.Name, args)
 		if err != nil {
-			return nil, nil, err
+			return nil, zero, err
 		}
-		return nil, out, nil
+		var o Out
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return nil, zero, fmt.Errorf("%s returned a result lazy cannot read: %w", t.Name, err)
+		}
+		text := string(raw)
+		if h := headline(t.Name, o); h != "" {
+			text = h + "\n\n" + text
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, o, nil
 	})
 }
 
+// progress starts the call's progress notifications, if the client asked
+// for them with a progress token: the latest line a long operation
+// reported, re-sent every ProgressEvery so the client's timeout keeps
+// being reset even while nothing changes.
+func progress(ctx context.Context, req *sdk.CallToolRequest, tool string) (context.Context, func()) {
+	var token any
+	if req != nil && req.Params != nil {
+		token = req.Params.GetProgressToken()
+	}
+	if token == nil || req.Session == nil {
+		return WithReporter(ctx, func(string) {}), func() {}
+	}
+	var (
+		mu     sync.Mutex
+		latest = tool + ": started"
+		n      float64
+	)
+	send := func() {
+		mu.Lock()
+		n++
+		p := &sdk.ProgressNotificationParams{ProgressToken: token, Progress: n, Message: latest}
+		mu.Unlock()
+		_ = req.Session.NotifyProgress(ctx, p) // a lost notification is only a missed reset
+	}
+	changed := make(chan struct{}, 1)
+	ctx = WithReporter(ctx, func(msg string) {
+		mu.Lock()
+		latest = msg
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(ProgressEvery)
+		defer t.Stop()
+		send()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-changed:
+				send()
+			case <-t.C:
+				send()
+			}
+		}
+	}()
+	return ctx, func() { close(done); <-finished }
+}
+
+// schemaFor infers a JSON schema for T the way the SDK would, with the
+// status enum, hex hashes and RFC 3339 times spelled out.
+func schemaFor[T any]() (*jsonschema.Schema, error) {
+	var enum []any
+	for _, st := range machine.Statuses() {
+		enum = append(enum, string(st))
+	}
+	cats := []any{string(machine.CategoryActive), string(machine.CategoryBlocked), string(machine.CategoryTerminal), string(machine.CategoryResting)}
+	return jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[machine.Status]():   {Type: "string", Enum: enum, Description: "task status"},
+		reflect.TypeFor[machine.Category](): {Type: "string", Enum: cats},
+		reflect.TypeFor[gitstore.Hex]():     {Type: "string", Pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$", Description: "git object id, hex"},
+		reflect.TypeFor[time.Time]():        {Type: "string", Format: "date-time"},
+	}})
+}
 // CallRequest is the body of the daemon's POST /mcp/call.
 type CallRequest struct {
 	Tool      string          `json:"tool"`
