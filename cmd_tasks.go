@@ -362,7 +362,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if c.JSON {
 		return a.printJSON(d)
 	}
-	goal, turns, comments, hist := d.Goal, d.TurnList, d.Comments, d.History
+	goal, turns, comments, hist := d.Goal, d.TurnList, d.CommentList, d.History
 	t := &sn.Task
 	w := a.stdout
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)

@@ -15,7 +15,7 @@ type Detail struct {
 	PendingViolations []string  `json:"pending_violations"`
 	TurnList          []Turn    `json:"turn_list"`
 	TurnsOmitted      int       `json:"turns_omitted"` // earlier turns left out (lastTurns)
-	Comments          []Comment `json:"comment_list"`
+	CommentList       []Comment `json:"comment_list"`
 	Journal           []Comment `json:"journal"`
 	History           []Change  `json:"history"`
 	Commit            string    `json:"commit"`
@@ -43,7 +43,7 @@ func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
 	}
 	d := &Detail{Summary: NewSummary(&sn.Task), Goal: goal, Session: sn.Session, Refused: sn.Task.MergeRefused,
 		PendingViolations: append([]string{}, sn.Violations.Pending...), TurnList: append([]Turn{}, turns...),
-		Comments: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String()}
+		CommentList: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String()}
 	if lastTurns > 0 && len(d.TurnList) > lastTurns {
 		d.TurnsOmitted = len(d.TurnList) - lastTurns
 		d.TurnList = d.TurnList[d.TurnsOmitted:]
@@ -52,7 +52,7 @@ func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
 		if c.Journal != nil {
 			d.Journal = append(d.Journal, c)
 		} else {
-			d.Comments = append(d.Comments, c)
+			d.CommentList = append(d.CommentList, c)
 		}
 	}
 	if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
