@@ -184,6 +184,7 @@ func schemaFor[T any]() (*jsonschema.Schema, error) {
 		reflect.TypeFor[time.Time]():        {Type: "string", Format: "date-time"},
 	}})
 }
+
 // CallRequest is the body of the daemon's POST /mcp/call.
 type CallRequest struct {
 	Tool      string          `json:"tool"`
