@@ -67,6 +67,31 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		"hang":        agent("print hanging", "hang"),
 		"slowSeconds": slowSeconds,
 	}
+	runTSClient(t, r, sdkDir, node, cfg)
+}
+
+// TestTypeScriptSDKClientThroughTheAgentProxy drives an agent turn's
+// lazy mcp-proxy with the TypeScript SDK client: the agent's tools and
+// schemas, its journal and progress, and a subtask's 15 s turn waited for
+// under a 5 s client timeout, kept alive by progress the daemon relays.
+func TestTypeScriptSDKClientThroughTheAgentProxy(t *testing.T) {
+	node, sdkDir := tsSDK(t)
+	r := withDaemon(t, newRepo(t))
+	a, token := agentWithToken(t, r, "ts agent")
+	const slowSeconds = 15
+	cfg := map[string]any{
+		"mode": "agent", "task": a.Slug,
+		"sdk": filepath.Join(sdkDir, "node_modules", "@modelcontextprotocol", "sdk"), "lazy": lazyBin, "repo": r.dir,
+		"slow":        "env " + script(t, "print starting a slow turn", "sleep "+(slowSeconds*time.Second).String(), "print slow turn done") + " " + fakeAgentBin,
+		"slowSeconds": slowSeconds,
+	}
+	runTSClient(t, r.with("LAZY_MCP_TOKEN="+token), sdkDir, node, cfg)
+}
+
+// runTSClient runs testdata/mcp-ts-client.cjs with cfg and reports its
+// findings.
+func runTSClient(t *testing.T, r *runner, sdkDir, node string, cfg map[string]any) {
+	t.Helper()
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)

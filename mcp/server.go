@@ -191,10 +191,14 @@ type CallRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// CallResponse is its answer: a result, or an error for the caller.
+// CallResponse is one line of its answer: progress lines while the call
+// runs, then a result or an error for the caller. The answer is JSON
+// lines, so a proxy relays a long call's progress to its client as it
+// comes; a daemon that sends no progress sends just the final line.
 type CallResponse struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Progress string          `json:"progress,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // Remote forwards calls to the daemon of lazyDir with a bearer token.
@@ -227,18 +231,21 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 		return nil, fmt.Errorf("the lazy daemon is not reachable (%w); it starts with the next turn, or run lazy daemon --ensure", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
+	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<20))
+	for {
+		var cr CallResponse
+		if err := dec.Decode(&cr); err != nil {
+			return nil, fmt.Errorf("the daemon answered %s and then %w; run lazy daemon --status to check it", resp.Status, err)
+		}
+		switch {
+		case cr.Error != "":
+			return nil, fmt.Errorf("%s", cr.Error)
+		case cr.Result != nil:
+			return cr.Result, nil
+		case cr.Progress != "":
+			Report(ctx, cr.Progress)
+		}
 	}
-	var cr CallResponse
-	if err := json.Unmarshal(b, &cr); err != nil {
-		return nil, fmt.Errorf("the daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	if cr.Error != "" {
-		return nil, fmt.Errorf("%s", cr.Error)
-	}
-	return cr.Result, nil
 }
 
 // Handler serves POST /mcp/call for the daemon: the caller's task comes
@@ -270,12 +277,26 @@ func Handler(lazyDir string, d *Dispatcher, live func(link.Identity) error) http
 			reply(http.StatusBadRequest, CallResponse{Error: "bad call: " + err.Error()})
 			return
 		}
-		ctx := context.WithoutCancel(r.Context())
+		// Progress lines go out as they come; the first one commits the
+		// status, so every line after the token check answers 200.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		var mu sync.Mutex
+		enc := json.NewEncoder(w)
+		flusher, _ := w.(http.Flusher)
+		line := func(cr CallResponse) {
+			mu.Lock()
+			defer mu.Unlock()
+			if enc.Encode(cr) == nil && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		ctx := WithReporter(context.WithoutCancel(r.Context()), func(msg string) { line(CallResponse{Progress: msg}) })
 		out, err := d.Call(ctx, Caller{Actor: "agent", Task: id.Task}, req.Tool, req.Arguments)
 		if err != nil {
-			reply(http.StatusOK, CallResponse{Error: err.Error()})
+			line(CallResponse{Error: err.Error()})
 			return
 		}
-		reply(http.StatusOK, CallResponse{Result: out})
+		line(CallResponse{Result: out})
 	}
 }

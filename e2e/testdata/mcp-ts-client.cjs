@@ -3,8 +3,10 @@
 //
 //   node mcp-ts-client.cjs CONFIG.json
 //
-// CONFIG: {sdk, lazy, repo, fast, slow, hang, slowSeconds}. fast, slow
-// and hang are exec-agent command lines. The SDK client validates every
+// CONFIG: {sdk, lazy, repo, fast, slow, hang, slowSeconds} drives the
+// builder's `lazy mcp`; with mode "agent" and task it drives an agent
+// turn's `lazy mcp-proxy` (the token comes in the environment). fast,
+// slow and hang are exec-agent command lines. The SDK client validates every
 // structuredContent against the tool's outputSchema itself (callTool
 // does, once listTools has cached the validators); this script adds the
 // checks the SDK does not make and prints one JSON line per finding:
@@ -26,7 +28,7 @@ const check = (cond, msg) => (cond ? ok(msg) : fail(msg));
 
 async function main() {
   const transport = new StdioClientTransport({
-    command: cfg.lazy, args: ['-C', cfg.repo, 'mcp'], env: process.env, stderr: 'pipe',
+    command: cfg.lazy, args: ['-C', cfg.repo, cfg.mode === 'agent' ? 'mcp-proxy' : 'mcp'], env: process.env, stderr: 'pipe',
   });
   let stderr = '';
   transport.stderr.on('data', (b) => { stderr += b.toString(); });
@@ -67,6 +69,12 @@ async function main() {
     check(res.isError && want.test(text), `${name} refuses with a clear error: ${text}`);
   }
 
+  if (cfg.mode === 'agent') {
+    await agent(client, byName, call, refused);
+    check(stderr.trim() === '', `nothing leaked to stderr: ${JSON.stringify(stderr.slice(0, 300))}`);
+    await client.close();
+    return;
+  }
   const empty = await call('lazy_list', { status: ['blocked'] });
   check(Array.isArray(empty.tasks) && empty.tasks.length === 0, 'an empty list is []');
 
@@ -144,6 +152,35 @@ async function main() {
   for (const t of tools) check(called.has(t.name), `${t.name} was called`);
   check(stderr.trim() === '', `nothing leaked to stderr: ${JSON.stringify(stderr.slice(0, 300))}`);
   await client.close();
+}
+
+// agent drives an agent's proxy: its own task, its journal and progress,
+// and a subtask whose long turn it waits for with progress relayed from
+// the daemon.
+async function agent(client, byName, call, refused) {
+  check(byName.lazy_update_progress && !byName.lazy_reparent, 'the agent has lazy_update_progress and no lazy_reparent');
+  const own = await call('lazy_show', { task: cfg.task });
+  check(own.status === 'working' && Array.isArray(own.journal), 'the agent reads its own task');
+  const j = await call('lazy_journal', { rationale: 'from the TS agent client', decisions: ['use the proxy'] });
+  check(j.entry.actor === 'agent', 'the journal entry is stamped agent');
+  await call('lazy_update_progress', { message: 'checking the proxy' });
+  const listed = await call('lazy_list', {});
+  check(listed.tasks.length === 1 && listed.count === 1, 'the agent lists its own subtree');
+  await refused('lazy_accept', { task: cfg.task }, /scope/);
+  const child = (await call('lazy_create', { title: 'TS agent child' })).task;
+  check(child.parent === own.id, 'the agent creates its own subtask');
+  await call('lazy_start', { task: child.slug, command: cfg.slow });
+  const progress = [];
+  const t0 = Date.now();
+  const w = await call('lazy_wait', { task: child.slug, timeout_seconds: 120 }, {
+    timeout: 5000, resetTimeoutOnProgress: true, onprogress: (p) => progress.push(p),
+  });
+  const took = (Date.now() - t0) / 1000;
+  check(w.task.status === 'blocked' && took >= cfg.slowSeconds - 3, `through the proxy a ${took.toFixed(1)} s wait completes under a 5 s client timeout`);
+  check(progress.length >= 3 && progress.some((p) => /working/.test(p.message || '')), `progress is relayed from the daemon (${progress.length}): ${JSON.stringify(progress.map((p) => p.message).slice(0, 3))}`);
+  const logs = await call('lazy_logs', { task: child.slug });
+  check(logs.lines.some((l) => /slow turn done/.test(l)), 'the agent reads its subtask\'s log');
+  await call('lazy_close', { task: child.slug, reason: 'done checking' });
 }
 
 main().then(() => process.exit(failed ? 1 : 0), (e) => { fail(String(e && e.stack || e)); process.exit(1); });
