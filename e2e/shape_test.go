@@ -141,7 +141,7 @@ func TestShowAndListShapesAreGoldenAndShared(t *testing.T) {
 		t.Fatalf("lazy_show of a new task: %v", bareMCP)
 	}
 
-	var cliList any = shapeJSON(t, r.ok("list", "--json"))
+	cliList := shapeJSON(t, r.ok("list", "--json"))
 	golden(t, "list.shape.json", cliList)
 	mcpList := shapeJSON(t, call(t, s, "lazy_list", nil, false)).(map[string]any)
 	if got := keys(mcpList); len(got) != 2 || got[0] != "count" || got[1] != "tasks" {
