@@ -50,13 +50,27 @@ func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
 	}
 	for _, c := range all {
 		if c.Journal != nil {
+			// A record from a remote or edited by hand may say null:
+			// the shape promises lists.
+			j := *c.Journal
+			j.Decisions, j.Deferrals = nonNilStrings(j.Decisions), nonNilStrings(j.Deferrals)
+			c.Journal = &j
 			d.Journal = append(d.Journal, c)
 		} else {
 			d.CommentList = append(d.CommentList, c)
 		}
 	}
 	if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
-		d.Violations = &sn.Violations
+		v := sn.Violations
+		v.Pending = nonNilStrings(v.Pending)
+		d.Violations = &v
 	}
 	return d, nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -79,6 +79,7 @@ func add[In, Out any](s *sdk.Server, t Tool, b Backend) {
 	if err != nil {
 		panic(fmt.Sprintf("mcp: output schema of %s: %v", t.Name, err))
 	}
+	noNullLists(out)
 	tool := &sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in, OutputSchema: out,
 		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Hints.ReadOnly, DestructiveHint: &t.Hints.Destructive,
 			IdempotentHint: t.Hints.Idempotent, OpenWorldHint: &t.Hints.OpenWorld}}
@@ -167,6 +168,32 @@ func progress(ctx context.Context, req *sdk.CallToolRequest, tool string) (conte
 		}
 	}()
 	return ctx, func() { close(done); <-finished }
+}
+
+// noNullLists makes every list in an output schema a plain array: lazy
+// answers [] for an empty list, and the schema says so, so a client's
+// validator catches a null before an LLM has to.
+func noNullLists(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
+		s.Type, s.Types = "array", nil
+	}
+	noNullLists(s.Items)
+	noNullLists(s.AdditionalProperties)
+	for _, p := range s.Properties {
+		noNullLists(p)
+	}
+	for _, x := range s.AnyOf {
+		noNullLists(x)
+	}
+	for _, x := range s.OneOf {
+		noNullLists(x)
+	}
+	for _, x := range s.AllOf {
+		noNullLists(x)
+	}
 }
 
 // schemaFor infers a JSON schema for T the way the SDK would, with the
