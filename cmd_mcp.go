@@ -29,7 +29,9 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	srv := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID())
-	return srv.Run(ctx, &sdk.StdioTransport{})
+	err = srv.Run(ctx, &sdk.StdioTransport{})
+	d.Drain(ctx) // an accept the client stopped waiting for still finishes
+	return err
 }
 
 // McpProxyCmd is the agent's stdio MCP server: every call goes to the

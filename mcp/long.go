@@ -228,3 +228,22 @@ func (d *Dispatcher) stillRunning(id, latest, verb string, shape func(*View, Run
 	return shape(v, Running{StillRunning: true, WaitingOn: "the " + verb + " of " + slug + ": " + latest,
 		Next: "call lazy_" + verb + " with task " + slug + " again; it picks this " + verb + " up rather than starting another"}), nil
 }
+
+// Drain waits until every run in flight (an accept or submit whose call
+// returned still_running) has ended, or ctx ends: a server whose client
+// went away finishes a merge it began rather than leave it for recovery.
+func (d *Dispatcher) Drain(ctx context.Context) {
+	d.mu.Lock()
+	var pending []*flight
+	for _, f := range d.flights {
+		pending = append(pending, f)
+	}
+	d.mu.Unlock()
+	for _, f := range pending {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
