@@ -76,7 +76,7 @@ func TestLongCallsSendProgressAndReturnStillRunning(t *testing.T) {
 	r := newRepo(t)
 	counter := filepath.Join(t.TempDir(), "runs")
 	r = r.with(script(t, "attempt "+counter,
-		"when 1 write long.txt long", "when 1 commit agent: long", "when 1 sleep 5s",
+		"when 1 write long.txt long", "when 1 commit agent: long", "when 1 sleep 8s",
 		"when 2 sleep 5s", "print ok"))
 	r.ok("init")
 	s, log := progressClient(t, r)
@@ -87,7 +87,7 @@ func TestLongCallsSendProgressAndReturnStillRunning(t *testing.T) {
 	slug := created.Task.Slug
 	call(t, s, "lazy_start", map[string]any{"task": slug, "command": fakeAgentBin}, false)
 
-	// Without progress support: a short bound answers still_running with
+	// Without progress support: a 1 s bound on an 8 s turn answers still_running with
 	// what it waits on, and calling again completes.
 	var w struct {
 		Task         struct{ Status string } `json:"task"`
@@ -97,7 +97,7 @@ func TestLongCallsSendProgressAndReturnStillRunning(t *testing.T) {
 	}
 	decodeInto(t, call(t, s, "lazy_wait", map[string]any{"task": slug, "timeout_seconds": 1}, false), &w)
 	if !w.StillRunning || w.Task.Status != "working" || !strings.Contains(w.WaitingOn, slug) || !strings.Contains(w.Next, "lazy_wait") {
-		t.Fatalf("a 1 s wait on a 5 s turn: %+v", w)
+		t.Fatalf("a 1 s wait on an 8 s turn: %+v", w)
 	}
 	// With a progress token: notifications while it waits, with the status.
 	out := callWithProgress(t, s, "lazy_wait", map[string]any{"task": slug, "timeout_seconds": 60}, "wait-1")
@@ -128,7 +128,7 @@ func TestLongCallsSendProgressAndReturnStillRunning(t *testing.T) {
 	if got := r.git("show", "main:long.txt"); got != "long" {
 		t.Fatalf("main:long.txt = %q", got)
 	}
-	if all := strings.Join(log.all(), "|"); !strings.Contains(all, "accept") {
+	if all := strings.Join(log.all(), "|"); !strings.Contains(all, "accept step") {
 		t.Fatalf("no accept narration in the progress: %q", all)
 	}
 	if n := len(r.showFull(slug).History); n == 0 {

@@ -157,6 +157,11 @@ func progress(ctx context.Context, req *sdk.CallToolRequest, tool string) (conte
 		for {
 			select {
 			case <-done:
+				select { // the last line reported goes out before the result
+				case <-changed:
+					send()
+				default:
+				}
 				return
 			case <-ctx.Done():
 				return
