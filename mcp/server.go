@@ -50,11 +50,23 @@ The task loop:
 Statuses: backlog (not started), working (a turn runs), blocked (waits for you), conflict (blocked with file-permission violations to decide in lazy_unblock), interrupted (the agent died: lazy_resume or lazy_unblock), pairing (a human works in it), merging, submitted (a pull request is open: lazy_accept merges it), complete, abandoned, zombie.
 Run many tasks at once: start several, then lazy_list with status blocked to see which wait for you. Task arguments take a slug or a unique id prefix. Every result is JSON (structuredContent) with a readable summary in its text.`
 
+// AgentInstructions tell an agent inside a turn what its tools are for.
+const AgentInstructions = `You are the agent of one lazy task; these tools act on that task and its direct subtasks only.
+
+- lazy_update_progress: one short line on what you are doing now (latest wins; not history).
+- lazy_journal: before you finish a turn, record why you did what you did, the decisions you made and what you deferred. It is kept with the task and read by whoever reviews it.
+- Split work: lazy_create a subtask (it goes under your task), lazy_start it, lazy_wait for it (call again on still_running: true), review it with lazy_show / lazy_diff / lazy_logs, then lazy_unblock it with feedback or lazy_accept it into your branch.
+- lazy_show and lazy_list show your own task and its subtasks.`
+
 // NewServer builds an MCP server offering the builder's tools, or an
 // agent's (agent set), each forwarded to b, and the task resource
 // template when tasks can be read here (show non-nil).
 func NewServer(b Backend, agent bool, version string) *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Title: "lazy task orchestrator", Version: version}, &sdk.ServerOptions{Instructions: Instructions})
+	instructions := Instructions
+	if agent {
+		instructions = AgentInstructions
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Title: "lazy task orchestrator", Version: version}, &sdk.ServerOptions{Instructions: instructions})
 	for _, t := range Tools {
 		if t.AgentOnly && !agent || t.BuilderOnly && agent {
 			continue

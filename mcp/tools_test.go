@@ -51,7 +51,7 @@ func connect(t *testing.T, b Backend, agent bool, opts *sdk.ClientOptions) *sdk.
 func TestEveryToolDeclaresAnObjectSchemaHintsAndAnActionableDescription(t *testing.T) {
 	for _, agent := range []bool{false, true} {
 		cs := connect(t, fakeBackend{}, agent, nil)
-		if !strings.Contains(cs.InitializeResult().Instructions, "lazy_wait") {
+		if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "lazy_wait") || agent != strings.Contains(ins, "lazy_journal: before you finish") {
 			t.Fatalf("instructions: %q", cs.InitializeResult().Instructions)
 		}
 		res, err := cs.ListTools(context.Background(), nil)
