@@ -746,7 +746,7 @@ func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error 
 // Change is one entry of a task's status changelog, read from the commit
 // history of its ref.
 type Change struct {
-	Commit  plumbing.Hash  `json:"commit"`
+	Commit  Hex            `json:"commit"`
 	At      time.Time      `json:"at"`
 	Op      string         `json:"op"`
 	Actor   machine.Actor  `json:"actor"`
@@ -779,7 +779,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 		clock, _ := strconv.ParseUint(tr[TrailerClock], 10, 64)
 		subject, _, _ := strings.Cut(c.Message, "\n")
 		out = append(out, Change{
-			Commit: h, At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
+			Commit: Hex(h), At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
 			From: machine.Status(tr[TrailerFrom]), To: machine.Status(tr[TrailerTo]),
 			Clock: clock, Host: tr[TrailerHost], Subject: subject,
 		})
