@@ -211,13 +211,15 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 	}
 	pd := r.proto(id)
 	why := "removed the protocol files of a finished task"
-	var st proto.Status
-	if pd.Read(proto.StatusFile, &st) == nil {
-		if isSupervisor(st.PID, id) {
-			r.stopSupervisor(st.PID, id)
-			why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", st.PID)
-		}
-		killGroup(st.AgentPID)
+	pid, running := r.Env.SupervisorRunning(id)
+	if running {
+		why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", pid)
+	}
+	if _, err := r.Env.StopTurnProcesses(ctx, id); err != nil {
+		return nil, err
+	}
+	if running {
+		supervisorExit(pd) // its launching shell records the exit before the directory goes
 	}
 	if err := os.RemoveAll(string(pd)); err != nil {
 		return nil, fmt.Errorf("remove %s: %w", pd, err)
