@@ -233,3 +233,54 @@ func TestDoctorEndsAStrayAgentOfAParkedTask(t *testing.T) {
 		t.Fatalf("doctor after its repair: %s", out)
 	}
 }
+
+func TestParallelAcceptsIntoOneBranchAreSerialized(t *testing.T) {
+	r := newRepo(t)
+	const n = 5
+	var tasks []task
+	for i := 0; i < n; i++ {
+		name := "par" + strconv.Itoa(i)
+		tasks = append(tasks, workedTask(t, r, name, name+".txt from "+name))
+	}
+	// The user has work in progress in the destination throughout.
+	if err := os.WriteFile(r.dir+"/wip.txt", []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]string, n)
+	for i, tk := range tasks {
+		wg.Add(1)
+		go func(i int, slug string) {
+			defer wg.Done()
+			cmd := exec.Command(lazyBin, "accept", slug)
+			cmd.Dir, cmd.Env = r.dir, r.environ()
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				results[i] = slug + ": " + err.Error() + "\n" + string(out)
+			}
+		}(i, tk.Slug)
+	}
+	wg.Wait()
+	for _, res := range results {
+		if res != "" {
+			t.Errorf("a parallel accept failed: %s", res)
+		}
+	}
+	// Every squash commit holds exactly its own task's file.
+	for _, tk := range tasks {
+		sha := strings.TrimSpace(r.git("log", "--format=%H", "--fixed-strings", "--grep=Lazy-Task: "+tk.ID, "main"))
+		if sha == "" || strings.Contains(sha, "\n") {
+			t.Fatalf("task %s has squash commits %q on main", tk.Slug, sha)
+		}
+		files := strings.Fields(r.git("show", "--name-only", "--format=", sha))
+		if len(files) != 1 || files[0] != tk.Slug+".txt" {
+			t.Errorf("the squash of %s holds %v", tk.Slug, files)
+		}
+	}
+	if b, err := os.ReadFile(r.dir + "/wip.txt"); err != nil || string(b) != "mine\n" {
+		t.Fatalf("the user's work in progress: %q %v", b, err)
+	}
+	if st := r.git("stash", "list"); st != "" {
+		t.Fatalf("stashes left: %q", st)
+	}
+}

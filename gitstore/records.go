@@ -66,6 +66,10 @@ type AcceptRecord struct {
 	// merge touches that worktree, so a crash can say where they are.
 	Dest     string `json:"dest,omitempty"`
 	StashSHA string `json:"stash_sha,omitempty"`
+	// DestDirty says the destination had uncommitted changes when the
+	// accept began, so a stash of them is owed back even if a crash came
+	// before StashSHA was recorded (the stash message names the task).
+	DestDirty bool `json:"dest_dirty,omitempty"`
 }
 
 // Outcomes recorded on a task that reached a terminal status.

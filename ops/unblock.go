@@ -30,6 +30,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 		return nil, err
 	}
 	defer unlock()
+	if sn, err = e.escapeStranded(ctx, sn, "unblock"); err != nil {
+		return nil, err
+	}
 	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
 		return nil, err
 	}

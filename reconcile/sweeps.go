@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
@@ -128,30 +127,20 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	if sn.Task.ForgePending() {
 		return r.sweepForgePending(ctx, sn)
 	}
-	landed, err := MergeLanded(ctx, r.Env.RepoDir, sn)
-	if err != nil {
+	// The destination is put back (or the accept finished) and the user's
+	// stash given back, under the destination's accept lock.
+	out, landed, note, err := r.Env.RecoverStrandedAccept(ctx, sn)
+	if err != nil || out == nil || out.Task.Status == machine.Merging {
 		return nil, err
 	}
-	a, err := r.stepLocked(ctx, id, func(s *gitstore.Snapshot) string {
-		if s.Task.Status != machine.Merging {
-			return ""
-		}
-		if landed {
-			ops.FinishAccepted(s, r.now())
-			return "a stranded accept had merged; finished as accepted"
-		}
-		why := "a stranded accept never merged; status before the accept restored"
-		if rec := s.Task.Accept; rec != nil && rec.Dest != "" {
-			why += "; check " + rec.Dest + " (git status) for a half-done squash merge"
-			if rec.StashSHA != "" {
-				why += ", and re-apply your uncommitted changes from stash " + rec.StashSHA + " (git -C " + rec.Dest + " stash apply " + rec.StashSHA + ")"
-			}
-		}
-		ops.RestoreFromAccept(s)
-		s.AddComment(gitstore.Comment{Actor: machine.System, At: r.now().UTC().Truncate(time.Second), Text: why})
-		return why
-	})
-	return one(a), err
+	why := "a stranded accept never merged; status before the accept restored"
+	if landed {
+		why = "a stranded accept had merged; finished as accepted"
+	}
+	if note != "" {
+		why += "; " + note
+	}
+	return []Action{{TaskID: id, Slug: sn.Task.Slug, From: machine.Merging, To: out.Task.Status, Why: why}}, nil
 }
 
 // MergeLanded reports whether a stranded local accept committed its
