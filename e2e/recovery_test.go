@@ -270,8 +270,8 @@ func TestFeedbackSurvivesCrashesVerbatim(t *testing.T) {
 	crash(t, sup) // feedback recorded, never consumed
 
 	sup = waitSupervisor(t, r, tk.ID, sup)
-	waitRun(t, counter, "3")
-	crash(t, sup) // a crash during the resume itself
+	waitFile(t, argv3) // the resumed agent got its prompt (atomic write)
+	crash(t, sup)      // a crash during the resume itself
 
 	s := r.waitStatus(tk.Slug, "blocked")
 	for _, p := range []string{argv3, argv4} {

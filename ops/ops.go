@@ -410,6 +410,11 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		s.Task.Status = to
 		s.Task.Outcome = ""
 		s.Task.Reason = reason
+		turns, err := e.Store.Turns(s)
+		if err != nil {
+			return nil, err
+		}
+		s.Task.ReopenedAt = NewestCommit(turns)
 		if s.Session != nil {
 			s.Session.EndedAt = nil
 			s.Session.Outcome = ""
@@ -421,4 +426,15 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
 	})
 	return sn, err
+}
+
+// NewestCommit is the last commit any of turns recorded, or "".
+func NewestCommit(turns []gitstore.Turn) string {
+	newest := ""
+	for _, t := range turns {
+		if len(t.Commits) > 0 {
+			newest = t.Commits[len(t.Commits)-1]
+		}
+	}
+	return newest
 }

@@ -31,7 +31,8 @@ func ResumePrompt(dirty bool, turns []gitstore.Turn) string {
 	}
 	var pending []gitstore.Turn
 	for _, t := range turns {
-		if t.FeedbackDelivery == gitstore.FeedbackPending {
+		// An unanswered ask's question is not work feedback.
+		if t.FeedbackDelivery == gitstore.FeedbackPending && t.Kind != "ask" {
 			pending = append(pending, t)
 		}
 	}
@@ -79,6 +80,9 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 		return "the upstream merge failed; a human must resolve it"
 	case s.PendingViolations() > 0:
 		return "file-permission violations are pending"
+	case s.Session.TurnKind == "ask":
+		// Resuming would turn a read-only question into a work turn.
+		return "the interrupted turn was a read-only ask; ask again, or resume or unblock it"
 	}
 	if _, running := e.SupervisorRunning(s.Task.ID); running {
 		return "a supervisor still runs it"

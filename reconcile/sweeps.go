@@ -309,14 +309,12 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	if err != nil {
 		return nil, err
 	}
-	newest := ""
-	for _, t := range turns {
-		if len(t.Commits) > 0 {
-			newest = t.Commits[len(t.Commits)-1]
-		}
-	}
+	newest := ops.NewestCommit(turns)
 	if newest == "" || !gitstore.ValidHex(newest) {
 		return nil, nil // no recorded work: an empty branch is not a merged one
+	}
+	if newest == sn.Task.ReopenedAt {
+		return nil, nil // reopened after that work merged: the reopen stands
 	}
 	if gitcli.New(r.Env.RepoDir, "merge-base", "--is-ancestor", newest, "refs/heads/"+target).Run(ctx) != nil {
 		return nil, nil

@@ -134,8 +134,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
 		case resp.Status == proto.Completed:
-			// Feedback is consumed only when a response completes normally.
-			if err := consumeFeedback(s); err != nil {
+			// Feedback is consumed only when a response completes normally,
+			// and only by the kind of turn that answers it: an ask answers
+			// its question, never the work feedback still owed.
+			if err := consumeFeedback(s, s.Session.TurnKind == "ask"); err != nil {
 				return nil, err
 			}
 			s.Session.ConsecutiveInterruptions = 0
@@ -169,9 +171,9 @@ func neutralKind(k string) bool { return k == "ask" || k == "sync" || k == "pre-
 // consumeFeedback flips every pending feedback turn of the session to
 // consumed: clearing the whole backlog at once is what makes redelivery
 // idempotent.
-func consumeFeedback(s *gitstore.Snapshot) error {
+func consumeFeedback(s *gitstore.Snapshot, ask bool) error {
 	return s.EditTurns(func(t *gitstore.Turn) bool {
-		if t.FeedbackDelivery != gitstore.FeedbackPending {
+		if t.FeedbackDelivery != gitstore.FeedbackPending || (t.Kind == "ask") != ask {
 			return false
 		}
 		t.FeedbackDelivery = gitstore.FeedbackConsumed
@@ -277,12 +279,17 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		}
 		s.AddTurn(turn)
 		s.Task.Substate = ""
-		if k := s.Session.TurnKind; neutralKind(k) {
-			// An ask or sync is status-neutral even when it dies: the task
-			// goes back to where it was, never to an auto-resumed work turn.
+		if k := s.Session.TurnKind; k == "sync" || k == "pre-accept" {
+			// A sync or pre-accept turn is status-neutral even when it dies:
+			// the task goes back to where it was.
 			s.Task.Status = machine.Park(s.PendingViolations())
 			reason = k + " ended: " + reason
 		} else {
+			// Any other turn, an ask included (spec: "if the agent crashes
+			// mid-ask the task lands in interrupted like any other turn").
+			if k == "ask" {
+				reason = "ask ended: " + reason
+			}
 			markInterrupted(s, now, code, reason, logs, st.Phase)
 		}
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Working, To: s.Task.Status, Why: reason}
