@@ -171,8 +171,9 @@ func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
 		argv = append([]string{sh, "-c", exitRecorder}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = proto.WithoutTurnEnv(os.Environ())
 	if exitFile != "" {
-		cmd.Env = append(os.Environ(), "LAZY_EXIT_FILE="+exitFile)
+		cmd.Env = append(cmd.Env, "LAZY_EXIT_FILE="+exitFile)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
 	if errlog != nil {

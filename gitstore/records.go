@@ -15,19 +15,24 @@ const SchemaVersion = 1
 // Long texts live in their own blobs so that an operation which does not
 // change them reuses their hashes.
 type Task struct {
-	Version      int               `json:"version"`
-	ID           string            `json:"id"`
-	Slug         string            `json:"slug"`
-	Title        string            `json:"title"`
-	Status       machine.Status    `json:"status"`
-	Parent       string            `json:"parent,omitempty"`
-	TargetBranch string            `json:"target_branch,omitempty"`
-	CreatedAt    time.Time         `json:"created_at"`
-	UpdatedAt    time.Time         `json:"updated_at"`
-	CreatedBy    machine.Actor     `json:"created_by,omitempty"`
-	Clock        uint64            `json:"clock"`
-	Outcome      string            `json:"outcome,omitempty"` // accepted, rejected, closed
-	Reason       string            `json:"reason,omitempty"`  // why it was rejected, closed or reopened
+	Version      int            `json:"version"`
+	ID           string         `json:"id"`
+	Slug         string         `json:"slug"`
+	Title        string         `json:"title"`
+	Status       machine.Status `json:"status"`
+	Parent       string         `json:"parent,omitempty"`
+	TargetBranch string         `json:"target_branch,omitempty"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+	CreatedBy    machine.Actor  `json:"created_by,omitempty"`
+	Clock        uint64         `json:"clock"`
+	Outcome      string         `json:"outcome,omitempty"` // accepted, rejected, closed
+	Reason       string         `json:"reason,omitempty"`  // why it was rejected, closed or reopened
+	// ReopenedAt is the newest commit the task's turns had recorded when
+	// it was reopened: the merged-branch sweep finishes a reopened task
+	// only for work recorded after that, so a reopen sticks even though
+	// the branch it reopened was merged.
+	ReopenedAt   string            `json:"reopened_at_commit,omitempty"`
 	AllowedPaths []string          `json:"allowed_paths,omitempty"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
 	Turns        int               `json:"turns"`
@@ -66,6 +71,10 @@ type AcceptRecord struct {
 	// merge touches that worktree, so a crash can say where they are.
 	Dest     string `json:"dest,omitempty"`
 	StashSHA string `json:"stash_sha,omitempty"`
+	// DestDirty says the destination had uncommitted changes when the
+	// accept began, so a stash of them is owed back even if a crash came
+	// before StashSHA was recorded (the stash message names the task).
+	DestDirty bool `json:"dest_dirty,omitempty"`
 }
 
 // Outcomes recorded on a task that reached a terminal status.
