@@ -40,6 +40,10 @@ func claudeMCPConfig(m *MCPServer) string {
 	return string(b)
 }
 
+// ClaudeMCPAllow is the --allowedTools entry that lets every tool of the
+// "lazy" MCP server through (Claude names them mcp__lazy__<tool>).
+const ClaudeMCPAllow = "mcp__lazy"
+
 // beforePrompt inserts flags before the "--" that precedes the prompt.
 func beforePrompt(argv []string, flags ...string) []string {
 	for i := len(argv) - 1; i >= 0; i-- {
@@ -60,6 +64,21 @@ type Stream interface {
 	Session() string  // the id to resume next time
 	Final() string    // the agent's final answer
 	Progress() string // the latest progress line
+	// Activity says how much real work the stream showed so far, and
+	// whether the agent is only retrying its API right now.
+	Activity() Activity
+}
+
+// Activity is what the stream says the agent is doing. Work counts events
+// that show the agent doing something (assistant text, tool use, items);
+// retry notices and keep-alives never count, so a CLI that only retries
+// its API makes no progress for the watchdog.
+type Activity struct {
+	Work int
+	// Retry is set while the agent retries its API by itself and has done
+	// no work since the first notice; RetryAttempt is the CLI's own count.
+	Retry        *Failure
+	RetryAttempt int
 }
 
 // Adapter is one agent CLI: how to run a turn, how to read its output,
@@ -100,7 +119,11 @@ func (claude) Classify(s Signals) Failure { return ClassifyClaude(s) }
 func (claude) Argv(t Turn) ([]string, error) {
 	argv := ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly)
 	if t.MCP != nil {
-		argv = beforePrompt(argv, "--mcp-config="+claudeMCPConfig(t.MCP))
+		// In -p mode Claude denies MCP tools that were not allowed, in
+		// every permission mode (plan included): allowing the server
+		// "mcp__lazy" lets lazy's tools through, and only lazy's: the
+		// user's own MCP servers keep whatever permissions they had.
+		argv = beforePrompt(argv, "--mcp-config="+claudeMCPConfig(t.MCP), "--allowedTools="+ClaudeMCPAllow)
 	}
 	return argv, nil
 }

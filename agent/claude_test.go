@@ -105,3 +105,21 @@ func TestCodexArgvAndStream(t *testing.T) {
 		t.Fatalf("usage limit: %+v", f)
 	}
 }
+
+// Every Claude turn kind that gets lazy's MCP server also allows its
+// tools: in -p mode Claude denies MCP tools that were not allowed.
+func TestClaudeAllowsLazyMCPInEveryKind(t *testing.T) {
+	a, _ := For("claude")
+	m := &MCPServer{Command: "/bin/lazy", Args: []string{"mcp-proxy"}, EnvVars: []string{"LAZY_MCP_TOKEN"}}
+	for _, turn := range []Turn{{Prompt: "work", PermissionMode: "acceptEdits"}, {Prompt: "again", ResumeID: "s1"}, {Prompt: "ask", ReadOnly: true}} {
+		turn.MCP = m
+		argv, err := a.Argv(turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(argv, " ")
+		if !strings.Contains(got, " --allowedTools=mcp__lazy -- ") || !strings.Contains(got, `"LAZY_MCP_TOKEN":"${LAZY_MCP_TOKEN}"`) {
+			t.Errorf("argv %q", got)
+		}
+	}
+}
