@@ -163,15 +163,15 @@ func (c *ClaudeStream) work() {
 func claudeRetryFailure(status *int, errType string) Failure {
 	switch {
 	case status == nil || *status == 0:
-		return Failure{Class: TransientUnreachable, Reason: "Claude is retrying: cannot connect to its API"}
+		return Failure{Class: TransientUnreachable, Reason: "cannot connect to its API"}
 	case *status == 401 || *status == 403:
-		return Failure{Class: FatalAuth, Reason: "Claude is retrying: API error " + strconv.Itoa(*status)}
+		return Failure{Class: FatalAuth, Reason: "API error " + strconv.Itoa(*status)}
 	default:
 		why := "API error " + strconv.Itoa(*status)
 		if errType != "" && errType != "unknown" {
 			why += " (" + errType + ")"
 		}
-		return Failure{Class: TransientOverload, Reason: "Claude is retrying: " + why}
+		return Failure{Class: TransientOverload, Reason: why}
 	}
 }
 

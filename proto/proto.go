@@ -123,6 +123,10 @@ type Status struct {
 	RetryFailureClass  string `json:"retry_failure_class,omitempty"`
 	RetryFailureReason string `json:"retry_failure_reason,omitempty"`
 	RetryNextDelayMS   int64  `json:"retry_next_delay_ms,omitempty"`
+	// AgentRetrying says the agent CLI itself is retrying its API (phase
+	// stays "agent"); the retry fields above then carry its class and
+	// reason, and Attempt its own count.
+	AgentRetrying bool `json:"agent_retrying,omitempty"`
 }
 
 // Response statuses.
@@ -202,6 +206,9 @@ type Watchdog struct {
 	Escalated  bool          `json:"escalated_to_sigkill"`
 	Relaunched int           `json:"relaunched"` // in-turn relaunches before this kill
 	AfterWork  bool          `json:"after_work"`
+	// Since is when the condition the guard bounds began (the
+	// unreachable_timeout guard: the agent's first retry notice).
+	Since time.Time `json:"since,omitempty"`
 }
 
 // Timing carries the supervisor's clocks, so tests can run them fast.
@@ -212,12 +219,18 @@ type Timing struct {
 	KillGrace time.Duration `json:"kill_grace_ns"`
 	// RetryScale multiplies every retry delay (1 in production).
 	RetryScale float64 `json:"retry_scale"`
+	// UnreachableTimeout bounds, in wall-clock time, how long a turn
+	// keeps retrying an agent whose API cannot be reached, counting the
+	// CLI's own retries (lazy.unreachableTimeout).
+	UnreachableTimeout time.Duration `json:"unreachable_timeout_ns,omitempty"`
 }
 
 // Defaults for Timing fields left zero.
 const (
 	DefaultWatchdogTimeout = 30 * time.Minute
 	DefaultKillGrace       = 10 * time.Second
+	// DefaultUnreachableTimeout is lazy.unreachableTimeout's default.
+	DefaultUnreachableTimeout = 20 * time.Minute
 )
 
 // WithDefaults fills zero fields.
@@ -230,6 +243,9 @@ func (t Timing) WithDefaults() Timing {
 	}
 	if t.RetryScale <= 0 {
 		t.RetryScale = 1
+	}
+	if t.UnreachableTimeout <= 0 {
+		t.UnreachableTimeout = DefaultUnreachableTimeout
 	}
 	return t
 }

@@ -131,6 +131,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				return nil, err
 			}
 			s.Session.ConsecutiveInterruptions = 0
+			// The reason explained the last park; a completed turn ends it,
+			// so show does not keep presenting an old failure.
+			s.Session.InterruptReason = ""
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
