@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests run the fake agent replaying transcripts captured from the
+// real CLIs (agent/testdata), so hangs, retries and crashes have the real
+// event shapes. The real CLIs themselves run in agentcli_test.go.
+
+func transcript(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "agent", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitLive polls show --json until the live substate contains want.
+func (r *runner) waitLive(name, want string) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := r.showFull(name)
+		if strings.Contains(s.Live, want) {
+			return
+		}
+		if s.Status != "working" || time.Now().After(deadline) {
+			r.t.Fatalf("%s: live substate %q (status %s), want %q", name, s.Live, s.Status, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A Claude that only retries an unreachable API shows it, is not seen as
+// progressing, and is parked blocked within lazy.unreachableTimeout.
+func TestClaudeRetryingUnreachableParksWithinTheBound(t *testing.T) {
+	r := withFakeClaude(t, manualResume(newRepo(t)))
+	r.git("config", "lazy.unreachableTimeout", "4s")
+	r.git("config", "lazy.watchdogKillGrace", "1s")
+	r = r.with(script(t, "replay "+transcript(t, "claude/refused.jsonl")+" 3", "hang"))
+	tk := r.create("offline")
+	began := time.Now()
+	r.ok("start", tk.Slug)
+	r.waitLive(tk.Slug, "retrying (agent: transient_unreachable) attempt 2: cannot connect to its API")
+	s := r.waitStatus(tk.Slug, "blocked")
+	took := time.Since(began)
+	reason := s.Session.InterruptReason
+	if !strings.HasPrefix(reason, "transient_unreachable: the agent's API stayed unreachable for ") || !strings.Contains(reason, "lazy.unreachableTimeout is 4s") || strings.Count(reason, "transient_unreachable") != 1 {
+		t.Fatalf("reason %q", reason)
+	}
+	if took > 40*time.Second {
+		t.Fatalf("parking took %s with a 4s bound", took)
+	}
+	if out := r.ok("show", tk.Slug); !strings.Contains(out, "Blocked:  transient_unreachable: the agent's API stayed unreachable") || strings.Contains(out, "Interrupted:") {
+		t.Fatalf("show:\n%s", out)
+	}
+}
+
+// Codex's "Reconnecting..." error events are retry notices: a turn that
+// reconnects and then succeeds is a success.
+func TestCodexReconnectThenSucceed(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	r = r.with(script(t, "replay "+transcript(t, "codex/reconnect.jsonl")))
+	tk := r.create("flaky network")
+	r.ok("start", tk.Slug, "--agent", "codex")
+	s := r.waitStatus(tk.Slug, "blocked")
+	last := s.TurnList[len(s.TurnList)-1]
+	if last.Content != "Recovered." || last.FailureClass != "" || s.Session.InterruptReason != "" {
+		t.Fatalf("turn %+v, reason %q", last, s.Session.InterruptReason)
+	}
+}
+
+// Codex without network prints reconnect notices forever: they are not
+// progress, and the bound parks the task blocked.
+func TestCodexWithoutNetworkParks(t *testing.T) {
+	r := withFakeClaude(t, manualResume(newRepo(t)))
+	r.git("config", "lazy.unreachableTimeout", "3s")
+	r.git("config", "lazy.watchdogKillGrace", "1s")
+	r = r.with(script(t, "replay "+transcript(t, "codex/no-network.jsonl"), "hang"))
+	tk := r.create("no network")
+	r.ok("start", tk.Slug, "--agent", "codex")
+	r.waitLive(tk.Slug, "retrying (agent: transient_unreachable)")
+	s := r.waitStatus(tk.Slug, "blocked")
+	if reason := s.Session.InterruptReason; !strings.HasPrefix(reason, "transient_unreachable: the agent's API stayed unreachable") || !strings.Contains(reason, "Reconnecting... waiting for network (Connection failed: error sending request)") {
+		t.Fatalf("reason %q", reason)
+	}
+}
+
+// A real no-credentials transcript, ended by the terminal-mode sequences
+// Claude writes under a pty: the reason is readable and the class shows
+// once.
+func TestClaudeNotLoggedInReadsOnce(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	esc := filepath.Join(t.TempDir(), "escapes")
+	if err := os.WriteFile(esc, []byte("\x1b[?1006l\x1b[?1003l\x1b[?25h\x1b]0;\x07\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = r.with(script(t, "replay "+transcript(t, "claude/nocreds.jsonl"), "replay "+esc, "exit 1"))
+	tk := r.create("no login")
+	r.ok("start", tk.Slug)
+	s := r.waitStatus(tk.Slug, "blocked")
+	if s.Session.InterruptReason != "fatal_auth: Not logged in · Please run /login" {
+		t.Fatalf("reason %q", s.Session.InterruptReason)
+	}
+	if raw := r.ok("show", "--json", tk.Slug); strings.Contains(raw, `\u001b`) || strings.Contains(raw, "\x1b") {
+		t.Fatalf("escape sequences were recorded:\n%s", raw)
+	}
+	out := r.ok("show", tk.Slug)
+	if !strings.Contains(out, "Blocked:  fatal_auth: Not logged in · Please run /login") || strings.Contains(out, "fatal_auth: fatal_auth") {
+		t.Fatalf("show:\n%s", out)
+	}
+}
