@@ -24,14 +24,20 @@ type Reply struct {
 	Message string
 	// Text is the model's answer when Status is 0 or 200.
 	Text string
-	// Tool, when set, makes the model call that tool with ToolInput
-	// (JSON) first; once the request carries the tool's result, the
-	// model answers with Text.
-	Tool      string
-	ToolInput string
+	// Tools, when set, makes the model call these tools one by one: a
+	// request that carries k tool results gets Tools[k], and once all
+	// have their results the model answers with Text.
+	Tools []Call
 	// Drop starts a streamed answer and closes the connection before it
 	// completes: a dropped stream, which the CLIs retry by themselves.
 	Drop bool
+}
+
+// Call is one tool call the model makes: the tool's name as the API
+// sees it and its input as JSON.
+type Call struct {
+	Name  string
+	Input string
 }
 
 // Server is a running mock of both APIs.
@@ -43,6 +49,7 @@ type Server struct {
 	openai    []Reply
 	calls     map[string]int
 	requests  []string
+	bodies    map[string][]string
 	srv       *http.Server
 	ln        net.Listener
 }
@@ -53,7 +60,7 @@ func Start(anthropic, openai []Reply) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mock API: %w", err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), anthropic: anthropic, openai: openai, calls: map[string]int{}, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), anthropic: anthropic, openai: openai, calls: map[string]int{}, bodies: map[string][]string{}, ln: ln}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/messages", s.messages)
 	mux.HandleFunc("/v1/responses", s.responses)
@@ -83,15 +90,32 @@ func (s *Server) Requests() []string {
 	return append([]string(nil), s.requests...)
 }
 
+// Bodies returns the request bodies of an API's model calls, in order.
+func (s *Server) Bodies(api string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies[api]...)
+}
+
+// nextCall returns the tool call a request with body should get, if any.
+func nextCall(rep Reply, body []byte, resultMarker string) (Call, bool) {
+	k := strings.Count(string(body), resultMarker)
+	if k < len(rep.Tools) {
+		return rep.Tools[k], true
+	}
+	return Call{}, false
+}
+
 func (s *Server) note(r string) {
 	s.mu.Lock()
 	s.requests = append(s.requests, r)
 	s.mu.Unlock()
 }
 
-func (s *Server) next(api string, script []Reply) Reply {
+func (s *Server) next(api string, script []Reply, body []byte) Reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.bodies[api] = append(s.bodies[api], string(body))
 	n := s.calls[api]
 	s.calls[api]++
 	if len(script) == 0 {
@@ -113,7 +137,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		Messages []json.RawMessage `json:"messages"`
 	}
 	_ = json.Unmarshal(body, &req)
-	rep := s.next("anthropic", s.anthropic)
+	rep := s.next("anthropic", s.anthropic, body)
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[rep.Status]
 		if typ == "" {
@@ -125,12 +149,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": rep.Message}})
 		return
 	}
-	useTool := rep.Tool != "" && !strings.Contains(string(body), `"tool_result"`)
+	call, useTool := nextCall(rep, body, `"tool_result"`)
+	toolID := fmt.Sprintf("toolu_mock%d", strings.Count(string(body), `"tool_result"`)+1)
 	if !req.Stream {
 		content := []any{map[string]any{"type": "text", "text": rep.Text}}
 		stop := "end_turn"
 		if useTool {
-			content = []any{map[string]any{"type": "tool_use", "id": "toolu_mock1", "name": rep.Tool, "input": json.RawMessage(rep.ToolInput)}}
+			content = []any{map[string]any{"type": "tool_use", "id": toolID, "name": call.Name, "input": json.RawMessage(call.Input)}}
 			stop = "tool_use"
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -152,8 +177,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	stop := "end_turn"
 	if useTool {
 		stop = "tool_use"
-		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "tool_use", "id": "toolu_mock1", "name": rep.Tool, "input": map[string]any{}}})
-		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": rep.ToolInput}})
+		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "tool_use", "id": toolID, "name": call.Name, "input": map[string]any{}}})
+		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": call.Input}})
 	} else {
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": rep.Text}})
@@ -167,14 +192,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	s.note(r.Method + " " + r.URL.Path)
 	body, _ := io.ReadAll(r.Body)
-	rep := s.next("openai", s.openai)
+	rep := s.next("openai", s.openai, body)
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.Status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": rep.Message, "type": "invalid_request_error", "code": nil}})
 		return
 	}
-	useTool := rep.Tool != "" && !strings.Contains(string(body), `"function_call_output"`)
+	call, useTool := nextCall(rep, body, `"function_call_output"`)
+	callID := fmt.Sprintf("call_mock%d", strings.Count(string(body), `"function_call_output"`)+1)
 	w.Header().Set("Content-Type", "text/event-stream")
 	ev := func(v map[string]any) {
 		b, _ := json.Marshal(v)
@@ -190,7 +216,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	var item map[string]any
 	if useTool {
-		item = map[string]any{"type": "function_call", "id": "fc_mock1", "call_id": "call_mock1", "name": rep.Tool, "arguments": rep.ToolInput, "status": "completed"}
+		item = map[string]any{"type": "function_call", "id": "fc_" + callID, "call_id": callID, "name": call.Name, "arguments": call.Input, "status": "completed"}
 	} else {
 		item = map[string]any{"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}}
