@@ -140,7 +140,13 @@ func (codex) Argv(t Turn) ([]string, error) {
 		cmd, _ := json.Marshal(t.MCP.Command)
 		args, _ := json.Marshal(t.MCP.Args)
 		vars, _ := json.Marshal(t.MCP.EnvVars)
-		flags := []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars)}
+		// env_vars passes the token through from the agent's environment
+		// (never argv). Codex exec runs with approval policy "never",
+		// under which an MCP tool call that needs approval fails ("MCP
+		// tool call requires approval, but approval policy is never"):
+		// lazy's own server is approved, and only it.
+		flags := []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars),
+			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`}
 		// Config overrides go before a resume subcommand.
 		at := 3 // codex exec --json
 		argv = append(append(append([]string(nil), argv[:at]...), flags...), argv[at:]...)

@@ -72,6 +72,10 @@ env_key = "MOCK_API_KEY"
 wire_api = "responses"
 stream_max_retries = 2
 request_max_retries = 1
+[features]
+# Codex defers MCP tools behind tool search for models it knows; the
+# mock's model is unknown to it, so the tools are offered directly.
+tool_search_always_defer_mcp_tools = false
 `
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,5 +118,33 @@ func TestRealClaudeCallsLazyTools(t *testing.T) {
 	}
 	if b := strings.Join(srv.Bodies("anthropic"), "\n"); strings.Contains(b, "haven't granted it yet") || !strings.Contains(b, `"is_error":false`) && strings.Contains(b, `"is_error":true`) {
 		t.Fatalf("a lazy tool call was denied:\n%s", b)
+	}
+}
+
+// A real Codex turn calls lazy's MCP tools with the token passed through
+// env_vars, and its comment is recorded with actor agent.
+func TestRealCodexCallsLazyTools(t *testing.T) {
+	r := newRepo(t)
+	tk := r.create("real codex")
+	r, srv := withRealAgents(t, r, nil, []mockapi.Reply{{
+		Tools: []mockapi.Call{{Name: "~lazy_comment", Input: `{"task":"` + tk.Slug + `","text":"hello from the real codex"}`}},
+		Text:  "Codex is done.",
+	}})
+	r.ok("start", tk.Slug, "--agent", "codex")
+	s := r.waitStatus(tk.Slug, "blocked")
+	bodies := srv.Bodies("openai")
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "Codex is done." || last.FailureClass != "" {
+		t.Fatalf("turn %+v\nrequests %q\nlast body %s", last, srv.Requests(), bodies[len(bodies)-1])
+	}
+	found := false
+	for _, c := range r.show(tk.Slug).CommentList {
+		found = found || c.Text == "hello from the real codex" && c.Actor == "agent"
+	}
+	if !found {
+		b := bodies[len(bodies)-1]
+		if i := strings.Index(b, `lazy`); i > 0 {
+			b = b[max(0, i-1500):]
+		}
+		t.Fatalf("the agent's comment is missing (%d model calls)\nagent log:\n%s\nrequest tools and after: %.3000s", len(bodies), agentLog(t, r, tk.ID), b)
 	}
 }

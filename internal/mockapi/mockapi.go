@@ -34,7 +34,9 @@ type Reply struct {
 }
 
 // Call is one tool call the model makes: the tool's name as the API
-// sees it and its input as JSON.
+// sees it and its input as JSON. A name starting with "~" is a suffix:
+// the call goes to the first tool the request offers whose name ends so
+// (CLIs name MCP tools in their own ways: mcp__lazy__lazy_comment, ...).
 type Call struct {
 	Name  string
 	Input string
@@ -100,10 +102,42 @@ func (s *Server) Bodies(api string) []string {
 // nextCall returns the tool call a request with body should get, if any.
 func nextCall(rep Reply, body []byte, resultMarker string) (Call, bool) {
 	k := strings.Count(string(body), resultMarker)
-	if k < len(rep.Tools) {
-		return rep.Tools[k], true
+	if k >= len(rep.Tools) {
+		return Call{}, false
 	}
-	return Call{}, false
+	c := rep.Tools[k]
+	if suffix, ok := strings.CutPrefix(c.Name, "~"); ok {
+		for _, name := range toolNames(body) {
+			if strings.HasSuffix(name, suffix) {
+				c.Name = name
+				break
+			}
+		}
+	}
+	return c, true
+}
+
+// toolNames lists the tools a request offers, in either API's shape
+// (MCP tools may sit in a namespace's own list).
+func toolNames(body []byte) []string {
+	type tool struct {
+		Name  string `json:"name"`
+		Tools []tool `json:"tools"`
+	}
+	var req struct {
+		Tools []tool `json:"tools"`
+	}
+	_ = json.Unmarshal(body, &req)
+	var names []string
+	for _, t := range req.Tools {
+		if t.Name != "" && len(t.Tools) == 0 {
+			names = append(names, t.Name)
+		}
+		for _, sub := range t.Tools {
+			names = append(names, t.Name+"/"+sub.Name) // namespace/name
+		}
+	}
+	return names
 }
 
 func (s *Server) note(r string) {
@@ -217,6 +251,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	var item map[string]any
 	if useTool {
 		item = map[string]any{"type": "function_call", "id": "fc_" + callID, "call_id": callID, "name": call.Name, "arguments": call.Input, "status": "completed"}
+		if ns, name, ok := strings.Cut(call.Name, "/"); ok {
+			// Codex groups an MCP server's tools in a namespace.
+			item["namespace"], item["name"] = ns, name
+		}
 	} else {
 		item = map[string]any{"type": "message", "id": "msg_mock", "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": rep.Text, "annotations": []any{}}}}
