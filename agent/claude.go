@@ -7,6 +7,9 @@ import (
 	"sync"
 )
 
+// ClaudeReadOnlyDenied lists the tools a read-only Claude turn may not use.
+const ClaudeReadOnlyDenied = "Edit,Write,MultiEdit,NotebookEdit,Bash"
+
 // ClaudeArgv builds a Claude Code turn (reference: agent-clis.md):
 // print mode, stream-json (which requires --verbose), --resume=<id> with
 // "=", and "--" before the prompt so no multi-valued flag swallows it.
@@ -16,7 +19,11 @@ func ClaudeArgv(prompt, resumeID, permissionMode string, readOnly bool) []string
 		argv = append(argv, "--resume="+resumeID)
 	}
 	if readOnly {
-		argv = append(argv, "--permission-mode", "plan", "--disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash")
+		// Not plan mode: it refuses every MCP tool that is not read-only
+		// ("Cannot call mcp__lazy__lazy_comment while in plan mode"), so
+		// an ask could not use lazy's tools. dontAsk denies whatever was
+		// not allowed, and the edit and shell tools are denied outright.
+		argv = append(argv, "--permission-mode", "dontAsk", "--disallowedTools="+ClaudeReadOnlyDenied)
 	} else if permissionMode != "" {
 		argv = append(argv, "--permission-mode", permissionMode)
 	}

@@ -70,7 +70,7 @@ func TestClaudeArgv(t *testing.T) {
 		t.Fatalf("argv %q", got)
 	}
 	ro := strings.Join(ClaudeArgv("q", "", "", true), " ")
-	if !strings.Contains(ro, "--permission-mode plan --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
+	if !strings.Contains(ro, "--permission-mode dontAsk --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
 		t.Fatalf("ask argv %q", ro)
 	}
 }
