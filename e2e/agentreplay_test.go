@@ -119,3 +119,44 @@ func TestClaudeNotLoggedInReadsOnce(t *testing.T) {
 		t.Fatalf("show:\n%s", out)
 	}
 }
+
+// Without any credentials, start, unblock and resume refuse at once with
+// one sentence on how to log in, and the reconciler does not auto-resume.
+func TestCredentialGate(t *testing.T) {
+	r := withFakeClaude(t, manualResume(newRepo(t)))
+	// A home with no login, and no key in the environment.
+	none := r.with("HOME="+t.TempDir(), "ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "ANTHROPIC_BASE_URL=", "CLAUDE_CONFIG_DIR=",
+		"CLAUDE_CODE_USE_BEDROCK=", "CLAUDE_CODE_USE_VERTEX=", "CLAUDE_CODE_USE_FOUNDRY=", "OPENAI_API_KEY=", "CODEX_API_KEY=", "CODEX_HOME=")
+	tk := r.create("no creds")
+	msg := none.fails(1, nil, "start", tk.Slug)
+	if !strings.Contains(msg, "the claude agent has no credentials") || !strings.Contains(msg, "/login") || !strings.Contains(msg, "nothing was started") || strings.Count(strings.TrimSpace(msg), "\n") > 0 {
+		t.Fatalf("start without credentials: %q", msg)
+	}
+	if s := r.show(tk.Slug); s.Status != "backlog" {
+		t.Fatalf("status %s", s.Status)
+	}
+	if msg := none.fails(1, nil, "start", tk.Slug, "--agent", "codex"); !strings.Contains(msg, "codex login") {
+		t.Fatalf("codex start without credentials: %q", msg)
+	}
+
+	// A task whose agent crashed (interrupted) while credentials existed.
+	crash := r.with(script(t, "print oops", "exit 3"))
+	crash.ok("start", tk.Slug)
+	s := crash.waitStatus(tk.Slug, "interrupted")
+	turns := len(s.TurnList)
+	if msg := none.fails(1, nil, "resume", tk.Slug); !strings.Contains(msg, "resume no-creds: the claude agent has no credentials") {
+		t.Fatalf("resume without credentials: %q", msg)
+	}
+	if msg := none.fails(1, nil, "unblock", tk.Slug, "-m", "try again"); !strings.Contains(msg, "unblock no-creds: the claude agent has no credentials") {
+		t.Fatalf("unblock without credentials: %q", msg)
+	}
+	// Auto-resume on: a reconcile without credentials leaves it for a human.
+	none.git("config", "lazy.autoResume", "true")
+	s = none.showFull(tk.Slug)
+	if s.Status != "interrupted" || len(s.TurnList) != turns {
+		t.Fatalf("auto-resumed without credentials: %s, %d turns (was %d)", s.Status, len(s.TurnList), turns)
+	}
+	if res := none.run(nil, "doctor"); !strings.Contains(res.Stdout, "not auto-resumed: the claude agent has no credentials") {
+		t.Fatalf("doctor: %s", res)
+	}
+}

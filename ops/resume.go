@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
@@ -81,6 +82,9 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 	case s.PendingViolations() > 0:
 		return "file-permission violations are pending"
 	}
+	if err := agent.CheckCredentials(s.Session.Agent, agent.HostEnvironment()); err != nil {
+		return err.Error() // relaunching would only spend a turn learning it
+	}
 	return ""
 }
 
@@ -116,6 +120,9 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, laun
 	}
 	if err := check(sn); err != nil {
 		return nil, err
+	}
+	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("%s %s: %w; nothing was recorded", verb, sn.Task.Slug, err)
 	}
 	local, err := e.Owned(sn)
 	if err != nil {
