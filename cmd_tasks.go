@@ -430,6 +430,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
 	}
 	fmt.Fprintf(w, "  Created:  %s by %s\n", t.CreatedAt.Format(time.DateTime), actorOrHuman(t.CreatedBy))
+	if t.Usage != nil {
+		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", usageText(t.Usage))
+	}
 	if goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(goal, "  "))
 	}
@@ -466,6 +469,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
 			if tn.ExitCode != nil && *tn.ExitCode != 0 {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
+			}
+			if tn.Usage != nil {
+				fmt.Fprintf(w, ", %s", usageText(tn.Usage))
 			}
 			fmt.Fprintln(w)
 		}

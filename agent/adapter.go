@@ -67,6 +67,18 @@ type Stream interface {
 	// Activity says how much real work the stream showed so far, and
 	// whether the agent is only retrying its API right now.
 	Activity() Activity
+	// Usage is what the CLI reported the run cost (zero if it did not).
+	Usage() Usage
+}
+
+// Usage is what one agent run cost, as its CLI reported it: Claude's
+// result (total_cost_usd, usage), Codex's turn.completed usage (Codex
+// reports no price).
+type Usage struct {
+	CostUSD           float64
+	InputTokens       int64 // not served from a cache
+	CachedInputTokens int64
+	OutputTokens      int64
 }
 
 // Activity is what the stream says the agent is doing. Work counts events

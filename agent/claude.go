@@ -47,18 +47,32 @@ type ClaudeStream struct {
 	Signals     Signals
 	errorsTexts []string
 	activity    Activity
+	usage       Usage // the result event's totals
+}
+
+// Usage returns the run's cost and tokens from its result event.
+func (c *ClaudeStream) Usage() Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.usage
 }
 
 type claudeEvent struct {
-	Type           string  `json:"type"`
-	Subtype        string  `json:"subtype"`
-	SessionID      string  `json:"session_id"`
-	Result         string  `json:"result"`
-	IsError        bool    `json:"is_error"`
-	TotalCostUSD   float64 `json:"total_cost_usd"`
-	APIErrorStatus int     `json:"api_error_status"`
-	APIError       string  `json:"api_error"` // connection_failed, ...
-	Error          string  `json:"error"`
+	Type         string  `json:"type"`
+	Subtype      string  `json:"subtype"`
+	SessionID    string  `json:"session_id"`
+	Result       string  `json:"result"`
+	IsError      bool    `json:"is_error"`
+	TotalCostUSD float64 `json:"total_cost_usd"`
+	Usage        *struct {
+		Input         int64 `json:"input_tokens"`
+		CacheCreation int64 `json:"cache_creation_input_tokens"`
+		CacheRead     int64 `json:"cache_read_input_tokens"`
+		Output        int64 `json:"output_tokens"`
+	} `json:"usage"`
+	APIErrorStatus int    `json:"api_error_status"`
+	APIError       string `json:"api_error"` // connection_failed, ...
+	Error          string `json:"error"`
 	// api_retry notices: the CLI's own attempt count and the HTTP status
 	// it got (null when it could not connect).
 	Attempt         int  `json:"attempt"`
@@ -149,6 +163,10 @@ func (c *ClaudeStream) line(l string) {
 	case "result":
 		c.HaveResult = true
 		c.Result, c.IsError, c.Subtype, c.CostUSD = ev.Result, ev.IsError, ev.Subtype, ev.TotalCostUSD
+		c.usage = Usage{CostUSD: ev.TotalCostUSD}
+		if u := ev.Usage; u != nil {
+			c.usage.InputTokens, c.usage.CachedInputTokens, c.usage.OutputTokens = u.Input+u.CacheCreation, u.CacheRead, u.Output
+		}
 		if ev.APIErrorStatus != 0 {
 			c.Signals.APIErrorStatus = ev.APIErrorStatus
 		}

@@ -35,6 +35,14 @@ type CodexStream struct {
 	notice   string
 	final    string // turn.failed's message
 	activity Activity
+	usage    Usage
+}
+
+// Usage returns the tokens Codex reported (it reports no price).
+func (c *CodexStream) Usage() Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.usage
 }
 
 // codexReconnect matches Codex's retry notices, which arrive as "error"
@@ -53,6 +61,11 @@ type codexEvent struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"item"`
+	Usage *struct {
+		Input  int64 `json:"input_tokens"`
+		Cached int64 `json:"cached_input_tokens"`
+		Output int64 `json:"output_tokens"`
+	} `json:"usage"`
 }
 
 // Write implements io.Writer for any chunking of the stream.
@@ -95,6 +108,12 @@ func (c *CodexStream) line(l string) {
 		c.activity.Retry, c.activity.RetryAttempt = nil, 0
 		if ev.Type == "item.completed" && ev.Item != nil && ev.Item.Type == "agent_message" {
 			c.Result = ev.Item.Text
+		}
+		if u := ev.Usage; ev.Type == "turn.completed" && u != nil {
+			// input_tokens counts the cached ones too.
+			c.usage.InputTokens += max(u.Input-u.Cached, 0)
+			c.usage.CachedInputTokens += u.Cached
+			c.usage.OutputTokens += u.Output
 		}
 	case "turn.failed":
 		c.Failed = true

@@ -157,3 +157,16 @@ func TestStripTerminal(t *testing.T) {
 		t.Fatal("plain text changed")
 	}
 }
+
+func TestUsageFromTranscripts(t *testing.T) {
+	cs := &ClaudeStream{}
+	replay(t, cs, "claude/ok.jsonl")
+	if u := cs.Usage(); u.CostUSD != 0.000188 || u.InputTokens != 12 || u.OutputTokens != 7 {
+		t.Errorf("claude usage %+v", u)
+	}
+	xs := &CodexStream{}
+	replay(t, xs, "codex/ok.jsonl")
+	if u := xs.Usage(); u.CostUSD != 0 || u.InputTokens != 12 || u.OutputTokens != 7 {
+		t.Errorf("codex usage %+v", u)
+	}
+}

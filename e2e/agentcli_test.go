@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,35 @@ func TestRealClaudeCallsLazyTools(t *testing.T) {
 		bodies := srv.Bodies("anthropic")
 		t.Fatalf("the agent's comment is missing: %+v\nlast request: %s", sh.CommentList, bodies[len(bodies)-1])
 	}
+	// What the CLI reported the turn cost is recorded per turn and per
+	// task, and shown.
+	var cost struct {
+		Usage *struct {
+			CostUSD      float64 `json:"cost_usd"`
+			InputTokens  int64   `json:"input_tokens"`
+			OutputTokens int64   `json:"output_tokens"`
+		} `json:"usage"`
+		TurnList []struct {
+			Usage *struct {
+				CostUSD float64 `json:"cost_usd"`
+			} `json:"usage"`
+		} `json:"turn_list"`
+	}
+	if err := json.Unmarshal([]byte(r.ok("show", "--json", tk.Slug)), &cost); err != nil {
+		t.Fatal(err)
+	}
+	if cost.Usage == nil || cost.Usage.CostUSD <= 0 || cost.Usage.InputTokens == 0 || cost.Usage.OutputTokens == 0 || cost.TurnList[len(cost.TurnList)-1].Usage == nil {
+		t.Fatalf("usage not recorded: %+v", cost)
+	}
+	if out := r.ok("show", tk.Slug); !strings.Contains(out, "Spent:    $") {
+		t.Fatalf("show lacks the cost:\n%s", out)
+	}
+	if out := r.ok("status", "--json"); !strings.Contains(out, `"cost_usd"`) {
+		t.Fatalf("status --json lacks the cost:\n%s", out)
+	}
+	if out := r.ok("list", "--json"); !strings.Contains(out, `"cost_usd"`) {
+		t.Fatalf("list --json lacks the cost:\n%s", out)
+	}
 	if b := strings.Join(srv.Bodies("anthropic"), "\n"); strings.Contains(b, "haven't granted it yet") || !strings.Contains(b, `"is_error":false`) && strings.Contains(b, `"is_error":true`) {
 		t.Fatalf("a lazy tool call was denied:\n%s", b)
 	}
@@ -144,6 +174,9 @@ func TestRealCodexCallsLazyTools(t *testing.T) {
 	found := false
 	for _, c := range r.show(tk.Slug).CommentList {
 		found = found || c.Text == "hello from the real codex" && c.Actor == "agent"
+	}
+	if out := r.ok("show", tk.Slug); !strings.Contains(out, " in / ") || !strings.Contains(out, "out tokens") {
+		t.Fatalf("show lacks codex's tokens:\n%s", out)
 	}
 	if !found {
 		b := bodies[len(bodies)-1]

@@ -157,7 +157,10 @@ type Response struct {
 	// ResetAt is when the agent said its limit lifts (zero if unsaid).
 	ResetAt time.Time `json:"reset_at,omitempty"`
 	// Watchdog says which guard fired, if one did.
-	Watchdog   *Watchdog `json:"watchdog,omitempty"`
+	Watchdog *Watchdog `json:"watchdog,omitempty"`
+	// Usage is what the agent CLI reported the turn cost, summed over
+	// its attempts (nil when it reported nothing).
+	Usage      *Usage    `json:"usage,omitempty"`
 	FinishedAt time.Time `json:"finished_at"`
 }
 
@@ -197,6 +200,31 @@ func (d Dir) Read(name string, v any) error {
 // Remove deletes name if present.
 func (d Dir) Remove(name string) {
 	_ = os.Remove(d.Path(name))
+}
+
+// Usage is a turn's cost and tokens, as the agent CLI reported them.
+type Usage struct {
+	CostUSD           float64 `json:"cost_usd,omitempty"`
+	InputTokens       int64   `json:"input_tokens,omitempty"`
+	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
+	OutputTokens      int64   `json:"output_tokens,omitempty"`
+}
+
+// Plus adds o to u; nil reads as zero, and a zero sum is nil.
+func (u *Usage) Plus(o *Usage) *Usage {
+	var s Usage
+	for _, x := range []*Usage{u, o} {
+		if x != nil {
+			s.CostUSD += x.CostUSD
+			s.InputTokens += x.InputTokens
+			s.CachedInputTokens += x.CachedInputTokens
+			s.OutputTokens += x.OutputTokens
+		}
+	}
+	if s == (Usage{}) {
+		return nil
+	}
+	return &s
 }
 
 // Watchdog records a no-progress kill.

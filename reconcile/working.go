@@ -115,6 +115,14 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		if s.Session.TurnKind == "sync" {
 			turn.Kind = "sync"
 		}
+		if u := resp.Usage; u != nil {
+			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
+			turn.Usage = &use
+			if s.Task.Usage == nil {
+				s.Task.Usage = &gitstore.Usage{}
+			}
+			s.Task.Usage.Add(use)
+		}
 		s.AddTurn(turn)
 		// Files changed outside the allowed paths owe a decision whatever
 		// became of the turn; the park below derives conflict from them.

@@ -138,10 +138,13 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 	timing := cmd.Timing.WithDefaults()
 	policy.UnreachableFor = timing.UnreachableTimeout
 	var history []Attempt
+	var spent *proto.Usage // every attempt's cost counts
 	relaunches := 0
 	for {
 		began := now()
 		resp, wd := runAgent(ctx, dir, cmd, st, timing, unreachableStreak(history))
+		spent = spent.Plus(resp.Usage)
+		resp.Usage = spent
 		if wd != nil && wd.Guard == unreachableGuard {
 			// The agent kept retrying an API it cannot reach past the
 			// bound: a stop, blocked with the class, like the policy's.
@@ -395,6 +398,17 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	case waitErr != nil:
 		return launchFailure("agent", waitErr), nil
 	}
+	resp, wd := agentResponse(adapter, argv[0], stream, wd, retrying, code, out)
+	if stream != nil {
+		stream.Close() // a last line without its newline counts too
+		u := stream.Usage()
+		resp.Usage = (&proto.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}).Plus(nil)
+	}
+	return resp, wd
+}
+
+// agentResponse turns how the agent's run ended into a response.
+func agentResponse(adapter agent.Adapter, bin string, stream agent.Stream, wd *proto.Watchdog, retrying *agent.Failure, code int, out string) (proto.Response, *proto.Watchdog) {
 	if wd != nil && wd.Guard == unreachableGuard {
 		reason := "cannot connect to its API"
 		if retrying != nil && retrying.Reason != "" {
@@ -419,7 +433,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	f := adapter.Classify(agent.Signals{Text: out, ExitCode: code})
 	return proto.Response{
 		Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code,
-		Error:      fmt.Sprintf("%s exited with status %d", argv[0], code),
+		Error:      fmt.Sprintf("%s exited with status %d", bin, code),
 		StderrTail: proto.Tail(out), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
 	}, nil
 }
