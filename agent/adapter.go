@@ -131,11 +131,7 @@ func (claude) Classify(s Signals) Failure { return ClassifyClaude(s) }
 func (claude) Argv(t Turn) ([]string, error) {
 	argv := ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly)
 	if t.MCP != nil {
-		// In -p mode Claude denies MCP tools that were not allowed, in
-		// every permission mode (plan included): allowing the server
-		// "mcp__lazy" lets lazy's tools through, and only lazy's: the
-		// user's own MCP servers keep whatever permissions they had.
-		argv = beforePrompt(argv, "--mcp-config="+claudeMCPConfig(t.MCP), "--allowedTools="+ClaudeMCPAllow)
+		argv = beforePrompt(argv, MCPFlags("claude", t.MCP)...)
 	}
 	return argv, nil
 }
@@ -149,21 +145,38 @@ func (codex) Classify(s Signals) Failure { return ClassifyCodex(s) }
 func (codex) Argv(t Turn) ([]string, error) {
 	argv := CodexArgv(t.Prompt, t.ResumeID, t.ReadOnly)
 	if t.MCP != nil {
-		cmd, _ := json.Marshal(t.MCP.Command)
-		args, _ := json.Marshal(t.MCP.Args)
-		vars, _ := json.Marshal(t.MCP.EnvVars)
+		// Config overrides go before a resume subcommand.
+		at := 3 // codex exec --json
+		argv = append(append(append([]string(nil), argv[:at]...), MCPFlags("codex", t.MCP)...), argv[at:]...)
+	}
+	return argv, nil
+}
+
+// MCPFlags are the flags that give an agent CLI lazy's MCP server and
+// allow its tools (and only its tools); nil for an agent with no such
+// flags. They go before any subcommand or prompt. The interactive CLIs
+// (lazy pair) take the same flags as a turn.
+func MCPFlags(agentName string, m *MCPServer) []string {
+	switch agentName {
+	case "claude":
+		// In -p mode Claude denies MCP tools that were not allowed, in
+		// every permission mode: allowing the server "mcp__lazy" lets
+		// lazy's tools through, and only lazy's (the user's own MCP
+		// servers keep whatever permissions they had).
+		return []string{"--mcp-config=" + claudeMCPConfig(m), "--allowedTools=" + ClaudeMCPAllow}
+	case "codex":
+		cmd, _ := json.Marshal(m.Command)
+		args, _ := json.Marshal(m.Args)
+		vars, _ := json.Marshal(m.EnvVars)
 		// env_vars passes the token through from the agent's environment
 		// (never argv). Codex exec runs with approval policy "never",
 		// under which an MCP tool call that needs approval fails ("MCP
 		// tool call requires approval, but approval policy is never"):
 		// lazy's own server is approved, and only it.
-		flags := []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars),
+		return []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars),
 			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`}
-		// Config overrides go before a resume subcommand.
-		at := 3 // codex exec --json
-		argv = append(append(append([]string(nil), argv[:at]...), flags...), argv[at:]...)
 	}
-	return argv, nil
+	return nil
 }
 
 // execAgent runs any command with the prompt as its last argument.

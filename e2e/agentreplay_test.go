@@ -160,3 +160,29 @@ func TestCredentialGate(t *testing.T) {
 		t.Fatalf("doctor: %s", res)
 	}
 }
+
+// A paired agent gets lazy's MCP tools like a supervised turn: its CLI's
+// MCP flags, a token live while the task pairs, revoked afterwards.
+func TestPairedAgentHasLazyTools(t *testing.T) {
+	r := withDaemon(t, withFakeClaude(t, newRepo(t)))
+	tk := r.create("paired tools")
+	r.with(script(t, "claude-init s1", "claude-result done")).ok("start", tk.Slug)
+	r.waitStatus(tk.Slug, "blocked")
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	human := r.with(script(t, "argv "+argvFile, "mcp-comment hello while pairing", "print bye"))
+	cmd, _, output := ptyRun(t, human, nil, "pair", tk.Slug)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lazy pair: %v\n%s", err, output())
+	}
+	argv := strings.Join(readArgv(t, argvFile), " ")
+	if !strings.Contains(argv, "--allowedTools=mcp__lazy") || !strings.Contains(argv, "--mcp-config=") || !strings.Contains(argv, "--resume=s1") {
+		t.Fatalf("pair argv %q", argv)
+	}
+	found := false
+	for _, c := range r.show(tk.Slug).CommentList {
+		found = found || c.Text == "hello while pairing" && c.Actor == "agent"
+	}
+	if !found {
+		t.Fatalf("the paired agent's comment is missing:\n%s", output())
+	}
+}
