@@ -121,6 +121,11 @@ func (a *app) timing() (proto.Timing, error) {
 			*dst = d
 		}
 	}
+	pushBack, err := a.cfg.Bool("lazy.pushBack", true)
+	if err != nil {
+		return t, err
+	}
+	t.NoPushBack = !pushBack
 	if v := os.Getenv("LAZY_RETRY_SCALE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {

@@ -186,3 +186,45 @@ func TestPairedAgentHasLazyTools(t *testing.T) {
 		t.Fatalf("the paired agent's comment is missing:\n%s", output())
 	}
 }
+
+// A turn that ends with uncommitted changes gets one push-back turn from
+// the supervisor, in the same conversation; lazy.pushBack false turns it
+// off.
+func TestSupervisorPushesBackOnUncommittedChanges(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	counter := filepath.Join(t.TempDir(), "runs")
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	sc := r.with(script(t, "attempt "+counter, "argv "+argvFile, "claude-init s1",
+		"when 1 write left.txt uncommitted", "when 1 claude-result wrote left.txt",
+		"when 2 commit agent: left.txt", "when 2 claude-result committed left.txt",
+		"when 3 write again.txt x", "when 3 claude-result should not run"))
+	tk := sc.create("dirty")
+	sc.ok("start", tk.Slug)
+	s := sc.waitStatus(tk.Slug, "blocked")
+	n := len(s.TurnList)
+	first, pb, last := s.TurnList[n-3], s.TurnList[n-2], s.TurnList[n-1]
+	if first.Role != "agent" || first.Content != "wrote left.txt" ||
+		pb.Role != "human" || pb.Actor != "supervisor" || pb.Kind != "push-back" || !strings.Contains(pb.Content, "uncommitted changes in the worktree (1 file(s): left.txt)") ||
+		last.Content != "committed left.txt" || len(last.Commits) != 1 {
+		t.Fatalf("turns %+v", s.TurnList)
+	}
+	if b, _ := os.ReadFile(counter); string(b) != "2" {
+		t.Fatalf("the agent ran %s times, want 2 (one push-back, at most)", b)
+	}
+	if argv := strings.Join(readArgv(t, argvFile), " "); !strings.Contains(argv, "--resume=s1") || !strings.Contains(argv, "[supervisor] Your turn ended with uncommitted changes") {
+		t.Fatalf("push-back argv %q", argv)
+	}
+	if out := r.ok("show", tk.Slug); !strings.Contains(out, "supervisor push-back") {
+		t.Fatalf("show:\n%s", out)
+	}
+
+	// Off: the dirty turn parks as it is.
+	r.git("config", "lazy.pushBack", "false")
+	off := r.with(script(t, "write off.txt uncommitted", "claude-result left it"))
+	tk2 := off.create("no push back")
+	off.ok("start", tk2.Slug)
+	s = off.waitStatus(tk2.Slug, "blocked")
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "left it" || s.TurnList[len(s.TurnList)-2].Kind == "push-back" {
+		t.Fatalf("turns %+v", s.TurnList)
+	}
+}

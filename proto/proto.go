@@ -156,6 +156,10 @@ type Response struct {
 	Attempts      int      `json:"failure_attempts,omitempty"`
 	// ResetAt is when the agent said its limit lifts (zero if unsaid).
 	ResetAt time.Time `json:"reset_at,omitempty"`
+	// PushBack, when the supervisor pushed back on uncommitted changes,
+	// is its prompt and what the agent answered before it; Result is then
+	// the answer to the push-back.
+	PushBack *PushBack `json:"push_back,omitempty"`
 	// Watchdog says which guard fired, if one did.
 	Watchdog *Watchdog `json:"watchdog,omitempty"`
 	// Usage is what the agent CLI reported the turn cost, summed over
@@ -200,6 +204,13 @@ func (d Dir) Read(name string, v any) error {
 // Remove deletes name if present.
 func (d Dir) Remove(name string) {
 	_ = os.Remove(d.Path(name))
+}
+
+// PushBack is the supervisor's one push-back of a turn.
+type PushBack struct {
+	Prompt      string    `json:"prompt"`
+	At          time.Time `json:"at"`
+	FirstResult string    `json:"first_result"` // the agent's answer before the push-back
 }
 
 // Usage is a turn's cost and tokens, as the agent CLI reported them.
@@ -251,6 +262,10 @@ type Timing struct {
 	// keeps retrying an agent whose API cannot be reached, counting the
 	// CLI's own retries (lazy.unreachableTimeout).
 	UnreachableTimeout time.Duration `json:"unreachable_timeout_ns,omitempty"`
+	// NoPushBack turns off the supervisor's push-back turn (git config
+	// lazy.pushBack false). It rides with the clocks because every place
+	// that builds a turn's settings reads them together.
+	NoPushBack bool `json:"no_push_back,omitempty"`
 }
 
 // Defaults for Timing fields left zero.

@@ -115,6 +115,16 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		if s.Session.TurnKind == "sync" {
 			turn.Kind = "sync"
 		}
+		if pb := resp.PushBack; pb != nil {
+			// The supervisor pushed back on uncommitted changes: the
+			// agent's first answer, the push-back (a human-role turn the
+			// supervisor authored, delivered at once), then the rest of
+			// the turn, which carries its commits.
+			zero := 0
+			s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: pb.FirstResult, At: pb.At.Truncate(time.Second), Session: resp.Session, ExitCode: &zero})
+			s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.Supervisor, Kind: "push-back", Content: pb.Prompt, At: pb.At.Truncate(time.Second),
+				Session: resp.Session, FeedbackDelivery: gitstore.FeedbackConsumed})
+		}
 		if u := resp.Usage; u != nil {
 			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
 			turn.Usage = &use

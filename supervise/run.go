@@ -21,6 +21,7 @@ import (
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -70,6 +71,7 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		resp = proto.Response{Status: proto.Completed, Phase: "merge_and_fix", Result: "merged " + cmd.SyncFrom + " into the task branch"}
 	default:
 		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
+		resp = pushBack(ctx, dir, &cmd, &st, resp)
 	}
 	resp.Turn = cmd.Turn
 	resp.FinishedAt = time.Now().UTC()
@@ -101,6 +103,51 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	st.Phase = "done"
 	_ = dir.Write(proto.StatusFile, st)
 	return dir.Write(proto.ResponseFile, resp)
+}
+
+// pushBack gives a turn that completed with uncommitted changes in its
+// worktree one more run of the agent, in the same conversation, asking it
+// to commit or discard them: uncommitted work is easy to lose and
+// invisible to accept. At most once per turn; never for a read-only ask
+// or a sync; off with lazy.pushBack false.
+func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, resp proto.Response) proto.Response {
+	if cmd.Timing.NoPushBack || resp.Status != proto.Completed || cmd.Kind == "ask" || cmd.Kind == "sync" || ctx.Err() != nil {
+		return resp
+	}
+	status, err := gitcli.New(cmd.Worktree, "status", "--porcelain").String(ctx)
+	if err != nil || strings.TrimSpace(status) == "" {
+		return resp
+	}
+	var files []string
+	for _, l := range strings.Split(status, "\n") {
+		if len(l) > 3 {
+			files = append(files, sanitize.Field(strings.TrimSpace(l[3:])))
+		}
+	}
+	list := strings.Join(files, ", ")
+	if len(files) > 5 {
+		list = strings.Join(files[:5], ", ") + fmt.Sprintf(" and %d more", len(files)-5)
+	}
+	prompt := fmt.Sprintf("[supervisor] Your turn ended with uncommitted changes in the worktree (%d file(s): %s). "+
+		"Commit what belongs to this task with a clear message, or discard what should not be kept, so the worktree is clean; then say in one or two sentences what you did.",
+		len(files), list)
+	pb := &proto.PushBack{Prompt: prompt, At: time.Now().UTC(), FirstResult: resp.Result}
+	first := resp.Usage
+	cmd.Prompt = prompt
+	if resp.AgentSessionID != "" {
+		cmd.ResumeID = resp.AgentSessionID
+	}
+	if cmd.Env == nil {
+		cmd.Env = map[string]string{}
+	}
+	cmd.Env["LAZY_PUSH_BACK"] = "1" // an exec agent can tell it is being pushed back
+	again := runAttempts(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
+	again.PushBack = pb
+	again.Usage = first.Plus(again.Usage)
+	if again.AgentSessionID == "" {
+		again.AgentSessionID = resp.AgentSessionID
+	}
+	return again
 }
 
 // giveMCP mints the turn's MCP token and points the agent at lazy
