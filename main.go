@@ -48,6 +48,7 @@ type CLI struct {
 	Reject   RejectCmd   `cmd:"" help:"Abandon a task, rejecting its agent's work."`
 	Reopen   ReopenCmd   `cmd:"" help:"Reopen a complete or abandoned task."`
 	Reparent ReparentCmd `cmd:"" help:"Move a task under another parent (--parent) or to the top level (--root)."`
+	Edit     EditCmd     `cmd:"" help:"Change a task's title, goal or target branch (recorded in its history)."`
 	Demo     DemoCmd     `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
 	Daemon   DaemonCmd   `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
 	Pull     PullCmd     `cmd:"" help:"Fetch another machine's task state from a remote and merge it in, task by task."`

@@ -193,7 +193,7 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 				rep.Refused = append(rep.Refused, refused...)
 			}
 		}
-		err = s.repo.CompareAndSwap(TaskRef(id), lh, next)
+		err = s.casCommit(TaskRef(id), lh, next)
 		if errors.Is(err, ErrStale) {
 			continue // a local operation landed meanwhile: judge again
 		}
@@ -317,7 +317,7 @@ func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 	if h, ok, _ := s.repo.ReadRef(ns + "slugs/" + slug); ok && h != idBlob {
 		rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: "the remote's slug ref does not name this task"})
 	}
-	if err := s.repo.CompareAndSwap(SlugsPrefix+slug, plumbing.ZeroHash, idBlob); err != nil {
+	if err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(sn.Task.ID+"\n")); err != nil {
 		cur, _, _ := s.repo.ReadRef(SlugsPrefix + slug)
 		if cur != idBlob {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug,
