@@ -100,7 +100,7 @@
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
-        ["status-line", "turns", "diff", "comments", "changelog", "goal"].forEach(function (id) {
+        ["status-line", "working-note", "turns", "diff", "comments", "changelog", "goal"].forEach(function (id) {
           var old = document.getElementById(id), fresh = doc.getElementById(id);
           if (old && fresh) old.replaceWith(document.importNode(fresh, true));
         });
@@ -118,7 +118,7 @@
     es.addEventListener("tasks", function (ev) { onTasks(JSON.parse(ev.data)); });
     es.addEventListener("log", function (ev) { onLog(JSON.parse(ev.data)); });
     es.addEventListener("phase", function (ev) { onPhase(JSON.parse(ev.data)); });
-    es.onopen = function () { if (liveState) liveState.textContent = "Live."; };
+    es.onopen = function () { if (liveState) liveState.textContent = "Live: this page follows the daemon."; };
     es.onerror = function () {
       if (liveState) liveState.textContent = "Reconnecting to the daemon…";
       // The log offset moves with the page: reconnect from it, not from
