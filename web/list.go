@@ -112,7 +112,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "lazy could not list the tasks: "+err.Error())
 		return
 	}
-	p.Took = time.Since(start).Round(time.Millisecond)
+	p.Took = time.Since(start).Round(100 * time.Microsecond)
 	s.render(w, "list.html", p)
 }
 
