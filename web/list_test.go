@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -169,5 +170,32 @@ func BenchmarkListJSON10000(b *testing.B) {
 		if err := json.NewEncoder(io.Discard).Encode(out); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestLiveStreamLooksOnlyAtShownTasks(t *testing.T) {
+	s, st, _ := newServer(t)
+	a, b := create(t, st, "Shown task", ""), create(t, st, "Elsewhere task", "")
+	seen := map[string]taskState{}
+	shown := map[string]bool{a: true}
+	first := s.states("", true, seen, shown)
+	if len(first) != 1 || first[0].ID != a || first[0].Status != machine.Backlog {
+		t.Fatalf("first look: %+v", first)
+	}
+	for _, x := range first {
+		seen[x.ID] = x
+	}
+	if again := s.states("", false, seen, shown); len(again) != 0 {
+		t.Fatalf("nothing moved, yet: %+v", again)
+	}
+	if _, _, err := st.Update(context.Background(), b, func(sn *gitstore.Snapshot) (*gitstore.Op, error) {
+		sn.Task.Title = "Elsewhere, renamed"
+		return &gitstore.Op{Name: "edit", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	moved := s.states("", false, seen, shown)
+	if len(moved) != 1 || moved[0].ID != b || moved[0].Live != "" || moved[0].Turns != 0 {
+		t.Fatalf("a task off the page moved: %+v, want it reported bare", moved)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
@@ -62,6 +63,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		taskID = id
 	}
 	offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
+	// A list page names the tasks it shows, so the stream decodes those
+	// and not the whole repository.
+	var shown map[string]bool
+	if q.Has("ids") {
+		shown = map[string]bool{}
+		for _, id := range strings.SplitN(q.Get("ids"), ",", 1001) {
+			if gitstore.ValidID(id) {
+				shown[id] = true
+			}
+		}
+	}
 	logPath := ""
 	if taskID != "" {
 		logPath = proto.ForTask(s.Store.Repo().LazyDir(), taskID).Path(proto.LogFile)
@@ -93,7 +105,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	seen := map[string]taskState{}
 	look := func(first bool) bool {
-		states := s.states(taskID, first, seen)
+		states := s.states(taskID, first, seen, shown)
 		var changed []taskState
 		for _, st := range states {
 			if seen[st.ID] != st {
@@ -146,11 +158,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // states reads the live state of one task, or of the tasks a list page
-// must hear about: on the first look every unfinished task (a finished
-// one is only remembered by its ref), later every task whose ref moved
-// or that is working (its substate lives outside the ref). So a look at
-// 10,000 tasks decodes only the few that changed.
-func (s *Server) states(taskID string, first bool, seen map[string]taskState) []taskState {
+// shows (shown; nil for all): on the first look those, later those whose
+// ref moved or that work (a substate lives outside the ref). A task the
+// page does not show is reported once, bare, when its ref moves, so the
+// page can say the list changed. A look at 10,000 tasks thus decodes only
+// the few that matter.
+func (s *Server) states(taskID string, first bool, seen map[string]taskState, shown map[string]bool) []taskState {
 	if taskID != "" {
 		sn, err := s.Store.Load(taskID)
 		if err != nil {
@@ -166,15 +179,24 @@ func (s *Server) states(taskID string, first bool, seen map[string]taskState) []
 	var out []taskState
 	for i := range entries {
 		e := &entries[i]
-		head := e.Commit.String()
 		if e.Err != nil {
 			continue
 		}
-		if first && e.Status.IsTerminal() {
+		head := e.Commit.String()
+		old, known := seen[e.ID]
+		onPage := shown == nil || shown[e.ID]
+		switch {
+		case !onPage:
+			if first || (known && old.Head == head) {
+				seen[e.ID] = taskState{ID: e.ID, Head: head}
+				continue
+			}
+			out = append(out, taskState{ID: e.ID, Status: e.Status, Category: e.Status.Category(), Head: head})
+			continue
+		case first && shown == nil && e.Status.IsTerminal():
 			seen[e.ID] = taskState{ID: e.ID, Status: e.Status, Head: head}
 			continue
-		}
-		if !first && e.Status != machine.Working && seen[e.ID].Head == head {
+		case !first && e.Status != machine.Working && known && old.Head == head:
 			continue
 		}
 		sum, err := e.Summary()

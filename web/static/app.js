@@ -37,7 +37,7 @@
       }
       var rows = document.querySelectorAll('.task[data-id="' + CSS.escape(t.id) + '"]');
       if (rows.length === 0) {
-        if (t.status && !document.body.dataset.filtered) notice("Tasks changed that this page does not show; reload to see them.");
+        notice("Tasks this page does not show changed (" + t.status + "); reload to see them.");
         return;
       }
       rows.forEach(function (row) {
@@ -113,7 +113,13 @@
   }
 
   function connect() {
-    var url = "/events" + (page === "task" ? "?task=" + encodeURIComponent(taskID) + "&offset=" + encodeURIComponent(offset) : "");
+    var url = "/events";
+    if (page === "task") {
+      url += "?task=" + encodeURIComponent(taskID) + "&offset=" + encodeURIComponent(offset);
+    } else {
+      var ids = Array.prototype.map.call(document.querySelectorAll(".task[data-id]"), function (el) { return el.dataset.id; });
+      url += "?ids=" + encodeURIComponent(ids.join(","));
+    }
     var es = new EventSource(url);
     es.addEventListener("tasks", function (ev) { onTasks(JSON.parse(ev.data)); });
     es.addEventListener("log", function (ev) { onLog(JSON.parse(ev.data)); });
