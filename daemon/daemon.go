@@ -253,7 +253,9 @@ func (s *Server) serveWeb(ctx context.Context, dir string) (func(), error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	// Requests live in the daemon's context, so open event streams end
+	// when the daemon does instead of holding up its shutdown.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()
 	return func() {
 		_ = os.Remove(path)
@@ -273,7 +275,7 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 	if err != nil {
 		return true
 	}
-	if busy(entries) {
+	if busy(entries) || s.watched() {
 		*idleSince = time.Now()
 	} else if s.IdleExit > 0 && time.Since(*idleSince) > s.IdleExit {
 		return false
@@ -318,6 +320,15 @@ func busy(entries []gitstore.Entry) bool {
 		}
 	}
 	return false
+}
+
+// watched reports whether anyone follows the events (lazy watch, an open
+// web page): a person looking at the daemon's view keeps it up, since a
+// restarted daemon serves the web view on a new address.
+func (s *Server) watched() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs) > 0
 }
 
 func (s *Server) publish(ev Event) {

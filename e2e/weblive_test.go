@@ -165,25 +165,8 @@ func TestWebActionPostsNeedTokenOriginAndHost(t *testing.T) {
 	good := m[1]
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(session, csrf, origin, host string) int {
-		form := url.Values{"text": {"from the web"}}
-		if csrf != "" {
-			form.Set("csrf", csrf)
-		}
-		req, _ := http.NewRequest(http.MethodPost, base+"/task/"+tk.ID+"/comment", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: "lazy_token", Value: session})
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		if host != "" {
-			req.Host = host
-		}
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
+		code, _ := postForm(t, noRedirect, base+"/task/"+tk.ID+"/comment", session, csrf, origin, host)
+		return code
 	}
 	for _, c := range []struct {
 		name                        string
@@ -201,6 +184,12 @@ func TestWebActionPostsNeedTokenOriginAndHost(t *testing.T) {
 		if got := post(c.session, c.csrf, c.origin, c.host); got != c.want {
 			t.Errorf("POST with %s: %d, want %d", c.name, got, c.want)
 		}
+	}
+	// An action the state machine refuses shows the page again with the
+	// operation's own sentence, and keeps what was typed.
+	code, body := postForm(t, noRedirect, base+"/task/"+tk.ID+"/unblock", token, good, base, "")
+	if code != http.StatusConflict || !strings.Contains(body, `class="error"`) || !strings.Contains(body, ">from the web</textarea>") {
+		t.Fatalf("unblocking a backlog task: %d\n%s", code, body)
 	}
 	var tree []string
 	for _, l := range strings.Split(strings.TrimSpace(r.git("ls-tree", "--name-only", "refs/lazy/tasks/"+tk.ID, "comments/")), "\n") {
@@ -228,4 +217,30 @@ func csrfOf(t *testing.T, base, id, token string) string {
 		t.Fatal("a read-only page carries a CSRF token")
 	}
 	return "forged"
+}
+
+// postForm posts an action form with the given session cookie, CSRF
+// token, Origin and Host, and returns the status and body.
+func postForm(t *testing.T, c *http.Client, u, session, csrf, origin, host string) (int, string) {
+	t.Helper()
+	form := url.Values{"text": {"from the web"}}
+	if csrf != "" {
+		form.Set("csrf", csrf)
+	}
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: "lazy_token", Value: session})
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

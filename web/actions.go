@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	"net/http"
 	"net/url"
@@ -82,7 +83,9 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := strings.TrimSpace(r.PostForm.Get("text"))
-	ctx := r.Context()
+	// A closed tab must not cancel an operation halfway (a merge, a turn
+	// launch): the operation runs to its end whatever the browser does.
+	ctx := context.WithoutCancel(r.Context())
 	switch action {
 	case "comment":
 		if text == "" {
@@ -113,6 +116,11 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		}
 		data["Error"] = err.Error()
 		data["Draft"] = map[string]string{action: text}
+		// The form comes back with what was typed, even where this
+		// status would not offer it, so nothing written is lost.
+		if can, ok := data["Can"].(map[string]bool); ok {
+			can[action] = action != "accept"
+		}
 		w.WriteHeader(http.StatusConflict)
 		s.render(w, "task.html", data)
 		return

@@ -148,7 +148,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 		"DiffAll": all, "Pending": sn.Violations.Pending, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
-		"Flash": r.URL.Query().Get("done"), "Error": r.URL.Query().Get("error"),
+		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},
 	}
 	if act {
 		data["CSRF"] = csrf(session)

@@ -112,6 +112,7 @@
       .then(function () { refreshing = false; });
   }
 
+  var failures = 0;
   function connect() {
     var url = "/events";
     if (page === "task") {
@@ -124,9 +125,10 @@
     es.addEventListener("tasks", function (ev) { onTasks(JSON.parse(ev.data)); });
     es.addEventListener("log", function (ev) { onLog(JSON.parse(ev.data)); });
     es.addEventListener("phase", function (ev) { onPhase(JSON.parse(ev.data)); });
-    es.onopen = function () { if (liveState) liveState.textContent = "Live: this page follows the daemon."; };
+    es.onopen = function () { failures = 0; if (liveState) liveState.textContent = "Live: this page follows the daemon."; };
     es.onerror = function () {
-      if (liveState) liveState.textContent = "Reconnecting to the daemon…";
+      failures++;
+      if (liveState) liveState.textContent = failures > 5 ? "The daemon stopped; run lazy web for the new URL." : "Reconnecting to the daemon…";
       // The log offset moves with the page: reconnect from it, not from
       // the URL the stream was first opened with.
       es.close();
