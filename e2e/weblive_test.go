@@ -244,3 +244,38 @@ func postForm(t *testing.T, c *http.Client, u, session, csrf, origin, host strin
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+func TestWebAcceptShowsTheDryRunDiffFirst(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	tk := workedTask(t, r, "accepted from the web", "merged.txt landed-line")
+	full, base := webURL(t, r, "--actions")
+	_, token, _ := strings.Cut(full, "?token=")
+	ro, _ := webURL(t, r)
+	_, roToken, _ := strings.Cut(ro, "?token=")
+	if body := get(t, base+"/task/"+tk.ID+"/accept?token="+roToken, ""); !strings.Contains(body, "actions are off") {
+		t.Fatalf("a read-only session reached the accept page:\n%s", body)
+	}
+	dry := get(t, base+"/task/"+tk.ID+"/accept?token="+token, "")
+	for _, want := range []string{"dry run", "merged.txt", `<span class="add">&#43;landed-line</span>`, "Accept and merge into main"} {
+		if !strings.Contains(dry, want) {
+			t.Fatalf("the accept page lacks %q:\n%s", want, dry)
+		}
+	}
+	if got := r.refStatus(tk.ID); got != "blocked" {
+		t.Fatalf("showing the dry run changed the task to %s", got)
+	}
+	m := csrfField.FindStringSubmatch(dry)
+	if m == nil {
+		t.Fatal("the accept page has no CSRF token")
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if code, body := postForm(t, noRedirect, base+"/task/"+tk.ID+"/accept", token, m[1], base, ""); code != http.StatusSeeOther {
+		t.Fatalf("accept: %d\n%s", code, body)
+	}
+	if got := r.refStatus(tk.ID); got != "complete" {
+		t.Fatalf("after the web accept the task is %s", got)
+	}
+	if got := strings.TrimSpace(r.git("show", "main:merged.txt")); got != "landed-line" {
+		t.Fatalf("main has merged.txt %q", got)
+	}
+}
