@@ -172,7 +172,7 @@ func (s *Server) states(taskID string, first bool, seen map[string]taskState, sh
 		sum := gitstore.NewSummary(&sn.Task)
 		return []taskState{s.state(&sum, sn.Commit.String())}
 	}
-	entries, err := s.Store.List()
+	entries, err := s.recentList()
 	if err != nil {
 		return nil
 	}

@@ -87,7 +87,31 @@ type Server struct {
 	Events func(ctx context.Context) <-chan daemon.Event
 	// PageSize is how many tasks a list page shows (default 100).
 	PageSize int
+
+	// recent shares one list among the open streams: each looks every
+	// couple of seconds, and at 10,000 tasks a list is not free.
+	recentMu sync.Mutex
+	recentAt time.Time
+	recent   []gitstore.Entry
 }
+
+// recentList is the task list, at most listShare old.
+func (s *Server) recentList() ([]gitstore.Entry, error) {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	if s.recent != nil && time.Since(s.recentAt) < listShare {
+		return s.recent, nil
+	}
+	entries, err := s.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	s.recent, s.recentAt = entries, time.Now()
+	return entries, nil
+}
+
+// listShare is how long streams share one list.
+const listShare = 900 * time.Millisecond
 
 const cookieName = "lazy_token"
 
