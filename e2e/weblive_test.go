@@ -87,6 +87,9 @@ func TestWebStreamsAgentOutputWithoutReload(t *testing.T) {
 	b.call("Page.navigate", map[string]any{"url": base + "/?token=" + token}, nil)
 	b.waitFor("the task in the list", `document.querySelector('.task[data-id="`+tk.ID+`"] .st') && document.querySelector('.task[data-id="`+tk.ID+`"] .st').textContent === "blocked"`)
 	checkScreenshot(t, b.screenshot("list"))
+	b.call("Page.navigate", map[string]any{"url": base + "/?view=board"}, nil)
+	b.waitFor("the task on the board, in the blocked column", `document.querySelector('.col[data-col="blocked"] .task[data-id="`+tk.ID+`"]')`)
+	checkScreenshot(t, b.screenshot("board"))
 }
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
