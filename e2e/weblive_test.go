@@ -44,12 +44,13 @@ func checkScreenshot(t *testing.T, path string) {
 }
 
 func TestWebStreamsAgentOutputWithoutReload(t *testing.T) {
-	r := withDaemon(t, newRepo(t))
+	r := withFakeClaude(t, withDaemon(t, newRepo(t)))
 	dir := t.TempDir()
 	goOn, finish := filepath.Join(dir, "go-on"), filepath.Join(dir, "finish")
-	rr := r.with(script(t, "print first words of the agent", "await "+goOn, "print <b>second</b> words, streamed", "await "+finish, "print all done"))
+	rr := r.with(script(t, "claude-init web-session", "claude-say first words of the agent", "await "+goOn,
+		"claude-say <b>second</b> words, streamed", "await "+finish, "claude-result all done"))
 	tk := rr.create("Streams its output", "-m", "Say **two** things.")
-	rr.ok("start", tk.Slug, "--command", fakeAgentBin)
+	rr.ok("start", tk.Slug, "--agent", "claude")
 	full, base := webURL(t, r)
 	_, token, _ := strings.Cut(full, "?token=")
 
@@ -65,6 +66,11 @@ func TestWebStreamsAgentOutputWithoutReload(t *testing.T) {
 	if got := b.eval(`window.lazyMark`); got != "same page" {
 		t.Fatalf("the page reloaded (mark %q) instead of patching the log", got)
 	}
+	if got := b.eval(`Array.prototype.map.call(document.querySelectorAll("#log li.k-text"), function(li){return li.textContent}).join("|")`); got != "first words of the agent|<b>second</b> words, streamed" {
+		t.Fatalf("the assistant's text entries: %q", got)
+	}
+	// The progress line follows as well.
+	b.waitFor("the latest progress line", `document.getElementById("progress").textContent.includes("second")`)
 	if got := b.eval(`document.querySelectorAll("#log b").length`); got != "0" {
 		t.Fatalf("agent output became markup: %s <b> elements", got)
 	}
@@ -78,6 +84,7 @@ func TestWebStreamsAgentOutputWithoutReload(t *testing.T) {
 	}
 	r.waitStatus(tk.Slug, "blocked")
 	b.waitFor("the task parked, with the agent's turn", `document.getElementById("status").textContent === "blocked" && document.getElementById("turns").textContent.includes("all done")`)
+	b.waitFor("the result with its cost", `document.getElementById("log").textContent.includes("cost $0.0100")`)
 	if got := b.eval(`window.lazyMark`); got != "same page" {
 		t.Fatalf("the page reloaded (mark %q) to show the new turn", got)
 	}

@@ -20,6 +20,9 @@ type taskState struct {
 	Status   machine.Status   `json:"status"`
 	Category machine.Category `json:"category"`
 	Live     string           `json:"live,omitempty"`
+	// Progress is the agent's latest line as its supervisor reports it
+	// (status.json), beside the substate's own progress (MCP).
+	Progress string `json:"progress,omitempty"`
 	Turns    int              `json:"turns"`
 	Head     string           `json:"head"` // the task ref's commit: a page section is stale when it moves
 }
@@ -209,5 +212,20 @@ func (s *Server) states(taskID string, first bool, seen map[string]taskState, sh
 }
 
 func (s *Server) state(sum *gitstore.Summary, head string) taskState {
-	return taskState{ID: sum.ID, Status: sum.Status, Category: sum.Status.Category(), Live: s.Marks.Substate(sum), Turns: sum.Turns, Head: head}
+	st := taskState{ID: sum.ID, Status: sum.Status, Category: sum.Status.Category(), Live: s.Marks.Substate(sum), Turns: sum.Turns, Head: head}
+	st.Progress = s.progress(sum)
+	return st
+}
+
+// progress is a working task's latest agent line from its live
+// supervisor's status.json; empty otherwise.
+func (s *Server) progress(sum *gitstore.Summary) string {
+	if sum.Status != machine.Working {
+		return ""
+	}
+	var st proto.Status
+	if proto.ForTask(s.Store.Repo().LazyDir(), sum.ID).Read(proto.StatusFile, &st) != nil || st.TaskID != sum.ID {
+		return ""
+	}
+	return clean(st.Progress, 200)
 }

@@ -143,7 +143,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	session := s.session(r)
 	act := s.canAct(r)
 	data := map[string]any{
-		"Task": sum, "Live": s.Marks.Substate(&sum), "Goal": goal, "Session": sn.Session,
+		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
 		"Turns": turns, "Comments": comments, "History": hist, "Diff": d, "DiffStat": s.diffStat(r.Context(), sn),
 		"DiffAll": all, "Pending": sn.Violations.Pending, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),

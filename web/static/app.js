@@ -29,6 +29,11 @@
         if (t.id !== taskID) return;
         setStatus(document.getElementById("status"), t.status);
         setLive(document.getElementById("live"), t.live);
+        var pl = document.getElementById("progress-line");
+        if (pl) {
+          document.getElementById("progress").textContent = t.progress || "";
+          pl.hidden = !t.progress;
+        }
         if (t.head && head && t.head !== head) {
           head = t.head;
           refreshSections();
@@ -43,6 +48,8 @@
       rows.forEach(function (row) {
         setStatus(row.querySelector(".st"), t.status);
         setLive(row.querySelector(".live"), t.live);
+        var prog = row.querySelector(".progress");
+        if (prog) prog.textContent = t.progress || "";
         var turns = row.querySelector(".turns");
         if (turns) turns.textContent = String(t.turns);
         var col = row.closest(".col");
