@@ -23,8 +23,8 @@ type taskState struct {
 	// Progress is the agent's latest line as its supervisor reports it
 	// (status.json), beside the substate's own progress (MCP).
 	Progress string `json:"progress,omitempty"`
-	Turns    int              `json:"turns"`
-	Head     string           `json:"head"` // the task ref's commit: a page section is stale when it moves
+	Turns    int    `json:"turns"`
+	Head     string `json:"head"` // the task ref's commit: a page section is stale when it moves
 }
 
 // phaseState is one step of an accept (or other long operation).
