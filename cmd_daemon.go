@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,7 +13,6 @@ import (
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
-	"github.com/lazyorch/lazy/web"
 )
 
 // DaemonCmd runs or manages the repository's daemon.
@@ -87,14 +82,13 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := &daemon.Server{
+	var srv *daemon.Server
+	srv = &daemon.Server{
 		Store:     a.store,
 		Reconcile: rec,
 		MCP:       mcp.Handler(a.repo.LazyDir(), d, a.liveToken),
-		Web: func(addr string) (http.Handler, string) {
-			token := randomToken()
-			w := &web.Server{Store: a.store, Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()}, RepoDir: a.repoDir(), Token: token, Addr: addr}
-			return w.Handler(), "http://" + addr + "/?token=" + token
+		Web: func(addr string) (http.Handler, daemon.WebInfo) {
+			return a.webView(addr, srv)
 		},
 		Version: versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
@@ -105,43 +99,6 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	return err
-}
-
-// randomToken is a fresh secret for the web view's URL.
-func randomToken() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// WebCmd prints the URL of the web view.
-type WebCmd struct {
-	JSON bool `help:"Print the URL as JSON."`
-}
-
-// Run implements lazy web.
-func (c *WebCmd) Run(a *app, ctx context.Context) error {
-	if err := a.openForWrite(); err != nil {
-		return err
-	}
-	info, err := a.ensureDaemon(ctx)
-	if err != nil {
-		return err
-	}
-	var w daemon.WebInfo
-	b, err := os.ReadFile(filepath.Join(a.repo.LazyDir(), daemon.WebFile))
-	if err == nil {
-		err = json.Unmarshal(b, &w)
-	}
-	if err != nil || w.PID != info.PID {
-		return fmt.Errorf("the daemon (pid %d) serves no web view yet; try again in a moment", info.PID)
-	}
-	if c.JSON {
-		return a.printJSON(w)
-	}
-	fmt.Fprintf(a.stdout, "%s\n", w.URL)
-	fmt.Fprintln(a.stderr, "lazy: the web view is read-only and local (127.0.0.1); the token in the URL is its key")
-	return nil
 }
 
 // liveToken accepts a token only while the turn it was minted for runs:

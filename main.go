@@ -53,7 +53,7 @@ type CLI struct {
 	Daemon   DaemonCmd   `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
 	Pull     PullCmd     `cmd:"" help:"Fetch another machine's task state from a remote and merge it in, task by task."`
 	Push     PushCmd     `cmd:"" help:"Push this machine's task state to a remote (never forced; a rejected push merges and retries)."`
-	Web      WebCmd      `cmd:"" help:"Print the URL of the daemon's read-only web view (127.0.0.1, with its token)."`
+	Web      WebCmd      `cmd:"" help:"Print the URL of the daemon's live web view (127.0.0.1, with its token); --actions for one that can act."`
 	Doctor   DoctorCmd   `cmd:"" help:"Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks."`
 
 	Mcp      McpCmd      `cmd:"" name:"mcp" help:"Serve lazy's tools to a builder agent over MCP on stdio (actor builder)."`

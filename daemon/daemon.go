@@ -88,9 +88,9 @@ type Server struct {
 	// MCP serves agents' tool calls (POST /mcp/call), if set.
 	MCP http.Handler
 	// Web, if set, builds the web view for the 127.0.0.1 address it will
-	// be served on; the address and the URL with its token go to
-	// WebFile (0600) for lazy web.
-	Web func(addr string) (handler http.Handler, url string)
+	// be served on; its URLs with their tokens go to WebFile (0600) for
+	// lazy web.
+	Web func(addr string) (handler http.Handler, info WebInfo)
 
 	mu   sync.Mutex
 	subs map[chan Event]bool
@@ -230,6 +230,9 @@ const WebFile = "web.json"
 type WebInfo struct {
 	PID int    `json:"pid"`
 	URL string `json:"url"`
+	// ActionsURL carries the token that may also act (comment, unblock,
+	// accept...); lazy web prints it only when actions are enabled.
+	ActionsURL string `json:"actions_url,omitempty"`
 }
 
 // serveWeb listens on a free 127.0.0.1 port for the web view.
@@ -238,8 +241,9 @@ func (s *Server) serveWeb(ctx context.Context, dir string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the web view: %w", err)
 	}
-	h, url := s.Web(ln.Addr().String())
-	b, err := json.Marshal(WebInfo{PID: os.Getpid(), URL: url})
+	h, info := s.Web(ln.Addr().String())
+	info.PID = os.Getpid()
+	b, err := json.Marshal(info)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -249,7 +253,9 @@ func (s *Server) serveWeb(ctx context.Context, dir string) (func(), error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	// Requests live in the daemon's context, so open event streams end
+	// when the daemon does instead of holding up its shutdown.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(ln) }()
 	return func() {
 		_ = os.Remove(path)
@@ -269,7 +275,7 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 	if err != nil {
 		return true
 	}
-	if busy(entries) {
+	if busy(entries) || s.watched() {
 		*idleSince = time.Now()
 	} else if s.IdleExit > 0 && time.Since(*idleSince) > s.IdleExit {
 		return false
@@ -319,6 +325,15 @@ func busy(entries []gitstore.Entry) bool {
 	return false
 }
 
+// watched reports whether anyone follows the events (lazy watch, an open
+// web page): a person looking at the daemon's view keeps it up, since a
+// restarted daemon serves the web view on a new address.
+func (s *Server) watched() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs) > 0
+}
+
 func (s *Server) publish(ev Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -330,6 +345,23 @@ func (s *Server) publish(ev Event) {
 	}
 }
 
+// Subscribe returns this daemon's events, in process (the web view
+// follows them), until ctx ends. A slow reader misses events rather than
+// stalling the daemon, so readers treat an event as "look again".
+func (s *Server) Subscribe(ctx context.Context) <-chan Event {
+	ch := make(chan Event, 16)
+	s.mu.Lock()
+	s.subs[ch] = true
+	s.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		delete(s.subs, ch)
+		s.mu.Unlock()
+	}()
+	return ch
+}
+
 // events streams NDJSON: heartbeats, so a client can tell a quiet daemon
 // from a dead one, and reconcile actions as they happen.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
@@ -338,15 +370,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	ch := make(chan Event, 16)
-	s.mu.Lock()
-	s.subs[ch] = true
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.subs, ch)
-		s.mu.Unlock()
-	}()
+	ch := s.Subscribe(r.Context())
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	_ = enc.Encode(Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})

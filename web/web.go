@@ -1,22 +1,33 @@
-// Package web is the daemon's read-only web view: the task list with live
-// substates and a page per task with its turns, diff stats and status
-// changelog. It listens on 127.0.0.1 only, checks the Host header against
-// DNS rebinding, and requires the token printed by lazy web.
+// Package web is the daemon's web view: the task list (a tree or a board,
+// filtered, searched and paged on the server), and a page per task with
+// its agent's output streamed live, turns, diff and status changelog.
+// Pages render completely without JavaScript; a small same-origin script
+// patches them from a Server-Sent Events stream fed by the daemon's own
+// events. Actions (comment, unblock, ask, stop, accept, reject) exist only
+// for a session that holds the actions token, which lazy web prints only
+// when asked to (--actions or lazy.web.actions).
+//
+// It listens on 127.0.0.1 only, checks the Host header against DNS
+// rebinding, requires a token, sends a strict CSP, and checks every POST's
+// CSRF token, Origin and Host.
 package web
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/hex"
+	"fmt"
 	"html/template"
 	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
@@ -24,6 +35,9 @@ import (
 
 //go:embed templates/*.html
 var files embed.FS
+
+//go:embed static/app.js
+var appJS []byte
 
 // pages parses the templates on first use: every lazy process links this
 // package, and only the daemon serves pages.
@@ -35,19 +49,69 @@ var pages = sync.OnceValue(func() *template.Template {
 			}
 			return s
 		},
-		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"markdown":   markdown,
+		"categories": func() []machine.Category { return categories },
+		"indent":     func(depth int) string { return fmt.Sprintf("%dpx", 9+depth*22) },
 	}).ParseFS(files, "templates/*.html"))
 })
+
+// Actions are the lifecycle operations a browser session may run, with
+// actor human; the daemon's command wires them to the same operations
+// the CLI uses. Each returns an error worded for the user.
+type Actions interface {
+	Comment(ctx context.Context, id, text string) error
+	Unblock(ctx context.Context, id, feedback string) error
+	Ask(ctx context.Context, id, question string) error
+	Stop(ctx context.Context, id, reason string) error
+	Accept(ctx context.Context, id string) (string, error)
+	// Into names the branch an accept would merge into, for its dry run.
+	Into(ctx context.Context, id string) (string, error)
+	Reject(ctx context.Context, id, reason string) error
+}
 
 // Server renders the pages of one repository.
 type Server struct {
 	Store   *gitstore.Store
 	Marks   *mcp.Marks
 	RepoDir string
-	Token   string
-	// Addr is the address it listens on, for the Host check.
+	// Token lets a browser read; ActionsToken, when set with Actions,
+	// also lets it act.
+	Token        string
+	ActionsToken string
+	Actions      Actions
+	// Addr is the address it listens on, for the Host and Origin checks.
 	Addr string
+	// Events follows the daemon's event stream in process (nil: the live
+	// stream only polls).
+	Events func(ctx context.Context) <-chan daemon.Event
+	// PageSize is how many tasks a list page shows (default 100).
+	PageSize int
+
+	// recent shares one list among the open streams: each looks every
+	// couple of seconds, and at 10,000 tasks a list is not free.
+	recentMu sync.Mutex
+	recentAt time.Time
+	recent   []gitstore.Entry
 }
+
+// recentList is the task list, at most listShare old.
+func (s *Server) recentList() ([]gitstore.Entry, error) {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	if s.recent != nil && time.Since(s.recentAt) < listShare {
+		return s.recent, nil
+	}
+	entries, err := s.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	s.recent, s.recentAt = entries, time.Now()
+	return entries, nil
+}
+
+// listShare is how long streams share one list.
+const listShare = 900 * time.Millisecond
 
 const cookieName = "lazy_token"
 
@@ -56,115 +120,96 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.list)
 	mux.HandleFunc("GET /task/{id}", s.task)
+	mux.HandleFunc("GET /task/{id}/accept", s.acceptPage)
+	mux.HandleFunc("POST /task/{id}/{action}", s.act)
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /static/app.js", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(appJS)
+	})
 	return s.guard(mux)
 }
 
-// guard admits requests for this address that carry the token, in the
-// query (which sets a cookie) or in that cookie.
+// sameHost reports whether host (a Host header or an Origin's host) names
+// this server: its address, or localhost on its port.
+func (s *Server) sameHost(host string) bool {
+	if host == s.Addr {
+		return true
+	}
+	h, p, err := net.SplitHostPort(host)
+	if err != nil {
+		return false
+	}
+	_, ap, err := net.SplitHostPort(s.Addr)
+	return err == nil && (h == "127.0.0.1" || h == "localhost") && p == ap
+}
+
+// session is the token a request proved, from the query (which sets the
+// cookie) or the cookie.
+func (s *Server) session(r *http.Request) string {
+	token := r.URL.Query().Get("token")
+	if token == "" {
+		if c, err := r.Cookie(cookieName); err == nil {
+			token = c.Value
+		}
+	}
+	for _, t := range []string{s.Token, s.ActionsToken} {
+		if t != "" && subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+			return t
+		}
+	}
+	return ""
+}
+
+// canAct reports whether the request's session holds the actions token.
+func (s *Server) canAct(r *http.Request) bool {
+	return s.Actions != nil && s.ActionsToken != "" && s.session(r) == s.ActionsToken
+}
+
+// csrf is the form token of a session: derived from (so bound to) the
+// session's cookie value, and useless without it.
+func csrf(session string) string {
+	m := hmac.New(sha256.New, []byte(session))
+	m.Write([]byte("lazy web csrf v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// guard admits requests for this address that carry a token.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, p, err := net.SplitHostPort(r.Host); err == nil {
-			if _, ap, err := net.SplitHostPort(s.Addr); err == nil && (h == "127.0.0.1" || h == "localhost") && p == ap {
-				host = s.Addr
-			}
-		}
-		if host != s.Addr {
+		if !s.sameHost(r.Host) {
 			http.Error(w, "lazy web answers only on "+s.Addr, http.StatusForbidden)
 			return
 		}
-		token := r.URL.Query().Get("token")
-		if token == "" {
-			if c, err := r.Cookie(cookieName); err == nil {
-				token = c.Value
-			}
-		}
-		if subtle.ConstantTimeCompare([]byte(token), []byte(s.Token)) != 1 {
+		session := s.session(r)
+		if session == "" {
 			http.Error(w, "lazy web needs the token in the URL that `lazy web` prints", http.StatusForbidden)
 			return
 		}
 		if r.URL.Query().Get("token") != "" {
 			// Not Secure: the view is plain HTTP on 127.0.0.1, where a
 			// Secure cookie would never be sent back.
-			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// same-origin, not no-referrer: the URL may carry the token, and with
+		// no-referrer a browser sends "Origin: null" on POST, which act refuses.
+		w.Header().Set("Referrer-Policy", "same-origin")
 		next.ServeHTTP(w, r)
 	})
 }
 
-type row struct {
-	gitstore.Summary
-	Live  string
-	Depth int
-}
-
-func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
-	entries, err := s.Store.List()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	var rows []row
-	counts := map[machine.Status]int{}
-	for i := range entries {
-		sum, err := entries[i].Summary()
-		if err != nil {
-			continue
-		}
-		counts[sum.Status]++
-		rows = append(rows, row{Summary: *sum, Live: s.Marks.Substate(sum)})
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.Status.IsTerminal() != b.Status.IsTerminal() {
-			return !a.Status.IsTerminal()
-		}
-		return a.Slug < b.Slug
-	})
-	s.render(w, "list.html", map[string]any{"Rows": rows, "Counts": counts, "Now": time.Now()})
-}
-
-func (s *Server) task(w http.ResponseWriter, r *http.Request) {
-	id, err := s.Store.Resolve(r.PathValue("id"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
-	}
-	sn, err := s.Store.Load(id)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	goal, _ := sn.Goal()
-	turns, _ := s.Store.Turns(sn)
-	comments, _ := s.Store.Comments(sn)
-	hist, _ := s.Store.History(sn)
-	sum := gitstore.NewSummary(&sn.Task)
-	s.render(w, "task.html", map[string]any{
-		"Task": sum, "Live": s.Marks.Substate(&sum), "Goal": goal, "Session": sn.Session,
-		"Turns": turns, "Comments": comments, "History": hist, "Diff": s.diffStat(r.Context(), sn),
-		"Pending": sn.Violations.Pending, "Token": s.Token,
-	})
-}
-
-// diffStat is the task branch's change since the session started.
-func (s *Server) diffStat(ctx context.Context, sn *gitstore.Snapshot) string {
-	ss := sn.Session
-	if ss == nil || !gitstore.ValidHex(ss.GitStartSHA) || gitstore.ValidBranchName(ss.Branch) != nil {
-		return ""
-	}
-	out, err := gitcli.New(s.RepoDir, "diff", "--stat", ss.GitStartSHA, "refs/heads/"+ss.Branch).String(ctx)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimRight(out, "\n")
-}
-
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
 	if err := pages().ExecuteTemplate(w, name, data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+// fail answers with a page-less error sentence.
+func fail(w http.ResponseWriter, code int, msg string) {
+	http.Error(w, strings.TrimSpace(msg), code)
 }

@@ -1,0 +1,274 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// row is one task on the list page.
+type row struct {
+	gitstore.Summary
+	Live  string
+	Depth int
+}
+
+// column is one board column: a status category.
+type column struct {
+	Category machine.Category
+	Rows     []row
+	Total    int
+}
+
+// listQuery is the list page's GET parameters, so a filtered view is a
+// link, and works without JavaScript.
+type listQuery struct {
+	View   string // tree (default) or board
+	Status string // a status or a category name; empty: all
+	Q      string // case-insensitive substring of slug, title or id
+	Page   int    // 1-based
+}
+
+func parseListQuery(r *http.Request) listQuery {
+	v := r.URL.Query()
+	q := listQuery{View: v.Get("view"), Status: v.Get("status"), Q: strings.TrimSpace(v.Get("q"))}
+	if q.View != "board" {
+		q.View = "tree"
+	}
+	q.Page, _ = strconv.Atoi(v.Get("page"))
+	if q.Page < 1 {
+		q.Page = 1
+	}
+	if len(q.Q) > 200 {
+		q.Q = q.Q[:200]
+	}
+	return q
+}
+
+// URL is the list page for this query with some fields changed.
+func (q listQuery) URL(page int) string {
+	v := url.Values{}
+	if q.View != "tree" {
+		v.Set("view", q.View)
+	}
+	if q.Status != "" {
+		v.Set("status", q.Status)
+	}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if page > 1 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	if len(v) == 0 {
+		return "/"
+	}
+	return "/?" + v.Encode()
+}
+
+// statusMatches filters by a status or a category name.
+func statusMatches(filter string, st machine.Status) bool {
+	return filter == "" || string(st) == filter || string(st.Category()) == filter
+}
+
+// categories are the board's columns, in the order a person scans them.
+var categories = []machine.Category{machine.CategoryActive, machine.CategoryBlocked, machine.CategoryResting, machine.CategoryTerminal}
+
+func (s *Server) pageSize() int {
+	if s.PageSize > 0 {
+		return s.PageSize
+	}
+	return 100
+}
+
+// listPage is everything the list template shows.
+type listPage struct {
+	Query    listQuery
+	Rows     []row
+	Columns  []column
+	Counts   map[machine.Status]int
+	Statuses []machine.Status
+	Total    int // tasks that match the filter
+	All      int // tasks in the repository
+	Page     int
+	Pages    int
+	Prev     string
+	Next     string
+	Now      time.Time
+	Took     time.Duration
+	Token    string
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	p, err := s.listData(parseListQuery(r))
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "lazy could not list the tasks: "+err.Error())
+		return
+	}
+	p.Took = time.Since(start).Round(100 * time.Microsecond)
+	s.render(w, "list.html", p)
+}
+
+// listData builds one page of the list from the derived list cache: it
+// filters and orders on the cache's own fields and decodes only the
+// summaries it shows (or all of them when searching titles), so a page
+// of a 10,000-task repository costs about one cached list.
+func (s *Server) listData(q listQuery) (*listPage, error) {
+	entries, err := s.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	p := &listPage{Query: q, Counts: map[machine.Status]int{}, All: len(entries), Now: time.Now()}
+	titles := map[string]*gitstore.Summary{}
+	var keep []*gitstore.Entry
+	for i := range entries {
+		e := &entries[i]
+		if e.Err != nil {
+			continue
+		}
+		p.Counts[e.Status]++
+		if !statusMatches(q.Status, e.Status) {
+			continue
+		}
+		if q.Q != "" {
+			sum, err := e.Summary()
+			if err != nil || !matchesSearch(sum, q.Q) {
+				continue
+			}
+			titles[e.ID] = sum
+		}
+		keep = append(keep, e)
+	}
+	for st := range p.Counts {
+		p.Statuses = append(p.Statuses, st)
+	}
+	sort.Slice(p.Statuses, func(i, j int) bool { return p.Statuses[i] < p.Statuses[j] })
+	p.Total = len(keep)
+	size := s.pageSize()
+	p.Pages = max(1, (len(keep)+size-1)/size)
+	p.Page = min(q.Page, p.Pages)
+	lo, hi := (p.Page-1)*size, min(p.Page*size, len(keep))
+	summary := func(e *gitstore.Entry, depth int) (row, bool) {
+		sum := titles[e.ID]
+		if sum == nil {
+			var err error
+			if sum, err = e.Summary(); err != nil {
+				return row{}, false
+			}
+		}
+		return row{Summary: *sum, Live: s.Marks.Substate(sum), Depth: depth}, true
+	}
+	if q.View == "board" {
+		by := map[machine.Category][]*gitstore.Entry{}
+		for _, e := range keep {
+			by[e.Status.Category()] = append(by[e.Status.Category()], e)
+		}
+		p.Pages = 1
+		for _, c := range categories {
+			p.Pages = max(p.Pages, (len(by[c])+size-1)/size)
+		}
+		p.Page = min(q.Page, p.Pages)
+		for _, c := range categories {
+			list := by[c]
+			sortEntries(list)
+			col := column{Category: c, Total: len(list)}
+			for _, e := range list[min((p.Page-1)*size, len(list)):min(p.Page*size, len(list))] {
+				if r, ok := summary(e, 0); ok {
+					col.Rows = append(col.Rows, r)
+				}
+			}
+			p.Columns = append(p.Columns, col)
+		}
+	} else {
+		ordered := treeOrder(keep)
+		for _, t := range ordered[lo:hi] {
+			if r, ok := summary(t.e, t.depth); ok {
+				p.Rows = append(p.Rows, r)
+			}
+		}
+	}
+	if p.Page > 1 {
+		p.Prev = q.URL(p.Page - 1)
+	}
+	if p.Page < p.Pages {
+		p.Next = q.URL(p.Page + 1)
+	}
+	return p, nil
+}
+
+func matchesSearch(sum *gitstore.Summary, q string) bool {
+	q = strings.ToLower(q)
+	return strings.Contains(strings.ToLower(sum.Title), q) || strings.Contains(strings.ToLower(sum.Slug), q) || strings.HasPrefix(sum.ID, q)
+}
+
+// sortEntries puts unfinished tasks first, then newest first: the work a
+// person looks at, on top.
+func sortEntries(list []*gitstore.Entry) {
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.Status.IsTerminal() != b.Status.IsTerminal() {
+			return !a.Status.IsTerminal()
+		}
+		if a.Created != b.Created {
+			return a.Created > b.Created
+		}
+		return a.ID < b.ID
+	})
+}
+
+type placed struct {
+	e     *gitstore.Entry
+	depth int
+}
+
+// treeOrder lays the tasks out depth-first, each subtask under its
+// parent. A task whose parent is filtered out or missing is a root, so a
+// filter never hides a match.
+func treeOrder(keep []*gitstore.Entry) []placed {
+	present := make(map[string]bool, len(keep))
+	for _, e := range keep {
+		present[e.ID] = true
+	}
+	children := map[string][]*gitstore.Entry{}
+	var roots []*gitstore.Entry
+	for _, e := range keep {
+		if e.Parent != "" && present[e.Parent] && e.Parent != e.ID {
+			children[e.Parent] = append(children[e.Parent], e)
+		} else {
+			roots = append(roots, e)
+		}
+	}
+	sortEntries(roots)
+	out := make([]placed, 0, len(keep))
+	seen := make(map[string]bool, len(keep))
+	var walk func(e *gitstore.Entry, depth int)
+	walk = func(e *gitstore.Entry, depth int) {
+		if seen[e.ID] { // a parent cycle in hand-edited records
+			return
+		}
+		seen[e.ID] = true
+		out = append(out, placed{e, depth})
+		kids := children[e.ID]
+		sortEntries(kids)
+		for _, k := range kids {
+			walk(k, min(depth+1, 8))
+		}
+	}
+	for _, e := range roots {
+		walk(e, 0)
+	}
+	// Tasks only reachable through a cycle still show, as roots.
+	for _, e := range keep {
+		if !seen[e.ID] {
+			walk(e, 0)
+		}
+	}
+	return out
+}

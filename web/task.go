@@ -1,0 +1,175 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+)
+
+// Diff bounds: a page shows this much unless asked for all of it, so a
+// vendored directory in a diff cannot make the page unusable.
+const (
+	diffFiles     = 30
+	diffFileLines = 400
+	diffAllLines  = 20000
+)
+
+// diffFile is one file of a unified diff.
+type diffFile struct {
+	Name    string
+	Lines   []diffLine
+	Hidden  int // lines left out by the bound
+	Added   int
+	Removed int
+}
+
+type diffLine struct {
+	Class string // add, del, hunk, meta or ""
+	Text  string
+}
+
+// diff is a bounded, parsed diff.
+type diff struct {
+	Files       []diffFile
+	HiddenFiles int
+	Bounded     bool // something was left out; "show more" shows all
+	Empty       bool
+}
+
+// parseDiff splits git's unified diff by file, classifies each line, and
+// keeps at most maxFiles files of at most maxLines lines each.
+func parseDiff(out string, maxFiles, maxLines int) diff {
+	var d diff
+	var cur *diffFile
+	total := 0
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, "diff --git ") {
+			if len(d.Files) >= maxFiles {
+				d.HiddenFiles++
+				d.Bounded = true
+				cur = nil
+				continue
+			}
+			name := strings.TrimPrefix(line, "diff --git ")
+			if i := strings.Index(name, " b/"); i >= 0 {
+				name = name[i+3:]
+			}
+			d.Files = append(d.Files, diffFile{Name: name})
+			cur = &d.Files[len(d.Files)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		var cls string
+		switch {
+		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "index "), strings.HasPrefix(line, "new file"), strings.HasPrefix(line, "deleted file"), strings.HasPrefix(line, "similarity"), strings.HasPrefix(line, "rename "), strings.HasPrefix(line, "Binary files"):
+			cls = "meta"
+		case strings.HasPrefix(line, "@@"):
+			cls = "hunk"
+		case strings.HasPrefix(line, "+"):
+			cls = "add"
+			cur.Added++
+		case strings.HasPrefix(line, "-"):
+			cls = "del"
+			cur.Removed++
+		}
+		if cls == "meta" && !strings.HasPrefix(line, "Binary") && !strings.HasPrefix(line, "new file") && !strings.HasPrefix(line, "deleted file") && !strings.HasPrefix(line, "rename") {
+			continue // the file header says it already
+		}
+		if len(cur.Lines) >= maxLines || total >= diffAllLines {
+			cur.Hidden++
+			d.Bounded = true
+			continue
+		}
+		total++
+		cur.Lines = append(cur.Lines, diffLine{Class: cls, Text: line})
+	}
+	d.Empty = len(d.Files) == 0
+	return d
+}
+
+// branchDiff is the task branch's change since from (the session's start,
+// or the merge base with the target for an accept's dry run).
+func (s *Server) branchDiff(ctx context.Context, from, branch string, all bool) diff {
+	if !gitstore.ValidHex(from) || gitstore.ValidBranchName(branch) != nil {
+		return diff{Empty: true}
+	}
+	out, err := gitcli.New(s.RepoDir, "diff", "--no-color", "--no-ext-diff", "--find-renames", from, "refs/heads/"+branch).String(ctx)
+	if err != nil {
+		return diff{Empty: true}
+	}
+	if all {
+		return parseDiff(out, 1<<30, diffAllLines)
+	}
+	return parseDiff(out, diffFiles, diffFileLines)
+}
+
+// diffStat is git's summary line of the same change.
+func (s *Server) diffStat(ctx context.Context, sn *gitstore.Snapshot) string {
+	ss := sn.Session
+	if ss == nil || !gitstore.ValidHex(ss.GitStartSHA) || gitstore.ValidBranchName(ss.Branch) != nil {
+		return ""
+	}
+	out, err := gitcli.New(s.RepoDir, "diff", "--stat", ss.GitStartSHA, "refs/heads/"+ss.Branch).String(ctx)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(out, "\n")
+}
+
+// taskData is what the task page shows.
+func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
+	sn, err := s.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	goal, _ := sn.Goal()
+	turns, _ := s.Store.Turns(sn)
+	comments, _ := s.Store.Comments(sn)
+	hist, _ := s.Store.History(sn)
+	sum := gitstore.NewSummary(&sn.Task)
+	all := r.URL.Query().Get("diff") == "all"
+	var d diff
+	if ss := sn.Session; ss != nil {
+		d = s.branchDiff(r.Context(), ss.GitStartSHA, ss.Branch, all)
+	}
+	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile), logPageEntries)
+	session := s.session(r)
+	act := s.canAct(r)
+	data := map[string]any{
+		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
+		"Turns": turns, "Comments": comments, "History": hist, "Diff": d, "DiffStat": s.diffStat(r.Context(), sn),
+		"DiffAll": all, "Pending": sn.Violations.Pending, "Log": entries, "LogOffset": offset,
+		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
+		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
+		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},
+	}
+	if act {
+		data["CSRF"] = csrf(session)
+	}
+	return data, nil
+}
+
+func headOf(sn *gitstore.Snapshot) string {
+	return sn.Commit.String()
+}
+
+func (s *Server) task(w http.ResponseWriter, r *http.Request) {
+	id, err := s.Store.Resolve(r.PathValue("id"))
+	if err != nil {
+		fail(w, http.StatusNotFound, err.Error())
+		return
+	}
+	data, err := s.taskData(r, id)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "lazy could not read the task: "+err.Error())
+		return
+	}
+	s.render(w, "task.html", data)
+}

@@ -1,0 +1,58 @@
+package web
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMarkdownShowsRawHTMLAsText(t *testing.T) {
+	for in, want := range map[string]string{
+		"a <b>comment</b> with markup":       "a &lt;b&gt;comment&lt;/b&gt; with markup",
+		"<script>alert(1)</script>":          "&lt;script&gt;alert(1)&lt;/script&gt;",
+		"[x](javascript:alert(1))":           `<a href="">x</a>`,
+		"**bold** and `<i>`":                 "<strong>bold</strong> and <code>&lt;i&gt;</code>",
+		"<img src=x onerror=alert(1)>":       "&lt;img src=x onerror=alert(1)&gt;",
+		"<div onclick=\"x\">\nblock\n</div>": "<pre>&lt;div onclick=&quot;x&quot;&gt;",
+	} {
+		got := string(markdown(in))
+		if !strings.Contains(got, want) {
+			t.Errorf("markdown(%q) = %q, want it to contain %q", in, got, want)
+		}
+		if strings.Contains(got, "<script") || strings.Contains(got, "<img") || strings.Contains(got, "onclick=\"") {
+			t.Errorf("markdown(%q) = %q lets markup through", in, got)
+		}
+	}
+}
+
+func TestRenderLineReadsClaudeAndCodexStreams(t *testing.T) {
+	for in, want := range map[string]LogEntry{
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"Looking at the tests"}]}}`:                   {"text", "Looking at the tests"},
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"go test"}}]}}`: {"tool", `Bash {"command":"go test"}`},
+		`{"type":"result","subtype":"success","total_cost_usd":0.0123,"num_turns":3}`:                                  {"note", "result · 3 turns · cost $0.0123"},
+		`{"type":"item.completed","item":{"type":"agent_message","text":"done"}}`:                                      {"text", "done"},
+		"plain \x1b[31mred\x1b[0m output\x07":                                                                          {"out", "plain red output"},
+	} {
+		got := renderLine(in)
+		if len(got) == 0 || got[0] != want {
+			t.Errorf("renderLine(%q) = %v, want %v first", in, got, want)
+		}
+	}
+}
+
+func TestParseDiffBoundsAndClassifies(t *testing.T) {
+	var b strings.Builder
+	for f := 0; f < 3; f++ {
+		b.WriteString("diff --git a/f" + string(rune('0'+f)) + " b/f" + string(rune('0'+f)) + "\nindex 1..2\n--- a/f\n+++ b/f\n@@ -1 +1,5 @@\n-old\n+new1\n+new2\n+new3\n context\n")
+	}
+	d := parseDiff(b.String(), 2, 3)
+	if len(d.Files) != 2 || d.HiddenFiles != 1 || !d.Bounded {
+		t.Fatalf("files %d hidden %d bounded %v", len(d.Files), d.HiddenFiles, d.Bounded)
+	}
+	f := d.Files[0]
+	if f.Name != "f0" || f.Added != 3 || f.Removed != 1 || len(f.Lines) != 3 || f.Hidden != 3 {
+		t.Fatalf("file %+v", f)
+	}
+	if f.Lines[0].Class != "hunk" || f.Lines[1].Class != "del" || f.Lines[2].Class != "add" {
+		t.Fatalf("classes %+v", f.Lines)
+	}
+}
