@@ -42,7 +42,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	s := p.Snapshot
 	fmt.Fprintf(a.stderr, "lazy: pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
 	environ := append(os.Environ(), "LAZY_TASK_ID="+s.Task.ID, "LAZY_WORKTREE="+s.Session.Worktree, "LAZY_PAIRING=1")
-	code, runErr := pair.Run(context.WithoutCancel(ctx), p.Argv, s.Session.Worktree, environ, in, a.stdout)
+	code, runErr := pair.Run(context.WithoutCancel(ctx), p.Argv, s.Session.Worktree, environ, in, rawWriter(a.stdout))
 	if runErr != nil {
 		code = -1
 	}

@@ -83,7 +83,10 @@ func (o *objects) store() *filesystem.Storage {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.storage == nil {
-		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{})
+		// Loose objects over the threshold are opened lazily, so their size
+		// is known from the header before any content is read (packed
+		// objects above 16 KiB already are); read checks it.
+		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{LargeObjectThreshold: 256 << 10})
 	}
 	return o.storage
 }
@@ -211,7 +214,9 @@ func randSuffix() string {
 // not have (a damaged or partially fetched repository).
 var ErrMissingObject = errors.New("object missing from the repository")
 
-func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+// read returns the object h of type typ after checking from its header
+// that it is at most limit bytes; its content is not read yet.
+func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	obj, err := o.store().EncodedObject(typ, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		o.refresh()
@@ -223,16 +228,20 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.Encod
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
+	if obj.Size() > limit {
+		return nil, oversize(what, h, obj.Size(), limit)
+	}
 	return obj, nil
 }
 
-// retry runs a read twice at most: a concurrent git repack or gc may
+// retry runs a read up to four times: a concurrent git repack or gc may
 // delete the pack the storage had indexed (the object now lives in a new
 // one), which reads as a missing file or object until the list of packs
-// is scanned again. Only a second failure, after that re-scan, stands.
+// is scanned again. Only a failure after those re-scans stands. An
+// oversize object is not retried: its size will not change.
 func retry[T any](o *objects, f func() (T, error)) (T, error) {
 	v, err := f()
-	for try := 0; err != nil && try < 3; try++ {
+	for try := 0; err != nil && !errors.Is(err, ErrOversize) && try < 3; try++ {
 		time.Sleep(time.Duration(try*try) * 10 * time.Millisecond)
 		o.refresh()
 		v, err = f()
@@ -240,9 +249,12 @@ func retry[T any](o *objects, f func() (T, error)) (T, error) {
 	return v, err
 }
 
-func (o *objects) readBlob(h plumbing.Hash) ([]byte, error) {
+// readBlob reads the blob of snapshot file name (see limitFor), refusing
+// it unread when it is over that file's limit.
+func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
+	limit := limitFor(name)
 	return retry(o, func() ([]byte, error) {
-		obj, err := o.read(plumbing.BlobObject, h)
+		obj, err := o.read(plumbing.BlobObject, h, name, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -251,13 +263,18 @@ func (o *objects) readBlob(h plumbing.Hash) ([]byte, error) {
 			return nil, fmt.Errorf("read blob %s: %w", h, err)
 		}
 		defer func() { _ = rd.Close() }()
-		return io.ReadAll(rd)
+		// The header could lie about a loose object's size: never read more.
+		b, err := io.ReadAll(io.LimitReader(rd, limit+1))
+		if err == nil && int64(len(b)) > limit {
+			return nil, oversize(name, h, int64(len(b)), limit)
+		}
+		return b, err
 	})
 }
 
 func (o *objects) readTree(h plumbing.Hash) (*object.Tree, error) {
 	return retry(o, func() (*object.Tree, error) {
-		obj, err := o.read(plumbing.TreeObject, h)
+		obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +284,7 @@ func (o *objects) readTree(h plumbing.Hash) (*object.Tree, error) {
 
 func (o *objects) readCommit(h plumbing.Hash) (*object.Commit, error) {
 	return retry(o, func() (*object.Commit, error) {
-		obj, err := o.read(plumbing.CommitObject, h)
+		obj, err := o.read(plumbing.CommitObject, h, "commit", MaxCommit)
 		if err != nil {
 			return nil, err
 		}

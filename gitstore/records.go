@@ -154,6 +154,19 @@ type Comment struct {
 	Actor machine.Actor `json:"actor"`
 	At    time.Time     `json:"at"`
 	Text  string        `json:"text"`
+	// Journal marks a journal entry: an agent's (or a human's) durable
+	// account of one turn. It is stored beside the comments so the
+	// two-machine merge keeps it with no rule of its own, and shown apart.
+	Journal *JournalEntry `json:"journal,omitempty"`
+}
+
+// JournalEntry is what a journal entry says beyond its Text (the
+// rationale): the decisions a turn made and what it deferred, and the
+// turn it belongs to.
+type JournalEntry struct {
+	Turn      int      `json:"turn,omitempty"`
+	Decisions []string `json:"decisions"`
+	Deferrals []string `json:"deferrals"`
 }
 
 // Violations is violations.json: file-permission violations of the

@@ -120,7 +120,7 @@ func (sn *Snapshot) Goal() (string, error) {
 	if !ok {
 		return "", nil
 	}
-	b, err := sn.store.objs.readBlob(e.hash)
+	b, err := sn.store.objs.readBlob(e.hash, fileGoal)
 	if err != nil {
 		return "", fmt.Errorf("task %s: read goal: %w", sn.Task.ID, err)
 	}
@@ -279,7 +279,7 @@ func (s *Store) decodeEntry(entries map[string]treeEntry, name string, v any, re
 		}
 		return nil
 	}
-	b, err := s.objs.readBlob(e.hash)
+	b, err := s.objs.readBlob(e.hash, name)
 	if err != nil {
 		return err
 	}
@@ -436,6 +436,9 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 			return fmt.Errorf("encode %s: %w", name, err)
 		}
 		b = append(b, '\n')
+		if err := checkSize(name, len(b)); err != nil {
+			return err
+		}
 		h := hashObject(plumbing.BlobObject, b)
 		if old, ok := next.entries[name]; ok && old.hash == h {
 			return nil
@@ -466,6 +469,9 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	if next.goalChanged {
+		if err := checkSize(fileGoal, len(*next.goal)); err != nil {
+			return plumbing.ZeroHash, err
+		}
 		h, err := s.objs.write(plumbing.BlobObject, []byte(*next.goal))
 		if err != nil {
 			return plumbing.ZeroHash, err
@@ -516,6 +522,9 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encode %s/%d: %w", name, seq, err)
+		}
+		if err := checkSize(name+"/"+seqName(seq), len(b)+1); err != nil {
+			return err
 		}
 		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
 		if err != nil {
@@ -642,6 +651,8 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		base = Slugify(spec.Title)
 	} else if !ValidSlug(base) {
 		return nil, fmt.Errorf("invalid slug %q: use lowercase letters, digits and single dashes, starting with a letter, at most %d characters", base, maxSlugLen)
+	} else if ShadowsID(base) {
+		return nil, fmt.Errorf("slug %q could be read as a task id prefix (it is all hex digits); add a non-hex letter or a dash, for example t-%s", base, base)
 	}
 	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
 	if err != nil {
@@ -741,7 +752,7 @@ func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error 
 		return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 	}
 	for _, te := range t.Entries {
-		b, err := s.objs.readBlob(te.Hash)
+		b, err := s.objs.readBlob(te.Hash, name+"/"+te.Name)
 		if err != nil {
 			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 		}
@@ -755,7 +766,7 @@ func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error 
 // Change is one entry of a task's status changelog, read from the commit
 // history of its ref.
 type Change struct {
-	Commit  plumbing.Hash  `json:"commit"`
+	Commit  Hex            `json:"commit"`
 	At      time.Time      `json:"at"`
 	Op      string         `json:"op"`
 	Actor   machine.Actor  `json:"actor"`
@@ -788,7 +799,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 		clock, _ := strconv.ParseUint(tr[TrailerClock], 10, 64)
 		subject, _, _ := strings.Cut(c.Message, "\n")
 		out = append(out, Change{
-			Commit: h, At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
+			Commit: Hex(h), At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
 			From: machine.Status(tr[TrailerFrom]), To: machine.Status(tr[TrailerTo]),
 			Clock: clock, Host: tr[TrailerHost], Subject: subject,
 		})

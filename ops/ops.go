@@ -26,7 +26,7 @@ import (
 // past what any agent accepts.
 const (
 	MaxTitle = 200
-	MaxText  = 16 << 20
+	MaxText  = gitstore.MaxText
 )
 
 // LockTimeout bounds the wait for another command working on the same task.

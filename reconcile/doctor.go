@@ -29,8 +29,8 @@ type Finding struct {
 	// unrecorded-response, interrupted, stale-pairing, zombie,
 	// sessionless-blocked, leftover-supervisor, merged-branch,
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
-	// stale-ref-lock, orphaned-lock, foreign-session, stray-turn,
-	// half-accepted-destination.
+	// stale-ref-lock, orphaned-lock, foreign-session, slug-conflict,
+	// stray-turn, half-accepted-destination.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -98,12 +98,35 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 			findings = append(findings, Finding{Kind: "reconcile-error", Detail: "a sweep failed", Error: err.Error()})
 		}
 	}
+	findings = append(findings, r.checkSlugs(ctx, entries, repair)...)
 	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
 	findings = append(findings, r.checkSlugs(ctx, only, repair)...)
 	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
 	return findings, nil
+}
+
+// checkSlugs finds tasks their slug does not name (two tasks with one
+// slug, a missing or stale slug ref) and, when repairing, renames the
+// task that does not own the slug (slug-<6 id hex>, the name a pull
+// would give it) or re-points the ref.
+func (r *Reconciler) checkSlugs(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+	var out []Finding
+	for _, p := range r.Env.Store.CheckSlugs(entries) {
+		f := Finding{TaskID: p.ID, Slug: p.Slug, Kind: "slug-conflict", Detail: p.Detail(), Action: "would " + p.Action()}
+		if repair {
+			if err := r.Env.Store.RepairSlug(ctx, p); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = p.Action(), true
+				f.Action = strings.Replace(f.Action, "rename it", "renamed it", 1)
+				f.Action = strings.Replace(f.Action, "point ", "pointed ", 1)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // remove deletes the file a finding is about, when repairing, and says
