@@ -288,7 +288,7 @@ func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
 		if fi, err := os.Stat(filepath.Join(s.repo.CommonDir, filepath.FromSlash(name))); err == nil && time.Since(fi.ModTime()) < minAge {
 			continue
 		}
-		b, err := s.objs.readBlob(h)
+		b, err := s.objs.readBlob(h, "slug")
 		if err != nil {
 			continue // an unreadable slug is not provably an orphan
 		}

@@ -100,7 +100,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	}
 	findings = append(findings, r.checkSlugs(ctx, entries, repair)...)
 	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
-	findings = append(findings, r.checkSlugs(ctx, only, repair)...)
+	findings = append(findings, r.checkOrphanSlugs(ctx, only, repair)...)
 	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
@@ -314,10 +314,10 @@ func (r *Reconciler) endStrays(ctx context.Context, id string) error {
 // before doctor takes it for the leftover of a killed create.
 const OrphanSlugAge = time.Minute
 
-// checkSlugs finds slug reservations that name no task (a create killed
+// checkOrphanSlugs finds slug reservations that name no task (a create killed
 // between reserving the slug and writing the task) and releases them,
 // compare-and-delete, so a create racing the repair keeps its own.
-func (r *Reconciler) checkSlugs(ctx context.Context, only string, repair bool) []Finding {
+func (r *Reconciler) checkOrphanSlugs(ctx context.Context, only string, repair bool) []Finding {
 	if only != "" {
 		return nil
 	}
