@@ -48,7 +48,10 @@ func TestChaos(t *testing.T) {
 		t.Fatalf(format+" (LAZY_CHAOS_SEED=%d)", append(a, seed)...)
 	}
 
-	r := crashRepo(t)
+	// Two clones share a remote: tasks travel with push and pull while
+	// the rest goes on.
+	r, other := clones(t)
+	r.git("config", "lazy.startGrace", "1s")
 	r = r.with(script(t, "taskfile work", "commit agent: work", "sleep 300ms", "print done"))
 	// The user's work in progress sits in the destination throughout.
 	wip := r.dir + "/wip.txt"
@@ -57,7 +60,8 @@ func TestChaos(t *testing.T) {
 	}
 
 	var mu sync.Mutex
-	var created []task // acknowledged creates
+	var created []task             // acknowledged creates
+	acked := map[string][]string{} // acknowledged comments, by slug
 	var problems []string
 	problem := func(s string) {
 		mu.Lock()
@@ -81,23 +85,24 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	run := func(rng *rand.Rand, killable bool, args ...string) string {
+	run := func(rng *rand.Rand, killable bool, args ...string) (string, bool) {
 		cmd := command(args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			problem(err.Error())
-			return ""
+			return "", false
 		}
 		if killable && rng.IntN(4) == 0 {
 			// SIGKILL it at a random moment, as an OOM kill would.
 			time.AfterFunc(time.Duration(rng.IntN(1500))*time.Millisecond, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		}
 		_ = cmd.Wait()
+		ok := cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 0
 		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() >= 0 {
 			check(args, out.String())
 		}
-		return out.String()
+		return out.String(), ok
 	}
 	pick := func(rng *rand.Rand) string {
 		mu.Lock()
@@ -156,6 +161,41 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}()
+	// The other clone pulls, comments and pushes.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(seed, 77))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(200+rng.IntN(800)) * time.Millisecond):
+			}
+			var args []string
+			switch rng.IntN(3) {
+			case 0:
+				args = []string{"pull", "origin"}
+			case 1:
+				mu.Lock()
+				id := ""
+				if len(created) > 0 {
+					id = created[rng.IntN(len(created))].ID
+				}
+				mu.Unlock()
+				if id == "" {
+					continue
+				}
+				args = []string{"comment", id, "-m", "from the other clone"}
+			default:
+				args = []string{"push", "origin"}
+			}
+			c := exec.Command(lazyBin, args...)
+			c.Dir, c.Env = other.dir, other.environ()
+			out, _ := c.CombinedOutput()
+			check(append([]string{"(other clone)"}, args...), string(out))
+		}
+	}()
 	const workers = 4
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -172,7 +212,7 @@ func TestChaos(t *testing.T) {
 				op := rng.IntN(20)
 				switch {
 				case slug == "" || op < 3:
-					out := run(rng, false, "create", "--json", fmt.Sprintf("chaos %d %d", w, n))
+					out, _ := run(rng, false, "create", "--json", fmt.Sprintf("chaos %d %d", w, n))
 					var tk task
 					if err := jsonUnmarshal(out, &tk); err == nil && tk.ID != "" {
 						mu.Lock()
@@ -194,7 +234,14 @@ func TestChaos(t *testing.T) {
 				case op < 15:
 					run(rng, false, "reopen", slug, "--reason", "chaos")
 				case op < 16:
-					run(rng, false, "comment", slug, "-m", "note")
+					text := fmt.Sprintf("note %d/%d", w, n)
+					if _, ok := run(rng, false, "comment", slug, "-m", text); ok {
+						mu.Lock()
+						acked[slug] = append(acked[slug], text)
+						mu.Unlock()
+					}
+				case op < 17:
+					run(rng, rng.IntN(2) == 0, []string{"push", "pull"}[rng.IntN(2)], "origin")
 				default:
 					run(rng, false, "list")
 				}
@@ -239,8 +286,29 @@ func TestChaos(t *testing.T) {
 		}
 		status[tk.ID] = s.Status
 	}
-	if out, err := exec.Command("git", "-C", r.dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
-		fatalf("git fsck: %v\n%s", err, out)
+	for _, dir := range []string{r.dir, other.dir} {
+		if out, err := exec.Command("git", "-C", dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+			fatalf("git fsck in %s: %v\n%s", dir, err, out)
+		}
+	}
+	// Every acknowledged comment is there.
+	for slug, texts := range acked {
+		s := r.show(slug)
+		have := map[string]bool{}
+		for _, c := range s.CommentList {
+			have[c.Text] = true
+		}
+		for _, text := range texts {
+			if !have[text] {
+				fatalf("task %s lost the acknowledged comment %q", slug, text)
+			}
+		}
+	}
+	// What the clones exchanged is readable on both sides.
+	r.ok("push", "origin")
+	other.ok("pull", "origin")
+	if res := other.run(nil, "list", "--json"); res.Code != 0 || strings.Contains(res.Stdout+res.Stderr, "corrupt") {
+		fatalf("lazy list in the other clone: %s", res)
 	}
 	// At most one turn per task, now that everything is stopped: none.
 	for _, tk := range all {

@@ -284,3 +284,39 @@ func TestParallelAcceptsIntoOneBranchAreSerialized(t *testing.T) {
 		t.Fatalf("stashes left: %q", st)
 	}
 }
+
+func TestDoctorReleasesASlugAKilledCreateReserved(t *testing.T) {
+	r := newRepo(t)
+	// What a create killed between its two ref writes leaves: a slug
+	// reservation naming a task that was never written.
+	hashBlob := func(content string) string {
+		c := exec.Command("git", "-C", r.dir, "hash-object", "-w", "--stdin")
+		c.Stdin = strings.NewReader(content)
+		out, err := c.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	blob := hashBlob("0123456789abcdef\n")
+	r.git("update-ref", "refs/lazy/slugs/half-created", blob)
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(r.dir+"/.git/refs/lazy/slugs/half-created", old, old); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh reservation may be a create in flight: left alone.
+	fresh := hashBlob("fedcba9876543210\n")
+	r.git("update-ref", "refs/lazy/slugs/in-flight", fresh)
+	res := r.run(nil, "doctor", "--dry-run")
+	if res.Code != 1 || !strings.Contains(res.Stdout+res.Stderr, "half-created") || strings.Contains(res.Stdout+res.Stderr, "in-flight") {
+		t.Fatalf("doctor --dry-run: %s", res)
+	}
+	r.run(nil, "doctor")
+	if out, _ := exec.Command("git", "-C", r.dir, "show-ref", "refs/lazy/slugs/half-created").Output(); len(out) != 0 {
+		t.Fatalf("the orphaned reservation is still there: %s", out)
+	}
+	tk := r.create("half created", "--slug", "half-created")
+	if tk.Slug != "half-created" {
+		t.Fatalf("the released slug was not free again: %s", tk.Slug)
+	}
+}

@@ -3,9 +3,14 @@ package gitstore
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // ErrNotFound is matched by every "no such task" error.
@@ -260,4 +265,42 @@ func (s *Store) suggest(in string) string {
 		hits = hits[:5]
 	}
 	return " (did you mean " + strings.Join(hits, ", ") + more + "?)"
+}
+
+// OrphanSlug is a slug reservation that names no task.
+type OrphanSlug struct {
+	Slug string
+	Ref  string
+	Hash plumbing.Hash // what the ref holds, for a compare-and-delete
+}
+
+// OrphanedSlugs lists slug refs whose task ref does not exist, left by a
+// create that died between reserving its slug and writing its task.
+// A reservation younger than minAge (a loose ref file's mtime) may be a
+// create in flight and is not listed; a packed one is old.
+func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
+	refs, err := s.repo.ListRefs(SlugsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []OrphanSlug
+	for name, h := range refs {
+		if fi, err := os.Stat(filepath.Join(s.repo.CommonDir, filepath.FromSlash(name))); err == nil && time.Since(fi.ModTime()) < minAge {
+			continue
+		}
+		b, err := s.objs.readBlob(h, "slug")
+		if err != nil {
+			continue // an unreadable slug is not provably an orphan
+		}
+		id := strings.TrimSpace(string(b))
+		if !ValidID(id) {
+			continue
+		}
+		if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil || ok {
+			continue
+		}
+		out = append(out, OrphanSlug{Slug: strings.TrimPrefix(name, SlugsPrefix), Ref: name, Hash: h})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out, nil
 }

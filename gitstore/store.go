@@ -362,7 +362,7 @@ func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot
 		err = s.casWritten(TaskRef(id), cur.Commit, commit, j)
 		if err == nil {
 			next.Commit = commit
-			s.heal(commit, cur.Commit, j)
+			s.heal(cur.Commit, j)
 			return next, st, nil
 		}
 		if errors.Is(err, ErrMissingObject) {
@@ -711,7 +711,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	s.heal(commit, plumbing.ZeroHash, j)
+	s.heal(plumbing.ZeroHash, j)
 	sn.Commit = commit
 	return sn, nil
 }
@@ -892,7 +892,7 @@ func (s *Store) journaled() (*Store, *journal) {
 // that and referenced only after it are unreachable in its eyes. Git
 // itself documents --prune=now as unsafe with concurrent writers; this
 // narrows the window to the instant between this check and the prune.
-func (s *Store) heal(commit, parent plumbing.Hash, j *journal) {
+func (s *Store) heal(parent plumbing.Hash, j *journal) {
 	for try := 0; try < 3; try++ {
 		if s.objs.verifyWritten(j, parent) == nil {
 			return

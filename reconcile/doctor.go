@@ -100,6 +100,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	}
 	findings = append(findings, r.checkSlugs(ctx, entries, repair)...)
 	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
+	findings = append(findings, r.checkOrphanSlugs(ctx, only, repair)...)
 	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
@@ -307,6 +308,36 @@ func (r *Reconciler) endStrays(ctx context.Context, id string) error {
 	}
 	_, err = r.Env.StopTurnProcesses(ctx, id)
 	return err
+}
+
+// OrphanSlugAge is how old a slug reservation naming no task must be
+// before doctor takes it for the leftover of a killed create.
+const OrphanSlugAge = time.Minute
+
+// checkOrphanSlugs finds slug reservations that name no task (a create killed
+// between reserving the slug and writing the task) and releases them,
+// compare-and-delete, so a create racing the repair keeps its own.
+func (r *Reconciler) checkOrphanSlugs(ctx context.Context, only string, repair bool) []Finding {
+	if only != "" {
+		return nil
+	}
+	orphans, err := r.Env.Store.OrphanedSlugs(OrphanSlugAge)
+	if err != nil {
+		return []Finding{{Kind: "orphaned-slug", Detail: "could not list slug reservations", Error: err.Error()}}
+	}
+	var findings []Finding
+	for _, o := range orphans {
+		f := Finding{Slug: o.Slug, Kind: "orphaned-slug", Detail: fmt.Sprintf("the slug %s is reserved (%s) but names no task: a create died halfway", o.Slug, o.Ref), Action: "would release it"}
+		if repair {
+			if err := gitcli.New(r.Env.Store.Repo().CommonDir, "update-ref", "-d", o.Ref, o.Hash.String()).Run(ctx); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "released it", true
+			}
+		}
+		findings = append(findings, f)
+	}
+	return findings
 }
 
 // foreign reports a task whose record claims a session of this host that
