@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,6 +146,20 @@ func TestRealClaudeCallsLazyTools(t *testing.T) {
 	}
 	if out := r.ok("show", tk.Slug); !strings.Contains(out, "Spent:    $") {
 		t.Fatalf("show lacks the cost:\n%s", out)
+	}
+	var web struct{ URL string }
+	if err := json.Unmarshal([]byte(r.ok("web", "--json")), &web); err != nil {
+		t.Fatal(err)
+	}
+	base, token, _ := strings.Cut(web.URL, "/?token=")
+	resp, err := http.Get(base + "/task/" + tk.ID + "?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(page), "agents spent $") {
+		t.Fatalf("the web view lacks the cost:\n%s", page)
 	}
 	if out := r.ok("status", "--json"); !strings.Contains(out, `"cost_usd"`) {
 		t.Fatalf("status --json lacks the cost:\n%s", out)
