@@ -338,3 +338,29 @@ func TestRealCodexReconnects(t *testing.T) {
 		t.Fatalf("reason %q\n%s", reason, agentLog(t, off, tk2.ID))
 	}
 }
+
+// A real Claude with settings but no login gets past the credential gate
+// (it cannot tell) and stops at once as fatal_auth, said once.
+func TestRealClaudeNotLoggedIn(t *testing.T) {
+	r, srv := withRealAgents(t, newRepo(t), nil, nil)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = r.with("HOME="+home, "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL=")
+	tk := r.create("no login")
+	r.ok("start", tk.Slug)
+	s := r.waitStatus(tk.Slug, "blocked")
+	if s.Session.InterruptReason != "fatal_auth: Not logged in · Please run /login" {
+		t.Fatalf("reason %q", s.Session.InterruptReason)
+	}
+	if out := r.ok("show", tk.Slug); !strings.Contains(out, "Blocked:  fatal_auth: Not logged in · Please run /login") {
+		t.Fatalf("show:\n%s", out)
+	}
+	if n := srv.Calls("anthropic"); n != 0 {
+		t.Fatalf("%d model calls without a login", n)
+	}
+}
