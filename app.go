@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -178,8 +179,9 @@ func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
 		argv = append([]string{sh, "-c", exitRecorder}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = proto.WithoutTurnEnv(os.Environ())
 	if exitFile != "" {
-		cmd.Env = append(os.Environ(), "LAZY_EXIT_FILE="+exitFile)
+		cmd.Env = append(cmd.Env, "LAZY_EXIT_FILE="+exitFile)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
 	if errlog != nil {
@@ -201,9 +203,24 @@ func (a *app) printJSON(v any) error {
 
 // isTerminal reports whether f is an interactive terminal.
 func isTerminal(f any) bool {
-	file, ok := f.(*os.File)
+	file, ok := raw(f).(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
 }
+
+// raw returns the writer under lazy's output escaper, for the few writes
+// that must reach the terminal unescaped (the agent's pty in pair and
+// chat, watch's own redraw sequence). It flushes the escaper first so the
+// order of bytes is kept.
+func raw(f any) any {
+	if t, ok := f.(*termsafe.Writer); ok {
+		_ = t.Flush()
+		return t.Unwrap()
+	}
+	return f
+}
+
+// rawWriter is raw for a writer.
+func rawWriter(w io.Writer) io.Writer { return raw(w).(io.Writer) }
 
 // readable reports whether stdin carries data to read: a pipe or a file,
 // never a terminal or /dev/null (so tests and CI with no stdin never hang).

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
@@ -496,7 +497,11 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 				}
 				if line != lastProgress {
 					lastProgress = line
-					fmt.Fprintf(a.stderr, "lazy: %s %s\n", sn.Task.Slug, line)
+					// Inside an MCP call the line is progress for the
+					// client; stderr is only for a terminal.
+					if !mcp.Report(ctx, sn.Task.Slug+": "+line) {
+						fmt.Fprintf(a.stderr, "lazy: %s %s\n", sn.Task.Slug, line)
+					}
 				}
 			}
 		case <-poll:

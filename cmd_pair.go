@@ -50,7 +50,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	argv, mcpEnv, revoke := a.pairMCP(ctx, s, p.Argv)
 	defer revoke()
 	environ = append(environ, mcpEnv...)
-	code, runErr := pair.Run(context.WithoutCancel(ctx), argv, s.Session.Worktree, environ, in, a.stdout)
+	code, runErr := pair.Run(context.WithoutCancel(ctx), argv, s.Session.Worktree, environ, in, rawWriter(a.stdout))
 	if runErr != nil {
 		code = -1
 	}

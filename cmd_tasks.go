@@ -336,19 +336,6 @@ type ShowCmd struct {
 	JSON bool   `help:"Print the task as JSON."`
 }
 
-type showJSON struct {
-	gitstore.Summary
-	Live       string               `json:"live_substate,omitempty"`
-	Refused    []gitstore.Refused   `json:"merge_refused_ops,omitempty"`
-	Goal       string               `json:"goal"`
-	Session    *gitstore.Session    `json:"session,omitempty"`
-	Violations *gitstore.Violations `json:"violations,omitempty"`
-	TurnList   []gitstore.Turn      `json:"turn_list"`
-	Comments   []gitstore.Comment   `json:"comment_list"`
-	History    []gitstore.Change    `json:"history"`
-	Commit     string               `json:"commit"`
-}
-
 // Run implements lazy show.
 func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
@@ -367,37 +354,15 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	goal, err := sn.Goal()
+	d, err := a.store.Detail(sn, 0)
 	if err != nil {
 		return err
 	}
-	turns, err := a.store.Turns(sn)
-	if err != nil {
-		return err
-	}
-	comments, err := a.store.Comments(sn)
-	if err != nil {
-		return err
-	}
-	hist, err := a.store.History(sn)
-	if err != nil {
-		return err
-	}
+	d.Live = a.marks().Substate(&d.Summary)
 	if c.JSON {
-		out := showJSON{Summary: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
-		out.Live = a.marks().Substate(&out.Summary)
-		out.Refused = sn.Task.MergeRefused
-		if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
-			out.Violations = &sn.Violations
-		}
-		if out.TurnList == nil {
-			out.TurnList = []gitstore.Turn{}
-		}
-		if out.Comments == nil {
-			out.Comments = []gitstore.Comment{}
-		}
-		return a.printJSON(out)
+		return a.printJSON(d)
 	}
+	goal, turns, comments, hist := d.Goal, d.TurnList, d.CommentList, d.History
 	t := &sn.Task
 	w := a.stdout
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
@@ -480,6 +445,18 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
 		for _, cm := range comments {
 			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, cm.At.Format(time.DateTime), cm.Actor, indentText(cm.Text, "      "))
+		}
+	}
+	if len(d.Journal) > 0 {
+		fmt.Fprintf(w, "\nJournal (%d)\n", len(d.Journal))
+		for _, j := range d.Journal {
+			fmt.Fprintf(w, "  %s %s, turn %d\n%s\n", j.At.Format(time.DateTime), actorOrHuman(j.Actor), j.Journal.Turn, indentText(j.Text, "      "))
+			for _, x := range j.Journal.Decisions {
+				fmt.Fprintf(w, "      decided: %s\n", oneLine(x, 200))
+			}
+			for _, x := range j.Journal.Deferrals {
+				fmt.Fprintf(w, "      deferred: %s\n", oneLine(x, 200))
+			}
 		}
 	}
 	fmt.Fprintf(w, "\nHistory\n")

@@ -209,8 +209,10 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 }
 
 func drawScreen(w io.Writer, rows []statusRow) {
+	// lazy's own redraw sequence goes raw; the frame, which carries
+	// titles and progress from records, goes through the escaper.
+	_, _ = io.WriteString(rawWriter(w), "\x1b[H\x1b[2J") // home, clear
 	var b strings.Builder
-	b.WriteString("\x1b[H\x1b[2J") // home, clear
 	fmt.Fprintf(&b, "lazy watch  %s  (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tTITLE")

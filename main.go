@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lazyorch/lazy/internal/termsafe"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -46,6 +48,7 @@ type CLI struct {
 	Reject   RejectCmd   `cmd:"" help:"Abandon a task, rejecting its agent's work."`
 	Reopen   ReopenCmd   `cmd:"" help:"Reopen a complete or abandoned task."`
 	Reparent ReparentCmd `cmd:"" help:"Move a task under another parent (--parent) or to the top level (--root)."`
+	Edit     EditCmd     `cmd:"" help:"Change a task's title, goal or target branch (recorded in its history)."`
 	Demo     DemoCmd     `cmd:"" help:"Run a guided end-to-end tour in a scratch repository."`
 	Daemon   DaemonCmd   `cmd:"" help:"Run the repository's daemon (started automatically by commands that launch a turn)."`
 	Pull     PullCmd     `cmd:"" help:"Fetch another machine's task state from a remote and merge it in, task by task."`
@@ -68,7 +71,16 @@ func main() {
 
 // run is main without the process exit, so the exit-code contract is
 // testable: 0 ok, 1 error, 2 usage.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, rawStdout, rawStderr io.Writer) int {
+	// The one escaping boundary (SECURITY.md rule 2): everything lazy
+	// prints goes through termsafe, so text from a record, an agent or a
+	// remote cannot drive the terminal. pair and chat hand their pty to the
+	// agent through Unwrap, by design.
+	stdout, stderr := termsafe.New(rawStdout), termsafe.New(rawStderr)
+	defer func() {
+		_ = stdout.Flush()
+		_ = stderr.Flush()
+	}()
 	var cli CLI
 	exitStatus := -1
 	parser, err := kong.New(&cli,

@@ -31,6 +31,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 		return nil, err
 	}
 	defer unlock()
+	if sn, err = e.escapeStranded(ctx, sn, "unblock"); err != nil {
+		return nil, err
+	}
 	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
 		return nil, err
 	}
@@ -95,6 +98,9 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 	}
 	if s.Session == nil {
 		return fmt.Errorf("%s %s: the task has no session; use lazy start", verb, s.Task.Slug)
+	}
+	if pid, running := e.SupervisorRunning(s.Task.ID); running {
+		return fmt.Errorf("%s %s: a supervisor (pid %d) of an earlier turn still runs it; wait for it to end, or end it with lazy stop %s", verb, s.Task.Slug, pid, s.Task.Slug)
 	}
 	local, err := e.Owned(s)
 	if err != nil {

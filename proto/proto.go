@@ -39,6 +39,10 @@ const (
 	// SupervisorExitFile holds the supervisor's exit status, written by
 	// the shell that launched it (so a SIGKILL is recorded too).
 	SupervisorExitFile = "supervisor.exit"
+	// TurnEnv is the environment variable every agent process of a turn
+	// carries (value: the task id), inherited by whatever it starts: what
+	// lets lazy find and end an agent its dead supervisor left behind.
+	TurnEnv = "LAZY_TURN_TASK"
 	// PairingFile names the process a human pairs through.
 	PairingFile = "pairing.json"
 	// WaitingFile lists the subtasks the task's agent waits on, and
@@ -305,4 +309,25 @@ func Tail(s string) string {
 		lines = lines[len(lines)-LogTailLines:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// SupervisorLock is the file a task's supervisor holds an exclusive
+// flock on for its whole life. It lives with the other locks, not in the
+// protocol directory, which an accept removes: a lock file that vanished
+// under its holder would read as free.
+func SupervisorLock(lazyDir, taskID string) string {
+	return filepath.Join(lazyDir, "locks", "supervisor-"+taskID+".lock")
+}
+
+// WithoutTurnEnv returns env without the turn marker: a lazy process an
+// agent starts (a daemon, another task's supervisor) is not part of that
+// agent's turn and must not be ended with it.
+func WithoutTurnEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, TurnEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

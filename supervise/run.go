@@ -19,6 +19,8 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sanitize"
@@ -40,6 +42,21 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	if err := dir.Read(proto.CommandFile, &cmd); err != nil {
 		return fmt.Errorf("supervise: %w", err)
 	}
+	// One supervisor per task: the flock is held until this process dies,
+	// and it is what everyone else reads as "a turn is running". Probes
+	// hold it only for an instant, so a short wait tells a probe from a
+	// second supervisor.
+	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	lockCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	lock, err := flock.Acquire(lockCtx, proto.SupervisorLock(lazyDir, cmd.TaskID))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("supervise %s: another supervisor runs this task; this one exits without running a turn: %w", cmd.TaskID, err)
+	}
+	defer func() { _ = lock.Release() }()
+	// An agent of an earlier turn whose supervisor died must not share
+	// the worktree with this one.
+	proc.KillMarked(proto.TurnEnv + "=" + cmd.TaskID)
 	started := time.Now().UTC()
 	revoke := giveMCP(dir, &cmd)
 	defer revoke()
@@ -326,7 +343,8 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGTERM) }
 	c.WaitDelay = timing.KillGrace
 	c.Dir = cmd.Worktree
-	c.Env = append(os.Environ(), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "LAZY_TURN_KIND="+cmd.Kind, "TERM=dumb")
+	c.Env = append(proto.WithoutTurnEnv(os.Environ()), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "LAZY_TURN_KIND="+cmd.Kind, "TERM=dumb",
+		proto.TurnEnv+"="+cmd.TaskID)
 	if cmd.Kind == "ask" {
 		// The exec agent has no enforced sandbox; it is told, and must honour it.
 		c.Env = append(c.Env, "LAZY_READ_ONLY=1")

@@ -6,6 +6,7 @@
 //	print TEXT         print TEXT on stdout
 //	write PATH TEXT    write TEXT to PATH in the worktree
 //	append PATH TEXT   append a line of TEXT to PATH
+//	taskfile TEXT      append a line of TEXT to task-$LAZY_TASK_ID.txt
 //	commit MSG         git add -A and commit with MSG
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
@@ -151,6 +152,13 @@ func main() {
 			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			must(err)
 			_, err = f.WriteString(text + "\n")
+			must(err)
+			must(f.Close())
+		case "taskfile":
+			// A file only this task ever writes: task-<LAZY_TASK_ID>.txt.
+			f, err := os.OpenFile("task-"+os.Getenv("LAZY_TASK_ID")+".txt", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			must(err)
+			_, err = f.WriteString(rest + "\n")
 			must(err)
 			must(f.Close())
 		case "commit":
