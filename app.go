@@ -122,7 +122,9 @@ func (a *app) timing() (proto.Timing, error) {
 			*dst = d
 		}
 	}
-	pushBack, err := a.cfg.Bool("lazy.pushBack", true)
+	// Off unless asked for: a push-back spends another agent run, and a
+	// dirty worktree is already reported as the turn's changed files.
+	pushBack, err := a.cfg.Bool("lazy.pushBack", false)
 	if err != nil {
 		return t, err
 	}

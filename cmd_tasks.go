@@ -396,7 +396,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "  Created:  %s by %s\n", t.CreatedAt.Format(time.DateTime), actorOrHuman(t.CreatedBy))
 	if t.Usage != nil {
-		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", usageText(t.Usage))
+		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
 	}
 	if goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(goal, "  "))
@@ -436,7 +436,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
 			}
 			if tn.Usage != nil {
-				fmt.Fprintf(w, ", %s", usageText(tn.Usage))
+				fmt.Fprintf(w, ", %s", tn.Usage.String())
 			}
 			fmt.Fprintln(w)
 		}

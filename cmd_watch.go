@@ -80,31 +80,6 @@ func totalUsage(entries []gitstore.Entry) *gitstore.Usage {
 	return total
 }
 
-// usageText renders cost and tokens: "$0.4210, 12.3k in (+40.1k cached) / 2.1k out tokens".
-// Codex reports no price, so a zero cost is left out.
-func usageText(u *gitstore.Usage) string {
-	var parts []string
-	if u.CostUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
-	}
-	tokens := tokenCount(u.InputTokens) + " in"
-	if u.CachedInputTokens > 0 {
-		tokens += " (+" + tokenCount(u.CachedInputTokens) + " cached)"
-	}
-	parts = append(parts, tokens+" / "+tokenCount(u.OutputTokens)+" out tokens")
-	return strings.Join(parts, ", ")
-}
-
-func tokenCount(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
-
 func statusCell(r statusRow) string {
 	if r.Substate == "" {
 		return string(r.Status)
@@ -148,7 +123,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintln(a.stdout, "daemon: not running (it starts with the next turn)")
 	}
 	if v.Usage != nil {
-		fmt.Fprintf(a.stdout, "agents spent: %s\n", usageText(v.Usage))
+		fmt.Fprintf(a.stdout, "agents spent: %s\n", v.Usage.String())
 	}
 	printPRs(a.stdout, entries)
 	if len(rows) > 0 {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,6 +146,20 @@ func TestRealClaudeCallsLazyTools(t *testing.T) {
 	}
 	if out := r.ok("show", tk.Slug); !strings.Contains(out, "Spent:    $") {
 		t.Fatalf("show lacks the cost:\n%s", out)
+	}
+	var web struct{ URL string }
+	if err := json.Unmarshal([]byte(r.ok("web", "--json")), &web); err != nil {
+		t.Fatal(err)
+	}
+	base, token, _ := strings.Cut(web.URL, "/?token=")
+	resp, err := http.Get(base + "/task/" + tk.ID + "?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(page), "agents spent $") {
+		t.Fatalf("the web view lacks the cost:\n%s", page)
 	}
 	if out := r.ok("status", "--json"); !strings.Contains(out, `"cost_usd"`) {
 		t.Fatalf("status --json lacks the cost:\n%s", out)
@@ -320,5 +336,31 @@ func TestRealCodexReconnects(t *testing.T) {
 	s = off.waitStatus(tk2.Slug, "blocked")
 	if reason := s.Session.InterruptReason; !strings.HasPrefix(reason, "transient_unreachable: the agent's API stayed unreachable for ") || !strings.Contains(reason, "Reconnecting...") {
 		t.Fatalf("reason %q\n%s", reason, agentLog(t, off, tk2.ID))
+	}
+}
+
+// A real Claude with settings but no login gets past the credential gate
+// (it cannot tell) and stops at once as fatal_auth, said once.
+func TestRealClaudeNotLoggedIn(t *testing.T) {
+	r, srv := withRealAgents(t, newRepo(t), nil, nil)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = r.with("HOME="+home, "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL=")
+	tk := r.create("no login")
+	r.ok("start", tk.Slug)
+	s := r.waitStatus(tk.Slug, "blocked")
+	if s.Session.InterruptReason != "fatal_auth: Not logged in · Please run /login" {
+		t.Fatalf("reason %q", s.Session.InterruptReason)
+	}
+	if out := r.ok("show", tk.Slug); !strings.Contains(out, "Blocked:  fatal_auth: Not logged in · Please run /login") {
+		t.Fatalf("show:\n%s", out)
+	}
+	if n := srv.Calls("anthropic"); n != 0 {
+		t.Fatalf("%d model calls without a login", n)
 	}
 }

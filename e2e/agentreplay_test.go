@@ -188,10 +188,10 @@ func TestPairedAgentHasLazyTools(t *testing.T) {
 }
 
 // A turn that ends with uncommitted changes gets one push-back turn from
-// the supervisor, in the same conversation; lazy.pushBack false turns it
-// off.
+// the supervisor, in the same conversation, when lazy.pushBack is on.
 func TestSupervisorPushesBackOnUncommittedChanges(t *testing.T) {
 	r := withFakeClaude(t, newRepo(t))
+	r.git("config", "lazy.pushBack", "true")
 	counter := filepath.Join(t.TempDir(), "runs")
 	argvFile := filepath.Join(t.TempDir(), "argv.json")
 	sc := r.with(script(t, "attempt "+counter, "argv "+argvFile, "claude-init s1",

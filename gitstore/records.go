@@ -1,7 +1,9 @@
 package gitstore
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
@@ -158,6 +160,31 @@ type Usage struct {
 	InputTokens       int64   `json:"input_tokens,omitempty"`
 	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
 	OutputTokens      int64   `json:"output_tokens,omitempty"`
+}
+
+// String renders cost and tokens: "$0.4210, 12.3k in (+40.1k cached) /
+// 2.1k out tokens". Codex reports no price, so a zero cost is left out.
+func (u *Usage) String() string {
+	var parts []string
+	if u.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
+	}
+	tokens := tokenCount(u.InputTokens) + " in"
+	if u.CachedInputTokens > 0 {
+		tokens += " (+" + tokenCount(u.CachedInputTokens) + " cached)"
+	}
+	parts = append(parts, tokens+" / "+tokenCount(u.OutputTokens)+" out tokens")
+	return strings.Join(parts, ", ")
+}
+
+func tokenCount(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 // Add adds o to u.

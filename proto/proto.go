@@ -267,7 +267,7 @@ type Timing struct {
 	// CLI's own retries (lazy.unreachableTimeout).
 	UnreachableTimeout time.Duration `json:"unreachable_timeout_ns,omitempty"`
 	// NoPushBack turns off the supervisor's push-back turn (git config
-	// lazy.pushBack false). It rides with the clocks because every place
+	// lazy.pushBack, off by default). It rides with the clocks because every place
 	// that builds a turn's settings reads them together.
 	NoPushBack bool `json:"no_push_back,omitempty"`
 }
