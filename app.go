@@ -107,12 +107,13 @@ func (a *app) env() (*ops.Env, error) {
 	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}, nil
 }
 
-// timing reads the supervisor's clocks: git config lazy.watchdogTimeout
-// and lazy.watchdogKillGrace (Go durations such as 30m), and
+// timing reads the supervisor's clocks: git config lazy.watchdogTimeout,
+// lazy.watchdogKillGrace and lazy.unreachableTimeout (Go durations such
+// as 30m), and
 // LAZY_RETRY_SCALE, a multiplier on retry delays that tests use.
 func (a *app) timing() (proto.Timing, error) {
 	var t proto.Timing
-	for key, dst := range map[string]*time.Duration{"lazy.watchdogTimeout": &t.WatchdogTimeout, "lazy.watchdogKillGrace": &t.KillGrace} {
+	for key, dst := range map[string]*time.Duration{"lazy.watchdogTimeout": &t.WatchdogTimeout, "lazy.watchdogKillGrace": &t.KillGrace, "lazy.unreachableTimeout": &t.UnreachableTimeout} {
 		if v, ok := a.cfg.Get(key); ok && v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -121,6 +122,11 @@ func (a *app) timing() (proto.Timing, error) {
 			*dst = d
 		}
 	}
+	pushBack, err := a.cfg.Bool("lazy.pushBack", true)
+	if err != nil {
+		return t, err
+	}
+	t.NoPushBack = !pushBack
 	if v := os.Getenv("LAZY_RETRY_SCALE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {

@@ -491,7 +491,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 			if p := ev.Progress; p != nil && p.TaskID == id {
 				line := p.Phase
 				if p.Retry != "" {
-					line += fmt.Sprintf(" attempt %d (%s)", p.Attempt, p.Retry)
+					line = p.Retry
 				} else if p.Progress != "" {
 					line += ": " + p.Progress
 				}

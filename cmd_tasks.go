@@ -395,14 +395,17 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
 	}
 	fmt.Fprintf(w, "  Created:  %s by %s\n", t.CreatedAt.Format(time.DateTime), actorOrHuman(t.CreatedBy))
+	if t.Usage != nil {
+		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", usageText(t.Usage))
+	}
 	if goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(goal, "  "))
 	}
 	if s := sn.Session; s != nil {
 		fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
 		fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
-		if s.InterruptReason != "" {
-			fmt.Fprintf(w, "  Interrupted: %s\n", s.InterruptReason)
+		if label, reason := parkReason(t.Status, s.InterruptReason, turns); reason != "" {
+			fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)
 		}
 		if env, err := a.env(); err == nil && env.Foreign(sn) {
 			fmt.Fprintf(w, "  Warning:  the record says this host runs this session, but this machine never started it; lazy will not run, stop or delete anything for it (lazy start --take-over %s adopts it)\n", t.Slug)
@@ -431,6 +434,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
 			if tn.ExitCode != nil && *tn.ExitCode != 0 {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
+			}
+			if tn.Usage != nil {
+				fmt.Fprintf(w, ", %s", usageText(tn.Usage))
 			}
 			fmt.Fprintln(w)
 		}
@@ -729,4 +735,26 @@ func (c *AllowCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "%s: allowed paths %s\n", sn.Task.Slug, strings.Join(sn.Task.AllowedPaths, ", "))
 	return nil
+}
+
+// parkReason labels why the task is where it is by its status: a stop
+// reads "Stopped", a classified failure that parked it "Blocked", a dead
+// agent "Interrupted", and a failure recorded before a later move
+// "Failed". A stop's own words come from its turn, since a stop records
+// no failure.
+func parkReason(status machine.Status, reason string, turns []gitstore.Turn) (string, string) {
+	var last *gitstore.Turn
+	if len(turns) > 0 {
+		last = &turns[len(turns)-1]
+	}
+	switch status {
+	case machine.Interrupted:
+		return "Interrupted", reason
+	case machine.Blocked, machine.Conflict:
+		if last != nil && last.Kind == "stop" {
+			return "Stopped", strings.TrimPrefix(strings.TrimPrefix(last.Content, "[stop] "), "the human stopped this turn: ")
+		}
+		return "Blocked", reason
+	}
+	return "Failed", reason
 }

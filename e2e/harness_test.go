@@ -52,6 +52,14 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// The credential gate refuses claude and codex without credentials;
+	// the fake agents need none, so every test gets a placeholder key
+	// (the gate's own tests clear it, the real-CLI tests set their own).
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+		if os.Getenv(k) == "" {
+			_ = os.Setenv(k, "lazy-e2e-placeholder")
+		}
+	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)

@@ -51,7 +51,7 @@ func (e *Entry) Summary() (*Summary, error) {
 // cost of listing them.
 const (
 	cacheFile   = "list-cache"
-	cacheHeader = "lazy list cache v5\n"
+	cacheHeader = "lazy list cache v6\n" // v6: summaries carry usage
 )
 
 type cacheRec struct {

@@ -52,6 +52,8 @@ type Task struct {
 	// MergeRefused lists operations a merge of two machines' histories
 	// could not replay (their commits stay in history).
 	MergeRefused []Refused `json:"merge_refused,omitempty"`
+	// Usage totals what the task's agent turns cost.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // AcceptRecord is what an accept in flight has committed to.
@@ -145,6 +147,25 @@ type Turn struct {
 	Error        string   `json:"error,omitempty"`
 	FailureClass string   `json:"failure_class,omitempty"`
 	Attempts     int      `json:"failure_attempts,omitempty"`
+	// Usage is what the agent CLI reported the turn cost.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is cost and tokens as agent CLIs report them (Codex reports
+// tokens only).
+type Usage struct {
+	CostUSD           float64 `json:"cost_usd,omitempty"`
+	InputTokens       int64   `json:"input_tokens,omitempty"`
+	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
+	OutputTokens      int64   `json:"output_tokens,omitempty"`
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.CostUSD += o.CostUSD
+	u.InputTokens += o.InputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.OutputTokens += o.OutputTokens
 }
 
 // Comment is comments/<seq>.json: a note on a task that is not delivered

@@ -278,7 +278,7 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	var st proto.Status
 	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && proc.Runs(st.PID, "supervise", s.ID) {
 		in.Alive, in.Phase = true, st.Phase
-		in.Attempt, in.RetryClass, in.RetryReason = st.Attempt, st.RetryFailureClass, st.RetryFailureReason
+		in.Attempt, in.RetryClass, in.RetryReason, in.AgentRetrying = st.Attempt, st.RetryFailureClass, st.RetryFailureReason, st.AgentRetrying
 	} else if m.starting(s.ID) {
 		return "starting" // the supervisor has not reported yet
 	}

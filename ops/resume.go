@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
@@ -87,6 +88,9 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 	if _, running := e.SupervisorRunning(s.Task.ID); running {
 		return "a supervisor still runs it"
 	}
+	if err := agent.CheckCredentials(s.Session.Agent, agent.HostEnvironment()); err != nil {
+		return err.Error() // relaunching would only spend a turn learning it
+	}
 	return ""
 }
 
@@ -122,6 +126,9 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, laun
 	}
 	if err := check(sn); err != nil {
 		return nil, err
+	}
+	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("%s %s: %w; nothing was recorded", verb, sn.Task.Slug, err)
 	}
 	local, err := e.Owned(sn)
 	if err != nil {

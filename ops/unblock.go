@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -47,6 +48,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 	}
 	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
+	}
+	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("unblock %s: %w; nothing was recorded", sn.Task.Slug, err)
 	}
 	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
 	if err != nil {

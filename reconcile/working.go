@@ -123,6 +123,24 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		if s.Session.TurnKind == "sync" {
 			turn.Kind = "sync"
 		}
+		if pb := resp.PushBack; pb != nil {
+			// The supervisor pushed back on uncommitted changes: the
+			// agent's first answer, the push-back (a human-role turn the
+			// supervisor authored, delivered at once), then the rest of
+			// the turn, which carries its commits.
+			zero := 0
+			s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: pb.FirstResult, At: pb.At.Truncate(time.Second), Session: resp.Session, ExitCode: &zero})
+			s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.Supervisor, Kind: "push-back", Content: pb.Prompt, At: pb.At.Truncate(time.Second),
+				Session: resp.Session, FeedbackDelivery: gitstore.FeedbackConsumed})
+		}
+		if u := resp.Usage; u != nil {
+			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
+			turn.Usage = &use
+			if s.Task.Usage == nil {
+				s.Task.Usage = &gitstore.Usage{}
+			}
+			s.Task.Usage.Add(use)
+		}
 		s.AddTurn(turn)
 		// Files changed outside the allowed paths owe a decision whatever
 		// became of the turn; the park below derives conflict from them.
@@ -141,6 +159,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				return nil, err
 			}
 			s.Session.ConsecutiveInterruptions = 0
+			// The reason explained the last park; a completed turn ends it,
+			// so show does not keep presenting an old failure.
+			s.Session.InterruptReason = ""
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
