@@ -276,6 +276,13 @@ func TestAcceptKilledMidMergeIsRecovered(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			if tc.want == "blocked" {
+				// Doctor names what the dead accept left in the checkout.
+				res := r.run(nil, "doctor", "--dry-run")
+				if !strings.Contains(res.Stdout, "half-done squash merge") || (tc.dirty && !strings.Contains(res.Stdout, "stash")) {
+					t.Fatalf("doctor --dry-run on a half-merged destination: %s", res)
+				}
+			}
 			r.ok("list") // the reconciler finds the stranded merge
 			s := r.showFull(tk.Slug)
 			if s.Status != tc.want {

@@ -27,8 +27,7 @@ const DestinationWait = 10 * time.Minute
 // destination lock only ever tries other tasks' locks, never waits on
 // them, so the two cannot deadlock.
 func (e *Env) lockDestination(ctx context.Context, into string, waiting func(pid string)) (func(), error) {
-	sum := sha256.Sum256([]byte(into))
-	path := e.Store.Repo().LazyDir("locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
+	path := e.destinationLock(into)
 	l, err := flock.TryLock(path)
 	if errors.Is(err, flock.ErrHeld) {
 		if waiting != nil {
@@ -41,6 +40,22 @@ func (e *Env) lockDestination(ctx context.Context, into string, waiting func(pid
 			return nil, fmt.Errorf("another accept into %s (pid %s) has been running for over %s; try again when it finishes, or run lazy doctor if it is stuck: %w", into, flock.Owner(path), DestinationWait, err)
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Release() }, nil
+}
+
+// destinationLock is the lock file of accepts into branch into.
+func (e *Env) destinationLock(into string) string {
+	sum := sha256.Sum256([]byte(into))
+	return e.Store.Repo().LazyDir("locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
+}
+
+// tryDestination takes the accept lock of into without waiting;
+// flock.ErrHeld says an accept into it is running.
+func (e *Env) tryDestination(into string) (func(), error) {
+	l, err := flock.TryLock(e.destinationLock(into))
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +78,18 @@ func stashMessage(slug, id string) string {
 // user's stash is re-applied. What cannot be proven is left alone and
 // explained in the note, with the commands to finish by hand.
 func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, bool, string, error) {
+	return e.recoverStranded(ctx, sn, true)
+}
+
+// TryRecoverStrandedAccept is RecoverStrandedAccept for the reconciler:
+// when another accept into the same branch holds the destination, it
+// does nothing (that accept recovers this one before it merges) rather
+// than hold up a read.
+func (e *Env) TryRecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, bool, string, error) {
+	return e.recoverStranded(ctx, sn, false)
+}
+
+func (e *Env) recoverStranded(ctx context.Context, sn *gitstore.Snapshot, wait bool) (*gitstore.Snapshot, bool, string, error) {
 	rec := sn.Task.Accept
 	if sn.Task.Status != machine.Merging || rec == nil {
 		return sn, false, "", nil
@@ -74,7 +101,16 @@ func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) 
 		if err := ValidBranchName(rec.Into); err != nil {
 			return nil, false, "", fmt.Errorf("the accept record of %s is damaged: %w", sn.Task.Slug, err)
 		}
-		release, err := e.lockDestination(ctx, rec.Into, nil)
+		var release func()
+		var err error
+		if wait {
+			release, err = e.lockDestination(ctx, rec.Into, nil)
+		} else {
+			release, err = e.tryDestination(rec.Into)
+			if errors.Is(err, flock.ErrHeld) {
+				return sn, false, "", nil
+			}
+		}
 		if err != nil {
 			return nil, false, "", err
 		}
@@ -290,4 +326,29 @@ func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []stri
 		}()
 	}
 	return notes
+}
+
+// DescribeDestination says, for lazy doctor, what a stranded local accept
+// left in its destination checkout and where the user's stash is; "" when
+// the checkout is clean and no stash is owed.
+func (e *Env) DescribeDestination(ctx context.Context, sn *gitstore.Snapshot) string {
+	if sn.Task.Accept == nil || sn.Task.ForgePending() {
+		return ""
+	}
+	dest, err := e.acceptDestination(ctx, sn)
+	if err != nil || dest == "" {
+		return e.stashNote(ctx, sn, "")
+	}
+	var parts []string
+	if dirty, err := worktree.Dirty(ctx, dest); err == nil && dirty {
+		if e.halfSquash(ctx, sn, dest) {
+			parts = append(parts, dest+" holds lazy's half-done squash merge (a repair resets it)")
+		} else {
+			parts = append(parts, dest+" has uncommitted changes lazy cannot prove are its own (a repair leaves them)")
+		}
+	}
+	if stash := e.acceptStash(ctx, sn, dest); stash != "" {
+		parts = append(parts, "your uncommitted changes are in stash "+stash+" (a repair re-applies them)")
+	}
+	return strings.Join(parts, "; ")
 }

@@ -236,6 +236,9 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		if landed {
 			f.Action = "would finish it: the squash merge landed"
 		}
+		if d := r.Env.DescribeDestination(ctx, sn); d != "" {
+			f.Detail += "; " + d
+		}
 	case machine.Zombie:
 		f.Kind, f.Detail, f.Action = "zombie", "its branch was found merged but the task was not finished", "would complete it"
 	case machine.Blocked:

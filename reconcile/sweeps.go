@@ -129,7 +129,7 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	}
 	// The destination is put back (or the accept finished) and the user's
 	// stash given back, under the destination's accept lock.
-	out, landed, note, err := r.Env.RecoverStrandedAccept(ctx, sn)
+	out, landed, note, err := r.Env.TryRecoverStrandedAccept(ctx, sn)
 	if err != nil || out == nil || out.Task.Status == machine.Merging {
 		return nil, err
 	}
