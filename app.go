@@ -30,6 +30,9 @@ type app struct {
 	cfg   *gitstore.Config
 	store *gitstore.Store
 	wrote bool // a command wrote records: consider housekeeping
+
+	// noColor is --no-color or NO_COLOR: no colour even on a terminal.
+	noColor bool
 }
 
 // usageError makes main exit with status 2.

@@ -27,6 +27,7 @@ type StartCmd struct {
 	Sandbox string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
 	// TakeOver adopts a session this machine did not start.
 	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
+	followFlags
 }
 
 // Run implements lazy start.
@@ -60,16 +61,17 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 			sn.Task.Slug, sn.Task.Status, sn.Session.Worktree, sn.Session.Branch)
 		return nil
 	}
+	logOff := a.logSize(c.Task)
 	sn, err := env.Start(ctx, c.Task, in, a.launchSupervisor)
 	if err != nil {
 		return err
 	}
 	a.daemonAfterLaunch(ctx)
-	if c.JSON {
+	if c.JSON && !c.Wait && !c.Follow {
 		return a.printJSON(toJSON(&sn.Task))
 	}
 	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
-	return nil
+	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
 // startInput resolves the agent and command of a start with the
@@ -210,6 +212,7 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 	}
 	if len(actions) > 0 {
 		a.wrote = true
+		a.notify(actions)
 	}
 	return len(actions) > 0
 }
@@ -260,6 +263,7 @@ type UnblockCmd struct {
 	Approve   []string `name:"approve-file" help:"Keep this pending file-permission violation (repeatable); every other pending file is reverted to its pre-turn content." placeholder:"PATH"`
 	NoApprove bool     `name:"no-approve-files" help:"Revert every pending file-permission violation to its pre-turn content."`
 	JSON      bool     `help:"Print the task as JSON."`
+	followFlags
 }
 
 // Run implements lazy unblock.
@@ -278,6 +282,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	logOff := a.logSize(c.Task)
 	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove}, a.launchSupervisor)
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch
@@ -286,11 +291,11 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	a.daemonAfterLaunch(ctx)
-	if c.JSON {
+	if c.JSON && !c.Wait && !c.Follow {
 		return a.printJSON(toJSON(&sn.Task))
 	}
 	fmt.Fprintf(a.stdout, "Unblocked %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
-	return nil
+	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
 func (a *app) repoDir() string {

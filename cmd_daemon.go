@@ -96,7 +96,8 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 			w := &web.Server{Store: a.store, Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()}, RepoDir: a.repoDir(), Token: token, Addr: addr}
 			return w.Handler(), "http://" + addr + "/?token=" + token
 		},
-		Version: versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
+		OnActions: a.notify,
+		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
 	d.Marks.ClearOwned()

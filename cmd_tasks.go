@@ -108,6 +108,9 @@ type listFilter struct {
 	Status []string `short:"s" help:"Only tasks in these statuses (repeatable or comma-separated)." sep:","`
 	Open   bool     `help:"Hide complete and abandoned tasks."`
 	JSON   bool     `help:"Print tasks as a JSON array."`
+
+	// next prints each task's next commands under the table (blocked).
+	next bool
 }
 
 // ListCmd lists tasks.
@@ -132,7 +135,7 @@ type BlockedCmd struct {
 
 // Run implements lazy blocked.
 func (c *BlockedCmd) Run(a *app, ctx context.Context) error {
-	return listTasks(ctx, a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsBlocked)
+	return listTasks(ctx, a, listFilter{JSON: c.JSON, next: true}, nil, "", machine.Status.IsBlocked)
 }
 
 // ActiveCmd lists tasks with a live worktree.
@@ -228,7 +231,16 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), status, indent, row.t.Slug, oneLine(row.t.Title, 72))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if f.next {
+		fmt.Fprintln(a.stdout, "\nNext")
+		for _, t := range tasks {
+			fmt.Fprintf(a.stdout, "  %s\n", strings.Join(nextSteps(t.Slug, t.Status, t.Status == machine.Conflict), "  |  "))
+		}
+	}
+	return nil
 }
 
 // withLive adds a working task's derived substate to its cached summary
@@ -329,6 +341,9 @@ func treeOrder(tasks []*gitstore.Summary) []treeRow {
 	}
 	return out
 }
+
+// maxFilesShown bounds the changed files show lists per turn.
+const maxFilesShown = 20
 
 // ShowCmd shows one task.
 type ShowCmd struct {
@@ -468,6 +483,13 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
 			}
 			fmt.Fprintln(w)
+			for i, f := range tn.ChangedFiles {
+				if i == maxFilesShown && len(tn.ChangedFiles) > maxFilesShown+1 {
+					fmt.Fprintf(w, "         … and %d more (lazy diff %s --name-only)\n", len(tn.ChangedFiles)-i, t.Slug)
+					break
+				}
+				fmt.Fprintf(w, "         %s\n", sanitize.Field(f))
+			}
 		}
 	}
 	if len(comments) > 0 {
@@ -489,7 +511,16 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", h.At.Format(time.DateTime), h.Op, actorOrHuman(h.Actor), move, h.Host)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if steps := nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0); len(steps) > 0 {
+		fmt.Fprintf(w, "\nNext\n")
+		for _, s := range steps {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	return nil
 }
 
 func actorOrHuman(a machine.Actor) machine.Actor {

@@ -21,6 +21,7 @@ var version = "dev"
 type CLI struct {
 	Dir     string           `short:"C" name:"directory" help:"Run as if lazy was started in DIR." placeholder:"DIR" default:"."`
 	Version kong.VersionFlag `help:"Print the version and exit."`
+	NoColor bool             `name:"no-color" help:"Never colour the output (NO_COLOR in the environment does the same)."`
 
 	Init     InitCmd     `cmd:"" help:"Set lazy up in this repository (host id, refspecs for refs/lazy/*)."`
 	Create   CreateCmd   `cmd:"" help:"Create a task in backlog."`
@@ -29,6 +30,9 @@ type CLI struct {
 	Active   ActiveCmd   `cmd:"" help:"List tasks with a live worktree (working, interrupted, pairing, merging)."`
 	Status   StatusCmd   `cmd:"" help:"Summarize the tasks: counts by status, the active ones with what they are doing, the daemon."`
 	Watch    WatchCmd    `cmd:"" help:"A live view of the tasks and their substates, redrawn as the daemon reports changes."`
+	Diff     DiffCmd     `cmd:"" help:"Show a task's work: git diff of its branch against the merge base with the branch it merges into."`
+	Logs     LogsCmd     `cmd:"" help:"Print a task's agent output, rendered (assistant text, tool calls); -f follows a running turn."`
+	Wait     WaitCmd     `cmd:"" help:"Wait until tasks need a human (blocked, interrupted, ...); the exit code says how they ended."`
 	Show     ShowCmd     `cmd:"" help:"Show a task: details, turns, comments and its status changelog."`
 	Start    StartCmd    `cmd:"" help:"Start a backlog task: branch, worktree and an agent turn under a supervisor."`
 	Unblock  UnblockCmd  `cmd:"" help:"Give a blocked or interrupted task feedback; upstream is merged, then the next agent turn runs."`
@@ -99,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{dir: cli.Dir, stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{dir: cli.Dir, stdin: stdin, stdout: stdout, stderr: stderr, noColor: cli.NoColor || os.Getenv("NO_COLOR") != ""}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	a.afterWrite()
