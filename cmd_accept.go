@@ -120,7 +120,7 @@ func (d *phaseDisplay) Prelude(msg string) {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: %s\n", d.slug, msg)
+	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)
 }
 
 func (d *phaseDisplay) Plan(plan []ops.Phase) {
@@ -133,7 +133,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 		fmt.Fprintf(d.w, "      plan: %s\n", strings.Join(labels, " → "))
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
+	fmt.Fprintf(d.w, "· accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
 }
 
 func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
@@ -142,7 +142,7 @@ func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
 		fmt.Fprintf(d.w, "[%d/%d] %s\n", n, m, p.Label)
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: step %d of %d: %s\n", d.slug, n, m, p.Label)
+	fmt.Fprintf(d.w, "· accept %s: step %d of %d: %s\n", d.slug, n, m, p.Label)
 }
 
 func (d *phaseDisplay) Note(msg string) {
@@ -151,7 +151,7 @@ func (d *phaseDisplay) Note(msg string) {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: %s\n", d.slug, msg)
+	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)
 }
 
 // dryRun prints what accept would squash-merge, writing nothing.

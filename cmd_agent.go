@@ -501,7 +501,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 				}
 				if line != lastProgress {
 					lastProgress = line
-					fmt.Fprintf(a.stderr, "lazy: %s %s\n", sn.Task.Slug, line)
+					a.info("%s %s", sn.Task.Slug, line)
 				}
 			}
 		case <-poll:

@@ -40,7 +40,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	s := p.Snapshot
-	fmt.Fprintf(a.stderr, "lazy: pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
+	fmt.Fprintf(a.stderr, "· pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
 	environ := append(os.Environ(), "LAZY_TASK_ID="+s.Task.ID, "LAZY_WORKTREE="+s.Session.Worktree, "LAZY_PAIRING=1")
 	code, runErr := pair.Run(context.WithoutCancel(ctx), p.Argv, s.Session.Worktree, environ, in, a.stdout)
 	if runErr != nil {
@@ -56,7 +56,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	if len(turns) > 0 {
 		summary = turns[len(turns)-1].Content
 	}
-	fmt.Fprintf(a.stderr, "lazy: %s; %s is now %s\n", summary, sn.Task.Slug, sn.Task.Status)
+	fmt.Fprintf(a.stderr, "· %s; %s is now %s\n", summary, sn.Task.Slug, sn.Task.Status)
 	if runErr != nil {
 		return fmt.Errorf("pairing ended: %w", runErr)
 	}

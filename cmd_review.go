@@ -163,7 +163,7 @@ func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.
 		}
 		if settled {
 			lw.flush()
-			fmt.Fprintf(a.stderr, "lazy: %s is %s; next: %s\n", sn.Task.Slug, sn.Task.Status, strings.Join(nextSteps(sn.Task.Slug, sn.Task.Status, sn.PendingViolations() > 0), " | "))
+			a.info("%s is %s; next: %s", sn.Task.Slug, sn.Task.Status, strings.Join(nextSteps(sn.Task.Slug, sn.Task.Status, sn.PendingViolations() > 0), " | "))
 			return nil
 		}
 		select {
@@ -472,6 +472,6 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 		}
 		return nil
 	}
-	fmt.Fprintf(a.stderr, "lazy: follow it with lazy logs -f %s, or lazy wait %s\n", slug, slug)
+	a.info("follow it with lazy logs -f %s, or lazy wait %s", slug, slug)
 	return nil
 }

@@ -477,7 +477,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			who = string(actorOrHuman(tn.Actor))
 		}
 		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, tn.At.Format(time.DateTime), who, tn.Kind, indentText(tn.Content, "      "))
-		if tn.Role == gitstore.RoleAgent {
+		if tn.Role == gitstore.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
 			fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
 			if tn.ExitCode != nil && *tn.ExitCode != 0 {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
