@@ -33,7 +33,7 @@ func TestListPutsWhatNeedsAHumanFirstAndFiltersSortsLimits(t *testing.T) {
 		t.Fatalf("list --sort bogus: %s", msg)
 	}
 	for _, w := range []string{"60", "100"} {
-		out := r.with("COLUMNS="+w).ok("list")
+		out := r.with("COLUMNS=" + w).ok("list")
 		for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 			if n := len([]rune(l)); (w == "60" && n > 60) || (w == "100" && n > 100) {
 				t.Fatalf("COLUMNS=%s: a line of %d columns: %q", w, n, l)
