@@ -17,7 +17,7 @@ import (
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Task        string        `arg:"" help:"Slug or id prefix."`
+	Task        string        `arg:"" help:"Slug or id prefix." predictor:"task"`
 	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
 	Timeout     time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
 	JSON        bool          `help:"Print the result as JSON."`

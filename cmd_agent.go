@@ -20,7 +20,7 @@ import (
 
 // StartCmd starts a backlog task.
 type StartCmd struct {
-	Task    string `arg:"" help:"Slug or id prefix."`
+	Task    string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
@@ -258,7 +258,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 
 // UnblockCmd gives a parked task feedback and starts the next turn.
 type UnblockCmd struct {
-	Task      string   `arg:"" help:"Slug or id prefix."`
+	Task      string   `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message   *string  `short:"m" name:"message" help:"Feedback for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	Approve   []string `name:"approve-file" help:"Keep this pending file-permission violation (repeatable); every other pending file is reverted to its pre-turn content." placeholder:"PATH"`
 	NoApprove bool     `name:"no-approve-files" help:"Revert every pending file-permission violation to its pre-turn content."`
@@ -307,7 +307,7 @@ func (a *app) repoDir() string {
 
 // ResumeCmd restarts an interrupted task without new feedback.
 type ResumeCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
 }
 
@@ -334,7 +334,7 @@ func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
 
 // StopCmd stops a running turn and parks the task.
 type StopCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
+	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (optional)."`
 	JSON    bool    `help:"Print the task as JSON."`
 }
@@ -365,7 +365,7 @@ func (c *StopCmd) Run(a *app, ctx context.Context) error {
 
 // AskCmd asks a parked task's agent one read-only question.
 type AskCmd struct {
-	Task    string        `arg:"" help:"Slug or id prefix."`
+	Task    string        `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string       `short:"m" name:"message" help:"The question (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	Timeout time.Duration `help:"How long to wait for the answer; the task stays working past it and the answer is recorded when it arrives." default:"10m"`
 	JSON    bool          `help:"Print the answer turn as JSON."`
@@ -416,7 +416,7 @@ func (c *AskCmd) Run(a *app, ctx context.Context) error {
 
 // SyncCmd merges upstream into a parked task's branch.
 type SyncCmd struct {
-	Task    string        `arg:"" help:"Slug or id prefix."`
+	Task    string        `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Timeout time.Duration `help:"How long to wait for the merge." default:"2m"`
 	JSON    bool          `help:"Print the task as JSON."`
 }

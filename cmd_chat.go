@@ -9,7 +9,7 @@ import (
 
 // ChatCmd opens a read-only conversation with a task's agent.
 type ChatCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 }
 
 // Run implements lazy chat.

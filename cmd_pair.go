@@ -26,7 +26,7 @@ func (a *app) interactive() (*os.File, *ops.Env, error) {
 
 // PairCmd hands the terminal to the task's agent in its worktree.
 type PairCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 }
 
 // Run implements lazy pair.

@@ -23,7 +23,7 @@ import (
 
 // DiffCmd shows a task's work.
 type DiffCmd struct {
-	Task     string   `arg:"" help:"Slug or id prefix."`
+	Task     string   `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Paths    []string `arg:"" optional:"" help:"Limit the diff to these paths (after --)." placeholder:"PATH"`
 	Stat     bool     `help:"Show a diffstat instead of the patch." xor:"form"`
 	NameOnly bool     `name:"name-only" help:"Show only the names of changed files." xor:"form"`
@@ -97,7 +97,7 @@ func nextSteps(slug string, st machine.Status, pending bool) []string {
 
 // LogsCmd prints a task's agent output.
 type LogsCmd struct {
-	Task   string `arg:"" help:"Slug or id prefix."`
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Follow bool   `short:"f" help:"Keep printing as the agent writes, until its turn ends."`
 	Turn   int    `help:"Only the agent run of turn N (a number from lazy show: the human turn or the agent turn that answered it)." placeholder:"N"`
 	Raw    bool   `help:"Print the log as the agent wrote it (stream-json, escapes) instead of rendering it."`

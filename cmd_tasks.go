@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
@@ -77,12 +78,27 @@ type CreateCmd struct {
 	Allow        []string `name:"allow" help:"Allowed-paths glob; files changed outside these become violations (repeatable)." placeholder:"GLOB"`
 	Sandbox      bool     `help:"Run this task's agent sandboxed (bubblewrap) even where lazy.sandbox is off; the setting travels with the task and can only add confinement."`
 	JSON         bool     `help:"Print the created task as JSON."`
+	Start        bool     `help:"Start it right away (as lazy start would), with --agent and --command."`
+	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)."`
+	Command      string   `help:"With --start: the exec agent's command line." placeholder:"CMD"`
+	followFlags
 }
 
 // Run implements lazy create.
 func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
+	}
+	if !c.Start && (c.Agent != "" || c.Command != "" || c.Wait || c.Follow) {
+		return usageError{"--agent, --command, --wait and --follow go with --start (or use lazy start after creating)"}
+	}
+	if b := c.TargetBranch; b != "" {
+		if err := ops.ValidBranchName(b); err != nil {
+			return fmt.Errorf("--target-branch: %w", err)
+		}
+		if _, err := gitcli.New(a.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+b+"^{commit}").String(ctx); err != nil {
+			return fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another; nothing was created", b, b)
+		}
 	}
 	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
 	if err != nil {
@@ -97,6 +113,16 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	done()
+	if c.Start {
+		if !c.JSON {
+			fmt.Fprintf(a.stdout, "Created %s (%s)\n", sn.Task.Slug, shortID(sn.Task.ID))
+		}
+		start := &StartCmd{Task: sn.Task.ID, Agent: c.Agent, Command: c.Command, JSON: c.JSON, followFlags: c.followFlags}
+		if err := start.Run(a, ctx); err != nil {
+			return fmt.Errorf("created %s, but it did not start (it waits in backlog; lazy start %s): %w", sn.Task.Slug, sn.Task.Slug, err)
+		}
+		return nil
+	}
 	if c.JSON {
 		return a.printJSON(toJSON(&sn.Task))
 	}
@@ -441,7 +467,7 @@ const maxFilesShown = 20
 
 // ShowCmd shows one task.
 type ShowCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
 }
 
@@ -635,7 +661,7 @@ func indentText(s, prefix string) string {
 
 // CommentCmd adds a comment.
 type CommentCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
+	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string `short:"m" name:"message" help:"Comment text (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	JSON    bool    `help:"Print the comment as JSON."`
 }
@@ -670,7 +696,7 @@ func (c *CommentCmd) Run(a *app, ctx context.Context) error {
 
 // endCmd is shared by close and reject.
 type endCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
+	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (\"-\" reads stdin). Without it, piped stdin or $EDITOR is used."`
 	JSON    bool    `help:"Print the task as JSON."`
 	// DeleteBranch is the explicit decision to drop unmerged work.
@@ -750,7 +776,7 @@ func (c *RejectCmd) Run(a *app, ctx context.Context) error {
 
 // ReopenCmd reopens a finished task.
 type ReopenCmd struct {
-	Task   string `arg:"" help:"Slug or id prefix."`
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Reason string `help:"Why it is reopened (required for an accepted task)."`
 	JSON   bool   `help:"Print the task as JSON."`
 }
@@ -800,9 +826,9 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 
 // ReparentCmd moves a task under another parent.
 type ReparentCmd struct {
-	Task   string `arg:"" help:"Slug or id prefix."`
-	Parent string `help:"The new parent (slug or id prefix)." xor:"where" required:""`
-	Root   bool   `help:"Make it a top-level task." xor:"where" required:""`
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
+	Parent string `help:"The new parent (slug or id prefix); give this or --root." xor:"where" placeholder:"TASK" predictor:"task"`
+	Root   bool   `help:"Make it a top-level task; give this or --parent." xor:"where"`
 	JSON   bool   `help:"Print the task as JSON."`
 }
 
@@ -810,6 +836,9 @@ type ReparentCmd struct {
 func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
+	}
+	if c.Parent == "" && !c.Root {
+		return usageError{"lazy reparent needs --parent TASK (move it under TASK) or --root (make it a top-level task)"}
 	}
 	env, err := a.env()
 	if err != nil {
@@ -835,7 +864,7 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 
 // AllowCmd edits a task's allowed-paths policy.
 type AllowCmd struct {
-	Task     string   `arg:"" help:"Slug or id prefix."`
+	Task     string   `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Patterns []string `arg:"" optional:"" help:"Globs (relative paths; * within a segment, ** across segments)."`
 	Add      bool     `help:"Add the globs to the policy instead of replacing it." xor:"mode"`
 	Remove   bool     `help:"Remove the globs from the policy." xor:"mode"`

@@ -73,3 +73,24 @@ func TestColourOnlyOnATerminalAndNeverWithNoColor(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateValidatesTheTargetBranchAndCanStart(t *testing.T) {
+	r := newRepo(t)
+	msg := r.fails(1, nil, "create", "Port it", "--target-branch", "nosuch")
+	oneSentence(t, "create --target-branch nosuch", msg, `target branch "nosuch" does not exist in this repository; create it first (git branch nosuch)`)
+	if got := r.list(); len(got) != 0 {
+		t.Fatalf("a refused create left a task: %+v", got)
+	}
+	r.git("branch", "release-2")
+	r = r.with(script(t, "write r.txt r", "commit agent: r"))
+	res := r.run(nil, "create", "Port it", "--target-branch", "release-2", "--start", "--command", fakeAgentBin, "--wait")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "Created port-it") || !strings.Contains(res.Stdout, "port-it: blocked") {
+		t.Fatalf("create --start --wait: %s", res)
+	}
+	if out := r.ok("accept", "port-it", "--dry-run"); !strings.Contains(out, "into release-2") {
+		t.Fatalf("the task does not target release-2:\n%s", out)
+	}
+	if msg := r.fails(2, nil, "create", "x", "--agent", "codex"); !strings.Contains(msg, "go with --start") {
+		t.Fatalf("create --agent without --start: %s", msg)
+	}
+}
