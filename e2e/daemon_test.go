@@ -57,7 +57,8 @@ func (r *runner) refStatus(id string) string {
 func TestDaemonRecordsTurnsAndSurvivesBeingKilled(t *testing.T) {
 	r := withDaemon(t, newRepo(t))
 	marker := filepath.Join(t.TempDir(), "agent-finished")
-	r = r.with(script(t, "print started", "sleep 1500ms", "write "+marker+" yes", "print finished after the daemon died"))
+	goAhead := filepath.Join(t.TempDir(), "daemon-killed")
+	r = r.with(script(t, "print started", "await "+goAhead, "write "+marker+" yes", "print finished after the daemon died"))
 	tk := r.create("outlives the daemon")
 	r.ok("start", tk.Slug, "--command", fakeAgentBin)
 
@@ -78,6 +79,9 @@ func TestDaemonRecordsTurnsAndSurvivesBeingKilled(t *testing.T) {
 	}
 	if syscall.Kill(agent, 0) != nil {
 		t.Fatal("killing the daemon killed the agent")
+	}
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {

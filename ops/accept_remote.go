@@ -242,7 +242,8 @@ func (e *Env) requestMerge(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 		// missing) on a forge that cannot merge by itself later: the
 		// request stands, and a later accept or the forge sync asks
 		// again once it can merge.
-		if verr != nil || pr.State != forge.StateMerged && !(pr.State == forge.StateOpen && waitingOnly(pr)) {
+		standing := verr == nil && (pr.State == forge.StateMerged || pr.State == forge.StateOpen && waitingOnly(pr))
+		if !standing {
 			_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, nil, fmt.Sprintf("accept aborted: the forge refused to merge pull request #%d: %v", n, err))
 			return fmt.Errorf("accept %s: the forge refused to merge pull request #%d; the task is submitted again: %w", sn.Task.Slug, n, err)
 		}

@@ -14,7 +14,7 @@ fi
 echo "== go vet"
 go vet ./...
 
-lint=$(command -v golangci-lint || echo "$(go env GOPATH)/bin/golangci-lint")
+lint=${GOLANGCI_LINT:-$(command -v golangci-lint || echo "$(go env GOPATH)/bin/golangci-lint")}
 if [ -x "$lint" ]; then
   echo "== golangci-lint"
   "$lint" run ./...

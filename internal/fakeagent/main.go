@@ -153,6 +153,14 @@ func main() {
 		case "commit":
 			run("git", "add", "-A")
 			run("git", "-c", "user.name=fake agent", "-c", "user.email=agent@fake.invalid", "commit", "-q", "-m", rest)
+		case "await":
+			// Wait for a file the test creates, so a step happens after
+			// the test has looked, however loaded the machine is.
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Stat(rest); err == nil {
+					break
+				}
+			}
 		case "sleep":
 			d, err := time.ParseDuration(rest)
 			must(err)

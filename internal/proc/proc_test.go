@@ -26,7 +26,9 @@ func TestAliveAndRuns(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	sleeper := exec.Command("/bin/sh", "-c", "sleep 30", "supervise", "abc")
+	// "; exit": a shell may exec its last command in place, and then the
+	// cmdline would be sleep's by the time Runs looks.
+	sleeper := exec.Command("/bin/sh", "-c", "sleep 30; exit 0", "supervise", "abc")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
