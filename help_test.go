@@ -16,16 +16,24 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestHelpGolden(t *testing.T) {
-	for name, args := range map[string][]string{
-		"help-root.golden":     {"--help"},
-		"help-start.golden":    {"help", "start"},
-		"help-reparent.golden": {"reparent", "--help"},
-	} {
-		out, errs, code := runCLI(t, args...)
-		if code != 0 || errs != "" {
-			t.Fatalf("%v: exit %d, stderr %q", args, code, errs)
+	for _, width := range []string{"60", "100", "200"} {
+		t.Setenv("COLUMNS", width) // kong wraps help to it, as on a terminal
+		for name, args := range map[string][]string{
+			"root":     {"--help"},
+			"start":    {"help", "start"},
+			"reparent": {"reparent", "--help"},
+		} {
+			out, errs, code := runCLI(t, args...)
+			if code != 0 || errs != "" {
+				t.Fatalf("%v: exit %d, stderr %q", args, code, errs)
+			}
+			golden(t, "help-"+name+"-"+width+".golden", []byte(out))
+			for _, l := range strings.Split(out, "\n") {
+				if n := len([]rune(l)); n > 200 {
+					t.Errorf("help %s at %s columns: a line of %d", name, width, n)
+				}
+			}
 		}
-		golden(t, name, []byte(out))
 	}
 }
 

@@ -121,9 +121,15 @@ func TestWatchTUINavigatesPreviewsAcceptsAndQuits(t *testing.T) {
 	r.ok("stop", live.Slug)
 }
 
-func TestWatchTUIStacksOnANarrowTerminal(t *testing.T) {
+func TestWatchTUIStacksOnANarrowTerminalAndUnblocksThroughTheEditor(t *testing.T) {
 	r := newRepo(t)
 	tk := workedTask(t, r, "narrow view", "n.txt n")
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'also cover logout\\n' > \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goAhead := filepath.Join(t.TempDir(), "go")
+	r = r.with("GIT_EDITOR="+editor, script(t, "print next turn running", "wait-file "+goAhead, "print next turn done"))
 	capture, keys, alive := tmuxWatch(t, r, 60, 20)
 	screen := screenHas(t, capture, "▸ "+tk.Slug, strings.Repeat("─", 60), "did narrow view")
 	for _, l := range strings.Split(screen, "\n") {
@@ -131,6 +137,18 @@ func TestWatchTUIStacksOnANarrowTerminal(t *testing.T) {
 			t.Fatalf("a line wider than 60 columns: %q", l)
 		}
 	}
+	// u hands the terminal to lazy unblock, which opens the editor; the
+	// feedback starts the next turn and the preview follows it.
+	keys("u")
+	screenHas(t, capture, "next turn running", "0 need you")
+	s := r.showFull(tk.Slug)
+	if s.Status != "working" || s.TurnList[len(s.TurnList)-1].Content != "also cover logout" {
+		t.Fatalf("after u in the TUI: %s, turns %+v", s.Status, s.TurnList)
+	}
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	screenHas(t, capture, "next turn done", "1 need you")
 	keys("C-c")
 	eventually(t, "lazy watch to quit on Ctrl-C", func() bool { return !alive() })
 }
