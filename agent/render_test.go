@@ -26,3 +26,20 @@ func TestRenderLine(t *testing.T) {
 		}
 	}
 }
+
+// No input makes RenderLine emit a control character a terminal would
+// act on.
+func FuzzRenderLine(f *testing.F) {
+	for _, s := range []string{"plain", "\x1b]0;title\x07", `{"type":"assistant","message":{"content":[{"type":"text","text":"\u001b[2J"}]}}`, "a\rb", "\x9b31m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, line := range RenderLine(in) {
+			for _, r := range line {
+				if r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+					t.Fatalf("RenderLine(%q) emitted control %U in %q", in, r, line)
+				}
+			}
+		}
+	})
+}

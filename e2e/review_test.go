@@ -193,3 +193,33 @@ func TestAcceptRefusesABacklogTaskInPlainWords(t *testing.T) {
 		t.Fatalf("diff on backlog: %s", msg)
 	}
 }
+
+func TestUnblockFollowAndWaitAny(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "followed", "f.txt f")
+	goAhead := filepath.Join(t.TempDir(), "go")
+	hanging := r.with(script(t, "wait-file "+goAhead, "print never mind"))
+	slow := hanging.create("slow one")
+	hanging.ok("start", slow.Slug, "--command", fakeAgentBin)
+	// One of the two is settled already: --any returns with it alone.
+	res := r.run(nil, "wait", slow.Slug, tk.Slug, "--any")
+	if res.Code != 0 || res.Stdout != tk.Slug+": blocked\n" {
+		t.Fatalf("wait --any: %s", res)
+	}
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus(slow.Slug, "blocked")
+
+	next := r.with(script(t, "print second turn output", "append f.txt more", "commit agent: more"))
+	res = next.run(nil, "unblock", tk.Slug, "-m", "more please", "--follow")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "Unblocked "+tk.Slug) || !strings.Contains(res.Stdout, "second turn output") {
+		t.Fatalf("unblock --follow: %s", res)
+	}
+	if strings.Contains(res.Stdout, "did followed") {
+		t.Fatalf("unblock --follow replayed the earlier turn's output: %s", res.Stdout)
+	}
+	if !strings.Contains(res.Stderr, tk.Slug+" is blocked; next: lazy diff") {
+		t.Fatalf("unblock --follow did not end with the status: %s", res.Stderr)
+	}
+}
