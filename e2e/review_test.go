@@ -223,3 +223,19 @@ func TestUnblockFollowAndWaitAny(t *testing.T) {
 		t.Fatalf("unblock --follow did not end with the status: %s", res.Stderr)
 	}
 }
+
+func TestTheDaemonRunsTheNotifyCommand(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	notified := filepath.Join(t.TempDir(), "notified")
+	r.git("config", "lazy.notify.command", `printf '%s\n' "$LAZY_MESSAGE" >> `+notified)
+	r = r.with(script(t, "print working", "exit 3"))
+	r.git("config", "lazy.autoResume", "false")
+	tk := r.create("Crashes")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	// Nothing here reads the task: the daemon's own reconcile pass must
+	// record the turn and notify.
+	eventually(t, "the daemon's notification", func() bool {
+		b, _ := os.ReadFile(notified)
+		return string(b) == "lazy: crashes is interrupted and needs you (lazy show crashes)\n"
+	})
+}

@@ -114,11 +114,18 @@ func TestWatchTUINavigatesPreviewsAcceptsAndQuits(t *testing.T) {
 	}
 	screenHas(t, capture, "0 need you")
 
+	// s stops the running task, which is selected now.
+	screenHas(t, capture, "▸ "+live.Slug)
+	keys("s")
+	screenHas(t, capture, "Stopped "+live.Slug)
+	if s := r.show(live.Slug); s.Status != "blocked" {
+		t.Fatalf("after s in the TUI: %s", s.Status)
+	}
+
 	// Typed keys never echo, and q quits.
 	keys("x", "y", "z")
 	keys("q")
 	eventually(t, "lazy watch to quit on q", func() bool { return !alive() })
-	r.ok("stop", live.Slug)
 }
 
 func TestWatchTUIStacksOnANarrowTerminalAndUnblocksThroughTheEditor(t *testing.T) {
