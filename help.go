@@ -96,20 +96,24 @@ type HelpCmd struct {
 	Command []string `arg:"" optional:"" help:"The command to explain."`
 }
 
-// Run implements lazy help with no command.
-func (c *HelpCmd) Run(a *app) error { return nil }
+// Run is reached only when helpArgs did not rewrite the command line.
+func (c *HelpCmd) Run(a *app) error {
+	return usageError{fmt.Sprintf("run lazy %s --help", strings.Join(c.Command, " "))}
+}
 
-// helpArgs rewrites `lazy help X Y` as `lazy X Y --help`.
+// helpArgs rewrites `lazy [global flags] help X Y` as `lazy [global
+// flags] X Y --help`.
 func helpArgs(args []string) []string {
-	for i, arg := range args {
-		if arg == "help" {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "help":
 			return append(append(append([]string(nil), args[:i]...), args[i+1:]...), "--help")
-		}
-		if !strings.HasPrefix(arg, "-") {
+		case arg == "-C" || arg == "--directory":
+			i++ // its value
+		case strings.HasPrefix(arg, "-"):
+		default:
 			return args // the command is something else
-		}
-		if arg == "-C" || arg == "--directory" {
-			return args // keep it simple: lazy -C DIR help is not rewritten
 		}
 	}
 	return args

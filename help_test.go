@@ -43,6 +43,12 @@ func TestLazyHelpXIsXHelp(t *testing.T) {
 	if code != 0 || got != want || !strings.Contains(got, "Examples:\n  lazy diff fix-login\n") {
 		t.Fatalf("lazy help diff (exit %d):\n%s", code, got)
 	}
+	if got, _, code := runCLI(t, "-C", ".", "--no-color", "help", "diff"); code != 0 || got != want {
+		t.Fatalf("lazy -C . --no-color help diff (exit %d):\n%s", code, got)
+	}
+	if got, _, code := runCLI(t, "help"); code != 0 || !strings.Contains(got, "Tasks:") {
+		t.Fatalf("lazy help (exit %d):\n%s", code, got)
+	}
 	if _, errs, code := runCLI(t, "help", "nosuch"); code != 2 || !strings.Contains(errs, "nosuch") {
 		t.Fatalf("lazy help nosuch: exit %d %q", code, errs)
 	}
