@@ -204,6 +204,19 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *tuiModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// Keys typed faster than one read arrive as one message ("jjq"):
+	// each is still a key of its own. A paste is not a command.
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 {
+		if k.Paste {
+			return m, nil
+		}
+		var cmds []tea.Cmd
+		for _, r := range k.Runes {
+			_, cmd := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+			cmds = append(cmds, cmd)
+		}
+		return m, tea.Batch(cmds...)
+	}
 	move := func(d int) (tea.Model, tea.Cmd) {
 		if len(m.rows) == 0 {
 			return m, nil

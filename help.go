@@ -97,7 +97,7 @@ type HelpCmd struct {
 }
 
 // Run is reached only when helpArgs did not rewrite the command line.
-func (c *HelpCmd) Run(a *app) error {
+func (c *HelpCmd) Run() error {
 	return usageError{fmt.Sprintf("run lazy %s --help", strings.Join(c.Command, " "))}
 }
 
