@@ -124,7 +124,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
 	}
-	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks()}
+	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks(), from: start}
 	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
 	if errors.Is(err, os.ErrNotExist) {
 		if !c.Follow {
@@ -215,6 +215,7 @@ type logWriter struct {
 	marks   []proto.LogMark
 	partial []byte
 	pos     int64 // offset of partial's first byte
+	from    int64 // where the shown range starts: earlier launches get no header
 	headed  map[int64]bool
 }
 
@@ -266,7 +267,7 @@ func (l *logWriter) line(s string) {
 		l.headed = map[int64]bool{}
 	}
 	for _, m := range l.marks {
-		if m.Offset <= l.pos && !l.headed[m.Offset] {
+		if m.Offset >= l.from && m.Offset <= l.pos && !l.headed[m.Offset] {
 			l.headed[m.Offset] = true
 			if !l.raw {
 				fmt.Fprintf(l.w, "── turn %d (%s) · %s ──\n", m.Seq, m.Kind, m.At.Local().Format("2006-01-02 15:04:05 MST"))
@@ -458,7 +459,7 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 	switch {
 	case f.Follow:
 		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
-		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks()}, pd, logOff)
+		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks(), from: logOff}, pd, logOff)
 	case f.Wait:
 		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0)
 		if err != nil {
