@@ -83,7 +83,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 
 func TestVersionNamesTheBuild(t *testing.T) {
 	out, _, code := runCLI(t, "--version")
-	if code != 0 || !strings.HasPrefix(out, "lazy ") || !strings.Contains(out, " go1.") {
+	if code != 0 || !strings.HasPrefix(out, "lazy ") || !strings.Contains(out, " go1.") || !strings.Contains(out, "\nbuild id "+versionID()+"\n") {
 		t.Fatalf("--version: exit %d %q", code, out)
 	}
 }

@@ -79,7 +79,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	parser, err := kong.New(&cli,
 		kong.Name("lazy"),
 		kong.Description("A git-native orchestrator for AI coding agents. Task state lives in refs/lazy/* of this repository."),
-		kong.Vars{"version": "lazy " + versionString()},
+		// The build id is what lazy daemon --status reports, so the two can
+		// be matched.
+		kong.Vars{"version": "lazy " + versionString() + "\nbuild id " + versionID()},
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exitStatus = code }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
