@@ -274,6 +274,12 @@ func (m *tuiModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 // feedback or a question, or the agent CLI for pair) and comes back.
 func (m *tuiModel) interactive(verb, id string) tea.Cmd {
 	cmd := exec.Command(m.self, "-C", m.a.repoDir(), verb, id)
+	if verb == "ask" {
+		// The answer is printed on the terminal: keep it there until the
+		// human has read it. The names travel as arguments, never as
+		// shell text.
+		cmd = exec.Command("sh", "-c", `"$0" -C "$1" ask "$2"; s=$?; printf '\n(press enter to return to lazy watch) '; read _; exit $s`, m.self, m.a.repoDir(), id)
+	}
 	return tea.ExecProcess(cmd, func(err error) tea.Msg { return tuiDone{what: verb, err: err} })
 }
 
