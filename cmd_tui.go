@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -47,6 +48,7 @@ type tuiModel struct {
 	status        string // the last action's outcome
 	prev          map[string]machine.Status
 	err           error
+	loading       *sync.Mutex
 }
 
 type tuiStyles struct {
@@ -102,7 +104,14 @@ func (m *tuiModel) tick() tea.Cmd {
 
 func (m *tuiModel) load() tea.Cmd {
 	return func() tea.Msg {
-		entries, err := m.a.reconciledListQuiet(m.ctx)
+		// Loads overlap (the tick, a daemon event, an action's end): one
+		// reconciles at a time, on a copy of the app whose stderr is
+		// discarded, because the TUI owns the screen.
+		m.loading.Lock()
+		defer m.loading.Unlock()
+		quiet := *m.a
+		quiet.stderr = io.Discard
+		entries, err := quiet.reconciledList(m.ctx)
 		if err != nil {
 			return tuiErr{err}
 		}
@@ -457,15 +466,6 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 	return lines
 }
 
-// reconciledListQuiet is reconciledList without stderr: the TUI owns the
-// screen.
-func (a *app) reconciledListQuiet(ctx context.Context) ([]gitstore.Entry, error) {
-	saved := a.stderr
-	a.stderr = io.Discard
-	defer func() { a.stderr = saved }()
-	return a.reconciledList(ctx)
-}
-
 // runTUI runs lazy watch as a full-screen program.
 func (a *app) runTUI(ctx context.Context, all bool) error {
 	self, err := os.Executable()
@@ -476,7 +476,7 @@ func (a *app) runTUI(ctx context.Context, all bool) error {
 	if a.noColor || os.Getenv("TERM") == "dumb" {
 		r.SetColorProfile(termenv.Ascii)
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(r)}
+	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(r), loading: &sync.Mutex{}}
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.

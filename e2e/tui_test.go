@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tmuxWatch runs `lazy watch` in a detached tmux pane of cols x rows on a
@@ -29,7 +30,8 @@ func tmuxWatch(t *testing.T, r *runner, cols, rows int) (capture func() string, 
 		}
 		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
 	}
-	fmt.Fprintf(&b, "export TERM=xterm-256color\ncd '%s' && exec '%s' watch\n", r.dir, lazyBin)
+	stderr := filepath.Join(t.TempDir(), "watch.stderr")
+	fmt.Fprintf(&b, "export TERM=xterm-256color\ncd '%s' && exec '%s' watch 2>>'%s'\n", r.dir, lazyBin, stderr)
 	wrapper := filepath.Join(t.TempDir(), "watch.sh")
 	if err := os.WriteFile(wrapper, []byte(b.String()), 0o755); err != nil {
 		t.Fatal(err)
@@ -43,7 +45,11 @@ func tmuxWatch(t *testing.T, r *runner, cols, rows int) (capture func() string, 
 	}
 	t.Cleanup(func() { _, _ = tmux("kill-server") })
 	capture = func() string {
-		out, _ := tmux("capture-pane", "-p", "-t", "w")
+		out, err := tmux("capture-pane", "-p", "-t", "w")
+		if err != nil { // the pane is gone: say what lazy watch said last
+			b, _ := os.ReadFile(stderr)
+			return out + "\nlazy watch's stderr:\n" + string(b)
+		}
 		return out
 	}
 	keys = func(k ...string) {
@@ -63,7 +69,7 @@ func tmuxWatch(t *testing.T, r *runner, cols, rows int) (capture func() string, 
 func screenHas(t *testing.T, capture func() string, want ...string) string {
 	t.Helper()
 	var last string
-	eventually(t, fmt.Sprintf("the screen to show %q", want), func() bool {
+	ok := func() bool {
 		last = capture()
 		for _, w := range want {
 			if !strings.Contains(last, w) {
@@ -71,7 +77,14 @@ func screenHas(t *testing.T, capture func() string, want ...string) string {
 			}
 		}
 		return true
-	})
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen never showed %q; it shows:\n%s", want, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return last
 }
 
@@ -156,6 +169,15 @@ func TestWatchTUIStacksOnANarrowTerminalAndUnblocksThroughTheEditor(t *testing.T
 		t.Fatal(err)
 	}
 	screenHas(t, capture, "next turn done", "1 need you")
+
+	// ? asks through the editor too, and the answer stays up until enter.
+	keys("?")
+	screenHas(t, capture, "next turn done", "(press enter to return to lazy watch)")
+	keys("Enter")
+	screenHas(t, capture, "lazy watch ·", "1 need you")
+	if s := r.showFull(tk.Slug); s.Status != "blocked" || s.TurnList[len(s.TurnList)-2].Kind != "ask" {
+		t.Fatalf("after ? in the TUI: %s, turns %+v", s.Status, s.TurnList)
+	}
 	keys("C-c")
 	eventually(t, "lazy watch to quit on Ctrl-C", func() bool { return !alive() })
 }
