@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -109,12 +110,13 @@ func (a *app) env() (*ops.Env, error) {
 	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}, nil
 }
 
-// timing reads the supervisor's clocks: git config lazy.watchdogTimeout
-// and lazy.watchdogKillGrace (Go durations such as 30m), and
+// timing reads the supervisor's clocks: git config lazy.watchdogTimeout,
+// lazy.watchdogKillGrace and lazy.unreachableTimeout (Go durations such
+// as 30m), and
 // LAZY_RETRY_SCALE, a multiplier on retry delays that tests use.
 func (a *app) timing() (proto.Timing, error) {
 	var t proto.Timing
-	for key, dst := range map[string]*time.Duration{"lazy.watchdogTimeout": &t.WatchdogTimeout, "lazy.watchdogKillGrace": &t.KillGrace} {
+	for key, dst := range map[string]*time.Duration{"lazy.watchdogTimeout": &t.WatchdogTimeout, "lazy.watchdogKillGrace": &t.KillGrace, "lazy.unreachableTimeout": &t.UnreachableTimeout} {
 		if v, ok := a.cfg.Get(key); ok && v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -123,6 +125,11 @@ func (a *app) timing() (proto.Timing, error) {
 			*dst = d
 		}
 	}
+	pushBack, err := a.cfg.Bool("lazy.pushBack", true)
+	if err != nil {
+		return t, err
+	}
+	t.NoPushBack = !pushBack
 	if v := os.Getenv("LAZY_RETRY_SCALE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {
@@ -173,8 +180,9 @@ func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
 		argv = append([]string{sh, "-c", exitRecorder}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = proto.WithoutTurnEnv(os.Environ())
 	if exitFile != "" {
-		cmd.Env = append(os.Environ(), "LAZY_EXIT_FILE="+exitFile)
+		cmd.Env = append(cmd.Env, "LAZY_EXIT_FILE="+exitFile)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
 	if errlog != nil {
@@ -196,9 +204,24 @@ func (a *app) printJSON(v any) error {
 
 // isTerminal reports whether f is an interactive terminal.
 func isTerminal(f any) bool {
-	file, ok := f.(*os.File)
+	file, ok := raw(f).(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
 }
+
+// raw returns the writer under lazy's output escaper, for the few writes
+// that must reach the terminal unescaped (the agent's pty in pair and
+// chat, watch's own redraw sequence). It flushes the escaper first so the
+// order of bytes is kept.
+func raw(f any) any {
+	if t, ok := f.(*termsafe.Writer); ok {
+		_ = t.Flush()
+		return t.Unwrap()
+	}
+	return f
+}
+
+// rawWriter is raw for a writer.
+func rawWriter(w io.Writer) io.Writer { return raw(w).(io.Writer) }
 
 // readable reports whether stdin carries data to read: a pipe or a file,
 // never a terminal or /dev/null (so tests and CI with no stdin never hang).

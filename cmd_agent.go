@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
@@ -495,13 +496,17 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 			if p := ev.Progress; p != nil && p.TaskID == id {
 				line := p.Phase
 				if p.Retry != "" {
-					line += fmt.Sprintf(" attempt %d (%s)", p.Attempt, p.Retry)
+					line = p.Retry
 				} else if p.Progress != "" {
 					line += ": " + p.Progress
 				}
 				if line != lastProgress {
 					lastProgress = line
-					a.info("%s %s", sn.Task.Slug, line)
+					// Inside an MCP call the line is progress for the
+					// client; stderr is only for a terminal.
+					if !mcp.Report(ctx, sn.Task.Slug+": "+line) {
+						a.info("%s %s", sn.Task.Slug, line)
+					}
 				}
 			}
 		case <-poll:

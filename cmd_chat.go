@@ -32,7 +32,7 @@ func (c *ChatCmd) Run(a *app, ctx context.Context) error {
 	default:
 		fmt.Fprintf(a.stderr, "· read-only chat with %s's agent in %s (the agent CLI's own read-only mode); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	}
-	code, runErr := pair.Run(context.WithoutCancel(ctx), ch.Argv, ch.Dir, ch.Env, in, a.stdout)
+	code, runErr := pair.Run(context.WithoutCancel(ctx), ch.Argv, ch.Dir, ch.Env, in, rawWriter(a.stdout))
 	if runErr != nil {
 		code = -1
 	}

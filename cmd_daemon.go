@@ -152,6 +152,12 @@ func (a *app) liveToken(id link.Identity) error {
 	if err != nil {
 		return err
 	}
+	if id.Kind == "pair" {
+		if sn.Task.Status != machine.Pairing || sn.Session == nil || sn.Session.ID != id.Session {
+			return fmt.Errorf("this MCP token belongs to a pairing on %s that has ended", sn.Task.Slug)
+		}
+		return nil
+	}
 	if sn.Task.Status != machine.Working || sn.Session == nil || sn.Session.ID != id.Session || sn.Session.Turn != id.Turn {
 		return fmt.Errorf("this MCP token belongs to a turn of %s that has ended", sn.Task.Slug)
 	}

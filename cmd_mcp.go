@@ -29,7 +29,9 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	srv := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID())
-	return srv.Run(ctx, &sdk.StdioTransport{})
+	err = srv.Run(ctx, &sdk.StdioTransport{})
+	d.Drain(ctx) // an accept the client stopped waiting for still finishes
+	return err
 }
 
 // McpProxyCmd is the agent's stdio MCP server: every call goes to the
@@ -77,7 +79,13 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		opts := ops.AcceptOptions{Launch: a.launchSupervisor, Wait: func(ctx context.Context, id string) (*gitstore.Snapshot, error) {
 			return wait(ctx, id, 30*time.Minute)
 		}}
-		if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok {
+		// Read afresh: lazy mcp and the daemon live long, and a config
+		// change must apply to the next accept, not the next restart.
+		cfg := a.cfg
+		if fresh, err := a.repo.Config(); err == nil {
+			cfg = fresh
+		}
+		if v, ok := cfg.Get("lazy.accept.preTurn"); ok {
 			opts.PreTurn = v
 		}
 		return opts

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pair"
 )
@@ -42,7 +47,10 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	s := p.Snapshot
 	fmt.Fprintf(a.stderr, "· pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
 	environ := append(os.Environ(), "LAZY_TASK_ID="+s.Task.ID, "LAZY_WORKTREE="+s.Session.Worktree, "LAZY_PAIRING=1")
-	code, runErr := pair.Run(context.WithoutCancel(ctx), p.Argv, s.Session.Worktree, environ, in, a.stdout)
+	argv, mcpEnv, revoke := a.pairMCP(ctx, s, p.Argv)
+	defer revoke()
+	environ = append(environ, mcpEnv...)
+	code, runErr := pair.Run(context.WithoutCancel(ctx), argv, s.Session.Worktree, environ, in, rawWriter(a.stdout))
 	if runErr != nil {
 		code = -1
 	}
@@ -61,4 +69,38 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 		return fmt.Errorf("pairing ended: %w", runErr)
 	}
 	return nil
+}
+
+// pairMCP gives the paired agent lazy's MCP tools, as a supervised turn
+// has them: a token minted for this pairing (live only while the task
+// pairs, revoked when it ends), the MCP flags of its CLI, and
+// LAZY_MCP_COMMAND for a shell. Without a daemon or a token the pairing
+// still runs, without lazy's tools, and says so.
+func (a *app) pairMCP(ctx context.Context, s *gitstore.Snapshot, argv []string) ([]string, []string, func()) {
+	none := func() {}
+	lazyDir := a.repo.LazyDir()
+	if os.Getenv("LAZY_NO_DAEMON") == "" {
+		if _, err := a.ensureDaemon(ctx); err != nil {
+			fmt.Fprintf(a.stderr, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
+			return argv, nil, none
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return argv, nil, none
+	}
+	token, err := link.MintToken(lazyDir, link.Identity{Task: s.Task.ID, Session: s.Session.ID, Turn: s.Session.Turn, Kind: "pair"})
+	if err != nil {
+		fmt.Fprintf(a.stderr, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
+		return argv, nil, none
+	}
+	m := &agent.MCPServer{Command: exe, Args: []string{"-C", filepath.Dir(lazyDir), "mcp-proxy"}, EnvVars: []string{link.TokenEnv}}
+	env := []string{link.TokenEnv + "=" + token}
+	if b, err := json.Marshal(append([]string{exe}, m.Args...)); err == nil {
+		env = append(env, "LAZY_MCP_COMMAND="+string(b))
+	}
+	if flags := agent.MCPFlags(s.Session.Agent, m); len(flags) > 0 && len(argv) > 0 && argv[0] == s.Session.Agent {
+		argv = append(append(append([]string(nil), argv[0]), flags...), argv[1:]...)
+	}
+	return argv, env, func() { link.RevokeToken(lazyDir, token) }
 }

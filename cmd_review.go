@@ -58,7 +58,9 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 		args = append(args, "--no-color")
 	}
 	args = append(args, r.MergeBase, r.BranchSHA)
-	err = gitcli.New(a.repoDir(), args...).Paths(c.Paths...).Attach(ctx, a.stdin, a.stdout, a.stderr)
+	// git gets the real stdout, as for a git diff the user typed: its
+	// pager and colour apply, and a patch piped to a file is exact.
+	err = gitcli.New(a.repoDir(), args...).Paths(c.Paths...).Attach(ctx, a.stdin, rawWriter(a.stdout), a.stderr)
 	var ge *gitcli.Error
 	if errors.As(err, &ge) && ge.ExitCode() > 0 {
 		return silentExit{code: ge.ExitCode(), err: err}

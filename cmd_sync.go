@@ -152,6 +152,9 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		if rep.Skipped == nil {
 			rep.Skipped = []gitstore.Skip{}
 		}
+		if rep.Renamed == nil {
+			rep.Renamed = []gitstore.Rename{}
+		}
 		return a.printJSON(rep)
 	}
 	fmt.Fprintf(a.stdout, "%s %s: %d created, %d fast-forwarded, %d merged, %d up to date, %d ahead here",
@@ -165,6 +168,9 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 	fmt.Fprintln(a.stdout)
 	for _, r := range rep.Refused {
 		fmt.Fprintf(a.stdout, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
+	}
+	for _, r := range rep.Renamed {
+		fmt.Fprintf(a.stdout, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)
 	}
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(a.stderr, "lazy: skipped %s: %s\n", s.Ref, s.Reason)

@@ -471,19 +471,6 @@ type ShowCmd struct {
 	JSON bool   `help:"Print the task as JSON."`
 }
 
-type showJSON struct {
-	gitstore.Summary
-	Live       string               `json:"live_substate,omitempty"`
-	Refused    []gitstore.Refused   `json:"merge_refused_ops,omitempty"`
-	Goal       string               `json:"goal"`
-	Session    *gitstore.Session    `json:"session,omitempty"`
-	Violations *gitstore.Violations `json:"violations,omitempty"`
-	TurnList   []gitstore.Turn      `json:"turn_list"`
-	Comments   []gitstore.Comment   `json:"comment_list"`
-	History    []gitstore.Change    `json:"history"`
-	Commit     string               `json:"commit"`
-}
-
 // Run implements lazy show.
 func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
@@ -502,46 +489,28 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	goal, err := sn.Goal()
+	d, err := a.store.Detail(sn, 0)
 	if err != nil {
 		return err
 	}
-	turns, err := a.store.Turns(sn)
-	if err != nil {
-		return err
-	}
-	comments, err := a.store.Comments(sn)
-	if err != nil {
-		return err
-	}
-	hist, err := a.store.History(sn)
-	if err != nil {
-		return err
-	}
+	d.Live = a.marks().Substate(&d.Summary)
 	if c.JSON {
-		out := showJSON{Summary: toJSON(&sn.Task), Goal: goal, Session: sn.Session, TurnList: turns, Comments: comments, History: hist, Commit: sn.Commit.String()}
-		out.Live = a.marks().Substate(&out.Summary)
-		out.Refused = sn.Task.MergeRefused
-		if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
-			out.Violations = &sn.Violations
-		}
-		if out.TurnList == nil {
-			out.TurnList = []gitstore.Turn{}
-		}
-		if out.Comments == nil {
-			out.Comments = []gitstore.Comment{}
-		}
-		return a.printJSON(out)
+		return a.printJSON(d)
 	}
+	goal, turns, comments, hist := d.Goal, d.TurnList, d.CommentList, d.History
 	t := &sn.Task
 	w := a.stdout
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
 	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
 	st := a.style()
 	if sub := a.marks().Substate(ptrSummary(toJSON(t))); sub != "" {
-		fmt.Fprintf(w, "  Status:   %s (%s)\n", st.paint(statusSGR[t.Status], string(t.Status)), sub)
+		fmt.Fprint(w, "  Status:   ")
+		st.print(w, statusSGR[t.Status], string(t.Status))
+		fmt.Fprintf(w, " (%s)\n", sub)
 	} else {
-		fmt.Fprintf(w, "  Status:   %s\n", st.paint(statusSGR[t.Status], string(t.Status)))
+		fmt.Fprint(w, "  Status:   ")
+		st.print(w, statusSGR[t.Status], string(t.Status))
+		fmt.Fprintln(w)
 	}
 	if t.Outcome != "" {
 		fmt.Fprintf(w, "  Outcome:  %s\n", t.Outcome)
@@ -566,14 +535,17 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
 	}
 	fmt.Fprintf(w, "  Created:  %s by %s\n", absTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
+	if t.Usage != nil {
+		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", usageText(t.Usage))
+	}
 	if goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(goal, "  "))
 	}
 	if s := sn.Session; s != nil {
 		fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
 		fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
-		if s.InterruptReason != "" {
-			fmt.Fprintf(w, "  Interrupted: %s\n", s.InterruptReason)
+		if label, reason := parkReason(t.Status, s.InterruptReason, turns); reason != "" {
+			fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)
 		}
 		if env, err := a.env(); err == nil && env.Foreign(sn) {
 			fmt.Fprintf(w, "  Warning:  the record says this host runs this session, but this machine never started it; lazy will not run, stop or delete anything for it (lazy start --take-over %s adopts it)\n", t.Slug)
@@ -603,6 +575,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 			if tn.ExitCode != nil && *tn.ExitCode != 0 {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
 			}
+			if tn.Usage != nil {
+				fmt.Fprintf(w, ", %s", usageText(tn.Usage))
+			}
 			fmt.Fprintln(w)
 			for i, f := range tn.ChangedFiles {
 				if i == maxFilesShown && len(tn.ChangedFiles) > maxFilesShown+1 {
@@ -617,6 +592,18 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
 		for _, cm := range comments {
 			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, absTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
+		}
+	}
+	if len(d.Journal) > 0 {
+		fmt.Fprintf(w, "\nJournal (%d)\n", len(d.Journal))
+		for _, j := range d.Journal {
+			fmt.Fprintf(w, "  %s %s, turn %d\n%s\n", j.At.Format(time.DateTime), actorOrHuman(j.Actor), j.Journal.Turn, indentText(j.Text, "      "))
+			for _, x := range j.Journal.Decisions {
+				fmt.Fprintf(w, "      decided: %s\n", oneLine(x, 200))
+			}
+			for _, x := range j.Journal.Deferrals {
+				fmt.Fprintf(w, "      deferred: %s\n", oneLine(x, 200))
+			}
 		}
 	}
 	fmt.Fprintf(w, "\nHistory\n")
@@ -907,4 +894,26 @@ func (c *AllowCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "%s: allowed paths %s\n", sn.Task.Slug, strings.Join(sn.Task.AllowedPaths, ", "))
 	return nil
+}
+
+// parkReason labels why the task is where it is by its status: a stop
+// reads "Stopped", a classified failure that parked it "Blocked", a dead
+// agent "Interrupted", and a failure recorded before a later move
+// "Failed". A stop's own words come from its turn, since a stop records
+// no failure.
+func parkReason(status machine.Status, reason string, turns []gitstore.Turn) (string, string) {
+	var last *gitstore.Turn
+	if len(turns) > 0 {
+		last = &turns[len(turns)-1]
+	}
+	switch status {
+	case machine.Interrupted:
+		return "Interrupted", reason
+	case machine.Blocked, machine.Conflict:
+		if last != nil && last.Kind == "stop" {
+			return "Stopped", strings.TrimPrefix(strings.TrimPrefix(last.Content, "[stop] "), "the human stopped this turn: ")
+		}
+		return "Blocked", reason
+	}
+	return "Failed", reason
 }

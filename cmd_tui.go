@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sanitize"
@@ -330,10 +331,10 @@ func (m *tuiModel) View() string {
 	keys := "↑↓ move  tab log/diff  u unblock  a accept  p pair  s stop  ? ask  q quit"
 	footer := m.styles.dim.Render(cut(keys, w))
 	if m.status != "" {
-		footer = cut(sanitize.Field(m.status), w) + "\n" + footer
+		footer = cut(termsafe.String(m.status), w) + "\n" + footer
 	}
 	if m.err != nil {
-		footer = cut("error: "+m.err.Error(), w) + "\n" + footer
+		footer = cut(termsafe.String("error: "+m.err.Error()), w) + "\n" + footer
 	}
 	bodyH := h - 2 - strings.Count(footer, "\n")
 	if bodyH < 3 {
@@ -379,7 +380,7 @@ func (m *tuiModel) renderList(w, h int) string {
 		if t.ID == m.selected {
 			marker = "▸ "
 		}
-		text := marker + strings.Repeat("  ", m.rows[i].depth) + sanitize.Field(t.Slug) + "  "
+		text := marker + strings.Repeat("  ", m.rows[i].depth) + termsafe.String(t.Slug) + "  "
 		plain := cut(text+status, w)
 		if t.ID == m.selected {
 			lines = append(lines, m.styles.sel.Render(plain))
@@ -405,7 +406,7 @@ func (m *tuiModel) renderPane(w, h int) string {
 	if m.pane == paneDiff {
 		name = "diff"
 	}
-	head := m.styles.header.Render(cut(fmt.Sprintf("%s — %s", sanitize.Field(t.Slug), name), w))
+	head := m.styles.header.Render(cut(fmt.Sprintf("%s — %s", termsafe.String(t.Slug), name), w))
 	lines := m.preview
 	if m.pane == paneLog && len(lines) > h-1 {
 		lines = lines[len(lines)-(h-1):] // the latest output
@@ -414,7 +415,7 @@ func (m *tuiModel) renderPane(w, h int) string {
 	}
 	out := []string{head}
 	for _, l := range lines {
-		out = append(out, cut(l, w))
+		out = append(out, cut(termsafe.String(l), w))
 	}
 	if len(m.preview) == 0 {
 		out = append(out, m.styles.dim.Render("(nothing yet)"))

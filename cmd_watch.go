@@ -26,13 +26,16 @@ type statusView struct {
 	Counts map[machine.Status]int `json:"counts"`
 	Active []statusRow            `json:"active"`
 	Daemon *daemon.Info           `json:"daemon,omitempty"`
+	// Usage totals what every task's agent turns cost.
+	Usage *gitstore.Usage `json:"usage,omitempty"`
 }
 
 type statusRow struct {
-	Slug     string         `json:"slug"`
-	Status   machine.Status `json:"status"`
-	Substate string         `json:"substate,omitempty"`
-	Title    string         `json:"title"`
+	Slug     string          `json:"slug"`
+	Status   machine.Status  `json:"status"`
+	Substate string          `json:"substate,omitempty"`
+	Title    string          `json:"title"`
+	Usage    *gitstore.Usage `json:"usage,omitempty"`
 }
 
 // rows renders the tasks a live view shows: everything not finished, with
@@ -54,10 +57,52 @@ func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]
 		if err != nil {
 			continue
 		}
-		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title})
+		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Slug < rows[j].Slug })
 	return rows, counts
+}
+
+// totalUsage sums what every listed task's agent turns cost.
+func totalUsage(entries []gitstore.Entry) *gitstore.Usage {
+	var total *gitstore.Usage
+	for i := range entries {
+		if entries[i].Err != nil {
+			continue
+		}
+		if s, err := entries[i].Summary(); err == nil && s.Usage != nil {
+			if total == nil {
+				total = &gitstore.Usage{}
+			}
+			total.Add(*s.Usage)
+		}
+	}
+	return total
+}
+
+// usageText renders cost and tokens: "$0.4210, 12.3k in (+40.1k cached) / 2.1k out tokens".
+// Codex reports no price, so a zero cost is left out.
+func usageText(u *gitstore.Usage) string {
+	var parts []string
+	if u.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
+	}
+	tokens := tokenCount(u.InputTokens) + " in"
+	if u.CachedInputTokens > 0 {
+		tokens += " (+" + tokenCount(u.CachedInputTokens) + " cached)"
+	}
+	parts = append(parts, tokens+" / "+tokenCount(u.OutputTokens)+" out tokens")
+	return strings.Join(parts, ", ")
+}
+
+func tokenCount(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 func statusCell(r statusRow) string {
@@ -77,7 +122,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
-	v := statusView{Counts: counts, Active: rows}
+	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries)}
 	if info, err := daemon.Dial(a.repo.LazyDir()).Info(ctx); err == nil {
 		v.Daemon = &info
 	}
@@ -101,6 +146,9 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stdout, "daemon: pid %d, version %s\n", v.Daemon.PID, v.Daemon.Version)
 	} else {
 		fmt.Fprintln(a.stdout, "daemon: not running (it starts with the next turn)")
+	}
+	if v.Usage != nil {
+		fmt.Fprintf(a.stdout, "agents spent: %s\n", usageText(v.Usage))
 	}
 	printPRs(a.stdout, entries)
 	if len(rows) > 0 {
@@ -195,8 +243,10 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 }
 
 func drawScreen(w io.Writer, rows []statusRow) {
+	// lazy's own redraw sequence goes raw; the frame, which carries
+	// titles and progress from records, goes through the escaper.
+	_, _ = io.WriteString(rawWriter(w), "\x1b[H\x1b[2J") // home, clear
 	var b strings.Builder
-	b.WriteString("\x1b[H\x1b[2J") // home, clear
 	fmt.Fprintf(&b, "lazy watch  %s  (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tTITLE")

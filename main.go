@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lazyorch/lazy/internal/termsafe"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=...").
@@ -32,6 +34,7 @@ type CLI struct {
 	Comment    CommentCmd    `cmd:"" group:"tasks" help:"Add a comment to a task."`
 	Allow      AllowCmd      `cmd:"" group:"tasks" help:"Set, extend or clear a task's allowed-paths policy (files changed outside it become violations)."`
 	Reparent   ReparentCmd   `cmd:"" group:"tasks" help:"Move a task under another parent (--parent) or to the top level (--root)."`
+	Edit       EditCmd       `cmd:"" group:"tasks" help:"Change a task's title, goal or target branch (recorded in its history)."`
 	Close      CloseCmd      `cmd:"" group:"tasks" help:"Abandon a task that will not be done (won't do, duplicate)."`
 	Reject     RejectCmd     `cmd:"" group:"tasks" help:"Abandon a task, rejecting its agent's work."`
 	Reopen     ReopenCmd     `cmd:"" group:"tasks" help:"Reopen a complete or abandoned task."`
@@ -73,7 +76,16 @@ func main() {
 
 // run is main without the process exit, so the exit-code contract is
 // testable: 0 ok, 1 error, 2 usage.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, rawStdout, rawStderr io.Writer) int {
+	// The one escaping boundary (SECURITY.md rule 2): everything lazy
+	// prints goes through termsafe, so text from a record, an agent or a
+	// remote cannot drive the terminal. pair and chat hand their pty to the
+	// agent through Unwrap, by design.
+	stdout, stderr := termsafe.New(rawStdout), termsafe.New(rawStderr)
+	defer func() {
+		_ = stdout.Flush()
+		_ = stderr.Flush()
+	}()
 	var cli CLI
 	exitStatus := -1
 	parser, err := kong.New(&cli,

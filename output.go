@@ -31,7 +31,7 @@ func (a *app) style() style {
 	s.color = tty && !a.noColor && os.Getenv("TERM") != "dumb"
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		s.width = n
-	} else if f, ok := a.stdout.(*os.File); ok && tty {
+	} else if f, ok := raw(a.stdout).(*os.File); ok && tty {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			s.width = w
 		}
@@ -51,14 +51,6 @@ var statusSGR = map[machine.Status]string{
 	machine.Submitted:   "34", // blue
 	machine.Complete:    "32", // green
 	machine.Abandoned:   "2",  // dim
-}
-
-// paint wraps s in an SGR code when colour is on.
-func (s style) paint(sgr, text string) string {
-	if !s.color || sgr == "" || text == "" {
-		return text
-	}
-	return "\x1b[" + sgr + "m" + text + "\x1b[0m"
 }
 
 // relTime is a table's time: "just now", "3m ago", "5h ago", "2d ago",
@@ -170,7 +162,6 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 			last = 8 // a very narrow terminal wraps rather than lose the title
 		}
 	}
-	var b strings.Builder
 	line := func(cells []cell) {
 		for i, c := range cells {
 			if i == n-1 {
@@ -178,14 +169,14 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 				if last > 0 {
 					text = cut(text, last)
 				}
-				b.WriteString(s.paint(c.sgr, text))
+				s.print(w, c.sgr, text)
 				break
 			}
 			text := cut(c.text, widths[i])
-			b.WriteString(s.paint(c.sgr, text))
-			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(text)+2))
+			s.print(w, c.sgr, text)
+			_, _ = io.WriteString(w, strings.Repeat(" ", widths[i]-utf8.RuneCountInString(text)+2))
 		}
-		b.WriteString("\n")
+		_, _ = io.WriteString(w, "\n")
 	}
 	hdr := make([]cell, n)
 	for i, h := range header {
@@ -195,8 +186,20 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 	for _, r := range rows {
 		line(r)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return nil
+}
+
+// print writes text through w (lazy's output escaper) and, with colour
+// on, the SGR codes around it past the escaper: lazy's own fixed
+// sequences are the only escapes that reach the terminal.
+func (s style) print(w io.Writer, sgr, text string) {
+	if !s.color || sgr == "" || text == "" {
+		_, _ = io.WriteString(w, text)
+		return
+	}
+	_, _ = io.WriteString(rawWriter(w), "\x1b["+sgr+"m")
+	_, _ = io.WriteString(w, text)
+	_, _ = io.WriteString(rawWriter(w), "\x1b[0m")
 }
 
 // cut shortens s to max runes, ending in "…" when it was longer.

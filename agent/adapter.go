@@ -40,6 +40,10 @@ func claudeMCPConfig(m *MCPServer) string {
 	return string(b)
 }
 
+// ClaudeMCPAllow is the --allowedTools entry that lets every tool of the
+// "lazy" MCP server through (Claude names them mcp__lazy__<tool>).
+const ClaudeMCPAllow = "mcp__lazy"
+
 // beforePrompt inserts flags before the "--" that precedes the prompt.
 func beforePrompt(argv []string, flags ...string) []string {
 	for i := len(argv) - 1; i >= 0; i-- {
@@ -60,6 +64,33 @@ type Stream interface {
 	Session() string  // the id to resume next time
 	Final() string    // the agent's final answer
 	Progress() string // the latest progress line
+	// Activity says how much real work the stream showed so far, and
+	// whether the agent is only retrying its API right now.
+	Activity() Activity
+	// Usage is what the CLI reported the run cost (zero if it did not).
+	Usage() Usage
+}
+
+// Usage is what one agent run cost, as its CLI reported it: Claude's
+// result (total_cost_usd, usage), Codex's turn.completed usage (Codex
+// reports no price).
+type Usage struct {
+	CostUSD           float64
+	InputTokens       int64 // not served from a cache
+	CachedInputTokens int64
+	OutputTokens      int64
+}
+
+// Activity is what the stream says the agent is doing. Work counts events
+// that show the agent doing something (assistant text, tool use, items);
+// retry notices and keep-alives never count, so a CLI that only retries
+// its API makes no progress for the watchdog.
+type Activity struct {
+	Work int
+	// Retry is set while the agent retries its API by itself and has done
+	// no work since the first notice; RetryAttempt is the CLI's own count.
+	Retry        *Failure
+	RetryAttempt int
 }
 
 // Adapter is one agent CLI: how to run a turn, how to read its output,
@@ -100,7 +131,7 @@ func (claude) Classify(s Signals) Failure { return ClassifyClaude(s) }
 func (claude) Argv(t Turn) ([]string, error) {
 	argv := ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly)
 	if t.MCP != nil {
-		argv = beforePrompt(argv, "--mcp-config="+claudeMCPConfig(t.MCP))
+		argv = beforePrompt(argv, MCPFlags("claude", t.MCP)...)
 	}
 	return argv, nil
 }
@@ -114,15 +145,38 @@ func (codex) Classify(s Signals) Failure { return ClassifyCodex(s) }
 func (codex) Argv(t Turn) ([]string, error) {
 	argv := CodexArgv(t.Prompt, t.ResumeID, t.ReadOnly)
 	if t.MCP != nil {
-		cmd, _ := json.Marshal(t.MCP.Command)
-		args, _ := json.Marshal(t.MCP.Args)
-		vars, _ := json.Marshal(t.MCP.EnvVars)
-		flags := []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars)}
 		// Config overrides go before a resume subcommand.
 		at := 3 // codex exec --json
-		argv = append(append(append([]string(nil), argv[:at]...), flags...), argv[at:]...)
+		argv = append(append(append([]string(nil), argv[:at]...), MCPFlags("codex", t.MCP)...), argv[at:]...)
 	}
 	return argv, nil
+}
+
+// MCPFlags are the flags that give an agent CLI lazy's MCP server and
+// allow its tools (and only its tools); nil for an agent with no such
+// flags. They go before any subcommand or prompt. The interactive CLIs
+// (lazy pair) take the same flags as a turn.
+func MCPFlags(agentName string, m *MCPServer) []string {
+	switch agentName {
+	case "claude":
+		// In -p mode Claude denies MCP tools that were not allowed, in
+		// every permission mode: allowing the server "mcp__lazy" lets
+		// lazy's tools through, and only lazy's (the user's own MCP
+		// servers keep whatever permissions they had).
+		return []string{"--mcp-config=" + claudeMCPConfig(m), "--allowedTools=" + ClaudeMCPAllow}
+	case "codex":
+		cmd, _ := json.Marshal(m.Command)
+		args, _ := json.Marshal(m.Args)
+		vars, _ := json.Marshal(m.EnvVars)
+		// env_vars passes the token through from the agent's environment
+		// (never argv). Codex exec runs with approval policy "never",
+		// under which an MCP tool call that needs approval fails ("MCP
+		// tool call requires approval, but approval policy is never"):
+		// lazy's own server is approved, and only it.
+		return []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars),
+			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`}
+	}
+	return nil
 }
 
 // execAgent runs any command with the prompt as its last argument.

@@ -2,9 +2,13 @@ package agent
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 )
+
+// ClaudeReadOnlyDenied lists the tools a read-only Claude turn may not use.
+const ClaudeReadOnlyDenied = "Edit,Write,MultiEdit,NotebookEdit,Bash"
 
 // ClaudeArgv builds a Claude Code turn (reference: agent-clis.md):
 // print mode, stream-json (which requires --verbose), --resume=<id> with
@@ -15,7 +19,11 @@ func ClaudeArgv(prompt, resumeID, permissionMode string, readOnly bool) []string
 		argv = append(argv, "--resume="+resumeID)
 	}
 	if readOnly {
-		argv = append(argv, "--permission-mode", "plan", "--disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash")
+		// Not plan mode: it refuses every MCP tool that is not read-only
+		// ("Cannot call mcp__lazy__lazy_comment while in plan mode"), so
+		// an ask could not use lazy's tools. dontAsk denies whatever was
+		// not allowed, and the edit and shell tools are denied outright.
+		argv = append(argv, "--permission-mode", "dontAsk", "--disallowedTools="+ClaudeReadOnlyDenied)
 	} else if permissionMode != "" {
 		argv = append(argv, "--permission-mode", permissionMode)
 	}
@@ -38,17 +46,38 @@ type ClaudeStream struct {
 	progress    string // the latest assistant text, for status.json
 	Signals     Signals
 	errorsTexts []string
+	activity    Activity
+	usage       Usage // the result event's totals
+}
+
+// Usage returns the run's cost and tokens from its result event.
+func (c *ClaudeStream) Usage() Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.usage
 }
 
 type claudeEvent struct {
-	Type            string  `json:"type"`
-	Subtype         string  `json:"subtype"`
-	SessionID       string  `json:"session_id"`
-	Result          string  `json:"result"`
-	IsError         bool    `json:"is_error"`
-	TotalCostUSD    float64 `json:"total_cost_usd"`
-	APIErrorStatus  int     `json:"api_error_status"`
-	Error           string  `json:"error"`
+	Type         string  `json:"type"`
+	Subtype      string  `json:"subtype"`
+	SessionID    string  `json:"session_id"`
+	Result       string  `json:"result"`
+	IsError      bool    `json:"is_error"`
+	TotalCostUSD float64 `json:"total_cost_usd"`
+	Usage        *struct {
+		Input         int64 `json:"input_tokens"`
+		CacheCreation int64 `json:"cache_creation_input_tokens"`
+		CacheRead     int64 `json:"cache_read_input_tokens"`
+		Output        int64 `json:"output_tokens"`
+	} `json:"usage"`
+	APIErrorStatus int    `json:"api_error_status"`
+	APIError       string `json:"api_error"` // connection_failed, ...
+	Error          string `json:"error"`
+	// api_retry notices: the CLI's own attempt count and the HTTP status
+	// it got (null when it could not connect).
+	Attempt         int  `json:"attempt"`
+	ErrorStatus     *int `json:"error_status"`
+	IsAPIErrorMsg   bool `json:"is_api_error_message"`
 	RateLimitInfoRL *struct {
 		Status   string `json:"status"`
 		ResetsAt int64  `json:"resets_at"`
@@ -77,7 +106,7 @@ func (c *ClaudeStream) Close() {
 }
 
 func (c *ClaudeStream) line(l string) {
-	l = strings.TrimSpace(l)
+	l = strings.TrimSpace(StripTerminal(l))
 	if !strings.HasPrefix(l, "{") {
 		if l != "" {
 			c.errorsTexts = append(c.errorsTexts, l)
@@ -92,10 +121,31 @@ func (c *ClaudeStream) line(l string) {
 		c.SessionID = ev.SessionID // always keep the latest: older CLIs re-issue ids on resume
 	}
 	switch ev.Type {
+	case "system":
+		if ev.Subtype == "api_retry" {
+			// A retry notice: the CLI is waiting on its API, not working.
+			f := claudeRetryFailure(ev.ErrorStatus, ev.Error)
+			c.activity.Retry, c.activity.RetryAttempt = &f, ev.Attempt
+		}
 	case "assistant":
 		if ev.Error != "" {
 			c.Signals.AssistantError = ev.Error
 		}
+		if ev.APIError != "" {
+			c.Signals.APIError = ev.APIError
+		}
+		if ev.IsAPIErrorMsg || ev.Error != "" {
+			// The CLI's synthetic error message is not the model talking.
+			if ev.Message != nil {
+				for _, part := range ev.Message.Content {
+					if part.Type == "text" && strings.TrimSpace(part.Text) != "" {
+						c.errorsTexts = append(c.errorsTexts, part.Text)
+					}
+				}
+			}
+			return
+		}
+		c.work()
 		if ev.Message != nil {
 			for _, part := range ev.Message.Content {
 				if part.Type == "text" && strings.TrimSpace(part.Text) != "" {
@@ -103,6 +153,8 @@ func (c *ClaudeStream) line(l string) {
 				}
 			}
 		}
+	case "user":
+		c.work() // a tool result: the agent acted
 	case "rate_limit_event":
 		if ev.RateLimitInfoRL != nil {
 			c.Signals.RateLimitStatus = ev.RateLimitInfoRL.Status
@@ -111,10 +163,53 @@ func (c *ClaudeStream) line(l string) {
 	case "result":
 		c.HaveResult = true
 		c.Result, c.IsError, c.Subtype, c.CostUSD = ev.Result, ev.IsError, ev.Subtype, ev.TotalCostUSD
+		c.usage = Usage{CostUSD: ev.TotalCostUSD}
+		if u := ev.Usage; u != nil {
+			c.usage.InputTokens, c.usage.CachedInputTokens, c.usage.OutputTokens = u.Input+u.CacheCreation, u.CacheRead, u.Output
+		}
 		if ev.APIErrorStatus != 0 {
 			c.Signals.APIErrorStatus = ev.APIErrorStatus
 		}
+		if ev.APIError != "" {
+			c.Signals.APIError = ev.APIError
+		}
 	}
+}
+
+// work records an event that shows the agent doing something, which ends
+// any run of retry notices.
+func (c *ClaudeStream) work() {
+	c.activity.Work++
+	c.activity.Retry, c.activity.RetryAttempt = nil, 0
+}
+
+// claudeRetryFailure classifies an api_retry notice: no HTTP status means
+// Claude could not connect at all.
+func claudeRetryFailure(status *int, errType string) Failure {
+	switch {
+	case status == nil || *status == 0:
+		return Failure{Class: TransientUnreachable, Reason: "cannot connect to its API"}
+	case *status == 401 || *status == 403:
+		return Failure{Class: FatalAuth, Reason: "API error " + strconv.Itoa(*status)}
+	default:
+		why := "API error " + strconv.Itoa(*status)
+		if errType != "" && errType != "unknown" {
+			why += " (" + errType + ")"
+		}
+		return Failure{Class: TransientOverload, Reason: why}
+	}
+}
+
+// Activity reports the work seen and any retrying in progress.
+func (c *ClaudeStream) Activity() Activity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.activity
+	if a.Retry != nil {
+		f := *a.Retry
+		a.Retry = &f
+	}
+	return a
 }
 
 // Session returns the latest session id seen.

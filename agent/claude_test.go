@@ -70,7 +70,7 @@ func TestClaudeArgv(t *testing.T) {
 		t.Fatalf("argv %q", got)
 	}
 	ro := strings.Join(ClaudeArgv("q", "", "", true), " ")
-	if !strings.Contains(ro, "--permission-mode plan --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
+	if !strings.Contains(ro, "--permission-mode dontAsk --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
 		t.Fatalf("ask argv %q", ro)
 	}
 }
@@ -103,5 +103,23 @@ func TestCodexArgvAndStream(t *testing.T) {
 	_, _ = s.Write([]byte(`{"type":"error","message":"You've hit your usage limit. Try again at 3:28 PM."}` + "\n"))
 	if f, _ := s.Outcome(1); f.Class != TransientOverload {
 		t.Fatalf("usage limit: %+v", f)
+	}
+}
+
+// Every Claude turn kind that gets lazy's MCP server also allows its
+// tools: in -p mode Claude denies MCP tools that were not allowed.
+func TestClaudeAllowsLazyMCPInEveryKind(t *testing.T) {
+	a, _ := For("claude")
+	m := &MCPServer{Command: "/bin/lazy", Args: []string{"mcp-proxy"}, EnvVars: []string{"LAZY_MCP_TOKEN"}}
+	for _, turn := range []Turn{{Prompt: "work", PermissionMode: "acceptEdits"}, {Prompt: "again", ResumeID: "s1"}, {Prompt: "ask", ReadOnly: true}} {
+		turn.MCP = m
+		argv, err := a.Argv(turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(argv, " ")
+		if !strings.Contains(got, " --allowedTools=mcp__lazy -- ") || !strings.Contains(got, `"LAZY_MCP_TOKEN":"${LAZY_MCP_TOKEN}"`) {
+			t.Errorf("argv %q", got)
+		}
 	}
 }

@@ -30,7 +30,25 @@ type CodexStream struct {
 	Result   string // the last agent_message
 	Failed   bool   // turn.failed or error seen
 	texts    []string
+	// notice is the latest retry notice, the reason of last resort when
+	// the run ends without saying why (killed mid-retry).
+	notice   string
+	final    string // turn.failed's message
+	activity Activity
+	usage    Usage
 }
+
+// Usage returns the tokens Codex reported (it reports no price).
+func (c *CodexStream) Usage() Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.usage
+}
+
+// codexReconnect matches Codex's retry notices, which arrive as "error"
+// events ("Reconnecting... 2/5 (stream disconnected ...)", "Reconnecting...
+// waiting for network (...)") but are not failures.
+var codexReconnect = lazyRegexp(`(?i)^\s*reconnecting\.\.\.(?:\s*(\d+)/\d+)?`)
 
 type codexEvent struct {
 	Type     string `json:"type"`
@@ -43,6 +61,11 @@ type codexEvent struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"item"`
+	Usage *struct {
+		Input  int64 `json:"input_tokens"`
+		Cached int64 `json:"cached_input_tokens"`
+		Output int64 `json:"output_tokens"`
+	} `json:"usage"`
 }
 
 // Write implements io.Writer for any chunking of the stream.
@@ -61,7 +84,7 @@ func (c *CodexStream) Close() {
 }
 
 func (c *CodexStream) line(l string) {
-	l = strings.TrimSpace(l)
+	l = strings.TrimSpace(StripTerminal(l))
 	if !strings.HasPrefix(l, "{") {
 		if l != "" {
 			c.texts = append(c.texts, l)
@@ -77,19 +100,55 @@ func (c *CodexStream) line(l string) {
 		if ev.ThreadID != "" {
 			c.ThreadID = ev.ThreadID
 		}
-	case "item.completed":
-		if ev.Item != nil && ev.Item.Type == "agent_message" {
+	case "item.started", "item.updated", "item.completed", "turn.completed":
+		if ev.Item != nil && ev.Item.Type == "error" {
+			return // a warning item ("Model metadata ... not found"), not work
+		}
+		c.activity.Work++
+		c.activity.Retry, c.activity.RetryAttempt = nil, 0
+		if ev.Type == "item.completed" && ev.Item != nil && ev.Item.Type == "agent_message" {
 			c.Result = ev.Item.Text
+		}
+		if u := ev.Usage; ev.Type == "turn.completed" && u != nil {
+			// input_tokens counts the cached ones too.
+			c.usage.InputTokens += max(u.Input-u.Cached, 0)
+			c.usage.CachedInputTokens += u.Cached
+			c.usage.OutputTokens += u.Output
 		}
 	case "turn.failed":
 		c.Failed = true
-		if ev.Error != nil {
-			c.texts = append(c.texts, ev.Error.Message)
+		if ev.Error != nil && ev.Error.Message != "" {
+			// The turn's own verdict is the reason; earlier error events
+			// usually repeat it.
+			c.final = ev.Error.Message
 		}
 	case "error":
+		if m := codexReconnect.FindStringSubmatch(ev.Message); m != nil {
+			f := ClassifyCodex(Signals{Text: ev.Message})
+			if f.Class == Unknown {
+				// Codex retries what it believes is a dropped stream.
+				f.Class = TransientUnreachable
+			}
+			n, _ := strconv.Atoi(m[1])
+			c.activity.Retry, c.activity.RetryAttempt = &f, n
+			c.notice = ev.Message
+			return
+		}
 		c.Failed = true
 		c.texts = append(c.texts, ev.Message)
 	}
+}
+
+// Activity reports the work seen and any reconnecting in progress.
+func (c *CodexStream) Activity() Activity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.activity
+	if a.Retry != nil {
+		f := *a.Retry
+		a.Retry = &f
+	}
+	return a
 }
 
 // Outcome reports whether the run failed and classifies it.
@@ -99,7 +158,13 @@ func (c *CodexStream) Outcome(exitCode int) (Failure, bool) {
 	if exitCode == 0 && !c.Failed {
 		return Failure{}, false
 	}
-	text := strings.Join(c.texts, "\n")
+	text := c.final
+	if text == "" {
+		text = strings.Join(c.texts, "\n")
+	}
+	if text == "" {
+		text = c.notice
+	}
 	if text == "" {
 		text = "codex exited with status " + strconv.Itoa(exitCode)
 	}

@@ -53,6 +53,7 @@ type Signals struct {
 	AssistantError  string // claude assistant.error
 	RateLimitStatus string // claude rate_limit_event status
 	RateLimitReset  int64  // claude rate_limit_event resets_at (unix seconds)
+	APIError        string // claude api_error (connection_failed, ...)
 	Text            string // result text, error events and stderr, joined
 	ExitCode        int
 }
@@ -84,7 +85,10 @@ var commonText = []struct {
 }{
 	{lazyRegexp(`(?i)(status|error|http)[^\n]{0,20}\b529\b|overloaded_error|\boverloaded\b`), TransientOverload},
 	{lazyRegexp(`(?i)(status|error|http)[^\n]{0,20}\b429\b|rate_limit_error|rate limit|too many requests`), TransientOverload},
-	{lazyRegexp(`(?i)connection refused|connectionrefused|econnrefused|connection error|unable to connect|econnreset|etimedout|network is unreachable|getaddrinfo|enotfound`), TransientUnreachable},
+	// 500/502/503: "a server-side issue ... usually temporary", so it
+	// heals like an overload.
+	{lazyRegexp(`(?i)(status|error|http)[^\n]{0,20}\b50[023]\b|internal server error|bad gateway|service unavailable`), TransientOverload},
+	{lazyRegexp(`(?i)connection refused|connectionrefused|econnrefused|connection error|connection failed|error sending request|unable to connect|econnreset|etimedout|network is unreachable|getaddrinfo|enotfound|failed to lookup address|dns error|waiting for network`), TransientUnreachable},
 	{lazyRegexp(`(?i)\b401\b[^\n]*(unauthori[sz]ed|authentication)|authentication_error|\b403\b[^\n]*(revoked|forbidden)`), FatalAuth},
 }
 
@@ -127,7 +131,7 @@ func bounded(s string) string {
 }
 
 var (
-	claudeAuth = lazyRegexp(`(?i)invalid api key|missing api key|not logged in|please run /login|login expired|oauth token (has been )?revoked|credit balance is too low`)
+	claudeAuth = lazyRegexp(`(?i)invalid api key|missing api key|not logged in|please run /login|login expired|oauth token (has been )?revoked|credit balance is too low|does not have access to claude|does not have access`)
 	// "Claude AI usage limit reached|1767225600"
 	claudeUsageTS = lazyRegexp(`(?i)usage limit reached\|(\d{9,12})`)
 	claudeLimit   = lazyRegexp(`(?i)usage limit reached|you've hit your limit|you have hit your limit`)
@@ -139,6 +143,8 @@ var (
 // first, then Claude's own dialect, then the shared signals.
 func ClassifyClaude(s Signals) Failure {
 	switch s.APIErrorStatus {
+	case 500, 502, 503:
+		return Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "API error "+strconv.Itoa(s.APIErrorStatus)+" (server error)")}
 	case 529:
 		return Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "API error 529 (overloaded)")}
 	case 429:
@@ -153,6 +159,9 @@ func ClassifyClaude(s Signals) Failure {
 		return Failure{Class: FatalAuth, Reason: reasonOr(s.Text, "assistant error: "+s.AssistantError)}
 	case "rate_limit":
 		return withReset(Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "assistant error: rate_limit")}, s)
+	}
+	if s.APIError == "connection_failed" {
+		return Failure{Class: TransientUnreachable, Reason: reasonOr(s.Text, "cannot connect to the API")}
 	}
 	if s.RateLimitStatus == "rejected" {
 		return withReset(Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "rate limit rejected")}, s)

@@ -72,7 +72,7 @@ type Progress struct {
 	Phase    string `json:"phase"`
 	Progress string `json:"progress,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
-	Retry    string `json:"retry,omitempty"` // class: reason, while retrying
+	Retry    string `json:"retry,omitempty"` // the retry summary (machine.RetrySummary), while retrying
 }
 
 // Server is a running daemon.
@@ -301,8 +301,11 @@ func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progr
 			continue
 		}
 		p := Progress{TaskID: e.ID, Phase: st.Phase, Progress: st.Progress, Attempt: st.Attempt}
-		if st.RetryFailureClass != "" {
-			p.Retry = st.RetryFailureClass + ": " + st.RetryFailureReason
+		switch {
+		case st.AgentRetrying:
+			p.Retry = machine.AgentRetrySummary(st.Attempt, st.RetryFailureClass, st.RetryFailureReason)
+		case st.RetryFailureClass != "":
+			p.Retry = machine.RetrySummary(st.Attempt, st.RetryFailureClass, st.RetryFailureReason)
 		}
 		if seen[e.ID] != p {
 			seen[e.ID] = p

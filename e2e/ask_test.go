@@ -24,7 +24,7 @@ func TestAskIsReadOnlyAndStatusNeutral(t *testing.T) {
 		t.Fatalf("ask printed %q", out)
 	}
 	argv := strings.Join(readArgv(t, argvFile), " ")
-	for _, want := range []string{"--resume=s1", "--permission-mode plan", "--disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash", "-- Why did you change the timeout?"} {
+	for _, want := range []string{"--resume=s1", "--permission-mode dontAsk", "--disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash", "-- Why did you change the timeout?"} {
 		if !strings.Contains(argv, want) {
 			t.Fatalf("ask argv %q lacks %q", argv, want)
 		}

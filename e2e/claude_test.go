@@ -37,7 +37,7 @@ func TestCodexTurnAndResume(t *testing.T) {
 	argv := readArgv(t, argvFile)
 	got := strings.Join(argv[1:], " ")
 	if !strings.HasPrefix(got, "exec --json -c mcp_servers.lazy.command=\""+lazyBin+"\" -c mcp_servers.lazy.args=[\"-C\",") ||
-		!strings.HasSuffix(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -s workspace-write resume th-1 -- -starts with a dash") {
+		!strings.HasSuffix(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -c mcp_servers.lazy.default_tools_approval_mode=\"approve\" -s workspace-write resume th-1 -- -starts with a dash") {
 		t.Fatalf("codex resume argv %q", got)
 	}
 	if strings.Contains(got, "lazy_") {

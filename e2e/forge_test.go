@@ -57,35 +57,51 @@ type fakeForge struct {
 
 func newFakeForge(t *testing.T) *fakeForge {
 	t.Helper()
-	r := newRepo(t)
-	dir := t.TempDir()
-	f := &fakeForge{t: t, state: filepath.Join(dir, "gh.json"), remote: filepath.Join(dir, "origin.git")}
-	r.git("init", "--quiet", "--bare", f.remote)
-	r.git("remote", "add", "origin", f.remote)
-	r.git("push", "--quiet", "origin", "main")
-	r.git("config", "lazy.forge", "github")
-	r.git("config", "lazy.forge.repo", "acme/app")
-	r.git("config", "lazy.forge.syncInterval", "50ms")
-	f.r = r.with("PATH="+fakeGHDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEGH_STATE="+f.state)
-	f.save(&ghState{Repo: "acme/app", RemoteDir: f.remote, PRs: []*ghPR{}})
+	f := newForgeRepo(t, "github", "FAKEGH_STATE")
+	saveState(f, &ghState{Repo: "acme/app", RemoteDir: f.remote, PRs: []*ghPR{}})
 	return f
 }
 
-func (f *fakeForge) load() *ghState {
+// newForgeRepo makes the repository with its bare origin, set up for the
+// forge kind (lazy.forge) as project acme/app, with the fake CLIs first
+// on PATH and their state file in envVar.
+func newForgeRepo(t *testing.T, kind, envVar string) *fakeForge {
+	t.Helper()
+	r := newRepo(t)
+	dir := t.TempDir()
+	f := &fakeForge{t: t, state: filepath.Join(dir, kind+".json"), remote: filepath.Join(dir, "origin.git")}
+	r.git("init", "--quiet", "--bare", f.remote)
+	r.git("remote", "add", "origin", f.remote)
+	r.git("push", "--quiet", "origin", "main")
+	r.git("config", "lazy.forge", kind)
+	r.git("config", "lazy.forge.repo", "acme/app")
+	r.git("config", "lazy.forge.syncInterval", "50ms")
+	f.r = r.with("PATH="+fakeGHDir+string(os.PathListSeparator)+os.Getenv("PATH"), envVar+"="+f.state)
+	return f
+}
+
+func (f *fakeForge) load() *ghState { return loadState[ghState](f) }
+
+// edit changes the fake forge under its lock, as the forge itself would.
+func (f *fakeForge) edit(fn func(st *ghState)) { editState(f, fn) }
+
+// loadState reads the fake forge's state file as a T.
+func loadState[T any](f *fakeForge) *T {
 	f.t.Helper()
 	b, err := os.ReadFile(f.state)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var st ghState
+	var st T
 	if err := json.Unmarshal(b, &st); err != nil {
 		f.t.Fatal(err)
 	}
 	return &st
 }
 
-// edit changes the fake forge under its lock, as the forge itself would.
-func (f *fakeForge) edit(fn func(st *ghState)) {
+// editState changes the state file under the fake's lock, as the forge
+// itself would.
+func editState[T any](f *fakeForge, fn func(st *T)) {
 	f.t.Helper()
 	lock, err := os.OpenFile(f.state+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -95,12 +111,12 @@ func (f *fakeForge) edit(fn func(st *ghState)) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		f.t.Fatal(err)
 	}
-	st := f.load()
+	st := loadState[T](f)
 	fn(st)
-	f.save(st)
+	saveState(f, st)
 }
 
-func (f *fakeForge) save(st *ghState) {
+func saveState[T any](f *fakeForge, st *T) {
 	f.t.Helper()
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -453,8 +469,8 @@ func TestForgeSyncAutoFixUnblocksTheAgent(t *testing.T) {
 	}
 }
 
-// killWhileHung runs lazy args until the fake gh hangs in the named
-// command, then kills lazy and the fake gh with SIGKILL.
+// killWhileHung runs lazy args until the fake gh (or glab) hangs in the
+// named command, then kills lazy and the fake with SIGKILL.
 func (f *fakeForge) killWhileHung(args ...string) {
 	f.t.Helper()
 	_ = os.Remove(f.state + ".hang")
@@ -465,7 +481,7 @@ func (f *fakeForge) killWhileHung(args ...string) {
 		f.t.Fatal(err)
 	}
 	var pid int
-	eventually(f.t, "the fake gh to hang", func() bool {
+	eventually(f.t, "the fake forge CLI to hang", func() bool {
 		b, err := os.ReadFile(f.state + ".hang")
 		if err != nil {
 			return false
@@ -476,7 +492,7 @@ func (f *fakeForge) killWhileHung(args ...string) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	f.edit(func(st *ghState) { st.HangBefore, st.HangAfter = "", "" })
+	editState(f, func(st *map[string]any) { delete(*st, "hang_before"); delete(*st, "hang_after") })
 }
 
 func TestKilledSubmitAndForgeAcceptRecoverWithoutASecondPullRequest(t *testing.T) {

@@ -41,14 +41,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
 		os.Exit(1)
 	}
-	// The fake gh is installed as "gh" in a directory of its own, which
-	// the forge tests put first on PATH.
+	// The fake gh and glab are installed as "gh" and "glab" in a
+	// directory of their own, which the forge tests put first on PATH.
 	fakeGHDir = filepath.Join(dir, "gh-bin")
-	gb := exec.Command("go", "build", "-o", filepath.Join(fakeGHDir, "gh"), "../internal/fakegh")
-	gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
-	if err := gb.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build fakegh:", err)
-		os.Exit(1)
+	for name, pkg := range map[string]string{"gh": "../internal/fakegh", "glab": "../internal/fakeglab"} {
+		gb := exec.Command("go", "build", "-o", filepath.Join(fakeGHDir, name), pkg)
+		gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
+		if err := gb.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build fake "+name+":", err)
+			os.Exit(1)
+		}
+	}
+	// The credential gate refuses claude and codex without credentials;
+	// the fake agents need none, so every test gets a placeholder key
+	// (the gate's own tests clear it, the real-CLI tests set their own).
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+		if os.Getenv(k) == "" {
+			_ = os.Setenv(k, "lazy-e2e-placeholder")
+		}
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)

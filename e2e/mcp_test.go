@@ -51,7 +51,19 @@ func call(t *testing.T, s *sdk.ClientSession, tool string, args map[string]any, 
 	if res.IsError != wantErr {
 		t.Fatalf("%s(%v): error=%v, want %v: %s", tool, args, res.IsError, wantErr, text.String())
 	}
-	return text.String()
+	if wantErr {
+		return text.String()
+	}
+	// A result is an object (MCP requires it), and its text content
+	// carries the same JSON after a readable headline.
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		t.Fatalf("%s: structuredContent %s is not an object (%v)", tool, b, err)
+	}
+	if !strings.Contains(text.String(), "{") {
+		t.Fatalf("%s: the text content lacks the JSON: %q", tool, text.String())
+	}
+	return string(b)
 }
 
 func decodeInto(t *testing.T, text string, v any) {
@@ -92,11 +104,14 @@ func TestBuilderDrivesEveryToolOverMCP(t *testing.T) {
 		t.Fatal("the builder got the agent-only progress tool")
 	}
 
-	var tk struct {
-		ID, Slug, Status string
-		AllowedPaths     []string `json:"allowed_paths"`
+	var created struct {
+		Task struct {
+			ID, Slug, Status string
+			AllowedPaths     []string `json:"allowed_paths"`
+		} `json:"task"`
 	}
-	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "Over MCP", "goal": "goal with a \x00 NUL", "allowed_paths": []string{"feature.txt", "a\x01b"}}, false), &tk)
+	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "Over MCP", "goal": "goal with a \x00 NUL", "allowed_paths": []string{"feature.txt", "a\x01b"}}, false), &created)
+	tk := created.Task
 	if tk.Status != "backlog" || len(tk.AllowedPaths) != 2 || tk.AllowedPaths[1] != `a\u0001b` {
 		t.Fatalf("created %+v (array elements are escaped without a note)", tk)
 	}
@@ -122,16 +137,18 @@ func TestBuilderDrivesEveryToolOverMCP(t *testing.T) {
 	call(t, s, "lazy_wait", map[string]any{"task": tk.Slug}, false)
 	call(t, s, "lazy_comment", map[string]any{"task": tk.Slug, "text": "looks good"}, false)
 	var shown struct {
-		Task  struct{ Comments int }  `json:"task"`
-		Turns []struct{ Kind string } `json:"turns"`
+		Comments int                     `json:"comments"`
+		Turns    []struct{ Kind string } `json:"turn_list"`
 	}
 	decodeInto(t, call(t, s, "lazy_show", map[string]any{"task": tk.Slug}, false), &shown)
-	if shown.Task.Comments != 1 || len(shown.Turns) < 6 {
+	if shown.Comments != 1 || len(shown.Turns) < 6 {
 		t.Fatalf("show: %+v", shown)
 	}
-	var listed []struct{ Slug, Status string }
+	var listed struct {
+		Tasks []struct{ Slug, Status string } `json:"tasks"`
+	}
 	decodeInto(t, call(t, s, "lazy_list", map[string]any{"status": []string{"blocked"}}, false), &listed)
-	if len(listed) != 1 || listed[0].Slug != tk.Slug {
+	if len(listed.Tasks) != 1 || listed.Tasks[0].Slug != tk.Slug {
 		t.Fatalf("list: %+v", listed)
 	}
 	call(t, s, "lazy_accept", map[string]any{"task": tk.Slug}, false)
@@ -141,12 +158,12 @@ func TestBuilderDrivesEveryToolOverMCP(t *testing.T) {
 	var closed struct {
 		Task struct{ Status string } `json:"task"`
 	}
-	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "Never mind"}, false), &tk)
-	decodeInto(t, call(t, s, "lazy_close", map[string]any{"task": tk.Slug, "reason": "duplicate"}, false), &closed)
+	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "Never mind"}, false), &created)
+	decodeInto(t, call(t, s, "lazy_close", map[string]any{"task": created.Task.Slug, "reason": "duplicate"}, false), &closed)
 	if closed.Task.Status != "abandoned" {
 		t.Fatalf("close: %+v", closed)
 	}
-	call(t, s, "lazy_reject", map[string]any{"task": tk.Slug}, true) // already abandoned
+	call(t, s, "lazy_reject", map[string]any{"task": created.Task.Slug}, true) // already abandoned
 	call(t, s, "lazy_show", map[string]any{"task": "../../etc/passwd"}, true)
 
 	// The channel is the actor: every transition over MCP is builder.
@@ -199,9 +216,11 @@ func TestAgentToolsAreScopedByToken(t *testing.T) {
 			t.Fatalf("%s %v: %s", c.tool, c.args, msg)
 		}
 	}
-	var listed []struct{ ID string }
+	var listed struct {
+		Tasks []struct{ ID string } `json:"tasks"`
+	}
 	decodeInto(t, call(t, s, "lazy_list", nil, false), &listed)
-	if len(listed) != 1 || listed[0].ID != a.ID {
+	if len(listed.Tasks) != 1 || listed.Tasks[0].ID != a.ID {
 		t.Fatalf("an agent's list shows more than its own subtree: %+v", listed)
 	}
 
@@ -211,8 +230,11 @@ func TestAgentToolsAreScopedByToken(t *testing.T) {
 	if err := os.WriteFile(childScript, []byte("attempt "+childRuns+"\nwhen 1 write child.txt from the child\nwhen 1 commit agent: child\nsleep 1500ms\nprint child finished\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var child struct{ ID, Slug, Parent string }
-	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "sub of a"}, false), &child)
+	var created struct {
+		Task struct{ ID, Slug, Parent string } `json:"task"`
+	}
+	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "sub of a"}, false), &created)
+	child := created.Task
 	if child.Parent != a.ID {
 		t.Fatalf("the subtask's parent is %q, want %s", child.Parent, a.ID)
 	}
@@ -338,8 +360,11 @@ func TestWaitOutlivesItsClientAndDiesWithTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, proxy := mcpClient(t, r, []string{"LAZY_MCP_TOKEN=" + token}, "mcp-proxy")
-	var child struct{ Slug string }
-	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "slow child"}, false), &child)
+	var created struct {
+		Task struct{ Slug string } `json:"task"`
+	}
+	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "slow child"}, false), &created)
+	child := created.Task
 	call(t, s, "lazy_start", map[string]any{"task": child.Slug, "command": "env FAKE_AGENT_SCRIPT=" + childScript + " " + fakeAgentBin}, false)
 	go func() {
 		_, _ = s.CallTool(context.Background(), &sdk.CallToolParams{Name: "lazy_wait", Arguments: map[string]any{"task": child.Slug}})

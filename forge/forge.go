@@ -1,6 +1,6 @@
 // Package forge talks to the code forge a repository merges through:
-// GitHub through the user's gh CLI, Gitea and Forgejo through their REST
-// API. lazy submit opens or updates a pull request there, lazy accept
+// GitHub through the user's gh CLI, GitLab through the user's glab CLI,
+// Gitea and Forgejo through their REST API. lazy submit opens or updates a pull request there, lazy accept
 // asks the forge to merge it, and the daemon reads its state back.
 //
 // Adding a forge is one file implementing Forge and one case in Open;
@@ -18,7 +18,7 @@ import (
 
 // Forge is a pull-request host for one repository.
 type Forge interface {
-	// Kind names the forge (github, gitea).
+	// Kind names the forge (github, gitlab, gitea).
 	Kind() string
 	// Ready fails with a one-sentence error when the forge cannot be used
 	// (its CLI is missing, nobody is logged in, no token). It is called
@@ -194,8 +194,8 @@ func PickMethod(want string, allowed []string) (string, error) {
 
 // Config is what Open needs, read from git config by the caller.
 type Config struct {
-	// Kind is lazy.forge (github, gitea, forgejo), or "" to infer it from
-	// RemoteURL.
+	// Kind is lazy.forge (github, gitlab, gitea, forgejo), or "" to infer
+	// it from RemoteURL.
 	Kind string
 	// RemoteURL is the URL of the remote lazy pushes to.
 	RemoteURL string
@@ -208,6 +208,8 @@ type Config struct {
 	Dir string
 	// GH is the gh executable (default "gh"); tests point it at a fake.
 	GH string
+	// Glab is the glab executable (default "glab").
+	Glab string
 	// Credential asks git's credential helper for a token for a URL; nil
 	// means none.
 	Credential func(ctx context.Context, u *url.URL) (string, error)
@@ -216,42 +218,64 @@ type Config struct {
 // Open returns the forge that cfg names.
 func Open(cfg Config) (Forge, error) {
 	kind := strings.ToLower(strings.TrimSpace(cfg.Kind))
-	loc, err := ParseRemote(cfg.RemoteURL)
+	// GitLab projects may sit in nested groups (group/sub/name); the
+	// other forges have exactly OWNER/NAME.
+	loc, err := parseRemote(cfg.RemoteURL, true)
+	if err == nil && strings.Contains(loc.Owner, "/") && kind != "gitlab" && (kind != "" || !gitLabHost(loc.Host)) {
+		loc, err = ParseRemote(cfg.RemoteURL)
+	}
 	if err != nil && cfg.Repo == "" {
 		return nil, err
 	}
 	if kind == "" {
 		switch {
 		case loc == nil:
-			return nil, errors.New("cannot tell which forge the remote is on; set git config lazy.forge to github or gitea")
+			return nil, errors.New("cannot tell which forge the remote is on; set git config lazy.forge to github, gitlab or gitea")
 		case loc.Host == "github.com" || strings.HasPrefix(loc.Host, "github."):
 			kind = "github"
+		case gitLabHost(loc.Host):
+			kind = "gitlab"
 		case strings.Contains(loc.Host, "gitea") || strings.Contains(loc.Host, "forgejo") || loc.Host == "codeberg.org":
 			kind = "gitea"
 		default:
-			return nil, fmt.Errorf("cannot tell which forge %s is; set git config lazy.forge to github or gitea", loc.Host)
+			return nil, fmt.Errorf("cannot tell which forge %s is; set git config lazy.forge to github, gitlab or gitea", loc.Host)
 		}
 	}
 	switch kind {
 	case "github":
 		return newGitHub(cfg, loc)
+	case "gitlab":
+		return newGitLab(cfg, loc)
 	case "gitea", "forgejo":
 		return newGitea(cfg, loc)
 	}
-	return nil, fmt.Errorf("git config lazy.forge = %q is not a forge lazy supports (github, gitea, forgejo)", cfg.Kind)
+	return nil, fmt.Errorf("git config lazy.forge = %q is not a forge lazy supports (github, gitlab, gitea, forgejo)", cfg.Kind)
+}
+
+// gitLabHost reports whether a host is GitLab's by its name: gitlab.com
+// and the usual gitlab.example.com of a self-hosted instance. Any other
+// host is GitLab when git config lazy.forge says so.
+func gitLabHost(h string) bool {
+	return h == "gitlab.com" || strings.HasPrefix(h, "gitlab.")
 }
 
 // Location is where a remote URL points: a host and an OWNER/NAME path.
 type Location struct {
 	Scheme string // https or http ("https" for ssh remotes)
 	Host   string // host[:port]
-	Owner  string
-	Name   string
+	// Owner is the user or organization; on GitLab it may be a nested
+	// group path (group/subgroup).
+	Owner string
+	Name  string
 }
 
 // ParseRemote understands https://host/owner/name(.git),
 // ssh://git@host/owner/name and the scp form git@host:owner/name.
-func ParseRemote(raw string) (*Location, error) {
+func ParseRemote(raw string) (*Location, error) { return parseRemote(raw, false) }
+
+// parseRemote is ParseRemote; nested also takes GitLab's
+// group/subgroup/name paths, the groups going into Owner.
+func parseRemote(raw string, nested bool) (*Location, error) {
 	raw = strings.TrimSpace(raw)
 	bad := fmt.Errorf("the remote URL %q does not name a forge repository (https://HOST/OWNER/NAME or git@HOST:OWNER/NAME); set git config lazy.forge.repo to OWNER/NAME", raw)
 	var host, path, scheme string
@@ -274,10 +298,16 @@ func ParseRemote(raw string) (*Location, error) {
 		return nil, bad
 	}
 	parts := strings.Split(strings.Trim(strings.TrimSuffix(path, ".git"), "/"), "/")
-	if host == "" || len(parts) != 2 || !validSegment(parts[0]) || !validSegment(parts[1]) || !validHost(host) {
+	if host == "" || len(parts) < 2 || (len(parts) > 2 && !nested) || len(parts) > 20 || !validHost(host) {
 		return nil, bad
 	}
-	return &Location{Scheme: scheme, Host: host, Owner: parts[0], Name: parts[1]}, nil
+	for _, p := range parts {
+		if !validSegment(p) {
+			return nil, bad
+		}
+	}
+	n := len(parts) - 1
+	return &Location{Scheme: scheme, Host: host, Owner: strings.Join(parts[:n], "/"), Name: parts[n]}, nil
 }
 
 func validSegment(s string) bool {

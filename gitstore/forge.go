@@ -82,7 +82,7 @@ func checkForge(f *ForgeRecord) error {
 		return nil
 	}
 	switch f.Kind {
-	case "github", "gitea":
+	case "github", "gitlab", "gitea":
 	default:
 		return fmt.Errorf("forge record names an unknown forge %q", f.Kind)
 	}

@@ -51,7 +51,7 @@ func (e *Entry) Summary() (*Summary, error) {
 // cost of listing them.
 const (
 	cacheFile   = "list-cache"
-	cacheHeader = "lazy list cache v5\n"
+	cacheHeader = "lazy list cache v6\n" // v6: summaries carry usage
 )
 
 type cacheRec struct {
@@ -181,11 +181,17 @@ func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
 	rec := cacheRec{commit: h.String()}
 	t, err := s.readSummary(id, h)
 	if err != nil {
-		rec.status, rec.body = "!", []byte(strings.ReplaceAll(err.Error(), "\n", " "))
-		return rec
+		return corruptRec(h, err)
 	}
 	rec.status, rec.created, rec.parent, rec.body = string(t.Status), t.CreatedAt.Unix(), t.Parent, summaryJSON(t)
 	return rec
+}
+
+// corruptRec is the cache record of a task that cannot be read: the error
+// is cached with the commit, so an unreadable record costs one read per
+// ref move, not one per list.
+func corruptRec(h plumbing.Hash, err error) cacheRec {
+	return cacheRec{commit: h.String(), status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " "))}
 }
 
 // readSummary reads just task.json of a commit: three object reads.
@@ -199,7 +205,7 @@ func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
 		if e.Name != fileTask {
 			continue
 		}
-		b, err := s.objs.readBlob(e.Hash)
+		b, err := s.objs.readBlob(e.Hash, fileTask)
 		if err != nil {
 			return nil, corrupt(err)
 		}

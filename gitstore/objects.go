@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -32,6 +33,43 @@ type objects struct {
 
 	mu      sync.Mutex
 	storage *filesystem.Storage
+
+	// parent, when set, is the objects this journaling view reads
+	// through; journal records what the view wrote.
+	parent  *objects
+	journal *journal
+}
+
+// journal remembers the objects one operation wrote, so that they can be
+// written again if a concurrent gc pruned them before a ref protected
+// them.
+type journal struct {
+	mu   sync.Mutex
+	objs []journalEntry
+}
+
+type journalEntry struct {
+	typ     plumbing.ObjectType
+	content []byte
+	hash    plumbing.Hash
+}
+
+// journaled returns a view of o that records every object it writes.
+func (o *objects) journaled() (*objects, *journal) {
+	j := &journal{}
+	return &objects{dir: o.dir, parent: o, journal: j}, j
+}
+
+// replay writes again every journaled object that is missing.
+func (o *objects) replay(j *journal) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, e := range j.objs {
+		if _, err := o.write(e.typ, e.content); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newObjects(commonDir string) *objects {
@@ -39,10 +77,16 @@ func newObjects(commonDir string) *objects {
 }
 
 func (o *objects) store() *filesystem.Storage {
+	if o.parent != nil {
+		return o.parent.store()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.storage == nil {
-		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{})
+		// Loose objects over the threshold are opened lazily, so their size
+		// is known from the header before any content is read (packed
+		// objects above 16 KiB already are); read checks it.
+		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{LargeObjectThreshold: 256 << 10})
 	}
 	return o.storage
 }
@@ -50,6 +94,10 @@ func (o *objects) store() *filesystem.Storage {
 // refresh drops the storage, whose list of packs is read once: after a
 // git fetch (or gc) brought new packs, a fresh one sees them.
 func (o *objects) refresh() {
+	if o.parent != nil {
+		o.parent.refresh()
+		return
+	}
 	o.mu.Lock()
 	o.storage = nil
 	o.mu.Unlock()
@@ -76,11 +124,21 @@ var zlibPool = sync.Pool{New: func() any {
 // A duplicate in a pack is harmless: git prefers either copy.
 func (o *objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
 	h := hashObject(typ, content)
+	if o.journal != nil {
+		o.journal.mu.Lock()
+		o.journal.objs = append(o.journal.objs, journalEntry{typ, content, h})
+		o.journal.mu.Unlock()
+	}
 	hex := h.String()
 	dir := filepath.Join(o.dir, hex[:2])
 	path := filepath.Join(dir, hex[2:])
 	if _, err := os.Stat(path); err == nil {
-		return h, nil
+		// Reusing an object on disk: freshen it as git does, so that a
+		// concurrent gc's prune (which spares recent objects) keeps it.
+		if freshen(path) == nil {
+			return h, nil
+		}
+		// It vanished (pruned) between the stat and now: write it again.
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(content)/2 + 64)
@@ -94,21 +152,46 @@ func (o *objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash,
 		return h, fmt.Errorf("compress object %s: %w", hex, err)
 	}
 	// Same shape as git's own tmp_obj_ files: written aside, then renamed
-	// into place, so a reader never sees a partial object.
+	// into place, so a reader never sees a partial object. A concurrent
+	// git prune deletes tmp_obj_ files (at once with --prune=now) and
+	// prune-packed the fan-out directories it empties, so the whole
+	// write is retried when either vanishes under it.
+	var werr error
+	for try := 0; try < 10; try++ {
+		if werr = writeLoose(dir, path, buf.Bytes()); !errors.Is(werr, fs.ErrNotExist) {
+			break
+		}
+	}
+	if werr != nil {
+		return h, fmt.Errorf("write object %s: %w", hex, werr)
+	}
+	_ = freshen(path)
+	return h, nil
+}
+
+// freshen sets a loose object's mtime to now, as git does when it
+// reuses an object instead of writing it: git prune spares objects more
+// recent than its expiry (two weeks by default), so an old unreachable
+// object lazy is about to reference again is not pruned under it. With
+// --prune=now nothing is recent: see SECURITY.md ("git gc --prune=now").
+func freshen(path string) error {
+	t := time.Now()
+	return os.Chtimes(path, t, t)
+}
+
+// writeLoose writes one compressed object through a temporary file.
+func writeLoose(dir, path string, data []byte) error {
 	tmp := filepath.Join(dir, "tmp_obj_"+randSuffix())
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	// git prune-packed (run by repack and gc) removes fan-out directories
-	// it empties, so the directory can vanish between our mkdir and open;
-	// git's own writer retries the same way.
-	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 10; try++ {
+	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(dir, 0o755); err == nil {
 			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 		}
 	}
 	if err != nil {
-		return h, fmt.Errorf("write object %s: %w", hex, err)
+		return err
 	}
-	_, werr := f.Write(buf.Bytes())
+	_, werr := f.Write(data)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
@@ -117,9 +200,8 @@ func (o *objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash,
 	}
 	if werr != nil {
 		_ = os.Remove(tmp)
-		return h, fmt.Errorf("write object %s: %w", hex, werr)
 	}
-	return h, nil
+	return werr
 }
 
 func randSuffix() string {
@@ -132,7 +214,9 @@ func randSuffix() string {
 // not have (a damaged or partially fetched repository).
 var ErrMissingObject = errors.New("object missing from the repository")
 
-func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+// read returns the object h of type typ after checking from its header
+// that it is at most limit bytes; its content is not read yet.
+func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	obj, err := o.store().EncodedObject(typ, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		o.refresh()
@@ -144,36 +228,138 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.Encod
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
+	if obj.Size() > limit {
+		return nil, oversize(what, h, obj.Size(), limit)
+	}
 	return obj, nil
 }
 
-func (o *objects) readBlob(h plumbing.Hash) ([]byte, error) {
-	obj, err := o.read(plumbing.BlobObject, h)
-	if err != nil {
-		return nil, err
+// retry runs a read up to four times: a concurrent git repack or gc may
+// delete the pack the storage had indexed (the object now lives in a new
+// one), which reads as a missing file or object until the list of packs
+// is scanned again. Only a failure after those re-scans stands. An
+// oversize object is not retried: its size will not change.
+func retry[T any](o *objects, f func() (T, error)) (T, error) {
+	v, err := f()
+	for try := 0; err != nil && !errors.Is(err, ErrOversize) && try < 3; try++ {
+		time.Sleep(time.Duration(try*try) * 10 * time.Millisecond)
+		o.refresh()
+		v, err = f()
 	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
-	}
-	defer func() { _ = rd.Close() }()
-	return io.ReadAll(rd)
+	return v, err
+}
+
+// readBlob reads the blob of snapshot file name (see limitFor), refusing
+// it unread when it is over that file's limit.
+func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
+	limit := limitFor(name)
+	return retry(o, func() ([]byte, error) {
+		obj, err := o.read(plumbing.BlobObject, h, name, limit)
+		if err != nil {
+			return nil, err
+		}
+		rd, err := obj.Reader()
+		if err != nil {
+			return nil, fmt.Errorf("read blob %s: %w", h, err)
+		}
+		defer func() { _ = rd.Close() }()
+		// The header could lie about a loose object's size: never read more.
+		b, err := io.ReadAll(io.LimitReader(rd, limit+1))
+		if err == nil && int64(len(b)) > limit {
+			return nil, oversize(name, h, int64(len(b)), limit)
+		}
+		return b, err
+	})
 }
 
 func (o *objects) readTree(h plumbing.Hash) (*object.Tree, error) {
-	obj, err := o.read(plumbing.TreeObject, h)
-	if err != nil {
-		return nil, err
-	}
-	return object.DecodeTree(o.store(), obj)
+	return retry(o, func() (*object.Tree, error) {
+		obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
+		if err != nil {
+			return nil, err
+		}
+		return object.DecodeTree(o.store(), obj)
+	})
 }
 
 func (o *objects) readCommit(h plumbing.Hash) (*object.Commit, error) {
-	obj, err := o.read(plumbing.CommitObject, h)
-	if err != nil {
-		return nil, err
+	return retry(o, func() (*object.Commit, error) {
+		obj, err := o.read(plumbing.CommitObject, h, "commit", MaxCommit)
+		if err != nil {
+			return nil, err
+		}
+		return object.DecodeCommit(o.store(), obj)
+	})
+}
+
+// has reports whether object h exists, loose or packed.
+func (o *objects) has(h plumbing.Hash) bool {
+	hex := h.String()
+	if _, err := os.Stat(filepath.Join(o.dir, hex[:2], hex[2:])); err == nil {
+		return true
 	}
-	return object.DecodeCommit(o.store(), obj)
+	if o.store().HasEncodedObject(h) == nil {
+		return true
+	}
+	o.refresh()
+	return o.store().HasEncodedObject(h) == nil
+}
+
+// verifyWritten checks that every object j recorded still exists, and
+// the parent commit: what a new commit needs beyond what its parent
+// already reaches (reused entries are reachable from the parent, which
+// the ref names, so no gc removes them). It costs a stat per new object.
+func (o *objects) verifyWritten(j *journal, parent plumbing.Hash) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, e := range j.objs {
+		if !o.has(e.hash) {
+			return fmt.Errorf("%s %s: %w", e.typ, e.hash, ErrMissingObject)
+		}
+	}
+	if !parent.IsZero() && !o.has(parent) {
+		return fmt.Errorf("parent commit %s: %w", parent, ErrMissingObject)
+	}
+	return nil
+}
+
+// verifyCommit checks that commit h, its tree (recursively) and its
+// parents exist: what git checks before it lets a ref point anywhere. A
+// concurrent git gc --prune=now may delete objects lazy just wrote and
+// no ref reaches yet; a ref moved onto them would name a hole.
+func (o *objects) verifyCommit(h plumbing.Hash) error {
+	if !o.has(h) {
+		return fmt.Errorf("commit %s: %w", h, ErrMissingObject)
+	}
+	c, err := o.readCommit(h)
+	if err != nil {
+		return err
+	}
+	for _, p := range c.ParentHashes {
+		if !o.has(p) {
+			return fmt.Errorf("parent %s of %s: %w", p, h, ErrMissingObject)
+		}
+	}
+	return o.verifyTree(c.TreeHash)
+}
+
+func (o *objects) verifyTree(h plumbing.Hash) error {
+	t, err := o.readTree(h)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		if !e.Mode.IsFile() {
+			if err := o.verifyTree(e.Hash); err != nil {
+				return err
+			}
+			continue
+		}
+		if !o.has(e.Hash) {
+			return fmt.Errorf("%s in tree %s: %w", e.Name, h, ErrMissingObject)
+		}
+	}
+	return nil
 }
 
 // treeEntry is one entry of a tree being built.

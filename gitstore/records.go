@@ -15,19 +15,24 @@ const SchemaVersion = 1
 // Long texts live in their own blobs so that an operation which does not
 // change them reuses their hashes.
 type Task struct {
-	Version      int               `json:"version"`
-	ID           string            `json:"id"`
-	Slug         string            `json:"slug"`
-	Title        string            `json:"title"`
-	Status       machine.Status    `json:"status"`
-	Parent       string            `json:"parent,omitempty"`
-	TargetBranch string            `json:"target_branch,omitempty"`
-	CreatedAt    time.Time         `json:"created_at"`
-	UpdatedAt    time.Time         `json:"updated_at"`
-	CreatedBy    machine.Actor     `json:"created_by,omitempty"`
-	Clock        uint64            `json:"clock"`
-	Outcome      string            `json:"outcome,omitempty"` // accepted, rejected, closed
-	Reason       string            `json:"reason,omitempty"`  // why it was rejected, closed or reopened
+	Version      int            `json:"version"`
+	ID           string         `json:"id"`
+	Slug         string         `json:"slug"`
+	Title        string         `json:"title"`
+	Status       machine.Status `json:"status"`
+	Parent       string         `json:"parent,omitempty"`
+	TargetBranch string         `json:"target_branch,omitempty"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+	CreatedBy    machine.Actor  `json:"created_by,omitempty"`
+	Clock        uint64         `json:"clock"`
+	Outcome      string         `json:"outcome,omitempty"` // accepted, rejected, closed
+	Reason       string         `json:"reason,omitempty"`  // why it was rejected, closed or reopened
+	// ReopenedAt is the newest commit the task's turns had recorded when
+	// it was reopened: the merged-branch sweep finishes a reopened task
+	// only for work recorded after that, so a reopen sticks even though
+	// the branch it reopened was merged.
+	ReopenedAt   string            `json:"reopened_at_commit,omitempty"`
 	AllowedPaths []string          `json:"allowed_paths,omitempty"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
 	Turns        int               `json:"turns"`
@@ -47,6 +52,8 @@ type Task struct {
 	// MergeRefused lists operations a merge of two machines' histories
 	// could not replay (their commits stay in history).
 	MergeRefused []Refused `json:"merge_refused,omitempty"`
+	// Usage totals what the task's agent turns cost.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // AcceptRecord is what an accept in flight has committed to.
@@ -66,6 +73,10 @@ type AcceptRecord struct {
 	// merge touches that worktree, so a crash can say where they are.
 	Dest     string `json:"dest,omitempty"`
 	StashSHA string `json:"stash_sha,omitempty"`
+	// DestDirty says the destination had uncommitted changes when the
+	// accept began, so a stash of them is owed back even if a crash came
+	// before StashSHA was recorded (the stash message names the task).
+	DestDirty bool `json:"dest_dirty,omitempty"`
 }
 
 // Outcomes recorded on a task that reached a terminal status.
@@ -136,6 +147,25 @@ type Turn struct {
 	Error        string   `json:"error,omitempty"`
 	FailureClass string   `json:"failure_class,omitempty"`
 	Attempts     int      `json:"failure_attempts,omitempty"`
+	// Usage is what the agent CLI reported the turn cost.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is cost and tokens as agent CLIs report them (Codex reports
+// tokens only).
+type Usage struct {
+	CostUSD           float64 `json:"cost_usd,omitempty"`
+	InputTokens       int64   `json:"input_tokens,omitempty"`
+	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
+	OutputTokens      int64   `json:"output_tokens,omitempty"`
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.CostUSD += o.CostUSD
+	u.InputTokens += o.InputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.OutputTokens += o.OutputTokens
 }
 
 // Comment is comments/<seq>.json: a note on a task that is not delivered
@@ -145,6 +175,19 @@ type Comment struct {
 	Actor machine.Actor `json:"actor"`
 	At    time.Time     `json:"at"`
 	Text  string        `json:"text"`
+	// Journal marks a journal entry: an agent's (or a human's) durable
+	// account of one turn. It is stored beside the comments so the
+	// two-machine merge keeps it with no rule of its own, and shown apart.
+	Journal *JournalEntry `json:"journal,omitempty"`
+}
+
+// JournalEntry is what a journal entry says beyond its Text (the
+// rationale): the decisions a turn made and what it deferred, and the
+// turn it belongs to.
+type JournalEntry struct {
+	Turn      int      `json:"turn,omitempty"`
+	Decisions []string `json:"decisions"`
+	Deferrals []string `json:"deferrals"`
 }
 
 // Violations is violations.json: file-permission violations of the

@@ -164,6 +164,14 @@ func (r *Repo) ListRefs(prefix string) (map[string]plumbing.Hash, error) {
 // value under the lock, write the new value into the lock file and rename
 // it over the ref. A zero old means "the ref must not exist yet".
 func (r *Repo) CompareAndSwap(name string, old, new plumbing.Hash) error {
+	return r.CompareAndSwapVerified(name, old, new, nil)
+}
+
+// CompareAndSwapVerified is CompareAndSwap with verify run under the ref
+// lock, after the old value is checked and before the ref moves: lazy
+// passes a check that every object the new value needs exists, so a
+// concurrent git gc cannot leave the ref naming a missing object.
+func (r *Repo) CompareAndSwapVerified(name string, old, new plumbing.Hash, verify func() error) error {
 	path := filepath.Join(r.CommonDir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
@@ -190,6 +198,11 @@ func (r *Repo) CompareAndSwap(name string, old, new plumbing.Hash) error {
 	if !old.IsZero() && cur != old {
 		return fmt.Errorf("update ref %s: %w (expected %s, found %s)", name, ErrStale, old, cur)
 	}
+	if verify != nil {
+		if err := verify(); err != nil {
+			return fmt.Errorf("update ref %s: %w", name, err)
+		}
+	}
 	if _, err := f.WriteString(new.String() + "\n"); err != nil {
 		return fmt.Errorf("write %s: %w", lock, err)
 	}
@@ -206,6 +219,7 @@ func (r *Repo) CompareAndSwap(name string, old, new plumbing.Hash) error {
 func acquireLockFile(lock string) (*os.File, error) {
 	deadline := time.Now().Add(refLockTimeout)
 	wait := 50 * time.Microsecond
+	vanished := 0
 	for {
 		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
@@ -217,8 +231,13 @@ func acquireLockFile(lock string) (*os.File, error) {
 			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
 				return nil, err
 			}
-			if time.Now().After(deadline) {
+			// A pack-refs in a loop can win this race many times over;
+			// it is not a held lock, so it gets a longer allowance.
+			if vanished++; vanished > 1000 {
 				return nil, fmt.Errorf("create %s: its directory keeps disappearing", lock)
+			}
+			if vanished > 10 {
+				time.Sleep(time.Millisecond)
 			}
 			continue
 		}

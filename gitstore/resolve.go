@@ -19,16 +19,15 @@ const minPrefix = 4
 
 // Slugify derives a slug from a title: lowercase ASCII letters and digits
 // joined by single dashes, starting with a letter, at most 48 characters
-// and cut at a word boundary when possible.
+// and cut at a word boundary when possible. A slug that would start with
+// a digit, or that could be read as an id prefix (see ShadowsID), starts
+// with "t-". The result always passes ValidSlug.
 func Slugify(title string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(title) {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			if b.Len() == 0 && r >= '0' && r <= '9' {
-				b.WriteString("t-")
-			}
 			if dash && b.Len() > 0 {
 				b.WriteByte('-')
 			}
@@ -46,10 +45,24 @@ func Slugify(title string) string {
 		}
 		s = strings.TrimRight(s, "-")
 	}
-	if s == "" {
+	switch {
+	case s == "":
 		s = "task"
+	case s[0] >= '0' && s[0] <= '9', ShadowsID(s):
+		s = "t-" + s
 	}
 	return s
+}
+
+// ShadowsID reports whether slug could be read as an id prefix: ids are
+// hex, and commands take any id prefix of minPrefix or more characters,
+// so a slug of that many hex digits (say "cafe" or "dc0a8c51") could
+// name another task. Such a slug is never given to a new task (Slugify
+// prefixes it with "t-", Create refuses it as --slug), and Resolve reads a
+// hex name as an id prefix before it reads it as a slug, so a slug that
+// arrived from elsewhere cannot redirect a command typed by id either.
+func ShadowsID(slug string) bool {
+	return len(slug) >= minPrefix && isHexString(slug)
 }
 
 // ValidSlug reports whether s may be used as a slug (and so as a ref name
@@ -111,30 +124,55 @@ func (s *Store) Resolve(name string) (string, error) {
 		return "", fmt.Errorf("no task named %q (slugs are lowercase letters, digits and dashes; ids are hex): %w", name, ErrNotFound)
 	}
 	lower := strings.ToLower(in)
-	if ValidSlug(lower) {
-		h, ok, err := s.repo.ReadRef(SlugsPrefix + lower)
-		if err != nil {
-			return "", err
+	// A hex name is read as an id first (see ShadowsID): a slug never
+	// redirects a command typed by id. A hex slug (from an older lazy, or
+	// another clone) still answers when no id starts with it.
+	hexName := len(lower) >= minPrefix && isHexString(lower)
+	if ValidSlug(lower) && !hexName {
+		if id, ok, err := s.bySlug(lower); err != nil || ok {
+			return id, err
 		}
-		if ok {
-			b, err := s.objs.readBlob(h)
-			if err != nil {
-				return "", fmt.Errorf("slug %s: %w", lower, err)
-			}
-			id := strings.TrimSpace(string(b))
-			if !ValidID(id) {
-				return "", fmt.Errorf("slug %s is corrupt (it names %q)", lower, truncate(id, 40))
-			}
-			if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil {
-				return "", err
-			} else if ok {
-				return id, nil
-			}
+	}
+	if hexName {
+		id, err := s.byID(name, lower)
+		if err == nil || !errors.Is(err, ErrNotFound) || !ValidSlug(lower) {
+			return id, err
 		}
+		if id, ok, err := s.bySlug(lower); err != nil || ok {
+			return id, err
+		}
+		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
 	}
 	if !isHexString(lower) {
 		return "", fmt.Errorf("no task named %q%s: %w", name, s.suggest(lower), ErrNotFound)
 	}
+	return s.byID(name, lower)
+}
+
+// bySlug looks a slug up in refs/lazy/slugs; ok is false when no task
+// has it.
+func (s *Store) bySlug(slug string) (string, bool, error) {
+	h, ok, err := s.repo.ReadRef(SlugsPrefix + slug)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	b, err := s.objs.readBlob(h, "slug")
+	if err != nil {
+		return "", false, fmt.Errorf("slug %s: %w", slug, err)
+	}
+	id := strings.TrimSpace(string(b))
+	if !ValidID(id) {
+		return "", false, fmt.Errorf("slug %s is corrupt (it names %q)", slug, truncate(id, 40))
+	}
+	if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil || !ok {
+		return "", false, err
+	}
+	return id, true, nil
+}
+
+// byID resolves a full id or a unique id prefix (lower is the lowercase
+// hex name the user typed as name).
+func (s *Store) byID(name, lower string) (string, error) {
 	if ValidID(lower) {
 		if _, ok, err := s.repo.ReadRef(TaskRef(lower)); err != nil {
 			return "", err

@@ -120,7 +120,7 @@ func (sn *Snapshot) Goal() (string, error) {
 	if !ok {
 		return "", nil
 	}
-	b, err := sn.store.objs.readBlob(e.hash)
+	b, err := sn.store.objs.readBlob(e.hash, fileGoal)
 	if err != nil {
 		return "", fmt.Errorf("task %s: read goal: %w", sn.Task.ID, err)
 	}
@@ -279,7 +279,7 @@ func (s *Store) decodeEntry(entries map[string]treeEntry, name string, v any, re
 		}
 		return nil
 	}
-	b, err := s.objs.readBlob(e.hash)
+	b, err := s.objs.readBlob(e.hash, name)
 	if err != nil {
 		return err
 	}
@@ -350,14 +350,22 @@ func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot
 		if op == nil {
 			return cur, st, nil // nothing to do
 		}
-		commit, err := s.commit(cur, next, op)
+		js, j := s.journaled()
+		commit, err := js.commit(cur, next, op)
 		if err != nil {
 			return nil, st, err
 		}
-		err = s.repo.CompareAndSwap(TaskRef(id), cur.Commit, commit)
+		err = s.casWritten(TaskRef(id), cur.Commit, commit, j)
 		if err == nil {
 			next.Commit = commit
+			s.heal(commit, cur.Commit, j)
 			return next, st, nil
+		}
+		if errors.Is(err, ErrMissingObject) {
+			// A concurrent gc pruned what this attempt wrote; the next
+			// attempt writes it again.
+			st.Retries++
+			continue
 		}
 		if errors.Is(err, ErrLocked) {
 			// A lock held across several timeouts is a stuck or crashed
@@ -428,6 +436,9 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 			return fmt.Errorf("encode %s: %w", name, err)
 		}
 		b = append(b, '\n')
+		if err := checkSize(name, len(b)); err != nil {
+			return err
+		}
 		h := hashObject(plumbing.BlobObject, b)
 		if old, ok := next.entries[name]; ok && old.hash == h {
 			return nil
@@ -458,6 +469,9 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	if next.goalChanged {
+		if err := checkSize(fileGoal, len(*next.goal)); err != nil {
+			return plumbing.ZeroHash, err
+		}
 		h, err := s.objs.write(plumbing.BlobObject, []byte(*next.goal))
 		if err != nil {
 			return plumbing.ZeroHash, err
@@ -508,6 +522,9 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encode %s/%d: %w", name, seq, err)
+		}
+		if err := checkSize(name+"/"+seqName(seq), len(b)+1); err != nil {
+			return err
 		}
 		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
 		if err != nil {
@@ -634,6 +651,8 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		base = Slugify(spec.Title)
 	} else if !ValidSlug(base) {
 		return nil, fmt.Errorf("invalid slug %q: use lowercase letters, digits and single dashes, starting with a letter, at most %d characters", base, maxSlugLen)
+	} else if ShadowsID(base) {
+		return nil, fmt.Errorf("slug %q could be read as a task id prefix (it is all hex digits); add a non-hex letter or a dash, for example t-%s", base, base)
 	}
 	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
 	if err != nil {
@@ -645,7 +664,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		if n > 1 {
 			cand = withSuffix(base, n)
 		}
-		err := s.repo.CompareAndSwap(SlugsPrefix+cand, plumbing.ZeroHash, idBlob)
+		err := s.casBlob(SlugsPrefix+cand, idBlob, []byte(id+"\n"))
 		if err == nil {
 			slug = cand
 			break
@@ -670,13 +689,25 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	if spec.Goal != "" {
 		sn.SetGoal(spec.Goal)
 	}
-	commit, err := s.commit(nil, sn, &Op{Name: "create", Actor: spec.Actor})
+	js, j := s.journaled()
+	commit, err := js.commit(nil, sn, &Op{Name: "create", Actor: spec.Actor})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.repo.CompareAndSwap(TaskRef(id), plumbing.ZeroHash, commit); err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		err := s.casWritten(TaskRef(id), plumbing.ZeroHash, commit, j)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrMissingObject) || try >= 5 {
+			return nil, err
+		}
+		// A concurrent gc pruned the new objects: write them once more.
+		if err := s.objs.replay(j); err != nil {
+			return nil, err
+		}
 	}
+	s.heal(commit, plumbing.ZeroHash, j)
 	sn.Commit = commit
 	return sn, nil
 }
@@ -721,7 +752,7 @@ func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error 
 		return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 	}
 	for _, te := range t.Entries {
-		b, err := s.objs.readBlob(te.Hash)
+		b, err := s.objs.readBlob(te.Hash, name+"/"+te.Name)
 		if err != nil {
 			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 		}
@@ -735,7 +766,7 @@ func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error 
 // Change is one entry of a task's status changelog, read from the commit
 // history of its ref.
 type Change struct {
-	Commit  plumbing.Hash  `json:"commit"`
+	Commit  Hex            `json:"commit"`
 	At      time.Time      `json:"at"`
 	Op      string         `json:"op"`
 	Actor   machine.Actor  `json:"actor"`
@@ -768,7 +799,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 		clock, _ := strconv.ParseUint(tr[TrailerClock], 10, 64)
 		subject, _, _ := strings.Cut(c.Message, "\n")
 		out = append(out, Change{
-			Commit: h, At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
+			Commit: Hex(h), At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
 			From: machine.Status(tr[TrailerFrom]), To: machine.Status(tr[TrailerTo]),
 			Clock: clock, Host: tr[TrailerHost], Subject: subject,
 		})
@@ -799,4 +830,71 @@ func ValidHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// casCommit moves a task ref to commit once, under the ref lock, every
+// object the commit needs is verified present.
+func (s *Store) casCommit(ref string, old, commit plumbing.Hash) error {
+	return s.repo.CompareAndSwapVerified(ref, old, commit, func() error { return s.objs.verifyCommit(commit) })
+}
+
+// casBlob creates a ref to a blob, writing the blob again if a
+// concurrent gc pruned it before the ref could protect it.
+func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		err = s.repo.CompareAndSwapVerified(ref, plumbing.ZeroHash, blob, func() error {
+			if !s.objs.has(blob) {
+				return fmt.Errorf("blob %s: %w", blob, ErrMissingObject)
+			}
+			return nil
+		})
+		if err == nil {
+			// See heal: a gc that started before the ref moved may still
+			// prune the blob; write it again if it did.
+			for i := 0; i < 3 && !s.objs.has(blob); i++ {
+				_, _ = s.objs.write(plumbing.BlobObject, content)
+			}
+			return nil
+		}
+		if !errors.Is(err, ErrMissingObject) {
+			return err
+		}
+		if _, werr := s.objs.write(plumbing.BlobObject, content); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// casWritten moves a task ref to commit, built on parent with the
+// objects j recorded, once, under the ref lock, all of them are verified
+// present.
+func (s *Store) casWritten(ref string, parent, commit plumbing.Hash, j *journal) error {
+	return s.repo.CompareAndSwapVerified(ref, parent, commit, func() error { return s.objs.verifyWritten(j, parent) })
+}
+
+// journaled returns a copy of s whose writes are journaled.
+func (s *Store) journaled() (*Store, *journal) {
+	c := *s
+	var j *journal
+	c.objs, j = s.objs.journaled()
+	return &c, j
+}
+
+// heal re-checks a commit after its ref moved and writes again whatever
+// of it a concurrent git gc --prune=now deleted meanwhile: such a gc
+// decides what is reachable when it starts, so objects written after
+// that and referenced only after it are unreachable in its eyes. Git
+// itself documents --prune=now as unsafe with concurrent writers; this
+// narrows the window to the instant between this check and the prune.
+func (s *Store) heal(commit, parent plumbing.Hash, j *journal) {
+	for try := 0; try < 3; try++ {
+		if s.objs.verifyWritten(j, parent) == nil {
+			return
+		}
+		if s.objs.replay(j) != nil {
+			return
+		}
+	}
 }

@@ -32,6 +32,8 @@ type Summary struct {
 	Metadata     map[string]string `json:"metadata,omitempty"`
 	// PR is the task's pull request, when lazy submit opened one.
 	PR *PRSummary `json:"pr,omitempty"`
+	// Usage totals what the task's agent turns cost.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.
@@ -61,6 +63,7 @@ func NewSummary(t *Task) Summary {
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
 		Sessions: t.Sessions, Host: t.Host, Refused: len(t.MergeRefused), Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
+		Usage: t.Usage,
 	}
 }
 

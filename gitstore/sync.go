@@ -37,9 +37,19 @@ type SyncReport struct {
 	UpToDate      int       `json:"up_to_date"`
 	Refused       []Refused `json:"refused"`
 	Skipped       []Skip    `json:"skipped"`
+	Renamed       []Rename  `json:"renamed"`
 	Pushed        int       `json:"pushed"`
 	Rejected      []string  `json:"rejected"`
 	Retries       int       `json:"retries"`
+}
+
+// Rename is a local task that lost its slug to a remote task created
+// with the same slug on another clone.
+type Rename struct {
+	ID     string `json:"id"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Winner string `json:"winner"` // the remote task that keeps From
 }
 
 // Skip is a remote record lazy did not take, and why.
@@ -140,6 +150,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 	if err != nil {
 		return nil, err
 	}
+	s.settleSlugs(ns, rep)
 	names := make([]string, 0, len(theirs))
 	for ref := range theirs {
 		names = append(names, ref)
@@ -214,7 +225,7 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 				rep.Refused = append(rep.Refused, refused...)
 			}
 		}
-		err = s.repo.CompareAndSwap(TaskRef(id), lh, next)
+		err = s.casCommit(TaskRef(id), lh, next)
 		if errors.Is(err, ErrStale) {
 			continue // a local operation landed meanwhile: judge again
 		}
@@ -230,6 +241,92 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 	return fmt.Errorf("task %s kept changing locally; pull again", id)
 }
 
+// LoserSlug is the slug a task that lost slug to a remote task gets: the
+// slug and the first six hex digits of its id, so every clone that
+// settles the same conflict picks the same name.
+func LoserSlug(slug, id string) string {
+	suf := "-" + id[:6]
+	if len(slug)+len(suf) > maxSlugLen+8 {
+		slug = strings.TrimRight(slug[:maxSlugLen+8-len(suf)], "-")
+	}
+	return slug + suf
+}
+
+// settleSlugs makes this clone agree with the remote on who owns each
+// slug. Two clones can each create a task with the same slug; the first
+// to push owns it on the remote. Here the remote's claim wins: a local
+// task holding a slug the remote gives to another task is renamed to
+// LoserSlug (an operation in its history, so the rename travels with the
+// next push), and the local slug ref then names the remote's task, so the
+// next push is a fast-forward of nothing and succeeds.
+func (s *Store) settleSlugs(ns string, rep *SyncReport) {
+	theirs, err := s.repo.ListRefs(ns + "slugs/")
+	if err != nil {
+		return
+	}
+	names := make([]string, 0, len(theirs))
+	for ref := range theirs {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		slug := strings.TrimPrefix(ref, ns+"slugs/")
+		rh := theirs[ref]
+		lh, have, err := s.repo.ReadRef(SlugsPrefix + slug)
+		if err != nil || !have || lh == rh || !ValidSlug(slug) {
+			continue
+		}
+		if err := s.yieldSlug(ns, slug, lh, rh, rep); err != nil {
+			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: err.Error()})
+		}
+	}
+}
+
+// yieldSlug hands slug (locally naming the blob lh) to the remote's claim
+// rh, renaming the local task it named.
+func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport) error {
+	read := func(h plumbing.Hash) string {
+		b, err := s.objs.readBlob(h, "slug")
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	local, winner := read(lh), read(rh)
+	if !ValidID(winner) {
+		return fmt.Errorf("the remote's slug ref does not name a task id; %s keeps naming the local task", slug)
+	}
+	// A claim counts only for a task the remote (or this clone) has: a
+	// bare slug ref cannot take a name away from a local task.
+	_, remoteHas, err := s.repo.ReadRef(ns + "tasks/" + winner)
+	if err != nil {
+		return err
+	}
+	_, localHas, err := s.repo.ReadRef(TaskRef(winner))
+	if err != nil {
+		return err
+	}
+	if !remoteHas && !localHas {
+		return fmt.Errorf("the remote's slug ref names task %s, which the remote does not have; %s keeps naming the local task", winner, slug)
+	}
+	if ValidID(local) && local != winner {
+		if _, ok, err := s.repo.ReadRef(TaskRef(local)); err != nil {
+			return err
+		} else if ok {
+			to := LoserSlug(slug, local)
+			why := fmt.Sprintf("slug %s went to task %s, created with the same slug on another clone", slug, winner)
+			renamed, err := s.renameTask(context.Background(), local, slug, to, why)
+			if err != nil {
+				return err
+			}
+			if renamed {
+				rep.Renamed = append(rep.Renamed, Rename{ID: local, From: slug, To: to, Winner: winner})
+			}
+		}
+	}
+	return s.repo.CompareAndSwap(SlugsPrefix+slug, lh, rh)
+}
+
 // adoptSlug gives a task that arrived from a remote its slug here, unless
 // a local task already has it (then the task answers to its id).
 func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
@@ -241,7 +338,7 @@ func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 	if h, ok, _ := s.repo.ReadRef(ns + "slugs/" + slug); ok && h != idBlob {
 		rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: "the remote's slug ref does not name this task"})
 	}
-	if err := s.repo.CompareAndSwap(SlugsPrefix+slug, plumbing.ZeroHash, idBlob); err != nil {
+	if err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(sn.Task.ID+"\n")); err != nil {
 		cur, _, _ := s.repo.ReadRef(SlugsPrefix + slug)
 		if cur != idBlob {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug,
@@ -301,6 +398,7 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 		rep.Created = append(rep.Created, pr.Created...)
 		rep.Refused = append(rep.Refused, pr.Refused...)
 		rep.Skipped = append(rep.Skipped, pr.Skipped...)
+		rep.Renamed = append(rep.Renamed, pr.Renamed...)
 	}
 }
 

@@ -28,10 +28,13 @@ const TokenEnv = "LAZY_MCP_TOKEN" //nolint:gosec // the name of the variable, no
 
 // Identity is what a token says about its holder.
 type Identity struct {
-	Task    string    `json:"task"`
-	Session string    `json:"session"`
-	Turn    int       `json:"turn"`
-	Minted  time.Time `json:"minted_at"`
+	Task    string `json:"task"`
+	Session string `json:"session"`
+	Turn    int    `json:"turn"`
+	// Kind is "pair" for a token minted for lazy pair's agent, which is
+	// live while the task pairs; "" for a supervised turn's.
+	Kind   string    `json:"kind,omitempty"`
+	Minted time.Time `json:"minted_at"`
 }
 
 // ErrBadToken is a token lazy did not mint, or one already revoked.

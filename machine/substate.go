@@ -25,8 +25,11 @@ type SubstateInput struct {
 	Attempt     int
 	RetryClass  string
 	RetryReason string
-	Waits       []WaitLabel
-	Progress    string // the agent's latest line
+	// AgentRetrying says the agent CLI itself retries its API while
+	// Phase is "agent"; the Retry fields then describe its retrying.
+	AgentRetrying bool
+	Waits         []WaitLabel
+	Progress      string // the agent's latest line
 }
 
 // Substate renders what a working task is doing: harness:<phase> when the
@@ -41,6 +44,9 @@ func Substate(in SubstateInput) string {
 	}
 	switch in.Phase {
 	case "", "agent":
+		if in.AgentRetrying {
+			return AgentRetrySummary(in.Attempt, in.RetryClass, in.RetryReason)
+		}
 	case "retrying":
 		return RetrySummary(in.Attempt, in.RetryClass, in.RetryReason)
 	default:
@@ -72,11 +78,32 @@ func Substate(in SubstateInput) string {
 // maxRetrySnippet bounds the error text a retry summary repeats.
 const maxRetrySnippet = 80
 
-// RetrySummary is the one rendering of "what is being retried":
-// retrying attempt 7 (transient_overload): API Error: 529 overloaded.
+// RetrySummary is the one rendering of "what is being retried" by the
+// supervisor: retrying attempt 7 (transient_overload): API Error: 529
+// overloaded.
 func RetrySummary(attempt int, class, reason string) string {
-	s := fmt.Sprintf("retrying attempt %d", attempt)
-	if class != "" {
+	return retrySummary("", attempt, class, reason)
+}
+
+// AgentRetrySummary renders the agent CLI's own retrying, through the
+// same seam: retrying (agent: transient_unreachable) attempt 3: cannot
+// connect to its API.
+func AgentRetrySummary(attempt int, class, reason string) string {
+	return retrySummary("agent", attempt, class, reason)
+}
+
+func retrySummary(by string, attempt int, class, reason string) string {
+	s := "retrying"
+	switch {
+	case by != "" && class != "":
+		s += " (" + by + ": " + class + ")"
+	case by != "":
+		s += " (" + by + ")"
+	}
+	if attempt > 0 || by == "" {
+		s += fmt.Sprintf(" attempt %d", attempt)
+	}
+	if by == "" && class != "" {
 		s += " (" + class + ")"
 	}
 	reason = strings.Join(strings.Fields(reason), " ")

@@ -17,6 +17,7 @@ func TestSubstate(t *testing.T) {
 		{SubstateInput{Alive: true, Phase: "agent"}, "agent"},
 		{SubstateInput{Alive: true, Phase: "agent", Progress: "running migration 3/7"}, "agent: running migration 3/7"},
 		{SubstateInput{Alive: true, Phase: "merge_and_fix", Progress: "stale"}, "harness:merge_and_fix"},
+		{SubstateInput{Alive: true, Phase: "agent", AgentRetrying: true, Attempt: 3, RetryClass: "transient_unreachable", RetryReason: "cannot connect to its API", Progress: "old line"}, "retrying (agent: transient_unreachable) attempt 3: cannot connect to its API"},
 		{SubstateInput{Alive: true, Phase: "retrying", Attempt: 7, RetryClass: "transient_overload", RetryReason: "API Error:  529\n overloaded", Waits: []WaitLabel{w("a", 1)}}, "retrying attempt 7 (transient_overload): API Error: 529 overloaded"},
 		{SubstateInput{Alive: true, Phase: "merge_and_fix"}, "harness:merge_and_fix"},
 		{SubstateInput{Alive: true, Phase: "agent", Kind: "agent:answering", Progress: "reading"}, "agent:answering: reading"},

@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Marker files, in a task's protocol directory.
@@ -226,7 +227,9 @@ type ProgressResult struct {
 // CleanProgress collapses whitespace and caps a progress line at
 // MaxProgress characters; it reports whether it cut.
 func CleanProgress(s string) (string, bool) {
-	s = strings.Join(strings.Fields(s), " ")
+	// Whitespace (CR included) collapses; any other control character is
+	// escaped, as at every intake.
+	s = sanitize.Field(strings.Join(strings.Fields(s), " "))
 	if utf8.RuneCountInString(s) <= MaxProgress {
 		return s, false
 	}
@@ -275,7 +278,7 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	var st proto.Status
 	if m.dir(s.ID).Read(proto.StatusFile, &st) == nil && proc.Runs(st.PID, "supervise", s.ID) {
 		in.Alive, in.Phase = true, st.Phase
-		in.Attempt, in.RetryClass, in.RetryReason = st.Attempt, st.RetryFailureClass, st.RetryFailureReason
+		in.Attempt, in.RetryClass, in.RetryReason, in.AgentRetrying = st.Attempt, st.RetryFailureClass, st.RetryFailureReason, st.AgentRetrying
 	} else if m.starting(s.ID) {
 		return "starting" // the supervisor has not reported yet
 	}

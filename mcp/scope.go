@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -17,6 +18,7 @@ const (
 	scopeSelfOrChild reach = iota // read, comment
 	scopeChild                    // drive: start, unblock, ask, wait, reject, close
 	scopeAccept                   // accept: a direct child only
+	scopeSelf                     // journal: an agent's own task only
 )
 
 // ErrScope is a call outside the caller's scope.
@@ -33,8 +35,11 @@ func (d *Dispatcher) scope(caller Caller, name string, r reach) (string, error) 
 	if !caller.agent() {
 		return id, nil
 	}
+	if r == scopeSelf && id != caller.Task {
+		return "", fmt.Errorf("%w: an agent writes its own task's journal only", ErrScope)
+	}
 	if id == caller.Task {
-		if r == scopeSelfOrChild {
+		if r == scopeSelfOrChild || r == scopeSelf {
 			return id, nil
 		}
 		return "", fmt.Errorf("%w: a task's agent cannot start, unblock, ask, wait for, finish or accept its own task", ErrScope)
@@ -66,14 +71,16 @@ func (d *Dispatcher) create(ctx context.Context, env *ops.Env, caller Caller, in
 		parent = caller.Task
 	}
 	sn, err := env.Create(ctx, ops.CreateInput{Title: in.Title, Goal: in.Goal, Parent: parent, TargetBranch: in.TargetBranch, AllowedPaths: in.AllowedPaths})
-	return summary(d, sn, err)
+	return d.taskOut(sn, err)
 }
 
-func seconds(n, def int) time.Duration {
+// timeout turns a caller's timeout_seconds into a bound: the default
+// below common client limits, and never more than MaxTimeoutSeconds.
+func timeout(n int) time.Duration {
 	if n <= 0 {
-		n = def
+		n = DefaultTimeoutSeconds
 	}
-	return time.Duration(n) * time.Second
+	return time.Duration(min(n, MaxTimeoutSeconds)) * time.Second
 }
 
 func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in AskIn) (any, error) {
@@ -85,20 +92,24 @@ func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in As
 	if err != nil {
 		return nil, err
 	}
-	final, err := d.tracked(ctx, caller, sn, seconds(in.TimeoutSeconds, 600))
+	final, running, err := d.waitTurn(ctx, caller, sn, timeout(in.TimeoutSeconds))
 	if err != nil {
 		return nil, err
 	}
+	if running {
+		return AskOut{Status: final.Task.Status, Running: Running{StillRunning: true,
+			WaitingOn: "the answer of " + final.Task.Slug + "'s agent (" + d.view(final).Live + ")",
+			Next:      "call lazy_wait with task " + final.Task.Slug + "; the answer is its last_turn"}}, nil
+	}
 	turns, err := d.Store.Turns(final)
-	if err != nil || len(turns) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	answer := turns[len(turns)-1]
-	out := map[string]any{"answer": answer.Content, "status": final.Task.Status}
-	if answer.Error != "" {
-		out["error"] = answer.Error
+	if len(turns) == 0 {
+		return nil, fmt.Errorf("%s has no turns; the question was not recorded", final.Task.Slug)
 	}
-	return out, nil
+	answer := turns[len(turns)-1]
+	return AskOut{Answer: answer.Content, Status: final.Task.Status, Error: answer.Error}, nil
 }
 
 func (d *Dispatcher) wait(ctx context.Context, caller Caller, in WaitIn) (any, error) {
@@ -110,15 +121,49 @@ func (d *Dispatcher) wait(ctx context.Context, caller Caller, in WaitIn) (any, e
 	if err != nil {
 		return nil, err
 	}
-	final, err := d.tracked(ctx, caller, sn, seconds(in.TimeoutSeconds, 1800))
+	final, running, err := d.waitTurn(ctx, caller, sn, timeout(in.TimeoutSeconds))
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"task": d.view(final)}
+	out := WaitOut{Task: d.view(final)}
+	if running {
+		out.Running = Running{StillRunning: true, WaitingOn: "the turn of " + final.Task.Slug + " (" + orWorking(out.Task.Live) + ")",
+			Next: "call lazy_wait with task " + final.Task.Slug + " again to keep waiting"}
+		return out, nil
+	}
 	if turns, err := d.Store.Turns(final); err == nil && len(turns) > 0 {
-		out["last_turn"] = turns[len(turns)-1]
+		out.LastTurn = &turns[len(turns)-1]
 	}
 	return out, nil
+}
+
+func orWorking(live string) string {
+	if live == "" {
+		return "working"
+	}
+	return live
+}
+
+// waitTurn waits up to limit for sn's turn to end, reporting the task's
+// substate as progress meanwhile. running is true (with the task as it
+// is now) when the limit passed first: the turn goes on regardless.
+func (d *Dispatcher) waitTurn(ctx context.Context, caller Caller, sn *gitstore.Snapshot, limit time.Duration) (final *gitstore.Snapshot, running bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	stop := d.watch(wctx, sn.Task.ID)
+	final, err = d.tracked(wctx, caller, sn, limit)
+	stop()
+	if err == nil {
+		return final, false, nil
+	}
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err()
+	}
+	cur, lerr := d.Store.Load(sn.Task.ID)
+	if lerr == nil && cur.Task.Status == machine.Working {
+		return cur, true, nil
+	}
+	return nil, false, err
 }
 
 // tracked waits for sn's turn with the wait marked: the marker is
@@ -133,7 +178,7 @@ func (d *Dispatcher) tracked(ctx context.Context, caller Caller, sn *gitstore.Sn
 // substate.
 type View struct {
 	gitstore.Summary
-	Live string `json:"live_substate,omitempty"`
+	Live string `json:"live_substate,omitempty" jsonschema:"what a working task is doing this second (agent phase, waiting on subtasks, progress)"`
 }
 
 func (d *Dispatcher) view(sn *gitstore.Snapshot) View {
@@ -144,33 +189,21 @@ func (d *Dispatcher) view(sn *gitstore.Snapshot) View {
 	return v
 }
 
-func (d *Dispatcher) show(id string) (any, error) {
+// Show is lazy_show's result for task id: the same shape as lazy show
+// --json, with the most recent 20 turns.
+func (d *Dispatcher) Show(id string) (*gitstore.Detail, error) {
 	sn, err := d.Store.Load(id)
 	if err != nil {
 		return nil, err
 	}
-	goal, err := sn.Goal()
+	det, err := d.Store.Detail(sn, 20)
 	if err != nil {
 		return nil, err
 	}
-	turns, err := d.Store.Turns(sn)
-	if err != nil {
-		return nil, err
+	if d.Marks != nil {
+		det.Live = d.Marks.Substate(&det.Summary)
 	}
-	if len(turns) > 20 {
-		turns = turns[len(turns)-20:] // the recent ones; lazy show has them all
-	}
-	comments, err := d.Store.Comments(sn)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{"task": d.view(sn), "goal": goal, "turns": turns, "comments": comments,
-		"pending_violations": nonNil(sn.Violations.Pending)}
-	if s := sn.Session; s != nil {
-		out["session"] = map[string]any{"branch": s.Branch, "worktree": s.Worktree, "host": s.Host, "agent": s.Agent,
-			"interrupt_reason": s.InterruptReason, "consecutive_interruptions": s.ConsecutiveInterruptions}
-	}
-	return out, nil
+	return det, nil
 }
 
 func (d *Dispatcher) list(caller Caller, in ListIn) (any, error) {
@@ -184,11 +217,11 @@ func (d *Dispatcher) list(caller Caller, in ListIn) (any, error) {
 			return nil, err
 		}
 	}
-	want := map[string]bool{}
+	want := map[machine.Status]bool{}
 	for _, s := range in.Status {
 		want[s] = true
 	}
-	out := []View{}
+	out := ListOut{Tasks: []View{}}
 	for _, e := range entries {
 		if e.Err != nil {
 			continue
@@ -196,7 +229,7 @@ func (d *Dispatcher) list(caller Caller, in ListIn) (any, error) {
 		if caller.agent() && e.ID != caller.Task && e.Parent != caller.Task {
 			continue // an agent sees its own task and its subtasks
 		}
-		if parent != "" && e.Parent != parent || len(want) > 0 && !want[string(e.Status)] {
+		if parent != "" && e.Parent != parent || len(want) > 0 && !want[e.Status] || in.Open && e.Status.IsTerminal() {
 			continue
 		}
 		s, err := e.Summary()
@@ -207,7 +240,8 @@ func (d *Dispatcher) list(caller Caller, in ListIn) (any, error) {
 		if d.Marks != nil {
 			v.Live = d.Marks.Substate(s)
 		}
-		out = append(out, v)
+		out.Tasks = append(out.Tasks, v)
 	}
+	out.Count = len(out.Tasks)
 	return out, nil
 }

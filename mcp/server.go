@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
+	"github.com/lazyorch/lazy/machine"
 )
 
 // Backend runs a tool call somewhere: in this process (the builder) or in
@@ -31,31 +37,196 @@ func (l Local) Call(ctx context.Context, tool string, args json.RawMessage) (jso
 	return l.D.Call(ctx, l.Caller, tool, args)
 }
 
+// Instructions tell a connected client how lazy's tools fit together.
+const Instructions = `lazy runs AI coding agents on tasks, each on its own git branch and worktree; every task's state lives in the repository's git refs.
+
+The task loop:
+1. lazy_create a task (title + goal: what done looks like). It starts in backlog.
+2. lazy_start it: an agent turn runs in the task's worktree (status working).
+3. lazy_wait for the turn to end. Long waits send progress notifications; without them, lazy_wait returns still_running: true after timeout_seconds (default 50): just call it again.
+4. Review: lazy_show (turns, journal, pending file violations), lazy_diff (what changed), lazy_logs (the agent's output).
+5. Then either lazy_unblock with feedback (another turn: back to 3), or lazy_accept to squash-merge the work (complete). lazy_close or lazy_reject abandon a task; lazy_reopen brings it back.
+
+Statuses: backlog (not started), working (a turn runs), blocked (waits for you), conflict (blocked with file-permission violations to decide in lazy_unblock), interrupted (the agent died: lazy_resume or lazy_unblock), pairing (a human works in it), merging, submitted (a pull request is open: lazy_accept merges it), complete, abandoned, zombie.
+Run many tasks at once: start several, then lazy_list with status blocked to see which wait for you. Task arguments take a slug or a unique id prefix. Every result is JSON (structuredContent) with a readable summary in its text.`
+
+// AgentInstructions tell an agent inside a turn what its tools are for.
+const AgentInstructions = `You are the agent of one lazy task; these tools act on that task and its direct subtasks only.
+
+- lazy_update_progress: one short line on what you are doing now (latest wins; not history).
+- lazy_journal: before you finish a turn, record why you did what you did, the decisions you made and what you deferred. It is kept with the task and read by whoever reviews it.
+- Split work: lazy_create a subtask (it goes under your task), lazy_start it, lazy_wait for it (call again on still_running: true), review it with lazy_show / lazy_diff / lazy_logs, then lazy_unblock it with feedback or lazy_accept it into your branch.
+- lazy_show and lazy_list show your own task and its subtasks.`
+
 // NewServer builds an MCP server offering the builder's tools, or an
-// agent's (agent set), each forwarded to b.
+// agent's (agent set), each forwarded to b, and the task resource
+// template when tasks can be read here (show non-nil).
 func NewServer(b Backend, agent bool, version string) *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Version: version}, nil)
+	instructions := Instructions
+	if agent {
+		instructions = AgentInstructions
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Title: "lazy task orchestrator", Version: version}, &sdk.ServerOptions{Instructions: instructions})
 	for _, t := range Tools {
-		if t.AgentOnly && !agent {
+		if t.AgentOnly && !agent || t.BuilderOnly && agent {
 			continue
 		}
 		t.register(s, t, b)
 	}
+	addTaskResource(s, b)
 	return s
 }
 
-func add[In any](s *sdk.Server, t Tool, b Backend) {
-	sdk.AddTool(s, &sdk.Tool{Name: t.Name, Description: t.Description}, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+// ProgressEvery is how often a long call sends a progress notification
+// when the client gave a progress token: often enough to keep a client
+// that resets its timeout on progress (5 s or more) alive.
+const ProgressEvery = 2 * time.Second
+
+func add[In, Out any](s *sdk.Server, t Tool, b Backend) {
+	in, err := schemaFor[In]()
+	if err != nil {
+		panic(fmt.Sprintf("mcp: input schema of %s: %v", t.Name, err)) // a programming error, caught by every test
+	}
+	out, err := schemaFor[Out]()
+	if err != nil {
+		panic(fmt.Sprintf("mcp: output schema of %s: %v", t.Name, err))
+	}
+	noNullLists(out)
+	tool := &sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in, OutputSchema: out,
+		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Hints.ReadOnly, DestructiveHint: &t.Hints.Destructive,
+			IdempotentHint: t.Hints.Idempotent, OpenWorldHint: &t.Hints.OpenWorld}}
+	sdk.AddTool(s, tool, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		var zero Out
 		args, err := json.Marshal(in)
 		if err != nil {
-			return nil, nil, err
+			return nil, zero, err
 		}
-		out, err := b.Call(ctx, t.Name, args)
+		if t.Long {
+			var stop func()
+			ctx, stop = progress(ctx, req, t.Name)
+			defer stop()
+		} else {
+			// Nothing of a call goes to stderr, progress or not.
+			ctx = WithReporter(ctx, func(string) {})
+		}
+		raw, err := b.Call(ctx, t.Name, args)
 		if err != nil {
-			return nil, nil, err
+			return nil, zero, err
 		}
-		return nil, out, nil
+		var o Out
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return nil, zero, fmt.Errorf("%s returned a result lazy cannot read: %w", t.Name, err)
+		}
+		text := string(raw)
+		if h := headline(t.Name, o); h != "" {
+			text = h + "\n\n" + text
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, o, nil
 	})
+}
+
+// progress starts the call's progress notifications, if the client asked
+// for them with a progress token: the latest line a long operation
+// reported, re-sent every ProgressEvery so the client's timeout keeps
+// being reset even while nothing changes.
+func progress(ctx context.Context, req *sdk.CallToolRequest, tool string) (context.Context, func()) {
+	var token any
+	if req != nil && req.Params != nil {
+		token = req.Params.GetProgressToken()
+	}
+	if token == nil || req.Session == nil {
+		return WithReporter(ctx, func(string) {}), func() {}
+	}
+	var (
+		mu     sync.Mutex
+		latest = tool + ": started"
+		n      float64
+	)
+	send := func() {
+		mu.Lock()
+		n++
+		p := &sdk.ProgressNotificationParams{ProgressToken: token, Progress: n, Message: latest}
+		mu.Unlock()
+		_ = req.Session.NotifyProgress(ctx, p) // a lost notification is only a missed reset
+	}
+	changed := make(chan struct{}, 1)
+	ctx = WithReporter(ctx, func(msg string) {
+		mu.Lock()
+		latest = msg
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(ProgressEvery)
+		defer t.Stop()
+		send()
+		for {
+			select {
+			case <-done:
+				select { // the last line reported goes out before the result
+				case <-changed:
+					send()
+				default:
+				}
+				return
+			case <-ctx.Done():
+				return
+			case <-changed:
+				send()
+			case <-t.C:
+				send()
+			}
+		}
+	}()
+	return ctx, func() { close(done); <-finished }
+}
+
+// noNullLists makes every list in an output schema a plain array: lazy
+// answers [] for an empty list, and the schema says so, so a client's
+// validator catches a null before an LLM has to.
+func noNullLists(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
+		s.Type, s.Types = "array", nil
+	}
+	noNullLists(s.Items)
+	noNullLists(s.AdditionalProperties)
+	for _, p := range s.Properties {
+		noNullLists(p)
+	}
+	for _, x := range s.AnyOf {
+		noNullLists(x)
+	}
+	for _, x := range s.OneOf {
+		noNullLists(x)
+	}
+	for _, x := range s.AllOf {
+		noNullLists(x)
+	}
+}
+
+// schemaFor infers a JSON schema for T the way the SDK would, with the
+// status enum, hex hashes and RFC 3339 times spelled out.
+func schemaFor[T any]() (*jsonschema.Schema, error) {
+	var enum []any
+	for _, st := range machine.Statuses() {
+		enum = append(enum, string(st))
+	}
+	cats := []any{string(machine.CategoryActive), string(machine.CategoryBlocked), string(machine.CategoryTerminal), string(machine.CategoryResting)}
+	return jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[machine.Status]():   {Type: "string", Enum: enum, Description: "task status"},
+		reflect.TypeFor[machine.Category](): {Type: "string", Enum: cats},
+		reflect.TypeFor[gitstore.Hex]():     {Type: "string", Pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$", Description: "git object id, hex"},
+		reflect.TypeFor[time.Time]():        {Type: "string", Format: "date-time"},
+	}})
 }
 
 // CallRequest is the body of the daemon's POST /mcp/call.
@@ -64,10 +235,14 @@ type CallRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// CallResponse is its answer: a result, or an error for the caller.
+// CallResponse is one line of its answer: progress lines while the call
+// runs, then a result or an error for the caller. The answer is JSON
+// lines, so a proxy relays a long call's progress to its client as it
+// comes; a daemon that sends no progress sends just the final line.
 type CallResponse struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Progress string          `json:"progress,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // Remote forwards calls to the daemon of lazyDir with a bearer token.
@@ -100,18 +275,21 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 		return nil, fmt.Errorf("the lazy daemon is not reachable (%w); it starts with the next turn, or run lazy daemon --ensure", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
+	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<20))
+	for {
+		var cr CallResponse
+		if err := dec.Decode(&cr); err != nil {
+			return nil, fmt.Errorf("the daemon answered %s and then %w; run lazy daemon --status to check it", resp.Status, err)
+		}
+		switch {
+		case cr.Error != "":
+			return nil, fmt.Errorf("%s", cr.Error)
+		case cr.Result != nil:
+			return cr.Result, nil
+		case cr.Progress != "":
+			Report(ctx, cr.Progress)
+		}
 	}
-	var cr CallResponse
-	if err := json.Unmarshal(b, &cr); err != nil {
-		return nil, fmt.Errorf("the daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	if cr.Error != "" {
-		return nil, fmt.Errorf("%s", cr.Error)
-	}
-	return cr.Result, nil
 }
 
 // Handler serves POST /mcp/call for the daemon: the caller's task comes
@@ -143,12 +321,26 @@ func Handler(lazyDir string, d *Dispatcher, live func(link.Identity) error) http
 			reply(http.StatusBadRequest, CallResponse{Error: "bad call: " + err.Error()})
 			return
 		}
-		ctx := context.WithoutCancel(r.Context())
+		// Progress lines go out as they come; the first one commits the
+		// status, so every line after the token check answers 200.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		var mu sync.Mutex
+		enc := json.NewEncoder(w)
+		flusher, _ := w.(http.Flusher)
+		line := func(cr CallResponse) {
+			mu.Lock()
+			defer mu.Unlock()
+			if enc.Encode(cr) == nil && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		ctx := WithReporter(context.WithoutCancel(r.Context()), func(msg string) { line(CallResponse{Progress: msg}) })
 		out, err := d.Call(ctx, Caller{Actor: "agent", Task: id.Task}, req.Tool, req.Arguments)
 		if err != nil {
-			reply(http.StatusOK, CallResponse{Error: err.Error()})
+			line(CallResponse{Error: err.Error()})
 			return
 		}
-		reply(http.StatusOK, CallResponse{Result: out})
+		line(CallResponse{Result: out})
 	}
 }

@@ -8,6 +8,10 @@
 // (lazy mcp-proxy) forwards every call to the daemon with its session
 // token, and the daemon dispatches with actor agent, scoped to the task
 // the token names, never to one the caller claims.
+//
+// Every tool declares an output schema, and every result is an object
+// that matches it (lists are wrapped, empty lists are [], hashes are hex,
+// times RFC 3339), so strict clients such as the TypeScript SDK accept it.
 package mcp
 
 import (
@@ -15,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,16 +37,25 @@ type Caller struct {
 
 func (c Caller) agent() bool { return c.Task != "" }
 
+// DefaultTimeoutSeconds bounds every long call unless the caller asks for
+// another bound: below the TypeScript SDK's 60 s default request timeout,
+// so a client that cannot reset its timeout on progress still gets a
+// well-formed "still running" answer and simply calls again.
+const DefaultTimeoutSeconds = 50
+
+// MaxTimeoutSeconds is the longest bound a caller may ask for.
+const MaxTimeoutSeconds = 3600
+
 // Inputs of the tools. Field descriptions become the JSON schema the
 // client sees.
 type (
 	// CreateIn is lazy_create's input.
 	CreateIn struct {
 		Title        string   `json:"title" jsonschema:"one-line title of the task"`
-		Goal         string   `json:"goal,omitempty" jsonschema:"what done looks like, in prose"`
+		Goal         string   `json:"goal,omitempty" jsonschema:"what done looks like, in prose; the agent reads this first"`
 		Parent       string   `json:"parent,omitempty" jsonschema:"parent task (slug or id); an agent's subtasks always go under its own task"`
 		AllowedPaths []string `json:"allowed_paths,omitempty" jsonschema:"globs of files the task may change; others become violations"`
-		TargetBranch string   `json:"target_branch,omitempty" jsonschema:"branch a top-level task starts from and is accepted into"`
+		TargetBranch string   `json:"target_branch,omitempty" jsonschema:"existing branch a top-level task starts from and is accepted into (default: the repository's default branch)"`
 	}
 	// TaskIn names a task.
 	TaskIn struct {
@@ -49,27 +63,32 @@ type (
 	}
 	// StartIn is lazy_start's input.
 	StartIn struct {
-		Task    string `json:"task" jsonschema:"task slug or id"`
+		Task    string `json:"task" jsonschema:"task slug or id of a backlog task"`
 		Agent   string `json:"agent,omitempty" jsonschema:"claude, codex or exec (default: the repository's lazy.agent)"`
 		Command string `json:"command,omitempty" jsonschema:"the exec agent's command line"`
 	}
 	// UnblockIn is lazy_unblock's input.
 	UnblockIn struct {
-		Task           string   `json:"task" jsonschema:"task slug or id"`
-		Feedback       string   `json:"feedback" jsonschema:"feedback for the task's agent, delivered verbatim"`
+		Task           string   `json:"task" jsonschema:"task slug or id of a blocked, conflict or interrupted task"`
+		Feedback       string   `json:"feedback" jsonschema:"feedback for the task's agent, delivered verbatim as its next prompt"`
 		ApproveFiles   []string `json:"approve_files,omitempty" jsonschema:"pending file-permission violations to keep; the other pending files are reverted"`
 		NoApproveFiles bool     `json:"no_approve_files,omitempty" jsonschema:"revert every pending file-permission violation"`
 	}
 	// AskIn is lazy_ask's input.
 	AskIn struct {
-		Task           string `json:"task" jsonschema:"task slug or id"`
+		Task           string `json:"task" jsonschema:"task slug or id of a parked task"`
 		Question       string `json:"question" jsonschema:"a question for the task's agent, answered read-only"`
-		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the answer (default 600)"`
+		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the answer before returning still_running (default 50)"`
 	}
 	// WaitIn is lazy_wait's input.
 	WaitIn struct {
 		Task           string `json:"task" jsonschema:"task slug or id whose running turn to wait for"`
-		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait (default 1800)"`
+		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait before returning still_running (default 50); call again to keep waiting"`
+	}
+	// LongTaskIn names a task for a call that may take long.
+	LongTaskIn struct {
+		Task           string `json:"task" jsonschema:"task slug or id"`
+		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait before returning still_running (default 50); calling again with the same task picks the same run up"`
 	}
 	// EndIn is lazy_reject's and lazy_close's input.
 	EndIn struct {
@@ -83,39 +102,198 @@ type (
 	}
 	// ListIn is lazy_list's input.
 	ListIn struct {
-		Status []string `json:"status,omitempty" jsonschema:"only these statuses"`
-		Parent string   `json:"parent,omitempty" jsonschema:"only subtasks of this task"`
+		Status []machine.Status `json:"status,omitempty" jsonschema:"only these statuses"`
+		Parent string           `json:"parent,omitempty" jsonschema:"only subtasks of this task"`
+		Open   bool             `json:"open,omitempty" jsonschema:"leave out complete and abandoned tasks"`
 	}
 	// ProgressIn is lazy_update_progress's input.
 	ProgressIn struct {
 		Message string `json:"message" jsonschema:"one short line on what you are doing now; replaces the previous one"`
 	}
+	// ReasonIn is the input of lazy_stop and lazy_reopen.
+	ReasonIn struct {
+		Task   string `json:"task" jsonschema:"task slug or id"`
+		Reason string `json:"reason,omitempty" jsonschema:"why, in prose (reopening an accepted task requires one)"`
+	}
+	// ReparentIn is lazy_reparent's input.
+	ReparentIn struct {
+		Task   string `json:"task" jsonschema:"task slug or id of a parked or backlog task"`
+		Parent string `json:"parent,omitempty" jsonschema:"the new parent (slug or id); leave out with root to make it top-level"`
+		Root   bool   `json:"root,omitempty" jsonschema:"make the task top-level"`
+	}
+	// EditIn is lazy_edit's input; a field left out is unchanged.
+	EditIn struct {
+		Task         string  `json:"task" jsonschema:"task slug or id"`
+		Title        *string `json:"title,omitempty" jsonschema:"new one-line title"`
+		Goal         *string `json:"goal,omitempty" jsonschema:"new goal, replacing the old one"`
+		TargetBranch *string `json:"target_branch,omitempty" jsonschema:"new target branch (must exist; empty string: the default branch); top-level tasks before their first start only"`
+	}
+	// DiffIn is lazy_diff's input.
+	DiffIn struct {
+		Task     string `json:"task" jsonschema:"task slug or id of a started task"`
+		Patch    bool   `json:"patch,omitempty" jsonschema:"include the patch itself, not only the stat"`
+		MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"cut the patch after this many bytes (default 65536, at most 1048576)"`
+	}
+	// LogsIn is lazy_logs's input.
+	LogsIn struct {
+		Task  string `json:"task" jsonschema:"task slug or id"`
+		Lines int    `json:"lines,omitempty" jsonschema:"how many of the last lines (default 100, at most 5000)"`
+	}
+	// JournalIn is lazy_journal's input.
+	JournalIn struct {
+		Task      string   `json:"task,omitempty" jsonschema:"task slug or id (an agent's journal is always its own task's; it may leave this out)"`
+		Rationale string   `json:"rationale" jsonschema:"why this turn did what it did, in prose"`
+		Decisions []string `json:"decisions,omitempty" jsonschema:"decisions made, one per item"`
+		Deferrals []string `json:"deferrals,omitempty" jsonschema:"what was left for later, one per item"`
+	}
 )
+
+// Outputs of the tools: always objects, so structuredContent is valid MCP.
+type (
+	// TaskOut is the result of a tool that changes one task.
+	TaskOut struct {
+		Task View `json:"task"`
+	}
+	// ListOut is lazy_list's result.
+	ListOut struct {
+		Tasks []View `json:"tasks"`
+		Count int    `json:"count"`
+	}
+	// WaitOut is lazy_wait's result.
+	WaitOut struct {
+		Task     View           `json:"task"`
+		LastTurn *gitstore.Turn `json:"last_turn,omitempty"`
+		Running
+	}
+	// AskOut is lazy_ask's result.
+	AskOut struct {
+		Answer string         `json:"answer"`
+		Status machine.Status `json:"status"`
+		Error  string         `json:"error,omitempty"`
+		Running
+	}
+	// AcceptOut is lazy_accept's result.
+	AcceptOut struct {
+		Task     *View    `json:"task,omitempty"`
+		Into     string   `json:"into"`
+		Commit   string   `json:"commit"`
+		Pending  string   `json:"pending"`
+		Warnings []string `json:"warnings"`
+		Running
+	}
+	// SubmitOut is lazy_submit's result.
+	SubmitOut struct {
+		Task     *View  `json:"task,omitempty"`
+		PRNumber int    `json:"pr_number"`
+		PRURL    string `json:"pr_url"`
+		Updated  bool   `json:"updated"`
+		Running
+	}
+	// EndOut is lazy_reject's and lazy_close's result.
+	EndOut struct {
+		Task    View     `json:"task"`
+		Cleanup []string `json:"cleanup"`
+	}
+	// DiffOut is lazy_diff's result.
+	DiffOut struct {
+		Task        string   `json:"task"`
+		Branch      string   `json:"branch"`
+		Base        string   `json:"base"`
+		Stat        string   `json:"stat"`
+		Files       []string `json:"files"`
+		Patch       string   `json:"patch"`
+		Truncated   bool     `json:"truncated"`
+		Uncommitted []string `json:"uncommitted"`
+	}
+	// LogsOut is lazy_logs's result.
+	LogsOut struct {
+		Task      string   `json:"task"`
+		Lines     []string `json:"lines"`
+		Truncated bool     `json:"truncated"`
+	}
+	// JournalOut is lazy_journal's result.
+	JournalOut struct {
+		Task  View             `json:"task"`
+		Entry gitstore.Comment `json:"entry"`
+	}
+	// Running says a long call returned before what it waits on ended.
+	Running struct {
+		StillRunning bool   `json:"still_running"`
+		WaitingOn    string `json:"waiting_on,omitempty" jsonschema:"what the call is waiting on, when still_running"`
+		Next         string `json:"next,omitempty" jsonschema:"what to call next"`
+	}
+)
+
+// Hints are a tool's MCP annotations.
+type Hints struct {
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
+}
 
 // Tool describes one tool for both channels.
 type Tool struct {
-	Name, Description string
-	// AgentOnly tools exist only on an agent's server.
-	AgentOnly bool
-	// register adds the tool to a server with its typed input.
+	Name, Title, Description string
+	Hints                    Hints
+	// AgentOnly tools exist only on an agent's server, BuilderOnly ones
+	// only on the builder's.
+	AgentOnly, BuilderOnly bool
+	// Long tools send progress notifications while they run.
+	Long bool
+	// register adds the tool to a server with its typed input and output.
 	register func(*sdk.Server, Tool, Backend)
 }
 
+var (
+	readOnly    = Hints{ReadOnly: true, Idempotent: true}
+	additive    = Hints{}
+	runsAgent   = Hints{OpenWorld: true} // launches an agent CLI, which talks to its model provider
+	destructive = Hints{Destructive: true}
+)
+
 // Tools is every tool, in the order servers list them.
 var Tools = []Tool{
-	{Name: "lazy_create", Description: "Create a task in backlog (an agent's tasks are its subtasks).", register: add[CreateIn]},
-	{Name: "lazy_start", Description: "Start a backlog task: branch, worktree and an agent turn.", register: add[StartIn]},
-	{Name: "lazy_unblock", Description: "Give a parked task feedback and start its next turn; decides pending file-permission violations when asked to.", register: add[UnblockIn]},
-	{Name: "lazy_ask", Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged.", register: add[AskIn]},
-	{Name: "lazy_wait", Description: "Wait until a task's running turn ends, then return its status and last turn.", register: add[WaitIn]},
-	{Name: "lazy_accept", Description: "Squash-merge a parked task into its parent's or target branch (an agent may accept its direct subtasks only).", register: add[TaskIn]},
+	{Name: "lazy_create", Title: "Create task", Hints: additive, register: add[CreateIn, TaskOut],
+		Description: "Create a task in backlog (an agent's tasks are its subtasks). Changes nothing else. Next: lazy_start it, or lazy_create more first."},
+	{Name: "lazy_start", Title: "Start task", Hints: runsAgent, register: add[StartIn, TaskOut],
+		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. Next: lazy_wait until the turn ends."},
+	{Name: "lazy_wait", Title: "Wait for turn", Hints: readOnly, Long: true, register: add[WaitIn, WaitOut],
+		Description: "Wait until a working task's turn ends, then return its status and last turn (returns at once for a task that is not working). Sends progress with the agent's phase. After timeout_seconds it returns still_running: true; call it again to keep waiting. Next: review with lazy_show or lazy_diff, then lazy_unblock or lazy_accept."},
+	{Name: "lazy_show", Title: "Show task", Hints: readOnly, register: add[TaskIn, gitstore.Detail],
+		Description: "Show one task: summary, live substate, goal, session, the last 20 turns, comments, journal, pending file-permission violations and its status history. Also available as the resource lazy://task/{task}."},
+	{Name: "lazy_list", Title: "List tasks", Hints: readOnly, register: add[ListIn, ListOut],
+		Description: "List tasks with their statuses and live substates, optionally filtered by status or parent. Blocked and conflict tasks wait for you: review them, then lazy_unblock or lazy_accept."},
+	{Name: "lazy_diff", Title: "Diff task", Hints: readOnly, register: add[DiffIn, DiffOut],
+		Description: "What a started task's branch changed since it left its base branch: a stat and file list, with the patch (bounded by max_bytes) when patch is true, and the worktree's uncommitted files."},
+	{Name: "lazy_logs", Title: "Agent log", Hints: readOnly, register: add[LogsIn, LogsOut],
+		Description: "The last lines of the agent log of a task's latest turn on this machine: what the agent printed, for a turn that is slow, failed or was interrupted."},
+	{Name: "lazy_unblock", Title: "Unblock task", Hints: runsAgent, register: add[UnblockIn, TaskOut],
+		Description: "Give a blocked, conflict or interrupted task feedback and start its next turn (-> working); decides pending file-permission violations when asked to. Next: lazy_wait."},
+	{Name: "lazy_ask", Title: "Ask agent", Hints: runsAgent, Long: true, register: add[AskIn, AskOut],
+		Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged afterwards. Sends progress. After timeout_seconds it returns still_running: true; then lazy_wait the task and read the answer in its last_turn."},
+	{Name: "lazy_accept", Title: "Accept task", Hints: Hints{Destructive: true, OpenWorld: true}, Long: true, register: add[LongTaskIn, AcceptOut],
+		Description: "Squash-merge a blocked task into its parent's or target branch and finish it (-> complete), removing its worktree and branch; a submitted task merges through its forge. An agent may accept its direct subtasks only. Sends the merge's narration as progress. After timeout_seconds it returns still_running: true; call it again with the same task to pick the same accept up."},
 	submitTool,
-	{Name: "lazy_reject", Description: "Abandon a task, rejecting its work (its branch is kept).", register: add[EndIn]},
-	{Name: "lazy_close", Description: "Abandon a task that will not be done (its branch is kept).", register: add[EndIn]},
-	{Name: "lazy_show", Description: "Show a task: summary, substate, goal, recent turns, comments, pending violations.", register: add[TaskIn]},
-	{Name: "lazy_list", Description: "List tasks with their substates.", register: add[ListIn]},
-	{Name: "lazy_comment", Description: "Add a comment to a task.", register: add[CommentIn]},
-	{Name: "lazy_update_progress", Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface.", AgentOnly: true, register: add[ProgressIn]},
+	{Name: "lazy_resume", Title: "Resume task", Hints: runsAgent, register: add[TaskIn, TaskOut],
+		Description: "Restart an interrupted task's agent without new feedback (interrupted -> working); feedback it never received is re-delivered. Next: lazy_wait."},
+	{Name: "lazy_stop", Title: "Stop turn", Hints: destructive, register: add[ReasonIn, TaskOut],
+		Description: "Stop a working task's running turn (the agent is killed; committed and uncommitted work stays in the worktree) and park it as blocked. Next: lazy_unblock with new directions, or lazy_close."},
+	{Name: "lazy_sync", Title: "Sync task", Hints: runsAgent, register: add[TaskIn, TaskOut],
+		Description: "Merge upstream (the parent's or target branch) into a parked task's branch in a short turn that resolves conflicts (-> working, then back to where it was). Next: lazy_wait."},
+	{Name: "lazy_comment", Title: "Comment", Hints: additive, register: add[CommentIn, TaskOut],
+		Description: "Add a comment to a task. It changes no status and is not delivered to the agent (use lazy_unblock for that)."},
+	{Name: "lazy_journal", Title: "Journal entry", Hints: additive, register: add[JournalIn, JournalOut],
+		Description: "Append a durable journal entry for the current turn: the rationale, the decisions made and what was deferred, stamped with your actor. Read it back in lazy_show's journal. An agent writes to its own task's journal."},
+	{Name: "lazy_edit", Title: "Edit task", Hints: additive, register: add[EditIn, TaskOut],
+		Description: "Change a task's title, goal or target branch (the branch must exist; top-level tasks before their first start only). Recorded in the task's history. A running agent sees a new goal on its next turn."},
+	{Name: "lazy_reparent", Title: "Reparent task", Hints: additive, BuilderOnly: true, register: add[ReparentIn, TaskOut],
+		Description: "Move a parked or backlog task under another parent, or to the top level with root: true. It then merges upstream from, and is accepted into, the new parent's branch."},
+	{Name: "lazy_reject", Title: "Reject task", Hints: destructive, register: add[EndIn, EndOut],
+		Description: "Abandon a task, rejecting its work (-> abandoned); its worktree is removed when clean, its branch is kept. lazy_reopen undoes it."},
+	{Name: "lazy_close", Title: "Close task", Hints: destructive, register: add[EndIn, EndOut],
+		Description: "Abandon a task that will not be done (-> abandoned); its worktree is removed when clean, its branch is kept. lazy_reopen undoes it."},
+	{Name: "lazy_reopen", Title: "Reopen task", Hints: additive, register: add[ReasonIn, TaskOut],
+		Description: "Reopen a complete or abandoned task (-> blocked, or backlog if it never ran); an accepted task needs a reason. Next: lazy_unblock it."},
+	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, register: add[ProgressIn, ProgressResult],
+		Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface. It is not history: put durable rationale in lazy_journal."},
 }
 
 // Hooks connect the dispatcher to the process it runs in.
@@ -138,6 +316,12 @@ type Dispatcher struct {
 	Store *gitstore.Store
 	Hooks Hooks
 	Marks *Marks // wait and progress markers; nil disables them
+	// Tick is how often a long call looks at its task to report progress
+	// (0: every second).
+	Tick time.Duration
+
+	mu      sync.Mutex
+	flights map[string]*flight
 }
 
 // ErrUnknownTool is returned for a tool name no server offers.
@@ -164,8 +348,26 @@ func decode[T any](args json.RawMessage) (T, error) {
 	return in, nil
 }
 
+func offered(tool string, agent bool) bool {
+	for _, t := range Tools {
+		if t.Name == tool {
+			return agent && !t.BuilderOnly || !agent && !t.AgentOnly
+		}
+	}
+	return false
+}
+
+// run decodes In and runs f on it.
+func run[In any](args json.RawMessage, f func(In) (any, error)) (any, error) {
+	in, err := decode[In](args)
+	if err != nil {
+		return nil, err
+	}
+	return f(in)
+}
+
 func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args json.RawMessage) (any, error) {
-	if caller.agent() && !knownTool(tool) || !caller.agent() && tool == "lazy_update_progress" {
+	if !offered(tool, caller.agent()) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
 	}
 	env, err := d.Hooks.Env(caller.Actor, caller.Task)
@@ -175,138 +377,185 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 	if out, ok, err := d.callForge(ctx, env, caller, tool, args); ok {
 		return out, err
 	}
+	// task resolves a task argument within the caller's reach.
+	task := func(name string, r reach) (string, error) { return d.scope(caller, name, r) }
 	switch tool {
 	case "lazy_create":
-		in, err := decode[CreateIn](args)
-		if err != nil {
-			return nil, err
-		}
-		return d.create(ctx, env, caller, in)
+		return run(args, func(in CreateIn) (any, error) { return d.create(ctx, env, caller, in) })
 	case "lazy_start":
-		in, err := decode[StartIn](args)
-		if err != nil {
-			return nil, err
-		}
-		id, err := d.scope(caller, in.Task, scopeChild)
-		if err != nil {
-			return nil, err
-		}
-		si, err := d.Hooks.StartInput(in.Agent, in.Command)
-		if err != nil {
-			return nil, err
-		}
-		sn, err := env.Start(ctx, id, si, d.Hooks.Launch)
-		return summary(d, sn, err)
+		return run(args, func(in StartIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			si, err := d.Hooks.StartInput(in.Agent, in.Command)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Start(ctx, id, si, d.Hooks.Launch))
+		})
 	case "lazy_unblock":
-		in, err := decode[UnblockIn](args)
-		if err != nil {
-			return nil, err
-		}
-		id, err := d.scope(caller, in.Task, scopeChild)
-		if err != nil {
-			return nil, err
-		}
-		sn, err := env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}, d.Hooks.Launch)
-		return summary(d, sn, err)
+		return run(args, func(in UnblockIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}, d.Hooks.Launch))
+		})
 	case "lazy_ask":
-		in, err := decode[AskIn](args)
-		if err != nil {
-			return nil, err
-		}
-		return d.ask(ctx, env, caller, in)
+		return run(args, func(in AskIn) (any, error) { return d.ask(ctx, env, caller, in) })
 	case "lazy_wait":
-		in, err := decode[WaitIn](args)
-		if err != nil {
-			return nil, err
-		}
-		return d.wait(ctx, caller, in)
+		return run(args, func(in WaitIn) (any, error) { return d.wait(ctx, caller, in) })
 	case "lazy_accept":
-		in, err := decode[TaskIn](args)
-		if err != nil {
-			return nil, err
-		}
-		id, err := d.scope(caller, in.Task, scopeAccept)
-		if err != nil {
-			return nil, err
-		}
-		var opts ops.AcceptOptions
-		if d.Hooks.Accept != nil {
-			opts = d.Hooks.Accept()
-		}
-		res, err := env.Accept(ctx, id, nil, opts)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"task": gitstore.NewSummary(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)}, nil
+		return run(args, func(in LongTaskIn) (any, error) {
+			id, err := task(in.Task, scopeAccept)
+			if err != nil {
+				return nil, err
+			}
+			return d.accept(ctx, env, id, in)
+		})
 	case "lazy_reject", "lazy_close":
-		in, err := decode[EndIn](args)
-		if err != nil {
-			return nil, err
-		}
-		id, err := d.scope(caller, in.Task, scopeChild)
-		if err != nil {
-			return nil, err
-		}
-		end := env.Close
-		if tool == "lazy_reject" {
-			end = env.Reject
-		}
-		sn, err := end(ctx, id, in.Reason)
-		if err != nil {
-			return nil, err
-		}
-		notes, err := env.CleanupAbandoned(ctx, sn, false)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"task": d.view(sn), "cleanup": nonNil(notes)}, nil
+		return run(args, func(in EndIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			end := env.Close
+			if tool == "lazy_reject" {
+				end = env.Reject
+			}
+			sn, err := end(ctx, id, in.Reason)
+			if err != nil {
+				return nil, err
+			}
+			notes, err := env.CleanupAbandoned(ctx, sn, false)
+			if err != nil {
+				return nil, err
+			}
+			return EndOut{Task: d.view(sn), Cleanup: nonNil(notes)}, nil
+		})
 	case "lazy_show":
-		in, err := decode[TaskIn](args)
-		if err != nil {
-			return nil, err
-		}
-		id, err := d.scope(caller, in.Task, scopeSelfOrChild)
-		if err != nil {
-			return nil, err
-		}
-		return d.show(id)
+		return run(args, func(in TaskIn) (any, error) {
+			id, err := task(in.Task, scopeSelfOrChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.Show(id)
+		})
 	case "lazy_list":
-		in, err := decode[ListIn](args)
-		if err != nil {
-			return nil, err
-		}
-		return d.list(caller, in)
+		return run(args, func(in ListIn) (any, error) { return d.list(caller, in) })
 	case "lazy_comment":
-		in, err := decode[CommentIn](args)
-		if err != nil {
-			return nil, err
-		}
-		id, err := d.scope(caller, in.Task, scopeSelfOrChild)
-		if err != nil {
-			return nil, err
-		}
-		sn, _, err := env.Comment(ctx, id, in.Text)
-		return summary(d, sn, err)
+		return run(args, func(in CommentIn) (any, error) {
+			id, err := task(in.Task, scopeSelfOrChild)
+			if err != nil {
+				return nil, err
+			}
+			sn, _, err := env.Comment(ctx, id, in.Text)
+			return d.taskOut(sn, err)
+		})
+	case "lazy_journal":
+		return run(args, func(in JournalIn) (any, error) {
+			name := in.Task
+			if caller.agent() && name == "" {
+				name = caller.Task
+			}
+			if name == "" {
+				return nil, errors.New("name the task whose journal this entry belongs to (task)")
+			}
+			id, err := task(name, scopeSelf)
+			if err != nil {
+				return nil, err
+			}
+			sn, entry, err := env.Journal(ctx, id, ops.JournalInput{Rationale: in.Rationale, Decisions: in.Decisions, Deferrals: in.Deferrals})
+			if err != nil {
+				return nil, err
+			}
+			return JournalOut{Task: d.view(sn), Entry: entry}, nil
+		})
+	case "lazy_resume":
+		return run(args, func(in TaskIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Resume(ctx, id, d.Hooks.Launch))
+		})
+	case "lazy_stop":
+		return run(args, func(in ReasonIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Stop(ctx, id, in.Reason))
+		})
+	case "lazy_sync":
+		return run(args, func(in TaskIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Sync(ctx, id, d.Hooks.Launch))
+		})
+	case "lazy_reopen":
+		return run(args, func(in ReasonIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Reopen(ctx, id, in.Reason))
+		})
+	case "lazy_reparent":
+		return run(args, func(in ReparentIn) (any, error) {
+			if in.Root == (in.Parent != "") {
+				return nil, errors.New("give either parent (the new parent task) or root: true (top level), not both or neither")
+			}
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Reparent(ctx, id, in.Parent))
+		})
+	case "lazy_edit":
+		return run(args, func(in EditIn) (any, error) {
+			id, err := task(in.Task, scopeChild)
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Edit(ctx, id, ops.EditInput{Title: in.Title, Goal: in.Goal, TargetBranch: in.TargetBranch}))
+		})
+	case "lazy_diff":
+		return run(args, func(in DiffIn) (any, error) {
+			id, err := task(in.Task, scopeSelfOrChild)
+			if err != nil {
+				return nil, err
+			}
+			r, err := env.Diff(ctx, id, in.Patch, in.MaxBytes)
+			if err != nil {
+				return nil, err
+			}
+			return DiffOut{Task: id, Branch: r.Branch, Base: r.Base, Stat: r.Stat, Files: r.Files, Patch: r.Patch, Truncated: r.Truncated, Uncommitted: r.Uncommitted}, nil
+		})
+	case "lazy_logs":
+		return run(args, func(in LogsIn) (any, error) {
+			id, err := task(in.Task, scopeSelfOrChild)
+			if err != nil {
+				return nil, err
+			}
+			r, err := env.Logs(ctx, id, in.Lines)
+			if err != nil {
+				return nil, err
+			}
+			return LogsOut{Task: id, Lines: r.Lines, Truncated: r.Truncated}, nil
+		})
 	case "lazy_update_progress":
-		in, err := decode[ProgressIn](args)
-		if err != nil {
-			return nil, err
-		}
-		if d.Marks == nil {
-			return nil, errors.New("progress is not recorded here")
-		}
-		return d.Marks.SetProgress(caller.Task, in.Message)
+		return run(args, func(in ProgressIn) (any, error) {
+			if d.Marks == nil {
+				return nil, errors.New("progress is not recorded here")
+			}
+			return d.Marks.SetProgress(caller.Task, in.Message)
+		})
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
-}
-
-func knownTool(tool string) bool {
-	for _, t := range Tools {
-		if t.Name == tool {
-			return true
-		}
-	}
-	return false
 }
 
 func nonNil(s []string) []string {
@@ -316,9 +565,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func summary(d *Dispatcher, sn *gitstore.Snapshot, err error) (any, error) {
+func (d *Dispatcher) taskOut(sn *gitstore.Snapshot, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.view(sn), nil
+	return TaskOut{Task: d.view(sn)}, nil
 }

@@ -128,11 +128,43 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	if viaForge || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
 		return e.acceptRemote(ctx, sn, say)
 	}
+	preTurn := opts.PreTurn != "" && opts.Launch != nil && opts.Wait != nil
+	// Accepts into one branch share its checkout and index: they run one
+	// at a time, from the dirty check to the stash's return. The lock is
+	// not held through a pre-accept turn, which can take long.
+	releaseDest := func() {}
+	defer func() { releaseDest() }()
+	lockDest := func() error {
+		into, err := e.BaseBranch(ctx, sn, e.repoDir())
+		if err != nil {
+			return err
+		}
+		if err := ValidBranchName(into); err != nil {
+			return fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
+		}
+		rel, err := e.lockDestination(ctx, into, func(pid string) {
+			say(func(n Narrator) {
+				n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
+		}
+		releaseDest = rel
+		for _, note := range e.recoverStrandedInto(ctx, into, sn.Task.ID) {
+			say(func(n Narrator) { n.Prelude(note) })
+		}
+		return nil
+	}
+	if !preTurn {
+		if err := lockDest(); err != nil {
+			return nil, err
+		}
+	}
 	pre, err := e.acceptPreflight(ctx, sn)
 	if err != nil {
 		return nil, err
 	}
-	preTurn := opts.PreTurn != "" && opts.Launch != nil && opts.Wait != nil
 	plan := AcceptPlan(preTurn, pre.dirty)
 	say(func(n Narrator) { n.Plan(plan) })
 	step := 0
@@ -165,6 +197,9 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if sn, unlock, err = e.lockedLoad(ctx, sn.Task.ID); err != nil {
 			return nil, err
 		}
+		if err := lockDest(); err != nil {
+			return nil, err
+		}
 		wasDirty := pre.dirty
 		if pre, err = e.acceptPreflight(ctx, sn); err != nil {
 			return nil, fmt.Errorf("after the pre-accept turn: %w", err)
@@ -184,7 +219,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if err := machine.Validate(s.Task.Status, machine.Merging, e.Actor); err != nil {
 			return nil, fmt.Errorf("accept %s: %w", s.Task.Slug, err)
 		}
-		s.Task.Accept = &gitstore.AcceptRecord{From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Dest: pre.dest}
+		s.Task.Accept = &gitstore.AcceptRecord{From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Dest: pre.dest, DestDirty: pre.dirty}
 		s.Task.Status = machine.Merging
 		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
 	})
@@ -206,7 +241,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	stash := ""
 	if pre.dirty {
 		begin("stash")
-		stash, err = stashPush(ctx, pre.dest, slug)
+		stash, err = stashPush(ctx, pre.dest, stashMessage(slug, sn.Task.ID))
 		if err != nil {
 			return nil, abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
 		}
@@ -536,8 +571,8 @@ func (e *Env) withStash(cause error, dest, stash string, restore bool) error {
 
 // stashPush stashes everything uncommitted in dir (untracked included)
 // and returns the stash commit.
-func stashPush(ctx context.Context, dir, slug string) (string, error) {
-	if err := gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", "lazy accept "+slug+": your uncommitted changes").Run(ctx); err != nil {
+func stashPush(ctx context.Context, dir, msg string) (string, error) {
+	if err := gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", msg).Run(ctx); err != nil {
 		return "", err
 	}
 	return gitcli.New(dir, "rev-parse", "--verify", "refs/stash").String(ctx)
@@ -549,9 +584,17 @@ func stashPop(ctx context.Context, dir, sha string) error {
 	if err := gitcli.New(dir, "stash", "apply", "--quiet", sha).Run(ctx); err != nil {
 		return err
 	}
-	top, err := gitcli.New(dir, "rev-parse", "--verify", "refs/stash").String(ctx)
-	if err == nil && top == sha {
-		_ = gitcli.New(dir, "stash", "drop", "--quiet").Run(ctx)
+	// Drop exactly that entry, wherever it now is in the list: another
+	// stash may have been pushed on top meanwhile.
+	list, err := gitcli.New(dir, "stash", "list", "--format=%H").String(ctx)
+	if err != nil {
+		return nil
+	}
+	for i, h := range strings.Split(list, "\n") {
+		if h == sha {
+			_ = gitcli.New(dir, "stash", "drop", "--quiet", fmt.Sprintf("stash@{%d}", i)).Run(ctx)
+			break
+		}
 	}
 	return nil
 }

@@ -40,8 +40,9 @@ func (e *Env) submitRemote(sn *gitstore.Snapshot, flag string) (string, error) {
 }
 
 // OpenForge returns the forge behind remote, from git config lazy.forge
-// (github, gitea, forgejo; inferred from the remote URL when unset),
-// lazy.forge.repo and lazy.forge.token. GitHub runs the gh found on PATH.
+// (github, gitlab, gitea, forgejo; inferred from the remote URL when unset),
+// lazy.forge.repo and lazy.forge.token. GitHub and GitLab run the gh and
+// glab found on PATH.
 func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error) {
 	if err := ValidBranchName(remote); err != nil {
 		return nil, fmt.Errorf("remote %q is not a remote name: %w", remote, err)

@@ -26,7 +26,7 @@ import (
 // past what any agent accepts.
 const (
 	MaxTitle = 200
-	MaxText  = 16 << 20
+	MaxText  = gitstore.MaxText
 )
 
 // LockTimeout bounds the wait for another command working on the same task.
@@ -291,25 +291,21 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 	if err != nil {
 		return nil, err
 	}
-	sn, err := e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if err := allowed(s); err != nil {
-			return nil, err
+	var sn *gitstore.Snapshot
+	err = e.withTask(ctx, name, func(id string) error {
+		cur, err := e.Store.Load(id)
+		if err != nil {
+			return err
 		}
-		if err := machine.Validate(s.Task.Status, machine.Abandoned, e.Actor); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", opName, s.Task.Slug, err)
+		// A local accept that died is undone (or finished) first: the
+		// destination checkout and the user's stash are put back.
+		if _, err := e.escapeStranded(ctx, cur, opName); err != nil {
+			return err
 		}
-		now := time.Now().UTC().Truncate(time.Second)
-		s.Task.Status = machine.Abandoned
-		s.Task.Outcome = outcome
-		s.Task.Reason = reason
-		if s.Session != nil && s.Session.EndedAt == nil {
-			s.Session.EndedAt = &now
-			s.Session.Outcome = outcome
-		}
-		if reason != "" {
-			s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: opName + ": " + reason})
-		}
-		return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
+		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			return endOp(s, e, opName, outcome, reason, allowed)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -321,6 +317,28 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 	// The task is abandoned first (the durable record), then its pull
 	// request is closed with the reason as a comment.
 	return sn, e.ClosePR(ctx, sn, why)
+}
+
+// endOp is endTask's change to the record.
+func endOp(s *gitstore.Snapshot, e *Env, opName, outcome, reason string, allowed func(*gitstore.Snapshot) error) (*gitstore.Op, error) {
+	if err := allowed(s); err != nil {
+		return nil, err
+	}
+	if err := machine.Validate(s.Task.Status, machine.Abandoned, e.Actor); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", opName, s.Task.Slug, err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	s.Task.Status = machine.Abandoned
+	s.Task.Outcome = outcome
+	s.Task.Reason = reason
+	if s.Session != nil && s.Session.EndedAt == nil {
+		s.Session.EndedAt = &now
+		s.Session.Outcome = outcome
+	}
+	if reason != "" {
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: opName + ": " + reason})
+	}
+	return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
 }
 
 // Close abandons a task that will not be done ("won't do", duplicate).
@@ -392,6 +410,11 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		s.Task.Status = to
 		s.Task.Outcome = ""
 		s.Task.Reason = reason
+		turns, err := e.Store.Turns(s)
+		if err != nil {
+			return nil, err
+		}
+		s.Task.ReopenedAt = NewestCommit(turns)
 		if s.Session != nil {
 			s.Session.EndedAt = nil
 			s.Session.Outcome = ""
@@ -403,4 +426,15 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
 	})
 	return sn, err
+}
+
+// NewestCommit is the last commit any of turns recorded, or "".
+func NewestCommit(turns []gitstore.Turn) string {
+	newest := ""
+	for _, t := range turns {
+		if len(t.Commits) > 0 {
+			newest = t.Commits[len(t.Commits)-1]
+		}
+	}
+	return newest
 }

@@ -7,10 +7,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -32,7 +32,8 @@ func ResumePrompt(dirty bool, turns []gitstore.Turn) string {
 	}
 	var pending []gitstore.Turn
 	for _, t := range turns {
-		if t.FeedbackDelivery == gitstore.FeedbackPending {
+		// An unanswered ask's question is not work feedback.
+		if t.FeedbackDelivery == gitstore.FeedbackPending && t.Kind != "ask" {
 			pending = append(pending, t)
 		}
 	}
@@ -80,6 +81,15 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 		return "the upstream merge failed; a human must resolve it"
 	case s.PendingViolations() > 0:
 		return "file-permission violations are pending"
+	case s.Session.TurnKind == "ask":
+		// Resuming would turn a read-only question into a work turn.
+		return "the interrupted turn was a read-only ask; ask again, or resume or unblock it"
+	}
+	if _, running := e.SupervisorRunning(s.Task.ID); running {
+		return "a supervisor still runs it"
+	}
+	if err := agent.CheckCredentials(s.Session.Agent, agent.HostEnvironment()); err != nil {
+		return err.Error() // relaunching would only spend a turn learning it
 	}
 	return ""
 }
@@ -116,6 +126,9 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, laun
 	}
 	if err := check(sn); err != nil {
 		return nil, err
+	}
+	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("%s %s: %w; nothing was recorded", verb, sn.Task.Slug, err)
 	}
 	local, err := e.Owned(sn)
 	if err != nil {
@@ -183,6 +196,9 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 	defer unlock()
 	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Working {
+			if _, running := e.SupervisorRunning(id); running || len(e.StrayAgents(id)) > 0 {
+				return nil, errStrays
+			}
 			return nil, fmt.Errorf("stop %s: the task is %s; only a working task has a turn to stop", s.Task.Slug, s.Task.Status)
 		}
 		if _, err := e.Owned(s); err != nil {
@@ -197,18 +213,25 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 		s.Task.Substate = ""
 		return &gitstore.Op{Name: "stop", Actor: e.Actor, Reason: reason}, nil
 	})
+	if errors.Is(err, errStrays) {
+		// Not a turn lazy accounts for: end it, and leave the status alone.
+		if _, err := e.StopTurnProcesses(ctx, id); err != nil {
+			return nil, fmt.Errorf("stop: %w", err)
+		}
+		return e.Store.Load(id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var st proto.Status
-	pd := proto.ForTask(e.Store.Repo().LazyDir(), id)
-	if err := pd.Read(proto.StatusFile, &st); err == nil && st.Session == sn.Session.ID && st.PID > 0 {
-		if err := e.StopSupervisor(ctx, st.PID); err != nil {
-			return sn, fmt.Errorf("the task is parked, but its supervisor (pid %d) did not stop: %w", st.PID, err)
-		}
+	if _, err := e.StopTurnProcesses(ctx, id); err != nil {
+		return sn, fmt.Errorf("the task is parked, but its turn did not stop: %w", err)
 	}
 	return sn, nil
 }
+
+// errStrays says that a task which is not working still has turn
+// processes running: Stop ends them without recording a stop.
+var errStrays = errors.New("turn processes of a task that is not working")
 
 // StopSupervisor sends a supervisor SIGTERM (it takes its agent's process
 // group down with it) and waits for it to exit, past its own kill grace,

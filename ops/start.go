@@ -77,6 +77,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
 	}
+	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("%w; nothing was started", err)
+	}
 	in.Sandbox = sessionSandbox(in, sn)
 	if err := sandboxReady(ctx, in.Sandbox); err != nil {
 		return nil, fmt.Errorf("start %s: %w; nothing was started", sn.Task.Slug, err)

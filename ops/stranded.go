@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
@@ -40,31 +39,15 @@ func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
 // merge that landed is finished instead, and ErrAlreadyAccepted says so.
 // A forge-pending merge is left alone: it is not stranded.
 func (e *Env) escapeStranded(ctx context.Context, sn *gitstore.Snapshot, verb string) (*gitstore.Snapshot, error) {
-	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil {
+	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return sn, nil
 	}
 	if rec := sn.Task.Accept; rec.Host != "" && rec.Host != e.Store.Host() {
 		return nil, fmt.Errorf("%s %s: an accept on host %s is merging it; finish there", verb, sn.Task.Slug, rec.Host)
 	}
-	landed, err := MergeLanded(ctx, e.repoDir(), sn)
+	out, landed, _, err := e.RecoverStrandedAccept(ctx, sn)
 	if err != nil {
-		return nil, err
-	}
-	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if s.Task.Status != machine.Merging || s.Task.Accept == nil {
-			return nil, nil
-		}
-		now := time.Now().UTC().Truncate(time.Second)
-		if landed {
-			FinishAccepted(s, now)
-			return &gitstore.Op{Name: "accept-recovered", Actor: e.Actor, Reason: "a stranded accept had merged"}, nil
-		}
-		RestoreFromAccept(s)
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: "a stranded accept never merged; status before the accept restored before " + verb})
-		return &gitstore.Op{Name: "accept-abort", Actor: e.Actor, Reason: "stranded accept recovered before " + verb}, nil
-	})
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s %s: recover its interrupted accept first: %w", verb, sn.Task.Slug, err)
 	}
 	if landed {
 		return nil, fmt.Errorf("%s %s: a stranded accept had already merged it; it is now complete: %w", verb, sn.Task.Slug, ErrAlreadyAccepted)

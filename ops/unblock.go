@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -30,6 +31,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 		return nil, err
 	}
 	defer unlock()
+	if sn, err = e.escapeStranded(ctx, sn, "unblock"); err != nil {
+		return nil, err
+	}
 	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
 		return nil, err
 	}
@@ -44,6 +48,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 	}
 	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
+	}
+	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("unblock %s: %w; nothing was recorded", sn.Task.Slug, err)
 	}
 	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
 	if err != nil {
@@ -91,6 +98,9 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 	}
 	if s.Session == nil {
 		return fmt.Errorf("%s %s: the task has no session; use lazy start", verb, s.Task.Slug)
+	}
+	if pid, running := e.SupervisorRunning(s.Task.ID); running {
+		return fmt.Errorf("%s %s: a supervisor (pid %d) of an earlier turn still runs it; wait for it to end, or end it with lazy stop %s", verb, s.Task.Slug, pid, s.Task.Slug)
 	}
 	local, err := e.Owned(s)
 	if err != nil {

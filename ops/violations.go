@@ -34,11 +34,17 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 		return sn, nil
 	}
 	approve := map[string]bool{}
+	pending := sn.Violations.Pending
 	for _, p := range sanitize.Fields(d.Approve) {
+		if _, decided := sn.Violations.Decided[p]; decided && !slices.Contains(pending, p) {
+			continue // a decision is sticky; re-naming it is always accepted
+		}
 		approve[p] = true
 	}
-	pending := sn.Violations.Pending
 	if len(pending) == 0 {
+		if len(approve) == 0 {
+			return sn, nil // every file named was decided already; nothing is pending
+		}
 		return nil, fmt.Errorf("%s has no pending file-permission violations to decide", sn.Task.Slug)
 	}
 	for p := range approve {

@@ -44,6 +44,10 @@ const (
 	// SupervisorExitFile holds the supervisor's exit status, written by
 	// the shell that launched it (so a SIGKILL is recorded too).
 	SupervisorExitFile = "supervisor.exit"
+	// TurnEnv is the environment variable every agent process of a turn
+	// carries (value: the task id), inherited by whatever it starts: what
+	// lets lazy find and end an agent its dead supervisor left behind.
+	TurnEnv = "LAZY_TURN_TASK"
 	// PairingFile names the process a human pairs through.
 	PairingFile = "pairing.json"
 	// WaitingFile lists the subtasks the task's agent waits on, and
@@ -128,6 +132,10 @@ type Status struct {
 	RetryFailureClass  string `json:"retry_failure_class,omitempty"`
 	RetryFailureReason string `json:"retry_failure_reason,omitempty"`
 	RetryNextDelayMS   int64  `json:"retry_next_delay_ms,omitempty"`
+	// AgentRetrying says the agent CLI itself is retrying its API (phase
+	// stays "agent"); the retry fields above then carry its class and
+	// reason, and Attempt its own count.
+	AgentRetrying bool `json:"agent_retrying,omitempty"`
 }
 
 // Response statuses.
@@ -157,8 +165,15 @@ type Response struct {
 	Attempts      int      `json:"failure_attempts,omitempty"`
 	// ResetAt is when the agent said its limit lifts (zero if unsaid).
 	ResetAt time.Time `json:"reset_at,omitempty"`
+	// PushBack, when the supervisor pushed back on uncommitted changes,
+	// is its prompt and what the agent answered before it; Result is then
+	// the answer to the push-back.
+	PushBack *PushBack `json:"push_back,omitempty"`
 	// Watchdog says which guard fired, if one did.
-	Watchdog   *Watchdog `json:"watchdog,omitempty"`
+	Watchdog *Watchdog `json:"watchdog,omitempty"`
+	// Usage is what the agent CLI reported the turn cost, summed over
+	// its attempts (nil when it reported nothing).
+	Usage      *Usage    `json:"usage,omitempty"`
 	FinishedAt time.Time `json:"finished_at"`
 }
 
@@ -200,6 +215,38 @@ func (d Dir) Remove(name string) {
 	_ = os.Remove(d.Path(name))
 }
 
+// PushBack is the supervisor's one push-back of a turn.
+type PushBack struct {
+	Prompt      string    `json:"prompt"`
+	At          time.Time `json:"at"`
+	FirstResult string    `json:"first_result"` // the agent's answer before the push-back
+}
+
+// Usage is a turn's cost and tokens, as the agent CLI reported them.
+type Usage struct {
+	CostUSD           float64 `json:"cost_usd,omitempty"`
+	InputTokens       int64   `json:"input_tokens,omitempty"`
+	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
+	OutputTokens      int64   `json:"output_tokens,omitempty"`
+}
+
+// Plus adds o to u; nil reads as zero, and a zero sum is nil.
+func (u *Usage) Plus(o *Usage) *Usage {
+	var s Usage
+	for _, x := range []*Usage{u, o} {
+		if x != nil {
+			s.CostUSD += x.CostUSD
+			s.InputTokens += x.InputTokens
+			s.CachedInputTokens += x.CachedInputTokens
+			s.OutputTokens += x.OutputTokens
+		}
+	}
+	if s == (Usage{}) {
+		return nil
+	}
+	return &s
+}
+
 // Watchdog records a no-progress kill.
 type Watchdog struct {
 	Guard      string        `json:"guard"` // watchdog_output_timeout
@@ -207,6 +254,9 @@ type Watchdog struct {
 	Escalated  bool          `json:"escalated_to_sigkill"`
 	Relaunched int           `json:"relaunched"` // in-turn relaunches before this kill
 	AfterWork  bool          `json:"after_work"`
+	// Since is when the condition the guard bounds began (the
+	// unreachable_timeout guard: the agent's first retry notice).
+	Since time.Time `json:"since,omitempty"`
 }
 
 // Timing carries the supervisor's clocks, so tests can run them fast.
@@ -217,12 +267,22 @@ type Timing struct {
 	KillGrace time.Duration `json:"kill_grace_ns"`
 	// RetryScale multiplies every retry delay (1 in production).
 	RetryScale float64 `json:"retry_scale"`
+	// UnreachableTimeout bounds, in wall-clock time, how long a turn
+	// keeps retrying an agent whose API cannot be reached, counting the
+	// CLI's own retries (lazy.unreachableTimeout).
+	UnreachableTimeout time.Duration `json:"unreachable_timeout_ns,omitempty"`
+	// NoPushBack turns off the supervisor's push-back turn (git config
+	// lazy.pushBack false). It rides with the clocks because every place
+	// that builds a turn's settings reads them together.
+	NoPushBack bool `json:"no_push_back,omitempty"`
 }
 
 // Defaults for Timing fields left zero.
 const (
 	DefaultWatchdogTimeout = 30 * time.Minute
 	DefaultKillGrace       = 10 * time.Second
+	// DefaultUnreachableTimeout is lazy.unreachableTimeout's default.
+	DefaultUnreachableTimeout = 20 * time.Minute
 )
 
 // WithDefaults fills zero fields.
@@ -235,6 +295,9 @@ func (t Timing) WithDefaults() Timing {
 	}
 	if t.RetryScale <= 0 {
 		t.RetryScale = 1
+	}
+	if t.UnreachableTimeout <= 0 {
+		t.UnreachableTimeout = DefaultUnreachableTimeout
 	}
 	return t
 }
@@ -295,6 +358,27 @@ func (d Dir) LogMarks() []LogMark {
 			continue
 		}
 		out = append(out, LogMark{Seq: seq, Kind: f[1], Offset: off, At: at})
+	}
+	return out
+}
+
+// SupervisorLock is the file a task's supervisor holds an exclusive
+// flock on for its whole life. It lives with the other locks, not in the
+// protocol directory, which an accept removes: a lock file that vanished
+// under its holder would read as free.
+func SupervisorLock(lazyDir, taskID string) string {
+	return filepath.Join(lazyDir, "locks", "supervisor-"+taskID+".lock")
+}
+
+// WithoutTurnEnv returns env without the turn marker: a lazy process an
+// agent starts (a daemon, another task's supervisor) is not part of that
+// agent's turn and must not be ended with it.
+func WithoutTurnEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, TurnEnv+"=") {
+			out = append(out, kv)
+		}
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -28,7 +29,8 @@ type Finding struct {
 	// unrecorded-response, interrupted, stale-pairing, zombie,
 	// sessionless-blocked, leftover-supervisor, merged-branch,
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
-	// stale-ref-lock, orphaned-lock, foreign-session.
+	// stale-ref-lock, orphaned-lock, foreign-session, slug-conflict,
+	// stray-turn, half-accepted-destination.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -96,10 +98,34 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 			findings = append(findings, Finding{Kind: "reconcile-error", Detail: "a sweep failed", Error: err.Error()})
 		}
 	}
+	findings = append(findings, r.checkSlugs(ctx, entries, repair)...)
+	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
 	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
 	return findings, nil
+}
+
+// checkSlugs finds tasks their slug does not name (two tasks with one
+// slug, a missing or stale slug ref) and, when repairing, renames the
+// task that does not own the slug (slug-<6 id hex>, the name a pull
+// would give it) or re-points the ref.
+func (r *Reconciler) checkSlugs(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+	var out []Finding
+	for _, p := range r.Env.Store.CheckSlugs(entries) {
+		f := Finding{TaskID: p.ID, Slug: p.Slug, Kind: "slug-conflict", Detail: p.Detail(), Action: "would " + p.Action()}
+		if repair {
+			if err := r.Env.Store.RepairSlug(ctx, p); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = p.Action(), true
+				f.Action = strings.Replace(f.Action, "rename it", "renamed it", 1)
+				f.Action = strings.Replace(f.Action, "point ", "pointed ", 1)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // remove deletes the file a finding is about, when repairing, and says
@@ -161,8 +187,8 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 			f.Kind, f.Detail, f.Action = "unrecorded-response", "the turn ended but its response is not recorded yet", "would record the turn and park the task"
 			return f
 		}
-		st, running := supervisorStatus(pd, e.ID, sn.Session)
-		if running || r.now().Sub(lastStart(sn, pd)) < r.grace() {
+		st := supervisorStatus(pd, sn.Session)
+		if r.supervised(e.ID) || r.now().Sub(lastStart(sn, pd)) < r.grace() {
 			return nil
 		}
 		f.Kind, f.Detail, f.Action = "dead-supervisor", "working, but no supervisor runs its turn", "would mark it interrupted"
@@ -221,6 +247,66 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		}
 	}
 	return f
+}
+
+// checkStrays finds turn processes lazy does not account for: agents
+// (processes carrying a task's turn marker) with no supervisor holding the
+// task, and supervisors of tasks that are parked. A repair ends them,
+// under the task lock and after judging again.
+func (r *Reconciler) checkStrays(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+	marked := proc.ByEnv(proto.TurnEnv)
+	var findings []Finding
+	for i := range entries {
+		e := &entries[i]
+		if e.Err != nil {
+			continue
+		}
+		pids := marked[e.ID]
+		_, running := r.Env.SupervisorRunning(e.ID)
+		active := e.Status == machine.Working || e.Status == machine.Merging
+		var detail string
+		switch {
+		case running && !active && !e.Status.IsTerminal():
+			detail = fmt.Sprintf("%s, but a supervisor of it is still running", e.Status)
+		case !running && len(pids) > 0 && e.Status != machine.Working:
+			// A working task's leftovers are ended by its interrupt.
+			detail = fmt.Sprintf("%s, but agent processes %v of a dead supervisor are still running in its worktree", e.Status, pids)
+		default:
+			continue
+		}
+		f := Finding{TaskID: e.ID, Kind: "stray-turn", Detail: detail, Action: "would end them"}
+		if s, err := e.Summary(); err == nil {
+			f.Slug = s.Slug
+		}
+		if repair {
+			if err := r.endStrays(ctx, e.ID); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "ended them", true
+			}
+		}
+		findings = append(findings, f)
+	}
+	return findings
+}
+
+// endStrays ends a parked task's turn processes after judging again under
+// its lock: a turn launched meanwhile is working, and left alone.
+func (r *Reconciler) endStrays(ctx context.Context, id string) error {
+	unlock, err := r.Env.LockTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sn, err := r.Env.Store.Load(id)
+	if err != nil {
+		return err
+	}
+	if sn.Task.Status == machine.Working || sn.Task.Status == machine.Merging {
+		return nil
+	}
+	_, err = r.Env.StopTurnProcesses(ctx, id)
+	return err
 }
 
 // foreign reports a task whose record claims a session of this host that

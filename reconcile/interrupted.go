@@ -46,7 +46,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 		a, err := r.record(ctx, id, resp)
 		return append(one(first), one(a)...), err
 	}
-	if _, running := supervisorStatus(pd, id, sn.Session); running {
+	if r.supervised(id) {
 		return nil, nil // it may still answer; the sweep above records it
 	}
 	return r.autoResume(ctx, id)
@@ -65,7 +65,7 @@ func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error
 	if r.Env.AutoResumeRefusal(sn) != "" {
 		return nil, nil
 	}
-	if _, running := supervisorStatus(r.proto(id), id, sn.Session); running {
+	if r.supervised(id) {
 		return nil, nil
 	}
 	sn, err = r.Env.AutoResume(ctx, id, r.Launch)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
@@ -128,30 +127,20 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	if sn.Task.ForgePending() {
 		return r.sweepForgePending(ctx, sn)
 	}
-	landed, err := MergeLanded(ctx, r.Env.RepoDir, sn)
-	if err != nil {
+	// The destination is put back (or the accept finished) and the user's
+	// stash given back, under the destination's accept lock.
+	out, landed, note, err := r.Env.RecoverStrandedAccept(ctx, sn)
+	if err != nil || out == nil || out.Task.Status == machine.Merging {
 		return nil, err
 	}
-	a, err := r.stepLocked(ctx, id, func(s *gitstore.Snapshot) string {
-		if s.Task.Status != machine.Merging {
-			return ""
-		}
-		if landed {
-			ops.FinishAccepted(s, r.now())
-			return "a stranded accept had merged; finished as accepted"
-		}
-		why := "a stranded accept never merged; status before the accept restored"
-		if rec := s.Task.Accept; rec != nil && rec.Dest != "" {
-			why += "; check " + rec.Dest + " (git status) for a half-done squash merge"
-			if rec.StashSHA != "" {
-				why += ", and re-apply your uncommitted changes from stash " + rec.StashSHA + " (git -C " + rec.Dest + " stash apply " + rec.StashSHA + ")"
-			}
-		}
-		ops.RestoreFromAccept(s)
-		s.AddComment(gitstore.Comment{Actor: machine.System, At: r.now().UTC().Truncate(time.Second), Text: why})
-		return why
-	})
-	return one(a), err
+	why := "a stranded accept never merged; status before the accept restored"
+	if landed {
+		why = "a stranded accept had merged; finished as accepted"
+	}
+	if note != "" {
+		why += "; " + note
+	}
+	return []Action{{TaskID: id, Slug: sn.Task.Slug, From: machine.Merging, To: out.Task.Status, Why: why}}, nil
 }
 
 // MergeLanded reports whether a stranded local accept committed its
@@ -211,13 +200,15 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 	}
 	pd := r.proto(id)
 	why := "removed the protocol files of a finished task"
-	var st proto.Status
-	if pd.Read(proto.StatusFile, &st) == nil {
-		if isSupervisor(st.PID, id) {
-			r.stopSupervisor(st.PID, id)
-			why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", st.PID)
-		}
-		killGroup(st.AgentPID)
+	pid, running := r.Env.SupervisorRunning(id)
+	if running {
+		why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", pid)
+	}
+	if _, err := r.Env.StopTurnProcesses(ctx, id); err != nil {
+		return nil, err
+	}
+	if running {
+		supervisorExit(pd) // its launching shell records the exit before the directory goes
 	}
 	if err := os.RemoveAll(string(pd)); err != nil {
 		return nil, fmt.Errorf("remove %s: %w", pd, err)
@@ -318,14 +309,12 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	if err != nil {
 		return nil, err
 	}
-	newest := ""
-	for _, t := range turns {
-		if len(t.Commits) > 0 {
-			newest = t.Commits[len(t.Commits)-1]
-		}
-	}
+	newest := ops.NewestCommit(turns)
 	if newest == "" || !gitstore.ValidHex(newest) {
 		return nil, nil // no recorded work: an empty branch is not a merged one
+	}
+	if newest == sn.Task.ReopenedAt {
+		return nil, nil // reopened after that work merged: the reopen stands
 	}
 	if gitcli.New(r.Env.RepoDir, "merge-base", "--is-ancestor", newest, "refs/heads/"+target).Run(ctx) != nil {
 		return nil, nil

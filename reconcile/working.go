@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -32,14 +33,13 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, err
 		a, err := r.record(ctx, id, resp)
 		return r.thenAutoResume(ctx, a, err)
 	}
-	st, running := supervisorStatus(pd, id, sn.Session)
-	if running {
+	if r.supervised(id) {
 		return nil, nil
 	}
 	if r.now().Sub(lastStart(sn, pd)) < r.grace() {
 		return nil, nil
 	}
-	a, err := r.interrupt(ctx, id, pd, st)
+	a, err := r.interrupt(ctx, id, pd, sn.Session.ID, sn.Session.Turn)
 	return r.thenAutoResume(ctx, a, err)
 }
 
@@ -63,14 +63,22 @@ func currentResponse(pd proto.Dir, s *gitstore.Session) (*proto.Response, bool) 
 	return &resp, true
 }
 
-// supervisorStatus reads status.json of the session's current turn and
-// whether its supervisor process is still running.
-func supervisorStatus(pd proto.Dir, id string, s *gitstore.Session) (proto.Status, bool) {
+// supervisorStatus reads status.json of the session's current turn, for
+// its diagnostics (pids, phase, base); it says nothing about liveness.
+func supervisorStatus(pd proto.Dir, s *gitstore.Session) proto.Status {
 	var st proto.Status
 	if pd.Read(proto.StatusFile, &st) != nil || st.Session != s.ID {
-		return proto.Status{}, false
+		return proto.Status{}
 	}
-	return st, st.Seq == s.Turn && isSupervisor(st.PID, id)
+	return st
+}
+
+// supervised reports whether a supervisor of task id is alive: it holds
+// its flock. Whatever turn it runs, nothing else may start or judge one
+// until it is gone.
+func (r *Reconciler) supervised(id string) bool {
+	_, running := r.Env.SupervisorRunning(id)
+	return running
 }
 
 // lastStart is when the current turn began, as far as the records tell:
@@ -115,6 +123,24 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		if s.Session.TurnKind == "sync" {
 			turn.Kind = "sync"
 		}
+		if pb := resp.PushBack; pb != nil {
+			// The supervisor pushed back on uncommitted changes: the
+			// agent's first answer, the push-back (a human-role turn the
+			// supervisor authored, delivered at once), then the rest of
+			// the turn, which carries its commits.
+			zero := 0
+			s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: pb.FirstResult, At: pb.At.Truncate(time.Second), Session: resp.Session, ExitCode: &zero})
+			s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.Supervisor, Kind: "push-back", Content: pb.Prompt, At: pb.At.Truncate(time.Second),
+				Session: resp.Session, FeedbackDelivery: gitstore.FeedbackConsumed})
+		}
+		if u := resp.Usage; u != nil {
+			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
+			turn.Usage = &use
+			if s.Task.Usage == nil {
+				s.Task.Usage = &gitstore.Usage{}
+			}
+			s.Task.Usage.Add(use)
+		}
 		s.AddTurn(turn)
 		// Files changed outside the allowed paths owe a decision whatever
 		// became of the turn; the park below derives conflict from them.
@@ -126,11 +152,16 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
 		case resp.Status == proto.Completed:
-			// Feedback is consumed only when a response completes normally.
-			if err := consumeFeedback(s); err != nil {
+			// Feedback is consumed only when a response completes normally,
+			// and only by the kind of turn that answers it: an ask answers
+			// its question, never the work feedback still owed.
+			if err := consumeFeedback(s, s.Session.TurnKind == "ask"); err != nil {
 				return nil, err
 			}
 			s.Session.ConsecutiveInterruptions = 0
+			// The reason explained the last park; a completed turn ends it,
+			// so show does not keep presenting an old failure.
+			s.Session.InterruptReason = ""
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
@@ -161,9 +192,9 @@ func neutralKind(k string) bool { return k == "ask" || k == "sync" || k == "pre-
 // consumeFeedback flips every pending feedback turn of the session to
 // consumed: clearing the whole backlog at once is what makes redelivery
 // idempotent.
-func consumeFeedback(s *gitstore.Snapshot) error {
+func consumeFeedback(s *gitstore.Snapshot, ask bool) error {
 	return s.EditTurns(func(t *gitstore.Turn) bool {
-		if t.FeedbackDelivery != gitstore.FeedbackPending {
+		if t.FeedbackDelivery != gitstore.FeedbackPending || (t.Kind == "ask") != ask {
 			return false
 		}
 		t.FeedbackDelivery = gitstore.FeedbackConsumed
@@ -214,26 +245,39 @@ func exitReason(code int) string {
 // commit made just before the crash is not invisible; an agent the dead
 // supervisor left running is stopped, so a resume never puts two agents
 // in one worktree.
-func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st proto.Status) (*Action, error) {
+func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, session string, seq int) (*Action, error) {
 	var act *Action
 	unlock, err := r.Env.LockTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	killGroup(st.AgentPID)
+	// Everything judged before the lock is judged again under it: another
+	// reconciler may have interrupted and resumed the task meanwhile, and
+	// its new supervisor may be starting. Only the turn judged dead is
+	// interrupted, and only while no supervisor holds the task.
+	sn, err := r.Env.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if !judged(sn, session, seq) || r.supervised(id) || r.now().Sub(lastStart(sn, pd)) < r.grace() {
+		return nil, nil
+	}
+	if _, ok := currentResponse(pd, sn.Session); ok {
+		return nil, nil // a response arrived meanwhile; the next sweep records it
+	}
+	st := supervisorStatus(pd, sn.Session)
+	// No supervisor holds the task, so whatever carries its turn marker
+	// was left by a dead one: end it before a resume starts another.
+	stray := proc.KillMarked(proto.TurnEnv + "=" + id)
 	logs := lastLogLines(pd.Path(proto.LogFile))
 	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
 		logs += "\n--- supervisor stderr ---\n" + sup
 	}
 	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if s.Task.Status != machine.Working || s.Session == nil {
+		if !judged(s, session, seq) {
 			act = nil
 			return nil, nil
-		}
-		if _, ok := currentResponse(pd, s.Session); ok {
-			act = nil
-			return nil, nil // a response arrived meanwhile; the next sweep records it
 		}
 		now := r.now().UTC().Truncate(time.Second)
 		code := supervisorExit(pd)
@@ -244,6 +288,9 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		if code >= 0 {
 			reason = exitReason(code) + ": " + reason
 		}
+		if len(stray) > 0 {
+			reason += fmt.Sprintf(" (its agent processes %v were still running and were killed)", stray)
+		}
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
 		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn {
 			turn.Commits, _ = worktree.Commits(ctx, local.Worktree, st.BaseSHA)
@@ -253,12 +300,17 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		}
 		s.AddTurn(turn)
 		s.Task.Substate = ""
-		if k := s.Session.TurnKind; neutralKind(k) {
-			// An ask or sync is status-neutral even when it dies: the task
-			// goes back to where it was, never to an auto-resumed work turn.
+		if k := s.Session.TurnKind; k == "sync" || k == "pre-accept" {
+			// A sync or pre-accept turn is status-neutral even when it dies:
+			// the task goes back to where it was.
 			s.Task.Status = machine.Park(s.PendingViolations())
 			reason = k + " ended: " + reason
 		} else {
+			// Any other turn, an ask included (spec: "if the agent crashes
+			// mid-ask the task lands in interrupted like any other turn").
+			if k == "ask" {
+				reason = "ask ended: " + reason
+			}
 			markInterrupted(s, now, code, reason, logs, st.Phase)
 		}
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Working, To: s.Task.Status, Why: reason}
@@ -268,6 +320,11 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, st 
 		return nil, err // the closure ran, but nothing was written
 	}
 	return act, nil
+}
+
+// judged says whether s is still the working turn a sweep judged.
+func judged(s *gitstore.Snapshot, session string, seq int) bool {
+	return s.Task.Status == machine.Working && s.Session != nil && s.Session.ID == session && s.Session.Turn == seq
 }
 
 // supervisorExit reads the exit status the launching shell recorded, or

@@ -31,7 +31,7 @@ func Field(s string) string {
 func Prose(s string) string {
 	out, n := escape(s)
 	if n == 0 {
-		return s
+		return out
 	}
 	return out + "\n\n" + Note
 }
@@ -50,14 +50,17 @@ func Fields(list []string) []string {
 
 // Clean reports whether s would pass through unchanged.
 func Clean(s string) bool {
-	_, n := escape(s)
-	return n == 0
+	out, _ := escape(s)
+	return out == s
 }
 
-// escape replaces C0 controls other than tab, LF and CR, DEL, C1 controls
+// escape replaces C0 controls other than tab and LF, DEL, C1 controls
 // and bytes that are not UTF-8 with printable escapes, and reports how many
 // it replaced. Invalid UTF-8 is escaped rather than left alone because JSON
-// encoding would otherwise turn it into U+FFFD and lose the byte.
+// encoding would otherwise turn it into U+FFFD and lose the byte. A CR
+// alone is escaped (on a terminal it returns to the start of the line and
+// lets later text overwrite earlier text); a CRLF line ending becomes LF,
+// which is a line ending still, so it is not counted as a replacement.
 func escape(s string) (string, int) {
 	first := -1
 	for i := 0; i < len(s); {
@@ -78,6 +81,8 @@ func escape(s string) (string, int) {
 	for i := first; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			// CRLF: keep the LF, which the next iteration writes.
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
 			n++
@@ -96,7 +101,7 @@ func needsEscape(r rune, size int) bool {
 	switch {
 	case r == utf8.RuneError && size == 1:
 		return true
-	case r == '\t' || r == '\n' || r == '\r':
+	case r == '\t' || r == '\n':
 		return false
 	case r < 0x20, r == 0x7f:
 		return true

@@ -23,7 +23,7 @@ else
 fi
 
 echo "== go test -race"
-go test -race -count=1 ./...
+go test -race -count=1 -timeout "${TEST_TIMEOUT:-40m}" ./...
 
 echo "== fuzz the sanitizer (${FUZZTIME:-10s})"
 go test ./sanitize/ -run '^$' -fuzz FuzzSanitize -fuzztime "${FUZZTIME:-10s}"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // ladder is the transient cadence: 5s, 10s, 20s, 40s, then 60s capped,
@@ -30,10 +31,12 @@ func Delay(attempt int) time.Duration {
 // Policy holds the bounds of the retry decision. The zero value is not
 // useful; use DefaultPolicy.
 type Policy struct {
-	// UnreachableAttempts is how many transient_unreachable failures in a
-	// row are retried before the turn stops: a local proxy that restarts
-	// heals, one that never returns must not spin forever.
-	UnreachableAttempts int
+	// UnreachableFor is how long (wall clock, from the first failure of
+	// the streak) transient_unreachable failures in a row are retried
+	// before the turn stops: a local proxy that restarts heals, one that
+	// never returns must not spin forever. Time, not attempts, because a
+	// CLI may retry by itself for minutes inside one attempt.
+	UnreachableFor time.Duration
 	// UnknownAttempts bounds in-turn retries of unrecognised failures.
 	UnknownAttempts int
 	// CrashLoopRuns and CrashLoopUnder define the fast crash-loop
@@ -43,17 +46,20 @@ type Policy struct {
 	CrashLoopUnder time.Duration
 }
 
-// DefaultPolicy is the specified policy: unreachable is retried for
-// about 20 minutes (24 attempts on the ladder), the crash-loop detector
-// fires on 3 runs under 10 s each.
+// DefaultUnreachableFor is lazy.unreachableTimeout's default.
+const DefaultUnreachableFor = proto.DefaultUnreachableTimeout
+
+// DefaultPolicy is the specified policy: unreachable is retried for 20
+// minutes, the crash-loop detector fires on 3 runs under 10 s each.
 func DefaultPolicy() Policy {
-	return Policy{UnreachableAttempts: 24, UnknownAttempts: 5, CrashLoopRuns: 3, CrashLoopUnder: 10 * time.Second}
+	return Policy{UnreachableFor: DefaultUnreachableFor, UnknownAttempts: 5, CrashLoopRuns: 3, CrashLoopUnder: 10 * time.Second}
 }
 
 // Attempt is one failed run of the agent within a turn.
 type Attempt struct {
 	Failure agent.Failure
 	Ran     time.Duration // how long the run lasted before failing
+	At      time.Time     // when the run began
 }
 
 // Decision is what to do after a failure.
@@ -61,7 +67,7 @@ type Decision struct {
 	Retry bool
 	Delay time.Duration
 	// Stop explains a decision not to retry; it is recorded as the
-	// failure reason.
+	// failure reason, after the class (so it does not repeat the class).
 	Stop string
 	// CrashLoop marks a stop by the fast crash-loop detector (class stays
 	// unknown: the task is interrupted, not blocked).
@@ -82,9 +88,12 @@ func (p Policy) Decide(history []Attempt, now time.Time) Decision {
 	}
 	switch {
 	case last.Class.Fatal():
-		return Decision{Stop: fmt.Sprintf("%s: %s", last.Class, last.Reason)}
-	case last.Class == agent.TransientUnreachable && streak >= p.UnreachableAttempts:
-		return Decision{Stop: fmt.Sprintf("transient_unreachable for %d attempts in a row: %s", streak, last.Reason)}
+		return Decision{Stop: last.Reason}
+	case last.Class == agent.TransientUnreachable && p.UnreachableFor > 0:
+		since := history[len(history)-streak].At
+		if !since.IsZero() && now.Sub(since) >= p.UnreachableFor {
+			return Decision{Stop: UnreachableStop(now.Sub(since), p.UnreachableFor, streak, last.Reason)}
+		}
 	case last.Class == agent.Unknown:
 		if p.crashLoop(history) {
 			return Decision{Stop: fmt.Sprintf("crash loop: %d failures in a row, each under %s: %s", p.CrashLoopRuns, p.CrashLoopUnder, last.Reason), CrashLoop: true}
@@ -116,4 +125,15 @@ func (p Policy) crashLoop(history []Attempt) bool {
 		}
 	}
 	return true
+}
+
+// UnreachableStop is the one wording of "the API stayed unreachable":
+// what was tried, for how long, and the last error.
+func UnreachableStop(elapsed, limit time.Duration, attempts int, reason string) string {
+	s := fmt.Sprintf("the agent's API stayed unreachable for %s (lazy.unreachableTimeout is %s) over %d attempt(s), the agent retrying by itself within each",
+		elapsed.Round(time.Second), limit, attempts)
+	if reason != "" {
+		s += "; last error: " + reason
+	}
+	return s
 }

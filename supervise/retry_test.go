@@ -56,18 +56,32 @@ func TestResetTimeIsRespected(t *testing.T) {
 
 func p() Policy { return DefaultPolicy() }
 
-func TestUnreachableEscalatesAfterCap(t *testing.T) {
-	pol := p()
-	if d := pol.Decide(fails(agent.TransientUnreachable, pol.UnreachableAttempts-1, time.Second), now); !d.Retry {
-		t.Fatalf("below the cap: %+v", d)
+func unreachableSince(start time.Time, n int) []Attempt {
+	h := fails(agent.TransientUnreachable, n, time.Second)
+	for i := range h {
+		h[i].At = start.Add(time.Duration(i) * time.Minute)
 	}
-	d := pol.Decide(fails(agent.TransientUnreachable, pol.UnreachableAttempts, time.Second), now)
-	if d.Retry || !strings.Contains(d.Stop, "transient_unreachable") {
-		t.Fatalf("at the cap: %+v", d)
+	return h
+}
+
+func TestUnreachableIsBoundedByWallClock(t *testing.T) {
+	pol := p()
+	// Two long attempts (a CLI retrying by itself) reach the bound where
+	// an attempt cap never would.
+	if d := pol.Decide(unreachableSince(now.Add(-19*time.Minute), 2), now); !d.Retry {
+		t.Fatalf("below the bound: %+v", d)
+	}
+	d := pol.Decide(unreachableSince(now.Add(-20*time.Minute), 2), now)
+	if d.Retry || !strings.Contains(d.Stop, "unreachable for 20m0s") || !strings.Contains(d.Stop, "over 2 attempt(s)") || strings.HasPrefix(d.Stop, "transient_unreachable") {
+		t.Fatalf("at the bound: %+v", d)
+	}
+	// Many fast failures inside the bound keep retrying.
+	if d := pol.Decide(unreachableSince(now.Add(-5*time.Minute), 100), now); !d.Retry {
+		t.Fatalf("fast failures inside the bound: %+v", d)
 	}
 	// A different failure in between restarts the streak.
-	h := append(fails(agent.TransientUnreachable, pol.UnreachableAttempts-1, time.Second), fails(agent.TransientOverload, 1, time.Second)...)
-	h = append(h, fails(agent.TransientUnreachable, 1, time.Second)...)
+	h := append(unreachableSince(now.Add(-time.Hour), 3), fails(agent.TransientOverload, 1, time.Second)...)
+	h = append(h, unreachableSince(now.Add(-time.Minute), 1)...)
 	if d := pol.Decide(h, now); !d.Retry || d.Delay != Delay(1) {
 		t.Fatalf("streak broken: %+v", d)
 	}
@@ -75,7 +89,7 @@ func TestUnreachableEscalatesAfterCap(t *testing.T) {
 
 func TestFatalStopsAtOnce(t *testing.T) {
 	d := p().Decide(fails(agent.FatalAuth, 1, time.Minute), now)
-	if d.Retry || d.CrashLoop || !strings.HasPrefix(d.Stop, "fatal_auth") {
+	if d.Retry || d.CrashLoop || d.Stop != "r" {
 		t.Fatalf("fatal: %+v", d)
 	}
 }

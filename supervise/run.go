@@ -19,8 +19,11 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -39,6 +42,21 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	if err := dir.Read(proto.CommandFile, &cmd); err != nil {
 		return fmt.Errorf("supervise: %w", err)
 	}
+	// One supervisor per task: the flock is held until this process dies,
+	// and it is what everyone else reads as "a turn is running". Probes
+	// hold it only for an instant, so a short wait tells a probe from a
+	// second supervisor.
+	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	lockCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	lock, err := flock.Acquire(lockCtx, proto.SupervisorLock(lazyDir, cmd.TaskID))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("supervise %s: another supervisor runs this task; this one exits without running a turn: %w", cmd.TaskID, err)
+	}
+	defer func() { _ = lock.Release() }()
+	// An agent of an earlier turn whose supervisor died must not share
+	// the worktree with this one.
+	proc.KillMarked(proto.TurnEnv + "=" + cmd.TaskID)
 	started := time.Now().UTC()
 	revoke := giveMCP(dir, &cmd)
 	defer revoke()
@@ -70,6 +88,7 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		resp = proto.Response{Status: proto.Completed, Phase: "merge_and_fix", Result: "merged " + cmd.SyncFrom + " into the task branch"}
 	default:
 		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
+		resp = pushBack(ctx, dir, &cmd, &st, resp)
 	}
 	resp.Turn = cmd.Turn
 	resp.FinishedAt = time.Now().UTC()
@@ -101,6 +120,51 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	st.Phase = "done"
 	_ = dir.Write(proto.StatusFile, st)
 	return dir.Write(proto.ResponseFile, resp)
+}
+
+// pushBack gives a turn that completed with uncommitted changes in its
+// worktree one more run of the agent, in the same conversation, asking it
+// to commit or discard them: uncommitted work is easy to lose and
+// invisible to accept. At most once per turn; never for a read-only ask
+// or a sync; off with lazy.pushBack false.
+func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, resp proto.Response) proto.Response {
+	if cmd.Timing.NoPushBack || resp.Status != proto.Completed || cmd.Kind == "ask" || cmd.Kind == "sync" || ctx.Err() != nil {
+		return resp
+	}
+	status, err := gitcli.New(cmd.Worktree, "status", "--porcelain").String(ctx)
+	if err != nil || strings.TrimSpace(status) == "" {
+		return resp
+	}
+	var files []string
+	for _, l := range strings.Split(status, "\n") {
+		if len(l) > 3 {
+			files = append(files, sanitize.Field(strings.TrimSpace(l[3:])))
+		}
+	}
+	list := strings.Join(files, ", ")
+	if len(files) > 5 {
+		list = strings.Join(files[:5], ", ") + fmt.Sprintf(" and %d more", len(files)-5)
+	}
+	prompt := fmt.Sprintf("[supervisor] Your turn ended with uncommitted changes in the worktree (%d file(s): %s). "+
+		"Commit what belongs to this task with a clear message, or discard what should not be kept, so the worktree is clean; then say in one or two sentences what you did.",
+		len(files), list)
+	pb := &proto.PushBack{Prompt: prompt, At: time.Now().UTC(), FirstResult: resp.Result}
+	first := resp.Usage
+	cmd.Prompt = prompt
+	if resp.AgentSessionID != "" {
+		cmd.ResumeID = resp.AgentSessionID
+	}
+	if cmd.Env == nil {
+		cmd.Env = map[string]string{}
+	}
+	cmd.Env["LAZY_PUSH_BACK"] = "1" // an exec agent can tell it is being pushed back
+	again := runAttempts(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
+	again.PushBack = pb
+	again.Usage = first.Plus(again.Usage)
+	if again.AgentSessionID == "" {
+		again.AgentSessionID = resp.AgentSessionID
+	}
+	return again
 }
 
 // giveMCP mints the turn's MCP token and points the agent at lazy
@@ -136,11 +200,28 @@ const maxWatchdogRelaunches = 2
 // the watchdog ends the turn.
 func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, policy Policy, now func() time.Time) proto.Response {
 	timing := cmd.Timing.WithDefaults()
+	policy.UnreachableFor = timing.UnreachableTimeout
 	var history []Attempt
+	var spent *proto.Usage // every attempt's cost counts
 	relaunches := 0
 	for {
 		began := now()
-		resp, wd := runAgent(ctx, dir, cmd, st, timing)
+		resp, wd := runAgent(ctx, dir, cmd, st, timing, unreachableStreak(history))
+		spent = spent.Plus(resp.Usage)
+		resp.Usage = spent
+		if wd != nil && wd.Guard == unreachableGuard {
+			// The agent kept retrying an API it cannot reach past the
+			// bound: a stop, blocked with the class, like the policy's.
+			since := unreachableStreak(history)
+			if since.IsZero() {
+				since = wd.Since
+			}
+			history = append(history, Attempt{Failure: agent.Failure{Class: agent.TransientUnreachable, Reason: resp.FailureReason}, Ran: now().Sub(began), At: began})
+			resp.Attempts = len(history)
+			resp.FailureReason = UnreachableStop(now().Sub(since), timing.UnreachableTimeout, resp.Attempts, resp.FailureReason)
+			resp.Error = "lazy stopped the agent: " + resp.FailureReason
+			return resp
+		}
 		if wd != nil {
 			wd.Relaunched = relaunches
 			wd.AfterWork = didWork(ctx, cmd)
@@ -156,7 +237,7 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 			return resp
 		}
 		f := agent.Failure{Class: agent.Class(resp.FailureClass), Reason: resp.FailureReason, ResetAt: resp.ResetAt}
-		history = append(history, Attempt{Failure: f, Ran: now().Sub(began)})
+		history = append(history, Attempt{Failure: f, Ran: now().Sub(began), At: began})
 		d := policy.Decide(history, now())
 		resp.Attempts = len(history)
 		if !d.Retry {
@@ -179,6 +260,20 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 		_ = dir.Write(proto.StatusFile, st)
 	}
 }
+
+// unreachableStreak returns when the trailing run of unreachable
+// failures began, or zero when the last attempt was something else.
+func unreachableStreak(history []Attempt) time.Time {
+	var since time.Time
+	for i := len(history) - 1; i >= 0 && history[i].Failure.Class == agent.TransientUnreachable; i-- {
+		since = history[i].At
+	}
+	return since
+}
+
+// unreachableGuard names the kill of an agent that retried an unreachable
+// API past lazy.unreachableTimeout.
+const unreachableGuard = "unreachable_timeout"
 
 // didWork reports whether the turn left commits or uncommitted changes.
 // If git cannot tell, it answers false: fail toward retrying.
@@ -218,7 +313,11 @@ func launchFailure(phase string, err error) proto.Response {
 	return proto.Response{Status: proto.Errored, Phase: phase, Error: err.Error(), ExitCode: -1}
 }
 
-func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, timing proto.Timing) (proto.Response, *proto.Watchdog) {
+// runAgent runs the agent once. unreachableSince is when the current
+// streak of unreachable attempts began (zero if none): an agent that
+// only retries an unreachable API is stopped once the streak, counted
+// from then or from its own first retry notice, reaches the bound.
+func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, timing proto.Timing, unreachableSince time.Time) (proto.Response, *proto.Watchdog) {
 	adapter, err := agent.For(cmd.Agent)
 	if err != nil {
 		return launchFailure("supervisor", err), nil
@@ -247,7 +346,8 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGTERM) }
 	c.WaitDelay = timing.KillGrace
 	c.Dir = cmd.Worktree
-	c.Env = append(os.Environ(), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "LAZY_TURN_KIND="+cmd.Kind, "TERM=dumb")
+	c.Env = append(proto.WithoutTurnEnv(os.Environ()), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "LAZY_TURN_KIND="+cmd.Kind, "TERM=dumb",
+		proto.TurnEnv+"="+cmd.TaskID)
 	if cmd.Kind == "ask" {
 		// The exec agent has no enforced sandbox; it is told, and must honour it.
 		c.Env = append(c.Env, "LAZY_READ_ONLY=1")
@@ -271,7 +371,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	if stream != nil {
 		sinks = append(sinks, stream)
 	}
-	prog := &progress{keepAlive: stream != nil}
+	prog := &progress{stream: stream}
 	prog.touch()
 	sinks = append(sinks, prog)
 	copied := make(chan struct{})
@@ -283,15 +383,55 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	var wd *proto.Watchdog
 	var wdDone sync.WaitGroup
 	wdDone.Add(1)
+	var reported time.Time
+	var retrySince time.Time // the agent's first retry notice since its last work
+	var retrying *agent.Failure
 	go func() {
 		defer wdDone.Done()
-		wd = watch(c.Process.Pid, prog, timing, exited, func(last time.Time) {
-			// Publish progress for the read surfaces, at most once a tick.
-			st.LastProgress = last
-			if stream != nil {
-				st.Progress = stream.Progress()
+		wd = watch(c.Process.Pid, prog, timing, exited, func() *proto.Watchdog {
+			// Publish progress and the agent's own retrying for the read
+			// surfaces, at most once a tick.
+			changed := false
+			if last := prog.lastAt(); !last.Equal(reported) {
+				reported, changed = last, true
+				st.LastProgress = last
+				if stream != nil {
+					st.Progress = stream.Progress()
+				}
 			}
-			_ = dir.Write(proto.StatusFile, st)
+			var a agent.Activity
+			if stream != nil {
+				a = stream.Activity()
+			}
+			switch {
+			case a.Retry != nil:
+				if retrySince.IsZero() {
+					retrySince = time.Now()
+				}
+				retrying = a.Retry
+				if !st.AgentRetrying || st.Attempt != a.RetryAttempt || st.RetryFailureClass != string(a.Retry.Class) || st.RetryFailureReason != a.Retry.Reason {
+					st.AgentRetrying, st.Attempt, st.RetryFailureClass, st.RetryFailureReason = true, a.RetryAttempt, string(a.Retry.Class), a.Retry.Reason
+					changed = true
+				}
+			case st.AgentRetrying:
+				retrySince, retrying = time.Time{}, nil
+				clearAgentRetry(st)
+				changed = true
+			}
+			if changed {
+				_ = dir.Write(proto.StatusFile, st)
+			}
+			if retrying == nil || retrying.Class != agent.TransientUnreachable {
+				return nil
+			}
+			since := unreachableSince
+			if since.IsZero() {
+				since = retrySince
+			}
+			if time.Since(since) < timing.UnreachableTimeout {
+				return nil
+			}
+			return &proto.Watchdog{Guard: unreachableGuard, Limit: timing.UnreachableTimeout, Since: since}
 		})
 	}()
 	waitErr := c.Wait()
@@ -307,7 +447,13 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	}
 	_ = tty.Close()
 	<-copied
-	out := strings.TrimSpace(strings.ReplaceAll(tail.String(), "\r\n", "\n"))
+	if st.AgentRetrying {
+		clearAgentRetry(st)
+		_ = dir.Write(proto.StatusFile, st)
+	}
+	// A CLI under a pty restores its terminal modes on exit: those
+	// escape sequences are not text a human can read in a reason.
+	out := strings.TrimSpace(strings.ReplaceAll(agent.StripTerminal(tail.String()), "\r\n", "\n"))
 
 	code := 0
 	var ee *exec.ExitError
@@ -319,6 +465,29 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		}
 	case waitErr != nil:
 		return launchFailure("agent", waitErr), nil
+	}
+	resp, wd := agentResponse(adapter, argv[0], stream, wd, retrying, code, out)
+	if stream != nil {
+		stream.Close() // a last line without its newline counts too
+		u := stream.Usage()
+		resp.Usage = (&proto.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}).Plus(nil)
+	}
+	return resp, wd
+}
+
+// agentResponse turns how the agent's run ended into a response.
+func agentResponse(adapter agent.Adapter, bin string, stream agent.Stream, wd *proto.Watchdog, retrying *agent.Failure, code int, out string) (proto.Response, *proto.Watchdog) {
+	if wd != nil && wd.Guard == unreachableGuard {
+		reason := "cannot connect to its API"
+		if retrying != nil && retrying.Reason != "" {
+			reason = retrying.Reason
+		}
+		resp := proto.Response{Status: proto.Errored, Phase: "agent", Result: proto.Tail(out), ExitCode: code, StderrTail: proto.Tail(out),
+			FailureClass: string(agent.TransientUnreachable), FailureReason: reason}
+		if stream != nil {
+			resp.AgentSessionID = stream.Session()
+		}
+		return resp, wd
 	}
 	if wd != nil {
 		return proto.Response{Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code, StderrTail: proto.Tail(out)}, wd
@@ -332,18 +501,22 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	f := adapter.Classify(agent.Signals{Text: out, ExitCode: code})
 	return proto.Response{
 		Status: proto.Errored, Phase: "agent", Result: out, ExitCode: code,
-		Error:      fmt.Sprintf("%s exited with status %d", argv[0], code),
+		Error:      fmt.Sprintf("%s exited with status %d", bin, code),
 		StderrTail: proto.Tail(out), FailureClass: string(f.Class), FailureReason: f.Reason, Attempts: 1,
 	}, nil
 }
 
-// progress tracks when the agent last made progress: any output line,
-// except an agent's keep-alive events.
+// progress tracks when the agent last made progress. For a structured
+// agent that is an event showing work (its stream's Activity counts
+// them): retry notices and keep-alives are not progress, so a CLI that
+// only retries its API trips the watchdog. For a plain command any output
+// line counts.
 type progress struct {
-	keepAlive bool
-	mu        sync.Mutex
-	last      time.Time
-	lines     agent.Lines
+	stream agent.Stream
+	mu     sync.Mutex
+	last   time.Time
+	work   int
+	lines  agent.Lines
 }
 
 func (p *progress) touch() {
@@ -364,50 +537,56 @@ func (p *progress) since() time.Duration {
 	return time.Since(p.last)
 }
 
+// Write sees output after the stream parsed it (it follows the stream in
+// the MultiWriter), so the stream's work count is current.
 func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.stream != nil {
+		if w := p.stream.Activity().Work; w > p.work {
+			p.work, p.last = w, time.Now()
+		}
+		return len(b), nil
+	}
 	p.lines.Feed(b, func(line string) {
-		line = strings.TrimSpace(line)
-		if line != "" && (!p.keepAlive || !isKeepAlive(line)) {
+		if strings.TrimSpace(line) != "" {
 			p.last = time.Now()
 		}
 	})
 	return len(b), nil
 }
 
-func isKeepAlive(line string) bool {
-	return strings.Contains(line, `"type":"keep_alive"`) || strings.Contains(line, `"type":"ping"`)
+func clearAgentRetry(st *proto.Status) {
+	st.AgentRetrying, st.Attempt, st.RetryFailureClass, st.RetryFailureReason = false, 0, "", ""
 }
 
 // watch kills the agent's process group when progress stops for the
-// watchdog timeout: SIGTERM, then SIGKILL after the grace period. It
-// returns what it did, or nil if the agent exited on its own.
-func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{}, report func(time.Time)) *proto.Watchdog {
-	tick := timing.WatchdogTimeout / 10
-	if tick > time.Second {
-		tick = time.Second
+// watchdog timeout, or when tick (run once a tick, to publish status)
+// returns a guard of its own: SIGTERM, then SIGKILL after the grace
+// period. It returns what it did, or nil if the agent exited on its own.
+func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{}, tick func() *proto.Watchdog) *proto.Watchdog {
+	every := timing.WatchdogTimeout / 10
+	if every > time.Second {
+		every = time.Second
 	}
-	if tick < 5*time.Millisecond {
-		tick = 5 * time.Millisecond
+	if every < 5*time.Millisecond {
+		every = 5 * time.Millisecond
 	}
-	t := time.NewTicker(tick)
+	t := time.NewTicker(every)
 	defer t.Stop()
-	var reported time.Time
 	for {
 		select {
 		case <-exited:
 			return nil
 		case <-t.C:
 		}
-		if last := prog.lastAt(); !last.Equal(reported) {
-			reported = last
-			report(last)
+		wd := tick()
+		if wd == nil && prog.since() >= timing.WatchdogTimeout {
+			wd = &proto.Watchdog{Guard: "watchdog_output_timeout", Limit: timing.WatchdogTimeout}
 		}
-		if prog.since() < timing.WatchdogTimeout {
+		if wd == nil {
 			continue
 		}
-		wd := &proto.Watchdog{Guard: "watchdog_output_timeout", Limit: timing.WatchdogTimeout}
 		_ = syscall.Kill(-pid, syscall.SIGTERM) // the agent leads its own session and group
 		select {
 		case <-exited:

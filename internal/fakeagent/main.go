@@ -6,6 +6,7 @@
 //	print TEXT         print TEXT on stdout
 //	write PATH TEXT    write TEXT to PATH in the worktree
 //	append PATH TEXT   append a line of TEXT to PATH
+//	taskfile TEXT      append a line of TEXT to task-$LAZY_TASK_ID.txt
 //	commit MSG         git add -A and commit with MSG
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
@@ -23,6 +24,9 @@
 //	try-connect ADDR   try a TCP connection to ADDR; print the same
 //	try-proxy ADDR     ask $HTTPS_PROXY to tunnel to ADDR (HTTP CONNECT); print the same
 //	mcp-comment TEXT   call lazy_comment on its own task through LAZY_MCP_COMMAND
+//	replay FILE [N]    print FILE's lines (the first N only, if given): a
+//	                   transcript captured from a real CLI (agent/testdata),
+//	                   so tests of hangs and crashes use the real event shapes
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
 // (-p, stream-json only with --verbose, the prompt after "--") and offers
@@ -139,6 +143,8 @@ func main() {
 			must(report(rest, b, 0o644))
 		case "print":
 			fmt.Println(rest)
+		case "replay":
+			replay(rest)
 		case "write":
 			path, text, _ := strings.Cut(rest, " ")
 			must(os.MkdirAll(filepath.Dir(path), 0o755))
@@ -148,6 +154,13 @@ func main() {
 			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			must(err)
 			_, err = f.WriteString(text + "\n")
+			must(err)
+			must(f.Close())
+		case "taskfile":
+			// A file only this task ever writes: task-<LAZY_TASK_ID>.txt.
+			f, err := os.OpenFile("task-"+os.Getenv("LAZY_TASK_ID")+".txt", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			must(err)
+			_, err = f.WriteString(rest + "\n")
 			must(err)
 			must(f.Close())
 		case "commit":
@@ -213,6 +226,24 @@ func main() {
 }
 
 var sessionID string
+
+// replay prints a captured transcript, or its first N lines.
+func replay(args string) {
+	file, n, _ := strings.Cut(args, " ")
+	b, err := os.ReadFile(file)
+	must(err)
+	limit := -1
+	if n != "" {
+		limit, err = strconv.Atoi(n)
+		must(err)
+	}
+	for i, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if i == limit {
+			break
+		}
+		fmt.Println(l)
+	}
+}
 
 func emit(v any) {
 	b, err := json.Marshal(v)

@@ -1,5 +1,5 @@
 // Command fakegh is the gh binary lazy's tests put on PATH in place of
-// the GitHub CLI. It emulates the documented behaviour and --json output
+// the GitHub CLI (the state file machinery is internal/fakecli's). It emulates the documented behaviour and --json output
 // fields of the gh commands lazy runs, keeping the pull requests of one
 // repository in the JSON file named by FAKEGH_STATE (tests read and edit
 // that file to play the forge: add a failing check, a review, merge or
@@ -13,15 +13,14 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/lazyorch/lazy/internal/fakecli"
 )
 
 // State is the fake forge: one repository's settings and pull requests.
@@ -64,112 +63,30 @@ type PR struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
-}
-
-func fail(code int, format string, a ...any) int {
-	fmt.Fprintf(os.Stderr, format+"\n", a...)
-	return code
-}
-
-// flags parses gh-style flags: --name value, --name=value, -R value and
-// bare booleans. known maps each accepted flag to whether it takes a
-// value.
-func flags(args []string, known map[string]bool) (map[string]string, []string, error) {
-	vals := map[string]string{}
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			pos = append(pos, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		takes, ok := known[name]
-		if !ok {
-			return nil, nil, fmt.Errorf("unknown flag: %s", a)
-		}
-		if takes && !hasVal {
-			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("flag needs an argument: %s", a)
-			}
-			i++
-			val = args[i]
-		}
-		if !takes {
-			val = "true"
-		}
-		vals[name] = val
-	}
-	return vals, pos, nil
-}
-
-func run(args []string) int {
-	path := os.Getenv("FAKEGH_STATE")
-	if path == "" {
-		return fail(1, "fakegh: FAKEGH_STATE is not set")
-	}
-	if line, err := json.Marshal(args); err == nil {
-		if f, err := os.OpenFile(path+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
-			_, _ = f.Write(append(line, '\n'))
-			_ = f.Close()
-		}
-	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fail(1, "fakegh: %v", err)
-	}
-	defer func() { _ = lock.Close() }()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fail(1, "fakegh: %v", err)
-	}
+	args := os.Args[1:]
 	var st State
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fail(1, "fakegh: %v", err)
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fail(1, "fakegh: %v", err)
-	}
-	cmd := strings.Join(args[:min(2, len(args))], " ")
-	if st.HangBefore == cmd {
-		hang(path, lock)
-	}
-	code := dispatch(&st, args)
-	out, _ := json.MarshalIndent(&st, "", "  ")
-	if err := os.WriteFile(path+".tmp", out, 0o600); err == nil {
-		_ = os.Rename(path+".tmp", path)
-	}
-	if st.HangAfter == cmd {
-		hang(path, lock)
-	}
-	return code
+	op := strings.Join(args[:min(2, len(args))], " ")
+	os.Exit(fakecli.Run("FAKEGH_STATE", args, &st, op, func() int { return dispatch(&st, args) }))
 }
 
-// hang releases the state and blocks until killed.
-func hang(path string, lock *os.File) {
-	_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	_ = os.WriteFile(path+".hang", []byte(strconv.Itoa(os.Getpid())), 0o600)
-	for {
-		time.Sleep(time.Hour)
-	}
-}
+// Hangs implements fakecli.State.
+func (st *State) Hangs() (before, after string) { return st.HangBefore, st.HangAfter }
 
 func dispatch(st *State, args []string) int {
 	if len(args) < 2 {
-		return fail(1, "fakegh: usage: gh <command> <subcommand>")
+		return fakecli.Fail(1, "fakegh: usage: gh <command> <subcommand>")
 	}
 	cmd := args[0] + " " + args[1]
 	spec, ok := commands[cmd]
 	if !ok {
-		return fail(1, "unknown command %q for \"gh\"", cmd)
+		return fakecli.Fail(1, "unknown command %q for \"gh\"", cmd)
 	}
-	vals, pos, err := flags(args[2:], spec)
+	vals, pos, err := fakecli.Flags(args[2:], spec)
 	if err != nil {
-		return fail(1, "%v", err)
+		return fakecli.Fail(1, "%v", err)
 	}
 	if st.LoggedOut {
-		return fail(4, "To get started with GitHub CLI, please run:  gh auth login")
+		return fakecli.Fail(4, "To get started with GitHub CLI, please run:  gh auth login")
 	}
 	if cmd == "auth status" {
 		fmt.Fprintln(os.Stderr, "github.com\n  ✓ Logged in to github.com as tester")
@@ -180,13 +97,13 @@ func dispatch(st *State, args []string) int {
 		repo = pos[0]
 	}
 	if repo != st.Repo {
-		return fail(1, "GraphQL: Could not resolve to a Repository with the name '%s'. (repository)", repo)
+		return fakecli.Fail(1, "GraphQL: Could not resolve to a Repository with the name '%s'. (repository)", repo)
 	}
 	switch cmd {
 	case "run view":
 		l, ok := st.Logs[vals["job"]]
 		if !ok || vals["log-failed"] != "true" {
-			return fail(1, "failed to get run log: job %s not found", vals["job"])
+			return fakecli.Fail(1, "failed to get run log: job %s not found", vals["job"])
 		}
 		fmt.Print(l)
 		return 0
@@ -210,12 +127,12 @@ func dispatch(st *State, args []string) int {
 		if out == nil {
 			out = []any{}
 		}
-		return printJSON(out)
+		return fakecli.PrintJSON(out)
 	case "pr create":
 		body, _ := io.ReadAll(os.Stdin)
 		for _, p := range st.PRs {
 			if p.Head == vals["head"] && p.State == "OPEN" {
-				return fail(1, "a pull request for branch %q into branch %q already exists:\n%s", p.Head, p.Base, prURL(st, p))
+				return fakecli.Fail(1, "a pull request for branch %q into branch %q already exists:\n%s", p.Head, p.Base, prURL(st, p))
 			}
 		}
 		p := &PR{Number: len(st.PRs) + 1, State: "OPEN", Head: vals["head"], Base: vals["base"], Title: vals["title"], Body: string(body), IsDraft: vals["draft"] == "true", MergeStateStatus: "CLEAN"}
@@ -226,11 +143,11 @@ func dispatch(st *State, args []string) int {
 	}
 	// The rest name a pull request by number.
 	if len(pos) != 1 {
-		return fail(1, "fakegh: %s needs one pull request number", cmd)
+		return fakecli.Fail(1, "fakegh: %s needs one pull request number", cmd)
 	}
 	n, err := strconv.Atoi(pos[0])
 	if err != nil || n < 1 || n > len(st.PRs) {
-		return fail(1, "GraphQL: Could not resolve to a PullRequest with the number of %s. (repository.pullRequest)", pos[0])
+		return fakecli.Fail(1, "GraphQL: Could not resolve to a PullRequest with the number of %s. (repository.pullRequest)", pos[0])
 	}
 	p := st.PRs[n-1]
 	switch cmd {
@@ -252,7 +169,7 @@ func dispatch(st *State, args []string) int {
 		return 0
 	case "pr close":
 		if p.State != "OPEN" {
-			return fail(1, "X Pull request #%d is already %s", n, strings.ToLower(p.State))
+			return fakecli.Fail(1, "X Pull request #%d is already %s", n, strings.ToLower(p.State))
 		}
 		if c := vals["comment"]; c != "" {
 			addComment(st, p, c)
@@ -263,7 +180,7 @@ func dispatch(st *State, args []string) int {
 	case "pr merge":
 		return merge(st, p, vals)
 	}
-	return fail(1, "fakegh: %s is not emulated", cmd)
+	return fakecli.Fail(1, "fakegh: %s is not emulated", cmd)
 }
 
 // commands lists the emulated commands and their flags (true: takes a
@@ -322,26 +239,26 @@ func merge(st *State, p *PR, vals map[string]string) int {
 		}
 	}
 	if method == "" {
-		return fail(1, "--merge, --rebase, or --squash required when not running interactively")
+		return fakecli.Fail(1, "--merge, --rebase, or --squash required when not running interactively")
 	}
 	for _, d := range st.Disallowed {
 		if d == method {
-			return fail(1, "X Pull request #%d is not mergeable: %s merges are not allowed on this repository", p.Number, method)
+			return fakecli.Fail(1, "X Pull request #%d is not mergeable: %s merges are not allowed on this repository", p.Number, method)
 		}
 	}
 	if p.State != "OPEN" {
-		return fail(1, "X Pull request #%d was already %s", p.Number, strings.ToLower(p.State))
+		return fakecli.Fail(1, "X Pull request #%d was already %s", p.Number, strings.ToLower(p.State))
 	}
 	if why := blocked(p); why != "" {
 		if vals["auto"] == "true" && st.NoAutoMerge {
-			return fail(1, "GraphQL: Auto merge is not allowed for this repository (enablePullRequestAutoMerge)")
+			return fakecli.Fail(1, "GraphQL: Auto merge is not allowed for this repository (enablePullRequestAutoMerge)")
 		}
 		if vals["auto"] == "true" {
 			p.AutoMerge = method
 			fmt.Fprintf(os.Stderr, "✓ Pull request #%d will be automatically merged via %s when all requirements are met\n", p.Number, method)
 			return 0
 		}
-		return fail(1, "X Pull request #%d is not mergeable: the base branch policy prohibits the merge (%s).\nTo have the pull request merged after all the requirements have been met, add the `--auto` flag.", p.Number, why)
+		return fakecli.Fail(1, "X Pull request #%d is not mergeable: the base branch policy prohibits the merge (%s).\nTo have the pull request merged after all the requirements have been met, add the `--auto` flag.", p.Number, why)
 	}
 	sum := sha256.Sum256([]byte(p.Head + p.HeadOid + method))
 	p.State, p.MergeCommit = "MERGED", hex.EncodeToString(sum[:20])
@@ -385,18 +302,12 @@ func filter(full map[string]any, fields string) map[string]any {
 
 func printFields(full map[string]any, fields string) int {
 	if fields == "" {
-		return fail(1, "fakegh: only --json output is emulated")
+		return fakecli.Fail(1, "fakegh: only --json output is emulated")
 	}
 	for _, f := range strings.Split(fields, ",") {
 		if _, ok := full[f]; !ok {
-			return fail(1, "Unknown JSON field: %q", f)
+			return fakecli.Fail(1, "Unknown JSON field: %q", f)
 		}
 	}
-	return printJSON(filter(full, fields))
-}
-
-func printJSON(v any) int {
-	b, _ := json.Marshal(v)
-	fmt.Println(string(b))
-	return 0
+	return fakecli.PrintJSON(filter(full, fields))
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // Alive reports whether pid names a running process. A zombie (dead, not
@@ -51,4 +53,69 @@ func Runs(pid int, args ...string) bool {
 		want = append(want, a...)
 	}
 	return bytes.Contains(cmdline, want)
+}
+
+// WithEnv returns the live processes of this user whose environment
+// holds the exact entry kv ("NAME=value"). It is how lazy finds an agent
+// its dead supervisor left behind: the marker is inherited by everything
+// the agent starts, and a recycled pid does not carry it.
+func WithEnv(kv string) []int {
+	name, value, _ := strings.Cut(kv, "=")
+	return ByEnv(name)[value]
+}
+
+// ByEnv scans the live processes of this user once and groups those whose
+// environment sets name by its value.
+func ByEnv(name string) map[string][]int {
+	out := map[string][]int{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	prefix := []byte(name + "=")
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, entry := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(entry, prefix); ok {
+				if Alive(pid) {
+					out[string(v)] = append(out[string(v)], pid)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// KillMarked SIGKILLs every process whose environment holds kv (see
+// WithEnv), and the process group each one leads, and returns their
+// pids. The caller must know that whatever carries the marker is a
+// leftover: lazy calls it only while no supervisor of the task runs, or
+// as the new supervisor before it starts its agent.
+func KillMarked(kv string) []int {
+	pids := WithEnv(kv)
+	for _, pid := range pids {
+		if g, err := syscall.Getpgid(pid); err == nil && g == pid {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	// SIGKILL is delivered when the target next runs; on a loaded machine
+	// that can take a moment, and the caller is about to start a new agent
+	// in the same worktree.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for Alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return pids
 }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/ops"
+)
+
+// EditCmd changes a task's title, goal or target branch.
+type EditCmd struct {
+	Task         string  `arg:"" help:"Slug or id prefix."`
+	Title        *string `help:"New one-line title."`
+	Goal         *string `help:"New goal, replacing the old one (\"-\" reads stdin)."`
+	TargetBranch *string `name:"target-branch" help:"New target branch (must exist; \"\" for the default branch). Top-level tasks before their first start only."`
+	JSON         bool    `help:"Print the task as JSON."`
+}
+
+// Help implements kong's detailed help.
+func (c *EditCmd) Help() string {
+	return `The change is recorded as an "edit" operation in the task's history.
+
+Examples:
+  lazy edit fix-login --title "Fix the flaky login test"
+  lazy edit fix-login --goal - < goal.md
+  lazy edit fix-login --target-branch release-2.1`
+}
+
+// Run implements lazy edit.
+func (c *EditCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	if c.Goal != nil && *c.Goal == "-" {
+		text, _, err := a.readText(c.Goal, "goal", false)
+		if err != nil {
+			return err
+		}
+		c.Goal = &text
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.Edit(ctx, c.Task, ops.EditInput{Title: c.Title, Goal: c.Goal, TargetBranch: c.TargetBranch})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(toJSON(&sn.Task))
+	}
+	var changed []string
+	if c.Title != nil {
+		changed = append(changed, "title")
+	}
+	if c.Goal != nil {
+		changed = append(changed, "goal")
+	}
+	if c.TargetBranch != nil {
+		changed = append(changed, "target branch")
+	}
+	fmt.Fprintf(a.stdout, "Edited %s: %s\n", sn.Task.Slug, strings.Join(changed, ", "))
+	return nil
+}

@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestChaos runs many lazy processes at once (create, start, unblock,
+// accept, resume, stop, close, reopen, comment, list, doctor) beside git
+// gc and repack loops, SIGKILLs supervisors and accepts at random
+// moments, then checks what must hold once everything is quiet.
+//
+// The operations each worker picks, and the kills, come from a seed:
+// LAZY_CHAOS_SEED reproduces a run (the scheduling of processes cannot
+// be replayed, so a failure may need a few runs with its seed).
+// LAZY_CHAOS_DURATION sets how long the chaos lasts (default 20s);
+// scripts/chaos.sh runs it long.
+func TestChaos(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("LAZY_CHAOS_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LAZY_CHAOS_SEED=%q is not a number", v)
+		}
+		seed = n
+	}
+	duration := 20 * time.Second
+	if v := os.Getenv("LAZY_CHAOS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LAZY_CHAOS_DURATION=%q is not a duration", v)
+		}
+		duration = d
+	}
+	t.Logf("chaos seed %d for %s (reproduce with LAZY_CHAOS_SEED=%d)", seed, duration, seed)
+	fatalf := func(format string, a ...any) {
+		t.Helper()
+		t.Fatalf(format+" (LAZY_CHAOS_SEED=%d)", append(a, seed)...)
+	}
+
+	r := crashRepo(t)
+	r = r.with(script(t, "taskfile work", "commit agent: work", "sleep 300ms", "print done"))
+	// The user's work in progress sits in the destination throughout.
+	wip := r.dir + "/wip.txt"
+	if err := os.WriteFile(wip, []byte("mine, uncommitted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var created []task // acknowledged creates
+	var problems []string
+	problem := func(s string) {
+		mu.Lock()
+		if len(problems) < 20 {
+			problems = append(problems, s)
+		}
+		mu.Unlock()
+	}
+	command := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(lazyBin, args...)
+		cmd.Dir, cmd.Env = r.dir, r.environ()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd
+	}
+	// A panic, a race report or a claim of corruption is a problem
+	// whatever the command.
+	check := func(args []string, out string) {
+		for _, bad := range []string{"panic:", "WARNING: DATA RACE", "is corrupt", "invalid sha1 pointer"} {
+			if strings.Contains(out, bad) {
+				problem(fmt.Sprintf("lazy %s: %s", strings.Join(args, " "), out))
+			}
+		}
+	}
+	run := func(rng *rand.Rand, killable bool, args ...string) string {
+		cmd := command(args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			problem(err.Error())
+			return ""
+		}
+		if killable && rng.IntN(4) == 0 {
+			// SIGKILL it at a random moment, as an OOM kill would.
+			time.AfterFunc(time.Duration(rng.IntN(1500))*time.Millisecond, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		}
+		_ = cmd.Wait()
+		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() >= 0 {
+			check(args, out.String())
+		}
+		return out.String()
+	}
+	pick := func(rng *rand.Rand) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(created) == 0 {
+			return ""
+		}
+		return created[rng.IntN(len(created))].Slug
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// Git maintenance beside lazy. (--prune=now is unsafe beside any
+	// writer, git's own included; see SECURITY.md.)
+	for _, args := range [][]string{{"gc", "-q"}, {"repack", "-a", "-d", "-q"}, {"pack-refs", "--all", "--prune"}} {
+		wg.Add(1)
+		go func(args []string) {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				c := exec.Command("git", args...)
+				c.Dir = r.dir
+				_ = c.Run()
+			}
+		}(args)
+	}
+	// Supervisor killer, and the one-turn-per-task sampler.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(seed, 99))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(300+rng.IntN(700)) * time.Millisecond):
+			}
+			mu.Lock()
+			ids := make([]string, len(created))
+			for i, tk := range created {
+				ids[i] = tk.ID
+			}
+			mu.Unlock()
+			for _, id := range ids {
+				sups, agents := turnProcs(id)
+				if len(sups) > 1 || len(agentLeaders(agents)) > 1 {
+					problem(fmt.Sprintf("task %s: %d supervisors and %d agents at once", id, len(sups), len(agentLeaders(agents))))
+				}
+				if len(sups) == 1 && rng.IntN(3) == 0 {
+					_ = syscall.Kill(sups[0], syscall.SIGKILL)
+				}
+			}
+		}
+	}()
+	const workers = 4
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				slug := pick(rng)
+				op := rng.IntN(20)
+				switch {
+				case slug == "" || op < 3:
+					out := run(rng, false, "create", "--json", fmt.Sprintf("chaos %d %d", w, n))
+					var tk task
+					if err := jsonUnmarshal(out, &tk); err == nil && tk.ID != "" {
+						mu.Lock()
+						created = append(created, tk)
+						mu.Unlock()
+					}
+				case op < 6:
+					run(rng, false, "start", slug, "--command", fakeAgentBin)
+				case op < 8:
+					run(rng, false, "unblock", slug, "-m", "more")
+				case op < 11:
+					run(rng, true, "accept", slug)
+				case op < 12:
+					run(rng, false, "resume", slug)
+				case op < 13:
+					run(rng, false, "stop", slug)
+				case op < 14:
+					run(rng, false, "close", slug, "--reason", "chaos")
+				case op < 15:
+					run(rng, false, "reopen", slug, "--reason", "chaos")
+				case op < 16:
+					run(rng, false, "comment", slug, "-m", "note")
+				default:
+					run(rng, false, "list")
+				}
+			}
+		}(w)
+	}
+	time.Sleep(duration) // the chaos runs for a fixed time by design
+	close(stop)
+	wg.Wait()
+
+	// Quiescence: end every turn, then let doctor repair until clean.
+	mu.Lock()
+	all := append([]task(nil), created...)
+	mu.Unlock()
+	for _, tk := range all {
+		_ = command("stop", tk.ID).Run()
+	}
+	clean := false
+	var last result
+	for i := 0; i < 6 && !clean; i++ {
+		last = r.run(nil, "doctor")
+		check([]string{"doctor"}, last.Stdout+last.Stderr)
+		clean = last.Code == 0
+		if !clean {
+			r.run(nil, "list")
+		}
+	}
+	if !clean {
+		problem("lazy doctor did not converge to no problems:\n" + last.String())
+	}
+	if len(problems) > 0 {
+		fatalf("%d problems during the chaos:\n%s", len(problems), strings.Join(problems, "\n---\n"))
+	}
+
+	// Every acknowledged create is there and readable.
+	status := map[string]string{}
+	for _, tk := range all {
+		res := r.run(nil, "show", "--json", tk.ID)
+		var s task
+		if res.Code != 0 || jsonUnmarshal(res.Stdout, &s) != nil {
+			fatalf("task %s unreadable after the chaos: %s", tk.ID, res)
+		}
+		status[tk.ID] = s.Status
+	}
+	if out, err := exec.Command("git", "-C", r.dir, "fsck", "--no-dangling").CombinedOutput(); err != nil {
+		fatalf("git fsck: %v\n%s", err, out)
+	}
+	// At most one turn per task, now that everything is stopped: none.
+	for _, tk := range all {
+		if sups, agents := turnProcs(tk.ID); len(sups)+len(agents) > 0 {
+			fatalf("task %s still has supervisors %v and agents %v after stop and doctor", tk.ID, sups, agents)
+		}
+	}
+	// main holds only accepted tasks' files, each squash only its own.
+	files := strings.Fields(r.git("ls-tree", "--name-only", "main"))
+	for _, f := range files {
+		id, ok := strings.CutPrefix(strings.TrimSuffix(f, ".txt"), "task-")
+		if !ok {
+			continue
+		}
+		// Only the task's own accepts may have brought it there (a task
+		// accepted and then reopened keeps its merged file on main).
+		for _, tr := range strings.Split(strings.TrimSpace(r.git("log", "--format=%(trailers:key=Lazy-Task,valueonly,separator=)", "main", "--", f)), "\n") {
+			if strings.TrimSpace(tr) != id {
+				fatalf("main holds %s of task %s (now %s) from a commit that is not its accept (%q)", f, id, status[id], tr)
+			}
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.git("log", "--format=%H %(trailers:key=Lazy-Task,valueonly,separator=)", "main")), "\n") {
+		sha, id, _ := strings.Cut(line, " ")
+		if id = strings.TrimSpace(id); id == "" {
+			continue
+		}
+		for _, f := range strings.Fields(r.git("show", "--name-only", "--format=", sha)) {
+			if f != "task-"+id+".txt" {
+				fatalf("the squash of task %s (%s) holds %s", id, sha, f)
+			}
+		}
+	}
+	// The user's work in progress survived, and no stash was left behind.
+	if b, err := os.ReadFile(wip); err != nil || string(b) != "mine, uncommitted\n" {
+		fatalf("the user's uncommitted wip.txt: %q %v", b, err)
+	}
+	if st := r.git("stash", "list"); st != "" {
+		fatalf("stashes left in the user's repository: %s", st)
+	}
+	t.Logf("%d tasks; statuses %v", len(all), countStatuses(status))
+}
+
+func countStatuses(m map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, s := range m {
+		out[s]++
+	}
+	return out
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -1,0 +1,76 @@
+package gitstore
+
+// Detail is the public JSON shape of one task, shared by lazy show --json
+// and the MCP lazy_show tool so a script and an LLM read the same keys.
+// Every list is [] rather than null; hashes are hex; times RFC 3339.
+type Detail struct {
+	Summary
+	Live       string      `json:"live_substate,omitempty"`
+	Refused    []Refused   `json:"merge_refused_ops,omitempty"`
+	Goal       string      `json:"goal"`
+	Session    *Session    `json:"session,omitempty"`
+	Violations *Violations `json:"violations,omitempty"`
+	// PendingViolations are the files that still owe a decision (see
+	// lazy unblock --approve-file).
+	PendingViolations []string  `json:"pending_violations"`
+	TurnList          []Turn    `json:"turn_list"`
+	TurnsOmitted      int       `json:"turns_omitted"` // earlier turns left out (lastTurns)
+	CommentList       []Comment `json:"comment_list"`
+	Journal           []Comment `json:"journal"`
+	History           []Change  `json:"history"`
+	Commit            string    `json:"commit"`
+}
+
+// Detail reads everything Detail shows of sn. lastTurns > 0 keeps only
+// the most recent turns (the MCP view, bounded for a context window);
+// the live substate is the caller's to fill.
+func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
+	goal, err := sn.Goal()
+	if err != nil {
+		return nil, err
+	}
+	turns, err := s.Turns(sn)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.Comments(sn)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := s.History(sn)
+	if err != nil {
+		return nil, err
+	}
+	d := &Detail{Summary: NewSummary(&sn.Task), Goal: goal, Session: sn.Session, Refused: sn.Task.MergeRefused,
+		PendingViolations: append([]string{}, sn.Violations.Pending...), TurnList: append([]Turn{}, turns...),
+		CommentList: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String()}
+	if lastTurns > 0 && len(d.TurnList) > lastTurns {
+		d.TurnsOmitted = len(d.TurnList) - lastTurns
+		d.TurnList = d.TurnList[d.TurnsOmitted:]
+	}
+	for _, c := range all {
+		if c.Journal != nil {
+			// A record from a remote or edited by hand may say null:
+			// the shape promises lists.
+			j := *c.Journal
+			j.Decisions, j.Deferrals = nonNilStrings(j.Decisions), nonNilStrings(j.Deferrals)
+			c.Journal = &j
+			d.Journal = append(d.Journal, c)
+		} else {
+			d.CommentList = append(d.CommentList, c)
+		}
+	}
+	if len(sn.Violations.Pending) > 0 || len(sn.Violations.Decided) > 0 {
+		v := sn.Violations
+		v.Pending = nonNilStrings(v.Pending)
+		d.Violations = &v
+	}
+	return d, nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,84 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Size limits of the objects of a task record. Records come from other
+// machines, and anyone who can push to a shared remote can write one of
+// any size, so every read checks the object's size from its header (git's
+// loose-object header, the pack entry header, or `git cat-file
+// --batch-check`) before it reads a byte of content: an oversize record is
+// reported as corrupt in milliseconds and never loaded. lazy's own writes
+// stay under the same limits (see Store.commit), and the operations refuse
+// larger texts at intake.
+const (
+	// MaxText is the largest text (goal, comment, feedback, question,
+	// result) the operations accept at intake.
+	MaxText = 16 << 20
+	// MaxMetaRecord bounds task.json, session.json and op.json: fields,
+	// ids and a title, never long texts (goal.md holds the goal).
+	MaxMetaRecord = 1 << 20
+	// MaxViolationsRecord bounds violations.json: paths an agent changed
+	// outside its allowed paths, which an agent decides the number of.
+	MaxViolationsRecord = 8 << 20
+	// MaxTextRecord bounds goal.md and each turns/*.json and
+	// comments/*.json: one or two texts of up to MaxText, JSON-escaped.
+	MaxTextRecord = 2*MaxText + 1<<20
+	// MaxTree bounds a tree: the snapshot's entries, or one entry per
+	// turn or comment (about 40 bytes each).
+	MaxTree = 16 << 20
+	// MaxCommit bounds a commit: a human line and lazy's trailers.
+	MaxCommit = 1 << 20
+	// MaxSlugRecord bounds a slug ref's blob: one id and a newline.
+	MaxSlugRecord = 1 << 10
+)
+
+// ErrOversize marks a record object over its size limit.
+var ErrOversize = errors.New("over lazy's size limit")
+
+// limitFor returns the size limit of a snapshot file by its tree name
+// (the turns/ and comments/ entries by their directory).
+func limitFor(name string) int64 {
+	switch {
+	case name == fileTask, name == fileSession, name == fileOp:
+		return MaxMetaRecord
+	case name == fileViolations:
+		return MaxViolationsRecord
+	case name == fileGoal, strings.HasPrefix(name, dirTurns+"/"), strings.HasPrefix(name, dirComments+"/"):
+		return MaxTextRecord
+	case name == "slug":
+		return MaxSlugRecord
+	}
+	return MaxMetaRecord
+}
+
+// oversize is the error for an object of size bytes over limit.
+func oversize(what string, h plumbing.Hash, size, limit int64) error {
+	return fmt.Errorf("%s (object %s) is %s, %w of %s for it; it was not read", what, h.String()[:12], humanBytes(size), ErrOversize, humanBytes(limit))
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// checkSize keeps lazy's own writes readable: a record it could not read
+// back is refused before it is written.
+func checkSize(name string, n int) error {
+	if limit := limitFor(name); int64(n) > limit {
+		return fmt.Errorf("%s would be %s, over lazy's limit of %s for it; nothing was saved (shorten the text)", name, humanBytes(int64(n)), humanBytes(limit))
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lazyorch/lazy/gitstore"
+)
+
+// headline is the readable first line of a tool's text content; the
+// JSON follows it, so a host that shows only text still has everything.
+func headline(tool string, out any) string {
+	task := func(v View) string {
+		s := v.Slug + " is " + string(v.Status)
+		if v.Live != "" {
+			s += " (" + v.Live + ")"
+		}
+		return s
+	}
+	running := func(r Running) string { return "Still running: " + r.WaitingOn + ". " + r.Next + "." }
+	switch o := out.(type) {
+	case TaskOut:
+		return strings.TrimPrefix(tool, "lazy_") + ": " + task(o.Task) + "."
+	case ListOut:
+		if o.Count == 0 {
+			return "No tasks."
+		}
+		lines := make([]string, 0, len(o.Tasks)+1)
+		lines = append(lines, fmt.Sprintf("%d task(s):", o.Count))
+		for _, t := range o.Tasks {
+			lines = append(lines, "- "+task(t)+": "+t.Title)
+		}
+		return strings.Join(lines, "\n")
+	case WaitOut:
+		if o.StillRunning {
+			return running(o.Running)
+		}
+		return "The turn ended: " + task(o.Task) + "."
+	case AskOut:
+		if o.StillRunning {
+			return running(o.Running)
+		}
+		return "Answer (the task stays " + string(o.Status) + "):\n" + o.Answer
+	case AcceptOut:
+		if o.StillRunning {
+			return running(o.Running)
+		}
+		if o.Pending != "" {
+			return "Not merged yet: " + o.Pending
+		}
+		return "Accepted: merged into " + o.Into + " as " + o.Commit + "."
+	case SubmitOut:
+		if o.StillRunning {
+			return running(o.Running)
+		}
+		return fmt.Sprintf("Submitted: pull request #%d %s", o.PRNumber, o.PRURL)
+	case EndOut:
+		return strings.TrimPrefix(tool, "lazy_") + ": " + task(o.Task) + "."
+	case gitstore.Detail:
+		return task(View{Summary: o.Summary, Live: o.Live}) + ": " + o.Title
+	case DiffOut:
+		return fmt.Sprintf("%d file(s) changed on %s since %s; %d uncommitted.", len(o.Files), o.Branch, o.Base, len(o.Uncommitted))
+	case LogsOut:
+		return fmt.Sprintf("The last %d line(s) of the agent log.", len(o.Lines))
+	case JournalOut:
+		return fmt.Sprintf("Journal entry #%d recorded on %s.", o.Entry.Seq, o.Task.Slug)
+	case ProgressResult:
+		return "Progress: " + o.Recorded
+	}
+	return ""
+}
+
+// TaskURI is the resource URI of a task.
+func TaskURI(slug string) string { return "lazy://task/" + url.PathEscape(slug) }
+
+// addTaskResource offers every task as lazy://task/{task}: a host can
+// attach a task's full JSON to a conversation by URI without a tool call.
+// Only a template is offered, no list: a list would be a snapshot that
+// goes stale as tasks change, and lazy_list already filters by status.
+func addTaskResource(s *sdk.Server, b Backend) {
+	s.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name: "task", Title: "lazy task", URITemplate: "lazy://task/{task}", MIMEType: "application/json",
+		Description: "A task as lazy_show returns it: summary, goal, session, recent turns, comments, journal, history. {task} is a slug or id.",
+	}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		name, ok := strings.CutPrefix(req.Params.URI, "lazy://task/")
+		if ok {
+			name, _ = url.PathUnescape(name)
+		}
+		if !ok || name == "" || strings.Contains(name, "/") {
+			return nil, sdk.ResourceNotFoundError(req.Params.URI)
+		}
+		args, err := json.Marshal(TaskIn{Task: name})
+		if err != nil {
+			return nil, err
+		}
+		raw, err := b.Call(WithReporter(ctx, func(string) {}), "lazy_show", args)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", req.Params.URI, err)
+		}
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(raw)}}}, nil
+	})
+}

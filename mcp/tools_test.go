@@ -1,0 +1,175 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fakeBackend answers every call with a fixed result, reporting the
+// given progress lines first.
+type fakeBackend struct {
+	result   string
+	progress []string
+	pause    time.Duration
+}
+
+func (f fakeBackend) Call(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	for _, p := range f.progress {
+		Report(ctx, p)
+		time.Sleep(f.pause)
+	}
+	if f.result == "" {
+		return nil, errors.New("no result")
+	}
+	return json.RawMessage(f.result), nil
+}
+
+func connect(t *testing.T, b Backend, agent bool, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := NewServer(b, agent, "test").Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestEveryToolDeclaresAnObjectSchemaHintsAndAnActionableDescription(t *testing.T) {
+	for _, agent := range []bool{false, true} {
+		cs := connect(t, fakeBackend{}, agent, nil)
+		if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "lazy_wait") || agent != strings.Contains(ins, "lazy_journal: before you finish") {
+			t.Fatalf("instructions: %q", cs.InitializeResult().Instructions)
+		}
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, tl := range res.Tools {
+			names[tl.Name] = true
+			out, _ := json.Marshal(tl.OutputSchema)
+			var o struct{ Type string }
+			if json.Unmarshal(out, &o) != nil || o.Type != "object" {
+				t.Errorf("%s: output schema %s is not an object", tl.Name, out)
+			}
+			a := tl.Annotations
+			if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil || tl.Title == "" {
+				t.Errorf("%s: annotations %+v, title %q", tl.Name, a, tl.Title)
+			}
+			if a != nil && a.ReadOnlyHint && *a.DestructiveHint {
+				t.Errorf("%s is both read-only and destructive", tl.Name)
+			}
+			if len(tl.Description) < 60 {
+				t.Errorf("%s: description %q is too thin to act on", tl.Name, tl.Description)
+			}
+			if tl.Name == "lazy_list" {
+				in, _ := json.Marshal(tl.InputSchema)
+				if !strings.Contains(string(in), `"enum":["backlog","working","blocked"`) {
+					t.Errorf("lazy_list's status has no enum: %s", in)
+				}
+			}
+		}
+		if names["lazy_update_progress"] != agent || names["lazy_reparent"] == agent {
+			t.Errorf("agent=%v: tools %v", agent, names)
+		}
+	}
+}
+
+func TestResultsAreObjectsWithAHeadlineAndTheJSON(t *testing.T) {
+	cs := connect(t, fakeBackend{result: `{"tasks":[],"count":0}`}, false, nil)
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "lazy_list", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if string(b) != `{"count":0,"tasks":[]}` {
+		t.Fatalf("structuredContent %s", b)
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if !strings.HasPrefix(text, "No tasks.\n\n{") {
+		t.Fatalf("text %q", text)
+	}
+	// A result that does not match the schema is refused, never passed on.
+	cs = connect(t, fakeBackend{result: `{"tasks":null,"count":0}`}, false, nil)
+	if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "lazy_list", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Fatalf("a null list passed: %+v", res)
+	}
+	// An unknown status is refused by the input schema.
+	res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "lazy_list", Arguments: map[string]any{"status": []string{"done"}}})
+	if err == nil && !res.IsError {
+		t.Fatal("status done was accepted")
+	}
+}
+
+func TestProgressReachesAClientThatAskedForIt(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, r.Params.Message)
+		mu.Unlock()
+	}}
+	b := fakeBackend{result: `{"task":{"id":"x","slug":"x","title":"x","status":"blocked","category":"blocked","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","sessions":1,"turns":2,"comments":0},"still_running":false}`,
+		progress: []string{"x: working (agent: tests)", "x: working (agent: commit)"}, pause: 50 * time.Millisecond}
+	cs := connect(t, b, false, opts)
+	p := &sdk.CallToolParams{Name: "lazy_wait", Arguments: map[string]any{"task": "x"}}
+	p.SetProgressToken("tok")
+	if res, err := cs.CallTool(context.Background(), p); err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		all := strings.Join(got, "|")
+		mu.Unlock()
+		if strings.Contains(all, "agent: tests") || strings.Contains(all, "agent: commit") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress %q", all)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestADetachedRunIsJoinedNotRepeated(t *testing.T) {
+	d := &Dispatcher{}
+	release := make(chan struct{})
+	runs := 0
+	op := func(ctx context.Context) (any, error) {
+		runs++
+		Report(ctx, "step 1")
+		<-release
+		return "done", nil
+	}
+	ctx := context.Background()
+	_, running, latest, err := d.detached(ctx, "k", 20*time.Millisecond, op)
+	if err != nil || !running {
+		t.Fatalf("first call: running=%v err=%v", running, err)
+	}
+	for latest == "" { // the op reports from its goroutine
+		_, _, latest, _ = d.detached(ctx, "k", time.Millisecond, op)
+	}
+	close(release)
+	out, running, _, err := d.detached(ctx, "k", 10*time.Second, op)
+	if err != nil || running || out != "done" || runs != 1 || latest != "step 1" {
+		t.Fatalf("joined: out=%v running=%v runs=%d latest=%q err=%v", out, running, runs, latest, err)
+	}
+	if len(d.flights) != 0 {
+		t.Fatal("a finished run stays registered")
+	}
+}

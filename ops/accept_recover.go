@@ -1,0 +1,293 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// DestinationWait bounds how long an accept waits for another accept
+// into the same branch to finish.
+const DestinationWait = 10 * time.Minute
+
+// lockDestination takes the accept lock of branch into: accepts into one
+// branch (and so one checkout and one index) run one at a time. Lock
+// order is always task lock, then destination lock; whoever holds a
+// destination lock only ever tries other tasks' locks, never waits on
+// them, so the two cannot deadlock.
+func (e *Env) lockDestination(ctx context.Context, into string, waiting func(pid string)) (func(), error) {
+	sum := sha256.Sum256([]byte(into))
+	path := e.Store.Repo().LazyDir("locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
+	l, err := flock.TryLock(path)
+	if errors.Is(err, flock.ErrHeld) {
+		if waiting != nil {
+			waiting(flock.Owner(path))
+		}
+		wctx, cancel := context.WithTimeout(ctx, DestinationWait)
+		defer cancel()
+		l, err = flock.Acquire(wctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("another accept into %s (pid %s) has been running for over %s; try again when it finishes, or run lazy doctor if it is stuck: %w", into, flock.Owner(path), DestinationWait, err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Release() }, nil
+}
+
+// stashMessage names the task, so that a stash an accept made before a
+// crash let it record the stash's hash can still be found and given back.
+func stashMessage(slug, id string) string {
+	return "lazy accept " + slug + " (" + id + "): your uncommitted changes"
+}
+
+// RecoverStrandedAccept finishes or undoes a local accept that died: the
+// task is merging with an accept record of this host and the caller holds
+// its task lock, so no accept of it runs. A squash that landed finishes
+// the task; otherwise the destination checkout is put back to exactly
+// the state before the accept (a half-applied squash is reset only when
+// it provably is lazy's: HEAD is the recorded pre-accept tip and the
+// checkout holds exactly the squash of the task branch onto it), and the
+// user's stash is re-applied. What cannot be proven is left alone and
+// explained in the note, with the commands to finish by hand.
+func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, bool, string, error) {
+	rec := sn.Task.Accept
+	if sn.Task.Status != machine.Merging || rec == nil {
+		return sn, false, "", nil
+	}
+	if rec.Host != "" && rec.Host != e.Store.Host() {
+		return nil, false, "", fmt.Errorf("task %s: an accept on host %s is merging it; finish there", sn.Task.Slug, rec.Host)
+	}
+	if rec.Into != "" {
+		if err := ValidBranchName(rec.Into); err != nil {
+			return nil, false, "", fmt.Errorf("the accept record of %s is damaged: %w", sn.Task.Slug, err)
+		}
+		release, err := e.lockDestination(ctx, rec.Into, nil)
+		if err != nil {
+			return nil, false, "", err
+		}
+		defer release()
+	}
+	return e.recoverLocked(ctx, sn, "")
+}
+
+// recoverLocked is RecoverStrandedAccept once the destination lock is
+// held; before names what the recovery makes way for, if anything.
+func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before string) (*gitstore.Snapshot, bool, string, error) {
+	landed, err := MergeLanded(ctx, e.repoDir(), sn)
+	if err != nil {
+		return nil, false, "", err
+	}
+	note := e.putBackDestination(ctx, sn, landed)
+	now := time.Now().UTC().Truncate(time.Second)
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Merging || s.Task.Accept == nil {
+			return nil, nil
+		}
+		text := "a stranded accept never merged; status before the accept restored"
+		if landed {
+			text = "a stranded accept had merged; finished as accepted"
+		}
+		if before != "" {
+			text += " before " + before
+		}
+		if note != "" {
+			text += "; " + note
+		}
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
+		if landed {
+			FinishAccepted(s, now)
+			return &gitstore.Op{Name: "accept-recovered", Actor: e.Actor, Reason: "a stranded accept had merged"}, nil
+		}
+		RestoreFromAccept(s)
+		return &gitstore.Op{Name: "accept-abort", Actor: e.Actor, Reason: oneLineReason("stranded accept recovered " + before)}, nil
+	})
+	if err != nil {
+		return nil, false, "", err
+	}
+	return out, landed, note, nil
+}
+
+// putBackDestination undoes what a dead accept left in its destination
+// and gives the user's stash back; it says what it could not do.
+func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, landed bool) string {
+	rec := sn.Task.Accept
+	dest, err := e.acceptDestination(ctx, sn)
+	if err != nil || dest == "" {
+		return e.stashNote(ctx, sn, "")
+	}
+	var notes []string
+	dirty, err := worktree.Dirty(ctx, dest)
+	if err != nil {
+		return fmt.Sprintf("could not inspect %s (%v); check it with git -C %s status", dest, err, dest)
+	}
+	if dirty && !landed {
+		if e.halfSquash(ctx, sn, dest) {
+			if err := gitcli.New(dest, "reset", "--hard", "--quiet", rec.IntoSHA).Run(ctx); err != nil {
+				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA)
+			}
+			if p, err := gitcli.New(dest, "rev-parse", "--git-path", "SQUASH_MSG").String(ctx); err == nil {
+				if !strings.HasPrefix(p, "/") {
+					p = dest + "/" + p
+				}
+				_ = os.Remove(p)
+			}
+			notes = append(notes, "undid the half-done squash merge in "+dest)
+			dirty = false
+		} else {
+			notes = append(notes, fmt.Sprintf("%s has uncommitted changes that lazy cannot prove are its own half-done squash merge, so it left them; inspect them with git -C %s status", dest, dest))
+		}
+	}
+	stash := e.acceptStash(ctx, sn, dest)
+	if stash == "" {
+		return strings.Join(notes, "; ")
+	}
+	if dirty {
+		notes = append(notes, fmt.Sprintf("your uncommitted changes from before the accept are in stash %s; re-apply them with git -C %s stash apply %s once %s is clean", stash, dest, stash, dest))
+		return strings.Join(notes, "; ")
+	}
+	if err := stashPop(ctx, dest, stash); err != nil {
+		notes = append(notes, fmt.Sprintf("your uncommitted changes did not re-apply cleanly (%v); they are safe in stash %s (git -C %s stash apply %s)", err, stash, dest, stash))
+	} else {
+		notes = append(notes, "re-applied your uncommitted changes (stash "+stash+") in "+dest)
+	}
+	return strings.Join(notes, "; ")
+}
+
+// stashNote points at a stash the accept made when its checkout is gone.
+func (e *Env) stashNote(ctx context.Context, sn *gitstore.Snapshot, dest string) string {
+	if stash := e.acceptStash(ctx, sn, dest); stash != "" {
+		return "your uncommitted changes from before the accept are in stash " + stash + " (git stash apply " + stash + ")"
+	}
+	return ""
+}
+
+// acceptDestination is where the dead accept merged: the checkout of the
+// branch it names now (never the path the record claims: the record is
+// data), or the temporary checkout lazy made for it.
+func (e *Env) acceptDestination(ctx context.Context, sn *gitstore.Snapshot) (string, error) {
+	rec := sn.Task.Accept
+	if rec.Into == "" {
+		return "", nil
+	}
+	dest, err := checkedOutAt(ctx, e.repoDir(), rec.Into)
+	if err != nil || dest != "" {
+		return dest, err
+	}
+	tmp := e.Store.Repo().LazyDir("tmp", "accept-"+sn.Task.ID)
+	if _, err := os.Stat(tmp); err == nil {
+		return tmp, nil
+	}
+	return "", nil
+}
+
+// halfSquash says whether dest holds exactly lazy's squash of the task
+// branch onto the recorded pre-accept tip, and nothing else.
+func (e *Env) halfSquash(ctx context.Context, sn *gitstore.Snapshot, dest string) bool {
+	rec := sn.Task.Accept
+	if !gitstore.ValidHex(rec.IntoSHA) {
+		return false
+	}
+	head, err := gitcli.New(dest, "rev-parse", "--verify", "HEAD").String(ctx)
+	if err != nil || head != rec.IntoSHA {
+		return false
+	}
+	local, err := e.Owned(sn)
+	if err != nil {
+		return false
+	}
+	want, err := gitcli.New(e.repoDir(), "merge-tree", "--write-tree", rec.IntoSHA, "refs/heads/"+local.Branch).String(ctx)
+	if err != nil {
+		return false // a conflicting squash is reset by the accept itself
+	}
+	want = strings.Fields(want)[0]
+	// The checkout's state as a tree, without touching it: stash create
+	// records index and worktree of tracked files. Untracked files are
+	// not lazy's (a squash stages what it adds) and must not exist.
+	if untracked, err := gitcli.New(dest, "ls-files", "--others", "--exclude-standard").String(ctx); err != nil || untracked != "" {
+		return false
+	}
+	state, err := gitcli.New(dest, "stash", "create").String(ctx)
+	if err != nil || state == "" {
+		return false
+	}
+	index, err1 := gitcli.New(dest, "rev-parse", state+"^2^{tree}").String(ctx)
+	work, err2 := gitcli.New(dest, "rev-parse", state+"^{tree}").String(ctx)
+	return err1 == nil && err2 == nil && index == want && work == want
+}
+
+// acceptStash finds the stash an accept made of the destination's
+// changes: the recorded one, or, when the crash came before it was
+// recorded, the one whose message names the task. Only a stash still in
+// the stash list counts (one given back is dropped from it).
+func (e *Env) acceptStash(ctx context.Context, sn *gitstore.Snapshot, dest string) string {
+	rec := sn.Task.Accept
+	dir := dest
+	if dir == "" {
+		dir = e.repoDir()
+	}
+	list, err := gitcli.New(dir, "stash", "list", "--format=%H %s").String(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(list, "\n") {
+		sha, subject, _ := strings.Cut(line, " ")
+		if sha == "" {
+			continue
+		}
+		if sha == rec.StashSHA || (rec.StashSHA == "" && rec.DestDirty && strings.Contains(subject, "("+sn.Task.ID+")")) {
+			return sha
+		}
+	}
+	return ""
+}
+
+// recoverStrandedInto recovers the dead accepts of other tasks into the
+// branch an accept (holding that branch's destination lock) is about to
+// merge into, so that their leftovers are never stashed as the user's
+// changes. A task whose lock is held is not stranded (its accept waits
+// for the destination lock) and is left alone.
+func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []string {
+	entries, err := e.Store.List()
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	for _, en := range entries {
+		if en.ID == self || en.Status != machine.Merging {
+			continue
+		}
+		unlock, err := e.TryLockTask(en.ID)
+		if err != nil {
+			continue
+		}
+		func() {
+			defer unlock()
+			sn, err := e.Store.Load(en.ID)
+			if err != nil || sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.Accept.Into != into || sn.Task.ForgePending() {
+				return
+			}
+			if rec := sn.Task.Accept; rec.Host != "" && rec.Host != e.Store.Host() {
+				return
+			}
+			// The destination lock is already ours: recover inline.
+			if _, _, _, err := e.recoverLocked(ctx, sn, "another accept into "+into); err != nil {
+				return
+			}
+			notes = append(notes, "recovered the interrupted accept of "+sn.Task.Slug)
+		}()
+	}
+	return notes
+}

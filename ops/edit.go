@@ -1,0 +1,103 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// EditInput is what an edit changes; a nil field is left as it is.
+type EditInput struct {
+	Title        *string
+	Goal         *string
+	TargetBranch *string // "" clears it: the task then targets the default branch
+}
+
+// Edit changes a task's title, goal or target branch, recorded as one
+// "edit" operation so the history says who changed what. The target
+// branch must exist locally, and only a top-level task that has not
+// started yet may change it: a started task's branch was cut from the
+// old one, and a subtask merges into its parent.
+func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Snapshot, error) {
+	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil {
+		return nil, errors.New("nothing to edit: give a new title, goal or target branch")
+	}
+	var title, goal, target string
+	if in.Title != nil {
+		title = strings.TrimSpace(sanitize.Field(*in.Title))
+		if title == "" {
+			return nil, errors.New("a title cannot be empty; give the task a one-line title")
+		}
+		if strings.ContainsAny(*in.Title, "\r\n") {
+			return nil, errors.New("a title is one line; put the details in the goal")
+		}
+		if n := utf8.RuneCountInString(title); n > MaxTitle {
+			return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the goal", n, MaxTitle)
+		}
+	}
+	if in.Goal != nil {
+		goal = strings.TrimSpace(sanitize.Prose(*in.Goal))
+		if err := checkText("the goal", goal); err != nil {
+			return nil, err
+		}
+	}
+	if in.TargetBranch != nil {
+		target = strings.TrimSpace(*in.TargetBranch)
+		if target != "" {
+			if err := ValidBranchName(target); err != nil {
+				return nil, fmt.Errorf("target branch: %w", err)
+			}
+			if _, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+target+"^{commit}").String(ctx); err != nil {
+				return nil, fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another", target, target)
+			}
+		}
+	}
+	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		slug := s.Task.Slug
+		if s.Task.Status.IsTerminal() {
+			return nil, fmt.Errorf("edit %s: the task is %s; reopen it first", slug, s.Task.Status)
+		}
+		var changed []string
+		if in.Title != nil && title != s.Task.Title {
+			s.Task.Title = title
+			changed = append(changed, "title")
+		}
+		if in.Goal != nil {
+			old, err := s.Goal()
+			if err != nil {
+				return nil, err
+			}
+			if goal != old {
+				s.SetGoal(goal)
+				changed = append(changed, "goal")
+			}
+		}
+		if in.TargetBranch != nil && target != s.Task.TargetBranch {
+			switch {
+			case s.Task.Parent != "":
+				return nil, fmt.Errorf("edit %s: a subtask merges into its parent's branch and has no target branch of its own; reparent it to the top level first", slug)
+			case hasAgentWork(s):
+				return nil, fmt.Errorf("edit %s: its branch was already cut from %s; the target branch can only change before the task starts", slug, orDefault(s.Task.TargetBranch))
+			}
+			s.Task.TargetBranch = target
+			changed = append(changed, "target branch")
+		}
+		if len(changed) == 0 {
+			return nil, fmt.Errorf("edit %s: nothing changed; the task already says that", slug)
+		}
+		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: "changed " + strings.Join(changed, ", ")}, nil
+	})
+}
+
+func orDefault(branch string) string {
+	if branch == "" {
+		return "the default branch"
+	}
+	return branch
+}

@@ -1,0 +1,168 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Bounds of what Diff and Logs return, so one call never floods a
+// caller's context window.
+const (
+	DefaultDiffBytes = 64 << 10
+	MaxDiffBytes     = 1 << 20
+	DefaultLogLines  = 100
+	MaxLogLines      = 5000
+	maxLogRead       = 4 << 20
+)
+
+// DiffResult is what a task's branch changed against its base branch.
+type DiffResult struct {
+	Branch    string
+	Base      string
+	Stat      string // git diff --stat
+	Files     []string
+	Patch     string // "" unless asked; cut at the byte bound
+	Truncated bool
+	// Uncommitted lists worktree files changed but not committed yet.
+	Uncommitted []string
+}
+
+// Diff reports the changes on a task's branch since it left its base
+// branch (base...branch), with the full patch when patch is set, cut at
+// maxBytes (0: DefaultDiffBytes). Only a branch this machine made is
+// read: names in the record are data, not argv.
+func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (*DiffResult, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if sn.Session == nil {
+		return nil, fmt.Errorf("%s has not started, so it has no branch to diff; start it first", sn.Task.Slug)
+	}
+	branch, wt := worktree.Branch(sn.Task.Slug), ""
+	if local, err := e.Owned(sn); err == nil {
+		branch, wt = local.Branch, local.Worktree
+	}
+	base, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []string{branch, base} {
+		if err := ValidBranchName(b); err != nil {
+			return nil, fmt.Errorf("branch %q: %w", b, err)
+		}
+		if _, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+b+"^{commit}").String(ctx); err != nil {
+			return nil, fmt.Errorf("branch %s is not in this repository (accepted, deleted, or on another machine); nothing to diff", b)
+		}
+	}
+	rng := "refs/heads/" + base + "...refs/heads/" + branch
+	out := &DiffResult{Branch: branch, Base: base, Files: []string{}, Uncommitted: []string{}}
+	stat, err := gitcli.New(e.repoDir(), "diff", "--stat=200", "--no-color", rng).String(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
+	}
+	out.Stat = sanitize.Field(stat)
+	names, err := gitcli.New(e.repoDir(), "diff", "--name-only", "-z", rng).Output(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
+	}
+	for _, f := range strings.Split(string(names), "\x00") {
+		if f != "" {
+			out.Files = append(out.Files, sanitize.Field(f))
+		}
+	}
+	if patch {
+		if maxBytes <= 0 {
+			maxBytes = DefaultDiffBytes
+		}
+		maxBytes = min(maxBytes, MaxDiffBytes)
+		p, err := gitcli.New(e.repoDir(), "diff", "--no-color", "--no-ext-diff", rng).Output(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
+		}
+		if len(p) > maxBytes {
+			p, out.Truncated = p[:maxBytes], true
+		}
+		out.Patch = sanitize.Field(string(p))
+	}
+	if wt != "" {
+		if st, err := gitcli.New(wt, "status", "--porcelain", "-z", "--untracked-files=all").Output(ctx); err == nil {
+			for _, rec := range strings.Split(string(st), "\x00") {
+				if len(rec) > 3 && rec[2] == ' ' {
+					out.Uncommitted = append(out.Uncommitted, sanitize.Field(rec[3:]))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// LogTail is the end of a task's agent log.
+type LogTail struct {
+	Lines     []string
+	Truncated bool // earlier lines exist
+	Path      string
+}
+
+// Logs returns the last lines (0: DefaultLogLines) of the agent log of a
+// task's latest turn on this machine, escaped for display.
+func (e *Env) Logs(_ context.Context, name string, lines int) (*LogTail, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if lines <= 0 {
+		lines = DefaultLogLines
+	}
+	lines = min(lines, MaxLogLines)
+	path := proto.ForTask(e.Store.Repo().LazyDir(), id).Path(proto.LogFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &LogTail{Lines: []string{}, Path: path}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the agent log of %s: %w", sn.Task.Slug, err)
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(st.Size()-maxLogRead, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
+	if err != nil {
+		return nil, fmt.Errorf("read the agent log of %s: %w", sn.Task.Slug, err)
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if off > 0 && len(all) > 0 {
+		all = all[1:] // a partial first line
+	}
+	out := &LogTail{Lines: []string{}, Path: path, Truncated: off > 0}
+	if len(all) == 1 && all[0] == "" {
+		return out, nil
+	}
+	if len(all) > lines {
+		all, out.Truncated = all[len(all)-lines:], true
+	}
+	for _, l := range all {
+		out.Lines = append(out.Lines, sanitize.Field(strings.TrimRight(l, "\r")))
+	}
+	return out, nil
+}

@@ -1,0 +1,63 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/proto"
+)
+
+// SupervisorRunning reports whether a supervisor of task id is alive, and
+// its pid when the lock file names it (0 when not). Liveness is the
+// supervisor's own flock, which the kernel drops when it dies: a pid read
+// from a status file earlier proves nothing once that process is gone
+// and its pid is reused.
+func (e *Env) SupervisorRunning(id string) (int, bool) {
+	path := proto.SupervisorLock(e.Store.Repo().LazyDir(), id)
+	if !flock.Held(path) {
+		return 0, false
+	}
+	pid, _ := strconv.Atoi(flock.Owner(path))
+	return pid, true
+}
+
+// StrayAgents returns the pids of processes carrying task id's turn
+// marker. With no supervisor running they are leftovers of a dead one.
+func (e *Env) StrayAgents(id string) []int {
+	return proc.WithEnv(proto.TurnEnv + "=" + id)
+}
+
+// StopTurnProcesses ends everything that runs a turn of task id: its
+// supervisor (SIGTERM, which takes its agent down, then SIGKILL past the
+// kill grace), then any agent process a dead supervisor left behind. It
+// returns the pids of the leftovers it killed.
+func (e *Env) StopTurnProcesses(ctx context.Context, id string) ([]int, error) {
+	if pid, ok := e.SupervisorRunning(id); ok {
+		if pid > 0 && proc.Runs(pid, "supervise", id) {
+			if err := e.StopSupervisor(ctx, pid); err != nil {
+				return nil, err
+			}
+		}
+		// The lock is released when the holder is gone; a holder whose pid
+		// could not be read or verified is waited for, never signalled.
+		deadline := time.Now().Add(e.Timing.WithDefaults().KillGrace + 5*time.Second)
+		for {
+			if _, ok := e.SupervisorRunning(id); !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("the supervisor of task %s (pid %d) still holds its lock; end it with kill %d and run lazy doctor", id, pid, pid)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return proc.KillMarked(proto.TurnEnv + "=" + id), nil
+}
