@@ -31,6 +31,9 @@ type app struct {
 	cfg   *gitstore.Config
 	store *gitstore.Store
 	wrote bool // a command wrote records: consider housekeeping
+
+	// noColor is --no-color or NO_COLOR: no colour even on a terminal.
+	noColor bool
 }
 
 // usageError makes main exit with status 2.
@@ -82,7 +85,7 @@ func (a *app) openForWrite() error {
 		if err != nil {
 			return fmt.Errorf("set up lazy in this repository: %w", err)
 		}
-		fmt.Fprintf(a.stderr, "lazy: set up this repository (host id %s)\n", res.HostID)
+		a.info("set up this repository for lazy (host id %s)", res.HostID)
 		if err := a.loadConfig(); err != nil {
 			return err
 		}
@@ -297,7 +300,7 @@ func (a *app) editText(what string) (string, func(), error) {
 		_ = os.Remove(f.Name())
 		return "", noop, fmt.Errorf("aborted: the %s is empty", what)
 	}
-	fmt.Fprintf(a.stderr, "lazy: %s saved in %s until this command succeeds\n", what, f.Name())
+	a.info("%s saved in %s until this command succeeds", what, f.Name())
 	return text, func() { _ = os.Remove(f.Name()) }, nil
 }
 
@@ -345,4 +348,10 @@ func oneLine(s string, max int) string {
 		return string(r[:max-1]) + "…"
 	}
 	return s
+}
+
+// info prints a progress or status line on stderr. It starts with "· ",
+// never "lazy:", so it does not read like the error lines that do.
+func (a *app) info(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "· "+format+"\n", args...)
 }

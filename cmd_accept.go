@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,14 +12,16 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Task        string        `arg:"" help:"Slug or id prefix."`
+	Task        string        `arg:"" help:"Slug or id prefix." predictor:"task"`
 	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
 	Timeout     time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
 	JSON        bool          `help:"Print the result as JSON."`
+	DryRun      bool          `name:"dry-run" short:"n" help:"Print exactly what would be merged (commits, files, the commit message) and change nothing."`
 }
 
 // Run implements lazy accept.
@@ -29,6 +32,9 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	env, err := a.env()
 	if err != nil {
 		return err
+	}
+	if c.DryRun {
+		return c.dryRun(a, ctx, env)
 	}
 	id, err := a.store.Resolve(c.Task)
 	if err != nil {
@@ -114,7 +120,7 @@ func (d *phaseDisplay) Prelude(msg string) {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: %s\n", d.slug, msg)
+	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)
 }
 
 func (d *phaseDisplay) Plan(plan []ops.Phase) {
@@ -127,7 +133,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 		fmt.Fprintf(d.w, "      plan: %s\n", strings.Join(labels, " → "))
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
+	fmt.Fprintf(d.w, "· accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
 }
 
 func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
@@ -136,7 +142,7 @@ func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
 		fmt.Fprintf(d.w, "[%d/%d] %s\n", n, m, p.Label)
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: step %d of %d: %s\n", d.slug, n, m, p.Label)
+	fmt.Fprintf(d.w, "· accept %s: step %d of %d: %s\n", d.slug, n, m, p.Label)
 }
 
 func (d *phaseDisplay) Note(msg string) {
@@ -145,5 +151,36 @@ func (d *phaseDisplay) Note(msg string) {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return
 	}
-	fmt.Fprintf(d.w, "lazy: accept %s: %s\n", d.slug, msg)
+	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)
+}
+
+// dryRun prints what accept would squash-merge, writing nothing.
+func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *ops.Env) error {
+	p, err := env.PreviewAccept(ctx, c.Task)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(p)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "Dry run: lazy accept %s would squash-merge %s into %s as one commit (nothing was changed)\n", p.Slug, p.Branch, p.Into)
+	fmt.Fprintf(w, "\nCommits (%d):\n", len(p.Commits))
+	for _, cm := range p.Commits {
+		fmt.Fprintf(w, "  %s\n", sanitize.Field(cm))
+	}
+	fmt.Fprintf(w, "\nFiles (%d):\n", len(p.Files))
+	for _, f := range p.Files {
+		fmt.Fprintf(w, "  %s\n", sanitize.Field(f))
+	}
+	if p.Stat != "" {
+		fmt.Fprintf(w, "\n%s\n", indentText(sanitize.Prose(p.Stat), " "))
+	}
+	fmt.Fprintf(w, "\nCommit message:\n%s\n", indentText(sanitize.Prose(p.Message), "  "))
+	if p.Blocker != "" {
+		fmt.Fprintf(w, "\nAccept would refuse now: %s\n", p.Blocker)
+		return silentExit{code: 1, err: errors.New(p.Blocker)}
+	}
+	fmt.Fprintf(w, "\nRun lazy accept %s to merge it (lazy diff %s shows the patch).\n", p.Slug, p.Slug)
+	return nil
 }

@@ -21,13 +21,14 @@ import (
 
 // StartCmd starts a backlog task.
 type StartCmd struct {
-	Task    string `arg:"" help:"Slug or id prefix."`
+	Task    string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
 	Sandbox string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
 	// TakeOver adopts a session this machine did not start.
 	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
+	followFlags
 }
 
 // Run implements lazy start.
@@ -61,16 +62,17 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 			sn.Task.Slug, sn.Task.Status, sn.Session.Worktree, sn.Session.Branch)
 		return nil
 	}
+	logOff := a.logSize(c.Task)
 	sn, err := env.Start(ctx, c.Task, in, a.launchSupervisor)
 	if err != nil {
 		return err
 	}
 	a.daemonAfterLaunch(ctx)
-	if c.JSON {
+	if c.JSON && !c.Wait && !c.Follow {
 		return a.printJSON(toJSON(&sn.Task))
 	}
 	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
-	return nil
+	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
 // startInput resolves the agent and command of a start with the
@@ -211,6 +213,7 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 	}
 	if len(actions) > 0 {
 		a.wrote = true
+		a.notify(actions)
 	}
 	return len(actions) > 0
 }
@@ -256,11 +259,12 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 
 // UnblockCmd gives a parked task feedback and starts the next turn.
 type UnblockCmd struct {
-	Task      string   `arg:"" help:"Slug or id prefix."`
+	Task      string   `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message   *string  `short:"m" name:"message" help:"Feedback for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	Approve   []string `name:"approve-file" help:"Keep this pending file-permission violation (repeatable); every other pending file is reverted to its pre-turn content." placeholder:"PATH"`
 	NoApprove bool     `name:"no-approve-files" help:"Revert every pending file-permission violation to its pre-turn content."`
 	JSON      bool     `help:"Print the task as JSON."`
+	followFlags
 }
 
 // Run implements lazy unblock.
@@ -279,6 +283,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	logOff := a.logSize(c.Task)
 	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove}, a.launchSupervisor)
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch
@@ -287,11 +292,11 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	a.daemonAfterLaunch(ctx)
-	if c.JSON {
+	if c.JSON && !c.Wait && !c.Follow {
 		return a.printJSON(toJSON(&sn.Task))
 	}
 	fmt.Fprintf(a.stdout, "Unblocked %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
-	return nil
+	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
 func (a *app) repoDir() string {
@@ -303,7 +308,7 @@ func (a *app) repoDir() string {
 
 // ResumeCmd restarts an interrupted task without new feedback.
 type ResumeCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
 }
 
@@ -330,7 +335,7 @@ func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
 
 // StopCmd stops a running turn and parks the task.
 type StopCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
+	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (optional)."`
 	JSON    bool    `help:"Print the task as JSON."`
 }
@@ -361,7 +366,7 @@ func (c *StopCmd) Run(a *app, ctx context.Context) error {
 
 // AskCmd asks a parked task's agent one read-only question.
 type AskCmd struct {
-	Task    string        `arg:"" help:"Slug or id prefix."`
+	Task    string        `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string       `short:"m" name:"message" help:"The question (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	Timeout time.Duration `help:"How long to wait for the answer; the task stays working past it and the answer is recorded when it arrives." default:"10m"`
 	JSON    bool          `help:"Print the answer turn as JSON."`
@@ -412,7 +417,7 @@ func (c *AskCmd) Run(a *app, ctx context.Context) error {
 
 // SyncCmd merges upstream into a parked task's branch.
 type SyncCmd struct {
-	Task    string        `arg:"" help:"Slug or id prefix."`
+	Task    string        `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Timeout time.Duration `help:"How long to wait for the merge." default:"2m"`
 	JSON    bool          `help:"Print the task as JSON."`
 }
@@ -500,7 +505,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 					// Inside an MCP call the line is progress for the
 					// client; stderr is only for a terminal.
 					if !mcp.Report(ctx, sn.Task.Slug+": "+line) {
-						fmt.Fprintf(a.stderr, "lazy: %s %s\n", sn.Task.Slug, line)
+						a.info("%s %s", sn.Task.Slug, line)
 					}
 				}
 			}

@@ -9,7 +9,7 @@ import (
 
 // ChatCmd opens a read-only conversation with a task's agent.
 type ChatCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 }
 
 // Run implements lazy chat.
@@ -24,13 +24,13 @@ func (c *ChatCmd) Run(a *app, ctx context.Context) error {
 	}
 	switch {
 	case ch.Sandboxed:
-		fmt.Fprintf(a.stderr, "lazy: read-only chat with %s's agent in %s (sandboxed: the worktree is mounted read-only); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
+		fmt.Fprintf(a.stderr, "· read-only chat with %s's agent in %s (sandboxed: the worktree is mounted read-only); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	case ch.Snapshot.Session.Agent == "exec":
 		// An exec agent's chat is the user's shell: nothing makes it
 		// read-only without the sandbox, so say so plainly.
-		fmt.Fprintf(a.stderr, "lazy: chat with %s in %s: this is a writable shell (the exec agent has no read-only mode; set lazy.sandbox on to enforce one); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
+		fmt.Fprintf(a.stderr, "· chat with %s in %s: this is a writable shell (the exec agent has no read-only mode; set lazy.sandbox on to enforce one); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	default:
-		fmt.Fprintf(a.stderr, "lazy: read-only chat with %s's agent in %s (the agent CLI's own read-only mode); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
+		fmt.Fprintf(a.stderr, "· read-only chat with %s's agent in %s (the agent CLI's own read-only mode); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	}
 	code, runErr := pair.Run(context.WithoutCancel(ctx), ch.Argv, ch.Dir, ch.Env, in, rawWriter(a.stdout))
 	if runErr != nil {

@@ -49,18 +49,18 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	case c.Status:
 		info, err := client.Info(ctx)
 		if err != nil {
-			return fmt.Errorf("no daemon is running for this repository (%w)", err)
+			return noDaemon(err)
 		}
 		return a.printJSON(info)
 	case c.Stop:
 		if err := client.Shutdown(ctx); err != nil {
-			return fmt.Errorf("no daemon is running for this repository (%w)", err)
+			return noDaemon(err)
 		}
 		fmt.Fprintln(a.stdout, "Asked the daemon to exit.")
 		return nil
 	case c.Events:
 		if err := client.Events(ctx, a.stdout); err != nil {
-			return fmt.Errorf("no daemon is running for this repository (%w)", err)
+			return noDaemon(err)
 		}
 		return nil
 	case c.Ensure:
@@ -90,7 +90,8 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		Web: func(addr string) (http.Handler, daemon.WebInfo) {
 			return a.webView(addr, srv)
 		},
-		Version: versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
+		OnActions: a.notify,
+		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
 	d.Marks.ClearOwned()
@@ -173,3 +174,18 @@ func (a *app) daemonAfterLaunch(ctx context.Context) {
 	}
 	_ = daemon.Dial(a.repo.LazyDir()).Poke(ctx) // watchers see the turn start now
 }
+
+// noDaemon says there is no daemon, keeping the dial error for %w but
+// out of the sentence: a socket path and "connect: no such file" help
+// nobody.
+func noDaemon(err error) error {
+	return &noDaemonError{err}
+}
+
+type noDaemonError struct{ err error }
+
+func (e *noDaemonError) Error() string {
+	return "no daemon is running for this repository; it starts with the next turn, or run lazy daemon --ensure"
+}
+
+func (e *noDaemonError) Unwrap() error { return e.err }

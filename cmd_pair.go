@@ -31,7 +31,7 @@ func (a *app) interactive() (*os.File, *ops.Env, error) {
 
 // PairCmd hands the terminal to the task's agent in its worktree.
 type PairCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 }
 
 // Run implements lazy pair.
@@ -45,7 +45,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	s := p.Snapshot
-	fmt.Fprintf(a.stderr, "lazy: pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
+	fmt.Fprintf(a.stderr, "· pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
 	environ := append(os.Environ(), "LAZY_TASK_ID="+s.Task.ID, "LAZY_WORKTREE="+s.Session.Worktree, "LAZY_PAIRING=1")
 	argv, mcpEnv, revoke := a.pairMCP(ctx, s, p.Argv)
 	defer revoke()
@@ -64,7 +64,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	if len(turns) > 0 {
 		summary = turns[len(turns)-1].Content
 	}
-	fmt.Fprintf(a.stderr, "lazy: %s; %s is now %s\n", summary, sn.Task.Slug, sn.Task.Status)
+	fmt.Fprintf(a.stderr, "· %s; %s is now %s\n", summary, sn.Task.Slug, sn.Task.Status)
 	if runErr != nil {
 		return fmt.Errorf("pairing ended: %w", runErr)
 	}

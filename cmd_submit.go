@@ -19,7 +19,7 @@ import (
 
 // SubmitCmd pushes a task's branch and opens or updates its pull request.
 type SubmitCmd struct {
-	Task   string `arg:"" help:"Slug or id prefix."`
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Draft  bool   `help:"Open the pull request as a draft."`
 	Remote string `help:"The remote to push to (default: the earlier submission's, lazy.forge.remote, or origin)." placeholder:"NAME"`
 	JSON   bool   `help:"Print the task as JSON."`

@@ -24,14 +24,28 @@ type PushCmd struct {
 
 // defaultRemote picks origin, or the only remote.
 func (a *app) defaultRemote(ctx context.Context, name string) (string, error) {
-	if name != "" {
-		return name, gitstore.ValidRemote(name)
-	}
 	out, err := gitcli.New(a.repo.CommonDir, "remote").String(ctx)
 	if err != nil {
 		return "", err
 	}
 	remotes := strings.Fields(out)
+	if name != "" {
+		if err := gitstore.ValidRemote(name); err != nil {
+			return "", err
+		}
+		for _, r := range remotes {
+			if r == name {
+				return name, nil
+			}
+		}
+		if strings.ContainsAny(name, ":/") {
+			return name, nil // a URL or a path: git says whether it works
+		}
+		if len(remotes) == 0 {
+			return "", fmt.Errorf("there is no remote named %q (this repository has none); add one with git remote add %s URL", name, name)
+		}
+		return "", fmt.Errorf("there is no remote named %q; this repository's remotes are %s (git remote -v lists them)", name, strings.Join(remotes, ", "))
+	}
 	for _, r := range remotes {
 		if r == "origin" {
 			return r, nil
@@ -112,6 +126,10 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 	}
 	spec, _ := a.cfg.Get("lazy.pushRefspec")
 	rep, err := a.store.Push(ctx, remote, spec)
+	var re *gitstore.RemoteError
+	if errors.As(err, &re) && rep != nil && rep.Pushed == 0 && !c.JSON {
+		return err // nothing moved: the one-sentence error says it all
+	}
 	if rep != nil {
 		if rerr := a.syncReport("Pushed to", rep, c.JSON); rerr != nil && err == nil {
 			err = rerr

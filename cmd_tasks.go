@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
@@ -76,12 +78,27 @@ type CreateCmd struct {
 	Allow        []string `name:"allow" help:"Allowed-paths glob; files changed outside these become violations (repeatable)." placeholder:"GLOB"`
 	Sandbox      bool     `help:"Run this task's agent sandboxed (bubblewrap) even where lazy.sandbox is off; the setting travels with the task and can only add confinement."`
 	JSON         bool     `help:"Print the created task as JSON."`
+	Start        bool     `help:"Start it right away (as lazy start would), with --agent and --command."`
+	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)."`
+	Command      string   `help:"With --start: the exec agent's command line." placeholder:"CMD"`
+	followFlags
 }
 
 // Run implements lazy create.
 func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
+	}
+	if !c.Start && (c.Agent != "" || c.Command != "" || c.Wait || c.Follow) {
+		return usageError{"--agent, --command, --wait and --follow go with --start (or use lazy start after creating)"}
+	}
+	if b := c.TargetBranch; b != "" {
+		if err := ops.ValidBranchName(b); err != nil {
+			return fmt.Errorf("--target-branch: %w", err)
+		}
+		if _, err := gitcli.New(a.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+b+"^{commit}").String(ctx); err != nil {
+			return fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another; nothing was created", b, b)
+		}
 	}
 	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
 	if err != nil {
@@ -96,6 +113,16 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	done()
+	if c.Start {
+		if !c.JSON {
+			fmt.Fprintf(a.stdout, "Created %s (%s)\n", sn.Task.Slug, shortID(sn.Task.ID))
+		}
+		start := &StartCmd{Task: sn.Task.ID, Agent: c.Agent, Command: c.Command, JSON: c.JSON, followFlags: c.followFlags}
+		if err := start.Run(a, ctx); err != nil {
+			return fmt.Errorf("created %s, but it did not start (it waits in backlog; lazy start %s): %w", sn.Task.Slug, sn.Task.Slug, err)
+		}
+		return nil
+	}
 	if c.JSON {
 		return a.printJSON(toJSON(&sn.Task))
 	}
@@ -107,7 +134,13 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 type listFilter struct {
 	Status []string `short:"s" help:"Only tasks in these statuses (repeatable or comma-separated)." sep:","`
 	Open   bool     `help:"Hide complete and abandoned tasks."`
+	Search string   `short:"q" help:"Only tasks whose slug or title contains TEXT (case-insensitive)." placeholder:"TEXT"`
+	Sort   string   `help:"Order: attention (what needs a human first, then last update), updated, created or title. Subtasks stay under their parent." enum:"attention,updated,created,title" default:"attention"`
+	Limit  int      `short:"n" help:"Show at most N tasks (0: all)." placeholder:"N" default:"0"`
 	JSON   bool     `help:"Print tasks as a JSON array."`
+
+	// next prints each task's next commands under the table (blocked).
+	next bool
 }
 
 // ListCmd lists tasks.
@@ -132,7 +165,7 @@ type BlockedCmd struct {
 
 // Run implements lazy blocked.
 func (c *BlockedCmd) Run(a *app, ctx context.Context) error {
-	return listTasks(ctx, a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsBlocked)
+	return listTasks(ctx, a, listFilter{JSON: c.JSON, next: true, Sort: "attention"}, nil, "", machine.Status.IsBlocked)
 }
 
 // ActiveCmd lists tasks with a live worktree.
@@ -142,7 +175,7 @@ type ActiveCmd struct {
 
 // Run implements lazy active.
 func (c *ActiveCmd) Run(a *app, ctx context.Context) error {
-	return listTasks(ctx, a, listFilter{JSON: c.JSON}, nil, "", machine.Status.IsActive)
+	return listTasks(ctx, a, listFilter{JSON: c.JSON, Sort: "attention"}, nil, "", machine.Status.IsActive)
 }
 
 func parseStatuses(in []string) (map[machine.Status]bool, error) {
@@ -199,26 +232,68 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	for _, b := range bad {
 		fmt.Fprintf(a.stderr, "lazy: skipping unreadable task %s: %s\n", b.ID, b.Error)
 	}
-	if f.JSON {
+	if f.Limit < 0 {
+		return usageError{"--limit takes a number of tasks, 0 or more"}
+	}
+	// The plain JSON listing streams the cached bytes in creation order,
+	// so thousands of tasks decode nothing; a search, an order or a limit
+	// needs the summaries.
+	if f.JSON && f.Search == "" && (f.Sort == "" || f.Sort == "created") && f.Limit == 0 {
 		return writeJSONList(a.stdout, rows, bad, a.marks())
 	}
-	if len(rows) == 0 {
-		fmt.Fprintln(a.stdout, "No tasks.")
-		return nil
-	}
 	tasks := make([]*gitstore.Summary, 0, len(rows))
+	byID := map[string]gitstore.Entry{}
+	q := strings.ToLower(f.Search)
 	for i := range rows {
 		s, err := rows[i].Summary()
 		if err != nil {
 			return err
 		}
+		if q != "" && !strings.Contains(strings.ToLower(s.Slug+" "+s.Title), q) {
+			continue
+		}
 		tasks = append(tasks, s)
+		byID[s.ID] = rows[i]
 	}
-	marks := a.marks()
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tSLUG\tTITLE")
-	for _, row := range treeOrder(tasks) {
-		indent := strings.Repeat("  ", row.depth)
+	ordered := treeOrder(tasks, taskLess(f.Sort))
+	if f.Limit > 0 && len(ordered) > f.Limit {
+		ordered = ordered[:f.Limit]
+	}
+	if f.JSON {
+		kept := make([]gitstore.Entry, 0, len(ordered))
+		for _, r := range ordered {
+			kept = append(kept, byID[r.t.ID])
+		}
+		return writeJSONList(a.stdout, kept, bad, a.marks())
+	}
+	if len(ordered) == 0 {
+		fmt.Fprintln(a.stdout, "No tasks.")
+		return nil
+	}
+	st := a.style()
+	if err := taskTable(a.stdout, st, ordered, a.marks()); err != nil {
+		return err
+	}
+	if f.next {
+		fmt.Fprintln(a.stdout, "\nNext")
+		for _, r := range ordered {
+			fmt.Fprintf(a.stdout, "  %s\n", strings.Join(nextSteps(r.t.Slug, r.t.Status, r.t.Status == machine.Conflict), "  |  "))
+		}
+	}
+	return nil
+}
+
+// substater is the live substate derivation (mcp.Marks in the CLI).
+type substater interface {
+	Substate(*gitstore.Summary) string
+}
+
+// taskTable renders list, blocked and active: ID, STATUS (coloured, with
+// substate and PR), SLUG (indented under its parent), UPDATED (relative)
+// and TITLE (cut to the width left).
+func taskTable(w io.Writer, st style, rows []treeRow, marks substater) error {
+	cells := make([][]cell, 0, len(rows))
+	for _, row := range rows {
 		status := string(row.t.Status)
 		if sub := marks.Substate(row.t); sub != "" {
 			status += " (" + sub + ")"
@@ -226,9 +301,61 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		if pr := prBrief(row.t); pr != "" {
 			status += " [" + pr + "]"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\n", shortID(row.t.ID), status, indent, row.t.Slug, oneLine(row.t.Title, 72))
+		updated, _ := time.Parse(gitstore.TimeLayout, row.t.UpdatedAt)
+		cells = append(cells, []cell{
+			{text: shortID(row.t.ID), sgr: "2"},
+			{text: status, sgr: statusSGR[row.t.Status]},
+			{text: strings.Repeat("  ", row.depth) + row.t.Slug},
+			{text: relTime(updated, st.now)},
+			{text: row.t.Title},
+		})
 	}
-	return tw.Flush()
+	return st.table(w, []string{"ID", "STATUS", "SLUG", "UPDATED", "TITLE"}, cells, "ID", "UPDATED")
+}
+
+// attentionRank orders statuses by how much they need a human now.
+func attentionRank(s machine.Status) int {
+	switch s {
+	case machine.Conflict, machine.Blocked:
+		return 0
+	case machine.Interrupted:
+		return 1
+	case machine.Submitted, machine.Pairing, machine.Merging, machine.Working:
+		return 2
+	case machine.Backlog:
+		return 3
+	}
+	return 4
+}
+
+// taskLess is the sibling order of a --sort key.
+func taskLess(key string) func(a, b *gitstore.Summary) bool {
+	newer := func(a, b *gitstore.Summary) bool {
+		if a.UpdatedAt != b.UpdatedAt {
+			return a.UpdatedAt > b.UpdatedAt // the layout sorts as text
+		}
+		return a.ID < b.ID
+	}
+	switch key {
+	case "updated":
+		return newer
+	case "created":
+		return nil // creation order, as listed
+	case "title":
+		return func(a, b *gitstore.Summary) bool {
+			ta, tb := strings.ToLower(a.Title), strings.ToLower(b.Title)
+			if ta != tb {
+				return ta < tb
+			}
+			return a.ID < b.ID
+		}
+	}
+	return func(a, b *gitstore.Summary) bool {
+		if ra, rb := attentionRank(a.Status), attentionRank(b.Status); ra != rb {
+			return ra < rb
+		}
+		return newer(a, b)
+	}
 }
 
 // withLive adds a working task's derived substate to its cached summary
@@ -289,9 +416,14 @@ type treeRow struct {
 	depth int
 }
 
-// treeOrder puts each subtask right under its parent, keeping creation
-// order among siblings. Tasks whose parent is not in the list are roots.
-func treeOrder(tasks []*gitstore.Summary) []treeRow {
+// treeOrder puts each subtask right under its parent, siblings in less
+// order (nil: creation order). Tasks whose parent is not in the list are
+// roots.
+func treeOrder(tasks []*gitstore.Summary, less func(a, b *gitstore.Summary) bool) []treeRow {
+	if less != nil {
+		tasks = append([]*gitstore.Summary(nil), tasks...)
+		sort.SliceStable(tasks, func(i, j int) bool { return less(tasks[i], tasks[j]) })
+	}
 	byID := make(map[string]bool, len(tasks))
 	for _, t := range tasks {
 		byID[t.ID] = true
@@ -330,9 +462,12 @@ func treeOrder(tasks []*gitstore.Summary) []treeRow {
 	return out
 }
 
+// maxFilesShown bounds the changed files show lists per turn.
+const maxFilesShown = 20
+
 // ShowCmd shows one task.
 type ShowCmd struct {
-	Task string `arg:"" help:"Slug or id prefix."`
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
 }
 
@@ -367,10 +502,15 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	w := a.stdout
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
 	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
+	st := a.style()
 	if sub := a.marks().Substate(ptrSummary(toJSON(t))); sub != "" {
-		fmt.Fprintf(w, "  Status:   %s (%s)\n", t.Status, sub)
+		fmt.Fprint(w, "  Status:   ")
+		st.print(w, statusSGR[t.Status], string(t.Status))
+		fmt.Fprintf(w, " (%s)\n", sub)
 	} else {
-		fmt.Fprintf(w, "  Status:   %s\n", t.Status)
+		fmt.Fprint(w, "  Status:   ")
+		st.print(w, statusSGR[t.Status], string(t.Status))
+		fmt.Fprintln(w)
 	}
 	if t.Outcome != "" {
 		fmt.Fprintf(w, "  Outcome:  %s\n", t.Outcome)
@@ -394,7 +534,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	if len(t.AllowedPaths) > 0 {
 		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
 	}
-	fmt.Fprintf(w, "  Created:  %s by %s\n", t.CreatedAt.Format(time.DateTime), actorOrHuman(t.CreatedBy))
+	fmt.Fprintf(w, "  Created:  %s by %s\n", absTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
 	if t.Usage != nil {
 		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
 	}
@@ -429,8 +569,8 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		if tn.Role == gitstore.RoleHuman {
 			who = string(actorOrHuman(tn.Actor))
 		}
-		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, tn.At.Format(time.DateTime), who, tn.Kind, indentText(tn.Content, "      "))
-		if tn.Role == gitstore.RoleAgent {
+		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, absTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
+		if tn.Role == gitstore.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
 			fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
 			if tn.ExitCode != nil && *tn.ExitCode != 0 {
 				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
@@ -439,12 +579,19 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 				fmt.Fprintf(w, ", %s", tn.Usage.String())
 			}
 			fmt.Fprintln(w)
+			for i, f := range tn.ChangedFiles {
+				if i == maxFilesShown && len(tn.ChangedFiles) > maxFilesShown+1 {
+					fmt.Fprintf(w, "         … and %d more (lazy diff %s --name-only)\n", len(tn.ChangedFiles)-i, t.Slug)
+					break
+				}
+				fmt.Fprintf(w, "         %s\n", sanitize.Field(f))
+			}
 		}
 	}
 	if len(comments) > 0 {
 		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
 		for _, cm := range comments {
-			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, cm.At.Format(time.DateTime), cm.Actor, indentText(cm.Text, "      "))
+			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, absTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
 		}
 	}
 	if len(d.Journal) > 0 {
@@ -470,9 +617,18 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		if h.From == h.To {
 			move = string(h.To)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", h.At.Format(time.DateTime), h.Op, actorOrHuman(h.Actor), move, h.Host)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", absTime(h.At), h.Op, actorOrHuman(h.Actor), move, h.Host)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if steps := nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0); len(steps) > 0 {
+		fmt.Fprintf(w, "\nNext\n")
+		for _, s := range steps {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	return nil
 }
 
 func actorOrHuman(a machine.Actor) machine.Actor {
@@ -492,7 +648,7 @@ func indentText(s, prefix string) string {
 
 // CommentCmd adds a comment.
 type CommentCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
+	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string `short:"m" name:"message" help:"Comment text (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	JSON    bool    `help:"Print the comment as JSON."`
 }
@@ -527,7 +683,7 @@ func (c *CommentCmd) Run(a *app, ctx context.Context) error {
 
 // endCmd is shared by close and reject.
 type endCmd struct {
-	Task    string  `arg:"" help:"Slug or id prefix."`
+	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (\"-\" reads stdin). Without it, piped stdin or $EDITOR is used."`
 	JSON    bool    `help:"Print the task as JSON."`
 	// DeleteBranch is the explicit decision to drop unmerged work.
@@ -607,7 +763,7 @@ func (c *RejectCmd) Run(a *app, ctx context.Context) error {
 
 // ReopenCmd reopens a finished task.
 type ReopenCmd struct {
-	Task   string `arg:"" help:"Slug or id prefix."`
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Reason string `help:"Why it is reopened (required for an accepted task)."`
 	JSON   bool   `help:"Print the task as JSON."`
 }
@@ -657,9 +813,9 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 
 // ReparentCmd moves a task under another parent.
 type ReparentCmd struct {
-	Task   string `arg:"" help:"Slug or id prefix."`
-	Parent string `help:"The new parent (slug or id prefix)." xor:"where" required:""`
-	Root   bool   `help:"Make it a top-level task." xor:"where" required:""`
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
+	Parent string `help:"The new parent (slug or id prefix); give this or --root." xor:"where" placeholder:"TASK" predictor:"task"`
+	Root   bool   `help:"Make it a top-level task; give this or --parent." xor:"where"`
 	JSON   bool   `help:"Print the task as JSON."`
 }
 
@@ -667,6 +823,9 @@ type ReparentCmd struct {
 func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
+	}
+	if c.Parent == "" && !c.Root {
+		return usageError{"lazy reparent needs --parent TASK (move it under TASK) or --root (make it a top-level task)"}
 	}
 	env, err := a.env()
 	if err != nil {
@@ -692,7 +851,7 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 
 // AllowCmd edits a task's allowed-paths policy.
 type AllowCmd struct {
-	Task     string   `arg:"" help:"Slug or id prefix."`
+	Task     string   `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Patterns []string `arg:"" optional:"" help:"Globs (relative paths; * within a segment, ** across segments)."`
 	Add      bool     `help:"Add the globs to the policy instead of replacing it." xor:"mode"`
 	Remove   bool     `help:"Remove the globs from the policy." xor:"mode"`

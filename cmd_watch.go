@@ -127,17 +127,18 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	}
 	printPRs(a.stdout, entries)
 	if len(rows) > 0 {
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "\nACTIVE\tSTATUS\tTITLE")
+		fmt.Fprintln(a.stdout)
+		cells := make([][]cell, 0, len(rows))
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), oneLine(r.Title, 60))
+			cells = append(cells, []cell{{text: r.Slug}, {text: statusCell(r), sgr: statusSGR[r.Status]}, {text: r.Title}})
 		}
-		return tw.Flush()
+		return a.style().table(a.stdout, []string{"ACTIVE", "STATUS", "TITLE"}, cells)
 	}
 	return nil
 }
 
-// WatchCmd is a live view of the tasks.
+// WatchCmd is a live view of the tasks: a full-screen TUI on a terminal,
+// plain lines otherwise.
 type WatchCmd struct {
 	All bool `help:"Include finished tasks."`
 }
@@ -149,6 +150,14 @@ type WatchCmd struct {
 func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
+	}
+	if isTerminal(a.stdout) && isTerminal(a.stdin) {
+		if os.Getenv("LAZY_NO_DAEMON") == "" {
+			if _, err := a.ensureDaemon(ctx); err != nil {
+				return err
+			}
+		}
+		return a.runTUI(ctx, c.All)
 	}
 	if os.Getenv("LAZY_NO_DAEMON") != "" {
 		return errors.New("lazy watch follows the daemon's events, and LAZY_NO_DAEMON is set")

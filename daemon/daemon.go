@@ -91,6 +91,9 @@ type Server struct {
 	// be served on; its URLs with their tokens go to WebFile (0600) for
 	// lazy web.
 	Web func(addr string) (handler http.Handler, info WebInfo)
+	// OnActions, if set, sees every reconcile pass's actions (the
+	// lazy.notify.command hook); it must not block.
+	OnActions func([]reconcile.Action)
 
 	mu   sync.Mutex
 	subs map[chan Event]bool
@@ -283,6 +286,9 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 	actions, _ := s.Reconcile.Sweep(ctx, entries)
 	if len(actions) > 0 {
 		s.publish(Event{Reconcile: actions})
+		if s.OnActions != nil {
+			s.OnActions(actions)
+		}
 	}
 	s.publishProgress(entries, seen)
 	return true

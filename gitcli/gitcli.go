@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -129,4 +130,22 @@ func (c *Cmd) Run(ctx context.Context) error {
 func (c *Cmd) String(ctx context.Context) (string, error) {
 	out, err := c.Output(ctx)
 	return strings.TrimSpace(string(out)), err
+}
+
+// Attach runs the command with the caller's standard streams, so git's
+// own pager, colour and difftool settings apply as they would to a git
+// command the user typed. It returns git's exit status through *Error.
+func (c *Cmd) Attach(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	argv, err := c.Argv()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Dir = c.dir
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), c.env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return &Error{Args: argv, Err: err}
+	}
+	return nil
 }

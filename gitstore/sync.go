@@ -91,7 +91,39 @@ func (s *Store) Fetch(ctx context.Context, remote string) error {
 		return err
 	}
 	_, err := git(ctx, s.remoteDir(), "fetch", "--quiet", "--no-tags", "--prune", remote, "+refs/lazy/*:"+RemoteNamespace(remote)+"*")
-	return err
+	if err != nil {
+		return &RemoteError{Op: "fetch from", Remote: remote, Err: err}
+	}
+	return nil
+}
+
+// RemoteError is a failed fetch or push, told in one sentence: git's
+// fatal line and what to check, not its whole stderr.
+type RemoteError struct {
+	Op, Remote string
+	Err        error
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("could not %s %s (%s); check its URL and your access with git remote -v", e.Op, e.Remote, gitFatal(e.Err))
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// gitFatal is the first "fatal:" (or "error:") line of a git error,
+// without the prefix: the one sentence worth showing a user.
+func gitFatal(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"fatal: ", "error: "} {
+		if i := strings.Index(msg, p); i >= 0 {
+			line := msg[i+len(p):]
+			if j := strings.IndexByte(line, '\n'); j >= 0 {
+				line = line[:j]
+			}
+			return strings.TrimSpace(line)
+		}
+	}
+	return msg
 }
 
 // Pull fetches remote's task state and takes it in, task by task: a task
@@ -358,7 +390,7 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 		rep.Pushed += pushed
 		if len(rejected) == 0 {
 			if err != nil {
-				return rep, err
+				return rep, &RemoteError{Op: "push to", Remote: remote, Err: err}
 			}
 			rep.Rejected = nil
 			return rep, nil

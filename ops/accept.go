@@ -378,6 +378,9 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		return nil, fmt.Errorf("accept %s: %d file-permission violation(s) are pending (%s); decide them with lazy unblock --approve-file PATH or --no-approve-files first",
 			slug, sn.PendingViolations(), strings.Join(sn.Violations.Pending, ", "))
 	case st != machine.Blocked && st != machine.Submitted:
+		if err := AcceptableStatus(slug, st); err != nil {
+			return nil, err
+		}
 		if err := machine.Validate(st, machine.Merging, e.Actor); err != nil {
 			return nil, fmt.Errorf("accept %s: %w", slug, err)
 		}

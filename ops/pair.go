@@ -112,7 +112,9 @@ func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*gitstore.
 			return nil, fmt.Errorf("pair %s: the task is %s, no longer pairing; the work in the worktree is kept", s.Task.Slug, s.Task.Status)
 		}
 		code := exitCode
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "pair", Content: summary, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID,
+		// The human did this work, through the agent CLI: the turn is
+		// theirs, with what it produced.
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "pair", Content: summary, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID,
 			Commits: commits, ChangedFiles: changed, ExitCode: &code})
 		// Flag passes over files already approved.
 		s.Violations.Flag(allowpath.Outside(s.Task.AllowedPaths, changed), p.StartSHA)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
@@ -48,6 +49,26 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if in.Agent != "exec" {
 		in.ExecCommand = nil
 	}
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	id := sn.Task.ID
+	// What is wrong with the task is said before what is missing on
+	// this machine: installing claude would not make a finished task
+	// startable.
+	if sn.Task.Status != machine.Backlog {
+		return nil, notStartable(sn.Task.Slug, sn.Task.Status)
+	}
+	if in.RepoDir == "" {
+		in.RepoDir = e.repoDir()
+	}
+	if gitcli.New(in.RepoDir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").Run(ctx) != nil {
+		if out, _ := gitcli.New(in.RepoDir, "for-each-ref", "--count=1", "refs/heads/").String(ctx); out == "" {
+			return nil, fmt.Errorf("start %s: this repository has no commits yet, so there is nothing to branch from; make a first commit (git commit --allow-empty -m init), then start again", sn.Task.Slug)
+		}
+	}
 	preflight := agent.Turn{Exec: in.ExecCommand}
 	if _, err := adapter.Argv(preflight); err != nil {
 		return nil, err
@@ -59,12 +80,6 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
 		return nil, fmt.Errorf("%w; nothing was started", err)
 	}
-	sn, unlock, err := e.lockedLoad(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	id := sn.Task.ID
 	in.Sandbox = sessionSandbox(in, sn)
 	if err := sandboxReady(ctx, in.Sandbox); err != nil {
 		return nil, fmt.Errorf("start %s: %w; nothing was started", sn.Task.Slug, err)
@@ -74,9 +89,6 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	}
 	if sn.Task.Status != machine.Backlog {
 		return nil, fmt.Errorf("start %s: the task is %s; lazy start is for backlog tasks", sn.Task.Slug, sn.Task.Status)
-	}
-	if in.RepoDir == "" {
-		in.RepoDir = e.repoDir()
 	}
 	base, err := e.BaseBranch(ctx, sn, in.RepoDir)
 	if err != nil {
@@ -181,4 +193,21 @@ func (e *Env) BaseBranch(ctx context.Context, sn *gitstore.Snapshot, repoDir str
 		return sn.Task.TargetBranch, nil
 	}
 	return worktree.DefaultBranch(ctx, repoDir)
+}
+
+// notStartable says why a task that is not in backlog cannot be
+// started, and what to run instead.
+func notStartable(slug string, st machine.Status) error {
+	next := ""
+	switch st {
+	case machine.Working:
+		next = "; it is already running (lazy logs -f " + slug + ")"
+	case machine.Blocked, machine.Conflict:
+		next = "; give it feedback with lazy unblock " + slug + " -m TEXT"
+	case machine.Interrupted:
+		next = "; lazy resume " + slug + " restarts it"
+	case machine.Complete, machine.Abandoned:
+		next = "; lazy reopen " + slug + " first"
+	}
+	return fmt.Errorf("start %s: the task is %s; lazy start is for backlog tasks%s", slug, st, next)
 }

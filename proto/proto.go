@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ const (
 	StatusFile   = "status.json"
 	ResponseFile = "response.json"
 	LogFile      = "agent.log"
+	// LogIndexFile has one line per agent launch: "seq kind offset time",
+	// where offset is the size of agent.log when it started, so lazy logs
+	// can show one turn without marker lines in the log itself.
+	LogIndexFile = "agent.log.idx"
 	// SupervisorLogFile is the supervisor's own stderr.
 	SupervisorLogFile = "supervisor.log"
 	// SupervisorExitFile holds the supervisor's exit status, written by
@@ -309,6 +314,52 @@ func Tail(s string) string {
 		lines = lines[len(lines)-LogTailLines:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// LogMark is one agent launch in LogIndexFile.
+type LogMark struct {
+	Seq    int
+	Kind   string
+	Offset int64
+	At     time.Time
+}
+
+// MarkLog records that an agent launch of turn seq starts at offset of
+// agent.log. Appends of one short line are atomic enough: a torn line is
+// skipped by LogMarks.
+func (d Dir) MarkLog(seq int, kind string, offset int64, at time.Time) error {
+	f, err := os.OpenFile(d.Path(LogIndexFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%d %s %d %s\n", seq, kind, offset, at.UTC().Format(time.RFC3339))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// LogMarks reads LogIndexFile, oldest first; a missing file is no marks.
+func (d Dir) LogMarks() []LogMark {
+	b, err := os.ReadFile(d.Path(LogIndexFile))
+	if err != nil {
+		return nil
+	}
+	var out []LogMark
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			continue
+		}
+		seq, err1 := strconv.Atoi(f[0])
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		at, err3 := time.Parse(time.RFC3339, f[3])
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		out = append(out, LogMark{Seq: seq, Kind: f[1], Offset: off, At: at})
+	}
+	return out
 }
 
 // SupervisorLock is the file a task's supervisor holds an exclusive

@@ -405,6 +405,12 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 			}
 		case task == nil && only == "":
 			f.Kind, f.Detail = "orphaned-worktree", fmt.Sprintf("%s (branch %s) belongs to no task; remove it yourself when its work is not needed: git worktree remove %s", path, branch, path)
+		case task != nil && task.Status == machine.Backlog:
+			// A backlog task owns no worktree: this one was left by a start
+			// that failed after creating it (or made by hand). Its branch
+			// may hold work, so lazy only reports it.
+			f.Kind = "orphaned-worktree"
+			f.Detail = fmt.Sprintf("%s (branch %s) belongs to no session: %s is in backlog; remove it when its work is not needed (git worktree remove %s), then lazy start %s", path, branch, task.Slug, path, task.Slug)
 		case task != nil && task.Status.IsTerminal():
 			f.Kind = "orphaned-worktree"
 			f.Detail = fmt.Sprintf("%s is still checked out although the task is %s", path, task.Status)

@@ -336,6 +336,9 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		return launchFailure("supervisor", err), nil
 	}
 	defer func() { _ = logf.Close() }()
+	if off, err := logf.Seek(0, io.SeekEnd); err == nil {
+		_ = dir.MarkLog(cmd.Seq, cmd.Kind, off, time.Now()) // lazy logs --turn reads it; the turn runs without it
+	}
 
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// When the supervisor is told to stop, the whole agent process group

@@ -10,6 +10,7 @@
 //	commit MSG         git add -A and commit with MSG
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
+//	wait-file PATH     block until PATH exists (a test's go-ahead)
 //	exit N             exit with status N
 //	attempt FILE       count this run in FILE (1 on the first run)
 //	when N ACTION...   run ACTION only on run N (after attempt)
@@ -33,6 +34,7 @@
 //
 //	claude-init SID              the system/init event
 //	claude-say TEXT              an assistant text event
+//	claude-tool NAME JSON        an assistant tool_use event with input JSON
 //	claude-result TEXT           a successful result event
 //	claude-api-error STATUS TEXT a result with is_error and api_error_status, then exit 1
 //
@@ -181,6 +183,16 @@ func main() {
 			emit(map[string]any{"type": "system", "subtype": "init", "session_id": rest, "cwd": cwd(), "model": "fake", "mcp_servers": []any{}})
 		case "claude-say":
 			emit(map[string]any{"type": "assistant", "session_id": sessionID, "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": rest}}}})
+		case "claude-tool":
+			name, input, _ := strings.Cut(rest, " ")
+			emit(map[string]any{"type": "assistant", "session_id": sessionID, "message": map[string]any{"content": []any{map[string]any{"type": "tool_use", "id": "tu1", "name": name, "input": json.RawMessage(input)}}}})
+		case "wait-file":
+			for {
+				if _, err := os.Stat(rest); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 		case "claude-result":
 			emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest, "session_id": sessionID, "num_turns": 1, "total_cost_usd": 0.01})
 		case "claude-api-error":

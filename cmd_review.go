@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/reconcile"
+)
+
+// DiffCmd shows a task's work.
+type DiffCmd struct {
+	Task     string   `arg:"" help:"Slug or id prefix." predictor:"task"`
+	Paths    []string `arg:"" optional:"" help:"Limit the diff to these paths (after --)." placeholder:"PATH"`
+	Stat     bool     `help:"Show a diffstat instead of the patch." xor:"form"`
+	NameOnly bool     `name:"name-only" help:"Show only the names of changed files." xor:"form"`
+	Tool     bool     `help:"Open the diff in your git difftool (git difftool --dir-diff)." xor:"form"`
+}
+
+// Run implements lazy diff: git diff of the task branch against its merge
+// base with the branch it merges into, run by git itself so the user's
+// pager, colour and diff settings apply.
+func (c *DiffCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	r, err := env.ReviewRange(ctx, c.Task)
+	if err != nil {
+		return err
+	}
+	args := []string{"diff"}
+	switch {
+	case c.Stat:
+		args = append(args, "--stat")
+	case c.NameOnly:
+		args = append(args, "--name-only")
+	case c.Tool:
+		args = []string{"difftool", "--dir-diff"}
+	}
+	if a.noColor {
+		args = append(args, "--no-color")
+	}
+	args = append(args, r.MergeBase, r.BranchSHA)
+	// git gets the real stdout, as for a git diff the user typed: its
+	// pager and colour apply, and a patch piped to a file is exact.
+	err = gitcli.New(a.repoDir(), args...).Paths(c.Paths...).Attach(ctx, a.stdin, rawWriter(a.stdout), a.stderr)
+	var ge *gitcli.Error
+	if errors.As(err, &ge) && ge.ExitCode() > 0 {
+		return silentExit{code: ge.ExitCode(), err: err}
+	}
+	return err
+}
+
+// nextSteps are the commands that make sense for a task in its status,
+// printed by show and blocked so the next move is never a guess.
+func nextSteps(slug string, st machine.Status, pending bool) []string {
+	switch st {
+	case machine.Backlog:
+		return []string{"lazy start " + slug, "lazy edit " + slug + " --goal TEXT", "lazy close " + slug}
+	case machine.Working:
+		return []string{"lazy logs -f " + slug, "lazy wait " + slug, "lazy stop " + slug}
+	case machine.Blocked:
+		if pending {
+			return []string{"lazy unblock " + slug + " --approve-file PATH", "lazy unblock " + slug + " --no-approve-files"}
+		}
+		return []string{"lazy diff " + slug, "lazy accept " + slug, "lazy unblock " + slug + " -m TEXT", "lazy pair " + slug, "lazy reject " + slug}
+	case machine.Conflict:
+		return []string{"lazy diff " + slug, "lazy unblock " + slug + " --approve-file PATH", "lazy unblock " + slug + " --no-approve-files"}
+	case machine.Interrupted:
+		return []string{"lazy logs " + slug, "lazy resume " + slug, "lazy unblock " + slug + " -m TEXT"}
+	case machine.Pairing:
+		return []string{"lazy show " + slug + " (a human is pairing; it parks again when they exit)"}
+	case machine.Merging:
+		return []string{"lazy accept " + slug + " (finishes the merge)", "lazy doctor"}
+	case machine.Submitted:
+		return []string{"lazy accept " + slug, "lazy show " + slug}
+	case machine.Complete, machine.Abandoned:
+		return []string{"lazy reopen " + slug}
+	}
+	return nil
+}
+
+// LogsCmd prints a task's agent output.
+type LogsCmd struct {
+	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
+	Follow bool   `short:"f" help:"Keep printing as the agent writes, until its turn ends."`
+	Turn   int    `help:"Only the agent run of turn N (a number from lazy show: the human turn or the agent turn that answered it)." placeholder:"N"`
+	Raw    bool   `help:"Print the log as the agent wrote it (stream-json, escapes) instead of rendering it."`
+}
+
+// Run implements lazy logs.
+func (c *LogsCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	id, err := a.store.Resolve(c.Task)
+	if err != nil {
+		return err
+	}
+	sn, err := a.store.Load(id)
+	if err != nil {
+		return err
+	}
+	if sn.Session == nil {
+		return fmt.Errorf("%s has not started, so there is no agent output yet; lazy start %s", sn.Task.Slug, sn.Task.Slug)
+	}
+	pd := proto.ForTask(a.repo.LazyDir(), id)
+	start, end, err := logRange(pd, c.Turn)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
+	}
+	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks(), from: start}
+	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
+	if errors.Is(err, os.ErrNotExist) {
+		if !c.Follow {
+			return fmt.Errorf("%s: no agent output on this machine (turns run on host %s)", sn.Task.Slug, sn.Session.Host)
+		}
+		err = nil
+	}
+	if err != nil || !c.Follow || end >= 0 {
+		lw.flush()
+		return err
+	}
+	return a.followLog(ctx, id, lw, pd, off)
+}
+
+// followLog prints what the agent appends until the task leaves working
+// and everything it wrote is shown.
+func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.Dir, off int64) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		sn, err := a.store.Load(id)
+		if err != nil {
+			return err
+		}
+		settled := sn.Task.Status != machine.Working
+		if !settled {
+			a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+		}
+		lw.marks = pd.LogMarks()
+		n, err := lw.copyFrom(pd.Path(proto.LogFile), off, -1)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if n > off {
+			off = n
+		}
+		if settled {
+			lw.flush()
+			a.info("%s is %s; next: %s", sn.Task.Slug, sn.Task.Status, strings.Join(nextSteps(sn.Task.Slug, sn.Task.Status, sn.PendingViolations() > 0), " | "))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			lw.flush()
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// logRange is the byte range of turn's output in agent.log ([start,
+// end), end -1 for the end of the file); turn 0 is the whole log.
+func logRange(pd proto.Dir, turn int) (int64, int64, error) {
+	if turn == 0 {
+		return 0, -1, nil
+	}
+	marks := pd.LogMarks()
+	start, end := int64(-1), int64(-1)
+	for i, m := range marks {
+		if m.Seq == turn || m.Seq+1 == turn {
+			if start < 0 {
+				start = m.Offset
+			}
+			end = -1
+			if i+1 < len(marks) {
+				end = marks[i+1].Offset
+			}
+		}
+	}
+	if start < 0 {
+		var seen []string
+		for _, m := range marks {
+			seen = append(seen, fmt.Sprint(m.Seq))
+		}
+		if len(seen) == 0 {
+			return 0, 0, fmt.Errorf("no agent run of turn %d is logged on this machine", turn)
+		}
+		return 0, 0, fmt.Errorf("no agent run of turn %d is logged; logged turns: %s", turn, strings.Join(seen, ", "))
+	}
+	return start, end, nil
+}
+
+// logWriter renders agent.log line by line, with a header where each
+// agent launch begins.
+type logWriter struct {
+	w       io.Writer
+	raw     bool
+	marks   []proto.LogMark
+	partial []byte
+	pos     int64 // offset of partial's first byte
+	from    int64 // where the shown range starts: earlier launches get no header
+	headed  map[int64]bool
+}
+
+// copyFrom renders path's bytes from off to end (-1: EOF) and returns
+// the offset it read up to.
+func (l *logWriter) copyFrom(path string, off, end int64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return off, err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return off, err
+	}
+	var r io.Reader = f
+	if end >= 0 {
+		r = io.LimitReader(f, end-off)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return off, err
+	}
+	if len(l.partial) == 0 {
+		l.pos = off
+	}
+	l.partial = append(l.partial, b...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(string(l.partial[:i]))
+		l.pos += int64(i + 1)
+		l.partial = l.partial[i+1:]
+	}
+	return off + int64(len(b)), nil
+}
+
+func (l *logWriter) flush() {
+	if len(l.partial) > 0 {
+		l.line(string(l.partial))
+		l.pos += int64(len(l.partial))
+		l.partial = nil
+	}
+}
+
+func (l *logWriter) line(s string) {
+	if l.headed == nil {
+		l.headed = map[int64]bool{}
+	}
+	for _, m := range l.marks {
+		if m.Offset >= l.from && m.Offset <= l.pos && !l.headed[m.Offset] {
+			l.headed[m.Offset] = true
+			if !l.raw {
+				fmt.Fprintf(l.w, "── turn %d (%s) · %s ──\n", m.Seq, m.Kind, m.At.Local().Format("2006-01-02 15:04:05 MST"))
+			}
+		}
+	}
+	if l.raw {
+		fmt.Fprintln(l.w, s)
+		return
+	}
+	for _, out := range agent.RenderLine(s) {
+		fmt.Fprintln(l.w, out)
+	}
+}
+
+// WaitCmd waits for tasks to need a human.
+type WaitCmd struct {
+	Tasks   []string      `arg:"" help:"Slugs or id prefixes."`
+	Any     bool          `help:"Return when the first task settles instead of all of them."`
+	Timeout time.Duration `help:"Give up after this long (0: wait as long as it takes)." default:"0"`
+	JSON    bool          `help:"Print the settled tasks as a JSON array."`
+}
+
+// Exit codes of lazy wait.
+const (
+	waitNeedsAttention = 3   // a task is interrupted, conflicted or abandoned
+	waitTimedOut       = 124 // as timeout(1)
+)
+
+// Run implements lazy wait: exit 0 when every task (or, with --any, one)
+// settled in blocked, submitted or complete; 3 when one settled as
+// interrupted, conflict or abandoned; 124 on --timeout.
+func (c *WaitCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(c.Tasks))
+	for _, t := range c.Tasks {
+		id, err := a.store.Resolve(t)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	final, timedOut, err := a.waitSettled(ctx, ids, c.Any, c.Timeout)
+	if err != nil {
+		return err
+	}
+	code := 0
+	var out []gitstore.Summary
+	for _, id := range ids {
+		sn, ok := final[id]
+		if !ok {
+			continue
+		}
+		out = append(out, toJSON(&sn.Task))
+		if !c.JSON {
+			fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, sn.Task.Status)
+		}
+		switch sn.Task.Status {
+		case machine.Interrupted, machine.Conflict, machine.Abandoned:
+			code = waitNeedsAttention
+		}
+	}
+	if c.JSON {
+		if out == nil {
+			out = []gitstore.Summary{}
+		}
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+	}
+	if timedOut {
+		return silentExit{code: waitTimedOut, err: fmt.Errorf("timed out after %s", c.Timeout)}
+	}
+	if code != 0 {
+		return silentExit{code: code, err: errors.New("a task needs attention")}
+	}
+	return nil
+}
+
+// settled reports whether a task no longer runs anything by itself.
+func settled(st machine.Status) bool {
+	return st != machine.Working && st != machine.Merging
+}
+
+// waitSettled reconciles and polls until the tasks settle. Reconciling
+// here (safe alongside a daemon: every step is locked and CAS) means the
+// wait ends as soon as a turn's response is on disk, daemon or not.
+func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeout time.Duration) (map[string]*gitstore.Snapshot, bool, error) {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		final := map[string]*gitstore.Snapshot{}
+		var pending []gitstore.Entry
+		for _, id := range ids {
+			sn, err := a.store.Load(id)
+			if err != nil {
+				return nil, false, err
+			}
+			if settled(sn.Task.Status) {
+				final[id] = sn
+			} else {
+				pending = append(pending, gitstore.Entry{ID: id, Status: sn.Task.Status})
+			}
+		}
+		if len(pending) == 0 || (anyOne && len(final) > 0) {
+			return final, false, nil
+		}
+		if a.reconcileBeforeRead(ctx, pending) {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return final, false, ctx.Err()
+		case <-deadline:
+			return final, true, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// needsHuman reports whether an action parks a task for a human.
+func needsHuman(act reconcile.Action) bool {
+	return act.From != act.To && (act.To.IsBlocked() || act.To == machine.Interrupted) && !act.From.IsBlocked()
+}
+
+// notify runs git config lazy.notify.command for every task an action
+// parked for a human. The command is the local user's own (trusted); what
+// the task says travels in environment variables, never in the command
+// line, so a title cannot inject shell. It runs detached and is never
+// waited on by the command that triggered it.
+func (a *app) notify(actions []reconcile.Action) {
+	if a.cfg == nil {
+		return
+	}
+	command, ok := a.cfg.Get("lazy.notify.command")
+	if !ok || strings.TrimSpace(command) == "" {
+		return
+	}
+	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Slug < actions[j].Slug })
+	for _, act := range actions {
+		if !needsHuman(act) {
+			continue
+		}
+		cmd := exec.Command("sh", "-c", command)
+		cmd.Dir = a.repoDir()
+		cmd.Env = append(os.Environ(), "LAZY_TASK_ID="+act.TaskID, "LAZY_TASK_SLUG="+act.Slug, "LAZY_STATUS="+string(act.To),
+			"LAZY_FROM="+string(act.From), "LAZY_WHY="+act.Why,
+			"LAZY_MESSAGE="+fmt.Sprintf("lazy: %s is %s and needs you (lazy show %s)", act.Slug, act.To, act.Slug))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(a.stderr, "lazy: lazy.notify.command could not start: %v\n", err)
+			continue
+		}
+		go func() { _ = cmd.Wait() }()
+	}
+}
+
+// followFlags are start's, unblock's and resume's ways to stay with the
+// turn they launch.
+type followFlags struct {
+	Wait   bool `help:"Wait until the turn ends; exit 0 when the task is blocked for review, 3 when it needs attention (interrupted, conflict)." xor:"stay"`
+	Follow bool `help:"Print the agent's output as it works (lazy logs -f) until the turn ends." xor:"stay"`
+}
+
+// logSize is where the next turn's output will begin in agent.log.
+func (a *app) logSize(name string) int64 {
+	id, err := a.store.Resolve(name)
+	if err != nil {
+		return 0
+	}
+	fi, err := os.Stat(proto.ForTask(a.repo.LazyDir(), id).Path(proto.LogFile))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// stay follows or waits for a turn just launched, or says how to.
+func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, logOff int64) error {
+	slug := sn.Task.Slug
+	switch {
+	case f.Follow:
+		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
+		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks(), from: logOff}, pd, logOff)
+	case f.Wait:
+		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0)
+		if err != nil {
+			return err
+		}
+		end := final[sn.Task.ID]
+		fmt.Fprintf(a.stdout, "%s: %s; next: %s\n", slug, end.Task.Status, strings.Join(nextSteps(slug, end.Task.Status, end.PendingViolations() > 0), " | "))
+		switch end.Task.Status {
+		case machine.Interrupted, machine.Conflict, machine.Abandoned:
+			return silentExit{code: waitNeedsAttention, err: errors.New("the task needs attention")}
+		}
+		return nil
+	}
+	a.info("follow it with lazy logs -f %s, or lazy wait %s", slug, slug)
+	return nil
+}

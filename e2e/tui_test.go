@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxWatch runs `lazy watch` in a detached tmux pane of cols x rows on a
+// server of its own, and returns a capture function and send-keys.
+func tmuxWatch(t *testing.T, r *runner, cols, rows int) (capture func() string, keys func(...string), alive func() bool) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("LAZY_REQUIRE_TMUX") != "" {
+			t.Fatal("tmux is not installed; the TUI tests need it (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, kv := range r.environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "" || strings.ContainsAny(k, "=-. ") || strings.HasPrefix(k, "TMUX") {
+			continue
+		}
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	stderr := filepath.Join(t.TempDir(), "watch.stderr")
+	fmt.Fprintf(&b, "export TERM=xterm-256color\ncd '%s' && exec '%s' watch 2>>'%s'\n", r.dir, lazyBin, stderr)
+	wrapper := filepath.Join(t.TempDir(), "watch.sh")
+	if err := os.WriteFile(wrapper, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := tmux("new-session", "-d", "-s", "w", "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), wrapper); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = tmux("kill-server") })
+	capture = func() string {
+		out, err := tmux("capture-pane", "-p", "-t", "w")
+		if err != nil { // the pane is gone: say what lazy watch said last
+			b, _ := os.ReadFile(stderr)
+			return out + "\nlazy watch's stderr:\n" + string(b)
+		}
+		return out
+	}
+	keys = func(k ...string) {
+		t.Helper()
+		if out, err := tmux(append([]string{"send-keys", "-t", "w"}, k...)...); err != nil {
+			t.Fatalf("send-keys %v: %v %s", k, err, out)
+		}
+	}
+	alive = func() bool {
+		_, err := tmux("has-session", "-t", "w")
+		return err == nil
+	}
+	return capture, keys, alive
+}
+
+// screenHas polls the pane until it shows every want.
+func screenHas(t *testing.T, capture func() string, want ...string) string {
+	t.Helper()
+	var last string
+	ok := func() bool {
+		last = capture()
+		for _, w := range want {
+			if !strings.Contains(last, w) {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen never showed %q; it shows:\n%s", want, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return last
+}
+
+func TestWatchTUINavigatesPreviewsAcceptsAndQuits(t *testing.T) {
+	r := newRepo(t)
+	done := workedTask(t, r, "ready for review", "ready.txt ready")
+	goAhead := filepath.Join(t.TempDir(), "go")
+	running := r.with(script(t, "print first line of output", "wait-file "+goAhead, "print second line of output", "hang"))
+	live := running.create("still running")
+	running.ok("start", live.Slug, "--command", fakeAgentBin)
+
+	capture, keys, alive := tmuxWatch(t, r, 120, 30)
+	// The task that needs a human leads and is selected; its output shows.
+	screen := screenHas(t, capture, "▸ "+done.Slug, live.Slug, "did ready for review", "1 need you")
+	lines := strings.Split(screen, "\n")
+	if len(lines) < 29 || !strings.Contains(lines[len(lines)-2], "q quit") && !strings.Contains(lines[len(lines)-1], "q quit") {
+		t.Fatalf("the key help is not at the bottom:\n%s", screen)
+	}
+	for _, l := range lines {
+		if len([]rune(l)) > 120 {
+			t.Fatalf("a line wider than the pane: %q", l)
+		}
+	}
+
+	// Down: the running task is selected and its live output previewed.
+	keys("j")
+	screenHas(t, capture, "▸ "+live.Slug, "first line of output")
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	screenHas(t, capture, "second line of output")
+
+	// The diff tab of the reviewed task, then accept it from the TUI.
+	keys("k", "Tab")
+	screenHas(t, capture, "▸ "+done.Slug, done.Slug+" — diff", "+++ b/ready.txt", "+ready")
+	keys("a")
+	screenHas(t, capture, "Accepted "+done.Slug+": squash-merged into main")
+	if s := r.show(done.Slug); s.Status != "complete" {
+		t.Fatalf("after accept in the TUI: %s", s.Status)
+	}
+	screenHas(t, capture, "0 need you")
+
+	// s stops the running task, which is selected now.
+	screenHas(t, capture, "▸ "+live.Slug)
+	keys("s")
+	screenHas(t, capture, "Stopped "+live.Slug)
+	if s := r.show(live.Slug); s.Status != "blocked" {
+		t.Fatalf("after s in the TUI: %s", s.Status)
+	}
+
+	// Typed keys never echo, and q quits.
+	keys("x", "y", "z")
+	keys("q")
+	eventually(t, "lazy watch to quit on q", func() bool { return !alive() })
+}
+
+func TestWatchTUIStacksOnANarrowTerminalAndUnblocksThroughTheEditor(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "narrow view", "n.txt n")
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'also cover logout\\n' > \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goAhead := filepath.Join(t.TempDir(), "go")
+	r = r.with("GIT_EDITOR="+editor, script(t, "print next turn running", "wait-file "+goAhead, "print next turn done"))
+	capture, keys, alive := tmuxWatch(t, r, 60, 20)
+	screen := screenHas(t, capture, "▸ "+tk.Slug, strings.Repeat("─", 60), "did narrow view")
+	for _, l := range strings.Split(screen, "\n") {
+		if len([]rune(l)) > 60 {
+			t.Fatalf("a line wider than 60 columns: %q", l)
+		}
+	}
+	// u hands the terminal to lazy unblock, which opens the editor; the
+	// feedback starts the next turn and the preview follows it.
+	keys("u")
+	screenHas(t, capture, "next turn running", "0 need you")
+	s := r.showFull(tk.Slug)
+	if s.Status != "working" || s.TurnList[len(s.TurnList)-1].Content != "also cover logout" {
+		t.Fatalf("after u in the TUI: %s, turns %+v", s.Status, s.TurnList)
+	}
+	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	screenHas(t, capture, "next turn done", "1 need you")
+
+	// ? asks through the editor too, and the answer stays up until enter.
+	keys("?")
+	screenHas(t, capture, "next turn done", "(press enter to return to lazy watch)")
+	keys("Enter")
+	screenHas(t, capture, "lazy watch ·", "1 need you")
+	if s := r.showFull(tk.Slug); s.Status != "blocked" || s.TurnList[len(s.TurnList)-2].Kind != "ask" {
+		t.Fatalf("after ? in the TUI: %s, turns %+v", s.Status, s.TurnList)
+	}
+	keys("C-c")
+	eventually(t, "lazy watch to quit on Ctrl-C", func() bool { return !alive() })
+}

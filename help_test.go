@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestHelpGolden(t *testing.T) {
+	for _, width := range []string{"60", "100", "200"} {
+		t.Setenv("COLUMNS", width) // kong wraps help to it, as on a terminal
+		for name, args := range map[string][]string{
+			"root":     {"--help"},
+			"start":    {"help", "start"},
+			"reparent": {"reparent", "--help"},
+		} {
+			out, errs, code := runCLI(t, args...)
+			if code != 0 || errs != "" {
+				t.Fatalf("%v: exit %d, stderr %q", args, code, errs)
+			}
+			golden(t, "help-"+name+"-"+width+".golden", []byte(out))
+			for _, l := range strings.Split(out, "\n") {
+				if n := len([]rune(l)); n > 200 {
+					t.Errorf("help %s at %s columns: a line of %d", name, width, n)
+				}
+			}
+		}
+	}
+}
+
+func TestLazyHelpXIsXHelp(t *testing.T) {
+	want, _, _ := runCLI(t, "diff", "--help")
+	got, _, code := runCLI(t, "help", "diff")
+	if code != 0 || got != want || !strings.Contains(got, "Examples:\n  lazy diff fix-login\n") {
+		t.Fatalf("lazy help diff (exit %d):\n%s", code, got)
+	}
+	if got, _, code := runCLI(t, "-C", ".", "--no-color", "help", "diff"); code != 0 || got != want {
+		t.Fatalf("lazy -C . --no-color help diff (exit %d):\n%s", code, got)
+	}
+	if got, _, code := runCLI(t, "help"); code != 0 || !strings.Contains(got, "Tasks:") {
+		t.Fatalf("lazy help (exit %d):\n%s", code, got)
+	}
+	if _, errs, code := runCLI(t, "help", "nosuch"); code != 2 || !strings.Contains(errs, "nosuch") {
+		t.Fatalf("lazy help nosuch: exit %d %q", code, errs)
+	}
+}
+
+// Every visible command's help ends with examples.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var cli CLI
+	parser, err := kong.New(&cli, kong.Name("lazy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, c := range n.Children {
+			if c.Hidden {
+				continue
+			}
+			path := commandPath(c)
+			if strings.TrimSpace(examples[path]) == "" {
+				t.Errorf("lazy %s has no examples", path)
+			}
+			out, _, code := runCLI(t, append(strings.Fields(path), "--help")...)
+			if code != 0 || !strings.Contains(out, "\nExamples:\n  lazy ") && path != "mcp" {
+				t.Errorf("lazy %s --help shows no examples:\n%s", path, out)
+			}
+			walk(c)
+		}
+	}
+	walk(parser.Model.Node)
+}
+
+func TestVersionNamesTheBuild(t *testing.T) {
+	out, _, code := runCLI(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "lazy ") || !strings.Contains(out, " go1.") || !strings.Contains(out, "\nbuild id "+versionID()+"\n") {
+		t.Fatalf("--version: exit %d %q", code, out)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		out, errs, code := runCLI(t, "completion", sh)
+		if code != 0 || !strings.Contains(out, "lazy") || errs != "" {
+			t.Fatalf("completion %s: exit %d %q %q", sh, code, out, errs)
+		}
+	}
+	if _, errs, code := runCLI(t, "completion", "tcsh"); code != 2 || !strings.Contains(errs, `must be one of "bash","zsh","fish"`) {
+		t.Fatalf("completion tcsh: exit %d %q", code, errs)
+	}
+	t.Setenv("COMP_LINE", "lazy un")
+	t.Setenv("COMP_POINT", "7")
+	out, _, code := runCLI(t)
+	if code != 0 || strings.TrimSpace(out) != "unblock" {
+		t.Fatalf("completing %q: exit %d %q", "lazy un", code, out)
+	}
+	t.Setenv("COMP_LINE", "lazy diff --na")
+	t.Setenv("COMP_POINT", "14")
+	if out, _, _ := runCLI(t); strings.TrimSpace(out) != "--name-only" {
+		t.Fatalf("completing a flag: %q", out)
+	}
+}

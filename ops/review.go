@@ -1,0 +1,156 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Review is what a task's work is measured against: its branch, the
+// branch it merges into, and their merge base.
+type Review struct {
+	Slug      string `json:"slug"`
+	Branch    string `json:"branch"`
+	Into      string `json:"into"`
+	MergeBase string `json:"merge_base"`
+	BranchSHA string `json:"branch_sha"`
+}
+
+// ReviewRange finds the range `lazy diff` shows: the task branch against
+// its merge base with its destination. The branch is the one this
+// machine made, or the one its slug derives, never a name read from the
+// record, so refs pulled from a remote cannot point git elsewhere.
+func (e *Env) ReviewRange(ctx context.Context, name string) (*Review, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	slug := sn.Task.Slug
+	if sn.Session == nil {
+		return nil, fmt.Errorf("%s has not started, so it has no work to review; lazy start %s first", slug, slug)
+	}
+	branch := worktree.Branch(slug)
+	if local, err := e.Owned(sn); err == nil {
+		branch = local.Branch
+	}
+	if err := ValidBranchName(branch); err != nil {
+		return nil, fmt.Errorf("%s: %w", slug, err)
+	}
+	r := &Review{Slug: slug, Branch: branch}
+	if r.BranchSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+branch+"^{commit}").String(ctx); err != nil || r.BranchSHA == "" {
+		if sn.Task.Status == machine.Complete {
+			return nil, fmt.Errorf("%s is complete and its branch %s is gone; its work is in the squash commit (git log --grep='Lazy-Task: %s')", slug, branch, sn.Task.ID)
+		}
+		return nil, fmt.Errorf("%s: its branch %s does not exist on this machine; lazy pull, or run this where the task runs", slug, branch)
+	}
+	if r.Into, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
+		return nil, fmt.Errorf("%s: %w", slug, err)
+	}
+	if err := ValidBranchName(r.Into); err != nil {
+		return nil, fmt.Errorf("%s: %w", slug, err)
+	}
+	if r.MergeBase, err = gitcli.New(e.repoDir(), "merge-base", "refs/heads/"+r.Into, r.BranchSHA).String(ctx); err != nil {
+		return nil, fmt.Errorf("%s: the branch %s it merges into does not exist or shares no history with %s", slug, r.Into, branch)
+	}
+	return r, nil
+}
+
+// AcceptPreview is what `lazy accept --dry-run` reports: exactly what a
+// local accept would squash-merge, and the commit message it would write.
+type AcceptPreview struct {
+	Review
+	Commits []string `json:"commits"` // "sha subject", oldest first
+	Files   []string `json:"files"`   // git diff --name-status lines
+	Stat    string   `json:"stat"`
+	Message string   `json:"message"`
+	Blocker string   `json:"blocker,omitempty"` // why accept would refuse now
+}
+
+// AcceptableStatus refuses an accept in words about the task, never
+// about the state machine's internals.
+func AcceptableStatus(slug string, st machine.Status) error {
+	switch st {
+	case machine.Blocked, machine.Submitted, machine.Merging, machine.Conflict:
+		return nil
+	case machine.Backlog:
+		return fmt.Errorf("accept %s: the task is in backlog and has no work yet; lazy start %s first", slug, slug)
+	case machine.Working:
+		return fmt.Errorf("accept %s: an agent turn is still running; wait for it (lazy wait %s) or lazy stop %s, then accept", slug, slug, slug)
+	case machine.Pairing:
+		return fmt.Errorf("accept %s: a human is pairing in its worktree; accept after the pairing session ends", slug)
+	case machine.Interrupted:
+		return fmt.Errorf("accept %s: its last turn was interrupted; lazy resume %s (or lazy unblock %s -m ...) and accept once it is blocked", slug, slug, slug)
+	case machine.Abandoned:
+		return fmt.Errorf("accept %s: the task is abandoned; lazy reopen %s first", slug, slug)
+	}
+	return fmt.Errorf("accept %s: the task is %s; accept works on blocked or submitted tasks", slug, st)
+}
+
+// PreviewAccept computes what accept would merge without writing
+// anything: no record, no worktree, no merge.
+func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	slug := sn.Task.Slug
+	if sn.Task.Status == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted {
+		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
+	}
+	if err := AcceptableStatus(slug, sn.Task.Status); err != nil {
+		return nil, err
+	}
+	r, err := e.ReviewRange(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("accept %w", err)
+	}
+	p := &AcceptPreview{Review: *r, Commits: []string{}, Files: []string{}}
+	log, err := gitcli.New(e.repoDir(), "log", "--reverse", "--format=%h %s", r.MergeBase+".."+r.BranchSHA).String(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if log != "" {
+		p.Commits = strings.Split(log, "\n")
+	}
+	files, err := gitcli.New(e.repoDir(), "diff", "--name-status", r.MergeBase, r.BranchSHA).String(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if files != "" {
+		p.Files = strings.Split(files, "\n")
+	}
+	if p.Stat, err = gitcli.New(e.repoDir(), "diff", "--stat", r.MergeBase, r.BranchSHA).String(ctx); err != nil {
+		return nil, err
+	}
+	goal, _ := sn.Goal()
+	p.Message = sn.Task.Title
+	if g := strings.TrimSpace(goal); g != "" {
+		p.Message += "\n\n" + g
+	}
+	p.Message += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + r.Branch
+	switch {
+	case sn.Task.Status == machine.Conflict || sn.PendingViolations() > 0:
+		p.Blocker = fmt.Sprintf("%d file-permission violation(s) are pending; decide them with lazy unblock --approve-file PATH or --no-approve-files first", sn.PendingViolations())
+	case len(p.Files) == 0:
+		p.Blocker = "the branch changes nothing relative to " + r.Into + "; lazy close it instead"
+	}
+	if local, err := e.Owned(sn); err == nil && p.Blocker == "" {
+		if dirty, err := worktree.Dirty(ctx, local.Worktree); err == nil && dirty {
+			p.Blocker = "its worktree " + local.Worktree + " has uncommitted changes; commit or discard them first"
+		}
+	}
+	return p, nil
+}
