@@ -58,7 +58,7 @@ func TestDaemonRecordsTurnsAndSurvivesBeingKilled(t *testing.T) {
 	r := withDaemon(t, newRepo(t))
 	marker := filepath.Join(t.TempDir(), "agent-finished")
 	goAhead := filepath.Join(t.TempDir(), "daemon-killed")
-	r = r.with(script(t, "print started", "await "+goAhead, "write "+marker+" yes", "print finished after the daemon died"))
+	r = r.with(script(t, "print started", "wait-file "+goAhead, "write "+marker+" yes", "print finished after the daemon died"))
 	tk := r.create("outlives the daemon")
 	r.ok("start", tk.Slug, "--command", fakeAgentBin)
 

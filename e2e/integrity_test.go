@@ -87,7 +87,7 @@ func agentLeaders(agents []int) []int {
 func TestConcurrentReconcilersKeepOneSupervisorPerTask(t *testing.T) {
 	r := crashRepo(t)
 	counter := t.TempDir() + "/runs"
-	r = r.with(script(t, "attempt "+counter, "print working", "hang"))
+	r = r.with(script(t, "ignore-hup", "attempt "+counter, "print working", "hang"))
 	tk := r.create("one supervisor only")
 	r.ok("start", tk.Slug, "--command", fakeAgentBin)
 	sup := waitSupervisor(t, r, tk.ID, 0)
@@ -176,10 +176,12 @@ func TestConcurrentReconcilersKeepOneSupervisorPerTask(t *testing.T) {
 
 func TestStopEndsAnAgentItsDeadSupervisorLeft(t *testing.T) {
 	r := newRepo(t) // the 30 s start grace: nothing interrupts the task meanwhile
-	r = r.with(script(t, "print working", "hang"))
+	counter := t.TempDir() + "/runs"
+	r = r.with(script(t, "ignore-hup", "attempt "+counter, "print working", "hang"))
 	tk := r.create("orphaned agent")
 	r.ok("start", tk.Slug, "--command", fakeAgentBin)
 	sup := waitSupervisor(t, r, tk.ID, 0)
+	waitRun(t, counter, "1") // SIGHUP is ignored from here on
 	crash(t, sup)
 	if _, agents := turnProcs(tk.ID); len(agents) == 0 {
 		t.Fatal("the agent died with its supervisor; the test needs it orphaned")

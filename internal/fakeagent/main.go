@@ -10,6 +10,7 @@
 //	commit MSG         git add -A and commit with MSG
 //	sleep DURATION     sleep (for example 50ms)
 //	hang               block until killed
+//	ignore-hup         ignore SIGHUP (outlive the supervisor's pty)
 //	wait-file PATH     block until PATH exists (a test's go-ahead)
 //	exit N             exit with status N
 //	attempt FILE       count this run in FILE (1 on the first run)
@@ -121,6 +122,10 @@ func main() {
 			must(report(file, []byte(os.Getenv(name)), 0o600))
 		case "ignore-term":
 			signal.Ignore(syscall.SIGTERM)
+		case "ignore-hup":
+			// Outlive the supervisor's pty: its end closing hangs up the
+			// agent's terminal, which would otherwise end the agent.
+			signal.Ignore(syscall.SIGHUP)
 		case "try-write":
 			try(verb, rest, func() error { return os.WriteFile(rest, []byte("fake agent\n"), 0o644) })
 		case "try-read":
@@ -166,14 +171,6 @@ func main() {
 		case "commit":
 			run("git", "add", "-A")
 			run("git", "-c", "user.name=fake agent", "-c", "user.email=agent@fake.invalid", "commit", "-q", "-m", rest)
-		case "await":
-			// Wait for a file the test creates, so a step happens after
-			// the test has looked, however loaded the machine is.
-			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if _, err := os.Stat(rest); err == nil {
-					break
-				}
-			}
 		case "sleep":
 			d, err := time.ParseDuration(rest)
 			must(err)
