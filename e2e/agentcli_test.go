@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -228,27 +229,34 @@ func TestRealClaudeAPIFailures(t *testing.T) {
 	}
 }
 
-// A real Claude that gets 529s is retried in-turn, resuming its own
-// session, and completes when the API recovers.
+// A real Claude that gets 529, 429 or 500 is retried in-turn, resuming
+// its own session, and completes when the API recovers.
 func TestRealClaudeOverloadRetriesThenResumes(t *testing.T) {
-	r, srv := withRealAgents(t, newRepo(t), []mockapi.Reply{
-		{Text: "first answer"},
-		{Status: 529, Message: "Overloaded"},
-		{Status: 529, Message: "Overloaded"},
-		{Text: "recovered"},
-	}, nil)
-	tk := r.create("overloaded")
-	r.ok("start", tk.Slug)
-	r.waitStatus(tk.Slug, "blocked")
-	r.ok("unblock", tk.Slug, "-m", "go on")
-	s := r.waitStatus(tk.Slug, "blocked")
-	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "recovered" {
-		t.Fatalf("turn %+v", last)
-	}
-	// The resumed conversation carries the first turn's answer.
-	bodies := srv.Bodies("anthropic")
-	if n := len(bodies); n < 4 || !strings.Contains(bodies[n-1], "first answer") || !strings.Contains(bodies[n-1], "go on") {
-		t.Fatalf("%d model calls; the last did not resume the session", n)
+	for _, c := range []struct {
+		status  int
+		message string
+	}{{529, "Overloaded"}, {429, "Number of request tokens has exceeded your per-minute rate limit"}, {500, "Internal server error"}} {
+		t.Run(fmt.Sprint(c.status), func(t *testing.T) {
+			r, srv := withRealAgents(t, newRepo(t), []mockapi.Reply{
+				{Text: "first answer"},
+				{Status: c.status, Message: c.message},
+				{Status: c.status, Message: c.message},
+				{Text: "recovered"},
+			}, nil)
+			tk := r.create("overloaded")
+			r.ok("start", tk.Slug)
+			r.waitStatus(tk.Slug, "blocked")
+			r.ok("unblock", tk.Slug, "-m", "go on")
+			s := r.waitStatus(tk.Slug, "blocked")
+			if last := s.TurnList[len(s.TurnList)-1]; last.Content != "recovered" || last.FailureClass != "" {
+				t.Fatalf("turn %+v", last)
+			}
+			// The resumed conversation carries the first turn's answer.
+			bodies := srv.Bodies("anthropic")
+			if n := len(bodies); n < 4 || !strings.Contains(bodies[n-1], "first answer") || !strings.Contains(bodies[n-1], "go on") {
+				t.Fatalf("%d model calls; the last did not resume the session", n)
+			}
+		})
 	}
 }
 

@@ -228,3 +228,22 @@ func TestSupervisorPushesBackOnUncommittedChanges(t *testing.T) {
 		t.Fatalf("turns %+v", s.TurnList)
 	}
 }
+
+// An agent that prints nothing while it edits and commits still makes
+// progress: the watchdog counts worktree changes too.
+func TestWorktreeChangesAreProgress(t *testing.T) {
+	r := withFakeClaude(t, manualResume(newRepo(t)))
+	// The run takes 9 s with no output after init; changes come every
+	// 1.5 s and are looked at every 5s/3, well inside the 5 s limit.
+	r.git("config", "lazy.watchdogTimeout", "5s")
+	r.git("config", "lazy.watchdogKillGrace", "1s")
+	r = r.with(script(t, "claude-init s1",
+		"sleep 1500ms", "write a.txt one", "sleep 1500ms", "write b.txt two", "sleep 1500ms", "commit agent: a and b",
+		"sleep 1500ms", "write c.txt three", "sleep 1500ms", "commit agent: c", "sleep 1500ms", "claude-result quiet but busy"))
+	tk := r.create("quiet worker")
+	r.ok("start", tk.Slug)
+	s := r.waitStatus(tk.Slug, "blocked")
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "quiet but busy" || len(last.Commits) != 2 {
+		t.Fatalf("turn %+v, reason %q", last, s.Session.InterruptReason)
+	}
+}

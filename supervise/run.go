@@ -386,9 +386,15 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	var reported time.Time
 	var retrySince time.Time // the agent's first retry notice since its last work
 	var retrying *agent.Failure
+	disk := &diskWork{dir: cmd.Worktree, every: min(diskCheckEvery, timing.WatchdogTimeout/3)}
 	go func() {
 		defer wdDone.Done()
 		wd = watch(c.Process.Pid, prog, timing, exited, func() *proto.Watchdog {
+			// Files or commits that changed in the worktree are work too,
+			// though the agent printed nothing (a long tool call).
+			if disk.changed(ctx) {
+				prog.touch()
+			}
 			// Publish progress and the agent's own retrying for the read
 			// surfaces, at most once a tick.
 			changed := false
@@ -554,6 +560,45 @@ func (p *progress) Write(b []byte) (int, error) {
 		}
 	})
 	return len(b), nil
+}
+
+// diskCheckEvery bounds how often the watchdog looks at the worktree.
+const diskCheckEvery = 30 * time.Second
+
+// diskWork notices changes in a worktree (HEAD, or what git status
+// reports) at most once per every, so an agent that edits or commits
+// without printing still makes progress.
+type diskWork struct {
+	dir   string
+	every time.Duration
+	next  time.Time
+	last  string
+}
+
+func (d *diskWork) changed(ctx context.Context) bool {
+	now := time.Now()
+	if now.Before(d.next) {
+		return false
+	}
+	d.next = now.Add(d.every)
+	head, err := gitcli.New(d.dir, "rev-parse", "-q", "--verify", "HEAD").String(ctx)
+	if err != nil {
+		return false
+	}
+	// No optional locks: a status that refreshed the index would take
+	// index.lock and could fail the agent's own git commit.
+	status, err := gitcli.New(d.dir, "status", "--porcelain", "--untracked-files=all").Env("GIT_OPTIONAL_LOCKS=0").String(ctx)
+	if err != nil {
+		return false
+	}
+	// Sizes and times are not in git status: a file rewritten in place
+	// shows no change once it is listed, which only delays the next
+	// progress to its commit.
+	fp := head + "\n" + status
+	first := d.last == ""
+	was := d.last
+	d.last = fp
+	return !first && fp != was
 }
 
 func clearAgentRetry(st *proto.Status) {
