@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
@@ -134,7 +135,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case ev := <-evs:
 			if ev.Phase != nil && (taskID == "" || ev.Phase.TaskID == taskID) {
 				p := ev.Phase
-				if !send("phase", phaseState{ID: p.TaskID, Op: p.Op, Step: p.Step, Of: p.Of, Label: clean(p.Label, 300)}) {
+				if !send("phase", phaseState{ID: p.TaskID, Op: p.Op, Step: p.Step, Of: p.Of, Label: agent.Plain(p.Label, 300)}) {
 					return
 				}
 			}
@@ -227,5 +228,5 @@ func (s *Server) progress(sum *gitstore.Summary) string {
 	if proto.ForTask(s.Store.Repo().LazyDir(), sum.ID).Read(proto.StatusFile, &st) != nil || st.TaskID != sum.ID {
 		return ""
 	}
-	return clean(st.Progress, 200)
+	return agent.Plain(st.Progress, 200)
 }
