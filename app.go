@@ -54,6 +54,19 @@ func (a *app) open() error {
 	return a.loadConfig()
 }
 
+// openTask opens the repository and loads the task name names (a slug
+// or an id prefix), for commands that read one task.
+func (a *app) openTask(name string) (*gitstore.Snapshot, error) {
+	if err := a.open(); err != nil {
+		return nil, err
+	}
+	id, err := a.store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.Load(id)
+}
+
 // loadConfig reads git config and opens the store with it.
 func (a *app) loadConfig() error {
 	cfg, err := a.repo.Config()

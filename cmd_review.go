@@ -107,17 +107,11 @@ type LogsCmd struct {
 
 // Run implements lazy logs.
 func (c *LogsCmd) Run(a *app, ctx context.Context) error {
-	if err := a.open(); err != nil {
-		return err
-	}
-	id, err := a.store.Resolve(c.Task)
+	sn, err := a.openTask(c.Task)
 	if err != nil {
 		return err
 	}
-	sn, err := a.store.Load(id)
-	if err != nil {
-		return err
-	}
+	id := sn.Task.ID
 	if sn.Session == nil {
 		return fmt.Errorf("%s has not started, so there is no agent output yet; lazy start %s", sn.Task.Slug, sn.Task.Slug)
 	}

@@ -473,17 +473,11 @@ type ShowCmd struct {
 
 // Run implements lazy show.
 func (c *ShowCmd) Run(a *app, ctx context.Context) error {
-	if err := a.open(); err != nil {
-		return err
-	}
-	id, err := a.store.Resolve(c.Task)
+	sn, err := a.openTask(c.Task)
 	if err != nil {
 		return err
 	}
-	sn, err := a.store.Load(id)
-	if err != nil {
-		return err
-	}
+	id := sn.Task.ID
 	if a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
 		if sn, err = a.store.Load(id); err != nil {
 			return err

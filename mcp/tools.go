@@ -366,6 +366,32 @@ func run[In any](args json.RawMessage, f func(In) (any, error)) (any, error) {
 	return f(in)
 }
 
+// namesTask is an input that names the one task its tool acts on.
+type namesTask interface{ taskName() string }
+
+func (in StartIn) taskName() string    { return in.Task }
+func (in UnblockIn) taskName() string  { return in.Task }
+func (in LongTaskIn) taskName() string { return in.Task }
+func (in EndIn) taskName() string      { return in.Task }
+func (in TaskIn) taskName() string     { return in.Task }
+func (in CommentIn) taskName() string  { return in.Task }
+func (in ReasonIn) taskName() string   { return in.Task }
+func (in EditIn) taskName() string     { return in.Task }
+func (in DiffIn) taskName() string     { return in.Task }
+func (in LogsIn) taskName() string     { return in.Task }
+
+// runOnTask decodes In, resolves the task it names within reach r (a
+// task out of reach is refused before f runs) and runs f on its id.
+func runOnTask[In namesTask](args json.RawMessage, resolve func(string, reach) (string, error), r reach, f func(id string, in In) (any, error)) (any, error) {
+	return run(args, func(in In) (any, error) {
+		id, err := resolve(in.taskName(), r)
+		if err != nil {
+			return nil, err
+		}
+		return f(id, in)
+	})
+}
+
 func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args json.RawMessage) (any, error) {
 	if !offered(tool, caller.agent()) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
@@ -383,11 +409,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 	case "lazy_create":
 		return run(args, func(in CreateIn) (any, error) { return d.create(ctx, env, caller, in) })
 	case "lazy_start":
-		return run(args, func(in StartIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, in StartIn) (any, error) {
 			si, err := d.Hooks.StartInput(in.Agent, in.Command)
 			if err != nil {
 				return nil, err
@@ -395,11 +417,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 			return d.taskOut(env.Start(ctx, id, si, d.Hooks.Launch))
 		})
 	case "lazy_unblock":
-		return run(args, func(in UnblockIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, in UnblockIn) (any, error) {
 			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}, d.Hooks.Launch))
 		})
 	case "lazy_ask":
@@ -407,19 +425,11 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 	case "lazy_wait":
 		return run(args, func(in WaitIn) (any, error) { return d.wait(ctx, caller, in) })
 	case "lazy_accept":
-		return run(args, func(in LongTaskIn) (any, error) {
-			id, err := task(in.Task, scopeAccept)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeAccept, func(id string, in LongTaskIn) (any, error) {
 			return d.accept(ctx, env, id, in)
 		})
 	case "lazy_reject", "lazy_close":
-		return run(args, func(in EndIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, in EndIn) (any, error) {
 			end := env.Close
 			if tool == "lazy_reject" {
 				end = env.Reject
@@ -435,21 +445,13 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 			return EndOut{Task: d.view(sn), Cleanup: nonNil(notes)}, nil
 		})
 	case "lazy_show":
-		return run(args, func(in TaskIn) (any, error) {
-			id, err := task(in.Task, scopeSelfOrChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeSelfOrChild, func(id string, _ TaskIn) (any, error) {
 			return d.Show(id)
 		})
 	case "lazy_list":
 		return run(args, func(in ListIn) (any, error) { return d.list(caller, in) })
 	case "lazy_comment":
-		return run(args, func(in CommentIn) (any, error) {
-			id, err := task(in.Task, scopeSelfOrChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeSelfOrChild, func(id string, in CommentIn) (any, error) {
 			sn, _, err := env.Comment(ctx, id, in.Text)
 			return d.taskOut(sn, err)
 		})
@@ -473,35 +475,19 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 			return JournalOut{Task: d.view(sn), Entry: entry}, nil
 		})
 	case "lazy_resume":
-		return run(args, func(in TaskIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, _ TaskIn) (any, error) {
 			return d.taskOut(env.Resume(ctx, id, d.Hooks.Launch))
 		})
 	case "lazy_stop":
-		return run(args, func(in ReasonIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, in ReasonIn) (any, error) {
 			return d.taskOut(env.Stop(ctx, id, in.Reason))
 		})
 	case "lazy_sync":
-		return run(args, func(in TaskIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, _ TaskIn) (any, error) {
 			return d.taskOut(env.Sync(ctx, id, d.Hooks.Launch))
 		})
 	case "lazy_reopen":
-		return run(args, func(in ReasonIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, in ReasonIn) (any, error) {
 			return d.taskOut(env.Reopen(ctx, id, in.Reason))
 		})
 	case "lazy_reparent":
@@ -516,19 +502,11 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 			return d.taskOut(env.Reparent(ctx, id, in.Parent))
 		})
 	case "lazy_edit":
-		return run(args, func(in EditIn) (any, error) {
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeChild, func(id string, in EditIn) (any, error) {
 			return d.taskOut(env.Edit(ctx, id, ops.EditInput{Title: in.Title, Goal: in.Goal, TargetBranch: in.TargetBranch}))
 		})
 	case "lazy_diff":
-		return run(args, func(in DiffIn) (any, error) {
-			id, err := task(in.Task, scopeSelfOrChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeSelfOrChild, func(id string, in DiffIn) (any, error) {
 			r, err := env.Diff(ctx, id, in.Patch, in.MaxBytes)
 			if err != nil {
 				return nil, err
@@ -536,11 +514,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 			return DiffOut{Task: id, Branch: r.Branch, Base: r.Base, Stat: r.Stat, Files: r.Files, Patch: r.Patch, Truncated: r.Truncated, Uncommitted: r.Uncommitted}, nil
 		})
 	case "lazy_logs":
-		return run(args, func(in LogsIn) (any, error) {
-			id, err := task(in.Task, scopeSelfOrChild)
-			if err != nil {
-				return nil, err
-			}
+		return runOnTask(args, task, scopeSelfOrChild, func(id string, in LogsIn) (any, error) {
 			r, err := env.Logs(ctx, id, in.Lines)
 			if err != nil {
 				return nil, err

@@ -11,7 +11,6 @@ import (
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sanitize"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Bounds of what Diff and Logs return, so one call never floods a
@@ -37,45 +36,24 @@ type DiffResult struct {
 }
 
 // Diff reports the changes on a task's branch since it left its base
-// branch (base...branch), with the full patch when patch is set, cut at
-// maxBytes (0: DefaultDiffBytes). Only a branch this machine made is
-// read: names in the record are data, not argv.
+// branch (the range `lazy diff` shows), with the full patch when patch
+// is set, cut at maxBytes (0: DefaultDiffBytes).
 func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (*DiffResult, error) {
-	id, err := e.Store.Resolve(name)
+	sn, err := e.load(name)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := e.Store.Load(id)
+	r, wt, err := e.review(ctx, sn, "no branch to diff")
 	if err != nil {
 		return nil, err
 	}
-	if sn.Session == nil {
-		return nil, fmt.Errorf("%s has not started, so it has no branch to diff; start it first", sn.Task.Slug)
-	}
-	branch, wt := worktree.Branch(sn.Task.Slug), ""
-	if local, err := e.Owned(sn); err == nil {
-		branch, wt = local.Branch, local.Worktree
-	}
-	base, err := e.BaseBranch(ctx, sn, e.repoDir())
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range []string{branch, base} {
-		if err := ValidBranchName(b); err != nil {
-			return nil, fmt.Errorf("branch %q: %w", b, err)
-		}
-		if _, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+b+"^{commit}").String(ctx); err != nil {
-			return nil, fmt.Errorf("branch %s is not in this repository (accepted, deleted, or on another machine); nothing to diff", b)
-		}
-	}
-	rng := "refs/heads/" + base + "...refs/heads/" + branch
-	out := &DiffResult{Branch: branch, Base: base, Files: []string{}, Uncommitted: []string{}}
-	stat, err := gitcli.New(e.repoDir(), "diff", "--stat=200", "--no-color", rng).String(ctx)
+	out := &DiffResult{Branch: r.Branch, Base: r.Into, Files: []string{}, Uncommitted: []string{}}
+	stat, err := gitcli.New(e.repoDir(), "diff", "--stat=200", "--no-color", r.MergeBase, r.BranchSHA).String(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
 	out.Stat = sanitize.Field(stat)
-	names, err := gitcli.New(e.repoDir(), "diff", "--name-only", "-z", rng).Output(ctx)
+	names, err := gitcli.New(e.repoDir(), "diff", "--name-only", "-z", r.MergeBase, r.BranchSHA).Output(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
@@ -89,7 +67,7 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 			maxBytes = DefaultDiffBytes
 		}
 		maxBytes = min(maxBytes, MaxDiffBytes)
-		p, err := gitcli.New(e.repoDir(), "diff", "--no-color", "--no-ext-diff", rng).Output(ctx)
+		p, err := gitcli.New(e.repoDir(), "diff", "--no-color", "--no-ext-diff", r.MergeBase, r.BranchSHA).Output(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 		}
@@ -120,11 +98,7 @@ type LogTail struct {
 // Logs returns the last lines (0: DefaultLogLines) of the agent log of a
 // task's latest turn on this machine, escaped for display.
 func (e *Env) Logs(_ context.Context, name string, lines int) (*LogTail, error) {
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	sn, err := e.Store.Load(id)
+	sn, err := e.load(name)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +106,7 @@ func (e *Env) Logs(_ context.Context, name string, lines int) (*LogTail, error) 
 		lines = DefaultLogLines
 	}
 	lines = min(lines, MaxLogLines)
-	path := proto.ForTask(e.Store.Repo().LazyDir(), id).Path(proto.LogFile)
+	path := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &LogTail{Lines: []string{}, Path: path}, nil

@@ -22,46 +22,62 @@ type Review struct {
 }
 
 // ReviewRange finds the range `lazy diff` shows: the task branch against
-// its merge base with its destination. The branch is the one this
-// machine made, or the one its slug derives, never a name read from the
-// record, so refs pulled from a remote cannot point git elsewhere.
+// its merge base with its destination.
 func (e *Env) ReviewRange(ctx context.Context, name string) (*Review, error) {
+	sn, err := e.load(name)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := e.review(ctx, sn, "no work to review")
+	return r, err
+}
+
+// load resolves name and loads the task, without a lock: for reads.
+func (e *Env) load(name string) (*gitstore.Snapshot, error) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := e.Store.Load(id)
-	if err != nil {
-		return nil, err
-	}
+	return e.Store.Load(id)
+}
+
+// review is the one place `lazy diff`, lazy_diff and accept --dry-run
+// find a started task's work, so all three measure the same range the
+// same way. lacks completes the refusal of an unstarted task ("it has
+// ..."). The branch is the one this machine made (then wt is its
+// worktree), or the one its slug derives, never a name read from the
+// record, so refs pulled from a remote cannot point git elsewhere. The
+// range is given as commits, not names, so callers read one consistent
+// state even if a branch moves meanwhile.
+func (e *Env) review(ctx context.Context, sn *gitstore.Snapshot, lacks string) (r *Review, wt string, err error) {
 	slug := sn.Task.Slug
 	if sn.Session == nil {
-		return nil, fmt.Errorf("%s has not started, so it has no work to review; lazy start %s first", slug, slug)
+		return nil, "", fmt.Errorf("%s has not started, so it has %s; lazy start %s first", slug, lacks, slug)
 	}
 	branch := worktree.Branch(slug)
 	if local, err := e.Owned(sn); err == nil {
-		branch = local.Branch
+		branch, wt = local.Branch, local.Worktree
 	}
 	if err := ValidBranchName(branch); err != nil {
-		return nil, fmt.Errorf("%s: %w", slug, err)
+		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
-	r := &Review{Slug: slug, Branch: branch}
+	r = &Review{Slug: slug, Branch: branch}
 	if r.BranchSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+branch+"^{commit}").String(ctx); err != nil || r.BranchSHA == "" {
 		if sn.Task.Status == machine.Complete {
-			return nil, fmt.Errorf("%s is complete and its branch %s is gone; its work is in the squash commit (git log --grep='Lazy-Task: %s')", slug, branch, sn.Task.ID)
+			return nil, "", fmt.Errorf("%s is complete and its branch %s is gone; its work is in the squash commit (git log --grep='Lazy-Task: %s')", slug, branch, sn.Task.ID)
 		}
-		return nil, fmt.Errorf("%s: its branch %s does not exist on this machine; lazy pull, or run this where the task runs", slug, branch)
+		return nil, "", fmt.Errorf("%s: its branch %s does not exist on this machine; lazy pull, or run this where the task runs", slug, branch)
 	}
 	if r.Into, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
-		return nil, fmt.Errorf("%s: %w", slug, err)
+		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	if err := ValidBranchName(r.Into); err != nil {
-		return nil, fmt.Errorf("%s: %w", slug, err)
+		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	if r.MergeBase, err = gitcli.New(e.repoDir(), "merge-base", "refs/heads/"+r.Into, r.BranchSHA).String(ctx); err != nil {
-		return nil, fmt.Errorf("%s: the branch %s it merges into does not exist or shares no history with %s", slug, r.Into, branch)
+		return nil, "", fmt.Errorf("%s: the branch %s it merges into does not exist or shares no history with %s", slug, r.Into, branch)
 	}
-	return r, nil
+	return r, wt, nil
 }
 
 // AcceptPreview is what `lazy accept --dry-run` reports: exactly what a
@@ -98,11 +114,7 @@ func AcceptableStatus(slug string, st machine.Status) error {
 // PreviewAccept computes what accept would merge without writing
 // anything: no record, no worktree, no merge.
 func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, error) {
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	sn, err := e.Store.Load(id)
+	sn, err := e.load(name)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +125,7 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 	if err := AcceptableStatus(slug, sn.Task.Status); err != nil {
 		return nil, err
 	}
-	r, err := e.ReviewRange(ctx, id)
+	r, wt, err := e.review(ctx, sn, "no work to review")
 	if err != nil {
 		return nil, fmt.Errorf("accept %w", err)
 	}
@@ -147,9 +159,9 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 	case len(p.Files) == 0:
 		p.Blocker = "the branch changes nothing relative to " + r.Into + "; lazy close it instead"
 	}
-	if local, err := e.Owned(sn); err == nil && p.Blocker == "" {
-		if dirty, err := worktree.Dirty(ctx, local.Worktree); err == nil && dirty {
-			p.Blocker = "its worktree " + local.Worktree + " has uncommitted changes; commit or discard them first"
+	if wt != "" && p.Blocker == "" {
+		if dirty, err := worktree.Dirty(ctx, wt); err == nil && dirty {
+			p.Blocker = "its worktree " + wt + " has uncommitted changes; commit or discard them first"
 		}
 	}
 	return p, nil
