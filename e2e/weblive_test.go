@@ -47,8 +47,8 @@ func TestWebStreamsAgentOutputWithoutReload(t *testing.T) {
 	r := withFakeClaude(t, withDaemon(t, newRepo(t)))
 	dir := t.TempDir()
 	goOn, finish := filepath.Join(dir, "go-on"), filepath.Join(dir, "finish")
-	rr := r.with(script(t, "claude-init web-session", "claude-say first words of the agent", "await "+goOn,
-		"claude-say <b>second</b> words, streamed", "await "+finish, "claude-result all done"))
+	rr := r.with(script(t, "claude-init web-session", "claude-say first words of the agent", "wait-file "+goOn,
+		"claude-say <b>second</b> words, streamed", "wait-file "+finish, "claude-result all done"))
 	tk := rr.create("Streams its output", "-m", "Say **two** things.")
 	rr.ok("start", tk.Slug, "--agent", "claude")
 	full, base := webURL(t, r)
