@@ -115,9 +115,10 @@ func TestChaos(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	// Git maintenance beside lazy. (--prune=now is unsafe beside any
+	// Git maintenance beside lazy, as gc runs it. (--prune=now and repack
+	// -a -d drop unreachable objects with no grace, unsafe beside any
 	// writer, git's own included; see SECURITY.md.)
-	for _, args := range [][]string{{"gc", "-q"}, {"repack", "-a", "-d", "-q"}, {"pack-refs", "--all", "--prune"}} {
+	for _, args := range [][]string{{"gc", "-q"}, {"repack", "-A", "-d", "-q"}, {"pack-refs", "--all", "--prune"}} {
 		wg.Add(1)
 		go func(args []string) {
 			defer wg.Done()
@@ -269,7 +270,7 @@ func TestChaos(t *testing.T) {
 			r.run(nil, "list")
 		}
 	}
-	if !clean {
+	if !clean && !onlyWorkLeftForAHuman(r) {
 		problem("lazy doctor did not converge to no problems:\n" + last.String())
 	}
 	if len(problems) > 0 {
@@ -361,3 +362,31 @@ func countStatuses(m map[string]string) map[string]int {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// onlyWorkLeftForAHuman reports whether everything doctor still finds is
+// left for a human by design, never repairable by lazy: a finished task's
+// worktree with uncommitted changes (a turn killed or closed mid-edit;
+// lazy never deletes work without a human's decision), or an interrupted
+// task the spec forbids to auto-resume (a crash during the upstream merge,
+// the circuit breaker).
+func onlyWorkLeftForAHuman(r *runner) bool {
+	res := r.run(nil, "doctor", "--dry-run", "--json")
+	var out struct {
+		Findings []struct {
+			Kind   string `json:"kind"`
+			Detail string `json:"detail"`
+			Action string `json:"action"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil || len(out.Findings) == 0 {
+		return false
+	}
+	for _, f := range out.Findings {
+		dirtyWork := f.Kind == "orphaned-worktree" && strings.Contains(f.Detail, "uncommitted changes")
+		heldBack := f.Kind == "interrupted" && strings.Contains(f.Detail, "not auto-resumed")
+		if f.Action != "" || !dirtyWork && !heldBack {
+			return false
+		}
+	}
+	return true
+}

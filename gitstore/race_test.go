@@ -365,10 +365,11 @@ func TestWritesSurvivePrunePacked(t *testing.T) {
 }
 
 // TestWritesAndReadsSurviveConcurrentGC writes and reads tasks while git
-// gc and git repack -a -d run in a loop: no ref may end up naming a
-// missing object, and no read of intact data may report corruption
-// because a pack it had indexed was replaced. (git gc --prune=now is
-// unsafe beside any writer, git included; SECURITY.md says what it does.)
+// gc and git repack -A -d (gc's own, with its grace period) run in a
+// loop: no ref may end up naming a missing object, and no read of intact
+// data may report corruption because a pack it had indexed was replaced.
+// (git gc --prune=now and repack -a -d drop unreachable objects with no
+// grace, unsafe beside any writer, git included; SECURITY.md says so.)
 func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 	s, dir := open(t)
 	var ids []string
@@ -377,7 +378,7 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, args := range [][]string{{"gc", "-q"}, {"repack", "-a", "-d", "-q"}, {"prune-packed"}} {
+	for _, args := range [][]string{{"gc", "-q"}, {"repack", "-A", "-d", "-q"}, {"prune-packed"}} {
 		wg.Add(1)
 		go func(args []string) {
 			defer wg.Done()
