@@ -93,6 +93,16 @@ type Activity struct {
 	RetryAttempt int
 }
 
+// snapshot returns a copy of a that shares nothing with it, so a stream
+// can hand its activity to another goroutine while it keeps writing.
+func (a Activity) snapshot() Activity {
+	if a.Retry != nil {
+		f := *a.Retry
+		a.Retry = &f
+	}
+	return a
+}
+
 // Adapter is one agent CLI: how to run a turn, how to read its output,
 // how to classify its failures.
 type Adapter interface {

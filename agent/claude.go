@@ -204,12 +204,7 @@ func claudeRetryFailure(status *int, errType string) Failure {
 func (c *ClaudeStream) Activity() Activity {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := c.activity
-	if a.Retry != nil {
-		f := *a.Retry
-		a.Retry = &f
-	}
-	return a
+	return c.activity.snapshot()
 }
 
 // Session returns the latest session id seen.

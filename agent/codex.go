@@ -143,12 +143,7 @@ func (c *CodexStream) line(l string) {
 func (c *CodexStream) Activity() Activity {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := c.activity
-	if a.Retry != nil {
-		f := *a.Retry
-		a.Retry = &f
-	}
-	return a
+	return c.activity.snapshot()
 }
 
 // Outcome reports whether the run failed and classifies it.
