@@ -2,48 +2,16 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/lazyorch/lazy/internal/fakeglab/glstate"
 	"os"
 	"strings"
 	"testing"
 )
 
-// glState mirrors internal/fakeglab's state file: the fake GitLab.
-type glState struct {
-	LoggedOut    bool              `json:"logged_out,omitempty"`
-	Host         string            `json:"host"`
-	Project      string            `json:"project"`
-	RemoteDir    string            `json:"remote_dir,omitempty"`
-	SquashOption string            `json:"squash_option,omitempty"`
-	HangBefore   string            `json:"hang_before,omitempty"`
-	HangAfter    string            `json:"hang_after,omitempty"`
-	MRs          []*glMR           `json:"mrs"`
-	Traces       map[string]string `json:"traces,omitempty"`
-}
-
-type glMR struct {
-	IID              int              `json:"iid"`
-	State            string           `json:"state"`
-	Title            string           `json:"title"`
-	Description      string           `json:"description"`
-	SourceBranch     string           `json:"source_branch"`
-	TargetBranch     string           `json:"target_branch"`
-	SHA              string           `json:"sha"`
-	MergeCommitSHA   string           `json:"merge_commit_sha,omitempty"`
-	SquashCommitSHA  string           `json:"squash_commit_sha,omitempty"`
-	AutoMerge        bool             `json:"merge_when_pipeline_succeeds"`
-	Squash           bool             `json:"squash"`
-	ApprovalsLeft    int              `json:"approvals_left"`
-	ApprovedBy       []string         `json:"approved_by,omitempty"`
-	ChangesRequested bool             `json:"changes_requested,omitempty"`
-	Pipeline         *glPipeline      `json:"head_pipeline,omitempty"`
-	Jobs             []map[string]any `json:"jobs,omitempty"`
-	Notes            []map[string]any `json:"notes"`
-}
-
-type glPipeline struct {
-	ID     int64  `json:"id"`
-	Status string `json:"status"`
-}
+// The fake's own state types: the tests edit the file it reads.
+type glState = glstate.State
+type glMR = glstate.MR
+type glPipeline = glstate.Pipeline
 
 // newFakeGitLab is newFakeForge on a fake GitLab served by
 // internal/fakeglab, project acme/app on gitlab.com.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/lazyorch/lazy/internal/fakegh/ghstate"
 	"io"
 	"net/http"
 	"os"
@@ -15,36 +16,9 @@ import (
 	"time"
 )
 
-// ghState mirrors internal/fakegh's state file: the fake forge.
-type ghState struct {
-	LoggedOut   bool              `json:"logged_out,omitempty"`
-	Repo        string            `json:"repo"`
-	RemoteDir   string            `json:"remote_dir,omitempty"`
-	Disallowed  []string          `json:"disallowed,omitempty"`
-	NoAutoMerge bool              `json:"no_auto_merge,omitempty"`
-	HangBefore  string            `json:"hang_before,omitempty"`
-	HangAfter   string            `json:"hang_after,omitempty"`
-	PRs         []*ghPR           `json:"prs"`
-	Logs        map[string]string `json:"logs,omitempty"`
-}
-
-type ghPR struct {
-	Number            int              `json:"number"`
-	State             string           `json:"state"`
-	IsDraft           bool             `json:"isDraft"`
-	Head              string           `json:"headRefName"`
-	Base              string           `json:"baseRefName"`
-	Title             string           `json:"title"`
-	Body              string           `json:"body"`
-	HeadOid           string           `json:"headRefOid"`
-	ReviewDecision    string           `json:"reviewDecision"`
-	MergeStateStatus  string           `json:"mergeStateStatus"`
-	MergeCommit       string           `json:"merge_commit,omitempty"`
-	AutoMerge         string           `json:"auto_merge,omitempty"`
-	StatusCheckRollup []map[string]any `json:"statusCheckRollup"`
-	Reviews           []map[string]any `json:"reviews"`
-	Comments          []map[string]any `json:"comments"`
-}
+// The fake's own state types: the tests edit the file it reads.
+type ghState = ghstate.State
+type ghPR = ghstate.PR
 
 // fakeForge is a repository with an origin remote (a bare repository)
 // on a fake GitHub served by internal/fakegh.
