@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,5 +321,48 @@ func TestDoctorReleasesASlugAKilledCreateReserved(t *testing.T) {
 	tk := r.create("half created", "--slug", "half-created")
 	if tk.Slug != "half-created" {
 		t.Fatalf("the released slug was not free again: %s", tk.Slug)
+	}
+}
+
+// TestDoctorIndexesAPackOverlappingRepacksOrphaned leaves what two git
+// repacks that produced the same pack at once leave (a pack whose .idx is
+// gone, its objects' loose copies already pruned): every task in it reads
+// as corrupt until doctor rebuilds the index with git index-pack.
+func TestDoctorIndexesAPackOverlappingRepacksOrphaned(t *testing.T) {
+	r := newRepo(t)
+	a := r.create("packed one")
+	b := r.create("packed two")
+	r.git("gc", "-q", "--prune=now")
+	idxs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "objects", "pack", "pack-*.idx"))
+	if len(idxs) != 1 {
+		t.Fatalf("want one pack after gc, found %v", idxs)
+	}
+	if err := os.Remove(idxs[0]); err != nil {
+		t.Fatal(err)
+	}
+	pack := strings.TrimSuffix(idxs[0], ".idx") + ".pack"
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(pack, old, old); err != nil {
+		t.Fatal(err)
+	}
+	res := r.run(nil, "doctor", "--dry-run", "--json")
+	if res.Code != 1 || !strings.Contains(res.Stdout, `"kind": "orphaned-pack"`) || !strings.Contains(res.Stdout, "would index it") {
+		t.Fatalf("doctor --dry-run: %s", res)
+	}
+	if _, err := os.Stat(idxs[0]); err == nil {
+		t.Fatal("a dry run wrote the index")
+	}
+	res = r.run(nil, "doctor", "--json")
+	if !strings.Contains(res.Stdout, "indexed it") {
+		t.Fatalf("doctor: %s", res)
+	}
+	r.git("fsck", "--no-dangling")
+	for _, tk := range []task{a, b} {
+		if got := r.show(tk.ID); got.Title != tk.Title {
+			t.Fatalf("task %s after the repair: %+v", tk.ID, got)
+		}
+	}
+	if res := r.run(nil, "doctor", "--dry-run"); res.Code != 0 {
+		t.Fatalf("doctor after the repair: %s", res)
 	}
 }

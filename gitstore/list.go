@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/google/renameio/v2"
 
 	"github.com/lazyorch/lazy/machine"
@@ -60,6 +61,10 @@ type cacheRec struct {
 	created int64
 	parent  string
 	body    []byte
+	// transient marks an unreadable record whose error may not last (an
+	// object a concurrent repack moved, a pack doctor can re-index): it
+	// is never written to the cache, so the next list reads it again.
+	transient bool
 }
 
 func readCache(path string) map[string]cacheRec {
@@ -97,6 +102,9 @@ func writeCache(path string, recs map[string]cacheRec) error {
 	var w bytes.Buffer
 	w.WriteString(cacheHeader)
 	for id, r := range recs {
+		if r.transient {
+			continue
+		}
 		parent := r.parent
 		if parent == "" {
 			parent = "-"
@@ -188,10 +196,13 @@ func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
 }
 
 // corruptRec is the cache record of a task that cannot be read: the error
-// is cached with the commit, so an unreadable record costs one read per
-// ref move, not one per list.
+// is cached with the commit, so an unreadable record (oversize, not
+// JSON) costs one read per ref move, not one per list. A missing object
+// or pack is not cached: it may be back on the next read.
 func corruptRec(h plumbing.Hash, err error) cacheRec {
-	return cacheRec{commit: h.String(), status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " "))}
+	transient := errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
+		errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, fs.ErrNotExist)
+	return cacheRec{commit: h.String(), status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " ")), transient: transient}
 }
 
 // readSummary reads just task.json of a commit: three object reads.

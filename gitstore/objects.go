@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/rand"
 	"crypto/sha1" //nolint:gosec // git object names are SHA-1 by definition
 	hexpkg "encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/lazyorch/lazy/gitcli"
 )
 
 // objects writes loose objects directly (the format is tiny and this skips
@@ -223,9 +227,12 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 		obj, err = o.store().EncodedObject(typ, h)
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil, fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
+		obj, err = o.gitRead(typ, h, what, limit)
 	}
 	if err != nil {
+		if errors.Is(err, ErrMissingObject) || errors.Is(err, ErrOversize) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
 	if obj.Size() > limit {
@@ -234,20 +241,100 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 	return obj, nil
 }
 
-// retry runs a read up to four times: a concurrent git repack or gc may
-// delete the pack the storage had indexed (the object now lives in a new
-// one), which reads as a missing file or object until the list of packs
-// is scanned again. Only a failure after those re-scans stands. An
-// oversize object is not retried: its size will not change.
+// retry runs a read again while the repository's packs are changing
+// under it: a concurrent git repack or gc deletes the packs the storage
+// had indexed (the objects now live in a new pack, or loose), which reads
+// as a missing pack or object until the packs are scanned again, and
+// overlapping repacks can replace them faster than one re-scan. A failure
+// stands only once an attempt began and ended with the same, settled set
+// of packs (git re-scans once, but holds its packs open, so a deleted
+// pack stays readable to it; go-git reopens them), or after
+// settleTimeout. An oversize object is not retried: its size will not
+// change.
 func retry[T any](o *objects, f func() (T, error)) (T, error) {
 	v, err := f()
-	for try := 0; err != nil && !errors.Is(err, ErrOversize) && try < 3; try++ {
-		time.Sleep(time.Duration(try*try) * 10 * time.Millisecond)
+	if err == nil || errors.Is(err, ErrOversize) {
+		return v, err
+	}
+	deadline := time.Now().Add(settleTimeout)
+	for try := 1; ; try++ {
+		before, settled := o.packSet()
 		o.refresh()
 		v, err = f()
+		if err == nil || errors.Is(err, ErrOversize) || time.Now().After(deadline) {
+			return v, err
+		}
+		if after, _ := o.packSet(); settled && after == before {
+			return v, err
+		}
+		time.Sleep(time.Duration(min(try, 10)) * 5 * time.Millisecond)
 	}
-	return v, err
 }
+
+// settleTimeout bounds how long a read waits for the packs to settle
+// before its failure stands; a repack loop on a small repository replaces
+// packs several times a second, and a pack that never gets its index is
+// reported by lazy doctor.
+const settleTimeout = 10 * time.Second
+
+// packSet describes the packs in the repository now, as one comparable
+// string of names and modification times: the same string means the
+// same packs (a repack that writes a pack of the same name as an old one
+// replaces the file, which changes its time). settled is false while a
+// pack is being installed or deleted, when a .pack has no .idx or an .idx
+// no .pack: git renames a new pack's .pack before its .idx and deletes an
+// old one's .pack first, and go-git sees a pack only by its .pack. A half
+// older than halfPackAge is no longer in flight but left behind (see
+// OrphanPack), and waiting would not bring its other half.
+func (o *objects) packSet() (set string, settled bool) {
+	ents, err := os.ReadDir(filepath.Join(o.dir, "pack"))
+	if err != nil {
+		return "unreadable: " + err.Error(), errors.Is(err, fs.ErrNotExist)
+	}
+	var b strings.Builder
+	type pair struct {
+		halves int
+		young  bool
+	}
+	pairs := map[string]*pair{}
+	now := time.Now()
+	for _, e := range ents {
+		name := e.Name()
+		base, isPack := strings.CutSuffix(name, ".pack")
+		if !isPack {
+			var isIdx bool
+			if base, isIdx = strings.CutSuffix(name, ".idx"); !isIdx {
+				continue
+			}
+		}
+		b.WriteString(name)
+		info, err := e.Info()
+		if err != nil {
+			b.WriteString(" gone\n")
+			continue
+		}
+		b.WriteString(" " + strconv.FormatInt(info.ModTime().UnixNano(), 10) + "\n")
+		if strings.HasPrefix(name, "pack-") {
+			p := pairs[base]
+			if p == nil {
+				p = &pair{}
+				pairs[base] = p
+			}
+			p.halves++
+			p.young = p.young || now.Sub(info.ModTime()) < halfPackAge
+		}
+	}
+	for _, p := range pairs {
+		if p.halves == 1 && p.young {
+			return b.String(), false
+		}
+	}
+	return b.String(), true
+}
+
+// halfPackAge is how long a .pack without its .idx (or the reverse) is
+// taken for a pack being installed or deleted.
+const halfPackAge = 5 * time.Second
 
 // readBlob reads the blob of snapshot file name (see limitFor), refusing
 // it unread when it is over that file's limit.
@@ -292,17 +379,75 @@ func (o *objects) readCommit(h plumbing.Hash) (*object.Commit, error) {
 	})
 }
 
-// has reports whether object h exists, loose or packed.
+// has reports whether object h exists, loose or packed. Loose is
+// checked first and again last: a repack moves an object from loose into
+// a new pack (then prune-packed deletes the loose copy) and -A moves
+// unreachable ones the other way, so between the two checks of one
+// attempt with a stable set of packs (see retry) the object is seen
+// wherever it is.
 func (o *objects) has(h plumbing.Hash) bool {
 	hex := h.String()
-	if _, err := os.Stat(filepath.Join(o.dir, hex[:2], hex[2:])); err == nil {
-		return true
+	loose := filepath.Join(o.dir, hex[:2], hex[2:])
+	found, _ := retry(o, func() (bool, error) {
+		if _, err := os.Stat(loose); err == nil {
+			return true, nil
+		}
+		if o.store().HasEncodedObject(h) == nil {
+			return true, nil
+		}
+		if _, err := os.Stat(loose); err == nil {
+			return true, nil
+		}
+		if o.gitHas(h) {
+			return true, nil
+		}
+		return false, ErrMissingObject
+	})
+	return found
+}
+
+// gitHas asks git whether it has object h: the last word before lazy
+// calls an object missing. A repack's pack-objects writes its new pack as
+// objects/pack/.tmp-<pid>-pack-<hash>.idx before repack renames it into
+// place, and git counts any .idx there as a pack, so a concurrent
+// prune-packed may already have deleted the loose copies of objects that
+// now live only in that pack. go-git reads only pack-<hash> names and
+// cannot see them; git can.
+func (o *objects) gitHas(h plumbing.Hash) bool {
+	return gitcli.New(filepath.Dir(o.dir), "cat-file", "-e", h.String()).Run(context.Background()) == nil
+}
+
+// gitRead reads object h through git when go-git cannot find it (see
+// gitHas), checking its type and size from git's answer first, so an
+// oversize object is never read.
+func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
+	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
+	info, err := gitcli.New(filepath.Dir(o.dir), "cat-file", "--batch-check").Stdin([]byte(h.String() + "\n")).Output(context.Background())
+	if err != nil {
+		return nil, missing
 	}
-	if o.store().HasEncodedObject(h) == nil {
-		return true
+	f := strings.Fields(string(info))
+	if len(f) != 3 || f[0] != h.String() || f[1] != typ.String() {
+		return nil, missing // "<hash> missing", or another type
 	}
-	o.refresh()
-	return o.store().HasEncodedObject(h) == nil
+	size, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return nil, missing
+	}
+	if size > limit {
+		return nil, oversize(what, h, size, limit)
+	}
+	content, err := gitcli.New(filepath.Dir(o.dir), "cat-file", typ.String(), h.String()).Output(context.Background())
+	if err != nil || int64(len(content)) != size {
+		return nil, missing // gone again meanwhile: retry decides
+	}
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(typ)
+	obj.SetSize(size)
+	if _, err := obj.Write(content); err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
+	}
+	return obj, nil
 }
 
 // verifyWritten checks that every object j recorded still exists, and

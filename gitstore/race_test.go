@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -366,10 +367,19 @@ func TestWritesSurvivePrunePacked(t *testing.T) {
 
 // TestWritesAndReadsSurviveConcurrentGC writes and reads tasks while git
 // gc, git repack -A -d (gc's own, with its grace period) and prune-packed
-// run in turn in a loop: no ref may end up naming a missing object, and no read of intact
-// data may report corruption because a pack it had indexed was replaced.
-// (git gc --prune=now and repack -a -d drop unreachable objects with no
-// grace, unsafe beside any writer, git included; SECURITY.md says so.)
+// run at the same time, each in a loop: no ref may end up naming a
+// missing object, and no read of intact data may report corruption
+// because a pack it had indexed was replaced, was not installed yet, or
+// is still a repack's temporary pack. (git gc --prune=now and repack -a
+// -d drop unreachable objects with no grace, unsafe beside any writer,
+// git included; SECURITY.md says so.)
+//
+// Overlapping repacks can also race each other: two that produce the
+// same pack can leave it without its .idx, after prune-packed deleted
+// the loose copies (git 2.39: "renaming pack to ...idx failed"). That
+// is git's own race, whoever wrote the objects; doctor re-indexes such a
+// pack. When it happens here the test repairs it as doctor would and
+// then requires everything intact.
 func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 	s, dir := open(t)
 	var ids []string
@@ -378,51 +388,92 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	// One maintainer at a time, as git's gc.pid lock keeps it: lazy's
-	// writes are checked against git maintenance, not against repackers
-	// racing each other.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		maintenance := [][]string{{"gc", "-q"}, {"repack", "-A", "-d", "-q"}, {"prune-packed"}}
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				return
-			default:
+	var racesMu sync.Mutex
+	var gitRaces []string // git's own failures
+	for _, args := range [][]string{{"gc", "-q"}, {"repack", "-A", "-d", "-q"}, {"prune-packed"}} {
+		wg.Add(1)
+		go func(args []string) {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if out, err := testrepo.GitErr(dir, args...); err != nil {
+					racesMu.Lock()
+					gitRaces = append(gitRaces, fmt.Sprintf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(out)))
+					racesMu.Unlock()
+				}
 			}
-			_, _ = testrepo.GitErr(dir, maintenance[i%len(maintenance)]...)
-		}
-	}()
-	reader := Open(s.repo) // a long-lived reader whose pack list goes stale
-	fail := func(format string, a ...any) {
-		close(done)
-		wg.Wait()
-		out, _ := testrepo.GitErr(dir, "fsck", "--no-dangling")
-		t.Fatalf(format+"\nfsck afterwards: %s", append(a, out)...)
+		}(args)
 	}
-	for i := 0; i < 60; i++ {
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			close(done)
+			wg.Wait()
+		}
+	}
+	defer stop()
+	// repairOrphans does what lazy doctor does for an orphaned pack, and
+	// reports whether there was one.
+	repairOrphans := func() bool {
+		packs, err := s.OrphanPacks(time.Now().Add(time.Hour), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range packs {
+			if err := s.IndexPack(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return len(packs) > 0
+	}
+	reader := Open(s.repo) // a long-lived reader whose pack list goes stale
+	created := len(ids)    // acknowledged creates
+	step := func(i int) error {
 		sn, err := s.Create(CreateSpec{Title: fmt.Sprintf("t%d", i), Actor: machine.Human})
 		if err != nil {
-			fail("create %d during gc: %v", i, err)
+			return fmt.Errorf("create %d during gc: %w", i, err)
 		}
+		created++
 		if _, _, err := s.Update(context.Background(), ids[i%len(ids)], toggleComment); err != nil {
-			fail("update %d during gc: %v", i, err)
+			return fmt.Errorf("update %d during gc: %w", i, err)
 		}
 		if _, err := reader.Load(sn.Task.ID); err != nil {
-			fail("read %d during gc: %v", i, err)
+			return fmt.Errorf("read %d during gc: %w", i, err)
 		}
 		if _, err := reader.Load(ids[(i+1)%len(ids)]); err != nil {
-			fail("read %d during gc: %v", i, err)
+			return fmt.Errorf("read %d during gc: %w", i, err)
 		}
+		return nil
 	}
-	close(done)
-	wg.Wait()
+	for i := 0; i < 60; i++ {
+		err := step(i)
+		if err == nil {
+			continue
+		}
+		// Only git's own race may explain a failure, and only once its
+		// pack is indexed again.
+		stop()
+		if !repairOrphans() {
+			out, _ := testrepo.GitErr(dir, "fsck", "--no-dangling")
+			t.Fatalf("%v\nfsck afterwards: %s\ngit's own failures: %q", err, out, gitRaces)
+		}
+		t.Logf("git's overlapping repacks orphaned a pack (%q); re-indexed it as doctor does after: %v", gitRaces, err)
+		break
+	}
+	stop()
+	if repairOrphans() {
+		t.Logf("git's overlapping repacks orphaned a pack: %q", gitRaces)
+	}
 	testrepo.Git(t, dir, "fsck", "--no-dangling")
 	testrepo.Git(t, dir, "gc", "-q", "--prune=now")
 	list, err := Open(s.repo).List()
-	if err != nil || len(list) != 65 {
-		t.Fatalf("list: %d, %v", len(list), err)
+	if err != nil || len(list) < created {
+		t.Fatalf("list: %d tasks (want at least %d), %v", len(list), created, err)
 	}
 	for _, e := range list {
 		if e.Err != nil {

@@ -30,7 +30,7 @@ type Finding struct {
 	// sessionless-blocked, leftover-supervisor, merged-branch,
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
 	// stale-ref-lock, orphaned-lock, foreign-session, slug-conflict,
-	// stray-turn, half-accepted-destination.
+	// stray-turn, half-accepted-destination, orphaned-pack.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -52,6 +52,19 @@ const StaleRefLock = 2 * time.Minute
 // branches stay), and removes stale lock and protocol files. A dirty
 // worktree or an unmerged branch is only ever reported.
 func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only string, repair bool) ([]Finding, error) {
+	// Orphaned packs go first: their objects are invisible, so records
+	// read before the repair would look corrupt.
+	packs := r.checkPacks(ctx, repair)
+	for _, f := range packs {
+		if f.Repaired {
+			fresh, err := r.Env.Store.List()
+			if err != nil {
+				return nil, err
+			}
+			entries = fresh
+			break
+		}
+	}
 	if only != "" {
 		var kept []gitstore.Entry
 		for _, e := range entries {
@@ -67,7 +80,8 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	}
 	// Stale ref locks go first: while one exists, no repair of its task
 	// can be written.
-	findings := r.checkRefLocks(byID, only, repair)
+	findings := packs
+	findings = append(findings, r.checkRefLocks(byID, only, repair)...)
 	index := map[string]int{} // task id -> its finding
 	for i := range entries {
 		f := r.diagnose(ctx, &entries[i])
@@ -480,6 +494,34 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitsto
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "deleted it (git branch "+branch+" "+tip+" recreates it)", true
+			}
+		}
+		findings = append(findings, f)
+	}
+	return findings
+}
+
+// OrphanPackAge is how old a pack without its index must be before
+// doctor indexes it: git renames a new pack's .pack an instant before its
+// .idx.
+const OrphanPackAge = time.Minute
+
+// checkPacks finds packs whose index is missing (see
+// gitstore.OrphanPack) and, when repairing, writes the index with git
+// index-pack, which makes their objects readable again.
+func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
+	packs, err := r.Env.Store.OrphanPacks(r.now(), OrphanPackAge)
+	if err != nil {
+		return []Finding{{Kind: "orphaned-pack", Detail: "could not list the repository's packs", Error: err.Error()}}
+	}
+	var findings []Finding
+	for _, p := range packs {
+		f := Finding{Kind: "orphaned-pack", Detail: fmt.Sprintf("%s has no index, so git and lazy cannot read any object in it (overlapping git repacks leave this behind)", p.Path), Action: "would index it (git index-pack)"}
+		if repair {
+			if err := r.Env.Store.IndexPack(ctx, p); err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "indexed it (git index-pack)", true
 			}
 		}
 		findings = append(findings, f)
