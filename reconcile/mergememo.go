@@ -2,12 +2,15 @@ package reconcile
 
 import (
 	"context"
-	"hash/fnv"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -23,7 +26,7 @@ type mergeMemo struct {
 	// from (origin/HEAD and HEAD); defaultBranch is what git said then.
 	headKey, defaultBranch string
 	// byTarget is the set of lazy/ branches merged into a target, keyed
-	// by the target's tip and the tips of every lazy/ branch.
+	// by the target's tip and the stamp of every lazy/ branch (lazyTips).
 	byTarget map[string]mergedSet
 	// declined holds, by task, "record commit, target tip" of a merged
 	// candidate that finishMerged left alone (no recorded commits, a
@@ -70,25 +73,38 @@ func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string,
 	return b, nil
 }
 
-// lazyTips fingerprints the tips of every lazy/ branch; "" when they
-// cannot be read, which disables the memo for the pass.
+// racyWindow is how recent a change to the files lazyTips stamps must be
+// for the stamp to be distrusted: file times advance in clock ticks, so a
+// second ref update within the tick of the first can leave them as they
+// were (git's "racy index" problem, solved the same way).
+const racyWindow = 2 * time.Second
+
+// lazyTips stamps the tips of every lazy/ branch without reading them:
+// the identity, size and time of packed-refs and of refs/heads/lazy/, the
+// directory every task branch (lazy/<slug>, slugs have no slash) lives
+// in, whose time moves with every loose ref written or removed there.
+// Reading each branch instead costs a file per task ever started. ""
+// when it cannot be told, or a change is too recent to trust the stamp;
+// that disables the memo for the pass.
 func lazyTips(r *Reconciler) string {
-	refs, err := r.Env.Store.Repo().ListRefs("refs/heads/lazy/")
-	if err != nil {
-		return ""
+	common := r.Env.Store.Repo().CommonDir
+	var b strings.Builder
+	for _, p := range []string{filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy")} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			b.WriteString("-;")
+			continue
+		}
+		if err != nil || time.Since(fi.ModTime()) < racyWindow {
+			return ""
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return ""
+		}
+		fmt.Fprintf(&b, "%d.%d.%d.%d;", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
 	}
-	names := make([]string, 0, len(refs))
-	for n := range refs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	h := fnv.New128a()
-	for _, n := range names {
-		h1 := refs[n]
-		_, _ = h.Write([]byte(n))
-		_, _ = h.Write(h1[:])
-	}
-	return strconv.Itoa(len(names)) + ":" + string(h.Sum(nil))
+	return b.String()
 }
 
 // targetKey is what a target's merged set is computed from; "" when it
