@@ -74,6 +74,10 @@ type Reconciler struct {
 	// merged remembers what the merged-branch sweep's git processes
 	// answered, for the passes after in which no ref they read moved.
 	merged mergeMemo
+	// forgeKeys is the forge sweep's reading of each submitted or
+	// merging task's record, by task, valid while its commit stays.
+	forgeMu   sync.Mutex
+	forgeKeys map[string]forgeKey
 }
 
 // load reads a task's full snapshot: the expensive read a pass avoids
