@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -127,43 +128,73 @@ func walk(tb testing.TB, s *gitstore.Store, id string, to ...machine.Status) {
 }
 
 // BenchmarkSweep is one full reconcile pass (every sweep) in the steady
-// state of a daemon: running turns of this host, parked tasks, a tenth
-// of them with sessions. It shows that a pass costs in proportion to the
-// active tasks (large/10 against large/100) and not to the parked ones
-// (1000/100 against large/100). LAZY_BENCH_TASKS replaces the large size
-// (default 10000). The large repository is seeded once: its 10-active
-// case runs first, then 90 more of its tasks start turns.
+// state of a daemon: running turns of this host and parked tasks, a tenth
+// of them blocked with sessions. Three cases take turns, pass after pass,
+// so machine noise lands on all alike, and each reports its median:
+//
+//	1000/100   1,000 tasks, 100 running turns
+//	large/100  LAZY_BENCH_TASKS (default 10,000) tasks, 100 running turns
+//	large/10   the same repository's list with 90 of its running turns
+//	           left out, so 10 are active
+//
+// large/100 over large/10 is what active tasks cost; large/100 over
+// 1000/100 is what the parked ones add. loads/pass counts full snapshot
+// loads over all cases.
 func BenchmarkSweep(b *testing.B) {
 	large := 10000
 	if v, err := strconv.Atoi(os.Getenv("LAZY_BENCH_TASKS")); err == nil && v > 0 {
 		large = v
 	}
-	run := func(b *testing.B, f *fixture) {
-		r := f.reconciler()
-		entries := f.list(b)
-		ctx := context.Background()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			actions, err := r.Sweep(ctx, entries)
+	small := newFixture(b)
+	small.create(b, 1000)
+	small.activate(b, 100)
+	big := newFixture(b)
+	big.create(b, large)
+	running := big.activate(b, 100)
+	all := big.list(b)
+	left := map[string]bool{}
+	for _, id := range running[10:] {
+		left[id] = true
+	}
+	var ten []gitstore.Entry
+	for _, e := range all {
+		if !left[e.ID] {
+			ten = append(ten, e)
+		}
+	}
+	type pass struct {
+		name    string
+		r       *Reconciler
+		entries []gitstore.Entry
+		took    []time.Duration
+	}
+	cases := []*pass{
+		{name: "1000/100", r: small.reconciler(), entries: small.list(b)},
+		{name: fmt.Sprintf("%d/100", large), r: big.reconciler(), entries: all},
+		{name: fmt.Sprintf("%d/10", large), r: big.reconciler(), entries: ten},
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, c := range cases {
+			t := time.Now()
+			actions, err := c.r.Sweep(ctx, c.entries)
+			c.took = append(c.took, time.Since(t))
 			if err != nil || len(actions) != 0 {
-				b.Fatalf("a steady-state pass acted: %v %v", actions, err)
+				b.Fatalf("%s: a steady-state pass acted: %v %v", c.name, actions, err)
 			}
 		}
-		b.StopTimer()
-		b.ReportMetric(float64(r.loads.Load())/float64(b.N), "loads/pass")
 	}
-	b.Run("tasks=1000/active=100", func(b *testing.B) {
-		f := newFixture(b)
-		f.create(b, 1000)
-		f.activate(b, 100)
-		run(b, f)
-	})
-	// One repository for both large cases; a sub-benchmark's cleanups
-	// would release the supervisor locks, so the parent holds them.
-	f := newFixture(b)
-	f.create(b, large)
-	f.activate(b, 10)
-	b.Run(fmt.Sprintf("tasks=%d/active=10", large), func(b *testing.B) { run(b, f) })
-	f.activate(b, 90)
-	b.Run(fmt.Sprintf("tasks=%d/active=100", large), func(b *testing.B) { run(b, f) })
+	b.StopTimer()
+	med := map[string]float64{}
+	loads := int64(0)
+	for _, c := range cases {
+		sort.Slice(c.took, func(i, j int) bool { return c.took[i] < c.took[j] })
+		med[c.name] = float64(c.took[len(c.took)/2].Microseconds()) / 1000
+		b.ReportMetric(med[c.name], "ms/pass("+c.name+")")
+		loads += c.r.loads.Load()
+	}
+	b.ReportMetric(med[cases[1].name]/med[cases[2].name], "x(active-100/10)")
+	b.ReportMetric(med[cases[1].name]/med[cases[0].name], "x(tasks-large/1000)")
+	b.ReportMetric(float64(loads)/float64(b.N*len(cases)), "loads/pass")
 }

@@ -222,10 +222,6 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 	return &Action{TaskID: id, Slug: sn.Task.Slug, From: sn.Task.Status, To: sn.Task.Status, Why: why}, nil
 }
 
-// parked statuses are where a branch merged outside lazy is looked for; a
-// working task's branch is moving, and judging it would yank a live turn.
-func parkedWithSession(e *gitstore.Entry) bool { return parkedStatus(e.Status) && hasSession(e) }
-
 // sweepMerged finds parked tasks whose work was merged into their target
 // branch outside lazy (spec: "Merged branch sweep") and finishes them via
 // zombie. One `git for-each-ref --merged` per target branch finds the
@@ -381,6 +377,9 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	return append(one(a), more...), err
 }
 
+// parkedStatus: parked statuses are where a branch merged outside lazy is
+// looked for; a working task's branch is moving, and judging it would
+// yank a live turn.
 func parkedStatus(s machine.Status) bool {
 	switch s {
 	case machine.Blocked, machine.Conflict, machine.Interrupted, machine.Submitted:
