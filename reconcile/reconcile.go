@@ -205,7 +205,8 @@ func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Act
 		var as []Action
 		var err error
 		switch e.Status {
-		case machine.Working, machine.Interrupted, machine.Pairing:
+		case machine.Interrupted, machine.Pairing:
+			// (sweepWorking asks after its own cheaper probes.)
 			if !r.owned(e.ID) {
 				continue // another host's session: that host judges it
 			}

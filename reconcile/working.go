@@ -30,6 +30,9 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, err
 	if !exists(pd.Path(proto.ResponseFile)) && r.supervised(id) {
 		return nil, nil
 	}
+	if !r.owned(id) {
+		return nil, nil // another host's session: that host judges it
+	}
 	sn, err := r.load(id)
 	if err != nil {
 		return nil, err
