@@ -4,98 +4,197 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
 
-// seeded builds a repository of total tasks: active of them working, each
-// with a live process that passes for its supervisor, and a tenth of the
-// rest parked with a session (what the merged-branch sweep looks at).
-func seeded(b *testing.B, total, active int) (*Reconciler, []gitstore.Entry) {
-	b.Helper()
-	dir := testrepo.New(b)
+// fixture is a repository of tasks for the pass benchmark and the
+// load-count tests.
+type fixture struct {
+	dir   string
+	repo  *gitstore.Repo
+	store *gitstore.Store
+	// backlog holds ids of tasks never started, which activate turns
+	// into running turns.
+	backlog []string
+}
+
+func newFixture(tb testing.TB) *fixture {
+	tb.Helper()
+	dir := testrepo.New(tb)
 	repo, err := gitstore.Discover(dir)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	store := gitstore.Open(repo, gitstore.WithHost("bench"))
-	for i := 0; i < total; i++ {
-		sn, err := store.Create(gitstore.CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human})
+	return &fixture{dir: dir, repo: repo, store: gitstore.Open(repo, gitstore.WithHost("bench"))}
+}
+
+// create adds n tasks: every tenth parked in blocked with a session
+// (what the merged-branch sweep looks at), the rest in backlog.
+func (f *fixture) create(tb testing.TB, n int) {
+	tb.Helper()
+	for i := 0; i < n; i++ {
+		sn, err := f.store.Create(gitstore.CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human})
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		id := sn.Task.ID
-		switch {
-		case i < active:
-			walk(b, store, id, machine.Working)
-			// A stand-in supervisor: its cmdline carries "supervise <id>".
-			cmd := exec.Command("/bin/sh", "-c", "sleep 600; :", "supervise", id)
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			sn, _ := store.Load(id)
-			pd := proto.ForTask(repo.LazyDir(), id)
-			if err := pd.Write(proto.StatusFile, proto.Status{Turn: proto.Turn{TaskID: id, Session: sn.Session.ID, Seq: sn.Session.Turn}, PID: cmd.Process.Pid, Phase: "agent"}); err != nil {
-				b.Fatal(err)
-			}
-		case i%10 == 0:
-			walk(b, store, id, machine.Working, machine.Blocked)
+		if i%10 == 0 {
+			walk(tb, f.store, sn.Task.ID, machine.Working, machine.Blocked)
+		} else {
+			f.backlog = append(f.backlog, sn.Task.ID)
 		}
 	}
-	entries, err := store.List()
+}
+
+// activate turns n backlog tasks into running turns of this host: each
+// working, with a local session record and its supervisor lock held (by
+// this process, as a supervisor holds it) for the rest of the test.
+func (f *fixture) activate(tb testing.TB, n int) []string {
+	tb.Helper()
+	if n > len(f.backlog) {
+		tb.Fatalf("only %d backlog tasks to activate, not %d", len(f.backlog), n)
+	}
+	ids := f.backlog[:n]
+	f.backlog = f.backlog[n:]
+	for _, id := range ids {
+		walk(tb, f.store, id, machine.Working)
+		f.own(tb, id)
+		l, err := flock.TryLock(proto.SupervisorLock(f.repo.LazyDir(), id))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = l.Release() })
+	}
+	return ids
+}
+
+// own writes the local session record that makes id's session this
+// machine's.
+func (f *fixture) own(tb testing.TB, id string) {
+	tb.Helper()
+	sn, err := f.store.Load(id)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &Reconciler{Env: &ops.Env{Store: store, Actor: machine.System, RepoDir: dir}, StartGrace: time.Hour}, entries
+	s := owned.Session{TaskID: id, SessionID: sn.Session.ID, Agent: "exec", Worktree: filepath.Join(f.dir, ".wt", id), Branch: sn.Session.Branch, StartedAt: time.Now()}
+	if err := owned.For(f.repo.LazyDir()).Save(s); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (f *fixture) reconciler() *Reconciler {
+	return &Reconciler{Env: &ops.Env{Store: f.store, Actor: machine.System, RepoDir: f.dir}, StartGrace: time.Hour}
+}
+
+func (f *fixture) list(tb testing.TB) []gitstore.Entry {
+	tb.Helper()
+	entries, err := f.store.List()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return entries
 }
 
 // walk gives a task a session of this host and moves it through statuses.
-func walk(b *testing.B, s *gitstore.Store, id string, to ...machine.Status) {
-	b.Helper()
+// The session id is the task id: both are 16 hex digits, which is all a
+// local session record asks of it.
+func walk(tb testing.TB, s *gitstore.Store, id string, to ...machine.Status) {
+	tb.Helper()
 	for _, st := range to {
 		if _, _, err := s.Update(context.Background(), id, func(sn *gitstore.Snapshot) (*gitstore.Op, error) {
 			if sn.Session == nil {
 				sn.Task.Sessions++
-				sn.Session = &gitstore.Session{ID: "s-" + id, Host: s.Host(), Branch: "lazy/x" + id, StartedAt: time.Now()}
+				sn.Session = &gitstore.Session{ID: id, Host: s.Host(), Branch: "lazy/x" + id, StartedAt: time.Now()}
 				turn := sn.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Kind: "start", Content: "go"})
 				sn.Session.Turn = turn.Seq
 			}
 			sn.Task.Status = st
 			return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
 		}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkSweep is one full reconcile pass (every sweep) over repositories
-// of different sizes with the same 100 active tasks. LAZY_BENCH_TASKS
-// replaces the large size (default 10000).
+// BenchmarkSweep is one full reconcile pass (every sweep) in the steady
+// state of a daemon: running turns of this host and parked tasks, a tenth
+// of them blocked with sessions. Three cases take turns, pass after pass,
+// so machine noise lands on all alike, and each reports its median:
+//
+//	1000/100   1,000 tasks, 100 running turns
+//	large/100  LAZY_BENCH_TASKS (default 10,000) tasks, 100 running turns
+//	large/10   the same repository's list with 90 of its running turns
+//	           left out, so 10 are active
+//
+// large/100 over large/10 is what active tasks cost; large/100 over
+// 1000/100 is what the parked ones add. loads/pass counts full snapshot
+// loads over all cases.
 func BenchmarkSweep(b *testing.B) {
 	large := 10000
 	if v, err := strconv.Atoi(os.Getenv("LAZY_BENCH_TASKS")); err == nil && v > 0 {
 		large = v
 	}
-	for _, size := range []struct{ total, active int }{{1000, 100}, {large, 100}, {large, 10}} {
-		b.Run(fmt.Sprintf("tasks=%d/active=%d", size.total, size.active), func(b *testing.B) {
-			r, entries := seeded(b, size.total, size.active)
-			ctx := context.Background()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				actions, err := r.Sweep(ctx, entries)
-				if err != nil || len(actions) != 0 {
-					b.Fatalf("a steady-state pass acted: %v %v", actions, err)
-				}
-			}
-		})
+	small := newFixture(b)
+	small.create(b, 1000)
+	small.activate(b, 100)
+	big := newFixture(b)
+	big.create(b, large)
+	running := big.activate(b, 100)
+	all := big.list(b)
+	left := map[string]bool{}
+	for _, id := range running[10:] {
+		left[id] = true
 	}
+	var ten []gitstore.Entry
+	for _, e := range all {
+		if !left[e.ID] {
+			ten = append(ten, e)
+		}
+	}
+	type pass struct {
+		name    string
+		r       *Reconciler
+		entries []gitstore.Entry
+		took    []time.Duration
+	}
+	cases := []*pass{
+		{name: "1000/100", r: small.reconciler(), entries: small.list(b)},
+		{name: fmt.Sprintf("%d/100", large), r: big.reconciler(), entries: all},
+		{name: fmt.Sprintf("%d/10", large), r: big.reconciler(), entries: ten},
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, c := range cases {
+			t := time.Now()
+			actions, err := c.r.Sweep(ctx, c.entries)
+			c.took = append(c.took, time.Since(t))
+			if err != nil || len(actions) != 0 {
+				b.Fatalf("%s: a steady-state pass acted: %v %v", c.name, actions, err)
+			}
+		}
+	}
+	b.StopTimer()
+	med := map[string]float64{}
+	loads := int64(0)
+	for _, c := range cases {
+		sort.Slice(c.took, func(i, j int) bool { return c.took[i] < c.took[j] })
+		med[c.name] = float64(c.took[len(c.took)/2].Microseconds()) / 1000
+		b.ReportMetric(med[c.name], "ms/pass("+c.name+")")
+		loads += c.r.loads.Load()
+	}
+	b.ReportMetric(med[cases[1].name]/med[cases[2].name], "x(active-100/10)")
+	b.ReportMetric(med[cases[1].name]/med[cases[0].name], "x(tasks-large/1000)")
+	b.ReportMetric(float64(loads)/float64(b.N*len(cases)), "loads/pass")
 }

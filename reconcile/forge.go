@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
@@ -52,6 +54,14 @@ func (f *ForgeSync) due(key string, now time.Time) bool {
 	return true
 }
 
+// forgeKey is what one record commit says about its task's forge: skip
+// (nothing to follow) or the forge key its pull request is asked under.
+type forgeKey struct {
+	commit      plumbing.Hash
+	key, remote string
+	skip        bool
+}
+
 // sweepForgePending handles a forge-pending merge in the ordinary sweep
 // (no forge is asked): one whose accept died before requesting the merge
 // is stranded and goes back to submitted; one the forge was asked to
@@ -79,21 +89,44 @@ func (r *Reconciler) sweepForge(ctx context.Context, entries []gitstore.Entry) (
 	skipped := map[string]bool{}
 	var actions []Action
 	var errs []error
+	// What a record says about its forge is kept by record commit, so a
+	// pass whose forges are not due loads no snapshot: submitted tasks
+	// wait for their forges, often for days.
+	r.forgeMu.Lock()
+	old := r.forgeKeys
+	r.forgeMu.Unlock()
+	keep := make(map[string]forgeKey, len(old))
+	defer func() {
+		r.forgeMu.Lock()
+		r.forgeKeys = keep
+		r.forgeMu.Unlock()
+	}()
 	for i := range entries {
 		e := &entries[i]
 		if e.Err != nil || (e.Status != machine.Submitted && e.Status != machine.Merging) {
 			continue
 		}
-		sn, err := r.Env.Store.Load(e.ID)
-		if err != nil {
-			errs = append(errs, err)
+		var sn *gitstore.Snapshot
+		k, ok := old[e.ID]
+		if !ok || k.commit != e.Commit {
+			var err error
+			if sn, err = r.load(e.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rec := sn.Task.Forge
+			k = forgeKey{commit: e.Commit}
+			if rec == nil || rec.Number <= 0 || (sn.Task.Status == machine.Merging && (!sn.Task.ForgePending() || rec.MergeRequested == nil)) {
+				k.skip = true
+			} else {
+				k.key, k.remote = rec.Kind+" "+rec.Remote, rec.Remote
+			}
+		}
+		keep[e.ID] = k
+		if k.skip {
 			continue
 		}
-		rec := sn.Task.Forge
-		if rec == nil || rec.Number <= 0 || (sn.Task.Status == machine.Merging && (!sn.Task.ForgePending() || rec.MergeRequested == nil)) {
-			continue
-		}
-		key := rec.Kind + " " + rec.Remote
+		key := k.key
 		if skipped[key] {
 			continue
 		}
@@ -104,11 +137,18 @@ func (r *Reconciler) sweepForge(ctx context.Context, entries []gitstore.Entry) (
 				continue
 			}
 			g = &group{}
-			g.fg, g.err = r.Env.OpenForge(ctx, rec.Remote)
+			g.fg, g.err = r.Env.OpenForge(ctx, k.remote)
 			if g.err == nil {
 				g.err = g.fg.Ready(ctx)
 			}
 			groups[key] = g
+		}
+		if sn == nil {
+			var err error
+			if sn, err = r.load(e.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		if g.err != nil {
 			errs = append(errs, fmt.Errorf("forge sync of %s: %w", sn.Task.Slug, g.err))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // sweepInterrupted handles one interrupted task of this host. A completed
@@ -15,7 +16,13 @@ import (
 // not launch (or that died before it did) is picked up here too.
 func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action, error) {
 	store := r.Env.Store
-	sn, err := store.Load(id)
+	// Without a response to record, the task waits for a supervisor
+	// still running, or for a human when nothing may auto-resume it:
+	// neither needs its snapshot.
+	if !exists(r.proto(id).Path(proto.ResponseFile)) && (r.Launch == nil || r.NoAutoResume || r.supervised(id)) {
+		return nil, nil
+	}
+	sn, err := r.load(id)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +56,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 	if r.supervised(id) {
 		return nil, nil // it may still answer; the sweep above records it
 	}
-	return r.autoResume(ctx, id)
+	return r.autoResumeFrom(ctx, sn)
 }
 
 // autoResume resumes task id when allowed (spec: "Circuit Breaker Check").
@@ -58,9 +65,19 @@ func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error
 	if r.Launch == nil || r.NoAutoResume {
 		return nil, nil
 	}
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil {
 		return nil, err
+	}
+	return r.autoResumeFrom(ctx, sn)
+}
+
+// autoResumeFrom is autoResume judged first on a snapshot the caller
+// just loaded; the resume itself re-checks under the task lock.
+func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *gitstore.Snapshot) ([]Action, error) {
+	id := sn.Task.ID
+	if r.Launch == nil || r.NoAutoResume {
+		return nil, nil
 	}
 	if r.Env.AutoResumeRefusal(sn) != "" {
 		return nil, nil
@@ -68,7 +85,7 @@ func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error
 	if r.supervised(id) {
 		return nil, nil
 	}
-	sn, err = r.Env.AutoResume(ctx, id, r.Launch)
+	sn, err := r.Env.AutoResume(ctx, id, r.Launch)
 	if sn == nil {
 		if r.Env.AutoResumeRefusal(mustLoad(r, id)) != "" {
 			return nil, nil // refused under the lock: someone else acted first
@@ -82,7 +99,7 @@ func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error
 // mustLoad reloads a snapshot for a re-check; a failed load reads as a
 // snapshot that refuses everything.
 func mustLoad(r *Reconciler, id string) *gitstore.Snapshot {
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil {
 		return &gitstore.Snapshot{}
 	}

@@ -10,8 +10,12 @@
 // auto-resume within the circuit breaker), stale pairing, blocked tasks
 // without a session, supervisors left behind by finished tasks, and
 // branches merged outside lazy. A pass costs in proportion to the tasks
-// that are active, not to all tasks; only the merged-branch sweep looks at
-// parked tasks, with one git process per target branch.
+// that can change without a human, not to all tasks: the list summaries
+// decide which tasks need a full Load, a working task whose supervisor
+// holds its lock and has written no response is judged from two file
+// probes, a task of another host (no local session record) is never
+// loaded, and the merged-branch sweep reuses the summary fields it
+// decoded on earlier passes, with one git process per target branch.
 package reconcile
 
 import (
@@ -19,7 +23,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
@@ -54,6 +63,87 @@ type Reconciler struct {
 	// Forge, when set (the daemon), follows submitted tasks' pull
 	// requests on their forge; nil leaves the forge alone (CLI reads).
 	Forge *ForgeSync
+
+	// loads counts full snapshot loads, so that tests can show what a
+	// pass reads without timing it.
+	loads atomic.Int64
+	// fields keeps the summary fields the merged-branch sweep decoded,
+	// by task, for the passes after: a daemon's passes see the same
+	// parked tasks again and again.
+	fields fieldCache
+	// merged remembers what the merged-branch sweep's git processes
+	// answered, for the passes after in which no ref they read moved.
+	merged mergeMemo
+	// forgeKeys is the forge sweep's reading of each submitted or
+	// merging task's record, by task, valid while its commit stays.
+	forgeMu   sync.Mutex
+	forgeKeys map[string]forgeKey
+}
+
+// load reads a task's full snapshot: the expensive read a pass avoids
+// for tasks the list summary already rules out.
+func (r *Reconciler) load(id string) (*gitstore.Snapshot, error) {
+	r.loads.Add(1)
+	return r.Env.Store.Load(id)
+}
+
+// owned reports whether this machine started a session of task id: its
+// local session record exists. Without one, no session of the task is
+// ours to judge (ops.Env.Owns would refuse after a Load), so one stat
+// spares the Load of every working or interrupted task of other hosts.
+func (r *Reconciler) owned(id string) bool {
+	p := r.Env.Sessions().Path(id)
+	if p == "" {
+		return false
+	}
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// fieldCache maps a task id to the merge fields decoded from the summary
+// at one commit; an entry whose commit moved is decoded again. A pass
+// takes the whole map (take) and hands back what it used (replace), so
+// the cache never outgrows the tasks one pass looks at, and a lookup
+// costs a map probe and a 20-byte compare.
+type fieldCache struct {
+	mu sync.Mutex
+	m  map[string]mergeFields
+}
+
+// mergeFields are the summary fields the merged-branch sweep reads, and
+// the commit of the record they were read from.
+type mergeFields struct {
+	ID, Slug, TargetBranch, Parent string
+	Commit                         plumbing.Hash
+}
+
+func (c *fieldCache) take() map[string]mergeFields {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.m
+	c.m = nil
+	return m
+}
+
+func (c *fieldCache) replace(keep map[string]mergeFields) {
+	c.mu.Lock()
+	c.m = keep
+	c.mu.Unlock()
+}
+
+// fieldsOf returns e's merge fields from old when its commit is the
+// same, else from its summary, and records them in keep.
+func fieldsOf(e *gitstore.Entry, old, keep map[string]mergeFields) (mergeFields, error) {
+	f, ok := old[e.ID]
+	if !ok || f.Commit != e.Commit {
+		s, err := e.Summary()
+		if err != nil {
+			return mergeFields{}, err
+		}
+		f = mergeFields{ID: s.ID, Slug: s.Slug, TargetBranch: s.TargetBranch, Parent: s.Parent, Commit: e.Commit}
+	}
+	keep[e.ID] = f
+	return f, nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -114,6 +204,13 @@ func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Act
 		}
 		var as []Action
 		var err error
+		switch e.Status {
+		case machine.Interrupted, machine.Pairing:
+			// (sweepWorking asks after its own cheaper probes.)
+			if !r.owned(e.ID) {
+				continue // another host's session: that host judges it
+			}
+		}
 		switch e.Status {
 		case machine.Working:
 			as, err = r.sweepWorking(ctx, e.ID)

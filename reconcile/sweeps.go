@@ -49,7 +49,7 @@ func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *gi
 // sweepPairing parks a pairing task whose pairing process is gone (spec:
 // "Stale pairing sweep"), to conflict when violations are pending.
 func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, error) {
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil || sn.Task.Status != machine.Pairing || !r.Env.Owns(sn) {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 		return nil, err
 	}
 	defer unlock()
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil || sn.Task.Status != machine.Merging {
 		return nil, err
 	}
@@ -165,15 +165,21 @@ func (r *Reconciler) sweepTerminal(ctx context.Context, entries []gitstore.Entry
 	if err != nil {
 		return nil, err
 	}
-	status := make(map[string]*gitstore.Entry, len(entries))
-	for i := range entries {
-		status[entries[i].ID] = &entries[i]
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	// The protocol directories are few (tasks that ran turns and were not
+	// cleaned yet); the entries are all tasks. A set of the few, probed
+	// once per entry, keeps the pass from building a map of every task.
+	ran := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		ran[d.Name()] = true
 	}
 	var actions []Action
 	var errs []error
-	for _, d := range dirs {
-		e := status[d.Name()]
-		if e == nil || e.Err != nil || !e.Status.IsTerminal() {
+	for i := range entries {
+		e := &entries[i]
+		if e.Err != nil || !e.Status.IsTerminal() || !ran[e.ID] {
 			continue
 		}
 		a, err := r.cleanFinished(ctx, e.ID)
@@ -194,7 +200,7 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 		return nil, err
 	}
 	defer unlock()
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil || !sn.Task.Status.IsTerminal() {
 		return nil, err
 	}
@@ -216,10 +222,6 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 	return &Action{TaskID: id, Slug: sn.Task.Slug, From: sn.Task.Status, To: sn.Task.Status, Why: why}, nil
 }
 
-// parked statuses are where a branch merged outside lazy is looked for; a
-// working task's branch is moving, and judging it would yank a live turn.
-func parkedWithSession(e *gitstore.Entry) bool { return parkedStatus(e.Status) && hasSession(e) }
-
 // sweepMerged finds parked tasks whose work was merged into their target
 // branch outside lazy (spec: "Merged branch sweep") and finishes them via
 // zombie. One `git for-each-ref --merged` per target branch finds the
@@ -227,41 +229,58 @@ func parkedWithSession(e *gitstore.Entry) bool { return parkedStatus(e.Status) &
 // commits and the newest is on the target, so a branch that merely has no
 // commits of its own (or was fast-forwarded to upstream) never does.
 func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
-	byID := map[string]*gitstore.Summary{}
-	var candidates []*gitstore.Summary
+	// Candidates are told from the list's status and the summary bytes;
+	// only they, and the parents they name, have fields decoded, and
+	// those come from the cache while their commits stay the same.
+	old := r.fields.take()
+	keep := make(map[string]mergeFields, len(old))
+	defer func() { r.fields.replace(keep) }()
+	var candidates []mergeFields
+	parents := map[string]*mergeFields{}
 	for i := range entries {
 		e := &entries[i]
-		// Any task with a session may be a candidate's parent, whose
-		// branch is that candidate's target.
-		if e.Err != nil || !hasSession(e) {
+		if e.Err != nil || !parkedStatus(e.Status) || !hasSession(e) {
 			continue
 		}
-		s, err := e.Summary()
+		f, err := fieldsOf(e, old, keep)
 		if err != nil {
 			continue
 		}
-		byID[s.ID] = s
-		if parkedWithSession(e) {
-			candidates = append(candidates, s)
+		candidates = append(candidates, f)
+		if f.Parent != "" {
+			parents[f.Parent] = nil
 		}
 	}
 	if len(candidates) == 0 {
 		return nil, nil
 	}
+	if len(parents) > 0 {
+		// Any task with a session may be a candidate's parent, whose
+		// branch is that candidate's target.
+		for i := range entries {
+			e := &entries[i]
+			if _, wanted := parents[e.ID]; !wanted || e.Err != nil || !hasSession(e) {
+				continue
+			}
+			if f, err := fieldsOf(e, old, keep); err == nil {
+				parents[e.ID] = &f
+			}
+		}
+	}
 	repoDir := r.Env.RepoDir
 	defaultBranch := ""
-	groups := map[string][]*gitstore.Summary{}
+	groups := map[string][]mergeFields{}
 	for _, c := range candidates {
 		target := c.TargetBranch
 		if c.Parent != "" {
-			p := byID[c.Parent]
+			p := parents[c.Parent]
 			if p == nil {
 				continue // the parent is gone or has no branch: nothing to compare with
 			}
 			target = worktree.Branch(p.Slug)
 		} else if target == "" {
 			if defaultBranch == "" {
-				b, err := worktree.DefaultBranch(ctx, repoDir)
+				b, err := r.merged.defaultBranchOf(ctx, r)
 				if err != nil {
 					return nil, err
 				}
@@ -276,22 +295,47 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 	}
 	var actions []Action
 	var errs []error
+	tips := ""
+	if len(groups) > 0 {
+		tips = lazyTips(r)
+	}
+	sets := map[string]mergedSet{}
+	declined := map[string]string{}
+	defer func() { r.merged.keep(sets, declined) }()
 	for target, cs := range groups {
-		out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
-		if err != nil {
-			continue // the target branch does not exist here
+		key := targetKey(r, target, tips)
+		set, ok := r.merged.lookup(target, key)
+		if !ok {
+			set = mergedSet{key: key, merged: map[string]bool{}}
+			out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
+			set.ok = err == nil // an error: the target branch does not exist here
+			for _, ref := range strings.Fields(out) {
+				set.merged[strings.TrimPrefix(ref, "refs/heads/")] = true
+			}
 		}
-		merged := map[string]bool{}
-		for _, ref := range strings.Fields(out) {
-			merged[strings.TrimPrefix(ref, "refs/heads/")] = true
+		if key != "" {
+			sets[target] = set
+		}
+		if !set.ok {
+			continue
 		}
 		for _, c := range cs {
-			if !merged[worktree.Branch(c.Slug)] {
+			if !set.merged[worktree.Branch(c.Slug)] {
+				continue
+			}
+			mine := ""
+			if key != "" {
+				mine = c.Commit.String() + " " + key
+			}
+			if r.merged.wasDeclined(c.ID, mine) {
+				declined[c.ID] = mine
 				continue
 			}
 			as, err := r.finishMerged(ctx, c.ID, target)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", c.Slug, err))
+			} else if len(as) == 0 && mine != "" {
+				declined[c.ID] = mine
 			}
 			actions = append(actions, as...)
 		}
@@ -301,7 +345,7 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 
 // finishMerged takes one merged candidate through zombie to complete.
 func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Action, error) {
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +377,9 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	return append(one(a), more...), err
 }
 
+// parkedStatus: parked statuses are where a branch merged outside lazy is
+// looked for; a working task's branch is moving, and judging it would
+// yank a live turn.
 func parkedStatus(s machine.Status) bool {
 	switch s {
 	case machine.Blocked, machine.Conflict, machine.Interrupted, machine.Submitted:

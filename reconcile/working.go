@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -20,15 +23,23 @@ import (
 // recorded, a live supervisor is left alone, a dead one (past the start
 // grace) interrupts the task, which may then be auto-resumed.
 func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, error) {
-	store := r.Env.Store
-	sn, err := store.Load(id)
+	pd := r.proto(id)
+	// A running turn with no response yet is what most working tasks
+	// are on most passes, and the answer below would be "leave it" for
+	// any snapshot: so it is told from two probes, without a Load.
+	if !exists(pd.Path(proto.ResponseFile)) && r.supervised(id) {
+		return nil, nil
+	}
+	if !r.owned(id) {
+		return nil, nil // another host's session: that host judges it
+	}
+	sn, err := r.load(id)
 	if err != nil {
 		return nil, err
 	}
 	if sn.Task.Status != machine.Working || !r.Env.Owns(sn) {
 		return nil, nil // another host judges its own sessions; a record's host claim proves nothing
 	}
-	pd := r.proto(id)
 	if resp, ok := currentResponse(pd, sn.Session); ok {
 		a, err := r.record(ctx, id, resp)
 		return r.thenAutoResume(ctx, a, err)
@@ -63,6 +74,13 @@ func currentResponse(pd proto.Dir, s *gitstore.Session) (*proto.Response, bool) 
 	return &resp, true
 }
 
+// exists reports whether a file is there; a probe that fails for any
+// other reason reads as present, so the caller takes its careful path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
 // supervisorStatus reads status.json of the session's current turn, for
 // its diagnostics (pids, phase, base); it says nothing about liveness.
 func supervisorStatus(pd proto.Dir, s *gitstore.Session) proto.Status {
@@ -77,8 +95,7 @@ func supervisorStatus(pd proto.Dir, s *gitstore.Session) proto.Status {
 // its flock. Whatever turn it runs, nothing else may start or judge one
 // until it is gone.
 func (r *Reconciler) supervised(id string) bool {
-	_, running := r.Env.SupervisorRunning(id)
-	return running
+	return flock.Held(proto.SupervisorLock(r.Env.Store.Repo().LazyDir(), id))
 }
 
 // lastStart is when the current turn began, as far as the records tell:
@@ -256,7 +273,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	// reconciler may have interrupted and resumed the task meanwhile, and
 	// its new supervisor may be starting. Only the turn judged dead is
 	// interrupted, and only while no supervisor holds the task.
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.load(id)
 	if err != nil {
 		return nil, err
 	}

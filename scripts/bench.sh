@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Times lazy against raw git on this machine and prints ratios, then runs
-# the gitstore Go benchmarks (including 8 processes x 100 transitions on
-# one task). Usage: scripts/bench.sh [runs]
+# Times lazy against the git floor on this machine and prints ratios, each
+# measured in one interleaved run (medians): cold and warm list --json at
+# 10,000 packed tasks against for-each-ref | cat-file --batch, show against
+# rev-parse + cat-file + log, create and a transition against the raw
+# 4-process git op and against lazy in an empty repository, show at 1x and
+# 10x the objects, and the peak RSS of a cold list. Then the gitstore Go
+# benchmarks (8 processes x 100 transitions on one task among them).
+#
+# Usage: scripts/bench.sh [-quick] [-n TASKS] [-runs N] [-peers]
+#   -quick   1,000 tasks and 7 runs, no Go benchmarks: a smoke run
+#   -peers   git-bug and bd (beads), each when on PATH, doing create,
+#            close/reopen, list and show at 1,000 and 10,000 items
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)
@@ -9,7 +18,10 @@ trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/lazy" .
 go build -o "$bin/seed" ./scripts/seed
 go build -o "$bin/bench" ./scripts/bench
-"$bin/bench" -lazy "$bin/lazy" -seed "$bin/seed" -runs "${1:-40}"
+"$bin/bench" -lazy "$bin/lazy" -seed "$bin/seed" "$@"
+case " $* " in
+*" -quick "* | *" -peers "* | *" --quick "* | *" --peers "*) exit 0 ;;
+esac
 echo
 echo "gitstore benchmarks (in-process):"
 go test ./gitstore/ -run '^$' -bench 'Create|Transition|List1000$|List10000$' -benchtime 100x | grep -E '^Benchmark'

@@ -1,6 +1,14 @@
-// Command bench times lazy CLI processes against raw git doing the
-// equivalent work in the same repository, and prints medians and ratios.
-// scripts/bench.sh builds and runs it.
+// Command bench times lazy CLI processes against the git floor doing the
+// equivalent work in the same repository, and prints each figure as a
+// ratio measured in one interleaved run: the contenders of a row take
+// turns, run after run, so machine noise lands on all of them alike, and
+// each gets the median of its runs. scripts/bench.sh builds and runs it.
+//
+// Usage: bench -lazy LAZY -seed SEED [-n 10000] [-runs 21] [-quick] [-peers]
+//
+// -quick uses 1,000 tasks and fewer runs. -peers instead runs git-bug and
+// bd (beads), when they are on PATH, doing create, close/reopen, list and
+// show at 1,000 and 10,000 items, for the side-by-side table.
 package main
 
 import (
@@ -12,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -19,77 +28,197 @@ var (
 	lazyBin = flag.String("lazy", "lazy", "lazy binary")
 	seedBin = flag.String("seed", "seed", "seed binary")
 	work    = flag.String("dir", "", "scratch directory")
-	runs    = flag.Int("runs", 40, "runs per measurement")
+	runs    = flag.Int("runs", 21, "runs per contender in each row")
+	size    = flag.Int("n", 10000, "tasks in the large repository")
+	quick   = flag.Bool("quick", false, "1,000 tasks, 7 runs: a smoke run")
+	peers   = flag.Bool("peers", false, "run git-bug and bd (when on PATH) instead of lazy against git")
 )
 
 func main() {
 	flag.Parse()
+	if *quick {
+		*size, *runs = 1000, 7
+	}
 	if *work == "" {
 		d, err := os.MkdirTemp("", "lazy-bench-")
 		check(err)
 		*work = d
 		defer os.RemoveAll(d)
 	}
-	fmt.Printf("lazy benchmarks in %s, %d runs each, median wall time per process\n\n", *work, *runs)
-	repo := newRepo("ops")
-	must(repo, *lazyBin, "init")
+	if *peers {
+		runPeers()
+		return
+	}
+	fmt.Printf("lazy against the git floor in %s: %d tasks, %d interleaved runs per contender, medians\n\n", *work, *size, *runs)
 
-	// One raw-git "operation": write a blob, a tree, a commit, CAS a ref.
-	rawOp := func(i int) func() {
-		return func() {
-			blob := gitOut(repo, []byte(fmt.Sprintf(`{"n":%d}`, i)), "hash-object", "-w", "--stdin")
-			tree := gitOut(repo, []byte("100644 blob "+blob+"\ttask.json\n"), "mktree")
-			commit := gitOut(repo, nil, "commit-tree", "-m", "op", tree)
-			gitOut(repo, nil, "update-ref", "refs/bench/raw", commit)
-		}
-	}
-	i := 0
-	updateRef := median(func() { i++; gitOut(repo, nil, "update-ref", fmt.Sprintf("refs/bench/u%d", i), "HEAD") })
-	i = 0
-	raw := median(func() { i++; rawOp(i)() })
-	i = 0
-	create := median(func() { i++; must(repo, *lazyBin, "create", fmt.Sprintf("bench task %d", i)) })
-	must(repo, *lazyBin, "create", "toggled")
-	closed := false
-	transition := median(func() {
-		if closed {
-			must(repo, *lazyBin, "reopen", "toggled")
-		} else {
-			must(repo, *lazyBin, "close", "toggled")
-		}
-		closed = !closed
+	big := newRepo("big")
+	must(big, *lazyBin, "init")
+	must(big, *seedBin, "-C", big, "-n", fmt.Sprint(*size))
+	gitOut(big, nil, "gc", "-q") // packed refs and objects, as a lived-in repository has
+	empty := newRepo("empty")
+	must(empty, *lazyBin, "init")
+	id := firstTask(big)
+	ref := "refs/lazy/tasks/" + id
+	cache := filepath.Join(big, ".git", "lazy", "cache")
+
+	floorList := func() { catAll(big) }
+	coldList := func() { check(os.RemoveAll(cache)); must(big, *lazyBin, "list", "--json") }
+	warmList := func() { must(big, *lazyBin, "list", "--json") }
+	must(big, *lazyBin, "list", "--json")
+
+	fmt.Printf("list --json over %d packed tasks (floor: git for-each-ref | git cat-file --batch of every task.json)\n", *size)
+	d := interleave(coldList, floorList)
+	row("cold (no derived cache)", d[0], d[1])
+	d = interleave(warmList, floorList)
+	row("warm", d[0], d[1])
+	rss := peakRSS(func() int64 {
+		check(os.RemoveAll(cache))
+		_, kb := run(big, nil, *lazyBin, "list", "--json")
+		return kb
 	})
-	row := func(name string, d time.Duration) {
-		fmt.Printf("  %-34s %8.2f ms   %5.1fx git update-ref   %5.2fx raw git op\n", name, ms(d), ratio(d, updateRef), ratio(d, raw))
+	floorRSS := peakRSS(func() int64 {
+		specs, a := run(big, nil, "git", "for-each-ref", "--format=%(objectname):task.json", "refs/lazy/tasks/")
+		_, b := run(big, []byte(specs+"\n"), "git", "cat-file", "--batch")
+		return max(a, b)
+	})
+	fmt.Printf("  %-40s %8d KiB   %6.2fx the floor's largest process (%d KiB)\n\n", "peak RSS of cold list", rss, float64(rss)/float64(floorRSS), floorRSS)
+
+	fmt.Printf("show one task of %d (floor: git rev-parse + cat-file task.json + log of its ref)\n", *size)
+	show := func(dir, id string) func() { return func() { must(dir, *lazyBin, "show", id) } }
+	floorShow := func(dir, ref string) func() {
+		return func() {
+			h := gitOut(dir, nil, "rev-parse", ref)
+			gitOut(dir, nil, "cat-file", "-p", h+":task.json")
+			gitOut(dir, nil, "log", "--format=%H %s", ref)
+		}
 	}
-	fmt.Printf("  %-34s %8.2f ms\n", "git update-ref (1 process)", ms(updateRef))
-	fmt.Printf("  %-34s %8.2f ms   (hash-object + mktree + commit-tree + update-ref)\n", "raw git op (4 processes)", ms(raw))
-	row("lazy create", create)
-	row("lazy close/reopen (1 transition)", transition)
+	d = interleave(show(big, id), floorShow(big, ref))
+	row("lazy show", d[0], d[1])
 	fmt.Println()
 
-	for _, n := range []int{1000, 10000} {
-		r := newRepo(fmt.Sprintf("list%d", n))
-		must(r, *seedBin, "-C", r, "-n", fmt.Sprint(n))
-		gitOut(r, nil, "gc", "-q")
-		must(r, *lazyBin, "list", "--json") // builds the derived cache once
-		warm := median(func() { must(r, *lazyBin, "list", "--json") })
-		cacheDir := filepath.Join(r, ".git", "lazy", "cache")
-		cold := medianN(5, func() {
-			check(os.RemoveAll(cacheDir))
-			must(r, *lazyBin, "list", "--json")
-		})
-		forEach := median(func() { gitOut(r, nil, "for-each-ref", "refs/lazy/tasks/") })
-		catAll := median(func() {
-			specs := gitOut(r, nil, "for-each-ref", "--format=%(objectname):task.json", "refs/lazy/tasks/")
-			gitOut(r, []byte(specs+"\n"), "cat-file", "--batch")
-		})
-		fmt.Printf("  list over %d tasks:\n", n)
-		fmt.Printf("    %-32s %8.2f ms\n", "git for-each-ref refs/lazy/tasks", ms(forEach))
-		fmt.Printf("    %-32s %8.2f ms   (reads every task.json)\n", "git for-each-ref | cat-file", ms(catAll))
-		fmt.Printf("    %-32s %8.2f ms   %5.2fx for-each-ref   %5.2fx for-each-ref|cat-file\n", "lazy list --json (cache)", ms(warm), ratio(warm, forEach), ratio(warm, catAll))
-		fmt.Printf("    %-32s %8.2f ms   %5.2fx for-each-ref   %5.2fx for-each-ref|cat-file\n", "lazy list --json (no cache)", ms(cold), ratio(cold, forEach), ratio(cold, catAll))
+	fmt.Printf("create and one transition with %d packed task refs (floor: hash-object + mktree + commit-tree + update-ref)\n", *size)
+	must(empty, *lazyBin, "create", "toggled")
+	must(big, *lazyBin, "create", "toggled")
+	i := 0
+	raw := func() { i++; rawOp(big, i) }
+	j := 0
+	createIn := func(dir string) func() {
+		return func() { j++; must(dir, *lazyBin, "create", fmt.Sprintf("bench task %d", j)) }
 	}
+	d = interleave(createIn(big), raw, createIn(empty))
+	row3("lazy create", d[0], d[1], d[2])
+	d = interleave(toggle(big), raw, toggle(empty))
+	row3("lazy close/reopen (1 transition)", d[0], d[1], d[2])
+	fmt.Println()
+
+	// The same task shown with ten times the objects around it.
+	more := newRepo("more")
+	must(more, *lazyBin, "init")
+	gitOut(more, nil, "fetch", "-q", big, "+refs/lazy/*:refs/lazy/*")
+	objs := countObjects(big)
+	addBlobs(more, 9*objs)
+	gitOut(more, nil, "gc", "-q")
+	fmt.Printf("show of one task in %d objects against %d objects\n", objs, countObjects(more))
+	d = interleave(show(big, id), show(more, id))
+	fmt.Printf("  %-40s %8.2f ms   %8.2f ms   %6.2fx\n", "lazy show (1x objects, 10x objects)", ms(d[0]), ms(d[1]), ratio(d[1], d[0]))
+}
+
+// interleave runs the contenders in turn, *runs times after one warm-up
+// round, and returns each one's median.
+func interleave(fns ...func()) []time.Duration {
+	for _, fn := range fns {
+		fn()
+	}
+	ds := make([][]time.Duration, len(fns))
+	for r := 0; r < *runs; r++ {
+		for k, fn := range fns {
+			t := time.Now()
+			fn()
+			ds[k] = append(ds[k], time.Since(t))
+		}
+	}
+	out := make([]time.Duration, len(fns))
+	for k := range ds {
+		sort.Slice(ds[k], func(a, b int) bool { return ds[k][a] < ds[k][b] })
+		out[k] = ds[k][len(ds[k])/2]
+	}
+	return out
+}
+
+func row(name string, lazy, floor time.Duration) {
+	fmt.Printf("  %-40s %8.2f ms   floor %8.2f ms   %6.2fx\n", name, ms(lazy), ms(floor), ratio(lazy, floor))
+}
+
+func row3(name string, lazy, floor, empty time.Duration) {
+	fmt.Printf("  %-40s %8.2f ms   floor %8.2f ms   %6.2fx   empty repo %8.2f ms   %6.2fx\n", name, ms(lazy), ms(floor), ratio(lazy, floor), ms(empty), ratio(lazy, empty))
+}
+
+// toggle closes and reopens one task, one transition per call.
+func toggle(dir string) func() {
+	closed := false
+	return func() {
+		if closed {
+			must(dir, *lazyBin, "reopen", "toggled")
+		} else {
+			must(dir, *lazyBin, "close", "toggled")
+		}
+		closed = !closed
+	}
+}
+
+// rawOp is one git-only operation: a blob, a tree, a commit, a ref.
+func rawOp(dir string, i int) {
+	blob := gitOut(dir, []byte(fmt.Sprintf(`{"n":%d}`, i)), "hash-object", "-w", "--stdin")
+	tree := gitOut(dir, []byte("100644 blob "+blob+"\ttask.json\n"), "mktree")
+	commit := gitOut(dir, nil, "-c", "user.name=b", "-c", "user.email=b@b", "commit-tree", "-m", "op", tree)
+	gitOut(dir, nil, "update-ref", "refs/bench/raw", commit)
+}
+
+// catAll reads every task.json the way the floor would: one for-each-ref
+// feeding one cat-file --batch.
+func catAll(dir string) {
+	specs := gitOut(dir, nil, "for-each-ref", "--format=%(objectname):task.json", "refs/lazy/tasks/")
+	gitOut(dir, []byte(specs+"\n"), "cat-file", "--batch")
+}
+
+// peakRSS is the median over five runs of the largest resident set (KiB)
+// of the processes fn reports.
+func peakRSS(fn func() int64) int64 {
+	var peaks []int64
+	for r := 0; r < 5; r++ {
+		peaks = append(peaks, fn())
+	}
+	sort.Slice(peaks, func(a, b int) bool { return peaks[a] < peaks[b] })
+	return peaks[len(peaks)/2]
+}
+
+func firstTask(dir string) string {
+	out := gitOut(dir, nil, "for-each-ref", "--count=1", "--format=%(refname)", "refs/lazy/tasks/")
+	return strings.TrimPrefix(out, "refs/lazy/tasks/")
+}
+
+func countObjects(dir string) int {
+	out := gitOut(dir, nil, "count-objects", "-v")
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		var v int
+		if _, err := fmt.Sscanf(l, "count: %d", &v); err == nil {
+			n += v
+		} else if _, err := fmt.Sscanf(l, "in-pack: %d", &v); err == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// addBlobs writes n small distinct blobs through one git fast-import.
+func addBlobs(dir string, n int) {
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		data := fmt.Sprintf("filler object %d\n", i)
+		fmt.Fprintf(&b, "blob\ndata %d\n%s\n", len(data), data)
+	}
+	gitOut(dir, b.Bytes(), "fast-import", "--quiet")
 }
 
 func newRepo(name string) string {
@@ -100,44 +229,33 @@ func newRepo(name string) string {
 	return dir
 }
 
-func median(fn func()) time.Duration { return medianN(*runs, fn) }
-
-func medianN(n int, fn func()) time.Duration {
-	fn() // warm the page cache and the binary
-	ds := make([]time.Duration, n)
-	for i := range ds {
-		t := time.Now()
-		fn()
-		ds[i] = time.Since(t)
-	}
-	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-	return ds[n/2]
-}
-
-func must(dir, bin string, args ...string) {
+// run runs bin in dir and returns its trimmed stdout and its peak
+// resident set in KiB; any failure ends the bench.
+func run(dir string, stdin []byte, bin string, args ...string) (string, int64) {
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	cmd.Stdout = nil
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s %s: %v\n%s", bin, strings.Join(args, " "), err, errb.String())
-		os.Exit(1)
-	}
-}
-
-func gitOut(dir string, stdin []byte, args ...string) string {
-	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	out, err := cmd.Output()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "git %s: %v\n", strings.Join(args, " "), err)
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n%s", bin, strings.Join(args, " "), err, errb.String())
 		os.Exit(1)
 	}
-	return strings.TrimSpace(string(out))
+	var kb int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		kb = ru.Maxrss
+	}
+	return strings.TrimSpace(string(out)), kb
+}
+
+func must(dir, bin string, args ...string) { run(dir, nil, bin, args...) }
+
+func gitOut(dir string, stdin []byte, args ...string) string {
+	out, _ := run(dir, stdin, "git", args...)
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

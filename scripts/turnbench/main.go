@@ -74,11 +74,18 @@ func main() {
 	sort.Slice(latencies, func(a, b int) bool { return latencies[a] < latencies[b] })
 
 	// With all turns running: supervisor RSS and daemon CPU over a window.
-	sups := supervisors(repo)
-	var rss []int
-	for _, pid := range sups {
-		if kb := rssKB(pid); kb > 0 {
-			rss = append(rss, kb)
+	byTask := supervisors(repo)
+	var sups, rss []int
+	doubled := 0
+	for _, pids := range byTask {
+		if len(pids) > 1 {
+			doubled++
+		}
+		for _, pid := range pids {
+			sups = append(sups, pid)
+			if kb := rssKB(pid); kb > 0 {
+				rss = append(rss, kb)
+			}
 		}
 	}
 	sort.Ints(rss)
@@ -91,7 +98,10 @@ func main() {
 	fmt.Printf("%d concurrent turns of the fake agent, %s\n", *n, mode)
 	fmt.Printf("  lazy start -> agent running: median %.1f ms, max %.1f ms (includes the lazy start process)\n", ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)-1]))
 	if len(rss) > 0 {
-		fmt.Printf("  supervisor RSS: median %d KiB, max %d KiB (%d supervisors)\n", rss[len(rss)/2], rss[len(rss)-1], len(rss))
+		fmt.Printf("  supervisor RSS: median %d KiB, max %d KiB (%d supervisors of %d tasks still running; turns whose agent finished before the count have none)\n", rss[len(rss)/2], rss[len(rss)-1], len(rss), len(byTask))
+	}
+	if doubled > 0 {
+		fmt.Printf("  DEFECT: %d tasks had more than one supervisor process\n", doubled)
 	}
 	fmt.Printf("  daemon CPU over %s with %d turns running: %.2f%% of one core; RSS %d KiB\n", window, *n, float64(c1-c0)/100/window.Seconds()*100, daemonRSS)
 	lazy(repo, env, "daemon", "--stop")
@@ -100,10 +110,21 @@ func main() {
 	}
 }
 
-// supervisors finds this repository's `lazy -C <git dir> supervise`
-// processes.
-func supervisors(repo string) []int {
-	var out []int
+// supervisors finds this repository's `lazy -C <git dir> supervise <id>`
+// processes, by task id.
+//
+// Why a run once reported "36 supervisors" for 20 turns: lazy starts one
+// supervisor per turn, but under `sh -c` (app.go's exitRecorder), whose
+// argv carries the same "supervise <id>" arguments, so that the shell can
+// record the exit status of a supervisor killed by SIGKILL. The count then
+// matched each turn's shell as well as its supervisor (2 per turn), and it
+// is taken after the last start: on a loaded machine the first two turns'
+// 15 s agents had already finished, leaving 18 turns x 2 = 36. The shell is
+// now told apart by its comm, and the count is per task, so a second
+// supervisor of one task (which would wait for the first's lock and exit)
+// is reported as such rather than folded into the total.
+func supervisors(repo string) map[string][]int {
+	out := map[string][]int{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d)
@@ -116,7 +137,8 @@ func supervisors(repo string) []int {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "lazy" {
 			continue
 		}
-		out = append(out, pid)
+		args := bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})
+		out[string(args[len(args)-1])] = append(out[string(args[len(args)-1])], pid)
 	}
 	return out
 }

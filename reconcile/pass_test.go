@@ -1,0 +1,115 @@
+package reconcile
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// TestSteadyPassLoadsNothing counts full snapshot loads: a pass over
+// running turns of this host, working and interrupted tasks of another
+// host (no local session record), and parked tasks loads no snapshot,
+// however many parked tasks there are. Before, every working task was
+// loaded on every pass, and every interrupted one twice.
+func TestSteadyPassLoadsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, 20)
+	f.activate(t, 3)
+	foreign := f.backlog[:2]
+	f.backlog = f.backlog[2:]
+	walk(t, f.store, foreign[0], machine.Working)
+	walk(t, f.store, foreign[1], machine.Working, machine.Interrupted)
+	r := f.reconciler()
+	ctx := context.Background()
+	for round, more := range []int{0, 40} {
+		f.create(t, more)
+		for pass := 0; pass < 2; pass++ {
+			actions, err := r.Sweep(ctx, f.list(t))
+			if err != nil || len(actions) != 0 {
+				t.Fatalf("round %d: a steady-state pass acted: %v %v", round, actions, err)
+			}
+		}
+		if n := r.loads.Load(); n != 0 {
+			t.Fatalf("round %d: %d snapshot loads in steady-state passes, want 0", round, n)
+		}
+	}
+}
+
+// TestDeadSupervisorIsStillJudged is the other side of the probes: a
+// working task of this host whose supervisor holds no lock is loaded and,
+// past the start grace, interrupted.
+func TestDeadSupervisorIsStillJudged(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, 3)
+	id := f.backlog[0]
+	walk(t, f.store, id, machine.Working)
+	f.own(t, id)
+	r := f.reconciler()
+	r.StartGrace = 1 // nanosecond: the turn is past its grace at once
+	actions, err := r.Sweep(context.Background(), f.list(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actions) != 1 || actions[0].TaskID != id || actions[0].To != machine.Interrupted {
+		t.Fatalf("actions = %+v, want %s interrupted", actions, id)
+	}
+	if r.loads.Load() == 0 {
+		t.Fatal("the dead supervisor's task was judged without loading it")
+	}
+}
+
+// TestMergeSeenThroughTheMemo: a reconciler that remembered "not merged"
+// for a parked task still finishes it on the pass after its branch is
+// merged, because the memo is keyed by the target's tip.
+func TestMergeSeenThroughTheMemo(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, 2)
+	id := f.backlog[0]
+	walk(t, f.store, id, machine.Working)
+	sn, err := f.store.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	branch := worktree.Branch(sn.Task.Slug)
+	testrepo.Git(t, f.dir, "checkout", "-q", "-b", branch)
+	testrepo.Git(t, f.dir, "commit", "-q", "--allow-empty", "-m", "work")
+	work := testrepo.Git(t, f.dir, "rev-parse", "HEAD")
+	testrepo.Git(t, f.dir, "checkout", "-q", "main")
+	if _, _, err := f.store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "done", Commits: []string{work}})
+		s.Task.Status = machine.Blocked
+		return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Old enough that the memo trusts the stamp of the lazy/ branches.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(f.repo.CommonDir, "refs", "heads", "lazy"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	r := f.reconciler()
+	ctx := context.Background()
+	for pass := 0; pass < 2; pass++ {
+		if actions, err := r.Sweep(ctx, f.list(t)); err != nil || len(actions) != 0 {
+			t.Fatalf("pass %d before the merge acted: %v %v", pass, actions, err)
+		}
+	}
+	if len(r.merged.byTarget) != 1 {
+		t.Fatalf("the memo holds %d targets, want main's", len(r.merged.byTarget))
+	}
+	testrepo.Git(t, f.dir, "merge", "-q", "--no-ff", "-m", "merge outside lazy", branch)
+	actions, err := r.Sweep(ctx, f.list(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actions) != 2 || actions[1].To != machine.Complete {
+		t.Fatalf("actions after the merge = %+v, want zombie then complete", actions)
+	}
+}
