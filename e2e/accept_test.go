@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -467,25 +466,7 @@ func TestAcceptNarrationReachesDaemonSubscribers(t *testing.T) {
 	r := withDaemon(t, newRepo(t))
 	tk := workedTask(t, r, "narrated", "n.txt n")
 	r.ok("daemon", "--ensure")
-	cmd := exec.Command(lazyBin, "daemon", "--events")
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan string, 256)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	lines := startLines(t, r.dir, append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1"), "daemon", "--events")
 	// The daemon greets a subscriber with a heartbeat once it is
 	// registered: from then on nothing is missed.
 	select {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -105,6 +106,33 @@ func (r *runner) with(env ...string) *runner {
 func (r *runner) environ() []string {
 	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LAZY_ACTOR=", "GORACE=atexit_sleep_ms=0 halt_on_error=1", "LAZY_RETRY_SCALE=0.001", "LAZY_NO_DAEMON=1")
 	return append(env, r.env...)
+}
+
+// startLines starts lazy with args in dir and env, ends it when the test
+// does, and returns its stdout line by line; the channel closes when the
+// output ends.
+func startLines(t *testing.T, dir string, env []string, args ...string) <-chan string {
+	t.Helper()
+	cmd := exec.Command(lazyBin, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 256)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return lines
 }
 
 // run runs lazy with stdin (nil for none) and returns what happened.

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -140,26 +138,14 @@ func TestTerminalOutputIsInert(t *testing.T) {
 	}
 
 	// watch: one frame.
-	cmd := exec.Command(lazyBin, "watch", "--all")
-	cmd.Dir = r.dir
-	cmd.Env = r.with("LAZY_NO_DAEMON=").environ()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := startLines(t, r.dir, r.with("LAZY_NO_DAEMON=").environ(), "watch", "--all")
 	frame := make(chan string, 1)
 	go func() {
 		var got strings.Builder
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			got.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), working.Slug) {
-				frame <- got.String()
-				return
+		for l := range lines {
+			got.WriteString(l + "\n")
+			if strings.Contains(l, working.Slug) {
+				break
 			}
 		}
 		frame <- got.String()

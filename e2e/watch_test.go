@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,25 +14,7 @@ func TestWatchFollowsTheDaemonAndStatusSummarizes(t *testing.T) {
 	r = r.with(script(t, "print starting", "sleep 4s", "print done"))
 	tk := r.create("watched")
 	r.ok("daemon", "--ensure")
-	cmd := exec.Command(lazyBin, "watch")
-	cmd.Dir = r.dir
-	cmd.Env = r.environ()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := startLines(t, r.dir, r.environ(), "watch")
 	expect := func(want string) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
