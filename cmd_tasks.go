@@ -244,10 +244,20 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	tasks := make([]*gitstore.Summary, 0, len(rows))
 	byID := map[string]gitstore.Entry{}
 	q := strings.ToLower(f.Search)
+	// A JSON listing is ordered by fields every entry carries and prints
+	// the cached bytes, so it decodes no summary; a search, a title order
+	// or the table needs them.
+	light := f.JSON && q == "" && f.Sort != "title"
 	for i := range rows {
-		s, err := rows[i].Summary()
-		if err != nil {
-			return err
+		var s *gitstore.Summary
+		if light {
+			e := &rows[i]
+			s = &gitstore.Summary{ID: e.ID, Status: e.Status, Parent: e.Parent, UpdatedAt: e.Updated}
+		} else {
+			var err error
+			if s, err = rows[i].Summary(); err != nil {
+				return err
+			}
 		}
 		if q != "" && !strings.Contains(strings.ToLower(s.Slug+" "+s.Title), q) {
 			continue

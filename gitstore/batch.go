@@ -97,7 +97,7 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) ([]cacheRe
 			recs[i] = s.summarize(id, commits[i])
 			continue
 		}
-		recs[i] = cacheRec{commit: commits[i].String(), status: string(t.Status), created: t.CreatedAt.Unix(), parent: t.Parent, body: summaryJSON(&t)}
+		recs[i] = taskRec(commits[i], &t)
 	}
 	return recs, nil
 }

@@ -26,6 +26,9 @@ type Entry struct {
 	Status  machine.Status
 	Parent  string
 	Created int64 // unix seconds
+	// Updated is the summary's updated_at, as printed: listings order by
+	// it without decoding JSON.
+	Updated string
 	// JSON is the task's Summary, compact.
 	JSON []byte
 	Err  error
@@ -45,67 +48,118 @@ func (e *Entry) Summary() (*Summary, error) {
 
 // The cache is derived data keyed by each ref's commit hash: deleting it
 // only costs one slower list. Its format is a header line, then per task
-// one line "id commit status created parent len" followed by len bytes of
-// summary JSON (or of the error text when status is "!") and a newline.
-// It is parsed by hand because decoding 10,000 JSON records dominated the
-// cost of listing them.
+// one line "id commit status created updated parent len" followed by len
+// bytes of summary JSON (or of the error text when status is "!") and a
+// newline. It is parsed by hand because decoding 10,000 JSON records
+// dominated the cost of listing them; updated is there so listings can be
+// ordered without decoding any summary.
 const (
 	cacheFile   = "list-cache"
-	cacheHeader = "lazy list cache v6\n" // v6: summaries carry usage
+	cacheHeader = "lazy list cache v7\n" // v7: lines carry updated_at
 )
 
 type cacheRec struct {
 	commit  string
 	status  string
 	created int64
+	updated string // the summary's updated_at, as printed
 	parent  string
 	body    []byte
 }
 
+// readCache parses the cache file; any damage makes it return nil, and
+// List rebuilds the cache from git.
 func readCache(path string) map[string]cacheRec {
 	b, err := os.ReadFile(path)
-	if err != nil || !bytes.HasPrefix(b, []byte(cacheHeader)) {
+	if err != nil {
+		return nil
+	}
+	return parseCache(b)
+}
+
+// parseCache parses cache bytes. The records' bodies alias b.
+func parseCache(b []byte) map[string]cacheRec {
+	if !bytes.HasPrefix(b, []byte(cacheHeader)) {
 		return nil
 	}
 	b = b[len(cacheHeader):]
 	out := make(map[string]cacheRec, bytes.Count(b, []byte{'\n'})/2)
+	var f [7][]byte
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
 		if nl < 0 {
 			return nil
 		}
-		f := strings.Fields(string(b[:nl]))
-		if len(f) != 6 {
+		line := b[:nl]
+		for i := range f {
+			sp := bytes.IndexByte(line, ' ')
+			if i == len(f)-1 {
+				sp = len(line)
+			}
+			if sp <= 0 {
+				return nil
+			}
+			f[i], line = line[:sp], line[min(sp+1, len(line)):]
+		}
+		if bytes.IndexByte(f[6], ' ') >= 0 {
 			return nil
 		}
-		n, err := strconv.Atoi(f[5])
-		created, err2 := strconv.ParseInt(f[3], 10, 64)
-		if err != nil || err2 != nil || n < 0 || nl+1+n+1 > len(b) || b[nl+1+n] != '\n' {
+		n, err := strconv.Atoi(string(f[6]))
+		created, err2 := strconv.ParseInt(string(f[3]), 10, 64)
+		if err != nil || err2 != nil || n < 0 || n > len(b)-nl-2 || b[nl+1+n] != '\n' {
 			return nil // damaged: rebuild from git
 		}
-		parent := f[4]
-		if parent == "-" {
-			parent = ""
+		rec := cacheRec{commit: string(f[1]), status: string(f[2]), created: created, updated: string(f[4]), parent: string(f[5]), body: b[nl+1 : nl+1+n]}
+		if rec.parent == "-" {
+			rec.parent = ""
 		}
-		out[f[0]] = cacheRec{commit: f[1], status: f[2], created: created, parent: parent, body: b[nl+1 : nl+1+n]}
+		if rec.updated == "-" {
+			rec.updated = ""
+		}
+		out[string(f[0])] = rec
 		b = b[nl+1+n+1:]
 	}
 	return out
 }
 
-func writeCache(path string, recs map[string]cacheRec) error {
-	var w bytes.Buffer
-	w.WriteString(cacheHeader)
-	for id, r := range recs {
-		parent := r.parent
-		if parent == "" {
-			parent = "-"
+// appendCache appends the cache of recs to dst, which is sized for it.
+func appendCache(dst []byte, recs map[string]cacheRec) []byte {
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
 		}
-		fmt.Fprintf(&w, "%s %s %s %d %s %d\n", id, r.commit, r.status, r.created, parent, len(r.body))
-		w.Write(r.body)
-		w.WriteByte('\n')
+		return s
 	}
-	return renameio.WriteFile(path, w.Bytes(), 0o644)
+	dst = append(dst, cacheHeader...)
+	for id, r := range recs {
+		dst = append(dst, id...)
+		dst = append(dst, ' ')
+		dst = append(dst, r.commit...)
+		dst = append(dst, ' ')
+		dst = append(dst, r.status...)
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, r.created, 10)
+		dst = append(dst, ' ')
+		dst = append(dst, dash(r.updated)...)
+		dst = append(dst, ' ')
+		dst = append(dst, dash(r.parent)...)
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, int64(len(r.body)), 10)
+		dst = append(dst, '\n')
+		dst = append(dst, r.body...)
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
+// writeCache writes the cache in one write to a buffer sized up front, so
+// a 10,000-task cache neither grows a buffer nor formats through fmt.
+func writeCache(path string, recs map[string]cacheRec) error {
+	size := len(cacheHeader)
+	for id, r := range recs {
+		size += len(id) + len(r.commit) + len(r.status) + len(r.updated) + len(r.parent) + len(r.body) + 48
+	}
+	return renameio.WriteFile(path, appendCache(make([]byte, 0, size), recs), 0o644)
 }
 
 // List returns every task, sorted by creation time then id. Summaries
@@ -156,7 +210,7 @@ func (s *Store) List() ([]Entry, error) {
 		}
 	}
 	for id, rec := range fresh {
-		e := Entry{ID: id, Commit: plumbing.NewHash(rec.commit), Status: machine.Status(rec.status), Parent: rec.parent, Created: rec.created, JSON: rec.body}
+		e := Entry{ID: id, Commit: plumbing.NewHash(rec.commit), Status: machine.Status(rec.status), Parent: rec.parent, Created: rec.created, Updated: rec.updated, JSON: rec.body}
 		if rec.status == "!" {
 			e.Status, e.JSON, e.Err = "", nil, errors.New(string(rec.body))
 		}
@@ -178,13 +232,16 @@ func (s *Store) List() ([]Entry, error) {
 }
 
 func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
-	rec := cacheRec{commit: h.String()}
 	t, err := s.readSummary(id, h)
 	if err != nil {
 		return corruptRec(h, err)
 	}
-	rec.status, rec.created, rec.parent, rec.body = string(t.Status), t.CreatedAt.Unix(), t.Parent, summaryJSON(t)
-	return rec
+	return taskRec(h, t)
+}
+
+// taskRec is the cache record of a decoded task.
+func taskRec(h plumbing.Hash, t *Task) cacheRec {
+	return cacheRec{commit: h.String(), status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(TimeLayout), parent: t.Parent, body: summaryJSON(t)}
 }
 
 // corruptRec is the cache record of a task that cannot be read: the error
