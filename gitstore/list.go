@@ -2,12 +2,14 @@ package gitstore
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,12 +61,27 @@ const (
 )
 
 type cacheRec struct {
-	commit  string
+	commit  plumbing.Hash
 	status  string
 	created int64
 	updated string // the summary's updated_at, as printed
 	parent  string
 	body    []byte
+}
+
+// cached is one task's cache record with its id.
+type cached struct {
+	id string
+	cacheRec
+}
+
+// entry is the listing entry of a cache record.
+func (c *cached) entry() Entry {
+	e := Entry{ID: c.id, Commit: c.commit, Status: machine.Status(c.status), Parent: c.parent, Created: c.created, Updated: c.updated, JSON: c.body}
+	if c.status == "!" {
+		e.Status, e.JSON, e.Err = "", nil, errors.New(string(c.body))
+	}
+	return e
 }
 
 // readCache parses the cache file; any damage makes it return nil, and
@@ -75,6 +92,17 @@ func readCache(path string) map[string]cacheRec {
 		return nil
 	}
 	return parseCache(b)
+}
+
+// knownStatus interns the statuses of cache lines, which are few, so a
+// 10,000-line cache does not allocate 10,000 copies of "backlog".
+func knownStatus(b []byte) string {
+	for _, st := range machine.Statuses() {
+		if string(b) == string(st) {
+			return string(st)
+		}
+	}
+	return string(b)
 }
 
 // parseCache parses cache bytes. The records' bodies alias b.
@@ -101,7 +129,11 @@ func parseCache(b []byte) map[string]cacheRec {
 			}
 			f[i], line = line[:sp], line[min(sp+1, len(line)):]
 		}
-		if bytes.IndexByte(f[6], ' ') >= 0 {
+		var rec cacheRec
+		if bytes.IndexByte(f[6], ' ') >= 0 || len(f[1]) != 2*len(rec.commit) {
+			return nil
+		}
+		if _, err := hex.Decode(rec.commit[:], f[1]); err != nil {
 			return nil
 		}
 		n, err := strconv.Atoi(string(f[6]))
@@ -109,12 +141,12 @@ func parseCache(b []byte) map[string]cacheRec {
 		if err != nil || err2 != nil || n < 0 || n > len(b)-nl-2 || b[nl+1+n] != '\n' {
 			return nil // damaged: rebuild from git
 		}
-		rec := cacheRec{commit: string(f[1]), status: string(f[2]), created: created, updated: string(f[4]), parent: string(f[5]), body: b[nl+1 : nl+1+n]}
-		if rec.parent == "-" {
-			rec.parent = ""
+		rec.status, rec.created, rec.body = knownStatus(f[2]), created, b[nl+1:nl+1+n]
+		if string(f[4]) != "-" {
+			rec.updated = string(f[4])
 		}
-		if rec.updated == "-" {
-			rec.updated = ""
+		if string(f[5]) != "-" {
+			rec.parent = string(f[5])
 		}
 		out[string(f[0])] = rec
 		b = b[nl+1+n+1:]
@@ -123,7 +155,7 @@ func parseCache(b []byte) map[string]cacheRec {
 }
 
 // appendCache appends the cache of recs to dst, which is sized for it.
-func appendCache(dst []byte, recs map[string]cacheRec) []byte {
+func appendCache(dst []byte, recs []cached) []byte {
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
@@ -131,10 +163,11 @@ func appendCache(dst []byte, recs map[string]cacheRec) []byte {
 		return s
 	}
 	dst = append(dst, cacheHeader...)
-	for id, r := range recs {
-		dst = append(dst, id...)
+	for i := range recs {
+		r := &recs[i]
+		dst = append(dst, r.id...)
 		dst = append(dst, ' ')
-		dst = append(dst, r.commit...)
+		dst = hex.AppendEncode(dst, r.commit[:])
 		dst = append(dst, ' ')
 		dst = append(dst, r.status...)
 		dst = append(dst, ' ')
@@ -154,10 +187,11 @@ func appendCache(dst []byte, recs map[string]cacheRec) []byte {
 
 // writeCache writes the cache in one write to a buffer sized up front, so
 // a 10,000-task cache neither grows a buffer nor formats through fmt.
-func writeCache(path string, recs map[string]cacheRec) error {
+func writeCache(path string, recs []cached) error {
 	size := len(cacheHeader)
-	for id, r := range recs {
-		size += len(id) + len(r.commit) + len(r.status) + len(r.updated) + len(r.parent) + len(r.body) + 48
+	for i := range recs {
+		r := &recs[i]
+		size += len(r.id) + len(r.status) + len(r.updated) + len(r.parent) + len(r.body) + 96
 	}
 	return renameio.WriteFile(path, appendCache(make([]byte, 0, size), recs), 0o644)
 }
@@ -177,7 +211,7 @@ func (s *Store) List() ([]Entry, error) {
 	}
 	out := make([]Entry, 0, len(refs))
 	dirty := len(cache) != len(refs)
-	fresh := make(map[string]cacheRec, len(refs))
+	fresh := make([]cached, 0, len(refs))
 	var missIDs []string
 	var missCommits []plumbing.Hash
 	for ref, h := range refs {
@@ -186,8 +220,8 @@ func (s *Store) List() ([]Entry, error) {
 			out = append(out, Entry{ID: id, Commit: h, Err: fmt.Errorf("ref %s does not name a task id", ref)})
 			continue
 		}
-		if rec, ok := cache[id]; ok && rec.commit == h.String() {
-			fresh[id] = rec
+		if rec, ok := cache[id]; ok && rec.commit == h {
+			fresh = append(fresh, cached{id, rec})
 			continue
 		}
 		missIDs = append(missIDs, id)
@@ -206,15 +240,11 @@ func (s *Store) List() ([]Entry, error) {
 			}
 		}
 		for i, id := range missIDs {
-			fresh[id] = recs[i]
+			fresh = append(fresh, cached{id, recs[i]})
 		}
 	}
-	for id, rec := range fresh {
-		e := Entry{ID: id, Commit: plumbing.NewHash(rec.commit), Status: machine.Status(rec.status), Parent: rec.parent, Created: rec.created, Updated: rec.updated, JSON: rec.body}
-		if rec.status == "!" {
-			e.Status, e.JSON, e.Err = "", nil, errors.New(string(rec.body))
-		}
-		out = append(out, e)
+	for i := range fresh {
+		out = append(out, fresh[i].entry())
 	}
 	if dirty {
 		// Failing to write a cache only slows the next list down.
@@ -222,11 +252,11 @@ func (s *Store) List() ([]Entry, error) {
 			_ = writeCache(path, fresh)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Created != out[j].Created {
-			return out[i].Created < out[j].Created
+	slices.SortFunc(out, func(a, b Entry) int {
+		if c := cmp.Compare(a.Created, b.Created); c != 0 {
+			return c
 		}
-		return out[i].ID < out[j].ID
+		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
 }
@@ -241,14 +271,14 @@ func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
 
 // taskRec is the cache record of a decoded task.
 func taskRec(h plumbing.Hash, t *Task) cacheRec {
-	return cacheRec{commit: h.String(), status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(TimeLayout), parent: t.Parent, body: summaryJSON(t)}
+	return cacheRec{commit: h, status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(TimeLayout), parent: t.Parent, body: summaryJSON(t)}
 }
 
 // corruptRec is the cache record of a task that cannot be read: the error
 // is cached with the commit, so an unreadable record costs one read per
 // ref move, not one per list.
 func corruptRec(h plumbing.Hash, err error) cacheRec {
-	return cacheRec{commit: h.String(), status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " "))}
+	return cacheRec{commit: h, status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " "))}
 }
 
 // readSummary reads just task.json of a commit: three object reads.

@@ -70,7 +70,7 @@ func (d *summaryDecoder) decode(id string, commit plumbing.Hash, body []byte) (r
 	start := len(d.arena)
 	d.arena = append(d.arena, sum...)
 	return cacheRec{
-		commit:  commit.String(),
+		commit:  commit,
 		status:  string(t.Status),
 		created: t.CreatedAt.Unix(),
 		updated: t.UpdatedAt.UTC().Format(TimeLayout),
