@@ -59,7 +59,8 @@ func (d *summaryDecoder) decode(id string, commit plumbing.Hash, body []byte) (r
 	if !scanTask(body, &t) || checkTask(&t, id) != nil {
 		return cacheRec{}, false
 	}
-	sum, ok := appendSummary(d.buf[:0], &t)
+	updated := t.UpdatedAt.UTC().Format(TimeLayout)
+	sum, ok := appendSummary(d.buf[:0], &t, updated)
 	if !ok {
 		return cacheRec{}, false
 	}
@@ -73,7 +74,7 @@ func (d *summaryDecoder) decode(id string, commit plumbing.Hash, body []byte) (r
 		commit:  commit,
 		status:  string(t.Status),
 		created: t.CreatedAt.Unix(),
-		updated: t.UpdatedAt.UTC().Format(TimeLayout),
+		updated: updated,
 		parent:  t.Parent,
 		body:    d.arena[start:len(d.arena):len(d.arena)],
 	}, true
@@ -311,8 +312,9 @@ func (p *jsonScanner) time(t *Task, created bool) bool {
 
 // appendSummary appends json.Marshal(NewSummary(t)) for a task scanTask
 // produced: no forge, usage, metadata or refused merges, whose fields it
-// leaves out; ok is false if t has any of them.
-func appendSummary(b []byte, t *Task) ([]byte, bool) {
+// leaves out; ok is false if t has any of them. updated is t.UpdatedAt
+// as printed, which the caller has formatted already.
+func appendSummary(b []byte, t *Task, updated string) ([]byte, bool) {
 	if t.Forge != nil || t.Usage != nil || t.Metadata != nil || t.MergeRefused != nil || t.Accept != nil {
 		return b, false
 	}
@@ -341,7 +343,7 @@ func appendSummary(b []byte, t *Task) ([]byte, bool) {
 	str("parent", t.Parent, true)
 	str("target_branch", t.TargetBranch, true)
 	str("created_at", t.CreatedAt.UTC().Format(TimeLayout), false)
-	str("updated_at", t.UpdatedAt.UTC().Format(TimeLayout), false)
+	str("updated_at", updated, false)
 	str("created_by", string(t.CreatedBy), true)
 	str("outcome", t.Outcome, true)
 	str("reason", t.Reason, true)
