@@ -29,17 +29,61 @@ const batchThreshold = 64
 // buffer for the whole of it.
 const batchReadBuffer = 256 << 10
 
-// batchSummaries reads task.json of each commit through one `git cat-file
-// --batch-command --buffer` process and returns one cache record per id.
-// It asks in two rounds: "info" for every commit:task.json first, so an
-// oversize blob is reported from its size without git ever printing it,
-// then "contents" for the others, parsed as git streams them. Records git
-// could not resolve, or that do not decode, fall back to the in-process
-// reader, which produces the precise error.
-func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []cacheRec, err error) {
-	argv, err := gitcli.New(s.repo.CommonDir, "cat-file", "--batch-command", "--buffer").Argv()
+// batchSummaries reads task.json of each commit through `git cat-file
+// --batch-command --buffer` and returns one cache record per id. Each
+// process asks in two rounds: "info" for every commit:task.json first, so
+// an oversize blob is reported from its size without git ever printing
+// it, then "contents" for the others, parsed as git streams them. A large
+// batch is split between two processes that run side by side: the floor
+// runs two git processes too (for-each-ref and cat-file), and lazy reads
+// the refs itself. Records git could not resolve, or that do not decode,
+// are read again in process afterwards, which gives the precise error.
+func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec, error) {
+	parts := 1
+	if len(ids) >= batchSplit {
+		parts = 2
+	}
+	return s.batchParts(ids, commits, parts)
+}
+
+// batchParts is batchSummaries with the batch split between parts
+// processes.
+func (s *Store) batchParts(ids []string, commits []plumbing.Hash, parts int) ([]cacheRec, error) {
+	recs := make([]cacheRec, len(ids))
+	retry := make([]bool, len(ids))
+	errs := make(chan error, parts)
+	for p := 0; p < parts; p++ {
+		lo, hi := p*len(ids)/parts, (p+1)*len(ids)/parts
+		go func() {
+			errs <- s.catFileSummaries(ids[lo:hi], commits[lo:hi], recs[lo:hi], retry[lo:hi])
+		}()
+	}
+	var err error
+	for p := 0; p < parts; p++ {
+		err = errors.Join(err, <-errs)
+	}
 	if err != nil {
 		return nil, err
+	}
+	// The in-process reader is not shared between goroutines.
+	for i, again := range retry {
+		if again {
+			recs[i] = s.summarize(ids[i], commits[i])
+		}
+	}
+	return recs, nil
+}
+
+// batchSplit is the batch size from which two cat-file processes share it.
+const batchSplit = 2000
+
+// catFileSummaries fills recs[i] with the cache record of ids[i] read
+// through one cat-file process, or sets retry[i] for the in-process
+// reader.
+func (s *Store) catFileSummaries(ids []string, commits []plumbing.Hash, recs []cacheRec, retry []bool) (err error) {
+	argv, err := gitcli.New(s.repo.CommonDir, "cat-file", "--batch-command", "--buffer").Argv()
+	if err != nil {
+		return err
 	}
 	cmd := exec.Command("git", argv...)
 	cmd.Dir = s.repo.CommonDir
@@ -48,14 +92,14 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []ca
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("git cat-file: %w", err)
+		return fmt.Errorf("git cat-file: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("git cat-file: %w", err)
+		return fmt.Errorf("git cat-file: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start git cat-file: %w", err)
+		return fmt.Errorf("start git cat-file: %w", err)
 	}
 	// Commands are written from their own goroutine: git answers while it
 	// reads, and a writer blocked on a full pipe must never wait for the
@@ -84,7 +128,6 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []ca
 	}()
 
 	r := bufio.NewReaderSize(stdout, batchReadBuffer)
-	recs = make([]cacheRec, len(ids))
 	type want struct {
 		i    int
 		oid  []byte
@@ -94,11 +137,11 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []ca
 	for i, id := range ids {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
-			return nil, fmt.Errorf("reading its answer: %w", err)
+			return fmt.Errorf("reading its answer: %w", err)
 		}
 		oid, blob, size, ok := parseBatchHeader(line)
 		if !ok || !blob {
-			recs[i] = s.summarize(id, commits[i]) // missing, not a blob, ...
+			retry[i] = true // missing, not a blob, ...
 			continue
 		}
 		if size > MaxMetaRecord {
@@ -109,7 +152,7 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []ca
 		wanted = append(wanted, want{i: i, oid: append([]byte(nil), oid...), size: int(size)})
 	}
 	if err := <-written; err != nil {
-		return nil, fmt.Errorf("writing its commands: %w", err)
+		return fmt.Errorf("writing its commands: %w", err)
 	}
 	go func() {
 		w := bufio.NewWriterSize(stdin, 64<<10)
@@ -130,18 +173,18 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []ca
 	for _, x := range wanted {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
-			return nil, fmt.Errorf("reading its answer: %w", err)
+			return fmt.Errorf("reading its answer: %w", err)
 		}
 		oid, blob, size, ok := parseBatchHeader(line)
 		if !ok || !blob || size != int64(x.size) || !bytes.Equal(oid, x.oid) {
-			return nil, fmt.Errorf("unexpected answer %q for object %s", bytes.TrimSpace(line), x.oid)
+			return fmt.Errorf("unexpected answer %q for object %s", bytes.TrimSpace(line), x.oid)
 		}
 		// The body is parsed in place in r's buffer when it fits, and read
 		// into one reused buffer when it does not.
 		var body []byte
 		if x.size+1 <= batchReadBuffer {
 			if body, err = r.Peek(x.size + 1); err != nil {
-				return nil, fmt.Errorf("reading object %s: %w", x.oid, err)
+				return fmt.Errorf("reading object %s: %w", x.oid, err)
 			}
 		} else {
 			if cap(big) < x.size+1 {
@@ -149,46 +192,43 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) (recs []ca
 			}
 			body = big[:x.size+1]
 			if _, err := io.ReadFull(r, body); err != nil {
-				return nil, fmt.Errorf("reading object %s: %w", x.oid, err)
+				return fmt.Errorf("reading object %s: %w", x.oid, err)
 			}
 		}
 		if body[x.size] != '\n' {
-			return nil, fmt.Errorf("object %s is not followed by a newline", x.oid)
+			return fmt.Errorf("object %s is not followed by a newline", x.oid)
 		}
-		recs[x.i] = s.decodeRec(&dec, ids[x.i], commits[x.i], body[:x.size])
+		recs[x.i], retry[x.i] = decodeRec(&dec, ids[x.i], commits[x.i], body[:x.size])
 		if x.size+1 <= batchReadBuffer {
 			_, _ = r.Discard(x.size + 1)
 		}
 	}
 	if err := <-written; err != nil {
-		return nil, fmt.Errorf("writing its commands: %w", err)
+		return fmt.Errorf("writing its commands: %w", err)
 	}
 	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("it printed more than was asked")
+		return errors.New("it printed more than was asked")
 	}
 	finished = true
-	if err := cmd.Wait(); err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return cmd.Wait()
 }
 
 // decodeRec turns the task.json blob of commit into a cache record. The
 // common record is decoded by dec without reflection; any other goes
-// through encoding/json, and one that does not decode or check is read
-// again in process for the precise error.
-func (s *Store) decodeRec(dec *summaryDecoder, id string, commit plumbing.Hash, body []byte) cacheRec {
+// through encoding/json. retry is true for one that does not decode or
+// check: the caller reads it again in process for the precise error.
+func decodeRec(dec *summaryDecoder, id string, commit plumbing.Hash, body []byte) (rec cacheRec, retry bool) {
 	if rec, ok := dec.decode(id, commit, body); ok {
-		return rec
+		return rec, false
 	}
 	var t Task
 	if err := json.Unmarshal(body, &t); err != nil {
-		return s.summarize(id, commit)
+		return cacheRec{}, true
 	}
 	if err := checkTask(&t, id); err != nil {
-		return s.summarize(id, commit)
+		return cacheRec{}, true
 	}
-	return taskRec(commit, &t)
+	return taskRec(commit, &t), false
 }
 
 // parseBatchHeader parses cat-file's "<oid> <type> <size>\n" in place; ok

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -52,6 +54,21 @@ func TestBatchListMatchesInProcessReader(t *testing.T) {
 	}
 	if len(cold) != batchThreshold+21 || len(warm) != len(cold) {
 		t.Fatalf("listed %d then %d entries", len(cold), len(warm))
+	}
+	// The same batch split between two cat-file processes.
+	ids := make([]string, len(cold))
+	commits := make([]plumbing.Hash, len(cold))
+	for i, e := range cold {
+		ids[i], commits[i] = e.ID, e.Commit
+	}
+	split, err := Open(s.repo).batchParts(ids, commits, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range cold {
+		if got := (&cached{id: e.ID, cacheRec: split[i]}).entry(); fmt.Sprint(got) != fmt.Sprint(e) {
+			t.Fatalf("split batch %s:\n got %+v\nwant %+v", e.ID, got, e)
+		}
 	}
 	for i, e := range cold {
 		c := cached{id: e.ID, cacheRec: Open(s.repo).summarize(e.ID, e.Commit)}
