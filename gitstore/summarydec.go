@@ -82,7 +82,9 @@ func (d *summaryDecoder) decode(id string, commit plumbing.Hash, body []byte) (r
 
 // scanTask decodes b into t if b is in the subset summaryDecoder handles.
 func scanTask(b []byte, t *Task) bool {
-	p := jsonScanner{b: b}
+	// The task's strings are cut from one copy of the record: one
+	// allocation per task instead of one per field.
+	p := jsonScanner{b: b, s: string(b)}
 	p.ws()
 	if !p.byte('{') {
 		return false
@@ -104,7 +106,7 @@ func scanTask(b []byte, t *Task) bool {
 		}
 		p.ws()
 		var bit uint32
-		switch string(key) {
+		switch key {
 		case "version":
 			bit, ok = fVersion, p.int(&t.Version)
 		case "id":
@@ -169,6 +171,7 @@ func scanTask(b []byte, t *Task) bool {
 // jsonScanner reads the strict JSON subset of scanTask from b.
 type jsonScanner struct {
 	b []byte
+	s string // b as a string, for the fields' values
 	i int
 }
 
@@ -198,10 +201,11 @@ func (p *jsonScanner) end() bool {
 }
 
 // str reads a string without escapes or control characters, in valid
-// UTF-8, and returns its bytes: its value, as encoding/json decodes it.
-func (p *jsonScanner) str() ([]byte, bool) {
+// UTF-8, and returns its value as encoding/json decodes it: the bytes
+// between the quotes.
+func (p *jsonScanner) str() (string, bool) {
 	if !p.byte('"') {
-		return nil, false
+		return "", false
 	}
 	start := p.i
 	ascii := true
@@ -209,21 +213,21 @@ func (p *jsonScanner) str() ([]byte, bool) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
-			s := p.b[start:p.i]
+			s := p.s[start:p.i]
 			p.i++
-			return s, ascii || utf8.Valid(s)
+			return s, ascii || utf8.ValidString(s)
 		case c == '\\', c < 0x20:
-			return nil, false
+			return "", false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 func (p *jsonScanner) strTo(dst *string) bool {
 	s, ok := p.str()
-	*dst = string(s)
+	*dst = s
 	return ok
 }
 
@@ -244,7 +248,7 @@ func (p *jsonScanner) strings(dst *[]string) bool {
 		if !ok {
 			return false
 		}
-		out = append(out, string(s))
+		out = append(out, s)
 		p.ws()
 		if p.byte(']') {
 			*dst = out
