@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -231,8 +230,9 @@ func decodeRec(dec *summaryDecoder, id string, commit plumbing.Hash, body []byte
 	return taskRec(commit, &t), false
 }
 
-// parseBatchHeader parses cat-file's "<oid> <type> <size>\n" in place; ok
-// is false for any other line ("<name> missing", ...).
+// parseBatchHeader parses cat-file's "<oid> <type> <size>\n" in place,
+// without allocating (it runs twice per task); ok is false for any other
+// line ("<name> missing", ...).
 func parseBatchHeader(line []byte) (oid []byte, blob bool, size int64, ok bool) {
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	sp := bytes.IndexByte(line, ' ')
@@ -241,12 +241,23 @@ func parseBatchHeader(line []byte) (oid []byte, blob bool, size int64, ok bool) 
 	}
 	oid, line = line[:sp], line[sp+1:]
 	sp = bytes.IndexByte(line, ' ')
-	if sp < 0 || !ValidHex(string(oid)) {
+	if sp < 0 || (len(oid) != 40 && len(oid) != 64) {
 		return nil, false, 0, false
 	}
-	size, err := strconv.ParseInt(string(line[sp+1:]), 10, 64)
-	if err != nil || size < 0 {
+	for _, c := range oid {
+		if !isHex(c) {
+			return nil, false, 0, false
+		}
+	}
+	digits := line[sp+1:]
+	if len(digits) == 0 || len(digits) > 18 { // 18 digits cannot overflow
 		return nil, false, 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return nil, false, 0, false
+		}
+		size = size*10 + int64(c-'0')
 	}
 	return oid, string(line[:sp]) == "blob", size, true
 }
