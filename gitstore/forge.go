@@ -98,9 +98,11 @@ func checkForge(f *ForgeRecord) error {
 	if f.Number > 0 && f.URL == "" {
 		return fmt.Errorf("forge record has pull request %d but no URL", f.Number)
 	}
-	for what, b := range map[string]string{"head": f.Head, "base": f.Base, "remote": f.Remote} {
-		if err := ValidBranchName(b); err != nil {
-			return fmt.Errorf("forge record's %s: %w", what, err)
+	// In a fixed order, so a record with several bad names is always
+	// reported the same way (list output and its cache are compared).
+	for _, n := range [...]struct{ what, b string }{{"head", f.Head}, {"base", f.Base}, {"remote", f.Remote}} {
+		if err := ValidBranchName(n.b); err != nil {
+			return fmt.Errorf("forge record's %s: %w", n.what, err)
 		}
 	}
 	for _, sha := range []string{f.HeadSHA, f.MergeCommit} {

@@ -2,12 +2,14 @@ package gitstore
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +29,9 @@ type Entry struct {
 	Status  machine.Status
 	Parent  string
 	Created int64 // unix seconds
+	// Updated is the summary's updated_at, as printed: listings order by
+	// it without decoding JSON.
+	Updated string
 	// JSON is the task's Summary, compact.
 	JSON []byte
 	Err  error
@@ -46,19 +51,21 @@ func (e *Entry) Summary() (*Summary, error) {
 
 // The cache is derived data keyed by each ref's commit hash: deleting it
 // only costs one slower list. Its format is a header line, then per task
-// one line "id commit status created parent len" followed by len bytes of
-// summary JSON (or of the error text when status is "!") and a newline.
-// It is parsed by hand because decoding 10,000 JSON records dominated the
-// cost of listing them.
+// one line "id commit status created updated parent len" followed by len
+// bytes of summary JSON (or of the error text when status is "!") and a
+// newline. It is parsed by hand because decoding 10,000 JSON records
+// dominated the cost of listing them; updated is there so listings can be
+// ordered without decoding any summary.
 const (
 	cacheFile   = "list-cache"
-	cacheHeader = "lazy list cache v6\n" // v6: summaries carry usage
+	cacheHeader = "lazy list cache v7\n" // v7: lines carry updated_at
 )
 
 type cacheRec struct {
-	commit  string
+	commit  plumbing.Hash
 	status  string
 	created int64
+	updated string // the summary's updated_at, as printed
 	parent  string
 	body    []byte
 	// transient marks an unreadable record whose error may not last (an
@@ -67,53 +74,134 @@ type cacheRec struct {
 	transient bool
 }
 
+// cached is one task's cache record with its id.
+type cached struct {
+	id string
+	cacheRec
+}
+
+// entry is the listing entry of a cache record.
+func (c *cached) entry() Entry {
+	e := Entry{ID: c.id, Commit: c.commit, Status: machine.Status(c.status), Parent: c.parent, Created: c.created, Updated: c.updated, JSON: c.body}
+	if c.status == "!" {
+		e.Status, e.JSON, e.Err = "", nil, errors.New(string(c.body))
+	}
+	return e
+}
+
+// readCache parses the cache file; any damage makes it return nil, and
+// List rebuilds the cache from git.
 func readCache(path string) map[string]cacheRec {
 	b, err := os.ReadFile(path)
-	if err != nil || !bytes.HasPrefix(b, []byte(cacheHeader)) {
+	if err != nil {
+		return nil
+	}
+	return parseCache(b)
+}
+
+// knownStatus interns the statuses of cache lines, which are few, so a
+// 10,000-line cache does not allocate 10,000 copies of "backlog".
+func knownStatus(b []byte) string {
+	for _, st := range machine.Statuses() {
+		if string(b) == string(st) {
+			return string(st)
+		}
+	}
+	return string(b)
+}
+
+// parseCache parses cache bytes. The records' bodies alias b.
+func parseCache(b []byte) map[string]cacheRec {
+	if !bytes.HasPrefix(b, []byte(cacheHeader)) {
 		return nil
 	}
 	b = b[len(cacheHeader):]
 	out := make(map[string]cacheRec, bytes.Count(b, []byte{'\n'})/2)
+	var f [7][]byte
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
 		if nl < 0 {
 			return nil
 		}
-		f := strings.Fields(string(b[:nl]))
-		if len(f) != 6 {
+		line := b[:nl]
+		for i := range f {
+			sp := bytes.IndexByte(line, ' ')
+			if i == len(f)-1 {
+				sp = len(line)
+			}
+			if sp <= 0 {
+				return nil
+			}
+			f[i], line = line[:sp], line[min(sp+1, len(line)):]
+		}
+		var rec cacheRec
+		if bytes.IndexByte(f[6], ' ') >= 0 || len(f[1]) != 2*len(rec.commit) {
 			return nil
 		}
-		n, err := strconv.Atoi(f[5])
-		created, err2 := strconv.ParseInt(f[3], 10, 64)
-		if err != nil || err2 != nil || n < 0 || nl+1+n+1 > len(b) || b[nl+1+n] != '\n' {
+		if _, err := hex.Decode(rec.commit[:], f[1]); err != nil {
+			return nil
+		}
+		n, err := strconv.Atoi(string(f[6]))
+		created, err2 := strconv.ParseInt(string(f[3]), 10, 64)
+		if err != nil || err2 != nil || n < 0 || n > len(b)-nl-2 || b[nl+1+n] != '\n' {
 			return nil // damaged: rebuild from git
 		}
-		parent := f[4]
-		if parent == "-" {
-			parent = ""
+		rec.status, rec.created, rec.body = knownStatus(f[2]), created, b[nl+1:nl+1+n]
+		if string(f[4]) != "-" {
+			rec.updated = string(f[4])
 		}
-		out[f[0]] = cacheRec{commit: f[1], status: f[2], created: created, parent: parent, body: b[nl+1 : nl+1+n]}
+		if string(f[5]) != "-" {
+			rec.parent = string(f[5])
+		}
+		out[string(f[0])] = rec
 		b = b[nl+1+n+1:]
 	}
 	return out
 }
 
-func writeCache(path string, recs map[string]cacheRec) error {
-	var w bytes.Buffer
-	w.WriteString(cacheHeader)
-	for id, r := range recs {
+// appendCache appends the cache of recs to dst, which is sized for it.
+func appendCache(dst []byte, recs []cached) []byte {
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	dst = append(dst, cacheHeader...)
+	for i := range recs {
+		r := &recs[i]
 		if r.transient {
 			continue
 		}
-		parent := r.parent
-		if parent == "" {
-			parent = "-"
-		}
-		fmt.Fprintf(&w, "%s %s %s %d %s %d\n", id, r.commit, r.status, r.created, parent, len(r.body))
-		w.Write(r.body)
-		w.WriteByte('\n')
+		dst = append(dst, r.id...)
+		dst = append(dst, ' ')
+		dst = hex.AppendEncode(dst, r.commit[:])
+		dst = append(dst, ' ')
+		dst = append(dst, r.status...)
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, r.created, 10)
+		dst = append(dst, ' ')
+		dst = append(dst, dash(r.updated)...)
+		dst = append(dst, ' ')
+		dst = append(dst, dash(r.parent)...)
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, int64(len(r.body)), 10)
+		dst = append(dst, '\n')
+		dst = append(dst, r.body...)
+		dst = append(dst, '\n')
 	}
-	return renameio.WriteFile(path, w.Bytes(), 0o644)
+	return dst
+}
+
+// writeCache writes the cache in one write to a buffer sized up front, so
+// a 10,000-task cache neither grows a buffer nor formats through fmt.
+func writeCache(path string, recs []cached) error {
+	size := len(cacheHeader)
+	for i := range recs {
+		r := &recs[i]
+		size += len(r.id) + len(r.status) + len(r.updated) + len(r.parent) + len(r.body) + 96
+	}
+	return renameio.WriteFile(path, appendCache(make([]byte, 0, size), recs), 0o644)
 }
 
 // List returns every task, sorted by creation time then id. Summaries
@@ -131,7 +219,7 @@ func (s *Store) List() ([]Entry, error) {
 	}
 	out := make([]Entry, 0, len(refs))
 	dirty := len(cache) != len(refs)
-	fresh := make(map[string]cacheRec, len(refs))
+	fresh := make([]cached, 0, len(refs))
 	var missIDs []string
 	var missCommits []plumbing.Hash
 	for ref, h := range refs {
@@ -140,8 +228,8 @@ func (s *Store) List() ([]Entry, error) {
 			out = append(out, Entry{ID: id, Commit: h, Err: fmt.Errorf("ref %s does not name a task id", ref)})
 			continue
 		}
-		if rec, ok := cache[id]; ok && rec.commit == h.String() {
-			fresh[id] = rec
+		if rec, ok := cache[id]; ok && rec.commit == h {
+			fresh = append(fresh, cached{id, rec})
 			continue
 		}
 		missIDs = append(missIDs, id)
@@ -160,15 +248,11 @@ func (s *Store) List() ([]Entry, error) {
 			}
 		}
 		for i, id := range missIDs {
-			fresh[id] = recs[i]
+			fresh = append(fresh, cached{id, recs[i]})
 		}
 	}
-	for id, rec := range fresh {
-		e := Entry{ID: id, Commit: plumbing.NewHash(rec.commit), Status: machine.Status(rec.status), Parent: rec.parent, Created: rec.created, JSON: rec.body}
-		if rec.status == "!" {
-			e.Status, e.JSON, e.Err = "", nil, errors.New(string(rec.body))
-		}
-		out = append(out, e)
+	for i := range fresh {
+		out = append(out, fresh[i].entry())
 	}
 	if dirty {
 		// Failing to write a cache only slows the next list down.
@@ -176,23 +260,26 @@ func (s *Store) List() ([]Entry, error) {
 			_ = writeCache(path, fresh)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Created != out[j].Created {
-			return out[i].Created < out[j].Created
+	slices.SortFunc(out, func(a, b Entry) int {
+		if c := cmp.Compare(a.Created, b.Created); c != 0 {
+			return c
 		}
-		return out[i].ID < out[j].ID
+		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
 }
 
 func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
-	rec := cacheRec{commit: h.String()}
 	t, err := s.readSummary(id, h)
 	if err != nil {
 		return corruptRec(h, err)
 	}
-	rec.status, rec.created, rec.parent, rec.body = string(t.Status), t.CreatedAt.Unix(), t.Parent, summaryJSON(t)
-	return rec
+	return taskRec(h, t)
+}
+
+// taskRec is the cache record of a decoded task.
+func taskRec(h plumbing.Hash, t *Task) cacheRec {
+	return cacheRec{commit: h, status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(TimeLayout), parent: t.Parent, body: summaryJSON(t)}
 }
 
 // corruptRec is the cache record of a task that cannot be read: the error
@@ -202,7 +289,7 @@ func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
 func corruptRec(h plumbing.Hash, err error) cacheRec {
 	transient := errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
 		errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, fs.ErrNotExist)
-	return cacheRec{commit: h.String(), status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " ")), transient: transient}
+	return cacheRec{commit: h, status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " ")), transient: transient}
 }
 
 // readSummary reads just task.json of a commit: three object reads.

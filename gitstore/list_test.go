@@ -1,0 +1,177 @@
+package gitstore
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/machine"
+)
+
+// TestBatchListMatchesInProcessReader lists varied tasks through the
+// cat-file batch (more misses than batchThreshold) and checks every entry
+// against the in-process reader, which decodes with encoding/json: the
+// fast decoder and its fallbacks must not change a byte.
+func TestBatchListMatchesInProcessReader(t *testing.T) {
+	s, _ := open(t)
+	titles := []string{"plain", "ünïcödé 日本語", "<b>&amp;</b>", `quote " and \ backslash`, "sep \u2028\u2029", "emoji \U0001F600"}
+	var parent string
+	for i := 0; i < batchThreshold+20; i++ {
+		spec := CreateSpec{Title: fmt.Sprintf("%s %d", titles[i%len(titles)], i), Actor: machine.Human}
+		switch i % 5 {
+		case 1:
+			spec.Metadata = map[string]string{"z": "1", "a": "<2>"}
+		case 2:
+			spec.AllowedPaths = []string{"src/", "docs/<x>"}
+		case 3:
+			spec.Parent = parent
+		case 4:
+			spec.TargetBranch = "release"
+		}
+		sn, err := s.Create(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			parent = sn.Task.ID
+		}
+	}
+	bad := mustCreate(t, s, "corrupt").Task.ID
+	plantHuge(t, s, bad, MaxMetaRecord+1)
+
+	_ = os.Remove(s.repo.LazyDir("cache", cacheFile))
+	cold, err := Open(s.repo).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := Open(s.repo).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cold) != batchThreshold+21 || len(warm) != len(cold) {
+		t.Fatalf("listed %d then %d entries", len(cold), len(warm))
+	}
+	// The same batch split between two cat-file processes.
+	ids := make([]string, len(cold))
+	commits := make([]plumbing.Hash, len(cold))
+	for i, e := range cold {
+		ids[i], commits[i] = e.ID, e.Commit
+	}
+	split, err := Open(s.repo).batchParts(ids, commits, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range cold {
+		if got := (&cached{id: e.ID, cacheRec: split[i]}).entry(); fmt.Sprint(got) != fmt.Sprint(e) {
+			t.Fatalf("split batch %s:\n got %+v\nwant %+v", e.ID, got, e)
+		}
+	}
+	for i, e := range cold {
+		c := cached{id: e.ID, cacheRec: Open(s.repo).summarize(e.ID, e.Commit)}
+		for what, got := range map[string]Entry{"cold": e, "warm": warm[i]} {
+			want := c.entry()
+			if fmt.Sprint(got.Err) != fmt.Sprint(want.Err) {
+				t.Fatalf("%s %s: error %v, want %v", what, e.ID, got.Err, want.Err)
+			}
+			got.Err, want.Err = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s %s:\n got %+v\n %s\nwant %+v\n %s", what, e.ID, got, got.JSON, want, want.JSON)
+			}
+		}
+	}
+}
+
+func TestCacheRoundTrip(t *testing.T) {
+	s, _ := open(t)
+	for i := 0; i < 3; i++ {
+		mustCreate(t, s, fmt.Sprintf("task %d", i))
+	}
+	sn := mustCreate(t, s, "line\nbreak")
+	recs := []cached{
+		{id: sn.Task.ID, cacheRec: taskRec(sn.Commit, &sn.Task)},
+		{id: "0123456789abcdef", cacheRec: corruptRec(sn.Commit, fmt.Errorf("broken\nrecord"))},
+	}
+	b := appendCache(nil, recs)
+	got := parseCache(b)
+	if len(got) != len(recs) {
+		t.Fatalf("parsed %d records of %d", len(got), len(recs))
+	}
+	for _, r := range recs {
+		if g := got[r.id]; !reflect.DeepEqual(g, r.cacheRec) {
+			t.Fatalf("%s: got %+v, want %+v", r.id, g, r.cacheRec)
+		}
+	}
+	for n := 0; n < len(b); n++ {
+		parseCache(b[:n]) // a torn cache is rebuilt, never a panic
+	}
+}
+
+// FuzzParseCache feeds damaged caches to the parser: it must never panic,
+// and whatever it accepts must write back to the same bytes' records.
+func FuzzParseCache(f *testing.F) {
+	f.Add([]byte(cacheHeader))
+	f.Add([]byte(cacheHeader + "0123456789abcdef 89abcdef0123456789abcdef0123456789abcdef backlog 5 2026-01-01T00:00:00Z - 2\n{}\n"))
+	f.Add([]byte(cacheHeader + "0123456789abcdef 89abcdef0123456789abcdef0123456789abcdef ! 0 - - 3\nbad\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		recs := parseCache(b)
+		if recs == nil {
+			return
+		}
+		var list []cached
+		for id, r := range recs {
+			list = append(list, cached{id: id, cacheRec: r})
+		}
+		again := parseCache(appendCache(nil, list))
+		if len(again) != len(recs) {
+			t.Fatalf("re-parsed %d records of %d", len(again), len(recs))
+		}
+		for id, r := range recs {
+			g := again[id]
+			if g.commit != r.commit || g.status != r.status || g.created != r.created || g.updated != r.updated || g.parent != r.parent || !bytes.Equal(g.body, r.body) {
+				t.Fatalf("%q: %+v became %+v", id, r, g)
+			}
+		}
+	})
+}
+
+func TestParseBatchHeader(t *testing.T) {
+	oid := "89abcdef0123456789abcdef0123456789abcdef"
+	for _, c := range []struct {
+		line       string
+		blob, ok   bool
+		size       int64
+		wantOIDLen int
+	}{
+		{oid + " blob 123\n", true, true, 123, 40},
+		{oid + " tree 0\n", false, true, 0, 40},
+		{oid + " blob 123", true, true, 123, 40},
+		{oid + ":task.json missing\n", false, false, 0, 0},
+		{"abc blob 1\n", false, false, 0, 0},
+		{oid + " blob -1\n", false, false, 0, 0},
+		{oid + " blob 1x\n", false, false, 0, 0},
+		{oid + " blob \n", false, false, 0, 0},
+		{oid + " blob 9999999999999999999\n", false, false, 0, 0},
+		{"", false, false, 0, 0},
+	} {
+		o, blob, size, ok := parseBatchHeader([]byte(c.line))
+		if ok != c.ok || blob != c.blob || size != c.size || len(o) != c.wantOIDLen {
+			t.Errorf("parseBatchHeader(%q) = %q %v %d %v", c.line, o, blob, size, ok)
+		}
+	}
+}
+
+// FuzzParseBatchHeader: a header from git is never trusted to be sane.
+func FuzzParseBatchHeader(f *testing.F) {
+	f.Add([]byte("89abcdef0123456789abcdef0123456789abcdef blob 123\n"))
+	f.Add([]byte("x missing\n"))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		oid, _, size, ok := parseBatchHeader(line)
+		if ok && (size < 0 || !ValidHex(string(oid))) {
+			t.Fatalf("accepted %q: oid %q size %d", line, oid, size)
+		}
+	})
+}
