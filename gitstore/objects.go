@@ -33,6 +33,7 @@ type objects struct {
 
 	mu      sync.Mutex
 	storage *filesystem.Storage
+	packs   *packSet // see lookup
 
 	// parent, when set, is the objects this journaling view reads
 	// through; journal records what the view wrote.
@@ -100,6 +101,7 @@ func (o *objects) refresh() {
 	}
 	o.mu.Lock()
 	o.storage = nil
+	o.packs = nil
 	o.mu.Unlock()
 }
 
@@ -217,10 +219,10 @@ var ErrMissingObject = errors.New("object missing from the repository")
 // read returns the object h of type typ after checking from its header
 // that it is at most limit bytes; its content is not read yet.
 func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
-	obj, err := o.store().EncodedObject(typ, h)
+	obj, err := o.lookup(typ, h, limit)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		o.refresh()
-		obj, err = o.store().EncodedObject(typ, h)
+		obj, err = o.lookup(typ, h, limit)
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
