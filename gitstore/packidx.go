@@ -25,6 +25,10 @@ import (
 //	n 31-bit offsets, or MSB set + index into ...    4n bytes
 //	... 64-bit offsets for packs over 2 GiB          8k bytes
 //	pack checksum, index checksum                    40 bytes
+//
+// Version 1, which git has not written by default since 2008 and go-git
+// cannot read, has no header, and its table interleaves a 4-byte offset
+// with each name.
 const (
 	idxHeaderLen  = 8
 	idxFanoutLen  = 256 * 4
@@ -44,9 +48,10 @@ var errUnsupportedPack = errors.New("pack layout not handled by the fast reader"
 // (packs arrive by fetch): every access is bounds-checked, and a table
 // that contradicts itself is reported, never followed out of range.
 type packIndex struct {
-	data  []byte
-	n     uint64 // objects in the pack
-	large uint64 // entries in the 64-bit offset table
+	data    []byte
+	version int
+	n       uint64 // objects in the pack
+	large   uint64 // entries in the 64-bit offset table (version 2)
 }
 
 // parsePackIndex checks the header, the fan-out table and the file size
@@ -55,28 +60,42 @@ func parsePackIndex(data []byte) (*packIndex, error) {
 	if len(data) < idxNamesStart+idxTrailerLen {
 		return nil, fmt.Errorf("pack index is truncated (%d bytes)", len(data))
 	}
-	if !bytes.Equal(data[:4], idxMagic) {
-		// Version 1 has no magic: its first bytes are the fan-out.
-		return nil, fmt.Errorf("pack index of version 1: %w", errUnsupportedPack)
-	}
-	if v := binary.BigEndian.Uint32(data[4:8]); v != 2 {
-		return nil, fmt.Errorf("pack index of version %d: %w", v, errUnsupportedPack)
+	x := &packIndex{data: data, version: 1}
+	if bytes.Equal(data[:4], idxMagic) {
+		if v := binary.BigEndian.Uint32(data[4:8]); v != 2 {
+			return nil, fmt.Errorf("pack index of version %d: %w", v, errUnsupportedPack)
+		}
+		x.version = 2
 	}
 	prev := uint32(0)
 	for i := 0; i < 256; i++ {
-		c := binary.BigEndian.Uint32(data[idxHeaderLen+4*i:])
+		c := binary.BigEndian.Uint32(data[x.fanoutStart()+4*uint64(i):])
 		if c < prev {
 			return nil, errors.New("pack index is corrupt: its fan-out table decreases")
 		}
 		prev = c
 	}
-	n := uint64(prev)
-	fixed := uint64(idxNamesStart) + 28*n + idxTrailerLen // cannot overflow: n < 2^32
+	x.n = uint64(prev)
 	size := uint64(len(data))
-	if size < fixed || (size-fixed)%8 != 0 {
-		return nil, fmt.Errorf("pack index is corrupt: %d bytes for %d objects", size, n)
+	if x.version == 1 {
+		if size != idxFanoutLen+24*x.n+idxTrailerLen {
+			return nil, fmt.Errorf("pack index is corrupt: %d bytes for %d objects", size, x.n)
+		}
+		return x, nil
 	}
-	return &packIndex{data: data, n: n, large: (size - fixed) / 8}, nil
+	fixed := uint64(idxNamesStart) + 28*x.n + idxTrailerLen // cannot overflow: n < 2^32
+	if size < fixed || (size-fixed)%8 != 0 {
+		return nil, fmt.Errorf("pack index is corrupt: %d bytes for %d objects", size, x.n)
+	}
+	x.large = (size - fixed) / 8
+	return x, nil
+}
+
+func (x *packIndex) fanoutStart() uint64 {
+	if x.version == 1 {
+		return 0
+	}
+	return idxHeaderLen
 }
 
 // fanout returns the number of objects whose name's first byte is below b.
@@ -84,12 +103,15 @@ func (x *packIndex) fanout(b int) uint64 {
 	if b == 0 {
 		return 0
 	}
-	return uint64(binary.BigEndian.Uint32(x.data[idxHeaderLen+4*(b-1):]))
+	return uint64(binary.BigEndian.Uint32(x.data[x.fanoutStart()+4*uint64(b-1):]))
 }
 
 // name returns the i-th object name (i < n).
 func (x *packIndex) name(i uint64) []byte {
 	at := idxNamesStart + 20*i
+	if x.version == 1 {
+		at = idxFanoutLen + 24*i + 4
+	}
 	return x.data[at : at+20]
 }
 
@@ -113,6 +135,9 @@ func (x *packIndex) find(h plumbing.Hash) (uint64, bool, error) {
 
 // offset returns the pack offset of the i-th object.
 func (x *packIndex) offset(i uint64) (uint64, error) {
+	if x.version == 1 {
+		return uint64(binary.BigEndian.Uint32(x.data[idxFanoutLen+24*i:])), nil
+	}
 	at := idxNamesStart + 24*x.n + 4*i
 	o := binary.BigEndian.Uint32(x.data[at:])
 	if o&0x80000000 == 0 {

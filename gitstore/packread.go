@@ -240,9 +240,16 @@ func (p *pack) inflate(e entry, n uint64) ([]byte, error) {
 		zr = r
 	}
 	defer zlibReaders.Put(zr)
-	out := make([]byte, n)
-	if _, err := io.ReadFull(zr, out); err != nil {
+	// Grown as data arrives, not allocated from the header's claim: a
+	// hostile header may promise far more than the stream holds.
+	var buf bytes.Buffer
+	buf.Grow(int(min(n, 1<<20)))
+	if _, err := buf.ReadFrom(io.LimitReader(zr, int64(n))); err != nil {
 		return nil, fmt.Errorf("%w: %w", errCorruptPack, err)
+	}
+	out := buf.Bytes()
+	if uint64(len(out)) != n {
+		return nil, fmt.Errorf("%w: entry shorter than its header says", errCorruptPack)
 	}
 	if n == e.size {
 		// Reading past the end checks the stream's checksum, and that it
