@@ -300,11 +300,11 @@ func (o *objects) has(h plumbing.Hash) bool {
 	if _, err := os.Stat(filepath.Join(o.dir, hex[:2], hex[2:])); err == nil {
 		return true
 	}
-	if o.store().HasEncodedObject(h) == nil {
+	if o.packed(h) || o.store().HasEncodedObject(h) == nil {
 		return true
 	}
 	o.refresh()
-	return o.store().HasEncodedObject(h) == nil
+	return o.packed(h) || o.store().HasEncodedObject(h) == nil
 }
 
 // verifyWritten checks that every object j recorded still exists, and
