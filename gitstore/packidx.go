@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -44,50 +46,65 @@ var idxMagic = []byte{0xff, 't', 'O', 'c'}
 // through go-git instead, as before.
 var errUnsupportedPack = errors.New("pack layout not handled by the fast reader")
 
-// packIndex is a parsed view of one .idx file's bytes, which are untrusted
-// (packs arrive by fetch): every access is bounds-checked, and a table
-// that contradicts itself is reported, never followed out of range.
+// packIndex reads one index file through ReadAt: the header and fan-out
+// once, then per lookup the slice of names that share the wanted name's
+// first byte, one offset, and a 64-bit offset when needed. That is three
+// or four small reads whatever the number of objects, where mapping the
+// file would fault in pages of a table that grows with it.
+//
+// The file is untrusted (packs arrive by fetch): every read is
+// bounds-checked against the size the header implies, and a table that
+// contradicts itself is reported, never followed out of range.
 type packIndex struct {
-	data    []byte
+	r       io.ReaderAt
 	version int
 	n       uint64 // objects in the pack
 	large   uint64 // entries in the 64-bit offset table (version 2)
+	fan     [256]uint32
+	// bucketMax is the largest fan-out bucket read whole; a larger one
+	// (a hostile or gigantic index) is bisected one name at a time.
+	bucketMax uint64
 }
 
-// parsePackIndex checks the header, the fan-out table and the file size
-// of an index, reading nothing else.
-func parsePackIndex(data []byte) (*packIndex, error) {
-	if len(data) < idxNamesStart+idxTrailerLen {
-		return nil, fmt.Errorf("pack index is truncated (%d bytes)", len(data))
+// parsePackIndex checks the header, the fan-out table and the size of an
+// index of size bytes, reading nothing else.
+func parsePackIndex(r io.ReaderAt, size int64) (*packIndex, error) {
+	if size < idxNamesStart+idxTrailerLen {
+		return nil, fmt.Errorf("pack index is truncated (%d bytes)", size)
 	}
-	x := &packIndex{data: data, version: 1}
-	if bytes.Equal(data[:4], idxMagic) {
-		if v := binary.BigEndian.Uint32(data[4:8]); v != 2 {
+	var head [idxNamesStart]byte
+	if _, err := r.ReadAt(head[:], 0); err != nil {
+		return nil, fmt.Errorf("read pack index: %w", err)
+	}
+	x := &packIndex{r: r, version: 1, bucketMax: 4096}
+	if bytes.Equal(head[:4], idxMagic) {
+		if v := binary.BigEndian.Uint32(head[4:8]); v != 2 {
 			return nil, fmt.Errorf("pack index of version %d: %w", v, errUnsupportedPack)
 		}
 		x.version = 2
 	}
+	fan := head[x.fanoutStart():]
 	prev := uint32(0)
-	for i := 0; i < 256; i++ {
-		c := binary.BigEndian.Uint32(data[x.fanoutStart()+4*uint64(i):])
+	for i := range x.fan {
+		c := binary.BigEndian.Uint32(fan[4*i:])
 		if c < prev {
 			return nil, errors.New("pack index is corrupt: its fan-out table decreases")
 		}
-		prev = c
+		x.fan[i], prev = c, c
 	}
 	x.n = uint64(prev)
-	size := uint64(len(data))
+	usize := uint64(size)
 	if x.version == 1 {
-		if size != idxFanoutLen+24*x.n+idxTrailerLen {
+		if usize != idxFanoutLen+24*x.n+idxTrailerLen {
 			return nil, fmt.Errorf("pack index is corrupt: %d bytes for %d objects", size, x.n)
 		}
 		return x, nil
 	}
 	fixed := uint64(idxNamesStart) + 28*x.n + idxTrailerLen // cannot overflow: n < 2^32
-	if size < fixed || (size-fixed)%8 != 0 {
+	if usize < fixed || (usize-fixed)%8 != 0 {
 		return nil, fmt.Errorf("pack index is corrupt: %d bytes for %d objects", size, x.n)
 	}
-	x.large = (size - fixed) / 8
+	x.large = (usize - fixed) / 8
 	return x, nil
 }
 
@@ -103,27 +120,77 @@ func (x *packIndex) fanout(b int) uint64 {
 	if b == 0 {
 		return 0
 	}
-	return uint64(binary.BigEndian.Uint32(x.data[x.fanoutStart()+4*uint64(b-1):]))
+	return uint64(x.fan[b-1])
+}
+
+// entry is where the i-th name starts and the stride between names.
+func (x *packIndex) nameAt(i uint64) (at, stride uint64) {
+	if x.version == 1 {
+		return idxFanoutLen + 24*i + 4, 24
+	}
+	return idxNamesStart + 20*i, 20
 }
 
 // name returns the i-th object name (i < n).
-func (x *packIndex) name(i uint64) []byte {
-	at := idxNamesStart + 20*i
-	if x.version == 1 {
-		at = idxFanoutLen + 24*i + 4
+func (x *packIndex) name(i uint64) ([]byte, error) {
+	at, _ := x.nameAt(i)
+	b := make([]byte, 20)
+	if _, err := x.r.ReadAt(b, int64(at)); err != nil {
+		return nil, fmt.Errorf("read pack index: %w", err)
 	}
-	return x.data[at : at+20]
+	return b, nil
 }
 
 // find returns the pack offset of object h, and whether the index has it.
 func (x *packIndex) find(h plumbing.Hash) (uint64, bool, error) {
 	lo, hi := x.fanout(int(h[0])), x.fanout(int(h[0])+1)
+	if lo == hi {
+		return 0, false, nil
+	}
+	var i uint64
+	var found bool
+	var err error
+	if hi-lo <= x.bucketMax {
+		i, found, err = x.searchBucket(h, lo, hi)
+	} else {
+		i, found, err = x.searchProbes(h, lo, hi)
+	}
+	if err != nil || !found {
+		return 0, false, err
+	}
+	off, err := x.offset(i)
+	return off, err == nil, err
+}
+
+// searchBucket reads names lo..hi in one read and bisects them.
+func (x *packIndex) searchBucket(h plumbing.Hash, lo, hi uint64) (uint64, bool, error) {
+	at, stride := x.nameAt(lo)
+	buf := make([]byte, (hi-lo)*stride-(stride-20))
+	if _, err := x.r.ReadAt(buf, int64(at)); err != nil {
+		return 0, false, fmt.Errorf("read pack index: %w", err)
+	}
+	n := int(hi - lo)
+	j := sort.Search(n, func(k int) bool {
+		o := uint64(k) * stride
+		return bytes.Compare(buf[o:o+20], h[:]) >= 0
+	})
+	if j < n && bytes.Equal(buf[uint64(j)*stride:uint64(j)*stride+20], h[:]) {
+		return lo + uint64(j), true, nil
+	}
+	return 0, false, nil
+}
+
+// searchProbes bisects names lo..hi reading one name per probe.
+func (x *packIndex) searchProbes(h plumbing.Hash, lo, hi uint64) (uint64, bool, error) {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		switch c := bytes.Compare(x.name(mid), h[:]); {
+		name, err := x.name(mid)
+		if err != nil {
+			return 0, false, err
+		}
+		switch c := bytes.Compare(name, h[:]); {
 		case c == 0:
-			off, err := x.offset(mid)
-			return off, err == nil, err
+			return mid, true, nil
 		case c < 0:
 			lo = mid + 1
 		default:
@@ -135,41 +202,46 @@ func (x *packIndex) find(h plumbing.Hash) (uint64, bool, error) {
 
 // offset returns the pack offset of the i-th object.
 func (x *packIndex) offset(i uint64) (uint64, error) {
-	if x.version == 1 {
-		return uint64(binary.BigEndian.Uint32(x.data[idxFanoutLen+24*i:])), nil
-	}
+	var b [8]byte
 	at := idxNamesStart + 24*x.n + 4*i
-	o := binary.BigEndian.Uint32(x.data[at:])
-	if o&0x80000000 == 0 {
+	if x.version == 1 {
+		at = idxFanoutLen + 24*i
+	}
+	if _, err := x.r.ReadAt(b[:4], int64(at)); err != nil {
+		return 0, fmt.Errorf("read pack index: %w", err)
+	}
+	o := binary.BigEndian.Uint32(b[:4])
+	if x.version == 1 || o&0x80000000 == 0 {
 		return uint64(o), nil
 	}
 	k := uint64(o &^ 0x80000000)
 	if k >= x.large {
 		return 0, fmt.Errorf("pack index is corrupt: 64-bit offset %d of %d", k, x.large)
 	}
-	at = idxNamesStart + 28*x.n + 8*k
-	return binary.BigEndian.Uint64(x.data[at:]), nil
+	if _, err := x.r.ReadAt(b[:], int64(idxNamesStart+28*x.n+8*k)); err != nil {
+		return 0, fmt.Errorf("read pack index: %w", err)
+	}
+	return binary.BigEndian.Uint64(b[:]), nil
 }
 
-// openPackIndex maps and parses the index at path. The returned mapping
-// must stay reachable while the index is used (see mapping).
-func openPackIndex(path string) (*packIndex, *mapping, error) {
+// openPackIndex opens and parses the index at path. The file stays open
+// for the lookups; it is closed when the index is dropped (os.File
+// closes itself once unreachable), and stays readable after a concurrent
+// repack deletes it.
+func openPackIndex(path string) (*packIndex, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		_ = f.Close()
+		return nil, err
 	}
-	m, err := mapFile(f, fi)
+	x, err := parsePackIndex(f, fi.Size())
 	if err != nil {
-		return nil, nil, err
+		_ = f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	x, err := parsePackIndex(m.data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return x, m, nil
+	return x, nil
 }

@@ -44,22 +44,21 @@ const (
 )
 
 // packSet is the packs of one objects directory, listed once: the index
-// files are mapped on first use, and lookups binary-search them.
+// files are opened on first use, and lookups binary-search them.
 // refresh drops the set, so a pack a concurrent repack or fetch wrote is
 // found by the next one.
 type packSet struct {
 	packs []*pack
 }
 
-// pack is one .pack and its .idx, both mapped. The maps stay valid after
+// pack is one .pack, mapped, and its open .idx. Both stay readable after
 // a concurrent git repack deletes the files (the inode lives on while
-// mapped), so a read that started never fails halfway.
+// open or mapped), so a read that started never fails halfway.
 type pack struct {
 	idxPath string
 
 	once    sync.Once
 	idx     *packIndex
-	idxMap  *mapping
 	packMap *mapping
 	err     error
 
@@ -103,7 +102,7 @@ func scanPacks(dir string) *packSet {
 // open maps the pack's index and pack file once.
 func (p *pack) open() error {
 	p.once.Do(func() {
-		x, xm, err := openPackIndex(p.idxPath)
+		x, err := openPackIndex(p.idxPath)
 		if err != nil {
 			p.err = err
 			return
@@ -134,7 +133,7 @@ func (p *pack) open() error {
 			p.err = fmt.Errorf("%s holds %d objects, its index %d: %w", path, binary.BigEndian.Uint32(d[8:12]), x.n, errUnsupportedPack)
 			return
 		}
-		p.idx, p.idxMap, p.packMap = x, xm, pm
+		p.idx, p.packMap = x, pm
 	})
 	return p.err
 }
@@ -149,7 +148,6 @@ func (s *packSet) find(h plumbing.Hash) (*pack, uint64, bool) {
 			continue
 		}
 		off, ok, err := p.idx.find(h)
-		runtime.KeepAlive(p.idxMap)
 		if err == nil && ok {
 			return p, off, true
 		}
@@ -337,7 +335,6 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 		// A REF_DELTA's base is in the same pack once index-pack
 		// completed a thin pack; anywhere else is go-git's business.
 		boff, ok, err := p.idx.find(e.baseRef)
-		runtime.KeepAlive(p.idxMap)
 		if err != nil || !ok {
 			return nil, fmt.Errorf("delta base %s outside the pack: %w", e.baseRef, errUnsupportedPack)
 		}

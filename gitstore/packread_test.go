@@ -147,8 +147,8 @@ func TestPackIndexFindsEveryObject(t *testing.T) {
 	sorted := append([]plumbing.Hash(nil), hs...)
 	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i][:], sorted[j][:]) < 0 })
 	for i := uint64(0); i < p.idx.n; i++ {
-		if !bytes.Equal(p.idx.name(i), sorted[i][:]) {
-			t.Fatalf("name %d is %x, want %s", i, p.idx.name(i), sorted[i])
+		if name, err := p.idx.name(i); err != nil || !bytes.Equal(name, sorted[i][:]) {
+			t.Fatalf("name %d is %x (%v), want %s", i, name, err, sorted[i])
 		}
 	}
 	for b := 0; b < 256; b++ {
@@ -162,6 +162,9 @@ func TestPackIndexFindsEveryObject(t *testing.T) {
 			}
 		}
 	}
+	checkAll(t, dir, p, hs, contents)
+	// The same, bisecting one name at a time as for a huge bucket.
+	p.idx.bucketMax = 0
 	checkAll(t, dir, p, hs, contents)
 }
 
@@ -188,6 +191,8 @@ func TestPackIndexVersion1(t *testing.T) {
 	if p.idx.version != 1 {
 		t.Fatalf("index of version %d", p.idx.version)
 	}
+	checkAll(t, dir, p, hs, contents)
+	p.idx.bucketMax = 0
 	checkAll(t, dir, p, hs, contents)
 }
 
@@ -362,17 +367,27 @@ func FuzzPackIndex(f *testing.F) {
 	}
 	f.Add(v1)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		x, err := parsePackIndex(data)
+		x, err := parsePackIndex(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return
 		}
-		for _, h := range append(hs, plumbing.Hash{}, plumbing.NewHash(strings.Repeat("f", 40))) {
-			_, _, _ = x.find(h)
-		}
-		for i := uint64(0); i < x.n; i++ {
-			var h plumbing.Hash
-			copy(h[:], x.name(i))
-			_, _, _ = x.find(h)
+		for _, max := range []uint64{4096, 0} {
+			x.bucketMax = max
+			for _, h := range append(hs, plumbing.Hash{}, plumbing.NewHash(strings.Repeat("f", 40))) {
+				_, _, _ = x.find(h)
+			}
+			for i := uint64(0); i < x.n && i < 1000; i++ {
+				var h plumbing.Hash
+				name, err := x.name(i)
+				if err != nil {
+					t.Fatalf("name %d of %d unreadable in an index parsed as whole: %v", i, x.n, err)
+				}
+				copy(h[:], name)
+				inBucket := x.fanout(int(h[0])) <= i && i < x.fanout(int(h[0])+1)
+				if _, ok, err := x.find(h); !ok && err == nil && inBucket && sortedIdx(x) {
+					t.Fatalf("name %d of a sorted index not found", i)
+				}
+			}
 		}
 	})
 }
@@ -394,7 +409,7 @@ func FuzzPackEntries(f *testing.F) {
 			data = append([]byte(nil), data...)
 			data[int(flip)%len(data)] ^= 0x5a
 		}
-		q := &pack{idx: p.idx, idxMap: p.idxMap, packMap: &mapping{data: data}}
+		q := &pack{idx: p.idx, packMap: &mapping{data: data}}
 		if len(data) < 32 {
 			return // open refuses such a pack before any read
 		}
@@ -406,4 +421,18 @@ func FuzzPackEntries(f *testing.F) {
 			_, _ = q.readObject(h, off, plumbing.BlobObject, 1<<20)
 		}
 	})
+}
+
+// sortedIdx reports whether an index's names are strictly increasing, as
+// git writes them; only then must every name be found.
+func sortedIdx(x *packIndex) bool {
+	var prev []byte
+	for i := uint64(0); i < x.n; i++ {
+		name, err := x.name(i)
+		if err != nil || (prev != nil && bytes.Compare(prev, name) >= 0) {
+			return false
+		}
+		prev = name
+	}
+	return true
 }
