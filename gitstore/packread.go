@@ -241,7 +241,7 @@ func (p *pack) inflate(e entry, n uint64) ([]byte, error) {
 	// Grown as data arrives, not allocated from the header's claim: a
 	// hostile header may promise far more than the stream holds.
 	var buf bytes.Buffer
-	buf.Grow(int(min(n, 1<<20)))
+	buf.Grow(int(min(n, 64<<10)))
 	if _, err := buf.ReadFrom(io.LimitReader(zr, int64(n))); err != nil {
 		return nil, fmt.Errorf("%w: %w", errCorruptPack, err)
 	}
@@ -315,6 +315,7 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 	var chain []entry
 	cur := off
 	var base entry
+	var seen map[uint64]bool // entries reached through REF_DELTA
 	for {
 		e, err := p.entryAt(cur)
 		if err != nil {
@@ -338,6 +339,15 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 		if err != nil || !ok {
 			return nil, fmt.Errorf("delta base %s outside the pack: %w", e.baseRef, errUnsupportedPack)
 		}
+		// Offsets only decrease along OFS_DELTA links, so a loop needs a
+		// REF_DELTA back to an entry already walked: a corrupt pack.
+		if seen == nil {
+			seen = map[uint64]bool{off: true}
+		}
+		if seen[boff] {
+			return nil, fmt.Errorf("%w: delta chain at offset %d loops", errCorruptPack, off)
+		}
+		seen[boff] = true
 		cur = boff
 	}
 	got := objectType(base.typ)
