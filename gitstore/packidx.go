@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -135,7 +135,7 @@ func (x *packIndex) nameAt(i uint64) (at, stride uint64) {
 func (x *packIndex) name(i uint64) ([]byte, error) {
 	at, _ := x.nameAt(i)
 	b := make([]byte, 20)
-	if _, err := x.r.ReadAt(b, int64(at)); err != nil {
+	if _, err := x.r.ReadAt(b, readPos(at)); err != nil {
 		return nil, fmt.Errorf("read pack index: %w", err)
 	}
 	return b, nil
@@ -166,18 +166,30 @@ func (x *packIndex) find(h plumbing.Hash) (uint64, bool, error) {
 func (x *packIndex) searchBucket(h plumbing.Hash, lo, hi uint64) (uint64, bool, error) {
 	at, stride := x.nameAt(lo)
 	buf := make([]byte, (hi-lo)*stride-(stride-20))
-	if _, err := x.r.ReadAt(buf, int64(at)); err != nil {
+	if _, err := x.r.ReadAt(buf, readPos(at)); err != nil {
 		return 0, false, fmt.Errorf("read pack index: %w", err)
 	}
-	n := int(hi - lo)
-	j := sort.Search(n, func(k int) bool {
-		o := uint64(k) * stride
-		return bytes.Compare(buf[o:o+20], h[:]) >= 0
-	})
-	if j < n && bytes.Equal(buf[uint64(j)*stride:uint64(j)*stride+20], h[:]) {
-		return lo + uint64(j), true, nil
+	for i, j := uint64(0), hi-lo; i < j; {
+		mid := i + (j-i)/2
+		switch c := bytes.Compare(buf[mid*stride:mid*stride+20], h[:]); {
+		case c == 0:
+			return lo + mid, true, nil
+		case c < 0:
+			i = mid + 1
+		default:
+			j = mid
+		}
 	}
 	return 0, false, nil
+}
+
+// readPos converts a position in the index, which parsePackIndex bounded
+// by the file's size (an int64), to a ReadAt offset.
+func readPos(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return -1 // ReadAt refuses it
+	}
+	return int64(v)
 }
 
 // searchProbes bisects names lo..hi reading one name per probe.
@@ -207,7 +219,7 @@ func (x *packIndex) offset(i uint64) (uint64, error) {
 	if x.version == 1 {
 		at = idxFanoutLen + 24*i
 	}
-	if _, err := x.r.ReadAt(b[:4], int64(at)); err != nil {
+	if _, err := x.r.ReadAt(b[:4], readPos(at)); err != nil {
 		return 0, fmt.Errorf("read pack index: %w", err)
 	}
 	o := binary.BigEndian.Uint32(b[:4])
@@ -218,7 +230,7 @@ func (x *packIndex) offset(i uint64) (uint64, error) {
 	if k >= x.large {
 		return 0, fmt.Errorf("pack index is corrupt: 64-bit offset %d of %d", k, x.large)
 	}
-	if _, err := x.r.ReadAt(b[:], int64(idxNamesStart+28*x.n+8*k)); err != nil {
+	if _, err := x.r.ReadAt(b[:], readPos(idxNamesStart+28*x.n+8*k)); err != nil {
 		return 0, fmt.Errorf("read pack index: %w", err)
 	}
 	return binary.BigEndian.Uint64(b[:]), nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -242,7 +243,7 @@ func (p *pack) inflate(e entry, n uint64) ([]byte, error) {
 	// hostile header may promise far more than the stream holds.
 	var buf bytes.Buffer
 	buf.Grow(int(min(n, 64<<10)))
-	if _, err := buf.ReadFrom(io.LimitReader(zr, int64(n))); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(zr, clamp(n))); err != nil {
 		return nil, fmt.Errorf("%w: %w", errCorruptPack, err)
 	}
 	out := buf.Bytes()
@@ -356,8 +357,8 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 	}
 	obj := &packedObject{h: h, typ: got}
 	if len(chain) == 0 {
-		obj.size = int64(base.size)
-		if base.size > uint64(limit) {
+		obj.size = clamp(base.size)
+		if over(base.size, limit) {
 			return obj, nil
 		}
 		data, err := p.inflate(base, base.size)
@@ -381,8 +382,8 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("%w: bad delta header", errCorruptPack)
 	}
-	obj.size = int64(target)
-	if target > uint64(limit) {
+	obj.size = clamp(target)
+	if over(target, limit) {
 		return obj, nil
 	}
 	data, err := p.resolve(base, chain)
@@ -472,6 +473,20 @@ func (p *pack) cache(key uint64, data []byte) {
 	}
 	p.bases[key] = data
 	p.held += len(data)
+}
+
+// clamp converts a size from a pack header, which a hostile pack can set
+// to anything, to an int64; one that large is over every limit anyway.
+func clamp(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+// over reports whether size is over limit.
+func over(size uint64, limit int64) bool {
+	return limit < 0 || size > uint64(limit)
 }
 
 // leb128 decodes the little-endian base-128 sizes of a delta header.
