@@ -37,6 +37,7 @@ type objects struct {
 
 	mu      sync.Mutex
 	storage *filesystem.Storage
+	packs   *packSet // see lookup
 
 	// parent, when set, is the objects this journaling view reads
 	// through; journal records what the view wrote.
@@ -104,6 +105,7 @@ func (o *objects) refresh() {
 	}
 	o.mu.Lock()
 	o.storage = nil
+	o.packs = nil
 	o.mu.Unlock()
 }
 
@@ -221,10 +223,10 @@ var ErrMissingObject = errors.New("object missing from the repository")
 // read returns the object h of type typ after checking from its header
 // that it is at most limit bytes; its content is not read yet.
 func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
-	obj, err := o.store().EncodedObject(typ, h)
+	obj, err := o.lookup(typ, h, limit)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		o.refresh()
-		obj, err = o.store().EncodedObject(typ, h)
+		obj, err = o.lookup(typ, h, limit)
 	}
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		obj, err = o.gitRead(typ, h, what, limit)
@@ -258,13 +260,13 @@ func retry[T any](o *objects, f func() (T, error)) (T, error) {
 	}
 	deadline := time.Now().Add(settleTimeout)
 	for try := 1; ; try++ {
-		before, settled := o.packSet()
+		before, settled := o.packState()
 		o.refresh()
 		v, err = f()
 		if err == nil || errors.Is(err, ErrOversize) || time.Now().After(deadline) {
 			return v, err
 		}
-		if after, _ := o.packSet(); settled && after == before {
+		if after, _ := o.packState(); settled && after == before {
 			return v, err
 		}
 		time.Sleep(time.Duration(min(try, 10)) * 5 * time.Millisecond)
@@ -277,7 +279,7 @@ func retry[T any](o *objects, f func() (T, error)) (T, error) {
 // reported by lazy doctor.
 const settleTimeout = 10 * time.Second
 
-// packSet describes the packs in the repository now, as one comparable
+// packState describes the packs in the repository now, as one comparable
 // string of names and modification times: the same string means the
 // same packs (a repack that writes a pack of the same name as an old one
 // replaces the file, which changes its time). settled is false while a
@@ -286,7 +288,7 @@ const settleTimeout = 10 * time.Second
 // old one's .pack first, and go-git sees a pack only by its .pack. A half
 // older than halfPackAge is no longer in flight but left behind (see
 // OrphanPack), and waiting would not bring its other half.
-func (o *objects) packSet() (set string, settled bool) {
+func (o *objects) packState() (set string, settled bool) {
 	ents, err := os.ReadDir(filepath.Join(o.dir, "pack"))
 	if err != nil {
 		return "unreadable: " + err.Error(), errors.Is(err, fs.ErrNotExist)
@@ -392,7 +394,7 @@ func (o *objects) has(h plumbing.Hash) bool {
 		if _, err := os.Stat(loose); err == nil {
 			return true, nil
 		}
-		if o.store().HasEncodedObject(h) == nil {
+		if o.packed(h) || o.store().HasEncodedObject(h) == nil {
 			return true, nil
 		}
 		if _, err := os.Stat(loose); err == nil {

@@ -36,20 +36,12 @@ func (r *Repo) ReadRef(name string) (plumbing.Hash, bool, error) {
 	if err != nil || ok {
 		return h, ok, err
 	}
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return plumbing.ZeroHash, false, nil
-	}
-	if err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("read packed-refs: %w", err)
-	}
-	h, ok = packedLookup(b, name)
-	return h, ok, nil
+	return r.lookupPacked(name)
 }
 
 // packedLookup finds one ref in packed-refs content without parsing the
-// rest: with 20,000 lazy refs, building a map on every write cost more
-// than the write itself.
+// rest, scanning it from the start: the fallback for a file without the
+// "sorted" trait (see packedSearch).
 func packedLookup(b []byte, name string) (plumbing.Hash, bool) {
 	needle := []byte(" " + name + "\n")
 	for off := 0; off < len(b); {

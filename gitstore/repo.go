@@ -26,6 +26,10 @@ type Repo struct {
 	GitDir string
 	// CommonDir holds refs and objects shared by every worktree.
 	CommonDir string
+
+	// packed caches the map of packed-refs (see packedRefs); copies of
+	// the Repo share it.
+	packed *packedRefs
 }
 
 // Discover finds the repository enclosing dir, honouring GIT_DIR the way
@@ -106,7 +110,7 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 		}
 		common = filepath.Clean(c)
 	}
-	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common}
+	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common, packed: &packedRefs{}}
 	if err := r.checkFormat(); err != nil {
 		return nil, err
 	}
