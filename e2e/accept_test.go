@@ -246,12 +246,16 @@ func TestAcceptKilledMidMergeIsRecovered(t *testing.T) {
 	for _, tc := range []struct {
 		name, hook string
 		dirty      bool
-		want       string
+		// applied re-applies lazy's stash by hand before the recovery
+		// without dropping it: an accept killed between the two.
+		applied bool
+		want    string
 	}{
 		{name: "killed before the squash commit", hook: "pre-commit", want: "blocked"},
 		{name: "killed before the commit with a stashed destination", hook: "pre-commit", dirty: true, want: "blocked"},
 		{name: "killed after the squash commit", hook: "post-commit", want: "complete"},
 		{name: "killed after the squash commit with a stashed destination", hook: "post-commit", dirty: true, want: "complete"},
+		{name: "killed between re-applying the stash and dropping it", hook: "post-commit", dirty: true, applied: true, want: "complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRepo(t)
@@ -273,6 +277,9 @@ func TestAcceptKilledMidMergeIsRecovered(t *testing.T) {
 			_ = cmd.Wait()
 			if err := os.Remove(filepath.Join(r.dir, ".git", "hooks", tc.hook)); err != nil {
 				t.Fatal(err)
+			}
+			if tc.applied {
+				r.git("stash", "apply", "--quiet", "stash@{0}")
 			}
 
 			if tc.want == "blocked" {

@@ -190,6 +190,13 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 	if stash == "" {
 		return strings.Join(notes, "; ")
 	}
+	if dirty && stashInWorktree(ctx, dest, stash) {
+		// The accept died after giving the changes back, before dropping
+		// its stash: the checkout already holds all of it.
+		dropStash(ctx, dest, stash)
+		notes = append(notes, "your uncommitted changes were already back in "+dest+"; dropped lazy's copy of them (stash "+stash+")")
+		return strings.Join(notes, "; ")
+	}
 	if dirty {
 		notes = append(notes, fmt.Sprintf("your uncommitted changes from before the accept are in stash %s; re-apply them with git -C %s stash apply %s once %s is clean", stash, dest, stash, dest))
 		return strings.Join(notes, "; ")
