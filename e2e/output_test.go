@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 )
@@ -10,7 +11,13 @@ import (
 func TestListPutsWhatNeedsAHumanFirstAndFiltersSortsLimits(t *testing.T) {
 	r := newRepo(t)
 	r.create("Alpha backlog task")
+	// Records keep whole seconds, so "last updated" can only tell alpha
+	// and gamma apart once the clock has left alpha's second.
+	alphaSecond := time.Now().UTC().Truncate(time.Second)
 	tk := workedTask(t, r, "beta needs review", "b.txt b")
+	for !time.Now().UTC().Truncate(time.Second).After(alphaSecond) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	r.create("Gamma backlog task with a title long enough to be cut at sixty columns for sure")
 	lines := strings.Split(strings.TrimSpace(r.ok("list")), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], tk.Slug) || !strings.Contains(lines[1], "just now") {
