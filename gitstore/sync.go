@@ -105,8 +105,17 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
-	return fmt.Sprintf("could not %s %s (%s); check its URL and your access with git remote -v", e.Op, e.Remote, gitFatal(e.Err))
+	fatal := gitFatal(e.Err)
+	if strings.Contains(fatal, ".lock': File exists") {
+		// A git killed while it updated a ref leaves its lock behind.
+		return fmt.Sprintf("could not %s %s (%s); if no other lazy or git is running, a killed one left that lock: lazy doctor removes it once it is %s old, or delete the file", e.Op, e.Remote, fatal, staleLockAge)
+	}
+	return fmt.Sprintf("could not %s %s (%s); check its URL and your access with git remote -v", e.Op, e.Remote, fatal)
 }
+
+// staleLockAge is how old doctor wants a ref lock before it takes it
+// for the leftover of a killed process (reconcile.StaleRefLock).
+const staleLockAge = "2 minutes"
 
 func (e *RemoteError) Unwrap() error { return e.Err }
 

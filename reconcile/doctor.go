@@ -534,15 +534,19 @@ func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
 func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
 	var findings []Finding
 	repo := r.Env.Store.Repo()
-	refsDir := filepath.Join(repo.CommonDir, "refs", "lazy")
-	// Collect first, act after: the walk only reads.
+	// Collect first, act after: the walk only reads. refs/lazy-remotes
+	// holds the remote-tracking refs a pull's git fetch writes; a fetch
+	// killed mid-update leaves its lock there, and every pull after it
+	// fails until the lock is gone.
 	var locks []string
-	_ = filepath.WalkDir(refsDir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".lock") {
-			locks = append(locks, path)
-		}
-		return nil
-	})
+	for _, sub := range []string{"lazy", "lazy-remotes"} {
+		_ = filepath.WalkDir(filepath.Join(repo.CommonDir, "refs", sub), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".lock") {
+				locks = append(locks, path)
+			}
+			return nil
+		})
+	}
 	for _, path := range locks {
 		id := strings.TrimSuffix(filepath.Base(path), ".lock")
 		if only != "" && id != only {
