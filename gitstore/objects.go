@@ -221,7 +221,8 @@ func randSuffix() string {
 var ErrMissingObject = errors.New("object missing from the repository")
 
 // read returns the object h of type typ after checking from its header
-// that it is at most limit bytes; its content is not read yet.
+// that it is at most limit bytes; content over the limit is never read
+// (a loose object's is read only when the caller asks for it).
 func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	obj, err := o.lookup(typ, h, limit)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -394,7 +395,7 @@ func (o *objects) has(h plumbing.Hash) bool {
 		if _, err := os.Stat(loose); err == nil {
 			return true, nil
 		}
-		if o.packed(h) || o.store().HasEncodedObject(h) == nil {
+		if o.packed(h) {
 			return true, nil
 		}
 		if _, err := os.Stat(loose); err == nil {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -108,14 +109,15 @@ func (e *RemoteError) Error() string {
 	fatal := gitFatal(e.Err)
 	if strings.Contains(fatal, ".lock': File exists") {
 		// A git killed while it updated a ref leaves its lock behind.
-		return fmt.Sprintf("could not %s %s (%s); if no other lazy or git is running, a killed one left that lock: lazy doctor removes it once it is %s old, or delete the file", e.Op, e.Remote, fatal, staleLockAge)
+		return fmt.Sprintf("could not %s %s (%s); if no other lazy or git is running, a killed one left that lock: lazy doctor removes it once it is %d minutes old, or delete the file", e.Op, e.Remote, fatal, int(StaleLockAge.Minutes()))
 	}
 	return fmt.Sprintf("could not %s %s (%s); check its URL and your access with git remote -v", e.Op, e.Remote, fatal)
 }
 
-// staleLockAge is how old doctor wants a ref lock before it takes it
-// for the leftover of a killed process (reconcile.StaleRefLock).
-const staleLockAge = "2 minutes"
+// StaleLockAge is how old a ref's .lock file must be before lazy doctor
+// takes it for the leftover of a killed process: a live writer holds one
+// for microseconds.
+const StaleLockAge = 2 * time.Minute
 
 func (e *RemoteError) Unwrap() error { return e.Err }
 

@@ -40,10 +40,10 @@ type Finding struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// StaleRefLock is how old a ref's .lock file must be before doctor takes
-// it for the leftover of a killed process: a live writer holds one for
-// microseconds.
-const StaleRefLock = 2 * time.Minute
+// StaleRefLock is gitstore.StaleLockAge, which pull's lock error names: how
+// old a ref's .lock file must be before doctor takes it for a killed
+// process's leftover.
+const StaleRefLock = gitstore.StaleLockAge
 
 // Doctor reports what is wrong in the repository (or, when only is a task
 // id, with that task) and, when repair is set, repairs what the
