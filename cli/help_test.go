@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(args, strings.NewReader(""), &out, &errb)
+	code := Run("dev", args, strings.NewReader(""), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -56,8 +57,8 @@ func TestLazyHelpXIsXHelp(t *testing.T) {
 
 // Every visible command's help ends with examples.
 func TestEveryCommandHasExamples(t *testing.T) {
-	var cli CLI
-	parser, err := kong.New(&cli, kong.Name("lazy"))
+	var g Globals
+	parser, err := newParser(&g, commands, build{version: "dev"}, io.Discard, io.Discard, func(int) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 
 func TestVersionNamesTheBuild(t *testing.T) {
 	out, _, code := runCLI(t, "--version")
-	if code != 0 || !strings.HasPrefix(out, "lazy ") || !strings.Contains(out, " go1.") || !strings.Contains(out, "\nbuild id "+versionID()+"\n") {
+	if code != 0 || !strings.HasPrefix(out, "lazy ") || !strings.Contains(out, " go1.") || !strings.Contains(out, "\nbuild id "+versionID("dev")+"\n") {
 		t.Fatalf("--version: exit %d %q", code, out)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID())
+	srv := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID(a.build.version))
 	err = srv.Run(ctx, &sdk.StdioTransport{})
 	d.Drain(ctx) // an accept the client stopped waiting for still finishes
 	return err
@@ -52,7 +52,7 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 			fmt.Fprintf(a.stderr, "lazy mcp-proxy: %v\n", err)
 		}
 	}
-	srv := mcp.NewServer(mcp.NewRemote(a.repo.LazyDir(), token), true, versionID())
+	srv := mcp.NewServer(mcp.NewRemote(a.repo.LazyDir(), token), true, versionID(a.build.version))
 	return srv.Run(ctx, &sdk.StdioTransport{})
 }
 

@@ -1,9 +1,9 @@
-package main
+package cli
 
 import _ "embed"
 
 // demoAgent is the shipped demo agent script, embedded so the demo runs
 // from any directory.
 //
-//go:embed scripts/demo-agent.sh
+//go:embed demo-agent.sh
 var demoAgent []byte

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -23,6 +23,7 @@ import (
 // app is the context every command's Run method receives.
 type app struct {
 	dir    string
+	build  build
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer

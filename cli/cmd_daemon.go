@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type DaemonCmd struct {
 
 // versionID names this exact build: the version plus the executable's
 // size and modification time, so two dev builds differ too.
-func versionID() string {
+func versionID(version string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		return version
@@ -91,7 +91,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 			return a.webView(addr, srv)
 		},
 		OnActions: a.notify,
-		Version:   versionID(), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
+		Version:   versionID(a.build.version), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
 	d.Marks.ClearOwned()
@@ -125,7 +125,7 @@ func (a *app) liveToken(id link.Identity) error {
 // it starts one, or replaces one of another version.
 func (a *app) ensureDaemon(ctx context.Context) (daemon.Info, error) {
 	client := daemon.Dial(a.repo.LazyDir())
-	want := versionID()
+	want := versionID(a.build.version)
 	if info, err := client.Info(ctx); err == nil {
 		if info.Version == want {
 			return info, nil

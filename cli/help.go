@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -104,24 +104,15 @@ func (c *HelpCmd) Run() error {
 // helpArgs rewrites `lazy [global flags] help X Y` as `lazy [global
 // flags] X Y --help`.
 func helpArgs(args []string) []string {
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		switch {
-		case arg == "help":
-			return append(append(append([]string(nil), args[:i]...), args[i+1:]...), "--help")
-		case arg == "-C" || arg == "--directory":
-			i++ // its value
-		case strings.HasPrefix(arg, "-"):
-		default:
-			return args // the command is something else
-		}
+	if i := commandIndex(args); i >= 0 && args[i] == "help" {
+		return append(append(append([]string(nil), args[:i]...), args[i+1:]...), "--help")
 	}
 	return args
 }
 
 // versionString names the build: the stamped version, else the module
 // version, with the VCS revision and whether the tree was modified.
-func versionString() string {
+func versionString(version string) string {
 	v := version
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
