@@ -13,6 +13,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
@@ -276,7 +277,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if f.JSON {
 		kept := make([]gitstore.Entry, 0, len(ordered))
 		for _, r := range ordered {
-			kept = append(kept, rows[rowOf[r.t.ID]])
+			kept = append(kept, rows[rowOf[r.Item.ID]])
 		}
 		return writeJSONList(a.stdout, kept, bad, a.marks())
 	}
@@ -291,7 +292,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if f.next {
 		fmt.Fprintln(a.stdout, "\nNext")
 		for _, r := range ordered {
-			fmt.Fprintf(a.stdout, "  %s\n", strings.Join(nextSteps(r.t.Slug, r.t.Status, r.t.Status == machine.Conflict), "  |  "))
+			fmt.Fprintf(a.stdout, "  %s\n", strings.Join(nextSteps(r.Item.Slug, r.Item.Status, r.Item.Status == machine.Conflict), "  |  "))
 		}
 	}
 	return nil
@@ -308,20 +309,20 @@ type substater interface {
 func taskTable(w io.Writer, st style, rows []treeRow, marks substater) error {
 	cells := make([][]cell, 0, len(rows))
 	for _, row := range rows {
-		status := string(row.t.Status)
-		if sub := marks.Substate(row.t); sub != "" {
+		status := string(row.Item.Status)
+		if sub := marks.Substate(row.Item); sub != "" {
 			status += " (" + sub + ")"
 		}
-		if pr := prBrief(row.t); pr != "" {
+		if pr := prBrief(row.Item); pr != "" {
 			status += " [" + pr + "]"
 		}
-		updated, _ := time.Parse(gitstore.TimeLayout, row.t.UpdatedAt)
+		updated, _ := time.Parse(gitstore.TimeLayout, row.Item.UpdatedAt)
 		cells = append(cells, []cell{
-			{text: shortID(row.t.ID), sgr: "2"},
-			{text: status, sgr: statusSGR[row.t.Status]},
-			{text: strings.Repeat("  ", row.depth) + row.t.Slug},
+			{text: shortID(row.Item.ID), sgr: "2"},
+			{text: status, sgr: statusSGR[row.Item.Status]},
+			{text: strings.Repeat("  ", row.Depth) + row.Item.Slug},
 			{text: relTime(updated, st.now)},
-			{text: row.t.Title},
+			{text: row.Item.Title},
 		})
 	}
 	return st.table(w, []string{"ID", "STATUS", "SLUG", "UPDATED", "TITLE"}, cells, "ID", "UPDATED")
@@ -425,10 +426,8 @@ func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, marks *m
 	return bw.Flush()
 }
 
-type treeRow struct {
-	t     *gitstore.Summary
-	depth int
-}
+// treeRow is a task placed in tree order.
+type treeRow = tasktree.Row[*gitstore.Summary]
 
 // treeOrder puts each subtask right under its parent, siblings in less
 // order (nil: creation order). Tasks whose parent is not in the list are
@@ -438,57 +437,7 @@ func treeOrder(tasks []*gitstore.Summary, less func(a, b *gitstore.Summary) bool
 		tasks = append([]*gitstore.Summary(nil), tasks...)
 		sort.SliceStable(tasks, func(i, j int) bool { return less(tasks[i], tasks[j]) })
 	}
-	// Tasks are numbered by position and linked to their parents through
-	// one map of ids, as maps of children and of visited ids cost most of
-	// ordering 10,000 tasks. slot[i] is the position that stands for
-	// tasks[i]'s id (the last task of that id, should ids repeat).
-	pos := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		pos[t.ID] = i
-	}
-	slot := make([]int, len(tasks))
-	first, last, next := make([]int, len(tasks)), make([]int, len(tasks)), make([]int, len(tasks))
-	for i, t := range tasks {
-		slot[i] = pos[t.ID]
-		first[i], last[i], next[i] = -1, -1, -1
-	}
-	var roots []int
-	for i, t := range tasks {
-		p, ok := pos[t.Parent]
-		if t.Parent == "" || !ok || t.Parent == t.ID {
-			roots = append(roots, i)
-			continue
-		}
-		if last[p] < 0 {
-			first[p] = i
-		} else {
-			next[last[p]] = i
-		}
-		last[p] = i
-	}
-	out := make([]treeRow, 0, len(tasks))
-	seen := make([]bool, len(tasks))
-	var walk func(i, depth int)
-	walk = func(i, depth int) {
-		if seen[slot[i]] { // a corrupt parent cycle must not loop forever
-			return
-		}
-		seen[slot[i]] = true
-		out = append(out, treeRow{tasks[i], depth})
-		for c := first[slot[i]]; c >= 0; c = next[c] {
-			walk(c, depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 0)
-	}
-	// Members of a parent cycle have no root; list them flat at the end.
-	for i := range tasks {
-		if !seen[slot[i]] {
-			walk(i, 0)
-		}
-	}
-	return out
+	return tasktree.Order(tasks, func(t *gitstore.Summary) string { return t.ID }, func(t *gitstore.Summary) string { return t.Parent })
 }
 
 // maxFilesShown bounds the changed files show lists per turn.

@@ -130,8 +130,8 @@ func (m *tuiModel) load() tea.Cmd {
 
 func (m *tuiModel) current() *gitstore.Summary {
 	for _, r := range m.rows {
-		if r.t.ID == m.selected {
-			return r.t
+		if r.Item.ID == m.selected {
+			return r.Item
 		}
 	}
 	return nil
@@ -139,7 +139,7 @@ func (m *tuiModel) current() *gitstore.Summary {
 
 func (m *tuiModel) index() int {
 	for i, r := range m.rows {
-		if r.t.ID == m.selected {
+		if r.Item.ID == m.selected {
 			return i
 		}
 	}
@@ -180,14 +180,14 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var bell tea.Cmd
 		now := map[string]machine.Status{}
 		for _, r := range msg.rows {
-			now[r.t.ID] = r.t.Status
-			if old, ok := m.prev[r.t.ID]; ok && old != r.t.Status && (r.t.Status.IsBlocked() || r.t.Status == machine.Interrupted) {
+			now[r.Item.ID] = r.Item.Status
+			if old, ok := m.prev[r.Item.ID]; ok && old != r.Item.Status && (r.Item.Status.IsBlocked() || r.Item.Status == machine.Interrupted) {
 				bell = ringBell // a task just started needing a human
 			}
 		}
 		m.prev, m.rows = now, msg.rows
 		if m.current() == nil && len(m.rows) > 0 {
-			m.selected = m.rows[0].t.ID
+			m.selected = m.rows[0].Item.ID
 		}
 		return m, tea.Batch(bell, m.loadPreview())
 	case tuiPreview:
@@ -238,7 +238,7 @@ func (m *tuiModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		if i >= len(m.rows) {
 			i = len(m.rows) - 1
 		}
-		m.selected, m.preview = m.rows[i].t.ID, nil
+		m.selected, m.preview = m.rows[i].Item.ID, nil
 		return m, m.loadPreview()
 	}
 	switch k.String() {
@@ -322,7 +322,7 @@ func (m *tuiModel) View() string {
 	w, h := m.width, m.height
 	need := 0
 	for _, r := range m.rows {
-		if r.t.Status.IsBlocked() || r.t.Status == machine.Interrupted {
+		if r.Item.Status.IsBlocked() || r.Item.Status == machine.Interrupted {
 			need++
 		}
 	}
@@ -371,7 +371,7 @@ func (m *tuiModel) renderList(w, h int) string {
 	}
 	var lines []string
 	for i := first; i < len(m.rows) && len(lines) < h; i++ {
-		t := m.rows[i].t
+		t := m.rows[i].Item
 		status := string(t.Status)
 		if sub := m.a.marks().Substate(t); sub != "" {
 			status += " (" + sub + ")"
@@ -380,7 +380,7 @@ func (m *tuiModel) renderList(w, h int) string {
 		if t.ID == m.selected {
 			marker = "▸ "
 		}
-		text := marker + strings.Repeat("  ", m.rows[i].depth) + termsafe.String(t.Slug) + "  "
+		text := marker + strings.Repeat("  ", m.rows[i].Depth) + termsafe.String(t.Slug) + "  "
 		plain := cut(text+status, w)
 		if t.ID == m.selected {
 			lines = append(lines, m.styles.sel.Render(plain))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -189,7 +190,7 @@ func (s *Server) listData(q listQuery) (*listPage, error) {
 	} else {
 		ordered := treeOrder(keep)
 		for _, t := range ordered[lo:hi] {
-			if r, ok := summary(t.e, t.depth); ok {
+			if r, ok := summary(t.Item, min(t.Depth, maxDepth)); ok {
 				p.Rows = append(p.Rows, r)
 			}
 		}
@@ -223,52 +224,13 @@ func sortEntries(list []*gitstore.Entry) {
 	})
 }
 
-type placed struct {
-	e     *gitstore.Entry
-	depth int
-}
+// maxDepth caps a subtask's indentation: deeper ones line up at it, so
+// a deep chain of subtasks cannot push its rows off the page.
+const maxDepth = 8
 
 // treeOrder lays the tasks out depth-first, each subtask under its
-// parent. A task whose parent is filtered out or missing is a root, so a
-// filter never hides a match.
-func treeOrder(keep []*gitstore.Entry) []placed {
-	present := make(map[string]bool, len(keep))
-	for _, e := range keep {
-		present[e.ID] = true
-	}
-	children := map[string][]*gitstore.Entry{}
-	var roots []*gitstore.Entry
-	for _, e := range keep {
-		if e.Parent != "" && present[e.Parent] && e.Parent != e.ID {
-			children[e.Parent] = append(children[e.Parent], e)
-		} else {
-			roots = append(roots, e)
-		}
-	}
-	sortEntries(roots)
-	out := make([]placed, 0, len(keep))
-	seen := make(map[string]bool, len(keep))
-	var walk func(e *gitstore.Entry, depth int)
-	walk = func(e *gitstore.Entry, depth int) {
-		if seen[e.ID] { // a parent cycle in hand-edited records
-			return
-		}
-		seen[e.ID] = true
-		out = append(out, placed{e, depth})
-		kids := children[e.ID]
-		sortEntries(kids)
-		for _, k := range kids {
-			walk(k, min(depth+1, 8))
-		}
-	}
-	for _, e := range roots {
-		walk(e, 0)
-	}
-	// Tasks only reachable through a cycle still show, as roots.
-	for _, e := range keep {
-		if !seen[e.ID] {
-			walk(e, 0)
-		}
-	}
-	return out
+// parent, siblings newest first with finished tasks last.
+func treeOrder(keep []*gitstore.Entry) []tasktree.Row[*gitstore.Entry] {
+	sortEntries(keep)
+	return tasktree.Order(keep, func(e *gitstore.Entry) string { return e.ID }, func(e *gitstore.Entry) string { return e.Parent })
 }
