@@ -6,9 +6,10 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/lazyorch/lazy/web/gfm"
 )
 
 // md renders goals, turns and comments. goldmark is CommonMark-exact
@@ -16,8 +17,12 @@ import (
 // file: and data: links (other than images), and rawHTML below shows raw
 // HTML as the text it is, so agent or remote text cannot inject markup.
 // Images are blocked anyway by the CSP (img-src is 'none').
+//
+// The GFM extensions come from web/gfm, a port of goldmark's own: package
+// goldmark/extension compiles Linkify's regexps at init, in every lazy
+// process (see web/gfm's package comment).
 var md = goldmark.New(
-	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList),
+	goldmark.WithExtensions(gfm.Strikethrough, gfm.Table, gfm.TaskList),
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTML{}, 100))),
 )
 
