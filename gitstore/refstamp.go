@@ -1,0 +1,57 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// RefStamp stamps the refs under prefix (which must end in "/") without
+// reading them: the identity, size and modification time of packed-refs
+// and of prefix's directory. Git and lazy write a loose ref by renaming
+// its lock file into that directory, and remove one by unlinking it, so
+// every loose ref moved there changes the directory's time; packed refs
+// change packed-refs. Reading the refs instead costs a file per task.
+//
+// Equal stamps mean no ref under prefix moved only when newest (the later
+// of the two times) was already older than the file system's timestamp
+// granularity when the refs were read: a second write within the tick of
+// the first can leave the stamp as it was (git's "racy index" problem),
+// so a caller trusts an equal stamp only when it was read well after
+// newest. Refs in subdirectories of prefix are not stamped: task refs
+// live directly under TasksPrefix.
+func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err error) {
+	b := make([]byte, 0, 96)
+	for _, p := range []string{filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			b = append(b, "-;"...)
+			continue
+		}
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", time.Time{}, fmt.Errorf("stamp %s: no file identity on this platform", p)
+		}
+		if t := fi.ModTime(); t.After(newest) {
+			newest = t
+		}
+		b = strconv.AppendUint(b, uint64(st.Dev), 10) //nolint:unconvert // Dev is int32 on darwin
+		b = append(b, '.')
+		b = strconv.AppendUint(b, st.Ino, 10)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, fi.Size(), 10)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
+		b = append(b, ';')
+	}
+	return string(b), newest, nil
+}

@@ -1,0 +1,72 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// TestRefStampMovesWithTheRefs: the stamp stays while no task ref moves,
+// and moves when one is updated, created or packed. The stamped files are
+// aged before each step, as time would between passes: within one
+// timestamp tick a stamp may stay (which RefStamp's newest is for).
+func TestRefStampMovesWithTheRefs(t *testing.T) {
+	dir := testrepo.New(t)
+	repo, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Open(repo)
+	stamp := func() string {
+		t.Helper()
+		st, _, err := repo.RefStamp(TasksPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	old := time.Now().Add(-time.Hour)
+	age := func() {
+		t.Helper()
+		for _, p := range []string{filepath.Join(repo.CommonDir, "packed-refs"), filepath.Join(repo.CommonDir, "refs", "lazy", "tasks")} {
+			if err := os.Chtimes(p, old, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+	}
+	empty := stamp()
+	sn, err := s.Create(CreateSpec{Title: "one", Actor: machine.Human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stamp() == empty {
+		t.Fatal("creating the first task left the stamp as it was")
+	}
+	age()
+	created := stamp()
+	if stamp() != created {
+		t.Fatal("the stamp moved while no ref did")
+	}
+	if _, _, err := s.Update(context.Background(), sn.Task.ID, func(x *Snapshot) (*Op, error) {
+		x.Task.Title = "two"
+		return &Op{Name: "edit", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stamp() == created {
+		t.Fatal("an update left the stamp as it was")
+	}
+	age()
+	updated := stamp()
+	testrepo.Git(t, dir, "pack-refs", "--all", "--prune")
+	if stamp() == updated {
+		t.Fatal("packing the refs left the stamp as it was")
+	}
+}
