@@ -54,6 +54,46 @@ func (f *ForgeSync) due(key string, now time.Time) bool {
 	return true
 }
 
+// wouldBeDue is due without counting a sync: whether key may be asked
+// now.
+func (f *ForgeSync) wouldBeDue(key string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	iv := f.Interval
+	if iv <= 0 {
+		iv = DefaultForgeInterval
+	}
+	t, ok := f.last[key]
+	return !ok || now.Sub(t) >= iv
+}
+
+// quietForge is what the forge sweep saw on a pass over a kept view that
+// did nothing: the forges its tasks follow. While the view stays (so do
+// the records, and what they say about their forges) and none of those
+// forges is due, a pass would again do nothing, so it skips the walk
+// over submitted tasks, which wait for their forges for days.
+type quietForge struct {
+	gen  uint64 // the view it was read from; 0: nothing kept
+	keys []string
+}
+
+// forgeStill reports whether the forge sweep may skip this pass (see
+// quietForge).
+func (r *Reconciler) forgeStill(v *view, now time.Time) bool {
+	r.quietMu.Lock()
+	q := r.forgeQuiet
+	r.quietMu.Unlock()
+	if v.gen == 0 || q.gen != v.gen {
+		return false
+	}
+	for _, k := range q.keys {
+		if r.Forge.wouldBeDue(k, now) {
+			return false
+		}
+	}
+	return true
+}
+
 // forgeKey is what one record commit says about its task's forge: skip
 // (nothing to follow) or the forge key its pull request is asked under.
 type forgeKey struct {
@@ -77,10 +117,14 @@ func (r *Reconciler) sweepForgePending(ctx context.Context, sn *gitstore.Snapsho
 	return []Action{{TaskID: sn.Task.ID, Slug: sn.Task.Slug, From: machine.Merging, To: out.Task.Status, Why: "a forge accept died before requesting the merge"}}, nil
 }
 
-// sweepForge is the remote-sync sweep.
-func (r *Reconciler) sweepForge(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+// sweepForge is the remote-sync sweep. On a kept view it walks the
+// submitted and merging tasks only when a forge they follow is due.
+func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) {
 	fs := r.Forge
 	now := r.now()
+	if r.forgeStill(v, now) {
+		return nil, nil
+	}
 	type group struct {
 		fg  forge.Forge
 		err error
@@ -96,16 +140,21 @@ func (r *Reconciler) sweepForge(ctx context.Context, entries []gitstore.Entry) (
 	old := r.forgeKeys
 	r.forgeMu.Unlock()
 	keep := make(map[string]forgeKey, len(old))
+	quiet := quietForge{gen: v.gen}
 	defer func() {
 		r.forgeMu.Lock()
 		r.forgeKeys = keep
 		r.forgeMu.Unlock()
-	}()
-	for i := range entries {
-		e := &entries[i]
-		if e.Err != nil || (e.Status != machine.Submitted && e.Status != machine.Merging) {
-			continue
+		if v.gen == 0 || len(actions) > 0 || len(errs) > 0 {
+			quiet = quietForge{}
 		}
+		r.quietMu.Lock()
+		r.forgeQuiet = quiet
+		r.quietMu.Unlock()
+	}()
+	for _, i := range v.forge {
+		e := &v.entries[i]
+		r.forgeLooks.Add(1)
 		var sn *gitstore.Snapshot
 		k, ok := old[e.ID]
 		if !ok || k.commit != e.Commit {
@@ -132,6 +181,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, entries []gitstore.Entry) (
 		}
 		g := groups[key]
 		if g == nil {
+			quiet.keys = append(quiet.keys, key)
 			if !fs.due(key, now) {
 				skipped[key] = true
 				continue

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,18 +45,9 @@ type mergedSet struct {
 // defaultBranchOf returns the repository's default branch, asking git
 // only when origin/HEAD or HEAD changed since it last did.
 func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string, error) {
-	repo := r.Env.Store.Repo()
-	var key []byte
-	for _, p := range []string{filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"), filepath.Join(repo.GitDir, "HEAD")} {
-		b, err := os.ReadFile(p)
-		if err != nil && !os.IsNotExist(err) {
-			key = nil // unreadable: ask git, remember nothing
-			break
-		}
-		key = append(append(key, b...), 0)
-	}
+	key := headKey(r)
 	m.mu.Lock()
-	if key != nil && m.headKey == string(key) && m.defaultBranch != "" {
+	if key != "" && m.headKey == key && m.defaultBranch != "" {
 		b := m.defaultBranch
 		m.mu.Unlock()
 		return b, nil
@@ -65,12 +57,27 @@ func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string,
 	if err != nil {
 		return "", err
 	}
-	if key != nil {
+	if key != "" {
 		m.mu.Lock()
-		m.headKey, m.defaultBranch = string(key), b
+		m.headKey, m.defaultBranch = key, b
 		m.mu.Unlock()
 	}
 	return b, nil
+}
+
+// headKey is the content of the files the default branch is read from
+// (origin/HEAD and HEAD), or "" when one cannot be read.
+func headKey(r *Reconciler) string {
+	repo := r.Env.Store.Repo()
+	var key []byte
+	for _, p := range []string{filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"), filepath.Join(repo.GitDir, "HEAD")} {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			return "" // unreadable: ask git, remember nothing
+		}
+		key = append(append(key, b...), 0)
+	}
+	return string(key)
 }
 
 // racyWindow is how recent a change to the files lazyTips stamps must be
@@ -105,6 +112,38 @@ func lazyTips(r *Reconciler) string {
 		fmt.Fprintf(&b, "%d.%d.%d.%d;", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
 	}
 	return b.String()
+}
+
+// fileStamps stamps files (or directories) by identity, size and time,
+// as lazyTips does: "-" for one that does not exist. settled says every
+// time was older than racyWindow, so that the same stamp read later
+// means the files did not change; "" when one cannot be told.
+func fileStamps(paths ...string) (stamp string, settled bool) {
+	b := make([]byte, 0, 48*len(paths))
+	settled = true
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			b = append(b, "-;"...)
+			continue
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if err != nil || !ok {
+			return "", false
+		}
+		if time.Since(fi.ModTime()) < racyWindow {
+			settled = false
+		}
+		b = strconv.AppendUint(b, uint64(st.Dev), 10) //nolint:unconvert // Dev is int32 on darwin
+		b = append(b, '.')
+		b = strconv.AppendUint(b, st.Ino, 10)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, fi.Size(), 10)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
+		b = append(b, ';')
+	}
+	return string(b), settled
 }
 
 // targetKey is what a target's merged set is computed from; "" when it

@@ -67,8 +67,20 @@ func TestDeadSupervisorIsStillJudged(t *testing.T) {
 
 // TestMergeSeenThroughTheMemo: a reconciler that remembered "not merged"
 // for a parked task still finishes it on the pass after its branch is
-// merged, because the memo is keyed by the target's tip.
+// merged, because the memo is keyed by the target's tip. Pass, which
+// skips the sweep while nothing it read moved, looks at no candidate on
+// the passes before the merge and still sees it.
 func TestMergeSeenThroughTheMemo(t *testing.T) {
+	for _, pass := range []bool{false, true} {
+		name := "Sweep"
+		if pass {
+			name = "Pass"
+		}
+		t.Run(name, func(t *testing.T) { testMergeSeenThroughTheMemo(t, pass) })
+	}
+}
+
+func testMergeSeenThroughTheMemo(t *testing.T, pass bool) {
 	f := newFixture(t)
 	f.create(t, 2)
 	id := f.backlog[0]
@@ -94,18 +106,29 @@ func TestMergeSeenThroughTheMemo(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(f.repo.CommonDir, "refs", "heads", "lazy"), old, old); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, f)
 	r := f.reconciler()
 	ctx := context.Background()
-	for pass := 0; pass < 2; pass++ {
-		if actions, err := r.Sweep(ctx, f.list(t)); err != nil || len(actions) != 0 {
-			t.Fatalf("pass %d before the merge acted: %v %v", pass, actions, err)
+	sweep := func() ([]Action, error) {
+		if pass {
+			return r.Pass(ctx)
+		}
+		return r.Sweep(ctx, f.list(t))
+	}
+	for i := 0; i < 2; i++ {
+		looked := r.mergeLooks.Load()
+		if actions, err := sweep(); err != nil || len(actions) != 0 {
+			t.Fatalf("pass %d before the merge acted: %v %v", i, actions, err)
+		}
+		if looked = r.mergeLooks.Load() - looked; pass && i > 0 && looked != 0 {
+			t.Fatalf("pass %d before the merge looked at %d candidates, want 0: nothing it read moved", i, looked)
 		}
 	}
 	if len(r.merged.byTarget) != 1 {
 		t.Fatalf("the memo holds %d targets, want main's", len(r.merged.byTarget))
 	}
 	testrepo.Git(t, f.dir, "merge", "-q", "--no-ff", "-m", "merge outside lazy", branch)
-	actions, err := r.Sweep(ctx, f.list(t))
+	actions, err := sweep()
 	if err != nil {
 		t.Fatal(err)
 	}

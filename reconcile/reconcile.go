@@ -16,6 +16,14 @@
 // probes, a task of another host (no local session record) is never
 // loaded, and the merged-branch sweep reuses the summary fields it
 // decoded on earlier passes, with one git process per target branch.
+//
+// Sweep judges the list its caller made, so it walks every task. Pass
+// (the daemon's) lists by itself and keeps the listing, sorted by what
+// each sweep looks at, while the task refs stay: two stats tell, and a
+// moved ref (written by any process) makes the next pass list again. A
+// steady pass then visits only the live tasks, and the sweeps over
+// parked tasks (merged branches, forges, finished tasks' files) run only
+// when a file they read changed or a forge is due.
 package reconcile
 
 import (
@@ -67,6 +75,22 @@ type Reconciler struct {
 	// loads counts full snapshot loads, so that tests can show what a
 	// pass reads without timing it.
 	loads atomic.Int64
+	// lists counts the listings Pass made and scanned the entries they
+	// held; visits counts tasks the per-task sweeps judged, mergeLooks
+	// the candidates the merged-branch sweep looked at and forgeLooks
+	// the tasks the forge sweep did: what tests count to show a pass
+	// visits only live and moved tasks.
+	lists, scanned, visits, mergeLooks, forgeLooks atomic.Int64
+	// pass is what Pass keeps between passes.
+	pass kept
+	// mergedQuiet, forgeQuiet and terminalQuiet say what the
+	// merged-branch, forge and terminal sweeps read on a pass that found
+	// nothing to do, so that a pass over the same listing skips them
+	// while that stays so.
+	quietMu       sync.Mutex
+	mergedQuiet   quietMerged
+	forgeQuiet    quietForge
+	terminalQuiet quietTerminal
 	// fields keeps the summary fields the merged-branch sweep decoded,
 	// by task, for the passes after: a daemon's passes see the same
 	// parked tasks again and again.
@@ -187,8 +211,14 @@ func hasSession(e *gitstore.Entry) bool {
 }
 
 // Sweep runs every sweep over entries (the output of Store.List). Errors
-// of one task never stop the others; they are joined in the result.
+// of one task never stop the others; they are joined in the result. It
+// walks every entry; Pass, which lists by itself, walks only what moved.
 func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+	return r.sweep(ctx, newView(entries, 0))
+}
+
+// sweep runs every sweep over a view.
+func (r *Reconciler) sweep(ctx context.Context, v *view) ([]Action, error) {
 	var actions []Action
 	var errs []error
 	add := func(id string, as []Action, err error) {
@@ -197,11 +227,9 @@ func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Act
 			errs = append(errs, fmt.Errorf("reconcile %s: %w", id, err))
 		}
 	}
-	for i := range entries {
-		e := &entries[i]
-		if !sweepable(e) {
-			continue
-		}
+	for _, i := range v.live {
+		e := &v.entries[i]
+		r.visits.Add(1)
 		var as []Action
 		var err error
 		switch e.Status {
@@ -227,12 +255,12 @@ func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Act
 		}
 		add(e.ID, as, err)
 	}
-	as, err := r.sweepTerminal(ctx, entries)
+	as, err := r.sweepTerminal(ctx, v)
 	add("finished tasks", as, err)
-	as, err = r.sweepMerged(ctx, entries)
+	as, err = r.sweepMerged(ctx, v)
 	add("merged branches", as, err)
 	if r.Forge != nil {
-		as, err = r.sweepForge(ctx, entries)
+		as, err = r.sweepForge(ctx, v)
 		add("forge sync", as, err)
 	}
 	return actions, errors.Join(errs...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lazyorch/lazy/gitcli"
@@ -155,9 +157,44 @@ func AcceptTrailer(taskID string) string { return ops.AcceptTrailer(taskID) }
 // sweepTerminal stops supervisors that finished tasks left behind and
 // removes their protocol files (spec: "Terminal container sweep"). It
 // reads the protocol directory, so it costs in proportion to tasks that
-// ran turns and were not yet cleaned, not to all tasks.
-func (r *Reconciler) sweepTerminal(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+// ran turns and were not yet cleaned, not to all tasks; on a kept view,
+// only when that directory or the view changed since it found nothing.
+func (r *Reconciler) sweepTerminal(ctx context.Context, v *view) ([]Action, error) {
 	root := r.Env.Store.Repo().LazyDir("proto")
+	// On a kept view, the directory's stamp tells whether its entries can
+	// have changed since a pass found nothing to clean in it.
+	stamp, settled := "", false
+	if v.gen != 0 {
+		stamp, settled = fileStamps(root)
+		r.quietMu.Lock()
+		still := stamp != "" && r.terminalQuiet == quietTerminal{gen: v.gen, stamp: stamp}
+		r.quietMu.Unlock()
+		if still {
+			return nil, nil
+		}
+	}
+	actions, err := r.cleanAll(ctx, root, v)
+	q := quietTerminal{}
+	if settled && len(actions) == 0 && err == nil {
+		q = quietTerminal{gen: v.gen, stamp: stamp}
+	}
+	r.quietMu.Lock()
+	r.terminalQuiet = q
+	r.quietMu.Unlock()
+	return actions, err
+}
+
+// quietTerminal is the terminal sweep's quietMerged: the kept view and
+// the stamp of the protocol root on a pass that found nothing to clean.
+// Its answer depends on the view's finished tasks and the names in the
+// root, which the stamp covers (once settled, see fileStamps).
+type quietTerminal struct {
+	gen   uint64
+	stamp string
+}
+
+// cleanAll cleans the protocol directories of finished tasks.
+func (r *Reconciler) cleanAll(ctx context.Context, root string, v *view) ([]Action, error) {
 	dirs, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -169,20 +206,16 @@ func (r *Reconciler) sweepTerminal(ctx context.Context, entries []gitstore.Entry
 		return nil, nil
 	}
 	// The protocol directories are few (tasks that ran turns and were not
-	// cleaned yet); the entries are all tasks. A set of the few, probed
-	// once per entry, keeps the pass from building a map of every task.
+	// cleaned yet); the finished tasks may be nearly all. A set of the
+	// few keeps the pass from building a map of every task.
 	ran := make(map[string]bool, len(dirs))
 	for _, d := range dirs {
 		ran[d.Name()] = true
 	}
 	var actions []Action
 	var errs []error
-	for i := range entries {
-		e := &entries[i]
-		if e.Err != nil || !e.Status.IsTerminal() || !ran[e.ID] {
-			continue
-		}
-		a, err := r.cleanFinished(ctx, e.ID)
+	for _, id := range v.finishedAmong(ran) {
+		a, err := r.cleanFinished(ctx, id)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -227,8 +260,24 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 // zombie. One `git for-each-ref --merged` per target branch finds the
 // candidates; a candidate counts as merged only when the turns recorded
 // commits and the newest is on the target, so a branch that merely has no
-// commits of its own (or was fast-forwarded to upstream) never does.
-func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+// commits of its own (or was fast-forwarded to upstream) never does. On a
+// kept view it walks the candidates only when a ref its last answer came
+// from moved.
+func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error) {
+	if r.mergedStill(v) {
+		return nil, nil
+	}
+	// What this pass reads, kept if it finds nothing to do (see
+	// quietMerged); a caller's list is never seen again, so it keeps none.
+	// The files are stamped before anything is read from them, so a
+	// change made while the sweep runs changes a stamp.
+	quiet := quietMerged{gen: v.gen}
+	keepQuiet := v.gen != 0
+	var settled bool
+	if keepQuiet {
+		quiet.refs, settled = fileStamps(r.mergedRefFiles(nil)...)
+		keepQuiet = settled
+	}
 	// Candidates are told from the list's status and the summary bytes;
 	// only they, and the parents they name, have fields decoded, and
 	// those come from the cache while their commits stay the same.
@@ -237,11 +286,9 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 	defer func() { r.fields.replace(keep) }()
 	var candidates []mergeFields
 	parents := map[string]*mergeFields{}
-	for i := range entries {
-		e := &entries[i]
-		if e.Err != nil || !parkedStatus(e.Status) || !hasSession(e) {
-			continue
-		}
+	for _, i := range v.parked {
+		e := &v.entries[i]
+		r.mergeLooks.Add(1)
 		f, err := fieldsOf(e, old, keep)
 		if err != nil {
 			continue
@@ -251,21 +298,28 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 			parents[f.Parent] = nil
 		}
 	}
+	var actions []Action
+	var errs []error
+	defer func() {
+		if v.gen == 0 || (!keepQuiet && !quiet.none) || len(actions) > 0 || len(errs) > 0 {
+			quiet = quietMerged{}
+		}
+		r.quietMu.Lock()
+		r.mergedQuiet = quiet
+		r.quietMu.Unlock()
+	}()
 	if len(candidates) == 0 {
+		quiet.none = true
 		return nil, nil
 	}
 	if len(parents) > 0 {
 		// Any task with a session may be a candidate's parent, whose
 		// branch is that candidate's target.
-		for i := range entries {
-			e := &entries[i]
-			if _, wanted := parents[e.ID]; !wanted || e.Err != nil || !hasSession(e) {
-				continue
-			}
+		v.withSession(parents, func(e *gitstore.Entry) {
 			if f, err := fieldsOf(e, old, keep); err == nil {
 				parents[e.ID] = &f
 			}
-		}
+		})
 	}
 	repoDir := r.Env.RepoDir
 	defaultBranch := ""
@@ -282,6 +336,7 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 			if defaultBranch == "" {
 				b, err := r.merged.defaultBranchOf(ctx, r)
 				if err != nil {
+					errs = append(errs, err)
 					return nil, err
 				}
 				defaultBranch = b
@@ -293,17 +348,26 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 		}
 		groups[target] = append(groups[target], c)
 	}
-	var actions []Action
-	var errs []error
 	tips := ""
 	if len(groups) > 0 {
 		tips = lazyTips(r)
+	}
+	if keepQuiet {
+		for target := range groups {
+			quiet.targets = append(quiet.targets, target)
+		}
+		slices.Sort(quiet.targets)
+		quiet.targetRefs, settled = fileStamps(r.targetRefFiles(quiet.targets)...)
+		keepQuiet = settled
 	}
 	sets := map[string]mergedSet{}
 	declined := map[string]string{}
 	defer func() { r.merged.keep(sets, declined) }()
 	for target, cs := range groups {
 		key := targetKey(r, target, tips)
+		if key == "" {
+			keepQuiet = false
+		}
 		set, ok := r.merged.lookup(target, key)
 		if !ok {
 			set = mergedSet{key: key, merged: map[string]bool{}}
@@ -341,6 +405,68 @@ func (r *Reconciler) sweepMerged(ctx context.Context, entries []gitstore.Entry) 
 		}
 	}
 	return actions, errors.Join(errs...)
+}
+
+// quietMerged is what the merged-branch sweep read on a pass over a kept
+// view that found nothing to do. Its answer is a function of the view's
+// candidates (fixed while the view is) and of refs outside refs/lazy: the
+// default branch (HEAD, origin/HEAD), the lazy/ branches and each target
+// branch, loose or packed. While none of those files changes, the answer stays nothing,
+// so a pass stats them instead of walking every parked task. The stamps
+// are kept only when settled (see fileStamps), so an equal stamp means
+// an unchanged file.
+type quietMerged struct {
+	gen  uint64 // the view it was read from; 0: nothing kept
+	refs string // fileStamps of mergedRefFiles
+	// none: there were no candidates, an answer that no file changes.
+	none       bool
+	targets    []string
+	targetRefs string // fileStamps of the targets' loose refs
+}
+
+// mergedRefFiles are the files the merged-branch sweep's answer depends
+// on besides its targets: where the default branch is read from and the
+// directory of the lazy/ branches. packed-refs is one too, but the kept
+// view's stamp covers it: while the view is kept, packed-refs has not
+// changed since it was listed.
+func (r *Reconciler) mergedRefFiles(dst []string) []string {
+	repo := r.Env.Store.Repo()
+	return append(dst,
+		filepath.Join(repo.GitDir, "HEAD"),
+		filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"),
+		filepath.Join(repo.CommonDir, "refs", "heads", "lazy"))
+}
+
+// targetRefFiles are the loose ref files of target branches; a packed
+// one is stamped by packed-refs.
+func (r *Reconciler) targetRefFiles(targets []string) []string {
+	common := r.Env.Store.Repo().CommonDir
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		out[i] = filepath.Join(common, "refs", "heads", filepath.FromSlash(t))
+	}
+	return out
+}
+
+// mergedStill reports whether the merged-branch sweep would find what it
+// found on the last pass, which was nothing: the same kept view, and
+// none of the files its answer came from changed.
+func (r *Reconciler) mergedStill(v *view) bool {
+	r.quietMu.Lock()
+	q := r.mergedQuiet
+	r.quietMu.Unlock()
+	if v.gen == 0 || q.gen != v.gen {
+		return false
+	}
+	if q.none {
+		return true
+	}
+	refs, _ := fileStamps(r.mergedRefFiles(make([]string, 0, 3))...)
+	if refs != q.refs {
+		return false
+	}
+	targets, _ := fileStamps(r.targetRefFiles(q.targets)...)
+	return targets == q.targetRefs
 }
 
 // finishMerged takes one merged candidate through zombie to complete.
