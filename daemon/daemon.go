@@ -274,21 +274,23 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 	if _, err := os.Stat(s.Store.Repo().CommonDir); err != nil {
 		return false
 	}
-	entries, err := s.Store.List()
-	if err != nil {
+	// Pass lists only when a task ref moved; Watched is its listing's
+	// live and submitted tasks, all that busy and progress look at.
+	actions, err := s.Reconcile.Pass(ctx)
+	entries := s.Reconcile.Watched()
+	if err != nil && entries == nil {
 		return true
 	}
-	if busy(entries) || s.watched() {
-		*idleSince = time.Now()
-	} else if s.IdleExit > 0 && time.Since(*idleSince) > s.IdleExit {
-		return false
-	}
-	actions, _ := s.Reconcile.Sweep(ctx, entries)
 	if len(actions) > 0 {
 		s.publish(Event{Reconcile: actions})
 		if s.OnActions != nil {
 			s.OnActions(actions)
 		}
+	}
+	if busy(entries) || s.watched() {
+		*idleSince = time.Now()
+	} else if s.IdleExit > 0 && time.Since(*idleSince) > s.IdleExit {
+		return false
 	}
 	s.publishProgress(entries, seen)
 	return true
@@ -297,6 +299,17 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 // publishProgress reads each working task's status.json and publishes
 // what changed since the last tick.
 func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progress) {
+	// entries holds only the watched tasks: a task missing from them is
+	// not working either.
+	working := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		working[e.ID] = e.Status == machine.Working
+	}
+	for id := range seen {
+		if !working[id] {
+			delete(seen, id)
+		}
+	}
 	for _, e := range entries {
 		if e.Status != machine.Working {
 			delete(seen, e.ID)
