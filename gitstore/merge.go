@@ -103,15 +103,7 @@ func (s *Store) loadFull(id string, h plumbing.Hash) (*fullSnapshot, error) {
 // and listed on the task. The commit depends only on the two inputs, so
 // two machines merging the same pair produce the same hash.
 func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []Refused, error) {
-	lc, err := s.objs.readCommit(local)
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	rc, err := s.objs.readCommit(remote)
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	bases, err := lc.MergeBase(rc)
+	bases, err := s.mergeBases(local, remote)
 	if err != nil {
 		return plumbing.ZeroHash, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
 	}
@@ -120,8 +112,8 @@ func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []
 	}
 	// With criss-cross histories several bases qualify; the smallest hash
 	// is as good as any and the same everywhere.
-	sort.Slice(bases, func(i, j int) bool { return bases[i].Hash.String() < bases[j].Hash.String() })
-	base := bases[0].Hash
+	sort.Slice(bases, func(i, j int) bool { return bases[i].String() < bases[j].String() })
+	base := bases[0]
 	stop, err := s.ancestors(base)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
@@ -156,6 +148,14 @@ func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
+	lc, err := s.objs.readCommit(local)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	rc, err := s.objs.readCommit(remote)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
 	at := lc.Committer.When
 	if rc.Committer.When.After(at) {
 		at = rc.Committer.When
@@ -163,6 +163,69 @@ func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []
 	clock := max(ls.Task.Clock, rs.Task.Clock) + 1
 	h, err := s.writeMerge(m, local, remote, clock, at.UTC(), refused)
 	return h, refused, err
+}
+
+// mergeBases returns the best common ancestors of a and b, as git
+// merge-base --all does: the commits both reach (each reaches itself)
+// that no other such commit reaches.
+func (s *Store) mergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
+	ofA, err := s.history(a)
+	if err != nil {
+		return nil, err
+	}
+	ofB, err := s.history(b)
+	if err != nil {
+		return nil, err
+	}
+	var common []plumbing.Hash
+	for h := range ofA {
+		if _, ok := ofB[h]; ok {
+			common = append(common, h)
+		}
+	}
+	// A common commit that another common commit reaches is not a best
+	// one. Each walk stops at commits an earlier walk marked: their
+	// ancestors are marked already.
+	reached := map[plumbing.Hash]bool{}
+	for _, c := range common {
+		stack := append([]plumbing.Hash(nil), ofA[c]...)
+		for len(stack) > 0 {
+			h := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if reached[h] {
+				continue
+			}
+			reached[h] = true
+			stack = append(stack, ofA[h]...)
+		}
+	}
+	var best []plumbing.Hash
+	for _, c := range common {
+		if !reached[c] {
+			best = append(best, c)
+		}
+	}
+	return best, nil
+}
+
+// history maps h and every commit it reaches to their parents.
+func (s *Store) history(h plumbing.Hash) (map[plumbing.Hash][]plumbing.Hash, error) {
+	out := map[plumbing.Hash][]plumbing.Hash{}
+	queue := []plumbing.Hash{h}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		if _, ok := out[c]; ok {
+			continue
+		}
+		cm, err := s.objs.readCommit(c)
+		if err != nil {
+			return nil, err
+		}
+		out[c] = cm.ParentHashes
+		queue = append(queue, cm.ParentHashes...)
+	}
+	return out, nil
 }
 
 // ancestors returns every commit reachable from h (h included).

@@ -23,7 +23,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/lazyorch/lazy/gitcli"
@@ -362,23 +361,23 @@ func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
 	})
 }
 
-func (o *objects) readTree(h plumbing.Hash) (*object.Tree, error) {
-	return retry(o, func() (*object.Tree, error) {
+func (o *objects) readTree(h plumbing.Hash) (*tree, error) {
+	return retry(o, func() (*tree, error) {
 		obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
 		if err != nil {
 			return nil, err
 		}
-		return object.DecodeTree(o.store(), obj)
+		return decodeTree(obj)
 	})
 }
 
-func (o *objects) readCommit(h plumbing.Hash) (*object.Commit, error) {
-	return retry(o, func() (*object.Commit, error) {
+func (o *objects) readCommit(h plumbing.Hash) (*commit, error) {
+	return retry(o, func() (*commit, error) {
 		obj, err := o.read(plumbing.CommitObject, h, "commit", MaxCommit)
 		if err != nil {
 			return nil, err
 		}
-		return object.DecodeCommit(o.store(), obj)
+		return decodeCommit(obj)
 	})
 }
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/lazyorch/lazy/machine"
 )
@@ -235,7 +234,7 @@ func short(h plumbing.Hash) string { return h.String()[:12] }
 
 // snapshotTree reads the tree of a task's commit; any failure is the
 // record's corruption, reported as such.
-func (s *Store) snapshotTree(id string, h plumbing.Hash) (*object.Tree, func(error) error, error) {
+func (s *Store) snapshotTree(id string, h plumbing.Hash) (*tree, func(error) error, error) {
 	corrupt := func(err error) error { return &CorruptError{ID: id, Commit: h, Err: err} }
 	c, err := s.objs.readCommit(h)
 	if err != nil {

@@ -369,16 +369,17 @@ func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 	}
 }
 
+// isAncestor reports whether a is b or one of b's ancestors, as git
+// merge-base --is-ancestor does.
 func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
-	ca, err := s.objs.readCommit(a)
+	if _, err := s.objs.readCommit(a); err != nil {
+		return false, err
+	}
+	seen, err := s.ancestors(b)
 	if err != nil {
 		return false, err
 	}
-	cb, err := s.objs.readCommit(b)
-	if err != nil {
-		return false, err
-	}
-	return ca.IsAncestor(cb)
+	return seen[a], nil
 }
 
 // Push sends refs/lazy/* to remote without force. A rejected push (the

@@ -1,0 +1,202 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// commit is what lazy reads of a git commit. go-git's object.Commit
+// would do, but its package links OpenPGP and its ciphers into every lazy
+// process (240 packages, a fifth of the package inits lazy runs at start)
+// for signatures lazy never checks.
+type commit struct {
+	TreeHash     plumbing.Hash
+	ParentHashes []plumbing.Hash
+	Committer    signature
+	// Message is everything after the headers' blank line, as stored.
+	Message string
+}
+
+// signature is the part of an author or committer line lazy reads.
+type signature struct {
+	When time.Time
+}
+
+// tree is a decoded git tree.
+type tree struct {
+	Entries []treeItem
+}
+
+// treeItem is one entry of a decoded tree.
+type treeItem struct {
+	Name string
+	Mode filemode.FileMode
+	Hash plumbing.Hash
+}
+
+var errBadObject = errors.New("malformed object")
+
+// content reads an object's bytes; read has already checked its size
+// against the limit for its kind.
+func content(obj plumbing.EncodedObject) ([]byte, error) {
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rd.Close() }()
+	return io.ReadAll(rd)
+}
+
+// decodeCommit parses a commit object: the tree and parent headers, the
+// committer's time, and the message. Other headers (author, gpgsig,
+// mergetag, encoding) are skipped, continuation lines included.
+func decodeCommit(obj plumbing.EncodedObject) (*commit, error) {
+	if obj.Type() != plumbing.CommitObject {
+		return nil, fmt.Errorf("%s is a %s, not a commit: %w", obj.Hash(), obj.Type(), errBadObject)
+	}
+	b, err := content(obj)
+	if err != nil {
+		return nil, err
+	}
+	return parseCommit(b)
+}
+
+func parseCommit(b []byte) (*commit, error) {
+	c := &commit{}
+	for len(b) > 0 {
+		line, rest, found := bytes.Cut(b, []byte{'\n'})
+		if !found {
+			// Headers without the blank line: no message, as git reads it.
+			line, rest = b, nil
+		}
+		b = rest
+		if len(line) == 0 {
+			c.Message = string(b)
+			return c, nil
+		}
+		if line[0] == ' ' {
+			continue // continues a multi-line header (gpgsig, mergetag)
+		}
+		key, val, _ := bytes.Cut(line, []byte{' '})
+		switch string(key) {
+		case "tree":
+			h, ok := parseHash(val)
+			if !ok {
+				return nil, fmt.Errorf("commit tree %q: %w", val, errBadObject)
+			}
+			c.TreeHash = h
+		case "parent":
+			h, ok := parseHash(val)
+			if !ok {
+				return nil, fmt.Errorf("commit parent %q: %w", val, errBadObject)
+			}
+			c.ParentHashes = append(c.ParentHashes, h)
+		case "committer":
+			c.Committer.When = signatureTime(val)
+		}
+	}
+	return c, nil
+}
+
+func parseHash(b []byte) (plumbing.Hash, bool) {
+	var h plumbing.Hash
+	if len(b) != 2*len(h) {
+		return h, false
+	}
+	return h, decodeHex(h[:], b)
+}
+
+// decodeHex decodes lower- or upper-case hex into dst, len(src) being
+// 2*len(dst).
+func decodeHex(dst, src []byte) bool {
+	for i := range dst {
+		hi, ok1 := fromHexChar(src[2*i])
+		lo, ok2 := fromHexChar(src[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func fromHexChar(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// signatureTime reads the instant of "Name <email> 1700000000 +0100":
+// the seconds after the last '>'. The zone only says how the author's
+// clock showed that instant, and lazy shows times in UTC, so it is not
+// read. A line without a time is the zero time.
+func signatureTime(val []byte) time.Time {
+	i := bytes.LastIndexByte(val, '>')
+	if i < 0 {
+		return time.Time{}
+	}
+	fields := bytes.Fields(val[i+1:])
+	if len(fields) == 0 {
+		return time.Time{}
+	}
+	sec, err := strconv.ParseInt(string(fields[0]), 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0).UTC()
+}
+
+// decodeTree parses a tree object's "<octal mode> <name>\0<20-byte id>"
+// entries.
+func decodeTree(obj plumbing.EncodedObject) (*tree, error) {
+	if obj.Type() != plumbing.TreeObject {
+		return nil, fmt.Errorf("%s is a %s, not a tree: %w", obj.Hash(), obj.Type(), errBadObject)
+	}
+	b, err := content(obj)
+	if err != nil {
+		return nil, err
+	}
+	return parseTree(b)
+}
+
+func parseTree(b []byte) (*tree, error) {
+	t := &tree{}
+	for len(b) > 0 {
+		sp := bytes.IndexByte(b, ' ')
+		if sp <= 0 {
+			return nil, fmt.Errorf("tree entry without a mode: %w", errBadObject)
+		}
+		mode, err := strconv.ParseUint(string(b[:sp]), 8, 32)
+		if err != nil {
+			return nil, fmt.Errorf("tree entry mode %q: %w", b[:sp], errBadObject)
+		}
+		b = b[sp+1:]
+		nul := bytes.IndexByte(b, 0)
+		if nul < 0 {
+			return nil, fmt.Errorf("tree entry without a name: %w", errBadObject)
+		}
+		name := string(b[:nul])
+		b = b[nul+1:]
+		var h plumbing.Hash
+		if len(b) < len(h) {
+			return nil, fmt.Errorf("tree entry %q cut short: %w", name, errBadObject)
+		}
+		copy(h[:], b)
+		b = b[len(h):]
+		t.Entries = append(t.Entries, treeItem{Name: name, Mode: filemode.FileMode(mode), Hash: h})
+	}
+	return t, nil
+}
