@@ -27,8 +27,17 @@ import (
 // newest. Refs in subdirectories of prefix are not stamped: task refs
 // live directly under TasksPrefix.
 func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err error) {
-	b := make([]byte, 0, 96)
-	for _, p := range []string{filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))} {
+	return FileStamp(filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/"))))
+}
+
+// FileStamp stamps files or directories by identity (device and inode),
+// size and modification time, "-" for one that does not exist, and
+// returns the newest of their times: equal stamps mean unchanged files
+// only when newest was older than the file system's time granularity when
+// they were first stamped (see RefStamp).
+func FileStamp(paths ...string) (stamp string, newest time.Time, err error) {
+	b := make([]byte, 0, 48*len(paths))
+	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			b = append(b, "-;"...)

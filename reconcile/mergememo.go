@@ -2,17 +2,12 @@ package reconcile
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -95,55 +90,23 @@ const racyWindow = 2 * time.Second
 // that disables the memo for the pass.
 func lazyTips(r *Reconciler) string {
 	common := r.Env.Store.Repo().CommonDir
-	var b strings.Builder
-	for _, p := range []string{filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy")} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			b.WriteString("-;")
-			continue
-		}
-		if err != nil || time.Since(fi.ModTime()) < racyWindow {
-			return ""
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return ""
-		}
-		fmt.Fprintf(&b, "%d.%d.%d.%d;", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
+	stamp, settled := fileStamps(filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy"))
+	if !settled {
+		return ""
 	}
-	return b.String()
+	return stamp
 }
 
-// fileStamps stamps files (or directories) by identity, size and time,
-// as lazyTips does: "-" for one that does not exist. settled says every
-// time was older than racyWindow, so that the same stamp read later
-// means the files did not change; "" when one cannot be told.
+// fileStamps stamps files (or directories) as gitstore.FileStamp does.
+// settled says every time was older than racyWindow, so that the same
+// stamp read later means the files did not change; "" when one cannot be
+// told.
 func fileStamps(paths ...string) (stamp string, settled bool) {
-	b := make([]byte, 0, 48*len(paths))
-	settled = true
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			b = append(b, "-;"...)
-			continue
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if err != nil || !ok {
-			return "", false
-		}
-		if time.Since(fi.ModTime()) < racyWindow {
-			settled = false
-		}
-		b = strconv.AppendUint(b, uint64(st.Dev), 10) //nolint:unconvert // Dev is int32 on darwin
-		b = append(b, '.')
-		b = strconv.AppendUint(b, st.Ino, 10)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, fi.Size(), 10)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
-		b = append(b, ';')
+	stamp, newest, err := gitstore.FileStamp(paths...)
+	if err != nil {
+		return "", false
 	}
-	return string(b), settled
+	return stamp, time.Since(newest) >= racyWindow
 }
 
 // targetKey is what a target's merged set is computed from; "" when it
