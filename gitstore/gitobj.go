@@ -43,9 +43,12 @@ type treeItem struct {
 
 var errBadObject = errors.New("malformed object")
 
-// content reads an object's bytes; read has already checked its size
-// against the limit for its kind.
-func content(obj plumbing.EncodedObject) ([]byte, error) {
+// content reads the bytes of obj, which must be of type typ; read has
+// already checked its size against the limit for its kind.
+func content(obj plumbing.EncodedObject, typ plumbing.ObjectType) ([]byte, error) {
+	if obj.Type() != typ {
+		return nil, fmt.Errorf("%s is a %s, not a %s: %w", obj.Hash(), obj.Type(), typ, errBadObject)
+	}
 	rd, err := obj.Reader()
 	if err != nil {
 		return nil, err
@@ -58,10 +61,7 @@ func content(obj plumbing.EncodedObject) ([]byte, error) {
 // committer's time, and the message. Other headers (author, gpgsig,
 // mergetag, encoding) are skipped, continuation lines included.
 func decodeCommit(obj plumbing.EncodedObject) (*commit, error) {
-	if obj.Type() != plumbing.CommitObject {
-		return nil, fmt.Errorf("%s is a %s, not a commit: %w", obj.Hash(), obj.Type(), errBadObject)
-	}
-	b, err := content(obj)
+	b, err := content(obj, plumbing.CommitObject)
 	if err != nil {
 		return nil, err
 	}
@@ -162,10 +162,7 @@ func signatureTime(val []byte) time.Time {
 // decodeTree parses a tree object's "<octal mode> <name>\0<20-byte id>"
 // entries.
 func decodeTree(obj plumbing.EncodedObject) (*tree, error) {
-	if obj.Type() != plumbing.TreeObject {
-		return nil, fmt.Errorf("%s is a %s, not a tree: %w", obj.Hash(), obj.Type(), errBadObject)
-	}
-	b, err := content(obj)
+	b, err := content(obj, plumbing.TreeObject)
 	if err != nil {
 		return nil, err
 	}
