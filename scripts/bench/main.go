@@ -5,8 +5,13 @@
 // each gets the median of its runs. scripts/bench.sh builds and runs it.
 //
 // Usage: bench -lazy LAZY -seed SEED [-n 10000] [-runs 21] [-quick] [-peers]
+// [-list] [-base LAZY] [-dir DIR]
 //
-// -quick uses 1,000 tasks and fewer runs. -peers instead runs git-bug and
+// -quick uses 1,000 tasks and fewer runs. -list runs only the list rows.
+// -base adds a second lazy binary (the one being compared against, built
+// from main) to the list rows, taking turns with the other two, so a
+// change is measured as a before/after ratio in one run. -dir keeps the
+// scratch repositories, and reuses a big repository seeded there before. -peers instead runs git-bug and
 // bd (beads), when they are on PATH, doing create, close/reopen, list and
 // show at 1,000 and 10,000 items, for the side-by-side table.
 package main
@@ -25,13 +30,15 @@ import (
 )
 
 var (
-	lazyBin = flag.String("lazy", "lazy", "lazy binary")
-	seedBin = flag.String("seed", "seed", "seed binary")
-	work    = flag.String("dir", "", "scratch directory")
-	runs    = flag.Int("runs", 21, "runs per contender in each row")
-	size    = flag.Int("n", 10000, "tasks in the large repository")
-	quick   = flag.Bool("quick", false, "1,000 tasks, 7 runs: a smoke run")
-	peers   = flag.Bool("peers", false, "run git-bug and bd (when on PATH) instead of lazy against git")
+	lazyBin  = flag.String("lazy", "lazy", "lazy binary")
+	seedBin  = flag.String("seed", "seed", "seed binary")
+	work     = flag.String("dir", "", "scratch directory")
+	runs     = flag.Int("runs", 21, "runs per contender in each row")
+	size     = flag.Int("n", 10000, "tasks in the large repository")
+	quick    = flag.Bool("quick", false, "1,000 tasks, 7 runs: a smoke run")
+	peers    = flag.Bool("peers", false, "run git-bug and bd (when on PATH) instead of lazy against git")
+	onlyList = flag.Bool("list", false, "run only the list rows")
+	baseBin  = flag.String("base", "", "a second lazy binary to time in the list rows (before/after)")
 )
 
 func main() {
@@ -51,14 +58,13 @@ func main() {
 	}
 	fmt.Printf("lazy against the git floor in %s: %d tasks, %d interleaved runs per contender, medians\n\n", *work, *size, *runs)
 
-	big := newRepo("big")
-	must(big, *lazyBin, "init")
-	must(big, *seedBin, "-C", big, "-n", fmt.Sprint(*size))
-	gitOut(big, nil, "gc", "-q") // packed refs and objects, as a lived-in repository has
-	empty := newRepo("empty")
-	must(empty, *lazyBin, "init")
-	id := firstTask(big)
-	ref := "refs/lazy/tasks/" + id
+	big := filepath.Join(*work, "big")
+	if _, err := os.Stat(filepath.Join(big, ".git", "packed-refs")); err != nil {
+		big = newRepo("big")
+		must(big, *lazyBin, "init")
+		must(big, *seedBin, "-C", big, "-n", fmt.Sprint(*size))
+		gitOut(big, nil, "gc", "-q") // packed refs and objects, as a lived-in repository has
+	}
 	cache := filepath.Join(big, ".git", "lazy", "cache")
 
 	floorList := func() { catAll(big) }
@@ -82,6 +88,16 @@ func main() {
 		return max(a, b)
 	})
 	fmt.Printf("  %-40s %8d KiB   %6.2fx the floor's largest process (%d KiB)\n\n", "peak RSS of cold list", rss, float64(rss)/float64(floorRSS), floorRSS)
+	if *baseBin != "" {
+		listRows(big, cache, floorList)
+	}
+	if *onlyList {
+		return
+	}
+	empty := newRepo("empty")
+	must(empty, *lazyBin, "init")
+	id := firstTask(big)
+	ref := "refs/lazy/tasks/" + id
 
 	fmt.Printf("show one task of %d (floor: git rev-parse + cat-file task.json + log of its ref)\n", *size)
 	show := func(dir, id string) func() { return func() { must(dir, *lazyBin, "show", id) } }
@@ -121,6 +137,39 @@ func main() {
 	fmt.Printf("show of one task in %d objects against %d objects\n", objs, countObjects(more))
 	d = interleave(show(big, id), show(more, id))
 	fmt.Printf("  %-40s %8.2f ms   %8.2f ms   %6.2fx\n", "lazy show (1x objects, 10x objects)", ms(d[0]), ms(d[1]), ratio(d[1], d[0]))
+}
+
+// listRows times list --json of -lazy and -base against the floor, the
+// three taking turns, and compares their output.
+func listRows(big, cache string, floor func()) {
+	list := func(bin string, cold bool) func() {
+		return func() {
+			if cold {
+				check(os.RemoveAll(cache))
+			}
+			must(big, bin, "list", "--json")
+		}
+	}
+	for _, cold := range []bool{true, false} {
+		a, _ := run(big, nil, *lazyBin, "list", "--json")
+		b, _ := run(big, nil, *baseBin, "list", "--json")
+		if a != b {
+			fmt.Println("  OUTPUT DIFFERS between -lazy and -base")
+		}
+		d := interleave(list(*lazyBin, cold), list(*baseBin, cold), floor)
+		name := map[bool]string{true: "cold", false: "warm"}[cold]
+		fmt.Printf("  %-40s %8.2f ms   base %8.2f ms   floor %8.2f ms   %6.2fx base   %6.2fx floor (base %4.2fx)\n",
+			name+" list, -lazy against -base", ms(d[0]), ms(d[1]), ms(d[2]), ratio(d[0], d[1]), ratio(d[0], d[2]), ratio(d[1], d[2]))
+	}
+	for _, bin := range []string{*lazyBin, *baseBin} {
+		rss := peakRSS(func() int64 {
+			check(os.RemoveAll(cache))
+			_, kb := run(big, nil, bin, "list", "--json")
+			return kb
+		})
+		fmt.Printf("  %-40s %8d KiB  %s\n", "peak RSS of cold list", rss, bin)
+	}
+	fmt.Println()
 }
 
 // interleave runs the contenders in turn, *runs times after one warm-up
