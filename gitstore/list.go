@@ -239,7 +239,7 @@ func (s *Store) List() ([]Entry, error) {
 		dirty = true
 		var recs []cacheRec
 		if len(missIDs) > batchThreshold {
-			recs, err = s.batchSummaries(missIDs, missCommits)
+			recs, err = s.bulkSummaries(missIDs, missCommits)
 		}
 		if recs == nil || err != nil {
 			recs = make([]cacheRec, len(missIDs))

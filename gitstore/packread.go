@@ -66,6 +66,9 @@ type pack struct {
 	mu    sync.Mutex
 	bases map[uint64][]byte // see cache
 	held  int
+
+	mapOnce sync.Once
+	idxMap  *mapping // see mappedIndex
 }
 
 // scanPacks lists the packs of the objects directory dir without opening
@@ -137,6 +140,20 @@ func (p *pack) open() error {
 		p.idx, p.packMap = x, pm
 	})
 	return p.err
+}
+
+// mappedIndex returns the pack's index mapped whole (see mapIndex), or
+// nil when the pack cannot be opened or its index not mapped.
+func (p *pack) mappedIndex() *mapping {
+	p.mapOnce.Do(func() {
+		if p.open() != nil {
+			return
+		}
+		if m, err := p.idx.mapIndex(); err == nil {
+			p.idxMap = m
+		}
+	})
+	return p.idxMap
 }
 
 // find returns the pack holding h and h's offset in it.
