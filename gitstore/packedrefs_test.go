@@ -5,9 +5,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/lazyorch/lazy/internal/testrepo"
 )
@@ -197,4 +200,75 @@ func TestPackedSearchGitFile(t *testing.T) {
 			t.Fatalf("%s = %s %v, want %s", n, h, ok, want)
 		}
 	}
+}
+
+// naivePacked is the parse List used before packedRange: every line of
+// the file, into a map.
+func naivePacked(b []byte, prefix string) map[string]plumbing.Hash {
+	out := map[string]plumbing.Hash{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if len(line) < 42 || line[0] == '#' || line[0] == '^' || line[40] != ' ' {
+			continue
+		}
+		name := strings.TrimRight(line[41:], "\r")
+		if strings.HasPrefix(name, prefix) && plumbing.IsHash(line[:40]) {
+			out[name] = plumbing.NewHash(line[:40])
+		}
+	}
+	return out
+}
+
+func sameRefs(t *testing.T, got []refEntry, want map[string]plumbing.Hash) {
+	t.Helper()
+	if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b refEntry) int { return strings.Compare(a.name, b.name) }) {
+		t.Fatalf("got %d refs (sorted: %v), want %d", len(got), slices.IsSortedFunc(got, func(a, b refEntry) int { return strings.Compare(a.name, b.name) }), len(want))
+	}
+	for _, e := range got {
+		if h, ok := want[e.name]; !ok || h != e.hash {
+			t.Fatalf("%s = %s, want %s (%v)", e.name, e.hash, h, ok)
+		}
+	}
+}
+
+// TestPackedRangeSorted bisects to the refs under a prefix in files as
+// git writes them, with neighbours that share part of the prefix.
+func TestPackedRangeSorted(t *testing.T) {
+	h := func(i int) string { return fmt.Sprintf("%040x", i+1) }
+	for _, n := range []int{0, 1, 2, 3, 10, 257} {
+		var names []string
+		names = append(names, "refs/heads/main", "refs/lazy/slugs/a", "refs/lazy/tasks", "refs/lazy/tasks-x/0", "refs/lazy/tasks0", "refs/tags/v1", "refs/lazy/tasks/")
+		for i := 0; i < n; i++ {
+			names = append(names, fmt.Sprintf("refs/lazy/tasks/%016x", i*7919))
+		}
+		slices.Sort(names)
+		var b strings.Builder
+		b.WriteString("# pack-refs with: peeled fully-peeled sorted \n")
+		for i, name := range names {
+			fmt.Fprintf(&b, "%s %s\n", h(i), name)
+			if i%3 == 0 {
+				fmt.Fprintf(&b, "^%s\n", h(i+1000))
+			}
+		}
+		for _, crlf := range []bool{false, true} {
+			content := b.String()
+			if crlf {
+				content = strings.ReplaceAll(content, "\n", "\r\n")
+			}
+			for _, prefix := range []string{TasksPrefix, "refs/lazy/", "refs/", "refs/zzz/", "refs/a/"} {
+				got := packedRange([]byte(content), prefix, true)
+				sameRefs(t, got, naivePacked([]byte(content), prefix))
+			}
+		}
+	}
+}
+
+// FuzzPackedRange: any file without the sorted trait is read as the
+// naive parse reads it; with the trait claimed, nothing panics.
+func FuzzPackedRange(f *testing.F) {
+	f.Add([]byte("# pack-refs with: peeled sorted \n"+strings.Repeat("1", 40)+" refs/lazy/tasks/a\n^"+strings.Repeat("2", 40)+"\n"), "refs/lazy/tasks/")
+	f.Add([]byte(strings.Repeat("1", 40)+" refs/lazy/tasks/b\n"+strings.Repeat("3", 40)+" refs/lazy/tasks/a"), "refs/lazy/")
+	f.Fuzz(func(t *testing.T, b []byte, prefix string) {
+		sameRefs(t, packedRange(b, prefix, false), naivePacked(b, prefix))
+		packedRange(b, prefix, true)
+	})
 }

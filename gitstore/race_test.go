@@ -481,3 +481,49 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 		}
 	}
 }
+
+// TestListRefsSurvivesConcurrentPackRefs lists task refs while git
+// pack-refs packs and prunes them in a loop: a ref is never missing.
+// Reading packed-refs before the loose files (the order git's iterator
+// avoids) loses a ref that pack-refs packs in between.
+func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
+	s, dir := open(t)
+	const n = 30
+	for i := 0; i < n; i++ {
+		mustCreate(t, s, fmt.Sprintf("t%d", i))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_, _ = testrepo.GitErr(dir, "pack-refs", "--all", "--prune")
+			// Loose again: update-ref writes every task's loose file.
+			var in strings.Builder
+			refs, _ := s.repo.ListRefs(TasksPrefix)
+			for name, h := range refs {
+				fmt.Fprintf(&in, "update %s %s\n", name, h)
+			}
+			cmd := exec.Command("git", "update-ref", "--stdin")
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader(in.String())
+			_ = cmd.Run()
+		}
+	}()
+	defer func() { close(done); wg.Wait() }()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		refs, err := s.repo.listRefs(TasksPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(refs) != n {
+			t.Fatalf("listed %d task refs of %d", len(refs), n)
+		}
+	}
+}
