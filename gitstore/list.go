@@ -110,18 +110,48 @@ func knownStatus(b []byte) string {
 	return string(b)
 }
 
-// parseCache parses cache bytes. The records' bodies alias b.
+// parseCache parses cache bytes into a map by id; nil if they are
+// damaged. The records' bodies alias b.
 func parseCache(b []byte) map[string]cacheRec {
-	if !bytes.HasPrefix(b, []byte(cacheHeader)) {
+	out := make(map[string]cacheRec, bytes.Count(b, []byte{'\n'})/2)
+	if !scanCache(b, func(l *cacheLine) {
+		rec := cacheRec{commit: l.commit, status: knownStatus(l.status), created: l.created, body: l.body}
+		if string(l.updated) != "-" {
+			rec.updated = string(l.updated)
+		}
+		if string(l.parent) != "-" {
+			rec.parent = string(l.parent)
+		}
+		out[string(l.id)] = rec
+	}) {
 		return nil
 	}
+	return out
+}
+
+// cacheLine is one record of a cache file as scanCache reads it, every
+// field aliasing the file's bytes ("-" for no updated or parent).
+type cacheLine struct {
+	id, status, updated, parent []byte
+	commit                      plumbing.Hash
+	created                     int64
+	body                        []byte
+}
+
+// scanCache calls fn with each record of cache bytes b, in file order,
+// and reports whether all of b is a well-formed cache. The line fn gets
+// is reused for the next record.
+func scanCache(b []byte, fn func(*cacheLine)) bool {
+	if !bytes.HasPrefix(b, []byte(cacheHeader)) {
+		return false
+	}
 	b = b[len(cacheHeader):]
-	out := make(map[string]cacheRec, bytes.Count(b, []byte{'\n'})/2)
 	var f [7][]byte
+	var l cacheLine
 	for len(b) > 0 {
 		nl := bytes.IndexByte(b, '\n')
 		if nl < 0 {
-			return nil
+			return false
 		}
 		line := b[:nl]
 		for i := range f {
@@ -130,113 +160,191 @@ func parseCache(b []byte) map[string]cacheRec {
 				sp = len(line)
 			}
 			if sp <= 0 {
-				return nil
+				return false
 			}
 			f[i], line = line[:sp], line[min(sp+1, len(line)):]
 		}
-		var rec cacheRec
-		if bytes.IndexByte(f[6], ' ') >= 0 || len(f[1]) != 2*len(rec.commit) {
-			return nil
+		if bytes.IndexByte(f[6], ' ') >= 0 || len(f[1]) != 2*len(l.commit) {
+			return false
 		}
-		if _, err := hex.Decode(rec.commit[:], f[1]); err != nil {
-			return nil
+		if _, err := hex.Decode(l.commit[:], f[1]); err != nil {
+			return false
 		}
 		n, err := strconv.Atoi(string(f[6]))
 		created, err2 := strconv.ParseInt(string(f[3]), 10, 64)
 		if err != nil || err2 != nil || n < 0 || n > len(b)-nl-2 || b[nl+1+n] != '\n' {
-			return nil // damaged: rebuild from git
+			return false // damaged: rebuild from git
 		}
-		rec.status, rec.created, rec.body = knownStatus(f[2]), created, b[nl+1:nl+1+n]
-		if string(f[4]) != "-" {
-			rec.updated = string(f[4])
-		}
-		if string(f[5]) != "-" {
-			rec.parent = string(f[5])
-		}
-		out[string(f[0])] = rec
+		l.id, l.status, l.created, l.updated, l.parent = f[0], f[2], created, f[4], f[5]
+		l.body = b[nl+1 : nl+1+n]
+		fn(&l)
 		b = b[nl+1+n+1:]
 	}
-	return out
+	return true
 }
 
 // appendCache appends the cache of recs to dst, which is sized for it.
 func appendCache(dst []byte, recs []cached) []byte {
+	dst = append(dst, cacheHeader...)
+	for i := range recs {
+		r := &recs[i]
+		if !r.transient {
+			dst = appendCacheLine(dst, r.id, r.commit, r.status, r.created, r.updated, r.parent, r.body)
+		}
+	}
+	return dst
+}
+
+// appendCacheLine appends one record of the cache.
+func appendCacheLine(dst []byte, id string, commit plumbing.Hash, status string, created int64, updated, parent string, body []byte) []byte {
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
 		}
 		return s
 	}
-	dst = append(dst, cacheHeader...)
-	for i := range recs {
-		r := &recs[i]
-		if r.transient {
-			continue
-		}
-		dst = append(dst, r.id...)
-		dst = append(dst, ' ')
-		dst = hex.AppendEncode(dst, r.commit[:])
-		dst = append(dst, ' ')
-		dst = append(dst, r.status...)
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, r.created, 10)
-		dst = append(dst, ' ')
-		dst = append(dst, dash(r.updated)...)
-		dst = append(dst, ' ')
-		dst = append(dst, dash(r.parent)...)
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, int64(len(r.body)), 10)
-		dst = append(dst, '\n')
-		dst = append(dst, r.body...)
-		dst = append(dst, '\n')
-	}
-	return dst
+	dst = append(dst, id...)
+	dst = append(dst, ' ')
+	dst = hex.AppendEncode(dst, commit[:])
+	dst = append(dst, ' ')
+	dst = append(dst, status...)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, ' ')
+	dst = append(dst, dash(updated)...)
+	dst = append(dst, ' ')
+	dst = append(dst, dash(parent)...)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, '\n')
+	dst = append(dst, body...)
+	return append(dst, '\n')
 }
 
-// writeCache writes the cache in one write to a buffer sized up front, so
-// a 10,000-task cache neither grows a buffer nor formats through fmt.
-func writeCache(path string, recs []cached) error {
-	size := len(cacheHeader)
-	for i := range recs {
-		r := &recs[i]
-		size += len(r.id) + len(r.status) + len(r.updated) + len(r.parent) + len(r.body) + 96
+// writeCache writes the cache of the listing out, in its order, leaving
+// out the entries of refs that name no task and those in transient (see
+// cacheRec). It is written through one reused buffer: a 10,000-task
+// cache is megabytes, and filling fresh memory that size cost more than
+// writing it.
+func writeCache(path string, out []Entry, transient map[string]bool) error {
+	f, err := renameio.NewPendingFile(path, renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
+	if err != nil {
+		return fmt.Errorf("write list cache: %w", err)
 	}
-	return renameio.WriteFile(path, appendCache(make([]byte, 0, size), recs), 0o644)
+	defer func() { _ = f.Cleanup() }()
+	const flushAt = 64 << 10
+	b := append(make([]byte, 0, flushAt+4<<10), cacheHeader...)
+	for i := range out {
+		e := &out[i]
+		if !ValidID(e.ID) || transient[e.ID] {
+			continue
+		}
+		if e.Err != nil {
+			// As entry reads it back: the error's text, nothing else.
+			b = appendCacheLine(b, e.ID, e.Commit, "!", 0, "", "", []byte(e.Err.Error()))
+		} else {
+			b = appendCacheLine(b, e.ID, e.Commit, string(e.Status), e.Created, e.Updated, e.Parent, e.JSON)
+		}
+		if len(b) >= flushAt {
+			if _, err := f.Write(b); err != nil {
+				return fmt.Errorf("write list cache: %w", err)
+			}
+			b = b[:0]
+		}
+	}
+	if _, err := f.Write(b); err != nil {
+		return fmt.Errorf("write list cache: %w", err)
+	}
+	if err := f.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("write list cache: %w", err)
+	}
+	return nil
 }
 
 // List returns every task, sorted by creation time then id. Summaries
 // come from the cache; only records whose ref moved since the last list
 // are read from git.
+//
+// The cache is written in the listing's order, so a list with nothing
+// new reads it once, front to back, and sorts nothing: each record is
+// matched to its ref through a map keyed by the id as a number (ids are
+// 16 hex digits), where maps keyed by strings, and the sort, were most
+// of the cost of listing 10,000 cached tasks.
 func (s *Store) List() ([]Entry, error) {
-	refs, err := s.repo.ListRefs(TasksPrefix)
+	refs, err := s.repo.listRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
 	}
 	path := s.repo.LazyDir("cache", cacheFile)
-	cache := readCache(path)
+	cache, _ := os.ReadFile(path) // none, or unreadable: rebuilt below
 	if _, err := os.Stat(s.repo.LazyDir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("lazy directory: %w", err)
 	}
 	out := make([]Entry, 0, len(refs))
-	dirty := len(cache) != len(refs)
-	fresh := make([]cached, 0, len(refs))
+	slot := make(map[uint64]int32, len(refs))
+	for i := range refs {
+		id := refs[i].name[len(TasksPrefix):]
+		if key, ok := idKey(id); ok {
+			slot[key] = int32(i)
+			continue
+		}
+		out = append(out, Entry{ID: id, Commit: refs[i].hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].name)})
+	}
+	bad := len(out)
+	ordered := true // the cached records came in the listing's order
+
+	// The cached records whose ref has not moved.
+	found := make([]bool, len(refs))
+	records := 0
+	if !scanCache(cache, func(l *cacheLine) {
+		records++
+		key, ok := idKey(string(l.id))
+		if !ok {
+			return
+		}
+		i, ok := slot[key]
+		if !ok || found[i] || refs[i].hash != l.commit {
+			return
+		}
+		found[i] = true
+		// As cached.entry makes it.
+		e := Entry{ID: refs[i].name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
+		if string(l.updated) != "-" {
+			e.Updated = string(l.updated)
+		}
+		if string(l.parent) != "-" {
+			e.Parent = string(l.parent)
+		}
+		if string(l.status) == "!" {
+			e.Err = errors.New(string(l.body))
+		} else {
+			e.Status, e.JSON = machine.Status(knownStatus(l.status)), l.body
+		}
+		if n := len(out); n > bad && entryCompare(&out[n-1], &e) >= 0 {
+			ordered = false
+		}
+		out = append(out, e)
+	}) {
+		// Damaged: every record is read from git again.
+		out, records = out[:bad], 0
+		clear(found)
+	}
+	dirty := records != len(out)-bad || !ordered
+	// Entries of bad refs sort among the others.
+	sorted := ordered && bad == 0
+
 	var missIDs []string
 	var missCommits []plumbing.Hash
-	for ref, h := range refs {
-		id := strings.TrimPrefix(ref, TasksPrefix)
-		if !ValidID(id) {
-			out = append(out, Entry{ID: id, Commit: h, Err: fmt.Errorf("ref %s does not name a task id", ref)})
-			continue
+	for i := range refs {
+		id := refs[i].name[len(TasksPrefix):]
+		if !found[i] && ValidID(id) {
+			missIDs = append(missIDs, id)
+			missCommits = append(missCommits, refs[i].hash)
 		}
-		if rec, ok := cache[id]; ok && rec.commit == h {
-			fresh = append(fresh, cached{id, rec})
-			continue
-		}
-		missIDs = append(missIDs, id)
-		missCommits = append(missCommits, h)
 	}
+	var transient map[string]bool
 	if len(missIDs) > 0 {
-		dirty = true
+		dirty, sorted = true, false
 		var recs []cacheRec
 		if len(missIDs) > batchThreshold {
 			recs, err = s.bulkSummaries(missIDs, missCommits)
@@ -248,25 +356,48 @@ func (s *Store) List() ([]Entry, error) {
 			}
 		}
 		for i, id := range missIDs {
-			fresh = append(fresh, cached{id, recs[i]})
+			c := cached{id, recs[i]}
+			out = append(out, c.entry())
+			if c.transient {
+				if transient == nil {
+					transient = map[string]bool{}
+				}
+				transient[id] = true
+			}
 		}
 	}
-	for i := range fresh {
-		out = append(out, fresh[i].entry())
+	if !sorted {
+		slices.SortFunc(out, func(a, b Entry) int { return entryCompare(&a, &b) })
 	}
 	if dirty {
 		// Failing to write a cache only slows the next list down.
 		if err := os.MkdirAll(s.repo.LazyDir("cache"), 0o755); err == nil {
-			_ = writeCache(path, fresh)
+			_ = writeCache(path, out, transient)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		if c := cmp.Compare(a.Created, b.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	return out, nil
+}
+
+// entryCompare orders entries by creation time, then id.
+func entryCompare(a, b *Entry) int {
+	if c := cmp.Compare(a.Created, b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// idKey returns task id as a number, and whether it is a valid id: 16
+// lower-case hex digits, which the number holds exactly.
+func idKey(id string) (uint64, bool) {
+	if !ValidID(id) {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(id); i++ {
+		c, _ := hexVal(id[i])
+		v = v<<4 | uint64(c)
+	}
+	return v, true
 }
 
 func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {

@@ -175,3 +175,65 @@ func FuzzParseBatchHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestListCacheInListingOrder: List writes its cache in the listing's
+// order and a second list rewrites nothing; a cache in another order (an
+// older lazy wrote records in map order) lists the same and is rewritten
+// in order.
+func TestListCacheInListingOrder(t *testing.T) {
+	s, _ := open(t)
+	for i := 0; i < 30; i++ {
+		mustCreate(t, s, fmt.Sprintf("t%d", i))
+	}
+	path := s.repo.LazyDir("cache", cacheFile)
+	first, err := Open(s.repo).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(s.repo).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+		t.Fatalf("a list with nothing new rewrote the cache (%v)", err)
+	}
+	if fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Fatal("the cached list differs from the first")
+	}
+	// The same records, reversed.
+	recs := parseCache(mustRead(t, path))
+	var list []cached
+	for i := len(first) - 1; i >= 0; i-- {
+		list = append(list, cached{id: first[i].ID, cacheRec: recs[first[i].ID]})
+	}
+	if err := os.WriteFile(path, appendCache(nil, list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reversed, err := Open(s.repo).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(reversed) != fmt.Sprint(first) {
+		t.Fatal("a cache in another order lists differently")
+	}
+	var ids []string
+	scanCache(mustRead(t, path), func(l *cacheLine) { ids = append(ids, string(l.id)) })
+	for i, e := range first {
+		if i >= len(ids) || ids[i] != e.ID {
+			t.Fatalf("the cache was not rewritten in the listing's order: %v", ids)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
