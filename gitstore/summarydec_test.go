@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -129,6 +130,20 @@ func FuzzAppendJSONString(f *testing.F) {
 		want, _ := json.Marshal(s)
 		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// FuzzAppendUTC holds appendUTC to the Format it replaces.
+func FuzzAppendUTC(f *testing.F) {
+	f.Add(int64(1796304623), int64(0))
+	f.Add(int64(-62135596800), int64(5))
+	f.Add(int64(253402300799), int64(999999999))
+	f.Add(int64(253402300800), int64(0))
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		tm := time.Unix(sec, nsec).In(time.FixedZone("x", 3600))
+		if got, want := string(appendUTC(nil, tm)), tm.UTC().Format(TimeLayout); got != want {
+			t.Fatalf("appendUTC(%v) = %q, want %q", tm, got, want)
 		}
 	})
 }
