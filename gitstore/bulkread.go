@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -53,15 +54,24 @@ func (s *Store) bulkSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec
 	if len(ids) >= bulkSplit {
 		parts = 2
 	}
+	// The goroutines take chunks of records in turn rather than a half
+	// each: on a machine shared with other work, one of them may get far
+	// less CPU than the other.
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for p := 0; p < parts; p++ {
-		lo, hi := p*len(ids)/parts, (p+1)*len(ids)/parts
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := bulkReader{dir: s.objs.dir, packs: packs}
-			for i := lo; i < hi; i++ {
-				recs[i], state[i] = r.summary(ids[i], commits[i])
+			for {
+				lo := int(next.Add(bulkChunk)) - bulkChunk
+				if lo >= len(ids) {
+					break
+				}
+				for i := lo; i < min(lo+bulkChunk, len(ids)); i++ {
+					recs[i], state[i] = r.summary(ids[i], commits[i])
+				}
 			}
 			runtime.KeepAlive(packs)
 		}()
@@ -95,8 +105,12 @@ func (s *Store) bulkSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec
 	return recs, nil
 }
 
-// bulkSplit is the batch size from which two goroutines share it.
-const bulkSplit = 512
+// bulkSplit is the batch size from which two goroutines share it, in
+// chunks of bulkChunk records.
+const (
+	bulkSplit = 512
+	bulkChunk = 128
+)
 
 // What bulkReader.summary made of a record.
 const (

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -290,10 +291,17 @@ func (x *packIndex) findMapped(d []byte, h plumbing.Hash) (uint64, bool) {
 		return 0, false
 	}
 	lo, hi := x.fanout(int(h[0])), x.fanout(int(h[0])+1)
+	// Names are compared by their first 8 bytes as a number, which
+	// almost always decides, then whole.
+	key := binary.BigEndian.Uint64(h[:8])
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		at := idxNamesStart + 20*mid
-		switch c := bytes.Compare(d[at:at+20], h[:]); {
+		c := cmp.Compare(binary.BigEndian.Uint64(d[at:at+8]), key)
+		if c == 0 {
+			c = bytes.Compare(d[at+8:at+20], h[8:])
+		}
+		switch {
 		case c < 0:
 			lo = mid + 1
 		case c > 0:

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -72,12 +73,15 @@ func (d *summaryDecoder) decode(id string, commit plumbing.Hash, body []byte) (r
 	}
 	start := len(d.arena)
 	d.arena = append(d.arena, sum...)
+	// The record's strings are cut from one copy of its task.json (see
+	// scanTask); what the cache record keeps is interned or copied, so
+	// that copy is not held for the rest of the listing.
 	return cacheRec{
 		commit:  commit,
-		status:  string(t.Status),
+		status:  knownStatus([]byte(t.Status)),
 		created: t.CreatedAt.Unix(),
 		updated: updated,
-		parent:  t.Parent,
+		parent:  strings.Clone(t.Parent),
 		body:    d.arena[start:len(d.arena):len(d.arena)],
 	}, true
 }
