@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,7 +228,10 @@ func appendCacheLine(dst []byte, id string, commit plumbing.Hash, status string,
 // cache is megabytes, and filling fresh memory that size cost more than
 // writing it.
 func writeCache(path string, out []Entry, transient map[string]bool) error {
-	f, err := renameio.NewPendingFile(path, renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
+	// The temporary file goes beside the cache: without a directory,
+	// renameio creates and renames two more files to learn whether
+	// $TMPDIR is on the cache's file system.
+	f, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)), renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
 	if err != nil {
 		return fmt.Errorf("write list cache: %w", err)
 	}
