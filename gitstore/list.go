@@ -337,8 +337,9 @@ func (s *Store) List() ([]Entry, error) {
 	// Entries of bad refs sort among the others.
 	sorted := ordered && bad == 0
 
-	var missIDs []string
-	var missCommits []plumbing.Hash
+	misses := len(refs) - len(out) // out holds the bad refs and the cached records
+	missIDs := make([]string, 0, misses)
+	missCommits := make([]plumbing.Hash, 0, misses)
 	for i := range refs {
 		id := refs[i].name[len(TasksPrefix):]
 		if !found[i] && ValidID(id) {
