@@ -527,3 +527,55 @@ func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
 		}
 	}
 }
+
+// TestColdListSurvivesConcurrentGC lists enough uncached tasks to take
+// the bulk reader while git gc, repack and pack-refs run in loops: no
+// task goes missing or unreadable. Objects that move under the reader
+// are left to the cat-file path, which finds them where git put them.
+func TestColdListSurvivesConcurrentGC(t *testing.T) {
+	s, dir := open(t)
+	n := batchThreshold + 16
+	for i := 0; i < n; i++ {
+		mustCreate(t, s, fmt.Sprintf("t%d", i))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	// Repacks take turns: overlapping ones can orphan a pack, git's own
+	// race that TestWritesAndReadsSurviveConcurrentGC covers.
+	for _, loop := range [][][]string{
+		{{"gc", "-q"}, {"repack", "-a", "-d", "-q"}, {"repack", "-A", "-d", "-q"}},
+		{{"pack-refs", "--all", "--prune"}},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, _ = testrepo.GitErr(dir, loop[i%len(loop)]...)
+			}
+		}()
+	}
+	defer func() { close(done); wg.Wait() }()
+	cache := s.repo.LazyDir("cache", cacheFile)
+	lists := 0
+	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline) || lists < 5; lists++ {
+		_ = os.Remove(cache)
+		list, err := Open(s.repo).List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != n {
+			t.Fatalf("list %d: %d tasks of %d", lists, len(list), n)
+		}
+		for _, e := range list {
+			if e.Err != nil {
+				t.Fatalf("list %d: task %s unreadable during gc: %v", lists, e.ID, e.Err)
+			}
+		}
+	}
+	t.Logf("%d cold lists during gc", lists)
+}
