@@ -372,7 +372,7 @@ func (s *Store) List() ([]Entry, error) {
 		}
 	}
 	if !sorted {
-		slices.SortFunc(out, func(a, b Entry) int { return entryCompare(&a, &b) })
+		sortEntries(out)
 	}
 	if dirty {
 		// Failing to write a cache only slows the next list down.
@@ -381,6 +381,47 @@ func (s *Store) List() ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// sortEntries sorts entries by creation time, then id. It sorts small
+// keys and then moves each entry once: sorting the entries themselves
+// moved 136-byte structs at every swap, most of the cost of sorting
+// 10,000 of them.
+func sortEntries(out []Entry) {
+	type key struct {
+		created int64
+		id      string
+		at      int
+	}
+	keys := make([]key, len(out))
+	for i := range out {
+		keys[i] = key{out[i].Created, out[i].ID, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.created, b.created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	// Position k takes the entry at keys[k].at: follow each cycle of
+	// that permutation once, marking the positions filled.
+	for i := range keys {
+		if keys[i].at < 0 {
+			continue
+		}
+		held := out[i]
+		j := i
+		for {
+			from := keys[j].at
+			keys[j].at = -1
+			if from == i {
+				out[j] = held
+				break
+			}
+			out[j] = out[from]
+			j = from
+		}
+	}
 }
 
 // entryCompare orders entries by creation time, then id.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -236,4 +237,29 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSortEntries holds sortEntries to a plain sort of the entries.
+func TestSortEntries(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 10, 100, 1000} {
+		out := make([]Entry, n)
+		for i := range out {
+			out[i] = Entry{ID: fmt.Sprintf("%016x", (i*7919)%1009), Created: int64((i * 31) % 7), Updated: fmt.Sprint(i)}
+		}
+		want := slices.Clone(out)
+		slices.SortStableFunc(want, func(a, b Entry) int { return entryCompare(&a, &b) })
+		sortEntries(out)
+		for i := range out {
+			if out[i].ID != want[i].ID || out[i].Created != want[i].Created {
+				t.Fatalf("n=%d: position %d holds %+v, want %+v", n, i, out[i], want[i])
+			}
+		}
+		seen := map[string]bool{}
+		for _, e := range out {
+			seen[e.Updated] = true
+		}
+		if len(seen) != n {
+			t.Fatalf("n=%d: %d distinct entries after sorting", n, len(seen))
+		}
+	}
 }
