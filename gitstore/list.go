@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
@@ -103,13 +104,17 @@ func readCache(path string) map[string]cacheRec {
 // knownStatus interns the statuses of cache lines, which are few, so a
 // 10,000-line cache does not allocate 10,000 copies of "backlog".
 func knownStatus(b []byte) string {
-	for _, st := range machine.Statuses() {
+	for _, st := range statusList() {
 		if string(b) == string(st) {
 			return string(st)
 		}
 	}
 	return string(b)
 }
+
+// statusList is machine.Statuses(), which copies the list on every call,
+// made once.
+var statusList = sync.OnceValue(machine.Statuses)
 
 // parseCache parses cache bytes into a map by id; nil if they are
 // damaged. The records' bodies alias b.
