@@ -57,7 +57,9 @@ func (e *Entry) Summary() (*Summary, error) {
 // bytes of summary JSON (or of the error text when status is "!") and a
 // newline. It is parsed by hand because decoding 10,000 JSON records
 // dominated the cost of listing them; updated is there so listings can be
-// ordered without decoding any summary.
+// ordered without decoding any summary. List writes the records in the
+// listing's order (creation time, then id) and reads a cache in any
+// order, so the order is not part of the format.
 const (
 	cacheFile   = "list-cache"
 	cacheHeader = "lazy list cache v7\n" // v7: lines carry updated_at
@@ -89,16 +91,6 @@ func (c *cached) entry() Entry {
 		e.Status, e.JSON, e.Err = "", nil, errors.New(string(c.body))
 	}
 	return e
-}
-
-// readCache parses the cache file; any damage makes it return nil, and
-// List rebuilds the cache from git.
-func readCache(path string) map[string]cacheRec {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	return parseCache(b)
 }
 
 // knownStatus interns the statuses of cache lines, which are few, so a
