@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/google/renameio/v2"
 
 	"github.com/lazyorch/lazy/machine"
@@ -461,9 +460,7 @@ func taskRec(h plumbing.Hash, t *Task) cacheRec {
 // JSON) costs one read per ref move, not one per list. A missing object
 // or pack is not cached: it may be back on the next read.
 func corruptRec(h plumbing.Hash, err error) cacheRec {
-	transient := errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
-		errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, fs.ErrNotExist)
-	return cacheRec{commit: h, status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " ")), transient: transient}
+	return cacheRec{commit: h, status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " ")), transient: TransientReadError(err)}
 }
 
 // readSummary reads just task.json of a commit: three object reads.
