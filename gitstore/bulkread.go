@@ -3,7 +3,6 @@ package gitstore
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // bulkSummaries reads the task.json of every commit in process, the way

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/rand"
 	"crypto/sha1" //nolint:gosec // git object names are SHA-1 by definition
@@ -24,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/lazyorch/lazy/gitcli"
 )

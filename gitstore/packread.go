@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // Bounds of the fast pack reader. Objects past them are read by go-git,
