@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -215,7 +216,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if err != nil {
 		return err
 	}
-	var rows []gitstore.Entry
+	rows := make([]gitstore.Entry, 0, len(entries))
 	var bad []listError
 	for _, e := range entries {
 		if e.Err != nil {
@@ -242,27 +243,18 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if f.JSON && f.Search == "" && (f.Sort == "" || f.Sort == "created") && f.Limit == 0 {
 		return writeJSONList(a.stdout, rows, bad, a.marks())
 	}
+	q := strings.ToLower(f.Search)
+	if f.JSON && q == "" && f.Sort != "title" {
+		// Ordered by fields every entry carries, a JSON listing prints the
+		// cached bytes and decodes no summary.
+		return writeJSONList(a.stdout, orderEntries(rows, f.Sort, f.Limit), bad, a.marks())
+	}
 	tasks := make([]*gitstore.Summary, 0, len(rows))
 	rowOf := make(map[string]int, len(rows)) // task id -> index in rows
-	q := strings.ToLower(f.Search)
-	// A JSON listing is ordered by fields every entry carries and prints
-	// the cached bytes, so it decodes no summary; a search, a title order
-	// or the table needs them.
-	var light []gitstore.Summary
-	if f.JSON && q == "" && f.Sort != "title" {
-		light = make([]gitstore.Summary, len(rows))
-	}
 	for i := range rows {
-		var s *gitstore.Summary
-		if light != nil {
-			e := &rows[i]
-			s = &light[i]
-			s.ID, s.Status, s.Parent, s.UpdatedAt = e.ID, e.Status, e.Parent, e.Updated
-		} else {
-			var err error
-			if s, err = rows[i].Summary(); err != nil {
-				return err
-			}
+		s, err := rows[i].Summary()
+		if err != nil {
+			return err
 		}
 		if q != "" && !strings.Contains(strings.ToLower(s.Slug+" "+s.Title), q) {
 			continue
@@ -343,20 +335,39 @@ func attentionRank(s machine.Status) int {
 	return 4
 }
 
-// taskLess is the sibling order of a --sort key.
-func taskLess(key string) func(a, b *gitstore.Summary) bool {
-	newer := func(a, b *gitstore.Summary) bool {
-		if a.UpdatedAt != b.UpdatedAt {
-			return a.UpdatedAt > b.UpdatedAt // the layout sorts as text
+// orderKey is what every --sort but title compares: fields each list
+// entry carries, so ordering entries decodes no summary.
+type orderKey struct {
+	status      machine.Status
+	updated, id string
+}
+
+// keyCompare is the sibling order of a --sort key other than title, as a
+// comparison; nil for created (creation order, as listed).
+func keyCompare(key string) func(a, b *orderKey) int {
+	newer := func(a, b *orderKey) int {
+		if c := strings.Compare(b.updated, a.updated); c != 0 {
+			return c // newest first; the layout sorts as text
 		}
-		return a.ID < b.ID
+		return strings.Compare(a.id, b.id)
 	}
 	switch key {
 	case "updated":
 		return newer
 	case "created":
-		return nil // creation order, as listed
-	case "title":
+		return nil
+	}
+	return func(a, b *orderKey) int {
+		if c := attentionRank(a.status) - attentionRank(b.status); c != 0 {
+			return c
+		}
+		return newer(a, b)
+	}
+}
+
+// taskLess is the sibling order of a --sort key.
+func taskLess(key string) func(a, b *gitstore.Summary) bool {
+	if key == "title" {
 		return func(a, b *gitstore.Summary) bool {
 			ta, tb := strings.ToLower(a.Title), strings.ToLower(b.Title)
 			if ta != tb {
@@ -365,12 +376,36 @@ func taskLess(key string) func(a, b *gitstore.Summary) bool {
 			return a.ID < b.ID
 		}
 	}
-	return func(a, b *gitstore.Summary) bool {
-		if ra, rb := attentionRank(a.Status), attentionRank(b.Status); ra != rb {
-			return ra < rb
-		}
-		return newer(a, b)
+	cmp := keyCompare(key)
+	if cmp == nil {
+		return nil
 	}
+	return func(a, b *gitstore.Summary) bool {
+		return cmp(&orderKey{a.Status, a.UpdatedAt, a.ID}, &orderKey{b.Status, b.UpdatedAt, b.ID}) < 0
+	}
+}
+
+// orderEntries puts entries in tree order under a --sort key other than
+// title, as treeOrder does summaries, and keeps the first limit (0: all).
+func orderEntries(rows []gitstore.Entry, key string, limit int) []gitstore.Entry {
+	keys := make([]orderKey, len(rows))
+	idx := make([]int, len(rows))
+	for i := range rows {
+		keys[i] = orderKey{rows[i].Status, rows[i].Updated, rows[i].ID}
+		idx[i] = i
+	}
+	if cmp := keyCompare(key); cmp != nil {
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp(&keys[a], &keys[b]) })
+	}
+	ordered := tasktree.Order(idx, func(i int) string { return rows[i].ID }, func(i int) string { return rows[i].Parent })
+	if limit > 0 && len(ordered) > limit {
+		ordered = ordered[:limit]
+	}
+	out := make([]gitstore.Entry, len(ordered))
+	for k, r := range ordered {
+		out[k] = rows[r.Item]
+	}
+	return out
 }
 
 // withLive adds a working task's derived substate to its cached summary
