@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/lazyorch/lazy/sanitize"
@@ -39,7 +40,10 @@ type Entry struct {
 
 // ansi matches terminal escape sequences (CSI and OSC) that agents print
 // on their pty; a log view shows the text without them.
-var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+// It is compiled on first use, not by every lazy process at start.
+var ansi = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+})
 
 // Render turns one line of an agent's log into the entries a page shows:
 // assistant text, tool calls with their input, tool output, notes and
@@ -79,7 +83,7 @@ func RenderLine(line string) []string {
 // characters other than tab and newline dropped, trailing blanks trimmed,
 // and at most limit characters.
 func Plain(s string, limit int) string {
-	s = ansi.ReplaceAllString(s, "")
+	s = ansi().ReplaceAllString(s, "")
 	s = strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\t' {
 			return r
@@ -180,7 +184,7 @@ func decode(line string) []item {
 // printed is a plain output line as a terminal left it: escapes
 // stripped, and of a line redrawn with CR (a progress bar) what was left.
 func printed(line string) string {
-	plain := ansi.ReplaceAllString(line, "")
+	plain := ansi().ReplaceAllString(line, "")
 	if i := strings.LastIndexByte(plain, '\r'); i >= 0 {
 		plain = plain[i+1:]
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/lazyorch/lazy/gitcli"
@@ -30,8 +29,6 @@ type initResult struct {
 	LazyDir       string   `json:"lazy_dir"`
 	Bootstrap     []string `json:"bootstrap,omitempty"`
 }
-
-var remoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // initRepo sets lazy up in a repository. It is idempotent.
 //
@@ -68,7 +65,7 @@ func initRepo(repo *gitstore.Repo, cfg *gitstore.Config) (*initResult, error) {
 		return nil, err
 	}
 	for _, name := range strings.Fields(out) {
-		if !remoteName.MatchString(name) {
+		if gitstore.ValidRemote(name) != nil {
 			res.Skipped = append(res.Skipped, name)
 			continue
 		}

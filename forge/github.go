@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lazyorch/lazy/sanitize"
@@ -390,7 +391,9 @@ func (g *GitHub) Methods(ctx context.Context) ([]string, error) {
 }
 
 // jobURL finds the job of a GitHub Actions check run link.
-var jobURL = regexp.MustCompile(`/actions/runs/[0-9]+/job/([0-9]+)$`)
+// It is compiled on first use: a regexp at package level is compiled by
+// every lazy process at start, whatever the command.
+var jobURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/actions/runs/[0-9]+/job/([0-9]+)$`) })
 
 func (g *GitHub) logArgv(job string) []string {
 	return []string{"run", "view", "-R", g.repo, "--job", job, "--log-failed"}
@@ -399,7 +402,7 @@ func (g *GitHub) logArgv(job string) []string {
 // CheckLog implements LogReader for GitHub Actions checks: the tail of
 // the failed steps' log of the check's job.
 func (g *GitHub) CheckLog(ctx context.Context, c Check) (string, error) {
-	m := jobURL.FindStringSubmatch(c.URL)
+	m := jobURL().FindStringSubmatch(c.URL)
 	if m == nil {
 		return "", fmt.Errorf("check %q is not a GitHub Actions job", c.Name)
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lazyorch/lazy/sanitize"
@@ -634,13 +635,13 @@ func (g *GitLab) Methods(ctx context.Context) ([]string, error) {
 const maxTrace = 64 << 10
 
 // glJobURL finds the job id in a job's web URL (.../-/jobs/N).
-var glJobURL = regexp.MustCompile(`/-/jobs/([0-9]+)$`)
+var glJobURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/-/jobs/([0-9]+)$`) })
 
 // CheckLog implements LogReader for a failed pipeline job: the tail of
 // its log (GET /projects/:id/jobs/:id/trace), read through a bounded
 // buffer however long the log is.
 func (g *GitLab) CheckLog(ctx context.Context, c Check) (string, error) {
-	m := glJobURL.FindStringSubmatch(c.URL)
+	m := glJobURL().FindStringSubmatch(c.URL)
 	if m == nil {
 		return "", fmt.Errorf("check %q is not a GitLab job", c.Name)
 	}

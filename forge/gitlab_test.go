@@ -165,7 +165,7 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 	if string(b.b) != "ghijklmnopq"[1:] {
 		t.Fatalf("tail %q", b.b)
 	}
-	if jobURL := glJobURL.FindStringSubmatch("https://gitlab.com/o/r/-/jobs/42"); jobURL == nil || jobURL[1] != "42" {
+	if jobURL := glJobURL().FindStringSubmatch("https://gitlab.com/o/r/-/jobs/42"); jobURL == nil || jobURL[1] != "42" {
 		t.Fatalf("job URL: %v", jobURL)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -18,14 +17,22 @@ import (
 // into refs/lazy/*, so fetching never touches local records.
 func RemoteNamespace(remote string) string { return "refs/lazy-remotes/" + remote + "/" }
 
-var remoteRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
-// ValidRemote checks a remote name before it reaches git argv.
+// ValidRemote checks a remote name before it reaches git argv: a letter
+// or digit, then letters, digits, '.', '_' and '-', and no "..".
 func ValidRemote(name string) error {
-	if !remoteRe.MatchString(name) || strings.Contains(name, "..") {
+	ok := name != "" && isAlnum(name[0]) && !strings.Contains(name, "..")
+	for i := 1; ok && i < len(name); i++ {
+		c := name[i]
+		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
 		return fmt.Errorf("invalid remote name %q", name)
 	}
 	return nil
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // SyncReport says what a pull or push did.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/lazyorch/lazy/internal/testrepo"
@@ -259,4 +261,27 @@ func TestRandomInterleavingsConverge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestValidRemoteMatchesItsPattern holds the loop to the pattern it
+// replaced, ^[A-Za-z0-9][A-Za-z0-9._-]*$ without "..", on every string of
+// up to 4 bytes over the characters that matter.
+func TestValidRemoteMatchesItsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	alphabet := []byte("aZ09._-/ \x00:+@\xff")
+	var walk func(s []byte)
+	walk = func(s []byte) {
+		name := string(s)
+		want := re.MatchString(name) && !strings.Contains(name, "..")
+		if got := ValidRemote(name) == nil; got != want {
+			t.Fatalf("ValidRemote(%q) accepts: %v, want %v", name, got, want)
+		}
+		if len(s) == 4 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(append(s, c))
+		}
+	}
+	walk(nil)
 }

@@ -14,7 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
+	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -56,12 +56,14 @@ type Dir string
 // For returns the directory under lazyDir (<git common dir>/lazy).
 func For(lazyDir string) Dir { return Dir(filepath.Join(lazyDir, "sessions")) }
 
-// idPattern is a task or session id as lazy mints them. The task id names
+// validID accepts a task or session id as lazy mints them. The task id names
 // the file, so it must never be a path.
-var idPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
+func validID(s string) bool {
+	return len(s) == 16 && strings.Trim(s, "0123456789abcdef") == ""
+}
 
 func (d Dir) path(taskID string) (string, error) {
-	if !idPattern.MatchString(taskID) {
+	if !validID(taskID) {
 		return "", fmt.Errorf("%q is not a task id", taskID)
 	}
 	return filepath.Join(string(d), taskID+".json"), nil
@@ -77,7 +79,7 @@ func (d Dir) Path(taskID string) string {
 // Save records s atomically (0600: the exec command may hold private
 // arguments), replacing the task's previous session.
 func (d Dir) Save(s Session) error {
-	if !idPattern.MatchString(s.SessionID) {
+	if !validID(s.SessionID) {
 		return fmt.Errorf("record the session: %q is not a session id", s.SessionID)
 	}
 	if !filepath.IsAbs(s.Worktree) {
@@ -117,7 +119,7 @@ func (d Dir) Load(taskID string) (Session, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Session{}, fmt.Errorf("the local session record %s is damaged (delete it and take the task over with lazy start --take-over): %w", p, err)
 	}
-	if s.TaskID != taskID || !idPattern.MatchString(s.SessionID) || !filepath.IsAbs(s.Worktree) {
+	if s.TaskID != taskID || !validID(s.SessionID) || !filepath.IsAbs(s.Worktree) {
 		return Session{}, fmt.Errorf("the local session record %s does not describe task %s (delete it and take the task over with lazy start --take-over)", p, taskID)
 	}
 	return s, nil
