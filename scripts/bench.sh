@@ -7,8 +7,11 @@
 # 10x the objects, and the peak RSS of a cold list. Then the gitstore Go
 # benchmarks (8 processes x 100 transitions on one task among them).
 #
-# Usage: scripts/bench.sh [-quick] [-n TASKS] [-runs N] [-peers]
+# Usage: scripts/bench.sh [-quick] [-n TASKS] [-runs N] [-peers] [-list] [-base LAZY] [-dir DIR]
 #   -quick   1,000 tasks and 7 runs, no Go benchmarks: a smoke run
+#   -list    only the list rows; -base LAZY adds a second lazy binary to
+#            them (before/after in one run); -dir DIR keeps and reuses the
+#            seeded repositories
 #   -peers   git-bug and bd (beads), each when on PATH, doing create,
 #            close/reopen, list and show at 1,000 and 10,000 items
 set -euo pipefail
@@ -20,7 +23,7 @@ go build -o "$bin/seed" ./scripts/seed
 go build -o "$bin/bench" ./scripts/bench
 "$bin/bench" -lazy "$bin/lazy" -seed "$bin/seed" "$@"
 case " $* " in
-*" -quick "* | *" -peers "* | *" --quick "* | *" --peers "*) exit 0 ;;
+*" -quick "* | *" -peers "* | *" -list "* | *" --quick "* | *" --peers "* | *" --list "*) exit 0 ;;
 esac
 echo
 echo "gitstore benchmarks (in-process):"

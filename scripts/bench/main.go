@@ -11,9 +11,10 @@
 // -base adds a second lazy binary (the one being compared against, built
 // from main) to the list rows, taking turns with the other two, so a
 // change is measured as a before/after ratio in one run. -dir keeps the
-// scratch repositories, and reuses a big repository seeded there before. -peers instead runs git-bug and
-// bd (beads), when they are on PATH, doing create, close/reopen, list and
-// show at 1,000 and 10,000 items, for the side-by-side table.
+// scratch repositories, and reuses a big repository seeded there before.
+// -peers instead runs git-bug and bd (beads), when they are on PATH,
+// doing create, close/reopen, list and show at 1,000 and 10,000 items,
+// for the side-by-side table.
 package main
 
 import (
