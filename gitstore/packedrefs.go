@@ -113,51 +113,26 @@ func packedSorted(b []byte) bool {
 	return false
 }
 
-// packedSearch binary-searches sorted packed-refs content for one ref,
-// the way git's packed-refs backend does: bisect on byte offsets, align
-// each probe to the start of the next line, and skip peeled ("^") lines,
-// which follow the ref they peel. A malformed line ends the search with
-// "not found" rather than a guess; lazy's refs are always well formed.
+// packedSearch binary-searches sorted packed-refs content for one ref
+// (see packedLowerBound). A malformed line ends the search with "not
+// found" rather than a guess; lazy's refs are always well formed.
 func packedSearch(b []byte, name string) (plumbing.Hash, bool) {
-	lo := 0
-	if len(b) > 0 && b[0] == '#' {
-		lo = lineEnd(b, 0)
+	at, ok := packedLowerBound(b, name)
+	if !ok {
+		return plumbing.ZeroHash, false
 	}
-	hi := len(b)
-	target := []byte(name)
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		s := mid
-		if s > lo && b[s-1] != '\n' {
-			s = lineEnd(b, s)
-		}
-		// Peeled lines are not records; the next record follows.
-		for s < hi && b[s] == '^' {
-			s = lineEnd(b, s)
-		}
-		if s >= hi {
-			// No record starts in [mid, hi): look below mid.
-			hi = mid
-			continue
-		}
-		end := lineEnd(b, s)
-		line := bytes.TrimRight(b[s:end], "\r\n")
-		if len(line) < 42 || line[40] != ' ' {
-			return plumbing.ZeroHash, false
-		}
-		switch c := bytes.Compare(line[41:], target); {
-		case c == 0:
-			if !plumbing.IsHash(string(line[:40])) {
-				return plumbing.ZeroHash, false
-			}
-			return plumbing.NewHash(string(line[:40])), true
-		case c < 0:
-			lo = end
-		default:
-			hi = mid
-		}
+	// Peeled lines are not records; the next record follows.
+	for at < len(b) && b[at] == '^' {
+		at = lineEnd(b, at)
 	}
-	return plumbing.ZeroHash, false
+	if at >= len(b) {
+		return plumbing.ZeroHash, false
+	}
+	got, ok := packedRecordName(b, at, lineEnd(b, at))
+	if !ok || string(got) != name || !plumbing.IsHash(string(b[at:at+40])) {
+		return plumbing.ZeroHash, false
+	}
+	return plumbing.NewHash(string(b[at : at+40])), true
 }
 
 // lineEnd returns the offset just past the newline ending the line that

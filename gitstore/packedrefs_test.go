@@ -263,12 +263,14 @@ func TestPackedRangeSorted(t *testing.T) {
 }
 
 // FuzzPackedRange: any file without the sorted trait is read as the
-// naive parse reads it; with the trait claimed, nothing panics.
+// naive parse reads it; with the trait claimed, nothing panics, nor does
+// a search for one ref.
 func FuzzPackedRange(f *testing.F) {
 	f.Add([]byte("# pack-refs with: peeled sorted \n"+strings.Repeat("1", 40)+" refs/lazy/tasks/a\n^"+strings.Repeat("2", 40)+"\n"), "refs/lazy/tasks/")
 	f.Add([]byte(strings.Repeat("1", 40)+" refs/lazy/tasks/b\n"+strings.Repeat("3", 40)+" refs/lazy/tasks/a"), "refs/lazy/")
 	f.Fuzz(func(t *testing.T, b []byte, prefix string) {
 		sameRefs(t, packedRange(b, prefix, false), naivePacked(b, prefix))
 		packedRange(b, prefix, true)
+		packedSearch(b, prefix)
 	})
 }

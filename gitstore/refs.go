@@ -274,9 +274,11 @@ func packedRecordName(b []byte, s, end int) ([]byte, bool) {
 }
 
 // packedLowerBound returns the offset of the first line of sorted
-// packed-refs content b whose record is not before key: bisection on byte
-// offsets as in packedSearch. ok is false when it meets a malformed
-// line, where bisecting cannot be trusted.
+// packed-refs content b whose record is not before key, the way git's
+// packed-refs backend searches: bisect on byte offsets, align each probe
+// to the start of the next line, and skip peeled ("^") lines, which
+// follow the ref they peel. ok is false when it meets a malformed line,
+// where bisecting cannot be trusted.
 func packedLowerBound(b []byte, key string) (int, bool) {
 	lo := 0
 	if len(b) > 0 && b[0] == '#' {
