@@ -88,6 +88,9 @@ func (c *cached) entry() Entry {
 	e := Entry{ID: c.id, Commit: c.commit, Status: machine.Status(c.status), Parent: c.parent, Created: c.created, Updated: c.updated, JSON: c.body}
 	if c.status == "!" {
 		e.Status, e.JSON, e.Err = "", nil, errors.New(string(c.body))
+		if c.transient {
+			e.Err = mayPass{string(c.body)}
+		}
 	}
 	return e
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -260,6 +262,61 @@ func TestSortEntries(t *testing.T) {
 		}
 		if len(seen) != n {
 			t.Fatalf("n=%d: %d distinct entries after sorting", n, len(seen))
+		}
+	}
+}
+
+// TestListTellsTransientReadErrors: an entry whose record could not be
+// read because an object is missing (a concurrent repack may have moved
+// it) says so through TransientReadError, as reconcile's kept listing
+// relies on; a record that is simply corrupt does not.
+func TestListTellsTransientReadErrors(t *testing.T) {
+	s, dir := open(t)
+	gone := mustCreate(t, s, "object moved away")
+	bad := mustCreate(t, s, "corrupt record")
+	blob := strings.TrimSpace(gitIn(t, dir, "", "rev-parse", TasksPrefix+gone.Task.ID+":task.json"))
+	loose := filepath.Join(dir, ".git", "objects", blob[:2], blob[2:])
+	if err := os.Rename(loose, loose+".away"); err != nil {
+		t.Fatal(err)
+	}
+	junk := strings.TrimSpace(gitIn(t, dir, "{not json", "hash-object", "-w", "--stdin"))
+	tree := gitIn(t, dir, "100644 blob "+junk+"\ttask.json\n", "mktree")
+	commit := strings.TrimSpace(gitIn(t, dir, "", "commit-tree", strings.TrimSpace(tree), "-m", "corrupt"))
+	gitIn(t, dir, "", "update-ref", TasksPrefix+bad.Task.ID, commit)
+	for round := range 2 { // the second list reads the cache the first wrote
+		entries, err := s.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, e := range entries {
+			switch e.ID {
+			case gone.Task.ID:
+				seen++
+				if e.Err == nil || !TransientReadError(e.Err) {
+					t.Errorf("round %d: missing object: err %v, transient %v", round, e.Err, TransientReadError(e.Err))
+				}
+			case bad.Task.ID:
+				seen++
+				if e.Err == nil || TransientReadError(e.Err) {
+					t.Errorf("round %d: corrupt record: err %v, transient %v", round, e.Err, TransientReadError(e.Err))
+				}
+			}
+		}
+		if seen != 2 {
+			t.Fatalf("round %d: %d of the 2 tasks listed", round, seen)
+		}
+	}
+	if err := os.Rename(loose+".away", loose); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.ID == gone.Task.ID && e.Err != nil {
+			t.Fatalf("object back, record still unreadable: %v", e.Err)
 		}
 	}
 }

@@ -15,6 +15,15 @@ import (
 // must list again too. It is the test List's cache applies (corruptRec):
 // the errors it caches are the lasting ones.
 func TransientReadError(err error) bool {
-	return errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
+	var mp mayPass
+	return errors.As(err, &mp) || errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
 		errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, fs.ErrNotExist)
 }
+
+// mayPass is the error of a List entry whose record failed to read for a
+// reason TransientReadError accepts. The listing carries only the text of
+// an entry's error (it may come from the cache), so this type is what
+// keeps its nature.
+type mayPass struct{ msg string }
+
+func (e mayPass) Error() string { return e.msg }
