@@ -24,7 +24,9 @@ import (
 // granularity when the refs were read: a second write within the tick of
 // the first can leave the stamp as it was (git's "racy index" problem),
 // so a caller trusts an equal stamp only when it was read well after
-// newest. Refs in subdirectories of prefix are not stamped: task refs
+// newest. A ref file rewritten in place, not through a lock file and a
+// rename (by hand, or a tool that does), changes neither, so a caller
+// also bounds how long it trusts an equal stamp. Refs in subdirectories of prefix are not stamped: task refs
 // live directly under TasksPrefix.
 func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err error) {
 	return FileStamp(filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/"))))

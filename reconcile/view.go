@@ -133,9 +133,10 @@ type kept struct {
 	// stamp is the stamp of the task refs read before the listing, and
 	// settled says it was old enough then to be trusted when it is seen
 	// again (see gitstore.Repo.RefStamp).
-	stamp   string
-	settled bool
-	gen     uint64
+	stamp    string
+	settled  bool
+	gen      uint64
+	listedAt time.Time
 }
 
 // Pass runs one reconcile pass, as Sweep does over a fresh Store.List,
@@ -156,12 +157,19 @@ func (r *Reconciler) Pass(ctx context.Context) ([]Action, error) {
 	return r.sweep(ctx, v)
 }
 
+// keptMaxAge bounds how long Pass trusts a kept listing. The stamp sees
+// every ref git or lazy moves (through a lock file and a rename), but not
+// a ref file rewritten in place by hand or by a tool, nor a directory
+// whose time was set back; a listing this old is read again anyway, from
+// the list cache.
+const keptMaxAge = 30 * time.Second
+
 // current returns the kept view if no task ref moved since it was
 // listed, or lists the tasks again.
 func (r *Reconciler) current() (*view, error) {
 	k := &r.pass
 	stamp, newest, err := r.Env.Store.Repo().RefStamp(gitstore.TasksPrefix)
-	if err == nil && k.v != nil && k.settled && stamp == k.stamp {
+	if err == nil && k.v != nil && k.settled && stamp == k.stamp && r.now().Sub(k.listedAt) < keptMaxAge {
 		return k.v, nil
 	}
 	// Whether this stamp may be trusted on a later pass is judged now,
@@ -176,7 +184,7 @@ func (r *Reconciler) current() (*view, error) {
 	r.lists.Add(1)
 	r.scanned.Add(int64(len(entries)))
 	k.gen++
-	k.v, k.stamp, k.settled = newView(entries, k.gen), stamp, settled
+	k.v, k.stamp, k.settled, k.listedAt = newView(entries, k.gen), stamp, settled, r.now()
 	if k.v.transient {
 		// A record that could not be read for now is read again by the
 		// next list though its ref stays: trusting the stamp would hide

@@ -257,3 +257,49 @@ func TestWatchedIsTheLiveAndSubmittedTasks(t *testing.T) {
 		t.Fatalf("watched %d tasks, missing %v", len(got), want)
 	}
 }
+
+// TestPassListsAgainWhenItsListingIsOld: a ref moved without changing
+// the stamp (the directory's time set back here, as a ref file rewritten
+// in place would leave it) is not seen by a steady pass, but a listing
+// older than keptMaxAge is read again, and then the move is judged.
+func TestPassListsAgainWhenItsListingIsOld(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, 20)
+	f.activate(t, 2)
+	settle(t, f)
+	now := time.Now()
+	r := f.reconciler()
+	r.Now = func() time.Time { return now }
+	r.StartGrace = 1 // nanosecond: a turn without a supervisor is dead at once
+	steadyPass(t, r)
+	dir := filepath.Join(f.repo.CommonDir, "refs", "lazy", "tasks")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.backlog[0]
+	other, err := gitstore.Discover(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk(t, gitstore.Open(other, gitstore.WithHost("bench")), id, machine.Working)
+	f.own(t, id)
+	if err := os.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if c := steadyPass(t, r); c.lists != 0 {
+		t.Fatalf("the stamp did not move, yet the pass listed: %+v", c)
+	}
+	now = now.Add(keptMaxAge)
+	before := countsOf(r)
+	actions, err := r.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actions) != 1 || actions[0].TaskID != id || actions[0].To != machine.Interrupted {
+		t.Fatalf("actions = %+v, want %s interrupted", actions, id)
+	}
+	if c := countsOf(r).minus(before); c.lists != 1 {
+		t.Fatalf("the pass after keptMaxAge counted %+v, want one listing", c)
+	}
+}
