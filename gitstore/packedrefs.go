@@ -74,8 +74,15 @@ func (r *Repo) lookupPacked(name string) (plumbing.Hash, bool, error) {
 	}
 	var h plumbing.Hash
 	var ok bool
+	at, bisected := 0, false
 	if sorted {
-		h, ok = packedSearch(m.data, name)
+		// A malformed line leaves bisecting untrusted: the file is then
+		// read line by line, as List's packedRange does, so the two never
+		// disagree about a ref (a create must not shadow a packed ref).
+		at, bisected = packedLowerBound(m.data, name)
+	}
+	if bisected {
+		h, ok = packedAt(m.data, at, name)
 	} else {
 		h, ok = packedLookup(m.data, name)
 	}
@@ -115,12 +122,19 @@ func packedSorted(b []byte) bool {
 
 // packedSearch binary-searches sorted packed-refs content for one ref
 // (see packedLowerBound). A malformed line ends the search with "not
-// found" rather than a guess; lazy's refs are always well formed.
+// found" rather than a guess; lookupPacked reads such a file line by
+// line instead.
 func packedSearch(b []byte, name string) (plumbing.Hash, bool) {
 	at, ok := packedLowerBound(b, name)
 	if !ok {
 		return plumbing.ZeroHash, false
 	}
+	return packedAt(b, at, name)
+}
+
+// packedAt returns the hash of ref name if the first record at or after
+// offset at (a line start) is name's.
+func packedAt(b []byte, at int, name string) (plumbing.Hash, bool) {
 	// Peeled lines are not records; the next record follows.
 	for at < len(b) && b[at] == '^' {
 		at = lineEnd(b, at)

@@ -274,3 +274,35 @@ func FuzzPackedRange(f *testing.F) {
 		packedSearch(b, prefix)
 	})
 }
+
+// TestReadRefAgreesWithListRefsOnADamagedSortedFile: a packed-refs that
+// claims the sorted trait but holds a malformed line cannot be bisected;
+// ReadRef then reads it line by line as ListRefs does, so it never calls
+// absent a ref the listing shows (a create could shadow it).
+func TestReadRefAgreesWithListRefsOnADamagedSortedFile(t *testing.T) {
+	s, dir := open(t)
+	h := strings.Repeat("1", 40)
+	var b strings.Builder
+	b.WriteString("# pack-refs with: peeled fully-peeled sorted \n")
+	for i := range 40 {
+		if i == 20 {
+			b.WriteString("this line is not a record\n")
+		}
+		fmt.Fprintf(&b, "%s %s%016x\n", h, TasksPrefix, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "packed-refs"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := s.repo.ListRefs(TasksPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) == 0 {
+		t.Fatal("ListRefs read no ref")
+	}
+	for name := range listed {
+		if got, ok, err := s.repo.ReadRef(name); err != nil || !ok || got.String() != h {
+			t.Errorf("ReadRef(%s) = %s, %v, %v; ListRefs shows it", name, got, ok, err)
+		}
+	}
+}
