@@ -377,16 +377,31 @@ func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 }
 
 // isAncestor reports whether a is b or one of b's ancestors, as git
-// merge-base --is-ancestor does.
+// merge-base --is-ancestor does. The walk from b stops at a: in a pull's
+// fast-forward check a is a few commits back.
 func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
 	if _, err := s.objs.readCommit(a); err != nil {
 		return false, err
 	}
-	seen, err := s.ancestors(b)
-	if err != nil {
-		return false, err
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{b}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		if c == a {
+			return true, nil
+		}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		cm, err := s.objs.readCommit(c)
+		if err != nil {
+			return false, err
+		}
+		queue = append(queue, cm.ParentHashes...)
 	}
-	return seen[a], nil
+	return false, nil
 }
 
 // Push sends refs/lazy/* to remote without force. A rejected push (the
