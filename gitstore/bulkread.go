@@ -43,7 +43,7 @@ func (s *Store) bulkSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec
 		return s.batchSummaries(ids, commits)
 	}
 	var packs []bulkPack
-	for _, p := range s.objs.packSet().packs {
+	for _, p := range s.objs.freshPackSet().packs {
 		if m := p.mappedIndex(); m != nil {
 			packs = append(packs, bulkPack{p: p, idx: m})
 		}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -50,6 +51,9 @@ const (
 // found by the next one.
 type packSet struct {
 	packs []*pack
+	// dirMod is the pack directory's time when it was scanned: a pack
+	// written or deleted since moves it (see freshPackSet).
+	dirMod time.Time
 }
 
 // pack is one .pack, mapped, and its open .idx. Both stay readable after
@@ -75,9 +79,13 @@ type pack struct {
 // them, newest first as git orders them: a recent pack is the likeliest
 // to hold a recent object.
 func scanPacks(dir string) *packSet {
+	var dirMod time.Time
+	if fi, err := os.Stat(filepath.Join(dir, "pack")); err == nil {
+		dirMod = fi.ModTime()
+	}
 	entries, err := os.ReadDir(filepath.Join(dir, "pack"))
 	if err != nil {
-		return &packSet{}
+		return &packSet{dirMod: dirMod}
 	}
 	type dated struct {
 		p   *pack
@@ -96,7 +104,7 @@ func scanPacks(dir string) *packSet {
 		ds = append(ds, dated{&pack{idxPath: filepath.Join(dir, "pack", name)}, mod})
 	}
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].mod > ds[j].mod })
-	set := &packSet{packs: make([]*pack, len(ds))}
+	set := &packSet{packs: make([]*pack, len(ds)), dirMod: dirMod}
 	for i, d := range ds {
 		set.packs[i] = d.p
 	}
@@ -530,6 +538,19 @@ func (o *objects) packSet() *packSet {
 		o.packs = scanPacks(o.dir)
 	}
 	return o.packs
+}
+
+// freshPackSet is packSet scanned again if a pack was written or deleted
+// since the last scan. A read that misses rescans by itself; a reader
+// that would instead hand every miss to git (the bulk list reader, in a
+// daemon that outlives many repacks) asks for this.
+func (o *objects) freshPackSet() *packSet {
+	set := o.packSet()
+	if fi, err := os.Stat(filepath.Join(o.dir, "pack")); err == nil && !fi.ModTime().Equal(set.dirMod) {
+		o.refresh()
+		set = o.packSet()
+	}
+	return set
 }
 
 // lookup returns object h of type typ: from a pack by the fast reader

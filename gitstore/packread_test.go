@@ -464,3 +464,25 @@ func TestPackReadCorruptPacks(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshPackSetSeesANewPack: a pack set scanned before a repack is
+// scanned again once the pack directory changed, so a long-lived reader
+// does not hand every object of the new pack to git.
+func TestFreshPackSetSeesANewPack(t *testing.T) {
+	s, dir := open(t)
+	mustCreate(t, s, "one")
+	gitIn(t, dir, "", "repack", "-a", "-d", "-q")
+	before := s.objs.packSet()
+	if got := s.objs.freshPackSet(); got != before {
+		t.Fatal("rescanned an unchanged pack directory")
+	}
+	mustCreate(t, s, "two")
+	gitIn(t, dir, "", "repack", "-a", "-d", "-q")
+	after := s.objs.freshPackSet()
+	if after == before || len(after.packs) != 1 {
+		t.Fatalf("after a repack: same set %v, %d packs", after == before, len(after.packs))
+	}
+	if _, err := os.Stat(after.packs[0].idxPath); err != nil {
+		t.Fatalf("the rescanned set names a pack that is not there: %v", err)
+	}
+}
