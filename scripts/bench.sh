@@ -18,7 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/lazy" .
+# lazy as README's install line builds it: static, without cgo.
+CGO_ENABLED=0 go build -o "$bin/lazy" .
 go build -o "$bin/seed" ./scripts/seed
 go build -o "$bin/bench" ./scripts/bench
 "$bin/bench" -lazy "$bin/lazy" -seed "$bin/seed" "$@"
