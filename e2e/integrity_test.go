@@ -32,13 +32,23 @@ func liveProc(pid string) bool {
 // argv) and agents (by the turn marker in their environment).
 func turnProcs(id string) (supervisors, agents []int) {
 	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || !liveProc(e.Name()) {
 			continue
 		}
+		// The parent is read before the command line, in the same look: a
+		// supervisor's child between fork and exec shows the supervisor's
+		// argv, and read later it may have exited, leaving no parent to
+		// tell it by.
+		pp := ppid(pid)
+		if pp == 0 {
+			continue // gone already
+		}
 		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(cmd, []byte("supervise\x00"+id)) && !bytes.HasPrefix(cmd, []byte("/bin/sh")) && !bytes.Contains(cmd, []byte("sh\x00-c")) {
 			supervisors = append(supervisors, pid)
+			parent[pid] = pp
 		}
 		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil {
 			for _, kv := range bytes.Split(env, []byte{0}) {
@@ -52,7 +62,7 @@ func turnProcs(id string) (supervisors, agents []int) {
 	// A supervisor's child between fork and exec still shows its argv.
 	var own []int
 	for _, pid := range supervisors {
-		if !slices.Contains(supervisors, ppid(pid)) {
+		if !slices.Contains(supervisors, parent[pid]) {
 			own = append(own, pid)
 		}
 	}
