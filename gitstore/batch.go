@@ -243,13 +243,8 @@ func parseBatchHeader(line []byte) (oid []byte, blob bool, size int64, ok bool) 
 	}
 	oid, line = line[:sp], line[sp+1:]
 	sp = bytes.IndexByte(line, ' ')
-	if sp < 0 || (len(oid) != 40 && len(oid) != 64) {
+	if sp < 0 || (len(oid) != 40 && len(oid) != 64) || !allHex(oid) {
 		return nil, false, 0, false
-	}
-	for _, c := range oid {
-		if !isHex(c) {
-			return nil, false, 0, false
-		}
 	}
 	digits := line[sp+1:]
 	if len(digits) == 0 || len(digits) > 18 { // 18 digits cannot overflow

@@ -177,7 +177,7 @@ func (r *bulkReader) summary(id string, commit plumbing.Hash) (cacheRec, uint8) 
 		return cacheRec{}, bulkFallback
 	}
 	var tree plumbing.Hash
-	if !lowerHex(c[5:45]) {
+	if !allHex(c[5:45]) { // as git writes object names in commits
 		return cacheRec{}, bulkFallback
 	}
 	_, _ = hex.Decode(tree[:], c[5:45])
@@ -202,17 +202,6 @@ func (r *bulkReader) summary(id string, commit plumbing.Hash) (cacheRec, uint8) 
 		return cacheRec{}, bulkRetry
 	}
 	return rec, bulkDone
-}
-
-// lowerHex reports whether b is lowercase hexadecimal, as git writes
-// object names in commits.
-func lowerHex(b []byte) bool {
-	for _, c := range b {
-		if !isHex(c) {
-			return false
-		}
-	}
-	return true
 }
 
 // treeFind returns the blob of the regular file name in tree, as git's
@@ -564,16 +553,7 @@ func patchDelta(dst, base, delta []byte) ([]byte, bool) {
 // deltaSize decodes a size of a delta header, refusing one of more than
 // four bytes: those sizes are over any object patchDelta builds, and
 // longer ones could wrap around.
-func deltaSize(b []byte) (uint64, []byte, bool) {
-	var v uint64
-	for i := 0; i < len(b) && i < 4; i++ {
-		v |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i]&0x80 == 0 {
-			return v, b[i+1:], true
-		}
-	}
-	return 0, nil, false
-}
+func deltaSize(b []byte) (uint64, []byte, bool) { return leb128n(b, 4) }
 
 // hasReplaceRefs reports whether the repository has refs under
 // refs/replace/, which make git read one object in place of another:

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -107,36 +108,11 @@ func parseCommit(b []byte) (*commit, error) {
 
 func parseHash(b []byte) (plumbing.Hash, bool) {
 	var h plumbing.Hash
-	if len(b) != 2*len(h) {
+	if len(b) != hex.EncodedLen(len(h)) {
 		return h, false
 	}
-	return h, decodeHex(h[:], b)
-}
-
-// decodeHex decodes lower- or upper-case hex into dst, len(src) being
-// 2*len(dst).
-func decodeHex(dst, src []byte) bool {
-	for i := range dst {
-		hi, ok1 := fromHexChar(src[2*i])
-		lo, ok2 := fromHexChar(src[2*i+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
-}
-
-func fromHexChar(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	_, err := hex.Decode(h[:], b)
+	return h, err == nil
 }
 
 // signatureTime reads the instant of "Name <email> 1700000000 +0100":

@@ -515,10 +515,13 @@ func over(size uint64, limit int64) bool {
 }
 
 // leb128 decodes the little-endian base-128 sizes of a delta header.
-func leb128(b []byte) (uint64, []byte, bool) {
+func leb128(b []byte) (uint64, []byte, bool) { return leb128n(b, 10) } // 10 bytes fill 64 bits
+
+// leb128n is leb128 refusing a size of more than n bytes.
+func leb128n(b []byte, n int) (uint64, []byte, bool) {
 	var v uint64
-	for i, shift := 0, uint(0); i < len(b) && shift < 64; i, shift = i+1, shift+7 {
-		v |= uint64(b[i]&0x7f) << shift
+	for i := 0; i < len(b) && i < n; i++ {
+		v |= uint64(b[i]&0x7f) << (7 * i)
 		if b[i]&0x80 == 0 {
 			return v, b[i+1:], true
 		}

@@ -67,7 +67,7 @@ func Slugify(title string) string {
 // hex name as an id prefix before it reads it as a slug, so a slug that
 // arrived from elsewhere cannot redirect a command typed by id either.
 func ShadowsID(slug string) bool {
-	return len(slug) >= minPrefix && isHexString(slug)
+	return len(slug) >= minPrefix && allHex(slug)
 }
 
 // ValidSlug reports whether s may be used as a slug (and so as a ref name
@@ -132,7 +132,7 @@ func (s *Store) Resolve(name string) (string, error) {
 	// A hex name is read as an id first (see ShadowsID): a slug never
 	// redirects a command typed by id. A hex slug (from an older lazy, or
 	// another clone) still answers when no id starts with it.
-	hexName := len(lower) >= minPrefix && isHexString(lower)
+	hexName := len(lower) >= minPrefix && allHex(lower)
 	if ValidSlug(lower) && !hexName {
 		if id, ok, err := s.bySlug(lower); err != nil || ok {
 			return id, err
@@ -148,7 +148,7 @@ func (s *Store) Resolve(name string) (string, error) {
 		}
 		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
 	}
-	if !isHexString(lower) {
+	if !allHex(lower) {
 		return "", fmt.Errorf("no task named %q%s: %w", name, s.suggest(lower), ErrNotFound)
 	}
 	return s.byID(name, lower)
@@ -231,15 +231,6 @@ func plausibleName(s string) bool {
 		}
 	}
 	return s[0] != '-'
-}
-
-func isHexString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isHex(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // suggest lists up to five slugs that contain what the user typed, for

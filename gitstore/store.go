@@ -611,10 +611,10 @@ func NewID() (string, error) {
 }
 
 // ValidID reports whether s has the shape of a full task id.
-func ValidID(s string) bool {
-	if len(s) != 16 {
-		return false
-	}
+func ValidID(s string) bool { return len(s) == 16 && allHex(s) }
+
+// allHex reports whether s is lower-case hex, as git and lazy write ids.
+func allHex[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if !isHex(s[i]) {
 			return false
@@ -824,15 +824,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 // ValidHex reports whether s is a full git object id (SHA-1 or SHA-256,
 // lower-case hex), so it can go into git argv as a revision, not an option.
 func ValidHex(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isHex(s[i]) {
-			return false
-		}
-	}
-	return true
+	return (len(s) == 40 || len(s) == 64) && allHex(s)
 }
 
 // casCommit moves a task ref to commit once, under the ref lock, every
