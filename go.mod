@@ -16,7 +16,7 @@ require (
 	github.com/muesli/termenv v0.16.0
 	github.com/posener/complete v1.2.3
 	github.com/willabides/kongplete v0.4.0
-	github.com/yuin/goldmark v1.7.13
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/term v0.48.0
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"html/template"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/renderer"
-	"github.com/yuin/goldmark/util"
-
-	"github.com/lazyorch/lazy/web/gfm"
+	"github.com/lazyorch/lazy/internal/goldmark"
+	"github.com/lazyorch/lazy/internal/goldmark/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/extension"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
+	"github.com/lazyorch/lazy/internal/goldmark/util"
 )
 
 // md renders goals, turns and comments. goldmark is CommonMark-exact
@@ -18,16 +18,17 @@ import (
 // HTML as the text it is, so agent or remote text cannot inject markup.
 // Images are blocked anyway by the CSP (img-src is 'none').
 //
-// The GFM extensions come from web/gfm, a port of goldmark's own: package
-// goldmark/extension compiles Linkify's regexps at init, in every lazy
-// process (see web/gfm's package comment).
+// goldmark is internal/goldmark, upstream generated with its regexps
+// compiled on first use: otherwise every lazy process, lazy show as much
+// as lazy web, would compile them at start (see its fork_test.go).
 var md = goldmark.New(
-	goldmark.WithExtensions(gfm.Strikethrough, gfm.Table, gfm.TaskList),
+	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList),
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTML{}, 100))),
 )
 
 // rawHTML renders raw HTML escaped, as text: goldmark's safe mode would
 // drop it, and a person who wrote "<b>" in a comment should see "<b>".
+// It also renders autolinks, to check their URLs.
 type rawHTML struct{}
 
 func (rawHTML) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
@@ -40,6 +41,31 @@ func (rawHTML) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 			}
 		}
 		return ast.WalkSkipChildren, nil
+	})
+	// goldmark checks the URL of a [text](url) link, but not of an
+	// autolink: <javascript:alert(1)> would become a live href. The CSP
+	// would refuse to run it; the link is rendered as a dead one anyway,
+	// as goldmark renders a dangerous [text](url).
+	reg.Register(ast.KindAutoLink, func(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		n := node.(*ast.AutoLink)
+		url := n.URL(source)
+		_, _ = w.WriteString(`<a href="`)
+		switch {
+		case n.AutoLinkType == ast.AutoLinkEmail:
+			if !bytes.HasPrefix(bytes.ToLower(url), []byte("mailto:")) {
+				_, _ = w.WriteString("mailto:")
+			}
+			_, _ = w.Write(util.EscapeHTML(util.URLEscape(url, false)))
+		case !html.IsDangerousURL(bytes.ToLower(url)):
+			_, _ = w.Write(util.EscapeHTML(util.URLEscape(url, false)))
+		}
+		_, _ = w.WriteString(`">`)
+		_, _ = w.Write(util.EscapeHTML(n.Label(source)))
+		_, _ = w.WriteString(`</a>`)
+		return ast.WalkContinue, nil
 	})
 	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
 		n := node.(*ast.HTMLBlock)

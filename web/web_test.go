@@ -10,6 +10,12 @@ func TestMarkdownShowsRawHTMLAsText(t *testing.T) {
 		"a <b>comment</b> with markup":       "a &lt;b&gt;comment&lt;/b&gt; with markup",
 		"<script>alert(1)</script>":          "&lt;script&gt;alert(1)&lt;/script&gt;",
 		"[x](javascript:alert(1))":           `<a href="">x</a>`,
+		"<javascript:alert(1)>":              `<a href="">javascript:alert(1)</a>`,
+		"<JavaScript:alert(1)>":              `<a href="">JavaScript:alert(1)</a>`,
+		"<vbscript:x> <file:///etc/passwd>":  `<a href="">vbscript:x</a> <a href="">file:///etc/passwd</a>`,
+		"<data:text/html,x>":                 `<a href="">data:text/html,x</a>`,
+		"<https://example.com/a?b&c>":        `<a href="https://example.com/a?b&amp;c">https://example.com/a?b&amp;c</a>`,
+		"<someone@example.com>":              `<a href="mailto:someone@example.com">someone@example.com</a>`,
 		"**bold** and `<i>`":                 "<strong>bold</strong> and <code>&lt;i&gt;</code>",
 		"<img src=x onerror=alert(1)>":       "&lt;img src=x onerror=alert(1)&gt;",
 		"<div onclick=\"x\">\nblock\n</div>": "<pre>&lt;div onclick=&quot;x&quot;&gt;",
@@ -18,7 +24,8 @@ func TestMarkdownShowsRawHTMLAsText(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("markdown(%q) = %q, want it to contain %q", in, got, want)
 		}
-		if strings.Contains(got, "<script") || strings.Contains(got, "<img") || strings.Contains(got, "onclick=\"") {
+		if strings.Contains(got, "<script") || strings.Contains(got, "<img") || strings.Contains(got, "onclick=\"") ||
+			strings.Contains(strings.ToLower(got), `href="javascript`) {
 			t.Errorf("markdown(%q) = %q lets markup through", in, got)
 		}
 	}

@@ -1,65 +1,19 @@
-// Ported from github.com/yuin/goldmark/extension/tasklist.go v1.7.13
-// (see doc.go for why).
-//
-// MIT License
-//
-// Copyright (c) 2019 Yusuke Inuzuka
-//
-// Permission is hereby granted, free of charge, to any person obtaining a copy
-// of this software and associated documentation files (the "Software"), to deal
-// in the Software without restriction, including without limitation the rights
-// to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-// copies of the Software, and to permit persons to whom the Software is
-// furnished to do so, subject to the following conditions:
-//
-// The above copyright notice and this permission notice shall be included in all
-// copies or substantial portions of the Software.
-//
-// THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
-// IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
-// FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
-// AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
-// LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
-// OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
-// SOFTWARE.
+// Code generated from github.com/yuin/goldmark v1.8.7 by lazy's internal/goldmark/fork_test.go; DO NOT EDIT.
 
-package gfm
+package extension
 
 import (
-	"github.com/yuin/goldmark"
-	gast "github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/renderer"
-	"github.com/yuin/goldmark/renderer/html"
-	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
+	"github.com/lazyorch/lazy/internal/goldmark"
+	gast "github.com/lazyorch/lazy/internal/goldmark/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/extension/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/parser"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
+	"github.com/lazyorch/lazy/internal/goldmark/text"
+	"github.com/lazyorch/lazy/internal/goldmark/util"
 )
 
-// isRegexpSpace reports whether b is in the RE2 class \s, [\t\n\f\r ],
-// which the upstream regexps this package replaces match with. It is not
-// util.IsSpace, which leaves out \f.
-func isRegexpSpace(b byte) bool {
-	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
-}
-
-// matchTaskList stands for upstream's taskListRegexp,
-// `^\[([\sxX])\]\s*`: it returns the byte inside the brackets and the
-// length of the match, or ok false if line does not match.
-func matchTaskList(line []byte) (value byte, n int, ok bool) {
-	if len(line) < 3 || line[0] != '[' || line[2] != ']' {
-		return 0, 0, false
-	}
-	value = line[1]
-	if !isRegexpSpace(value) && value != 'x' && value != 'X' {
-		return 0, 0, false
-	}
-	n = 3
-	for n < len(line) && isRegexpSpace(line[n]) {
-		n++
-	}
-	return value, n, true
-}
+var taskListRegexp = lazyRegexp(`^\[([\sxX])\]\s*`)
 
 type taskCheckBoxParser struct {
 }
@@ -94,11 +48,12 @@ func (s *taskCheckBoxParser) Parse(parent gast.Node, block text.Reader, pc parse
 		return nil
 	}
 	line, _ := block.PeekLine()
-	value, n, ok := matchTaskList(line)
-	if !ok {
+	m := taskListRegexp().FindSubmatchIndex(line)
+	if m == nil {
 		return nil
 	}
-	block.Advance(n)
+	value := line[m[2]:m[3]][0]
+	block.Advance(m[1])
 	checked := value == 'x' || value == 'X'
 	return ast.NewTaskCheckBox(checked)
 }

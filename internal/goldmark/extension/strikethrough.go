@@ -1,39 +1,16 @@
-// Ported from github.com/yuin/goldmark/extension/strikethrough.go v1.7.13
-// (see doc.go for why).
-//
-// MIT License
-//
-// Copyright (c) 2019 Yusuke Inuzuka
-//
-// Permission is hereby granted, free of charge, to any person obtaining a copy
-// of this software and associated documentation files (the "Software"), to deal
-// in the Software without restriction, including without limitation the rights
-// to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-// copies of the Software, and to permit persons to whom the Software is
-// furnished to do so, subject to the following conditions:
-//
-// The above copyright notice and this permission notice shall be included in all
-// copies or substantial portions of the Software.
-//
-// THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
-// IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
-// FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
-// AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
-// LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
-// OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
-// SOFTWARE.
+// Code generated from github.com/yuin/goldmark v1.8.7 by lazy's internal/goldmark/fork_test.go; DO NOT EDIT.
 
-package gfm
+package extension
 
 import (
-	"github.com/yuin/goldmark"
-	gast "github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/renderer"
-	"github.com/yuin/goldmark/renderer/html"
-	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
+	"github.com/lazyorch/lazy/internal/goldmark"
+	gast "github.com/lazyorch/lazy/internal/goldmark/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/extension/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/parser"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
+	"github.com/lazyorch/lazy/internal/goldmark/text"
+	"github.com/lazyorch/lazy/internal/goldmark/util"
 )
 
 type strikethroughDelimiterProcessor struct {

@@ -1,42 +1,19 @@
-// Ported from github.com/yuin/goldmark/extension/table.go v1.7.13
-// (see doc.go for why).
-//
-// MIT License
-//
-// Copyright (c) 2019 Yusuke Inuzuka
-//
-// Permission is hereby granted, free of charge, to any person obtaining a copy
-// of this software and associated documentation files (the "Software"), to deal
-// in the Software without restriction, including without limitation the rights
-// to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-// copies of the Software, and to permit persons to whom the Software is
-// furnished to do so, subject to the following conditions:
-//
-// The above copyright notice and this permission notice shall be included in all
-// copies or substantial portions of the Software.
-//
-// THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
-// IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
-// FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
-// AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
-// LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
-// OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
-// SOFTWARE.
+// Code generated from github.com/yuin/goldmark v1.8.7 by lazy's internal/goldmark/fork_test.go; DO NOT EDIT.
 
-package gfm
+package extension
 
 import (
 	"bytes"
 	"fmt"
 
-	"github.com/yuin/goldmark"
-	gast "github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/renderer"
-	"github.com/yuin/goldmark/renderer/html"
-	"github.com/yuin/goldmark/text"
-	"github.com/yuin/goldmark/util"
+	"github.com/lazyorch/lazy/internal/goldmark"
+	gast "github.com/lazyorch/lazy/internal/goldmark/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/extension/ast"
+	"github.com/lazyorch/lazy/internal/goldmark/parser"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer"
+	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
+	"github.com/lazyorch/lazy/internal/goldmark/text"
+	"github.com/lazyorch/lazy/internal/goldmark/util"
 )
 
 var escapedPipeCellListKey = parser.NewContextKey()
@@ -92,7 +69,7 @@ func NewTableConfig() TableConfig {
 }
 
 // SetOption implements renderer.SetOptioner.
-func (c *TableConfig) SetOption(name renderer.OptionName, value interface{}) {
+func (c *TableConfig) SetOption(name renderer.OptionName, value any) {
 	switch name {
 	case optTableCellAlignMethod:
 		c.TableCellAlignMethod = value.(TableCellAlignMethod)
@@ -149,54 +126,22 @@ func isTableDelim(bs []byte) bool {
 	if w, _ := util.IndentWidth(bs, 0); w > 3 {
 		return false
 	}
+	allSep := true
 	for _, b := range bs {
-		if !util.IsSpace(b) && b != '-' && b != '|' && b != ':' {
+		if b != '-' {
+			allSep = false
+		}
+		if !(util.IsSpace(b) || b == '-' || b == '|' || b == ':') {
 			return false
 		}
 	}
-	return true
+	return !allSep
 }
 
-// tableDelimAlignment stands for upstream's four regexps, which
-// parseDelimiter tried in this order: tableDelimLeft `^\s*\:\-+\s*$`,
-// tableDelimRight `^\s*\-+\:\s*$`, tableDelimCenter `^\s*\:\-+\:\s*$`
-// and tableDelimNone `^\s*\-+\s*$`. It returns the alignment of the
-// delimiter cell col, or ok false if none of them matches.
-func tableDelimAlignment(col []byte) (a ast.Alignment, ok bool) {
-	i, j := 0, len(col)
-	for i < j && isRegexpSpace(col[i]) {
-		i++
-	}
-	for j > i && isRegexpSpace(col[j-1]) {
-		j--
-	}
-	core := col[i:j]
-	left := len(core) > 0 && core[0] == ':'
-	if left {
-		core = core[1:]
-	}
-	right := len(core) > 0 && core[len(core)-1] == ':'
-	if right {
-		core = core[:len(core)-1]
-	}
-	if len(core) == 0 {
-		return ast.AlignNone, false
-	}
-	for _, b := range core {
-		if b != '-' {
-			return ast.AlignNone, false
-		}
-	}
-	switch {
-	case left && right:
-		return ast.AlignCenter, true
-	case left:
-		return ast.AlignLeft, true
-	case right:
-		return ast.AlignRight, true
-	}
-	return ast.AlignNone, true
-}
+var tableDelimLeft = lazyRegexp(`^\s*\:\-+\s*$`)
+var tableDelimRight = lazyRegexp(`^\s*\-+\:\s*$`)
+var tableDelimCenter = lazyRegexp(`^\s*\:\-+\:\s*$`)
+var tableDelimNone = lazyRegexp(`^\s*\-+\s*$`)
 
 type tableParagraphTransformer struct {
 }
@@ -210,6 +155,7 @@ func NewTableParagraphTransformer() parser.ParagraphTransformer {
 }
 
 func (b *tableParagraphTransformer) Transform(node *gast.Paragraph, reader text.Reader, pc parser.Context) {
+	ppos := node.Pos()
 	lines := node.Lines()
 	if lines.Len() < 2 {
 		return
@@ -225,6 +171,7 @@ func (b *tableParagraphTransformer) Transform(node *gast.Paragraph, reader text.
 		}
 		table := ast.NewTable()
 		table.Alignments = alignments
+		table.SetPos(ppos)
 		table.AppendChild(table, ast.NewTableHeader(header))
 		for j := i + 1; j < lines.Len(); j++ {
 			table.AppendChild(table, b.parseRow(lines.At(j), alignments, false, reader, pc))
@@ -243,6 +190,7 @@ func (b *tableParagraphTransformer) Transform(node *gast.Paragraph, reader text.
 
 func (b *tableParagraphTransformer) parseRow(segment text.Segment,
 	alignments []ast.Alignment, isHeader bool, reader text.Reader, pc parser.Context) *ast.TableRow {
+	npos := segment
 	source := reader.Source()
 	segment = segment.TrimLeftSpace(source)
 	segment = segment.TrimRightSpace(source)
@@ -250,6 +198,7 @@ func (b *tableParagraphTransformer) parseRow(segment text.Segment,
 	pos := 0
 	limit := len(line)
 	row := ast.NewTableRow(alignments)
+	row.SetPos(npos.Start)
 	if len(line) > 0 && line[pos] == '|' {
 		pos++
 	}
@@ -269,6 +218,7 @@ func (b *tableParagraphTransformer) parseRow(segment text.Segment,
 
 		var escapedCell *escapedPipeCell
 		node := ast.NewTableCell()
+		node.SetPos(npos.Start + pos - npos.Padding)
 		node.Alignment = alignment
 		hasBacktick := false
 		closure := pos
@@ -283,7 +233,7 @@ func (b *tableParagraphTransformer) parseRow(segment text.Segment,
 					if escapedCell == nil {
 						escapedCell = &escapedPipeCell{node, []int{}, false}
 						escapedList := pc.ComputeIfAbsent(escapedPipeCellListKey,
-							func() interface{} {
+							func() any {
 								return []*escapedPipeCell{}
 							}).([]*escapedPipeCell)
 						escapedList = append(escapedList, escapedCell)
@@ -322,11 +272,17 @@ func (b *tableParagraphTransformer) parseDelimiter(segment text.Segment, reader 
 
 	var alignments []ast.Alignment
 	for _, col := range cols {
-		alignment, ok := tableDelimAlignment(col)
-		if !ok {
+		if tableDelimLeft().Match(col) {
+			alignments = append(alignments, ast.AlignLeft)
+		} else if tableDelimRight().Match(col) {
+			alignments = append(alignments, ast.AlignRight)
+		} else if tableDelimCenter().Match(col) {
+			alignments = append(alignments, ast.AlignCenter)
+		} else if tableDelimNone().Match(col) {
+			alignments = append(alignments, ast.AlignNone)
+		} else {
 			return nil
 		}
-		alignments = append(alignments, alignment)
 	}
 	return alignments
 }
@@ -422,7 +378,7 @@ func (r *TableHTMLRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegistere
 // - rules: Deprecated
 // - summary: Deprecated
 // - width: Deprecated.
-var TableAttributeFilter = html.GlobalAttributeFilter.ExtendString(`align,bgcolor,border,cellpadding,cellspacing,frame,rules,summary,width`)
+var TableAttributeFilter = html.GlobalAttributeFilter.ExtendString(`align,bgcolor,border,cellpadding,cellspacing,frame,rules,summary,width`) // nolint: lll
 
 func (r *TableHTMLRenderer) renderTable(
 	w util.BufWriter, source []byte, n gast.Node, entering bool) (gast.WalkStatus, error) {
@@ -509,7 +465,7 @@ func (r *TableHTMLRenderer) renderTableRow(
 //     (defined in the <th>) element relates to [NOT OK in <td>]
 //   - valign:  Obsolete since HTML5
 //   - width:  Deprecated since HTML4. Obsolete since HTML5.
-var TableThCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`)
+var TableThCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`) // nolint:lll
 
 // TableTdCellAttributeFilter defines attribute names which table <td> cells can have.
 //
@@ -527,7 +483,7 @@ var TableThCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,a
 //   - scope:  Obsolete since HTML5. [OK in <th>]
 //   - valign:  Obsolete since HTML5
 //   - width:  Deprecated since HTML4. Obsolete since HTML5.
-var TableTdCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`)
+var TableTdCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`) // nolint: lll
 
 func (r *TableHTMLRenderer) renderTableCell(
 	w util.BufWriter, source []byte, node gast.Node, entering bool) (gast.WalkStatus, error) {
@@ -539,9 +495,9 @@ func (r *TableHTMLRenderer) renderTableCell(
 	if entering {
 		_, _ = fmt.Fprintf(w, "<%s", tag)
 		if n.Alignment != ast.AlignNone {
-			amethod := r.TableCellAlignMethod
+			amethod := r.TableConfig.TableCellAlignMethod
 			if amethod == TableCellAlignDefault {
-				if r.XHTML {
+				if r.Config.XHTML {
 					amethod = TableCellAlignAttribute
 				} else {
 					amethod = TableCellAlignStyle
@@ -556,7 +512,12 @@ func (r *TableHTMLRenderer) renderTableCell(
 				v, ok := n.AttributeString("style")
 				var cob util.CopyOnWriteBuffer
 				if ok {
-					cob = util.NewCopyOnWriteBuffer(v.([]byte))
+					switch v := v.(type) {
+					case []byte:
+						cob = util.NewCopyOnWriteBuffer(v)
+					case string:
+						cob = util.NewCopyOnWriteBuffer([]byte(v))
+					}
 					cob.AppendByte(';')
 				}
 				style := fmt.Sprintf("text-align:%s", n.Alignment.String())
