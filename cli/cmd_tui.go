@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/daemon"
@@ -57,13 +57,16 @@ type tuiStyles struct {
 	status                        map[machine.Status]lipgloss.Style
 }
 
-func newTUIStyles(r *lipgloss.Renderer) tuiStyles {
+// newTUIStyles are the TUI's styles. They are written in full colour;
+// Bubble Tea brings them down to what the terminal can show, or to none
+// (see runTUI).
+func newTUIStyles() tuiStyles {
 	st := tuiStyles{
-		header: r.NewStyle().Bold(true),
-		dim:    r.NewStyle().Faint(true),
-		sel:    r.NewStyle().Reverse(true),
-		border: r.NewStyle().Border(lipgloss.NormalBorder(), false, false, false, true).PaddingLeft(1),
-		key:    r.NewStyle().Bold(true),
+		header: lipgloss.NewStyle().Bold(true),
+		dim:    lipgloss.NewStyle().Faint(true),
+		sel:    lipgloss.NewStyle().Reverse(true),
+		border: lipgloss.NewStyle().Border(lipgloss.NormalBorder(), false, false, false, true).PaddingLeft(1),
+		key:    lipgloss.NewStyle().Bold(true),
 		status: map[machine.Status]lipgloss.Style{},
 	}
 	colours := map[machine.Status]string{
@@ -71,7 +74,7 @@ func newTUIStyles(r *lipgloss.Renderer) tuiStyles {
 		machine.Pairing: "5", machine.Merging: "6", machine.Submitted: "4", machine.Complete: "2", machine.Abandoned: "8",
 	}
 	for s, c := range colours {
-		st.status[s] = r.NewStyle().Foreground(lipgloss.Color(c))
+		st.status[s] = lipgloss.NewStyle().Foreground(lipgloss.Color(c))
 	}
 	st.status[machine.Blocked] = st.status[machine.Blocked].Bold(true)
 	return st
@@ -207,22 +210,20 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.status = msg.what + ": done"
 		}
 		return m, m.load()
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m.key(msg)
 	}
+	// A paste (tea.PasteMsg) is not a command: it falls through to here.
 	return m, nil
 }
 
-func (m *tuiModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
-	// Keys typed faster than one read arrive as one message ("jjq"):
-	// each is still a key of its own. A paste is not a command.
-	if k.Type == tea.KeyRunes && len(k.Runes) > 1 {
-		if k.Paste {
-			return m, nil
-		}
+func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	// Text of more than one character ("jjq", as an input method may
+	// send it) is still a key per character.
+	if runes := []rune(k.Text); len(runes) > 1 && k.Mod == 0 {
 		var cmds []tea.Cmd
-		for _, r := range k.Runes {
-			_, cmd := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		for _, r := range runes {
+			_, cmd := m.key(tea.KeyPressMsg{Code: r, Text: string(r)})
 			cmds = append(cmds, cmd)
 		}
 		return m, tea.Batch(cmds...)
@@ -315,7 +316,14 @@ func lastLine(s string) string {
 	return strings.TrimPrefix(lines[len(lines)-1], "lazy: ")
 }
 
-func (m *tuiModel) View() string {
+// View is the whole screen, on the alternate screen.
+func (m *tuiModel) View() tea.View {
+	v := tea.NewView(m.screen())
+	v.AltScreen = true
+	return v
+}
+
+func (m *tuiModel) screen() string {
 	if m.width == 0 {
 		return "loading…"
 	}
@@ -473,12 +481,13 @@ func (a *app) runTUI(ctx context.Context, all bool) error {
 	if err != nil {
 		return fmt.Errorf("find the lazy binary: %w", err)
 	}
-	r := lipgloss.NewRenderer(os.Stdout)
+	opts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if a.noColor || os.Getenv("TERM") == "dumb" {
-		r.SetColorProfile(termenv.Ascii)
+		// No colour; bold, faint and reverse stay, so the selection shows.
+		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(r), loading: &sync.Mutex{}}
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}}
+	p := tea.NewProgram(m, opts...)
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.
 	if os.Getenv("LAZY_NO_DAEMON") == "" {

@@ -3,32 +3,40 @@ package cli
 import (
 	"testing"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 )
 
-// Keys that arrive in one read are each a key: "xyzq" still quits.
-func TestTUIKeysInOneReadAreEachAKey(t *testing.T) {
-	m := &tuiModel{}
-	_, cmd := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("xyzq")})
+// quits reports whether cmd, run to its end through batches, quits.
+func quits(cmd tea.Cmd) bool {
 	if cmd == nil {
-		t.Fatal("no command for xyzq")
+		return false
 	}
-	quits := false
-	if batch, ok := cmd().(tea.BatchMsg); ok {
-		for _, c := range batch {
-			if c != nil {
-				if _, ok := c().(tea.QuitMsg); ok {
-					quits = true
-				}
+	switch msg := cmd().(type) {
+	case tea.QuitMsg:
+		return true
+	case tea.BatchMsg:
+		for _, c := range msg {
+			if quits(c) {
+				return true
 			}
 		}
-	} else if _, ok := cmd().(tea.QuitMsg); ok {
-		quits = true
 	}
-	if !quits {
+	return false
+}
+
+// Text of several characters is a key per character: "xyzq" still quits.
+func TestTUIKeysInOneReadAreEachAKey(t *testing.T) {
+	m := &tuiModel{}
+	if _, cmd := m.key(tea.KeyPressMsg{Code: 'x', Text: "xyzq"}); !quits(cmd) {
 		t.Fatal("q in a run of keys did not quit")
 	}
-	if _, cmd := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("qq"), Paste: true}); cmd != nil {
+	if _, cmd := m.key(tea.KeyPressMsg{Code: 'x', Text: "xyz"}); quits(cmd) {
+		t.Fatal("xyz quit")
+	}
+	if _, cmd := m.Update(tea.PasteMsg{Content: "qq"}); quits(cmd) {
 		t.Fatal("a pasted q quit")
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}); !quits(cmd) {
+		t.Fatal("ctrl+c did not quit")
 	}
 }

@@ -81,6 +81,32 @@ func TestColourOnlyOnATerminalAndNeverWithNoColor(t *testing.T) {
 	}
 }
 
+// A command on a terminal writes text and colour, nothing else. Bubble Tea
+// v1's package init asked the terminal for its background colour (OSC 11,
+// then a cursor position report) in every lazy process, and waited up to
+// five seconds for an answer: one round trip per command over ssh, a
+// five-second hang on a terminal that does not answer (this pty does
+// not), and typed-ahead keys read as the answer.
+func TestCommandsNeverQueryTheTerminal(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "quiet", "q.txt q")
+	xterm := r.with("TERM=xterm-256color", "COLORTERM=truecolor")
+	for _, args := range [][]string{{"--version"}, {"list"}, {"show", tk.Slug}, {"create", "another"}, {"no-such-command"}} {
+		cmd, _, out := ptyRun(t, xterm, &pty.Winsize{Rows: 24, Cols: 100}, args...)
+		_ = cmd.Wait() // the unknown command fails; its output is what matters
+		eventually(t, "output on the terminal", func() bool { return strings.TrimSpace(out()) != "" })
+		text := out()
+		for i := strings.IndexByte(text, 0x1b); i >= 0; i = strings.IndexByte(text, 0x1b) {
+			text = text[i:]
+			end := strings.IndexFunc(text[1:], func(r rune) bool { return r >= 0x40 && r <= 0x7e && r != '[' })
+			if !strings.HasPrefix(text, "\x1b[") || end < 0 || text[1+end] != 'm' {
+				t.Fatalf("lazy %s wrote a terminal control sequence that is not a colour: %q in %q", strings.Join(args, " "), text, out())
+			}
+			text = text[2+end:]
+		}
+	}
+}
+
 func TestCreateValidatesTheTargetBranchAndCanStart(t *testing.T) {
 	r := newRepo(t)
 	msg := r.fails(1, nil, "create", "Port it", "--target-branch", "nosuch")
