@@ -18,7 +18,7 @@ import (
 // batchThreshold is the number of cache misses above which List reads
 // task.json blobs the way `git cat-file` resolves them, through the bulk
 // reader (bulkSummaries) and, for what it leaves, a cat-file process,
-// instead of one go-git read per object: those read packed objects
+// instead of one read per object: go-git's read packed objects
 // about ten times slower (1.1 s for 10,000 tasks on the development
 // machine). Below it, the records read keep the in-process reader's
 // exact errors, as they always did.

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -332,7 +330,7 @@ func (r *bulkReader) packed(i int, off uint64, typ int, limit int64, dst []byte)
 	if !ok {
 		return nil, 0, false
 	}
-	out, ok := patchDelta(dst[:0], src, delta)
+	out, ok := patchDelta(dst[:0], src, delta, bulkMaxObject)
 	return out, int64(len(out)), ok
 }
 
@@ -375,7 +373,7 @@ func (r *bulkReader) resolve(i int, base entry, chain []entry) ([]byte, bool) {
 			return nil, false
 		}
 		r.delta = delta
-		out, ok := patchDelta(nil, data, delta)
+		out, ok := patchDelta(nil, data, delta, bulkMaxObject)
 		if !ok {
 			return nil, false
 		}
@@ -405,7 +403,7 @@ func (r *bulkReader) inflate(p *pack, e entry, dst []byte) ([]byte, bool) {
 	if !r.resetZlib(&r.src) {
 		return nil, false
 	}
-	return r.readAll(dst, int(e.size), nil)
+	return inflateExactly(r.zr, dst, int(e.size), nil)
 }
 
 // resetZlib points the reader's inflater at src.
@@ -419,28 +417,6 @@ func (r *bulkReader) resetZlib(src io.Reader) bool {
 		return true
 	}
 	return r.zr.(zlib.Resetter).Reset(src, nil) == nil
-}
-
-// readAll reads exactly n bytes from the inflater, after the head bytes
-// already read, into dst's storage, and checks that the stream ends
-// there.
-func (r *bulkReader) readAll(dst []byte, n int, head []byte) ([]byte, bool) {
-	if cap(dst) < n {
-		dst = make([]byte, n, max(n, 512))
-	}
-	dst = dst[:n]
-	k := copy(dst, head)
-	if k != len(head) {
-		return nil, false // more content than the header says
-	}
-	if _, err := io.ReadFull(r.zr, dst[k:]); err != nil {
-		return nil, false
-	}
-	var one [1]byte
-	if k, err := r.zr.Read(one[:]); k != 0 || !errors.Is(err, io.EOF) {
-		return nil, false
-	}
-	return dst, true
 }
 
 // looseTypes names the pack types in loose object headers.
@@ -465,21 +441,8 @@ func (r *bulkReader) loose(h plumbing.Hash, typ int, limit int64, dst []byte) ([
 	}
 	// "<type> <size>\x00", then the content.
 	var head [32]byte
-	n, nul := 0, -1
-	for nul < 0 {
-		k, err := r.zr.Read(head[n:])
-		n += k
-		nul = bytes.IndexByte(head[:n], 0)
-		if nul < 0 && (err != nil || n == len(head)) {
-			return nil, 0, false
-		}
-	}
-	t, digits, ok := bytes.Cut(head[:nul], []byte{' '})
-	if !ok || string(t) != looseTypes[typ] || len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
-		return nil, 0, false
-	}
-	size, err := strconv.ParseInt(string(digits), 10, 64)
-	if err != nil {
+	t, size, rest, ok := looseHeader(r.zr, &head)
+	if !ok || string(t) != looseTypes[typ] {
 		return nil, 0, false
 	}
 	if size > limit {
@@ -488,21 +451,21 @@ func (r *bulkReader) loose(h plumbing.Hash, typ int, limit int64, dst []byte) ([
 	if size > bulkMaxObject {
 		return nil, 0, false
 	}
-	out, ok := r.readAll(dst, int(size), head[nul+1:n])
+	out, ok := inflateExactly(r.zr, dst, int(size), rest)
 	return out, size, ok
 }
 
 // patchDelta applies a git delta to base, appending the result to dst,
 // with the checks of git's patch_delta: the delta's source size is
 // base's, every copy lies inside base, and the result is exactly the
-// target size the delta declares (at most bulkMaxObject).
-func patchDelta(dst, base, delta []byte) ([]byte, bool) {
+// target size the delta declares (at most maxTarget).
+func patchDelta(dst, base, delta []byte, maxTarget uint64) ([]byte, bool) {
 	srcSize, rest, ok := deltaSize(delta)
 	if !ok || srcSize != uint64(len(base)) {
 		return nil, false
 	}
 	target, rest, ok := deltaSize(rest)
-	if !ok || target > bulkMaxObject {
+	if !ok || target > maxTarget {
 		return nil, false
 	}
 	out := dst[:0]

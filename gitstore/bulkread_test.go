@@ -109,16 +109,25 @@ func TestBulkReaderMatchesCatFile(t *testing.T) {
 	}
 }
 
-// FuzzPatchDelta holds patchDelta to go-git's PatchDelta, which List used
-// before: never a panic, and the same result whenever both apply a delta
-// (go-git refuses an empty base, which git allows).
+// FuzzPatchDelta holds patchDelta to go-git's PatchDelta, which the pack
+// reader used before: never a panic, and the same result whenever both
+// apply a delta (go-git refuses an empty base, which git allows).
 func FuzzPatchDelta(f *testing.F) {
 	f.Add([]byte("hello world"), []byte{11, 5, 0x91, 6, 5})
 	f.Add([]byte("abc"), []byte{3, 4, 0x90, 3, 1, 'd'})
 	f.Add([]byte(""), []byte{0, 2, 2, 'h', 'i'})
 	f.Fuzz(func(t *testing.T, base, delta []byte) {
-		got, ok := patchDelta(nil, base, delta)
+		got, ok := patchDelta(nil, base, delta, bulkMaxObject)
 		if !ok {
+			// The reverse holds where git's patch_delta would apply it:
+			// git refuses a delta under four bytes, and patchDelta a
+			// truncated size (git reads the bits it has), which then
+			// goes to git to read.
+			_, rest, ok1 := deltaSize(delta)
+			_, _, ok2 := deltaSize(rest)
+			if want, err := packfile.PatchDelta(base, delta); err == nil && len(want) <= bulkMaxObject && len(delta) >= 4 && ok1 && ok2 {
+				t.Fatalf("patchDelta refuses a delta go-git applies, to %q", want)
+			}
 			return
 		}
 		if len(base) > 0 {

@@ -18,25 +18,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/lazyorch/lazy/gitcli"
 )
 
 // objects writes loose objects directly (the format is tiny and this skips
-// work for objects that already exist) and reads through go-git, which
-// understands packs, deltas and alternates.
+// work for objects that already exist) and reads them, and packed ones,
+// itself; git reads what it does not (see read).
 type objects struct {
 	dir string // <common>/objects
 
-	mu      sync.Mutex
-	storage *filesystem.Storage
-	packs   *packSet // see lookup
+	mu    sync.Mutex
+	packs *packSet // see lookup
 
 	// parent, when set, is the objects this journaling view reads
 	// through; journal records what the view wrote.
@@ -80,30 +76,14 @@ func newObjects(commonDir string) *objects {
 	return &objects{dir: filepath.Join(commonDir, "objects")}
 }
 
-func (o *objects) store() *filesystem.Storage {
-	if o.parent != nil {
-		return o.parent.store()
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.storage == nil {
-		// Loose objects over the threshold are opened lazily, so their size
-		// is known from the header before any content is read (packed
-		// objects above 16 KiB already are); read checks it.
-		o.storage = filesystem.NewStorageWithOptions(osfs.New(filepath.Dir(o.dir)), cache.NewObjectLRU(8<<20), filesystem.Options{LargeObjectThreshold: 256 << 10})
-	}
-	return o.storage
-}
-
-// refresh drops the storage, whose list of packs is read once: after a
-// git fetch (or gc) brought new packs, a fresh one sees them.
+// refresh drops the list of packs, which is read once: after a git fetch
+// (or gc) brought new packs, a fresh one sees them.
 func (o *objects) refresh() {
 	if o.parent != nil {
 		o.parent.refresh()
 		return
 	}
 	o.mu.Lock()
-	o.storage = nil
 	o.packs = nil
 	o.mu.Unlock()
 }
@@ -228,8 +208,17 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 		o.refresh()
 		obj, err = o.lookup(typ, h, limit)
 	}
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		obj, err = o.gitRead(typ, h, what, limit)
+	if err != nil && !errors.Is(err, ErrOversize) {
+		// git reads what lazy's readers do not: alternates, a pack layout
+		// they decline, a repack's temporary pack (see gitHas). Where git
+		// cannot either, a corruption lazy found is the better report.
+		gobj, gerr := o.gitRead(typ, h, what, limit)
+		switch {
+		case gerr == nil || errors.Is(gerr, ErrOversize):
+			obj, err = gobj, gerr
+		case errors.Is(err, plumbing.ErrObjectNotFound):
+			err = gerr
+		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrMissingObject) || errors.Is(err, ErrOversize) {
@@ -244,13 +233,13 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 }
 
 // retry runs a read again while the repository's packs are changing
-// under it: a concurrent git repack or gc deletes the packs the storage
-// had indexed (the objects now live in a new pack, or loose), which reads
+// under it: a concurrent git repack or gc deletes the packs the reader
+// had listed (the objects now live in a new pack, or loose), which reads
 // as a missing pack or object until the packs are scanned again, and
 // overlapping repacks can replace them faster than one re-scan. A failure
 // stands only once an attempt began and ended with the same, settled set
 // of packs (git re-scans once, but holds its packs open, so a deleted
-// pack stays readable to it; go-git reopens them), or after
+// pack stays readable to it; lazy opens them lazily), or after
 // settleTimeout. An oversize object is not retried: its size will not
 // change.
 func retry[T any](o *objects, f func() (T, error)) (T, error) {
@@ -285,7 +274,7 @@ const settleTimeout = 10 * time.Second
 // replaces the file, which changes its time). settled is false while a
 // pack is being installed or deleted, when a .pack has no .idx or an .idx
 // no .pack: git renames a new pack's .pack before its .idx and deletes an
-// old one's .pack first, and go-git sees a pack only by its .pack. A half
+// old one's .pack first, and lazy's reader needs both halves. A half
 // older than halfPackAge is no longer in flight but left behind (see
 // OrphanPack), and waiting would not bring its other half.
 func (o *objects) packState() (set string, settled bool) {
@@ -413,15 +402,15 @@ func (o *objects) has(h plumbing.Hash) bool {
 // objects/pack/.tmp-<pid>-pack-<hash>.idx before repack renames it into
 // place, and git counts any .idx there as a pack, so a concurrent
 // prune-packed may already have deleted the loose copies of objects that
-// now live only in that pack. go-git reads only pack-<hash> names and
-// cannot see them; git can.
+// now live only in that pack. lazy's reader reads only pack-<hash>
+// names and cannot see them; git can.
 func (o *objects) gitHas(h plumbing.Hash) bool {
 	return gitcli.New(filepath.Dir(o.dir), "cat-file", "-e", h.String()).Run(context.Background()) == nil
 }
 
-// gitRead reads object h through git when go-git cannot find it (see
-// gitHas), checking its type and size from git's answer first, so an
-// oversize object is never read.
+// gitRead reads object h through git when lazy's readers cannot (see
+// read and gitHas), checking its type and size from git's answer first,
+// so an oversize object is never read.
 func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
 	info, err := gitcli.New(filepath.Dir(o.dir), "cat-file", "--batch-check").Stdin([]byte(h.String() + "\n")).Output(context.Background())

@@ -43,8 +43,8 @@ var idxMagic = []byte{0xff, 't', 'O', 'c'}
 
 // errUnsupportedPack marks a pack or index lazy's reader does not handle
 // (an index of version 1, a delta whose base lives in another pack, an
-// object too large to hold in memory): the caller reads that object
-// through go-git instead, as before.
+// object too large to hold in memory): read asks git for that object
+// instead.
 var errUnsupportedPack = errors.New("pack layout not handled by the fast reader")
 
 // packIndex reads one index file through ReadAt: the header and fan-out

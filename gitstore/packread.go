@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 )
 
-// Bounds of the fast pack reader. Objects past them are read by go-git,
+// Bounds of the fast pack reader. Objects past them are read by git,
 // which handles any pack; these keep one hostile pack from making lazy
 // hold gigabytes or walk a delta chain forever.
 const (
@@ -169,7 +168,7 @@ func (s *packSet) find(h plumbing.Hash) (*pack, uint64, bool) {
 	for _, p := range s.packs {
 		// A pack that cannot be opened (deleted by a concurrent repack
 		// after the scan, or of a layout this reader skips) is simply
-		// not searched: go-git, or a re-scan, finds what it held.
+		// not searched: git, or a re-scan, finds what it held.
 		if p.open() != nil {
 			continue
 		}
@@ -334,7 +333,7 @@ func objectType(t int) plumbing.ObjectType {
 // readObject reads object h at off. Its size is checked against limit
 // before its content is inflated: from the entry header for a whole
 // object, from the first bytes of the delta for a deltified one.
-// errUnsupportedPack sends the caller to go-git.
+// errUnsupportedPack sends the caller to git.
 func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, limit int64) (*packedObject, error) {
 	defer runtime.KeepAlive(p.packMap)
 	// Walk the chain's headers down to its base, which gives the type.
@@ -360,7 +359,7 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 			continue
 		}
 		// A REF_DELTA's base is in the same pack once index-pack
-		// completed a thin pack; anywhere else is go-git's business.
+		// completed a thin pack; anywhere else is git's business.
 		boff, ok, err := p.idx.find(e.baseRef)
 		if err != nil || !ok {
 			return nil, fmt.Errorf("delta base %s outside the pack: %w", e.baseRef, errUnsupportedPack)
@@ -378,7 +377,7 @@ func (p *pack) readObject(h plumbing.Hash, off uint64, typ plumbing.ObjectType, 
 	}
 	got := objectType(base.typ)
 	if typ != plumbing.AnyObject && got != typ {
-		return nil, plumbing.ErrObjectNotFound // as go-git reports a type mismatch
+		return nil, plumbing.ErrObjectNotFound // a type mismatch reads as missing
 	}
 	obj := &packedObject{h: h, typ: got}
 	if len(chain) == 0 {
@@ -462,11 +461,9 @@ func (p *pack) resolve(base entry, chain []entry) ([]byte, error) {
 				return nil, fmt.Errorf("delta result of %d bytes: %w", t, errUnsupportedPack)
 			}
 		}
-		out, err := packfile.PatchDelta(data, delta)
-		if err != nil {
-			// go-git rejects an empty base, which git allows; let it
-			// (or its error) speak for such a pack.
-			return nil, fmt.Errorf("apply delta: %w: %w", err, errUnsupportedPack)
+		out, ok := patchDelta(nil, data, delta, maxDeltaBase)
+		if !ok {
+			return nil, fmt.Errorf("%w: a delta does not apply to its base", errCorruptPack)
 		}
 		data = out
 		if i > 0 {
@@ -556,23 +553,24 @@ func (o *objects) freshPackSet() *packSet {
 	return set
 }
 
-// lookup returns object h of type typ: from a pack by the fast reader
-// when it can, else through go-git (loose objects, alternates, and
-// whatever the fast reader declines). An object over limit is returned
-// with its size and no content.
+// lookup returns object h of type typ from a pack, as git looks first,
+// or loose. An object over limit is returned with its size and no
+// content. What neither reader has, or a pack entry the pack reader
+// declines or finds corrupt, read takes to git.
 func (o *objects) lookup(typ plumbing.ObjectType, h plumbing.Hash, limit int64) (plumbing.EncodedObject, error) {
+	var packErr error
 	if p, off, ok := o.packSet().find(h); ok {
 		obj, err := p.readObject(h, off, typ, limit)
-		if err == nil {
-			return obj, nil
+		if err == nil || errors.Is(err, plumbing.ErrObjectNotFound) {
+			return obj, err
 		}
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil, err
-		}
-		// A corrupt or unusual pack: go-git reads it, or reports it in
-		// its words as it always did.
+		packErr = err
 	}
-	return o.store().EncodedObject(typ, h)
+	obj, err := o.readLoose(typ, h, limit)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && packErr != nil {
+		return nil, packErr
+	}
+	return obj, err
 }
 
 // packed reports whether a pack holds object h, mapping only indexes.

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // TransientReadError reports whether err, the error of a List entry, may
@@ -17,7 +16,7 @@ import (
 func TransientReadError(err error) bool {
 	var mp mayPass
 	return errors.As(err, &mp) || errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
-		errors.Is(err, dotgit.ErrPackfileNotFound) || errors.Is(err, fs.ErrNotExist)
+		errors.Is(err, fs.ErrNotExist)
 }
 
 // mayPass is the error of a List entry whose record failed to read for a
