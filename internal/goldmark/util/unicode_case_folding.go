@@ -2,12 +2,12 @@
 
 package util
 
+import "sync"
+
 //go:generate go run ../_tools unicode-case-folding-map -o ../_tools/unicode-case-folding-map.json
 //go:generate go run ../_tools emb-structs -i ../_tools/unicode-case-folding-map.json -o ./unicode_case_folding.gen.go
 
-var unicodeCaseFoldings map[rune][]rune
-
-func init() {
+var unicodeCaseFoldings = sync.OnceValue(func() (unicodeCaseFoldings map[rune][]rune) {
 	unicodeCaseFoldings = make(map[rune][]rune, _unicodeCaseFoldingLength)
 	cTo := 0
 	for i := range _unicodeCaseFoldingLength {
@@ -16,4 +16,5 @@ func init() {
 		unicodeCaseFoldings[_unicodeCaseFoldingFrom[i]] = to
 		cTo = tTo
 	}
-}
+	return
+})
