@@ -275,6 +275,11 @@ func newRepo(name string) string {
 	dir := filepath.Join(*work, name)
 	check(os.MkdirAll(dir, 0o755))
 	gitOut(dir, nil, "init", "-q", "-b", "main")
+	// No automatic gc or maintenance in the background of a measurement
+	// (a fetch or many loose objects start one, detached): the bench runs
+	// gc itself where a row needs it.
+	gitOut(dir, nil, "config", "gc.auto", "0")
+	gitOut(dir, nil, "config", "maintenance.auto", "false")
 	gitOut(dir, nil, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init")
 	return dir
 }
