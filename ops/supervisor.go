@@ -36,27 +36,38 @@ func (e *Env) StrayAgents(id string) []int {
 // kill grace), then any agent process a dead supervisor left behind. It
 // returns the pids of the leftovers it killed.
 func (e *Env) StopTurnProcesses(ctx context.Context, id string) ([]int, error) {
-	if pid, ok := e.SupervisorRunning(id); ok {
-		if pid > 0 && proc.Runs(pid, "supervise", id) {
+	var deadline time.Time
+	signalled := map[int]bool{}
+	for {
+		// The pid is read again each time: a supervisor that has just
+		// taken the lock (a stop right after a start) has not written it
+		// yet, and one that would not die may have been replaced.
+		pid, ok := e.SupervisorRunning(id)
+		if !ok {
+			break
+		}
+		if pid > 0 && !signalled[pid] && proc.Runs(pid, "supervise", id) {
+			signalled[pid] = true
 			if err := e.StopSupervisor(ctx, pid); err != nil {
 				return nil, err
 			}
+			continue
 		}
 		// The lock is released when the holder is gone; a holder whose pid
 		// could not be read or verified is waited for, never signalled.
-		deadline := time.Now().Add(e.Timing.WithDefaults().KillGrace + 5*time.Second)
-		for {
-			if _, ok := e.SupervisorRunning(id); !ok {
-				break
-			}
-			if time.Now().After(deadline) {
+		if deadline.IsZero() {
+			deadline = time.Now().Add(e.Timing.WithDefaults().KillGrace + 5*time.Second)
+		}
+		if time.Now().After(deadline) {
+			if pid > 0 {
 				return nil, fmt.Errorf("the supervisor of task %s (pid %d) still holds its lock; end it with kill %d and run lazy doctor", id, pid, pid)
 			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
+			return nil, fmt.Errorf("the supervisor of task %s still holds its lock, which does not name it; find it with pgrep -f 'supervise.*%s', end it, and run lazy doctor", id, id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return proc.KillMarked(proto.TurnEnv + "=" + id), nil

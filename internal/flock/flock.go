@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -76,10 +75,14 @@ func Acquire(ctx context.Context, path string) (*Lock, error) {
 }
 
 // writeOwner records the holder's pid in the file so that a refusal can
-// say who holds it. The lock itself is the flock, not the content.
+// say who holds it. The lock itself is the flock, not the content. The
+// pid is written padded to a fixed width in one write, with no truncation
+// first, so a reader sees the previous holder's pid or this one, never
+// an empty file or a mix of the two.
 func (l *Lock) writeOwner() {
-	if err := l.f.Truncate(0); err == nil {
-		_, _ = l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	b := fmt.Appendf(nil, "%-20d\n", os.Getpid())
+	if _, err := l.f.WriteAt(b, 0); err == nil {
+		_ = l.f.Truncate(int64(len(b))) // anything longer there was not a pid
 	}
 }
 
