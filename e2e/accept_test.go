@@ -551,3 +551,73 @@ func TestParentAgentMayAcceptItsSubtaskWhileWorking(t *testing.T) {
 	}
 	r.ok("stop", parent.Slug)
 }
+
+// A git killed in the destination leaves its index.lock, and git then
+// writes no index there: a stranded accept's stash cannot be given back.
+// The recovery must leave the task merging, the stash owed, and say why,
+// rather than end the accept with the user's changes in a stash nothing
+// would look for again (the chaos test found that). Once the lock is
+// stale, doctor removes it and the recovery gives the stash back.
+func TestStrandedAcceptOwesTheStashWhileGitCannotWriteTheIndex(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "killed accept", "k.txt work")
+	mine := filepath.Join(r.dir, "local.txt")
+	if err := os.WriteFile(mine, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "in-hook")
+	hook(t, r, "post-commit", "touch "+marker+"\nsleep 600")
+	cmd := startLazy(t, r, "accept", tk.Slug)
+	waitFile(t, marker)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	if err := os.Remove(filepath.Join(r.dir, ".git", "hooks", "post-commit")); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(r.dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil { // what a git killed mid-write leaves
+		t.Fatal(err)
+	}
+
+	r.run(nil, "list") // the reconciler tries, and cannot give the stash back
+	if got := r.refStatus(tk.ID); got != "merging" {
+		t.Fatalf("after a recovery that could not give the stash back: %s, want merging", got)
+	}
+	if _, err := os.Stat(mine); err == nil {
+		t.Fatal("local.txt is back although git could not write the index")
+	}
+	if st := r.git("stash", "list"); !strings.Contains(st, tk.ID) {
+		t.Fatalf("the stash is gone: %q", st)
+	}
+	msg := r.fails(1, nil, "close", tk.Slug, "--reason", "x")
+	if !strings.Contains(msg, "could not give your uncommitted changes") || !strings.Contains(msg, "index.lock") {
+		t.Fatalf("close of a task whose stash is owed: %s", msg)
+	}
+	if res := r.run(nil, "doctor"); strings.Contains(res.Stdout, "stale-index-lock") {
+		t.Fatalf("doctor took a fresh index.lock for a leftover: %s", res)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("doctor removed a fresh index.lock: %v", err)
+	}
+
+	old := time.Now().Add(-3 * time.Minute)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	res := r.run(nil, "doctor")
+	if !strings.Contains(res.Stdout, "stale-index-lock") {
+		t.Fatalf("doctor did not report the stale index.lock: %s", res)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatal("doctor left the stale index.lock")
+	}
+	if got := r.show(tk.Slug).Status; got != "complete" {
+		t.Fatalf("after doctor: %s, want complete (the squash had landed)", got)
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "mine\n" {
+		t.Fatalf("the user's change was not given back: %q %v", b, err)
+	}
+	if st := r.git("stash", "list"); st != "" {
+		t.Fatalf("a stash was left behind: %q", st)
+	}
+}

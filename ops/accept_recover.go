@@ -126,7 +126,15 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 	if err != nil {
 		return nil, false, "", err
 	}
-	note := e.putBackDestination(ctx, sn, landed)
+	note, owed := e.putBackDestination(ctx, sn, landed)
+	if owed != nil {
+		// The stash could not be given back and nothing of it was
+		// applied: the task stays merging, so the next recovery (an
+		// accept into the branch, the reconciler, doctor) tries again,
+		// instead of ending the accept with the user's changes left in
+		// a stash nothing would look for.
+		return nil, false, "", owed
+	}
 	now := time.Now().UTC().Truncate(time.Second)
 	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Merging || s.Task.Accept == nil {
@@ -157,22 +165,25 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 }
 
 // putBackDestination undoes what a dead accept left in its destination
-// and gives the user's stash back; it says what it could not do.
-func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, landed bool) string {
+// and gives the user's stash back; it says what it could not do. owed is
+// set when the stash could not be re-applied and nothing of it was (a
+// git killed in that checkout left its index.lock, say): the stash is
+// still owed, and the recovery must run again.
+func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, landed bool) (note string, owed error) {
 	rec := sn.Task.Accept
 	dest, err := e.acceptDestination(ctx, sn)
 	if err != nil || dest == "" {
-		return e.stashNote(ctx, sn, "")
+		return e.stashNote(ctx, sn, ""), nil
 	}
 	var notes []string
 	dirty, err := worktree.Dirty(ctx, dest)
 	if err != nil {
-		return fmt.Sprintf("could not inspect %s (%v); check it with git -C %s status", dest, err, dest)
+		return fmt.Sprintf("could not inspect %s (%v); check it with git -C %s status", dest, err, dest), nil
 	}
 	if dirty && !landed {
 		if e.halfSquash(ctx, sn, dest) {
 			if err := gitcli.New(dest, "reset", "--hard", "--quiet", rec.IntoSHA).Run(ctx); err != nil {
-				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA)
+				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA), nil
 			}
 			if p, err := gitcli.New(dest, "rev-parse", "--git-path", "SQUASH_MSG").String(ctx); err == nil {
 				if !strings.HasPrefix(p, "/") {
@@ -188,25 +199,28 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 	}
 	stash := e.acceptStash(ctx, sn, dest)
 	if stash == "" {
-		return strings.Join(notes, "; ")
+		return strings.Join(notes, "; "), nil
 	}
 	if dirty && stashInWorktree(ctx, dest, stash) {
 		// The accept died after giving the changes back, before dropping
 		// its stash: the checkout already holds all of it.
 		dropStash(ctx, dest, stash)
 		notes = append(notes, "your uncommitted changes were already back in "+dest+"; dropped lazy's copy of them (stash "+stash+")")
-		return strings.Join(notes, "; ")
+		return strings.Join(notes, "; "), nil
 	}
 	if dirty {
 		notes = append(notes, fmt.Sprintf("your uncommitted changes from before the accept are in stash %s; re-apply them with git -C %s stash apply %s once %s is clean", stash, dest, stash, dest))
-		return strings.Join(notes, "; ")
+		return strings.Join(notes, "; "), nil
 	}
 	if err := stashPop(ctx, dest, stash); err != nil {
+		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still {
+			return "", fmt.Errorf("could not give your uncommitted changes (stash %s) back in %s yet: %w; nothing of them was applied and the recovery will run again (a git killed there leaves its index.lock, which lazy doctor removes once it is stale)", stash, dest, err)
+		}
 		notes = append(notes, fmt.Sprintf("your uncommitted changes did not re-apply cleanly (%v); they are safe in stash %s (git -C %s stash apply %s)", err, stash, dest, stash))
 	} else {
 		notes = append(notes, "re-applied your uncommitted changes (stash "+stash+") in "+dest)
 	}
-	return strings.Join(notes, "; ")
+	return strings.Join(notes, "; "), nil
 }
 
 // stashNote points at a stash the accept made when its checkout is gone.

@@ -29,7 +29,7 @@ type Finding struct {
 	// unrecorded-response, interrupted, stale-pairing, zombie,
 	// sessionless-blocked, leftover-supervisor, merged-branch,
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
-	// stale-ref-lock, orphaned-lock, foreign-session, slug-conflict,
+	// stale-ref-lock, stale-index-lock, orphaned-lock, foreign-session, slug-conflict,
 	// stray-turn, half-accepted-destination, orphaned-pack.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
@@ -79,9 +79,13 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 		byID[entries[i].ID] = &entries[i]
 	}
 	// Stale ref locks go first: while one exists, no repair of its task
-	// can be written.
+	// can be written; and a stale index lock before the sweeps, which
+	// give a stranded accept's stash back through that index.
 	findings := packs
 	findings = append(findings, r.checkRefLocks(byID, only, repair)...)
+	if only == "" {
+		findings = append(findings, r.checkIndexLock(ctx, repair)...)
+	}
 	index := map[string]int{} // task id -> its finding
 	for i := range entries {
 		f := r.diagnose(ctx, &entries[i])
@@ -567,6 +571,26 @@ func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string,
 		findings = append(findings, f)
 	}
 	return findings
+}
+
+// checkIndexLock finds the main checkout's index.lock when a killed git
+// left it (a SIGKILLed accept's git merge or stash apply): while it
+// exists git writes no index there, so no accept can merge and a
+// stranded accept cannot give the user's stash back. git never removes
+// it by itself; it is taken for a leftover at the age of a stale ref
+// lock, which no git operation on an index comes near.
+func (r *Reconciler) checkIndexLock(ctx context.Context, repair bool) []Finding {
+	path, err := gitcli.New(r.Env.RepoDir, "rev-parse", "--path-format=absolute", "--git-path", "index.lock").String(ctx)
+	if err != nil || path == "" {
+		return nil
+	}
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() || r.now().Sub(info.ModTime()) < StaleRefLock {
+		return nil
+	}
+	f := Finding{Kind: "stale-index-lock", Detail: fmt.Sprintf("%s is %s old; git writes no index in that checkout while it exists (no accept can merge there)", path, r.now().Sub(info.ModTime()).Round(time.Second)), Action: "would remove it"}
+	f.remove(path, repair)
+	return []Finding{f}
 }
 
 // checkFiles finds task locks and protocol directories of tasks that no
