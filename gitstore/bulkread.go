@@ -403,7 +403,8 @@ func (r *bulkReader) inflate(p *pack, e entry, dst []byte) ([]byte, bool) {
 	if !r.resetZlib(&r.src) {
 		return nil, false
 	}
-	return inflateExactly(r.zr, dst, int(e.size), nil)
+	out, err := inflateN(r.zr, dst, nil, e.size, true)
+	return out, err == nil
 }
 
 // resetZlib points the reader's inflater at src.
@@ -451,8 +452,8 @@ func (r *bulkReader) loose(h plumbing.Hash, typ int, limit int64, dst []byte) ([
 	if size > bulkMaxObject {
 		return nil, 0, false
 	}
-	out, ok := inflateExactly(r.zr, dst, int(size), rest)
-	return out, size, ok
+	out, err := inflateN(r.zr, dst, rest, uint64(size), true)
+	return out, size, err == nil
 }
 
 // patchDelta applies a git delta to base, appending the result to dst,

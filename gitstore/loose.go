@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/klauspost/compress/zlib"
 )
 
 // errCorruptLoose is a loose object whose zlib stream or header is not
@@ -34,10 +33,11 @@ func (o *objects) readLoose(typ plumbing.ObjectType, h plumbing.Hash, limit int6
 		return nil, fmt.Errorf("open loose object %s: %w", h, err)
 	}
 	defer func() { _ = f.Close() }()
-	zr, err := zlib.NewReader(bufio.NewReaderSize(f, 4096))
+	zr, err := zlibReader(bufio.NewReaderSize(f, 4096))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errCorruptLoose, h, err)
 	}
+	defer zlibReaders.Put(zr)
 	var head [32]byte
 	t, size, rest, ok := looseHeader(zr, &head)
 	if !ok {
@@ -54,8 +54,8 @@ func (o *objects) readLoose(typ plumbing.ObjectType, h plumbing.Hash, limit int6
 	if size > limit {
 		return obj, nil
 	}
-	if obj.data, ok = inflateExactly(zr, nil, int(size), rest); !ok {
-		return nil, fmt.Errorf("%w: %s is not the %d bytes its header says", errCorruptLoose, h, size)
+	if obj.data, err = inflateN(zr, nil, rest, uint64(size), true); err != nil {
+		return nil, fmt.Errorf("%w: %s is %w (%d bytes)", errCorruptLoose, h, err, size)
 	}
 	return obj, nil
 }
@@ -82,26 +82,4 @@ func looseHeader(zr io.Reader, head *[32]byte) (typ []byte, size int64, rest []b
 		return nil, 0, nil, false
 	}
 	return t, size, head[nul+1 : n], true
-}
-
-// inflateExactly reads exactly n bytes from zr, after the head bytes
-// already inflated, into dst's storage, and checks that the stream ends
-// there.
-func inflateExactly(zr io.Reader, dst []byte, n int, head []byte) ([]byte, bool) {
-	if cap(dst) < n {
-		dst = make([]byte, n, max(n, 512))
-	}
-	dst = dst[:n]
-	k := copy(dst, head)
-	if k != len(head) {
-		return nil, false // more content than the header says
-	}
-	if _, err := io.ReadFull(zr, dst[k:]); err != nil {
-		return nil, false
-	}
-	var one [1]byte
-	if k, err := zr.Read(one[:]); k != 0 || !errors.Is(err, io.EOF) {
-		return nil, false
-	}
-	return dst, true
 }

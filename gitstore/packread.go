@@ -248,38 +248,53 @@ func (p *pack) entryAt(off uint64) (entry, error) {
 // zlibReaders reuses decompressors, whose state is some 40 KiB.
 var zlibReaders sync.Pool
 
+// zlibReader returns a decompressor of src, from zlibReaders when one is
+// there; the caller puts it back.
+func zlibReader(src io.Reader) (io.ReadCloser, error) {
+	if r, ok := zlibReaders.Get().(io.ReadCloser); ok && reset(r, src) {
+		return r, nil
+	}
+	return zlib.NewReader(src)
+}
+
 // inflate returns the first n bytes of the zlib stream at e.data, and, when
 // n is e.size, checks that the stream ends there.
 func (p *pack) inflate(e entry, n uint64) ([]byte, error) {
-	src := bytes.NewReader(p.packMap.data[e.data:])
-	var zr io.ReadCloser
-	if r, ok := zlibReaders.Get().(io.ReadCloser); ok && reset(r, src) {
-		zr = r
-	} else {
-		r, err := zlib.NewReader(src)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errCorruptPack, err)
-		}
-		zr = r
+	zr, err := zlibReader(bytes.NewReader(p.packMap.data[e.data:]))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorruptPack, err)
 	}
 	defer zlibReaders.Put(zr)
-	// Grown as data arrives, not allocated from the header's claim: a
-	// hostile header may promise far more than the stream holds.
-	var buf bytes.Buffer
+	out, err := inflateN(zr, nil, nil, n, n == e.size)
+	if err != nil {
+		return nil, fmt.Errorf("%w: entry %w", errCorruptPack, err)
+	}
+	return out, nil
+}
+
+// inflateN reads n bytes of content from zr, after head (content already
+// inflated along with a header), into dst's storage. The buffer grows as
+// data arrives rather than being sized from n: a hostile header may
+// promise far more than the stream holds. With end set it then checks
+// that the stream ends there, which also checks zlib's checksum.
+func inflateN(zr io.Reader, dst, head []byte, n uint64, end bool) ([]byte, error) {
+	if uint64(len(head)) > n {
+		return nil, errors.New("longer than its header says")
+	}
+	buf := bytes.NewBuffer(dst[:0])
 	buf.Grow(int(min(n, 64<<10)))
-	if _, err := buf.ReadFrom(io.LimitReader(zr, clamp(n))); err != nil {
-		return nil, fmt.Errorf("%w: %w", errCorruptPack, err)
+	buf.Write(head)
+	if _, err := buf.ReadFrom(io.LimitReader(zr, clamp(n-uint64(len(head))))); err != nil {
+		return nil, fmt.Errorf("unreadable: %w", err)
 	}
 	out := buf.Bytes()
 	if uint64(len(out)) != n {
-		return nil, fmt.Errorf("%w: entry shorter than its header says", errCorruptPack)
+		return nil, errors.New("shorter than its header says")
 	}
-	if n == e.size {
-		// Reading past the end checks the stream's checksum, and that it
-		// holds no more than its header said.
+	if end {
 		var one [1]byte
 		if k, err := zr.Read(one[:]); k != 0 || !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: entry longer than its header says", errCorruptPack)
+			return nil, errors.New("longer than its header says")
 		}
 	}
 	return out, nil
