@@ -446,14 +446,14 @@ func (r *bulkReader) loose(h plumbing.Hash, typ int, limit int64, dst []byte) ([
 	if !ok || string(t) != looseTypes[typ] {
 		return nil, 0, false
 	}
-	if size > limit {
-		return nil, size, true
+	if over(size, limit) {
+		return nil, clamp(size), true
 	}
 	if size > bulkMaxObject {
 		return nil, 0, false
 	}
-	out, err := inflateN(r.zr, dst, rest, uint64(size), true)
-	return out, size, err == nil
+	out, err := inflateN(r.zr, dst, rest, size, true)
+	return out, clamp(size), err == nil
 }
 
 // patchDelta applies a git delta to base, appending the result to dst,

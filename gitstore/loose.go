@@ -50,11 +50,11 @@ func (o *objects) readLoose(typ plumbing.ObjectType, h plumbing.Hash, limit int6
 	if typ != plumbing.AnyObject && got != typ {
 		return nil, plumbing.ErrObjectNotFound // as a pack read reports it
 	}
-	obj := &packedObject{h: h, typ: got, size: size}
-	if size > limit {
+	obj := &packedObject{h: h, typ: got, size: clamp(size)}
+	if over(size, limit) {
 		return obj, nil
 	}
-	if obj.data, err = inflateN(zr, nil, rest, uint64(size), true); err != nil {
+	if obj.data, err = inflateN(zr, nil, rest, size, true); err != nil {
 		return nil, fmt.Errorf("%w: %s is %w (%d bytes)", errCorruptLoose, h, err, size)
 	}
 	return obj, nil
@@ -63,7 +63,7 @@ func (o *objects) readLoose(typ plumbing.ObjectType, h plumbing.Hash, limit int6
 // looseHeader inflates a loose object's header, "<type> <size>\x00", from
 // zr into head, and returns the type, the size and the content inflated
 // along with the header.
-func looseHeader(zr io.Reader, head *[32]byte) (typ []byte, size int64, rest []byte, ok bool) {
+func looseHeader(zr io.Reader, head *[32]byte) (typ []byte, size uint64, rest []byte, ok bool) {
 	n, nul := 0, -1
 	for nul < 0 {
 		k, err := zr.Read(head[n:])
@@ -77,7 +77,7 @@ func looseHeader(zr io.Reader, head *[32]byte) (typ []byte, size int64, rest []b
 	if !ok || len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
 		return nil, 0, nil, false
 	}
-	size, err := strconv.ParseInt(string(digits), 10, 64)
+	size, err := strconv.ParseUint(string(digits), 10, 64)
 	if err != nil {
 		return nil, 0, nil, false
 	}
