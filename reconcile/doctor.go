@@ -84,7 +84,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	findings := packs
 	findings = append(findings, r.checkRefLocks(byID, only, repair)...)
 	if only == "" {
-		findings = append(findings, r.checkIndexLock(ctx, repair)...)
+		findings = append(findings, r.checkIndexLock(repair)...)
 	}
 	index := map[string]int{} // task id -> its finding
 	for i := range entries {
@@ -579,11 +579,8 @@ func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string,
 // stranded accept cannot give the user's stash back. git never removes
 // it by itself; it is taken for a leftover at the age of a stale ref
 // lock, which no git operation on an index comes near.
-func (r *Reconciler) checkIndexLock(ctx context.Context, repair bool) []Finding {
-	path, err := gitcli.New(r.Env.RepoDir, "rev-parse", "--path-format=absolute", "--git-path", "index.lock").String(ctx)
-	if err != nil || path == "" {
-		return nil
-	}
+func (r *Reconciler) checkIndexLock(repair bool) []Finding {
+	path := filepath.Join(r.Env.Store.Repo().GitDir, "index.lock")
 	info, err := os.Lstat(path)
 	if err != nil || !info.Mode().IsRegular() || r.now().Sub(info.ModTime()) < StaleRefLock {
 		return nil
