@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"errors"
@@ -443,11 +442,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// bufferedLines is a small helper for parsing commit messages.
-func bufferedLines(s string) *bufio.Scanner {
-	sc := bufio.NewScanner(strings.NewReader(s))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	return sc
 }

@@ -591,9 +591,11 @@ func commitMessage(t *Task, op *Op) string {
 // ParseTrailers reads the Lazy-* trailers of a commit message.
 func ParseTrailers(msg string) map[string]string {
 	out := map[string]string{}
-	sc := bufferedLines(msg)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ": ")
+	// strings.Lines rather than a bufio.Scanner: a scanner's buffer is a
+	// fresh 64 KiB per commit, and show parses every commit of a task.
+	for line := range strings.Lines(msg) {
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		k, v, ok := strings.Cut(line, ": ")
 		if ok && strings.HasPrefix(k, "Lazy-") {
 			out[k] = v
 		}

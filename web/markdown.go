@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"html/template"
+	"sync"
 
 	"github.com/lazyorch/lazy/internal/goldmark"
 	"github.com/lazyorch/lazy/internal/goldmark/ast"
@@ -20,11 +21,14 @@ import (
 //
 // goldmark is internal/goldmark, upstream generated with its regexps
 // compiled on first use: otherwise every lazy process, lazy show as much
-// as lazy web, would compile them at start (see its fork_test.go).
-var md = goldmark.New(
-	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTML{}, 100))),
-)
+// as lazy web, would compile them at start (see its fork_test.go). md is
+// built on first use for the same reason: its parser is 28 KB of heap.
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTML{}, 100))),
+	)
+})
 
 // rawHTML renders raw HTML escaped, as text: goldmark's safe mode would
 // drop it, and a person who wrote "<b>" in a comment should see "<b>".
@@ -94,7 +98,7 @@ func markdown(text string) template.HTML {
 		return template.HTML("<pre>" + template.HTMLEscapeString(text) + "</pre>") //nolint:gosec // escaped just here
 	}
 	var b bytes.Buffer
-	if err := md.Convert([]byte(text), &b); err != nil {
+	if err := md().Convert([]byte(text), &b); err != nil {
 		return template.HTML("<pre>" + template.HTMLEscapeString(text) + "</pre>") //nolint:gosec // escaped just here
 	}
 	return template.HTML(b.String()) //nolint:gosec // goldmark without WithUnsafe escapes raw HTML and dangerous links

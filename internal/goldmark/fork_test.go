@@ -14,11 +14,12 @@ import (
 )
 
 // This directory is upstream goldmark, at the version go.mod requires,
-// with one change: its package-level regexps are compiled, and a map an
-// init function fills is filled, on first use instead of at start. Go
-// runs every linked package's init in every process, and those cost
-// about 0.6 ms of CPU in each lazy command, though only the web view
-// renders Markdown (issue 20).
+// with one change: its package-level regexps are compiled, a map an init
+// function fills is filled, and its attribute filters and default
+// instance are built, on first use instead of at start. Go runs every
+// linked package's init in every process, and those cost about 0.7 ms of
+// CPU and 50 KB of fresh heap in each lazy command, though only the web
+// view renders Markdown (issue 20). TestForkCostsLittleAtStart holds it.
 //
 // The fork is generated, never edited: this test regenerates it from the
 // module cache and fails on any difference. To move to a new goldmark,
@@ -66,6 +67,52 @@ var regexpVar = regexp.MustCompile(`(?m)^var (\w+) = regexp\.MustCompile\(`)
 // which become a sync.OnceValue whose result shadows the variable.
 var initMap = regexp.MustCompile(`(?s)\nvar (\w+) (map\[[^\n]+)\n\nfunc init\(\) \{\n(.*?)\n\}\n`)
 
+// lazyValue is a package-level variable whose initializer builds
+// something at start that only rendering needs: the attribute filters
+// (about 50 KB of heap between them) and the default Markdown instance,
+// whose parser is another 28 KB. Each becomes a sync.OnceValue, and
+// every use, in any forked package, calls it. The result type of each
+// initializer is lazyValueTypes'.
+var lazyValue = regexp.MustCompile(`(?m)^var (\w+) = ((?:util\.NewBytesFilterString|(?:html\.)?GlobalAttributeFilter\.ExtendString|New)\(.*?\))(?: //.*)?$`)
+
+// lazyAlias is a variable that is another name for a deferred filter:
+// it becomes the same function, not a call of it at start.
+var lazyAlias = regexp.MustCompile(`(?m)^var (\w+) = (?:html\.)?GlobalAttributeFilter$`)
+
+// lazyValueTypes maps an initializer's function to the type it returns.
+var lazyValueTypes = map[string]string{
+	"util.NewBytesFilterString":               "util.BytesFilter",
+	"GlobalAttributeFilter.ExtendString":      "util.BytesFilter",
+	"html.GlobalAttributeFilter.ExtendString": "util.BytesFilter",
+	"New": "Markdown",
+}
+
+// deferValues rewrites src's lazyValue declarations and returns their
+// names.
+func deferValues(t *testing.T, src string) (string, []string) {
+	t.Helper()
+	var names []string
+	src = lazyValue.ReplaceAllStringFunc(src, func(decl string) string {
+		m := lazyValue.FindStringSubmatch(decl)
+		fn, _, _ := strings.Cut(m[2], "(")
+		typ, ok := lazyValueTypes[fn]
+		if !ok {
+			t.Fatalf("no result type known for %s in %q", fn, decl)
+		}
+		names = append(names, m[1])
+		return "var " + m[1] + " = sync.OnceValue(func() " + typ + " { return " + m[2] + " })"
+	})
+	if len(names) > 0 && !strings.Contains(src, "\t\"sync\"\n") {
+		src = regexp.MustCompile(`(?m)^package \w+\n`).ReplaceAllStringFunc(src, func(p string) string {
+			return p + "\nimport \"sync\"\n"
+		})
+	}
+	for _, m := range lazyAlias.FindAllStringSubmatch(src, -1) {
+		names = append(names, m[1])
+	}
+	return src, names
+}
+
 // fork returns the fork's files, path relative to the fork's root to
 // content, generated from upstream's module directory.
 func fork(t *testing.T, upstream, version string) map[string][]byte {
@@ -76,6 +123,7 @@ func fork(t *testing.T, upstream, version string) map[string][]byte {
 		t.Fatal(err)
 	}
 	out["LICENSE"] = lic
+	var values []string // deferred by deferValues, in every package
 	for pkg, only := range forkedFiles {
 		files, err := filepath.Glob(filepath.Join(upstream, pkg, "*.go"))
 		if err != nil {
@@ -109,6 +157,8 @@ func fork(t *testing.T, upstream, version string) map[string][]byte {
 					return p + "\nimport \"sync\"\n"
 				})
 			}
+			src, deferred := deferValues(t, src)
+			values = append(values, deferred...)
 			srcs[filepath.Base(f)] = src
 		}
 		pkgName := ""
@@ -145,6 +195,30 @@ func fork(t *testing.T, upstream, version string) map[string][]byte {
 		if len(names) > 0 {
 			out[filepath.ToSlash(filepath.Join(pkg, "lazyregexp.go"))] = []byte(strings.Replace(lazyRegexpGo, "%s", pkgName, 1))
 		}
+	}
+	// The deferred values are exported (the attribute filters), so their
+	// uses are rewritten in every package, once all are known.
+	for name, b := range out {
+		if !strings.HasSuffix(name, ".go") || len(values) == 0 {
+			continue
+		}
+		lines := strings.SplitAfter(string(b), "\n")
+		for i, line := range lines {
+			if strings.HasPrefix(strings.TrimSpace(line), "//") || lazyAlias.MatchString(strings.TrimSuffix(line, "\n")) {
+				continue // a comment, or an alias that stays a function
+			}
+			for _, v := range values {
+				line = regexp.MustCompile(`\b`+v+`\b`).ReplaceAllString(line, v+"()")
+				line = strings.ReplaceAll(line, "var "+v+"() = ", "var "+v+" = ")
+			}
+			lines[i] = line
+		}
+		src := strings.Join(lines, "")
+		formatted, err := format.Source([]byte(src))
+		if err != nil {
+			t.Fatalf("%s after deferring its values: %v", name, err)
+		}
+		out[name] = formatted
 	}
 	return out
 }

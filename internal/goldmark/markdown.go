@@ -3,6 +3,8 @@
 // Package goldmark implements functions to convert markdown text to a desired format.
 package goldmark
 
+import "sync"
+
 import (
 	"io"
 
@@ -26,12 +28,12 @@ func DefaultRenderer() renderer.Renderer {
 	return renderer.NewRenderer(renderer.WithNodeRenderers(util.Prioritized(html.NewRenderer(), 1000)))
 }
 
-var defaultMarkdown = New()
+var defaultMarkdown = sync.OnceValue(func() Markdown { return New() })
 
 // Convert interprets a UTF-8 bytes source in Markdown and
 // write rendered contents to a writer w.
 func Convert(source []byte, w io.Writer, opts ...parser.ParseOption) error {
-	return defaultMarkdown.Convert(source, w, opts...)
+	return defaultMarkdown().Convert(source, w, opts...)
 }
 
 // A Markdown interface offers functions to convert Markdown text to

@@ -93,7 +93,7 @@ func (r *StrikethroughHTMLRenderer) renderStrikethrough(
 	if entering {
 		if n.Attributes() != nil {
 			_, _ = w.WriteString("<del")
-			html.RenderAttributes(w, n, StrikethroughAttributeFilter)
+			html.RenderAttributes(w, n, StrikethroughAttributeFilter())
 			_ = w.WriteByte('>')
 		} else {
 			_, _ = w.WriteString("<del>")

@@ -2,6 +2,8 @@
 
 package extension
 
+import "sync"
+
 import (
 	"bytes"
 	"fmt"
@@ -378,14 +380,16 @@ func (r *TableHTMLRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegistere
 // - rules: Deprecated
 // - summary: Deprecated
 // - width: Deprecated.
-var TableAttributeFilter = html.GlobalAttributeFilter.ExtendString(`align,bgcolor,border,cellpadding,cellspacing,frame,rules,summary,width`) // nolint: lll
+var TableAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return html.GlobalAttributeFilter().ExtendString(`align,bgcolor,border,cellpadding,cellspacing,frame,rules,summary,width`)
+})
 
 func (r *TableHTMLRenderer) renderTable(
 	w util.BufWriter, source []byte, n gast.Node, entering bool) (gast.WalkStatus, error) {
 	if entering {
 		_, _ = w.WriteString("<table")
 		if n.Attributes() != nil {
-			html.RenderAttributes(w, n, TableAttributeFilter)
+			html.RenderAttributes(w, n, TableAttributeFilter())
 		}
 		_, _ = w.WriteString(">\n")
 	} else {
@@ -401,14 +405,16 @@ func (r *TableHTMLRenderer) renderTable(
 // - char: Deprecated since HTML4, Obsolete since HTML5
 // - charoff: Deprecated since HTML4, Obsolete since HTML5
 // - valign: Deprecated since HTML4, Obsolete since HTML5.
-var TableHeaderAttributeFilter = html.GlobalAttributeFilter.ExtendString(`align,bgcolor,char,charoff,valign`)
+var TableHeaderAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return html.GlobalAttributeFilter().ExtendString(`align,bgcolor,char,charoff,valign`)
+})
 
 func (r *TableHTMLRenderer) renderTableHeader(
 	w util.BufWriter, source []byte, n gast.Node, entering bool) (gast.WalkStatus, error) {
 	if entering {
 		_, _ = w.WriteString("<thead")
 		if n.Attributes() != nil {
-			html.RenderAttributes(w, n, TableHeaderAttributeFilter)
+			html.RenderAttributes(w, n, TableHeaderAttributeFilter())
 		}
 		_, _ = w.WriteString(">\n")
 		_, _ = w.WriteString("<tr>\n") // Header <tr> has no separate handle
@@ -429,14 +435,16 @@ func (r *TableHTMLRenderer) renderTableHeader(
 // - char: Obsolete since HTML5
 // - charoff: Obsolete since HTML5
 // - valign: Obsolete since HTML5.
-var TableRowAttributeFilter = html.GlobalAttributeFilter.ExtendString(`align,bgcolor,char,charoff,valign`)
+var TableRowAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return html.GlobalAttributeFilter().ExtendString(`align,bgcolor,char,charoff,valign`)
+})
 
 func (r *TableHTMLRenderer) renderTableRow(
 	w util.BufWriter, source []byte, n gast.Node, entering bool) (gast.WalkStatus, error) {
 	if entering {
 		_, _ = w.WriteString("<tr")
 		if n.Attributes() != nil {
-			html.RenderAttributes(w, n, TableRowAttributeFilter)
+			html.RenderAttributes(w, n, TableRowAttributeFilter())
 		}
 		_, _ = w.WriteString(">\n")
 	} else {
@@ -465,7 +473,9 @@ func (r *TableHTMLRenderer) renderTableRow(
 //     (defined in the <th>) element relates to [NOT OK in <td>]
 //   - valign:  Obsolete since HTML5
 //   - width:  Deprecated since HTML4. Obsolete since HTML5.
-var TableThCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`) // nolint:lll
+var TableThCellAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return html.GlobalAttributeFilter().ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`)
+})
 
 // TableTdCellAttributeFilter defines attribute names which table <td> cells can have.
 //
@@ -483,7 +493,9 @@ var TableThCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,a
 //   - scope:  Obsolete since HTML5. [OK in <th>]
 //   - valign:  Obsolete since HTML5
 //   - width:  Deprecated since HTML4. Obsolete since HTML5.
-var TableTdCellAttributeFilter = html.GlobalAttributeFilter.ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`) // nolint: lll
+var TableTdCellAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return html.GlobalAttributeFilter().ExtendString(`abbr,align,axis,bgcolor,char,charoff,colspan,headers,height,rowspan,scope,valign,width`)
+})
 
 func (r *TableHTMLRenderer) renderTableCell(
 	w util.BufWriter, source []byte, node gast.Node, entering bool) (gast.WalkStatus, error) {
@@ -527,9 +539,9 @@ func (r *TableHTMLRenderer) renderTableCell(
 		}
 		if n.Attributes() != nil {
 			if tag == "td" {
-				html.RenderAttributes(w, n, TableTdCellAttributeFilter) // <td>
+				html.RenderAttributes(w, n, TableTdCellAttributeFilter()) // <td>
 			} else {
-				html.RenderAttributes(w, n, TableThCellAttributeFilter) // <th>
+				html.RenderAttributes(w, n, TableThCellAttributeFilter()) // <th>
 			}
 		}
 		_ = w.WriteByte('>')

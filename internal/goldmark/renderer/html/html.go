@@ -3,6 +3,8 @@
 // Package html implements renderer that outputs HTMLs.
 package html
 
+import "sync"
+
 import (
 	"bytes"
 	"fmt"
@@ -301,7 +303,9 @@ func (r *Renderer) writeLines(w util.BufWriter, source []byte, n ast.Node) {
 }
 
 // GlobalAttributeFilter defines attribute names which any elements can have.
-var GlobalAttributeFilter = util.NewBytesFilterString(`accesskey,autocapitalize,autofocus,class,contenteditable,dir,draggable,enterkeyhint,hidden,id,inert,inputmode,is,itemid,itemprop,itemref,itemscope,itemtype,lang,part,role,slot,spellcheck,style,tabindex,title,translate`) // nolint:lll
+var GlobalAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return util.NewBytesFilterString(`accesskey,autocapitalize,autofocus,class,contenteditable,dir,draggable,enterkeyhint,hidden,id,inert,inputmode,is,itemid,itemprop,itemref,itemscope,itemtype,lang,part,role,slot,spellcheck,style,tabindex,title,translate`)
+})
 
 func (r *Renderer) renderDocument(
 	w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -319,7 +323,7 @@ func (r *Renderer) renderHeading(
 		_, _ = w.WriteString("<h")
 		_ = w.WriteByte("0123456"[n.Level])
 		if n.Attributes() != nil {
-			RenderAttributes(w, node, HeadingAttributeFilter)
+			RenderAttributes(w, node, HeadingAttributeFilter())
 		}
 		_ = w.WriteByte('>')
 	} else {
@@ -331,14 +335,14 @@ func (r *Renderer) renderHeading(
 }
 
 // BlockquoteAttributeFilter defines attribute names which blockquote elements can have.
-var BlockquoteAttributeFilter = GlobalAttributeFilter.ExtendString(`cite`)
+var BlockquoteAttributeFilter = sync.OnceValue(func() util.BytesFilter { return GlobalAttributeFilter().ExtendString(`cite`) })
 
 func (r *Renderer) renderBlockquote(
 	w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 	if entering {
 		if n.Attributes() != nil {
 			_, _ = w.WriteString("<blockquote")
-			RenderAttributes(w, n, BlockquoteAttributeFilter)
+			RenderAttributes(w, n, BlockquoteAttributeFilter())
 			_ = w.WriteByte('>')
 		} else {
 			_, _ = w.WriteString("<blockquote>\n")
@@ -405,7 +409,7 @@ func (r *Renderer) renderHTMLBlock(
 }
 
 // ListAttributeFilter defines attribute names which list elements can have.
-var ListAttributeFilter = GlobalAttributeFilter.ExtendString(`start,reversed,type`)
+var ListAttributeFilter = sync.OnceValue(func() util.BytesFilter { return GlobalAttributeFilter().ExtendString(`start,reversed,type`) })
 
 func (r *Renderer) renderList(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
 	n := node.(*ast.List)
@@ -420,7 +424,7 @@ func (r *Renderer) renderList(w util.BufWriter, source []byte, node ast.Node, en
 			_, _ = fmt.Fprintf(w, " start=\"%d\"", n.Start)
 		}
 		if n.Attributes() != nil {
-			RenderAttributes(w, n, ListAttributeFilter)
+			RenderAttributes(w, n, ListAttributeFilter())
 		}
 		_, _ = w.WriteString(">\n")
 	} else {
@@ -432,13 +436,13 @@ func (r *Renderer) renderList(w util.BufWriter, source []byte, node ast.Node, en
 }
 
 // ListItemAttributeFilter defines attribute names which list item elements can have.
-var ListItemAttributeFilter = GlobalAttributeFilter.ExtendString(`value`)
+var ListItemAttributeFilter = sync.OnceValue(func() util.BytesFilter { return GlobalAttributeFilter().ExtendString(`value`) })
 
 func (r *Renderer) renderListItem(w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
 	if entering {
 		if n.Attributes() != nil {
 			_, _ = w.WriteString("<li")
-			RenderAttributes(w, n, ListItemAttributeFilter)
+			RenderAttributes(w, n, ListItemAttributeFilter())
 			_ = w.WriteByte('>')
 		} else {
 			_, _ = w.WriteString("<li>")
@@ -462,7 +466,7 @@ func (r *Renderer) renderParagraph(w util.BufWriter, source []byte, n ast.Node, 
 	if entering {
 		if n.Attributes() != nil {
 			_, _ = w.WriteString("<p")
-			RenderAttributes(w, n, ParagraphAttributeFilter)
+			RenderAttributes(w, n, ParagraphAttributeFilter())
 			_ = w.WriteByte('>')
 		} else {
 			_, _ = w.WriteString("<p>")
@@ -483,7 +487,7 @@ func (r *Renderer) renderTextBlock(w util.BufWriter, source []byte, n ast.Node, 
 }
 
 // ThematicAttributeFilter defines attribute names which hr elements can have.
-var ThematicAttributeFilter = GlobalAttributeFilter.ExtendString(`align,color,noshade,size,width`)
+var ThematicAttributeFilter = sync.OnceValue(func() util.BytesFilter { return GlobalAttributeFilter().ExtendString(`align,color,noshade,size,width`) })
 
 func (r *Renderer) renderThematicBreak(
 	w util.BufWriter, source []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -492,7 +496,7 @@ func (r *Renderer) renderThematicBreak(
 	}
 	_, _ = w.WriteString("<hr")
 	if n.Attributes() != nil {
-		RenderAttributes(w, n, ThematicAttributeFilter)
+		RenderAttributes(w, n, ThematicAttributeFilter())
 	}
 	if r.XHTML {
 		_, _ = w.WriteString(" />\n")
@@ -503,7 +507,9 @@ func (r *Renderer) renderThematicBreak(
 }
 
 // LinkAttributeFilter defines attribute names which link elements can have.
-var LinkAttributeFilter = GlobalAttributeFilter.ExtendString(`download,href,lang,media,ping,referrerpolicy,rel,shape,target`) // nolint:lll
+var LinkAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return GlobalAttributeFilter().ExtendString(`download,href,lang,media,ping,referrerpolicy,rel,shape,target`)
+})
 
 func (r *Renderer) renderAutoLink(
 	w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -522,7 +528,7 @@ func (r *Renderer) renderAutoLink(
 	}
 	if n.Attributes() != nil {
 		_ = w.WriteByte('"')
-		RenderAttributes(w, n, LinkAttributeFilter)
+		RenderAttributes(w, n, LinkAttributeFilter())
 		_ = w.WriteByte('>')
 	} else {
 		_, _ = w.WriteString(`">`)
@@ -539,7 +545,7 @@ func (r *Renderer) renderCodeSpan(w util.BufWriter, source []byte, n ast.Node, e
 	if entering {
 		if n.Attributes() != nil {
 			_, _ = w.WriteString("<code")
-			RenderAttributes(w, n, CodeAttributeFilter)
+			RenderAttributes(w, n, CodeAttributeFilter())
 			_ = w.WriteByte('>')
 		} else {
 			_, _ = w.WriteString("<code>")
@@ -574,7 +580,7 @@ func (r *Renderer) renderEmphasis(
 		_ = w.WriteByte('<')
 		_, _ = w.WriteString(tag)
 		if n.Attributes() != nil {
-			RenderAttributes(w, n, EmphasisAttributeFilter)
+			RenderAttributes(w, n, EmphasisAttributeFilter())
 		}
 		_ = w.WriteByte('>')
 	} else {
@@ -600,7 +606,7 @@ func (r *Renderer) renderLink(w util.BufWriter, source []byte, node ast.Node, en
 			_ = w.WriteByte('"')
 		}
 		if n.Attributes() != nil {
-			RenderAttributes(w, n, LinkAttributeFilter)
+			RenderAttributes(w, n, LinkAttributeFilter())
 		}
 		_ = w.WriteByte('>')
 	} else {
@@ -610,7 +616,9 @@ func (r *Renderer) renderLink(w util.BufWriter, source []byte, node ast.Node, en
 }
 
 // ImageAttributeFilter defines attribute names which image elements can have.
-var ImageAttributeFilter = GlobalAttributeFilter.ExtendString(`align,border,crossorigin,decoding,height,importance,intrinsicsize,ismap,loading,referrerpolicy,sizes,srcset,usemap,width`) // nolint: lll
+var ImageAttributeFilter = sync.OnceValue(func() util.BytesFilter {
+	return GlobalAttributeFilter().ExtendString(`align,border,crossorigin,decoding,height,importance,intrinsicsize,ismap,loading,referrerpolicy,sizes,srcset,usemap,width`)
+})
 
 func (r *Renderer) renderImage(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
 	if !entering {
@@ -631,7 +639,7 @@ func (r *Renderer) renderImage(w util.BufWriter, source []byte, node ast.Node, e
 		_ = w.WriteByte('"')
 	}
 	if n.Attributes() != nil {
-		RenderAttributes(w, n, ImageAttributeFilter)
+		RenderAttributes(w, n, ImageAttributeFilter())
 	}
 	if r.XHTML {
 		_, _ = w.WriteString(" />")
