@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
@@ -28,8 +26,11 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID(a.build.version))
-	err = srv.Run(ctx, &sdk.StdioTransport{})
+	srv, err := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID(a.build.version))
+	if err != nil {
+		return err
+	}
+	err = srv.Serve(ctx, os.Stdin, os.Stdout)
 	d.Drain(ctx) // an accept the client stopped waiting for still finishes
 	return err
 }
@@ -52,8 +53,11 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 			fmt.Fprintf(a.stderr, "lazy mcp-proxy: %v\n", err)
 		}
 	}
-	srv := mcp.NewServer(mcp.NewRemote(a.repo.LazyDir(), token), true, versionID(a.build.version))
-	return srv.Run(ctx, &sdk.StdioTransport{})
+	srv, err := mcp.NewServer(mcp.NewRemote(a.repo.LazyDir(), token), true, versionID(a.build.version))
+	if err != nil {
+		return err
+	}
+	return srv.Serve(ctx, os.Stdin, os.Stdout)
 }
 
 // dispatcher builds the MCP dispatcher of this repository; wait is how a

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/lazyorch/lazy/gitstore"
 )
 
@@ -78,30 +76,31 @@ func headline(tool string, out any) string {
 // TaskURI is the resource URI of a task.
 func TaskURI(slug string) string { return "lazy://task/" + url.PathEscape(slug) }
 
-// addTaskResource offers every task as lazy://task/{task}: a host can
+// taskTemplate offers every task as lazy://task/{task}: a host can
 // attach a task's full JSON to a conversation by URI without a tool call.
 // Only a template is offered, no list: a list would be a snapshot that
 // goes stale as tasks change, and lazy_list already filters by status.
-func addTaskResource(s *sdk.Server, b Backend) {
-	s.AddResourceTemplate(&sdk.ResourceTemplate{
-		Name: "task", Title: "lazy task", URITemplate: "lazy://task/{task}", MIMEType: "application/json",
-		Description: "A task as lazy_show returns it: summary, goal, session, recent turns, comments, journal, history. {task} is a slug or id.",
-	}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		name, ok := strings.CutPrefix(req.Params.URI, "lazy://task/")
-		if ok {
-			name, _ = url.PathUnescape(name)
-		}
-		if !ok || name == "" || strings.Contains(name, "/") {
-			return nil, sdk.ResourceNotFoundError(req.Params.URI)
-		}
-		args, err := json.Marshal(TaskIn{Task: name})
-		if err != nil {
-			return nil, err
-		}
-		raw, err := b.Call(WithReporter(ctx, func(string) {}), "lazy_show", args)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", req.Params.URI, err)
-		}
-		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(raw)}}}, nil
-	})
+var taskTemplate = map[string]string{
+	"name": "task", "title": "lazy task", "uriTemplate": "lazy://task/{task}", "mimeType": "application/json",
+	"description": "A task as lazy_show returns it: summary, goal, session, recent turns, comments, journal, history. {task} is a slug or id.",
+}
+
+// readTask reads lazy://task/{task} through b.
+func readTask(ctx context.Context, b Backend, uri string) (any, error) {
+	name, ok := strings.CutPrefix(uri, "lazy://task/")
+	if ok {
+		name, _ = url.PathUnescape(name)
+	}
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+	}
+	args, err := json.Marshal(TaskIn{Task: name})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := b.Call(WithReporter(ctx, func(string) {}), "lazy_show", args)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", uri, err)
+	}
+	return map[string]any{"contents": []map[string]string{{"uri": uri, "mimeType": "application/json", "text": string(raw)}}}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -33,14 +34,26 @@ func (f fakeBackend) Call(ctx context.Context, _ string, _ json.RawMessage) (jso
 
 func connect(t *testing.T, b Backend, agent bool, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	ctx := context.Background()
-	st, ct := sdk.NewInMemoryTransports()
-	ss, err := NewServer(b, agent, "test").Connect(ctx, st, nil)
+	srv, err := NewServer(b, agent, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(ctx, ct, nil)
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(ctx, serverIn, serverOut)
+		_ = serverOut.Close()
+	}()
+	t.Cleanup(func() {
+		_ = clientOut.Close() // the server reads EOF and ends
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		cancel()
+	})
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(ctx, &sdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

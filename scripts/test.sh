@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, vet, lint, the race-enabled test
 # suite (unit, real-repo and end-to-end tests against the real binary) and a
-# short fuzz run of the text sanitizer, the output escaper and slugs.
+# short fuzz run of the text sanitizer, the output escaper, slugs and the
+# MCP server's input (what an agent writes to lazy mcp-proxy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +34,6 @@ go test ./internal/termsafe/ -run '^$' -fuzz FuzzWriter -fuzztime "${FUZZTIME:-1
 
 echo "== fuzz slugs (${FUZZTIME:-10s})"
 go test ./gitstore/ -run '^$' -fuzz FuzzSlugify -fuzztime "${FUZZTIME:-10s}"
+
+echo "== fuzz the MCP server's input (${FUZZTIME:-10s})"
+go test ./mcp/ -run '^$' -fuzz FuzzServe -fuzztime "${FUZZTIME:-10s}"

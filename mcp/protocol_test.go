@@ -1,0 +1,284 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawClient speaks JSON-RPC lines to a Server, as a client would that
+// the SDKs never are: malformed, out of order, hostile.
+type rawClient struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	lines  chan map[string]any
+	served chan error
+}
+
+func serveRaw(t *testing.T, b Backend) *rawClient {
+	t.Helper()
+	srv, err := NewServer(b, false, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverIn, clientOut := io.Pipe()
+	clientIn, serverOut := io.Pipe()
+	c := &rawClient{t: t, in: clientOut, lines: make(chan map[string]any, 100), served: make(chan error, 1)}
+	go func() {
+		c.served <- srv.Serve(context.Background(), serverIn, serverOut)
+		_ = serverOut.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(clientIn)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("the server wrote a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			c.lines <- m
+		}
+		close(c.lines)
+	}()
+	t.Cleanup(func() { _ = clientOut.Close() })
+	return c
+}
+
+func (c *rawClient) send(lines ...string) {
+	c.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(c.in, l+"\n"); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// next returns the next message the server wrote.
+func (c *rawClient) next() map[string]any {
+	c.t.Helper()
+	select {
+	case m, ok := <-c.lines:
+		if !ok {
+			c.t.Fatal("the server closed its output")
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		c.t.Fatal("no answer from the server in 30 s")
+	}
+	return nil
+}
+
+// collect gathers n answers: by id as JSON, and those with id null, which
+// answer lines that had no usable id.
+func (c *rawClient) collect(n int) (byID map[string]map[string]any, nulls []map[string]any) {
+	c.t.Helper()
+	byID = map[string]map[string]any{}
+	for range n {
+		m := c.next()
+		if m["id"] == nil {
+			nulls = append(nulls, m)
+			continue
+		}
+		id, _ := json.Marshal(m["id"])
+		if _, dup := byID[string(id)]; dup {
+			c.t.Fatalf("two answers to id %s", id)
+		}
+		byID[string(id)] = m
+	}
+	return byID, nulls
+}
+
+func errCode(m map[string]any) float64 {
+	e, _ := m["error"].(map[string]any)
+	code, _ := e["code"].(float64)
+	return code
+}
+
+func resultText(m map[string]any) (string, bool) {
+	r, _ := m["result"].(map[string]any)
+	content, _ := r["content"].([]any)
+	if len(content) == 0 {
+		return "", false
+	}
+	first, _ := content[0].(map[string]any)
+	text, _ := first["text"].(string)
+	isErr, _ := r["isError"].(bool)
+	return text, isErr
+}
+
+func TestProtocolAnswersEveryRequestAndSurvivesBadLines(t *testing.T) {
+	c := serveRaw(t, fakeBackend{result: `{"tasks":[],"count":0}`})
+	c.send(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`not json`,
+		`[{"jsonrpc":"2.0","id":50,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":51}`,
+		`{"jsonrpc":"2.0","id":52,"result":{}}`, // a response: lazy awaits none
+		`{"jsonrpc":"2.0","id":"two","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":"x"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"lazy_nope","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"lazy_create","arguments":{"title":5}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"lazy_create","arguments":{"goal":"g"}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"lazy_create","arguments":{"title":"t","bogus":1}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"lazy_list","arguments":{"status":["done"]}}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"lazy_list"}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"lazy_diff","arguments":{"task":"x","max_bytes":1.5}}}`,
+	)
+	got, nulls := c.collect(18) // every line but the notification and the response
+	init := got["1"]["result"].(map[string]any)
+	if init["protocolVersion"] != protocolVersions[0] {
+		t.Errorf("an unknown version is answered with %v, want the newest, %s", init["protocolVersion"], protocolVersions[0])
+	}
+	// The line that is not JSON, the batch and the boolean id.
+	if len(nulls) != 3 {
+		t.Errorf("%d answers with id null, want 3: %v", len(nulls), nulls)
+	}
+	for _, m := range nulls {
+		if code := errCode(m); code != codeParseError && code != codeInvalidRequest {
+			t.Errorf("a line without a usable id: %v", m)
+		}
+	}
+	if errCode(got["51"]) != codeInvalidRequest {
+		t.Errorf("a request without a method: %v", got["51"])
+	}
+	for id, code := range map[string]int{"3": codeMethodNotFound, "4": codeInvalidParams, "5": codeInvalidParams, "11": codeResourceNotFound, "12": codeInvalidRequest} {
+		if errCode(got[id]) != float64(code) {
+			t.Errorf("id %s: %v, want error %d", id, got[id], code)
+		}
+	}
+	if _, ok := got[`"two"`]["result"]; !ok {
+		t.Errorf("a string id is answered: %v", got[`"two"`])
+	}
+	for id, want := range map[string]string{
+		"6": `title: 5 has type "integer", want "string"`, "7": `missing properties "title"`, "8": `unexpected properties "bogus"`,
+		"9": `status/0: "done" is not one of`, "14": `max_bytes: 1.5 has type "number", want "integer"`,
+	} {
+		if text, isErr := resultText(got[id]); !isErr || !strings.Contains(text, want) {
+			t.Errorf("id %s: %q (isError %v), want an error result with %q", id, text, isErr, want)
+		}
+	}
+	if text, isErr := resultText(got["10"]); isErr || !strings.HasPrefix(text, "No tasks.") {
+		t.Errorf("lazy_list without arguments: %q isError=%v", text, isErr)
+	}
+	tools, _ := got["13"]["result"].(map[string]any)["tools"].([]any)
+	if len(tools) < 20 {
+		t.Errorf("tools/list after everything else lists %d tools", len(tools))
+	}
+}
+
+// blockingBackend blocks every call until its context ends, and reports
+// that it did.
+type blockingBackend struct{ started, ended chan struct{} }
+
+func (b blockingBackend) Call(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	b.started <- struct{}{}
+	<-ctx.Done()
+	b.ended <- struct{}{}
+	return nil, ctx.Err()
+}
+
+func TestACancelledCallEndsAndOthersGoOn(t *testing.T) {
+	b := blockingBackend{started: make(chan struct{}, 2), ended: make(chan struct{}, 2)}
+	c := serveRaw(t, b)
+	c.send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`)
+	<-b.started
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // served while the call blocks
+	if m := c.next(); m["id"] != float64(2) {
+		t.Fatalf("ping while a call runs: %v", m)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"user"}}`)
+	select {
+	case <-b.ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled call's context was not cancelled")
+	}
+	if m := c.next(); m["id"] != "w" {
+		t.Fatalf("after the cancel: %v", m)
+	}
+}
+
+func TestServeEndsAtEOFAndEndsItsCalls(t *testing.T) {
+	b := blockingBackend{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
+	c := serveRaw(t, b)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`)
+	<-b.started
+	_ = c.in.Close()
+	select {
+	case err := <-c.served:
+		if err != nil {
+			t.Fatalf("Serve at EOF: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not end at EOF")
+	}
+	select {
+	case <-b.ended:
+	default:
+		t.Fatal("Serve returned with a call still running")
+	}
+}
+
+func TestAnOverlongMessageIsRefusedAndTheNextServed(t *testing.T) {
+	c := serveRaw(t, fakeBackend{})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxMessage) + `"}}`)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if m := c.next(); errCode(m) != codeParseError {
+		t.Fatalf("an overlong line: %v", m)
+	}
+	if m := c.next(); m["id"] != float64(2) {
+		t.Fatalf("the line after it: %v", m)
+	}
+}
+
+func TestABrokenReaderIsReported(t *testing.T) {
+	srv, err := NewServer(fakeBackend{}, false, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := srv.Serve(context.Background(), io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","method":"x"}`+"\n"), errReader{boom}), io.Discard); !errors.Is(err, boom) {
+		t.Fatalf("Serve = %v, want %v", err, boom)
+	}
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// FuzzServe feeds the server arbitrary input, as a confused or hostile
+// agent could write to lazy mcp-proxy: it must end at EOF, never panic,
+// and write only whole JSON lines.
+func FuzzServe(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lazy_list","arguments":{"status":["blocked"]},"_meta":{"progressToken":7}}}` + "\n")
+	f.Add(`{"jsonrpc":"2.0","id":[1],"method":"ping"}` + "\n" + `{"id":{},"method":"tools/call","params":[]}`)
+	f.Add(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}` + "\n\n\r\n")
+	f.Add(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"lazy://task/%2e%2e%2f"}}`)
+	srv, err := NewServer(fakeBackend{result: `{"tasks":[],"count":0}`}, false, "test")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var out strings.Builder
+		if err := srv.Serve(context.Background(), strings.NewReader(in), &out); err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if line != "" && !json.Valid([]byte(line)) {
+				t.Fatalf("wrote %q", line)
+			}
+		}
+	})
+}
