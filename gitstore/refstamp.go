@@ -1,12 +1,8 @@
 package gitstore
 
 import (
-	"errors"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,7 +25,12 @@ import (
 // also bounds how long it trusts an equal stamp. Refs in subdirectories of prefix are not stamped: task refs
 // live directly under TasksPrefix.
 func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err error) {
-	return FileStamp(filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/"))))
+	return FileStamp(r.RefStampPaths(prefix)...)
+}
+
+// RefStampPaths are the files RefStamp stamps, for a StampWatcher.
+func (r *Repo) RefStampPaths(prefix string) []string {
+	return []string{filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))}
 }
 
 // FileStamp stamps files or directories by identity (device and inode),
@@ -40,29 +41,23 @@ func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err erro
 func FileStamp(paths ...string) (stamp string, newest time.Time, err error) {
 	b := make([]byte, 0, 48*len(paths))
 	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			b = append(b, "-;"...)
-			continue
-		}
+		piece, mtime, err := stampOne(p)
 		if err != nil {
 			return "", time.Time{}, err
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return "", time.Time{}, fmt.Errorf("stamp %s: no file identity on this platform", p)
+		if mtime.After(newest) {
+			newest = mtime
 		}
-		if t := fi.ModTime(); t.After(newest) {
-			newest = t
-		}
-		b = strconv.AppendUint(b, uint64(st.Dev), 10) //nolint:unconvert // Dev is int32 on darwin
-		b = append(b, '.')
-		b = strconv.AppendUint(b, st.Ino, 10)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, fi.Size(), 10)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
-		b = append(b, ';')
+		b = append(b, piece...)
 	}
 	return string(b), newest, nil
+}
+
+// fileID is a file's device and inode.
+func fileID(fi fs.FileInfo) (dev, ino uint64, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), st.Ino, true //nolint:unconvert // Dev is int32 on darwin
 }

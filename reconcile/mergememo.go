@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -90,19 +89,19 @@ const racyWindow = 2 * time.Second
 // that disables the memo for the pass.
 func lazyTips(r *Reconciler) string {
 	common := r.Env.Store.Repo().CommonDir
-	stamp, settled := fileStamps(filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy"))
+	stamp, settled := r.fileStamps(filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy"))
 	if !settled {
 		return ""
 	}
 	return stamp
 }
 
-// fileStamps stamps files (or directories) as gitstore.FileStamp does.
-// settled says every time was older than racyWindow, so that the same
-// stamp read later means the files did not change; "" when one cannot be
-// told.
-func fileStamps(paths ...string) (stamp string, settled bool) {
-	stamp, newest, err := gitstore.FileStamp(paths...)
+// fileStamps stamps files (or directories) as gitstore.FileStamp does,
+// through the reconciler's StampWatcher. settled says every time was
+// older than racyWindow, so that the same stamp read later means the
+// files did not change; "" when one cannot be told.
+func (r *Reconciler) fileStamps(paths ...string) (stamp string, settled bool) {
+	stamp, newest, err := r.stamper().Stamp(paths...)
 	if err != nil {
 		return "", false
 	}

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,10 @@ type Reconciler struct {
 	lists, scanned, visits, mergeLooks, forgeLooks atomic.Int64
 	// pass is what Pass keeps between passes.
 	pass kept
+	// stamps answers the sweeps' file stamps; made on first use, its
+	// descriptor closed when the reconciler is collected.
+	stampOnce sync.Once
+	stamps    *gitstore.StampWatcher
 	// mergedQuiet, forgeQuiet and terminalQuiet say what the
 	// merged-branch, forge and terminal sweeps read on a pass that found
 	// nothing to do, so that a pass over the same listing skips them
@@ -272,4 +277,15 @@ func one(a *Action) []Action {
 		return nil
 	}
 	return []Action{*a}
+}
+
+// stamper returns the reconciler's StampWatcher. A reconciler lives as
+// long as its daemon, or a test: the watcher's descriptor is released
+// when the reconciler is garbage, so short-lived ones leak none.
+func (r *Reconciler) stamper() *gitstore.StampWatcher {
+	r.stampOnce.Do(func() {
+		r.stamps = gitstore.NewStampWatcher()
+		runtime.AddCleanup(r, func(s *gitstore.StampWatcher) { _ = s.Close() }, r.stamps)
+	})
+	return r.stamps
 }

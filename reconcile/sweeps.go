@@ -165,7 +165,7 @@ func (r *Reconciler) sweepTerminal(ctx context.Context, v *view) ([]Action, erro
 	// have changed since a pass found nothing to clean in it.
 	stamp, settled := "", false
 	if v.gen != 0 {
-		stamp, settled = fileStamps(root)
+		stamp, settled = r.fileStamps(root)
 		r.quietMu.Lock()
 		still := stamp != "" && r.terminalQuiet == quietTerminal{gen: v.gen, stamp: stamp}
 		r.quietMu.Unlock()
@@ -275,7 +275,7 @@ func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error)
 	keepQuiet := v.gen != 0
 	var settled bool
 	if keepQuiet {
-		quiet.refs, settled = fileStamps(r.mergedRefFiles(nil)...)
+		quiet.refs, settled = r.fileStamps(r.mergedRefFiles(nil)...)
 		keepQuiet = settled
 	}
 	// Candidates are told from the list's status and the summary bytes;
@@ -303,6 +303,10 @@ func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error)
 	defer func() {
 		if v.gen == 0 || (!keepQuiet && !quiet.none) || len(actions) > 0 || len(errs) > 0 {
 			quiet = quietMerged{}
+		}
+		if quiet.gen != 0 && !quiet.none {
+			// What mergedStill stamps, in one call: the two stamps in a row.
+			quiet.files = r.targetRefFiles(r.mergedRefFiles(nil), quiet.targets)
 		}
 		r.quietMu.Lock()
 		r.mergedQuiet = quiet
@@ -357,7 +361,7 @@ func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error)
 			quiet.targets = append(quiet.targets, target)
 		}
 		slices.Sort(quiet.targets)
-		quiet.targetRefs, settled = fileStamps(r.targetRefFiles(quiet.targets)...)
+		quiet.targetRefs, settled = r.fileStamps(r.targetRefFiles(nil, quiet.targets)...)
 		keepQuiet = settled
 	}
 	sets := map[string]mergedSet{}
@@ -422,6 +426,9 @@ type quietMerged struct {
 	none       bool
 	targets    []string
 	targetRefs string // fileStamps of the targets' loose refs
+	// files are mergedRefFiles then the targets' ref files: stamped
+	// together, they give refs then targetRefs.
+	files []string
 }
 
 // mergedRefFiles are the files the merged-branch sweep's answer depends
@@ -439,13 +446,12 @@ func (r *Reconciler) mergedRefFiles(dst []string) []string {
 
 // targetRefFiles are the loose ref files of target branches; a packed
 // one is stamped by packed-refs.
-func (r *Reconciler) targetRefFiles(targets []string) []string {
+func (r *Reconciler) targetRefFiles(dst, targets []string) []string {
 	common := r.Env.Store.Repo().CommonDir
-	out := make([]string, len(targets))
-	for i, t := range targets {
-		out[i] = filepath.Join(common, "refs", "heads", filepath.FromSlash(t))
+	for _, t := range targets {
+		dst = append(dst, filepath.Join(common, "refs", "heads", filepath.FromSlash(t)))
 	}
-	return out
+	return dst
 }
 
 // mergedStill reports whether the merged-branch sweep would find what it
@@ -461,12 +467,9 @@ func (r *Reconciler) mergedStill(v *view) bool {
 	if q.none {
 		return true
 	}
-	refs, _ := fileStamps(r.mergedRefFiles(make([]string, 0, 3))...)
-	if refs != q.refs {
-		return false
-	}
-	targets, _ := fileStamps(r.targetRefFiles(q.targets)...)
-	return targets == q.targetRefs
+	// FileStamp's pieces concatenate: one call stamps both.
+	stamp, _ := r.fileStamps(q.files...)
+	return len(stamp) == len(q.refs)+len(q.targetRefs) && stamp[:len(q.refs)] == q.refs && stamp[len(q.refs):] == q.targetRefs
 }
 
 // finishMerged takes one merged candidate through zombie to complete.

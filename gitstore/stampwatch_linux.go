@@ -1,0 +1,97 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// inotifyWatcher is the dirWatcher of Linux.
+type inotifyWatcher struct {
+	mu    sync.Mutex
+	fd    int
+	byDir map[string]watchID
+	// removed are the watches reset took away, whose IN_IGNORED is then
+	// lazy's own doing and no news.
+	removed map[watchID]bool
+	buf     []byte
+}
+
+// watchMask is every event that can change a stamp of the directory or
+// of an entry in it. IN_ONLYDIR: a path that became a file is refused.
+const watchMask = syscall.IN_CREATE | syscall.IN_DELETE | syscall.IN_MOVED_FROM | syscall.IN_MOVED_TO |
+	syscall.IN_MODIFY | syscall.IN_ATTRIB | syscall.IN_CLOSE_WRITE | syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF | syscall.IN_ONLYDIR
+
+func newDirWatcher() (dirWatcher, error) {
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	return &inotifyWatcher{fd: fd, byDir: map[string]watchID{}, removed: map[watchID]bool{}, buf: make([]byte, 16<<10)}, nil
+}
+
+func (w *inotifyWatcher) watch(dir string) (watchID, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if id, ok := w.byDir[dir]; ok {
+		return id, nil
+	}
+	wd, err := syscall.InotifyAddWatch(w.fd, dir, watchMask)
+	if err != nil {
+		return 0, err
+	}
+	// Two paths of one directory (a symlink) share its watch descriptor;
+	// both map to it, and an event touches both.
+	w.byDir[dir] = watchID(wd)
+	return watchID(wd), nil
+}
+
+func (w *inotifyWatcher) changed() (ids []watchID, all bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		n, err := syscall.Read(w.fd, w.buf)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if n <= 0 {
+			// EAGAIN: nothing more. Any other error loses events: say so.
+			return ids, all || !errors.Is(err, syscall.EAGAIN)
+		}
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&syscall.IN_IGNORED != 0 && w.removed[watchID(ev.Wd)] {
+				delete(w.removed, watchID(ev.Wd))
+				continue
+			}
+			if ev.Mask&(syscall.IN_Q_OVERFLOW|syscall.IN_IGNORED|syscall.IN_DELETE_SELF|syscall.IN_MOVE_SELF|syscall.IN_UNMOUNT) != 0 {
+				// Events lost, or a watched directory gone: its watch is,
+				// or will be, dropped by the kernel, so every watch is
+				// set up again from the paths.
+				all = true
+				w.reset()
+				continue
+			}
+			ids = append(ids, watchID(ev.Wd))
+		}
+	}
+}
+
+// reset removes every watch; watch adds them again as stamps are asked.
+func (w *inotifyWatcher) reset() {
+	for dir, id := range w.byDir {
+		if _, err := syscall.InotifyRmWatch(w.fd, uint32(id)); err == nil {
+			w.removed[id] = true
+		}
+		delete(w.byDir, dir)
+	}
+}
+
+func (w *inotifyWatcher) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return syscall.Close(w.fd)
+}
