@@ -140,9 +140,11 @@ type conn struct {
 }
 
 // Serve runs the server on one connection: newline-delimited JSON-RPC
-// messages from r, answers to w, until r ends or ctx is done. Calls run
-// concurrently (lazy_wait blocks for minutes while the client pings); at
-// the end, the calls still running are cancelled and waited for.
+// messages from r, answers to w, until r ends or ctx is done (a client
+// hanging up and a signal are how a stdio server stops: both return nil;
+// a read error is returned). Calls run concurrently (lazy_wait blocks for
+// minutes while the client pings); at the end, the calls still running
+// are cancelled and waited for.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &conn{s: s, w: bufio.NewWriter(w), inFlight: map[string]context.CancelFunc{}}
@@ -173,7 +175,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil
 		case err := <-readErr:
 			if errors.Is(err, io.EOF) {
 				return nil

@@ -215,13 +215,19 @@ func TestServeEndsAtEOFAndEndsItsCalls(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`)
 	<-b.started
 	_ = c.in.Close()
+	endsCleanly(t, c.served, b, "at EOF")
+}
+
+// endsCleanly waits for Serve to return nil, its call b ended first.
+func endsCleanly(t *testing.T, served <-chan error, b blockingBackend, when string) {
+	t.Helper()
 	select {
-	case err := <-c.served:
+	case err := <-served:
 		if err != nil {
-			t.Fatalf("Serve at EOF: %v", err)
+			t.Fatalf("Serve %s: %v, want nil", when, err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("Serve did not end at EOF")
+		t.Fatalf("Serve did not end %s", when)
 	}
 	select {
 	case <-b.ended:
@@ -281,4 +287,23 @@ func FuzzServe(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestServeEndsWithItsContext(t *testing.T) {
+	srv, err := NewServer(blockingBackend{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}, false, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := srv.backend.(blockingBackend)
+	in, out := io.Pipe()
+	t.Cleanup(func() { _ = out.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, in, io.Discard) }()
+	if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-b.started
+	cancel() // SIGTERM, as lazy mcp sees it: a signal is how a stdio server stops
+	endsCleanly(t, served, b, "after its context ended")
 }

@@ -111,15 +111,17 @@ func (l *Lock) Release() error {
 // probes with a shared lock, released at once, so concurrent probes never
 // block each other; a holder that is taking the lock retries past a
 // probe (see Acquire). A missing file is not held, and is not created.
+//
+// A reconcile pass probes every running turn's lock, so this is three
+// system calls: a raw descriptor, not an *os.File (which would try the
+// poller and switch blocking modes), and the shared lock is released by
+// the close, as every flock is with its last descriptor.
 func Held(path string) bool {
-	f, err := os.Open(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
-	defer func() { _ = f.Close() }()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
+	defer func() { _ = syscall.Close(fd) }()
+	err = syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB)
+	return errors.Is(err, syscall.EWOULDBLOCK)
 }

@@ -3,6 +3,8 @@ package flock
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,4 +32,49 @@ func TestExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = b.Release()
+}
+
+func TestHeld(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	if Held(p) {
+		t.Fatal("a missing lock file is held")
+	}
+	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Held created the file: %v", err)
+	}
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd to count descriptors in")
+		}
+		return len(ents)
+	}
+	before := fds()
+	l, err := TryLock(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if !Held(p) {
+			t.Fatal("a held lock is not held")
+		}
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if Held(p) {
+			t.Fatal("a released lock is held")
+		}
+	}
+	// Each probe's shared lock went with its descriptor: the lock can be
+	// taken at once, and no descriptor is left open.
+	l, err = TryLock(p)
+	if err != nil {
+		t.Fatalf("TryLock after 200 probes: %v", err)
+	}
+	_ = l.Release()
+	if after := fds(); after != before {
+		t.Fatalf("%d descriptors open before the probes, %d after", before, after)
+	}
 }
