@@ -88,6 +88,10 @@ type Reconciler struct {
 	// descriptor closed when the reconciler is collected.
 	stampOnce sync.Once
 	stamps    *gitstore.StampWatcher
+	// taskRefFiles and protoRoot are the paths every pass stamps, joined
+	// once.
+	taskRefFiles []string
+	protoRoot    string
 	// mergedQuiet, forgeQuiet and terminalQuiet say what the
 	// merged-branch, forge and terminal sweeps read on a pass that found
 	// nothing to do, so that a pass over the same listing skips them
@@ -284,6 +288,8 @@ func one(a *Action) []Action {
 // when the reconciler is garbage, so short-lived ones leak none.
 func (r *Reconciler) stamper() *gitstore.StampWatcher {
 	r.stampOnce.Do(func() {
+		repo := r.Env.Store.Repo()
+		r.taskRefFiles, r.protoRoot = repo.RefStampPaths(gitstore.TasksPrefix), repo.LazyDir("proto")
 		r.stamps = gitstore.NewStampWatcher()
 		runtime.AddCleanup(r, func(s *gitstore.StampWatcher) { _ = s.Close() }, r.stamps)
 	})

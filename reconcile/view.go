@@ -168,7 +168,8 @@ const keptMaxAge = 30 * time.Second
 // listed, or lists the tasks again.
 func (r *Reconciler) current() (*view, error) {
 	k := &r.pass
-	stamp, newest, err := r.stamper().Stamp(r.Env.Store.Repo().RefStampPaths(gitstore.TasksPrefix)...)
+	sw := r.stamper()
+	stamp, newest, err := sw.Stamp(r.taskRefFiles...)
 	if err == nil && k.v != nil && k.settled && stamp == k.stamp && r.now().Sub(k.listedAt) < keptMaxAge {
 		return k.v, nil
 	}
