@@ -10,6 +10,8 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // lazy serves MCP itself, over stdio, rather than through the official Go
@@ -34,6 +36,7 @@ const (
 	codeInvalidParams    = -32602
 	codeInternalError    = -32603
 	codeResourceNotFound = -32002 // MCP's
+	codeServerBusy       = -32000 // JSON-RPC's range for a server's own errors
 )
 
 // maxMessage bounds one incoming message: a tool's arguments are a few
@@ -127,6 +130,15 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return e.Message }
 
+// maxCalls bounds the calls in flight on one connection: one more is
+// refused with codeServerBusy.
+const maxCalls = 64
+
+// callGrace bounds how long Serve, once it ends, waits for its calls to
+// return: a cancelled call returns at once, but its answer can block on a
+// client that stopped reading.
+const callGrace = 5 * time.Second
+
 // conn is one client connection: the writer, shared by every reply and
 // notification, and the calls in flight, which the client may cancel.
 type conn struct {
@@ -135,23 +147,40 @@ type conn struct {
 	w  *bufio.Writer
 
 	flightMu    sync.Mutex
-	inFlight    map[string]context.CancelFunc
+	inFlight    map[string]*call
 	initialized bool
+	slots       chan struct{}
+}
+
+// call is a request in flight.
+type call struct {
+	cancel context.CancelFunc
+	// byClient: the client cancelled it, so its answer is not sent (MCP:
+	// the receiver of a cancellation should not respond).
+	byClient atomic.Bool
 }
 
 // Serve runs the server on one connection: newline-delimited JSON-RPC
 // messages from r, answers to w, until r ends or ctx is done (a client
 // hanging up and a signal are how a stdio server stops: both return nil;
 // a read error is returned). Calls run concurrently (lazy_wait blocks for
-// minutes while the client pings); at the end, the calls still running
-// are cancelled and waited for.
+// minutes while the client pings), up to maxCalls; at the end, the calls
+// still running are cancelled and waited for, callGrace at most.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &conn{s: s, w: bufio.NewWriter(w), inFlight: map[string]context.CancelFunc{}}
+	c := &conn{s: s, w: bufio.NewWriter(w), inFlight: map[string]*call{}, slots: make(chan struct{}, maxCalls)}
 	var calls sync.WaitGroup
 	defer func() {
 		cancel()
-		calls.Wait()
+		done := make(chan struct{})
+		go func() {
+			calls.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(callGrace):
+		}
 	}()
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
@@ -202,30 +231,32 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// validID reports whether a request id is one JSON-RPC and MCP allow: a
+// string or a number (MCP forbids null).
+func validID(id json.RawMessage) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
 // handle answers one message. Requests other than initialize and ping run
 // in their own goroutine.
 func (c *conn) handle(ctx context.Context, line []byte, calls *sync.WaitGroup) {
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
-		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("[")) {
-			c.reply(nil, nil, &rpcError{Code: codeInvalidRequest, Message: "JSON-RPC batches are not supported: send one message per line"})
-			return
-		}
-		c.reply(nil, nil, &rpcError{Code: codeParseError, Message: "parse error: " + err.Error()})
+		c.refuse(line, err)
 		return
 	}
 	if m.Method == "" {
 		if m.ID != nil && (m.Result != nil || m.Error != nil) {
 			return // a response: lazy sends no requests, so none is awaited
 		}
-		c.reply(m.ID, nil, &rpcError{Code: codeInvalidRequest, Message: "invalid request: no method"})
+		c.reply(idOrNull(m.ID), nil, &rpcError{Code: codeInvalidRequest, Message: "invalid request: no method"})
 		return
 	}
-	if m.ID == nil || bytes.Equal(m.ID, []byte("null")) {
+	if m.ID == nil {
 		c.notified(m)
 		return
 	}
-	if m.ID[0] != '"' && (m.ID[0] < '0' || m.ID[0] > '9') && m.ID[0] != '-' {
+	if !validID(m.ID) {
 		c.reply(nil, nil, &rpcError{Code: codeInvalidRequest, Message: "invalid request: an id is a string or a number"})
 		return
 	}
@@ -238,10 +269,26 @@ func (c *conn) handle(ctx context.Context, line []byte, calls *sync.WaitGroup) {
 		c.reply(m.ID, struct{}{}, nil)
 		return
 	}
-	callCtx, cancel := context.WithCancel(ctx)
 	key := string(m.ID)
 	c.flightMu.Lock()
-	c.inFlight[key] = cancel
+	_, dup := c.inFlight[key]
+	c.flightMu.Unlock()
+	if dup {
+		c.reply(m.ID, nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("invalid request: id %s is already used by a call in flight", m.ID)})
+		return
+	}
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		// Refused rather than waited for: a read loop that waited could
+		// not read the cancellation that would free a slot.
+		c.reply(m.ID, nil, &rpcError{Code: codeServerBusy, Message: fmt.Sprintf("%d calls are in flight on this connection, the most lazy runs at once: wait for one, or cancel one", maxCalls)})
+		return
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	f := &call{cancel: cancel}
+	c.flightMu.Lock()
+	c.inFlight[key] = f
 	c.flightMu.Unlock()
 	calls.Add(1)
 	go func() {
@@ -251,10 +298,41 @@ func (c *conn) handle(ctx context.Context, line []byte, calls *sync.WaitGroup) {
 			delete(c.inFlight, key)
 			c.flightMu.Unlock()
 			cancel()
+			<-c.slots
 		}()
 		res, err := c.call(callCtx, m)
-		c.reply(m.ID, res, err)
+		if !f.byClient.Load() {
+			c.reply(m.ID, res, err)
+		}
 	}()
+}
+
+// refuse answers a line that is not a JSON-RPC message: a parse error
+// when it is not JSON, else an invalid request, with its id when that can
+// be read, so the client learns which of its requests failed.
+func (c *conn) refuse(line []byte, err error) {
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		c.reply(nil, nil, &rpcError{Code: codeInvalidRequest, Message: "JSON-RPC batches are not supported: send one message per line"})
+	case !json.Valid(trimmed):
+		c.reply(nil, nil, &rpcError{Code: codeParseError, Message: "parse error: " + err.Error()})
+	default:
+		var loose map[string]json.RawMessage
+		var id json.RawMessage
+		if json.Unmarshal(trimmed, &loose) == nil && validID(loose["id"]) {
+			id = loose["id"]
+		}
+		c.reply(id, nil, &rpcError{Code: codeInvalidRequest, Message: "invalid request: " + err.Error()})
+	}
+}
+
+// idOrNull is id when it is a valid one, else nil (null on the wire).
+func idOrNull(id json.RawMessage) json.RawMessage {
+	if validID(id) {
+		return id
+	}
+	return nil
 }
 
 // notified handles a notification: only a cancellation does anything.
@@ -269,10 +347,11 @@ func (c *conn) notified(m message) {
 		return
 	}
 	c.flightMu.Lock()
-	cancel := c.inFlight[string(p.RequestID)]
+	f := c.inFlight[string(p.RequestID)]
 	c.flightMu.Unlock()
-	if cancel != nil {
-		cancel()
+	if f != nil {
+		f.byClient.Store(true)
+		f.cancel()
 	}
 }
 

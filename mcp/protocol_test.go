@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -135,15 +136,19 @@ func TestProtocolAnswersEveryRequestAndSurvivesBadLines(t *testing.T) {
 		`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`,
 		`{"jsonrpc":"2.0","id":13,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"lazy_diff","arguments":{"task":"x","max_bytes":1.5}}}`,
+		`{"jsonrpc":"2.0","id":15,"method":5}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`"hello"`,
 	)
-	got, nulls := c.collect(18) // every line but the notification and the response
+	got, nulls := c.collect(21) // every line but the notification and the response
 	init := got["1"]["result"].(map[string]any)
 	if init["protocolVersion"] != protocolVersions[0] {
 		t.Errorf("an unknown version is answered with %v, want the newest, %s", init["protocolVersion"], protocolVersions[0])
 	}
-	// The line that is not JSON, the batch and the boolean id.
-	if len(nulls) != 3 {
-		t.Errorf("%d answers with id null, want 3: %v", len(nulls), nulls)
+	// The line that is not JSON, the batch, the boolean and null ids and
+	// the JSON that is no message.
+	if len(nulls) != 5 {
+		t.Errorf("%d answers with id null, want 5: %v", len(nulls), nulls)
 	}
 	for _, m := range nulls {
 		if code := errCode(m); code != codeParseError && code != codeInvalidRequest {
@@ -153,7 +158,7 @@ func TestProtocolAnswersEveryRequestAndSurvivesBadLines(t *testing.T) {
 	if errCode(got["51"]) != codeInvalidRequest {
 		t.Errorf("a request without a method: %v", got["51"])
 	}
-	for id, code := range map[string]int{"3": codeMethodNotFound, "4": codeInvalidParams, "5": codeInvalidParams, "11": codeResourceNotFound, "12": codeInvalidRequest} {
+	for id, code := range map[string]int{"15": codeInvalidRequest, "3": codeMethodNotFound, "4": codeInvalidParams, "5": codeInvalidParams, "11": codeResourceNotFound, "12": codeInvalidRequest} {
 		if errCode(got[id]) != float64(code) {
 			t.Errorf("id %s: %v, want error %d", id, got[id], code)
 		}
@@ -204,9 +209,62 @@ func TestACancelledCallEndsAndOthersGoOn(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the cancelled call's context was not cancelled")
 	}
-	if m := c.next(); m["id"] != "w" {
-		t.Fatalf("after the cancel: %v", m)
+	// MCP: no answer to a cancelled request (the TypeScript SDK reports
+	// one as an error: a response to an unknown id). The next answer is
+	// the ping's, sent after the call ended.
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if m := c.next(); m["id"] != float64(3) {
+		t.Fatalf("after the cancel: %v, want only the ping's answer", m)
 	}
+}
+
+func TestAnIDInFlightIsNotReused(t *testing.T) {
+	b := blockingBackend{started: make(chan struct{}, 2), ended: make(chan struct{}, 2)}
+	c := serveRaw(t, b)
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`
+	c.send(call)
+	<-b.started
+	c.send(call)
+	if m := c.next(); m["id"] != float64(7) || errCode(m) != codeInvalidRequest {
+		t.Fatalf("a second call with the id of one in flight: %v", m)
+	}
+	// The first is still the client's to cancel.
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	select {
+	case <-b.ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first call could not be cancelled any more")
+	}
+}
+
+func TestCallsInFlightAreBounded(t *testing.T) {
+	b := blockingBackend{started: make(chan struct{}, maxCalls+1), ended: make(chan struct{}, maxCalls+1)}
+	c := serveRaw(t, b)
+	for i := range maxCalls + 1 {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`, i))
+	}
+	for range maxCalls {
+		<-b.started
+	}
+	if m := c.next(); m["id"] != float64(maxCalls) || errCode(m) != codeServerBusy {
+		t.Fatalf("call %d of %d at once: %v, want it refused", maxCalls+1, maxCalls, m)
+	}
+	// The connection still reads: a cancel frees a slot for the next call.
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`)
+	<-b.ended
+	var m map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		c.send(`{"jsonrpc":"2.0","id":"again","method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`)
+		select {
+		case <-b.started:
+			return // it ran
+		case m = <-c.lines: // refused: the freed slot is not back yet
+			if errCode(m) != codeServerBusy {
+				t.Fatalf("while a slot frees: %v", m)
+			}
+		}
+	}
+	t.Fatalf("no slot came free after a cancel: %v", m)
 }
 
 func TestServeEndsAtEOFAndEndsItsCalls(t *testing.T) {
