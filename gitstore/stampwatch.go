@@ -44,7 +44,7 @@ type keptStamp struct {
 }
 
 // watchID names a watched directory within its dirWatcher.
-type watchID int
+type watchID uint32
 
 // dirWatcher reports changes in directories.
 type dirWatcher interface {

@@ -1,11 +1,12 @@
 package gitstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"syscall"
-	"unsafe"
 )
 
 // inotifyWatcher is the dirWatcher of Linux.
@@ -42,6 +43,9 @@ func (w *inotifyWatcher) watch(dir string) (watchID, error) {
 	if err != nil {
 		return 0, err
 	}
+	if wd < 0 || wd > math.MaxInt32 {
+		return 0, fmt.Errorf("inotify gave watch descriptor %d", wd)
+	}
 	// Two paths of one directory (a symlink) share its watch descriptor;
 	// both map to it, and an event touches both.
 	w.byDir[dir] = watchID(wd)
@@ -60,14 +64,18 @@ func (w *inotifyWatcher) changed() (ids []watchID, all bool) {
 			// EAGAIN: nothing more. Any other error loses events: say so.
 			return ids, all || !errors.Is(err, syscall.EAGAIN)
 		}
+		// struct inotify_event: wd, mask, cookie, len, then len bytes of
+		// name, in the machine's byte order.
 		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
-			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
-			off += syscall.SizeofInotifyEvent + int(ev.Len)
-			if ev.Mask&syscall.IN_IGNORED != 0 && w.removed[watchID(ev.Wd)] {
-				delete(w.removed, watchID(ev.Wd))
+			ev := w.buf[off:n]
+			wd := watchID(binary.NativeEndian.Uint32(ev[0:4]))
+			mask := binary.NativeEndian.Uint32(ev[4:8])
+			off += syscall.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(ev[12:16]))
+			if mask&syscall.IN_IGNORED != 0 && w.removed[wd] {
+				delete(w.removed, wd)
 				continue
 			}
-			if ev.Mask&(syscall.IN_Q_OVERFLOW|syscall.IN_IGNORED|syscall.IN_DELETE_SELF|syscall.IN_MOVE_SELF|syscall.IN_UNMOUNT) != 0 {
+			if mask&(syscall.IN_Q_OVERFLOW|syscall.IN_IGNORED|syscall.IN_DELETE_SELF|syscall.IN_MOVE_SELF|syscall.IN_UNMOUNT) != 0 {
 				// Events lost, or a watched directory gone: its watch is,
 				// or will be, dropped by the kernel, so every watch is
 				// set up again from the paths.
@@ -75,7 +83,7 @@ func (w *inotifyWatcher) changed() (ids []watchID, all bool) {
 				w.reset()
 				continue
 			}
-			ids = append(ids, watchID(ev.Wd))
+			ids = append(ids, wd)
 		}
 	}
 }
