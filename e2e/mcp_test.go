@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -201,6 +203,15 @@ func TestAgentToolsAreScopedByToken(t *testing.T) {
 	}
 	// Its own task: readable; not drivable, not acceptable.
 	call(t, s, "lazy_show", map[string]any{"task": a.Slug}, false)
+	// Also as a resource; a task that does not exist is MCP's
+	// resource-not-found, though the answer crossed the daemon as text.
+	if res, err := s.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "lazy://task/" + a.Slug}); err != nil || !strings.Contains(res.Contents[0].Text, a.ID) {
+		t.Fatalf("the agent reads its own task as a resource: %v", err)
+	}
+	var we *jsonrpc.Error
+	if _, err := s.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "lazy://task/no-such-task"}); !errors.As(err, &we) || we.Code != -32002 {
+		t.Fatalf("reading a task that does not exist through the proxy: %v, want error -32002", err)
+	}
 	for _, c := range []struct {
 		tool string
 		args map[string]any

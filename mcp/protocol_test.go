@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
 )
 
 // rawClient speaks JSON-RPC lines to a Server, as a client would that
@@ -364,4 +366,27 @@ func TestServeEndsWithItsContext(t *testing.T) {
 	<-b.started
 	cancel() // SIGTERM, as lazy mcp sees it: a signal is how a stdio server stops
 	endsCleanly(t, served, b, "after its context ended")
+}
+
+// notFoundBackend answers every call as the dispatcher does for a task
+// that does not exist.
+type notFoundBackend struct{}
+
+func (notFoundBackend) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("no task named %q: %w", "nope", gitstore.ErrNotFound)
+}
+
+func TestAMissingTaskIsAResourceNotFound(t *testing.T) {
+	c := serveRaw(t, notFoundBackend{})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"lazy://task/nope"}}`)
+	m := c.next()
+	if errCode(m) != codeResourceNotFound || !strings.Contains(fmt.Sprint(m["error"]), "lazy://task/nope") {
+		t.Fatalf("reading a task that does not exist: %v, want MCP's resource-not-found with its uri", m)
+	}
+	// Through the daemon, the error is text; whether it is a missing task
+	// travels beside it.
+	var e error = &remoteError{msg: "no task named \"nope\": no such task", notFound: true}
+	if !errors.Is(e, gitstore.ErrNotFound) || errors.Is(&remoteError{msg: "boom"}, gitstore.ErrNotFound) {
+		t.Fatal("remoteError does not carry ErrNotFound")
+	}
 }

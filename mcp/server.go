@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
 )
 
@@ -241,7 +243,22 @@ type CallResponse struct {
 	Progress string          `json:"progress,omitempty"`
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// NotFound: the error is that a task named does not exist
+	// (gitstore.ErrNotFound), which the proxy tells its client apart.
+	NotFound bool `json:"not_found,omitempty"`
 }
+
+// remoteError is an error the daemon answered, as the proxy returns it:
+// its text, and whether it is gitstore.ErrNotFound.
+type remoteError struct {
+	msg      string
+	notFound bool
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, gitstore.ErrNotFound) hold across the daemon.
+func (e *remoteError) Is(target error) bool { return e.notFound && target == gitstore.ErrNotFound }
 
 // Remote forwards calls to the daemon of lazyDir with a bearer token.
 type Remote struct {
@@ -281,7 +298,7 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 		}
 		switch {
 		case cr.Error != "":
-			return nil, fmt.Errorf("%s", cr.Error)
+			return nil, &remoteError{msg: cr.Error, notFound: cr.NotFound}
 		case cr.Result != nil:
 			return cr.Result, nil
 		case cr.Progress != "":
@@ -336,7 +353,7 @@ func Handler(lazyDir string, d *Dispatcher, live func(link.Identity) error) http
 		ctx := WithReporter(context.WithoutCancel(r.Context()), func(msg string) { line(CallResponse{Progress: msg}) })
 		out, err := d.Call(ctx, Caller{Actor: "agent", Task: id.Task}, req.Tool, req.Arguments)
 		if err != nil {
-			line(CallResponse{Error: err.Error()})
+			line(CallResponse{Error: err.Error(), NotFound: errors.Is(err, gitstore.ErrNotFound)})
 			return
 		}
 		line(CallResponse{Result: out})

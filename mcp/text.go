@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -99,6 +100,9 @@ func readTask(ctx context.Context, b Backend, uri string) (any, error) {
 		return nil, err
 	}
 	raw, err := b.Call(WithReporter(ctx, func(string) {}), "lazy_show", args)
+	if errors.Is(err, gitstore.ErrNotFound) {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error(), Data: map[string]string{"uri": uri}}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
