@@ -207,6 +207,7 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)
 		return false
 	}
+	defer func() { _ = r.Close() }()
 	actions, err := r.Sweep(ctx, entries)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)

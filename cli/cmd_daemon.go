@@ -75,6 +75,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = rec.Close() }()
 	if rec.Forge, err = a.forgeSync(); err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = r.Close() }()
 	entries, err := a.store.List()
 	if err != nil {
 		return err

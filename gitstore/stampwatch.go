@@ -31,8 +31,11 @@ type StampWatcher struct {
 
 // maxStampAge bounds how long a kept stamp is trusted without a stat: the
 // events cover every change made on this machine through the watched
-// directories, but not one made on another machine to a shared file
-// system, nor a directory above a watched one renamed away.
+// directories, which is how git and lazy change refs (a lock file renamed
+// into place), but not a change made on another machine to a shared file
+// system, a write through a hard link in another directory or a shared
+// mapping, nor a directory above a watched one renamed away and made
+// again. Any of those is seen within this long.
 const maxStampAge = 10 * time.Second
 
 // keptStamp is one file's piece of a stamp and what it depends on.
@@ -157,28 +160,39 @@ func containsID(ids []watchID, id watchID) bool {
 // directory above it, whose entries include p or the directory p would
 // be created in, and p itself when it is a directory, whose entries
 // changing change its time and size. ok is false when one cannot be
-// watched: then p is stat'ed every time.
+// watched, or p's directory is reached through a symbolic link (whose
+// re-pointing is an event in a directory not watched): then p is stat'ed
+// every time.
 func (s *StampWatcher) watchFor(p string) (deps []watchID, ok bool) {
 	if s.w == nil {
 		return nil, false
 	}
-	dir := filepath.Dir(p)
-	for {
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
+	// A directory made between finding the nearest one and watching it
+	// would go unseen: the nearest is looked for again after the watch,
+	// until it stays the same.
+	var dir string
+	for range 4 {
+		d, found := nearestDir(p)
+		if !found {
 			return nil, false
 		}
-		dir = up
+		if real, err := filepath.EvalSymlinks(d); err != nil || real != d {
+			return nil, false
+		}
+		id, err := s.w.watch(d)
+		if err != nil {
+			return nil, false
+		}
+		if again, _ := nearestDir(p); again != d {
+			continue
+		}
+		dir, deps = d, append(deps[:0], id)
+		break
 	}
-	id, err := s.w.watch(dir)
-	if err != nil {
-		return nil, false
+	if dir == "" {
+		return nil, false // the tree keeps changing: stat
 	}
-	deps = append(deps, id)
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 		id, err := s.w.watch(p)
 		if err != nil {
 			return nil, false
@@ -186,6 +200,21 @@ func (s *StampWatcher) watchFor(p string) (deps []watchID, ok bool) {
 		deps = append(deps, id)
 	}
 	return deps, true
+}
+
+// nearestDir is the nearest existing directory above p.
+func nearestDir(p string) (string, bool) {
+	dir := filepath.Dir(p)
+	for {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir, true
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", false
+		}
+		dir = up
+	}
 }
 
 // stampOne is one file's piece of FileStamp.

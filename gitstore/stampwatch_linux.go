@@ -36,9 +36,10 @@ func newDirWatcher() (dirWatcher, error) {
 func (w *inotifyWatcher) watch(dir string) (watchID, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if id, ok := w.byDir[dir]; ok {
-		return id, nil
-	}
+	// Added afresh every time, never answered from byDir: the path may
+	// name another directory than when it was first watched (one above
+	// it renamed and made again), and adding a watch is idempotent for
+	// the same directory. It runs only when a kept stamp is refreshed.
 	wd, err := syscall.InotifyAddWatch(w.fd, dir, watchMask)
 	if err != nil {
 		return 0, err
@@ -46,9 +47,7 @@ func (w *inotifyWatcher) watch(dir string) (watchID, error) {
 	if wd < 0 || wd > math.MaxInt32 {
 		return 0, fmt.Errorf("inotify gave watch descriptor %d", wd)
 	}
-	// Two paths of one directory (a symlink) share its watch descriptor;
-	// both map to it, and an event touches both.
-	w.byDir[dir] = watchID(wd)
+	w.byDir[dir] = watchID(wd) // for reset
 	return watchID(wd), nil
 }
 
@@ -95,6 +94,11 @@ func (w *inotifyWatcher) reset() {
 			w.removed[id] = true
 		}
 		delete(w.byDir, dir)
+	}
+	if len(w.removed) > 1024 {
+		// An IN_IGNORED lost with an overflowed queue never comes: the set
+		// is only an optimization, so it is not let grow.
+		clear(w.removed)
 	}
 }
 

@@ -86,8 +86,9 @@ type Reconciler struct {
 	pass kept
 	// stamps answers the sweeps' file stamps; made on first use, its
 	// descriptor closed when the reconciler is collected.
-	stampOnce sync.Once
-	stamps    *gitstore.StampWatcher
+	stampMu     sync.Mutex
+	stamps      *gitstore.StampWatcher
+	stampClosed bool
 	// taskRefFiles and protoRoot are the paths every pass stamps, joined
 	// once.
 	taskRefFiles []string
@@ -283,15 +284,35 @@ func one(a *Action) []Action {
 	return []Action{*a}
 }
 
-// stamper returns the reconciler's StampWatcher. A reconciler lives as
-// long as its daemon, or a test: the watcher's descriptor is released
-// when the reconciler is garbage, so short-lived ones leak none.
+// Close releases what the reconciler holds outside memory: its
+// StampWatcher's inotify instance, of which a user has 128 in all. A
+// reconciler not closed releases it when it is garbage collected; one
+// used after Close stats its files.
+func (r *Reconciler) Close() error {
+	r.stampMu.Lock()
+	defer r.stampMu.Unlock()
+	r.stampClosed = true
+	if r.stamps == nil {
+		return nil
+	}
+	return r.stamps.Close()
+}
+
+// stamper returns the reconciler's StampWatcher, made on first use. A
+// reconciler lives as long as its daemon, or a command: Close releases
+// the watcher's descriptor, and so does the reconciler becoming garbage.
 func (r *Reconciler) stamper() *gitstore.StampWatcher {
-	r.stampOnce.Do(func() {
+	r.stampMu.Lock()
+	defer r.stampMu.Unlock()
+	if r.stamps == nil {
 		repo := r.Env.Store.Repo()
 		r.taskRefFiles, r.protoRoot = repo.RefStampPaths(gitstore.TasksPrefix), repo.LazyDir("proto")
 		r.stamps = gitstore.NewStampWatcher()
-		runtime.AddCleanup(r, func(s *gitstore.StampWatcher) { _ = s.Close() }, r.stamps)
-	})
+		if r.stampClosed {
+			_ = r.stamps.Close()
+		} else {
+			runtime.AddCleanup(r, func(s *gitstore.StampWatcher) { _ = s.Close() }, r.stamps)
+		}
+	}
 	return r.stamps
 }
