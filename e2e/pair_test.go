@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 )
@@ -26,7 +27,9 @@ func ptyRun(t *testing.T, r *runner, size *pty.Winsize, args ...string) (*exec.C
 	}
 	var mu sync.Mutex
 	var out bytes.Buffer
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		buf := make([]byte, 4096)
 		for {
 			n, err := ptmx.Read(buf)
@@ -39,7 +42,20 @@ func ptyRun(t *testing.T, r *runner, size *pty.Winsize, args ...string) (*exec.C
 		}
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = ptmx.Close() })
-	return cmd, ptmx, func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	return cmd, ptmx, func() string {
+		// Once Wait has returned, what the process wrote may still sit in
+		// the pty: the reader ends (EIO) when it has read all of it, unless
+		// a child the process left behind holds the terminal open.
+		if cmd.ProcessState != nil {
+			select {
+			case <-drained:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
 }
 
 func TestPairHandsTheTerminalOver(t *testing.T) {
