@@ -265,10 +265,14 @@ func TestChaos(t *testing.T) {
 		remote = filepath.Join(r.dir, remote) // relative to the work tree
 	}
 	old := time.Now().Add(-3 * time.Minute)
-	// An index.lock a killed accept's git left is aged the same way: git
-	// writes no index in that checkout while it exists.
+	// An index.lock a killed accept's git left is aged the same way (git
+	// writes no index in that checkout while it exists), and so is a
+	// packed-refs.lock a killed gc or branch deletion left (git deletes
+	// no packed branch while it exists).
 	for _, dir := range []string{r.dir, other.dir} {
-		_ = os.Chtimes(filepath.Join(dir, ".git", "index.lock"), old, old)
+		for _, name := range []string{"index.lock", "packed-refs.lock"} {
+			_ = os.Chtimes(filepath.Join(dir, ".git", name), old, old)
+		}
 	}
 	for _, dir := range []string{filepath.Join(r.dir, ".git", "refs"), filepath.Join(other.dir, ".git", "refs"), filepath.Join(remote, "refs")} {
 		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -175,6 +175,51 @@ func TestDoctorDeletesTheLeftoverBranchOfAnAcceptedTask(t *testing.T) {
 	}
 }
 
+// A gc, pack-refs or branch deletion killed while it rewrote packed-refs
+// leaves packed-refs.lock, and git deletes no packed branch while it is
+// there: the chaos test found a leftover branch doctor could not delete
+// for it, run after run.
+func TestDoctorRemovesAStalePackedRefsLock(t *testing.T) {
+	r := newRepo(t)
+	tk := workedTask(t, r, "accepted packed", "p.txt p")
+	tip := strings.TrimSpace(r.git("rev-parse", "lazy/"+tk.Slug))
+	r.ok("accept", tk.Slug)
+	r.git("branch", "lazy/"+tk.Slug, tip)
+	r.git("pack-refs", "--all")
+	lock := filepath.Join(r.dir, ".git", "packed-refs.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Fresh, it may be a git at work: left alone, and the branch with it.
+	rep := r.doctor(1)
+	for _, f := range rep.Findings {
+		if f.Kind == "stale-packed-refs-lock" {
+			t.Fatalf("doctor took a fresh packed-refs.lock for a leftover: %+v", f)
+		}
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("doctor removed a fresh packed-refs.lock: %v", err)
+	}
+	old := time.Now().Add(-3 * time.Minute)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	rep = r.doctor(0)
+	kinds := map[string]bool{}
+	for _, f := range rep.Findings {
+		kinds[f.Kind] = f.Repaired
+	}
+	if !kinds["stale-packed-refs-lock"] || !kinds["leftover-branch"] {
+		t.Fatalf("doctor with a stale packed-refs.lock: %+v", rep.Findings)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Fatal("doctor left the stale packed-refs.lock")
+	}
+	if _, err := gitErr(r, "rev-parse", "--verify", "lazy/"+tk.Slug); err == nil {
+		t.Fatal("the leftover branch survived the repair")
+	}
+}
+
 func TestDoctorRemovesTokensOfEndedTurns(t *testing.T) {
 	r := crashRepo(t)
 	r = manualResume(r)

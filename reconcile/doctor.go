@@ -29,7 +29,8 @@ type Finding struct {
 	// unrecorded-response, interrupted, stale-pairing, zombie,
 	// sessionless-blocked, leftover-supervisor, merged-branch,
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
-	// stale-ref-lock, stale-index-lock, orphaned-lock, foreign-session, slug-conflict,
+	// stale-ref-lock, stale-index-lock, stale-packed-refs-lock, orphaned-lock,
+	// foreign-session, slug-conflict,
 	// stray-turn, half-accepted-destination, orphaned-pack.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
@@ -79,12 +80,13 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 		byID[entries[i].ID] = &entries[i]
 	}
 	// Stale ref locks go first: while one exists, no repair of its task
-	// can be written; and a stale index lock before the sweeps, which
-	// give a stranded accept's stash back through that index.
+	// can be written; and git's own stale locks before the sweeps, which
+	// give a stranded accept's stash back through the index and delete
+	// merged branches through packed-refs.
 	findings := packs
 	findings = append(findings, r.checkRefLocks(byID, only, repair)...)
 	if only == "" {
-		findings = append(findings, r.checkIndexLock(repair)...)
+		findings = append(findings, r.checkGitLocks(repair)...)
 	}
 	index := map[string]int{} // task id -> its finding
 	for i := range entries {
@@ -573,21 +575,31 @@ func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string,
 	return findings
 }
 
-// checkIndexLock finds the main checkout's index.lock when a killed git
-// left it (a SIGKILLed accept's git merge or stash apply): while it
-// exists git writes no index there, so no accept can merge and a
-// stranded accept cannot give the user's stash back. git never removes
-// it by itself; it is taken for a leftover at the age of a stale ref
-// lock, which no git operation on an index comes near.
-func (r *Reconciler) checkIndexLock(repair bool) []Finding {
-	path := filepath.Join(r.Env.Store.Repo().GitDir, "index.lock")
-	info, err := os.Lstat(path)
-	if err != nil || !info.Mode().IsRegular() || r.now().Sub(info.ModTime()) < StaleRefLock {
-		return nil
+// checkGitLocks finds the repository-wide lock files a killed git left.
+// The main checkout's index.lock (a SIGKILLed accept's git merge or stash
+// apply): while it exists git writes no index there, so no accept can
+// merge and a stranded accept cannot give the user's stash back. And
+// packed-refs.lock (a killed gc, pack-refs, or deletion of a packed
+// branch): while it exists no packed ref can be deleted or rewritten, so
+// an accepted task's branch stays. git never removes either by itself;
+// each is taken for a leftover at the age of a stale ref lock, which no
+// git operation on them comes near.
+func (r *Reconciler) checkGitLocks(repair bool) []Finding {
+	repo := r.Env.Store.Repo()
+	var findings []Finding
+	for _, l := range []struct{ path, kind, why string }{
+		{filepath.Join(repo.GitDir, "index.lock"), "stale-index-lock", "git writes no index in that checkout while it exists (no accept can merge there)"},
+		{filepath.Join(repo.CommonDir, "packed-refs.lock"), "stale-packed-refs-lock", "git deletes or rewrites no packed ref while it exists (an accepted task's branch cannot be deleted)"},
+	} {
+		info, err := os.Lstat(l.path)
+		if err != nil || !info.Mode().IsRegular() || r.now().Sub(info.ModTime()) < StaleRefLock {
+			continue
+		}
+		f := Finding{Kind: l.kind, Detail: fmt.Sprintf("%s is %s old; %s", l.path, r.now().Sub(info.ModTime()).Round(time.Second), l.why), Action: "would remove it"}
+		f.remove(l.path, repair)
+		findings = append(findings, f)
 	}
-	f := Finding{Kind: "stale-index-lock", Detail: fmt.Sprintf("%s is %s old; git writes no index in that checkout while it exists (no accept can merge there)", path, r.now().Sub(info.ModTime()).Round(time.Second)), Action: "would remove it"}
-	f.remove(path, repair)
-	return []Finding{f}
+	return findings
 }
 
 // checkFiles finds task locks and protocol directories of tasks that no
