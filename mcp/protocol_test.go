@@ -20,22 +20,31 @@ type rawClient struct {
 	t      *testing.T
 	in     *io.PipeWriter
 	lines  chan map[string]any
-	served chan error
+	served <-chan error
 }
 
-func serveRaw(t *testing.T, b Backend) *rawClient {
+// servePipes runs a server of b's tools on a pair of pipes until ctx
+// ends or clientOut is closed: the client's ends, and Serve's result.
+func servePipes(t *testing.T, ctx context.Context, b Backend, agent bool) (clientIn *io.PipeReader, clientOut *io.PipeWriter, served <-chan error) {
 	t.Helper()
-	srv, err := NewServer(b, false, "test")
+	srv, err := NewServer(b, agent, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
-	c := &rawClient{t: t, in: clientOut, lines: make(chan map[string]any, 100), served: make(chan error, 1)}
+	done := make(chan error, 1)
 	go func() {
-		c.served <- srv.Serve(context.Background(), serverIn, serverOut)
+		done <- srv.Serve(ctx, serverIn, serverOut)
 		_ = serverOut.Close()
 	}()
+	return clientIn, clientOut, done
+}
+
+func serveRaw(t *testing.T, b Backend) *rawClient {
+	t.Helper()
+	clientIn, clientOut, served := servePipes(t, context.Background(), b, false)
+	c := &rawClient{t: t, in: clientOut, lines: make(chan map[string]any, 100), served: served}
 	go func() {
 		sc := bufio.NewScanner(clientIn)
 		sc.Buffer(nil, 1<<20)
@@ -350,17 +359,12 @@ func FuzzServe(f *testing.F) {
 }
 
 func TestServeEndsWithItsContext(t *testing.T) {
-	srv, err := NewServer(blockingBackend{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}, false, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := srv.backend.(blockingBackend)
-	in, out := io.Pipe()
-	t.Cleanup(func() { _ = out.Close() })
+	b := blockingBackend{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, in, io.Discard) }()
-	if _, err := io.WriteString(out, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`+"\n"); err != nil {
+	clientIn, clientOut, served := servePipes(t, ctx, b, false)
+	go func() { _, _ = io.Copy(io.Discard, clientIn) }()
+	t.Cleanup(func() { _ = clientOut.Close() })
+	if _, err := io.WriteString(clientOut, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	<-b.started

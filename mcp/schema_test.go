@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +85,7 @@ func randomValue(rng *rand.Rand, s *jsonschema.Schema, depth int) any {
 	case "object":
 		obj := map[string]any{}
 		for name, p := range s.Properties {
-			if rng.IntN(5) != 0 || (contains(s.Required, name) && rng.IntN(20) != 0) {
+			if rng.IntN(5) != 0 || (slices.Contains(s.Required, name) && rng.IntN(20) != 0) {
 				obj[name] = randomValue(rng, p, depth+1)
 			}
 		}
@@ -117,15 +118,6 @@ func randomValue(rng *rand.Rand, s *jsonschema.Schema, depth int) any {
 
 func anyValue(rng *rand.Rand) any {
 	return []any{nil, true, 0, -7, 2.5, "s", []any{}, []any{1, "a"}, map[string]any{}, map[string]any{"k": 1}}[rng.IntN(10)]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestCompileSchemaRefusesWhatItCannotCheck(t *testing.T) {

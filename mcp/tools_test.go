@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -34,18 +33,8 @@ func (f fakeBackend) Call(ctx context.Context, _ string, _ json.RawMessage) (jso
 
 func connect(t *testing.T, b Backend, agent bool, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	srv, err := NewServer(b, agent, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientIn, serverOut := io.Pipe()
-	serverIn, clientOut := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- srv.Serve(ctx, serverIn, serverOut)
-		_ = serverOut.Close()
-	}()
+	clientIn, clientOut, served := servePipes(t, ctx, b, agent)
 	t.Cleanup(func() {
 		_ = clientOut.Close() // the server reads EOF and ends
 		if err := <-served; err != nil {
