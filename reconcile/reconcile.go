@@ -87,12 +87,8 @@ type Reconciler struct {
 	// stamps answers the sweeps' file stamps; made on first use, its
 	// descriptor closed when the reconciler is collected.
 	stampMu     sync.Mutex
-	stamps      *gitstore.StampWatcher
+	stamps      *stamping
 	stampClosed bool
-	// taskRefFiles and protoRoot are the paths every pass stamps, joined
-	// once.
-	taskRefFiles []string
-	protoRoot    string
 	// mergedQuiet, forgeQuiet and terminalQuiet say what the
 	// merged-branch, forge and terminal sweeps read on a pass that found
 	// nothing to do, so that a pass over the same listing skips them
@@ -298,20 +294,28 @@ func (r *Reconciler) Close() error {
 	return r.stamps.Close()
 }
 
-// stamper returns the reconciler's StampWatcher, made on first use. A
+// stamping is the reconciler's StampWatcher with the paths every pass
+// stamps, joined once.
+type stamping struct {
+	*gitstore.StampWatcher
+	taskRefFiles []string
+	protoRoot    string
+}
+
+// stamper returns the reconciler's stamping, made on first use. A
 // reconciler lives as long as its daemon, or a command: Close releases
 // the watcher's descriptor, and so does the reconciler becoming garbage.
-func (r *Reconciler) stamper() *gitstore.StampWatcher {
+func (r *Reconciler) stamper() *stamping {
 	r.stampMu.Lock()
 	defer r.stampMu.Unlock()
 	if r.stamps == nil {
 		repo := r.Env.Store.Repo()
-		r.taskRefFiles, r.protoRoot = repo.RefStampPaths(gitstore.TasksPrefix), repo.LazyDir("proto")
-		r.stamps = gitstore.NewStampWatcher()
+		w := gitstore.NewStampWatcher()
+		r.stamps = &stamping{StampWatcher: w, taskRefFiles: repo.RefStampPaths(gitstore.TasksPrefix), protoRoot: repo.LazyDir("proto")}
 		if r.stampClosed {
-			_ = r.stamps.Close()
+			_ = w.Close()
 		} else {
-			runtime.AddCleanup(r, func(s *gitstore.StampWatcher) { _ = s.Close() }, r.stamps)
+			runtime.AddCleanup(r, func(w *gitstore.StampWatcher) { _ = w.Close() }, w)
 		}
 	}
 	return r.stamps

@@ -160,8 +160,7 @@ func AcceptTrailer(taskID string) string { return ops.AcceptTrailer(taskID) }
 // ran turns and were not yet cleaned, not to all tasks; on a kept view,
 // only when that directory or the view changed since it found nothing.
 func (r *Reconciler) sweepTerminal(ctx context.Context, v *view) ([]Action, error) {
-	r.stamper()
-	root := r.protoRoot
+	root := r.stamper().protoRoot
 	// On a kept view, the directory's stamp tells whether its entries can
 	// have changed since a pass found nothing to clean in it.
 	stamp, settled := "", false

@@ -169,7 +169,7 @@ const keptMaxAge = 30 * time.Second
 func (r *Reconciler) current() (*view, error) {
 	k := &r.pass
 	sw := r.stamper()
-	stamp, newest, err := sw.Stamp(r.taskRefFiles...)
+	stamp, newest, err := sw.Stamp(sw.taskRefFiles...)
 	if err == nil && k.v != nil && k.settled && stamp == k.stamp && r.now().Sub(k.listedAt) < keptMaxAge {
 		return k.v, nil
 	}
