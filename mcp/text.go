@@ -93,7 +93,7 @@ func readTask(ctx context.Context, b Backend, uri string) (any, error) {
 		name, _ = url.PathUnescape(name)
 	}
 	if !ok || name == "" || strings.Contains(name, "/") {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+		return nil, resourceNotFound(uri, "")
 	}
 	args, err := json.Marshal(TaskIn{Task: name})
 	if err != nil {
@@ -101,10 +101,20 @@ func readTask(ctx context.Context, b Backend, uri string) (any, error) {
 	}
 	raw, err := b.Call(WithReporter(ctx, func(string) {}), "lazy_show", args)
 	if errors.Is(err, gitstore.ErrNotFound) {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found: " + err.Error(), Data: map[string]string{"uri": uri}}
+		return nil, resourceNotFound(uri, err.Error())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
 	return map[string]any{"contents": []map[string]string{{"uri": uri, "mimeType": "application/json", "text": string(raw)}}}, nil
+}
+
+// resourceNotFound is MCP's error for a uri that names nothing, with why
+// when there is more to say.
+func resourceNotFound(uri, why string) error {
+	msg := "Resource not found"
+	if why != "" {
+		msg += ": " + why
+	}
+	return &rpcError{Code: codeResourceNotFound, Message: msg, Data: map[string]string{"uri": uri}}
 }
