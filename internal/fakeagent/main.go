@@ -12,6 +12,9 @@
 //	hang               block until killed
 //	ignore-hup         ignore SIGHUP (outlive the supervisor's pty)
 //	wait-file PATH     block until PATH exists (a test's go-ahead)
+//	wait-run PATH      block until PATH ({pid} is this process's pid) holds lines (ending in a newline),
+//	                   then run them as the next actions
+//	log-prompt FILE    append {"kind", "prompt", "read_only", "pid"} as a JSON line to FILE
 //	exit N             exit with status N
 //	attempt FILE       count this run in FILE (1 on the first run)
 //	when N ACTION...   run ACTION only on run N (after attempt)
@@ -85,11 +88,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fakeagent:", err)
 		os.Exit(70)
 	}
-	defer func() { _ = f.Close() }()
+	var lines []string
 	sc := bufio.NewScanner(f)
-	runNo := 0
 	for sc.Scan() {
-		verb, rest, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		lines = append(lines, sc.Text())
+	}
+	_ = f.Close()
+	runNo := 0
+	for i := 0; i < len(lines); i++ {
+		verb, rest, _ := strings.Cut(strings.TrimSpace(lines[i]), " ")
 		if verb == "when" {
 			n, action, _ := strings.Cut(rest, " ")
 			if strconv.Itoa(runNo) != n {
@@ -116,6 +123,25 @@ func main() {
 				if w, h, err := term.GetSize(0); err == nil && fmt.Sprintf("%dx%d", h, w) == want {
 					break
 				}
+			}
+		case "log-prompt":
+			// One JSON line per run: the turn kind and the prompt received.
+			b, _ := json.Marshal(map[string]any{"kind": os.Getenv("LAZY_TURN_KIND"), "prompt": os.Getenv("LAZY_PROMPT"), "read_only": os.Getenv("LAZY_READ_ONLY"), "pid": os.Getpid()})
+			f, err := os.OpenFile(rest, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			must(err)
+			_, err = f.Write(append(b, '\n'))
+			must(err)
+			must(f.Close())
+		case "wait-run":
+			// Block until the test writes PATH, then run its actions next.
+			for {
+				b, err := os.ReadFile(strings.ReplaceAll(rest, "{pid}", strconv.Itoa(os.Getpid())))
+				if err == nil && strings.HasSuffix(string(b), "\n") {
+					more := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+					lines = append(append(append([]string(nil), lines[:i+1]...), more...), lines[i+1:]...)
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		case "getenv":
 			name, file, _ := strings.Cut(rest, " ")
