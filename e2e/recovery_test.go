@@ -442,3 +442,32 @@ func TestNoAutoResumeWithPendingViolations(t *testing.T) {
 		t.Fatalf("doctor: %+v", rep.Findings)
 	}
 }
+
+// A turn killed while its git held the worktree's index.lock (an agent's
+// commit) leaves the lock behind; the interrupt removes it, since no
+// process holds it open, so the next turn can commit again.
+func TestAnInterruptClearsTheIndexLockAKilledGitLeft(t *testing.T) {
+	r := manualResume(crashRepo(t))
+	counter := filepath.Join(t.TempDir(), "runs")
+	tk := r.create("killed mid-commit")
+	lock := filepath.Join(r.dir, ".git", "worktrees", tk.Slug, "index.lock")
+	r = r.with(script(t, "attempt "+counter, "when 1 exit 0", "when 2 write "+lock+" killed git", "when 2 hang",
+		"write after.txt after", "commit agent: after the crash", "print done"))
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	r.ok("unblock", tk.Slug, "-m", "go on")
+	waitFile(t, lock)
+	crash(t, waitSupervisor(t, r, tk.ID, 0))
+	s := r.waitUntil(tk.Slug, "interrupted", func(s showFull) bool { return s.Status == "interrupted" })
+	if !strings.Contains(s.Session.InterruptReason, "index.lock") {
+		t.Fatalf("interrupt reason %q", s.Session.InterruptReason)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("the killed git's index.lock is still there: %v", err)
+	}
+	r.ok("resume", tk.Slug)
+	s = r.waitStatus(tk.Slug, "blocked")
+	if last := s.TurnList[len(s.TurnList)-1]; len(last.Commits) != 1 {
+		t.Fatalf("the turn after the crash could not commit: %+v", last)
+	}
+}

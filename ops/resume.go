@@ -226,6 +226,11 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 	if _, err := e.StopTurnProcesses(ctx, id); err != nil {
 		return sn, fmt.Errorf("the task is parked, but its turn did not stop: %w", err)
 	}
+	// The agent may have been stopped inside a git command: the lock it
+	// held would fail every later turn and revert in the worktree.
+	if local, err := e.Owned(sn); err == nil {
+		worktree.ClearKilledIndexLock(ctx, local.Worktree)
+	}
 	return sn, nil
 }
 

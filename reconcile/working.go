@@ -287,6 +287,13 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	// No supervisor holds the task, so whatever carries its turn marker
 	// was left by a dead one: end it before a resume starts another.
 	stray := proc.KillMarked(proto.TurnEnv + "=" + id)
+	// A git the dead turn was running (the agent's commit, the
+	// supervisor's upstream merge) leaves index.lock behind, and every
+	// later turn, revert and resume would fail on it.
+	unlocked := false
+	if local, err := r.Env.Owned(sn); err == nil {
+		unlocked = worktree.ClearKilledIndexLock(ctx, local.Worktree)
+	}
 	logs := lastLogLines(pd.Path(proto.LogFile))
 	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
 		logs += "\n--- supervisor stderr ---\n" + sup
@@ -307,6 +314,9 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		}
 		if len(stray) > 0 {
 			reason += fmt.Sprintf(" (its agent processes %v were still running and were killed)", stray)
+		}
+		if unlocked {
+			reason += "; the index.lock a killed git left in its worktree was removed"
 		}
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
 		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/proc"
 )
 
 // Branch is the task branch name for a slug.
@@ -103,4 +104,21 @@ func ChangedFiles(ctx context.Context, dir, base string) ([]string, error) {
 	}
 	add(out)
 	return files, nil
+}
+
+// ClearKilledIndexLock removes the index.lock of the worktree dir when no
+// process holds it open: git keeps its lock file open until it commits
+// or rolls it back, so such a lock was left by a git that was killed (an
+// agent's commit when its turn crashed), and while it exists every git
+// command that writes the index fails there. It reports whether it
+// removed one. The caller must know that no turn runs in dir.
+func ClearKilledIndexLock(ctx context.Context, dir string) bool {
+	path, err := gitcli.New(dir, "rev-parse", "--path-format=absolute", "--git-path", "index.lock").String(ctx)
+	if err != nil || path == "" {
+		return false
+	}
+	if info, err := os.Lstat(path); err != nil || !info.Mode().IsRegular() || proc.HeldOpen(path) {
+		return false
+	}
+	return os.Remove(path) == nil
 }

@@ -119,3 +119,30 @@ func KillMarked(kv string) []int {
 	}
 	return pids
 }
+
+// HeldOpen reports whether a live process of this user has path open,
+// by its file descriptors in /proc. git keeps a lock file open from
+// taking the lock until it commits or rolls it back, so a lock file that
+// nothing holds open was left by a git that was killed. Without /proc the
+// answer is true: nothing can be proven stale.
+func HeldOpen(path string) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		fds, err := os.ReadDir("/proc/" + e.Name() + "/fd")
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		for _, fd := range fds {
+			if target, err := os.Readlink("/proc/" + e.Name() + "/fd/" + fd.Name()); err == nil && target == path {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -37,3 +37,18 @@ func TestAliveAndRuns(t *testing.T) {
 		t.Fatal("Runs does not match the command line")
 	}
 }
+
+func TestHeldOpenSeesAnOpenFileOnly(t *testing.T) {
+	path := t.TempDir() + "/index.lock"
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !HeldOpen(path) {
+		t.Fatal("a file this process holds open reads as not held")
+	}
+	_ = f.Close()
+	if HeldOpen(path) {
+		t.Fatal("a closed file reads as held open")
+	}
+}
