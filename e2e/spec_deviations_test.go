@@ -8,34 +8,84 @@ import (
 
 // Spec points issue 14 found deviations from.
 
-func TestCrashedAskIsInterruptedAndItsQuestionIsNotWorkFeedback(t *testing.T) {
-	r := manualResume(crashRepo(t))
-	counter := filepath.Join(t.TempDir(), "runs")
-	argv := filepath.Join(t.TempDir(), "argv")
-	r = r.with(script(t, "attempt "+counter, "argv "+argv, "when 1 print first turn done", "when 1 exit 0", "when 2 hang", "print later turn"))
-	tk := r.create("asked then crashed")
+// spec: "If the agent crashes mid-ask the task lands in interrupted like
+// any other turn", it is auto-resumed, and its question re-delivered. lazy
+// resumes it as the read-only ask it was, and parks it back.
+func TestACrashedAskIsResumedAsAnAskWithItsQuestion(t *testing.T) {
+	for _, auto := range []bool{true, false} {
+		t.Run(map[bool]string{true: "auto-resume", false: "lazy resume"}[auto], func(t *testing.T) {
+			r := crashRepo(t)
+			if !auto {
+				r = manualResume(r)
+			}
+			dir := t.TempDir()
+			counter, log := filepath.Join(dir, "runs"), filepath.Join(dir, "prompts")
+			t.Cleanup(func() { killTurns(r) })
+			r = r.with(script(t, "attempt "+counter, "log-prompt "+log, "when 1 print first turn done", "when 1 exit 0", "when 2 hang", "print the answer is 42"))
+			tk := r.create("asked then crashed")
+			r.ok("start", tk.Slug, "--command", fakeAgentBin)
+			r.waitStatus(tk.Slug, "blocked")
+			startLazy(t, r, "ask", tk.Slug, "-m", "What is the secret question?")
+			waitRun(t, counter, "2")
+			crash(t, waitSupervisor(t, r, tk.ID, 0))
+			if !auto {
+				s := r.waitUntil(tk.Slug, "interrupted", func(s showFull) bool { return s.Status == "interrupted" })
+				if !strings.Contains(s.Session.InterruptReason, "ask ended") {
+					t.Fatalf("interrupt reason %q", s.Session.InterruptReason)
+				}
+				r.ok("resume", tk.Slug)
+			}
+			s := r.waitUntil(tk.Slug, "parked back after the resumed ask", func(s showFull) bool { return s.Status == "blocked" })
+			got := promptLog(t, log)
+			if len(got) != 3 {
+				t.Fatalf("want 3 runs (start, ask, resumed ask), got %+v", got)
+			}
+			resumed := got[2]
+			if resumed.Kind != "ask" || resumed.ReadOnly != "1" || !strings.Contains(resumed.Prompt, "read-only") || !strings.HasSuffix(resumed.Prompt, "verbatim:\n\nWhat is the secret question?") {
+				t.Fatalf("the resumed turn is not the ask with its question: %+v", resumed)
+			}
+			if d := feedbackTurn(t, s, "What is the secret question?").FeedbackDelivery; d != "consumed" {
+				t.Fatalf("the answered question is %s", d)
+			}
+			last := s.TurnList[len(s.TurnList)-1]
+			if last.Role != "agent" || last.Content != "the answer is 42" {
+				t.Fatalf("the answer was not recorded: %+v", last)
+			}
+		})
+	}
+}
+
+// Deliberately stricter than the spec's "a normal completion consumes
+// every pending turn": an ask delivers the questions only, so work
+// feedback still pending waits for the next work turn instead of being
+// consumed by a read-only turn that never saw it.
+func TestAnAskLeavesWorkFeedbackPendingForTheNextWorkTurn(t *testing.T) {
+	r := newRepo(t)
+	dir := t.TempDir()
+	counter, log := filepath.Join(dir, "runs"), filepath.Join(dir, "prompts")
+	t.Cleanup(func() { killTurns(r) })
+	r = r.with(script(t, "attempt "+counter, "log-prompt "+log, "when 2 hang", "print ok"))
+	tk := r.create("ask beside pending feedback")
 	r.ok("start", tk.Slug, "--command", fakeAgentBin)
 	r.waitStatus(tk.Slug, "blocked")
-	startLazy(t, r, "ask", tk.Slug, "-m", "What is the secret question?")
-	waitRun(t, counter, "2")
-	sup := waitSupervisor(t, r, tk.ID, 0)
-	crash(t, sup)
-	s := r.waitStatus(tk.Slug, "interrupted") // spec: like any other turn
-	if !strings.Contains(s.Session.InterruptReason, "ask ended") {
-		t.Fatalf("interrupt reason %q", s.Session.InterruptReason)
+	r.ok("unblock", tk.Slug, "-m", "FB-A: rename the thing")
+	waitPrompts(t, r, log, 2)
+	r.ok("stop", tk.Slug)
+	r.ok("ask", tk.Slug, "-m", "Q: why?")
+	s := r.waitStatus(tk.Slug, "blocked")
+	if got := promptLog(t, log); got[2].Kind != "ask" || strings.Contains(got[2].Prompt, "FB-A") {
+		t.Fatalf("the ask was given work feedback: %+v", got[2])
 	}
-	// A human resumes: a work turn, whose prompt does not pass the
-	// unanswered question off as feedback, and which does not mark it
-	// answered.
-	r.ok("resume", tk.Slug)
+	if feedbackTurn(t, s, "Q: why?").FeedbackDelivery != "consumed" || feedbackTurn(t, s, "FB-A: rename the thing").FeedbackDelivery != "pending" {
+		t.Fatalf("after the ask: %+v", s.TurnList)
+	}
+	r.ok("unblock", tk.Slug, "-m", "FB-B")
 	s = r.waitStatus(tk.Slug, "blocked")
-	if p := lastPrompt(t, argv); strings.Contains(p, "secret question") {
-		t.Fatalf("the resumed work turn got the ask's question as feedback: %q", p)
+	if got := promptLog(t, log); !strings.Contains(got[3].Prompt, "FB-A: rename the thing") {
+		t.Fatalf("the next work turn did not get the pending feedback: %q", got[3].Prompt)
 	}
-	for _, tn := range s.TurnList {
-		if tn.Kind == "ask" && tn.FeedbackDelivery == "consumed" {
-			t.Fatalf("an unrelated turn marked the unanswered question consumed: %+v", tn)
-		}
+	if feedbackTurn(t, s, "FB-A: rename the thing").FeedbackDelivery != "consumed" {
+		t.Fatalf("delivered feedback still pending")
 	}
 }
 

@@ -43,9 +43,16 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 		}
 	}
 	var turn gitstore.Turn
+	prompt := content
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if err := e.checkNeutral(s, kind); err != nil {
 			return nil, err
+		}
+		if kind == "ask" {
+			// Older questions no agent answered are asked again with it.
+			if prompt, err = e.deliveryPrompt(s, content, kind); err != nil {
+				return nil, err
+			}
 		}
 		t := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: kind, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID}
 		if kind == "ask" {
@@ -62,7 +69,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, kind, content, syncFrom, launch)
+	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom, launch)
 }
 
 // checkNeutral allows ask and sync on parked tasks only.

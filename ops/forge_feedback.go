@@ -121,10 +121,18 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 	if err != nil {
 		return sn, err
 	}
+	var prompt string
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if err := e.checkResumable(s, "unblock", false, machine.Blocked); err != nil {
 			return nil, err
 		}
+		// The feedback turn is already recorded: what it delivers besides
+		// itself is what was pending before it.
+		turns, err := e.Store.Turns(s)
+		if err != nil {
+			return nil, err
+		}
+		prompt = withUndelivered(text, s.Task.Slug, pendingBefore(turns, turn.Seq, "unblock"))
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "unblock"
 		s.Session.ConsecutiveInterruptions = 0
 		s.Task.Status = machine.Working
@@ -133,7 +141,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", text, upstream, launch)
+	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream, launch)
 }
 
 // SyncPR records what the forge says about a task's pull request when
@@ -176,29 +184,4 @@ func (e *Env) StrandedForgeAccept(ctx context.Context, id string) (*gitstore.Sna
 		return nil, err
 	}
 	return e.forgeRestore(ctx, id, machine.Submitted, nil, "a forge accept died before asking the forge to merge; the task is submitted again (lazy accept retries)")
-}
-
-// withPendingForgeFeedback adds to an unblock's prompt the pull-request
-// feedback that was recorded for the agent (lazy.forge.autoDeliver
-// without autoFix) but never sent: the human's words first, then the
-// forge's. The turns stay as recorded; the reconciler marks them
-// consumed when the turn ends.
-func (e *Env) withPendingForgeFeedback(sn *gitstore.Snapshot, prompt string) string {
-	if sn.Task.Forge == nil {
-		return prompt
-	}
-	turns, err := e.Store.Turns(sn)
-	if err != nil {
-		return prompt
-	}
-	var parts []string
-	for _, t := range turns {
-		if t.Kind == "forge-feedback" && t.FeedbackDelivery == gitstore.FeedbackPending {
-			parts = append(parts, t.Content)
-		}
-	}
-	if len(parts) == 0 {
-		return prompt
-	}
-	return prompt + "\n\n---\n\n" + forge.Bound(strings.Join(parts, "\n\n"), maxFeedbackTurn)
 }

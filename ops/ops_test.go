@@ -134,19 +134,48 @@ func TestTaskLockSerializesOperations(t *testing.T) {
 	}
 }
 
-func TestResumePromptRedeliversNewestPendingVerbatim(t *testing.T) {
+func TestResumePromptRedeliversEveryPendingMessageVerbatim(t *testing.T) {
 	turns := []gitstore.Turn{
 		{Seq: 1, Content: "first", FeedbackDelivery: gitstore.FeedbackConsumed},
-		{Seq: 2, Content: "older pending", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 2, Kind: "unblock", Content: "older pending", FeedbackDelivery: gitstore.FeedbackPending},
 		{Seq: 3, Content: "agent reply"},
-		{Seq: 4, Content: "newest\n  pending, exactly", FeedbackDelivery: gitstore.FeedbackPending},
-		{Seq: 5, Content: "[system] resumed"},
+		{Seq: 4, Kind: "unblock", Content: "newest\n  pending, exactly", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 5, Kind: "ask", Content: "a question", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 6, Content: "[system] resumed"},
 	}
-	p := ResumePrompt(false, turns)
-	if !strings.HasPrefix(p, ResumeClean) || !strings.Contains(p, "verbatim:\n\nnewest\n  pending, exactly\n\n(1 older message(s)") || strings.Contains(p, "older pending") {
+	pending := pendingBefore(turns, 7, "resume")
+	if len(pending) != 3 {
+		t.Fatalf("a work turn delivers every pending message, questions too: %+v", pending)
+	}
+	p := ResumePrompt(false, "t", pending[:2])
+	if !strings.HasPrefix(p, ResumeClean) || !strings.Contains(p, "verbatim:\n\nnewest\n  pending, exactly\n\n---") || !strings.Contains(p, "[turn 2: feedback from human]\nolder pending") {
 		t.Fatalf("prompt %q", p)
 	}
-	if p := ResumePrompt(true, turns[:1]); p != ResumeDirty {
+	if p := ResumePrompt(true, "t", nil); p != ResumeDirty {
 		t.Fatalf("nothing pending: %q", p)
+	}
+	if asks := pendingBefore(turns, 7, "ask"); len(asks) != 1 || asks[0].Seq != 5 {
+		t.Fatalf("an ask delivers the pending questions only: %+v", asks)
+	}
+	if none := pendingBefore(turns, 7, "sync"); len(none) != 0 {
+		t.Fatalf("a sync delivers nothing: %+v", none)
+	}
+	if pendingBefore(turns, 4, "unblock")[0].Seq != 2 || len(pendingBefore(turns, 4, "unblock")) != 1 {
+		t.Fatalf("a turn delivers only what was pending before it")
+	}
+}
+
+func TestOlderMessagesPastTheBudgetAreNamedNotDropped(t *testing.T) {
+	big := strings.Repeat("x", maxOlderFeedback)
+	older := []gitstore.Turn{
+		{Seq: 2, Kind: "unblock", Content: "small one", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 3, Kind: "unblock", Content: big, FeedbackDelivery: gitstore.FeedbackPending},
+	}
+	p := withUndelivered("new", "slug", older)
+	if !strings.HasPrefix(p, "new\n\n---") || !strings.Contains(p, "small one") || strings.Contains(p, big) || !strings.Contains(p, "turns 3; read them with lazy_show or lazy show slug") {
+		t.Fatalf("prompt %.300q", p)
+	}
+	if withUndelivered("only", "slug", nil) != "only" {
+		t.Fatal("nothing pending must leave the prompt as it was")
 	}
 }

@@ -21,31 +21,35 @@ const (
 	ResumeDirty = "You are being resumed after a crash. There are uncommitted changes in your worktree from your interrupted turn. Review them, decide what to keep, commit or discard, then continue your work."
 )
 
-// ResumePrompt builds the prompt of a resumed turn: the crash context,
-// and, when human feedback was recorded but never consumed, the newest
-// pending feedback verbatim with a count of older pending ones, so a
-// queue is never silently collapsed.
-func ResumePrompt(dirty bool, turns []gitstore.Turn) string {
+// ResumePrompt builds the prompt of a resumed work turn: the crash
+// context, then, when messages were recorded but never delivered, the
+// newest verbatim and every older one after it (withUndelivered), so a
+// queue is never silently collapsed. pending is what the turn delivers,
+// oldest first.
+func ResumePrompt(dirty bool, slug string, pending []gitstore.Turn) string {
 	prompt := ResumeClean
 	if dirty {
 		prompt = ResumeDirty
-	}
-	var pending []gitstore.Turn
-	for _, t := range turns {
-		// An unanswered ask's question is not work feedback.
-		if t.FeedbackDelivery == gitstore.FeedbackPending && t.Kind != "ask" {
-			pending = append(pending, t)
-		}
 	}
 	if len(pending) == 0 {
 		return prompt
 	}
 	newest := pending[len(pending)-1]
-	block := "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + newest.Content
-	if older := len(pending) - 1; older > 0 {
-		block += fmt.Sprintf("\n\n(%d older message(s) of feedback were also never delivered; they are in the task's turn history.)", older)
+	prompt += "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + newest.Content
+	return withUndelivered(prompt, slug, pending[:len(pending)-1])
+}
+
+// ResumeAsk opens the prompt of a resumed ask.
+const ResumeAsk = "You were interrupted while answering a question. This turn is read-only: answer it, and change nothing in the worktree or the repository."
+
+// resumeAskPrompt is the prompt of a resumed ask: the question that was
+// never answered, verbatim, and any older unanswered ones.
+func resumeAskPrompt(slug string, pending []gitstore.Turn) string {
+	if len(pending) == 0 {
+		return ResumeAsk
 	}
-	return prompt + block
+	newest := pending[len(pending)-1]
+	return withUndelivered(ResumeAsk+" The question, verbatim:\n\n"+newest.Content, slug, pending[:len(pending)-1])
 }
 
 // MaxConsecutiveInterruptions is the circuit breaker: after this many
@@ -79,11 +83,10 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 		return fmt.Sprintf("circuit breaker: %d consecutive interruptions; a human must resume or unblock it", s.Session.ConsecutiveInterruptions)
 	case s.Session.InterruptPhase == "merge_and_fix":
 		return "the upstream merge failed; a human must resolve it"
-	case s.PendingViolations() > 0:
+	case s.PendingViolations() > 0 && s.Session.TurnKind != "ask":
+		// An ask decides nothing and may be resumed; a work turn would pile
+		// work onto files a decision may revert.
 		return "file-permission violations are pending"
-	case s.Session.TurnKind == "ask":
-		// Resuming would turn a read-only question into a work turn.
-		return "the interrupted turn was a read-only ask; ask again, or resume or unblock it"
 	}
 	if _, running := e.SupervisorRunning(s.Task.ID); running {
 		return "a supervisor still runs it"
@@ -111,18 +114,30 @@ func (e *Env) AutoResume(ctx context.Context, id string, launch Launcher) (*gits
 
 // resume runs under the task lock. The clean-worktree path merges
 // upstream first; the dirty path does not, and the prompt says which it
-// was. Pending feedback is re-delivered verbatim (ResumePrompt).
+// was. Messages never delivered are re-delivered (ResumePrompt). An
+// interrupted ask is resumed as the ask it was: read-only, its question
+// re-delivered, the task parked back where it was when it ends.
 func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, launch Launcher) (*gitstore.Snapshot, error) {
 	id := sn.Task.ID
 	verb := "resume"
+	if auto {
+		verb = "auto-resume"
+	}
+	kind := "resume"
+	if sn.Session != nil && sn.Session.TurnKind == "ask" {
+		kind = "ask"
+	}
 	check := func(s *gitstore.Snapshot) error {
 		if auto {
 			if why := e.AutoResumeRefusal(s); why != "" {
 				return fmt.Errorf("auto-resume %s: %s", s.Task.Slug, why)
 			}
-			verb = "auto-resume"
 		}
-		return e.checkResumable(s, verb, false, machine.Interrupted)
+		if s.Session != nil && (s.Session.TurnKind == "ask") != (kind == "ask") {
+			return fmt.Errorf("%s %s: the interrupted turn changed meanwhile; try again", verb, s.Task.Slug)
+		}
+		// An ask decides nothing, so pending violations do not hold it up.
+		return e.checkResumable(s, verb, kind == "ask", machine.Interrupted)
 	}
 	if err := check(sn); err != nil {
 		return nil, err
@@ -138,43 +153,53 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, laun
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: inspect the worktree: %w", verb, sn.Task.Slug, err)
 	}
-	turns, err := e.Store.Turns(sn)
-	if err != nil {
-		return nil, err
-	}
-	prompt := ResumePrompt(dirty, turns)
 	syncFrom := ""
-	if !dirty {
+	if !dirty && kind != "ask" {
 		// A clean worktree merges upstream first; merging into a dirty one
-		// would fail or tangle the interrupted edits.
+		// would fail or tangle the interrupted edits, and an ask changes
+		// nothing.
 		if syncFrom, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
 			return nil, err
 		}
 	}
-	content := prompt
-	if auto {
-		content = AutoResumedNote + "\n\n" + prompt
-	}
 	var turn gitstore.Turn
+	var prompt string
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if err := check(s); err != nil {
 			return nil, err
 		}
-		// The resume turn carries no feedback of its own, so a crash
-		// during it re-delivers the same pending feedback again.
+		turns, err := e.Store.Turns(s)
+		if err != nil {
+			return nil, err
+		}
+		pending := pendingBefore(turns, s.Task.Turns+1, kind)
+		if kind == "ask" {
+			prompt = resumeAskPrompt(s.Task.Slug, pending)
+		} else {
+			prompt = ResumePrompt(dirty, s.Task.Slug, pending)
+		}
+		content := prompt
+		if auto {
+			content = AutoResumedNote + "\n\n" + prompt
+		}
+		// The resume turn carries no message of its own, so a crash
+		// during it re-delivers the same pending ones again.
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: verb, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
-		s.Session.Turn, s.Session.TurnKind = turn.Seq, "resume"
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, kind
 		s.Session.AutoResumed = auto
 		if !auto {
 			s.Session.ConsecutiveInterruptions = 0 // a human intervened
 		}
 		s.Task.Status = machine.Working
+		if kind == "ask" {
+			s.Task.Substate = "agent:answering"
+		}
 		return &gitstore.Op{Name: verb, Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "resume", prompt, syncFrom, launch)
+	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom, launch)
 }
 
 // Stop ends a running turn: the task is parked first (blocked, or

@@ -113,10 +113,11 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if err != nil {
 		return nil, err
 	}
-	prompt := sn.Task.Title
+	taskPrompt := sn.Task.Title
 	if goal != "" {
-		prompt += "\n\n" + goal
+		taskPrompt += "\n\n" + goal
 	}
+	var prompt string
 	sessionID, err := gitstore.NewID()
 	if err != nil {
 		return nil, err
@@ -136,6 +137,11 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		if s.Task.Status != machine.Backlog {
 			return nil, fmt.Errorf("start %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
 		}
+		// A reopened task may hold messages no agent received (a reject's
+		// reason, say): the first turn of the new session delivers them.
+		if prompt, err = e.deliveryPrompt(s, taskPrompt, "start"); err != nil {
+			return nil, err
+		}
 		now := time.Now().UTC().Truncate(time.Second)
 		s.Task.Sessions++
 		s.Task.Host = e.Store.Host()
@@ -143,7 +149,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent,
 			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 		}
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: prompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: taskPrompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "start"
 		s.Task.Status = machine.Working
 		return &gitstore.Op{Name: "start", Actor: e.Actor}, nil

@@ -57,8 +57,12 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 		return nil, err
 	}
 	var turn gitstore.Turn
+	var prompt string
 	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if err := e.checkResumable(s, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+			return nil, err
+		}
+		if prompt, err = e.deliveryPrompt(s, feedback, "unblock"); err != nil {
 			return nil, err
 		}
 		now := time.Now().UTC().Truncate(time.Second)
@@ -71,7 +75,18 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", e.withPendingForgeFeedback(sn, feedback), upstream, launch)
+	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream, launch)
+}
+
+// deliveryPrompt is the prompt of a turn of kind about to be added to s
+// with message as its own content: message first, then every older
+// message still pending that the turn delivers (withUndelivered).
+func (e *Env) deliveryPrompt(s *gitstore.Snapshot, message, kind string) (string, error) {
+	turns, err := e.Store.Turns(s)
+	if err != nil {
+		return "", err
+	}
+	return withUndelivered(message, s.Task.Slug, pendingBefore(turns, s.Task.Turns+1, kind)), nil
 }
 
 // checkResumable is the guard shared by the commands that start a new

@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -169,10 +170,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
 		case resp.Status == proto.Completed:
-			// Feedback is consumed only when a response completes normally,
-			// and only by the kind of turn that answers it: an ask answers
-			// its question, never the work feedback still owed.
-			if err := consumeFeedback(s, s.Session.TurnKind == "ask"); err != nil {
+			// Messages are consumed only when a response completes
+			// normally, and only those the turn delivered (ops.Delivered):
+			// one no agent received stays pending for the next turn.
+			if err := consumeDelivered(s); err != nil {
 				return nil, err
 			}
 			s.Session.ConsecutiveInterruptions = 0
@@ -206,12 +207,13 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 // into an auto-resumed work turn.
 func neutralKind(k string) bool { return k == "ask" || k == "sync" || k == "pre-accept" }
 
-// consumeFeedback flips every pending feedback turn of the session to
-// consumed: clearing the whole backlog at once is what makes redelivery
-// idempotent.
-func consumeFeedback(s *gitstore.Snapshot, ask bool) error {
+// consumeDelivered marks consumed every pending message the session's
+// current turn delivered: its own, and every older one its prompt
+// carried, so redelivery is idempotent and nothing undelivered is lost.
+func consumeDelivered(s *gitstore.Snapshot) error {
+	seq, kind := s.Session.Turn, s.Session.TurnKind
 	return s.EditTurns(func(t *gitstore.Turn) bool {
-		if t.FeedbackDelivery != gitstore.FeedbackPending || (t.Kind == "ask") != ask {
+		if !ops.Delivered(*t, seq, kind) {
 			return false
 		}
 		t.FeedbackDelivery = gitstore.FeedbackConsumed
