@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +152,34 @@ func TestCloseAndRejectRecoverAStrandedMergeWithoutADaemon(t *testing.T) {
 				t.Fatalf("%s of a stranded merge: %s", verb, st)
 			}
 		})
+	}
+}
+
+// An unblock of a submitted task that is refused (here: its worktree is
+// gone) changes nothing: the task stays submitted, the pull request is
+// not marked as being revised.
+func TestARefusedUnblockLeavesASubmittedTaskSubmitted(t *testing.T) {
+	f := newFakeForge(t)
+	r := f.r
+	tk := workedTask(t, r, "Submitted work", "s.txt sub")
+	r.ok("submit", tk.Slug)
+	wt := r.showFull(tk.Slug).Session.Worktree
+	aside := wt + ".aside"
+	if err := os.Rename(wt, aside); err != nil {
+		t.Fatal(err)
+	}
+	msg := r.fails(1, nil, "unblock", tk.Slug, "-m", "revise it")
+	if !strings.Contains(msg, "is missing") || !strings.Contains(msg, "stays submitted") {
+		t.Fatalf("refused unblock said: %s", msg)
+	}
+	if s := f.pr(tk.Slug); s.Status != "submitted" || s.PR == nil || s.PR.Revising {
+		t.Fatalf("after a refused unblock: %+v %+v", s, s.PR)
+	}
+	if err := os.Rename(aside, wt); err != nil {
+		t.Fatal(err)
+	}
+	r.ok("unblock", tk.Slug, "-m", "revise it")
+	if s := r.waitStatus(tk.Slug, "blocked"); s.Status != "blocked" {
+		t.Fatalf("after the unblock: %s", s.Status)
 	}
 }

@@ -34,6 +34,18 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 	if sn, err = e.escapeStranded(ctx, sn, "unblock"); err != nil {
 		return nil, err
 	}
+	if sn.Task.Status == machine.Submitted {
+		// Everything that can refuse is checked before the submission is
+		// withdrawn: a refused unblock leaves the task submitted.
+		asBlocked := *sn
+		asBlocked.Task.Status = machine.Blocked
+		if err := e.checkResumable(&asBlocked, "unblock", false, machine.Blocked); err != nil {
+			return nil, fmt.Errorf("%w; %s stays submitted", err, sn.Task.Slug)
+		}
+		if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+			return nil, fmt.Errorf("unblock %s: %w; nothing was recorded and it stays submitted", sn.Task.Slug, err)
+		}
+	}
 	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
 		return nil, err
 	}
