@@ -73,7 +73,7 @@ func RenderLine(line string) []string {
 			continue
 		}
 		for _, l := range strings.Split(it.term, "\n") {
-			out = append(out, sanitize.Field(strings.TrimRight(l, "\r")))
+			out = append(out, sanitize.Display(strings.TrimRight(l, "\r")))
 		}
 	}
 	return out

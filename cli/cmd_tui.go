@@ -470,7 +470,7 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		lines = append(lines, sanitize.Field(strings.ReplaceAll(l, "\t", "    ")))
+		lines = append(lines, sanitize.Display(strings.ReplaceAll(l, "\t", "    ")))
 	}
 	return lines
 }

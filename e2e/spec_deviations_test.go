@@ -183,3 +183,21 @@ func TestARefusedUnblockLeavesASubmittedTaskSubmitted(t *testing.T) {
 		t.Fatalf("after the unblock: %s", s.Status)
 	}
 }
+
+// Intake passes CR byte for byte (spec: control characters "except
+// tab/LF/CR" are escaped); the terminal output boundary escapes it.
+func TestIntakeKeepsCarriageReturnsAndOutputEscapesThem(t *testing.T) {
+	r := newRepo(t)
+	tk := r.create("cr intake")
+	for _, text := range []string{"a\rb\r\nc", "l1\r\nl2"} {
+		r.run([]byte(text), "comment", tk.Slug)
+	}
+	s := r.showFull(tk.Slug)
+	if len(s.CommentList) != 2 || s.CommentList[0].Text != "a\rb\r\nc" || s.CommentList[1].Text != "l1\r\nl2" {
+		t.Fatalf("stored comments: %q", s.CommentList)
+	}
+	out := r.ok("show", tk.Slug)
+	if strings.Contains(out, "\r") || !strings.Contains(out, `a\u000db`) {
+		t.Fatalf("show printed a raw CR or hid it:\n%q", out)
+	}
+}

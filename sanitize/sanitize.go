@@ -4,7 +4,10 @@
 //
 // The policy is sanitize and deliver, never reject: control characters are
 // re-encoded as printable escapes so the text survives argv, JSON and
-// terminals, and nothing is dropped. Ordinary text passes byte for byte.
+// terminals, and nothing is dropped. Ordinary text passes byte for byte,
+// and ordinary text includes tab, LF and CR (the spec exempts them): a CR
+// is harmful only on a terminal, and escaping for a terminal belongs to
+// the output boundary (internal/termsafe, and Display here).
 package sanitize
 
 import (
@@ -36,6 +39,18 @@ func Prose(s string) string {
 	return out + "\n\n" + Note
 }
 
+// Display escapes like Field and also escapes CR: for text that reaches a
+// screen without passing the terminal escaper (the TUI's cells, the web
+// view's log lines, MCP results a client may print), where a CR would
+// return the cursor and let later text overwrite earlier text.
+func Display(s string) string {
+	out, _ := escape(s)
+	if strings.IndexByte(out, '\r') < 0 {
+		return out
+	}
+	return strings.ReplaceAll(out, "\r", `\u000d`)
+}
+
 // Fields applies Field to every element and returns a new slice.
 func Fields(list []string) []string {
 	if list == nil {
@@ -54,13 +69,10 @@ func Clean(s string) bool {
 	return out == s
 }
 
-// escape replaces C0 controls other than tab and LF, DEL, C1 controls
+// escape replaces C0 controls other than tab, LF and CR, DEL, C1 controls
 // and bytes that are not UTF-8 with printable escapes, and reports how many
 // it replaced. Invalid UTF-8 is escaped rather than left alone because JSON
-// encoding would otherwise turn it into U+FFFD and lose the byte. A CR
-// alone is escaped (on a terminal it returns to the start of the line and
-// lets later text overwrite earlier text); a CRLF line ending becomes LF,
-// which is a line ending still, so it is not counted as a replacement.
+// encoding would otherwise turn it into U+FFFD and lose the byte.
 func escape(s string) (string, int) {
 	first := -1
 	for i := 0; i < len(s); {
@@ -81,8 +93,6 @@ func escape(s string) (string, int) {
 	for i := first; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == '\r' && i+1 < len(s) && s[i+1] == '\n':
-			// CRLF: keep the LF, which the next iteration writes.
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
 			n++
@@ -101,7 +111,7 @@ func needsEscape(r rune, size int) bool {
 	switch {
 	case r == utf8.RuneError && size == 1:
 		return true
-	case r == '\t' || r == '\n':
+	case r == '\t' || r == '\n' || r == '\r':
 		return false
 	case r < 0x20, r == 0x7f:
 		return true
