@@ -46,11 +46,13 @@ func (rep doctorReport) kinds() map[string]string {
 
 func TestDoctorReportsThenRepairs(t *testing.T) {
 	r := manualResume(crashRepo(t))
-	r = r.with(script(t, "attempt "+filepath.Join(t.TempDir(), "n"),
+	counter := filepath.Join(t.TempDir(), "n")
+	r = r.with(script(t, "attempt "+counter,
 		"when 1 print hanging", "when 1 hang", "write work.txt w", "commit agent: work", "print done"))
 	dead := r.create("dead supervisor")
 	r.ok("start", dead.Slug, "--command", fakeAgentBin)
 	sup := waitSupervisor(t, r, dead.ID, 0)
+	waitRun(t, counter, "1") // the next task's agent must be run 2
 	crash(t, sup)
 
 	clean := r.create("finished clean")
