@@ -184,6 +184,80 @@ func TestARefusedUnblockLeavesASubmittedTaskSubmitted(t *testing.T) {
 	}
 }
 
+// Every paused status is re-derived: a reopened task whose violations are
+// still pending is conflict, and list --status conflict finds it.
+func TestReopenParksAsConflictWhileViolationsArePending(t *testing.T) {
+	r := newRepo(t)
+	r = r.with(script(t, "write outside.txt out", "commit agent: outside", "print done"))
+	tk := r.create("fenced then reopened", "--allow", "src/**")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "conflict")
+	r.ok("reject", tk.Slug, "-m", "not like this")
+	r.ok("reopen", tk.Slug, "--reason", "look again")
+	if s := r.showFull(tk.Slug); s.Status != "conflict" {
+		t.Fatalf("reopened with a pending violation: %s", s.Status)
+	}
+	if got := r.list("--status", "conflict"); len(got) != 1 || got[0].ID != tk.ID {
+		t.Fatalf("list --status conflict: %+v", got)
+	}
+}
+
+// A parent is not abandoned under unfinished subtasks, and a subtask is
+// neither reopened nor started under an abandoned parent.
+func TestNoSubtaskIsLeftUnderAnAbandonedParent(t *testing.T) {
+	r := newRepo(t)
+	parent := workedTask(t, r, "the parent", "p.txt p")
+	child := r.create("the child", "--parent", parent.Slug)
+	for _, verb := range []string{"reject", "close"} {
+		msg := r.fails(1, nil, verb, parent.Slug, "-m", "no")
+		if !strings.Contains(msg, "subtasks "+child.Slug+" are not finished") {
+			t.Fatalf("%s of a parent with a backlog subtask said: %s", verb, msg)
+		}
+	}
+	if st := r.showFull(parent.Slug).Status; st != "blocked" {
+		t.Fatalf("a refused reject changed the parent: %s", st)
+	}
+	r.ok("close", child.Slug, "-m", "not needed")
+	r.ok("reject", parent.Slug, "-m", "no")
+	msg := r.fails(1, nil, "reopen", child.Slug)
+	if !strings.Contains(msg, "its parent "+parent.Slug+" is abandoned") {
+		t.Fatalf("reopen under an abandoned parent said: %s", msg)
+	}
+	// A record that says otherwise (pulled, or edited by hand) still
+	// cannot start the subtask.
+	orphan := r.create("an orphan", "--parent", r.create("another parent").Slug)
+	r.editTaskJSON(r.showFull("another-parent").ID, func(m map[string]any) { m["status"] = "abandoned" })
+	msg = r.fails(1, nil, "start", orphan.Slug, "--command", fakeAgentBin)
+	if !strings.Contains(msg, "is abandoned; reopen the parent first") {
+		t.Fatalf("start under an abandoned parent said: %s", msg)
+	}
+}
+
+// A reject's reason, and a reopen's, are feedback: the first turn after
+// the reopen delivers them to the agent, and consumes them.
+func TestARejectsReasonReachesTheAgentAfterReopen(t *testing.T) {
+	r := newRepo(t)
+	log := filepath.Join(t.TempDir(), "prompts")
+	r = r.with(script(t, "log-prompt "+log, "append w.txt w", "commit agent: w", "print done"))
+	tk := r.create("rejected then reopened")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	r.ok("reject", tk.Slug, "-m", "wrong approach: use the cache")
+	r.ok("reopen", tk.Slug, "--reason", "second try")
+	r.ok("unblock", tk.Slug, "-m", "go")
+	s := r.waitStatus(tk.Slug, "blocked")
+	got := promptLog(t, log)
+	last := got[len(got)-1].Prompt
+	if !strings.HasPrefix(last, "go\n\n---") || !strings.Contains(last, "\nwrong approach: use the cache\n") || !strings.HasSuffix(last, "\nsecond try") {
+		t.Fatalf("the turn after the reopen got: %q", last)
+	}
+	for _, text := range []string{"wrong approach: use the cache", "second try"} {
+		if d := feedbackTurn(t, s, text).FeedbackDelivery; d != "consumed" {
+			t.Fatalf("%q is %s", text, d)
+		}
+	}
+}
+
 // Intake passes CR byte for byte (spec: control characters "except
 // tab/LF/CR" are escaped); the terminal output boundary escapes it.
 func TestIntakeKeepsCarriageReturnsAndOutputEscapesThem(t *testing.T) {

@@ -20,8 +20,10 @@ var allowed = map[Status][]Status{
 	Merging:     {Complete, Blocked, Conflict, Submitted},
 	Submitted:   {Merging, Working, Blocked, Abandoned},
 	Zombie:      {Complete},
-	Complete:    {Blocked, Backlog},
-	Abandoned:   {Backlog, Blocked},
+	// A reopen parks, and a park derives conflict from pending
+	// violations (spec: "conflict is DERIVED"): the one addition.
+	Complete:  {Blocked, Conflict, Backlog},
+	Abandoned: {Backlog, Blocked, Conflict},
 }
 
 func contains(list []Status, s Status) bool {
@@ -122,8 +124,8 @@ func TestClassification(t *testing.T) {
 func TestTerminalStatusesAreFrozenExceptReopen(t *testing.T) {
 	for _, s := range []Status{Complete, Abandoned} {
 		for _, n := range Next(s, Human) {
-			if n != Blocked && n != Backlog {
-				t.Errorf("terminal %s can reach %s; only reopen (blocked/backlog) may leave it", s, n)
+			if n != Blocked && n != Conflict && n != Backlog {
+				t.Errorf("terminal %s can reach %s; only reopen (a park, or backlog) may leave it", s, n)
 			}
 		}
 	}

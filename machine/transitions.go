@@ -67,9 +67,11 @@ type Edge struct {
 }
 
 // table is the transition table of the specification ("Valid State
-// Transitions"). The only addition is blocked -> submitted (lazy submit),
+// Transitions"). The additions are blocked -> submitted (lazy submit),
 // the edge the spec implies by listing `submitted` as a status that accept
-// restores and `submit` as a command but never naming its entry.
+// restores and `submit` as a command but never naming its entry, and
+// complete|abandoned -> conflict: a reopen parks, and every park derives
+// its label from the pending violations (spec: "conflict is DERIVED").
 var table = []Edge{
 	{Backlog, Working, []string{"lazy start"}, false},
 	{Backlog, Abandoned, []string{"lazy close"}, false},
@@ -112,10 +114,12 @@ var table = []Edge{
 	{Zombie, Complete, []string{"reconciler: merged-branch sweep"}, false},
 
 	{Complete, Blocked, []string{"lazy reopen --reason"}, false},
+	{Complete, Conflict, []string{"lazy reopen --reason (violations still pending)"}, false},
 	{Complete, Backlog, []string{"lazy reopen (no session)"}, false},
 
 	{Abandoned, Backlog, []string{"lazy reopen (no agent work)"}, false},
 	{Abandoned, Blocked, []string{"lazy reopen (with agent work)"}, false},
+	{Abandoned, Conflict, []string{"lazy reopen (with agent work and violations still pending)"}, false},
 }
 
 type pair struct{ from, to Status }

@@ -297,6 +297,13 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 		if err != nil {
 			return err
 		}
+		// A parent abandoned under open subtasks would leave them to be
+		// started, and merged, into work nobody wants.
+		if open, err := e.openSubtasks(id); err != nil {
+			return err
+		} else if len(open) > 0 {
+			return fmt.Errorf("%s %s: its subtasks %s are not finished; %s them first (or move them with lazy reparent), since their work merges into this task's branch", opName, cur.Task.Slug, strings.Join(open, ", "), opName)
+		}
 		// A local accept that died is undone (or finished) first: the
 		// destination checkout and the user's stash are put back.
 		if _, err := e.escapeStranded(ctx, cur, opName); err != nil {
@@ -335,7 +342,13 @@ func endOp(s *gitstore.Snapshot, e *Env, opName, outcome, reason string, allowed
 		s.Session.EndedAt = &now
 		s.Session.Outcome = outcome
 	}
-	if reason != "" {
+	switch {
+	case reason == "":
+	case opName == "reject" && s.Session != nil:
+		// Why the work was rejected is feedback for the agent: pending,
+		// so the first turn after a reopen delivers it.
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "reject", Content: reason, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
+	default:
 		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: opName + ": " + reason})
 	}
 	return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
@@ -374,13 +387,17 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		if !s.Task.Status.IsTerminal() {
 			return "", fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
 		}
-		// Reopen targets blocked, never conflict: the label is re-derived
-		// from the pending violation set on the next park.
+		if err := e.parentOpen(s, "reopen"); err != nil {
+			return "", err
+		}
+		// A task with agent work parks: blocked, or conflict while
+		// file-permission violations are still pending (the label is
+		// derived, never asserted).
 		to := machine.Backlog
 		if hasAgentWork(s) {
-			to = machine.Blocked
+			to = machine.Park(s.PendingViolations())
 		}
-		if s.Task.Status == machine.Complete && to == machine.Blocked && reason == "" {
+		if s.Task.Status == machine.Complete && to != machine.Backlog && reason == "" {
 			return "", fmt.Errorf("reopen %s: an accepted task needs a reason (--reason \"...\")", s.Task.Slug)
 		}
 		return to, machine.Validate(s.Task.Status, to, e.Actor)
@@ -391,7 +408,7 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 	}
 	// Only a session this machine started gets its worktree back, at the
 	// path this machine chose.
-	if s, err := e.Owned(sn); to == machine.Blocked && err == nil {
+	if s, err := e.Owned(sn); to != machine.Backlog && err == nil {
 		if _, err := os.Stat(s.Worktree); os.IsNotExist(err) {
 			base, err := e.BaseBranch(ctx, sn, e.repoDir())
 			if err != nil {
@@ -421,11 +438,33 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 			s.Session.ConsecutiveInterruptions = 0
 		}
 		if reason != "" {
-			s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "reopen: " + reason})
+			// Why the task came back is feedback for the agent: the next
+			// turn delivers it (with a reject's reason still pending).
+			t := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "reopen", Content: reason, At: time.Now().UTC().Truncate(time.Second), FeedbackDelivery: gitstore.FeedbackPending}
+			if s.Session != nil {
+				t.Session = s.Session.ID
+			}
+			s.AddTurn(t)
 		}
 		return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
 	})
 	return sn, err
+}
+
+// parentOpen refuses verb on a subtask whose parent is finished: its work
+// would merge into a branch that is gone or that nobody wants.
+func (e *Env) parentOpen(s *gitstore.Snapshot, verb string) error {
+	if s.Task.Parent == "" {
+		return nil
+	}
+	p, err := e.Store.Load(s.Task.Parent)
+	if err != nil {
+		return nil // a missing parent is reported by doctor; the task is a root in effect
+	}
+	if p.Task.Status.IsTerminal() {
+		return fmt.Errorf("%s %s: its parent %s is %s; reopen the parent first, or move the task with lazy reparent %s --root", verb, s.Task.Slug, p.Task.Slug, p.Task.Status, s.Task.Slug)
+	}
+	return nil
 }
 
 // NewestCommit is the last commit any of turns recorded, or "".

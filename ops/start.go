@@ -61,6 +61,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if sn.Task.Status != machine.Backlog {
 		return nil, notStartable(sn.Task.Slug, sn.Task.Status)
 	}
+	if err := e.parentOpen(sn, "start"); err != nil {
+		return nil, err
+	}
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}
