@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Spec points issue 14 found deviations from.
@@ -273,5 +275,33 @@ func TestIntakeKeepsCarriageReturnsAndOutputEscapesThem(t *testing.T) {
 	out := r.ok("show", tk.Slug)
 	if strings.Contains(out, "\r") || !strings.Contains(out, `a\u000db`) {
 		t.Fatalf("show printed a raw CR or hid it:\n%q", out)
+	}
+}
+
+// A classified stop (here fatal_auth) parks the task, and records the
+// interrupt with every field the spec lists, not the reason alone.
+func TestAClassifiedStopRecordsEveryInterruptField(t *testing.T) {
+	r := withFakeClaude(t, newRepo(t))
+	r = r.with(script(t, "replay "+transcript(t, "claude/nocreds.jsonl"), "exit 1"))
+	tk := r.create("no login")
+	r.ok("start", tk.Slug)
+	r.waitStatus(tk.Slug, "blocked")
+	var s struct {
+		Session struct {
+			Reason   string     `json:"interrupt_reason"`
+			Code     *int       `json:"interrupt_exit_code"`
+			At       *time.Time `json:"interrupt_at"`
+			Logs     string     `json:"interrupt_logs"`
+			Counter  int        `json:"consecutive_interruptions"`
+			TurnKind string     `json:"turn_kind"`
+		} `json:"session"`
+	}
+	if err := json.Unmarshal([]byte(r.ok("show", "--json", tk.Slug)), &s); err != nil {
+		t.Fatal(err)
+	}
+	ss := s.Session
+	if ss.Reason != "fatal_auth: Not logged in · Please run /login" || ss.Code == nil || *ss.Code != 1 || ss.At == nil || time.Since(*ss.At) > time.Hour ||
+		!strings.Contains(ss.Logs, "Not logged in") || ss.Counter != 1 {
+		t.Fatalf("the classified stop's interrupt record: %+v (exit code %v, at %v)", ss, ss.Code, ss.At)
 	}
 }

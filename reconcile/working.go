@@ -186,7 +186,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// The supervisor stopped on a classified condition (fatal, or
 			// a transient past its cap): a human must look, and blocked is
 			// what keeps auto-resume from relaunching into it.
-			s.Session.InterruptReason = resp.FailureClass + ": " + resp.FailureReason
+			// It is recorded as an interrupt, with every field the spec
+			// lists (reason, exit code, time, logs, the counter), though
+			// the task parks: auto-resume must not relaunch into it.
+			recordInterrupt(s, now, resp.ExitCode, resp.FailureClass+": "+resp.FailureReason, resp.StderrTail, resp.Phase)
 			s.Task.Status = machine.Park(s.PendingViolations())
 			why = "agent failure the supervisor stopped on: " + s.Session.InterruptReason
 		default:
@@ -232,10 +235,15 @@ func reasonFor(resp *proto.Response) string {
 	return r
 }
 
-// markInterrupted records the interrupt diagnostics; the counter it
-// increments is the circuit breaker's.
+// markInterrupted interrupts the task and records the diagnostics.
 func markInterrupted(s *gitstore.Snapshot, now time.Time, code int, reason, logs, phase string) {
 	s.Task.Status = machine.Interrupted
+	recordInterrupt(s, now, code, reason, logs, phase)
+}
+
+// recordInterrupt records the interrupt diagnostics (spec: "Recording the
+// Interrupt"); the counter it increments is the circuit breaker's.
+func recordInterrupt(s *gitstore.Snapshot, now time.Time, code int, reason, logs, phase string) {
 	s.Session.InterruptReason = reason
 	s.Session.InterruptExitCode = &code
 	s.Session.InterruptAt = &now
