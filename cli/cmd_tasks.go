@@ -694,7 +694,7 @@ type endCmd struct {
 	Message *string `short:"m" name:"reason" aliases:"message" help:"Why (\"-\" reads stdin). Without it, piped stdin or $EDITOR is used."`
 	JSON    bool    `help:"Print the task as JSON."`
 	// DeleteBranch is the explicit decision to drop unmerged work.
-	DeleteBranch bool `name:"delete-branch" help:"Also delete the task's branch (its tip is recorded in a comment first). Without it the branch is kept."`
+	DeleteBranch bool `name:"delete-branch" help:"Also delete the task's branch when it holds work not merged into its base (its tip is recorded in a comment first). Without it such a branch is kept, and a comment says where; a branch with nothing unmerged is deleted either way."`
 }
 
 func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do func(ctx context.Context, name, reason string) (*gitstore.Snapshot, error)) error {

@@ -172,7 +172,7 @@ func (w *webActions) Reject(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	// As lazy reject without --delete-branch: the branch is kept.
+	// As lazy reject without --delete-branch: a branch with unmerged work is kept.
 	_, err = env.CleanupAbandoned(ctx, sn, false)
 	return err
 }

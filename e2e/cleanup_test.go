@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestRejectKeepsTheBranchUnlessToldAndReopenRestoresTheWorktree(t *testing.T) {
+func TestRejectKeepsAnUnmergedBranchUnlessToldAndReopenRestoresTheWorktree(t *testing.T) {
 	r := newRepo(t)
 	tk := workedTask(t, r, "unwanted", "u.txt work nobody merged")
 	wt := r.showFull(tk.Slug).Session.Worktree
@@ -54,6 +54,33 @@ func TestRejectKeepsTheBranchUnlessToldAndReopenRestoresTheWorktree(t *testing.T
 	}
 }
 
+// spec: reject and close clean up worktree and branch. A branch with
+// nothing unmerged goes; one with unmerged work, or a dirty worktree, is
+// kept, and a comment says where the work is.
+func TestCloseCleansUpWhatHoldsNoWorkAndRecordsWhatItKeeps(t *testing.T) {
+	r := newRepo(t)
+	r = r.with(script(t, "print nothing to do"))
+	idle := r.create("nothing done")
+	r.ok("start", idle.Slug, "--command", fakeAgentBin)
+	r.waitStatus(idle.Slug, "blocked")
+	out := r.ok("close", idle.Slug, "-m", "not needed")
+	if !strings.Contains(out, "removed the clean worktree") || !strings.Contains(out, "deleted the branch lazy/nothing-done") {
+		t.Fatalf("close said %q", out)
+	}
+	if _, err := gitErr(r, "rev-parse", "--verify", "lazy/"+idle.Slug); err == nil {
+		t.Fatal("a branch with nothing unmerged was kept")
+	}
+
+	worked := workedTask(t, r, "unmerged work", "w.txt w")
+	tip := strings.TrimSpace(r.git("rev-parse", "lazy/"+worked.Slug))
+	r.ok("reject", worked.Slug, "-m", "no")
+	s := r.showFull(worked.Slug)
+	last := s.CommentList[len(s.CommentList)-1].Text
+	if !strings.Contains(last, "kept, with work in it: the branch lazy/unmerged-work at "+tip) || !strings.Contains(last, "not merged into main") {
+		t.Fatalf("the kept branch is not recorded: %q", last)
+	}
+}
+
 func TestCloseKeepsADirtyWorktree(t *testing.T) {
 	r := newRepo(t)
 	tk := workedTask(t, r, "half done", "h.txt h")
@@ -70,6 +97,10 @@ func TestCloseKeepsADirtyWorktree(t *testing.T) {
 	}
 	if _, err := gitErr(r, "rev-parse", "--verify", "lazy/"+tk.Slug); err != nil {
 		t.Fatal("deleted the branch of a kept worktree")
+	}
+	s := r.showFull(tk.Slug)
+	if last := s.CommentList[len(s.CommentList)-1].Text; !strings.Contains(last, "the worktree "+wt+", which has uncommitted changes") {
+		t.Fatalf("the kept worktree is not recorded: %q", last)
 	}
 }
 

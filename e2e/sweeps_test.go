@@ -172,6 +172,15 @@ func TestStrandedMergeIsRecovered(t *testing.T) {
 			if landed && s.Outcome != "accepted" {
 				t.Fatalf("outcome %q", s.Outcome)
 			}
+			if landed {
+				// The accept died before its cleanup; the recovery does it.
+				if _, err := gitErr(r, "rev-parse", "--verify", "refs/heads/lazy/"+tk.Slug); err == nil {
+					t.Fatal("the merged task's branch was kept")
+				}
+				if _, err := os.Stat(s.Session.Worktree); !os.IsNotExist(err) {
+					t.Fatalf("the merged task's worktree was kept: %v", err)
+				}
+			}
 			if !landed && strings.TrimSpace(r.git("rev-parse", "main")) != tip {
 				t.Fatal("recovery touched main")
 			}

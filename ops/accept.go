@@ -685,19 +685,21 @@ func (e *Env) parentExempt(parent *gitstore.Task) bool {
 
 // cleanupAccepted removes an accepted task's worktree and branch, which
 // is safe only now that the merge is recorded. Whatever cannot be
-// removed is left and reported.
+// removed is left, reported, and recorded on the task with where it is.
 func (e *Env) cleanupAccepted(ctx context.Context, sn *gitstore.Snapshot) []string {
-	var warnings []string
+	var kept []string
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
 			if err := gitcli.New(e.repoDir(), "worktree", "remove", s.Worktree).Run(ctx); err != nil {
-				warnings = append(warnings, fmt.Sprintf("the worktree %s was kept: %v", s.Worktree, err))
+				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			}
 		}
-		if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", s.Branch).Run(ctx); err != nil {
-			warnings = append(warnings, fmt.Sprintf("the branch %s was kept: %v", s.Branch, err))
+		if tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+s.Branch).String(ctx); err == nil && tip != "" {
+			if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", s.Branch).Run(ctx); err != nil {
+				kept = append(kept, fmt.Sprintf("the branch %s at %s (%v)", s.Branch, tip, err))
+			}
 		}
 	}
 	_ = os.RemoveAll(string(proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)))
-	return warnings
+	return e.recordKept(ctx, sn.Task.ID, kept)
 }

@@ -161,6 +161,12 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 	if err != nil {
 		return nil, false, "", err
 	}
+	if landed && out != nil && out.Task.Status == machine.Complete {
+		// The accept died before its cleanup: finish that too.
+		for _, w := range e.cleanupAccepted(ctx, out) {
+			note = strings.TrimPrefix(note+"; "+w, "; ")
+		}
+	}
 	return out, landed, note, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitcli"
@@ -12,12 +13,14 @@ import (
 	"github.com/lazyorch/lazy/worktree"
 )
 
-// CleanupAbandoned tidies a task that was just closed or rejected: a
-// clean worktree is removed (the branch keeps every commit), a dirty one
-// is kept and reported. The branch itself, which may hold work no one
-// merged, is deleted only when deleteBranch says so, and only after its
-// tip is recorded in a comment so it can be recreated. It returns what it
-// did, one line each.
+// CleanupAbandoned tidies a task that was just closed or rejected (spec:
+// they clean up worktree and branch), without destroying work: a clean
+// worktree is removed, a dirty one is kept; a branch that holds nothing
+// unmerged into its base is deleted, one that does is kept unless
+// deleteBranch says to delete it anyway. Whatever is kept is named, with
+// where the work is, in a comment on the task (the durable record), and
+// a deleted branch's tip is recorded before it is deleted. It returns
+// what it did, one line each.
 func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, deleteBranch bool) ([]string, error) {
 	if sn.Session == nil {
 		if deleteBranch {
@@ -31,45 +34,94 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, delet
 	if err != nil {
 		return []string{"left every worktree and branch alone: " + err.Error()}, nil
 	}
-	var notes []string
 	repo := e.repoDir()
 	_ = os.RemoveAll(string(proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)))
+	var notes, kept []string
 	worktreeGone := true
 	if _, err := os.Stat(s.Worktree); err == nil {
 		dirty, err := worktree.Dirty(ctx, s.Worktree)
 		switch {
 		case err != nil || dirty:
 			worktreeGone = false
-			notes = append(notes, fmt.Sprintf("kept the worktree %s: it has uncommitted changes (inspect them, then git worktree remove --force %s)", s.Worktree, s.Worktree))
+			kept = append(kept, fmt.Sprintf("the worktree %s, which has uncommitted changes (inspect them, then git worktree remove --force %s)", s.Worktree, s.Worktree))
 		default:
 			if err := gitcli.New(repo, "worktree", "remove", s.Worktree).Run(ctx); err != nil {
 				worktreeGone = false
-				notes = append(notes, fmt.Sprintf("kept the worktree %s: %v", s.Worktree, err))
+				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			} else {
 				notes = append(notes, "removed the clean worktree "+s.Worktree)
 			}
 		}
 	}
 	tip, err := gitcli.New(repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+s.Branch).String(ctx)
-	if err != nil || tip == "" {
-		return notes, nil // no branch (already deleted)
+	switch {
+	case err != nil || tip == "":
+		// no branch (already deleted)
+	case !worktreeGone:
+		kept = append(kept, fmt.Sprintf("the branch %s at %s, checked out in that worktree", s.Branch, tip))
+	default:
+		base, unmerged := e.unmergedWork(ctx, sn, s.Branch)
+		if unmerged && !deleteBranch {
+			kept = append(kept, fmt.Sprintf("the branch %s at %s, which holds work not merged into %s (delete it with git branch -D %s)", s.Branch, tip, base, s.Branch))
+			break
+		}
+		note, err := e.deleteBranch(ctx, sn.Task.ID, s.Branch, tip, unmerged)
+		if err != nil {
+			return append(notes, e.recordKept(ctx, sn.Task.ID, kept)...), err
+		}
+		notes = append(notes, note)
 	}
-	if !deleteBranch {
-		return append(notes, fmt.Sprintf("kept the branch %s (at %s); pass --delete-branch to delete it", s.Branch, tip)), nil
+	return append(notes, e.recordKept(ctx, sn.Task.ID, kept)...), nil
+}
+
+// unmergedWork reports whether branch changes anything relative to the
+// task's base (its parent's or target branch), and names the base. Any
+// doubt reads as unmerged: the branch is then kept.
+func (e *Env) unmergedWork(ctx context.Context, sn *gitstore.Snapshot, branch string) (string, bool) {
+	base, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil || ValidBranchName(base) != nil {
+		return "its base", true
 	}
-	if !worktreeGone {
-		return append(notes, fmt.Sprintf("kept the branch %s: its worktree is still checked out", s.Branch)), nil
+	err = gitcli.New(e.repoDir(), "diff", "--quiet", "refs/heads/"+base+"...refs/heads/"+branch).Run(ctx)
+	return base, err != nil
+}
+
+// deleteBranch records branch's tip in a comment, then deletes it.
+func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged bool) (string, error) {
+	what := "it held nothing that is not in its base"
+	if unmerged {
+		what = "as --delete-branch decided"
 	}
-	// The durable record comes first: the tip, and how to get it back.
-	if _, _, err := e.Store.Update(ctx, sn.Task.ID, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := e.Store.Update(ctx, id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
 		x.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
-			Text: fmt.Sprintf("deleted the branch %s at %s (recreate it with: git branch %s %s)", s.Branch, tip, s.Branch, tip)})
-		return &gitstore.Op{Name: "delete-branch", Actor: e.Actor, Reason: s.Branch + " at " + tip}, nil
+			Text: fmt.Sprintf("deleted the branch %s at %s, %s (recreate it with: git branch %s %s)", branch, tip, what, branch, tip)})
+		return &gitstore.Op{Name: "delete-branch", Actor: e.Actor, Reason: branch + " at " + tip}, nil
 	}); err != nil {
-		return notes, fmt.Errorf("record the branch tip before deleting it (nothing was deleted): %w", err)
+		return "", fmt.Errorf("record the branch tip before deleting it (nothing was deleted): %w", err)
 	}
-	if err := gitcli.New(repo, "branch", "-D", "--quiet", s.Branch).Run(ctx); err != nil {
-		return notes, fmt.Errorf("delete the branch %s: %w", s.Branch, err)
+	if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", branch).Run(ctx); err != nil {
+		return "", fmt.Errorf("delete the branch %s: %w", branch, err)
 	}
-	return append(notes, fmt.Sprintf("deleted the branch %s (it was at %s; recorded in a comment)", s.Branch, tip)), nil
+	return fmt.Sprintf("deleted the branch %s (it was at %s; recorded in a comment)", branch, tip), nil
+}
+
+// recordKept writes what a cleanup kept, and where the work is, as a
+// comment on the task: the durable record that keeping it needs. It
+// returns the notes to print.
+func (e *Env) recordKept(ctx context.Context, id string, kept []string) []string {
+	if len(kept) == 0 {
+		return nil
+	}
+	text := "kept, with work in it: " + strings.Join(kept, "; ")
+	notes := make([]string, len(kept))
+	for i, k := range kept {
+		notes[i] = "kept " + k
+	}
+	if _, _, err := e.Store.Update(ctx, id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+		x.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &gitstore.Op{Name: "cleanup-kept", Actor: e.Actor, Reason: oneLineReason(text)}, nil
+	}); err != nil {
+		notes = append(notes, "this could not be recorded on the task, so note it: "+err.Error())
+	}
+	return notes
 }
