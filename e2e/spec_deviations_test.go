@@ -305,3 +305,69 @@ func TestAClassifiedStopRecordsEveryInterruptField(t *testing.T) {
 		t.Fatalf("the classified stop's interrupt record: %+v (exit code %v, at %v)", ss, ss.Code, ss.At)
 	}
 }
+
+// spec: an ask "never changes the task's state" and runs no permission
+// check. The exec agent has no enforced sandbox, so what an ask writes is
+// undone (and kept aside, never destroyed), whether the ask ends or its
+// supervisor dies; a human's uncommitted work in the worktree survives.
+func TestAnAskIsReadOnlyForTheExecAgent(t *testing.T) {
+	for _, crashed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ask ends", true: "supervisor dies"}[crashed], func(t *testing.T) {
+			r := manualResume(crashRepo(t))
+			counter := filepath.Join(t.TempDir(), "runs")
+			t.Cleanup(func() { killTurns(r) })
+			lines := []string{"attempt " + counter, "when 1 write src/a.txt original", "when 1 commit agent: a", "when 1 exit 0",
+				"write src/a.txt changed by the ask", "write outside.txt ask", "commit agent: the ask committed", "write loose.txt ask, uncommitted"}
+			if crashed {
+				lines = append(lines, "hang")
+			}
+			r = r.with(script(t, append(lines, "print the answer")...))
+			tk := r.create("asked read-only", "--allow", "src/**")
+			r.ok("start", tk.Slug, "--command", fakeAgentBin)
+			s := r.waitStatus(tk.Slug, "blocked")
+			wt := s.Session.Worktree
+			tip := strings.TrimSpace(r.git("rev-parse", "lazy/"+tk.Slug))
+			if err := os.WriteFile(filepath.Join(wt, "wip.txt"), []byte("the human's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if crashed {
+				startLazy(t, r, "ask", tk.Slug, "-m", "what is in a.txt?")
+				waitRun(t, counter, "2")
+				eventually(t, "the ask to commit", func() bool { _, err := os.Stat(filepath.Join(wt, "loose.txt")); return err == nil })
+				crash(t, waitSupervisor(t, r, tk.ID, 0))
+				s = r.waitUntil(tk.Slug, "interrupted", func(s showFull) bool { return s.Status == "interrupted" })
+				if !strings.Contains(s.Session.InterruptReason, "This ask was read-only, but the agent") {
+					t.Fatalf("interrupt reason %q", s.Session.InterruptReason)
+				}
+			} else {
+				r.ok("ask", tk.Slug, "-m", "what is in a.txt?")
+				s = r.waitStatus(tk.Slug, "blocked")
+				last := s.TurnList[len(s.TurnList)-1]
+				if !strings.HasPrefix(last.Content, "the answer\n\n[lazy] This ask was read-only, but the agent") || len(last.Commits) != 0 || len(last.ChangedFiles) != 0 {
+					t.Fatalf("the answer: %+v", last)
+				}
+			}
+			if got := strings.TrimSpace(r.git("rev-parse", "lazy/"+tk.Slug)); got != tip {
+				t.Fatal("the ask's commit stayed on the task branch")
+			}
+			if v := r.violations(tk.Slug); v.Violations != nil {
+				t.Fatalf("the ask was permission-checked: %+v", v.Violations)
+			}
+			for name, want := range map[string]string{"src/a.txt": "original\n", "wip.txt": "the human's\n"} {
+				if b, err := os.ReadFile(filepath.Join(wt, name)); err != nil || string(b) != want {
+					t.Fatalf("%s after the ask: %q %v", name, b, err)
+				}
+			}
+			for _, name := range []string{"outside.txt", "loose.txt"} {
+				if _, err := os.Stat(filepath.Join(wt, name)); !os.IsNotExist(err) {
+					t.Fatalf("%s, written by the ask, is still in the worktree", name)
+				}
+			}
+			kept := "refs/lazy-kept/" + tk.ID + "/"
+			refs := r.git("for-each-ref", "--format=%(refname)", kept)
+			if !strings.HasPrefix(refs, kept) || strings.TrimSpace(r.git("show", refs+":loose.txt")) != "ask, uncommitted" {
+				t.Fatalf("what the ask wrote was not kept: %q", refs)
+			}
+		})
+	}
+}

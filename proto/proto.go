@@ -136,6 +136,25 @@ type Status struct {
 	// stays "agent"); the retry fields above then carry its class and
 	// reason, and Attempt its own count.
 	AgentRetrying bool `json:"agent_retrying,omitempty"`
+	// ReadOnly, during an ask, is the worktree as it was before the agent
+	// ran: the supervisor puts it back when the ask ends, and a reconciler
+	// that finds the supervisor dead does it instead.
+	ReadOnly *TreeState `json:"read_only,omitempty"`
+}
+
+// TreeState is a worktree's HEAD, index and files as object ids (the
+// shape of worktree.State, which converts to and from it).
+type TreeState struct {
+	Ref   string `json:"ref,omitempty"`
+	Head  string `json:"head"`
+	Index string `json:"index"`
+	Files string `json:"files"`
+}
+
+// KeptRef is where what a read-only turn (turn seq of task id) wrote is
+// kept when it is undone: outside refs/lazy/, so it is never pushed.
+func KeptRef(id string, seq int) string {
+	return "refs/lazy-kept/" + id + "/ask-" + strconv.Itoa(seq)
 }
 
 // Response statuses.

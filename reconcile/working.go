@@ -162,7 +162,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		s.AddTurn(turn)
 		// Files changed outside the allowed paths owe a decision whatever
 		// became of the turn; the park below derives conflict from them.
-		s.Violations.Flag(resp.Violations, resp.BaseSHA)
+		// An ask runs no permission check (and changes nothing).
+		if s.Session.TurnKind != "ask" {
+			s.Violations.Flag(resp.Violations, resp.BaseSHA)
+		}
 		switch {
 		case neutral && resp.Status != proto.Completed:
 			// An ask or sync restores the status it came from on an agent
@@ -300,9 +303,13 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	// A git the dead turn was running (the agent's commit, the
 	// supervisor's upstream merge) leaves index.lock behind, and every
 	// later turn, revert and resume would fail on it.
-	unlocked := false
+	unlocked, undone := false, ""
 	if local, err := r.Env.Owned(sn); err == nil {
 		unlocked = worktree.ClearKilledIndexLock(ctx, local.Worktree)
+		// An ask that died could not put back what its agent wrote.
+		if sn.Session.TurnKind == "ask" && st.ReadOnly != nil && st.Seq == seq {
+			undone = worktree.UndoReadOnly(ctx, local.Worktree, worktree.State(*st.ReadOnly), proto.KeptRef(id, seq))
+		}
 	}
 	logs := lastLogLines(pd.Path(proto.LogFile))
 	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
@@ -328,8 +335,11 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		if unlocked {
 			reason += "; the index.lock a killed git left in its worktree was removed"
 		}
+		if undone != "" {
+			reason += " " + undone
+		}
 		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
-		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn {
+		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn && s.Session.TurnKind != "ask" {
 			turn.Commits, _ = worktree.Commits(ctx, local.Worktree, st.BaseSHA)
 			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, local.Worktree, st.BaseSHA)
 			// Flag passes over files already approved.

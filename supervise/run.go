@@ -86,14 +86,17 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	case cmd.Kind == "sync":
 		// A sync is the merge alone; no agent runs.
 		resp = proto.Response{Status: proto.Completed, Phase: "merge_and_fix", Result: "merged " + cmd.SyncFrom + " into the task branch"}
+	case cmd.Kind == "ask":
+		resp = readOnly(ctx, dir, &cmd, &st)
 	default:
 		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
 		resp = pushBack(ctx, dir, &cmd, &st, resp)
 	}
 	resp.Turn = cmd.Turn
 	resp.FinishedAt = time.Now().UTC()
-	// Work on disk is reported whatever happened to the agent.
-	if cmd.BaseSHA != "" {
+	// Work on disk is reported whatever happened to the agent; an ask
+	// made none (readOnly put the worktree back).
+	if cmd.BaseSHA != "" && cmd.Kind != "ask" {
 		if c, err := worktree.Commits(ctx, cmd.Worktree, cmd.BaseSHA); err == nil {
 			resp.Commits = c
 		}
@@ -120,6 +123,32 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	st.Phase = "done"
 	_ = dir.Write(proto.StatusFile, st)
 	return dir.Write(proto.ResponseFile, resp)
+}
+
+// readOnly runs an ask, which must change nothing, for every agent kind:
+// the worktree is captured before the agent runs and put back after it,
+// whatever the agent did (the sandbox, where it is on, already makes the
+// worktree read-only; the exec agent is only told LAZY_READ_ONLY=1). What
+// the agent wrote is never destroyed: it is kept at proto.KeptRef, and
+// the answer says so. An ask whose worktree cannot be captured does not
+// run.
+func readOnly(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status) proto.Response {
+	before, err := worktree.Capture(ctx, cmd.Worktree)
+	if err != nil {
+		return proto.Response{Status: proto.Errored, Phase: "supervisor", ExitCode: -1,
+			Error: "the ask did not run: lazy could not capture the worktree to keep the ask read-only: " + err.Error()}
+	}
+	ro := proto.TreeState(before)
+	st.ReadOnly = &ro
+	_ = dir.Write(proto.StatusFile, st)
+	resp := runAttempts(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
+	// Put back even when the turn was stopped: the stop waits for it.
+	if note := worktree.UndoReadOnly(context.WithoutCancel(ctx), cmd.Worktree, before, proto.KeptRef(cmd.TaskID, cmd.Seq)); note != "" {
+		resp.Result = strings.TrimSpace(resp.Result + "\n\n" + note)
+	}
+	st.ReadOnly = nil
+	_ = dir.Write(proto.StatusFile, st)
+	return resp
 }
 
 // pushBack gives a turn that completed with uncommitted changes in its
