@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/sanitize"
 )
@@ -44,9 +44,10 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if sn, err := a.store.Load(id); err == nil {
 		slug = sn.Task.Slug
 	}
-	opts := ops.AcceptOptions{Launch: a.launchSupervisor, Wait: func(ctx context.Context, id string) (*gitstore.Snapshot, error) {
-		a.daemonAfterLaunch(ctx)
-		return a.waitTurn(ctx, id, c.Timeout)
+	var once sync.Once
+	opts := ops.AcceptOptions{Launch: a.launchSupervisor, PreTurnTimeout: c.Timeout, Reconcile: func(ctx context.Context, id string) {
+		once.Do(func() { a.daemonAfterLaunch(ctx) })
+		a.reconcileTask(ctx, id)
 	}}
 	if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok && !c.SkipPreTurn {
 		opts.PreTurn = v

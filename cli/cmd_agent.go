@@ -219,6 +219,16 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry)
 	return len(actions) > 0
 }
 
+// reconcileTask runs the reconciler on task id once. ctx may carry a
+// hold on the task's lock (an accept's), under which it records.
+func (a *app) reconcileTask(ctx context.Context, id string) {
+	sn, err := a.store.Load(id)
+	if err != nil {
+		return
+	}
+	a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+}
+
 // reconciledList lists the tasks after a reconcile pass, listing again
 // when the pass changed anything.
 func (a *app) reconciledList(ctx context.Context) ([]gitstore.Entry, error) {

@@ -80,9 +80,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		},
 	}
 	d.Hooks.Accept = func() ops.AcceptOptions {
-		opts := ops.AcceptOptions{Launch: a.launchSupervisor, Wait: func(ctx context.Context, id string) (*gitstore.Snapshot, error) {
-			return wait(ctx, id, 30*time.Minute)
-		}}
+		opts := ops.AcceptOptions{Launch: a.launchSupervisor, Reconcile: a.reconcileTask}
 		// Read afresh: lazy mcp and the daemon live long, and a config
 		// change must apply to the next accept, not the next restart.
 		cfg := a.cfg

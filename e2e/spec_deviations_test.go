@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/flock"
 )
 
 // Spec points issue 14 found deviations from.
@@ -370,4 +373,64 @@ func TestAnAskIsReadOnlyForTheExecAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The pre-accept turn keeps the accept's guarantees: the task lock is
+// held through it (nothing else acts on the task meanwhile), and a
+// submitted task gets the turn too, parking back submitted.
+func TestThePreAcceptTurnHoldsTheTaskAndRestoresSubmitted(t *testing.T) {
+	t.Run("local", func(t *testing.T) {
+		r := newRepo(t)
+		dir := t.TempDir()
+		seen, goAhead := filepath.Join(dir, "seen"), filepath.Join(dir, "go")
+		tk := workedTask(t, r, "held through the turn", "w.txt w")
+		r = r.with(script(t, "write fix.txt fixed", "commit agent: pre-accept fix", "write "+seen+" running", "wait-file "+goAhead, "print ok"))
+		r.git("config", "lazy.accept.preTurn", "Run the checks.")
+		cmd := startLazy(t, r, "accept", tk.Slug)
+		waitFile(t, seen)
+		l, err := flock.TryLock(filepath.Join(r.dir, ".git", "lazy", "locks", "task-"+tk.ID+".lock"))
+		if err == nil {
+			_ = l.Release()
+			t.Fatal("the task lock is free while the pre-accept turn runs")
+		}
+		if !errors.Is(err, flock.ErrHeld) {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("accept: %v", err)
+		}
+		if got := r.git("show", "main:fix.txt"); got != "fixed" || r.show(tk.Slug).Status != "complete" {
+			t.Fatalf("after the accept: main:fix.txt %q, status %s", got, r.show(tk.Slug).Status)
+		}
+	})
+	t.Run("submitted", func(t *testing.T) {
+		f := newFakeForge(t)
+		r := f.r
+		tk := workedTask(t, r, "submitted then accepted", "s.txt s")
+		r.ok("submit", tk.Slug)
+		log := filepath.Join(t.TempDir(), "prompts")
+		r.git("config", "lazy.accept.preTurn", "Run the checks.")
+		failing := r.with(script(t, "print the checks broke", "exit 1"))
+		if msg := failing.fails(1, nil, "accept", tk.Slug); !strings.Contains(msg, "pre-accept turn failed") {
+			t.Fatalf("accept with a failing pre-accept turn: %s", msg)
+		}
+		if s := f.pr(tk.Slug); s.Status != "submitted" {
+			t.Fatalf("after a failed pre-accept turn of a submitted task: %s", s.Status)
+		}
+		r = r.with(script(t, "log-prompt "+log, "write fix.txt fixed", "commit agent: pre-accept fix", "print ok"))
+		out := r.ok("accept", tk.Slug)
+		if !strings.Contains(out, "merged into main") {
+			t.Fatalf("accept: %s", out)
+		}
+		if got := promptLog(t, log); len(got) != 1 || got[0].Kind != "pre-accept" || got[0].Prompt != "Run the checks." {
+			t.Fatalf("the pre-accept turns: %+v", got)
+		}
+		st := f.load()
+		if len(st.PRs) != 1 || !strings.Contains(r.git("log", "--format=%s", st.PRs[0].HeadOid), "agent: pre-accept fix") {
+			t.Fatalf("the pre-accept fix was not pushed before the merge: %+v", st.PRs)
+		}
+	})
 }

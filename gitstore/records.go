@@ -118,6 +118,11 @@ type Session struct {
 	InterruptPhase           string `json:"interrupt_phase,omitempty"`
 	ConsecutiveInterruptions int    `json:"consecutive_interruptions"`
 	AutoResumed              bool   `json:"auto_resumed,omitempty"`
+	// ParkTo is the status a status-neutral turn (the pre-accept turn)
+	// parks back to when it is not blocked: submitted, for a pre-accept
+	// turn of a submitted task (spec: accept restores the status the task
+	// actually had). Pending violations still make it conflict.
+	ParkTo machine.Status `json:"park_to,omitempty"`
 }
 
 // Turn roles.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/lazyorch/lazy/machine"
 )
 
 // ValidBranchName applies git's ref-name rules (git check-ref-format
@@ -113,6 +115,9 @@ func validateRecord(sn *Snapshot) error {
 		}
 		if s.AgentSessionID != "" && !validAgentSession(s.AgentSessionID) {
 			return fmt.Errorf("agent session id %q could be read as an option or a path", s.AgentSessionID)
+		}
+		if s.ParkTo != "" && s.ParkTo != machine.Blocked && s.ParkTo != machine.Submitted {
+			return fmt.Errorf("session park_to %q is not a status a turn parks back to", s.ParkTo)
 		}
 	}
 	for _, p := range sn.Violations.Pending {

@@ -67,8 +67,20 @@ type AcceptOptions struct {
 	// substate agent:pre-accept meanwhile.
 	PreTurn string
 	Launch  Launcher
-	// Wait blocks until task id's turn is recorded and returns the task.
-	Wait func(ctx context.Context, id string) (*gitstore.Snapshot, error)
+	// Reconcile runs the reconciler once on task id. The accept holds the
+	// task lock through its pre-accept turn and calls it, with a context
+	// that carries that hold, until the turn is recorded.
+	Reconcile func(ctx context.Context, id string)
+	// PreTurnTimeout bounds the pre-accept turn (0: DefaultPreTurnTimeout).
+	PreTurnTimeout time.Duration
+}
+
+// DefaultPreTurnTimeout bounds a pre-accept turn unless the caller says.
+const DefaultPreTurnTimeout = 30 * time.Minute
+
+// preTurn reports whether the accept runs a pre-accept turn.
+func (o AcceptOptions) preTurn() bool {
+	return o.PreTurn != "" && o.Launch != nil && o.Reconcile != nil
 }
 
 // Narrator hears what an accept is doing. It is strictly observational:
@@ -126,9 +138,9 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, err
 	}
 	if viaForge || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
-		return e.acceptRemote(ctx, sn, say)
+		return e.acceptRemote(ctx, sn, say, opts)
 	}
-	preTurn := opts.PreTurn != "" && opts.Launch != nil && opts.Wait != nil
+	preTurn := opts.preTurn()
 	// Accepts into one branch share its checkout and index: they run one
 	// at a time, from the dirty check to the stash's return. The lock is
 	// not held through a pre-accept turn, which can take long.
@@ -182,19 +194,9 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 
 	if preTurn {
 		begin("pre-accept")
-		from := sn.Task.Status
-		if sn, err = e.preAcceptTurn(ctx, sn, opts); err != nil {
-			return nil, err
-		}
-		// The lock is released while the turn runs (the reconciler records
-		// it under that same lock), then retaken, and everything is
-		// checked again.
-		unlock()
-		unlock = func() {}
-		if _, err := e.awaitPreAccept(ctx, sn, from, opts); err != nil {
-			return nil, err
-		}
-		if sn, unlock, err = e.lockedLoad(ctx, sn.Task.ID); err != nil {
+		// The task lock is held through the turn, which the accept records
+		// itself; then everything is checked again.
+		if sn, err = e.runPreAccept(ctx, sn, opts); err != nil {
 			return nil, err
 		}
 		if err := lockDest(); err != nil {
@@ -299,9 +301,22 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	return res, nil
 }
 
-// preAcceptTurn launches the configured agent turn before the merge,
-// under the task lock. awaitPreAccept then waits for it without the lock;
-// the turn must complete and park the task back where it was.
+// runPreAccept runs the configured agent turn before a merge, under the
+// task lock the caller holds: the turn is launched, then recorded by the
+// reconciler that the accept itself runs (opts.Reconcile, under the
+// hold), and must end parked back where the task was, with no violation.
+func (e *Env) runPreAccept(ctx context.Context, sn *gitstore.Snapshot, opts AcceptOptions) (*gitstore.Snapshot, error) {
+	from := sn.Task.Status
+	sn, err := e.preAcceptTurn(ctx, sn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return e.awaitPreAccept(ctx, sn, from, opts)
+}
+
+// preAcceptTurn launches the configured agent turn before the merge. The
+// session records the status to park back to, so a submitted task comes
+// back submitted.
 func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts AcceptOptions) (*gitstore.Snapshot, error) {
 	prompt, err := requiredProse("the pre-accept prompt", opts.PreTurn, "the pre-accept prompt is empty")
 	if err != nil {
@@ -318,6 +333,10 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts Acc
 		}
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "pre-accept", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "pre-accept"
+		s.Session.ParkTo = ""
+		if from == machine.Submitted {
+			s.Session.ParkTo = machine.Submitted
+		}
 		s.Task.Status = machine.Working
 		s.Task.Substate = "agent:pre-accept"
 		return &gitstore.Op{Name: "pre-accept", Actor: e.Actor}, nil
@@ -331,12 +350,35 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts Acc
 	return sn, nil
 }
 
+// awaitPreAccept reconciles the task, under the accept's hold on its
+// lock, until the pre-accept turn is recorded, and checks how it ended.
+// On a timeout the task stays working; the reconciler records the turn
+// when it ends, once the accept has let go of the lock.
 func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from machine.Status, opts AcceptOptions) (*gitstore.Snapshot, error) {
-	slug, seq := sn.Task.Slug, sn.Session.Turn
-	// Waiting happens without the task lock: see Accept.
-	final, err := opts.Wait(ctx, sn.Task.ID)
-	if err != nil {
-		return nil, fmt.Errorf("accept %s: the pre-accept turn: %w", slug, err)
+	id, slug, seq := sn.Task.ID, sn.Task.Slug, sn.Session.Turn
+	limit := opts.PreTurnTimeout
+	if limit <= 0 {
+		limit = DefaultPreTurnTimeout
+	}
+	held, deadline := holding(ctx, id), time.Now().Add(limit)
+	final := sn
+	for final.Task.Status == machine.Working && final.Session != nil && final.Session.Turn == seq {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("accept %s: the pre-accept turn did not end within %s; nothing was merged (the task stays working, and the turn is recorded when it ends)", slug, limit)
+		}
+		opts.Reconcile(held, id)
+		var err error
+		if final, err = e.Store.Load(id); err != nil {
+			return nil, err
+		}
+		if final.Task.Status != machine.Working {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("accept %s: %w; the pre-accept turn goes on, and is recorded when it ends", slug, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	turns, err := e.Store.Turns(final)
 	if err != nil {
@@ -348,7 +390,7 @@ func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from ma
 		}
 	}
 	st := final.Task.Status
-	if parkedBack := st == from || (from == machine.Blocked && st == machine.Conflict); !parkedBack {
+	if parkedBack := st == from || st == machine.Conflict; !parkedBack {
 		return nil, fmt.Errorf("accept %s: after the pre-accept turn the task is %s; nothing was merged", slug, st)
 	}
 	if final.PendingViolations() > 0 {
@@ -533,6 +575,22 @@ func FinishAccepted(s *gitstore.Snapshot, now time.Time) {
 		s.Session.EndedAt = &now
 		s.Session.Outcome = gitstore.OutcomeAccepted
 	}
+}
+
+// ParkBack is the status a task parks in when its current turn ends:
+// conflict while violations are pending (derived), else blocked, or the
+// status a status-neutral turn recorded it must go back to (a pre-accept
+// turn of a submitted task goes back to submitted). It clears that
+// record.
+func ParkBack(s *gitstore.Snapshot) machine.Status {
+	to := machine.Park(s.PendingViolations())
+	if s.Session != nil {
+		if to == machine.Blocked && s.Session.ParkTo == machine.Submitted {
+			to = machine.Submitted
+		}
+		s.Session.ParkTo = ""
+	}
+	return to
 }
 
 // RestoreFromAccept moves a merging task back to the status its accept

@@ -17,10 +17,13 @@ import (
 // task records merging, requests the merge and checks the result; the
 // re-entry plan of a forge-pending merge (spec: acceptReentryPhasePlan)
 // is check remote state -> finalize -> clean up.
-func RemoteAcceptPlan(resubmit, reentry bool) []Phase {
+func RemoteAcceptPlan(preTurn, resubmit, reentry bool) []Phase {
 	ids := []string{"record", "request-merge", "check-remote", "finish", "cleanup"}
 	if resubmit {
 		ids = append([]string{"resubmit"}, ids...)
+	}
+	if preTurn {
+		ids = append([]string{"pre-accept"}, ids...)
 	}
 	if reentry {
 		ids = []string{"check-remote", "finish", "cleanup"}
@@ -45,7 +48,7 @@ func RemoteAcceptPlan(resubmit, reentry bool) []Phase {
 // Pending saying why; a later accept, or the daemon's forge sync,
 // finishes it. Failing checks or a refused merge restore submitted, the
 // status it actually had.
-func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator))) (*AcceptResult, error) {
+func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator)), opts AcceptOptions) (*AcceptResult, error) {
 	slug := sn.Task.Slug
 	if sn.Task.Status == machine.Blocked {
 		// The repository merges through the forge: submit first.
@@ -70,18 +73,24 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	reentry := sn.Task.Status == machine.Merging
+	preTurn := !reentry && opts.preTurn()
 	resubmit := false
-	if !reentry {
+	changed := func() (bool, error) {
 		if err := e.submitPreflight(ctx, sn); err != nil {
-			return nil, fmt.Errorf("accept: %w", err)
+			return false, fmt.Errorf("accept: %w", err)
 		}
 		tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+sn.Session.Branch+"^{commit}").String(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("accept %s: its branch %s is missing", slug, sn.Session.Branch)
+			return false, fmt.Errorf("accept %s: its branch %s is missing", slug, sn.Session.Branch)
 		}
-		resubmit = tip != rec.HeadSHA
+		return tip != rec.HeadSHA, nil
 	}
-	plan := RemoteAcceptPlan(resubmit, reentry)
+	if !reentry {
+		if resubmit, err = changed(); err != nil {
+			return nil, err
+		}
+	}
+	plan := RemoteAcceptPlan(preTurn, resubmit, reentry)
 	say(func(n Narrator) { n.Plan(plan) })
 	step := 0
 	begin := func(id string) {
@@ -95,6 +104,23 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 	}
 	res := &AcceptResult{Into: rec.Base}
 
+	if preTurn {
+		// The same pre-accept turn as a local accept's, under the task
+		// lock; the task parks back submitted, and what the turn
+		// committed is pushed before the merge is requested.
+		begin("pre-accept")
+		if sn, err = e.runPreAccept(ctx, sn, opts); err != nil {
+			return nil, err
+		}
+		was := resubmit
+		if resubmit, err = changed(); err != nil {
+			return nil, err
+		}
+		if resubmit != was {
+			plan = RemoteAcceptPlan(true, resubmit, false)
+			say(func(n Narrator) { n.Plan(plan) })
+		}
+	}
 	if resubmit {
 		begin("resubmit")
 		sub, err := e.submitLocked(ctx, sn, fg, rec.Remote, rec.Base, rec.Draft)

@@ -127,9 +127,24 @@ func (e *Env) lockedLoad(ctx context.Context, name string) (sn *gitstore.Snapsho
 	return sn, unlock, nil
 }
 
+// heldTask is the context key of a task lock the caller holds.
+type heldTask struct{}
+
+// holding returns ctx marked as running for a caller that holds task
+// id's lock: LockTask of id under it takes nothing. Accept holds the
+// lock through its pre-accept turn and reconciles that turn itself,
+// under this context, instead of releasing the lock for the reconciler.
+func holding(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, heldTask{}, id)
+}
+
 // LockTask takes the lifecycle lock of task id, shared by the CLI, the
-// daemon and MCP. The kernel releases it if the holder dies.
+// daemon and MCP. The kernel releases it if the holder dies. Under a
+// context of a caller that already holds it (holding), it takes nothing.
 func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {
+	if held, _ := ctx.Value(heldTask{}).(string); held == id {
+		return func() {}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, LockTimeout)
 	defer cancel()
 	path := e.Store.Repo().LazyDir("locks", "task-"+id+".lock")
@@ -138,6 +153,20 @@ func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {
 		return nil, fmt.Errorf("task %s is busy: another lazy process (pid %s) is working on it; try again when it finishes: %w", id, flock.Owner(path), err)
 	}
 	return func() { _ = l.Release() }, nil
+}
+
+// LockHeldElsewhere reports whether another caller than ctx's holds task
+// id's lock right now (an accept running its pre-accept turn, say).
+func (e *Env) LockHeldElsewhere(ctx context.Context, id string) bool {
+	if held, _ := ctx.Value(heldTask{}).(string); held == id {
+		return false
+	}
+	unlock, err := e.TryLockTask(id)
+	if err != nil {
+		return errors.Is(err, flock.ErrHeld)
+	}
+	unlock()
+	return false
 }
 
 // TryLockTask takes the task lock without waiting; flock.ErrHeld means

@@ -234,7 +234,7 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 			content += ": " + reason
 		}
 		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "stop", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
-		s.Task.Status = machine.Park(s.PendingViolations())
+		s.Task.Status = ParkBack(s)
 		s.Task.Substate = ""
 		return &gitstore.Op{Name: "stop", Actor: e.Actor, Reason: reason}, nil
 	})

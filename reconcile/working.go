@@ -41,6 +41,9 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, err
 	if sn.Task.Status != machine.Working || !r.Env.Owns(sn) {
 		return nil, nil // another host judges its own sessions; a record's host claim proves nothing
 	}
+	if sn.Session.TurnKind == "pre-accept" && r.Env.LockHeldElsewhere(ctx, id) {
+		return nil, nil // the accept running it holds the task and records the turn itself
+	}
 	if resp, ok := currentResponse(pd, sn.Session); ok {
 		a, err := r.record(ctx, id, resp)
 		return r.thenAutoResume(ctx, a, err)
@@ -170,7 +173,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		case neutral && resp.Status != proto.Completed:
 			// An ask or sync restores the status it came from on an agent
 			// error too; only a dead supervisor (no response) interrupts.
-			s.Task.Status = machine.Park(s.PendingViolations())
+			s.Task.Status = ops.ParkBack(s)
 			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
 		case resp.Status == proto.Completed:
 			// Messages are consumed only when a response completes
@@ -183,7 +186,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// The reason explained the last park; a completed turn ends it,
 			// so show does not keep presenting an old failure.
 			s.Session.InterruptReason = ""
-			s.Task.Status = machine.Park(s.PendingViolations())
+			s.Task.Status = ops.ParkBack(s)
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
 			// The supervisor stopped on a classified condition (fatal, or
@@ -193,7 +196,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// lists (reason, exit code, time, logs, the counter), though
 			// the task parks: auto-resume must not relaunch into it.
 			recordInterrupt(s, now, resp.ExitCode, resp.FailureClass+": "+resp.FailureReason, resp.StderrTail, resp.Phase)
-			s.Task.Status = machine.Park(s.PendingViolations())
+			s.Task.Status = ops.ParkBack(s)
 			why = "agent failure the supervisor stopped on: " + s.Session.InterruptReason
 		default:
 			markInterrupted(s, now, resp.ExitCode, reasonFor(resp), resp.StderrTail, resp.Phase)
@@ -350,7 +353,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		if k := s.Session.TurnKind; k == "sync" || k == "pre-accept" {
 			// A sync or pre-accept turn is status-neutral even when it dies:
 			// the task goes back to where it was.
-			s.Task.Status = machine.Park(s.PendingViolations())
+			s.Task.Status = ops.ParkBack(s)
 			reason = k + " ended: " + reason
 		} else {
 			// Any other turn, an ask included (spec: "if the agent crashes
