@@ -451,3 +451,37 @@ func waitGone(t *testing.T, pid int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A client that sends a call and goes away at once (stdin closed): lazy
+// mcp finishes the call rather than cut it between its steps, and a
+// create repeated with its request_id makes no second task.
+func TestLazyMcpFinishesACallWhoseClientLeft(t *testing.T) {
+	r := newRepo(t)
+	tk := r.create("started by a client that left")
+	t.Cleanup(func() { killTurns(r) })
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lazy_create","arguments":{"title":"once only","request_id":"req-42"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lazy_start","arguments":{"task":"` + tk.Slug + `","agent":"exec","command":"` + fakeAgentBin + `"}}}`,
+	}
+	for i := 0; i < 2; i++ {
+		res := r.with(script(t, "print started")).run([]byte(strings.Join(lines, "\n")+"\n"), "mcp")
+		if res.Code != 0 || strings.Contains(res.Stderr, "detached") {
+			t.Fatalf("lazy mcp: %s", res)
+		}
+		lines = lines[:3] // the second client only repeats the create
+	}
+	if st := r.waitStatus(tk.Slug, "blocked").Status; st != "blocked" {
+		t.Fatalf("the start the client left behind: %s", st)
+	}
+	n := 0
+	for _, x := range r.list() {
+		if x.Title == "once only" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d tasks from one request_id", n)
+	}
+}

@@ -16,6 +16,9 @@ import (
 // ErrNotFound is matched by every "no such task" error.
 var ErrNotFound = errors.New("no such task")
 
+// ErrExists is a create of a task id that is taken.
+var ErrExists = errors.New("a task with that id exists")
+
 const maxSlugLen = 48
 
 // minPrefix is the shortest id prefix accepted, so that a typo of one or

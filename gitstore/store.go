@@ -212,6 +212,12 @@ func (s *Store) Load(id string) (*Snapshot, error) {
 	return s.loadAt(id, h)
 }
 
+// Exists reports whether task id has a record here.
+func (s *Store) Exists(id string) bool {
+	_, ok, err := s.repo.ReadRef(TaskRef(id))
+	return ok && err == nil
+}
+
 // CorruptError reports a task record that cannot be read. Other tasks are
 // unaffected.
 type CorruptError struct {
@@ -629,6 +635,9 @@ func isHex(c byte) bool { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'
 
 // CreateSpec describes a new task.
 type CreateSpec struct {
+	// ID, when set, is the new task's id (ValidID), for an idempotent
+	// create: a task with that id already existing fails with ErrExists.
+	ID           string
 	Title        string
 	Goal         string
 	Slug         string // optional; derived from Title when empty
@@ -646,9 +655,16 @@ const maxSlugTries = 1000
 // is reserved first with a create-only ref, which makes it unique across
 // concurrent creators without a global lock.
 func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
-	id, err := NewID()
-	if err != nil {
-		return nil, err
+	id := spec.ID
+	if id == "" {
+		var err error
+		if id, err = NewID(); err != nil {
+			return nil, err
+		}
+	} else if !ValidID(id) {
+		return nil, fmt.Errorf("task id %q is not an id lazy mints", id)
+	} else if s.Exists(id) {
+		return nil, fmt.Errorf("task %s: %w", id, ErrExists)
 	}
 	base := spec.Slug
 	explicit := base != ""

@@ -230,8 +230,9 @@ func (d *Dispatcher) stillRunning(id, latest, verb string, shape func(*View, Run
 }
 
 // Drain waits until every run in flight (an accept or submit whose call
-// returned still_running) has ended, or ctx ends: a server whose client
-// went away finishes a merge it began rather than leave it for recovery.
+// returned still_running) and every call that changes something has
+// ended, or ctx ends: a server whose client went away finishes what it
+// began rather than leave it half done.
 func (d *Dispatcher) Drain(ctx context.Context) {
 	d.mu.Lock()
 	var pending []*flight
@@ -245,5 +246,15 @@ func (d *Dispatcher) Drain(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+	// And every call that changes something, run to its end.
+	done := make(chan struct{})
+	go func() {
+		d.changing.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -287,14 +288,14 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("the lazy daemon is not reachable (%w); it starts with the next turn, or run lazy daemon --ensure", err)
+		return nil, callFailed(ctx, tool, err, "the lazy daemon is not reachable (%w); it starts with the next turn, or run lazy daemon --ensure")
 	}
 	defer func() { _ = resp.Body.Close() }()
 	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<20))
 	for {
 		var cr CallResponse
 		if err := dec.Decode(&cr); err != nil {
-			return nil, fmt.Errorf("the daemon answered %s and then %w; run lazy daemon --status to check it", resp.Status, err)
+			return nil, callFailed(ctx, tool, err, "the daemon answered "+resp.Status+" and then %w; run lazy daemon --status to check it")
 		}
 		switch {
 		case cr.Error != "":
@@ -305,6 +306,27 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 			Report(ctx, cr.Progress)
 		}
 	}
+}
+
+// callFailed says what became of a call to the daemon that got no answer.
+// A call the caller cancelled (or whose client went away) may well have
+// been done: the daemon runs every call to its end. Only a connection
+// that was never made proves it was not; anything else is said as it is,
+// with the format's %w for the error.
+func callFailed(ctx context.Context, tool string, err error, format string) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s was cancelled before the daemon answered, but the daemon finishes a call it received, so it may have been done: check with lazy_show or lazy_list before calling it again (lazy_create with the same request_id is safe to repeat): %w", tool, ctx.Err())
+	case isDialError(err):
+		return fmt.Errorf(format, err)
+	}
+	return fmt.Errorf("%s got no answer from the daemon, which may have done it anyway: check with lazy_show or lazy_list before calling it again: "+format, append([]any{tool}, err)...)
+}
+
+// isDialError reports whether err is a failure to connect at all.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // Handler serves POST /mcp/call for the daemon: the caller's task comes

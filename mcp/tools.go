@@ -54,6 +54,7 @@ type (
 		Parent       string   `json:"parent,omitempty" jsonschema:"parent task (slug or id); an agent's subtasks always go under its own task"`
 		AllowedPaths []string `json:"allowed_paths,omitempty" jsonschema:"globs of files the task may change; others become violations"`
 		TargetBranch string   `json:"target_branch,omitempty" jsonschema:"existing branch a top-level task starts from and is accepted into (default: the repository's default branch)"`
+		RequestID    string   `json:"request_id,omitempty" jsonschema:"an id you choose for this create, unique to it (a UUID): calling lazy_create again with the same request_id returns the task the first call created instead of making another, so retrying a call whose answer was lost never duplicates the task"`
 	}
 	// TaskIn names a task.
 	TaskIn struct {
@@ -320,6 +321,10 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+	// changing counts the calls in flight that change something: each
+	// runs to its end even if its caller cancels or goes away, and Drain
+	// waits for them.
+	changing sync.WaitGroup
 }
 
 // ErrUnknownTool is returned for a tool name no server offers.
@@ -327,7 +332,18 @@ var ErrUnknownTool = errors.New("unknown tool")
 
 // Call runs tool with its JSON arguments for caller and returns the
 // result's JSON. A refusal is an error worded for the caller.
+//
+// A call that changes something is not cancelled halfway (a closed stdin,
+// notifications/cancelled): stopping between its steps would leave work
+// half done and report an error about whatever step was cut. It runs to
+// its end, and a client that retries finds it done (lazy_create with a
+// request_id returns the same task).
 func (d *Dispatcher) Call(ctx context.Context, caller Caller, tool string, args json.RawMessage) (json.RawMessage, error) {
+	if changes(tool) {
+		d.changing.Add(1)
+		defer d.changing.Done()
+		ctx = context.WithoutCancel(ctx)
+	}
 	out, err := d.call(ctx, caller, tool, args)
 	if err != nil {
 		return nil, err
@@ -344,6 +360,16 @@ func decode[T any](args json.RawMessage) (T, error) {
 		return in, fmt.Errorf("bad arguments: %w", err)
 	}
 	return in, nil
+}
+
+// changes reports whether tool changes anything (it is not read-only).
+func changes(tool string) bool {
+	for _, t := range Tools {
+		if t.Name == tool {
+			return !t.Hints.ReadOnly
+		}
+	}
+	return false
 }
 
 func offered(tool string, agent bool) bool {

@@ -6,6 +6,8 @@ package ops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -215,13 +217,55 @@ type CreateInput struct {
 	// only ask for more confinement: start honours it to turn the sandbox
 	// on, never to turn it off.
 	Sandbox bool
+	// RequestID, when set, makes the create idempotent: the same caller
+	// creating again with the same RequestID gets the task the first
+	// create made (a retried MCP call, say), never a second one.
+	RequestID string
 }
 
-// Create records a new task in backlog.
+// MaxRequestID bounds a create's request id.
+const MaxRequestID = 200
+
+// requestTaskID is the task id a create with request id rid by this
+// caller gets: a hash of the caller's channel, its task and rid, so two
+// callers' ids never meet and no caller can aim at an existing task.
+func (e *Env) requestTaskID(rid string) string {
+	sum := sha256.Sum256([]byte("lazy create\x00" + string(e.Actor) + "\x00" + e.CallerTask + "\x00" + rid))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Create records a new task in backlog. With a RequestID it is
+// idempotent: a repeat returns the task the first call created.
 func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if in.RequestID == "" {
+		return e.create(in, "")
+	}
+	rid := strings.TrimSpace(in.RequestID)
+	if rid == "" || len(rid) > MaxRequestID || !sanitize.Clean(rid) {
+		return nil, fmt.Errorf("the request id must be 1 to %d printable characters (a UUID, say)", MaxRequestID)
+	}
+	id := e.requestTaskID(rid)
+	// One create per request id at a time: the second waits, then finds
+	// the first one's task.
+	unlock, err := e.LockTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if sn, err := e.Store.Load(id); err == nil {
+		return sn, nil
+	} else if !errors.Is(err, gitstore.ErrNotFound) {
+		return nil, err
+	}
+	return e.create(in, id)
+}
+
+// create is Create's record of a new task, with the given id ("": a new
+// one).
+func (e *Env) create(in CreateInput, id string) (*gitstore.Snapshot, error) {
 	title, goal := splitTitle(sanitize.Field(in.Title), sanitize.Prose(in.Goal))
 	if title == "" {
 		// A description alone is enough: its first line becomes the
@@ -244,7 +288,7 @@ func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, e
 	if err := checkText("the description", goal); err != nil {
 		return nil, err
 	}
-	spec := gitstore.CreateSpec{Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
+	spec := gitstore.CreateSpec{ID: id, Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
 	if in.Sandbox {
 		spec.Metadata = map[string]string{MetaSandbox: "on"}
 	}

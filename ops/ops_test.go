@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lazyorch/lazy/gitstore"
@@ -177,5 +178,48 @@ func TestOlderMessagesPastTheBudgetAreNamedNotDropped(t *testing.T) {
 	}
 	if withUndelivered("only", "slug", nil) != "only" {
 		t.Fatal("nothing pending must leave the prompt as it was")
+	}
+}
+
+// A create with a request id is idempotent per caller: a repeat (a
+// retried MCP call) gets the first call's task, concurrent repeats make
+// one task, and another caller's same id is another create.
+func TestCreateWithARequestIDIsIdempotentPerCaller(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	in := CreateInput{Title: "made once", RequestID: "3f6c-retry"}
+	var wg sync.WaitGroup
+	ids := make([]string, 4)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sn, err := e.Create(ctx, in)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = sn.Task.ID
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids[1:] {
+		if id != ids[0] {
+			t.Fatalf("one request id made several tasks: %v", ids)
+		}
+	}
+	if entries, _ := e.Store.List(); len(entries) != 1 {
+		t.Fatalf("%d tasks after four creates with one request id", len(entries))
+	}
+	other := &Env{Store: e.Store, Actor: machine.Agent, CallerTask: ids[0]}
+	sn, err := other.Create(ctx, in)
+	if err != nil || sn.Task.ID == ids[0] {
+		t.Fatalf("another caller's create with the same request id: %v, %v", sn, err)
+	}
+	if sn, err := e.Create(ctx, CreateInput{Title: "no id"}); err != nil || sn.Task.ID == ids[0] {
+		t.Fatalf("a create without a request id: %v", err)
+	}
+	if _, err := e.Create(ctx, CreateInput{Title: "bad id", RequestID: "a\x00b"}); err == nil {
+		t.Fatal("a request id with a NUL was taken")
 	}
 }

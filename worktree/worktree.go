@@ -26,6 +26,10 @@ func DefaultBranch(ctx context.Context, repoDir string) (string, error) {
 		return strings.TrimPrefix(out, "origin/"), nil
 	}
 	out, err := gitcli.New(repoDir, "symbolic-ref", "--quiet", "--short", "HEAD").String(ctx)
+	if ctx.Err() != nil {
+		// A git killed by a cancel says nothing about HEAD.
+		return "", fmt.Errorf("cannot tell the default branch: %w", ctx.Err())
+	}
 	if err != nil || out == "" {
 		return "", errors.New("cannot tell the default branch: HEAD is detached and origin/HEAD is unset; pass --target-branch when creating the task")
 	}
