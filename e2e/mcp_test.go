@@ -217,6 +217,14 @@ func TestAgentToolsAreScopedByToken(t *testing.T) {
 		args map[string]any
 	}{
 		{"lazy_accept", map[string]any{"task": a.Slug}},
+		// Deliberately stricter than the spec's own-task-or-child gate
+		// (docs/spec-deviations.md): its own task runs this very turn.
+		{"lazy_start", map[string]any{"task": a.Slug}},
+		{"lazy_unblock", map[string]any{"task": a.Slug, "feedback": "go on"}},
+		{"lazy_ask", map[string]any{"task": a.Slug, "question": "why?"}},
+		{"lazy_wait", map[string]any{"task": a.Slug}},
+		{"lazy_reject", map[string]any{"task": a.Slug}},
+		{"lazy_close", map[string]any{"task": a.Slug}},
 		{"lazy_show", map[string]any{"task": other.Slug}},
 		{"lazy_comment", map[string]any{"task": other.Slug, "text": "hi"}},
 		{"lazy_show", map[string]any{"task": grand.Slug}},
