@@ -155,6 +155,8 @@ func (d *Dispatcher) detached(ctx context.Context, key string, limit time.Durati
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
+	case <-callerCtx(ctx).Done():
+		return nil, false, "", callerCtx(ctx).Err()
 	case <-f.done:
 		d.mu.Lock()
 		if d.flights[key] == f {
@@ -163,8 +165,6 @@ func (d *Dispatcher) detached(ctx context.Context, key string, limit time.Durati
 		d.mu.Unlock()
 		return f.out, false, "", f.err
 	case <-t.C:
-	case <-ctx.Done():
-		return nil, false, "", ctx.Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -92,7 +92,7 @@ func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in As
 	if err != nil {
 		return nil, err
 	}
-	final, running, err := d.waitTurn(ctx, caller, sn, timeout(in.TimeoutSeconds))
+	final, running, err := d.waitTurn(callerCtx(ctx), caller, sn, timeout(in.TimeoutSeconds))
 	if err != nil {
 		return nil, err
 	}

@@ -342,7 +342,7 @@ func (d *Dispatcher) Call(ctx context.Context, caller Caller, tool string, args 
 	if changes(tool) {
 		d.changing.Add(1)
 		defer d.changing.Done()
-		ctx = context.WithoutCancel(ctx)
+		ctx = context.WithValue(context.WithoutCancel(ctx), callerKey{}, ctx)
 	}
 	out, err := d.call(ctx, caller, tool, args)
 	if err != nil {
@@ -360,6 +360,20 @@ func decode[T any](args json.RawMessage) (T, error) {
 		return in, fmt.Errorf("bad arguments: %w", err)
 	}
 	return in, nil
+}
+
+// callerKey holds the caller's own context of a call that runs
+// uncancelled (see Call).
+type callerKey struct{}
+
+// callerCtx is the context to wait in: a call that runs uncancelled still
+// stops waiting (for a turn, for an accept) when its caller cancels, and
+// what it started goes on without it.
+func callerCtx(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(callerKey{}).(context.Context); ok {
+		return c
+	}
+	return ctx
 }
 
 // changes reports whether tool changes anything (it is not read-only).
