@@ -118,7 +118,10 @@ func Wrap(argv []string, p Policy) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap (bwrap) is not installed", ErrUnavailable)
 	}
-	a := []string{bin, "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+	// /tmp is the sandbox's own, and TMPDIR points there: a TMPDIR of the
+	// host's elsewhere is read-only inside (Claude Code makes its
+	// scratch directory there, and fails without one).
+	a := []string{bin, "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"}
 	// Every directory hidden by an empty tmpfs is made read-only once the
 	// paths inside it are mounted, so a write there fails (EROFS) instead
 	// of vanishing into a private copy.
@@ -186,9 +189,7 @@ func Wrap(argv []string, p Policy) ([]string, error) {
 		}
 	}
 	for _, e := range p.Expose {
-		if exists(e) {
-			a = append(a, "--ro-bind", e, e)
-		}
+		a = append(a, expose(e, append(sealed, "/tmp"))...)
 	}
 	for _, d := range sealed {
 		a = append(a, "--remount-ro", d)
@@ -223,6 +224,28 @@ func hidden(p Policy) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// expose makes path visible read-only. A symlink (an npm-installed CLI's
+// bin entry, say) cannot be bound onto, and needs nothing where the root
+// already shows it; inside a directory the sandbox replaced (hidden) it
+// is made again, pointing where it did (its target is exposed as well).
+func expose(path string, hidden []string) []string {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return nil
+	case fi.Mode()&os.ModeSymlink == 0:
+		return []string{"--ro-bind", path, path}
+	}
+	for _, h := range hidden {
+		if within(path, h) {
+			if target, err := os.Readlink(path); err == nil {
+				return []string{"--symlink", target, path}
+			}
+		}
+	}
+	return nil
 }
 
 func exists(p string) bool {
