@@ -8,9 +8,11 @@ package mockapi
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -31,15 +33,39 @@ type Reply struct {
 	// Drop starts a streamed answer and closes the connection before it
 	// completes: a dropped stream, which the CLIs retry by themselves.
 	Drop bool
+	// When, if set on any reply of a script, picks replies by content
+	// instead of by count: a request gets the last reply (in script
+	// order) whose When occurs in it, such as a marker in each turn's
+	// prompt; a resumed conversation repeats earlier turns, so the
+	// latest turn's reply wins. Tools then count only that reply's own
+	// calls.
+	When string
 }
 
 // Call is one tool call the model makes: the tool's name as the API
 // sees it and its input as JSON. A name starting with "~" is a suffix:
 // the call goes to the first tool the request offers whose name ends so
 // (CLIs name MCP tools in their own ways: mcp__lazy__lazy_comment, ...).
+// Cwd in Input stands for the CLI's working directory, as its request
+// states it (Claude's "Primary working directory", Codex's <cwd>),
+// JSON-escaped: tools such as Claude's Write take absolute paths.
 type Call struct {
 	Name  string
 	Input string
+}
+
+// Cwd is the placeholder of a Call's Input for the CLI's working
+// directory.
+const Cwd = "{cwd}"
+
+// ToolResult is what an agent CLI sent back for one tool call the model
+// made: the call (tool name and input) and the result's text.
+type ToolResult struct {
+	ID, Name, Input string
+	Output          string
+	// IsError is the Anthropic API's is_error; Codex has no such flag,
+	// its output says how a command ended.
+	IsError bool
 }
 
 // Server is a running mock of both APIs.
@@ -99,13 +125,151 @@ func (s *Server) Bodies(api string) []string {
 	return append([]string(nil), s.bodies[api]...)
 }
 
-// nextCall returns the tool call a request with body should get, if any.
-func nextCall(rep Reply, body []byte, resultMarker string) (Call, bool) {
-	k := strings.Count(string(body), resultMarker)
+// ToolResults returns the results of the tool calls an API's model made,
+// in the order they came back, each once (every request repeats the
+// conversation so far).
+func (s *Server) ToolResults(api string) []ToolResult {
+	var out []ToolResult
+	seen := map[string]bool{}
+	for _, body := range s.Bodies(api) {
+		for _, r := range toolResults(api, []byte(body)) {
+			if !seen[r.ID] {
+				seen[r.ID] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// toolResults reads the calls and their results out of one request.
+func toolResults(api string, body []byte) []ToolResult {
+	calls := map[string]ToolResult{}
+	var out []ToolResult
+	if api == "anthropic" {
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		_ = json.Unmarshal(body, &req)
+		for _, m := range req.Messages {
+			var blocks []struct {
+				Type      string          `json:"type"`
+				ID        string          `json:"id"`
+				Name      string          `json:"name"`
+				Input     json.RawMessage `json:"input"`
+				ToolUseID string          `json:"tool_use_id"`
+				Content   json.RawMessage `json:"content"`
+				IsError   bool            `json:"is_error"`
+			}
+			if json.Unmarshal(m.Content, &blocks) != nil {
+				continue
+			}
+			for _, b := range blocks {
+				switch b.Type {
+				case "tool_use":
+					calls[b.ID] = ToolResult{ID: b.ID, Name: b.Name, Input: string(b.Input)}
+				case "tool_result":
+					r := calls[b.ToolUseID]
+					r.ID, r.Output, r.IsError = b.ToolUseID, contentText(b.Content), b.IsError
+					out = append(out, r)
+				}
+			}
+		}
+		return out
+	}
+	var req struct {
+		Input []struct {
+			Type      string `json:"type"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Input     string `json:"input"`
+			Output    any    `json:"output"`
+		} `json:"input"`
+	}
+	_ = json.Unmarshal(body, &req)
+	for _, it := range req.Input {
+		switch it.Type {
+		case "function_call", "custom_tool_call":
+			calls[it.CallID] = ToolResult{ID: it.CallID, Name: it.Name, Input: it.Arguments + it.Input}
+		case "function_call_output", "custom_tool_call_output":
+			r := calls[it.CallID]
+			r.ID = it.CallID
+			if b, err := json.Marshal(it.Output); err == nil {
+				r.Output = contentText(b)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// contentText is a tool result's text: a string, or the text parts of a
+// list of content blocks.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// cwdOf finds the working directory a CLI states in its request.
+func cwdOf(body []byte) string {
+	for _, re := range []*regexp.Regexp{claudeCwd, codexCwd} {
+		if m := re.FindSubmatch(body); m != nil {
+			var s string
+			if json.Unmarshal(append(append([]byte{'"'}, m[1]...), '"'), &s) == nil {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+var (
+	claudeCwd = regexp.MustCompile(`Primary working directory: ((?:[^"\\]|\\.)*?)(?:\\n|")`)
+	codexCwd  = regexp.MustCompile(`<cwd>((?:[^"<\\]|\\.)*)</cwd>`)
+)
+
+// nextCall returns the tool call a request with body should get, if any,
+// and the id to give it (prefix, then a number). A reply picked by When
+// counts only its own calls' results, told by their ids: the CLIs do not
+// keep a turn's prompt before its tool results (Claude merges them into
+// one message, prompt last).
+func nextCall(api string, rep Reply, body []byte, prefix string) (Call, string, bool) {
+	k := 0
+	if rep.When != "" {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(rep.When))
+		prefix += fmt.Sprintf("%08x_", h.Sum32())
+		for _, r := range toolResults(api, body) {
+			if strings.HasPrefix(r.ID, prefix) {
+				k++
+			}
+		}
+	} else {
+		k = len(toolResults(api, body))
+	}
+	id := fmt.Sprintf("%s%d", prefix, k+1)
 	if k >= len(rep.Tools) {
-		return Call{}, false
+		return Call{}, id, false
 	}
 	c := rep.Tools[k]
+	if strings.Contains(c.Input, Cwd) {
+		cwd, _ := json.Marshal(cwdOf(body))
+		c.Input = strings.ReplaceAll(c.Input, Cwd, string(cwd[1:len(cwd)-1]))
+	}
 	if suffix, ok := strings.CutPrefix(c.Name, "~"); ok {
 		for _, name := range toolNames(body) {
 			if strings.HasSuffix(name, suffix) {
@@ -114,7 +278,7 @@ func nextCall(rep Reply, body []byte, resultMarker string) (Call, bool) {
 			}
 		}
 	}
-	return c, true
+	return c, id, true
 }
 
 // toolNames lists the tools a request offers, in either API's shape
@@ -155,6 +319,14 @@ func (s *Server) next(api string, script []Reply, body []byte) Reply {
 	if len(script) == 0 {
 		return Reply{Text: "ok"}
 	}
+	if script[0].When != "" || script[len(script)-1].When != "" {
+		for i := len(script) - 1; i >= 0; i-- {
+			if w := script[i].When; w != "" && strings.Contains(string(body), w) {
+				return script[i]
+			}
+		}
+		return Reply{Text: "ok"}
+	}
 	if n >= len(script) {
 		n = len(script) - 1
 	}
@@ -183,8 +355,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": rep.Message}})
 		return
 	}
-	call, useTool := nextCall(rep, body, `"tool_result"`)
-	toolID := fmt.Sprintf("toolu_mock%d", strings.Count(string(body), `"tool_result"`)+1)
+	call, toolID, useTool := nextCall("anthropic", rep, body, "toolu_mock")
 	if !req.Stream {
 		content := []any{map[string]any{"type": "text", "text": rep.Text}}
 		stop := "end_turn"
@@ -233,8 +404,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": rep.Message, "type": "invalid_request_error", "code": nil}})
 		return
 	}
-	call, useTool := nextCall(rep, body, `"function_call_output"`)
-	callID := fmt.Sprintf("call_mock%d", strings.Count(string(body), `"function_call_output"`)+1)
+	call, callID, useTool := nextCall("openai", rep, body, "call_mock")
 	w.Header().Set("Content-Type", "text/event-stream")
 	ev := func(v map[string]any) {
 		b, _ := json.Marshal(v)
