@@ -124,7 +124,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
 	if errors.Is(err, os.ErrNotExist) {
 		if !c.Follow {
-			return fmt.Errorf("%s: no agent output on this machine (turns run on host %s)", sn.Task.Slug, sn.Session.Host)
+			return fmt.Errorf("%s: %s", sn.Task.Slug, a.noLogWhy(sn))
 		}
 		err = nil
 	}
@@ -133,6 +133,15 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	return a.followLog(ctx, id, lw, pd, off)
+}
+
+// noLogWhy says why this machine has no agent output of sn: its turns
+// run on another host, or (a session of this host's) none was kept.
+func (a *app) noLogWhy(sn *gitstore.Snapshot) string {
+	if env, err := a.env(); err == nil && !env.Owns(sn) && sn.Session.Host != a.store.Host() {
+		return "no agent output on this machine (its turns run on host " + sn.Session.Host + "; run lazy logs there)"
+	}
+	return "no agent output was kept on this machine for it (its log was never written, or was removed by hand)"
 }
 
 // followLog prints what the agent appends until the task leaves working

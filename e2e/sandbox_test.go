@@ -35,7 +35,7 @@ func sandboxBase(t *testing.T) string {
 
 func agentLog(t *testing.T, r *runner, id string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.dir, ".git", "lazy", "proto", id, "agent.log"))
+	b, err := os.ReadFile(filepath.Join(r.dir, ".git", "lazy", "logs", id, "agent.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

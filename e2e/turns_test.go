@@ -259,7 +259,7 @@ func waitLog(t *testing.T, r *runner, text string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		logs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "proto", "*", "agent.log"))
+		logs, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "logs", "*", "agent.log"))
 		for _, l := range logs {
 			if b, err := os.ReadFile(l); err == nil && strings.Contains(string(b), text) {
 				return

@@ -26,8 +26,37 @@ type Dir string
 // (<git common dir>/lazy).
 func ForTask(lazyDir, taskID string) Dir { return Dir(filepath.Join(lazyDir, "proto", taskID)) }
 
-// Path returns a file in the directory.
-func (d Dir) Path(name string) string { return filepath.Join(string(d), name) }
+// Path returns a file in the directory. The agent's log and its index
+// live in <lazy dir>/logs/<task id>/ instead: the protocol directory goes
+// when the task finishes, and the log must outlive accept, reject and
+// reopen.
+func (d Dir) Path(name string) string {
+	if name == LogFile || name == LogIndexFile {
+		return filepath.Join(d.LogDir(), name)
+	}
+	return filepath.Join(string(d), name)
+}
+
+// LogDir is where the task's agent log is kept.
+func (d Dir) LogDir() string {
+	return filepath.Join(filepath.Dir(filepath.Dir(string(d))), "logs", filepath.Base(string(d)))
+}
+
+// OpenLog opens the agent log for appending, creating its directory.
+// A log an older lazy kept in the protocol directory moves there first,
+// so a task that ran before keeps its history.
+func (d Dir) OpenLog() (*os.File, error) {
+	if err := os.MkdirAll(d.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("agent log: %w", err)
+	}
+	for _, name := range []string{LogFile, LogIndexFile} {
+		old := filepath.Join(string(d), name)
+		if _, err := os.Stat(d.Path(name)); errors.Is(err, fs.ErrNotExist) {
+			_ = os.Rename(old, d.Path(name))
+		}
+	}
+	return os.OpenFile(d.Path(LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
 
 // File names.
 const (

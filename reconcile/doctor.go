@@ -602,8 +602,8 @@ func (r *Reconciler) checkGitLocks(repair bool) []Finding {
 	return findings
 }
 
-// checkFiles finds task locks and protocol directories of tasks that no
-// longer exist.
+// checkFiles finds task locks, protocol directories and agent logs of
+// tasks that no longer exist.
 func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
 	if only != "" {
 		return nil
@@ -613,6 +613,9 @@ func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, re
 	for _, dir := range []struct{ path, prefix, suffix, kind string }{
 		{repo.LazyDir("locks"), "task-", ".lock", "orphaned-lock"},
 		{repo.LazyDir("proto"), "", "", "orphaned-protocol"},
+		// A finished task keeps its agent log; a task that no longer
+		// exists at all (its ref deleted) does not need one.
+		{repo.LazyDir("logs"), "", "", "orphaned-log"},
 	} {
 		ents, err := os.ReadDir(dir.path)
 		if err != nil {

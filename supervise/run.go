@@ -360,7 +360,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		return launchFailure("supervisor", err), nil
 	}
 	defer release()
-	logf, err := os.OpenFile(dir.Path(proto.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := dir.OpenLog()
 	if err != nil {
 		return launchFailure("supervisor", err), nil
 	}
