@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
 )
@@ -28,6 +29,8 @@ type DiffCmd struct {
 	Stat     bool     `help:"Show a diffstat instead of the patch." xor:"form"`
 	NameOnly bool     `name:"name-only" help:"Show only the names of changed files." xor:"form"`
 	Tool     bool     `help:"Open the diff in your git difftool (git difftool --dir-diff)." xor:"form"`
+	// Committed leaves out what the worktree has not committed yet.
+	Committed bool `help:"Only the branch's commits: leave out the worktree's uncommitted changes (for a patch to apply elsewhere)."`
 }
 
 // Run implements lazy diff: git diff of the task branch against its merge
@@ -57,6 +60,7 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 	if a.noColor {
 		args = append(args, "--no-color")
 	}
+	form := append([]string(nil), args...)
 	args = append(args, r.MergeBase, r.BranchSHA)
 	// git gets the real stdout, as for a git diff the user typed: its
 	// pager and colour apply, and a patch piped to a file is exact.
@@ -65,7 +69,45 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 	if errors.As(err, &ge) && ge.ExitCode() > 0 {
 		return silentExit{code: ge.ExitCode(), err: err}
 	}
-	return err
+	if err != nil || c.Committed || c.Tool || r.Worktree == "" {
+		return err
+	}
+	return c.uncommitted(ctx, a, r, form)
+}
+
+// uncommitted shows, after the branch's diff and under a header that
+// says so, what the task's worktree changed but did not commit: git diff
+// HEAD for tracked files, and each untracked file against nothing.
+func (c *DiffCmd) uncommitted(ctx context.Context, a *app, r *ops.Review, form []string) error {
+	st, err := gitcli.New(r.Worktree, "status", "--porcelain", "-z", "--untracked-files=all").Env("GIT_OPTIONAL_LOCKS=0").Paths(c.Paths...).Output(ctx)
+	if err != nil || len(st) == 0 {
+		return nil // a worktree git cannot read has nothing to add here
+	}
+	fmt.Fprintf(a.stdout, "\n# Uncommitted in the worktree %s (not committed to %s):\n", r.Worktree, r.Branch)
+	out := rawWriter(a.stdout)
+	if err := gitcli.New(r.Worktree, append(form, "HEAD")...).Paths(c.Paths...).Attach(ctx, a.stdin, out, a.stderr); err != nil {
+		return err
+	}
+	untracked, err := gitcli.New(r.Worktree, "ls-files", "--others", "--exclude-standard", "-z").Paths(c.Paths...).Output(ctx)
+	if err != nil {
+		return err
+	}
+	for _, f := range strings.Split(string(untracked), "\x00") {
+		if f == "" {
+			continue
+		}
+		if c.NameOnly {
+			fmt.Fprintln(a.stdout, f)
+			continue
+		}
+		// diff --no-index exits 1 when the files differ, which they do.
+		err := gitcli.New(r.Worktree, append(append([]string(nil), form...), "--no-index")...).Paths(os.DevNull, f).Attach(ctx, a.stdin, out, a.stderr)
+		var ge *gitcli.Error
+		if err != nil && (!errors.As(err, &ge) || ge.ExitCode() != 1) {
+			return err
+		}
+	}
+	return nil
 }
 
 // nextSteps are the commands that make sense for a task in its status,

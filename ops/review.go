@@ -19,6 +19,9 @@ type Review struct {
 	Into      string `json:"into"`
 	MergeBase string `json:"merge_base"`
 	BranchSHA string `json:"branch_sha"`
+	// Worktree is the task's worktree on this machine, "" when it has
+	// none here.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // ReviewRange finds the range `lazy diff` shows: the task branch against
@@ -61,7 +64,7 @@ func (e *Env) review(ctx context.Context, sn *gitstore.Snapshot, lacks string) (
 	if err := ValidBranchName(branch); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
-	r = &Review{Slug: slug, Branch: branch}
+	r = &Review{Slug: slug, Branch: branch, Worktree: wt}
 	if r.BranchSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+branch+"^{commit}").String(ctx); err != nil || r.BranchSHA == "" {
 		if sn.Task.Status == machine.Complete {
 			return nil, "", fmt.Errorf("%s is complete and its branch %s is gone; its work is in the squash commit (git log --grep='Lazy-Task: %s')", slug, branch, sn.Task.ID)

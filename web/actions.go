@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -154,21 +153,13 @@ func (s *Server) acceptPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"Task": gitstore.NewSummary(&sn.Task), "CSRF": csrf(s.session(r))}
-	into, err := s.Actions.Into(r.Context(), id)
-	switch {
-	case err != nil:
+	// What accept would merge: the range lazy diff and accept --dry-run
+	// measure.
+	if rg, _, err := s.reviewRange(r.Context(), id); err != nil {
 		data["Error"] = err.Error()
-	case sn.Session == nil || gitstore.ValidBranchName(sn.Session.Branch) != nil || gitstore.ValidBranchName(into) != nil:
-		data["Error"] = "this task has no branch to merge"
-	default:
-		data["Into"] = into
-		base, berr := gitcli.New(s.RepoDir, "merge-base", "refs/heads/"+into, "refs/heads/"+sn.Session.Branch).String(r.Context())
-		base = strings.TrimSpace(base)
-		if berr != nil || !gitstore.ValidHex(base) {
-			data["Error"] = "the task's branch and " + into + " share no history; accept from the CLI to see git's own error"
-			break
-		}
-		data["Diff"] = s.branchDiff(r.Context(), base, sn.Session.Branch, r.URL.Query().Get("diff") == "all")
+	} else {
+		data["Into"] = rg.Into
+		data["Diff"] = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, r.URL.Query().Get("diff") == "all")
 	}
 	s.render(w, "accept.html", data)
 }

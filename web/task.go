@@ -8,6 +8,7 @@ import (
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
 
@@ -94,13 +95,30 @@ func parseDiff(out string, maxFiles, maxLines int) diff {
 	return d
 }
 
-// branchDiff is the task branch's change since from (the session's start,
-// or the merge base with the target for an accept's dry run).
-func (s *Server) branchDiff(ctx context.Context, from, branch string, all bool) diff {
-	if !gitstore.ValidHex(from) || gitstore.ValidBranchName(branch) != nil {
+// reviewRange is the range lazy diff shows (ops.Env.ReviewRange): the
+// branch this machine made for the task (or the one its slug derives,
+// never a name from the record) against its merge base with the branch
+// it merges into, so work merged in from upstream is not counted as the
+// task's. The worktree's uncommitted files come with it.
+func (s *Server) reviewRange(ctx context.Context, id string) (*ops.Review, []string, error) {
+	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	r, err := env.ReviewRange(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var uncommitted []string
+	if d, err := env.Diff(ctx, id, false, 0); err == nil {
+		uncommitted = d.Uncommitted
+	}
+	return r, uncommitted, nil
+}
+
+// branchDiff is the change from one commit to another.
+func (s *Server) branchDiff(ctx context.Context, from, to string, all bool) diff {
+	if !gitstore.ValidHex(from) || !gitstore.ValidHex(to) {
 		return diff{Empty: true}
 	}
-	out, err := gitcli.New(s.RepoDir, "diff", "--no-color", "--no-ext-diff", "--find-renames", from, "refs/heads/"+branch).String(ctx)
+	out, err := gitcli.New(s.RepoDir, "diff", "--no-color", "--no-ext-diff", "--find-renames", from, to).String(ctx)
 	if err != nil {
 		return diff{Empty: true}
 	}
@@ -110,13 +128,12 @@ func (s *Server) branchDiff(ctx context.Context, from, branch string, all bool) 
 	return parseDiff(out, diffFiles, diffFileLines)
 }
 
-// diffStat is git's summary line of the same change.
-func (s *Server) diffStat(ctx context.Context, sn *gitstore.Snapshot) string {
-	ss := sn.Session
-	if ss == nil || !gitstore.ValidHex(ss.GitStartSHA) || gitstore.ValidBranchName(ss.Branch) != nil {
+// diffStat is git's summary of the same change.
+func (s *Server) diffStat(ctx context.Context, from, to string) string {
+	if !gitstore.ValidHex(from) || !gitstore.ValidHex(to) {
 		return ""
 	}
-	out, err := gitcli.New(s.RepoDir, "diff", "--stat", ss.GitStartSHA, "refs/heads/"+ss.Branch).String(ctx)
+	out, err := gitcli.New(s.RepoDir, "diff", "--stat", from, to).String(ctx)
 	if err != nil {
 		return ""
 	}
@@ -135,16 +152,17 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	hist, _ := s.Store.History(sn)
 	sum := gitstore.NewSummary(&sn.Task)
 	all := r.URL.Query().Get("diff") == "all"
-	var d diff
-	if ss := sn.Session; ss != nil {
-		d = s.branchDiff(r.Context(), ss.GitStartSHA, ss.Branch, all)
+	d, stat := diff{Empty: true}, ""
+	var uncommitted []string
+	if rg, unc, err := s.reviewRange(r.Context(), sn.Task.ID); err == nil {
+		d, stat, uncommitted = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, all), s.diffStat(r.Context(), rg.MergeBase, rg.BranchSHA), unc
 	}
 	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile), logPageEntries)
 	session := s.session(r)
 	act := s.canAct(r)
 	data := map[string]any{
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
-		"Turns": turns, "Comments": comments, "History": hist, "Diff": d, "DiffStat": s.diffStat(r.Context(), sn),
+		"Turns": turns, "Comments": comments, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
 		"DiffAll": all, "Pending": sn.Violations.Pending, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
