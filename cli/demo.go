@@ -60,7 +60,9 @@ func (d *demo) sh(ctx context.Context, wantOK bool, stdin string, name string, a
 	fmt.Fprintf(d.a.stdout, "$ %s %s\n", shown, strings.Join(quoteAll(args), " "))
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = d.repo
-	cmd.Env = append(os.Environ(), "LAZY_ACTOR=", "GIT_CONFIG_NOSYSTEM=1",
+	// Task worktrees go to the per-user data directory by default; the
+	// demo keeps everything in its scratch directory.
+	cmd.Env = append(os.Environ(), "LAZY_ACTOR=", "GIT_CONFIG_NOSYSTEM=1", "XDG_DATA_HOME="+filepath.Join(filepath.Dir(d.repo), "data"),
 		"GIT_AUTHOR_NAME=lazy demo", "GIT_AUTHOR_EMAIL=demo@lazy.invalid",
 		"GIT_COMMITTER_NAME=lazy demo", "GIT_COMMITTER_EMAIL=demo@lazy.invalid")
 	if stdin != "" {

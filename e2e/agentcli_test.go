@@ -285,19 +285,18 @@ func TestRealClaudeUnreachableParks(t *testing.T) {
 func TestRealClaudeAskIsReadOnlyAndUsesLazyTools(t *testing.T) {
 	r := newRepo(t)
 	tk := r.create("asked")
-	wt := filepath.Join(r.dir, ".git", "lazy", "worktrees", tk.Slug)
 	r, srv := withRealAgents(t, r, []mockapi.Reply{
 		{Text: "worked"},
 		{Tools: []mockapi.Call{
-			{Name: "Read", Input: `{"file_path":"` + filepath.Join(wt, "README.md") + `"}`},
-			{Name: "Write", Input: `{"file_path":"` + filepath.Join(wt, "written-by-ask.txt") + `","content":"no"}`},
+			{Name: "Read", Input: `{"file_path":"` + mockapi.Cwd + `/README.md"}`},
+			{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/written-by-ask.txt","content":"no"}`},
 			{Name: "mcp__lazy__lazy_comment", Input: `{"task":"` + tk.Slug + `","text":"noted while answering"}`},
 		}, Text: "The answer is 42."},
 	}, nil)
 	r.ok("start", tk.Slug)
-	r.waitStatus(tk.Slug, "blocked")
-	if got := sessionOf(t, r, tk.ID)["worktree"]; got != wt {
-		t.Fatalf("worktree %v, want %s", got, wt)
+	wt := r.waitStatus(tk.Slug, "blocked").Session.Worktree
+	if got := sessionOf(t, r, tk.ID)["worktree"]; got != wt || within(wt, r.dir) {
+		t.Fatalf("worktree %v (%s), want one outside the checkout and its .git", got, wt)
 	}
 	r.ok("ask", tk.Slug, "-m", "what is the answer?")
 	s := r.waitStatus(tk.Slug, "blocked")

@@ -59,12 +59,12 @@ func TestDoctorReportsThenRepairs(t *testing.T) {
 	r.ok("start", clean.Slug, "--command", fakeAgentBin)
 	r.waitStatus(clean.Slug, "blocked")
 	r.ok("close", clean.Slug)
-	// A clean worktree close did not get to remove (an older lazy, a crash).
+	// A clean worktree close did not get to remove (an older lazy, a
+	// crash), where older lazies put worktrees: doctor knows both places.
 	r.git("worktree", "add", "-q", filepath.Join(r.dir, ".git", "lazy", "worktrees", clean.Slug), "lazy/"+clean.Slug)
 	dirty := r.create("finished dirty")
 	r.ok("start", dirty.Slug, "--command", fakeAgentBin)
-	r.waitStatus(dirty.Slug, "blocked")
-	dirtyTree := filepath.Join(r.dir, ".git", "lazy", "worktrees", dirty.Slug)
+	dirtyTree := r.waitStatus(dirty.Slug, "blocked").Session.Worktree
 	if err := os.WriteFile(filepath.Join(dirtyTree, "unsaved.txt"), []byte("precious\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

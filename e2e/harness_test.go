@@ -53,6 +53,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// Task worktrees go to $XDG_DATA_HOME/lazy/worktrees by default: the
+	// tests' go to a directory of their own, never the user's.
+	if err := os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// The credential gate refuses claude and codex without credentials;
 	// the fake agents need none, so every test gets a placeholder key
 	// (the gate's own tests clear it, the real-CLI tests set their own).
@@ -246,4 +252,10 @@ func (r *runner) list(args ...string) []task {
 		r.t.Fatalf("list output %q: %v", out, err)
 	}
 	return ts
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -2,9 +2,14 @@ package ops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
@@ -34,10 +39,66 @@ type StartInput struct {
 	RepoDir                 string // the main checkout, where git worktree runs
 }
 
-// DefaultWorktreeRoot is where task worktrees live unless lazy.worktreeDir
-// says otherwise: inside the git directory, so they are outside the
-// user's checkout, invisible to `git status`, and go away with the repo.
-func DefaultWorktreeRoot(s *gitstore.Store) string { return s.Repo().LazyDir("worktrees") }
+// DefaultWorktreeRoot is where a repository's task worktrees live unless
+// lazy.worktreeDir says otherwise: $XDG_DATA_HOME/lazy/worktrees/<name>-<id>
+// (~/.local/share/... by default), <name> the repository's directory and
+// <id> 8 hex digits of a hash of its git directory's path, so two clones
+// called app never share one. Outside the checkout (its git status, build
+// tools and file watchers never see them) and outside .git, which Claude
+// Code treats as sensitive and Codex's sandbox keeps read-only: an agent
+// CLI sees an ordinary project directory. Worktrees made before, under
+// .git/lazy/worktrees, stay where they are: every turn reads its
+// worktree from this machine's session record.
+func DefaultWorktreeRoot(s *gitstore.Store) (string, error) {
+	base := os.Getenv("XDG_DATA_HOME")
+	if !filepath.IsAbs(base) { // the XDG spec: a relative path is ignored
+		home, err := os.UserHomeDir()
+		if err != nil || !filepath.IsAbs(home) {
+			return "", errors.New("cannot tell where to put task worktrees: neither XDG_DATA_HOME nor HOME is set; set one, or git config lazy.worktreeDir DIR")
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	common := s.Repo().CommonDir
+	name := filepath.Base(common)
+	if name == ".git" {
+		name = filepath.Base(filepath.Dir(common))
+	}
+	sum := sha256.Sum256([]byte(common))
+	return filepath.Join(base, "lazy", "worktrees", dirName(strings.TrimSuffix(name, ".git"))+"-"+hex.EncodeToString(sum[:4])), nil
+}
+
+// dirName keeps a repository's name readable and safe as one path
+// element: letters, digits, '.', '_' and '-', at most 40 of them.
+func dirName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case b.Len() >= 40:
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	if s := strings.Trim(b.String(), ".-"); s != "" {
+		return s
+	}
+	return "repo"
+}
+
+// worktreeRoot resolves the directory a new worktree goes in: dir
+// (lazy.worktreeDir, relative to the repository) or the default.
+func (e *Env) worktreeRoot(dir, repoDir string) (string, error) {
+	if dir == "" {
+		return DefaultWorktreeRoot(e.Store)
+	}
+	if !filepath.IsAbs(dir) {
+		// A relative lazy.worktreeDir is relative to the repository, not
+		// to wherever the command happens to run.
+		dir = filepath.Join(repoDir, dir)
+	}
+	return dir, nil
+}
 
 // Start moves a backlog task to working: branch and worktree, the session
 // and the human turn recorded first, then the supervisor launched.
@@ -97,14 +158,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if err != nil {
 		return nil, err
 	}
-	root := in.WorktreeDir
-	if root == "" {
-		root = DefaultWorktreeRoot(e.Store)
-	}
-	if !filepath.IsAbs(root) {
-		// A relative lazy.worktreeDir is relative to the repository, not
-		// to wherever the command happens to run.
-		root = filepath.Join(in.RepoDir, root)
+	root, err := e.worktreeRoot(in.WorktreeDir, in.RepoDir)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", sn.Task.Slug, err)
 	}
 	dir := filepath.Join(root, sn.Task.Slug)
 	branch := worktree.Branch(sn.Task.Slug)

@@ -45,12 +45,9 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}
-	root := in.WorktreeDir
-	if root == "" {
-		root = DefaultWorktreeRoot(e.Store)
-	}
-	if !filepath.IsAbs(root) {
-		root = filepath.Join(in.RepoDir, root)
+	root, err := e.worktreeRoot(in.WorktreeDir, in.RepoDir)
+	if err != nil {
+		return nil, fmt.Errorf("take over %s: %w", slug, err)
 	}
 	// Derived, never read from the record: lazy/<slug> under this
 	// machine's worktree directory.
