@@ -10,11 +10,11 @@ import (
 
 // Turn is what an adapter needs to build one turn's argv.
 type Turn struct {
-	Prompt         string
-	ResumeID       string   // the agent's own session id, "" for a new one
-	ReadOnly       bool     // an ask: no edits, no shell
-	PermissionMode string   // claude's --permission-mode for work turns
-	Exec           []string // the exec agent's command
+	Prompt   string
+	ResumeID string   // the agent's own session id, "" for a new one
+	ReadOnly bool     // an ask: no edits, no shell
+	Grants   Grants   // what the posture table gives the turn
+	Exec     []string // the exec agent's command
 	// MCP is lazy's MCP server for the agent (lazy mcp-proxy), if any.
 	MCP *MCPServer
 }
@@ -43,17 +43,6 @@ func claudeMCPConfig(m *MCPServer) string {
 // ClaudeMCPAllow is the --allowedTools entry that lets every tool of the
 // "lazy" MCP server through (Claude names them mcp__lazy__<tool>).
 const ClaudeMCPAllow = "mcp__lazy"
-
-// beforePrompt inserts flags before the "--" that precedes the prompt.
-func beforePrompt(argv []string, flags ...string) []string {
-	for i := len(argv) - 1; i >= 0; i-- {
-		if argv[i] == "--" {
-			out := append(append(append([]string(nil), argv[:i]...), flags...), argv[i:]...)
-			return out
-		}
-	}
-	return append(argv, flags...)
-}
 
 // Stream parses an agent's structured output as it arrives.
 type Stream interface {
@@ -139,11 +128,7 @@ func (claude) Binary(Turn) string         { return "claude" }
 func (claude) NewStream() Stream          { return &ClaudeStream{} }
 func (claude) Classify(s Signals) Failure { return ClassifyClaude(s) }
 func (claude) Argv(t Turn) ([]string, error) {
-	argv := ClaudeArgv(t.Prompt, t.ResumeID, t.PermissionMode, t.ReadOnly)
-	if t.MCP != nil {
-		argv = beforePrompt(argv, MCPFlags("claude", t.MCP)...)
-	}
-	return argv, nil
+	return ClaudeArgv(t), nil
 }
 
 type codex struct{}
@@ -153,7 +138,7 @@ func (codex) Binary(Turn) string         { return "codex" }
 func (codex) NewStream() Stream          { return &CodexStream{} }
 func (codex) Classify(s Signals) Failure { return ClassifyCodex(s) }
 func (codex) Argv(t Turn) ([]string, error) {
-	argv := CodexArgv(t.Prompt, t.ResumeID, t.ReadOnly)
+	argv := CodexArgv(t)
 	if t.MCP != nil {
 		// Config overrides go before a resume subcommand.
 		at := 3 // codex exec --json

@@ -12,22 +12,28 @@ const ClaudeReadOnlyDenied = "Edit,Write,MultiEdit,NotebookEdit,Bash"
 
 // ClaudeArgv builds a Claude Code turn (reference: agent-clis.md):
 // print mode, stream-json (which requires --verbose), --resume=<id> with
-// "=", and "--" before the prompt so no multi-valued flag swallows it.
-func ClaudeArgv(prompt, resumeID, permissionMode string, readOnly bool) []string {
+// "=", the posture's flags, lazy's MCP server, one --allowedTools for the
+// server's tools and the posture's shell commands, and "--" before the
+// prompt so no multi-valued flag swallows it.
+func ClaudeArgv(t Turn) []string {
 	argv := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
-	if resumeID != "" {
-		argv = append(argv, "--resume="+resumeID)
+	if t.ResumeID != "" {
+		argv = append(argv, "--resume="+t.ResumeID)
 	}
-	if readOnly {
-		// Not plan mode: it refuses every MCP tool that is not read-only
-		// ("Cannot call mcp__lazy__lazy_comment while in plan mode"), so
-		// an ask could not use lazy's tools. dontAsk denies whatever was
-		// not allowed, and the edit and shell tools are denied outright.
-		argv = append(argv, "--permission-mode", "dontAsk", "--disallowedTools="+ClaudeReadOnlyDenied)
-	} else if permissionMode != "" {
-		argv = append(argv, "--permission-mode", permissionMode)
+	perm := TurnPermissions("claude", t.ReadOnly, t.Grants)
+	argv = append(argv, perm.Flags...)
+	allowed := perm.AllowedTools
+	if t.MCP != nil {
+		// In -p mode Claude denies MCP tools that were not allowed, in
+		// every permission mode: allowing the server "mcp__lazy" lets
+		// lazy's tools through, and only lazy's.
+		argv = append(argv, "--mcp-config="+claudeMCPConfig(t.MCP))
+		allowed = append([]string{ClaudeMCPAllow}, allowed...)
 	}
-	return append(argv, "--", prompt)
+	if len(allowed) > 0 {
+		argv = append(argv, "--allowedTools="+strings.Join(allowed, ","))
+	}
+	return append(argv, "--", t.Prompt)
 }
 
 // ClaudeStream accumulates what a Claude Code stream-json run said. Feed it

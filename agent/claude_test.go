@@ -64,22 +64,22 @@ func TestClaudeStreamErrorShapes(t *testing.T) {
 }
 
 func TestClaudeArgv(t *testing.T) {
-	argv := ClaudeArgv("-rf --help", "sid", "acceptEdits", false)
+	argv := ClaudeArgv(Turn{Prompt: "-rf --help", ResumeID: "sid", Grants: Grants{PermissionMode: "acceptEdits"}})
 	got := strings.Join(argv, " ")
-	if got != "claude -p --output-format stream-json --verbose --resume=sid --permission-mode acceptEdits -- -rf --help" {
+	if !strings.HasPrefix(got, "claude -p --output-format stream-json --verbose --resume=sid --permission-mode acceptEdits --allowedTools=Bash(git add:*),") || !strings.HasSuffix(got, " -- -rf --help") {
 		t.Fatalf("argv %q", got)
 	}
-	ro := strings.Join(ClaudeArgv("q", "", "", true), " ")
+	ro := strings.Join(ClaudeArgv(Turn{Prompt: "q", ReadOnly: true}), " ")
 	if !strings.Contains(ro, "--permission-mode dontAsk --disallowedTools=Edit,Write,MultiEdit,NotebookEdit,Bash -- q") || strings.Contains(ro, "--resume") {
 		t.Fatalf("ask argv %q", ro)
 	}
 }
 
 func TestCodexArgvAndStream(t *testing.T) {
-	if got := strings.Join(CodexArgv("-x", "th1", false), " "); got != "codex exec --json -s workspace-write resume th1 -- -x" {
+	if got := strings.Join(CodexArgv(Turn{Prompt: "-x", ResumeID: "th1", Grants: Grants{WritableRoots: []string{"/r/.git/objects"}}}), " "); got != "codex exec --json -s workspace-write --add-dir /r/.git/objects resume th1 -- -x" {
 		t.Fatalf("argv %q", got)
 	}
-	if got := strings.Join(CodexArgv("q", "", true), " "); got != "codex exec --json -s read-only -- q" {
+	if got := strings.Join(CodexArgv(Turn{Prompt: "q", ReadOnly: true}), " "); got != "codex exec --json -s read-only -- q" {
 		t.Fatalf("read-only argv %q", got)
 	}
 	s := &CodexStream{}
@@ -111,14 +111,14 @@ func TestCodexArgvAndStream(t *testing.T) {
 func TestClaudeAllowsLazyMCPInEveryKind(t *testing.T) {
 	a, _ := For("claude")
 	m := &MCPServer{Command: "/bin/lazy", Args: []string{"mcp-proxy"}, EnvVars: []string{"LAZY_MCP_TOKEN"}}
-	for _, turn := range []Turn{{Prompt: "work", PermissionMode: "acceptEdits"}, {Prompt: "again", ResumeID: "s1"}, {Prompt: "ask", ReadOnly: true}} {
+	for _, turn := range []Turn{{Prompt: "work", Grants: Grants{PermissionMode: "acceptEdits"}}, {Prompt: "again", ResumeID: "s1"}, {Prompt: "ask", ReadOnly: true}, {Prompt: "boxed", Grants: Grants{Sandboxed: true}}} {
 		turn.MCP = m
 		argv, err := a.Argv(turn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := strings.Join(argv, " ")
-		if !strings.Contains(got, " --allowedTools=mcp__lazy -- ") || !strings.Contains(got, `"LAZY_MCP_TOKEN":"${LAZY_MCP_TOKEN}"`) {
+		if !strings.Contains(got, " --allowedTools=mcp__lazy") || strings.Count(got, "--allowedTools") != 1 || !strings.Contains(got, `"LAZY_MCP_TOKEN":"${LAZY_MCP_TOKEN}"`) {
 			t.Errorf("argv %q", got)
 		}
 	}

@@ -7,19 +7,16 @@ import (
 	"sync"
 )
 
-// CodexArgv builds a Codex CLI turn: `codex exec --json -s <sandbox>
-// [resume <thread-id>] -- <prompt>`. Flags go before `resume`, and "--"
-// keeps a prompt that starts with a dash from being read as an option.
-func CodexArgv(prompt, threadID string, readOnly bool) []string {
-	sandbox := "workspace-write"
-	if readOnly {
-		sandbox = "read-only"
+// CodexArgv builds a Codex CLI turn: `codex exec --json <posture flags>
+// [resume <thread-id>] -- <prompt>`. Flags go before `resume` (which
+// takes neither -s nor --add-dir), and "--" keeps a prompt that starts
+// with a dash from being read as an option.
+func CodexArgv(t Turn) []string {
+	argv := append([]string{"codex", "exec", "--json"}, TurnPermissions("codex", t.ReadOnly, t.Grants).Flags...)
+	if t.ResumeID != "" {
+		argv = append(argv, "resume", t.ResumeID)
 	}
-	argv := []string{"codex", "exec", "--json", "-s", sandbox}
-	if threadID != "" {
-		argv = append(argv, "resume", threadID)
-	}
-	return append(argv, "--", prompt)
+	return append(argv, "--", t.Prompt)
 }
 
 // CodexStream accumulates a `codex exec --json` run's JSONL events.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
@@ -121,7 +123,46 @@ func (a *app) env() (*ops.Env, error) {
 	// command may do (an agent acting for its own task) is proven by an
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing}, nil
+	policy, err := a.policy()
+	if err != nil {
+		return nil, err
+	}
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy}, nil
+}
+
+// policy reads the turn configuration every turn gets: lazy.agent.allow,
+// lazy.uncommitted (with lazy.pushBack, its older spelling),
+// lazy.setup and lazy.copyFiles.
+func (a *app) policy() (proto.Policy, error) {
+	p := proto.Policy{Allow: a.cfg.All("lazy.agent.allow"), CopyFiles: a.cfg.All("lazy.copyFiles")}
+	if err := agent.CheckAllow(p.Allow); err != nil {
+		return p, err
+	}
+	p.Setup, _ = a.cfg.Get("lazy.setup")
+	p.Setup = strings.TrimSpace(p.Setup)
+	for _, f := range p.CopyFiles {
+		if f = strings.TrimSpace(f); f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
+			return p, fmt.Errorf("git config lazy.copyFiles = %q is not a path inside the repository; give one relative to its root, such as .env or config/*.local", f)
+		}
+	}
+	switch v, _ := a.cfg.Get("lazy.uncommitted"); strings.TrimSpace(v) {
+	case "":
+		// lazy.pushBack true, from before lazy.uncommitted, still asks
+		// the agent first.
+		pushBack, err := a.cfg.Bool("lazy.pushBack", false)
+		if err != nil {
+			return p, err
+		}
+		p.Uncommitted = proto.UncommittedCommit
+		if pushBack {
+			p.Uncommitted = proto.UncommittedPushBack
+		}
+	case proto.UncommittedCommit, proto.UncommittedPushBack, proto.UncommittedKeep:
+		p.Uncommitted = strings.TrimSpace(v)
+	default:
+		return p, fmt.Errorf("git config lazy.uncommitted = %q is not commit, push-back or keep", v)
+	}
+	return p, nil
 }
 
 // timing reads the supervisor's clocks: git config lazy.watchdogTimeout,
@@ -139,13 +180,6 @@ func (a *app) timing() (proto.Timing, error) {
 			*dst = d
 		}
 	}
-	// Off unless asked for: a push-back spends another agent run, and a
-	// dirty worktree is already reported as the turn's changed files.
-	pushBack, err := a.cfg.Bool("lazy.pushBack", false)
-	if err != nil {
-		return t, err
-	}
-	t.NoPushBack = !pushBack
 	if v := os.Getenv("LAZY_RETRY_SCALE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {

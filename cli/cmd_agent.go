@@ -93,10 +93,9 @@ func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
 			agentName = "claude"
 		}
 	}
-	mode, ok := a.cfg.Get("lazy.claude.permissionMode")
-	if !ok {
-		mode = "acceptEdits"
-	}
+	// Unset, the posture decides (agent.TurnPermissions).
+	mode, _ := a.cfg.Get("lazy.claude.permissionMode")
+	mode = strings.TrimSpace(mode)
 	in := ops.StartInput{Agent: agentName, ExecCommand: strings.Fields(command), PermissionMode: mode, RepoDir: a.repoDir()}
 	if dir, ok := a.cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
@@ -249,12 +248,16 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy, err := a.policy()
+	if err != nil {
+		return nil, err
+	}
 	auto, err := a.cfg.Bool("lazy.autoResume", true)
 	if err != nil {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing},
+		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy},
 		Launch:       a.launchSupervisor,
 		NoAutoResume: !auto,
 	}

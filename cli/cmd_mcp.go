@@ -67,12 +67,16 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 	if err != nil {
 		return nil, err
 	}
+	policy, err := a.policy()
+	if err != nil {
+		return nil, err
+	}
 	d := &mcp.Dispatcher{
 		Store: a.store,
 		Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, CallerTask: caller}, nil
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller}, nil
 			},
 			StartInput: a.startInput,
 			Launch:     a.launchSupervisor,

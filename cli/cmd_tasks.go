@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
@@ -478,6 +479,20 @@ func treeOrder(tasks []*gitstore.Summary, less func(a, b *gitstore.Summary) bool
 // maxFilesShown bounds the changed files show lists per turn.
 const maxFilesShown = 20
 
+// permissions is what sn's agent may do here (lazy show), or nil when
+// another machine runs it or the configuration cannot say.
+func (a *app) permissions(ctx context.Context, sn *gitstore.Snapshot) *agent.TaskPermissions {
+	env, err := a.env()
+	if err != nil {
+		return nil
+	}
+	in, err := a.startInput("", "")
+	if err != nil {
+		return nil
+	}
+	return env.Permissions(ctx, sn, in)
+}
+
 // ShowCmd shows one task.
 type ShowCmd struct {
 	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
@@ -501,6 +516,8 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	d.Live = a.marks().Substate(&d.Summary)
+	d.Permissions = a.permissions(ctx, sn)
+	perms := d.Permissions
 	if c.JSON {
 		return a.printJSON(d)
 	}
@@ -557,6 +574,13 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		if env, err := a.env(); err == nil && env.Foreign(sn) {
 			fmt.Fprintf(w, "  Warning:  the record says this host runs this session, but this machine never started it; lazy will not run, stop or delete anything for it (lazy start --take-over %s adopts it)\n", t.Slug)
 		}
+	}
+	if perms != nil {
+		fmt.Fprintf(w, "\nPermissions (%s, %s", perms.Agent, perms.Work.Posture)
+		if perms.Note != "" {
+			fmt.Fprintf(w, ": %s", perms.Note)
+		}
+		fmt.Fprintf(w, ")\n  Work:     %s\n  Ask:      %s\n  Leftovers: %s\n", sanitize.Field(perms.Work.String()), sanitize.Field(perms.Ask.String()), perms.Uncommitted)
 	}
 	if len(sn.Violations.Pending) > 0 {
 		fmt.Fprintf(w, "\nPending file-permission violations:\n")

@@ -68,6 +68,9 @@ func withRealAgents(t *testing.T, r *runner, anthropic, openai []mockapi.Reply) 
 	return withDaemon(t, r).with(
 		"PATH="+bin+string(os.PathListSeparator)+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+home, "CODEX_HOME="+codexHome, "MOCK_API_KEY=dummy",
+		// Codex refuses to link its sandbox helper under the temporary
+		// directory, which would hold CODEX_HOME.
+		"TMPDIR="+t.TempDir(),
 		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=dummy", "ANTHROPIC_AUTH_TOKEN=",
 		"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	), srv
@@ -92,6 +95,12 @@ request_max_retries = 1
 # Codex defers MCP tools behind tool search for models it knows; the
 # mock's model is unknown to it, so the tools are offered directly.
 tool_search_always_defer_mcp_tools = false
+[sandbox_workspace_write]
+# The tests' repositories live under /tmp, which workspace-write makes
+# writable by default: without it, /tmp is like any other directory of a
+# user's, and what a commit needs must be granted as it is for them.
+exclude_slash_tmp = true
+exclude_tmpdir_env_var = true
 `
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -188,7 +188,8 @@ func TestPairedAgentHasLazyTools(t *testing.T) {
 }
 
 // A turn that ends with uncommitted changes gets one push-back turn from
-// the supervisor, in the same conversation, when lazy.pushBack is on.
+// the supervisor, in the same conversation, when lazy.pushBack is on
+// (lazy.uncommitted push-back); by default lazy commits them itself.
 func TestSupervisorPushesBackOnUncommittedChanges(t *testing.T) {
 	r := withFakeClaude(t, newRepo(t))
 	r.git("config", "lazy.pushBack", "true")
@@ -218,14 +219,29 @@ func TestSupervisorPushesBackOnUncommittedChanges(t *testing.T) {
 		t.Fatalf("show:\n%s", out)
 	}
 
-	// Off: the dirty turn parks as it is.
+	// keep: the dirty turn parks as it is.
 	r.git("config", "lazy.pushBack", "false")
+	r.git("config", "lazy.uncommitted", "keep")
 	off := r.with(script(t, "write off.txt uncommitted", "claude-result left it"))
 	tk2 := off.create("no push back")
 	off.ok("start", tk2.Slug)
 	s = off.waitStatus(tk2.Slug, "blocked")
-	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "left it" || s.TurnList[len(s.TurnList)-2].Kind == "push-back" {
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "left it" || len(last.Commits) != 0 || s.TurnList[len(s.TurnList)-2].Kind == "push-back" {
 		t.Fatalf("turns %+v", s.TurnList)
+	}
+
+	// The default: lazy commits what was left, as the agent's, once.
+	r.git("config", "--unset", "lazy.uncommitted")
+	r.git("config", "--unset", "lazy.pushBack")
+	def := r.with(script(t, "attempt "+filepath.Join(t.TempDir(), "runs"), "write def.txt uncommitted", "claude-result Left def.txt for you"))
+	tk3 := def.create("default")
+	def.ok("start", tk3.Slug)
+	s = def.waitStatus(tk3.Slug, "blocked")
+	if last := s.TurnList[len(s.TurnList)-1]; last.Content != "Left def.txt for you" || len(last.Commits) != 1 || s.TurnList[len(s.TurnList)-2].Kind == "push-back" {
+		t.Fatalf("turns %+v", s.TurnList)
+	}
+	if msg := r.git("log", "-1", "--format=%an <%ae>|%s", "lazy/"+tk3.Slug); msg != "Claude Code (via lazy) <claude@agents.lazy.invalid>|Left def.txt for you" {
+		t.Fatalf("the leftover commit: %q", msg)
 	}
 }
 

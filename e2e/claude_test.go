@@ -36,8 +36,13 @@ func TestCodexTurnAndResume(t *testing.T) {
 	s = second.waitStatus("codex-task", "blocked")
 	argv := readArgv(t, argvFile)
 	got := strings.Join(argv[1:], " ")
+	// Its sandbox lets it write where a commit writes: the repository's
+	// objects, branch refs and logs, and the worktree's own git dir.
+	common := filepath.Join(r.dir, ".git")
 	if !strings.HasPrefix(got, "exec --json -c mcp_servers.lazy.command=\""+lazyBin+"\" -c mcp_servers.lazy.args=[\"-C\",") ||
-		!strings.HasSuffix(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -c mcp_servers.lazy.default_tools_approval_mode=\"approve\" -s workspace-write resume th-1 -- -starts with a dash") {
+		!strings.Contains(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -c mcp_servers.lazy.default_tools_approval_mode=\"approve\" -s workspace-write "+
+			"--add-dir "+filepath.Join(common, "objects")+" --add-dir "+filepath.Join(common, "refs", "heads")+" --add-dir "+filepath.Join(common, "logs")+" --add-dir "+filepath.Join(common, "worktrees")) ||
+		!strings.HasSuffix(got, " resume th-1 -- -starts with a dash") {
 		t.Fatalf("codex resume argv %q", got)
 	}
 	if strings.Contains(got, "lazy_") {

@@ -82,27 +82,66 @@ func TestUnblockFeedbackWithNULFromStdin(t *testing.T) {
 	}
 }
 
-func TestUnblockWithConflictingUpstreamIsInterruptedAndAborted(t *testing.T) {
+// An upstream merge that conflicts when unblock (or sync) merges it is
+// the agent's to resolve: the conflict is left in the worktree, and the
+// turn's prompt names the files. Before, the turn died in merge_and_fix
+// and the task turned interrupted seconds after "Unblocked".
+func TestUpstreamConflictGoesToTheAgent(t *testing.T) {
 	r := newRepo(t)
-	r = r.with(script(t, "write README.md the agent's readme", "commit agent rewrites readme"))
+	counter, argvFile := filepath.Join(t.TempDir(), "runs"), filepath.Join(t.TempDir(), "argv.json")
+	r = r.with(script(t, "attempt "+counter, "argv "+argvFile,
+		"when 1 write README.md the agent's readme", "when 1 commit agent rewrites readme",
+		// Later turns resolve whatever conflicts and conclude the merge.
+		"write README.md resolved by the agent", "commit resolve the merge"))
 	r.create("conflicts")
 	r.ok("start", "conflicts", "--command", fakeAgentBin)
 	s := r.waitStatus("conflicts", "blocked")
-	if err := os.WriteFile(filepath.Join(r.dir, "README.md"), []byte("main's readme\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r.git("commit", "-q", "-am", "main rewrites readme")
-	r.ok("unblock", "conflicts", "-m", "carry on")
-	s = r.waitStatus("conflicts", "interrupted")
-	if !strings.Contains(s.Session.InterruptReason, "README.md") || !strings.Contains(s.Session.InterruptReason, "aborted") {
-		t.Fatalf("reason %q", s.Session.InterruptReason)
-	}
 	wt := s.Session.Worktree
-	if out, _ := gitErrIn(wt, "status", "--porcelain"); out != "" {
-		t.Fatalf("worktree left dirty after the aborted merge:\n%s", out)
+	conflictMain := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(r.dir, "README.md"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.git("commit", "-q", "-am", "main rewrites readme")
 	}
-	if s.TurnList[2].FeedbackDelivery != "pending" {
-		t.Fatal("feedback of a turn whose agent never ran was marked consumed")
+
+	// sync: no agent runs; the conflict stays in the worktree and the
+	// task parks, saying who resolves it.
+	conflictMain("main's readme\n")
+	res := r.run(nil, "sync", "conflicts")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "README.md") || !strings.Contains(res.Stderr, "the next turn") {
+		t.Fatalf("sync with a conflict: %s", res)
+	}
+	if st := r.showFull("conflicts"); st.Status != "blocked" {
+		t.Fatalf("after the conflicting sync the task is %s", st.Status)
+	}
+	if out, _ := gitErrIn(wt, "status", "--porcelain"); !strings.Contains(out, "UU README.md") {
+		t.Fatalf("the conflict is not in the worktree:\n%s", out)
+	}
+
+	// unblock: the turn runs, its prompt names the conflict before the
+	// feedback, and the agent's commit concludes the merge.
+	out := r.ok("unblock", "conflicts", "-m", "carry on")
+	if !strings.Contains(out, "is running") {
+		t.Fatalf("unblock said %q", out)
+	}
+	s = r.waitStatus("conflicts", "blocked")
+	prompt := readArgv(t, argvFile)
+	if p := prompt[len(prompt)-1]; !strings.Contains(p, "conflicted in 1 file(s): README.md") || !strings.HasSuffix(p, "carry on") {
+		t.Fatalf("the agent was told %q", p)
+	}
+	last := s.TurnList[len(s.TurnList)-1]
+	if last.FailureClass != "" || len(last.Commits) == 0 || s.TurnList[len(s.TurnList)-2].FeedbackDelivery != "consumed" {
+		t.Fatalf("turns %+v", s.TurnList)
+	}
+	if parents := strings.Fields(r.git("log", "-1", "--format=%P", "lazy/conflicts")); len(parents) != 2 {
+		t.Fatalf("the agent's commit is not the merge: parents %v", parents)
+	}
+	if got := r.git("show", "lazy/conflicts:README.md"); got != "resolved by the agent" {
+		t.Fatalf("README.md on the branch: %q", got)
+	}
+	if out, _ := gitErrIn(wt, "status", "--porcelain"); out != "" {
+		t.Fatalf("the worktree is left dirty:\n%s", out)
 	}
 }
 

@@ -1,15 +1,20 @@
 package gitstore
 
+import "github.com/lazyorch/lazy/agent"
+
 // Detail is the public JSON shape of one task, shared by lazy show --json
 // and the MCP lazy_show tool so a script and an LLM read the same keys.
 // Every list is [] rather than null; hashes are hex; times RFC 3339.
 type Detail struct {
 	Summary
-	Live       string      `json:"live_substate,omitempty"`
-	Refused    []Refused   `json:"merge_refused_ops,omitempty"`
-	Goal       string      `json:"goal"`
-	Session    *Session    `json:"session,omitempty"`
-	Violations *Violations `json:"violations,omitempty"`
+	Live string `json:"live_substate,omitempty"`
+	// Permissions is what the task's agent may do on this machine, for
+	// the caller to fill (nil: another machine runs it).
+	Permissions *agent.TaskPermissions `json:"permissions,omitempty"`
+	Refused     []Refused              `json:"merge_refused_ops,omitempty"`
+	Goal        string                 `json:"goal"`
+	Session     *Session               `json:"session,omitempty"`
+	Violations  *Violations            `json:"violations,omitempty"`
 	// PendingViolations are the files that still owe a decision (see
 	// lazy unblock --approve-file).
 	PendingViolations []string  `json:"pending_violations"`

@@ -191,7 +191,7 @@ func (d *Dispatcher) view(sn *gitstore.Snapshot) View {
 
 // Show is lazy_show's result for task id: the same shape as lazy show
 // --json, with the most recent 20 turns.
-func (d *Dispatcher) Show(id string) (*gitstore.Detail, error) {
+func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*gitstore.Detail, error) {
 	sn, err := d.Store.Load(id)
 	if err != nil {
 		return nil, err
@@ -202,6 +202,11 @@ func (d *Dispatcher) Show(id string) (*gitstore.Detail, error) {
 	}
 	if d.Marks != nil {
 		det.Live = d.Marks.Substate(&det.Summary)
+	}
+	if env != nil && d.Hooks.StartInput != nil {
+		if in, err := d.Hooks.StartInput("", ""); err == nil {
+			det.Permissions = env.Permissions(ctx, sn, in)
+		}
 	}
 	return det, nil
 }

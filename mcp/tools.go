@@ -484,7 +484,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 		})
 	case "lazy_show":
 		return runOnTask(args, task, scopeSelfOrChild, func(id string, _ TaskIn) (any, error) {
-			return d.Show(id)
+			return d.Show(ctx, env, id)
 		})
 	case "lazy_list":
 		return run(args, func(in ListIn) (any, error) { return d.list(caller, in) })

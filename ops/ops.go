@@ -45,8 +45,9 @@ type Env struct {
 	// spec's identity exemption: a parent's own agent may accept its
 	// subtasks while the parent is working.
 	CallerTask string
-	// Timing is passed to every turn's supervisor.
+	// Timing and Policy are passed to every turn's supervisor.
 	Timing proto.Timing
+	Policy proto.Policy
 }
 
 // ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names
@@ -489,6 +490,11 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 			}
 			if _, err := worktree.Create(ctx, e.repoDir(), s.Worktree, s.Branch, base); err != nil {
 				return nil, fmt.Errorf("reopen %s: recreate its worktree: %w", sn.Task.Slug, err)
+			}
+			// A new worktree: its next turn prepares it again.
+			s.Prepared = false
+			if err := e.Sessions().Save(s); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -223,7 +223,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
 		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,
 		Worktree: dir, BaseSHA: startSHA, Timing: e.Timing, Written: time.Now().UTC(),
-		AllowedPaths: sn.Task.AllowedPaths, Sandbox: in.Sandbox,
+		AllowedPaths: sn.Task.AllowedPaths, Sandbox: in.Sandbox, Policy: e.Policy, Prepare: e.prepare(in.RepoDir, false),
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
@@ -232,6 +232,16 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 		return sn, fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return sn, nil
+}
+
+// prepare is what the first turn in a new worktree does before the agent
+// runs (lazy.copyFiles, lazy.setup), or nil when nothing is configured
+// or the worktree was prepared already.
+func (e *Env) prepare(repoDir string, prepared bool) *proto.Prepare {
+	if prepared || (e.Policy.Setup == "" && len(e.Policy.CopyFiles) == 0) {
+		return nil
+	}
+	return &proto.Prepare{From: repoDir, CopyFiles: e.Policy.CopyFiles, Setup: e.Policy.Setup}
 }
 
 // BaseBranch is the branch a task starts from, merges upstream from and

@@ -166,6 +166,10 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
 		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Timing: e.Timing, Written: time.Now().UTC(),
 		AllowedPaths: sn.Task.AllowedPaths, Approved: sn.Violations.ApprovedFiles(), Sandbox: local.Sandbox,
+		Policy: e.Policy,
+	}
+	if kind != "ask" && kind != "sync" {
+		cmd.Prepare = e.prepare(e.repoDir(), local.Prepared)
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

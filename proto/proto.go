@@ -121,6 +121,10 @@ type Command struct {
 	// Sandbox, when set, runs the agent under bubblewrap (package
 	// sandbox); an ask always runs it with the worktree read-only.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Policy is the repository's local turn configuration; Prepare, on
+	// the first turn in a new worktree, what to do before the agent runs.
+	Policy  Policy   `json:"policy"`
+	Prepare *Prepare `json:"prepare,omitempty"`
 	// MCP is the agent's MCP server, filled in by the supervisor itself
 	// (with the session token in Env); never read from or written to disk.
 	MCP     *MCPServer `json:"-"`
@@ -319,10 +323,44 @@ type Timing struct {
 	// keeps retrying an agent whose API cannot be reached, counting the
 	// CLI's own retries (lazy.unreachableTimeout).
 	UnreachableTimeout time.Duration `json:"unreachable_timeout_ns,omitempty"`
-	// NoPushBack turns off the supervisor's push-back turn (git config
-	// lazy.pushBack, off by default). It rides with the clocks because every place
-	// that builds a turn's settings reads them together.
-	NoPushBack bool `json:"no_push_back,omitempty"`
+}
+
+// What a turn does with changes its agent left uncommitted
+// (lazy.uncommitted).
+const (
+	// UncommittedCommit: lazy commits them on the agent's behalf.
+	UncommittedCommit = "commit"
+	// UncommittedPushBack: the agent is asked once, in the same
+	// conversation, to commit or discard them; what is still left is
+	// then committed on its behalf.
+	UncommittedPushBack = "push-back"
+	// UncommittedKeep: they stay in the worktree for a human.
+	UncommittedKeep = "keep"
+)
+
+// Policy is the local configuration (git config) every turn of the
+// repository gets, read by whatever writes the command: never from a
+// task record.
+type Policy struct {
+	// Allow is lazy.agent.allow: command prefixes a work turn may run
+	// without the sandbox, beyond agent.DefaultAllow.
+	Allow []string `json:"allow,omitempty"`
+	// Uncommitted is lazy.uncommitted ("" reads as UncommittedCommit).
+	Uncommitted string `json:"uncommitted,omitempty"`
+	// Setup is lazy.setup, a shell command run in a new worktree before
+	// its first turn; CopyFiles is lazy.copyFiles, untracked files of the
+	// main checkout (globs relative to its root) copied there first.
+	Setup     string   `json:"setup,omitempty"`
+	CopyFiles []string `json:"copy_files,omitempty"`
+}
+
+// Prepare is the one-time preparation of a new worktree, done by the
+// supervisor before the agent's first turn there.
+type Prepare struct {
+	// From is the main checkout CopyFiles are copied from.
+	From      string   `json:"from"`
+	CopyFiles []string `json:"copy_files,omitempty"`
+	Setup     string   `json:"setup,omitempty"`
 }
 
 // Defaults for Timing fields left zero.

@@ -65,15 +65,25 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		return err
 	}
 	var resp proto.Response
-	if cmd.SyncFrom != "" {
+	if cmd.Prepare != nil {
+		st.Phase = "setup"
+		_ = dir.Write(proto.StatusFile, st)
+		if failed := prepare(ctx, dir, &cmd); failed != nil {
+			resp = *failed
+		}
+	}
+	var conflicts []string
+	mergeHead := "" // the upstream side of a merge the agent must conclude
+	if cmd.SyncFrom != "" && resp.Status == "" {
 		st.Phase = "merge_and_fix"
 		_ = dir.Write(proto.StatusFile, st)
-		if err := syncUpstream(ctx, cmd.Worktree, cmd.SyncFrom); err != nil {
+		var err error
+		if conflicts, err = syncUpstream(ctx, cmd.Worktree, cmd.SyncFrom); err != nil {
 			resp = proto.Response{Status: proto.Errored, Phase: "merge_and_fix", Error: err.Error(), ExitCode: -1}
 		}
-		st.Phase = "agent"
-		_ = dir.Write(proto.StatusFile, st)
 	}
+	st.Phase = "agent"
+	_ = dir.Write(proto.StatusFile, st)
 	if cmd.BaseSHA == "" {
 		if head, err := gitcli.New(cmd.Worktree, "rev-parse", "HEAD").String(ctx); err == nil {
 			cmd.BaseSHA = head
@@ -83,14 +93,24 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	_ = dir.Write(proto.StatusFile, st)
 	switch {
 	case resp.Status != "":
+	case cmd.Kind == "sync" && len(conflicts) > 0:
+		resp = mergeConflictResponse(cmd.SyncFrom, conflicts)
 	case cmd.Kind == "sync":
 		// A sync is the merge alone; no agent runs.
 		resp = proto.Response{Status: proto.Completed, Phase: "merge_and_fix", Result: "merged " + cmd.SyncFrom + " into the task branch"}
 	case cmd.Kind == "ask":
 		resp = readOnly(ctx, dir, &cmd, &st)
 	default:
+		if cmd.Kind != "ask" {
+			// A conflict this turn's merge (or an earlier one) left is
+			// the agent's to resolve: the prompt says where.
+			cmd.Prompt = conflictNote(ctx, cmd.Worktree, cmd.SyncFrom, conflicts) + cmd.Prompt
+		}
+		if merging(ctx, cmd.Worktree) {
+			mergeHead, _ = gitcli.New(cmd.Worktree, "rev-parse", "MERGE_HEAD").String(ctx)
+		}
 		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
-		resp = pushBack(ctx, dir, &cmd, &st, resp)
+		resp = settleUncommitted(ctx, dir, &cmd, &st, resp)
 	}
 	resp.Turn = cmd.Turn
 	resp.FinishedAt = time.Now().UTC()
@@ -102,6 +122,13 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		}
 		if f, err := worktree.ChangedFiles(ctx, cmd.Worktree, cmd.BaseSHA); err == nil {
 			resp.ChangedFiles = f
+		}
+		if mergeHead != "" && len(resp.ChangedFiles) > 0 {
+			// The upstream side of a merge the agent resolved is not the
+			// agent's change (nor a violation of its allowed paths).
+			if f, err := worktree.Except(ctx, cmd.Worktree, mergeHead, resp.ChangedFiles); err == nil {
+				resp.ChangedFiles = f
+			}
 		}
 		resp.BaseSHA = cmd.BaseSHA
 		approved := map[string]bool{}
@@ -153,30 +180,16 @@ func readOnly(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 
 // pushBack gives a turn that completed with uncommitted changes in its
 // worktree one more run of the agent, in the same conversation, asking it
-// to commit or discard them: uncommitted work is easy to lose and
-// invisible to accept. At most once per turn; never for a read-only ask
-// or a sync; off with lazy.pushBack false.
+// to commit or discard them (lazy.uncommitted push-back): uncommitted
+// work is easy to lose and invisible to accept. At most once per turn.
 func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, resp proto.Response) proto.Response {
-	if cmd.Timing.NoPushBack || resp.Status != proto.Completed || cmd.Kind == "ask" || cmd.Kind == "sync" || ctx.Err() != nil {
+	files := uncommittedFiles(ctx, cmd.Worktree)
+	if len(files) == 0 {
 		return resp
-	}
-	status, err := gitcli.New(cmd.Worktree, "status", "--porcelain").String(ctx)
-	if err != nil || strings.TrimSpace(status) == "" {
-		return resp
-	}
-	var files []string
-	for _, l := range strings.Split(status, "\n") {
-		if len(l) > 3 {
-			files = append(files, sanitize.Field(strings.TrimSpace(l[3:])))
-		}
-	}
-	list := strings.Join(files, ", ")
-	if len(files) > 5 {
-		list = strings.Join(files[:5], ", ") + fmt.Sprintf(" and %d more", len(files)-5)
 	}
 	prompt := fmt.Sprintf("[supervisor] Your turn ended with uncommitted changes in the worktree (%d file(s): %s). "+
 		"Commit what belongs to this task with a clear message, or discard what should not be kept, so the worktree is clean; then say in one or two sentences what you did.",
-		len(files), list)
+		len(files), listFiles(files))
 	pb := &proto.PushBack{Prompt: prompt, At: time.Now().UTC(), FirstResult: resp.Result}
 	first := resp.Usage
 	cmd.Prompt = prompt
@@ -351,7 +364,8 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	if err != nil {
 		return launchFailure("supervisor", err), nil
 	}
-	argv, err := adapter.Argv(turnOf(cmd))
+	grants := grantsOf(ctx, cmd)
+	argv, err := adapter.Argv(turnOf(cmd, grants))
 	if err != nil {
 		return launchFailure("supervisor", err), nil
 	}
@@ -381,6 +395,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		// The exec agent has no enforced sandbox; it is told, and must honour it.
 		c.Env = append(c.Env, "LAZY_READ_ONLY=1")
 	}
+	c.Env = append(c.Env, agent.TurnPermissions(cmd.Agent, cmd.Kind == "ask", grants).Env...)
 	for k, v := range cmd.Env {
 		c.Env = append(c.Env, k+"="+v)
 	}
@@ -673,8 +688,8 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{},
 	}
 }
 
-func turnOf(cmd *proto.Command) agent.Turn {
-	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", PermissionMode: cmd.PermissionMode, Exec: cmd.Exec}
+func turnOf(cmd *proto.Command, grants agent.Grants) agent.Turn {
+	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", Exec: cmd.Exec, Grants: grants}
 	if cmd.MCP != nil {
 		t.MCP = &agent.MCPServer{Command: cmd.MCP.Command, Args: cmd.MCP.Args, EnvVars: []string{link.TokenEnv}}
 	}
@@ -724,13 +739,18 @@ func (t *tailBuffer) String() string {
 }
 
 // syncUpstream merges the upstream branch into the task branch before
-// the agent runs. A conflicting merge is aborted, leaving the worktree as
-// it was, and reported: the task then needs a human (spec: "Merge-and-Fix
-// Failures").
-func syncUpstream(ctx context.Context, dir, branch string) error {
+// the agent runs. A conflicting merge is left in the worktree, conflict
+// markers and all, and its files returned: resolving it is the agent's
+// next job (the prompt says so), not a reason to stop the turn. A merge
+// an earlier turn left unfinished is not started again. Any other
+// failure is an error.
+func syncUpstream(ctx context.Context, dir, branch string) ([]string, error) {
+	if merging(ctx, dir) {
+		return unmerged(ctx, dir), nil
+	}
 	ref := "refs/heads/" + branch
 	if err := gitcli.New(dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}").Run(ctx); err != nil {
-		return fmt.Errorf("upstream branch %s does not exist", branch)
+		return nil, fmt.Errorf("upstream branch %s does not exist", branch)
 	}
 	args := []string{"merge", "--no-edit", "-m", "Merge " + branch + " (lazy: upstream before the next turn)", ref}
 	if id, _ := gitcli.New(dir, "config", "user.email").String(ctx); id == "" {
@@ -738,16 +758,63 @@ func syncUpstream(ctx context.Context, dir, branch string) error {
 	}
 	err := gitcli.New(dir, args...).Run(ctx)
 	if err == nil {
+		return nil, nil
+	}
+	if conflicts := unmerged(ctx, dir); len(conflicts) > 0 && merging(ctx, dir) {
+		return conflicts, nil
+	}
+	return nil, fmt.Errorf("merging %s into the task branch failed: %w", branch, err)
+}
+
+// merging reports whether a merge is in progress in the worktree.
+func merging(ctx context.Context, dir string) bool {
+	return gitcli.New(dir, "rev-parse", "--verify", "--quiet", "MERGE_HEAD").Run(ctx) == nil
+}
+
+// unmerged lists the worktree's files with unresolved conflicts.
+func unmerged(ctx context.Context, dir string) []string {
+	out, err := gitcli.New(dir, "diff", "--name-only", "-z", "--diff-filter=U").Output(ctx)
+	if err != nil {
 		return nil
 	}
-	conflicts, _ := gitcli.New(dir, "diff", "--name-only", "--diff-filter=U").String(ctx)
-	if gitcli.New(dir, "rev-parse", "--verify", "--quiet", "MERGE_HEAD").Run(ctx) == nil {
-		if aerr := gitcli.New(dir, "merge", "--abort").Run(ctx); aerr != nil {
-			return fmt.Errorf("merging %s failed (%w) and could not be aborted: %w", branch, err, aerr)
+	var files []string
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			files = append(files, sanitize.Field(f))
 		}
 	}
-	if conflicts != "" {
-		return fmt.Errorf("merging %s into the task branch conflicts in: %s (merge aborted; resolve it by hand or with lazy pair)", branch, strings.ReplaceAll(conflicts, "\n", ", "))
+	return files
+}
+
+// conflictNote is what a work turn's prompt starts with while a merge
+// conflicts in its worktree, or "" when none does.
+func conflictNote(ctx context.Context, dir, branch string, conflicts []string) string {
+	if len(conflicts) == 0 && merging(ctx, dir) {
+		conflicts = unmerged(ctx, dir)
 	}
-	return fmt.Errorf("merging %s into the task branch failed: %w", branch, err)
+	if len(conflicts) == 0 {
+		return ""
+	}
+	what := "an earlier merge"
+	if branch != "" {
+		what = "merging " + branch + " into your branch"
+	}
+	return fmt.Sprintf("[lazy] Before this turn, %s conflicted in %d file(s): %s. The merge is in progress in your worktree with conflict markers in those files. "+
+		"First resolve every conflict (keep what both sides meant), git add the files and conclude the merge with git commit --no-edit; then continue with what follows.\n\n",
+		what, len(conflicts), listFiles(conflicts))
+}
+
+// mergeConflictResponse ends a sync whose merge conflicted: the merge
+// stays in the worktree for the next work turn's agent.
+func mergeConflictResponse(branch string, conflicts []string) proto.Response {
+	why := fmt.Sprintf("merging %s conflicts in %d file(s): %s; the merge is left in the worktree, and the next turn (lazy unblock TASK -m ...) asks the agent to resolve it", branch, len(conflicts), listFiles(conflicts))
+	return proto.Response{Status: proto.Errored, Phase: "merge_and_fix", Error: why, ExitCode: -1, FailureClass: "merge_conflict", FailureReason: why}
+}
+
+// listFiles names at most five files.
+func listFiles(files []string) string {
+	if len(files) > 5 {
+		return strings.Join(files[:5], ", ") + fmt.Sprintf(" and %d more", len(files)-5)
+	}
+	return strings.Join(files, ", ")
 }

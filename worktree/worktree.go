@@ -75,9 +75,11 @@ func Dirty(ctx context.Context, dir string) (bool, error) {
 	return out != "", nil
 }
 
-// Commits lists commits on HEAD since base, oldest first.
+// Commits lists commits on HEAD since base, oldest first, along the
+// branch's own line (first parents): a merge the agent concluded counts,
+// the upstream commits it brought in do not.
 func Commits(ctx context.Context, dir, base string) ([]string, error) {
-	out, err := gitcli.New(dir, "rev-list", "--reverse", base+"..HEAD").String(ctx)
+	out, err := gitcli.New(dir, "rev-list", "--reverse", "--first-parent", base+"..HEAD").String(ctx)
 	if err != nil || out == "" {
 		return nil, err
 	}
@@ -125,4 +127,63 @@ func ClearKilledIndexLock(ctx context.Context, dir string) bool {
 		return false
 	}
 	return os.Remove(path) == nil
+}
+
+// CommitDirs are the parts of the repository's git directory a commit in
+// the linked worktree dir writes: objects, the branch refs and their
+// logs, and the worktree's own git directory (index, HEAD, MERGE_HEAD).
+// Not the whole git directory: its config and hooks decide what git runs
+// outside any sandbox. What Codex's workspace-write sandbox needs as
+// writable roots to let an agent commit.
+func CommitDirs(ctx context.Context, dir string) []string {
+	gitDir, err := gitcli.New(dir, "rev-parse", "--absolute-git-dir").String(ctx)
+	if err != nil {
+		return nil
+	}
+	common, err := gitcli.New(dir, "rev-parse", "--git-common-dir").String(ctx)
+	if err != nil {
+		return nil
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	common = filepath.Clean(common)
+	// git creates the logs directory on a ref's first update; it must be
+	// there to be a writable root.
+	_ = os.MkdirAll(filepath.Join(common, "logs"), 0o755)
+	var dirs []string
+	for _, d := range []string{filepath.Join(common, "objects"), filepath.Join(common, "refs", "heads"), filepath.Join(common, "logs"), filepath.Join(common, "reftable"), gitDir} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && d != common {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// Except keeps the files that differ between other and the worktree:
+// after a merge of other the agent resolved, the files it took from
+// other unchanged are upstream's work, not the turn's.
+func Except(ctx context.Context, dir, other string, files []string) ([]string, error) {
+	out, err := gitcli.New(dir, "diff", "--name-only", "-z", other).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	differs := map[string]bool{}
+	for _, f := range strings.Split(string(out), "\x00") {
+		differs[f] = true
+	}
+	untracked, err := gitcli.New(dir, "ls-files", "--others", "--exclude-standard", "-z").Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Split(string(untracked), "\x00") {
+		differs[f] = true
+	}
+	var kept []string
+	for _, f := range files {
+		if differs[f] {
+			kept = append(kept, f)
+		}
+	}
+	return kept, nil
 }

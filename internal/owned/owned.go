@@ -45,6 +45,9 @@ type Session struct {
 	// TakenOverFrom names the host whose session this one replaced, when
 	// the session began with lazy start --take-over.
 	TakenOverFrom string `json:"taken_over_from,omitempty"`
+	// Prepared says the worktree's preparation (lazy.copyFiles,
+	// lazy.setup) succeeded; until then each turn tries it first.
+	Prepared bool `json:"prepared,omitempty"`
 }
 
 // ErrNotOwned means no session of the task was started on this machine.
@@ -146,5 +149,16 @@ func (d Dir) SetAgentSession(taskID, sessionID, agentSession string) error {
 		return err
 	}
 	s.AgentSessionID = agentSession
+	return d.Save(s)
+}
+
+// MarkPrepared records that the session's worktree was prepared
+// (lazy.copyFiles, lazy.setup), if the local session is still sessionID.
+func (d Dir) MarkPrepared(taskID, sessionID string) error {
+	s, err := d.Match(taskID, sessionID)
+	if err != nil || s.Prepared {
+		return err
+	}
+	s.Prepared = true
 	return d.Save(s)
 }
