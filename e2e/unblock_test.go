@@ -151,3 +151,25 @@ func gitErrIn(dir string, args ...string) (string, error) {
 	out, err := gitCmd(dir, args...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
+
+// After lazy edit --goal, the next work turn's prompt carries the new
+// goal; once a turn completed with it, later prompts do not repeat it.
+func TestEditedGoalReachesTheNextTurn(t *testing.T) {
+	r := newRepo(t)
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	r = r.with(script(t, "argv "+argvFile, "print done"))
+	tk := r.create("goal task", "-m", "The old goal.")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	r.waitStatus(tk.Slug, "blocked")
+	r.ok("edit", tk.Slug, "--goal", "THE NEW GOAL: cover logout too.")
+	r.ok("unblock", tk.Slug, "-m", "go on")
+	r.waitStatus(tk.Slug, "blocked")
+	if p := lastPrompt(t, argvFile); !strings.Contains(p, "THE NEW GOAL: cover logout too.") || !strings.Contains(p, "goal was edited") || !strings.HasSuffix(p, "go on") {
+		t.Fatalf("the turn after the edit was told %q", p)
+	}
+	r.ok("unblock", tk.Slug, "-m", "and again")
+	r.waitStatus(tk.Slug, "blocked")
+	if p := lastPrompt(t, argvFile); p != "and again" {
+		t.Fatalf("a later turn was told %q", p)
+	}
+}

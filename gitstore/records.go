@@ -123,6 +123,10 @@ type Session struct {
 	// turn of a submitted task (spec: accept restores the status the task
 	// actually had). Pending violations still make it conflict.
 	ParkTo machine.Status `json:"park_to,omitempty"`
+	// GoalEditedAfter, when not 0, says lazy edit changed the goal while
+	// Turn was this number: every later work turn's prompt carries the
+	// new goal until one of them completes.
+	GoalEditedAfter int `json:"goal_edited_after,omitempty"`
 }
 
 // Turn roles.

@@ -76,6 +76,11 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 			if goal != old {
 				s.SetGoal(goal)
 				changed = append(changed, "goal")
+				if s.Session != nil {
+					// The agent learns it on its next work turn; a turn
+					// running now was told the old goal.
+					s.Session.GoalEditedAfter = max(s.Session.Turn, 1)
+				}
 			}
 		}
 		if in.TargetBranch != nil && target != s.Task.TargetBranch {

@@ -157,6 +157,13 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 	if err != nil {
 		return fmt.Errorf("the turn was recorded but not launched: %w", err)
 	}
+	if kind != "ask" && kind != "sync" && sn.Session.GoalEditedAfter > 0 {
+		goalNote, err := editedGoal(sn)
+		if err != nil {
+			return fmt.Errorf("the turn was recorded but not launched: %w", err)
+		}
+		prompt = goalNote + prompt
+	}
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
 	pd.Remove(proto.ResponseFile)
 	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line
@@ -178,6 +185,20 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		return fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return nil
+}
+
+// editedGoal opens the prompt of the first work turn after lazy edit
+// changed the goal: the agent works from the goal it was started with,
+// so it is told, with the new text in full.
+func editedGoal(sn *gitstore.Snapshot) (string, error) {
+	goal, err := sn.Goal()
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(goal) == "" {
+		goal = "(the goal is now empty: the title says it all)"
+	}
+	return "[lazy] The task's goal was edited since your last turn; work to this version from now on.\n\nTitle: " + sn.Task.Title + "\n\nGoal:\n" + goal + "\n\n---\n\n", nil
 }
 
 // repoDir is where git commands about branches run.

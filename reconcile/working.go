@@ -183,6 +183,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				return nil, err
 			}
 			s.Session.ConsecutiveInterruptions = 0
+			if !neutral && s.Session.GoalEditedAfter > 0 && resp.Seq > s.Session.GoalEditedAfter {
+				s.Session.GoalEditedAfter = 0 // the agent got the edited goal
+			}
 			// The reason explained the last park; a completed turn ends it,
 			// so show does not keep presenting an old failure.
 			s.Session.InterruptReason = ""
