@@ -261,6 +261,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		Launch:       a.launchSupervisor,
 		NoAutoResume: !auto,
 	}
+	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")
 	if v, ok := a.cfg.Get("lazy.startGrace"); ok && v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

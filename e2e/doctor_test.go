@@ -251,3 +251,44 @@ func TestDoctorRemovesTokensOfEndedTurns(t *testing.T) {
 		t.Fatalf("stale token records remain: %v", ents)
 	}
 }
+
+// A parked task whose worktree an older lazy put inside .git keeps
+// working there, and doctor moves it out (Claude Code edits nothing under
+// .git), uncommitted changes and all.
+func TestDoctorMovesAWorktreeOutOfGitDir(t *testing.T) {
+	r := newRepo(t)
+	r.git("config", "lazy.worktreeDir", ".git/lazy/worktrees")
+	r.git("config", "lazy.uncommitted", "keep")
+	argvFile := filepath.Join(t.TempDir(), "argv.json")
+	r = r.with(script(t, "argv "+argvFile, "write wip.txt work in progress", "print left wip.txt"))
+	tk := r.create("old place")
+	r.ok("start", tk.Slug, "--command", fakeAgentBin)
+	old := r.waitStatus(tk.Slug, "blocked").Session.Worktree
+	if old != filepath.Join(r.dir, ".git", "lazy", "worktrees", tk.Slug) {
+		t.Fatalf("worktree %s", old)
+	}
+	r.git("config", "--unset", "lazy.worktreeDir")
+	if k := r.doctor(1, "--dry-run").kinds(); k[tk.Slug+"/legacy-worktree"] == "" {
+		t.Fatalf("doctor --dry-run: %v", k)
+	}
+	if _, err := os.Stat(old); err != nil {
+		t.Fatal("a dry run moved the worktree")
+	}
+	rep := r.doctor(0)
+	moved := r.showFull(tk.Slug).Session.Worktree
+	if moved == old || within(moved, r.dir) || !strings.Contains(rep.kinds()[tk.Slug+"/legacy-worktree"], "moved it to "+moved) {
+		t.Fatalf("worktree %s after doctor: %+v", moved, rep.Findings)
+	}
+	if b, err := os.ReadFile(filepath.Join(moved, "wip.txt")); err != nil || string(b) != "work in progress\n" {
+		t.Fatalf("the uncommitted change did not move: %q %v", b, err)
+	}
+	r.ok("unblock", tk.Slug, "-m", "go on")
+	r.waitStatus(tk.Slug, "blocked")
+	var got struct {
+		Cwd string `json:"cwd"`
+	}
+	b, _ := os.ReadFile(argvFile)
+	if err := json.Unmarshal(b, &got); err != nil || got.Cwd != moved {
+		t.Fatalf("the next turn ran in %q, want %s", got.Cwd, moved)
+	}
+}

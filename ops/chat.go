@@ -209,11 +209,17 @@ func claudeProjectDir(cwd string) string {
 // the project root's session directory, since Claude resumes only from
 // the directory a conversation started in.
 func rehydrateClaude(worktreeDir, rootDir, sessionID string) error {
+	return copyClaudeSession(claudeProjectDir(worktreeDir), claudeProjectDir(rootDir), sessionID)
+}
+
+// copyClaudeSession copies a session log from one of Claude Code's
+// project directories to another.
+func copyClaudeSession(fromProject, toProject, sessionID string) error {
 	if strings.ContainsAny(sessionID, "/\\") || strings.HasPrefix(sessionID, ".") {
 		return fmt.Errorf("the recorded Claude session id %q is not a file name", sessionID)
 	}
-	src := filepath.Join(claudeProjectDir(worktreeDir), sessionID+".jsonl")
-	dst := filepath.Join(claudeProjectDir(rootDir), sessionID+".jsonl")
+	src := filepath.Join(fromProject, sessionID+".jsonl")
+	dst := filepath.Join(toProject, sessionID+".jsonl")
 	if _, err := os.Stat(dst); err == nil {
 		return nil
 	}

@@ -122,6 +122,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
 	findings = append(findings, r.checkOrphanSlugs(ctx, only, repair)...)
 	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
+	findings = append(findings, r.checkLegacyWorktrees(ctx, entries, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
 	return findings, nil
@@ -458,6 +459,43 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 		}
 	}
 	return append(findings, r.checkBranches(ctx, slugs, checkedOut(out), only, repair)...)
+}
+
+// checkLegacyWorktrees finds parked tasks of this machine whose worktree
+// is where lazy used to put them, inside the git directory (Claude Code
+// edits nothing there), and when repairing moves each to where new
+// worktrees go (ops.MoveWorktree). A task whose turn runs is left for a
+// later doctor.
+func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+	var out []Finding
+	for _, e := range entries {
+		switch e.Status {
+		case machine.Blocked, machine.Conflict, machine.Interrupted:
+		default:
+			continue
+		}
+		sn, err := r.load(e.ID)
+		if err != nil || sn.Session == nil {
+			continue
+		}
+		local, err := r.Env.Owned(sn)
+		if err != nil || !r.Env.InGitDir(local.Worktree) {
+			continue
+		}
+		f := Finding{TaskID: e.ID, Slug: sn.Task.Slug, Kind: "legacy-worktree",
+			Detail: local.Worktree + " is inside the git directory, where Claude Code edits nothing and Codex may not write",
+			Action: "would move it to where new worktrees go (git worktree move; its uncommitted changes and agent conversation move with it)"}
+		if repair {
+			to, err := r.Env.MoveWorktree(ctx, e.ID, r.WorktreeDir)
+			if err != nil {
+				f.Error = err.Error()
+			} else {
+				f.Action, f.Repaired = "moved it to "+to, true
+			}
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // checkedOut lists the branches checked out in some worktree.

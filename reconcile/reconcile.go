@@ -68,7 +68,10 @@ type Reconciler struct {
 	NoAutoResume bool
 	// StartGrace overrides DefaultStartGrace when positive.
 	StartGrace time.Duration
-	Now        func() time.Time
+	// WorktreeDir is lazy.worktreeDir ("" for the default), where doctor
+	// moves a worktree it finds inside the git directory.
+	WorktreeDir string
+	Now         func() time.Time
 	// Forge, when set (the daemon), follows submitted tasks' pull
 	// requests on their forge; nil leaves the forge alone (CLI reads).
 	Forge *ForgeSync

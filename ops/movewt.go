@@ -1,0 +1,106 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// InGitDir reports whether a worktree path lies inside the repository's
+// git directory, where lazy put worktrees before they moved to the
+// per-user data directory (and where Claude Code edits nothing).
+func (e *Env) InGitDir(path string) bool {
+	rel, err := filepath.Rel(e.Store.Repo().CommonDir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// MoveWorktree moves the worktree of a parked task this machine runs out
+// of the git directory to where new worktrees go (dir is
+// lazy.worktreeDir, "" for the default), with git worktree move, so its
+// agent can work there. Its uncommitted changes move with it, the Claude
+// Code conversation is copied to the new directory (Claude resumes a
+// session only from the directory it started in), and this machine's
+// session record and the task's record name the new path. It returns the
+// new path.
+func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) {
+	sn, unlock, err := e.lockedLoad(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	slug := sn.Task.Slug
+	switch sn.Task.Status {
+	case machine.Blocked, machine.Conflict, machine.Interrupted:
+	default:
+		return "", fmt.Errorf("move the worktree of %s: the task is %s; only a parked task's worktree moves", slug, sn.Task.Status)
+	}
+	local, err := e.Owned(sn)
+	if err != nil {
+		return "", fmt.Errorf("move the worktree of %w", err)
+	}
+	if !e.InGitDir(local.Worktree) {
+		return "", fmt.Errorf("move the worktree of %s: %s is not inside the git directory", slug, local.Worktree)
+	}
+	if pid, running := e.SupervisorRunning(sn.Task.ID); running {
+		return "", fmt.Errorf("move the worktree of %s: a supervisor (pid %d) still runs in it", slug, pid)
+	}
+	if err := e.worktreeFree(sn.Task.ID, "move the worktree of", slug); err != nil {
+		return "", err
+	}
+	root, err := e.worktreeRoot(dir, e.repoDir())
+	if err != nil {
+		return "", err
+	}
+	to := filepath.Join(root, slug)
+	if e.InGitDir(to) {
+		return "", fmt.Errorf("move the worktree of %s: lazy.worktreeDir puts it inside the git directory again (%s)", slug, to)
+	}
+	if _, err := os.Lstat(to); !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("move the worktree of %s: %s exists already; move it away first", slug, to)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	from := local.Worktree
+	// Claude names a project directory after the real path of the
+	// directory a conversation started in: read it while that exists.
+	sid, project := "", ""
+	if local.Agent == "claude" {
+		if sid = resumeID(local, sn); sid != "" {
+			project = claudeProjectDir(from)
+			if _, err := os.Stat(filepath.Join(project, sid+".jsonl")); err != nil {
+				project = "" // no conversation kept here to carry over
+			}
+		}
+	}
+	if err := gitcli.New(e.repoDir(), "worktree", "move", from, to).Run(ctx); err != nil {
+		return "", fmt.Errorf("move the worktree of %s: %w", slug, err)
+	}
+	if project != "" {
+		if err := copyClaudeSession(project, claudeProjectDir(to), sid); err != nil {
+			_ = gitcli.New(e.repoDir(), "worktree", "move", to, from).Run(ctx)
+			return "", fmt.Errorf("move the worktree of %s: its Claude Code conversation could not follow, so it stays where it was: %w", slug, err)
+		}
+	}
+	local.Worktree = to
+	if err := e.Sessions().Save(local); err != nil {
+		return "", err
+	}
+	_, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Session == nil || s.Session.ID != local.SessionID {
+			return nil, nil
+		}
+		s.Session.Worktree = to
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "moved the worktree from " + from + " to " + to})
+		return &gitstore.Op{Name: "move-worktree", Actor: e.Actor, Reason: "out of the git directory"}, nil
+	})
+	return to, err
+}
