@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +58,28 @@ func TestCheckAllow(t *testing.T) {
 	for _, bad := range []string{"", " ", "Bash(go:*)", "a,b", "x:*", "a\nb"} {
 		if err := CheckAllow([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The README's posture table is this table: every row is there, as the
+// code gives it.
+func TestREADMEShowsThePostureTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for _, row := range PostureTable() {
+		cell := "`" + row.Flags + "`"
+		if row.Flags == "(no flags)" {
+			cell = row.Flags
+		}
+		want := " | " + row.Agent + " | " + row.Kind + " | " + cell + " |"
+		if !slices.ContainsFunc(lines, func(l string) bool {
+			return strings.HasPrefix(l, "| "+string(row.Posture)) && strings.HasSuffix(l, want)
+		}) {
+			t.Errorf("README.md lacks the row %q%s", row.Posture, want)
 		}
 	}
 }
