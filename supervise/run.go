@@ -101,11 +101,9 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	case cmd.Kind == "ask":
 		resp = readOnly(ctx, dir, &cmd, &st)
 	default:
-		if cmd.Kind != "ask" {
-			// A conflict this turn's merge (or an earlier one) left is
-			// the agent's to resolve: the prompt says where.
-			cmd.Prompt = conflictNote(ctx, cmd.Worktree, cmd.SyncFrom, conflicts) + cmd.Prompt
-		}
+		// A conflict this turn's merge (or an earlier one) left is the
+		// agent's to resolve: the prompt says where.
+		cmd.Prompt = conflictNote(ctx, cmd.Worktree, cmd.SyncFrom, conflicts) + cmd.Prompt
 		if merging(ctx, cmd.Worktree) {
 			mergeHead, _ = gitcli.New(cmd.Worktree, "rev-parse", "MERGE_HEAD").String(ctx)
 		}
