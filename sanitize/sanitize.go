@@ -69,8 +69,8 @@ func Clean(s string) bool {
 	return out == s
 }
 
-// escape replaces C0 controls other than tab, LF and CR, DEL, C1 controls
-// and bytes that are not UTF-8 with printable escapes, and reports how many
+// escape replaces C0 controls other than tab, LF and CR, DEL, C1 controls,
+// bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) and bytes that are not UTF-8 with printable escapes, and reports how many
 // it replaced. Invalid UTF-8 is escaped rather than left alone because JSON
 // encoding would otherwise turn it into U+FFFD and lose the byte.
 func escape(s string) (string, int) {
@@ -116,6 +116,11 @@ func needsEscape(r rune, size int) bool {
 	case r < 0x20, r == 0x7f:
 		return true
 	case r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		// Bidi embeddings, overrides and isolates reorder what a reader
+		// sees (visual spoofing in the web view and MCP clients); the
+		// terminal escaper already treats them the same way.
 		return true
 	}
 	return false

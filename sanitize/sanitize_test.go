@@ -2,6 +2,7 @@ package sanitize
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -127,4 +128,23 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("output shorter than input: %q -> %q", s, field)
 		}
 	})
+}
+
+// TestBidiOverridesEscaped: a right-to-left override or isolate in intake
+// text would let stored text display differently from what it says (issue 29).
+func TestBidiOverridesEscaped(t *testing.T) {
+	for _, r := range []rune{0x202a, 0x202e, 0x2066, 0x2069} {
+		in := "evil" + string(r) + "txt.exe"
+		got := Field(in)
+		want := "evil" + fmt.Sprintf("\\u%04x", r) + "txt.exe"
+		if got != want {
+			t.Errorf("Field(%q) = %q, want %q", in, got, want)
+		}
+		if Clean(in) {
+			t.Errorf("Clean(%q) = true, want false", in)
+		}
+	}
+	if got := Field("שלום world"); got != "שלום world" {
+		t.Errorf("plain RTL text changed: %q", got)
+	}
 }
