@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/internal/goldmark/renderer"
 	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
 	"github.com/lazyorch/lazy/internal/goldmark/util"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // md renders goals, turns and comments. goldmark is CommonMark-exact
@@ -94,6 +95,9 @@ const mdLimit = 200 << 10
 
 // markdown renders text as sanitized HTML.
 func markdown(text string) template.HTML {
+	// Records arrive from remotes without passing lazy's intake, so bidi
+	// overrides and C0 controls are escaped visibly here too (issue 29).
+	text = sanitize.Field(text)
 	if len(text) > mdLimit {
 		return template.HTML("<pre>" + template.HTMLEscapeString(text) + "</pre>") //nolint:gosec // escaped just here
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 //go:embed templates/*.html
@@ -51,6 +52,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		},
 		"when":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 		"markdown":   markdown,
+		"display":    sanitize.Display, // pulled records skip intake: escape spoofing runes visibly
 		"categories": func() []machine.Category { return categories },
 		"indent":     func(depth int) string { return fmt.Sprintf("%dpx", 9+depth*22) },
 	}).ParseFS(files, "templates/*.html"))

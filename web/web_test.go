@@ -1,8 +1,11 @@
 package web
 
 import (
+	"html/template"
 	"strings"
 	"testing"
+
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 func TestMarkdownShowsRawHTMLAsText(t *testing.T) {
@@ -61,5 +64,27 @@ func TestParseDiffBoundsAndClassifies(t *testing.T) {
 	}
 	if f.Lines[0].Class != "hunk" || f.Lines[1].Class != "del" || f.Lines[2].Class != "add" {
 		t.Fatalf("classes %+v", f.Lines)
+	}
+}
+
+// TestWebEscapesBidiAndControls: a pulled record skips intake, so a goal or
+// comment with U+202E or ESC must not reach the HTML raw (issue 29).
+func TestWebEscapesBidiAndControls(t *testing.T) {
+	evil := "invoice\u202egpj.exe \x1b[31mred"
+	got := string(markdown(evil))
+	if strings.ContainsRune(got, 0x202e) || strings.ContainsRune(got, 0x1b) {
+		t.Fatalf("markdown passed spoofing runes raw: %q", got)
+	}
+	if !strings.Contains(got, `\u202e`) || !strings.Contains(got, `\u001b`) {
+		t.Fatalf("markdown did not escape visibly: %q", got)
+	}
+	var b strings.Builder
+	pages() // the page set must parse with the display func wired in
+	tpl := template.Must(template.New("t").Funcs(template.FuncMap{"display": sanitize.Display}).Parse(`<h1>{{display .}}</h1>`))
+	if err := tpl.Execute(&b, evil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(b.String(), 0x202e) || strings.ContainsRune(b.String(), 0x1b) {
+		t.Fatalf("title passed spoofing runes raw: %q", b.String())
 	}
 }
