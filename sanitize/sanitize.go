@@ -70,8 +70,9 @@ func Clean(s string) bool {
 }
 
 // escape replaces C0 controls other than tab, LF and CR, DEL, C1 controls,
-// bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) and bytes that are not UTF-8 with printable escapes, and reports how many
-// it replaced. Invalid UTF-8 is escaped rather than left alone because JSON
+// bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) and bytes
+// that are not UTF-8 with printable escapes, and reports how many it
+// replaced. Invalid UTF-8 is escaped rather than left alone because JSON
 // encoding would otherwise turn it into U+FFFD and lose the byte.
 func escape(s string) (string, int) {
 	first := -1
