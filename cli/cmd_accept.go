@@ -61,7 +61,17 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", w)
 	}
 	if c.JSON {
-		return a.printJSON(map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)})
+		out := map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)}
+		if res.StashOwed != nil {
+			out["stash_owed"] = map[string]string{"stash": res.StashOwed.SHA, "checkout": res.StashOwed.Dest, "error": res.StashOwed.Error()}
+		}
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+		if res.StashOwed != nil {
+			return res.StashOwed
+		}
+		return nil
 	}
 	if res.PR != nil {
 		if res.Pending != "" {
@@ -72,6 +82,11 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s\n", res.Snapshot.Task.Slug, res.Into, shortSHA(res.Commit))
+	if res.StashOwed != nil {
+		// The merge happened, but the user's changes are not back: that
+		// is a failure they must see.
+		return res.StashOwed
+	}
 	return nil
 }
 

@@ -108,9 +108,26 @@ type AcceptResult struct {
 	PR      *forge.PR
 	Pending string
 	// Warnings are things the user must act on even though the accept
-	// succeeded (a stash that could not be re-applied, say).
+	// succeeded.
 	Warnings []string
+	// StashOwed is set when the task was accepted but the user's
+	// uncommitted changes could not be given back: the command must fail.
+	StashOwed *StashOwedError
 }
+
+// StashOwedError says the user's uncommitted changes were not put back
+// after a merge, where they are and how to restore them.
+type StashOwedError struct {
+	Task, Dest, SHA string
+	Cause           error
+}
+
+func (s *StashOwedError) Error() string {
+	return fmt.Sprintf("%s was accepted, but your uncommitted changes in %s were not put back because %v; they are kept in stash %s (nothing in your files was changed): commit or adjust your checkout, then run git -C %s stash apply %s (lazy doctor lists it until then)",
+		s.Task, s.Dest, s.Cause, s.SHA, shellQuote(s.Dest), s.SHA)
+}
+
+func (s *StashOwedError) Unwrap() error { return s.Cause }
 
 // ErrAlreadyAccepted is returned by an accept of a task another accept
 // finished first.
@@ -247,6 +264,11 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if err != nil {
 			return nil, abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
 		}
+		// The stash is recorded before anything else runs: a kill from
+		// here on leaves a record that doctor and status report.
+		if err := keepStash(ctx, pre.dest, sn.Task.ID, stash); err != nil {
+			return nil, abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
+		}
 		say(func(n Narrator) { n.Note("your uncommitted changes in " + pre.dest + " are in stash " + stash) })
 		if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 			if s.Task.Accept == nil {
@@ -269,9 +291,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	if stash != "" {
 		begin("restore")
 		if err := stashPop(ctx, pre.dest, stash); err != nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf(
-				"the merge is committed, but your uncommitted changes in %s did not re-apply cleanly (%v). They are safe in stash %s. To recover: resolve any conflict markers git left (git -C %s status), or discard the partial apply with git -C %s checkout -- . and run git -C %s stash apply %s when ready.",
-				pre.dest, err, stash, pre.dest, pre.dest, pre.dest, stash))
+			res.StashOwed = &StashOwedError{Task: slug, Dest: pre.dest, SHA: stash, Cause: err}
 		}
 	}
 
@@ -639,6 +659,11 @@ func stashPush(ctx context.Context, dir, msg string) (string, error) {
 // stashPop re-applies stash sha and drops it only if it applied cleanly;
 // on a conflict the stash stays in the stash list.
 func stashPop(ctx context.Context, dir, sha string) error {
+	// A conflicting stash is not applied at all: conflict markers in the
+	// user's files are worse than changes kept whole in a stash.
+	if err := stashApplies(ctx, dir, sha); err != nil {
+		return err
+	}
 	if err := gitcli.New(dir, "stash", "apply", "--quiet", sha).Run(ctx); err != nil {
 		return err
 	}
@@ -647,8 +672,10 @@ func stashPop(ctx context.Context, dir, sha string) error {
 }
 
 // dropStash drops exactly stash sha, wherever it now is in the list:
-// another stash may have been pushed on top meanwhile.
+// another stash may have been pushed on top meanwhile. Its caller knows
+// the changes are back in the checkout, so lazy's record goes too.
 func dropStash(ctx context.Context, dir, sha string) {
+	forgetStash(ctx, dir, sha)
 	list, err := gitcli.New(dir, "stash", "list", "--format=%H").String(ctx)
 	if err != nil {
 		return
