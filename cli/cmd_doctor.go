@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // DoctorCmd reports and repairs what the reconciler would, and the debris
@@ -57,6 +58,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		findings = append(findings, reconcile.Finding{Kind: "sandbox-unavailable",
 			Detail: "lazy.sandbox is on, so sandboxed tasks will not start: " + sb.Detail})
 	}
+	findings = append(findings, a.owedStashFindings(ctx, only)...)
 	remain := 0
 	for _, f := range findings {
 		if !f.Repaired {
@@ -136,4 +138,26 @@ func (a *app) sandboxStatus(ctx context.Context) (sandboxState, error) {
 		st.Available, st.Detail = false, err.Error()
 	}
 	return st, nil
+}
+
+// owedStashFindings reports every stash of the user's changes an accept
+// made and has not given back: it needs the user (only they know whether
+// the checkout is ready for it), so it stays a problem until restored.
+func (a *app) owedStashFindings(ctx context.Context, only string) []reconcile.Finding {
+	env, err := a.env()
+	if err != nil {
+		return nil
+	}
+	owed, err := env.OwedStashes(ctx)
+	if err != nil {
+		return []reconcile.Finding{{Kind: "owed-stash", Detail: "could not list the stashes lazy keeps", Error: err.Error()}}
+	}
+	var out []reconcile.Finding
+	for _, o := range owed {
+		if only != "" && o.TaskID != only {
+			continue
+		}
+		out = append(out, reconcile.Finding{TaskID: o.TaskID, Kind: "owed-stash", Detail: sanitize.Display(o.Describe())})
+	}
+	return out
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/sanitize"
 )
 
 // StatusCmd summarizes the repository's tasks.
@@ -28,6 +30,9 @@ type statusView struct {
 	Daemon *daemon.Info           `json:"daemon,omitempty"`
 	// Usage totals what every task's agent turns cost.
 	Usage *gitstore.Usage `json:"usage,omitempty"`
+	// OwedStashes are the user's uncommitted changes an accept stashed
+	// and has not given back, each with the command that restores it.
+	OwedStashes []ops.OwedStash `json:"owed_stashes"`
 }
 
 type statusRow struct {
@@ -97,7 +102,12 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
-	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries)}
+	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}}
+	if env, err := a.env(); err == nil {
+		if owed, err := env.OwedStashes(ctx); err == nil && owed != nil {
+			v.OwedStashes = owed
+		}
+	}
 	if info, err := daemon.Dial(a.repo.LazyDir()).Info(ctx); err == nil {
 		v.Daemon = &info
 	}
@@ -126,6 +136,9 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stdout, "agents spent: %s\n", v.Usage.String())
 	}
 	printPRs(a.stdout, entries)
+	for _, o := range v.OwedStashes {
+		fmt.Fprintln(a.stdout, "owed stash: "+sanitize.Display(o.Describe()))
+	}
 	if len(rows) > 0 {
 		fmt.Fprintln(a.stdout)
 		cells := make([][]cell, 0, len(rows))

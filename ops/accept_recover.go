@@ -219,7 +219,10 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 		return strings.Join(notes, "; "), nil
 	}
 	if err := stashPop(ctx, dest, stash); err != nil {
-		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still {
+		// A stash that would conflict is never applied: it is kept under
+		// refs/lazy-kept/stash, which doctor and status report, so the
+		// recovery need not run again for it.
+		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still && !errors.Is(err, errStashConflicts) {
 			return "", fmt.Errorf("could not give your uncommitted changes (stash %s) back in %s yet: %w; nothing of them was applied and the recovery will run again (a git killed there leaves its index.lock, which lazy doctor removes once it is stale)", stash, dest, err)
 		}
 		notes = append(notes, fmt.Sprintf("your uncommitted changes did not re-apply cleanly (%v); they are safe in stash %s (git -C %s stash apply %s)", err, stash, dest, stash))

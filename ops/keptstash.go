@@ -157,7 +157,9 @@ func (e *Env) OwedStashes(ctx context.Context) ([]OwedStash, error) {
 		}
 		out = append(out, o)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) || out[i].At.Equal(out[j].At) && out[i].SHA < out[j].SHA })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].At.Before(out[j].At) || out[i].At.Equal(out[j].At) && out[i].SHA < out[j].SHA
+	})
 	return out, nil
 }
 
