@@ -37,7 +37,9 @@ type SubmitResult struct {
 // recorded before the push, and the pull request is always looked up by
 // its head branch before one is created, so a submit killed at any point
 // leaves the task submitted (a resting status) and the next submit
-// finishes the job without opening a second pull request.
+// finishes the job without opening a second pull request. A push that
+// fails (an unreachable remote, a rejected push) puts the record back as
+// it was, since nothing left the machine.
 func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*SubmitResult, error) {
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
@@ -144,6 +146,11 @@ func (e *Env) openSubtasks(id string) ([]string, error) {
 func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.Forge, remote, base string, draft bool) (*SubmitResult, error) {
 	slug, head := sn.Task.Slug, sn.Session.Branch
 	from := sn.Task.Status
+	var prior *gitstore.ForgeRecord
+	if sn.Task.Forge != nil {
+		f := *sn.Task.Forge
+		prior = &f
+	}
 	// Record first: the task is submitted before anything leaves.
 	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != from {
@@ -167,12 +174,35 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 	fail := func(cause error) (*SubmitResult, error) {
 		return nil, fmt.Errorf("submit %s: %w; the task stays submitted and lazy submit %s finishes the job (it finds an opened pull request by its branch)", slug, cause, slug)
 	}
+	// undo puts the record back as it was before this submit when
+	// nothing left the machine, so no task rests in submitted without
+	// a pull request because of a push that never happened.
+	undo := func(cause error) (*SubmitResult, error) {
+		if _, _, uerr := e.Store.Update(context.WithoutCancel(ctx), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Task.Status != machine.Submitted {
+				return nil, nil
+			}
+			if from != machine.Submitted {
+				if err := machine.Validate(machine.Submitted, from, e.Actor); err != nil {
+					return nil, err
+				}
+			}
+			s.Task.Status, s.Task.Forge = from, prior
+			return &gitstore.Op{Name: "submit-undone", Actor: e.Actor, Reason: "nothing reached " + remote}, nil
+		}); uerr != nil {
+			return fail(fmt.Errorf("%w (restoring the status before the submit also failed: %w)", cause, uerr))
+		}
+		return nil, fmt.Errorf("submit %s: %w; the task is %s again, as before the submit", slug, cause, from)
+	}
 	tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+head+"^{commit}").String(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("its branch %s is missing: %w", head, err))
+		return undo(fmt.Errorf("its branch %s is missing: %w", head, err))
 	}
 	if err := e.push(ctx, remote, head, sn.Task.Forge.HeadSHA); err != nil {
-		return fail(err)
+		if ctx.Err() != nil {
+			return fail(err) // interrupted: the push may have gone through
+		}
+		return undo(err)
 	}
 	body, err := e.prBody(sn)
 	if err != nil {
@@ -221,9 +251,45 @@ func (e *Env) push(ctx context.Context, remote, head, lease string) error {
 	}
 	args = append(args, remote, ref+":"+ref)
 	if err := gitcli.New(e.repoDir(), args...).Env("GIT_TERMINAL_PROMPT=0").Run(ctx); err != nil {
-		return fmt.Errorf("push %s to %s (someone else may have pushed to it; fetch and lazy sync, then submit again): %w", head, remote, err)
+		return pushError(head, remote, err)
 	}
 	return nil
+}
+
+// pushError words a failed push by its cause: only a rejected push is
+// blamed on someone else's push.
+func pushError(head, remote string, err error) error {
+	msg := ""
+	var ge *gitcli.Error
+	if errors.As(err, &ge) {
+		msg = strings.ToLower(ge.Stderr)
+	}
+	switch {
+	case unreachable(msg):
+		return fmt.Errorf("could not reach remote %s: %w; check the network and run lazy submit again", remote, err)
+	case strings.Contains(msg, "[rejected]") || strings.Contains(msg, "stale info") || strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first"):
+		return fmt.Errorf("push %s to %s was rejected (someone else may have pushed to it; fetch and lazy sync, then submit again): %w", head, remote, err)
+	default:
+		return fmt.Errorf("push %s to %s: %w", head, remote, err)
+	}
+}
+
+// unreachableSigns are what git and its transports print when the remote
+// cannot be reached at all.
+var unreachableSigns = []string{
+	"could not resolve host", "failed to connect", "couldn't connect to server", "connection refused",
+	"connection timed out", "operation timed out", "network is unreachable", "no route to host",
+	"could not resolve hostname", "temporary failure in name resolution", "connection reset",
+	"name or service not known",
+}
+
+func unreachable(stderr string) bool {
+	for _, s := range unreachableSigns {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // prBody is the pull request description: the goal, the turns, and the
