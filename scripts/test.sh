@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, vet, lint, the race-enabled test
 # suite (unit, real-repo and end-to-end tests against the real binary) and a
-# short fuzz run of the text sanitizer, the output escaper, slugs and the
-# MCP server's input (what an agent writes to lazy mcp-proxy).
+# short fuzz run of every fuzz target (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,14 +25,27 @@ fi
 echo "== go test -race"
 go test -race -count=1 -timeout "${TEST_TIMEOUT:-40m}" ./...
 
-echo "== fuzz the sanitizer (${FUZZTIME:-10s})"
-go test ./sanitize/ -run '^$' -fuzz FuzzSanitize -fuzztime "${FUZZTIME:-10s}"
-
-echo "== fuzz the output escaper (${FUZZTIME:-10s})"
-go test ./internal/termsafe/ -run '^$' -fuzz FuzzWriter -fuzztime "${FUZZTIME:-10s}"
-
-echo "== fuzz slugs (${FUZZTIME:-10s})"
-go test ./gitstore/ -run '^$' -fuzz FuzzSlugify -fuzztime "${FUZZTIME:-10s}"
-
-echo "== fuzz the MCP server's input (${FUZZTIME:-10s})"
-go test ./mcp/ -run '^$' -fuzz FuzzServe -fuzztime "${FUZZTIME:-10s}"
+# Every fuzz target in the repository, found by name (package directory
+# and function), FUZZTIME each. Over FUZZ_MAX targets a deterministic
+# subset runs, rotating by FUZZ_ROTATION (default: the day number);
+# FUZZ_MAX=0 runs them all. `go test` above already ran every seed corpus.
+fuzztime=${FUZZTIME:-3s}
+mapfile -t targets < <(grep -rE --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . \
+  | grep -v -e '/testdata/' -e '/vendor/' \
+  | sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#' | sort -u)
+max=${FUZZ_MAX:-20}
+n=${#targets[@]}
+if [ "$max" -gt 0 ] && [ "$n" -gt "$max" ]; then
+  rot=$(( ${FUZZ_ROTATION:-$(( $(date +%s) / 86400 ))} % n ))
+  chosen=()
+  for ((k = 0; k < max; k++)); do chosen+=("${targets[$(( (rot + k) % n ))]}"); done
+  echo "== fuzz $max of $n targets (FUZZ_ROTATION=$rot; FUZZ_MAX=0 runs all), $fuzztime each"
+else
+  chosen=("${targets[@]}")
+  echo "== fuzz all $n targets, $fuzztime each"
+fi
+for t in "${chosen[@]}"; do
+  read -r pkg name <<<"$t"
+  echo "-- fuzz $pkg $name"
+  go test "$pkg/" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime"
+done
