@@ -13,6 +13,7 @@ package sanitize
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -70,7 +71,7 @@ func Clean(s string) bool {
 }
 
 // escape replaces C0 controls other than tab, LF and CR, DEL, C1 controls,
-// bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) and bytes
+// bidi controls (unicode.Bidi_Control: marks, overrides, isolates) and bytes
 // that are not UTF-8 with printable escapes, and reports how many it
 // replaced. Invalid UTF-8 is escaped rather than left alone because JSON
 // encoding would otherwise turn it into U+FFFD and lose the byte.
@@ -118,10 +119,11 @@ func needsEscape(r rune, size int) bool {
 		return true
 	case r >= 0x80 && r <= 0x9f:
 		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		// Bidi embeddings, overrides and isolates reorder what a reader
-		// sees (visual spoofing in the web view and MCP clients); the
-		// terminal escaper already treats them the same way.
+	case unicode.Is(unicode.Bidi_Control, r):
+		// Bidi marks, embeddings, overrides and isolates reorder what a
+		// reader sees (visual spoofing in the web view and MCP clients).
+		// Unicode's own property is the one list both this and the
+		// terminal escaper use.
 		return true
 	}
 	return false

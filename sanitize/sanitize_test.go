@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/lazyorch/lazy/internal/termsafe"
 )
 
 func TestOrdinaryTextIsUntouched(t *testing.T) {
@@ -146,5 +149,27 @@ func TestBidiOverridesEscaped(t *testing.T) {
 	}
 	if got := Field("שלום world"); got != "שלום world" {
 		t.Errorf("plain RTL text changed: %q", got)
+	}
+}
+
+// TestIntakeAndTerminalAgreeOnEveryRune keeps the two escapers on one
+// rule: a character the terminal path refuses to show raw must not pass
+// intake raw either (the web view and MCP clients show intake's output).
+// Carriage return is the one designed difference: texts keep CRLF, the
+// terminal must not see a bare CR.
+func TestIntakeAndTerminalAgreeOnEveryRune(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r == '\r' || (r >= 0xd800 && r <= 0xdfff) {
+			continue
+		}
+		s := "a" + string(r) + "b"
+		if intake, term := !Clean(s), !termsafe.Safe(s); intake != term {
+			t.Errorf("U+%04X: intake escapes it = %v, terminal escapes it = %v", r, intake, term)
+		}
+	}
+	for _, r := range []rune{0x061c, 0x200e, 0x200f, 0x202e, 0x2068} {
+		if Clean(string(r)) {
+			t.Errorf("bidi control U+%04X passes intake raw", r)
+		}
 	}
 }

@@ -11,7 +11,7 @@
 //
 // What is escaped: C0 controls other than tab and LF (CR, BEL, ESC, ...),
 // DEL, C1 controls (U+0080-U+009F, which some terminals read as CSI, OSC
-// and ST), the bidirectional overrides and isolates (which reorder what
+// and ST), the bidi controls of unicode.Bidi_Control (which reorder what
 // the reader sees), and bytes that are not UTF-8. Runes become \u00XX and
 // bad bytes \xNN, so the reader sees that something was there. The \uXXXX
 // form is also a valid JSON escape for the same character, so JSON output
@@ -23,6 +23,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -162,8 +163,8 @@ func escaped(r rune, size int) bool {
 		return true
 	case r >= 0x80 && r <= 0x9f:
 		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true // bidi embeddings, overrides and isolates
+	case unicode.Is(unicode.Bidi_Control, r):
+		return true // bidi marks, embeddings, overrides and isolates
 	}
 	return false
 }
