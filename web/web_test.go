@@ -1,11 +1,13 @@
 package web
 
 import (
-	"html/template"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
 )
 
 func TestMarkdownShowsRawHTMLAsText(t *testing.T) {
@@ -78,13 +80,39 @@ func TestWebEscapesBidiAndControls(t *testing.T) {
 	if !strings.Contains(got, `\u202e`) || !strings.Contains(got, `\u001b`) {
 		t.Fatalf("markdown did not escape visibly: %q", got)
 	}
-	var b strings.Builder
-	pages() // the page set must parse with the display func wired in
-	tpl := template.Must(template.New("t").Funcs(template.FuncMap{"display": sanitize.Display}).Parse(`<h1>{{display .}}</h1>`))
-	if err := tpl.Execute(&b, evil); err != nil {
+}
+
+// TestTaskPageEscapesAStoredRecord renders the real task and list pages for
+// a record written straight to the store, as a pulled one arrives: intake
+// never saw its title, goal or comment, so the pages must escape them.
+func TestTaskPageEscapesAStoredRecord(t *testing.T) {
+	s, st, _ := newServer(t)
+	evil := "invoice\u202egpj.exe \x1b[31mred\u2066"
+	sn, err := st.Create(gitstore.CreateSpec{Title: "title " + evil, Goal: "goal " + evil, Actor: machine.Human})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsRune(b.String(), 0x202e) || strings.ContainsRune(b.String(), 0x1b) {
-		t.Fatalf("title passed spoofing runes raw: %q", b.String())
+	id := sn.Task.ID
+	if _, _, err := st.Update(context.Background(), id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+		x.AddComment(gitstore.Comment{Actor: machine.Human, At: time.Now().UTC(), Text: "comment " + evil})
+		return &gitstore.Op{Name: "comment", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	for _, path := range []string{"/task/" + id, "/", "/?view=board"} {
+		body := page(t, h, path)
+		if strings.ContainsRune(body, 0x202e) || strings.ContainsRune(body, 0x2066) || strings.ContainsRune(body, 0x1b) {
+			t.Errorf("GET %s passed spoofing runes raw", path)
+		}
+		if !strings.Contains(body, `\u202e`) {
+			t.Errorf("GET %s does not show the escaped title", path)
+		}
+	}
+	task := page(t, h, "/task/"+id)
+	for _, want := range []string{"goal invoice", "comment invoice", `\u001b`, `\u2066`} {
+		if !strings.Contains(task, want) {
+			t.Errorf("task page lacks %q", want)
+		}
 	}
 }
