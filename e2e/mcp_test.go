@@ -493,3 +493,37 @@ func TestLazyMcpFinishesACallWhoseClientLeft(t *testing.T) {
 		t.Fatalf("%d tasks from one request_id", n)
 	}
 }
+
+// TestMCPIntakeEscapesSpoofingRunes sends bidi overrides and terminal
+// escapes through the official Go SDK client: what an agent or a builder
+// writes over MCP must come back, over MCP and on the terminal, with each
+// of them visibly escaped (issue 29).
+func TestMCPIntakeEscapesSpoofingRunes(t *testing.T) {
+	r := newRepo(t)
+	s, _ := mcpClient(t, r, nil, "mcp")
+	evil := "invoice\u202egpj.exe \x1b]8;;http://evil\x07link\u2066"
+	var created struct {
+		Task struct{ Slug, Title string } `json:"task"`
+	}
+	decodeInto(t, call(t, s, "lazy_create", map[string]any{"title": "Spoof " + evil, "goal": "goal " + evil}, false), &created)
+	call(t, s, "lazy_comment", map[string]any{"task": created.Task.Slug, "text": "comment " + evil}, false)
+	outputs := map[string]string{
+		"lazy_show":        call(t, s, "lazy_show", map[string]any{"task": created.Task.Slug}, false),
+		"lazy_list":        call(t, s, "lazy_list", map[string]any{}, false),
+		"lazy show":        r.ok("show", created.Task.Slug),
+		"lazy show --json": r.ok("show", "--json", created.Task.Slug),
+	}
+	for where, out := range outputs {
+		for _, bad := range []rune{0x202e, 0x2066, 0x1b, 0x07} {
+			if strings.ContainsRune(out, bad) {
+				t.Errorf("%s returned U+%04X raw", where, bad)
+			}
+		}
+		if !strings.Contains(out, `\u202e`) {
+			t.Errorf("%s does not show the override escaped:\n%s", where, out)
+		}
+	}
+	if !strings.Contains(outputs["lazy_show"], "comment invoice") || !strings.Contains(outputs["lazy_show"], "goal invoice") {
+		t.Errorf("lazy_show lacks the goal or the comment:\n%s", outputs["lazy_show"])
+	}
+}
