@@ -58,7 +58,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		findings = append(findings, reconcile.Finding{Kind: "sandbox-unavailable",
 			Detail: "lazy.sandbox is on, so sandboxed tasks will not start: " + sb.Detail})
 	}
-	findings = append(findings, a.owedStashFindings(ctx, only)...)
+	findings = append(findings, a.owedStashFindings(ctx, only, !c.DryRun)...)
 	remain := 0
 	for _, f := range findings {
 		if !f.Repaired {
@@ -143,12 +143,12 @@ func (a *app) sandboxStatus(ctx context.Context) (sandboxState, error) {
 // owedStashFindings reports every stash of the user's changes an accept
 // made and has not given back: it needs the user (only they know whether
 // the checkout is ready for it), so it stays a problem until restored.
-func (a *app) owedStashFindings(ctx context.Context, only string) []reconcile.Finding {
+func (a *app) owedStashFindings(ctx context.Context, only string, mend bool) []reconcile.Finding {
 	env, err := a.env()
 	if err != nil {
 		return nil
 	}
-	owed, err := env.OwedStashes(ctx)
+	owed, err := env.OwedStashes(ctx, mend)
 	if err != nil {
 		return []reconcile.Finding{{Kind: "owed-stash", Detail: "could not list the stashes lazy keeps", Error: err.Error()}}
 	}

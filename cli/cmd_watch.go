@@ -104,7 +104,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	rows, counts := a.rows(entries, machine.Status.IsActive)
 	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}}
 	if env, err := a.env(); err == nil {
-		if owed, err := env.OwedStashes(ctx); err == nil && owed != nil {
+		if owed, err := env.OwedStashes(ctx, false); err == nil && owed != nil {
 			v.OwedStashes = owed
 		}
 	}

@@ -28,6 +28,10 @@ func TestKilledAcceptOwesItsStashUntilRestored(t *testing.T) {
 	hook(t, r, "post-commit", "touch "+marker+"\nsleep 600")
 	cmd := startLazy(t, r, "accept", killed.Slug)
 	waitFile(t, marker) // stashed and merged, not yet given back
+	// The accept is alive and will give its stash back: not owed yet.
+	if doc := r.run(nil, "doctor", "--dry-run"); strings.Contains(doc.Stdout, "owed-stash") {
+		t.Fatalf("doctor reports the stash of an accept still running: %s", doc)
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Wait()
 	if err := os.Remove(filepath.Join(r.dir, ".git", "hooks", "post-commit")); err != nil {
@@ -51,6 +55,26 @@ func TestKilledAcceptOwesItsStashUntilRestored(t *testing.T) {
 	}
 	if st := r.ok("status"); !strings.Contains(st, "stash apply "+m[2]) {
 		t.Fatalf("status does not report stash %s: %s", m[2], st)
+	}
+	// As if killed between its stash and its record: status and a dry
+	// run report the stash from the stash list and write nothing; doctor
+	// records it.
+	kept := strings.TrimSpace(r.git("for-each-ref", "--format=%(refname)", "refs/lazy-kept/stash/"))
+	if !strings.HasSuffix(kept, "/"+m[2]) {
+		t.Fatalf("the accept did not record its stash under refs/lazy-kept/stash/: %q", kept)
+	}
+	r.git("update-ref", "-d", kept)
+	if st := r.ok("status"); !strings.Contains(st, "stash apply") {
+		t.Fatalf("status does not report an unrecorded accept stash: %s", st)
+	}
+	if doc := r.run(nil, "doctor", "--dry-run"); !strings.Contains(doc.Stdout, "owed-stash") {
+		t.Fatalf("doctor --dry-run does not report an unrecorded accept stash: %s", doc)
+	}
+	if refs := r.git("for-each-ref", "refs/lazy-kept/"); strings.TrimSpace(refs) != "" {
+		t.Fatalf("status or doctor --dry-run wrote %s", refs)
+	}
+	if r.run(nil, "doctor"); strings.TrimSpace(r.git("for-each-ref", "--format=%(refname)", "refs/lazy-kept/stash/")) != kept {
+		t.Fatalf("doctor did not record the stash again as %s", kept)
 	}
 	if m[1] != r.dir {
 		t.Fatalf("the restore command runs in %s, not the checkout %s", m[1], r.dir)

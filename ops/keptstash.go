@@ -13,6 +13,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/flock"
 )
 
 // keptStashRefs is where lazy records each stash of the user's changes
@@ -40,13 +41,19 @@ type OwedStash struct {
 	Dir string `json:"dir"`
 	// Restore is the command that gives the changes back.
 	Restore string `json:"restore"`
-	Ref     string `json:"ref"`
+	// Ref is the record under refs/lazy-kept/stash/, or "" for a stash
+	// found only in the stash list (an accept killed before its record).
+	Ref string `json:"ref,omitempty"`
 }
 
 // Describe is one sentence about the stash for a report.
 func (o OwedStash) Describe() string {
-	return fmt.Sprintf("your uncommitted changes in %s from %s are only in stash %s, which lazy made during an accept; restore them with: %s (lazy forgets the stash once they are back; to discard them instead: git update-ref -d %s)",
-		o.Dir, o.At.UTC().Format(time.RFC3339), o.SHA, o.Restore, o.Ref)
+	discard := "drop it from git stash list"
+	if o.Ref != "" {
+		discard = "git update-ref -d " + o.Ref
+	}
+	return fmt.Sprintf("your uncommitted changes in %s from %s are only in stash %s, which lazy made during an accept; restore them with: %s (lazy forgets the stash once they are back; to discard them instead: %s)",
+		o.Dir, o.At.UTC().Format(time.RFC3339), o.SHA, o.Restore, discard)
 }
 
 // keepStash records stash sha of task id durably, before anything else
@@ -121,11 +128,32 @@ func stashApplies(ctx context.Context, dir, sha string) error {
 // OwedStashes lists the stashes accepts made of the user's changes and
 // have not given back: those recorded under refs/lazy-kept/stash/, and
 // any stash in the stash list with an accept's message (an accept killed
-// between its stash and its record). A recorded stash whose changes are
-// all back in its checkout is forgotten (and dropped) here.
-func (e *Env) OwedStashes(ctx context.Context) ([]OwedStash, error) {
-	dir := e.repoDir()
-	refs, err := gitcli.New(dir, "for-each-ref", "--format=%(refname) %(objectname)", keptStashRefs).String(ctx)
+// between its stash and its record). A stash whose accept is still
+// running is not owed yet: that accept holds the task lock and gives it
+// back itself. With mend, an unrecorded stash is recorded and a recorded
+// one whose changes are all back in its checkout is forgotten; without
+// it (lazy status, lazy doctor --dry-run) nothing is written.
+func (e *Env) OwedStashes(ctx context.Context, mend bool) ([]OwedStash, error) {
+	byRef, err := e.keptStashes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.addUnrecordedStashes(ctx, byRef)
+	var out []OwedStash
+	for sha, ref := range byRef {
+		if o, owed := e.checkOwed(ctx, sha, ref, mend); owed {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].At.Before(out[j].At) || out[i].At.Equal(out[j].At) && out[i].SHA < out[j].SHA
+	})
+	return out, nil
+}
+
+// keptStashes maps each recorded stash to its ref under keptStashRefs.
+func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
+	refs, err := gitcli.New(e.repoDir(), "for-each-ref", "--format=%(refname) %(objectname)", keptStashRefs).String(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the stashes lazy keeps: %w", err)
 	}
@@ -135,32 +163,55 @@ func (e *Env) OwedStashes(ctx context.Context) ([]OwedStash, error) {
 			byRef[sha] = ref
 		}
 	}
-	if list, err := gitcli.New(dir, "stash", "list", "--format=%H %s").String(ctx); err == nil {
-		for _, line := range strings.Split(list, "\n") {
-			sha, subject, _ := strings.Cut(line, " ")
-			if _, ok := byRef[sha]; ok || !gitstore.ValidHex(sha) || !isAcceptStash(subject) {
-				continue
-			}
-			id := stashTask(subject)
-			if keepStash(ctx, dir, id, sha) == nil {
-				byRef[sha] = keptStashRefs + id + "/" + sha
-			}
-		}
+	return byRef, nil
+}
+
+// addUnrecordedStashes adds the accept stashes in the stash list that
+// have no record (byRef maps them to "" until one is written).
+func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string) {
+	list, err := gitcli.New(e.repoDir(), "stash", "list", "--format=%H %s").String(ctx)
+	if err != nil {
+		return
 	}
-	var out []OwedStash
-	for sha, ref := range byRef {
-		o := e.describeStash(ctx, sha, ref)
-		if o.Dir != "" && stashInWorktree(ctx, o.Dir, sha) && stashApplies(ctx, o.Dir, sha) != nil {
-			// Every byte of it is back in the checkout.
-			dropStash(ctx, o.Dir, sha)
+	for _, line := range strings.Split(list, "\n") {
+		sha, subject, _ := strings.Cut(line, " ")
+		if _, ok := byRef[sha]; ok || !gitstore.ValidHex(sha) || !isAcceptStash(subject) {
 			continue
 		}
-		out = append(out, o)
+		byRef[sha] = keptStashRefs + stashTask(subject) + "/" + sha
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].At.Before(out[j].At) || out[i].At.Equal(out[j].At) && out[i].SHA < out[j].SHA
-	})
-	return out, nil
+}
+
+// checkOwed decides whether stash sha is owed, under its task's lock so
+// that no accept of the task is between its stash and its record or
+// return meanwhile; with mend it records or forgets the stash.
+func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool) (OwedStash, bool) {
+	o := e.describeStash(ctx, sha, ref)
+	if validRefPart(o.TaskID) {
+		unlock, err := e.TryLockTask(o.TaskID)
+		if errors.Is(err, flock.ErrHeld) {
+			return o, false // its accept is running and will give it back
+		}
+		if err == nil {
+			defer unlock()
+		}
+	}
+	if o.Dir != "" && stashInWorktree(ctx, o.Dir, sha) && stashApplies(ctx, o.Dir, sha) != nil {
+		// Every byte of it is back in the checkout.
+		if mend {
+			dropStash(ctx, o.Dir, sha)
+		}
+		return o, false
+	}
+	if !refExists(ctx, e.repoDir(), ref) && (!mend || keepStash(ctx, e.repoDir(), o.TaskID, sha) != nil) {
+		o.Ref = "" // in the stash list only
+	}
+	return o, true
+}
+
+// refExists is true when ref names an object.
+func refExists(ctx context.Context, dir, ref string) bool {
+	return gitcli.New(dir, "rev-parse", "--verify", "--quiet", ref).Run(ctx) == nil
 }
 
 // describeStash reads what a kept stash is from the stash commit itself.
