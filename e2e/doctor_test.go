@@ -74,10 +74,7 @@ func TestDoctorReportsThenRepairs(t *testing.T) {
 	stranded := r.create("stranded accept")
 	r.ok("start", stranded.Slug, "--command", fakeAgentBin)
 	r.waitStatus(stranded.Slug, "blocked")
-	r.editTaskJSON(stranded.ID, func(m map[string]any) {
-		m["status"] = "merging"
-		m["accept"] = map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": strings.TrimSpace(r.git("rev-parse", "main"))}
-	})
+	r.strandAccept(stranded.ID, map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": strings.TrimSpace(r.git("rev-parse", "main"))})
 	lock := filepath.Join(r.dir, ".git", "refs", "lazy", "tasks", stranded.ID+".lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -556,10 +556,7 @@ func TestSubmitEscapesAStrandedMergeAndUntrustedForgeRecordsAreRefused(t *testin
 	f := newFakeForge(t)
 	r := f.r
 	tk := workedTask(t, r, "Stranded", "s.txt one")
-	r.editTaskJSON(tk.ID, func(m map[string]any) {
-		m["status"] = "merging"
-		m["accept"] = map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": strings.TrimSpace(r.git("rev-parse", "main"))}
-	})
+	r.strandAccept(tk.ID, map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": strings.TrimSpace(r.git("rev-parse", "main"))})
 	out := r.ok("submit", tk.Slug)
 	if !strings.Contains(out, "opened pull request #1") || r.refStatus(tk.ID) != "submitted" {
 		t.Fatalf("submit of a stranded merge: %s (status %s)", out, r.refStatus(tk.ID))

@@ -148,10 +148,7 @@ func TestCloseAndRejectRecoverAStrandedMergeWithoutADaemon(t *testing.T) {
 			r.ok("start", tk.Slug, "--command", fakeAgentBin)
 			r.waitStatus(tk.Slug, "blocked")
 			tip := strings.TrimSpace(r.git("rev-parse", "main"))
-			r.editTaskJSON(tk.ID, func(m map[string]any) {
-				m["status"] = "merging"
-				m["accept"] = map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": tip, "started_at": "2026-01-01T00:00:00Z", "host": ""}
-			})
+			r.strandAccept(tk.ID, map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": tip, "started_at": "2026-01-01T00:00:00Z"})
 			r.ok(verb, tk.Slug, "--reason", "not needed")
 			if st := r.refStatus(tk.ID); st != "abandoned" {
 				t.Fatalf("%s of a stranded merge: %s", verb, st)

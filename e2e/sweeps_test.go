@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -38,6 +40,47 @@ func (r *runner) editTaskJSON(id string, edit func(m map[string]any)) {
 	treeID := strings.TrimSpace(r.gitIn([]byte(tree.String()), "mktree"))
 	commit := strings.TrimSpace(r.git("commit-tree", "-p", ref, "-m", "hand edit", treeID))
 	r.git("update-ref", ref, commit)
+}
+
+// lazyHost is the host id a task's latest record commit names in its
+// Lazy-Host trailer: public, as everything in a record is.
+func (r *runner) lazyHost(id string) string {
+	r.t.Helper()
+	host := strings.TrimSpace(r.git("log", "-1", "--format=%(trailers:key=Lazy-Host,valueonly)", "refs/lazy/tasks/"+id))
+	if host == "" {
+		r.t.Fatalf("no Lazy-Host trailer on the record of %s", id)
+	}
+	return host
+}
+
+// strandAccept makes task id look as a local accept that died mid-merge
+// leaves it: merging with an accept record (accept: the fields to record
+// besides id and host), and this machine's own record of that accept,
+// which lazy writes before the task's record says merging.
+func (r *runner) strandAccept(id string, accept map[string]any) {
+	r.t.Helper()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		r.t.Fatal(err)
+	}
+	acceptID := hex.EncodeToString(b[:])
+	accept["id"], accept["host"] = acceptID, r.lazyHost(id)
+	local, err := json.Marshal(map[string]any{"task_id": id, "id": acceptID, "from": accept["accept_in_flight_from"],
+		"into": accept["into"], "into_sha": accept["into_sha"], "dest_dirty": accept["dest_dirty"] == true})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	dir := filepath.Join(r.dir, ".git", "lazy", "accepts")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id+".json"), local, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	r.editTaskJSON(id, func(m map[string]any) {
+		m["status"] = "merging"
+		m["accept"] = accept
+	})
 }
 
 // waitUntil polls lazy show (which reconciles) until ok holds.
@@ -159,10 +202,7 @@ func TestStrandedMergeIsRecovered(t *testing.T) {
 				r.git("commit", "-q", "-m", "stranded (squash)\n\nLazy-Task: "+tk.ID)
 			}
 			// An accept that died mid-merge: merging, with its record.
-			r.editTaskJSON(tk.ID, func(m map[string]any) {
-				m["status"] = "merging"
-				m["accept"] = map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": tip, "started_at": "2026-01-01T00:00:00Z", "host": ""}
-			})
+			r.strandAccept(tk.ID, map[string]any{"accept_in_flight_from": "blocked", "into": "main", "into_sha": tip, "started_at": "2026-01-01T00:00:00Z"})
 			r.ok("list")
 			s := r.showFull(tk.Slug)
 			want := map[bool]string{false: "blocked", true: "complete"}[landed]

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -198,4 +200,106 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A merging record is evidence of an accept only on the machine that
+// began it. An attacker crafts one for the victim's own task naming the
+// victim's host (read from its public Lazy-Host trailer) and a stash the
+// victim really has: no command the victim runs may take the accept
+// lock, run git in its checkout, commit an abort, or apply or drop the
+// stash; doctor reports the record, and nothing is pushed from the
+// victim's local records of its own accepts and stashes.
+func TestPulledMergingRecordNeverTouchesTheVictimsCheckout(t *testing.T) {
+	victim, attacker := clones(t)
+	mine := workedTask(t, victim, "victim work", "v.txt v")
+	victim.ok("push")
+	attacker.ok("init")
+	host := attacker.lazyHost(mine.ID)
+
+	// The victim's own stash, and a clean checkout, where a recovery
+	// would give a stash back.
+	readme := filepath.Join(victim.dir, "README.md")
+	if err := os.WriteFile(readme, []byte("# my experiment\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim.git("stash", "push", "-q", "-m", "my experiment")
+	stash := strings.TrimSpace(victim.git("rev-parse", "stash@{0}"))
+	stashes := victim.git("stash", "list", "--format=%H %s")
+	mainTip := strings.TrimSpace(victim.git("rev-parse", "main"))
+	mainFiles := victim.git("ls-files", "-s")
+
+	ref := "refs/lazy/tasks/" + mine.ID
+	craft(t, attacker.dir, ref, func(f map[string][]byte) {
+		setJSON(t, f, "task.json", map[string]any{"status": "merging", "accept": map[string]any{
+			"id": "0123456789abcdef", "accept_in_flight_from": "blocked", "into": "main", "into_sha": mainTip,
+			"started_at": "2026-01-01T00:00:00Z", "host": host, "stash_sha": stash, "dest_dirty": true,
+		}})
+	})
+	attacker.git("push", "-q", "origin", ref+":"+ref)
+
+	// The victim pulls. Whatever pull decides about the record, this
+	// layer must hold on its own: the record is placed as a pull that
+	// took it would.
+	victim.run(nil, "pull")
+	victim.git("fetch", "-q", "origin", "+"+ref+":refs/crafted/"+mine.ID)
+	victim.git("update-ref", ref, "refs/crafted/"+mine.ID)
+
+	untouched := func(after string) {
+		t.Helper()
+		if got := victim.git("stash", "list", "--format=%H %s"); got != stashes {
+			t.Fatalf("after %s the victim's stash list changed:\n%s\nwas:\n%s", after, got, stashes)
+		}
+		if b, err := os.ReadFile(readme); err != nil || string(b) != "# test\n" {
+			t.Fatalf("after %s README.md is %q (%v)", after, b, err)
+		}
+		if st := victim.git("status", "--porcelain"); st != "" {
+			t.Fatalf("after %s the victim's checkout changed:\n%s", after, st)
+		}
+		if got := strings.TrimSpace(victim.git("rev-parse", "main")); got != mainTip {
+			t.Fatalf("after %s main moved to %s", after, got)
+		}
+		if got := victim.git("ls-files", "-s"); got != mainFiles {
+			t.Fatalf("after %s the victim's index changed", after)
+		}
+		sum := sha256.Sum256([]byte("main"))
+		lock := filepath.Join(victim.dir, ".git", "lazy", "locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
+		if _, err := os.Stat(lock); err == nil {
+			t.Fatalf("after %s the accept lock of main was taken", after)
+		}
+		log := victim.git("log", "--format=%B", ref)
+		if strings.Contains(log, "Lazy-Op: accept-abort") || strings.Contains(log, "Lazy-Op: accept-recovered") {
+			t.Fatalf("after %s the victim committed an accept recovery:\n%s", after, log)
+		}
+		if st := victim.refStatus(mine.ID); st != "merging" {
+			t.Fatalf("after %s the crafted record was acted on: %s", after, st)
+		}
+	}
+	victim.ok("list")
+	untouched("list")
+	victim.ok("status")
+	untouched("status")
+	if out := victim.ok("show", mine.Slug); !strings.Contains(out, "merging") {
+		t.Fatalf("show: %s", out)
+	}
+	untouched("show")
+	rep := victim.doctor(1, "--dry-run")
+	if a, ok := rep.kinds()[mine.Slug+"/foreign-merge"]; !ok || a != "" {
+		t.Fatalf("doctor does not report the foreign merge: %+v", rep.Findings)
+	}
+	victim.doctor(1)
+	untouched("doctor")
+	for _, verb := range [][]string{{"close", mine.Slug, "-m", "no"}, {"reject", mine.Slug, "--reason", "no"}} {
+		if msg := victim.fails(1, nil, verb...); !strings.Contains(msg, "did not start that accept") {
+			t.Fatalf("%s of a foreign merge: %s", verb[0], msg)
+		}
+		untouched(verb[0])
+	}
+
+	// The victim's local records (its accepts, the stashes it keeps) are
+	// never pushed.
+	victim.git("update-ref", "refs/lazy-kept/stash/"+mine.ID+"/"+stash, stash)
+	victim.run(nil, "push")
+	if got := strings.TrimSpace(attacker.git("ls-remote", "origin")); strings.Contains(got, "refs/lazy-kept/") || strings.Contains(got, "refs/lazy-local/") {
+		t.Fatalf("a local record reached the remote:\n%s", got)
+	}
 }

@@ -79,6 +79,10 @@ type AcceptRecord struct {
 	// accept began, so a stash of them is owed back even if a crash came
 	// before StashSHA was recorded (the stash message names the task).
 	DestDirty bool `json:"dest_dirty,omitempty"`
+	// ID is the accept's random id. The host that began the accept keeps
+	// its own record of it (never pushed); only a merging record whose id
+	// matches one there is that host's to recover, whatever Host says.
+	ID string `json:"id,omitempty"`
 }
 
 // Outcomes recorded on a task that reached a terminal status.

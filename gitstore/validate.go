@@ -85,6 +85,9 @@ func validateRecord(sn *Snapshot) error {
 		if a.IntoSHA != "" && !ValidHex(a.IntoSHA) {
 			return fmt.Errorf("accept record names %q, not a commit id", a.IntoSHA)
 		}
+		if a.ID != "" && !ValidID(a.ID) {
+			return fmt.Errorf("accept record's id %q is not an accept id", a.ID)
+		}
 		if a.StashSHA != "" && !ValidHex(a.StashSHA) {
 			return fmt.Errorf("accept record names the stash %q, not a commit id", a.StashSHA)
 		}

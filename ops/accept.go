@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -231,6 +232,14 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 
 	begin("record")
 	from := sn.Task.Status
+	// This machine's own record of the accept comes first: a merging
+	// task is recovered here only if it names this accept (a record's
+	// host id is public, so anyone could claim this host).
+	mine, err := e.beginAccept(sn, from, pre)
+	if err != nil {
+		return nil, err
+	}
+	forget := func() { e.Accepts().Forget(mine.TaskID, mine.ID) }
 	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
@@ -238,11 +247,12 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if err := machine.Validate(s.Task.Status, machine.Merging, e.Actor); err != nil {
 			return nil, fmt.Errorf("accept %s: %w", s.Task.Slug, err)
 		}
-		s.Task.Accept = &gitstore.AcceptRecord{From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Dest: pre.dest, DestDirty: pre.dirty}
+		s.Task.Accept = &gitstore.AcceptRecord{ID: mine.ID, From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: mine.StartedAt, Host: e.Store.Host(), Dest: pre.dest, DestDirty: pre.dirty}
 		s.Task.Status = machine.Merging
 		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
 	})
 	if err != nil {
+		forget()
 		return nil, err
 	}
 	if pre.temp {
@@ -254,6 +264,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if _, rerr := e.restoreAfterAbort(context.WithoutCancel(ctx), sn.Task.ID, cause); rerr != nil {
 			return fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
 		}
+		forget()
 		return cause
 	}
 
@@ -315,10 +326,26 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, fmt.Errorf("accept %s: the merge is committed (%s) but recording it failed; the reconciler will finish the task: %w", slug, commit, err)
 	}
 	res.Snapshot = sn
+	forget()
 
 	begin("cleanup")
 	res.Warnings = append(res.Warnings, e.cleanupAccepted(ctx, sn)...)
 	return res, nil
+}
+
+// beginAccept records, on this machine only, the local accept of sn
+// about to begin: the trust anchor of its recovery (see package owned).
+func (e *Env) beginAccept(sn *gitstore.Snapshot, from machine.Status, pre *acceptPre) (owned.Accept, error) {
+	id, err := gitstore.NewID()
+	if err != nil {
+		return owned.Accept{}, fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
+	}
+	mine := owned.Accept{TaskID: sn.Task.ID, ID: id, From: string(from), Into: pre.into, IntoSHA: pre.intoSHA,
+		DestDirty: pre.dirty, StartedAt: time.Now().UTC().Truncate(time.Second)}
+	if err := e.Accepts().Save(mine); err != nil {
+		return owned.Accept{}, fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
+	}
+	return mine, nil
 }
 
 // runPreAccept runs the configured agent turn before a merge, under the

@@ -94,9 +94,12 @@ func (e *Env) recoverStranded(ctx context.Context, sn *gitstore.Snapshot, wait b
 	if sn.Task.Status != machine.Merging || rec == nil {
 		return sn, false, "", nil
 	}
-	if rec.Host != "" && rec.Host != e.Store.Host() {
-		return nil, false, "", fmt.Errorf("task %s: an accept on host %s is merging it; finish there", sn.Task.Slug, rec.Host)
+	// Only an accept this machine began is recovered here: the record's
+	// host id is public, so a crafted record could name this host.
+	if err := e.ownAccept(sn); err != nil {
+		return nil, false, "", err
 	}
+	rec = sn.Task.Accept
 	if rec.Into != "" {
 		if err := ValidBranchName(rec.Into); err != nil {
 			return nil, false, "", fmt.Errorf("the accept record of %s is damaged: %w", sn.Task.Slug, err)
@@ -137,9 +140,11 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if s.Task.Status != machine.Merging || s.Task.Accept == nil {
+		if s.Task.Status != machine.Merging || s.Task.Accept == nil || s.Task.Accept.ID != sn.Task.Accept.ID {
 			return nil, nil
 		}
+		// The status before the accept is this machine's record of it.
+		s.Task.Accept.From = sn.Task.Accept.From
 		text := "a stranded accept never merged; status before the accept restored"
 		if landed {
 			text = "a stranded accept had merged; finished as accepted"
@@ -160,6 +165,9 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 	})
 	if err != nil {
 		return nil, false, "", err
+	}
+	if out != nil && out.Task.Status != machine.Merging {
+		e.Accepts().Forget(sn.Task.ID, sn.Task.Accept.ID)
 	}
 	if landed && out != nil && out.Task.Status == machine.Complete {
 		// The accept died before its cleanup: finish that too.
@@ -295,14 +303,20 @@ func (e *Env) halfSquash(ctx context.Context, sn *gitstore.Snapshot, dest string
 }
 
 // acceptStash finds the stash an accept made of the destination's
-// changes: the recorded one, or, when the crash came before it was
-// recorded, the one whose message names the task. Only a stash still in
-// the stash list counts (one given back is dropped from it).
+// changes: the recorded one, which must be one this machine kept for the
+// task under refs/lazy-kept/stash (a record's stash_sha is data, and
+// could name any stash of the user's), or, when the crash came before
+// it was recorded, the one whose message names the task, if this
+// machine's own accept record says the checkout was dirty. Only a stash
+// still in the stash list counts (one given back is dropped from it).
 func (e *Env) acceptStash(ctx context.Context, sn *gitstore.Snapshot, dest string) string {
 	rec := sn.Task.Accept
 	dir := dest
 	if dir == "" {
 		dir = e.repoDir()
+	}
+	if rec.StashSHA != "" && !keptFor(ctx, dir, sn.Task.ID, rec.StashSHA) {
+		return ""
 	}
 	list, err := gitcli.New(dir, "stash", "list", "--format=%H %s").String(ctx)
 	if err != nil {
@@ -345,8 +359,8 @@ func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []stri
 			if err != nil || sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.Accept.Into != into || sn.Task.ForgePending() {
 				return
 			}
-			if rec := sn.Task.Accept; rec.Host != "" && rec.Host != e.Store.Host() {
-				return
+			if e.ownAccept(sn) != nil {
+				return // not this machine's accept: left alone
 			}
 			// The destination lock is already ours: recover inline.
 			if _, _, _, err := e.recoverLocked(ctx, sn, "another accept into "+into); err != nil {
@@ -362,7 +376,7 @@ func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []stri
 // left in its destination checkout and where the user's stash is; "" when
 // the checkout is clean and no stash is owed.
 func (e *Env) DescribeDestination(ctx context.Context, sn *gitstore.Snapshot) string {
-	if sn.Task.Accept == nil || sn.Task.ForgePending() {
+	if sn.Task.Accept == nil || sn.Task.ForgePending() || e.ownAccept(sn) != nil {
 		return ""
 	}
 	dest, err := e.acceptDestination(ctx, sn)

@@ -78,6 +78,14 @@ func validRefPart(s string) bool {
 	return true
 }
 
+// keptFor says whether stash sha is one this machine kept for task id.
+func keptFor(ctx context.Context, dir, id, sha string) bool {
+	if !gitstore.ValidHex(sha) || !validRefPart(id) {
+		return false
+	}
+	return gitcli.New(dir, "rev-parse", "--verify", "--quiet", keptStashRefs+id+"/"+sha).Run(ctx) == nil
+}
+
 // forgetStash removes the record of stash sha: its changes are back.
 func forgetStash(ctx context.Context, dir, sha string) {
 	refs, err := gitcli.New(dir, "for-each-ref", "--format=%(refname)", keptStashRefs).String(ctx)

@@ -2,12 +2,85 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 )
+
+// Accepts is this machine's record of the local accepts it began and
+// has not ended (see package owned): what makes a merging task its own.
+func (e *Env) Accepts() owned.Accepts { return owned.AcceptsFor(e.Store.Repo().LazyDir()) }
+
+// ForeignAcceptError refuses to recover a merging task whose accept this
+// machine did not begin. A host id is public (every record commit names
+// it), so a record's accept.host proves nothing: a crafted record must
+// not make this machine take an accept lock, run git in a checkout,
+// commit an abort or apply or drop a stash.
+type ForeignAcceptError struct {
+	Slug, Host, OurHost string
+}
+
+func (e *ForeignAcceptError) Error() string {
+	if e.Host != "" && e.Host != e.OurHost {
+		return fmt.Sprintf("%s is merging on another machine (host %s); lazy leaves it alone here: finish or undo the accept on that machine", e.Slug, e.Host)
+	}
+	claim := "names no host"
+	if e.Host != "" {
+		claim = "claims this host (" + e.Host + ")"
+	}
+	return fmt.Sprintf("%s is merging, but this machine did not start that accept (its record %s, but no local accept matches it: a record written elsewhere, or an accept begun by an older lazy); lazy takes no lock, touches no checkout and applies no stash for it", e.Slug, claim)
+}
+
+// ownAccept binds a merging task's accept record to this machine's own
+// record of that accept, in memory: into, its tip, the prior status and
+// whether the checkout was dirty are what this machine decided, never
+// what the record says. It fails with ForeignAcceptError for an accept
+// this machine did not begin.
+func (e *Env) ownAccept(sn *gitstore.Snapshot) error {
+	local, err := e.localAccept(sn)
+	if err != nil {
+		return err
+	}
+	bound := *sn.Task.Accept
+	bound.From, bound.DestDirty = machine.Status(local.From), local.DestDirty
+	sn.Task.Accept = &bound
+	return nil
+}
+
+// localAccept returns this machine's record of sn's accept, which must
+// name the same accept id, branch and tip as the task's record.
+func (e *Env) localAccept(sn *gitstore.Snapshot) (owned.Accept, error) {
+	rec := sn.Task.Accept
+	if rec == nil {
+		return owned.Accept{}, owned.ErrNoAccept
+	}
+	foreign := &ForeignAcceptError{Slug: sn.Task.Slug, Host: rec.Host, OurHost: e.Store.Host()}
+	if rec.Host != e.Store.Host() {
+		return owned.Accept{}, foreign
+	}
+	local, err := e.Accepts().Match(sn.Task.ID, rec.ID)
+	if errors.Is(err, owned.ErrNoAccept) {
+		return owned.Accept{}, foreign
+	}
+	if err != nil {
+		return owned.Accept{}, err
+	}
+	if local.Into != rec.Into || local.IntoSHA != rec.IntoSHA {
+		return owned.Accept{}, foreign
+	}
+	return local, nil
+}
+
+// OwnsAccept reports whether sn's accept was begun on this machine: only
+// such a merging task is ever recovered here.
+func (e *Env) OwnsAccept(sn *gitstore.Snapshot) bool {
+	_, err := e.localAccept(sn)
+	return err == nil
+}
 
 // MergeLanded reports whether the local accept recorded on a merging
 // task committed its squash merge: a commit above the recorded tip of
@@ -42,8 +115,8 @@ func (e *Env) escapeStranded(ctx context.Context, sn *gitstore.Snapshot, verb st
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return sn, nil
 	}
-	if rec := sn.Task.Accept; rec.Host != "" && rec.Host != e.Store.Host() {
-		return nil, fmt.Errorf("%s %s: an accept on host %s is merging it; finish there", verb, sn.Task.Slug, rec.Host)
+	if err := e.ownAccept(sn); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, sn.Task.Slug, err)
 	}
 	out, landed, _, err := e.RecoverStrandedAccept(ctx, sn)
 	if err != nil {

@@ -123,11 +123,13 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	if err != nil || sn.Task.Status != machine.Merging {
 		return nil, err
 	}
-	if rec := sn.Task.Accept; rec != nil && rec.Host != "" && rec.Host != r.Env.Store.Host() {
-		return nil, nil // that host's reconciler knows whether it is alive
-	}
 	if sn.Task.ForgePending() {
 		return r.sweepForgePending(ctx, sn)
+	}
+	if !r.Env.OwnsAccept(sn) {
+		// Not an accept this machine began (whatever host the record
+		// names: a host id is public): doctor reports it, nothing acts.
+		return nil, nil
 	}
 	// The destination is put back (or the accept finished) and the user's
 	// stash given back, under the destination's accept lock.
