@@ -416,6 +416,11 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 	if strings.HasPrefix(refspec, "+") || strings.HasPrefix(refspec, "-") {
 		return nil, fmt.Errorf("lazy.pushRefspec %q would force or be read as an option; lazy pushes without force", refspec)
 	}
+	if src, _, _ := strings.Cut(refspec, ":"); !strings.HasPrefix(src, "refs/lazy/") {
+		// This machine's own records (refs/lazy-kept/, the kept stashes
+		// of the user's changes, among them) never leave it.
+		return nil, fmt.Errorf("lazy.pushRefspec %q pushes more than lazy's task records; set it to refs/lazy/*:refs/lazy/* (or another source under refs/lazy/)", refspec)
+	}
 	rep := &SyncReport{Remote: remote}
 	const attempts = 4
 	for attempt := 1; ; attempt++ {

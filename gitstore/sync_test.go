@@ -285,3 +285,23 @@ func TestValidRemoteMatchesItsPattern(t *testing.T) {
 	}
 	walk(nil)
 }
+
+// Push sends lazy's task records only: a configured refspec that would
+// also send this machine's own refs (the stashes lazy keeps of the
+// user's changes, under refs/lazy-kept/) is refused before git runs.
+func TestPushNeverSendsLocalRefs(t *testing.T) {
+	a, _ := twoClones(t)
+	dir := a.repo.WorkTree
+	base := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
+	testrepo.Git(t, dir, "update-ref", "refs/lazy-kept/stash/0123456789abcdef/"+base, base)
+	for _, spec := range []string{"refs/*:refs/*", "refs/lazy-kept/*:refs/lazy/kept/*", "refs/lazy*:refs/lazy*", "HEAD:refs/lazy/x"} {
+		if _, err := a.Push(context.Background(), "origin", spec); err == nil || !strings.Contains(err.Error(), "refs/lazy/*:refs/lazy/*") {
+			t.Fatalf("push with %s: %v", spec, err)
+		}
+	}
+	mustCreate(t, a, "pushed")
+	mustPush(t, a)
+	if out := testrepo.Git(t, dir, "ls-remote", "origin"); !strings.Contains(out, "refs/lazy/tasks/") || strings.Contains(out, "lazy-kept") {
+		t.Fatalf("a local ref reached the remote:\n%s", out)
+	}
+}
