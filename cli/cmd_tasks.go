@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
@@ -95,13 +94,10 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if !c.Start && (c.Agent != "" || c.Command != "" || c.Wait || c.Follow) {
 		return usageError{"--agent, --command, --wait and --follow go with --start (or use lazy start after creating)"}
 	}
-	if b := c.TargetBranch; b != "" {
-		if err := ops.ValidBranchName(b); err != nil {
-			return fmt.Errorf("--target-branch: %w", err)
-		}
-		if _, err := gitcli.New(a.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+b+"^{commit}").String(ctx); err != nil {
-			return fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another; nothing was created", b, b)
-		}
+	// Checked before the description is read (it may be stdin); create
+	// applies the same rule again.
+	if err := ops.CheckTargetBranch(ctx, a.repoDir(), strings.TrimSpace(c.TargetBranch), c.Parent != ""); err != nil {
+		return fmt.Errorf("%w; nothing was created", err)
 	}
 	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
 	if err != nil {

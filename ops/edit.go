@@ -49,13 +49,9 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 	}
 	if in.TargetBranch != nil {
 		target = strings.TrimSpace(*in.TargetBranch)
-		if target != "" {
-			if err := ValidBranchName(target); err != nil {
-				return nil, fmt.Errorf("target branch: %w", err)
-			}
-			if _, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+target+"^{commit}").String(ctx); err != nil {
-				return nil, fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another", target, target)
-			}
+		// The subtask rule is checked below, against the task as it is.
+		if err := CheckTargetBranch(ctx, e.repoDir(), target, false); err != nil {
+			return nil, err
 		}
 	}
 	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
@@ -84,10 +80,10 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 			}
 		}
 		if in.TargetBranch != nil && target != s.Task.TargetBranch {
-			switch {
-			case s.Task.Parent != "":
-				return nil, fmt.Errorf("edit %s: a subtask merges into its parent's branch and has no target branch of its own; reparent it to the top level first", slug)
-			case hasAgentWork(s):
+			if err := targetForSubtask(target, s.Task.Parent != ""); err != nil {
+				return nil, fmt.Errorf("edit %s: %w", slug, err)
+			}
+			if hasAgentWork(s) {
 				return nil, fmt.Errorf("edit %s: its branch was already cut from %s; the target branch can only change before the task starts", slug, orDefault(s.Task.TargetBranch))
 			}
 			s.Task.TargetBranch = target
@@ -98,6 +94,35 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 		}
 		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: "changed " + strings.Join(changed, ", ")}, nil
 	})
+}
+
+// CheckTargetBranch is the one rule for the target branch a task is
+// created or edited with ("": the default branch), on every path (CLI,
+// MCP, web): a valid name of a branch that exists in this repository,
+// and none at all for a subtask, which merges into its parent's branch.
+func CheckTargetBranch(ctx context.Context, repoDir, target string, subtask bool) error {
+	if target == "" {
+		return nil
+	}
+	if err := ValidBranchName(target); err != nil {
+		return fmt.Errorf("target branch: %w", err)
+	}
+	if err := targetForSubtask(target, subtask); err != nil {
+		return err
+	}
+	if _, err := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+target+"^{commit}").String(ctx); err != nil {
+		return fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another", target, target)
+	}
+	return nil
+}
+
+// targetForSubtask refuses a target branch for a subtask (clearing one is
+// always allowed).
+func targetForSubtask(target string, subtask bool) error {
+	if subtask && target != "" {
+		return errors.New("a subtask merges into its parent's branch and has no target branch of its own; leave the target branch out, or make it a top-level task")
+	}
+	return nil
 }
 
 func orDefault(branch string) string {

@@ -242,7 +242,7 @@ func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, e
 		return nil, err
 	}
 	if in.RequestID == "" {
-		return e.create(in, "")
+		return e.create(ctx, in, "")
 	}
 	rid := strings.TrimSpace(in.RequestID)
 	if rid == "" || len(rid) > MaxRequestID || !sanitize.Clean(rid) {
@@ -261,12 +261,12 @@ func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, e
 	} else if !errors.Is(err, gitstore.ErrNotFound) {
 		return nil, err
 	}
-	return e.create(in, id)
+	return e.create(ctx, in, id)
 }
 
 // create is Create's record of a new task, with the given id ("": a new
 // one).
-func (e *Env) create(in CreateInput, id string) (*gitstore.Snapshot, error) {
+func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.Snapshot, error) {
 	title, goal := splitTitle(sanitize.Field(in.Title), sanitize.Prose(in.Goal))
 	if title == "" {
 		// A description alone is enough: its first line becomes the
@@ -307,12 +307,11 @@ func (e *Env) create(in CreateInput, id string) (*gitstore.Snapshot, error) {
 		}
 		spec.Parent = pid
 	}
-	if in.TargetBranch != "" {
-		if err := ValidBranchName(in.TargetBranch); err != nil {
-			return nil, fmt.Errorf("--target-branch: %w", err)
-		}
-		spec.TargetBranch = in.TargetBranch
+	target := strings.TrimSpace(in.TargetBranch)
+	if err := CheckTargetBranch(ctx, e.repoDir(), target, spec.Parent != ""); err != nil {
+		return nil, err
 	}
+	spec.TargetBranch = target
 	for _, p := range sanitize.Fields(in.AllowedPaths) {
 		if err := ValidPattern(p); err != nil {
 			return nil, err
