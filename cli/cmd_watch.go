@@ -33,6 +33,28 @@ type statusView struct {
 	// OwedStashes are the user's uncommitted changes an accept stashed
 	// and has not given back, each with the command that restores it.
 	OwedStashes []ops.OwedStash `json:"owed_stashes"`
+	// ForeignMerges say, for each task merging by an accept this machine
+	// did not begin, that lazy leaves it alone here.
+	ForeignMerges []string `json:"foreign_merges,omitempty"`
+}
+
+// foreignMerges describes the merging tasks whose accept this machine
+// did not begin (see ops.Env.ForeignMerge).
+func (a *app) foreignMerges(env *ops.Env, entries []gitstore.Entry) []string {
+	var out []string
+	for i := range entries {
+		if entries[i].Err != nil || entries[i].Status != machine.Merging {
+			continue
+		}
+		sn, err := a.store.Load(entries[i].ID)
+		if err != nil {
+			continue
+		}
+		if err := env.ForeignMerge(sn); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 type statusRow struct {
@@ -107,6 +129,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		if owed, err := env.OwedStashes(ctx, false); err == nil && owed != nil {
 			v.OwedStashes = owed
 		}
+		v.ForeignMerges = a.foreignMerges(env, entries)
 	}
 	if info, err := daemon.Dial(a.repo.LazyDir()).Info(ctx); err == nil {
 		v.Daemon = &info
@@ -138,6 +161,9 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	printPRs(a.stdout, entries)
 	for _, o := range v.OwedStashes {
 		fmt.Fprintln(a.stdout, "owed stash: "+sanitize.Display(o.Describe()))
+	}
+	for _, m := range v.ForeignMerges {
+		fmt.Fprintln(a.stdout, "foreign merge: "+sanitize.Display(m))
 	}
 	if len(rows) > 0 {
 		fmt.Fprintln(a.stdout)

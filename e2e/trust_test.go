@@ -276,7 +276,9 @@ func TestPulledMergingRecordNeverTouchesTheVictimsCheckout(t *testing.T) {
 	}
 	victim.ok("list")
 	untouched("list")
-	victim.ok("status")
+	if out := victim.ok("status"); !strings.Contains(out, "foreign merge: "+mine.Slug+" is merging, but this machine did not start that accept") {
+		t.Fatalf("status does not report the foreign merge:\n%s", out)
+	}
 	untouched("status")
 	if out := victim.ok("show", mine.Slug); !strings.Contains(out, "merging") {
 		t.Fatalf("show: %s", out)

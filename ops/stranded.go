@@ -75,6 +75,17 @@ func (e *Env) localAccept(sn *gitstore.Snapshot) (owned.Accept, error) {
 	return local, nil
 }
 
+// ForeignMerge says why a merging task is left alone on this machine:
+// its local accept is not one this machine began (a ForeignAcceptError).
+// It is nil for a task not in a local merge, and for this machine's own.
+func (e *Env) ForeignMerge(sn *gitstore.Snapshot) error {
+	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
+		return nil
+	}
+	_, err := e.localAccept(sn)
+	return err
+}
+
 // OwnsAccept reports whether sn's accept was begun on this machine: only
 // such a merging task is ever recovered here.
 func (e *Env) OwnsAccept(sn *gitstore.Snapshot) bool {

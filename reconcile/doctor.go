@@ -17,7 +17,6 @@ import (
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -253,8 +252,10 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		if sn.Task.ForgePending() && sn.Task.Forge.MergeRequested != nil {
 			return nil // the forge merges it; the daemon's forge sync follows
 		}
-		if !r.Env.OwnsAccept(sn) {
-			return r.foreignMerge(sn, f)
+		if err := r.Env.ForeignMerge(sn); err != nil {
+			// Not an accept this machine began: reported, never acted on.
+			f.Kind, f.Detail, f.Action = "foreign-merge", err.Error(), ""
+			return f
 		}
 		landed, _ := MergeLanded(ctx, r.Env.RepoDir, sn)
 		f.Kind, f.Detail, f.Action = "stranded-merge", "merging, but no accept is running", "would restore the status before the accept"
@@ -378,18 +379,6 @@ func (r *Reconciler) foreign(sn *gitstore.Snapshot, f *Finding) *Finding {
 	f.Kind = "foreign-session"
 	f.Detail = fmt.Sprintf("%s, and its record says this host (%s) runs its session, but this machine never started it (a record written elsewhere, or lost local state); lazy will not run, stop or delete anything for it: take it over with lazy start --take-over %s, or close it",
 		sn.Task.Status, sn.Session.Host, sn.Task.Slug)
-	return f
-}
-
-// foreignMerge reports a merging task whose accept this machine did not
-// begin: it is left alone, whatever host its record names.
-func (r *Reconciler) foreignMerge(sn *gitstore.Snapshot, f *Finding) *Finding {
-	host := ""
-	if sn.Task.Accept != nil {
-		host = sn.Task.Accept.Host
-	}
-	f.Kind, f.Action = "foreign-merge", ""
-	f.Detail = (&ops.ForeignAcceptError{Slug: sn.Task.Slug, Host: host, OurHost: r.Env.Store.Host()}).Error()
 	return f
 }
 
