@@ -297,6 +297,17 @@ func TestPulledMergingRecordNeverTouchesTheVictimsCheckout(t *testing.T) {
 		untouched(verb[0])
 	}
 
+	// An accept of another task into main, which first recovers the dead
+	// accepts into main, leaves the crafted one alone too.
+	other := workedTask(t, victim, "other work", "o.txt o")
+	victim.ok("accept", other.Slug)
+	if got := victim.git("stash", "list", "--format=%H %s"); got != stashes {
+		t.Fatalf("the accept of another task changed the victim's stash list:\n%s", got)
+	}
+	if log := victim.git("log", "--format=%B", ref); strings.Contains(log, "Lazy-Op: accept-abort") || victim.refStatus(mine.ID) != "merging" {
+		t.Fatalf("the accept of another task recovered the crafted accept:\n%s", log)
+	}
+
 	// The victim's local records (its accepts, the stashes it keeps) are
 	// never pushed.
 	victim.git("update-ref", "refs/lazy-kept/stash/"+mine.ID+"/"+stash, stash)
