@@ -17,6 +17,8 @@ type DoctorCmd struct {
 	Task   string `arg:"" optional:"" help:"Only this task (slug or id prefix)."`
 	DryRun bool   `name:"dry-run" short:"n" help:"Report only; change nothing."`
 	JSON   bool   `help:"Print the findings as JSON."`
+	// ReleaseMerge is the human's way out of a foreign-merge finding.
+	ReleaseMerge string `name:"release-merge" placeholder:"TASK" help:"Record TASK blocked again when it is merging by an accept this machine did not begin and none runs anywhere (a foreign-merge finding); only the record changes." predictor:"task"`
 }
 
 // errProblemsRemain makes doctor exit 1 when anything is left unrepaired:
@@ -28,6 +30,9 @@ var errProblemsRemain = errors.New("problems remain")
 func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
+	}
+	if c.ReleaseMerge != "" {
+		return c.releaseMerge(a, ctx)
 	}
 	only := ""
 	if c.Task != "" {
@@ -160,4 +165,24 @@ func (a *app) owedStashFindings(ctx context.Context, only string, mend bool) []r
 		out = append(out, reconcile.Finding{TaskID: o.TaskID, Kind: "owed-stash", Detail: sanitize.Display(o.Describe())})
 	}
 	return out
+}
+
+// releaseMerge runs lazy doctor --release-merge.
+func (c *DoctorCmd) releaseMerge(a *app, ctx context.Context) error {
+	if c.DryRun || c.Task != "" {
+		return fmt.Errorf("--release-merge takes no task argument and no --dry-run; run lazy doctor --release-merge TASK alone")
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	sn, err := env.ReleaseForeignMerge(ctx, c.ReleaseMerge)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(map[string]any{"released": sn.Task.Slug, "status": sn.Task.Status})
+	}
+	_, err = fmt.Fprintf(a.stdout, "Released %s: it is blocked again; no checkout, branch or stash was touched\n", sanitize.Display(sn.Task.Slug))
+	return err
 }

@@ -315,4 +315,24 @@ func TestPulledMergingRecordNeverTouchesTheVictimsCheckout(t *testing.T) {
 	if got := strings.TrimSpace(attacker.git("ls-remote", "origin")); strings.Contains(got, "refs/lazy-kept/") || strings.Contains(got, "refs/lazy-local/") {
 		t.Fatalf("a local record reached the remote:\n%s", got)
 	}
+
+	// The human's way out: release the record, which touches nothing else.
+	tip := strings.TrimSpace(victim.git("rev-parse", "main"))
+	if msg := victim.fails(1, nil, "doctor", "--release-merge", other.Slug); !strings.Contains(msg, "not merging by an accept begun elsewhere") {
+		t.Fatalf("release of a task not in a foreign merge: %s", msg)
+	}
+	if out := victim.ok("doctor", "--release-merge", mine.Slug); !strings.Contains(out, "Released") {
+		t.Fatalf("release: %s", out)
+	}
+	if got := victim.git("stash", "list", "--format=%H %s"); got != stashes || strings.TrimSpace(victim.git("rev-parse", "main")) != tip || victim.git("status", "--porcelain") != "" {
+		t.Fatalf("the release touched the stash list, main or the checkout:\n%s", got)
+	}
+	if got := victim.refStatus(mine.ID); got != "blocked" {
+		t.Fatalf("after the release the task is %s, want blocked", got)
+	}
+	// (The stash the test recorded above is reported as owed: that is
+	// the only finding left.)
+	if rep := victim.doctor(1, "--dry-run"); len(rep.Findings) != 1 || rep.Findings[0].Kind != "owed-stash" {
+		t.Fatalf("doctor after the release: %+v", rep.Findings)
+	}
 }

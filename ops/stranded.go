@@ -26,13 +26,13 @@ type ForeignAcceptError struct {
 
 func (e *ForeignAcceptError) Error() string {
 	if e.Host != "" && e.Host != e.OurHost {
-		return fmt.Sprintf("%s is merging on another machine (host %s); lazy leaves it alone here: finish or undo the accept on that machine", e.Slug, e.Host)
+		return fmt.Sprintf("%s is merging on another machine (host %s); lazy leaves it alone here: finish or undo the accept on that machine, or, if no accept of it runs anywhere, lazy doctor --release-merge %s", e.Slug, e.Host, e.Slug)
 	}
 	claim := "names no host"
 	if e.Host != "" {
 		claim = "claims this host (" + e.Host + ")"
 	}
-	return fmt.Sprintf("%s is merging, but this machine did not start that accept (its record %s, but no local accept matches it: a record written elsewhere, or an accept begun by an older lazy); lazy takes no lock, touches no checkout and applies no stash for it", e.Slug, claim)
+	return fmt.Sprintf("%s is merging, but this machine did not start that accept (its record %s, but no local accept matches it: a record written elsewhere, or an accept begun by an older lazy); lazy takes no lock, touches no checkout and applies no stash for it; if no accept of it runs anywhere, lazy doctor --release-merge %s records it blocked again", e.Slug, claim, e.Slug)
 }
 
 // ownAccept binds a merging task's accept record to this machine's own
@@ -135,6 +135,36 @@ func (e *Env) escapeStranded(ctx context.Context, sn *gitstore.Snapshot, verb st
 	}
 	if landed {
 		return nil, fmt.Errorf("%s %s: a stranded accept had already merged it; it is now complete: %w", verb, sn.Task.Slug, ErrAlreadyAccepted)
+	}
+	return out, nil
+}
+
+// ReleaseForeignMerge is a human's decision about a merging task whose
+// accept this machine did not begin (and so never recovers): no accept
+// of it runs anywhere, so the record goes back to blocked. Only the
+// record changes: no lock on the destination, no git in any checkout,
+// no stash, since nothing here is known to belong to that accept.
+func (e *Env) ReleaseForeignMerge(ctx context.Context, name string) (*gitstore.Snapshot, error) {
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if e.ForeignMerge(sn) == nil {
+		return nil, fmt.Errorf("release %s: it is %s, not merging by an accept begun elsewhere; lazy doctor recovers this machine's own interrupted accepts", sn.Task.Slug, sn.Task.Status)
+	}
+	if err := machine.Validate(machine.Merging, machine.Blocked, e.Actor); err != nil {
+		return nil, fmt.Errorf("release %s: %w", sn.Task.Slug, err)
+	}
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+		if x.Task.Status != machine.Merging || e.ForeignMerge(x) == nil {
+			return nil, fmt.Errorf("release %s: it changed meanwhile (now %s); run lazy doctor again", x.Task.Slug, x.Task.Status)
+		}
+		x.Task.Status, x.Task.Accept = machine.Blocked, nil
+		return &gitstore.Op{Name: "release-merge", Actor: e.Actor, Reason: "a human released an accept this machine did not begin"}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
