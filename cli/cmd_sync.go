@@ -149,6 +149,9 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		if rep.Refused == nil {
 			rep.Refused = []gitstore.Refused{}
 		}
+		if rep.Unverified == nil {
+			rep.Unverified = []gitstore.Unverified{}
+		}
 		if rep.Skipped == nil {
 			rep.Skipped = []gitstore.Skip{}
 		}
@@ -167,7 +170,15 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 	}
 	fmt.Fprintln(a.stdout)
 	for _, r := range rep.Refused {
+		if r.KeptLocal {
+			fmt.Fprintf(a.stdout, "  refused %s: the remote's record moves it %s -> %s (%s by %s on host %s): %s; the local record stays as it was\n",
+				r.Task, orDash(r.From), r.To, orDash(r.Op), orDash(string(r.Actor)), orDash(r.Host), r.Reason)
+			continue
+		}
 		fmt.Fprintf(a.stdout, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
+	}
+	for _, u := range rep.Unverified {
+		fmt.Fprintf(a.stdout, "  unverified %s: %s; lazy removes none of its worktrees or branches on this record's word\n", u.Task, u.Reason)
 	}
 	for _, r := range rep.Renamed {
 		fmt.Fprintf(a.stdout, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)
@@ -179,4 +190,12 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		fmt.Fprintf(a.stderr, "lazy: the remote rejected %s\n", r)
 	}
 	return nil
+}
+
+// orDash shows an empty field of a remote record as "-".
+func orDash[T ~string](v T) string {
+	if v == "" {
+		return "-"
+	}
+	return string(v)
 }

@@ -25,6 +25,11 @@ type Refused struct {
 	Clock  uint64         `json:"clock"`
 	Host   string         `json:"host"`
 	Reason string         `json:"reason"`
+	// Task and KeptLocal are set in a pull's report: the task's slug,
+	// and whether the whole pulled change was refused (the local record
+	// stayed where it was) rather than one operation of a merge.
+	Task      string `json:"task,omitempty"`
+	KeptLocal bool   `json:"kept_local,omitempty"`
 }
 
 // MergeHost is the host a merge commit is attributed to: not the machine
@@ -103,43 +108,10 @@ func (s *Store) loadFull(id string, h plumbing.Hash) (*fullSnapshot, error) {
 // and listed on the task. The commit depends only on the two inputs, so
 // two machines merging the same pair produce the same hash.
 func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []Refused, error) {
-	bases, err := s.mergeBases(local, remote)
-	if err != nil {
-		return plumbing.ZeroHash, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
-	}
-	if len(bases) == 0 {
-		return plumbing.ZeroHash, nil, fmt.Errorf("task %s: the two histories share no commit; refusing to merge unrelated records", id)
-	}
-	// With criss-cross histories several bases qualify; the smallest hash
-	// is as good as any and the same everywhere.
-	sort.Slice(bases, func(i, j int) bool { return bases[i].String() < bases[j].String() })
-	base := bases[0]
-	stop, err := s.ancestors(base)
+	m, refused, err := s.mergeState(id, local, remote)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	var patches []opPatch
-	seen := map[plumbing.Hash]bool{}
-	for _, tip := range []plumbing.Hash{local, remote} {
-		if err := s.walkOps(id, tip, stop, seen, &patches); err != nil {
-			return plumbing.ZeroHash, nil, err
-		}
-	}
-	sort.Slice(patches, func(i, j int) bool {
-		a, b := patches[i], patches[j]
-		if a.op.Clock != b.op.Clock {
-			return a.op.Clock < b.op.Clock
-		}
-		if a.op.Host != b.op.Host {
-			return a.op.Host < b.op.Host
-		}
-		return a.commit.String() < b.commit.String()
-	})
-	bf, err := s.loadFull(id, base)
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	m, refused := replay(bf, patches)
 	ls, err := s.loadAt(id, local)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
@@ -163,6 +135,49 @@ func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []
 	clock := max(ls.Task.Clock, rs.Task.Clock) + 1
 	h, err := s.writeMerge(m, local, remote, clock, at.UTC(), refused)
 	return h, refused, err
+}
+
+// mergeState replays both histories of task id since their merge base
+// (see Merge) and returns the state they combine into, unwritten.
+func (s *Store) mergeState(id string, local, remote plumbing.Hash) (*merged, []Refused, error) {
+	bases, err := s.mergeBases(local, remote)
+	if err != nil {
+		return nil, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
+	}
+	if len(bases) == 0 {
+		return nil, nil, fmt.Errorf("task %s: the two histories share no commit; refusing to merge unrelated records", id)
+	}
+	// With criss-cross histories several bases qualify; the smallest hash
+	// is as good as any and the same everywhere.
+	sort.Slice(bases, func(i, j int) bool { return bases[i].String() < bases[j].String() })
+	base := bases[0]
+	stop, err := s.ancestors(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	var patches []opPatch
+	seen := map[plumbing.Hash]bool{}
+	for _, tip := range []plumbing.Hash{local, remote} {
+		if err := s.walkOps(id, tip, stop, seen, &patches); err != nil {
+			return nil, nil, err
+		}
+	}
+	sort.Slice(patches, func(i, j int) bool {
+		a, b := patches[i], patches[j]
+		if a.op.Clock != b.op.Clock {
+			return a.op.Clock < b.op.Clock
+		}
+		if a.op.Host != b.op.Host {
+			return a.op.Host < b.op.Host
+		}
+		return a.commit.String() < b.commit.String()
+	})
+	bf, err := s.loadFull(id, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, refused := replay(bf, patches)
+	return m, refused, nil
 }
 
 // mergeBases returns the best common ancestors of a and b, as git
@@ -400,9 +415,16 @@ func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
 			if err := machine.Validate(m.status, p.op.To, p.op.Actor); err != nil {
 				reason += " (" + err.Error() + ")"
 			}
-			refused = append(refused, Refused{Commit: p.commit.String(), Op: p.op.Name, Actor: p.op.Actor, From: p.op.From, To: p.op.To,
-				Clock: p.op.Clock, Host: p.op.Host, Reason: reason})
+			refused = append(refused, refusal(p, reason))
 			continue
+		}
+		// Histories come from other machines: a transition the state
+		// machine does not allow its actor is refused, not replayed.
+		if p.status && m.status == p.op.From {
+			if err := machine.Validate(p.op.From, p.op.To, p.op.Actor); err != nil {
+				refused = append(refused, refusal(p, err.Error()))
+				continue
+			}
 		}
 		if p.status {
 			m.status = p.op.To
@@ -443,6 +465,11 @@ func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
 		}
 	}
 	return m, refused
+}
+
+func refusal(p opPatch, reason string) Refused {
+	return Refused{Commit: p.commit.String(), Op: p.op.Name, Actor: p.op.Actor, From: p.op.From, To: p.op.To,
+		Clock: p.op.Clock, Host: p.op.Host, Reason: reason}
 }
 
 func (m *merged) addTurn(t Turn) {

@@ -44,6 +44,9 @@ type SyncReport struct {
 	LocalAhead    int       `json:"local_ahead"`
 	UpToDate      int       `json:"up_to_date"`
 	Refused       []Refused `json:"refused"`
+	// Unverified lists statuses taken in that this machine could not
+	// confirm (see Unverified).
+	Unverified []Unverified `json:"unverified"`
 	Skipped       []Skip    `json:"skipped"`
 	Renamed       []Rename  `json:"renamed"`
 	Pushed        int       `json:"pushed"`
@@ -189,7 +192,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 			rep.UpToDate++
 			continue
 		}
-		if err := s.takeIn(id, rh, rep, ns); err != nil {
+		if err := s.takeIn(ctx, remote, id, rh, rep); err != nil {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: ref, Reason: err.Error()})
 		}
 	}
@@ -197,8 +200,11 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 }
 
 // takeIn brings one remote task tip into the local ref, retrying when a
-// local writer moves the ref meanwhile.
-func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) error {
+// local writer moves the ref meanwhile. Every status change it would
+// take in is judged first (judgePulled); a refused one leaves the local
+// ref where it was and is reported.
+func (s *Store) takeIn(ctx context.Context, remote, id string, rh plumbing.Hash, rep *SyncReport) error {
+	ns := RemoteNamespace(remote)
 	rs, err := s.loadAt(id, rh)
 	if err != nil {
 		return err
@@ -211,8 +217,16 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 		if err != nil {
 			return err
 		}
+		var local *Snapshot
+		if have {
+			if local, err = s.loadAt(id, lh); err != nil {
+				return err
+			}
+		}
 		var next plumbing.Hash
 		var kind *[]string
+		var refused []Refused
+		history := true
 		switch {
 		case !have:
 			next, kind = rh, &rep.Created
@@ -235,13 +249,26 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 			case theirsAhead:
 				next, kind = rh, &rep.FastForwarded
 			default:
-				m, refused, err := s.Merge(id, lh, rh)
+				// The merge replays the pulled operations through the
+				// state machine itself; what is left to judge is its end.
+				m, r, err := s.Merge(id, lh, rh)
 				if err != nil {
 					return err
 				}
-				next, kind = m, &rep.Merged
-				rep.Refused = append(rep.Refused, refused...)
+				next, kind, refused, history = m, &rep.Merged, r, false
 			}
+		}
+		bad, unverified, err := s.judgePulled(ctx, remote, id, local, next, history)
+		if err != nil {
+			return err
+		}
+		if bad != nil {
+			bad.Task, bad.KeptLocal = rs.Task.Slug, true
+			if local != nil {
+				bad.Task = local.Task.Slug
+			}
+			rep.Refused = append(rep.Refused, *bad)
+			return nil
 		}
 		err = s.casCommit(TaskRef(id), lh, next)
 		if errors.Is(err, ErrStale) {
@@ -249,6 +276,13 @@ func (s *Store) takeIn(id string, rh plumbing.Hash, rep *SyncReport, ns string) 
 		}
 		if err != nil {
 			return err
+		}
+		for _, r := range refused {
+			r.Task = rs.Task.Slug
+			rep.Refused = append(rep.Refused, r)
+		}
+		if unverified != "" {
+			rep.Unverified = append(rep.Unverified, Unverified{Task: rs.Task.Slug, Reason: unverified})
 		}
 		*kind = append(*kind, rs.Task.Slug)
 		if !have {
@@ -447,6 +481,7 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 		rep.FastForwarded = append(rep.FastForwarded, pr.FastForwarded...)
 		rep.Created = append(rep.Created, pr.Created...)
 		rep.Refused = append(rep.Refused, pr.Refused...)
+		rep.Unverified = append(rep.Unverified, pr.Unverified...)
 		rep.Skipped = append(rep.Skipped, pr.Skipped...)
 		rep.Renamed = append(rep.Renamed, pr.Renamed...)
 	}

@@ -445,6 +445,10 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 				f.Detail += "; it has uncommitted changes, so lazy leaves it (inspect it, then git worktree remove --force " + path + ")"
 				break
 			}
+			if ok, why := r.finishConfirmed(ctx, task.ID, branch); !ok {
+				f.Detail += "; lazy leaves it because this machine cannot confirm that status (" + why + "): remove it yourself once you have checked (git worktree remove " + path + ")"
+				break
+			}
 			f.Action = "would remove the clean worktree (the branch " + branch + " stays)"
 			if repair {
 				if err := gitcli.New(repoDir, "worktree", "remove", path).Run(ctx); err != nil {
@@ -464,6 +468,28 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 		}
 	}
 	return append(findings, r.checkBranches(ctx, slugs, checkedOut(out), only, repair)...)
+}
+
+// finishConfirmed reports whether this machine can confirm the terminal
+// status of task id before cleanup acts on it, and why not: a completion
+// needs the merge of branch to be visible here (gitstore.VerifyAccepted),
+// a close or reject must have been made here. A status pulled from a
+// remote is data anyone with push access could have written.
+func (r *Reconciler) finishConfirmed(ctx context.Context, id, branch string) (bool, string) {
+	sn, err := r.load(id)
+	if err != nil {
+		return false, "its record cannot be read"
+	}
+	switch sn.Task.Status {
+	case machine.Complete:
+		return r.Env.Store.VerifyAccepted(ctx, sn, branch)
+	case machine.Abandoned:
+		if r.Env.Store.StatusMadeHere(sn) {
+			return true, ""
+		}
+		return false, "it was closed on another machine"
+	}
+	return false, "it is " + string(sn.Task.Status)
 }
 
 // checkLegacyWorktrees finds parked tasks of this machine whose worktree
@@ -534,6 +560,11 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitsto
 		// session made is deleted on its word (a record from a remote
 		// could name any slug).
 		if local, err := r.Env.Sessions().Load(task.ID); err != nil || local.Branch != branch {
+			continue
+		}
+		// And only when this machine can see the merge: the record's
+		// completion may have been pulled from anywhere.
+		if ok, _ := r.finishConfirmed(ctx, task.ID, branch); !ok {
 			continue
 		}
 		f := Finding{TaskID: task.ID, Slug: task.Slug, Kind: "leftover-branch",

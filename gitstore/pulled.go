@@ -1,0 +1,386 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// A status that arrives from a remote is data anyone with push access
+// could have written. Pull takes it in only when every status change in
+// the pulled commits is a transition the state machine allows the actor
+// that claims it, and when the end state agrees with what this machine
+// can check for itself: a completion with a merge it can see, and a
+// session it runs with what it ran. Anything else is refused, with a
+// reason, and the local record stays where it was.
+
+// Unverified is a pulled status this machine took in without being able
+// to confirm it (the task's branch or target is not here): nothing is
+// removed or deleted on its word (see VerifyAccepted).
+type Unverified struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
+}
+
+// pulledJudge caches what judging one pulled tip reads.
+type pulledJudge struct {
+	s     *Store
+	id    string
+	snaps map[plumbing.Hash]*Snapshot
+	// accept is the newest accept record the pulled commits carried: the
+	// branch a completion claims to be merged into.
+	accept *AcceptRecord
+	clock  uint64
+}
+
+func (j *pulledJudge) load(h plumbing.Hash) (*Snapshot, error) {
+	if sn, ok := j.snaps[h]; ok {
+		return sn, nil
+	}
+	sn, err := j.s.loadAt(j.id, h)
+	if err != nil {
+		return nil, err
+	}
+	j.snaps[h] = sn
+	return sn, nil
+}
+
+// checkHistory checks every commit reachable from tip and not from stop
+// (nil: the whole history, for a task new here). It returns the first
+// refusal, or nil.
+func (j *pulledJudge) checkHistory(tip plumbing.Hash, stop map[plumbing.Hash]bool) (*Refused, error) {
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{tip}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if stop[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := j.s.objs.readCommit(h)
+		if err != nil {
+			return nil, &CorruptError{ID: j.id, Commit: h, Err: err}
+		}
+		queue = append(queue, c.ParentHashes...)
+		r, err := j.checkCommit(h, c.ParentHashes)
+		if err != nil || r != nil {
+			return r, err
+		}
+	}
+	return nil, nil
+}
+
+// checkCommit judges one pulled commit against its parents.
+func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Refused, error) {
+	sn, err := j.load(h)
+	if err != nil {
+		return nil, err
+	}
+	if a := sn.Task.Accept; a != nil && sn.Task.Clock >= j.clock {
+		j.accept, j.clock = a, sn.Task.Clock
+	}
+	var op Op
+	_ = j.s.decodeEntry(sn.entries, fileOp, &op, false)
+	refuse := func(from machine.Status, why string) *Refused {
+		return &Refused{Commit: h.String(), Op: op.Name, Actor: op.Actor, From: from, To: sn.Task.Status,
+			Clock: sn.Task.Clock, Host: op.Host, Reason: why}
+	}
+	switch len(parents) {
+	case 0:
+		if sn.Task.Status != machine.Backlog {
+			return refuse("", fmt.Sprintf("its first commit creates the task %s, but every task starts in backlog", sn.Task.Status)), nil
+		}
+	case 1:
+		prev, err := j.load(parents[0])
+		if err != nil {
+			return nil, err
+		}
+		from := prev.Task.Status
+		if from != sn.Task.Status {
+			if err := machine.Validate(from, sn.Task.Status, op.Actor); err != nil {
+				return refuse(from, err.Error()), nil
+			}
+		}
+	case 2:
+		// A merge carries no decision of its own: replaying its parents
+		// must give the status it records.
+		m, _, err := j.s.mergeState(j.id, parents[0], parents[1])
+		if err != nil {
+			return nil, err
+		}
+		if m.status != sn.Task.Status {
+			return refuse(m.status, fmt.Sprintf("a merge commit records %s, but replaying the histories it merges gives %s", sn.Task.Status, m.status)), nil
+		}
+	default:
+		return refuse("", "a commit with more than two parents is not one lazy writes"), nil
+	}
+	return nil, nil
+}
+
+// judgePulled decides whether the pulled tip next of task id (local is
+// the local record, nil when the task is new here) may be taken in: it
+// returns a refusal, or a reason the result is taken in unverified.
+func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snapshot, next plumbing.Hash, history bool) (*Refused, string, error) {
+	j := &pulledJudge{s: s, id: id, snaps: map[plumbing.Hash]*Snapshot{}}
+	nsn, err := j.load(next)
+	if err != nil {
+		return nil, "", err
+	}
+	if history {
+		var stop map[plumbing.Hash]bool
+		if local != nil {
+			if stop, err = s.ancestors(local.Commit); err != nil {
+				return nil, "", err
+			}
+		}
+		if r, err := j.checkHistory(next, stop); err != nil || r != nil {
+			return r, "", err
+		}
+	}
+	refuse := func(why string) *Refused {
+		var op Op
+		_ = s.decodeEntry(nsn.entries, fileOp, &op, false)
+		r := &Refused{Commit: next.String(), Op: op.Name, Actor: op.Actor, To: nsn.Task.Status, Clock: nsn.Task.Clock, Host: op.Host, Reason: why}
+		if local != nil {
+			r.From = local.Task.Status
+		}
+		return r
+	}
+	mine := s.ownedSession(local)
+	if why := s.checkOwnSession(local, nsn, mine); why != "" {
+		return refuse(why), "", nil
+	}
+	changed := local == nil || local.Task.Status != nsn.Task.Status
+	if !changed || nsn.Task.Status != machine.Complete {
+		return nil, "", nil
+	}
+	branch := ""
+	switch {
+	case mine != nil:
+		branch = mine.Branch
+	case nsn.Session != nil:
+		branch = nsn.Session.Branch
+	}
+	acc := j.accept
+	if acc == nil {
+		acc = s.lastAccept(nsn)
+	}
+	into, since := s.claimedInto(ctx, nsn, acc)
+	v := s.verifyMerged(ctx, nsn.Task.ID, branch, into, since, remote)
+	switch {
+	case v.merged:
+		return nil, "", nil
+	case v.refute != "":
+		return refuse(v.refute), "", nil
+	}
+	return nil, v.unknown, nil
+}
+
+// ownedSession is the local session of local's current session, when
+// this machine started it (nil otherwise).
+func (s *Store) ownedSession(local *Snapshot) *owned.Session {
+	if local == nil || local.Session == nil || s.host == "" || local.Session.Host != s.host {
+		return nil
+	}
+	o, err := owned.For(s.repo.LazyDir()).Match(local.Task.ID, local.Session.ID)
+	if err != nil {
+		return nil
+	}
+	return &o
+}
+
+// checkOwnSession refuses a pulled record that speaks for a session this
+// machine runs: only this machine starts, pairs or interrupts its turns,
+// and only it replaces its session with another of this host's.
+func (s *Store) checkOwnSession(local, next *Snapshot, mine *owned.Session) string {
+	if mine == nil {
+		return ""
+	}
+	if next.Session != nil && next.Session.Host == s.host && next.Session.ID != local.Session.ID {
+		return fmt.Sprintf("it replaces this machine's session %s of the task with a session %s that this machine never started", local.Session.ID, next.Session.ID)
+	}
+	if local.Task.Status == next.Task.Status {
+		return ""
+	}
+	switch next.Task.Status {
+	case machine.Working, machine.Pairing, machine.Interrupted:
+		return fmt.Sprintf("it makes the task %s, but the task's session runs on this machine (host %s), which started no such turn", next.Task.Status, s.host)
+	}
+	return ""
+}
+
+// mergeVerdict is what this machine can tell about a claimed merge.
+type mergeVerdict struct {
+	merged  bool
+	refute  string // the claim is false here
+	unknown string // the claim cannot be checked here
+}
+
+// verifyMerged checks a claim that task id's branch was merged into
+// into: the branch's tip is an ancestor of into, or into (locally, or
+// as last fetched from remote) has a commit above since carrying the
+// task's Lazy-Task trailer, which lazy accept's squash commit does.
+func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remote string) mergeVerdict {
+	if into == "" || ValidBranchName(into) != nil {
+		return mergeVerdict{unknown: "the record does not say which branch the task was merged into, so this machine cannot check the merge"}
+	}
+	var targets []string
+	for _, ref := range []string{"refs/heads/" + into, "refs/remotes/" + remote + "/" + into} {
+		if remote == "" && strings.HasPrefix(ref, "refs/remotes/") {
+			continue
+		}
+		if s.refCommit(ctx, ref) != "" {
+			targets = append(targets, ref)
+		}
+	}
+	if len(targets) == 0 {
+		return mergeVerdict{unknown: fmt.Sprintf("the branch %s it was merged into is not here, so this machine cannot check the merge", into)}
+	}
+	tip := ""
+	if branch != "" && ValidBranchName(branch) == nil {
+		tip = s.refCommit(ctx, "refs/heads/"+branch)
+	}
+	if since != "" && (!ValidHex(since) || s.refCommit(ctx, since) == "") {
+		since = ""
+	}
+	for _, target := range targets {
+		// Accept squashes, so a task's tip lands in a target only by a
+		// merge of the target itself, never another task's branch (which
+		// may contain it without it being merged anywhere).
+		if tip != "" && into != branch && !strings.HasPrefix(into, "lazy/") {
+			if _, err := git(ctx, s.remoteDir(), "merge-base", "--is-ancestor", tip, target); err == nil {
+				return mergeVerdict{merged: true}
+			}
+		}
+		args := []string{"log", "-1", "--format=%H", "--fixed-strings", "--grep=Lazy-Task: " + id, target}
+		if since != "" {
+			args = append(args, "^"+since)
+		}
+		if out, err := git(ctx, s.remoteDir(), args...); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+			return mergeVerdict{merged: true}
+		}
+	}
+	if tip == "" {
+		return mergeVerdict{unknown: fmt.Sprintf("neither the task's branch nor a squash commit of it is on %s here (update %s, then lazy doctor can check it)", into, into)}
+	}
+	return mergeVerdict{refute: fmt.Sprintf("it says the task was accepted, but %s here has neither the task's branch %s nor a squash commit of it: nothing was merged", into, branch)}
+}
+
+// refCommit resolves a ref or commit id to a commit id, "" when it does
+// not name a commit here.
+func (s *Store) refCommit(ctx context.Context, rev string) string {
+	out, err := git(ctx, s.remoteDir(), "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// VerifyAccepted reports whether this machine can confirm that sn, a
+// complete task, was merged: branch (the task's branch here) or a squash
+// commit of it is on the local branch it was merged into. It says why
+// not. Cleanup acts on a completion only when this holds: the record may
+// have come from anywhere.
+func (s *Store) VerifyAccepted(ctx context.Context, sn *Snapshot, branch string) (bool, string) {
+	into, since := s.claimedInto(ctx, sn, s.lastAccept(sn))
+	v := s.verifyMerged(ctx, sn.Task.ID, branch, into, since, "")
+	if v.merged {
+		return true, ""
+	}
+	if v.refute != "" {
+		return false, v.refute
+	}
+	return false, v.unknown
+}
+
+// claimedInto is the branch a completion says the task was merged into,
+// and that branch's tip before the merge: the accept record's, else the
+// task's target branch, else the branch checked out in the main work
+// tree (where lazy accept merges a task without either).
+func (s *Store) claimedInto(ctx context.Context, sn *Snapshot, acc *AcceptRecord) (into, since string) {
+	switch {
+	case acc != nil && acc.Into != "":
+		return acc.Into, acc.IntoSHA
+	case sn.Task.TargetBranch != "":
+		return sn.Task.TargetBranch, ""
+	}
+	out, err := git(ctx, s.remoteDir(), "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return "", ""
+	}
+	return strings.TrimSpace(string(out)), ""
+}
+
+// lastAccept finds the newest accept record in the commits behind sn (a
+// bounded walk: an accept writes it a commit or two before completing).
+func (s *Store) lastAccept(sn *Snapshot) *AcceptRecord {
+	var best *AcceptRecord
+	var clock uint64
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{sn.Commit}
+	for n := 0; len(queue) > 0 && n < maxStatusWalk; n++ {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := s.objs.readCommit(h)
+		if err != nil {
+			continue
+		}
+		queue = append(queue, c.ParentHashes...)
+		if p, err := s.loadAt(sn.Task.ID, h); err == nil && p.Task.Accept != nil && (best == nil || p.Task.Clock > clock) {
+			best, clock = p.Task.Accept, p.Task.Clock
+		}
+	}
+	return best
+}
+
+// maxStatusWalk bounds how far back cleanup looks for the operation that
+// gave a task its status: far beyond the few commits an accept or close
+// writes.
+const maxStatusWalk = 64
+
+// StatusMadeHere reports whether the operation that gave sn its current
+// status was made on this machine (not pulled from another), following
+// the first parent that already had the status. A status a merge of two
+// histories produced, or one too far back to find, does not count.
+func (s *Store) StatusMadeHere(sn *Snapshot) bool {
+	h := sn.Commit
+	for i := 0; i < maxStatusWalk; i++ {
+		c, err := s.objs.readCommit(h)
+		if err != nil || len(c.ParentHashes) == 0 {
+			return false
+		}
+		var next plumbing.Hash
+		for _, p := range c.ParentHashes {
+			if ps, err := s.loadAt(sn.Task.ID, p); err == nil && ps.Task.Status == sn.Task.Status {
+				next = p
+				break
+			}
+		}
+		if next.IsZero() {
+			if len(c.ParentHashes) != 1 {
+				return false
+			}
+			cur, err := s.loadAt(sn.Task.ID, h)
+			if err != nil {
+				return false
+			}
+			var op Op
+			if s.decodeEntry(cur.entries, fileOp, &op, true) != nil {
+				return false
+			}
+			return s.host != "" && op.Host == s.host
+		}
+		h = next
+	}
+	return false
+}
