@@ -47,11 +47,11 @@ type SyncReport struct {
 	// Unverified lists statuses taken in that this machine could not
 	// confirm (see Unverified).
 	Unverified []Unverified `json:"unverified"`
-	Skipped       []Skip    `json:"skipped"`
-	Renamed       []Rename  `json:"renamed"`
-	Pushed        int       `json:"pushed"`
-	Rejected      []string  `json:"rejected"`
-	Retries       int       `json:"retries"`
+	Skipped    []Skip       `json:"skipped"`
+	Renamed    []Rename     `json:"renamed"`
+	Pushed     int          `json:"pushed"`
+	Rejected   []string     `json:"rejected"`
+	Retries    int          `json:"retries"`
 }
 
 // Rename is a local task that lost its slug to a remote task created
