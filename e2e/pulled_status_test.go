@@ -104,3 +104,34 @@ func TestPulledRealAcceptFastForwards(t *testing.T) {
 		t.Fatal("the clones disagree")
 	}
 }
+
+// TestDoctorKeepsTheWorktreeOfAPulledClose: a close is a transition any
+// machine may make, so pull takes it in; but doctor removes a finished
+// task's worktree only on a status this machine can confirm, and a close
+// made elsewhere is not one.
+func TestDoctorKeepsTheWorktreeOfAPulledClose(t *testing.T) {
+	victim, attacker := clones(t)
+	mine := workedTask(t, victim, "victim work", "v.txt v")
+	victim.ok("push")
+	attacker.ok("init")
+	vs := sessionOf(t, attacker, mine.ID)
+	wt, branch := vs["worktree"].(string), vs["branch"].(string)
+	craft(t, attacker.dir, "refs/lazy/tasks/"+mine.ID, func(f map[string][]byte) {
+		setJSON(t, f, "task.json", map[string]any{"status": "abandoned", "outcome": "closed"})
+		setJSON(t, f, "op.json", map[string]any{"op": "close", "actor": "human", "from": "blocked", "to": "abandoned"})
+	})
+	attacker.git("push", "-q", "origin", "refs/lazy/tasks/"+mine.ID+":refs/lazy/tasks/"+mine.ID)
+	if out := victim.ok("pull"); !strings.Contains(out, "1 fast-forwarded") {
+		t.Fatalf("pull: %s", out)
+	}
+	res := victim.run(nil, "doctor")
+	if !strings.Contains(res.Stdout, "cannot confirm") {
+		t.Fatalf("doctor does not say why it keeps the worktree:\n%s", res)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Fatalf("doctor removed the worktree of a task closed elsewhere: %v", err)
+	}
+	if got := victim.git("rev-parse", "--verify", "refs/heads/"+branch); got == "" {
+		t.Fatal("the branch is gone")
+	}
+}

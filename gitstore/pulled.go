@@ -3,7 +3,11 @@ package gitstore
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -348,15 +352,39 @@ func (s *Store) lastAccept(sn *Snapshot) *AcceptRecord {
 // writes.
 const maxStatusWalk = 64
 
-// StatusMadeHere reports whether the operation that gave sn its current
-// status was made on this machine (not pulled from another), following
-// the first parent that already had the status. A status a merge of two
-// histories produced, or one too far back to find, does not count.
+// noteFinished records, outside the refs anyone can push, that this
+// machine itself made task id terminal with commit: the evidence cleanup
+// needs before it removes what a close or reject leaves (StatusMadeHere).
+// It is best effort: without it cleanup only keeps more.
+func (s *Store) noteFinished(id string, commit plumbing.Hash) {
+	dir := s.repo.LazyDir("finished")
+	if !ValidID(id) || os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	_ = renameio.WriteFile(filepath.Join(dir, id), []byte(commit.String()+"\n"), 0o600)
+}
+
+// StatusMadeHere reports whether the operation that gave sn its terminal
+// status was made on this machine, not pulled from another: the commit
+// that introduced the status (found along the parents that already had
+// it) is the one this machine recorded when it wrote it (noteFinished).
+// What a record says about its host proves nothing: anyone can write it.
 func (s *Store) StatusMadeHere(sn *Snapshot) bool {
+	if !ValidID(sn.Task.ID) {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(s.repo.LazyDir("finished"), sn.Task.ID))
+	if err != nil {
+		return false
+	}
+	mine := plumbing.NewHash(strings.TrimSpace(string(b)))
 	h := sn.Commit
 	for i := 0; i < maxStatusWalk; i++ {
+		if h == mine {
+			return true
+		}
 		c, err := s.objs.readCommit(h)
-		if err != nil || len(c.ParentHashes) == 0 {
+		if err != nil {
 			return false
 		}
 		var next plumbing.Hash
@@ -367,18 +395,7 @@ func (s *Store) StatusMadeHere(sn *Snapshot) bool {
 			}
 		}
 		if next.IsZero() {
-			if len(c.ParentHashes) != 1 {
-				return false
-			}
-			cur, err := s.loadAt(sn.Task.ID, h)
-			if err != nil {
-				return false
-			}
-			var op Op
-			if s.decodeEntry(cur.entries, fileOp, &op, true) != nil {
-				return false
-			}
-			return s.host != "" && op.Host == s.host
+			return false // h introduced the status, and this machine did not write it
 		}
 		h = next
 	}

@@ -368,6 +368,9 @@ func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot
 		if err == nil {
 			next.Commit = commit
 			s.heal(cur.Commit, j)
+			if next.Task.Status != cur.Task.Status && next.Task.Status.IsTerminal() {
+				s.noteFinished(id, commit)
+			}
 			return next, st, nil
 		}
 		if errors.Is(err, ErrMissingObject) {

@@ -1,0 +1,135 @@
+package gitstore
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// move applies one status change as lazy would (the store validates it).
+func move(t *testing.T, s *Store, id string, actor machine.Actor, name string, fn func(sn *Snapshot)) {
+	t.Helper()
+	if _, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+		fn(sn)
+		return &Op{Name: name, Actor: actor}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ownedBlockedTask makes, on a, a blocked task whose session a runs, on a
+// branch with a commit main does not have, and publishes it to b.
+func ownedBlockedTask(t *testing.T, a, b *Store) *Snapshot {
+	t.Helper()
+	sn := mustCreate(t, a, "victim work")
+	id, branch := sn.Task.ID, "lazy/"+sn.Task.Slug
+	dir := a.repo.WorkTree
+	testrepo.Git(t, dir, "checkout", "-q", "-b", branch)
+	testrepo.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "agent work")
+	testrepo.Git(t, dir, "checkout", "-q", "main")
+	sess := &Session{ID: "00000000000000a1", Number: 1, Host: a.Host(), Agent: "exec", Branch: branch, Worktree: dir, StartedAt: time.Now().UTC()}
+	if err := owned.For(a.repo.LazyDir()).Save(owned.Session{TaskID: id, SessionID: sess.ID, Agent: "exec", Worktree: dir, Branch: branch}); err != nil {
+		t.Fatal(err)
+	}
+	move(t, a, id, machine.Human, "start", func(s *Snapshot) { s.Task.Status, s.Session = machine.Working, sess })
+	move(t, a, id, machine.System, "turn-completed", func(s *Snapshot) { s.Task.Status = machine.Blocked })
+	mustPush(t, a)
+	mustPull(t, b)
+	return sn
+}
+
+func refusedOf(t *testing.T, rep *SyncReport, slug string) Refused {
+	t.Helper()
+	for _, r := range rep.Refused {
+		if r.Task == slug && r.KeptLocal {
+			return r
+		}
+	}
+	t.Fatalf("no refusal of %s in %+v (fast-forwarded %v, merged %v)", slug, rep.Refused, rep.FastForwarded, rep.Merged)
+	return Refused{}
+}
+
+// TestPulledCompletionWithoutMergeIsRefused: each step is a transition
+// the state machine allows (blocked -> merging -> complete), so only the
+// check against this machine's branches catches it: the task's branch is
+// here and its target has no trace of it.
+func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
+	a, b := twoClones(t)
+	sn := ownedBlockedTask(t, a, b)
+	id := sn.Task.ID
+	before := refs(t, a)[TaskRef(id)]
+	intoSHA := testrepo.Git(t, a.repo.WorkTree, "rev-parse", "main")
+	move(t, b, id, machine.Human, "accept", func(s *Snapshot) {
+		s.Task.Status = machine.Merging
+		s.Task.Accept = &AcceptRecord{From: machine.Blocked, Into: "main", IntoSHA: intoSHA, Host: b.Host()}
+	})
+	move(t, b, id, machine.Human, "accept", func(s *Snapshot) {
+		s.Task.Status, s.Task.Outcome, s.Task.Accept = machine.Complete, OutcomeAccepted, nil
+	})
+	mustPush(t, b)
+
+	rep := mustPull(t, a)
+	if r := refusedOf(t, rep, sn.Task.Slug); !strings.Contains(r.Reason, "nothing was merged") {
+		t.Fatalf("reason: %q", r.Reason)
+	}
+	if got := refs(t, a)[TaskRef(id)]; got != before {
+		t.Fatal("the refused change moved the local ref")
+	}
+	cur, err := a.Load(id)
+	if err != nil || cur.Task.Status != machine.Blocked {
+		t.Fatalf("after the pull: %v %v", cur.Task.Status, err)
+	}
+	if ok, why := a.VerifyAccepted(context.Background(), &Snapshot{Task: Task{ID: id, TargetBranch: "main"}, Commit: cur.Commit}, "lazy/"+sn.Task.Slug); ok || why == "" {
+		t.Fatalf("VerifyAccepted of an unmerged branch: %v %q", ok, why)
+	}
+}
+
+// TestPulledTurnOfMySessionIsRefused: another machine cannot start a
+// turn of a session this machine runs.
+func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
+	a, b := twoClones(t)
+	sn := ownedBlockedTask(t, a, b)
+	move(t, b, sn.Task.ID, machine.Human, "unblock", func(s *Snapshot) { s.Task.Status = machine.Working })
+	mustPush(t, b)
+	rep := mustPull(t, a)
+	if r := refusedOf(t, rep, sn.Task.Slug); !strings.Contains(r.Reason, "started no such turn") {
+		t.Fatalf("reason: %q", r.Reason)
+	}
+	// A change this machine can take in still arrives: a close (its
+	// worktree is then kept until this machine confirms it, see doctor).
+	move(t, b, sn.Task.ID, machine.Human, "comment", func(s *Snapshot) { s.Task.Status = machine.Blocked })
+	move(t, b, sn.Task.ID, machine.Human, "close", func(s *Snapshot) { s.Task.Status, s.Task.Outcome = machine.Abandoned, OutcomeClosed })
+	mustPush(t, b)
+	rep = mustPull(t, a)
+	if len(rep.FastForwarded) != 1 {
+		t.Fatalf("the close did not arrive: %+v", rep)
+	}
+	cur, err := a.Load(sn.Task.ID)
+	if err != nil || cur.Task.Status != machine.Abandoned || a.StatusMadeHere(cur) {
+		t.Fatalf("after the close: %v, made here %v, %v", cur.Task.Status, a.StatusMadeHere(cur), err)
+	}
+	move(t, a, sn.Task.ID, machine.Human, "reopen", func(s *Snapshot) { s.Task.Status = machine.Blocked })
+	move(t, a, sn.Task.ID, machine.Human, "close", func(s *Snapshot) { s.Task.Status = machine.Abandoned })
+	if cur, _ = a.Load(sn.Task.ID); !a.StatusMadeHere(cur) {
+		t.Fatal("a close made here does not count as made here")
+	}
+}
+
+// TestReplayRefusesATransitionTheMachineForbids: a merge of two
+// histories replays the remote's operations through the state machine,
+// so a blocked -> complete written with plumbing stays out of the result.
+func TestReplayRefusesATransitionTheMachineForbids(t *testing.T) {
+	base := &fullSnapshot{Snapshot: &Snapshot{Task: Task{ID: "0123456789abcdef", Slug: "x", Status: machine.Blocked}}}
+	patches := []opPatch{{op: Op{Name: "accept", Actor: machine.Human, From: machine.Blocked, To: machine.Complete, Clock: 5, Host: "evil"},
+		status: true, task: map[string]json.RawMessage{}}}
+	m, refused := replay(base, patches)
+	if m.status != machine.Blocked || len(refused) != 1 || !strings.Contains(refused[0].Reason, "lazy accept") {
+		t.Fatalf("replayed to %s, refused %+v", m.status, refused)
+	}
+}
