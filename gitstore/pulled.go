@@ -33,9 +33,10 @@ type Unverified struct {
 
 // pulledJudge caches what judging one pulled tip reads.
 type pulledJudge struct {
-	s     *Store
-	id    string
-	snaps map[plumbing.Hash]*Snapshot
+	s      *Store
+	id     string
+	snaps  map[plumbing.Hash]*Snapshot
+	states map[plumbing.Hash]*pulledState
 	// accept is the newest accept record the pulled commits carried: the
 	// branch a completion claims to be merged into.
 	accept *AcceptRecord
@@ -80,35 +81,70 @@ func (j *pulledJudge) checkHistory(tip plumbing.Hash, stop map[plumbing.Hash]boo
 	return nil, nil
 }
 
-// checkCommit judges one pulled commit against its parents.
-func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Refused, error) {
-	sn, err := j.load(h)
+// pulledState is what judging a commit needs of its record.
+type pulledState struct {
+	entries map[string]treeEntry
+	Status  machine.Status `json:"status"`
+	Clock   uint64         `json:"clock"`
+	Accept  *AcceptRecord  `json:"accept"`
+}
+
+// state reads commit h's status, clock and accept record, and no more:
+// a new task's whole history is judged, commit by commit.
+func (j *pulledJudge) state(h plumbing.Hash) (*pulledState, error) {
+	if st, ok := j.states[h]; ok {
+		return st, nil
+	}
+	tree, corrupt, err := j.s.snapshotTree(j.id, h)
 	if err != nil {
 		return nil, err
 	}
-	if a := sn.Task.Accept; a != nil && sn.Task.Clock >= j.clock {
-		j.accept, j.clock = a, sn.Task.Clock
+	st := &pulledState{entries: make(map[string]treeEntry, len(tree.Entries))}
+	for _, e := range tree.Entries {
+		st.entries[e.Name] = treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()}
 	}
-	var op Op
-	_ = j.s.decodeEntry(sn.entries, fileOp, &op, false)
+	if err := j.s.decodeEntry(st.entries, fileTask, st, true); err != nil {
+		return nil, corrupt(err)
+	}
+	if !st.Status.Valid() {
+		return nil, corrupt(fmt.Errorf("task.json has an unknown status %q", st.Status))
+	}
+	j.states[h] = st
+	return st, nil
+}
+
+// checkCommit judges one pulled commit against its parents.
+func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Refused, error) {
+	st, err := j.state(h)
+	if err != nil {
+		return nil, err
+	}
+	if a := st.Accept; a != nil && st.Clock >= j.clock {
+		j.accept, j.clock = a, st.Clock
+	}
 	refuse := func(from machine.Status, why string) *Refused {
-		return &Refused{Commit: h.String(), Op: op.Name, Actor: op.Actor, From: from, To: sn.Task.Status,
-			Clock: sn.Task.Clock, Host: op.Host, Reason: why}
+		var op Op
+		_ = j.s.decodeEntry(st.entries, fileOp, &op, false)
+		return &Refused{Commit: h.String(), Op: op.Name, Actor: op.Actor, From: from, To: st.Status,
+			Clock: st.Clock, Host: op.Host, Reason: why}
 	}
 	switch len(parents) {
 	case 0:
-		if sn.Task.Status != machine.Backlog {
-			return refuse("", fmt.Sprintf("its first commit creates the task %s, but every task starts in backlog", sn.Task.Status)), nil
+		if st.Status != machine.Backlog {
+			return refuse("", fmt.Sprintf("its first commit creates the task %s, but every task starts in backlog", st.Status)), nil
 		}
 	case 1:
-		prev, err := j.load(parents[0])
+		prev, err := j.state(parents[0])
 		if err != nil {
 			return nil, err
 		}
-		from := prev.Task.Status
-		if from != sn.Task.Status {
-			if err := machine.Validate(from, sn.Task.Status, op.Actor); err != nil {
-				return refuse(from, err.Error()), nil
+		if prev.Status != st.Status {
+			var op Op
+			if err := j.s.decodeEntry(st.entries, fileOp, &op, true); err != nil {
+				return refuse(prev.Status, "its operation record is unreadable: "+err.Error()), nil
+			}
+			if err := machine.Validate(prev.Status, st.Status, op.Actor); err != nil {
+				return refuse(prev.Status, err.Error()), nil
 			}
 		}
 	case 2:
@@ -118,8 +154,8 @@ func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Re
 		if err != nil {
 			return nil, err
 		}
-		if m.status != sn.Task.Status {
-			return refuse(m.status, fmt.Sprintf("a merge commit records %s, but replaying the histories it merges gives %s", sn.Task.Status, m.status)), nil
+		if m.status != st.Status {
+			return refuse(m.status, fmt.Sprintf("a merge commit records %s, but replaying the histories it merges gives %s", st.Status, m.status)), nil
 		}
 	default:
 		return refuse("", "a commit with more than two parents is not one lazy writes"), nil
@@ -131,7 +167,7 @@ func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Re
 // the local record, nil when the task is new here) may be taken in: it
 // returns a refusal, or a reason the result is taken in unverified.
 func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snapshot, next plumbing.Hash, history bool) (*Refused, string, error) {
-	j := &pulledJudge{s: s, id: id, snaps: map[plumbing.Hash]*Snapshot{}}
+	j := &pulledJudge{s: s, id: id, snaps: map[plumbing.Hash]*Snapshot{}, states: map[plumbing.Hash]*pulledState{}}
 	nsn, err := j.load(next)
 	if err != nil {
 		return nil, "", err
