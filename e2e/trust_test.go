@@ -94,7 +94,13 @@ func TestPulledRecordNeverRunsCommands(t *testing.T) {
 	// A session that claims the victim's host, runs the attacker's
 	// command, in the victim's worktree, interrupted so that the
 	// reconciler would auto-resume it; its session id is copied from the
-	// victim's own task so an id match alone proves nothing.
+	// victim's own task so an id match alone proves nothing. Each step
+	// is one the state machine allows (backlog -> working ->
+	// interrupted), so pull takes the record in and the foreign-session
+	// defences below are what stop it.
+	craft(t, attacker.dir, "refs/lazy/tasks/"+evil.ID, func(f map[string][]byte) {
+		setJSON(t, f, "task.json", map[string]any{"status": "working", "host": host, "sessions": 1})
+	})
 	craft(t, attacker.dir, "refs/lazy/tasks/"+evil.ID, func(f map[string][]byte) {
 		setJSON(t, f, "task.json", map[string]any{"status": "interrupted", "host": host, "sessions": 1})
 		f["session.json"] = mustJSON(t, map[string]any{
