@@ -242,8 +242,14 @@ func (s *Store) checkOwnSession(local, next *Snapshot, mine *owned.Session) stri
 	if mine == nil {
 		return ""
 	}
-	if next.Session != nil && next.Session.Host == s.host && next.Session.ID != local.Session.ID {
-		return fmt.Sprintf("it replaces this machine's session %s of the task with a session %s that this machine never started", local.Session.ID, next.Session.ID)
+	if next.Session == nil || next.Session.ID != local.Session.ID {
+		if next.Session != nil && next.Session.Host == s.host {
+			return fmt.Sprintf("it replaces this machine's session %s of the task with a session %s that this machine never started", local.Session.ID, next.Session.ID)
+		}
+		// Another host took the task over (lazy start --take-over): its
+		// turns are that host's to judge, and this machine's local
+		// session no longer matches, so nothing here acts on it.
+		return ""
 	}
 	if local.Task.Status == next.Task.Status {
 		return ""

@@ -133,3 +133,19 @@ func TestReplayRefusesATransitionTheMachineForbids(t *testing.T) {
 		t.Fatalf("replayed to %s, refused %+v", m.status, refused)
 	}
 }
+
+// TestPulledTakeOverByAnotherHostArrives: a take-over on another machine
+// gives the task a session of that host; its turn is that host's, so the
+// change arrives.
+func TestPulledTakeOverByAnotherHostArrives(t *testing.T) {
+	a, b := twoClones(t)
+	sn := ownedBlockedTask(t, a, b)
+	move(t, b, sn.Task.ID, machine.Human, "take-over", func(s *Snapshot) {
+		s.Task.Status = machine.Working
+		s.Session = &Session{ID: "00000000000000b2", Number: 2, Host: b.Host(), Agent: "exec", Branch: "lazy/" + s.Task.Slug, Worktree: b.repo.WorkTree, StartedAt: time.Now().UTC()}
+	})
+	mustPush(t, b)
+	if rep := mustPull(t, a); len(rep.FastForwarded) != 1 || len(rep.Refused) != 0 {
+		t.Fatalf("the take-over did not arrive: %+v", rep)
+	}
+}
