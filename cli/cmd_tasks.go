@@ -489,10 +489,14 @@ func (a *app) permissions(ctx context.Context, sn *gitstore.Snapshot) *agent.Tas
 	return env.Permissions(ctx, sn, in)
 }
 
+// showClip is how much of one text lazy show prints without --full.
+const showClip = 64 << 10
+
 // ShowCmd shows one task.
 type ShowCmd struct {
 	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
+	Full bool   `help:"Print every text whole (lazy show cuts texts over 64 KiB); a record over lazy's limits is still read only in part."`
 }
 
 // Run implements lazy show.
@@ -514,6 +518,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 	d.Live = a.marks().Substate(&d.Summary)
 	d.Permissions = a.permissions(ctx, sn)
 	perms := d.Permissions
+	if !c.Full {
+		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
+	}
 	if c.JSON {
 		return a.printJSON(d)
 	}
@@ -555,6 +562,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
 	}
 	fmt.Fprintf(w, "  Created:  %s by %s\n", absTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
+	for _, why := range d.Truncated {
+		fmt.Fprintf(w, "  Cut:      %s\n", why)
+	}
 	if t.Usage != nil {
 		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
 	}

@@ -17,28 +17,25 @@ type Detail struct {
 	Violations  *Violations            `json:"violations,omitempty"`
 	// PendingViolations are the files that still owe a decision (see
 	// lazy unblock --approve-file).
-	PendingViolations []string  `json:"pending_violations"`
-	TurnList          []Turn    `json:"turn_list"`
-	TurnsOmitted      int       `json:"turns_omitted"` // earlier turns left out (lastTurns)
-	CommentList       []Comment `json:"comment_list"`
-	Journal           []Comment `json:"journal"`
-	History           []Change  `json:"history"`
-	Commit            string    `json:"commit"`
+	PendingViolations []string `json:"pending_violations"`
+	TurnList          []Turn   `json:"turn_list"`
+	TurnsOmitted      int      `json:"turns_omitted"` // earlier turns left out (lastTurns)
+	// Truncated says, in words for a user, what this view left out or
+	// cut: a record over lazy's limits for one read (MaxRecordBytes,
+	// MaxRecordEntries), or texts cut by Clip. Empty when nothing was.
+	Truncated   []string  `json:"truncated"`
+	CommentList []Comment `json:"comment_list"`
+	Journal     []Comment `json:"journal"`
+	History     []Change  `json:"history"`
+	Commit      string    `json:"commit"`
 }
 
-// Detail reads everything Detail shows of sn. lastTurns > 0 keeps only
-// the most recent turns (the MCP view, bounded for a context window);
-// the live substate is the caller's to fill.
+// Detail reads everything Detail shows of sn, within the bounds of one
+// read of a record (see ReadTexts). lastTurns > 0 keeps only the most
+// recent turns (the MCP view, bounded for a context window); the live
+// substate is the caller's to fill.
 func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
-	goal, err := sn.Goal()
-	if err != nil {
-		return nil, err
-	}
-	turns, err := s.Turns(sn)
-	if err != nil {
-		return nil, err
-	}
-	all, err := s.Comments(sn)
+	tx, err := s.ReadTexts(sn)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +43,11 @@ func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Detail{Summary: NewSummary(&sn.Task), Goal: goal, Session: sn.Session, Refused: sn.Task.MergeRefused,
-		PendingViolations: append([]string{}, sn.Violations.Pending...), TurnList: append([]Turn{}, turns...),
-		CommentList: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String()}
+	all := tx.Comments
+	d := &Detail{Summary: NewSummary(&sn.Task), Goal: tx.Goal, Session: sn.Session, Refused: sn.Task.MergeRefused,
+		PendingViolations: append([]string{}, sn.Violations.Pending...), TurnList: append([]Turn{}, tx.Turns...),
+		CommentList: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String(),
+		Truncated: append([]string{}, tx.Truncated...)}
 	if lastTurns > 0 && len(d.TurnList) > lastTurns {
 		d.TurnsOmitted = len(d.TurnList) - lastTurns
 		d.TurnList = d.TurnList[d.TurnsOmitted:]
@@ -78,4 +77,13 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Clip cuts every text d shows to max bytes (see ClipText), visibly, and
+// notes it in Truncated; hint, if not empty, says how to see them whole.
+func (d *Detail) Clip(max int, hint string) {
+	n := clipAll(&d.Goal, d.TurnList, d.CommentList, max, hint) + clipAll(new(string), nil, d.Journal, max, hint)
+	if n > 0 {
+		d.Truncated = append(d.Truncated, clipped(n, max))
+	}
 }

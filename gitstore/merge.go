@@ -85,6 +85,11 @@ func (s *Store) loadFull(id string, h plumbing.Hash) (*fullSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A merge rewrites every entry, so it needs them all: a record one
+	// read cannot load whole is refused, never merged short.
+	if err := s.CheckBounds(sn); err != nil {
+		return nil, err
+	}
 	f := &fullSnapshot{Snapshot: sn}
 	if f.turns, err = s.Turns(sn); err != nil {
 		return nil, err

@@ -350,6 +350,28 @@ func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
 	})
 }
 
+// blobSize returns the size of blob h (snapshot file name) from its
+// header, reading none of its content.
+func (o *objects) blobSize(h plumbing.Hash, name string) (int64, error) {
+	return retry(o, func() (int64, error) {
+		obj, err := o.lookup(plumbing.BlobObject, h, -1)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			o.refresh()
+			obj, err = o.lookup(plumbing.BlobObject, h, -1)
+		}
+		if err == nil {
+			return obj.Size(), nil
+		}
+		if size, gerr := o.gitSize(plumbing.BlobObject, h); gerr == nil {
+			return size, nil
+		}
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			err = fmt.Errorf("%s (blob %s): %w", name, h, ErrMissingObject)
+		}
+		return 0, err
+	})
+}
+
 func (o *objects) readTree(h plumbing.Hash) (*tree, error) {
 	return retry(o, func() (*tree, error) {
 		obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
@@ -413,17 +435,9 @@ func (o *objects) gitHas(h plumbing.Hash) bool {
 // so an oversize object is never read.
 func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
-	info, err := gitcli.New(filepath.Dir(o.dir), "cat-file", "--batch-check").Stdin([]byte(h.String() + "\n")).Output(context.Background())
+	size, err := o.gitSize(typ, h)
 	if err != nil {
-		return nil, missing
-	}
-	f := strings.Fields(string(info))
-	if len(f) != 3 || f[0] != h.String() || f[1] != typ.String() {
-		return nil, missing // "<hash> missing", or another type
-	}
-	size, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil {
-		return nil, missing
+		return nil, err
 	}
 	if size > limit {
 		return nil, oversize(what, h, size, limit)
@@ -439,6 +453,24 @@ func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string,
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
 	return obj, nil
+}
+
+// gitSize asks git the size of object h of type typ.
+func (o *objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (int64, error) {
+	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
+	info, err := gitcli.New(filepath.Dir(o.dir), "cat-file", "--batch-check").Stdin([]byte(h.String() + "\n")).Output(context.Background())
+	if err != nil {
+		return 0, missing
+	}
+	f := strings.Fields(string(info))
+	if len(f) != 3 || f[0] != h.String() || f[1] != typ.String() {
+		return 0, missing // "<hash> missing", or another type
+	}
+	size, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0, missing
+	}
+	return size, nil
 }
 
 // verifyWritten checks that every object j recorded still exists, and

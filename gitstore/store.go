@@ -42,6 +42,8 @@ type Store struct {
 	objs *objects
 	host string
 	now  func() time.Time
+	// bounds bound one read of a whole record (see MaxRecordBytes).
+	bounds recordBounds
 	// LooseObjectLimit is the estimated number of loose objects above
 	// which NeedsHousekeeping reports true (0 disables the check).
 	LooseObjectLimit int
@@ -58,7 +60,7 @@ func WithHost(host string) Option { return func(s *Store) { s.host = host } }
 
 // Open returns a Store on repo.
 func Open(repo *Repo, opts ...Option) *Store {
-	s := &Store{repo: repo, objs: newObjects(repo.CommonDir), host: "unknown", now: time.Now, LooseObjectLimit: 4000}
+	s := &Store{repo: repo, objs: newObjects(repo.CommonDir), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
 	for _, o := range opts {
 		o(s)
 	}
@@ -736,10 +738,33 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	return sn, nil
 }
 
-// Turns reads every turn of a snapshot in sequence order.
+// Turns reads the turns of a snapshot in sequence order: every turn of a
+// record within the bounds of one read (see MaxRecordBytes), else the
+// newest that fit.
 func (s *Store) Turns(sn *Snapshot) ([]Turn, error) {
-	var out []Turn
-	err := s.readDir(sn, dirTurns, func(b []byte) error {
+	d, err := s.sizeDir(sn, dirTurns, s.bounds.bytes)
+	if err != nil {
+		return nil, err
+	}
+	keep, _ := d.fit(s.bounds.bytes)
+	return s.readTurns(sn, d.entries[len(d.entries)-keep:])
+}
+
+// Comments reads the comments of a snapshot in sequence order, within the
+// bounds of one read as Turns does.
+func (s *Store) Comments(sn *Snapshot) ([]Comment, error) {
+	d, err := s.sizeDir(sn, dirComments, s.bounds.bytes)
+	if err != nil {
+		return nil, err
+	}
+	keep, _ := d.fit(s.bounds.bytes)
+	return s.readComments(sn, d.entries[len(d.entries)-keep:])
+}
+
+// readTurns reads the turns entries of a snapshot's turns/ tree.
+func (s *Store) readTurns(sn *Snapshot, entries []treeItem) ([]Turn, error) {
+	out := make([]Turn, 0, len(entries))
+	err := s.readDir(sn, dirTurns, entries, func(b []byte) error {
 		var t Turn
 		if err := json.Unmarshal(b, &t); err != nil {
 			return err
@@ -751,10 +776,10 @@ func (s *Store) Turns(sn *Snapshot) ([]Turn, error) {
 	return out, err
 }
 
-// Comments reads every comment of a snapshot in sequence order.
-func (s *Store) Comments(sn *Snapshot) ([]Comment, error) {
-	var out []Comment
-	err := s.readDir(sn, dirComments, func(b []byte) error {
+// readComments reads the comments entries of a snapshot's comments/ tree.
+func (s *Store) readComments(sn *Snapshot, entries []treeItem) ([]Comment, error) {
+	out := make([]Comment, 0, len(entries))
+	err := s.readDir(sn, dirComments, entries, func(b []byte) error {
 		var c Comment
 		if err := json.Unmarshal(b, &c); err != nil {
 			return err
@@ -766,16 +791,8 @@ func (s *Store) Comments(sn *Snapshot) ([]Comment, error) {
 	return out, err
 }
 
-func (s *Store) readDir(sn *Snapshot, name string, fn func([]byte) error) error {
-	e, ok := sn.entries[name]
-	if !ok {
-		return nil
-	}
-	t, err := s.objs.readTree(e.hash)
-	if err != nil {
-		return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
-	}
-	for _, te := range t.Entries {
+func (s *Store) readDir(sn *Snapshot, name string, entries []treeItem, fn func([]byte) error) error {
+	for _, te := range entries {
 		b, err := s.objs.readBlob(te.Hash, name+"/"+te.Name)
 		if err != nil {
 			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}

@@ -212,6 +212,9 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh plumbing.Hash,
 	if err := validateRecord(rs); err != nil {
 		return fmt.Errorf("malformed record: %w", err)
 	}
+	if err := s.CheckBounds(rs); err != nil {
+		return fmt.Errorf("refused: %w; it was not taken in", err)
+	}
 	for attempt := 0; attempt < 8; attempt++ {
 		lh, have, err := s.repo.ReadRef(TaskRef(id))
 		if err != nil {

@@ -109,7 +109,8 @@ func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in As
 		return nil, fmt.Errorf("%s has no turns; the question was not recorded", final.Task.Slug)
 	}
 	answer := turns[len(turns)-1]
-	return AskOut{Answer: answer.Content, Status: final.Task.Status, Error: answer.Error}, nil
+	text, _ := gitstore.ClipText(answer.Content, showClip, "")
+	return AskOut{Answer: text, Status: final.Task.Status, Error: answer.Error}, nil
 }
 
 func (d *Dispatcher) wait(ctx context.Context, caller Caller, in WaitIn) (any, error) {
@@ -132,7 +133,9 @@ func (d *Dispatcher) wait(ctx context.Context, caller Caller, in WaitIn) (any, e
 		return out, nil
 	}
 	if turns, err := d.Store.Turns(final); err == nil && len(turns) > 0 {
-		out.LastTurn = &turns[len(turns)-1]
+		last := turns[len(turns)-1]
+		last.Content, _ = gitstore.ClipText(last.Content, showClip, "")
+		out.LastTurn = &last
 	}
 	return out, nil
 }
@@ -189,8 +192,13 @@ func (d *Dispatcher) view(sn *gitstore.Snapshot) View {
 	return v
 }
 
+// showClip is how much of one text lazy_show returns: a client's context
+// window is no place for a 30 MB comment.
+const showClip = 32 << 10
+
 // Show is lazy_show's result for task id: the same shape as lazy show
-// --json, with the most recent 20 turns.
+// --json, with the most recent 20 turns and every text cut to showClip
+// (Truncated says what was cut or left out).
 func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*gitstore.Detail, error) {
 	sn, err := d.Store.Load(id)
 	if err != nil {
@@ -200,6 +208,7 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*gitsto
 	if err != nil {
 		return nil, err
 	}
+	det.Clip(showClip, "")
 	if d.Marks != nil {
 		det.Live = d.Marks.Substate(&det.Summary)
 	}

@@ -140,15 +140,23 @@ func (s *Server) diffStat(ctx context.Context, from, to string) string {
 	return strings.TrimRight(out, "\n")
 }
 
-// taskData is what the task page shows.
+// pageClip is how much of one text the task page shows.
+const pageClip = 64 << 10
+
+// taskData is what the task page shows: the record as one bounded read
+// loads it (gitstore.ReadTexts), every text cut to pageClip.
 func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	sn, err := s.Store.Load(id)
 	if err != nil {
 		return nil, err
 	}
-	goal, _ := sn.Goal()
-	turns, _ := s.Store.Turns(sn)
-	comments, _ := s.Store.Comments(sn)
+	tx, err := s.Store.ReadTexts(sn)
+	if err != nil {
+		// The page still shows the task: its status and actions matter most.
+		tx = &gitstore.Texts{Truncated: []string{"its goal, turns and comments could not be read: " + err.Error()}}
+	}
+	tx.Clip(pageClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
+	goal, turns, comments := tx.Goal, tx.Turns, tx.Comments
 	hist, _ := s.Store.History(sn)
 	sum := gitstore.NewSummary(&sn.Task)
 	all := r.URL.Query().Get("diff") == "all"
@@ -162,7 +170,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	act := s.canAct(r)
 	data := map[string]any{
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
-		"Turns": turns, "Comments": comments, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
+		"Turns": turns, "Comments": comments, "Truncated": tx.Truncated, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
 		"DiffAll": all, "Pending": sn.Violations.Pending, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),

@@ -1,0 +1,282 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Bounds of one read of a whole record. limits.go bounds each object, but
+// a record may hold any number of turns and comments, and every entry may
+// name the same large blob that compresses to nothing: a push of a few
+// hundred kilobytes could make a reader load gigabytes. So one read of a
+// record loads at most MaxRecordBytes of content and MaxRecordEntries
+// turns and comments, sized from tree entries and object headers before a
+// byte of content is read. Past that the read keeps the newest entries
+// that fit and says what it left out; lazy pull refuses a record over
+// these bounds outright.
+const (
+	// MaxRecordBytes bounds the content one read of a record loads:
+	// goal, violations, turns and comments together.
+	MaxRecordBytes = 64 << 20
+	// MaxRecordEntries bounds the turns one read loads, and the comments.
+	MaxRecordEntries = 10_000
+)
+
+// ErrOverBounds marks a record over the bounds of a whole record.
+var ErrOverBounds = errors.New("over lazy's limits for a whole record")
+
+// recordBounds are the bounds a Store reads records within (tests scale
+// them down).
+type recordBounds struct {
+	bytes   int64
+	entries int
+}
+
+var defaultBounds = recordBounds{bytes: MaxRecordBytes, entries: MaxRecordEntries}
+
+func (b recordBounds) String() string {
+	return fmt.Sprintf("%s of content, %d turns and %d comments", humanBytes(b.bytes), b.entries, b.entries)
+}
+
+// Texts are the goal, turns and comments of a record, read within the
+// bounds of one read. Truncated says, in words for a user, what was left
+// out; it is empty when nothing was.
+type Texts struct {
+	Goal      string
+	Turns     []Turn
+	Comments  []Comment
+	Truncated []string
+}
+
+// dirSizes are the entries of a turns/ or comments/ tree and the sizes of
+// its newest ones, newest first, as far as a read could load them.
+type dirSizes struct {
+	name    string
+	entries []treeItem
+	sizes   []int64
+}
+
+// fit is how many of the newest entries fit within budget bytes.
+func (d *dirSizes) fit(budget int64) (keep int, used int64) {
+	for _, n := range d.sizes {
+		if used+n > budget {
+			break
+		}
+		used += n
+		keep++
+	}
+	return keep, used
+}
+
+// need is the bytes of the entries sized.
+func (d *dirSizes) need() int64 {
+	var n int64
+	for _, s := range d.sizes {
+		n += s
+	}
+	return n
+}
+
+// sizeDir reads dir's tree and the sizes of its newest entries from their
+// headers, up to the entry bound and until they add up to more than
+// budget: no read could take more.
+func (s *Store) sizeDir(sn *Snapshot, name string, budget int64) (*dirSizes, error) {
+	d := &dirSizes{name: name}
+	e, ok := sn.entries[name]
+	if !ok {
+		return d, nil
+	}
+	t, err := s.objs.readTree(e.hash)
+	if err != nil {
+		return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+	}
+	d.entries = t.Entries
+	var total int64
+	for i := len(t.Entries) - 1; i >= 0 && len(d.sizes) < s.bounds.entries && total <= budget; i-- {
+		n, err := s.objs.blobSize(t.Entries[i].Hash, name+"/"+t.Entries[i].Name)
+		if err != nil {
+			return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+		}
+		d.sizes = append(d.sizes, n)
+		total += n
+	}
+	return d, nil
+}
+
+// split shares budget between the turns and the comments: each gets what
+// it needs if that is at most half, the other the rest.
+func split(turns, comments *dirSizes, budget int64) (keepT, keepC int) {
+	nt, nc, half := turns.need(), comments.need(), budget/2
+	switch {
+	case nt+nc <= budget:
+	case nt <= half:
+		nc = budget - nt
+	case nc <= half:
+		nt = budget - nc
+	default:
+		nt = half
+		nc = budget - half
+	}
+	keepT, _ = turns.fit(nt)
+	keepC, _ = comments.fit(nc)
+	return keepT, keepC
+}
+
+// fixedSize is the header size of snapshot file name, 0 if absent.
+func (s *Store) fixedSize(sn *Snapshot, name string) (int64, error) {
+	e, ok := sn.entries[name]
+	if !ok {
+		return 0, nil
+	}
+	n, err := s.objs.blobSize(e.hash, name)
+	if err != nil {
+		return 0, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+	}
+	return n, nil
+}
+
+// ReadTexts reads sn's goal, turns and comments within the bounds of one
+// read (MaxRecordBytes, MaxRecordEntries): past them it keeps the newest
+// turns and comments that fit and says so in Truncated.
+func (s *Store) ReadTexts(sn *Snapshot) (*Texts, error) {
+	tx := &Texts{}
+	left := s.bounds.bytes
+	viol, err := s.fixedSize(sn, fileViolations)
+	if err != nil {
+		return nil, err
+	}
+	left -= viol
+	if tx.Goal, left, err = s.boundedGoal(sn, left, tx); err != nil {
+		return nil, err
+	}
+	turns, err := s.sizeDir(sn, dirTurns, left)
+	if err != nil {
+		return nil, err
+	}
+	comments, err := s.sizeDir(sn, dirComments, left)
+	if err != nil {
+		return nil, err
+	}
+	keepT, keepC := split(turns, comments, left)
+	if tx.Turns, err = s.readTurns(sn, turns.entries[len(turns.entries)-keepT:]); err != nil {
+		return nil, err
+	}
+	if tx.Comments, err = s.readComments(sn, comments.entries[len(comments.entries)-keepC:]); err != nil {
+		return nil, err
+	}
+	tx.note(turns, keepT, s.bounds)
+	tx.note(comments, keepC, s.bounds)
+	return tx, nil
+}
+
+// boundedGoal reads the goal if it fits in left bytes.
+func (s *Store) boundedGoal(sn *Snapshot, left int64, tx *Texts) (string, int64, error) {
+	n, err := s.fixedSize(sn, fileGoal)
+	if err != nil || n == 0 {
+		return "", left, err
+	}
+	if n > left {
+		tx.Truncated = append(tx.Truncated, fmt.Sprintf("the goal (%s) is not shown; the record is over lazy's limits (%s per read)", humanBytes(n), s.bounds))
+		return "", left, nil
+	}
+	g, err := sn.Goal()
+	return g, left - int64(len(g)), err
+}
+
+// note records that a directory's read left entries out.
+func (tx *Texts) note(d *dirSizes, keep int, b recordBounds) {
+	if keep == len(d.entries) {
+		return
+	}
+	tx.Truncated = append(tx.Truncated, fmt.Sprintf("showing the last %d of %d %s; the record is over lazy's limits (%s per read)", keep, len(d.entries), d.name, b))
+}
+
+// CheckBounds reports, as ErrOverBounds, a record that one read could not
+// load whole: lazy pull refuses such a record, and a merge, which must
+// rewrite every entry, never starts on one.
+func (s *Store) CheckBounds(sn *Snapshot) error {
+	left := s.bounds.bytes
+	for _, name := range []string{fileViolations, fileGoal} {
+		n, err := s.fixedSize(sn, name)
+		if err != nil {
+			return err
+		}
+		left -= n
+	}
+	turns, err := s.sizeDir(sn, dirTurns, left)
+	if err != nil {
+		return err
+	}
+	comments, err := s.sizeDir(sn, dirComments, left)
+	if err != nil {
+		return err
+	}
+	keepT, keepC := split(turns, comments, left)
+	switch {
+	case left < 0:
+		return fmt.Errorf("task %s: its goal and violations are %w (%s)", sn.Task.ID, ErrOverBounds, s.bounds)
+	case keepT < len(turns.entries) || keepC < len(comments.entries):
+		return fmt.Errorf("task %s has %d turns and %d comments (at least %s of content), %w (%s)",
+			sn.Task.ID, len(turns.entries), len(comments.entries), humanBytes(turns.need()+comments.need()), ErrOverBounds, s.bounds)
+	}
+	return nil
+}
+
+// clipNote is what ClipText appends to a cut text.
+const clipNote = "\n… (truncated, %d bytes more%s)"
+
+// ClipText cuts s to about max bytes, at a character boundary, and says
+// visibly how much was cut; hint, if not empty, says how to see it all.
+func ClipText(s string, max int, hint string) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if hint != "" {
+		hint = "; " + hint
+	}
+	return s[:cut] + fmt.Sprintf(clipNote, len(s)-cut, hint), true
+}
+
+// Clip cuts every text of tx to max bytes (see ClipText) and notes it.
+func (tx *Texts) Clip(max int, hint string) {
+	n := clipAll(&tx.Goal, tx.Turns, tx.Comments, max, hint)
+	if n > 0 {
+		tx.Truncated = append(tx.Truncated, clipped(n, max))
+	}
+}
+
+func clipAll(goal *string, turns []Turn, comments []Comment, max int, hint string) int {
+	n := 0
+	clip := func(s *string) {
+		var cut bool
+		if *s, cut = ClipText(*s, max, hint); cut {
+			n++
+		}
+	}
+	clip(goal)
+	for i := range turns {
+		clip(&turns[i].Content)
+		clip(&turns[i].Error)
+	}
+	for i := range comments {
+		clip(&comments[i].Text)
+		if j := comments[i].Journal; j != nil {
+			for k := range j.Decisions {
+				clip(&j.Decisions[k])
+			}
+			for k := range j.Deferrals {
+				clip(&j.Deferrals[k])
+			}
+		}
+	}
+	return n
+}
+
+func clipped(n, max int) string {
+	return fmt.Sprintf("%d text(s) longer than %s are shown cut", n, humanBytes(int64(max)))
+}

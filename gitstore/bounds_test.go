@@ -1,0 +1,198 @@
+package gitstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/machine"
+)
+
+// Scaled-down bounds: the same code paths as the real 64 MiB and 10,000
+// entries, at a test's cost.
+var testBounds = recordBounds{bytes: 4 << 20, entries: 100}
+
+// plantDir replaces the dir (turns or comments) of task id, as an
+// attacker's git plumbing would, with n entries that all name one blob:
+// a record of n times its size that costs one blob to store.
+func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
+	t.Helper()
+	sn, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := s.objs.write(plumbing.BlobObject, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := make([]treeEntry, n)
+	for i := range sub {
+		sub[i] = treeEntry{name: seqName(i + 1), hash: blob}
+	}
+	subTree, err := s.objs.writeTree(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []treeEntry
+	for name, e := range sn.entries {
+		if name != dir {
+			entries = append(entries, e)
+		}
+	}
+	entries = append(entries, treeEntry{name: dir, hash: subTree, dir: true})
+	tree, err := s.objs.writeTree(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.objs.write(plumbing.CommitObject, encodeCommit(tree, sn.Commit, "attacker", s.now(), "many entries\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.repo.CompareAndSwap(TaskRef(id), sn.Commit, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bigComment is a valid comment whose text is size bytes.
+func bigComment(t *testing.T, size int) []byte {
+	t.Helper()
+	b, err := json.Marshal(Comment{Seq: 1, Actor: machine.Human, Text: strings.Repeat("z", size)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRecordReadIsBounded: 500 comments entries naming one 1 MiB blob
+// are a 500 MiB record that costs 1 MiB to push. Every read (Detail,
+// Comments, ReadTexts) loads only the newest entries that fit in the
+// bounds, sized from headers first, and says what it left out; its heap
+// stays near the bound, not near the record.
+func TestRecordReadIsBounded(t *testing.T) {
+	s, _ := open(t)
+	s.bounds = testBounds
+	id := mustCreate(t, s, "many comments").Task.ID
+	plantDir(t, s, id, dirComments, 500, bigComment(t, 1<<20))
+	sn, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *Detail
+	if n := allocDuring(func() { d, err = s.Detail(sn, 0) }); n > 64<<20 {
+		t.Fatalf("Detail allocated %d MB for a record bounded at 4 MiB", n>>20)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.CommentList) == 0 || len(d.CommentList) > 4 {
+		t.Fatalf("Detail kept %d comments", len(d.CommentList))
+	}
+	want := fmt.Sprintf("showing the last %d of 500 comments; the record is over lazy's limits", len(d.CommentList))
+	if len(d.Truncated) != 1 || !strings.Contains(d.Truncated[0], want) {
+		t.Fatalf("Detail.Truncated = %q, want %q", d.Truncated, want)
+	}
+	var cs []Comment
+	if n := allocDuring(func() { cs, err = s.Comments(sn) }); n > 64<<20 || err != nil || len(cs) > 4 {
+		t.Fatalf("Comments: %d comments, %d MB allocated, %v", len(cs), n>>20, err)
+	}
+	if err := s.CheckBounds(sn); !errors.Is(err, ErrOverBounds) || !strings.Contains(err.Error(), "500 comments") {
+		t.Fatalf("CheckBounds: %v", err)
+	}
+	// A merge must rewrite every entry: it refuses, it never merges short.
+	if _, err := s.loadFull(id, sn.Commit); !errors.Is(err, ErrOverBounds) {
+		t.Fatalf("loadFull of an over-bounds record: %v", err)
+	}
+}
+
+// TestRecordEntriesAreBounded: past the entry bound the newest turns are
+// kept, in order; the turns and comments share the byte budget, so
+// neither starves the other.
+func TestRecordEntriesAreBounded(t *testing.T) {
+	s, _ := open(t)
+	s.bounds = testBounds
+	id := mustCreate(t, s, "many turns").Task.ID
+	plantDir(t, s, id, dirTurns, 250, []byte(`{"seq":7,"role":"agent","content":"hi"}`))
+	sn, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, err := s.Turns(sn)
+	if err != nil || len(turns) != testBounds.entries {
+		t.Fatalf("Turns: %d turns, %v", len(turns), err)
+	}
+	tx, err := s.ReadTexts(sn)
+	if err != nil || len(tx.Turns) != 100 || len(tx.Truncated) != 1 || !strings.Contains(tx.Truncated[0], "showing the last 100 of 250 turns") {
+		t.Fatalf("ReadTexts: %d turns, %q, %v", len(tx.Turns), tx.Truncated, err)
+	}
+	if tx.Goal != "goal of many turns" {
+		t.Fatalf("goal %q", tx.Goal)
+	}
+
+	// Both directories over the budget: each gets half of it.
+	both := mustCreate(t, s, "both").Task.ID
+	plantDir(t, s, both, dirComments, 50, bigComment(t, 512<<10))
+	sn, err = s.Load(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, _ := json.Marshal(Turn{Seq: 1, Role: RoleAgent, Content: strings.Repeat("t", 512<<10)})
+	plantDir(t, s, both, dirTurns, 50, turn)
+	if sn, err = s.Load(both); err != nil {
+		t.Fatal(err)
+	}
+	tx, err = s.ReadTexts(sn)
+	if err != nil || len(tx.Turns) < 3 || len(tx.Comments) < 3 || len(tx.Truncated) != 2 {
+		t.Fatalf("shared budget: %d turns, %d comments, %q, %v", len(tx.Turns), len(tx.Comments), tx.Truncated, err)
+	}
+}
+
+// TestPullRefusesOverBoundsRecord: a record over the bounds, pushed from
+// an attacker's clone, is reported by pull and not taken in; the pull
+// reads none of its entries' content.
+func TestPullRefusesOverBoundsRecord(t *testing.T) {
+	victim, attacker := twoClones(t)
+	victim.bounds, attacker.bounds = testBounds, testBounds
+	honest := mustCreate(t, attacker, "honest").Task.ID
+	bomb := mustCreate(t, attacker, "bomb").Task.ID
+	plantDir(t, attacker, bomb, dirComments, 2000, bigComment(t, 1<<20))
+	mustPush(t, attacker)
+
+	var rep *SyncReport
+	var err error
+	if n := allocDuring(func() { rep, err = victim.Pull(context.Background(), "origin") }); n > 64<<20 {
+		t.Fatalf("pull allocated %d MB: it read the bomb's content", n>>20)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Created) != 1 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "over lazy's limits for a whole record") ||
+		!strings.Contains(rep.Skipped[0].Reason, "2000 comments") {
+		t.Fatalf("pull: created %v, skipped %+v", rep.Created, rep.Skipped)
+	}
+	if !victim.Exists(honest) || victim.Exists(bomb) {
+		t.Fatalf("honest taken in: %v, bomb taken in: %v", victim.Exists(honest), victim.Exists(bomb))
+	}
+}
+
+// TestClipText cuts at a character boundary and says how much it cut.
+func TestClipText(t *testing.T) {
+	s := strings.Repeat("é", 10) // 20 bytes
+	got, cut := ClipText(s, 5, "run x")
+	if !cut || !strings.HasPrefix(got, "éé\n… (truncated, 16 bytes more; run x)") || !utf8.ValidString(got) {
+		t.Fatalf("ClipText = %q, %v", got, cut)
+	}
+	if got, cut := ClipText("short", 5, ""); cut || got != "short" {
+		t.Fatalf("ClipText of a short text = %q, %v", got, cut)
+	}
+	d := &Detail{Goal: strings.Repeat("g", 100), TurnList: []Turn{{Content: "ok"}}, Journal: []Comment{{Journal: &JournalEntry{Decisions: []string{strings.Repeat("d", 100)}}}}}
+	d.Clip(10, "")
+	if len(d.Goal) > 60 || len(d.Journal[0].Journal.Decisions[0]) > 60 || len(d.Truncated) != 1 || !strings.Contains(d.Truncated[0], "2 text(s) longer than 10 bytes") {
+		t.Fatalf("Clip: %q %q %q", d.Goal, d.Journal[0].Journal.Decisions[0], d.Truncated)
+	}
+}
