@@ -328,13 +328,17 @@ func (o *objects) packState() (set string, settled bool) {
 const halfPackAge = 5 * time.Second
 
 // readBlob reads the blob of snapshot file name (see limitFor), refusing
-// it unread when it is over that file's limit.
+// it unread when it is over that file's limit. The bytes may be the pack
+// reader's own (a record's texts are large): callers only read them.
 func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
 	limit := limitFor(name)
 	return retry(o, func() ([]byte, error) {
 		obj, err := o.read(plumbing.BlobObject, h, name, limit)
 		if err != nil {
 			return nil, err
+		}
+		if po, ok := obj.(*packedObject); ok && int64(len(po.data)) == po.size {
+			return po.data, nil // already inflated, and checked: no second copy
 		}
 		rd, err := obj.Reader()
 		if err != nil {
