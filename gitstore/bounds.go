@@ -192,6 +192,15 @@ func (tx *Texts) note(d *dirSizes, keep int, b recordBounds) {
 	tx.Truncated = append(tx.Truncated, fmt.Sprintf("showing the last %d of %d %s; the record is over lazy's limits (%s per read)", keep, len(d.entries), d.name, b))
 }
 
+// HistoryCut says, in words for a user, that History stopped at its bound
+// for the n operations it returned ("" when it did not).
+func (s *Store) HistoryCut(n int) string {
+	if n < s.bounds.entries {
+		return ""
+	}
+	return fmt.Sprintf("the history shows the last %d operations only; the record is over lazy's limits (%s per read)", n, s.bounds)
+}
+
 // CheckBounds reports, as ErrOverBounds, a record that one read could not
 // load whole: lazy pull refuses such a record, and a merge, which must
 // rewrite every entry, never starts on one.

@@ -196,3 +196,25 @@ func TestClipText(t *testing.T) {
 		t.Fatalf("Clip: %q %q %q", d.Goal, d.Journal[0].Journal.Decisions[0], d.Truncated)
 	}
 }
+
+// TestHistoryIsBounded: History walks at most the entry bound of commits,
+// the newest, and Detail says the history was cut.
+func TestHistoryIsBounded(t *testing.T) {
+	s, _ := open(t)
+	s.bounds = recordBounds{bytes: 4 << 20, entries: 20}
+	id := mustCreate(t, s, "long history").Task.ID
+	for i := 0; i < 30; i++ {
+		comment(t, s, id, fmt.Sprint("note ", i))
+	}
+	sn, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Detail(sn, 0)
+	if err != nil || len(d.History) != 20 || d.History[19].Op != "comment" {
+		t.Fatalf("history of %d operations, %v", len(d.History), err)
+	}
+	if len(d.Truncated) != 2 || !strings.Contains(d.Truncated[1], "the history shows the last 20 operations only") {
+		t.Fatalf("Truncated = %q", d.Truncated)
+	}
+}

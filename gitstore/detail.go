@@ -48,6 +48,9 @@ func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
 		PendingViolations: append([]string{}, sn.Violations.Pending...), TurnList: append([]Turn{}, tx.Turns...),
 		CommentList: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String(),
 		Truncated: append([]string{}, tx.Truncated...)}
+	if cut := s.HistoryCut(len(hist)); cut != "" {
+		d.Truncated = append(d.Truncated, cut)
+	}
 	if lastTurns > 0 && len(d.TurnList) > lastTurns {
 		d.TurnsOmitted = len(d.TurnList) - lastTurns
 		d.TurnList = d.TurnList[d.TurnsOmitted:]

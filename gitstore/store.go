@@ -820,12 +820,14 @@ type Change struct {
 
 // History returns the operations applied to a task, oldest first. After
 // a merge of two machines' histories every operation of both sides is
-// listed, ordered as the merge replayed them (clock, host, commit).
+// listed, ordered as the merge replayed them (clock, host, commit). It
+// walks at most MaxRecordEntries commits, newest first (see
+// HistoryCut).
 func (s *Store) History(sn *Snapshot) ([]Change, error) {
 	var out []Change
 	seen := map[plumbing.Hash]bool{}
 	queue := []plumbing.Hash{sn.Commit}
-	for len(queue) > 0 {
+	for len(queue) > 0 && len(out) < s.bounds.entries {
 		h := queue[0]
 		queue = queue[1:]
 		if h.IsZero() || seen[h] {

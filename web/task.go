@@ -158,6 +158,9 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	tx.Clip(pageClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
 	goal, turns, comments := tx.Goal, tx.Turns, tx.Comments
 	hist, _ := s.Store.History(sn)
+	if cut := s.Store.HistoryCut(len(hist)); cut != "" {
+		tx.Truncated = append(tx.Truncated, cut)
+	}
 	sum := gitstore.NewSummary(&sn.Task)
 	all := r.URL.Query().Get("diff") == "all"
 	d, stat := diff{Empty: true}, ""
