@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -118,7 +119,8 @@ func measure(t *testing.T, r *runner, stdin []byte, args ...string) measured {
 	start := time.Now()
 	err := cmd.Run()
 	m := measured{head: out.buf.String(), printed: out.n, took: time.Since(start)}
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("run lazy %v: %v", args, err)
 	}
 	m.code = cmd.ProcessState.ExitCode()

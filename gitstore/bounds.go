@@ -58,7 +58,9 @@ type dirSizes struct {
 }
 
 // fit is how many of the newest entries fit within budget bytes.
-func (d *dirSizes) fit(budget int64) (keep int, used int64) {
+func (d *dirSizes) fit(budget int64) int {
+	var used int64
+	keep := 0
 	for _, n := range d.sizes {
 		if used+n > budget {
 			break
@@ -66,7 +68,7 @@ func (d *dirSizes) fit(budget int64) (keep int, used int64) {
 		used += n
 		keep++
 	}
-	return keep, used
+	return keep
 }
 
 // need is the bytes of the entries sized.
@@ -118,9 +120,7 @@ func split(turns, comments *dirSizes, budget int64) (keepT, keepC int) {
 		nt = half
 		nc = budget - half
 	}
-	keepT, _ = turns.fit(nt)
-	keepC, _ = comments.fit(nc)
-	return keepT, keepC
+	return turns.fit(nt), comments.fit(nc)
 }
 
 // fixedSize is the header size of snapshot file name, 0 if absent.

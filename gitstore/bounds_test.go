@@ -137,10 +137,6 @@ func TestRecordEntriesAreBounded(t *testing.T) {
 	// Both directories over the budget: each gets half of it.
 	both := mustCreate(t, s, "both").Task.ID
 	plantDir(t, s, both, dirComments, 50, bigComment(t, 512<<10))
-	sn, err = s.Load(both)
-	if err != nil {
-		t.Fatal(err)
-	}
 	turn, _ := json.Marshal(Turn{Seq: 1, Role: RoleAgent, Content: strings.Repeat("t", 512<<10)})
 	plantDir(t, s, both, dirTurns, 50, turn)
 	if sn, err = s.Load(both); err != nil {

@@ -746,7 +746,7 @@ func (s *Store) Turns(sn *Snapshot) ([]Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	keep, _ := d.fit(s.bounds.bytes)
+	keep := d.fit(s.bounds.bytes)
 	return s.readTurns(sn, d.entries[len(d.entries)-keep:])
 }
 
@@ -757,7 +757,7 @@ func (s *Store) Comments(sn *Snapshot) ([]Comment, error) {
 	if err != nil {
 		return nil, err
 	}
-	keep, _ := d.fit(s.bounds.bytes)
+	keep := d.fit(s.bounds.bytes)
 	return s.readComments(sn, d.entries[len(d.entries)-keep:])
 }
 
