@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/lazyorch/lazy/internal/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -212,5 +213,42 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 	if len(d.Truncated) != 2 || !strings.Contains(d.Truncated[1], "the history shows the last 20 operations only") {
 		t.Fatalf("Truncated = %q", d.Truncated)
+	}
+}
+
+// TestHistoryNamesACommitLazyDidNotWrite: a pushed commit without lazy's
+// trailers (or with made-up ones) stays in the history, with the status
+// its own task.json records and a known actor field, so no reader (MCP's
+// output schema, say) breaks on it.
+func TestHistoryNamesACommitLazyDidNotWrite(t *testing.T) {
+	s, dir := open(t)
+	id := mustCreate(t, s, "plain commit on top").Task.ID
+	ref := "refs/lazy/tasks/" + id
+	tip := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", ref))
+	tree := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", tip+"^{tree}"))
+	plain := strings.TrimSpace(testrepo.Git(t, dir, "commit-tree", "-p", tip, "-m", "no trailers here", tree))
+	forged := strings.TrimSpace(testrepo.Git(t, dir, "commit-tree", "-p", plain, "-m", "x\n\nLazy-To: pwned\nLazy-Actor: root", tree))
+	testrepo.Git(t, dir, "update-ref", ref, forged)
+	sn, err := s.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.History(sn)
+	if err != nil || len(h) != 3 {
+		t.Fatalf("history %+v, %v", h, err)
+	}
+	for _, c := range h {
+		if !c.To.Valid() || (c.Actor != "" && !c.Actor.Valid()) {
+			t.Errorf("entry %s: to %q, actor %q", c.Subject, c.To, c.Actor)
+		}
+	}
+	plainOps := 0
+	for _, c := range h {
+		if c.Op == "not-a-lazy-operation" && c.To == machine.Backlog && c.Actor == "" {
+			plainOps++
+		}
+	}
+	if plainOps != 2 {
+		t.Errorf("%d entries named as not lazy's, want 2: %+v", plainOps, h)
 	}
 }

@@ -841,11 +841,14 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 		tr := ParseTrailers(c.Message)
 		clock, _ := strconv.ParseUint(tr[TrailerClock], 10, 64)
 		subject, _, _ := strings.Cut(c.Message, "\n")
-		out = append(out, Change{
+		ch := Change{
 			Commit: Hex(h), At: c.Committer.When.UTC(), Op: tr[TrailerOp], Actor: machine.Actor(tr[TrailerActor]),
 			From: machine.Status(tr[TrailerFrom]), To: machine.Status(tr[TrailerTo]),
 			Clock: clock, Host: tr[TrailerHost], Subject: subject,
-		})
+		}
+		if ch, ok := s.plainChange(sn.Task.ID, h, ch); ok {
+			out = append(out, ch)
+		}
 		queue = append(queue, c.ParentHashes...)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -859,6 +862,24 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 		return a.Commit.String() < b.Commit.String()
 	})
 	return out, nil
+}
+
+// plainChange keeps a history entry within what lazy's readers promise
+// (a known status, a known actor) when its commit's trailers do not say
+// so: a commit lazy did not write, pushed by someone else. Its status is
+// then the one its own task.json records, and its operation is named as
+// such, so the entry stays visible rather than breaking the reader. One
+// whose task.json cannot be read either is left out (false).
+func (s *Store) plainChange(id string, h plumbing.Hash, ch Change) (Change, bool) {
+	if ch.To.Valid() && (ch.From == "" || ch.From.Valid()) && ch.Actor.Valid() {
+		return ch, true
+	}
+	at, err := s.loadAt(id, h)
+	if err != nil || !at.Task.Status.Valid() {
+		return ch, false
+	}
+	ch.Op, ch.From, ch.Actor, ch.To = "not-a-lazy-operation", "", machine.Actor(""), at.Task.Status
+	return ch, true
 }
 
 // ValidHex reports whether s is a full git object id (SHA-1 or SHA-256,
