@@ -252,3 +252,29 @@ func TestHistoryNamesACommitLazyDidNotWrite(t *testing.T) {
 		t.Errorf("%d entries named as not lazy's, want 2: %+v", plainOps, h)
 	}
 }
+
+// TestPullRefusesAnEndlessHistory: a record whose pulled history is far
+// longer than anything a read shows (each operation is a commit) is
+// refused by pull before it judges every commit, and nothing is taken in.
+func TestPullRefusesAnEndlessHistory(t *testing.T) {
+	victim, attacker := twoClones(t)
+	small := recordBounds{bytes: 4 << 20, entries: 3}
+	victim.bounds = small
+	long := mustCreate(t, attacker, "long history").Task.ID
+	for i := 0; i <= pulledHistoryFactor*small.entries; i++ {
+		if _, _, err := attacker.Update(context.Background(), long, func(x *Snapshot) (*Op, error) {
+			x.SetGoal(fmt.Sprint("goal ", i))
+			return &Op{Name: "edit", Actor: machine.Human}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPush(t, attacker)
+	rep, err := victim.Pull(context.Background(), "origin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "new commits of history") || victim.Exists(long) {
+		t.Fatalf("pull: created %v, skipped %+v", rep.Created, rep.Skipped)
+	}
+}

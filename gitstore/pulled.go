@@ -31,6 +31,12 @@ type Unverified struct {
 	Reason string `json:"reason"`
 }
 
+// pulledHistoryFactor bounds the commits one pull judges for a task, as
+// a multiple of the entries a read shows: a crafted history of millions
+// of commits must not cost the victim minutes and gigabytes, while a
+// long-lived task of lazy's own (an operation is a commit) still passes.
+const pulledHistoryFactor = 10
+
 // pulledJudge caches what judging one pulled tip reads.
 type pulledJudge struct {
 	s      *Store
@@ -68,6 +74,9 @@ func (j *pulledJudge) checkHistory(tip plumbing.Hash, stop map[plumbing.Hash]boo
 			continue
 		}
 		seen[h] = true
+		if len(seen) > pulledHistoryFactor*j.s.bounds.entries {
+			return nil, fmt.Errorf("refused: task %s brings more than %d new commits of history, %w; it was not taken in", j.id, pulledHistoryFactor*j.s.bounds.entries, ErrOverBounds)
+		}
 		c, err := j.s.objs.readCommit(h)
 		if err != nil {
 			return nil, &CorruptError{ID: j.id, Commit: h, Err: err}
