@@ -37,6 +37,9 @@ type app struct {
 
 	// noColor is --no-color or NO_COLOR: no colour even on a terminal.
 	noColor bool
+	// crash is the test-only crash hook (ops.CrashAtEnv), one per
+	// process so that its count spans the process; nil outside tests.
+	crash *ops.CrashPoint
 }
 
 // usageError makes main exit with status 2.
@@ -127,7 +130,7 @@ func (a *app) env() (*ops.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy}, nil
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CrashAt: a.crash}, nil
 }
 
 // policy reads the turn configuration every turn gets: lazy.agent.allow,

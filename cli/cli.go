@@ -16,6 +16,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/lazyorch/lazy/internal/termsafe"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // Globals are the flags every command takes, before or after its name.
@@ -251,7 +252,7 @@ func Run(version string, args []string, stdin io.Reader, rawStdout, rawStderr io
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{dir: g.Dir, build: b, stdin: stdin, stdout: stdout, stderr: stderr, noColor: g.NoColor || os.Getenv("NO_COLOR") != ""}
+	a := &app{dir: g.Dir, build: b, stdin: stdin, stdout: stdout, stderr: stderr, noColor: g.NoColor || os.Getenv("NO_COLOR") != "", crash: ops.CrashPointFromEnv()}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	a.afterWrite()

@@ -76,7 +76,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller}, nil
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller, CrashAt: a.crash}, nil
 			},
 			StartInput: a.startInput,
 			Launch:     a.launchSupervisor,

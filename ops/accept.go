@@ -204,6 +204,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 				step++
 				s := step
 				say(func(n Narrator) { n.Step(s, len(plan), p) })
+				e.CrashAt.reached(id)
 			}
 		}
 	}

@@ -48,6 +48,9 @@ type Env struct {
 	// Timing and Policy are passed to every turn's supervisor.
 	Timing proto.Timing
 	Policy proto.Policy
+	// CrashAt is the test-only crash hook (LAZY_TEST_CRASH_AT); nil,
+	// which does nothing, everywhere but in tests.
+	CrashAt *CrashPoint
 }
 
 // ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names
