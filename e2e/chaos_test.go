@@ -2,31 +2,47 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // TestChaos runs many lazy processes at once (create, start, unblock,
 // accept, resume, stop, close, reopen, comment, list, doctor) beside git
-// gc and repack loops, SIGKILLs supervisors and accepts at random
-// moments, then checks what must hold once everything is quiet.
+// gc, repack and pack-refs loops and a user editing the main checkout,
+// SIGKILLs supervisors at random moments and accepts both at random
+// moments and, through the test-only crash hook (ops.CrashAtEnv), as
+// each phase of the accept begins, then checks what must hold once
+// everything is quiet: among it, that every byte of the user's
+// uncommitted changes is in the checkout or in a stash lazy doctor
+// reports, and that accepts were killed in every phase.
 //
 // The operations each worker picks, and the kills, come from a seed:
 // LAZY_CHAOS_SEED reproduces a run (the scheduling of processes cannot
 // be replayed, so a failure may need a few runs with its seed).
-// LAZY_CHAOS_DURATION sets how long the chaos lasts (default 20s);
-// scripts/chaos.sh runs it long.
+// LAZY_CHAOS_DURATION sets how long the chaos lasts at least (default
+// 30s, 10s with -short): it goes on until accepts were killed as every
+// phase began, for at most chaosGrace more; scripts/chaos.sh runs it
+// long.
 func TestChaos(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("LAZY_CHAOS_SEED"); v != "" {
@@ -36,7 +52,10 @@ func TestChaos(t *testing.T) {
 		}
 		seed = n
 	}
-	duration := 20 * time.Second
+	duration := 30 * time.Second
+	if testing.Short() {
+		duration = 10 * time.Second
+	}
 	if v := os.Getenv("LAZY_CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -55,14 +74,16 @@ func TestChaos(t *testing.T) {
 	r, other := clones(t)
 	r.git("config", "lazy.startGrace", "1s")
 	r = r.with(script(t, "taskfile work", "commit agent: work", "sleep 300ms", "print done"))
-	// The user's work in progress sits in the destination throughout.
-	wip := r.dir + "/wip.txt"
-	if err := os.WriteFile(wip, []byte("mine, uncommitted\n"), 0o644); err != nil {
+	// The user works in the destination throughout: an edit of a
+	// tracked file and untracked files, rewritten as the chaos goes on.
+	user := newChaosUser(t, r.dir)
+	if err := user.edit(0); err != nil {
 		t.Fatal(err)
 	}
 
 	var mu sync.Mutex
-	var created []task             // acknowledged creates
+	var created []task // acknowledged creates
+	accepts := newAcceptKiller(seed)
 	acked := map[string][]string{} // acknowledged comments, by slug
 	var problems []string
 	problem := func(s string) {
@@ -87,24 +108,58 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	run := func(rng *rand.Rand, killable bool, args ...string) (string, bool) {
+	// runIn runs lazy with extra environment; a killAt over zero lets it
+	// be SIGKILLed (with its git children) at a random moment up to that
+	// long after its start, as an OOM kill would.
+	runIn := func(rng *rand.Rand, env []string, killAt time.Duration, args ...string) (string, *os.ProcessState) {
 		cmd := command(args...)
-		var out bytes.Buffer
+		cmd.Env = append(cmd.Env, env...)
+		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			problem(err.Error())
-			return "", false
+			return "", nil
 		}
-		if killable && rng.IntN(4) == 0 {
-			// SIGKILL it at a random moment, as an OOM kill would.
-			time.AfterFunc(time.Duration(rng.IntN(1500))*time.Millisecond, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		if killAt > 0 {
+			time.AfterFunc(time.Duration(rng.Int64N(int64(killAt))), func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		}
 		_ = cmd.Wait()
-		ok := cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 0
-		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() >= 0 {
+		// A killed lazy's git children die with its process group.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if cmd.ProcessState.ExitCode() >= 0 {
 			check(args, out.String())
 		}
-		return out.String(), ok
+		return out.String(), cmd.ProcessState
+	}
+	run := func(rng *rand.Rand, killable bool, args ...string) (string, bool) {
+		var killAt time.Duration
+		if killable && rng.IntN(4) == 0 {
+			killAt = 1500 * time.Millisecond
+		}
+		out, st := runIn(rng, nil, killAt, args...)
+		return out, st != nil && st.ExitCode() == 0
+	}
+	// accept runs one accept: most die through the crash hook as the
+	// phase the killer picks begins, some at a random moment, the rest
+	// run to their end.
+	accept := func(rng *rand.Rand, slug string) (string, *os.ProcessState) {
+		phase, random := accepts.arm(rng)
+		var env []string
+		if phase != "" {
+			env = []string{ops.CrashAtEnv + "=" + phase}
+		}
+		var killAt time.Duration
+		if random {
+			killAt = 6 * time.Second // an accept may take seconds on busy cores
+		}
+		out, st := runIn(rng, env, killAt, "accept", slug)
+		if st == nil {
+			return out, st
+		}
+		if err := accepts.record(phase, out, st); err != nil {
+			problem(fmt.Sprintf("lazy accept %s: %v\n%s", slug, err, out))
+		}
+		return out, st
 	}
 	pick := func(rng *rand.Rand) string {
 		mu.Lock()
@@ -114,7 +169,6 @@ func TestChaos(t *testing.T) {
 		}
 		return created[rng.IntN(len(created))].Slug
 	}
-
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	// Git maintenance beside lazy, one maintainer at a time as git's own
@@ -134,6 +188,22 @@ func TestChaos(t *testing.T) {
 			c := exec.Command("git", maintenance[i%len(maintenance)]...)
 			c.Dir = r.dir
 			_ = c.Run()
+		}
+	}()
+	// The user edits the destination now and then, as the accepts into
+	// it let them (see chaosUser).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 1; ; k++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(700 * time.Millisecond):
+			}
+			if err := user.editLocked(k); err != nil {
+				problem(err.Error())
+			}
 		}
 	}()
 	// Supervisor killer, and the one-turn-per-task sampler.
@@ -199,7 +269,56 @@ func TestChaos(t *testing.T) {
 			check(append([]string{"(other clone)"}, args...), string(out))
 		}
 	}()
-	const workers = 4
+	// Accept loops: each creates a task, runs it, and accepts it until
+	// it is accepted (an accept killed before its end is recovered by
+	// the next), so that accepts reach every phase.
+	const acceptLoops = 3
+	for w := 0; w < acceptLoops; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(100+w)))
+			stopped := func() bool {
+				select {
+				case <-stop:
+					return true
+				default:
+					return false
+				}
+			}
+			for n := 0; !stopped(); n++ {
+				out, _ := run(rng, false, "create", "--json", fmt.Sprintf("accept loop %d %d", w, n))
+				var tk task
+				if jsonUnmarshal(out, &tk) != nil || tk.ID == "" {
+					continue
+				}
+				mu.Lock()
+				created = append(created, tk)
+				mu.Unlock()
+				if _, ok := run(rng, false, "start", tk.Slug, "--command", fakeAgentBin); !ok {
+					continue
+				}
+				// An accept of a task whose turn still runs is refused
+				// before its first phase.
+				run(rng, false, "wait", tk.Slug, "--timeout", "30s")
+				for try := 0; try < 20 && !stopped(); try++ {
+					out, st := accept(rng, tk.Slug)
+					if st != nil && st.ExitCode() == 0 || strings.Contains(out, "already accepted") {
+						break
+					}
+					if st != nil && st.ExitCode() > 0 {
+						// Not ready yet (the agent runs), or taken
+						// elsewhere by the other workers: a moment later.
+						select {
+						case <-stop:
+						case <-time.After(250 * time.Millisecond):
+						}
+					}
+				}
+			}
+		}(w)
+	}
+	const workers = 2
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -213,8 +332,11 @@ func TestChaos(t *testing.T) {
 				}
 				slug := pick(rng)
 				op := rng.IntN(20)
+				mu.Lock()
+				enough := len(created) >= 16
+				mu.Unlock()
 				switch {
-				case slug == "" || op < 3:
+				case slug == "" || op < 3 && !enough:
 					out, _ := run(rng, false, "create", "--json", fmt.Sprintf("chaos %d %d", w, n))
 					var tk task
 					if err := jsonUnmarshal(out, &tk); err == nil && tk.ID != "" {
@@ -227,7 +349,7 @@ func TestChaos(t *testing.T) {
 				case op < 8:
 					run(rng, false, "unblock", slug, "-m", "more")
 				case op < 11:
-					run(rng, true, "accept", slug)
+					accept(rng, slug)
 				case op < 12:
 					run(rng, false, "resume", slug)
 				case op < 13:
@@ -251,7 +373,20 @@ func TestChaos(t *testing.T) {
 			}
 		}(w)
 	}
-	time.Sleep(duration) // the chaos runs for a fixed time by design
+	// The chaos lasts its duration, and then until accepts were killed
+	// as every phase began, up to a limit.
+	atLeast, limit := time.After(duration), time.After(duration+chaosGrace(duration))
+	<-atLeast
+	poll := time.NewTicker(200 * time.Millisecond)
+waiting:
+	for !accepts.everyPhase() {
+		select {
+		case <-poll.C:
+		case <-limit:
+			break waiting
+		}
+	}
+	poll.Stop()
 	close(stop)
 	wg.Wait()
 
@@ -377,23 +512,36 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	// The user's work in progress survived, and no stash was left behind.
-	if b, err := os.ReadFile(wip); err != nil || string(b) != "mine, uncommitted\n" {
-		// The tasks whose stashes are left say, in their comments, what
-		// their accepts met.
-		var told strings.Builder
-		for _, line := range strings.Split(r.git("stash", "list", "--format=%s"), "\n") {
-			if _, rest, ok := strings.Cut(line, "("); ok {
-				if id, _, ok := strings.Cut(rest, ")"); ok {
-					told.WriteString(r.run(nil, "show", id).Stdout)
-				}
-			}
-		}
-		fatalf("the user's uncommitted wip.txt: %q %v\ngit stash list:\n%s\ngit status:\n%s\nlast doctor:\n%s\nthe stashes' tasks:\n%s",
-			b, err, r.git("stash", "list"), r.git("status", "--porcelain", "--untracked-files=all"), last.String(), told.String())
+	// Every byte of the user's uncommitted changes is in the checkout or
+	// in a stash doctor reports, with the command that restores it; and
+	// every stash left is one doctor reports.
+	owed := owedStashes(t, r)
+	if lost := user.lost(owed); len(lost) > 0 {
+		fatalf("the user's uncommitted changes are neither in the checkout nor in a stash doctor reports (%v):\n%s\ngit stash list:\n%s\ngit status:\n%s\nlast doctor:\n%s",
+			owed, strings.Join(lost, "\n"), r.git("stash", "list"), r.git("status", "--porcelain", "--untracked-files=all"), last.String())
 	}
-	if st := r.git("stash", "list"); st != "" {
-		fatalf("stashes left in the user's repository: %s", st)
+	reported := map[string]bool{}
+	for _, sha := range owed {
+		reported[sha] = true
+	}
+	for _, sha := range strings.Fields(r.git("stash", "list", "--format=%H")) {
+		if !reported[sha] {
+			fatalf("stash %s is left in the user's repository and doctor does not report it:\n%s", sha, r.git("stash", "list"))
+		}
+	}
+	// No process of the run is left: every lazy and agent it started
+	// has ended.
+	if left := ourProcesses(); len(left) > 0 {
+		fatalf("processes left after the chaos: %s", strings.Join(left, "; "))
+	}
+	// Accepts were killed in every phase.
+	counts := accepts.counts()
+	t.Logf("killed accepts by crash-hook phase: %v; at random moments, by the phase they were in: %v; %d stashes owed and reported by doctor; user edits %d",
+		counts.hook, counts.random, len(owed), user.edits())
+	for _, p := range chaosPhases {
+		if counts.hook[p] == 0 {
+			fatalf("no accept was killed as phase %s began (killed: %v)", p, counts.hook)
+		}
 	}
 	t.Logf("%d tasks; statuses %v", len(all), countStatuses(status))
 }
@@ -411,9 +559,10 @@ func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) 
 // onlyWorkLeftForAHuman reports whether everything doctor still finds is
 // left for a human by design, never repairable by lazy: a finished task's
 // worktree with uncommitted changes (a turn killed or closed mid-edit;
-// lazy never deletes work without a human's decision), or an interrupted
+// lazy never deletes work without a human's decision), an interrupted
 // task the spec forbids to auto-resume (a crash during the upstream merge,
-// the circuit breaker).
+// the circuit breaker), or a stash of the user's changes an accept owes
+// (given back only by the user, with the command doctor prints).
 func onlyWorkLeftForAHuman(r *runner) bool {
 	res := r.run(nil, "doctor", "--dry-run", "--json")
 	var out struct {
@@ -429,9 +578,301 @@ func onlyWorkLeftForAHuman(r *runner) bool {
 	for _, f := range out.Findings {
 		dirtyWork := f.Kind == "orphaned-worktree" && strings.Contains(f.Detail, "uncommitted changes")
 		heldBack := f.Kind == "interrupted" && strings.Contains(f.Detail, "not auto-resumed")
-		if f.Action != "" || !dirtyWork && !heldBack {
+		owed := f.Kind == "owed-stash" // the user's changes, which only the user restores
+		if f.Action != "" || !dirtyWork && !heldBack && !owed {
 			return false
 		}
 	}
 	return true
+}
+
+// chaosPhases are the accept phases the crash hook kills at: those of an
+// accept into a dirty checkout without a pre-accept turn.
+var chaosPhases = func() []string {
+	var ids []string
+	for _, p := range ops.AcceptPlan(false, true) {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}()
+
+// chaosGrace is how much longer than its duration the chaos may go on
+// for accepts to be killed in every phase: at most 30s more than its
+// duration, and a minute (on two busy cores an accept may take seconds,
+// and accepts into one branch run one at a time).
+func chaosGrace(duration time.Duration) time.Duration {
+	return min(duration+30*time.Second, time.Minute)
+}
+
+// acceptKiller decides how each accept of the chaos ends and counts the
+// kills by phase. Five accepts in eight die through the crash hook, at the
+// phase killed least so far (ties in a round-robin order that starts
+// where the seed says), an eighth at a random moment.
+type acceptKiller struct {
+	mu     sync.Mutex
+	order  []string // chaosPhases rotated by the seed
+	next   int
+	hook   map[string]int // kills by the crash hook, by phase
+	random map[string]int // random kills, by the phase narrated last
+}
+
+func newAcceptKiller(seed uint64) *acceptKiller {
+	k := &acceptKiller{hook: map[string]int{}, random: map[string]int{}}
+	off := int(seed % uint64(len(chaosPhases)))
+	k.order = append(append(k.order, chaosPhases[off:]...), chaosPhases[:off]...)
+	return k
+}
+
+// arm says how the next accept ends: killed by the crash hook as phase
+// begins, killed at a random moment, or neither.
+func (k *acceptKiller) arm(rng *rand.Rand) (phase string, random bool) {
+	switch n := rng.IntN(8); {
+	case n == 0:
+		return "", true
+	case n >= 6:
+		return "", false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	best := -1
+	for i := range k.order {
+		j := (k.next + i) % len(k.order)
+		if best < 0 || k.hook[k.order[j]] < k.hook[k.order[best]] {
+			best = j
+		}
+	}
+	k.next = (best + 1) % len(k.order)
+	return k.order[best], false
+}
+
+// record counts how an accept armed with phase ended; an error is an
+// accept the hook killed anywhere but where it was set to.
+func (k *acceptKiller) record(phase, out string, st *os.ProcessState) error {
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		return nil
+	}
+	at := acceptPhaseOf(out)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if phase == "" {
+		k.random[at]++
+		return nil
+	}
+	if at != phase {
+		return fmt.Errorf("killed by the crash hook set to %s, in phase %s", phase, at)
+	}
+	k.hook[phase]++
+	return nil
+}
+
+// everyPhase reports whether the crash hook killed accepts in every
+// phase.
+func (k *acceptKiller) everyPhase() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range chaosPhases {
+		if k.hook[p] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+type killCounts struct{ hook, random map[string]int }
+
+func (k *acceptKiller) counts() killCounts {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return killCounts{hook: maps.Clone(k.hook), random: maps.Clone(k.random)}
+}
+
+// acceptPhaseOf is the phase a killed accept was in: the last step it
+// narrated ("step n of m: <label>"), or pre-flight before any.
+func acceptPhaseOf(out string) string {
+	phase := "pre-flight"
+	for _, line := range strings.Split(out, "\n") {
+		for _, p := range ops.AcceptPhases {
+			if strings.Contains(line, " step ") && strings.HasSuffix(strings.TrimSpace(line), ": "+p.Label) {
+				phase = p.ID
+			}
+		}
+	}
+	return phase
+}
+
+// chaosUser is the user working in the main checkout during the chaos:
+// it edits a tracked file and rewrites and adds untracked ones. It edits
+// holding the accept lock of main, as git itself cannot make a write
+// that races git stash safe (a byte written between the stash's read and
+// its reset is lost by git, whoever runs it); everything lazy does
+// around the edits (a stash taken and not given back, a stash that comes
+// back onto newer edits) is what the test is about.
+//
+// Each version written must survive until the user overwrites it while
+// it is still in the checkout: lost names those that are neither there
+// nor in an owed stash.
+type chaosUser struct {
+	t    *testing.T
+	dir  string
+	lock string
+	mu   sync.Mutex
+	n    int
+	// owed are the versions that must survive: path -> contents.
+	owed map[string]map[string]bool
+}
+
+func newChaosUser(t *testing.T, dir string) *chaosUser {
+	sum := sha256.Sum256([]byte("main"))
+	lock := filepath.Join(dir, ".git", "lazy", "locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
+	return &chaosUser{t: t, dir: dir, lock: lock, owed: map[string]map[string]bool{}}
+}
+
+// editLocked edits as no accept into main runs.
+func (u *chaosUser) editLocked(k int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := os.MkdirAll(filepath.Dir(u.lock), 0o755); err != nil {
+		return err
+	}
+	l, err := flock.Acquire(ctx, u.lock)
+	if err != nil {
+		return fmt.Errorf("the user could not take the accept lock of main: %w", err)
+	}
+	defer func() { _ = l.Release() }()
+	return u.edit(k)
+}
+
+// edit writes version k of the tracked README.md and of wip.txt, and,
+// every third time, a new untracked file.
+func (u *chaosUser) edit(k int) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.n++
+	files := map[string]string{
+		"README.md": fmt.Sprintf("# test\nthe user's edit %d, uncommitted\n", k),
+		"wip.txt":   fmt.Sprintf("mine, uncommitted, version %d\n", k),
+	}
+	if k%3 == 0 {
+		files[fmt.Sprintf("notes/%d.txt", k)] = fmt.Sprintf("note %d\n", k)
+	}
+	for f, b := range files {
+		path := filepath.Join(u.dir, f)
+		if cur, err := os.ReadFile(path); err == nil {
+			// What the user overwrites in the checkout is theirs to lose.
+			delete(u.owed[f], string(cur))
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+			return err
+		}
+		if u.owed[f] == nil {
+			u.owed[f] = map[string]bool{}
+		}
+		u.owed[f][b] = true
+	}
+	return nil
+}
+
+func (u *chaosUser) edits() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n
+}
+
+// lost lists the versions that are neither in the checkout nor in one of
+// the stashes.
+func (u *chaosUser) lost(stashes []string) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for f, versions := range u.owed {
+		for v := range versions {
+			if b, err := os.ReadFile(filepath.Join(u.dir, f)); err == nil && string(b) == v {
+				continue
+			}
+			found := false
+			for _, sha := range stashes {
+				for _, rev := range []string{sha + ":" + f, sha + "^3:" + f} {
+					if got, err := exec.Command("git", "-C", u.dir, "show", rev).Output(); err == nil && string(got) == v {
+						found = true
+					}
+				}
+			}
+			if !found {
+				out = append(out, fmt.Sprintf("%s: %q", f, v))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// owedStashes are the stashes doctor reports as owed to the user.
+func owedStashes(t *testing.T, r *runner) []string {
+	t.Helper()
+	res := r.run(nil, "doctor", "--dry-run", "--json")
+	var out struct {
+		Findings []struct {
+			Kind   string `json:"kind"`
+			Detail string `json:"detail"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, res)
+	}
+	var shas []string
+	for _, f := range out.Findings {
+		if f.Kind != "owed-stash" {
+			continue
+		}
+		m := regexp.MustCompile(`stash apply ([0-9a-f]{40})`).FindStringSubmatch(f.Detail)
+		if m == nil {
+			t.Fatalf("doctor reports an owed stash without the command that restores it: %s", f.Detail)
+		}
+		shas = append(shas, m[1])
+	}
+	return shas
+}
+
+// ourProcesses are the processes of this test binary's lazy and fake
+// agent still running.
+func ourProcesses() []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil || !liveProc(e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if argv[0] == lazyBin || argv[0] == fakeAgentBin {
+			out = append(out, e.Name()+" "+strings.Join(argv, " "))
+		}
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's stdout and stderr
+// at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
