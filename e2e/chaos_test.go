@@ -108,20 +108,30 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	// runIn runs lazy with extra environment; a killAt over zero lets it
-	// be SIGKILLed (with its git children) at a random moment up to that
-	// long after its start, as an OOM kill would.
-	runIn := func(rng *rand.Rand, env []string, killAt time.Duration, args ...string) (string, *os.ProcessState) {
+	// runIn runs lazy with extra environment; a killAt over zero has it
+	// SIGKILLed (with its git children) at a random moment up to that
+	// long after its start, or after its output first holds from if that
+	// is set, as an OOM kill would.
+	runIn := func(rng *rand.Rand, env []string, killAt time.Duration, from string, args ...string) (string, *os.ProcessState) {
 		cmd := command(args...)
 		cmd.Env = append(cmd.Env, env...)
 		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		var delay time.Duration
+		if killAt > 0 {
+			delay = time.Duration(rng.Int64N(int64(killAt)))
+		}
 		if err := cmd.Start(); err != nil {
 			problem(err.Error())
 			return "", nil
 		}
 		if killAt > 0 {
-			time.AfterFunc(time.Duration(rng.Int64N(int64(killAt))), func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			kill := func() { time.AfterFunc(delay, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) }
+			if from == "" {
+				kill()
+			} else {
+				out.onFirst(from, kill)
+			}
 		}
 		_ = cmd.Wait()
 		// A killed lazy's git children die with its process group.
@@ -136,7 +146,7 @@ func TestChaos(t *testing.T) {
 		if killable && rng.IntN(4) == 0 {
 			killAt = 1500 * time.Millisecond
 		}
-		out, st := runIn(rng, nil, killAt, args...)
+		out, st := runIn(rng, nil, killAt, "", args...)
 		return out, st != nil && st.ExitCode() == 0
 	}
 	// accept runs one accept: most die through the crash hook as the
@@ -148,11 +158,17 @@ func TestChaos(t *testing.T) {
 		if phase != "" {
 			env = []string{ops.CrashAtEnv + "=" + phase}
 		}
+		// A random kill lands within the phases, mostly: between the
+		// crash hook's boundaries, in the middle of a git command.
 		var killAt time.Duration
+		from := ""
 		if random {
-			killAt = 6 * time.Second // an accept may take seconds on busy cores
+			killAt = 2 * time.Second
+			if rng.IntN(4) != 0 {
+				from = " step 1 of "
+			}
 		}
-		out, st := runIn(rng, env, killAt, "accept", slug)
+		out, st := runIn(rng, env, killAt, from, "accept", slug)
 		if st == nil {
 			return out, st
 		}
@@ -375,7 +391,7 @@ func TestChaos(t *testing.T) {
 	}
 	// The chaos lasts its duration, and then until accepts were killed
 	// as every phase began, up to a limit.
-	atLeast, limit := time.After(duration), time.After(duration+chaosGrace(duration))
+	atLeast, limit := time.After(duration), time.After(duration+chaosGrace)
 	<-atLeast
 	poll := time.NewTicker(200 * time.Millisecond)
 waiting:
@@ -597,17 +613,16 @@ var chaosPhases = func() []string {
 }()
 
 // chaosGrace is how much longer than its duration the chaos may go on
-// for accepts to be killed in every phase: at most 30s more than its
-// duration, and a minute (on two busy cores an accept may take seconds,
-// and accepts into one branch run one at a time).
-func chaosGrace(duration time.Duration) time.Duration {
-	return min(duration+30*time.Second, time.Minute)
-}
+// for accepts to be killed in every phase. On two idle cores every phase
+// is hit within the duration; on busy ones (an accept takes seconds, and
+// accepts into one branch run one at a time) it can take a minute more.
+const chaosGrace = time.Minute
 
 // acceptKiller decides how each accept of the chaos ends and counts the
 // kills by phase. Five accepts in eight die through the crash hook, at the
 // phase killed least so far (ties in a round-robin order that starts
-// where the seed says), an eighth at a random moment.
+// where the seed says), an eighth at a random moment
+// (mostly within 2s of its first phase).
 type acceptKiller struct {
 	mu     sync.Mutex
 	order  []string // chaosPhases rotated by the seed
@@ -859,16 +874,35 @@ func ourProcesses() []string {
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's stdout and stderr
-// at once.
+// at once, which can call a function once the output holds a mark.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	mark []byte
+	fire func()
+}
+
+// onFirst calls fire once the output holds mark.
+func (b *syncBuffer) onFirst(mark string, fire func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mark, b.fire = []byte(mark), fire
+	b.check()
+}
+
+func (b *syncBuffer) check() {
+	if b.fire != nil && bytes.Contains(b.buf.Bytes(), b.mark) {
+		b.fire()
+		b.fire = nil
+	}
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	n, err := b.buf.Write(p)
+	b.check()
+	return n, err
 }
 
 func (b *syncBuffer) String() string {
