@@ -545,6 +545,10 @@ waiting:
 			fatalf("stash %s is left in the user's repository and doctor does not report it:\n%s", sha, r.git("stash", "list"))
 		}
 	}
+	// The user edited under the very lock the accepts into main took.
+	if locks, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "locks", "accept-into-*")); len(locks) != 1 || locks[0] != user.lock {
+		fatalf("the accepts into main locked %v, the user %s", locks, user.lock)
+	}
 	// No process of the run is left: every lazy and agent it started
 	// has ended.
 	if left := ourProcesses(); len(left) > 0 {
