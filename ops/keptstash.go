@@ -71,7 +71,7 @@ func validRefPart(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !refPartRune(r) {
 			return false
 		}
 	}
@@ -267,9 +267,15 @@ func stashTask(subject string) string {
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+		return !alnum(r) && !strings.ContainsRune("/._-+=:,@", r)
 	}) < 0 {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// alnum is true of an ASCII letter or digit.
+func alnum(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' }
+
+// refPartRune is true of a rune lazy allows in one ref path component.
+func refPartRune(r rune) bool { return alnum(r) || r == '-' || r == '_' }

@@ -171,8 +171,8 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 	if err != nil {
 		return nil, err
 	}
-	fail := func(cause error) (*SubmitResult, error) {
-		return nil, fmt.Errorf("submit %s: %w; the task stays submitted and lazy submit %s finishes the job (it finds an opened pull request by its branch)", slug, cause, slug)
+	fail := func(cause error) error {
+		return fmt.Errorf("submit %s: %w; the task stays submitted and lazy submit %s finishes the job (it finds an opened pull request by its branch)", slug, cause, slug)
 	}
 	// undo puts the record back as it was before this submit when
 	// nothing left the machine, so no task rests in submitted without
@@ -190,7 +190,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 			s.Task.Status, s.Task.Forge = from, prior
 			return &gitstore.Op{Name: "submit-undone", Actor: e.Actor, Reason: "nothing reached " + remote}, nil
 		}); uerr != nil {
-			return fail(fmt.Errorf("%w (restoring the status before the submit also failed: %w)", cause, uerr))
+			return nil, fail(fmt.Errorf("%w (restoring the status before the submit also failed: %w)", cause, uerr))
 		}
 		return nil, fmt.Errorf("submit %s: %w; the task is %s again, as before the submit", slug, cause, from)
 	}
@@ -200,18 +200,18 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 	}
 	if err := e.push(ctx, remote, head, sn.Task.Forge.HeadSHA); err != nil {
 		if ctx.Err() != nil {
-			return fail(err) // interrupted: the push may have gone through
+			return nil, fail(err) // interrupted: the push may have gone through
 		}
 		return undo(err)
 	}
 	body, err := e.prBody(sn)
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	hadPR := sn.Task.Forge.Number > 0
 	pr, err := fg.Open(ctx, forge.Spec{Head: head, Base: base, Title: sn.Task.Title, Body: body, Draft: draft})
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	now := time.Now().UTC()
 	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
@@ -228,7 +228,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 		return &gitstore.Op{Name: "submit", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d", pr.Number)}, nil
 	})
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	return &SubmitResult{Snapshot: sn, PR: pr, Updated: hadPR}, nil
 }
