@@ -215,8 +215,24 @@ func TestBadInputNeverPanicsNorLoses(t *testing.T) {
 		t.Fatalf("1 MiB description: %s", res)
 	}
 	_ = json.Unmarshal([]byte(res.Stdout), &tk)
-	if got := r.show(tk.Slug).Goal; got != string(big) {
-		t.Fatalf("1 MiB goal came back as %d bytes", len(got))
+	var whole, clipped struct {
+		Goal      string
+		Truncated []string
+	}
+	if err := json.Unmarshal([]byte(r.ok("show", "--json", "--full", tk.Slug)), &whole); err != nil {
+		t.Fatal(err)
+	}
+	if whole.Goal != string(big) || len(whole.Truncated) != 0 {
+		t.Fatalf("show --full: 1 MiB goal came back as %d bytes, truncated %v", len(whole.Goal), whole.Truncated)
+	}
+	// Without --full the goal is cut visibly, and the JSON says what was cut.
+	if err := json.Unmarshal([]byte(r.ok("show", "--json", tk.Slug)), &clipped); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(clipped.Goal, string(big[:60<<10])) || len(clipped.Goal) >= len(big) ||
+		!strings.Contains(clipped.Goal, "truncated, ") || len(clipped.Truncated) != 1 ||
+		!strings.Contains(clipped.Truncated[0], "longer than 64 KiB") {
+		t.Fatalf("show: 1 MiB goal came back as %d bytes, truncated %v", len(clipped.Goal), clipped.Truncated)
 	}
 	r.ok("comment", tk.Slug, "-m", string(big[:4096]))
 	// Over the limit: refused with a clear error and nothing created.
