@@ -140,12 +140,8 @@ var ErrAlreadyAccepted = errors.New("already accepted")
 // second accept waits and then reports ErrAlreadyAccepted, and a task in
 // merging whose lock is free is known to be stranded.
 func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
-	say := func(f func(Narrator)) {
-		if n != nil {
-			safe(func() { f(n) })
-		}
-	}
-	say(func(n Narrator) { n.Prelude("pre-flight checks") })
+	a := &localAccept{e: e, n: n, opts: opts, release: func() {}}
+	a.say(func(n Narrator) { n.Prelude("pre-flight checks") })
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -156,92 +152,184 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, err
 	}
 	if viaForge || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
-		return e.acceptRemote(ctx, sn, say, opts)
+		return e.acceptRemote(ctx, sn, a.say, opts)
 	}
-	preTurn := opts.preTurn()
-	// Accepts into one branch share its checkout and index: they run one
-	// at a time, from the dirty check to the stash's return. The lock is
-	// not held through a pre-accept turn, which can take long.
-	releaseDest := func() {}
-	defer func() { releaseDest() }()
-	lockDest := func() error {
-		into, err := e.BaseBranch(ctx, sn, e.repoDir())
-		if err != nil {
+	a.sn = sn
+	defer func() { a.release() }()
+	return a.run(ctx)
+}
+
+// localAccept is one squash-merge into a local branch in progress: the
+// task as it now stands, what pre-flight found, the plan it announced
+// and what it has done so far. Each phase is one method, and run calls
+// them in the order of the phase table.
+type localAccept struct {
+	e    *Env
+	n    Narrator
+	opts AcceptOptions
+
+	sn   *gitstore.Snapshot
+	pre  *acceptPre
+	plan []Phase
+	step int // phases of plan begun so far
+
+	// release frees the destination lock once it is held.
+	release func()
+	// mine is this machine's own record of the accept, set by record.
+	mine owned.Accept
+	// stash is the stash of the destination's uncommitted changes, ""
+	// while there is none.
+	stash string
+	res   *AcceptResult
+}
+
+// run is the local accept, in order: pre-flight under the destination
+// lock, the pre-accept turn, the record, the stash, the merge, the
+// stash's return, the finish and the cleanup. A failure between the
+// record and the merge puts the task back where it was.
+func (a *localAccept) run(ctx context.Context) (*AcceptResult, error) {
+	if err := a.preflight(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.preAcceptTurn(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.record(ctx); err != nil {
+		return nil, err
+	}
+	if a.pre.temp {
+		defer a.removeTempDest(ctx)
+	}
+	if err := a.stashDest(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
+	if err := a.squashMerge(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
+	a.giveBackStash(ctx)
+	if err := a.finish(ctx); err != nil {
+		return nil, err
+	}
+	a.cleanup(ctx)
+	return a.res, nil
+}
+
+// say tells the narrator, if any; nothing it does reaches the accept.
+func (a *localAccept) say(f func(Narrator)) {
+	if a.n != nil {
+		safe(func() { f(a.n) })
+	}
+}
+
+// announce makes plan the accept's plan and tells the narrator.
+func (a *localAccept) announce(plan []Phase) {
+	a.plan = plan
+	a.say(func(n Narrator) { n.Plan(plan) })
+}
+
+// begin numbers and narrates phase id if the plan has it, and is where
+// the test-only crash hook fires.
+func (a *localAccept) begin(id string) {
+	for _, p := range a.plan {
+		if p.ID == id {
+			a.step++
+			s, m := a.step, len(a.plan)
+			a.say(func(n Narrator) { n.Step(s, m, p) })
+			a.e.CrashAt.reached(id)
+		}
+	}
+}
+
+// lockDest takes the accept lock of the branch the task merges into:
+// accepts into one branch share its checkout and index, so they run one
+// at a time from the dirty check to the stash's return. Then it recovers
+// any accept into that branch that died.
+func (a *localAccept) lockDest(ctx context.Context) error {
+	e, slug := a.e, a.sn.Task.Slug
+	into, err := e.BaseBranch(ctx, a.sn, e.repoDir())
+	if err != nil {
+		return err
+	}
+	if err := ValidBranchName(into); err != nil {
+		return fmt.Errorf("accept %s: %w", slug, err)
+	}
+	rel, err := e.lockDestination(ctx, into, func(pid string) {
+		a.say(func(n Narrator) {
+			n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("accept %s: %w", slug, err)
+	}
+	a.release = rel
+	for _, note := range e.recoverStrandedInto(ctx, into, a.sn.Task.ID) {
+		a.say(func(n Narrator) { n.Prelude(note) })
+	}
+	return nil
+}
+
+// preflight checks everything that can be checked before anything is
+// written and announces the plan. The destination lock is taken first,
+// unless a pre-accept turn runs: a turn can take long, and the lock is
+// taken after it.
+func (a *localAccept) preflight(ctx context.Context) error {
+	if !a.opts.preTurn() {
+		if err := a.lockDest(ctx); err != nil {
 			return err
 		}
-		if err := ValidBranchName(into); err != nil {
-			return fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
-		}
-		rel, err := e.lockDestination(ctx, into, func(pid string) {
-			say(func(n Narrator) {
-				n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
-			})
-		})
-		if err != nil {
-			return fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
-		}
-		releaseDest = rel
-		for _, note := range e.recoverStrandedInto(ctx, into, sn.Task.ID) {
-			say(func(n Narrator) { n.Prelude(note) })
-		}
+	}
+	pre, err := a.e.acceptPreflight(ctx, a.sn)
+	if err != nil {
+		return err
+	}
+	a.pre = pre
+	a.res = &AcceptResult{Into: pre.into}
+	a.announce(AcceptPlan(a.opts.preTurn(), pre.dirty))
+	return nil
+}
+
+// preAcceptTurn runs the configured pre-accept turn, if any, under the
+// task lock (the accept records the turn itself), then takes the
+// destination lock and checks everything again: the turn may have
+// changed the branch or the destination.
+func (a *localAccept) preAcceptTurn(ctx context.Context) error {
+	if !a.opts.preTurn() {
 		return nil
 	}
-	if !preTurn {
-		if err := lockDest(); err != nil {
-			return nil, err
-		}
-	}
-	pre, err := e.acceptPreflight(ctx, sn)
+	a.begin("pre-accept")
+	sn, err := a.e.runPreAccept(ctx, a.sn, a.opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	plan := AcceptPlan(preTurn, pre.dirty)
-	say(func(n Narrator) { n.Plan(plan) })
-	step := 0
-	begin := func(id string) {
-		for _, p := range plan {
-			if p.ID == id {
-				step++
-				s := step
-				say(func(n Narrator) { n.Step(s, len(plan), p) })
-				e.CrashAt.reached(id)
-			}
-		}
+	a.sn = sn
+	if err := a.lockDest(ctx); err != nil {
+		return err
 	}
-	res := &AcceptResult{Into: pre.into}
-	slug := sn.Task.Slug
-
-	if preTurn {
-		begin("pre-accept")
-		// The task lock is held through the turn, which the accept records
-		// itself; then everything is checked again.
-		if sn, err = e.runPreAccept(ctx, sn, opts); err != nil {
-			return nil, err
-		}
-		if err := lockDest(); err != nil {
-			return nil, err
-		}
-		wasDirty := pre.dirty
-		if pre, err = e.acceptPreflight(ctx, sn); err != nil {
-			return nil, fmt.Errorf("after the pre-accept turn: %w", err)
-		}
-		if pre.dirty != wasDirty {
-			plan = AcceptPlan(true, pre.dirty)
-			say(func(n Narrator) { n.Plan(plan) })
-		}
-	}
-
-	begin("record")
-	from := sn.Task.Status
-	// This machine's own record of the accept comes first: a merging
-	// task is recovered here only if it names this accept (a record's
-	// host id is public, so anyone could claim this host).
-	mine, err := e.beginAccept(sn, from, pre)
+	wasDirty := a.pre.dirty
+	pre, err := a.e.acceptPreflight(ctx, a.sn)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("after the pre-accept turn: %w", err)
 	}
-	forget := func() { e.Accepts().Forget(mine.TaskID, mine.ID) }
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	a.pre = pre
+	if pre.dirty != wasDirty {
+		a.announce(AcceptPlan(true, pre.dirty))
+	}
+	return nil
+}
+
+// record writes this machine's own record of the accept first (a
+// merging task is recovered here only if it names this accept: a
+// record's host id is public, so anyone could claim this host), then
+// moves the task to merging with its accept record.
+func (a *localAccept) record(ctx context.Context) error {
+	a.begin("record")
+	e, pre, from := a.e, a.pre, a.sn.Task.Status
+	mine, err := e.beginAccept(a.sn, from, pre)
+	if err != nil {
+		return err
+	}
+	a.mine = mine
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
 		}
@@ -253,85 +341,124 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
 	})
 	if err != nil {
-		forget()
-		return nil, err
+		a.forget()
+		return err
 	}
-	if pre.temp {
-		defer func() {
-			_ = gitcli.New(e.repoDir(), "worktree", "remove", "--force", pre.dest).Run(context.WithoutCancel(ctx))
-		}()
-	}
-	abort := func(cause error) error {
-		if _, rerr := e.restoreAfterAbort(context.WithoutCancel(ctx), sn.Task.ID, cause); rerr != nil {
-			return fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
-		}
-		forget()
-		return cause
-	}
+	a.sn = sn
+	return nil
+}
 
-	stash := ""
-	if pre.dirty {
-		begin("stash")
-		stash, err = stashPush(ctx, pre.dest, stashMessage(slug, sn.Task.ID))
-		if err != nil {
-			return nil, abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
-		}
-		// The stash is recorded before anything else runs: a kill from
-		// here on leaves a record that doctor and status report.
-		if err := keepStash(ctx, pre.dest, sn.Task.ID, stash); err != nil {
-			return nil, abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
-		}
-		say(func(n Narrator) { n.Note("your uncommitted changes in " + pre.dest + " are in stash " + stash) })
-		if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			if s.Task.Accept == nil {
-				return nil, errors.New("the accept record vanished")
-			}
-			s.Task.Accept.StashSHA = stash
-			return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
-		}); err != nil {
-			return nil, abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
-		}
-	}
+// forget drops this machine's record of the accept: the task is no
+// longer merging because of it.
+func (a *localAccept) forget() { a.e.Accepts().Forget(a.mine.TaskID, a.mine.ID) }
 
-	begin("merge")
-	commit, err := e.squash(ctx, sn, pre)
+// abort puts the task back to the status it had before the accept and
+// returns cause, with why that failed too if it did.
+func (a *localAccept) abort(ctx context.Context, cause error) error {
+	if _, rerr := a.e.restoreAfterAbort(context.WithoutCancel(ctx), a.mine.TaskID, cause); rerr != nil {
+		return fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
+	}
+	a.forget()
+	return cause
+}
+
+// removeTempDest removes the checkout pre-flight made to merge in.
+func (a *localAccept) removeTempDest(ctx context.Context) {
+	_ = gitcli.New(a.e.repoDir(), "worktree", "remove", "--force", a.pre.dest).Run(context.WithoutCancel(ctx))
+}
+
+// stashDest stashes the destination's uncommitted changes, if any, and
+// records the stash before anything else runs: a kill from here on
+// leaves a record that doctor and status report. A failure after the
+// stash gives the changes back before it returns.
+func (a *localAccept) stashDest(ctx context.Context) error {
+	if !a.pre.dirty {
+		return nil
+	}
+	a.begin("stash")
+	e, slug, dest, id := a.e, a.sn.Task.Slug, a.pre.dest, a.sn.Task.ID
+	stash, err := stashPush(ctx, dest, stashMessage(slug, id))
 	if err != nil {
-		return nil, abort(e.withStash(fmt.Errorf("accept %s: %w", slug, err), pre.dest, stash, true))
+		return fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, dest, err)
 	}
-	res.Commit = commit
-
-	if stash != "" {
-		begin("restore")
-		if err := stashPop(ctx, pre.dest, stash); err != nil {
-			res.StashOwed = &StashOwedError{Task: slug, Dest: pre.dest, SHA: stash, Cause: err}
+	a.stash = stash
+	if err := keepStash(ctx, dest, id, stash); err != nil {
+		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash, true)
+	}
+	a.say(func(n Narrator) { n.Note("your uncommitted changes in " + dest + " are in stash " + stash) })
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Accept == nil {
+			return nil, errors.New("the accept record vanished")
 		}
+		s.Task.Accept.StashSHA = stash
+		return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
+	})
+	if err != nil {
+		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash, true)
 	}
+	a.sn = sn
+	return nil
+}
 
-	begin("finish")
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+// squashMerge squash-merges the task branch into the destination and
+// commits; on failure the destination is as it was and the stash, if
+// any, is given back.
+func (a *localAccept) squashMerge(ctx context.Context) error {
+	a.begin("merge")
+	commit, err := a.e.squash(ctx, a.sn, a.pre)
+	if err != nil {
+		return a.e.withStash(fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err), a.pre.dest, a.stash, true)
+	}
+	a.res.Commit = commit
+	return nil
+}
+
+// giveBackStash re-applies the stash of the destination's changes after
+// the merge. If they cannot be given back the accept still stands, and
+// the result says the changes are owed (the command then fails).
+func (a *localAccept) giveBackStash(ctx context.Context) {
+	if a.stash == "" {
+		return
+	}
+	a.begin("restore")
+	if err := stashPop(ctx, a.pre.dest, a.stash); err != nil {
+		a.res.StashOwed = &StashOwedError{Task: a.sn.Task.Slug, Dest: a.pre.dest, SHA: a.stash, Cause: err}
+	}
+}
+
+// finish records the task complete, accepted, with the squash commit.
+func (a *localAccept) finish(ctx context.Context) error {
+	a.begin("finish")
+	e, into, commit, warnings := a.e, a.pre.into, a.res.Commit, a.res.Warnings
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		FinishAccepted(s, now)
-		text := fmt.Sprintf("accepted: squash-merged into %s as %s", pre.into, commit)
-		for _, w := range res.Warnings {
+		text := fmt.Sprintf("accepted: squash-merged into %s as %s", into, commit)
+		for _, w := range warnings {
 			text += "\n\nwarning: " + w
 		}
 		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + pre.into + " as " + commit}, nil
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + into + " as " + commit}, nil
 	})
 	if err != nil {
 		// The merge landed; the reconciler's stranded-merge sweep finds
 		// the squash commit and finishes the task.
-		return nil, fmt.Errorf("accept %s: the merge is committed (%s) but recording it failed; the reconciler will finish the task: %w", slug, commit, err)
+		return fmt.Errorf("accept %s: the merge is committed (%s) but recording it failed; the reconciler will finish the task: %w", a.sn.Task.Slug, commit, err)
 	}
-	res.Snapshot = sn
-	forget()
+	a.sn = sn
+	a.res.Snapshot = sn
+	a.forget()
+	return nil
+}
 
-	begin("cleanup")
-	res.Warnings = append(res.Warnings, e.cleanupAccepted(ctx, sn)...)
-	return res, nil
+// cleanup removes the task's worktree and branch, now that the merge is
+// recorded; what stays is a warning.
+func (a *localAccept) cleanup(ctx context.Context) {
+	a.begin("cleanup")
+	a.res.Warnings = append(a.res.Warnings, a.e.cleanupAccepted(ctx, a.sn)...)
 }
 
 // beginAccept records, on this machine only, the local accept of sn
