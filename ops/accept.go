@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
@@ -364,7 +363,7 @@ func (a *localAccept) abort(ctx context.Context, cause error) error {
 
 // removeTempDest removes the checkout pre-flight made to merge in.
 func (a *localAccept) removeTempDest(ctx context.Context) {
-	_ = gitcli.New(a.e.repoDir(), "worktree", "remove", "--force", a.pre.dest).Run(context.WithoutCancel(ctx))
+	_ = worktree.ForceRemove(context.WithoutCancel(ctx), a.e.repoDir(), a.pre.dest)
 }
 
 // stashDest stashes the destination's uncommitted changes, if any, and
@@ -651,13 +650,13 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	pre := &acceptPre{into: into, branch: local.Branch}
-	if pre.intoSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+into+"^{commit}").String(ctx); err != nil {
+	if pre.intoSHA, err = worktree.BranchCommit(ctx, e.repoDir(), into); err != nil {
 		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
 	}
-	if gitcli.New(e.repoDir(), "diff", "--quiet", pre.intoSHA+"..."+"refs/heads/"+pre.branch).Run(ctx) == nil {
+	if worktree.ChangesNothing(ctx, e.repoDir(), pre.intoSHA, pre.branch) {
 		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, pre.branch, into)
 	}
-	dest, err := checkedOutAt(ctx, e.repoDir(), into)
+	dest, err := worktree.CheckedOutAt(ctx, e.repoDir(), into)
 	if err != nil {
 		return nil, err
 	}
@@ -667,7 +666,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return nil, err
 		}
-		if err := gitcli.New(e.repoDir(), "worktree", "add", "--quiet", dest, into).Run(ctx); err != nil {
+		if err := worktree.Add(ctx, e.repoDir(), dest, into); err != nil {
 			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
 		}
 		pre.temp = true
@@ -679,48 +678,31 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	return pre, nil
 }
 
-// checkedOutAt returns the worktree where branch is checked out, or "".
-func checkedOutAt(ctx context.Context, repoDir, branch string) (string, error) {
-	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
-	if err != nil {
-		return "", err
-	}
-	path := ""
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "worktree ") {
-			path = strings.TrimPrefix(line, "worktree ")
-		}
-		if line == "branch refs/heads/"+branch {
-			return path, nil
-		}
-	}
-	return "", nil
-}
-
 // squash merges the task branch into the destination and commits with
 // the task's trailer. Any failure (conflicts, a pre-commit hook, no git
 // identity) leaves the destination as it was before the merge.
 func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre) (string, error) {
-	dest := pre.dest
-	if out, err := gitcli.New(dest, "merge", "--squash", "--no-commit", "refs/heads/"+pre.branch).Output(ctx); err != nil {
-		conflicts, _ := gitcli.New(dest, "diff", "--name-only", "--diff-filter=U").String(ctx)
-		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
-		if conflicts != "" {
-			return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(strings.Fields(conflicts), ", "))
-		}
-		return "", fmt.Errorf("squash merge into %s: %w (%s)", pre.into, err, strings.TrimSpace(string(out)))
+	if conflicts, err := worktree.SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
+		return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(conflicts, ", "))
+	} else if err != nil {
+		return "", fmt.Errorf("squash merge into %s: %w", pre.into, err)
 	}
+	commit, err := worktree.CommitStaged(ctx, pre.dest, squashMessage(sn, pre.branch))
+	if ce := (*worktree.CommitError)(nil); errors.As(err, &ce) {
+		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, ce.Err)
+	}
+	return commit, err
+}
+
+// squashMessage is the squash commit's message: the task's title and
+// goal, with trailers naming the task and its branch.
+func squashMessage(sn *gitstore.Snapshot, branch string) string {
 	goal, _ := sn.Goal()
 	msg := sn.Task.Title
 	if g := strings.TrimSpace(goal); g != "" {
 		msg += "\n\n" + g
 	}
-	msg += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + pre.branch + "\n"
-	if err := gitcli.New(dest, "commit", "-q", "-F", "-").Stdin([]byte(msg)).Run(ctx); err != nil {
-		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
-		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, err)
-	}
-	return gitcli.New(dest, "rev-parse", "HEAD").String(ctx)
+	return msg + "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + branch + "\n"
 }
 
 // restoreAfterAbort puts the task back where it was before the accept:
@@ -805,10 +787,7 @@ func (e *Env) withStash(cause error, dest, stash string, restore bool) error {
 // stashPush stashes everything uncommitted in dir (untracked included)
 // and returns the stash commit.
 func stashPush(ctx context.Context, dir, msg string) (string, error) {
-	if err := gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", msg).Run(ctx); err != nil {
-		return "", err
-	}
-	return gitcli.New(dir, "rev-parse", "--verify", "refs/stash").String(ctx)
+	return worktree.StashPush(ctx, dir, msg)
 }
 
 // stashPop re-applies stash sha and drops it only if it applied cleanly;
@@ -819,7 +798,7 @@ func stashPop(ctx context.Context, dir, sha string) error {
 	if err := stashApplies(ctx, dir, sha); err != nil {
 		return err
 	}
-	if err := gitcli.New(dir, "stash", "apply", "--quiet", sha).Run(ctx); err != nil {
+	if err := worktree.StashApply(ctx, dir, sha); err != nil {
 		return err
 	}
 	dropStash(ctx, dir, sha)
@@ -831,88 +810,7 @@ func stashPop(ctx context.Context, dir, sha string) error {
 // the changes are back in the checkout, so lazy's record goes too.
 func dropStash(ctx context.Context, dir, sha string) {
 	forgetStash(ctx, dir, sha)
-	list, err := gitcli.New(dir, "stash", "list", "--format=%H").String(ctx)
-	if err != nil {
-		return
-	}
-	for i, h := range strings.Split(list, "\n") {
-		if h == sha {
-			_ = gitcli.New(dir, "stash", "drop", "--quiet", fmt.Sprintf("stash@{%d}", i)).Run(ctx)
-			return
-		}
-	}
-}
-
-// stashInWorktree reports whether every file stash sha changed (tracked
-// ones, and the untracked ones it holds) is in dir's working tree exactly
-// as the stash has it: then the stash holds nothing the checkout lacks,
-// as when an accept died between re-applying it and dropping it. Any
-// doubt reads as false, and the stash is kept.
-func stashInWorktree(ctx context.Context, dir, sha string) bool {
-	want := map[string]string{} // path -> blob, "" for deleted
-	changed, err := gitcli.New(dir, "diff", "--no-renames", "--raw", "--no-abbrev", "-z", sha+"^1", sha).Output(ctx)
-	if err != nil {
-		return false
-	}
-	// Each record: ":<modes> <old> <new> <status>\0<path>\0".
-	var fields []string
-	if len(changed) > 0 {
-		fields = strings.Split(strings.TrimSuffix(string(changed), "\x00"), "\x00")
-	}
-	if len(fields)%2 != 0 {
-		return false
-	}
-	for i := 0; i+1 < len(fields); i += 2 {
-		meta := strings.Fields(fields[i])
-		if len(meta) != 5 {
-			return false
-		}
-		blob := meta[3]
-		if meta[4] == "D" {
-			blob = ""
-		}
-		want[fields[i+1]] = blob
-	}
-	if untracked, err := gitcli.New(dir, "ls-tree", "-r", "-z", sha+"^3").Output(ctx); err == nil && len(untracked) > 0 {
-		for _, rec := range strings.Split(strings.TrimSuffix(string(untracked), "\x00"), "\x00") {
-			meta, path, ok := strings.Cut(rec, "\t")
-			f := strings.Fields(meta)
-			if !ok || len(f) != 3 {
-				return false
-			}
-			want[path] = f[2]
-		}
-	}
-	if len(want) == 0 {
-		return false
-	}
-	var paths []string
-	var blobs []string
-	for path, blob := range want {
-		if !filepath.IsLocal(path) {
-			return false
-		}
-		_, err := os.Lstat(filepath.Join(dir, path))
-		if blob == "" {
-			if err == nil {
-				return false // the stash deleted it; the checkout has it
-			}
-			continue
-		}
-		if err != nil {
-			return false
-		}
-		paths = append(paths, path)
-		blobs = append(blobs, blob)
-	}
-	if len(paths) == 0 {
-		return true
-	}
-	got, err := gitcli.New(dir, "hash-object", "--stdin-paths").Stdin([]byte(strings.Join(paths, "\n") + "\n")).String(ctx)
-	if err != nil {
-		return false
-	}
-	return got == strings.Join(blobs, "\n")
+	_ = worktree.StashDrop(ctx, dir, sha)
 }
 
 // parentExempt is the spec's identity exemption: the parent's own agent,
@@ -930,12 +828,12 @@ func (e *Env) cleanupAccepted(ctx context.Context, sn *gitstore.Snapshot) []stri
 	var kept []string
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
-			if err := gitcli.New(e.repoDir(), "worktree", "remove", s.Worktree).Run(ctx); err != nil {
+			if err := worktree.Remove(ctx, e.repoDir(), s.Worktree); err != nil {
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			}
 		}
-		if tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+s.Branch).String(ctx); err == nil && tip != "" {
-			if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", s.Branch).Run(ctx); err != nil {
+		if tip, err := worktree.BranchTip(ctx, e.repoDir(), s.Branch); err == nil && tip != "" {
+			if err := worktree.DeleteBranch(ctx, e.repoDir(), s.Branch); err != nil {
 				kept = append(kept, fmt.Sprintf("the branch %s at %s (%v)", s.Branch, tip, err))
 			}
 		}

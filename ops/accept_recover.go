@@ -215,7 +215,7 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 	if stash == "" {
 		return strings.Join(notes, "; "), nil
 	}
-	if dirty && stashInWorktree(ctx, dest, stash) {
+	if dirty && worktree.StashInWorktree(ctx, dest, stash) {
 		// The accept died after giving the changes back, before dropping
 		// its stash: the checkout already holds all of it.
 		dropStash(ctx, dest, stash)
@@ -256,7 +256,7 @@ func (e *Env) acceptDestination(ctx context.Context, sn *gitstore.Snapshot) (str
 	if rec.Into == "" {
 		return "", nil
 	}
-	dest, err := checkedOutAt(ctx, e.repoDir(), rec.Into)
+	dest, err := worktree.CheckedOutAt(ctx, e.repoDir(), rec.Into)
 	if err != nil || dest != "" {
 		return dest, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // keptStashRefs is where lazy records each stash of the user's changes
@@ -204,7 +205,7 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool) (OwedSt
 			defer unlock()
 		}
 	}
-	if o.Dir != "" && stashInWorktree(ctx, o.Dir, sha) && stashApplies(ctx, o.Dir, sha) != nil {
+	if o.Dir != "" && worktree.StashInWorktree(ctx, o.Dir, sha) && stashApplies(ctx, o.Dir, sha) != nil {
 		// Every byte of it is back in the checkout.
 		if mend {
 			dropStash(ctx, o.Dir, sha)
@@ -233,7 +234,7 @@ func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
 		}
 		// "On <branch>: lazy accept ...": the checkout of that branch.
 		if b, _, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": "); ok && strings.HasPrefix(subject, "On ") && ValidBranchName(b) == nil {
-			if d, err := checkedOutAt(ctx, dir, b); err == nil && d != "" {
+			if d, err := worktree.CheckedOutAt(ctx, dir, b); err == nil && d != "" {
 				o.Dir = d
 			}
 		}

@@ -104,7 +104,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 // remote, else a new branch from the task's base. A path that exists is
 // reused only when it is already the worktree of that branch.
 func (e *Env) takeOverWorktree(ctx context.Context, sn *gitstore.Snapshot, repoDir, dir, branch string) (sha, how string, err error) {
-	if at, err := checkedOutAt(ctx, repoDir, branch); err != nil {
+	if at, err := worktree.CheckedOutAt(ctx, repoDir, branch); err != nil {
 		return "", "", err
 	} else if at != "" {
 		if filepath.Clean(at) != dir {
