@@ -795,7 +795,7 @@ func stashPush(ctx context.Context, dir, msg string) (string, error) {
 func stashPop(ctx context.Context, dir, sha string) error {
 	// A conflicting stash is not applied at all: conflict markers in the
 	// user's files are worse than changes kept whole in a stash.
-	if err := stashApplies(ctx, dir, sha); err != nil {
+	if err := worktree.StashApplies(ctx, dir, sha); err != nil {
 		return err
 	}
 	if err := worktree.StashApply(ctx, dir, sha); err != nil {

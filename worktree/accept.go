@@ -236,3 +236,13 @@ func StashDrop(ctx context.Context, dir, sha string) error {
 	}
 	return ErrNotStashed
 }
+
+func isAncestorCmd(repoDir, ancestor, of string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "merge-base", "--is-ancestor", ancestor, of)
+}
+
+// IsAncestor reports whether commit ancestor is reachable from commit
+// of; any doubt (git failed) reads as false.
+func IsAncestor(ctx context.Context, repoDir, ancestor, of string) bool {
+	return plain(ancestor) && plain(of) && isAncestorCmd(repoDir, ancestor, of).Run(ctx) == nil
+}
