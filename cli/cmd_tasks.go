@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
@@ -18,7 +17,6 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // InitCmd sets lazy up in the repository.
@@ -425,8 +423,6 @@ func withLive(e gitstore.Entry, marks *mcp.Marks) []byte {
 	return append(out, '}')
 }
 
-func ptrSummary(s gitstore.Summary) *gitstore.Summary { return &s }
-
 // marks reads the MCP wait and progress markers of this repository.
 func (a *app) marks() *mcp.Marks { return &mcp.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()} }
 
@@ -497,175 +493,6 @@ type ShowCmd struct {
 	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
 	Full bool   `help:"Print every text whole (lazy show cuts texts over 64 KiB); a record over lazy's limits is still read only in part."`
-}
-
-// Run implements lazy show.
-func (c *ShowCmd) Run(a *app, ctx context.Context) error {
-	sn, err := a.openTask(c.Task)
-	if err != nil {
-		return err
-	}
-	id := sn.Task.ID
-	if a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
-		if sn, err = a.store.Load(id); err != nil {
-			return err
-		}
-	}
-	d, err := a.store.Detail(sn, 0)
-	if err != nil {
-		return err
-	}
-	d.Live = a.marks().Substate(&d.Summary)
-	d.Permissions = a.permissions(ctx, sn)
-	perms := d.Permissions
-	if !c.Full {
-		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
-	}
-	if c.JSON {
-		return a.printJSON(d)
-	}
-	goal, turns, comments, hist := d.Goal, d.TurnList, d.CommentList, d.History
-	t := &sn.Task
-	w := a.stdout
-	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
-	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
-	st := a.style()
-	if sub := a.marks().Substate(ptrSummary(toJSON(t))); sub != "" {
-		fmt.Fprint(w, "  Status:   ")
-		st.print(w, statusSGR[t.Status], string(t.Status))
-		fmt.Fprintf(w, " (%s)\n", sub)
-	} else {
-		fmt.Fprint(w, "  Status:   ")
-		st.print(w, statusSGR[t.Status], string(t.Status))
-		fmt.Fprintln(w)
-	}
-	if t.Outcome != "" {
-		fmt.Fprintf(w, "  Outcome:  %s\n", t.Outcome)
-	}
-	if t.Reason != "" {
-		fmt.Fprintf(w, "  Reason:   %s\n", oneLine(t.Reason, 100))
-	}
-	if s := toJSON(t); prBrief(&s) != "" {
-		fmt.Fprintf(w, "  PR:       %s %s\n", prBrief(&s), sanitize.Field(s.PR.URL))
-	}
-	if t.Parent != "" {
-		name := t.Parent
-		if p, err := a.store.Load(t.Parent); err == nil {
-			name = p.Task.Slug + " (" + shortID(t.Parent) + ")"
-		}
-		fmt.Fprintf(w, "  Parent:   %s\n", name)
-	}
-	if t.TargetBranch != "" {
-		fmt.Fprintf(w, "  Target:   %s\n", t.TargetBranch)
-	}
-	if len(t.AllowedPaths) > 0 {
-		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
-	}
-	fmt.Fprintf(w, "  Created:  %s by %s\n", absTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
-	for _, why := range d.Truncated {
-		fmt.Fprintf(w, "  Cut:      %s\n", why)
-	}
-	if t.Usage != nil {
-		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
-	}
-	if goal != "" {
-		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(goal, "  "))
-	}
-	if s := sn.Session; s != nil {
-		fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
-		fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
-		if label, reason := parkReason(t.Status, s.InterruptReason, turns); reason != "" {
-			fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)
-		}
-		if env, err := a.env(); err == nil && env.Foreign(sn) {
-			fmt.Fprintf(w, "  Warning:  the record says this host runs this session, but this machine never started it; lazy will not run, stop or delete anything for it (lazy start --take-over %s adopts it)\n", t.Slug)
-		}
-	}
-	if perms != nil {
-		fmt.Fprintf(w, "\nPermissions (%s, %s", perms.Agent, perms.Work.Posture)
-		if perms.Note != "" {
-			fmt.Fprintf(w, ": %s", perms.Note)
-		}
-		fmt.Fprintf(w, ")\n  Work:     %s\n  Ask:      %s\n  Leftovers: %s\n", sanitize.Field(perms.Work.String()), sanitize.Field(perms.Ask.String()), perms.Uncommitted)
-	}
-	if len(sn.Violations.Pending) > 0 {
-		fmt.Fprintf(w, "\nPending file-permission violations:\n")
-		for _, p := range sn.Violations.Pending {
-			fmt.Fprintf(w, "  %s\n", p)
-		}
-	}
-	if len(t.MergeRefused) > 0 {
-		fmt.Fprintf(w, "\nRefused when two machines' histories were merged (the commits stay in history):\n")
-		for _, r := range t.MergeRefused {
-			fmt.Fprintf(w, "  %s by %s on %s (%s -> %s), commit %s: %s\n", r.Op, actorOrHuman(r.Actor), r.Host, r.From, r.To, shortSHA(r.Commit), r.Reason)
-		}
-	}
-	fmt.Fprintf(w, "\nTurns (%d)\n", len(turns))
-	for _, tn := range turns {
-		who := tn.Role
-		if tn.Role == gitstore.RoleHuman {
-			who = string(actorOrHuman(tn.Actor))
-		}
-		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, absTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
-		if tn.Role == gitstore.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
-			fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
-			if tn.ExitCode != nil && *tn.ExitCode != 0 {
-				fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
-			}
-			if tn.Usage != nil {
-				fmt.Fprintf(w, ", %s", tn.Usage.String())
-			}
-			fmt.Fprintln(w)
-			for i, f := range tn.ChangedFiles {
-				if i == maxFilesShown && len(tn.ChangedFiles) > maxFilesShown+1 {
-					fmt.Fprintf(w, "         … and %d more (lazy diff %s --name-only)\n", len(tn.ChangedFiles)-i, t.Slug)
-					break
-				}
-				fmt.Fprintf(w, "         %s\n", sanitize.Field(f))
-			}
-		}
-	}
-	if len(comments) > 0 {
-		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
-		for _, cm := range comments {
-			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, absTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
-		}
-	}
-	if len(d.Journal) > 0 {
-		fmt.Fprintf(w, "\nJournal (%d)\n", len(d.Journal))
-		for _, j := range d.Journal {
-			fmt.Fprintf(w, "  %s %s, turn %d\n%s\n", j.At.Format(time.DateTime), actorOrHuman(j.Actor), j.Journal.Turn, indentText(j.Text, "      "))
-			for _, x := range j.Journal.Decisions {
-				fmt.Fprintf(w, "      decided: %s\n", oneLine(x, 200))
-			}
-			for _, x := range j.Journal.Deferrals {
-				fmt.Fprintf(w, "      deferred: %s\n", oneLine(x, 200))
-			}
-		}
-	}
-	fmt.Fprintf(w, "\nHistory\n")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, h := range hist {
-		from := string(h.From)
-		if from == "" {
-			from = "-"
-		}
-		move := from + " -> " + string(h.To)
-		if h.From == h.To {
-			move = string(h.To)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", absTime(h.At), h.Op, actorOrHuman(h.Actor), move, h.Host)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if steps := nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0); len(steps) > 0 {
-		fmt.Fprintf(w, "\nNext\n")
-		for _, s := range steps {
-			fmt.Fprintf(w, "  %s\n", s)
-		}
-	}
-	return nil
 }
 
 func actorOrHuman(a machine.Actor) machine.Actor {

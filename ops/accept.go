@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
@@ -140,12 +139,8 @@ var ErrAlreadyAccepted = errors.New("already accepted")
 // second accept waits and then reports ErrAlreadyAccepted, and a task in
 // merging whose lock is free is known to be stranded.
 func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
-	say := func(f func(Narrator)) {
-		if n != nil {
-			safe(func() { f(n) })
-		}
-	}
-	say(func(n Narrator) { n.Prelude("pre-flight checks") })
+	a := &localAccept{e: e, n: n, opts: opts, release: func() {}}
+	a.say(func(n Narrator) { n.Prelude("pre-flight checks") })
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -156,92 +151,184 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, err
 	}
 	if viaForge || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
-		return e.acceptRemote(ctx, sn, say, opts)
+		return e.acceptRemote(ctx, sn, a.say, opts)
 	}
-	preTurn := opts.preTurn()
-	// Accepts into one branch share its checkout and index: they run one
-	// at a time, from the dirty check to the stash's return. The lock is
-	// not held through a pre-accept turn, which can take long.
-	releaseDest := func() {}
-	defer func() { releaseDest() }()
-	lockDest := func() error {
-		into, err := e.BaseBranch(ctx, sn, e.repoDir())
-		if err != nil {
+	a.sn = sn
+	defer func() { a.release() }()
+	return a.run(ctx)
+}
+
+// localAccept is one squash-merge into a local branch in progress: the
+// task as it now stands, what pre-flight found, the plan it announced
+// and what it has done so far. Each phase is one method, and run calls
+// them in the order of the phase table.
+type localAccept struct {
+	e    *Env
+	n    Narrator
+	opts AcceptOptions
+
+	sn   *gitstore.Snapshot
+	pre  *acceptPre
+	plan []Phase
+	step int // phases of plan begun so far
+
+	// release frees the destination lock once it is held.
+	release func()
+	// mine is this machine's own record of the accept, set by record.
+	mine owned.Accept
+	// stash is the stash of the destination's uncommitted changes, ""
+	// while there is none.
+	stash string
+	res   *AcceptResult
+}
+
+// run is the local accept, in order: pre-flight under the destination
+// lock, the pre-accept turn, the record, the stash, the merge, the
+// stash's return, the finish and the cleanup. A failure between the
+// record and the merge puts the task back where it was.
+func (a *localAccept) run(ctx context.Context) (*AcceptResult, error) {
+	if err := a.preflight(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.preAcceptTurn(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.record(ctx); err != nil {
+		return nil, err
+	}
+	if a.pre.temp {
+		defer a.removeTempDest(ctx)
+	}
+	if err := a.stashDest(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
+	if err := a.squashMerge(ctx); err != nil {
+		return nil, a.abort(ctx, err)
+	}
+	a.giveBackStash(ctx)
+	if err := a.finish(ctx); err != nil {
+		return nil, err
+	}
+	a.cleanup(ctx)
+	return a.res, nil
+}
+
+// say tells the narrator, if any; nothing it does reaches the accept.
+func (a *localAccept) say(f func(Narrator)) {
+	if a.n != nil {
+		safe(func() { f(a.n) })
+	}
+}
+
+// announce makes plan the accept's plan and tells the narrator.
+func (a *localAccept) announce(plan []Phase) {
+	a.plan = plan
+	a.say(func(n Narrator) { n.Plan(plan) })
+}
+
+// begin numbers and narrates phase id if the plan has it, and is where
+// the test-only crash hook fires.
+func (a *localAccept) begin(id string) {
+	for _, p := range a.plan {
+		if p.ID == id {
+			a.step++
+			s, m := a.step, len(a.plan)
+			a.say(func(n Narrator) { n.Step(s, m, p) })
+			a.e.CrashAt.reached(id)
+		}
+	}
+}
+
+// lockDest takes the accept lock of the branch the task merges into:
+// accepts into one branch share its checkout and index, so they run one
+// at a time from the dirty check to the stash's return. Then it recovers
+// any accept into that branch that died.
+func (a *localAccept) lockDest(ctx context.Context) error {
+	e, slug := a.e, a.sn.Task.Slug
+	into, err := e.BaseBranch(ctx, a.sn, e.repoDir())
+	if err != nil {
+		return err
+	}
+	if err := ValidBranchName(into); err != nil {
+		return fmt.Errorf("accept %s: %w", slug, err)
+	}
+	rel, err := e.lockDestination(ctx, into, func(pid string) {
+		a.say(func(n Narrator) {
+			n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("accept %s: %w", slug, err)
+	}
+	a.release = rel
+	for _, note := range e.recoverStrandedInto(ctx, into, a.sn.Task.ID) {
+		a.say(func(n Narrator) { n.Prelude(note) })
+	}
+	return nil
+}
+
+// preflight checks everything that can be checked before anything is
+// written and announces the plan. The destination lock is taken first,
+// unless a pre-accept turn runs: a turn can take long, and the lock is
+// taken after it.
+func (a *localAccept) preflight(ctx context.Context) error {
+	if !a.opts.preTurn() {
+		if err := a.lockDest(ctx); err != nil {
 			return err
 		}
-		if err := ValidBranchName(into); err != nil {
-			return fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
-		}
-		rel, err := e.lockDestination(ctx, into, func(pid string) {
-			say(func(n Narrator) {
-				n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
-			})
-		})
-		if err != nil {
-			return fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
-		}
-		releaseDest = rel
-		for _, note := range e.recoverStrandedInto(ctx, into, sn.Task.ID) {
-			say(func(n Narrator) { n.Prelude(note) })
-		}
+	}
+	pre, err := a.e.acceptPreflight(ctx, a.sn)
+	if err != nil {
+		return err
+	}
+	a.pre = pre
+	a.res = &AcceptResult{Into: pre.into}
+	a.announce(AcceptPlan(a.opts.preTurn(), pre.dirty))
+	return nil
+}
+
+// preAcceptTurn runs the configured pre-accept turn, if any, under the
+// task lock (the accept records the turn itself), then takes the
+// destination lock and checks everything again: the turn may have
+// changed the branch or the destination.
+func (a *localAccept) preAcceptTurn(ctx context.Context) error {
+	if !a.opts.preTurn() {
 		return nil
 	}
-	if !preTurn {
-		if err := lockDest(); err != nil {
-			return nil, err
-		}
-	}
-	pre, err := e.acceptPreflight(ctx, sn)
+	a.begin("pre-accept")
+	sn, err := a.e.runPreAccept(ctx, a.sn, a.opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	plan := AcceptPlan(preTurn, pre.dirty)
-	say(func(n Narrator) { n.Plan(plan) })
-	step := 0
-	begin := func(id string) {
-		for _, p := range plan {
-			if p.ID == id {
-				step++
-				s := step
-				say(func(n Narrator) { n.Step(s, len(plan), p) })
-				e.CrashAt.reached(id)
-			}
-		}
+	a.sn = sn
+	if err := a.lockDest(ctx); err != nil {
+		return err
 	}
-	res := &AcceptResult{Into: pre.into}
-	slug := sn.Task.Slug
-
-	if preTurn {
-		begin("pre-accept")
-		// The task lock is held through the turn, which the accept records
-		// itself; then everything is checked again.
-		if sn, err = e.runPreAccept(ctx, sn, opts); err != nil {
-			return nil, err
-		}
-		if err := lockDest(); err != nil {
-			return nil, err
-		}
-		wasDirty := pre.dirty
-		if pre, err = e.acceptPreflight(ctx, sn); err != nil {
-			return nil, fmt.Errorf("after the pre-accept turn: %w", err)
-		}
-		if pre.dirty != wasDirty {
-			plan = AcceptPlan(true, pre.dirty)
-			say(func(n Narrator) { n.Plan(plan) })
-		}
-	}
-
-	begin("record")
-	from := sn.Task.Status
-	// This machine's own record of the accept comes first: a merging
-	// task is recovered here only if it names this accept (a record's
-	// host id is public, so anyone could claim this host).
-	mine, err := e.beginAccept(sn, from, pre)
+	wasDirty := a.pre.dirty
+	pre, err := a.e.acceptPreflight(ctx, a.sn)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("after the pre-accept turn: %w", err)
 	}
-	forget := func() { e.Accepts().Forget(mine.TaskID, mine.ID) }
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	a.pre = pre
+	if pre.dirty != wasDirty {
+		a.announce(AcceptPlan(true, pre.dirty))
+	}
+	return nil
+}
+
+// record writes this machine's own record of the accept first (a
+// merging task is recovered here only if it names this accept: a
+// record's host id is public, so anyone could claim this host), then
+// moves the task to merging with its accept record.
+func (a *localAccept) record(ctx context.Context) error {
+	a.begin("record")
+	e, pre, from := a.e, a.pre, a.sn.Task.Status
+	mine, err := e.beginAccept(a.sn, from, pre)
+	if err != nil {
+		return err
+	}
+	a.mine = mine
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
 		}
@@ -253,85 +340,124 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
 	})
 	if err != nil {
-		forget()
-		return nil, err
+		a.forget()
+		return err
 	}
-	if pre.temp {
-		defer func() {
-			_ = gitcli.New(e.repoDir(), "worktree", "remove", "--force", pre.dest).Run(context.WithoutCancel(ctx))
-		}()
-	}
-	abort := func(cause error) error {
-		if _, rerr := e.restoreAfterAbort(context.WithoutCancel(ctx), sn.Task.ID, cause); rerr != nil {
-			return fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
-		}
-		forget()
-		return cause
-	}
+	a.sn = sn
+	return nil
+}
 
-	stash := ""
-	if pre.dirty {
-		begin("stash")
-		stash, err = stashPush(ctx, pre.dest, stashMessage(slug, sn.Task.ID))
-		if err != nil {
-			return nil, abort(fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, pre.dest, err))
-		}
-		// The stash is recorded before anything else runs: a kill from
-		// here on leaves a record that doctor and status report.
-		if err := keepStash(ctx, pre.dest, sn.Task.ID, stash); err != nil {
-			return nil, abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
-		}
-		say(func(n Narrator) { n.Note("your uncommitted changes in " + pre.dest + " are in stash " + stash) })
-		if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			if s.Task.Accept == nil {
-				return nil, errors.New("the accept record vanished")
-			}
-			s.Task.Accept.StashSHA = stash
-			return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
-		}); err != nil {
-			return nil, abort(e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), pre.dest, stash, true))
-		}
-	}
+// forget drops this machine's record of the accept: the task is no
+// longer merging because of it.
+func (a *localAccept) forget() { a.e.Accepts().Forget(a.mine.TaskID, a.mine.ID) }
 
-	begin("merge")
-	commit, err := e.squash(ctx, sn, pre)
+// abort puts the task back to the status it had before the accept and
+// returns cause, with why that failed too if it did.
+func (a *localAccept) abort(ctx context.Context, cause error) error {
+	if _, rerr := a.e.restoreAfterAbort(context.WithoutCancel(ctx), a.mine.TaskID, cause); rerr != nil {
+		return fmt.Errorf("%w; restoring the status before the accept also failed (the reconciler will retry): %w", cause, rerr)
+	}
+	a.forget()
+	return cause
+}
+
+// removeTempDest removes the checkout pre-flight made to merge in.
+func (a *localAccept) removeTempDest(ctx context.Context) {
+	_ = worktree.ForceRemove(context.WithoutCancel(ctx), a.e.repoDir(), a.pre.dest)
+}
+
+// stashDest stashes the destination's uncommitted changes, if any, and
+// records the stash before anything else runs: a kill from here on
+// leaves a record that doctor and status report. A failure after the
+// stash gives the changes back before it returns.
+func (a *localAccept) stashDest(ctx context.Context) error {
+	if !a.pre.dirty {
+		return nil
+	}
+	a.begin("stash")
+	e, slug, dest, id := a.e, a.sn.Task.Slug, a.pre.dest, a.sn.Task.ID
+	stash, err := stashPush(ctx, dest, stashMessage(slug, id))
 	if err != nil {
-		return nil, abort(e.withStash(fmt.Errorf("accept %s: %w", slug, err), pre.dest, stash, true))
+		return fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, dest, err)
 	}
-	res.Commit = commit
-
-	if stash != "" {
-		begin("restore")
-		if err := stashPop(ctx, pre.dest, stash); err != nil {
-			res.StashOwed = &StashOwedError{Task: slug, Dest: pre.dest, SHA: stash, Cause: err}
+	a.stash = stash
+	if err := keepStash(ctx, dest, id, stash); err != nil {
+		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash, true)
+	}
+	a.say(func(n Narrator) { n.Note("your uncommitted changes in " + dest + " are in stash " + stash) })
+	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Accept == nil {
+			return nil, errors.New("the accept record vanished")
 		}
+		s.Task.Accept.StashSHA = stash
+		return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
+	})
+	if err != nil {
+		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash, true)
 	}
+	a.sn = sn
+	return nil
+}
 
-	begin("finish")
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+// squashMerge squash-merges the task branch into the destination and
+// commits; on failure the destination is as it was and the stash, if
+// any, is given back.
+func (a *localAccept) squashMerge(ctx context.Context) error {
+	a.begin("merge")
+	commit, err := a.e.squash(ctx, a.sn, a.pre)
+	if err != nil {
+		return a.e.withStash(fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err), a.pre.dest, a.stash, true)
+	}
+	a.res.Commit = commit
+	return nil
+}
+
+// giveBackStash re-applies the stash of the destination's changes after
+// the merge. If they cannot be given back the accept still stands, and
+// the result says the changes are owed (the command then fails).
+func (a *localAccept) giveBackStash(ctx context.Context) {
+	if a.stash == "" {
+		return
+	}
+	a.begin("restore")
+	if err := stashPop(ctx, a.pre.dest, a.stash); err != nil {
+		a.res.StashOwed = &StashOwedError{Task: a.sn.Task.Slug, Dest: a.pre.dest, SHA: a.stash, Cause: err}
+	}
+}
+
+// finish records the task complete, accepted, with the squash commit.
+func (a *localAccept) finish(ctx context.Context) error {
+	a.begin("finish")
+	e, into, commit, warnings := a.e, a.pre.into, a.res.Commit, a.res.Warnings
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		FinishAccepted(s, now)
-		text := fmt.Sprintf("accepted: squash-merged into %s as %s", pre.into, commit)
-		for _, w := range res.Warnings {
+		text := fmt.Sprintf("accepted: squash-merged into %s as %s", into, commit)
+		for _, w := range warnings {
 			text += "\n\nwarning: " + w
 		}
 		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + pre.into + " as " + commit}, nil
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + into + " as " + commit}, nil
 	})
 	if err != nil {
 		// The merge landed; the reconciler's stranded-merge sweep finds
 		// the squash commit and finishes the task.
-		return nil, fmt.Errorf("accept %s: the merge is committed (%s) but recording it failed; the reconciler will finish the task: %w", slug, commit, err)
+		return fmt.Errorf("accept %s: the merge is committed (%s) but recording it failed; the reconciler will finish the task: %w", a.sn.Task.Slug, commit, err)
 	}
-	res.Snapshot = sn
-	forget()
+	a.sn = sn
+	a.res.Snapshot = sn
+	a.forget()
+	return nil
+}
 
-	begin("cleanup")
-	res.Warnings = append(res.Warnings, e.cleanupAccepted(ctx, sn)...)
-	return res, nil
+// cleanup removes the task's worktree and branch, now that the merge is
+// recorded; what stays is a warning.
+func (a *localAccept) cleanup(ctx context.Context) {
+	a.begin("cleanup")
+	a.res.Warnings = append(a.res.Warnings, a.e.cleanupAccepted(ctx, a.sn)...)
 }
 
 // beginAccept records, on this machine only, the local accept of sn
@@ -524,13 +650,13 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	pre := &acceptPre{into: into, branch: local.Branch}
-	if pre.intoSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+into+"^{commit}").String(ctx); err != nil {
+	if pre.intoSHA, err = worktree.BranchCommit(ctx, e.repoDir(), into); err != nil {
 		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
 	}
-	if gitcli.New(e.repoDir(), "diff", "--quiet", pre.intoSHA+"..."+"refs/heads/"+pre.branch).Run(ctx) == nil {
+	if worktree.ChangesNothing(ctx, e.repoDir(), pre.intoSHA, pre.branch) {
 		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, pre.branch, into)
 	}
-	dest, err := checkedOutAt(ctx, e.repoDir(), into)
+	dest, err := worktree.CheckedOutAt(ctx, e.repoDir(), into)
 	if err != nil {
 		return nil, err
 	}
@@ -540,7 +666,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return nil, err
 		}
-		if err := gitcli.New(e.repoDir(), "worktree", "add", "--quiet", dest, into).Run(ctx); err != nil {
+		if err := worktree.Add(ctx, e.repoDir(), dest, into); err != nil {
 			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
 		}
 		pre.temp = true
@@ -552,48 +678,31 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	return pre, nil
 }
 
-// checkedOutAt returns the worktree where branch is checked out, or "".
-func checkedOutAt(ctx context.Context, repoDir, branch string) (string, error) {
-	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
-	if err != nil {
-		return "", err
-	}
-	path := ""
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "worktree ") {
-			path = strings.TrimPrefix(line, "worktree ")
-		}
-		if line == "branch refs/heads/"+branch {
-			return path, nil
-		}
-	}
-	return "", nil
-}
-
 // squash merges the task branch into the destination and commits with
 // the task's trailer. Any failure (conflicts, a pre-commit hook, no git
 // identity) leaves the destination as it was before the merge.
 func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre) (string, error) {
-	dest := pre.dest
-	if out, err := gitcli.New(dest, "merge", "--squash", "--no-commit", "refs/heads/"+pre.branch).Output(ctx); err != nil {
-		conflicts, _ := gitcli.New(dest, "diff", "--name-only", "--diff-filter=U").String(ctx)
-		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
-		if conflicts != "" {
-			return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(strings.Fields(conflicts), ", "))
-		}
-		return "", fmt.Errorf("squash merge into %s: %w (%s)", pre.into, err, strings.TrimSpace(string(out)))
+	if conflicts, err := worktree.SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
+		return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(conflicts, ", "))
+	} else if err != nil {
+		return "", fmt.Errorf("squash merge into %s: %w", pre.into, err)
 	}
+	commit, err := worktree.CommitStaged(ctx, pre.dest, squashMessage(sn, pre.branch))
+	if ce := (*worktree.CommitError)(nil); errors.As(err, &ce) {
+		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, ce.Err)
+	}
+	return commit, err
+}
+
+// squashMessage is the squash commit's message: the task's title and
+// goal, with trailers naming the task and its branch.
+func squashMessage(sn *gitstore.Snapshot, branch string) string {
 	goal, _ := sn.Goal()
 	msg := sn.Task.Title
 	if g := strings.TrimSpace(goal); g != "" {
 		msg += "\n\n" + g
 	}
-	msg += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + pre.branch + "\n"
-	if err := gitcli.New(dest, "commit", "-q", "-F", "-").Stdin([]byte(msg)).Run(ctx); err != nil {
-		_ = gitcli.New(dest, "reset", "--merge", "--quiet", "HEAD").Run(context.WithoutCancel(ctx))
-		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, err)
-	}
-	return gitcli.New(dest, "rev-parse", "HEAD").String(ctx)
+	return msg + "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + branch + "\n"
 }
 
 // restoreAfterAbort puts the task back where it was before the accept:
@@ -678,10 +787,7 @@ func (e *Env) withStash(cause error, dest, stash string, restore bool) error {
 // stashPush stashes everything uncommitted in dir (untracked included)
 // and returns the stash commit.
 func stashPush(ctx context.Context, dir, msg string) (string, error) {
-	if err := gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", msg).Run(ctx); err != nil {
-		return "", err
-	}
-	return gitcli.New(dir, "rev-parse", "--verify", "refs/stash").String(ctx)
+	return worktree.StashPush(ctx, dir, msg)
 }
 
 // stashPop re-applies stash sha and drops it only if it applied cleanly;
@@ -689,10 +795,10 @@ func stashPush(ctx context.Context, dir, msg string) (string, error) {
 func stashPop(ctx context.Context, dir, sha string) error {
 	// A conflicting stash is not applied at all: conflict markers in the
 	// user's files are worse than changes kept whole in a stash.
-	if err := stashApplies(ctx, dir, sha); err != nil {
+	if err := worktree.StashApplies(ctx, dir, sha); err != nil {
 		return err
 	}
-	if err := gitcli.New(dir, "stash", "apply", "--quiet", sha).Run(ctx); err != nil {
+	if err := worktree.StashApply(ctx, dir, sha); err != nil {
 		return err
 	}
 	dropStash(ctx, dir, sha)
@@ -704,88 +810,7 @@ func stashPop(ctx context.Context, dir, sha string) error {
 // the changes are back in the checkout, so lazy's record goes too.
 func dropStash(ctx context.Context, dir, sha string) {
 	forgetStash(ctx, dir, sha)
-	list, err := gitcli.New(dir, "stash", "list", "--format=%H").String(ctx)
-	if err != nil {
-		return
-	}
-	for i, h := range strings.Split(list, "\n") {
-		if h == sha {
-			_ = gitcli.New(dir, "stash", "drop", "--quiet", fmt.Sprintf("stash@{%d}", i)).Run(ctx)
-			return
-		}
-	}
-}
-
-// stashInWorktree reports whether every file stash sha changed (tracked
-// ones, and the untracked ones it holds) is in dir's working tree exactly
-// as the stash has it: then the stash holds nothing the checkout lacks,
-// as when an accept died between re-applying it and dropping it. Any
-// doubt reads as false, and the stash is kept.
-func stashInWorktree(ctx context.Context, dir, sha string) bool {
-	want := map[string]string{} // path -> blob, "" for deleted
-	changed, err := gitcli.New(dir, "diff", "--no-renames", "--raw", "--no-abbrev", "-z", sha+"^1", sha).Output(ctx)
-	if err != nil {
-		return false
-	}
-	// Each record: ":<modes> <old> <new> <status>\0<path>\0".
-	var fields []string
-	if len(changed) > 0 {
-		fields = strings.Split(strings.TrimSuffix(string(changed), "\x00"), "\x00")
-	}
-	if len(fields)%2 != 0 {
-		return false
-	}
-	for i := 0; i+1 < len(fields); i += 2 {
-		meta := strings.Fields(fields[i])
-		if len(meta) != 5 {
-			return false
-		}
-		blob := meta[3]
-		if meta[4] == "D" {
-			blob = ""
-		}
-		want[fields[i+1]] = blob
-	}
-	if untracked, err := gitcli.New(dir, "ls-tree", "-r", "-z", sha+"^3").Output(ctx); err == nil && len(untracked) > 0 {
-		for _, rec := range strings.Split(strings.TrimSuffix(string(untracked), "\x00"), "\x00") {
-			meta, path, ok := strings.Cut(rec, "\t")
-			f := strings.Fields(meta)
-			if !ok || len(f) != 3 {
-				return false
-			}
-			want[path] = f[2]
-		}
-	}
-	if len(want) == 0 {
-		return false
-	}
-	var paths []string
-	var blobs []string
-	for path, blob := range want {
-		if !filepath.IsLocal(path) {
-			return false
-		}
-		_, err := os.Lstat(filepath.Join(dir, path))
-		if blob == "" {
-			if err == nil {
-				return false // the stash deleted it; the checkout has it
-			}
-			continue
-		}
-		if err != nil {
-			return false
-		}
-		paths = append(paths, path)
-		blobs = append(blobs, blob)
-	}
-	if len(paths) == 0 {
-		return true
-	}
-	got, err := gitcli.New(dir, "hash-object", "--stdin-paths").Stdin([]byte(strings.Join(paths, "\n") + "\n")).String(ctx)
-	if err != nil {
-		return false
-	}
-	return got == strings.Join(blobs, "\n")
+	_ = worktree.StashDrop(ctx, dir, sha)
 }
 
 // parentExempt is the spec's identity exemption: the parent's own agent,
@@ -803,12 +828,12 @@ func (e *Env) cleanupAccepted(ctx context.Context, sn *gitstore.Snapshot) []stri
 	var kept []string
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
-			if err := gitcli.New(e.repoDir(), "worktree", "remove", s.Worktree).Run(ctx); err != nil {
+			if err := worktree.Remove(ctx, e.repoDir(), s.Worktree); err != nil {
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			}
 		}
-		if tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+s.Branch).String(ctx); err == nil && tip != "" {
-			if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", s.Branch).Run(ctx); err != nil {
+		if tip, err := worktree.BranchTip(ctx, e.repoDir(), s.Branch); err == nil && tip != "" {
+			if err := worktree.DeleteBranch(ctx, e.repoDir(), s.Branch); err != nil {
 				kept = append(kept, fmt.Sprintf("the branch %s at %s (%v)", s.Branch, tip, err))
 			}
 		}

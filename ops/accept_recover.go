@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
@@ -196,14 +195,8 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 	}
 	if dirty && !landed {
 		if e.halfSquash(ctx, sn, dest) {
-			if err := gitcli.New(dest, "reset", "--hard", "--quiet", rec.IntoSHA).Run(ctx); err != nil {
+			if err := worktree.UndoSquash(ctx, dest, rec.IntoSHA); err != nil {
 				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA), nil
-			}
-			if p, err := gitcli.New(dest, "rev-parse", "--git-path", "SQUASH_MSG").String(ctx); err == nil {
-				if !strings.HasPrefix(p, "/") {
-					p = dest + "/" + p
-				}
-				_ = os.Remove(p)
 			}
 			notes = append(notes, "undid the half-done squash merge in "+dest)
 			dirty = false
@@ -215,7 +208,7 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 	if stash == "" {
 		return strings.Join(notes, "; "), nil
 	}
-	if dirty && stashInWorktree(ctx, dest, stash) {
+	if dirty && worktree.StashInWorktree(ctx, dest, stash) {
 		// The accept died after giving the changes back, before dropping
 		// its stash: the checkout already holds all of it.
 		dropStash(ctx, dest, stash)
@@ -230,7 +223,7 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 		// A stash that would conflict is never applied: it is kept under
 		// refs/lazy-kept/stash, which doctor and status report, so the
 		// recovery need not run again for it.
-		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still && !errors.Is(err, errStashConflicts) {
+		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still && !errors.Is(err, worktree.ErrStashConflicts) {
 			return "", fmt.Errorf("could not give your uncommitted changes (stash %s) back in %s yet: %w; nothing of them was applied and the recovery will run again (a git killed there leaves its index.lock, which lazy doctor removes once it is stale)", stash, dest, err)
 		}
 		notes = append(notes, fmt.Sprintf("your uncommitted changes did not re-apply cleanly (%v); they are safe in stash %s (git -C %s stash apply %s)", err, stash, dest, stash))
@@ -256,7 +249,7 @@ func (e *Env) acceptDestination(ctx context.Context, sn *gitstore.Snapshot) (str
 	if rec.Into == "" {
 		return "", nil
 	}
-	dest, err := checkedOutAt(ctx, e.repoDir(), rec.Into)
+	dest, err := worktree.CheckedOutAt(ctx, e.repoDir(), rec.Into)
 	if err != nil || dest != "" {
 		return dest, err
 	}
@@ -274,32 +267,11 @@ func (e *Env) halfSquash(ctx context.Context, sn *gitstore.Snapshot, dest string
 	if !gitstore.ValidHex(rec.IntoSHA) {
 		return false
 	}
-	head, err := gitcli.New(dest, "rev-parse", "--verify", "HEAD").String(ctx)
-	if err != nil || head != rec.IntoSHA {
-		return false
-	}
 	local, err := e.Owned(sn)
 	if err != nil {
 		return false
 	}
-	want, err := gitcli.New(e.repoDir(), "merge-tree", "--write-tree", rec.IntoSHA, "refs/heads/"+local.Branch).String(ctx)
-	if err != nil {
-		return false // a conflicting squash is reset by the accept itself
-	}
-	want = strings.Fields(want)[0]
-	// The checkout's state as a tree, without touching it: stash create
-	// records index and worktree of tracked files. Untracked files are
-	// not lazy's (a squash stages what it adds) and must not exist.
-	if untracked, err := gitcli.New(dest, "ls-files", "--others", "--exclude-standard").String(ctx); err != nil || untracked != "" {
-		return false
-	}
-	state, err := gitcli.New(dest, "stash", "create").String(ctx)
-	if err != nil || state == "" {
-		return false
-	}
-	index, err1 := gitcli.New(dest, "rev-parse", state+"^2^{tree}").String(ctx)
-	work, err2 := gitcli.New(dest, "rev-parse", state+"^{tree}").String(ctx)
-	return err1 == nil && err2 == nil && index == want && work == want
+	return worktree.HalfSquash(ctx, e.repoDir(), dest, rec.IntoSHA, local.Branch)
 }
 
 // acceptStash finds the stash an accept made of the destination's
@@ -318,15 +290,12 @@ func (e *Env) acceptStash(ctx context.Context, sn *gitstore.Snapshot, dest strin
 	if rec.StashSHA != "" && !keptFor(ctx, dir, sn.Task.ID, rec.StashSHA) {
 		return ""
 	}
-	list, err := gitcli.New(dir, "stash", "list", "--format=%H %s").String(ctx)
+	list, err := worktree.Stashes(ctx, dir)
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(list, "\n") {
-		sha, subject, _ := strings.Cut(line, " ")
-		if sha == "" {
-			continue
-		}
+	for _, st := range list {
+		sha, subject := st.SHA, st.Subject
 		if sha == rec.StashSHA || (rec.StashSHA == "" && rec.DestDirty && strings.Contains(subject, "("+sn.Task.ID+")")) {
 			return sha
 		}

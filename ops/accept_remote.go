@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // RemoteAcceptPlan is the plan of an accept through the forge, built from
@@ -79,7 +79,7 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 		if err := e.submitPreflight(ctx, sn); err != nil {
 			return false, fmt.Errorf("accept: %w", err)
 		}
-		tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+sn.Session.Branch+"^{commit}").String(ctx)
+		tip, err := worktree.BranchCommit(ctx, e.repoDir(), sn.Session.Branch)
 		if err != nil {
 			return false, fmt.Errorf("accept %s: its branch %s is missing", slug, sn.Session.Branch)
 		}
@@ -411,11 +411,11 @@ func (e *Env) cleanupForge(ctx context.Context, sn *gitstore.Snapshot) []string 
 	if err != nil {
 		return []string{"its worktree and branch were left alone: " + err.Error()}
 	}
-	tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+s.Branch+"^{commit}").String(ctx)
+	tip, err := worktree.BranchCommit(ctx, e.repoDir(), s.Branch)
 	if err != nil {
 		return e.cleanupAccepted(ctx, sn) // the branch is gone already
 	}
-	if f.HeadSHA == "" || (tip != f.HeadSHA && gitcli.New(e.repoDir(), "merge-base", "--is-ancestor", tip, f.HeadSHA).Run(ctx) != nil) {
+	if f.HeadSHA == "" || (tip != f.HeadSHA && !worktree.IsAncestor(ctx, e.repoDir(), tip, f.HeadSHA)) {
 		return []string{fmt.Sprintf("the branch %s and its worktree %s were kept: they hold commits pull request #%d never had", s.Branch, s.Worktree, f.Number)}
 	}
 	return e.cleanupAccepted(ctx, sn)

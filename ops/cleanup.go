@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -45,7 +44,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, delet
 			worktreeGone = false
 			kept = append(kept, fmt.Sprintf("the worktree %s, which has uncommitted changes (inspect them, then git worktree remove --force %s)", s.Worktree, s.Worktree))
 		default:
-			if err := gitcli.New(repo, "worktree", "remove", s.Worktree).Run(ctx); err != nil {
+			if err := worktree.Remove(ctx, repo, s.Worktree); err != nil {
 				worktreeGone = false
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			} else {
@@ -53,7 +52,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, delet
 			}
 		}
 	}
-	tip, err := gitcli.New(repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+s.Branch).String(ctx)
+	tip, err := worktree.BranchTip(ctx, repo, s.Branch)
 	switch {
 	case err != nil || tip == "":
 		// no branch (already deleted)
@@ -82,8 +81,7 @@ func (e *Env) unmergedWork(ctx context.Context, sn *gitstore.Snapshot, branch st
 	if err != nil || ValidBranchName(base) != nil {
 		return "its base", true
 	}
-	err = gitcli.New(e.repoDir(), "diff", "--quiet", "refs/heads/"+base+"...refs/heads/"+branch).Run(ctx)
-	return base, err != nil
+	return base, !worktree.ChangesNothing(ctx, e.repoDir(), "refs/heads/"+base, branch)
 }
 
 // deleteBranch records branch's tip in a comment, then deletes it.
@@ -99,7 +97,7 @@ func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged
 	}); err != nil {
 		return "", fmt.Errorf("record the branch tip before deleting it (nothing was deleted): %w", err)
 	}
-	if err := gitcli.New(e.repoDir(), "branch", "-D", "--quiet", branch).Run(ctx); err != nil {
+	if err := worktree.DeleteBranch(ctx, e.repoDir(), branch); err != nil {
 		return "", fmt.Errorf("delete the branch %s: %w", branch, err)
 	}
 	return fmt.Sprintf("deleted the branch %s (it was at %s; recorded in a comment)", branch, tip), nil

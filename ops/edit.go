@@ -7,9 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // EditInput is what an edit changes; a nil field is left as it is.
@@ -110,7 +110,7 @@ func CheckTargetBranch(ctx context.Context, repoDir, target string, subtask bool
 	if err := targetForSubtask(target, subtask); err != nil {
 		return err
 	}
-	if _, err := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+target+"^{commit}").String(ctx); err != nil {
+	if _, err := worktree.BranchCommit(ctx, repoDir, target); err != nil {
 		return fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another", target, target)
 	}
 	return nil

@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // Bounds of what Diff and Logs return, so one call never floods a
@@ -48,26 +48,24 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 		return nil, err
 	}
 	out := &DiffResult{Branch: r.Branch, Base: r.Into, Files: []string{}, Uncommitted: []string{}}
-	stat, err := gitcli.New(e.repoDir(), "diff", "--stat=200", "--no-color", r.MergeBase, r.BranchSHA).String(ctx)
+	stat, err := worktree.Stat(ctx, e.repoDir(), r.MergeBase, r.BranchSHA, true)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
 	out.Stat = sanitize.Field(stat)
-	names, err := gitcli.New(e.repoDir(), "diff", "--name-only", "-z", r.MergeBase, r.BranchSHA).Output(ctx)
+	names, err := worktree.DiffNames(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
-	for _, f := range strings.Split(string(names), "\x00") {
-		if f != "" {
-			out.Files = append(out.Files, sanitize.Field(f))
-		}
+	for _, f := range names {
+		out.Files = append(out.Files, sanitize.Field(f))
 	}
 	if patch {
 		if maxBytes <= 0 {
 			maxBytes = DefaultDiffBytes
 		}
 		maxBytes = min(maxBytes, MaxDiffBytes)
-		p, err := gitcli.New(e.repoDir(), "diff", "--no-color", "--no-ext-diff", r.MergeBase, r.BranchSHA).Output(ctx)
+		p, err := worktree.Patch(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 		}
@@ -77,11 +75,9 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 		out.Patch = sanitize.Field(string(p))
 	}
 	if wt != "" {
-		if st, err := gitcli.New(wt, "status", "--porcelain", "-z", "--untracked-files=all").Output(ctx); err == nil {
-			for _, rec := range strings.Split(string(st), "\x00") {
-				if len(rec) > 3 && rec[2] == ' ' {
-					out.Uncommitted = append(out.Uncommitted, sanitize.Field(rec[3:]))
-				}
+		if files, err := worktree.Uncommitted(ctx, wt); err == nil {
+			for _, f := range files {
+				out.Uncommitted = append(out.Uncommitted, sanitize.Field(f))
 			}
 		}
 	}

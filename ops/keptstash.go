@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // keptStashRefs is where lazy records each stash of the user's changes
@@ -25,10 +22,6 @@ const keptStashRefs = "refs/lazy-kept/stash/"
 
 // stashSubjectPrefix starts the message of every stash an accept makes.
 const stashSubjectPrefix = "lazy accept "
-
-// errStashConflicts says a stash was not applied because it would
-// conflict with the checkout: nothing of it was written there.
-var errStashConflicts = errors.New("they conflict with what is in the checkout now, so lazy did not apply them")
 
 // OwedStash is a stash of the user's uncommitted changes that an accept
 // made and has not given back: lazy doctor and lazy status report it,
@@ -62,7 +55,7 @@ func keepStash(ctx context.Context, dir, id, sha string) error {
 	if !gitstore.ValidHex(sha) || !validRefPart(id) {
 		return fmt.Errorf("cannot record stash %q of task %q", sha, id)
 	}
-	return gitcli.New(dir, "update-ref", "-m", "lazy: stash kept", keptStashRefs+id+"/"+sha, sha, "").Run(ctx)
+	return worktree.CreateRef(ctx, dir, keptStashRefs+id+"/"+sha, sha, "lazy: stash kept")
 }
 
 // validRefPart is true of a task id usable as one ref path component.
@@ -83,54 +76,20 @@ func keptFor(ctx context.Context, dir, id, sha string) bool {
 	if !gitstore.ValidHex(sha) || !validRefPart(id) {
 		return false
 	}
-	return gitcli.New(dir, "rev-parse", "--verify", "--quiet", keptStashRefs+id+"/"+sha).Run(ctx) == nil
+	return worktree.RefExists(ctx, dir, keptStashRefs+id+"/"+sha)
 }
 
 // forgetStash removes the record of stash sha: its changes are back.
 func forgetStash(ctx context.Context, dir, sha string) {
-	refs, err := gitcli.New(dir, "for-each-ref", "--format=%(refname)", keptStashRefs).String(ctx)
+	refs, err := worktree.RefsUnder(ctx, dir, keptStashRefs)
 	if err != nil {
 		return
 	}
-	for _, ref := range strings.Split(refs, "\n") {
-		if ref != "" && strings.HasSuffix(ref, "/"+sha) {
-			_ = gitcli.New(dir, "update-ref", "-d", ref, sha).Run(ctx)
+	for _, ref := range refs {
+		if strings.HasSuffix(ref.Name, "/"+sha) {
+			_ = worktree.DeleteRef(ctx, dir, ref.Name, sha)
 		}
 	}
-}
-
-// stashApplies says whether stash sha can be given back in dir without a
-// conflict, without touching dir: its tracked changes merge cleanly onto
-// HEAD and none of its untracked files exists there.
-func stashApplies(ctx context.Context, dir, sha string) error {
-	if out, err := gitcli.New(dir, "status", "--porcelain", "--untracked-files=no").String(ctx); err != nil {
-		return err
-	} else if out != "" {
-		return errStashConflicts
-	}
-	if err := gitcli.New(dir, "merge-tree", "--write-tree", "--no-messages", "HEAD", sha).Run(ctx); err != nil {
-		var ge *gitcli.Error
-		if errors.As(err, &ge) && ge.ExitCode() == 1 {
-			return errStashConflicts
-		}
-		return err
-	}
-	untracked, err := gitcli.New(dir, "ls-tree", "-r", "-z", "--name-only", sha+"^3").Output(ctx)
-	if err != nil {
-		return nil // the stash holds no untracked files
-	}
-	for _, p := range strings.Split(strings.TrimSuffix(string(untracked), "\x00"), "\x00") {
-		if p == "" {
-			continue
-		}
-		if !filepath.IsLocal(p) {
-			return errStashConflicts
-		}
-		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
-			return errStashConflicts
-		}
-	}
-	return nil
 }
 
 // OwedStashes lists the stashes accepts made of the user's changes and
@@ -161,15 +120,13 @@ func (e *Env) OwedStashes(ctx context.Context, mend bool) ([]OwedStash, error) {
 
 // keptStashes maps each recorded stash to its ref under keptStashRefs.
 func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
-	refs, err := gitcli.New(e.repoDir(), "for-each-ref", "--format=%(refname) %(objectname)", keptStashRefs).String(ctx)
+	refs, err := worktree.RefsUnder(ctx, e.repoDir(), keptStashRefs)
 	if err != nil {
 		return nil, fmt.Errorf("list the stashes lazy keeps: %w", err)
 	}
 	byRef := map[string]string{}
-	for _, line := range strings.Split(refs, "\n") {
-		if ref, sha, ok := strings.Cut(line, " "); ok {
-			byRef[sha] = ref
-		}
+	for _, ref := range refs {
+		byRef[ref.SHA] = ref.Name
 	}
 	return byRef, nil
 }
@@ -177,12 +134,12 @@ func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
 // addUnrecordedStashes adds the accept stashes in the stash list that
 // have no record (byRef maps them to "" until one is written).
 func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string) {
-	list, err := gitcli.New(e.repoDir(), "stash", "list", "--format=%H %s").String(ctx)
+	list, err := worktree.Stashes(ctx, e.repoDir())
 	if err != nil {
 		return
 	}
-	for _, line := range strings.Split(list, "\n") {
-		sha, subject, _ := strings.Cut(line, " ")
+	for _, st := range list {
+		sha, subject := st.SHA, st.Subject
 		if _, ok := byRef[sha]; ok || !gitstore.ValidHex(sha) || !isAcceptStash(subject) {
 			continue
 		}
@@ -204,7 +161,7 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool) (OwedSt
 			defer unlock()
 		}
 	}
-	if o.Dir != "" && stashInWorktree(ctx, o.Dir, sha) && stashApplies(ctx, o.Dir, sha) != nil {
+	if o.Dir != "" && worktree.StashInWorktree(ctx, o.Dir, sha) && worktree.StashApplies(ctx, o.Dir, sha) != nil {
 		// Every byte of it is back in the checkout.
 		if mend {
 			dropStash(ctx, o.Dir, sha)
@@ -219,21 +176,18 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool) (OwedSt
 
 // refExists is true when ref names an object.
 func refExists(ctx context.Context, dir, ref string) bool {
-	return gitcli.New(dir, "rev-parse", "--verify", "--quiet", ref).Run(ctx) == nil
+	return worktree.RefExists(ctx, dir, ref)
 }
 
 // describeStash reads what a kept stash is from the stash commit itself.
 func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
 	o := OwedStash{SHA: sha, Ref: ref, TaskID: strings.TrimSuffix(strings.TrimPrefix(ref, keptStashRefs), "/"+sha)}
 	dir := e.repoDir()
-	if info, err := gitcli.New(dir, "log", "-1", "--format=%ct %s", sha).String(ctx); err == nil {
-		ts, subject, _ := strings.Cut(info, " ")
-		if n, err := strconv.ParseInt(ts, 10, 64); err == nil {
-			o.At = time.Unix(n, 0).UTC()
-		}
+	if at, subject, err := worktree.CommitInfo(ctx, dir, sha); err == nil {
+		o.At = at
 		// "On <branch>: lazy accept ...": the checkout of that branch.
 		if b, _, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": "); ok && strings.HasPrefix(subject, "On ") && ValidBranchName(b) == nil {
-			if d, err := checkedOutAt(ctx, dir, b); err == nil && d != "" {
+			if d, err := worktree.CheckedOutAt(ctx, dir, b); err == nil && d != "" {
 				o.Dir = d
 			}
 		}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // InGitDir reports whether a worktree path lies inside the repository's
@@ -81,12 +81,12 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 			}
 		}
 	}
-	if err := gitcli.New(e.repoDir(), "worktree", "move", from, to).Run(ctx); err != nil {
+	if err := worktree.Move(ctx, e.repoDir(), from, to); err != nil {
 		return "", fmt.Errorf("move the worktree of %s: %w", slug, err)
 	}
 	if project != "" {
 		if err := copyClaudeSession(project, claudeProjectDir(to), sid); err != nil {
-			_ = gitcli.New(e.repoDir(), "worktree", "move", to, from).Run(ctx)
+			_ = worktree.Move(ctx, e.repoDir(), to, from)
 			return "", fmt.Errorf("move the worktree of %s: its Claude Code conversation could not follow, so it stays where it was: %w", slug, err)
 		}
 	}

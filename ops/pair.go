@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/allowpath"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -59,7 +58,7 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 	if _, err := e.bind(sn); err != nil {
 		return nil, fmt.Errorf("pair %w", err)
 	}
-	head, err := gitcli.New(sn.Session.Worktree, "rev-parse", "HEAD").String(ctx)
+	head, err := worktree.Head(ctx, sn.Session.Worktree)
 	if err != nil {
 		return nil, fmt.Errorf("pair %s: read its worktree: %w", sn.Task.Slug, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
@@ -65,7 +64,7 @@ func (e *Env) review(ctx context.Context, sn *gitstore.Snapshot, lacks string) (
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	r = &Review{Slug: slug, Branch: branch, Worktree: wt}
-	if r.BranchSHA, err = gitcli.New(e.repoDir(), "rev-parse", "--verify", "--quiet", "refs/heads/"+branch+"^{commit}").String(ctx); err != nil || r.BranchSHA == "" {
+	if r.BranchSHA, err = worktree.BranchCommit(ctx, e.repoDir(), branch); err != nil || r.BranchSHA == "" {
 		if sn.Task.Status == machine.Complete {
 			return nil, "", fmt.Errorf("%s is complete and its branch %s is gone; its work is in the squash commit (git log --grep='Lazy-Task: %s')", slug, branch, sn.Task.ID)
 		}
@@ -77,7 +76,7 @@ func (e *Env) review(ctx context.Context, sn *gitstore.Snapshot, lacks string) (
 	if err := ValidBranchName(r.Into); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
-	if r.MergeBase, err = gitcli.New(e.repoDir(), "merge-base", "refs/heads/"+r.Into, r.BranchSHA).String(ctx); err != nil {
+	if r.MergeBase, err = worktree.MergeBase(ctx, e.repoDir(), r.Into, r.BranchSHA); err != nil {
 		return nil, "", fmt.Errorf("%s: the branch %s it merges into does not exist or shares no history with %s", slug, r.Into, branch)
 	}
 	return r, wt, nil
@@ -133,29 +132,21 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 		return nil, fmt.Errorf("accept %w", err)
 	}
 	p := &AcceptPreview{Review: *r, Commits: []string{}, Files: []string{}}
-	log, err := gitcli.New(e.repoDir(), "log", "--reverse", "--format=%h %s", r.MergeBase+".."+r.BranchSHA).String(ctx)
+	commits, err := worktree.CommitLog(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
-	if log != "" {
-		p.Commits = strings.Split(log, "\n")
-	}
-	files, err := gitcli.New(e.repoDir(), "diff", "--name-status", r.MergeBase, r.BranchSHA).String(ctx)
+	p.Commits = append(p.Commits, commits...)
+	files, err := worktree.NameStatus(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
-	if files != "" {
-		p.Files = strings.Split(files, "\n")
-	}
-	if p.Stat, err = gitcli.New(e.repoDir(), "diff", "--stat", r.MergeBase, r.BranchSHA).String(ctx); err != nil {
+	p.Files = append(p.Files, files...)
+	if p.Stat, err = worktree.Stat(ctx, e.repoDir(), r.MergeBase, r.BranchSHA, false); err != nil {
 		return nil, err
 	}
-	goal, _ := sn.Goal()
-	p.Message = sn.Task.Title
-	if g := strings.TrimSpace(goal); g != "" {
-		p.Message += "\n\n" + g
-	}
-	p.Message += "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + r.Branch
+	// The very message the accept writes.
+	p.Message = strings.TrimSuffix(squashMessage(sn, r.Branch), "\n")
 	switch {
 	case sn.Task.Status == machine.Conflict || sn.PendingViolations() > 0:
 		p.Blocker = fmt.Sprintf("%d file-permission violation(s) are pending; decide them with lazy unblock --approve-file PATH or --no-approve-files first", sn.PendingViolations())

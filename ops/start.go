@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
@@ -128,10 +127,8 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}
-	if gitcli.New(in.RepoDir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").Run(ctx) != nil {
-		if out, _ := gitcli.New(in.RepoDir, "for-each-ref", "--count=1", "refs/heads/").String(ctx); out == "" {
-			return nil, fmt.Errorf("start %s: this repository has no commits yet, so there is nothing to branch from; make a first commit (git commit --allow-empty -m init), then start again", sn.Task.Slug)
-		}
+	if worktree.NoCommits(ctx, in.RepoDir) {
+		return nil, fmt.Errorf("start %s: this repository has no commits yet, so there is nothing to branch from; make a first commit (git commit --allow-empty -m init), then start again", sn.Task.Slug)
 	}
 	preflight := agent.Turn{Exec: in.ExecCommand}
 	if _, err := adapter.Argv(preflight); err != nil {

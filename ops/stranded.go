@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // Accepts is this machine's record of the local accepts it began and
@@ -104,12 +104,11 @@ func MergeLanded(ctx context.Context, repoDir string, sn *gitstore.Snapshot) (bo
 	if err := ValidBranchName(rec.Into); err != nil || !gitstore.ValidHex(rec.IntoSHA) {
 		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
 	}
-	out, err := gitcli.New(repoDir, "log", "--format=%H", "--fixed-strings", "--grep="+AcceptTrailer(sn.Task.ID),
-		rec.IntoSHA+"..refs/heads/"+rec.Into).String(ctx)
+	landed, err := worktree.HasCommitWith(ctx, repoDir, AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)
 	if err != nil {
 		return false, fmt.Errorf("look for the merge of %s on %s: %w", sn.Task.Slug, rec.Into, err)
 	}
-	return out != "", nil
+	return landed, nil
 }
 
 // AcceptTrailer is the trailer line lazy accept puts in a squash commit

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
@@ -104,13 +103,13 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 // remote, else a new branch from the task's base. A path that exists is
 // reused only when it is already the worktree of that branch.
 func (e *Env) takeOverWorktree(ctx context.Context, sn *gitstore.Snapshot, repoDir, dir, branch string) (sha, how string, err error) {
-	if at, err := checkedOutAt(ctx, repoDir, branch); err != nil {
+	if at, err := worktree.CheckedOutAt(ctx, repoDir, branch); err != nil {
 		return "", "", err
 	} else if at != "" {
 		if filepath.Clean(at) != dir {
 			return "", "", fmt.Errorf("its branch %s is checked out at %s; remove that worktree or check out another branch there first", branch, at)
 		}
-		sha, err := gitcli.New(dir, "rev-parse", "HEAD").String(ctx)
+		sha, err := worktree.Head(ctx, dir)
 		return sha, "reused the worktree of " + branch, err
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -118,14 +117,15 @@ func (e *Env) takeOverWorktree(ctx context.Context, sn *gitstore.Snapshot, repoD
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", "", err
 	}
-	local := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Run(ctx) == nil
+	_, tipErr := worktree.BranchTip(ctx, repoDir, branch)
+	local := tipErr == nil
 	if !local {
 		remote, err := remoteBranch(ctx, repoDir, branch)
 		if err != nil {
 			return "", "", err
 		}
 		if remote != "" {
-			if err := gitcli.New(repoDir, "branch", "--quiet", "--no-track", branch, remote).Run(ctx); err != nil {
+			if err := worktree.CreateBranch(ctx, repoDir, branch, remote); err != nil {
 				return "", "", fmt.Errorf("create %s from %s: %w", branch, remote, err)
 			}
 			how = "branch from " + strings.TrimPrefix(remote, "refs/remotes/")
@@ -147,12 +147,13 @@ func (e *Env) takeOverWorktree(ctx context.Context, sn *gitstore.Snapshot, repoD
 // remoteBranch finds branch among the remote-tracking branches; more than
 // one copy is ambiguous and refused.
 func remoteBranch(ctx context.Context, repoDir, branch string) (string, error) {
-	out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname)", "refs/remotes/").String(ctx)
+	refs, err := worktree.RefsUnder(ctx, repoDir, "refs/remotes/")
 	if err != nil {
 		return "", err
 	}
 	var found []string
-	for _, ref := range strings.Fields(out) {
+	for _, r := range refs {
+		ref := r.Name
 		rest := strings.TrimPrefix(ref, "refs/remotes/")
 		if _, b, ok := strings.Cut(rest, "/"); ok && b == branch {
 			found = append(found, ref)

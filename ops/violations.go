@@ -3,16 +3,15 @@ package ops
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // Decisions settle a task's pending file-permission violations: each
@@ -99,34 +98,20 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 			commit = append(commit, r.path)
 		}
 	}
-	if len(commit) > 0 && gitcli.New(dir, "diff", "--cached", "--quiet", "HEAD").Paths(commit...).Run(ctx) != nil {
-		msg := "lazy: revert files outside the allowed paths\n\nNot approved: " + strings.Join(commit, ", ")
-		if err := gitcli.New(dir, "-c", "user.name=lazy", "-c", "user.email=lazy@localhost", "commit", "-q", "--no-verify", "-m", msg).Paths(commit...).Run(ctx); err != nil {
-			return nil, fmt.Errorf("the files are reverted, but committing the revert failed: %w", err)
-		}
+	msg := "lazy: revert files outside the allowed paths\n\nNot approved: " + strings.Join(commit, ", ")
+	if err := worktree.CommitAsLazy(ctx, dir, msg, commit); err != nil {
+		return nil, fmt.Errorf("the files are reverted, but committing the revert failed: %w", err)
 	}
 	return sn, nil
 }
 
-// revertFile restores path in the worktree dir to its content at base, or
-// removes it when it did not exist there. It reports whether the index
-// now holds a change to commit (a file that was never committed and is
-// now gone leaves none).
+// revertFile restores path in the worktree dir to its content at base
+// (see worktree.RevertFile); base must be a recorded commit.
 func revertFile(ctx context.Context, dir, path, base string) (bool, error) {
 	if !gitstore.ValidHex(base) {
 		return false, fmt.Errorf("no pre-turn commit is recorded for %s", path)
 	}
-	if gitcli.New(dir, "cat-file", "-e", base+":"+path).Run(ctx) == nil {
-		return true, gitcli.New(dir, "checkout", base).Paths(path).Run(ctx)
-	}
-	tracked := gitcli.New(dir, "cat-file", "-e", "HEAD:"+path).Run(ctx) == nil
-	if err := gitcli.New(dir, "rm", "-q", "-f", "--cached", "--ignore-unmatch").Paths(path).Run(ctx); err != nil {
-		return false, err
-	}
-	if err := os.Remove(filepath.Join(dir, path)); err != nil && !os.IsNotExist(err) {
-		return false, err
-	}
-	return tracked, nil
+	return worktree.RevertFile(ctx, dir, path, base)
 }
 
 func listOrNone(l []string) string {

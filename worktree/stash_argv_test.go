@@ -1,4 +1,4 @@
-package ops
+package worktree
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestStashInWorktreeOnlyWhenNothingWouldBeLost(t *testing.T) {
 		if err := os.Remove(filepath.Join(dir, "gone.txt")); err != nil {
 			t.Fatal(err)
 		}
-		sha, err := stashPush(ctx, dir, "test")
+		sha, err := StashPush(ctx, dir, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,9 +65,9 @@ func TestStashInWorktreeOnlyWhenNothingWouldBeLost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, sha := setup(t)
 			tc.after(dir)
-			if got := stashInWorktree(ctx, dir, sha); got != tc.want {
+			if got := StashInWorktree(ctx, dir, sha); got != tc.want {
 				st, _ := testrepo.GitErr(dir, "status", "--porcelain")
-				t.Fatalf("stashInWorktree = %v, want %v; status:\n%s", got, tc.want, strings.TrimSpace(st))
+				t.Fatalf("StashInWorktree = %v, want %v; status:\n%s", got, tc.want, strings.TrimSpace(st))
 			}
 		})
 	}

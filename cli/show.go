@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/sanitize"
+)
+
+// showView is what lazy show prints, fetched once: the detail that
+// --json prints as it is, and the few things only the text adds. The
+// render reads it and fetches nothing.
+type showView struct {
+	sn     *gitstore.Snapshot
+	detail *gitstore.Detail
+	// parent names the parent task as "slug (id)", or by id alone if it
+	// cannot be loaded; "" for a root task.
+	parent string
+	// pr is the pull request in brief, "" when there is none.
+	pr string
+	// foreign says the record claims this host runs the session, but
+	// this machine never started it.
+	foreign bool
+	next    []string
+}
+
+// Run implements lazy show.
+func (c *ShowCmd) Run(a *app, ctx context.Context) error {
+	v, err := c.fetch(a, ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(v.detail)
+	}
+	return v.render(a.stdout, a.style())
+}
+
+// fetch reads the task, after the reconciler has had its say, into the
+// view; the text view's extras are fetched only when text is printed.
+func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
+	sn, err := a.openTask(c.Task)
+	if err != nil {
+		return nil, err
+	}
+	id := sn.Task.ID
+	if a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
+		if sn, err = a.store.Load(id); err != nil {
+			return nil, err
+		}
+	}
+	d, err := a.store.Detail(sn, 0)
+	if err != nil {
+		return nil, err
+	}
+	d.Live = a.marks().Substate(&d.Summary)
+	d.Permissions = a.permissions(ctx, sn)
+	if !c.Full {
+		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
+	}
+	v := &showView{sn: sn, detail: d}
+	if c.JSON {
+		return v, nil
+	}
+	t := &sn.Task
+	v.pr = prBrief(&d.Summary)
+	if t.Parent != "" {
+		v.parent = t.Parent
+		if p, err := a.store.Load(t.Parent); err == nil {
+			v.parent = p.Task.Slug + " (" + shortID(t.Parent) + ")"
+		}
+	}
+	if sn.Session != nil {
+		if env, err := a.env(); err == nil {
+			v.foreign = env.Foreign(sn)
+		}
+	}
+	v.next = nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0)
+	return v, nil
+}
+
+// render prints the view as text, section by section.
+func (v *showView) render(w io.Writer, st style) error {
+	v.renderHeader(w, st)
+	v.renderSession(w)
+	v.renderPermissions(w)
+	v.renderRefusals(w)
+	v.renderTurns(w)
+	v.renderNotes(w)
+	if err := v.renderHistory(w); err != nil {
+		return err
+	}
+	if len(v.next) > 0 {
+		fmt.Fprintf(w, "\nNext\n")
+		for _, s := range v.next {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	return nil
+}
+
+// renderHeader prints the task's fields and its goal.
+func (v *showView) renderHeader(w io.Writer, st style) {
+	t, d := &v.sn.Task, v.detail
+	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
+	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
+	fmt.Fprint(w, "  Status:   ")
+	st.print(w, statusSGR[t.Status], string(t.Status))
+	if d.Live != "" {
+		fmt.Fprintf(w, " (%s)", d.Live)
+	}
+	fmt.Fprintln(w)
+	if t.Outcome != "" {
+		fmt.Fprintf(w, "  Outcome:  %s\n", t.Outcome)
+	}
+	if t.Reason != "" {
+		fmt.Fprintf(w, "  Reason:   %s\n", oneLine(t.Reason, 100))
+	}
+	if v.pr != "" {
+		fmt.Fprintf(w, "  PR:       %s %s\n", v.pr, sanitize.Field(d.PR.URL))
+	}
+	if v.parent != "" {
+		fmt.Fprintf(w, "  Parent:   %s\n", v.parent)
+	}
+	if t.TargetBranch != "" {
+		fmt.Fprintf(w, "  Target:   %s\n", t.TargetBranch)
+	}
+	if len(t.AllowedPaths) > 0 {
+		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
+	}
+	fmt.Fprintf(w, "  Created:  %s by %s\n", absTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
+	for _, why := range d.Truncated {
+		fmt.Fprintf(w, "  Cut:      %s\n", why)
+	}
+	if t.Usage != nil {
+		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
+	}
+	if d.Goal != "" {
+		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(d.Goal, "  "))
+	}
+}
+
+// renderSession prints the current session, if any.
+func (v *showView) renderSession(w io.Writer) {
+	s, t := v.sn.Session, &v.sn.Task
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
+	fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
+	if label, reason := parkReason(t.Status, s.InterruptReason, v.detail.TurnList); reason != "" {
+		fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)
+	}
+	if v.foreign {
+		fmt.Fprintf(w, "  Warning:  the record says this host runs this session, but this machine never started it; lazy will not run, stop or delete anything for it (lazy start --take-over %s adopts it)\n", t.Slug)
+	}
+}
+
+// renderPermissions prints what the agent may do here and the pending
+// file-permission violations.
+func (v *showView) renderPermissions(w io.Writer) {
+	if perms := v.detail.Permissions; perms != nil {
+		fmt.Fprintf(w, "\nPermissions (%s, %s", perms.Agent, perms.Work.Posture)
+		if perms.Note != "" {
+			fmt.Fprintf(w, ": %s", perms.Note)
+		}
+		fmt.Fprintf(w, ")\n  Work:     %s\n  Ask:      %s\n  Leftovers: %s\n", sanitize.Field(perms.Work.String()), sanitize.Field(perms.Ask.String()), perms.Uncommitted)
+	}
+	if pending := v.sn.Violations.Pending; len(pending) > 0 {
+		fmt.Fprintf(w, "\nPending file-permission violations:\n")
+		for _, p := range pending {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+}
+
+// renderRefusals prints the operations refused when histories merged.
+func (v *showView) renderRefusals(w io.Writer) {
+	refused := v.sn.Task.MergeRefused
+	if len(refused) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nRefused when two machines' histories were merged (the commits stay in history):\n")
+	for _, r := range refused {
+		fmt.Fprintf(w, "  %s by %s on %s (%s -> %s), commit %s: %s\n", r.Op, actorOrHuman(r.Actor), r.Host, r.From, r.To, shortSHA(r.Commit), r.Reason)
+	}
+}
+
+// renderTurns prints every turn with what it committed and changed.
+func (v *showView) renderTurns(w io.Writer) {
+	turns := v.detail.TurnList
+	fmt.Fprintf(w, "\nTurns (%d)\n", len(turns))
+	for _, tn := range turns {
+		who := tn.Role
+		if tn.Role == gitstore.RoleHuman {
+			who = string(actorOrHuman(tn.Actor))
+		}
+		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, absTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
+		if tn.Role == gitstore.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
+			v.renderTurnWork(w, tn)
+		}
+	}
+}
+
+// renderTurnWork prints a turn's commits, exit and changed files.
+func (v *showView) renderTurnWork(w io.Writer, tn gitstore.Turn) {
+	fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
+	if tn.ExitCode != nil && *tn.ExitCode != 0 {
+		fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
+	}
+	if tn.Usage != nil {
+		fmt.Fprintf(w, ", %s", tn.Usage.String())
+	}
+	fmt.Fprintln(w)
+	for i, f := range tn.ChangedFiles {
+		if i == maxFilesShown && len(tn.ChangedFiles) > maxFilesShown+1 {
+			fmt.Fprintf(w, "         … and %d more (lazy diff %s --name-only)\n", len(tn.ChangedFiles)-i, v.sn.Task.Slug)
+			break
+		}
+		fmt.Fprintf(w, "         %s\n", sanitize.Field(f))
+	}
+}
+
+// renderNotes prints the comments and the journal.
+func (v *showView) renderNotes(w io.Writer) {
+	if comments := v.detail.CommentList; len(comments) > 0 {
+		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
+		for _, cm := range comments {
+			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, absTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
+		}
+	}
+	if journal := v.detail.Journal; len(journal) > 0 {
+		fmt.Fprintf(w, "\nJournal (%d)\n", len(journal))
+		for _, j := range journal {
+			fmt.Fprintf(w, "  %s %s, turn %d\n%s\n", j.At.Format(time.DateTime), actorOrHuman(j.Actor), j.Journal.Turn, indentText(j.Text, "      "))
+			for _, x := range j.Journal.Decisions {
+				fmt.Fprintf(w, "      decided: %s\n", oneLine(x, 200))
+			}
+			for _, x := range j.Journal.Deferrals {
+				fmt.Fprintf(w, "      deferred: %s\n", oneLine(x, 200))
+			}
+		}
+	}
+}
+
+// renderHistory prints the status history as a table.
+func (v *showView) renderHistory(w io.Writer) error {
+	fmt.Fprintf(w, "\nHistory\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, h := range v.detail.History {
+		from := string(h.From)
+		if from == "" {
+			from = "-"
+		}
+		move := from + " -> " + string(h.To)
+		if h.From == h.To {
+			move = string(h.To)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", absTime(h.At), h.Op, actorOrHuman(h.Actor), move, h.Host)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// TestShowRendersOnlyWhatWasFetched checks the split of lazy show: the
+// text comes from the view alone (the live substate the JSON carries,
+// the parent, PR and next steps fetch put there), so the two outputs
+// cannot disagree.
+func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sn := &gitstore.Snapshot{Task: gitstore.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task",
+		Status: machine.Blocked, CreatedAt: at, Parent: "fedcba9876543210"}}
+	sn.Session = &gitstore.Session{ID: "aaaabbbbccccdddd", Number: 2, Host: "here", Agent: "claude", Branch: "lazy/the-task"}
+	d := &gitstore.Detail{Summary: gitstore.NewSummary(&sn.Task), Live: "waiting on the user", Goal: "do it",
+		History: []gitstore.Change{{At: at, Op: "create", To: machine.Backlog, Host: "here"}}}
+	v := &showView{sn: sn, detail: d, parent: "the-parent (fedcba98)", foreign: true, next: []string{"lazy accept the-task"}}
+	var out bytes.Buffer
+	if err := v.render(&out, style{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"the-task  (0123456789abcdef)\n",
+		"  Status:   blocked (waiting on the user)\n",
+		"  Parent:   the-parent (fedcba98)\n",
+		"\nGoal:\n  do it\n",
+		"\nSession 2 (",
+		"  Warning:  the record says this host runs this session",
+		"\nTurns (0)\n",
+		"\nHistory\n",
+		"\nNext\n  lazy accept the-task\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "PR:") {
+		t.Errorf("a PR line without a pull request:\n%s", text)
+	}
+	v.detail.Live, v.foreign, v.next = "", false, nil
+	out.Reset()
+	if err := v.render(&out, style{}); err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); !strings.Contains(text, "  Status:   blocked\n") || strings.Contains(text, "Warning:") || strings.Contains(text, "\nNext\n") {
+		t.Errorf("without a substate, foreign session or next step:\n%s", text)
+	}
+}

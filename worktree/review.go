@@ -1,0 +1,130 @@
+package worktree
+
+import (
+	"context"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitcli"
+)
+
+// The read-only commands of lazy diff and lazy accept --dry-run: what a
+// task branch holds relative to the branch it merges into. Each argv is
+// pinned by the argv tests.
+
+func mergeBaseCmd(repoDir, into, sha string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "merge-base", "refs/heads/"+into, sha)
+}
+
+// MergeBase is the best common ancestor of branch into and commit sha.
+func MergeBase(ctx context.Context, repoDir, into, sha string) (string, error) {
+	if !plain(sha) {
+		return "", errOption("commit", sha)
+	}
+	return mergeBaseCmd(repoDir, into, sha).String(ctx)
+}
+
+func commitLogCmd(repoDir, from, to string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "log", "--reverse", "--format=%h %s", from+".."+to)
+}
+
+// CommitLog lists the commits after from up to to, oldest first, as
+// "short-sha subject".
+func CommitLog(ctx context.Context, repoDir, from, to string) ([]string, error) {
+	if !plain(from) {
+		return nil, errOption("commit", from)
+	}
+	out, err := commitLogCmd(repoDir, from, to).String(ctx)
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Split(out, "\n"), nil
+}
+
+func nameStatusCmd(repoDir, from, to string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "diff", "--name-status", from, to)
+}
+
+// NameStatus lists the files that differ between from and to, one
+// "status<TAB>path" line each.
+func NameStatus(ctx context.Context, repoDir, from, to string) ([]string, error) {
+	if !plain(from) || !plain(to) {
+		return nil, errOption("commit", from+" "+to)
+	}
+	out, err := nameStatusCmd(repoDir, from, to).String(ctx)
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Split(out, "\n"), nil
+}
+
+func statCmd(repoDir, from, to string, wide bool) *gitcli.Cmd {
+	if wide {
+		return gitcli.New(repoDir, "diff", "--stat=200", "--no-color", from, to)
+	}
+	return gitcli.New(repoDir, "diff", "--stat", from, to)
+}
+
+// Stat is git's diffstat from from to to; wide lets long names through
+// (lazy diff), else git's default width (the accept preview).
+func Stat(ctx context.Context, repoDir, from, to string, wide bool) (string, error) {
+	if !plain(from) || !plain(to) {
+		return "", errOption("commit", from+" "+to)
+	}
+	return statCmd(repoDir, from, to, wide).String(ctx)
+}
+
+func diffNamesCmd(repoDir, from, to string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "diff", "--name-only", "-z", from, to)
+}
+
+// DiffNames lists the files that differ between from and to; any name
+// survives (NUL-separated output).
+func DiffNames(ctx context.Context, repoDir, from, to string) ([]string, error) {
+	if !plain(from) || !plain(to) {
+		return nil, errOption("commit", from+" "+to)
+	}
+	out, err := diffNamesCmd(repoDir, from, to).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			names = append(names, f)
+		}
+	}
+	return names, nil
+}
+
+func patchCmd(repoDir, from, to string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "diff", "--no-color", "--no-ext-diff", from, to)
+}
+
+// Patch is the diff from from to to, without colour or external diff
+// drivers (the repository's config must not run programs here).
+func Patch(ctx context.Context, repoDir, from, to string) ([]byte, error) {
+	if !plain(from) || !plain(to) {
+		return nil, errOption("commit", from+" "+to)
+	}
+	return patchCmd(repoDir, from, to).Output(ctx)
+}
+
+func porcelainCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "status", "--porcelain", "-z", "--untracked-files=all")
+}
+
+// Uncommitted lists the files with uncommitted changes at dir (each
+// untracked file on its own).
+func Uncommitted(ctx context.Context, dir string) ([]string, error) {
+	out, err := porcelainCmd(dir).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if len(rec) > 3 && rec[2] == ' ' {
+			files = append(files, rec[3:])
+		}
+	}
+	return files, nil
+}

@@ -1,0 +1,62 @@
+package worktree
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/testrepo"
+)
+
+// TestReviewCommandsArgv pins the argv of lazy diff and accept --dry-run.
+func TestReviewCommandsArgv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cmd  *gitcli.Cmd
+		want []string
+	}{
+		{"merge base", mergeBaseCmd("r", "main", "abc"), []string{"merge-base", "refs/heads/main", "abc"}},
+		{"commit log", commitLogCmd("r", "a", "b"), []string{"log", "--reverse", "--format=%h %s", "a..b"}},
+		{"name status", nameStatusCmd("r", "a", "b"), []string{"diff", "--name-status", "a", "b"}},
+		{"stat", statCmd("r", "a", "b", false), []string{"diff", "--stat", "a", "b"}},
+		{"wide stat", statCmd("r", "a", "b", true), []string{"diff", "--stat=200", "--no-color", "a", "b"}},
+		{"names", diffNamesCmd("r", "a", "b"), []string{"diff", "--name-only", "-z", "a", "b"}},
+		{"patch", patchCmd("r", "a", "b"), []string{"diff", "--no-color", "--no-ext-diff", "a", "b"}},
+		{"porcelain", porcelainCmd("d"), []string{"status", "--porcelain", "-z", "--untracked-files=all"}},
+	} {
+		got, err := tc.cmd.Argv()
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: argv %q (%v), want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestReviewCommandsOnARealRepository checks the parsing: names with
+// spaces and newlines survive, untracked files are listed one by one.
+func TestReviewCommandsOnARealRepository(t *testing.T) {
+	ctx := context.Background()
+	dir := testrepo.New(t)
+	base := testrepo.Git(t, dir, "rev-parse", "HEAD")
+	argvWrite(t, dir, "a b\nc.txt", "x\n")
+	testrepo.Git(t, dir, "add", ".")
+	testrepo.Git(t, dir, "commit", "-q", "-m", "odd name")
+	head := testrepo.Git(t, dir, "rev-parse", "HEAD")
+	if names, err := DiffNames(ctx, dir, base, head); err != nil || !reflect.DeepEqual(names, []string{"a b\nc.txt"}) {
+		t.Fatalf("names %q %v", names, err)
+	}
+	if log, err := CommitLog(ctx, dir, base, head); err != nil || len(log) != 1 {
+		t.Fatalf("log %q %v", log, err)
+	}
+	if mb, err := MergeBase(ctx, dir, "main", head); err != nil || mb != head {
+		t.Fatalf("merge base %q %v", mb, err)
+	}
+	argvWrite(t, dir, "README.md", "changed\n")
+	argvWrite(t, dir, "new.txt", "new\n")
+	if files, err := Uncommitted(ctx, dir); err != nil || !reflect.DeepEqual(files, []string{"README.md", "new.txt"}) {
+		t.Fatalf("uncommitted %q %v", files, err)
+	}
+	if _, err := Patch(ctx, dir, "--output=/tmp/x", head); err == nil {
+		t.Fatal("an option-like commit reached git")
+	}
+}
