@@ -26,6 +26,9 @@ type Repo struct {
 	GitDir string
 	// CommonDir holds refs and objects shared by every worktree.
 	CommonDir string
+	// ObjectFormat is how the repository names objects: FormatSHA1 or
+	// FormatSHA256.
+	ObjectFormat string
 
 	// packed caches the map of packed-refs (see packedRefs); copies of
 	// the Repo share it.
@@ -117,19 +120,17 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 	return r, nil
 }
 
-// checkFormat refuses repositories whose object format lazy cannot write.
+// checkFormat records the repository's object format, refusing one lazy
+// cannot read.
 func (r *Repo) checkFormat() error {
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
+	format, err := detectFormat(r.CommonDir)
 	if err != nil {
-		return nil //nolint:nilerr // a missing config means defaults: sha1, files backend
+		return err
 	}
-	cfg := strings.ToLower(string(b))
-	if strings.Contains(cfg, "objectformat") && strings.Contains(cfg, "sha256") {
-		return errors.New("this repository uses SHA-256 object names; lazy supports SHA-1 repositories only")
+	if format != FormatSHA1 {
+		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; lazy supports SHA-1 repositories with the files ref backend", r.CommonDir)
 	}
-	if strings.Contains(cfg, "refstorage") && strings.Contains(cfg, "reftable") {
-		return errors.New("this repository stores refs in reftable; lazy supports the files ref backend only")
-	}
+	r.ObjectFormat = format
 	return nil
 }
 

@@ -1,0 +1,125 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Object formats a repository can name its objects in.
+const (
+	FormatSHA1   = "sha1"
+	FormatSHA256 = "sha256"
+)
+
+// supported is the one sentence every refusal ends with: what lazy reads
+// and what the user can do instead.
+const supported = "lazy supports SHA-1 and SHA-256 repositories with the files ref backend; " +
+	"use a clone made with `git clone --ref-format=files` or a git that can read this repository"
+
+// formatTimeout bounds the git process that judges a repository's format.
+const formatTimeout = 10 * time.Second
+
+// detectFormat returns the repository's object format. A config with no
+// extensions and version 0 is what git itself reads as SHA-1 with the files
+// ref backend, so that case costs no process; anything else is git's call,
+// so lazy never disagrees with git about a repository it does not know.
+func detectFormat(commonDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(commonDir, "config"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return FormatSHA1, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", filepath.Join(commonDir, "config"), err)
+	}
+	if entries, err := parseConfig(b); err == nil && plainFormat(entries) {
+		return FormatSHA1, nil
+	}
+	return askFormat(commonDir)
+}
+
+// plainFormat reports whether config entries leave the repository at
+// format version 0 with no extension: git's defaults.
+func plainFormat(entries []configEntry) bool {
+	for _, e := range entries {
+		if strings.HasPrefix(e.key, "extensions.") {
+			return false
+		}
+		if e.key == "core.repositoryformatversion" && strings.TrimSpace(e.value) != "0" {
+			return false
+		}
+	}
+	return true
+}
+
+// askFormat asks git for the object format and ref storage of the
+// repository at commonDir.
+func askFormat(commonDir string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), formatTimeout)
+	defer cancel()
+	out, err := formatGit(ctx, commonDir, "rev-parse", "--show-object-format")
+	if err != nil {
+		return "", fmt.Errorf("git cannot read the repository at %s (%w); %s", commonDir, err, supported)
+	}
+	format := strings.TrimSpace(out)
+	if format != FormatSHA1 && format != FormatSHA256 {
+		return "", fmt.Errorf("the repository at %s names its objects with %q; %s", commonDir, format, supported)
+	}
+	// A git that knows reftable reads such a repository without
+	// complaint, so ask what it stores refs in; exit 1 means unset.
+	refs, err := formatGit(ctx, commonDir, "config", "--get", "extensions.refstorage")
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+	case err != nil:
+		return "", fmt.Errorf("git cannot read the config of the repository at %s (%w); %s", commonDir, err, supported)
+	case !strings.EqualFold(strings.TrimSpace(refs), "files"):
+		return "", fmt.Errorf("the repository at %s stores refs in %q; %s", commonDir, strings.TrimSpace(refs), supported)
+	}
+	return format, nil
+}
+
+// formatGit runs git on the repository at gitDir, outside any work tree
+// and ignoring the caller's GIT_* variables, and returns its output or
+// its complaint on one line.
+func formatGit(ctx context.Context, gitDir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + gitDir}, args...)...)
+	cmd.Dir = gitDir
+	cmd.Env = append(cleanGitEnv(os.Environ()), "GIT_DIR="+gitDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.Join(strings.Fields(stderr.String()), " ")
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		if msg == "" {
+			return "", err
+		}
+		return "", fmt.Errorf("%s: %w", strings.TrimPrefix(msg, "fatal: "), err)
+	}
+	return string(out), nil
+}
+
+// cleanGitEnv drops the variables that would point git at another
+// repository than the one asked about.
+func cleanGitEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
