@@ -32,7 +32,7 @@ var (
 	ErrMissing = errors.New("object missing from the repository")
 	// ErrOversize: the object is larger than the caller's limit; its
 	// content was not read.
-	ErrOversize = errors.New("object is larger than lazy reads")
+	ErrOversize = errors.New("over lazy's size limit")
 	// ErrWrongType: the object is not of the type asked for.
 	ErrWrongType = errors.New("object is not of the expected type")
 	// ErrStale: a compare-and-swap found the ref changed underneath.
@@ -70,7 +70,7 @@ func CheckType(id OID, want, got Type, size, limit int64) error {
 		return fmt.Errorf("object %s is a %s, not a %s: %w", id, got, want, ErrWrongType)
 	}
 	if size > limit {
-		return fmt.Errorf("%s %s is %d bytes, over lazy's limit of %d: %w", got, id, size, limit, ErrOversize)
+		return fmt.Errorf("%s %s is %d bytes, %w of %d bytes; it was not read", got, id, size, ErrOversize, limit)
 	}
 	return nil
 }
