@@ -21,8 +21,8 @@ const (
 
 // supported is the one sentence every refusal ends with: what lazy reads
 // and what the user can do instead.
-const supported = "lazy supports SHA-1 and SHA-256 repositories with the files ref backend; " +
-	"use a clone made with `git clone --ref-format=files` or a git that can read this repository"
+const supported = "lazy supports SHA-1 repositories with git's default files ref backend; " +
+	"run lazy in a repository made by a plain git init or git clone"
 
 // formatTimeout bounds the git process that judges a repository's format.
 const formatTimeout = 10 * time.Second

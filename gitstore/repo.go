@@ -128,7 +128,7 @@ func (r *Repo) checkFormat() error {
 		return err
 	}
 	if format != FormatSHA1 {
-		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; lazy supports SHA-1 repositories with the files ref backend", r.CommonDir)
+		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; %s", r.CommonDir, supported)
 	}
 	r.ObjectFormat = format
 	return nil
