@@ -252,7 +252,7 @@ func (g *Git) Write(typ Type, content []byte) (OID, error) {
 
 // ReadRef returns what a ref names, through git rev-parse.
 func (g *Git) ReadRef(name string) (OID, bool, error) {
-	if err := validRefName(name); err != nil {
+	if err := ValidRefName(name); err != nil {
 		return OID{}, false, err
 	}
 	out, err := g.run(nil, "for-each-ref", "--format=%(objectname) %(refname)", "--", name)
@@ -271,8 +271,8 @@ func (g *Git) ReadRef(name string) (OID, bool, error) {
 
 // ListRefs returns every ref under prefix, through git for-each-ref.
 func (g *Git) ListRefs(prefix string) (map[string]OID, error) {
-	if !strings.HasPrefix(prefix, "refs/") {
-		return nil, fmt.Errorf("ref prefix %q does not start with refs/", truncate(prefix, 80))
+	if err := ValidRefPrefix(prefix); err != nil {
+		return nil, err
 	}
 	out, err := g.run(nil, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
@@ -295,7 +295,7 @@ func (g *Git) ListRefs(prefix string) (map[string]OID, error) {
 
 // CompareAndSwap updates a ref with git update-ref and its old value.
 func (g *Git) CompareAndSwap(name string, old, new OID) error {
-	if err := validRefName(name); err != nil {
+	if err := ValidRefName(name); err != nil {
 		return err
 	}
 	if new.Format() != g.format {
@@ -311,15 +311,6 @@ func (g *Git) CompareAndSwap(name string, old, new OID) error {
 			return fmt.Errorf("update %s: %w", name, ErrStale)
 		}
 		return err
-	}
-	return nil
-}
-
-// validRefName keeps argv to names git check-ref-format would accept
-// under refs/.
-func validRefName(name string) error {
-	if !strings.HasPrefix(name, "refs/") || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t\n\x00~^:?*[\\") || strings.Contains(name, "..") {
-		return fmt.Errorf("%q is not a ref name lazy uses", truncate(name, 80))
 	}
 	return nil
 }

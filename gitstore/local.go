@@ -88,11 +88,17 @@ func (l *local) Write(typ gitrepo.Type, content []byte) (gitrepo.OID, error) {
 }
 
 func (l *local) ReadRef(name string) (gitrepo.OID, bool, error) {
+	if err := gitrepo.ValidRefName(name); err != nil {
+		return gitrepo.OID{}, false, err
+	}
 	h, ok, err := l.repo.ReadRef(name)
 	return oidOf(h), ok, err
 }
 
 func (l *local) ListRefs(prefix string) (map[string]gitrepo.OID, error) {
+	if err := gitrepo.ValidRefPrefix(prefix); err != nil {
+		return nil, err
+	}
 	refs, err := l.repo.ListRefs(prefix)
 	if err != nil {
 		return nil, err
@@ -105,6 +111,9 @@ func (l *local) ListRefs(prefix string) (map[string]gitrepo.OID, error) {
 }
 
 func (l *local) CompareAndSwap(name string, old, new gitrepo.OID) error {
+	if err := gitrepo.ValidRefName(name); err != nil {
+		return err
+	}
 	var oldH plumbing.Hash
 	if !old.IsZero() {
 		h, err := hashOf(old)

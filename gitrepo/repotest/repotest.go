@@ -43,6 +43,7 @@ func Run(t *testing.T, format string, open Open) {
 	t.Run("refs", func(t *testing.T) { testRefs(t, fresh, open) })
 	t.Run("compare-and-swap", func(t *testing.T) { testCAS(t, fresh, open) })
 	t.Run("hostile", func(t *testing.T) { testHostile(t, fresh, open) })
+	t.Run("hostile ref names", func(t *testing.T) { testRefNames(t, fresh, open) })
 }
 
 // Copy is a copy of the fixture in a new temporary directory.
@@ -497,5 +498,35 @@ func copyDir(t testing.TB, from, to string) {
 	t.Helper()
 	if out, err := exec.Command("cp", "-a", from+"/.", to).CombinedOutput(); err != nil {
 		t.Fatalf("copy %s: %v\n%s", from, err, out)
+	}
+}
+
+// testRefNames: names that would be options to git or paths outside the
+// refs are refused, and nothing is written for them.
+func testRefNames(t *testing.T, fresh func(testing.TB) *Fixture, open Open) {
+	fx := fresh(t)
+	r := open(t, fx.GitDir)
+	t.Cleanup(func() { _ = r.Close() })
+	// a file outside refs that a traversal would read
+	if err := os.WriteFile(filepath.Join(fx.GitDir, "outside"), []byte(fx.IDs[0].String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := mustParse(t, Git(t, fx.GitDir, nil, "rev-parse", "refs/heads/main"))
+	for _, name := range []string{"refs/../outside", "refs/heads/../../outside", "--output=x", "HEAD", "refs/a b",
+		"refs/heads/x\x00y", "refs/heads/x.lock", "refs/heads/", "refs/heads/.hidden", "refs/heads/a\nb", "outside"} {
+		if id, ok, err := r.ReadRef(name); err == nil && ok {
+			t.Fatalf("ReadRef(%q) = %s; want a refusal", name, id)
+		}
+		if err := r.CompareAndSwap(name, gitrepo.OID{}, head); err == nil {
+			t.Fatalf("CompareAndSwap(%q) succeeded", name)
+		}
+	}
+	for _, prefix := range []string{"refs/../", "../", "refs/heads", "-x/"} {
+		if refs, err := r.ListRefs(prefix); err == nil && len(refs) > 0 {
+			t.Fatalf("ListRefs(%q) = %v; want a refusal", prefix, refs)
+		}
+	}
+	if got := Git(t, fx.GitDir, nil, "for-each-ref", "--format=%(refname)"); strings.Count(got, "\n") != 1 {
+		t.Fatalf("refs after hostile names: %q", got)
 	}
 }
