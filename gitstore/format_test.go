@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testrepo"
 )
 
@@ -19,8 +20,8 @@ func TestFormatIsGitsVerdictNotASubstring(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a SHA-1 repository with such names refused: %v", err)
 	}
-	if repo.ObjectFormat != FormatSHA1 {
-		t.Fatalf("object format %q, want %q", repo.ObjectFormat, FormatSHA1)
+	if repo.ObjectFormat != gitrepo.SHA1 {
+		t.Fatalf("object format %q, want %q", repo.ObjectFormat, gitrepo.SHA1)
 	}
 }
 
@@ -65,8 +66,8 @@ func TestFormatAsksGitForExtensions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a repository git reads refused: %v", err)
 	}
-	if repo.ObjectFormat != FormatSHA1 {
-		t.Fatalf("object format %q, want %q", repo.ObjectFormat, FormatSHA1)
+	if repo.ObjectFormat != gitrepo.SHA1 {
+		t.Fatalf("object format %q, want %q", repo.ObjectFormat, gitrepo.SHA1)
 	}
 }
 
@@ -76,18 +77,7 @@ func TestPlainFormatNeedsNoProcess(t *testing.T) {
 	dir := testrepo.New(t)
 	t.Setenv("PATH", t.TempDir()) // no git to ask
 	repo, err := Discover(dir)
-	if err != nil || repo.ObjectFormat != FormatSHA1 {
+	if err != nil || repo.ObjectFormat != gitrepo.SHA1 {
 		t.Fatalf("Discover = %+v, %v; want SHA-1 without git", repo, err)
-	}
-}
-
-// TestFormatSHA256 is asked of git: a repository made with
-// --object-format=sha256 is recognised as such.
-func TestFormatSHA256(t *testing.T) {
-	dir := t.TempDir()
-	testrepo.Git(t, dir, "init", "-q", "--object-format=sha256")
-	format, err := detectFormat(dir + "/.git")
-	if err != nil || format != FormatSHA256 {
-		t.Fatalf("detectFormat = %q, %v; want %q", format, err, FormatSHA256)
 	}
 }

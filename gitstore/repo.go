@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // ErrNotRepo is returned when no git repository encloses the directory.
@@ -26,8 +28,8 @@ type Repo struct {
 	GitDir string
 	// CommonDir holds refs and objects shared by every worktree.
 	CommonDir string
-	// ObjectFormat is how the repository names objects: FormatSHA1 or
-	// FormatSHA256.
+	// ObjectFormat is how the repository names objects: gitrepo.SHA1 or
+	// gitrepo.SHA256.
 	ObjectFormat string
 
 	// packed caches the map of packed-refs (see packedRefs); copies of
@@ -123,16 +125,22 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 // checkFormat records the repository's object format, refusing one lazy
 // cannot read.
 func (r *Repo) checkFormat() error {
-	format, err := detectFormat(r.CommonDir)
+	format, err := gitrepo.DetectFormat(r.CommonDir)
 	if err != nil {
 		return err
 	}
-	if format != FormatSHA1 {
-		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; %s", r.CommonDir, supported)
+	if format != gitrepo.SHA1 {
+		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; %s", r.CommonDir, gitrepo.Supported)
 	}
 	r.ObjectFormat = format
 	return nil
 }
+
+// Config is git configuration as lazy reads it (see gitrepo.Config).
+type Config = gitrepo.Config
+
+// Config reads the global and repository configuration.
+func (r *Repo) Config() (*Config, error) { return gitrepo.ReadConfig(r.CommonDir) }
 
 // LazyDir is the host-local runtime directory (locks, cache, logs).
 // Nothing in it is needed to rebuild task state.

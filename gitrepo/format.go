@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -13,34 +13,28 @@ import (
 	"time"
 )
 
-// Object formats a repository can name its objects in.
-const (
-	FormatSHA1   = "sha1"
-	FormatSHA256 = "sha256"
-)
-
-// supported is the one sentence every refusal ends with: what lazy reads
+// Supported is the one sentence every refusal ends with: what lazy reads
 // and what the user can do instead.
-const supported = "lazy supports SHA-1 repositories with git's default files ref backend; " +
+const Supported = "lazy supports SHA-1 repositories with git's default files ref backend; " +
 	"run lazy in a repository made by a plain git init or git clone"
 
 // formatTimeout bounds the git process that judges a repository's format.
 const formatTimeout = 10 * time.Second
 
-// detectFormat returns the repository's object format. A config with no
+// DetectFormat returns the repository's object format. A config with no
 // extensions and version 0 is what git itself reads as SHA-1 with the files
 // ref backend, so that case costs no process; anything else is git's call,
 // so lazy never disagrees with git about a repository it does not know.
-func detectFormat(commonDir string) (string, error) {
+func DetectFormat(commonDir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(commonDir, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return FormatSHA1, nil
+		return SHA1, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", filepath.Join(commonDir, "config"), err)
 	}
 	if entries, err := parseConfig(b); err == nil && plainFormat(entries) {
-		return FormatSHA1, nil
+		return SHA1, nil
 	}
 	return askFormat(commonDir)
 }
@@ -66,11 +60,11 @@ func askFormat(commonDir string) (string, error) {
 	defer cancel()
 	out, err := formatGit(ctx, commonDir, "rev-parse", "--show-object-format")
 	if err != nil {
-		return "", fmt.Errorf("git cannot read the repository at %s (%w); %s", commonDir, err, supported)
+		return "", fmt.Errorf("git cannot read the repository at %s (%w); %s", commonDir, err, Supported)
 	}
 	format := strings.TrimSpace(out)
-	if format != FormatSHA1 && format != FormatSHA256 {
-		return "", fmt.Errorf("the repository at %s names its objects with %q; %s", commonDir, format, supported)
+	if format != SHA1 && format != SHA256 {
+		return "", fmt.Errorf("the repository at %s names its objects with %q; %s", commonDir, format, Supported)
 	}
 	// A git that knows reftable reads such a repository without
 	// complaint, so ask what it stores refs in; exit 1 means unset.
@@ -79,9 +73,9 @@ func askFormat(commonDir string) (string, error) {
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() == 1:
 	case err != nil:
-		return "", fmt.Errorf("git cannot read the config of the repository at %s (%w); %s", commonDir, err, supported)
+		return "", fmt.Errorf("git cannot read the config of the repository at %s (%w); %s", commonDir, err, Supported)
 	case !strings.EqualFold(strings.TrimSpace(refs), "files"):
-		return "", fmt.Errorf("the repository at %s stores refs in %q; %s", commonDir, strings.TrimSpace(refs), supported)
+		return "", fmt.Errorf("the repository at %s stores refs in %q; %s", commonDir, strings.TrimSpace(refs), Supported)
 	}
 	return format, nil
 }
