@@ -97,15 +97,6 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// exitCode is the git exit status in err, or -1.
-func exitCode(err error) int {
-	var x *exec.ExitError
-	if errors.As(err, &x) {
-		return x.ExitCode()
-	}
-	return -1
-}
-
 // Read returns an object through git cat-file --batch.
 func (g *Git) Read(id OID, typ Type, limit int64) (*Object, error) {
 	g.mu.Lock()
@@ -220,18 +211,29 @@ func (g *Git) Close() error {
 	return nil
 }
 
-// Has reports whether git holds the object.
+// Has reports whether git holds the object, asking the cat-file process.
 func (g *Git) Has(id OID) (bool, error) {
 	if id.Format() != g.format {
 		return false, nil
 	}
-	_, err := g.run(nil, "cat-file", "-e", id.String())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, err := g.batchLocked()
+	if err != nil {
+		return false, err
+	}
+	if _, err := fmt.Fprintf(b.in, "info %s\n", id); err != nil {
+		g.stopLocked()
+		return false, fmt.Errorf("ask git cat-file for %s: %w", id, err)
+	}
+	_, _, err = readHeader(b.out, id)
 	switch {
 	case err == nil:
 		return true, nil
-	case exitCode(err) == 1:
+	case errors.Is(err, ErrMissing):
 		return false, nil
 	}
+	g.stopLocked()
 	return false, err
 }
 
