@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,7 +27,10 @@ const formatTimeout = 10 * time.Second
 // extensions and version 0 is what git itself reads as SHA-1 with the files
 // ref backend, so that case costs no process; anything else is git's call,
 // so lazy never disagrees with git about a repository it does not know.
-func DetectFormat(commonDir string) (string, error) {
+// git's acceptance is remembered in cacheFile ("" for none) against the
+// config's content, so a repository with extensions pays for the two git
+// processes once per config change, not once per command.
+func DetectFormat(commonDir, cacheFile string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(commonDir, "config"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return SHA1, nil
@@ -36,7 +41,35 @@ func DetectFormat(commonDir string) (string, error) {
 	if entries, err := parseConfig(b); err == nil && plainFormat(entries) {
 		return SHA1, nil
 	}
-	return askFormat(commonDir)
+	sum := sha256.Sum256(b)
+	key := hex.EncodeToString(sum[:])
+	if cacheFile != "" {
+		if c, err := os.ReadFile(cacheFile); err == nil {
+			if k, format, ok := strings.Cut(strings.TrimSpace(string(c)), " "); ok && k == key && (format == SHA1 || format == SHA256) {
+				return format, nil
+			}
+		}
+	}
+	format, err := askFormat(commonDir)
+	if err == nil && cacheFile != "" {
+		rememberFormat(cacheFile, key, format)
+	}
+	return format, err
+}
+
+// rememberFormat writes git's verdict for a config atomically; a cache
+// that cannot be written only costs the next command the same question.
+func rememberFormat(cacheFile, key, format string) {
+	if err := os.MkdirAll(filepath.Dir(cacheFile), 0o755); err != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", cacheFile, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(key+" "+format+"\n"), 0o644); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, cacheFile); err != nil {
+		_ = os.Remove(tmp)
+	}
 }
 
 // plainFormat reports whether config entries leave the repository at

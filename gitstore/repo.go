@@ -125,7 +125,7 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 // checkFormat records the repository's object format, refusing one lazy
 // cannot read.
 func (r *Repo) checkFormat() error {
-	format, err := gitrepo.DetectFormat(r.CommonDir)
+	format, err := gitrepo.DetectFormat(r.CommonDir, r.LazyDir("format"))
 	if err != nil {
 		return err
 	}
