@@ -1,11 +1,11 @@
 package gitstore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // Size limits of the objects of a task record. Records come from other
@@ -39,7 +39,7 @@ const (
 )
 
 // ErrOversize marks a record object over its size limit.
-var ErrOversize = errors.New("over lazy's size limit")
+var ErrOversize = gitrepo.ErrOversize
 
 // limitFor returns the size limit of a snapshot file by its tree name
 // (the turns/ and comments/ entries by their directory).

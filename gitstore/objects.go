@@ -23,6 +23,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // objects writes loose objects directly (the format is tiny and this skips
@@ -197,7 +198,7 @@ func randSuffix() string {
 
 // ErrMissingObject means a ref or tree names an object the repository does
 // not have (a damaged or partially fetched repository).
-var ErrMissingObject = errors.New("object missing from the repository")
+var ErrMissingObject = gitrepo.ErrMissing
 
 // read returns the object h of type typ after checking from its header
 // that it is at most limit bytes; content over the limit is never read
@@ -366,7 +367,7 @@ func (o *objects) blobSize(h plumbing.Hash, name string) (int64, error) {
 		if err == nil {
 			return obj.Size(), nil
 		}
-		if size, gerr := o.gitSize(plumbing.BlobObject, h); gerr == nil {
+		if _, size, gerr := o.gitSize(plumbing.BlobObject, h); gerr == nil {
 			return size, nil
 		}
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -439,7 +440,7 @@ func (o *objects) gitHas(h plumbing.Hash) bool {
 // so an oversize object is never read.
 func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
-	size, err := o.gitSize(typ, h)
+	typ, size, err := o.gitSize(typ, h)
 	if err != nil {
 		return nil, err
 	}
@@ -459,22 +460,27 @@ func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string,
 	return obj, nil
 }
 
-// gitSize asks git the size of object h of type typ.
-func (o *objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (int64, error) {
+// gitSize asks git the type and size of object h of type typ (of any
+// type for plumbing.AnyObject).
+func (o *objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
 	info, err := gitcli.New(filepath.Dir(o.dir), "cat-file", "--batch-check").Stdin([]byte(h.String() + "\n")).Output(context.Background())
 	if err != nil {
-		return 0, missing
+		return 0, 0, missing
 	}
 	f := strings.Fields(string(info))
-	if len(f) != 3 || f[0] != h.String() || f[1] != typ.String() {
-		return 0, missing // "<hash> missing", or another type
+	if len(f) != 3 || f[0] != h.String() {
+		return 0, 0, missing // "<hash> missing"
+	}
+	got, err := plumbing.ParseObjectType(f[1])
+	if err != nil || (typ != plumbing.AnyObject && got != typ) {
+		return 0, 0, missing // another type
 	}
 	size, err := strconv.ParseInt(f[2], 10, 64)
 	if err != nil {
-		return 0, missing
+		return 0, 0, missing
 	}
-	return size, nil
+	return got, size, nil
 }
 
 // verifyWritten checks that every object j recorded still exists, and

@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // ErrStale is returned by CompareAndSwap when the ref no longer holds the
 // expected value: another writer (lazy or git) got there first.
-var ErrStale = errors.New("ref changed underneath us")
+var ErrStale = gitrepo.ErrStale
 
 // ErrLocked is returned when another process held the ref's .lock file for
 // longer than the lock timeout.

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // ErrNotRepo is returned when no git repository encloses the directory.
@@ -26,6 +28,9 @@ type Repo struct {
 	GitDir string
 	// CommonDir holds refs and objects shared by every worktree.
 	CommonDir string
+	// ObjectFormat is how the repository names objects: gitrepo.SHA1 or
+	// gitrepo.SHA256.
+	ObjectFormat string
 
 	// packed caches the map of packed-refs (see packedRefs); copies of
 	// the Repo share it.
@@ -117,21 +122,25 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 	return r, nil
 }
 
-// checkFormat refuses repositories whose object format lazy cannot write.
+// checkFormat records the repository's object format, refusing one lazy
+// cannot read.
 func (r *Repo) checkFormat() error {
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, "config"))
+	format, err := gitrepo.DetectFormat(r.CommonDir, r.LazyDir("format"))
 	if err != nil {
-		return nil //nolint:nilerr // a missing config means defaults: sha1, files backend
+		return err
 	}
-	cfg := strings.ToLower(string(b))
-	if strings.Contains(cfg, "objectformat") && strings.Contains(cfg, "sha256") {
-		return errors.New("this repository uses SHA-256 object names; lazy supports SHA-1 repositories only")
+	if format != gitrepo.SHA1 {
+		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; %s", r.CommonDir, gitrepo.Supported)
 	}
-	if strings.Contains(cfg, "refstorage") && strings.Contains(cfg, "reftable") {
-		return errors.New("this repository stores refs in reftable; lazy supports the files ref backend only")
-	}
+	r.ObjectFormat = format
 	return nil
 }
+
+// Config is git configuration as lazy reads it (see gitrepo.Config).
+type Config = gitrepo.Config
+
+// Config reads the global and repository configuration.
+func (r *Repo) Config() (*Config, error) { return gitrepo.ReadConfig(r.CommonDir) }
 
 // LazyDir is the host-local runtime directory (locks, cache, logs).
 // Nothing in it is needed to rebuild task state.

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"errors"
@@ -25,8 +25,9 @@ type configEntry struct {
 	bare       bool
 }
 
-// Config reads the global and repository configuration.
-func (r *Repo) Config() (*Config, error) {
+// ReadConfig reads the global configuration and that of the repository
+// whose common git directory is commonDir.
+func ReadConfig(commonDir string) (*Config, error) {
 	var paths []string
 	if home, err := os.UserHomeDir(); err == nil {
 		xdg := os.Getenv("XDG_CONFIG_HOME")
@@ -38,7 +39,7 @@ func (r *Repo) Config() (*Config, error) {
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
 		paths = []string{g}
 	}
-	paths = append(paths, filepath.Join(r.CommonDir, "config"))
+	paths = append(paths, filepath.Join(commonDir, "config"))
 	c := &Config{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/internal/testrepo"
+)
+
+// TestRepositoryFormatIsAskedOfGit: a repository whose config merely
+// mentions sha256 and reftable is a plain SHA-1 repository and lazy
+// works in it (the old substring test refused it); repositories git
+// itself cannot read, or lazy cannot yet, are refused by init, create and
+// list with one sentence on what lazy supports, never a panic.
+func TestRepositoryFormatIsAskedOfGit(t *testing.T) {
+	plain := newRepo(t)
+	plain.git("remote", "add", "sha256", "https://example.com/reftable.git")
+	plain.git("config", "alias.objectformat", "!echo sha256")
+	plain.ok("init")
+	plain.create("works in a plain repository")
+
+	refused := map[string]func(t *testing.T) *runner{
+		"unknown extension": func(t *testing.T) *runner {
+			r := newRepo(t)
+			r.git("config", "core.repositoryformatversion", "1")
+			r.git("config", "extensions.foo", "bar")
+			return r
+		},
+		"reftable": func(t *testing.T) *runner {
+			r := newRepo(t)
+			r.git("config", "core.repositoryformatversion", "1")
+			r.git("config", "extensions.refStorage", "reftable")
+			return r
+		},
+		"sha256": func(t *testing.T) *runner {
+			dir := t.TempDir()
+			testrepo.Git(t, dir, "init", "-q", "--object-format=sha256")
+			return &runner{t: t, dir: dir}
+		},
+	}
+	for name, mk := range refused {
+		t.Run(name, func(t *testing.T) {
+			r := mk(t)
+			for _, args := range [][]string{{"init"}, {"create", "x"}, {"list"}} {
+				msg := strings.TrimSpace(r.fails(1, nil, args...))
+				if !strings.Contains(msg, "lazy supports") || strings.Count(msg, "\n") > 0 {
+					t.Fatalf("lazy %s: want one line saying what lazy supports, got %q", args[0], msg)
+				}
+			}
+		})
+	}
+}
