@@ -204,13 +204,14 @@ func TestAgentToolsAreScopedByToken(t *testing.T) {
 	// Its own task: readable; not drivable, not acceptable.
 	call(t, s, "lazy_show", map[string]any{"task": a.Slug}, false)
 	// Also as a resource; a task that does not exist is MCP's
-	// resource-not-found, though the answer crossed the daemon as text.
+	// resource-not-found, though the answer crossed the daemon as text
+	// (invalid params with the uri since SEP-2164, as the SDK answers it).
 	if res, err := s.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "lazy://task/" + a.Slug}); err != nil || !strings.Contains(res.Contents[0].Text, a.ID) {
 		t.Fatalf("the agent reads its own task as a resource: %v", err)
 	}
 	var we *jsonrpc.Error
-	if _, err := s.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "lazy://task/no-such-task"}); !errors.As(err, &we) || we.Code != -32002 {
-		t.Fatalf("reading a task that does not exist through the proxy: %v, want error -32002", err)
+	if _, err := s.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "lazy://task/no-such-task"}); !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(string(we.Data), "no-such-task") {
+		t.Fatalf("reading a task that does not exist through the proxy: %v, want resource-not-found (-32602 with its uri, SEP-2164)", err)
 	}
 	for _, c := range []struct {
 		tool string

@@ -62,6 +62,18 @@ func serveRaw(t *testing.T, b Backend) *rawClient {
 	return c
 }
 
+// initialize does the handshake a client must before any call (the SDK
+// refuses calls before it, as MCP says).
+func (c *rawClient) initialize() *rawClient {
+	c.t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if m := c.next(); m["id"] != "init" || m["result"] == nil {
+		c.t.Fatalf("initialize: %v", m)
+	}
+	return c
+}
+
 func (c *rawClient) send(lines ...string) {
 	c.t.Helper()
 	for _, l := range lines {
@@ -153,8 +165,8 @@ func TestProtocolAnswersEveryRequestAndSurvivesBadLines(t *testing.T) {
 	)
 	got, nulls := c.collect(21) // every line but the notification and the response
 	init := got["1"]["result"].(map[string]any)
-	if init["protocolVersion"] != protocolVersions[0] {
-		t.Errorf("an unknown version is answered with %v, want the newest, %s", init["protocolVersion"], protocolVersions[0])
+	if v, _ := init["protocolVersion"].(string); v == "" || v == "1999-01-01" {
+		t.Errorf("an unknown version is answered with %q, want one lazy speaks", v)
 	}
 	// The line that is not JSON, the batch, the boolean and null ids and
 	// the JSON that is no message.
@@ -169,17 +181,20 @@ func TestProtocolAnswersEveryRequestAndSurvivesBadLines(t *testing.T) {
 	if errCode(got["51"]) != codeInvalidRequest {
 		t.Errorf("a request without a method: %v", got["51"])
 	}
-	for id, code := range map[string]int{"15": codeInvalidRequest, "3": codeMethodNotFound, "4": codeInvalidParams, "5": codeInvalidParams, "11": codeResourceNotFound, "12": codeInvalidRequest} {
+	for id, code := range map[string]int{"15": codeInvalidRequest, "3": codeMethodNotFound, "4": codeInvalidParams, "5": codeInvalidParams, "11": codeResourceNotFound} {
 		if errCode(got[id]) != float64(code) {
 			t.Errorf("id %s: %v, want error %d", id, got[id], code)
 		}
+	}
+	if got["12"]["error"] == nil {
+		t.Errorf("a second initialize: %v, want an error", got["12"])
 	}
 	if _, ok := got[`"two"`]["result"]; !ok {
 		t.Errorf("a string id is answered: %v", got[`"two"`])
 	}
 	for id, want := range map[string]string{
-		"6": `title: 5 has type "integer", want "string"`, "7": `missing properties "title"`, "8": `unexpected properties "bogus"`,
-		"9": `status/0: "done" is not one of`, "14": `max_bytes: 1.5 has type "number", want "integer"`,
+		"6": `/properties/title: type: 5 has type "integer", want "string"`, "7": `missing properties: ["title"]`, "8": `unexpected additional properties ["bogus"]`,
+		"9": `enum: done does not equal any of: [backlog`, "14": `/properties/max_bytes: type: 1.5 has type "number", want "integer"`,
 	} {
 		if text, isErr := resultText(got[id]); !isErr || !strings.Contains(text, want) {
 			t.Errorf("id %s: %q (isError %v), want an error result with %q", id, text, isErr, want)
@@ -207,7 +222,7 @@ func (b blockingBackend) Call(ctx context.Context, _ string, _ json.RawMessage) 
 
 func TestACancelledCallEndsAndOthersGoOn(t *testing.T) {
 	b := blockingBackend{started: make(chan struct{}, 2), ended: make(chan struct{}, 2)}
-	c := serveRaw(t, b)
+	c := serveRaw(t, b).initialize()
 	c.send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`)
 	<-b.started
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // served while the call blocks
@@ -231,7 +246,7 @@ func TestACancelledCallEndsAndOthersGoOn(t *testing.T) {
 
 func TestAnIDInFlightIsNotReused(t *testing.T) {
 	b := blockingBackend{started: make(chan struct{}, 2), ended: make(chan struct{}, 2)}
-	c := serveRaw(t, b)
+	c := serveRaw(t, b).initialize()
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`
 	c.send(call)
 	<-b.started
@@ -250,7 +265,7 @@ func TestAnIDInFlightIsNotReused(t *testing.T) {
 
 func TestCallsInFlightAreBounded(t *testing.T) {
 	b := blockingBackend{started: make(chan struct{}, maxCalls+1), ended: make(chan struct{}, maxCalls+1)}
-	c := serveRaw(t, b)
+	c := serveRaw(t, b).initialize()
 	for i := range maxCalls + 1 {
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`, i))
 	}
@@ -280,7 +295,7 @@ func TestCallsInFlightAreBounded(t *testing.T) {
 
 func TestServeEndsAtEOFAndEndsItsCalls(t *testing.T) {
 	b := blockingBackend{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
-	c := serveRaw(t, b)
+	c := serveRaw(t, b).initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`)
 	<-b.started
 	_ = c.in.Close()
@@ -306,7 +321,7 @@ func endsCleanly(t *testing.T, served <-chan error, b blockingBackend, when stri
 }
 
 func TestAnOverlongMessageIsRefusedAndTheNextServed(t *testing.T) {
-	c := serveRaw(t, fakeBackend{})
+	c := serveRaw(t, fakeBackend{}).initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxMessage) + `"}}`)
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if m := c.next(); errCode(m) != codeParseError {
@@ -364,7 +379,7 @@ func TestServeEndsWithItsContext(t *testing.T) {
 	clientIn, clientOut, served := servePipes(t, ctx, b, false)
 	go func() { _, _ = io.Copy(io.Discard, clientIn) }()
 	t.Cleanup(func() { _ = clientOut.Close() })
-	if _, err := io.WriteString(clientOut, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`+"\n"); err != nil {
+	if _, err := io.WriteString(clientOut, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	<-b.started
@@ -381,7 +396,7 @@ func (notFoundBackend) Call(context.Context, string, json.RawMessage) (json.RawM
 }
 
 func TestAMissingTaskIsAResourceNotFound(t *testing.T) {
-	c := serveRaw(t, notFoundBackend{})
+	c := serveRaw(t, notFoundBackend{}).initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"lazy://task/nope"}}`)
 	m := c.next()
 	if errCode(m) != codeResourceNotFound || !strings.Contains(fmt.Sprint(m["error"]), "lazy://task/nope") {

@@ -14,8 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
+	"github.com/lazyorch/lazy/machine"
 )
 
 // Backend runs a tool call somewhere: in this process (the builder) or in
@@ -56,6 +60,12 @@ const AgentInstructions = `You are the agent of one lazy task; these tools act o
 - Split work: lazy_create a subtask (it goes under your task), lazy_start it, lazy_wait for it (call again on still_running: true), review it with lazy_show / lazy_diff / lazy_logs, then lazy_unblock it with feedback or lazy_accept it into your branch.
 - lazy_show and lazy_list show your own task and its subtasks.`
 
+// Server is lazy's MCP server: the official Go SDK's server with lazy's
+// tools, each forwarded to a Backend, and the task resource template.
+type Server struct {
+	sdk *sdk.Server
+}
+
 // NewServer builds an MCP server offering the builder's tools, or an
 // agent's (agent set), each forwarded to b, and the task resource
 // template.
@@ -64,44 +74,18 @@ func NewServer(b Backend, agent bool, version string) (*Server, error) {
 	if agent {
 		instructions = AgentInstructions
 	}
-	schemas, err := loadSchemas()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{
-		info:         implementation{Name: "lazy", Title: "lazy task orchestrator", Version: version},
-		instructions: instructions,
-		byName:       map[string]*serverTool{},
-		backend:      b,
-	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "lazy", Title: "lazy task orchestrator", Version: version}, &sdk.ServerOptions{Instructions: instructions})
 	for _, t := range Tools {
 		if t.AgentOnly && !agent || t.BuilderOnly && agent {
 			continue
 		}
-		sc, ok := schemas[t.Name]
-		if !ok {
-			return nil, fmt.Errorf("mcp: schemas.json has no schema for %s; run go test ./mcp -run TestSchemasAreGenerated -update", t.Name)
+		if err := t.register(s, t, b); err != nil {
+			return nil, err
 		}
-		validate, err := compileSchema(sc.Input)
-		if err != nil {
-			return nil, fmt.Errorf("mcp: input schema of %s: %w", t.Name, err)
-		}
-		validateOut, err := compileSchema(sc.Output)
-		if err != nil {
-			return nil, fmt.Errorf("mcp: output schema of %s: %w", t.Name, err)
-		}
-		st := &serverTool{
-			listed: listedTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: sc.Input, OutputSchema: sc.Output,
-				Annotations: &annotationsOut{Title: t.Title, ReadOnlyHint: t.Hints.ReadOnly, DestructiveHint: t.Hints.Destructive,
-					IdempotentHint: t.Hints.Idempotent, OpenWorldHint: t.Hints.OpenWorld}},
-			validate:    validate,
-			validateOut: validateOut,
-			run:         t.io.handler(t, b),
-		}
-		s.tools = append(s.tools, st)
-		s.byName[t.Name] = st
 	}
-	return s, nil
+	addTaskResource(s, b)
+	s.AddReceivingMiddleware(boundCalls(maxCalls))
+	return &Server{sdk: s}, nil
 }
 
 // ProgressEvery is how often a long call sends a progress notification
@@ -109,75 +93,67 @@ func NewServer(b Backend, agent bool, version string) (*Server, error) {
 // that resets its timeout on progress (5 s or more) alive.
 const ProgressEvery = 2 * time.Second
 
-// toolIO is a tool's typed input and output.
-type toolIO interface {
-	// types are the Go types its schemas are inferred from.
-	types() (in, out reflect.Type)
-	// handler runs the tool through b.
-	handler(t Tool, b Backend) toolHandler
-}
-
-// typed is the toolIO of a tool taking In and returning Out.
-type typed[In, Out any] struct{}
-
-func (typed[In, Out]) types() (in, out reflect.Type) {
-	return reflect.TypeFor[In](), reflect.TypeFor[Out]()
-}
-
-func (typed[In, Out]) handler(t Tool, b Backend) toolHandler {
-	return func(ctx context.Context, raw json.RawMessage, notify notifier) (string, json.RawMessage, error) {
+// add registers tool t, taking In and returning Out, on s: the SDK infers
+// its schemas from the Go types and validates arguments and results
+// against them.
+func add[In, Out any](s *sdk.Server, t Tool, b Backend) error {
+	in, err := schemaFor[In]()
+	if err != nil {
+		return fmt.Errorf("mcp: input schema of %s: %w", t.Name, err)
+	}
+	out, err := schemaFor[Out]()
+	if err != nil {
+		return fmt.Errorf("mcp: output schema of %s: %w", t.Name, err)
+	}
+	noNullLists(out)
+	// All four hints are always sent: MCP's defaults for a missing hint
+	// (destructive, open-world) are the cautious ones, and lazy states each.
+	tool := &sdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in, OutputSchema: out,
+		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Hints.ReadOnly, DestructiveHint: &t.Hints.Destructive,
+			IdempotentHint: t.Hints.Idempotent, OpenWorldHint: &t.Hints.OpenWorld}}
+	sdk.AddTool(s, tool, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		var zero Out
 		// Arguments pass through In, so the backend sees exactly the
 		// fields the schema names.
-		var in In
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return "", nil, fmt.Errorf("invalid arguments: %w", err)
-		}
 		args, err := json.Marshal(in)
 		if err != nil {
-			return "", nil, err
+			return nil, zero, err
 		}
 		if t.Long {
 			var stop func()
-			ctx, stop = progress(ctx, notify, t.Name)
+			ctx, stop = progress(ctx, req, t.Name)
 			defer stop()
 		} else {
 			// Nothing of a call goes to stderr, progress or not.
 			ctx = WithReporter(ctx, func(string) {})
 		}
-		res, err := b.Call(ctx, t.Name, args)
+		raw, err := b.Call(ctx, t.Name, args)
 		if err != nil {
-			return "", nil, err
+			return nil, zero, err
 		}
 		var o Out
-		if err := json.Unmarshal(res, &o); err != nil {
-			return "", nil, fmt.Errorf("%s returned a result lazy cannot read: %w", t.Name, err)
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return nil, zero, fmt.Errorf("%s returned a result lazy cannot read: %w", t.Name, err)
 		}
-		structured, err := json.Marshal(o)
-		if err != nil {
-			return "", nil, err
-		}
-		text := string(res)
+		text := string(raw)
 		if h := headline(t.Name, o); h != "" {
 			text = h + "\n\n" + text
 		}
-		return text, structured, nil
-	}
-}
-
-// progressParams is a notifications/progress.
-type progressParams struct {
-	ProgressToken json.RawMessage `json:"progressToken"`
-	Progress      float64         `json:"progress"`
-	Message       string          `json:"message,omitempty"`
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, o, nil
+	})
+	return nil
 }
 
 // progress starts the call's progress notifications, if the client asked
 // for them with a progress token: the latest line a long operation
 // reported, re-sent every ProgressEvery so the client's timeout keeps
 // being reset even while nothing changes.
-func progress(ctx context.Context, notify notifier, tool string) (context.Context, func()) {
-	token := progressToken(ctx)
-	if token == nil || notify == nil {
+func progress(ctx context.Context, req *sdk.CallToolRequest, tool string) (context.Context, func()) {
+	var token any
+	if req != nil && req.Params != nil {
+		token = req.Params.GetProgressToken()
+	}
+	if token == nil || req.Session == nil {
 		return WithReporter(ctx, func(string) {}), func() {}
 	}
 	var (
@@ -188,9 +164,9 @@ func progress(ctx context.Context, notify notifier, tool string) (context.Contex
 	send := func() {
 		mu.Lock()
 		n++
-		p := progressParams{ProgressToken: token, Progress: n, Message: latest}
+		p := &sdk.ProgressNotificationParams{ProgressToken: token, Progress: n, Message: latest}
 		mu.Unlock()
-		notify("notifications/progress", p) // a lost notification is only a missed reset
+		_ = req.Session.NotifyProgress(ctx, p) // a lost notification is only a missed reset
 	}
 	changed := make(chan struct{}, 1)
 	ctx = WithReporter(ctx, func(msg string) {
@@ -228,6 +204,48 @@ func progress(ctx context.Context, notify notifier, tool string) (context.Contex
 		}
 	}()
 	return ctx, func() { close(done); <-finished }
+}
+
+// noNullLists makes every list in an output schema a plain array: lazy
+// answers [] for an empty list, and the schema says so, so a client's
+// validator catches a null before an LLM has to.
+func noNullLists(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
+		s.Type, s.Types = "array", nil
+	}
+	noNullLists(s.Items)
+	noNullLists(s.AdditionalProperties)
+	for _, p := range s.Properties {
+		noNullLists(p)
+	}
+	for _, x := range s.AnyOf {
+		noNullLists(x)
+	}
+	for _, x := range s.OneOf {
+		noNullLists(x)
+	}
+	for _, x := range s.AllOf {
+		noNullLists(x)
+	}
+}
+
+// schemaFor infers a JSON schema for T the way the SDK would, with the
+// status enum, hex hashes and RFC 3339 times spelled out.
+func schemaFor[T any]() (*jsonschema.Schema, error) {
+	var enum []any
+	for _, st := range machine.Statuses() {
+		enum = append(enum, string(st))
+	}
+	cats := []any{string(machine.CategoryActive), string(machine.CategoryBlocked), string(machine.CategoryTerminal), string(machine.CategoryResting)}
+	return jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[machine.Status]():   {Type: "string", Enum: enum, Description: "task status"},
+		reflect.TypeFor[machine.Category](): {Type: "string", Enum: cats},
+		reflect.TypeFor[gitstore.Hex]():     {Type: "string", Pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$", Description: "git object id, hex"},
+		reflect.TypeFor[time.Time]():        {Type: "string", Format: "date-time"},
+	}})
 }
 
 // CallRequest is the body of the daemon's POST /mcp/call.

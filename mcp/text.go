@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lazyorch/lazy/gitstore"
 )
 
@@ -77,17 +80,22 @@ func headline(tool string, out any) string {
 // TaskURI is the resource URI of a task.
 func TaskURI(slug string) string { return "lazy://task/" + url.PathEscape(slug) }
 
-// taskTemplate offers every task as lazy://task/{task}: a host can
+// addTaskResource offers every task as lazy://task/{task}: a host can
 // attach a task's full JSON to a conversation by URI without a tool call.
 // Only a template is offered, no list: a list would be a snapshot that
 // goes stale as tasks change, and lazy_list already filters by status.
-var taskTemplate = map[string]string{
-	"name": "task", "title": "lazy task", "uriTemplate": "lazy://task/{task}", "mimeType": "application/json",
-	"description": "A task as lazy_show returns it: summary, goal, session, recent turns, comments, journal, history. {task} is a slug or id.",
+func addTaskResource(s *sdk.Server, b Backend) {
+	s.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name: "task", Title: "lazy task", URITemplate: "lazy://task/{task}", MIMEType: "application/json",
+		Description: "A task as lazy_show returns it: summary, goal, session, recent turns, comments, journal, history. {task} is a slug or id.",
+	}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return readTask(ctx, b, req.Params.URI)
+	})
 }
 
-// readTask reads lazy://task/{task} through b.
-func readTask(ctx context.Context, b Backend, uri string) (any, error) {
+// readTask reads lazy://task/{task} through b. A task that does not
+// exist, here or in the daemon behind a proxy, is MCP's resource-not-found.
+func readTask(ctx context.Context, b Backend, uri string) (*sdk.ReadResourceResult, error) {
 	name, ok := strings.CutPrefix(uri, "lazy://task/")
 	if ok {
 		name, _ = url.PathUnescape(name)
@@ -106,7 +114,7 @@ func readTask(ctx context.Context, b Backend, uri string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", uri, err)
 	}
-	return map[string]any{"contents": []map[string]string{{"uri": uri, "mimeType": "application/json", "text": string(raw)}}}, nil
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(raw)}}}, nil
 }
 
 // resourceNotFound is MCP's error for a uri that names nothing, with why
@@ -116,5 +124,9 @@ func resourceNotFound(uri, why string) error {
 	if why != "" {
 		msg += ": " + why
 	}
-	return &rpcError{Code: codeResourceNotFound, Message: msg, Data: map[string]string{"uri": uri}}
+	data, err := json.Marshal(map[string]string{"uri": uri})
+	if err != nil {
+		return sdk.ResourceNotFoundError(uri)
+	}
+	return &jsonrpc.Error{Code: codeResourceNotFound, Message: msg, Data: data}
 }

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -237,8 +239,8 @@ type Tool struct {
 	AgentOnly, BuilderOnly bool
 	// Long tools send progress notifications while they run.
 	Long bool
-	// io is the tool's typed input and output.
-	io toolIO
+	// register adds the tool to a server with its typed input and output.
+	register func(*sdk.Server, Tool, Backend) error
 }
 
 var (
@@ -250,48 +252,48 @@ var (
 
 // Tools is every tool, in the order servers list them.
 var Tools = []Tool{
-	{Name: "lazy_create", Title: "Create task", Hints: additive, io: typed[CreateIn, TaskOut]{},
+	{Name: "lazy_create", Title: "Create task", Hints: additive, register: add[CreateIn, TaskOut],
 		Description: "Create a task in backlog (an agent's tasks are its subtasks). Changes nothing else. Next: lazy_start it, or lazy_create more first."},
-	{Name: "lazy_start", Title: "Start task", Hints: runsAgent, io: typed[StartIn, TaskOut]{},
+	{Name: "lazy_start", Title: "Start task", Hints: runsAgent, register: add[StartIn, TaskOut],
 		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. Next: lazy_wait until the turn ends."},
-	{Name: "lazy_wait", Title: "Wait for turn", Hints: readOnly, Long: true, io: typed[WaitIn, WaitOut]{},
+	{Name: "lazy_wait", Title: "Wait for turn", Hints: readOnly, Long: true, register: add[WaitIn, WaitOut],
 		Description: "Wait until a working task's turn ends, then return its status and last turn (returns at once for a task that is not working). Sends progress with the agent's phase. After timeout_seconds it returns still_running: true; call it again to keep waiting. Next: review with lazy_show or lazy_diff, then lazy_unblock or lazy_accept."},
-	{Name: "lazy_show", Title: "Show task", Hints: readOnly, io: typed[TaskIn, gitstore.Detail]{},
+	{Name: "lazy_show", Title: "Show task", Hints: readOnly, register: add[TaskIn, gitstore.Detail],
 		Description: "Show one task: summary, live substate, goal, session, the last 20 turns, comments, journal, pending file-permission violations and its status history. Also available as the resource lazy://task/{task}."},
-	{Name: "lazy_list", Title: "List tasks", Hints: readOnly, io: typed[ListIn, ListOut]{},
+	{Name: "lazy_list", Title: "List tasks", Hints: readOnly, register: add[ListIn, ListOut],
 		Description: "List tasks with their statuses and live substates, optionally filtered by status or parent. Blocked and conflict tasks wait for you: review them, then lazy_unblock or lazy_accept."},
-	{Name: "lazy_diff", Title: "Diff task", Hints: readOnly, io: typed[DiffIn, DiffOut]{},
+	{Name: "lazy_diff", Title: "Diff task", Hints: readOnly, register: add[DiffIn, DiffOut],
 		Description: "What a started task's branch changed since it left its base branch: a stat and file list, with the patch (bounded by max_bytes) when patch is true, and the worktree's uncommitted files."},
-	{Name: "lazy_logs", Title: "Agent log", Hints: readOnly, io: typed[LogsIn, LogsOut]{},
+	{Name: "lazy_logs", Title: "Agent log", Hints: readOnly, register: add[LogsIn, LogsOut],
 		Description: "The last lines of the agent log of a task's latest turn on this machine: what the agent printed, for a turn that is slow, failed or was interrupted."},
-	{Name: "lazy_unblock", Title: "Unblock task", Hints: runsAgent, io: typed[UnblockIn, TaskOut]{},
+	{Name: "lazy_unblock", Title: "Unblock task", Hints: runsAgent, register: add[UnblockIn, TaskOut],
 		Description: "Give a blocked, conflict or interrupted task feedback and start its next turn (-> working); decides pending file-permission violations when asked to. Next: lazy_wait."},
-	{Name: "lazy_ask", Title: "Ask agent", Hints: runsAgent, Long: true, io: typed[AskIn, AskOut]{},
+	{Name: "lazy_ask", Title: "Ask agent", Hints: runsAgent, Long: true, register: add[AskIn, AskOut],
 		Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged afterwards. Sends progress. After timeout_seconds it returns still_running: true; then lazy_wait the task and read the answer in its last_turn."},
-	{Name: "lazy_accept", Title: "Accept task", Hints: Hints{Destructive: true, OpenWorld: true}, Long: true, io: typed[LongTaskIn, AcceptOut]{},
+	{Name: "lazy_accept", Title: "Accept task", Hints: Hints{Destructive: true, OpenWorld: true}, Long: true, register: add[LongTaskIn, AcceptOut],
 		Description: "Squash-merge a blocked task into its parent's or target branch and finish it (-> complete), removing its worktree and branch; a submitted task merges through its forge. An agent may accept its direct subtasks only. Sends the merge's narration as progress. After timeout_seconds it returns still_running: true; call it again with the same task to pick the same accept up."},
 	submitTool,
-	{Name: "lazy_resume", Title: "Resume task", Hints: runsAgent, io: typed[TaskIn, TaskOut]{},
+	{Name: "lazy_resume", Title: "Resume task", Hints: runsAgent, register: add[TaskIn, TaskOut],
 		Description: "Restart an interrupted task's agent without new feedback (interrupted -> working); feedback it never received is re-delivered. Next: lazy_wait."},
-	{Name: "lazy_stop", Title: "Stop turn", Hints: destructive, io: typed[ReasonIn, TaskOut]{},
+	{Name: "lazy_stop", Title: "Stop turn", Hints: destructive, register: add[ReasonIn, TaskOut],
 		Description: "Stop a working task's running turn (the agent is killed; committed and uncommitted work stays in the worktree) and park it as blocked. Next: lazy_unblock with new directions, or lazy_close."},
-	{Name: "lazy_sync", Title: "Sync task", Hints: runsAgent, io: typed[TaskIn, TaskOut]{},
+	{Name: "lazy_sync", Title: "Sync task", Hints: runsAgent, register: add[TaskIn, TaskOut],
 		Description: "Merge upstream (the parent's or target branch) into a parked task's branch in a short turn that resolves conflicts (-> working, then back to where it was). Next: lazy_wait."},
-	{Name: "lazy_comment", Title: "Comment", Hints: additive, io: typed[CommentIn, TaskOut]{},
+	{Name: "lazy_comment", Title: "Comment", Hints: additive, register: add[CommentIn, TaskOut],
 		Description: "Add a comment to a task. It changes no status and is not delivered to the agent (use lazy_unblock for that)."},
-	{Name: "lazy_journal", Title: "Journal entry", Hints: additive, io: typed[JournalIn, JournalOut]{},
+	{Name: "lazy_journal", Title: "Journal entry", Hints: additive, register: add[JournalIn, JournalOut],
 		Description: "Append a durable journal entry for the current turn: the rationale, the decisions made and what was deferred, stamped with your actor. Read it back in lazy_show's journal. An agent writes to its own task's journal."},
-	{Name: "lazy_edit", Title: "Edit task", Hints: additive, io: typed[EditIn, TaskOut]{},
+	{Name: "lazy_edit", Title: "Edit task", Hints: additive, register: add[EditIn, TaskOut],
 		Description: "Change a task's title, goal or target branch (the branch must exist; top-level tasks before their first start only). Recorded in the task's history. A running agent sees a new goal on its next turn."},
-	{Name: "lazy_reparent", Title: "Reparent task", Hints: additive, BuilderOnly: true, io: typed[ReparentIn, TaskOut]{},
+	{Name: "lazy_reparent", Title: "Reparent task", Hints: additive, BuilderOnly: true, register: add[ReparentIn, TaskOut],
 		Description: "Move a parked or backlog task under another parent, or to the top level with root: true. It then merges upstream from, and is accepted into, the new parent's branch."},
-	{Name: "lazy_reject", Title: "Reject task", Hints: destructive, io: typed[EndIn, EndOut]{},
+	{Name: "lazy_reject", Title: "Reject task", Hints: destructive, register: add[EndIn, EndOut],
 		Description: "Abandon a task, rejecting its work (-> abandoned); its worktree is removed when clean, its branch is kept. lazy_reopen undoes it."},
-	{Name: "lazy_close", Title: "Close task", Hints: destructive, io: typed[EndIn, EndOut]{},
+	{Name: "lazy_close", Title: "Close task", Hints: destructive, register: add[EndIn, EndOut],
 		Description: "Abandon a task that will not be done (-> abandoned); its worktree is removed when clean, its branch is kept. lazy_reopen undoes it."},
-	{Name: "lazy_reopen", Title: "Reopen task", Hints: additive, io: typed[ReasonIn, TaskOut]{},
+	{Name: "lazy_reopen", Title: "Reopen task", Hints: additive, register: add[ReasonIn, TaskOut],
 		Description: "Reopen a complete or abandoned task (-> blocked, or backlog if it never ran); an accepted task needs a reason. Next: lazy_unblock it."},
-	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, io: typed[ProgressIn, ProgressResult]{},
+	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, register: add[ProgressIn, ProgressResult],
 		Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface. It is not history: put durable rationale in lazy_journal."},
 }
 

@@ -16,7 +16,7 @@ type SubmitIn struct {
 }
 
 // submitTool is lazy_submit's entry in Tools.
-var submitTool = Tool{Name: "lazy_submit", Title: "Submit for review", Hints: Hints{OpenWorld: true}, Long: true, io: typed[SubmitIn, SubmitOut]{},
+var submitTool = Tool{Name: "lazy_submit", Title: "Submit for review", Hints: Hints{OpenWorld: true}, Long: true, register: add[SubmitIn, SubmitOut],
 	Description: "Push a blocked task's branch and open or update its pull request on the forge (blocked -> submitted). Sends progress; after timeout_seconds it returns still_running: true, and calling again picks the same submit up. Next: lazy_accept merges it through the forge once it is approved."}
 
 // callForge runs the forge tools; ok is false for any other tool.

@@ -5,12 +5,13 @@ import (
 	"html/template"
 	"sync"
 
-	"github.com/lazyorch/lazy/internal/goldmark"
-	"github.com/lazyorch/lazy/internal/goldmark/ast"
-	"github.com/lazyorch/lazy/internal/goldmark/extension"
-	"github.com/lazyorch/lazy/internal/goldmark/renderer"
-	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
-	"github.com/lazyorch/lazy/internal/goldmark/util"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/util"
+
 	"github.com/lazyorch/lazy/sanitize"
 )
 
@@ -20,10 +21,8 @@ import (
 // HTML as the text it is, so agent or remote text cannot inject markup.
 // Images are blocked anyway by the CSP (img-src is 'none').
 //
-// goldmark is internal/goldmark, upstream generated with its regexps
-// compiled on first use: otherwise every lazy process, lazy show as much
-// as lazy web, would compile them at start (see its fork_test.go). md is
-// built on first use for the same reason: its parser is 28 KB of heap.
+// md is built on first use: its parser is 28 KB of heap that a process
+// which never renders (lazy show, lazy create) need not allocate.
 var md = sync.OnceValue(func() goldmark.Markdown {
 	return goldmark.New(
 		goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList),
