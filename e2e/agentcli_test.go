@@ -24,6 +24,7 @@ import (
 // realCLI finds the real CLI called name.
 func realCLI(t *testing.T, name string) string {
 	t.Helper()
+	full(t) // a real client: never in the fast lane
 	if dir := os.Getenv("LAZY_AGENT_CLIS_DIR"); dir != "" {
 		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
 			return p

@@ -22,6 +22,7 @@ const mcpSDKVersion = "1.32.2"
 // missing one fails instead of skipping.
 func tsSDK(t *testing.T) (node, dir string) {
 	t.Helper()
+	full(t) // a real client: never in the fast lane
 	skip := func(why string) {
 		if os.Getenv("LAZY_REQUIRE_MCP_SDK") != "" {
 			t.Fatalf("LAZY_REQUIRE_MCP_SDK is set but %s (run sh scripts/ci-install-mcp-sdk.sh)", why)

@@ -18,6 +18,7 @@ import (
 // must fail, not land in a private copy.
 func sandboxBase(t *testing.T) string {
 	t.Helper()
+	full(t) // a real client: never in the fast lane
 	if err := sandbox.Check(context.Background()); err != nil {
 		if os.Getenv("LAZY_REQUIRE_BWRAP") != "" {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // server of its own, and returns a capture function and send-keys.
 func tmuxWatch(t *testing.T, r *runner, cols, rows int) (capture func() string, keys func(...string), alive func() bool) {
 	t.Helper()
+	full(t) // a real client: never in the fast lane
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("LAZY_REQUIRE_TMUX") != "" {
 			t.Fatal("tmux is not installed; the TUI tests need it (.ci/run installs it)")

@@ -18,6 +18,7 @@ import (
 // skipping.
 func chromium(t *testing.T) string {
 	t.Helper()
+	full(t) // a real client: never in the fast lane
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

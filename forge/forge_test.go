@@ -135,10 +135,7 @@ func TestGitHubViewParsing(t *testing.T) {
 // real gh parser, logged out: each must fail for want of a login, never
 // for an unknown flag; and every --json field must be one gh documents.
 func TestGitHubArgvAgainstRealGH(t *testing.T) {
-	gh, err := exec.LookPath("gh")
-	if err != nil {
-		t.Skip("gh is not installed (scripts/ci-install-gh.sh installs it)")
-	}
+	gh := realTool(t, "gh", "LAZY_REQUIRE_GH", "scripts/ci-install-gh.sh")
 	f, err := Open(Config{Kind: "github", RemoteURL: "https://github.com/acme/app.git"})
 	if err != nil {
 		t.Fatal(err)
@@ -291,4 +288,23 @@ func TestGiteaLifecycle(t *testing.T) {
 	if err := f.Close(ctx, 1, "rejected: no"); err != nil || !fake.closed || fake.comments[0] != "rejected: no" {
 		t.Fatalf("close: %v %v %v", err, fake.closed, fake.comments)
 	}
+}
+
+// realTool finds the real CLI name on PATH. It skips in the fast lane
+// (go test -short runs no real client) and when the CLI is missing,
+// unless the environment variable require is 1: scripts/test.sh sets it
+// when the full suite must run the CLI, and then a missing one fails.
+func realTool(t *testing.T, name, require, install string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("runs the real %s: the full suite runs it (scripts/test.sh)", name)
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv(require) == "1" {
+			t.Fatalf("%s is not installed and %s=1 (%s installs it)", name, require, install)
+		}
+		t.Skipf("%s is not installed (%s installs it)", name, install)
+	}
+	return p
 }

@@ -176,13 +176,7 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 // running it, so the check needs no login and no network. The help must
 // be the command's own, so a wrong subcommand fails too.
 func TestGitLabArgvAgainstRealGlab(t *testing.T) {
-	glab, err := exec.LookPath("glab")
-	if err != nil {
-		if os.Getenv("LAZY_REQUIRE_GLAB") == "1" {
-			t.Fatal("glab is not installed and LAZY_REQUIRE_GLAB=1 (scripts/ci-install-glab.sh installs it)")
-		}
-		t.Skip("glab is not installed (scripts/ci-install-glab.sh installs it)")
-	}
+	glab := realTool(t, "glab", "LAZY_REQUIRE_GLAB", "scripts/ci-install-glab.sh")
 	f, err := Open(Config{RemoteURL: "https://gitlab.com/acme/platform/app.git"})
 	if err != nil {
 		t.Fatal(err)
@@ -326,13 +320,7 @@ func (f *fakeGitLabAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // each command lazy runs, read by lazy's parsers. glab reaches the fake
 // through its per-host api_host and api_protocol settings.
 func TestGitLabThroughRealGlab(t *testing.T) {
-	glab, err := exec.LookPath("glab")
-	if err != nil {
-		if os.Getenv("LAZY_REQUIRE_GLAB") == "1" {
-			t.Fatal("glab is not installed and LAZY_REQUIRE_GLAB=1 (scripts/ci-install-glab.sh installs it)")
-		}
-		t.Skip("glab is not installed (scripts/ci-install-glab.sh installs it)")
-	}
+	glab := realTool(t, "glab", "LAZY_REQUIRE_GLAB", "scripts/ci-install-glab.sh")
 	api := &fakeGitLabAPI{t: t}
 	srv := httptest.NewServer(api)
 	defer srv.Close()

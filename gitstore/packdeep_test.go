@@ -161,6 +161,9 @@ func (c *deepChain) read(tb testing.TB, p *pack, k int) {
 // 5 MiB is over the old cache's bound on one entry, and half the work
 // of 8 under the race detector (BenchmarkDeepDeltaChain reads 8 MiB).
 func TestDeepDeltaChainIsResolvedOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("resolves an 8 MiB delta chain: the full suite runs it (scripts/test.sh)")
+	}
 	const depth = 50
 	c := deepChainPack(t, 5<<20, depth)
 	cases := []struct {

@@ -136,6 +136,9 @@ func contains(hs []plumbing.Hash, h plumbing.Hash) bool {
 }
 
 func TestPackIndexFindsEveryObject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes thousands of objects: the full suite runs it (scripts/test.sh)")
+	}
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(7, 8)), 1500)
 	hs := packBlobs(t, dir, contents)
@@ -443,6 +446,9 @@ func sortedIdx(x *packIndex) bool {
 // go-git, reads do not hash what they read: a damaged type bit can turn
 // a delta into a blob of its bytes, which git fsck reports.)
 func TestPackReadCorruptPacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("damages every byte range of a pack (FuzzPackEntries seeds still run): the full suite runs it (scripts/test.sh)")
+	}
 	dir := testrepo.New(t)
 	contents := similarBlobs(30)
 	hs := packBlobs(t, dir, contents, "--delta-base-offset")

@@ -135,6 +135,9 @@ func TestConcurrentProcessesLoseNoUpdate(t *testing.T) {
 // other, the first-parent chain would be shorter than the number of
 // successful writes.
 func TestCASAgainstGitCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("races git processes: the full suite runs it (scripts/test.sh)")
+	}
 	s, dir := open(t)
 	id := parkedTask(t, s)
 	ref := TaskRef(id)
@@ -297,6 +300,9 @@ func TestGCKeepsEverything(t *testing.T) {
 // TestHousekeepingBoundsLooseObjects writes past a low threshold and
 // checks that housekeeping packs objects and refs, losing nothing.
 func TestHousekeepingBoundsLooseObjects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes past the housekeeping threshold: the full suite runs it (scripts/test.sh)")
+	}
 	s, dir := open(t)
 	s.LooseObjectLimit = 300
 	passes := 0
@@ -381,6 +387,9 @@ func TestWritesSurvivePrunePacked(t *testing.T) {
 // pack. When it happens here the test repairs it as doctor would and
 // then requires everything intact.
 func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("races git gc: the full suite runs it (scripts/test.sh)")
+	}
 	s, dir := open(t)
 	var ids []string
 	for i := 0; i < 5; i++ {
@@ -533,6 +542,9 @@ func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
 // task goes missing or unreadable. Objects that move under the reader
 // are left to the cat-file path, which finds them where git put them.
 func TestColdListSurvivesConcurrentGC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("races git gc, repack and pack-refs: the full suite runs it (scripts/test.sh)")
+	}
 	s, dir := open(t)
 	n := batchThreshold + 16
 	for i := 0; i < n; i++ {

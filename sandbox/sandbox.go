@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -76,6 +77,9 @@ var ErrUnavailable = errors.New("the sandbox cannot run on this machine")
 // Check reports whether bwrap can start a sandbox here: the binary is
 // installed and the kernel lets it build its namespaces.
 func Check(ctx context.Context) error {
+	if err := platformRefusal(runtime.GOOS); err != nil {
+		return err
+	}
 	bin, err := exec.LookPath("bwrap")
 	if err != nil {
 		return fmt.Errorf("%w: bubblewrap (bwrap) is not installed; install it (Debian: apt-get install bubblewrap) or set lazy.sandbox to off", ErrUnavailable)
@@ -113,6 +117,9 @@ func Wrap(argv []string, p Policy) ([]string, error) {
 		if !filepath.IsAbs(d) {
 			return nil, fmt.Errorf("sandbox: %q is not an absolute path", d)
 		}
+	}
+	if err := platformRefusal(runtime.GOOS); err != nil {
+		return nil, err
 	}
 	bin, err := exec.LookPath("bwrap")
 	if err != nil {

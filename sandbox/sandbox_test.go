@@ -12,9 +12,13 @@ import (
 )
 
 // needBwrap skips without bubblewrap, unless LAZY_REQUIRE_BWRAP says CI
-// installed it and the test must run.
+// installed it and the test must run. The fast lane (go test -short)
+// runs no real bwrap.
 func needBwrap(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the real bwrap: the full suite runs it (scripts/test.sh)")
+	}
 	if err := Check(context.Background()); err != nil {
 		if os.Getenv("LAZY_REQUIRE_BWRAP") != "" {
 			t.Fatal(err)

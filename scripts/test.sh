@@ -1,9 +1,70 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, vet, lint, the race-enabled test
-# suite (unit, real-repo and end-to-end tests against the real binary) and a
-# short fuzz run of every fuzz target (see below).
+# The project's full suite: formatting, vet, lint, the race-enabled test
+# suite (unit, real-repo and end-to-end tests against the real binary and
+# the real clients) and a short fuzz run of every fuzz target (see below).
+# The fast lane a developer runs on every change is `go test -short ./...`.
+#
+# Every tool below is required: a missing one fails the run before any
+# test does, rather than its suite skipping unseen. LAZY_ALLOW_MISSING
+# names the ones this run may do without (comma-separated, or "all"):
+#   LAZY_ALLOW_MISSING=chromium,tmux ./scripts/test.sh
+# glab is optional (the Go module proxy .ci/run uses may not serve it).
+# A tool that is present is required of the tests too (LAZY_REQUIRE_*),
+# so its suite runs and cannot skip. The end prints which suites ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+allow=",${LAZY_ALLOW_MISSING:-},glab,"
+ran=() skipped=() missing=()
+
+# tool NAME ENVVAR WHAT HINT FOUND: FOUND (a shell test) says whether NAME is
+# here; if so ENVVAR=1 makes its tests fail rather than skip.
+tool() {
+  local name=$1 env=$2 what=$3 hint=$4 found=$5
+  if eval "$found"; then
+    [ -z "$env" ] || export "$env=1"
+    ran+=("$name ($what)")
+  elif [[ $allow == *,all,* || $allow == *",$name,"* ]]; then
+    skipped+=("$name ($what)")
+  else
+    missing+=("$name ($what): $hint")
+  fi
+}
+any() { for c in "$@"; do command -v "$c" >/dev/null 2>&1 && return 0; done; return 1; }
+lint=${GOLANGCI_LINT:-$(command -v golangci-lint || echo "$(go env GOPATH)/bin/golangci-lint")}
+mcp_sdk=${LAZY_MCP_SDK_DIR:-$(ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/lazy/mcp-sdk-* 2>/dev/null | tail -n 1 || true)}
+agent_cli() {
+  local d
+  for d in "${LAZY_AGENT_CLIS_DIR:-}" "$HOME/.cache/lazy-agent-clis/bin"; do
+    [ -n "$d" ] && [ -x "$d/$1" ] && return 0
+  done
+  command -v "$1" >/dev/null 2>&1
+}
+
+tool golangci-lint "" "lint" "go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint (.ci/run pins the version)" '[ -x "$lint" ]'
+tool chromium LAZY_REQUIRE_CHROMIUM "the web view in headless Chromium" "apt-get install chromium" 'any chromium chromium-browser google-chrome'
+tool bwrap LAZY_REQUIRE_BWRAP "sandboxed agents" "apt-get install bubblewrap, with unprivileged user namespaces allowed" \
+  'any bwrap && bwrap --ro-bind / / --dev /dev --proc /proc --unshare-net -- true >/dev/null 2>&1'
+tool tmux LAZY_REQUIRE_TMUX "lazy watch's TUI in tmux" "apt-get install tmux" 'any tmux'
+tool gh LAZY_REQUIRE_GH "every gh argv against the real gh" "sh scripts/ci-install-gh.sh" 'any gh'
+tool glab LAZY_REQUIRE_GLAB "every glab argv against the real glab" "sh scripts/ci-install-glab.sh" 'any glab'
+tool mcp-sdk LAZY_REQUIRE_MCP_SDK "lazy mcp under the TypeScript MCP SDK client" "apt-get install nodejs npm; sh scripts/ci-install-mcp-sdk.sh" \
+  'any node && [ -n "$mcp_sdk" ] && [ -f "$mcp_sdk/node_modules/@modelcontextprotocol/sdk/package.json" ]'
+tool agent-clis LAZY_REQUIRE_AGENT_CLIS "real Claude Code and Codex against a mock API" \
+  'export LAZY_AGENT_CLIS_DIR=$(sh scripts/ci-install-agent-clis.sh)' 'agent_cli claude && agent_cli codex'
+
+summary() {
+  echo "== real-client suites"
+  local s
+  for s in "${ran[@]}"; do echo "ran:     $s"; done
+  for s in "${skipped[@]}"; do echo "skipped: $s (missing; allowed by LAZY_ALLOW_MISSING)"; done
+}
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "scripts/test.sh: the full suite needs tools this machine lacks; install them (.ci/run installs all) or name them in LAZY_ALLOW_MISSING (a list, or all):" >&2
+  for s in "${missing[@]}"; do echo "  missing: $s" >&2; done
+  exit 1
+fi
+trap summary EXIT
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -14,12 +75,9 @@ fi
 echo "== go vet"
 go vet ./...
 
-lint=${GOLANGCI_LINT:-$(command -v golangci-lint || echo "$(go env GOPATH)/bin/golangci-lint")}
 if [ -x "$lint" ]; then
   echo "== golangci-lint"
   "$lint" run ./...
-else
-  echo "== golangci-lint not installed; skipped (.ci/run installs it)"
 fi
 
 echo "== go test -race"
