@@ -27,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
@@ -86,7 +86,7 @@ type Server struct {
 	Addr string
 	// Events follows the daemon's event stream in process (nil: the live
 	// stream only polls).
-	Events func(ctx context.Context) <-chan daemon.Event
+	Events func(ctx context.Context) <-chan events.Event
 	// PageSize is how many tasks a list page shows (default 100).
 	PageSize int
 
