@@ -24,6 +24,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -291,7 +292,7 @@ var Tools = []Tool{
 		Description: "Abandon a task that will not be done (-> abandoned); its worktree is removed when clean, its branch is kept. lazy_reopen undoes it."},
 	{Name: "lazy_reopen", Title: "Reopen task", Hints: additive, io: typed[ReasonIn, TaskOut]{},
 		Description: "Reopen a complete or abandoned task (-> blocked, or backlog if it never ran); an accepted task needs a reason. Next: lazy_unblock it."},
-	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, io: typed[ProgressIn, ProgressResult]{},
+	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, io: typed[ProgressIn, marks.ProgressResult]{},
 		Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface. It is not history: put durable rationale in lazy_journal."},
 }
 
@@ -314,7 +315,7 @@ type Hooks struct {
 type Dispatcher struct {
 	Store *gitstore.Store
 	Hooks Hooks
-	Marks *Marks // wait and progress markers; nil disables them
+	Marks *marks.Marks // wait and progress markers; nil disables them
 	// Tick is how often a long call looks at its task to report progress
 	// (0: every second).
 	Tick time.Duration

@@ -30,7 +30,7 @@ import (
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/sanitize"
 )
 
@@ -75,7 +75,7 @@ type Actions interface {
 // Server renders the pages of one repository.
 type Server struct {
 	Store   *gitstore.Store
-	Marks   *mcp.Marks
+	Marks   *marks.Marks
 	RepoDir string
 	// Token lets a browser read; ActionsToken, when set with Actions,
 	// also lets it act.
