@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"github.com/lazyorch/lazy/internal/fakegh/ghstate"
+	"github.com/lazyorch/lazy/internal/testfakes/fakegh/ghstate"
 	"io"
 	"net/http"
 	"os"
@@ -21,7 +21,7 @@ type ghState = ghstate.State
 type ghPR = ghstate.PR
 
 // fakeForge is a repository with an origin remote (a bare repository)
-// on a fake GitHub served by internal/fakegh.
+// on a fake GitHub served by internal/testfakes/fakegh.
 type fakeForge struct {
 	t      *testing.T
 	r      *runner
