@@ -12,8 +12,8 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/ops"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // AcceptCmd merges a task's work.

@@ -6,8 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/sanitize"
 	"time"
 
 	"context"

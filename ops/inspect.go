@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Bounds of what Diff and Logs return, so one call never floods a

@@ -11,7 +11,7 @@ import (
 	"github.com/lazyorch/lazy/internal/goldmark/renderer"
 	"github.com/lazyorch/lazy/internal/goldmark/renderer/html"
 	"github.com/lazyorch/lazy/internal/goldmark/util"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // md renders goals, turns and comments. goldmark is CommonMark-exact
