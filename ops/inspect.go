@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
 )

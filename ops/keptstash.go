@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // keptStashRefs is where lazy records each stash of the user's changes
