@@ -10,7 +10,7 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // Kinds of Entry: what an item of agent output is. The web view uses the

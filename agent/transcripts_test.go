@@ -9,7 +9,7 @@ import (
 
 // The transcripts under testdata were captured from the real CLIs
 // (Claude Code 2.1.332, Codex CLI 0.171.0) run against lazy's mock API
-// (internal/mockapi); docs/agent-clis.md says how. Each one must keep
+// (internal/testfakes/mockapi); docs/agent-clis.md says how. Each one must keep
 // its class, so the adapters cannot drift from what the CLIs print.
 
 func replay(t *testing.T, s Stream, file string) {

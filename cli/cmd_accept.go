@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/events"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/ops"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // AcceptCmd merges a task's work.
@@ -107,12 +108,12 @@ func shortSHA(s string) string {
 // phaseRelay sends narration to the repository's daemon, if one runs, as
 // progress events for every subscriber (lazy daemon --events, and the
 // clients that follow it). It never starts a daemon and never waits long.
-func (a *app) phaseRelay(id, op string) func(daemon.PhaseEvent) {
+func (a *app) phaseRelay(id, op string) func(events.Phase) {
 	if os.Getenv("LAZY_NO_DAEMON") != "" {
-		return func(daemon.PhaseEvent) {}
+		return func(events.Phase) {}
 	}
 	client := daemon.Dial(a.repo.LazyDir())
-	return func(ev daemon.PhaseEvent) {
+	return func(ev events.Phase) {
 		ev.TaskID, ev.Op = id, op
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
@@ -127,11 +128,11 @@ type phaseDisplay struct {
 	w     io.Writer
 	tty   bool
 	slug  string
-	relay func(daemon.PhaseEvent)
+	relay func(events.Phase)
 }
 
 func (d *phaseDisplay) Prelude(msg string) {
-	d.relay(daemon.PhaseEvent{Label: msg})
+	d.relay(events.Phase{Label: msg})
 	if d.tty {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return
@@ -144,7 +145,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 	for i, p := range plan {
 		labels[i] = p.Label
 	}
-	d.relay(daemon.PhaseEvent{Plan: labels})
+	d.relay(events.Phase{Plan: labels})
 	if d.tty {
 		fmt.Fprintf(d.w, "      plan: %s\n", strings.Join(labels, " → "))
 		return
@@ -153,7 +154,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 }
 
 func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
-	d.relay(daemon.PhaseEvent{Step: n, Of: m, Label: p.Label})
+	d.relay(events.Phase{Step: n, Of: m, Label: p.Label})
 	if d.tty {
 		fmt.Fprintf(d.w, "[%d/%d] %s\n", n, m, p.Label)
 		return
@@ -162,7 +163,7 @@ func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
 }
 
 func (d *phaseDisplay) Note(msg string) {
-	d.relay(daemon.PhaseEvent{Label: msg})
+	d.relay(events.Phase{Label: msg})
 	if d.tty {
 		fmt.Fprintf(d.w, "      %s\n", msg)
 		return

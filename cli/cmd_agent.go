@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
-	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/supervise"
 )
 
@@ -477,9 +478,9 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var events <-chan daemon.Event
+	var stream <-chan events.Event
 	if os.Getenv("LAZY_NO_DAEMON") == "" {
-		events, _ = daemon.Dial(a.repo.LazyDir()).Subscribe(ctx)
+		stream, _ = daemon.Dial(a.repo.LazyDir()).Subscribe(ctx)
 	}
 	deadline := time.After(timeout)
 	lastProgress := ""
@@ -491,11 +492,11 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 		if sn.Task.Status != machine.Working {
 			return sn, nil
 		}
-		if events == nil {
+		if stream == nil {
 			a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
 		}
 		poll := time.After(50 * time.Millisecond)
-		if events != nil {
+		if stream != nil {
 			poll = time.After(15 * time.Second) // heartbeats arrive every 5 s
 		}
 		select {
@@ -503,9 +504,9 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 			return nil, ctx.Err()
 		case <-deadline:
 			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives (lazy show %s)", timeout, sn.Task.Slug, sn.Task.Slug)
-		case ev, ok := <-events:
+		case ev, ok := <-stream:
 			if !ok {
-				events = nil // the daemon went away: reconcile ourselves
+				stream = nil // the daemon went away: reconcile ourselves
 				continue
 			}
 			if p := ev.Progress; p != nil && p.TaskID == id {
@@ -525,8 +526,8 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 				}
 			}
 		case <-poll:
-			if events != nil {
-				events = nil // no heartbeat for three periods: stop trusting the stream
+			if stream != nil {
+				stream = nil // no heartbeat for three periods: stop trusting the stream
 			}
 		}
 	}

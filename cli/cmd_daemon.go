@@ -11,7 +11,6 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/link"
-	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 )
 
@@ -103,23 +102,14 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	return err
 }
 
-// liveToken accepts a token only while the turn it was minted for runs:
-// a token left behind by a killed supervisor is worthless.
+// liveToken accepts a token only while the turn it was minted for runs
+// (link.Identity.Live).
 func (a *app) liveToken(id link.Identity) error {
 	sn, err := a.store.Load(id.Task)
 	if err != nil {
 		return err
 	}
-	if id.Kind == "pair" {
-		if sn.Task.Status != machine.Pairing || sn.Session == nil || sn.Session.ID != id.Session {
-			return fmt.Errorf("this MCP token belongs to a pairing on %s that has ended", sn.Task.Slug)
-		}
-		return nil
-	}
-	if sn.Task.Status != machine.Working || sn.Session == nil || sn.Session.ID != id.Session || sn.Session.Turn != id.Turn {
-		return fmt.Errorf("this MCP token belongs to a turn of %s that has ended", sn.Task.Slug)
-	}
-	return nil
+	return id.Live(sn)
 }
 
 // ensureDaemon makes sure a daemon of this build serves the repository:

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/sandbox"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // DoctorCmd reports and repairs what the reconciler would, and the debris

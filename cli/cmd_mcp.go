@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -73,7 +74,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 	}
 	d := &mcp.Dispatcher{
 		Store: a.store,
-		Marks: &mcp.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
+		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
 				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller, CrashAt: a.crash}, nil

@@ -5,13 +5,15 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/sanitize"
 	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/machine"
 
 	"context"
 	"fmt"
+
 	"github.com/lazyorch/lazy/reconcile"
 
 	"github.com/lazyorch/lazy/ops"

@@ -15,7 +15,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -285,7 +285,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	return nil
 }
 
-// substater is the live substate derivation (mcp.Marks in the CLI).
+// substater is the live substate derivation (marks.Marks in the CLI).
 type substater interface {
 	Substate(*gitstore.Summary) string
 }
@@ -405,7 +405,7 @@ func orderEntries(rows []gitstore.Entry, key string, limit int) []gitstore.Entry
 
 // withLive adds a working task's derived substate to its cached summary
 // bytes; every other task is written as cached.
-func withLive(e gitstore.Entry, marks *mcp.Marks) []byte {
+func withLive(e gitstore.Entry, mk *marks.Marks) []byte {
 	if e.Status != machine.Working || len(e.JSON) < 2 || e.JSON[len(e.JSON)-1] != '}' {
 		return e.JSON
 	}
@@ -413,7 +413,7 @@ func withLive(e gitstore.Entry, marks *mcp.Marks) []byte {
 	if err != nil {
 		return e.JSON
 	}
-	live, err := json.Marshal(marks.Substate(s))
+	live, err := json.Marshal(mk.Substate(s))
 	if err != nil {
 		return e.JSON
 	}
@@ -423,19 +423,23 @@ func withLive(e gitstore.Entry, marks *mcp.Marks) []byte {
 	return append(out, '}')
 }
 
-// marks reads the MCP wait and progress markers of this repository.
-func (a *app) marks() *mcp.Marks { return &mcp.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()} }
+func ptrSummary(s gitstore.Summary) *gitstore.Summary { return &s }
+
+// marks reads the wait and progress markers of this repository.
+func (a *app) marks() *marks.Marks {
+	return &marks.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()}
+}
 
 // writeJSONList prints a JSON array with one task per line. The task
 // objects are the cached summary bytes, so listing thousands of tasks
 // decodes and re-encodes nothing.
-func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, marks *mcp.Marks) error {
+func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, mk *marks.Marks) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString("[")
 	sep := "\n"
 	for _, e := range rows {
 		bw.WriteString(sep)
-		bw.Write(withLive(e, marks))
+		bw.Write(withLive(e, mk))
 		sep = ",\n"
 	}
 	for _, b := range bad {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/daemon"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // The TUI's panes.

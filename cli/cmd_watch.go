@@ -13,9 +13,9 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // StatusCmd summarizes the repository's tasks.

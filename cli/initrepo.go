@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // Refspecs lazy configures. Fetched task state lands in its own

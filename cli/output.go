@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // style is how one command's output looks: colour (a terminal, no

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // showView is what lazy show prints, fetched once: the detail that

@@ -16,11 +16,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/google/renameio/v2"
 
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/link"
@@ -45,36 +45,6 @@ type Info struct {
 	Started string `json:"started"`
 }
 
-// Event is one NDJSON line of GET /events.
-type Event struct {
-	Heartbeat string             `json:"heartbeat,omitempty"`
-	Reconcile []reconcile.Action `json:"reconcile,omitempty"`
-	Progress  *Progress          `json:"progress,omitempty"`
-	Phase     *PhaseEvent        `json:"phase,omitempty"`
-}
-
-// PhaseEvent is one step of a long operation (an accept) narrated by the
-// process running it, relayed to every subscriber. Step is 0 for a
-// prelude or a note, which have no position in the plan.
-type PhaseEvent struct {
-	TaskID string   `json:"task_id"`
-	Op     string   `json:"op"`
-	Step   int      `json:"step,omitempty"`
-	Of     int      `json:"of,omitempty"`
-	Label  string   `json:"label,omitempty"`
-	Plan   []string `json:"plan,omitempty"`
-}
-
-// Progress is a working task's supervisor state, published when it
-// changes.
-type Progress struct {
-	TaskID   string `json:"task_id"`
-	Phase    string `json:"phase"`
-	Progress string `json:"progress,omitempty"`
-	Attempt  int    `json:"attempt,omitempty"`
-	Retry    string `json:"retry,omitempty"` // the retry summary (machine.RetrySummary), while retrying
-}
-
 // Server is a running daemon.
 type Server struct {
 	Store     *gitstore.Store
@@ -95,8 +65,7 @@ type Server struct {
 	// lazy.notify.command hook); it must not block.
 	OnActions func([]reconcile.Action)
 
-	mu   sync.Mutex
-	subs map[chan Event]bool
+	hub  events.Hub
 	poke chan struct{}
 }
 
@@ -126,7 +95,6 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.subs = map[chan Event]bool{}
 	s.poke = make(chan struct{}, 1)
 	info := Info{PID: os.Getpid(), Version: s.Version, Started: time.Now().UTC().Format(time.RFC3339)}
 	mux := http.NewServeMux()
@@ -150,12 +118,12 @@ func (s *Server) Run(ctx context.Context) error {
 		mux.Handle("POST /mcp/call", s.MCP)
 	}
 	mux.HandleFunc("POST /phase", func(w http.ResponseWriter, r *http.Request) {
-		var ev PhaseEvent
+		var ev events.Phase
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&ev); err != nil || ev.TaskID == "" {
 			http.Error(w, "a phase event needs JSON with a task_id", http.StatusBadRequest)
 			return
 		}
-		s.publish(Event{Phase: &ev})
+		s.hub.Publish(events.Event{Phase: &ev})
 		w.WriteHeader(http.StatusNoContent)
 	})
 	if s.Web != nil {
@@ -189,7 +157,7 @@ func (s *Server) loop(ctx context.Context) {
 	defer tick.Stop()
 	defer beat.Stop()
 	idleSince := time.Now()
-	seen := map[string]Progress{}
+	seen := map[string]events.Progress{}
 	followUp := time.NewTimer(time.Hour)
 	followUp.Stop()
 	defer followUp.Stop()
@@ -198,12 +166,12 @@ func (s *Server) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case t := <-beat.C:
-			s.publish(Event{Heartbeat: t.UTC().Format(time.RFC3339Nano)})
+			s.hub.Publish(events.Event{Heartbeat: t.UTC().Format(time.RFC3339Nano)})
 		case <-s.poke:
 			// Something just launched a turn: reconcile and publish now,
 			// and once more when the supervisor has had a moment to
 			// report, not at the next tick, so watchers see it start.
-			s.publish(Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})
+			s.hub.Publish(events.Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})
 			if !s.pass(ctx, &idleSince, seen) {
 				return
 			}
@@ -270,7 +238,7 @@ func (s *Server) serveWeb(ctx context.Context, dir string) (func(), error) {
 
 // pass is one reconcile-and-publish round; false means the daemon should
 // exit (the repository is gone, or it was idle long enough).
-func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string]Progress) bool {
+func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string]events.Progress) bool {
 	if _, err := os.Stat(s.Store.Repo().CommonDir); err != nil {
 		return false
 	}
@@ -282,7 +250,7 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 		return true
 	}
 	if len(actions) > 0 {
-		s.publish(Event{Reconcile: actions})
+		s.hub.Publish(events.Event{Reconcile: actions})
 		if s.OnActions != nil {
 			s.OnActions(actions)
 		}
@@ -298,7 +266,7 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 
 // publishProgress reads each working task's status.json and publishes
 // what changed since the last tick.
-func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progress) {
+func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]events.Progress) {
 	// entries holds only the watched tasks: a task missing from them is
 	// not working either.
 	working := make(map[string]bool, len(entries))
@@ -319,7 +287,7 @@ func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progr
 		if proto.ForTask(s.Store.Repo().LazyDir(), e.ID).Read(proto.StatusFile, &st) != nil {
 			continue
 		}
-		p := Progress{TaskID: e.ID, Phase: st.Phase, Progress: st.Progress, Attempt: st.Attempt}
+		p := events.Progress{TaskID: e.ID, Phase: st.Phase, Progress: st.Progress, Attempt: st.Attempt}
 		switch {
 		case st.AgentRetrying:
 			p.Retry = machine.AgentRetrySummary(st.Attempt, st.RetryFailureClass, st.RetryFailureReason)
@@ -328,7 +296,7 @@ func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]Progr
 		}
 		if seen[e.ID] != p {
 			seen[e.ID] = p
-			s.publish(Event{Progress: &p})
+			s.hub.Publish(events.Event{Progress: &p})
 		}
 	}
 }
@@ -347,39 +315,12 @@ func busy(entries []gitstore.Entry) bool {
 // watched reports whether anyone follows the events (lazy watch, an open
 // web page): a person looking at the daemon's view keeps it up, since a
 // restarted daemon serves the web view on a new address.
-func (s *Server) watched() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.subs) > 0
-}
-
-func (s *Server) publish(ev Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ch := range s.subs {
-		select {
-		case ch <- ev:
-		default: // a slow client misses events rather than stalling the daemon
-		}
-	}
-}
+func (s *Server) watched() bool { return s.hub.Watched() }
 
 // Subscribe returns this daemon's events, in process (the web view
 // follows them), until ctx ends. A slow reader misses events rather than
 // stalling the daemon, so readers treat an event as "look again".
-func (s *Server) Subscribe(ctx context.Context) <-chan Event {
-	ch := make(chan Event, 16)
-	s.mu.Lock()
-	s.subs[ch] = true
-	s.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		s.mu.Lock()
-		delete(s.subs, ch)
-		s.mu.Unlock()
-	}()
-	return ch
-}
+func (s *Server) Subscribe(ctx context.Context) <-chan events.Event { return s.hub.Subscribe(ctx) }
 
 // events streams NDJSON: heartbeats, so a client can tell a quiet daemon
 // from a dead one, and reconcile actions as they happen.
@@ -392,7 +333,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch := s.Subscribe(r.Context())
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
-	_ = enc.Encode(Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})
+	_ = enc.Encode(events.Event{Heartbeat: time.Now().UTC().Format(time.RFC3339Nano)})
 	flusher.Flush()
 	for {
 		select {
@@ -454,7 +395,7 @@ func (c *Client) Poke(ctx context.Context) error { return c.post(ctx, "/poke", n
 
 // Phase relays a phase event to the daemon's subscribers. It is
 // best-effort: the caller's operation must not depend on it.
-func (c *Client) Phase(ctx context.Context, ev PhaseEvent) error {
+func (c *Client) Phase(ctx context.Context, ev events.Phase) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
@@ -480,7 +421,7 @@ func (c *Client) Events(ctx context.Context, w io.Writer) error {
 
 // Subscribe decodes the daemon's event stream into a channel, closed when
 // the stream ends or ctx is done.
-func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
+func (c *Client) Subscribe(ctx context.Context) (<-chan events.Event, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://lazy/events", nil)
 	if err != nil {
 		return nil, err
@@ -491,13 +432,13 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan Event, 16)
+	ch := make(chan events.Event, events.Buffer)
 	go func() {
 		defer close(ch)
 		defer func() { _ = resp.Body.Close() }()
 		dec := json.NewDecoder(resp.Body)
 		for {
-			var ev Event
+			var ev events.Event
 			if dec.Decode(&ev) != nil {
 				return
 			}

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
@@ -151,7 +152,7 @@ func TestStartServeStop(t *testing.T) {
 }
 
 // nextPhase returns the first phase event on ch, skipping heartbeats.
-func nextPhase(t *testing.T, ch <-chan Event) PhaseEvent {
+func nextPhase(t *testing.T, ch <-chan events.Event) events.Phase {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -176,7 +177,7 @@ func TestEventsFanOutToEverySubscriber(t *testing.T) {
 	start(t, s, dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var subs []<-chan Event
+	var subs []<-chan events.Event
 	for range 2 {
 		ch, err := Dial(dir).Subscribe(ctx)
 		if err != nil {
@@ -199,7 +200,7 @@ func TestEventsFanOutToEverySubscriber(t *testing.T) {
 	c := Dial(dir)
 	plan := []string{"merge", "push"}
 	for i, label := range plan {
-		if err := c.Phase(ctx, PhaseEvent{TaskID: "t1", Op: "accept", Step: i + 1, Of: len(plan), Label: label, Plan: plan}); err != nil {
+		if err := c.Phase(ctx, events.Phase{TaskID: "t1", Op: "accept", Step: i + 1, Of: len(plan), Label: label, Plan: plan}); err != nil {
 			t.Fatal(err)
 		}
 	}

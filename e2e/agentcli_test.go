@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/internal/mockapi"
+	"github.com/lazyorch/lazy/internal/testfakes/mockapi"
 )
 
 // These tests run the real agent CLIs (Claude Code, Codex) through the
-// real lazy binary against internal/mockapi on 127.0.0.1: no key, no
+// real lazy binary against internal/testfakes/mockapi on 127.0.0.1: no key, no
 // internet. scripts/ci-install-agent-clis.sh installs the pinned CLIs and
 // prints their directory (LAZY_AGENT_CLIS_DIR); without them the tests
 // skip, unless LAZY_REQUIRE_AGENT_CLIS=1 says they must run.

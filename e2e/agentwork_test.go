@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/internal/mockapi"
+	"github.com/lazyorch/lazy/internal/testfakes/mockapi"
 )
 
 // The product's main job, done by the real agent CLIs under lazy's

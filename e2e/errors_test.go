@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
-	"github.com/lazyorch/lazy/internal/testrepo"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // oneSentence fails unless msg, progress lines aside, is a single

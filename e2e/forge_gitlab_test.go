@@ -2,10 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
-	"github.com/lazyorch/lazy/internal/fakeglab/glstate"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lazyorch/lazy/internal/testfakes/fakeglab/glstate"
 )
 
 // The fake's own state types: the tests edit the file it reads.
@@ -14,7 +15,7 @@ type glMR = glstate.MR
 type glPipeline = glstate.Pipeline
 
 // newFakeGitLab is newFakeForge on a fake GitLab served by
-// internal/fakeglab, project acme/app on gitlab.com.
+// internal/testfakes/fakeglab, project acme/app on gitlab.com.
 func newFakeGitLab(t *testing.T) *fakeForge {
 	t.Helper()
 	f := newForgeRepo(t, "gitlab", "FAKEGLAB_STATE")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"github.com/lazyorch/lazy/internal/fakegh/ghstate"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/testfakes/fakegh/ghstate"
 )
 
 // The fake's own state types: the tests edit the file it reads.
@@ -21,7 +22,7 @@ type ghState = ghstate.State
 type ghPR = ghstate.PR
 
 // fakeForge is a repository with an origin remote (a bare repository)
-// on a fake GitHub served by internal/fakegh.
+// on a fake GitHub served by internal/testfakes/fakegh.
 type fakeForge struct {
 	t      *testing.T
 	r      *runner

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 var lazyBin, fakeAgentBin, fakeGHDir string
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fakeAgentBin = filepath.Join(dir, "fakeagent")
-	fb := exec.Command("go", "build", "-o", fakeAgentBin, "../internal/fakeagent")
+	fb := exec.Command("go", "build", "-o", fakeAgentBin, "../internal/testfakes/fakeagent")
 	fb.Stdout, fb.Stderr = os.Stderr, os.Stderr
 	if err := fb.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 	// The fake gh and glab are installed as "gh" and "glab" in a
 	// directory of their own, which the forge tests put first on PATH.
 	fakeGHDir = filepath.Join(dir, "gh-bin")
-	for name, pkg := range map[string]string{"gh": "../internal/fakegh", "glab": "../internal/fakeglab"} {
+	for name, pkg := range map[string]string{"gh": "../internal/testfakes/fakegh", "glab": "../internal/testfakes/fakeglab"} {
 		gb := exec.Command("go", "build", "-o", filepath.Join(fakeGHDir, name), pkg)
 		gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
 		if err := gb.Run(); err != nil {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestRepositoryFormatIsAskedOfGit: a repository whose config merely

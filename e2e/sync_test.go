@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // clones returns two lazy repositories sharing a bare remote, origin.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // Gitea talks to Gitea and Forgejo through their REST API (/api/v1),

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // GitHub drives the user's gh CLI, so its logins, hosts and enterprise

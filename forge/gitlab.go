@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // GitLab drives the user's glab CLI, so its logins, hosts (gitlab.com and

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // batchThreshold is the number of cache misses above which List reads

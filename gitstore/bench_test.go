@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestFormatIsGitsVerdictNotASubstring: names that merely contain

@@ -22,8 +22,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/klauspost/compress/zlib"
 
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // objects writes loose objects directly (the format is tiny and this skips

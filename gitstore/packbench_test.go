@@ -12,7 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/lazyorch/lazy/internal/testrepo"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // fastImport packs n small blobs, reachable from refs/heads/big, through

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/lazyorch/lazy/internal/testrepo"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // deepChain is a repository whose one pack holds versions of one large

@@ -13,7 +13,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/lazyorch/lazy/internal/testrepo"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // packBlobs writes contents as loose blobs, packs exactly them with git

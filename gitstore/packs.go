@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // OrphanPack is a pack file in objects/pack whose index is missing. Git

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestOrphanedPackIsFoundAndIndexed builds what overlapping git repacks

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/owned"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 

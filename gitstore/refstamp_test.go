@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 

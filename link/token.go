@@ -1,7 +1,8 @@
 // Package link is how a turn's agent reaches the daemon: the per-turn
-// bearer token the supervisor mints (and the daemon verifies), and the
-// unix-socket transport every client of the daemon dials. supervise, mcp
-// and daemon all import it, so none of them needs another's internals.
+// bearer token the supervisor mints (and the daemon verifies), the rule
+// for how long a token stays live, and the unix-socket transport every
+// client of the daemon dials. supervise, mcp and daemon all import it, so
+// none of them needs another's internals.
 package link
 
 import (

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"

@@ -172,7 +172,7 @@ func (d *Dispatcher) waitTurn(ctx context.Context, caller Caller, sn *gitstore.S
 // tracked waits for sn's turn with the wait marked: the marker is
 // settled in a deferred call, however the wait ends.
 func (d *Dispatcher) tracked(ctx context.Context, caller Caller, sn *gitstore.Snapshot, timeout time.Duration) (final *gitstore.Snapshot, err error) {
-	done := d.Marks.startWait(caller, sn)
+	done := d.Marks.StartWait(caller.Task, sn)
 	defer func() { done(err) }()
 	return d.Hooks.Wait(ctx, sn.Task.ID, timeout)
 }

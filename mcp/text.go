@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/marks"
 )
 
 // headline is the readable first line of a tool's text content; the
@@ -71,7 +72,7 @@ func headline(tool string, out any) string {
 		return fmt.Sprintf("The last %d line(s) of the agent log.", len(o.Lines))
 	case JournalOut:
 		return fmt.Sprintf("Journal entry #%d recorded on %s.", o.Entry.Seq, o.Task.Slug)
-	case ProgressResult:
+	case marks.ProgressResult:
 		return "Progress: " + o.Recorded
 	}
 	return ""

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -293,7 +294,7 @@ var Tools = []Tool{
 		Description: "Abandon a task that will not be done (-> abandoned); its worktree is removed when clean, its branch is kept. lazy_reopen undoes it."},
 	{Name: "lazy_reopen", Title: "Reopen task", Hints: additive, register: add[ReasonIn, TaskOut],
 		Description: "Reopen a complete or abandoned task (-> blocked, or backlog if it never ran); an accepted task needs a reason. Next: lazy_unblock it."},
-	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, register: add[ProgressIn, ProgressResult],
+	{Name: "lazy_update_progress", Title: "Update progress", Hints: Hints{Idempotent: true}, AgentOnly: true, register: add[ProgressIn, marks.ProgressResult],
 		Description: "Post one short line about what you are doing; it replaces the previous line and is shown on every surface. It is not history: put durable rationale in lazy_journal."},
 }
 
@@ -316,7 +317,7 @@ type Hooks struct {
 type Dispatcher struct {
 	Store *gitstore.Store
 	Hooks Hooks
-	Marks *Marks // wait and progress markers; nil disables them
+	Marks *marks.Marks // wait and progress markers; nil disables them
 	// Tick is how often a long call looks at its task to report progress
 	// (0: every second).
 	Tick time.Duration

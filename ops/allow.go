@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // AllowMode says how SetAllowedPaths combines patterns with the policy.

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 

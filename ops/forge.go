@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitcli"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/machine"
 )
 

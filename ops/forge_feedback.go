@@ -8,8 +8,8 @@ import (
 
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Bounds on forge feedback: one item, and one delivered turn.

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
 // JournalInput is one journal entry: why a turn did what it did.

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 func env(t *testing.T) *Env {

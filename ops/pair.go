@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"

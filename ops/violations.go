@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/allowpath"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/lazy" .
-go build -o "$bin/fakeagent" ./internal/fakeagent
+go build -o "$bin/fakeagent" ./internal/testfakes/fakeagent
 go build -o "$bin/turnbench" ./scripts/turnbench
 "$bin/turnbench" -lazy "$bin/lazy" -fake "$bin/fakeagent" -n "${1:-20}"
 if command -v bwrap >/dev/null 2>&1; then

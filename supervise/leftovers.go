@@ -9,9 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 

@@ -17,13 +17,13 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/allowpath"
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 	"github.com/lazyorch/lazy/worktree"
 )
 

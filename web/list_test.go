@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/marks"
 )
 
 const testAddr = "127.0.0.1:7777"
@@ -26,7 +26,7 @@ func newServer(tb testing.TB) (*Server, *gitstore.Store, string) {
 		tb.Fatal(err)
 	}
 	st := gitstore.Open(repo, gitstore.WithHost("test-host"))
-	return &Server{Store: st, Marks: &mcp.Marks{LazyDir: repo.LazyDir(), Host: "test-host"}, RepoDir: dir, Token: "tok", Addr: testAddr}, st, dir
+	return &Server{Store: st, Marks: &marks.Marks{LazyDir: repo.LazyDir(), Host: "test-host"}, RepoDir: dir, Token: "tok", Addr: testAddr}, st, dir
 }
 
 func create(tb testing.TB, st *gitstore.Store, title, parent string) string {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -86,7 +86,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	ctx := r.Context()
-	var evs <-chan daemon.Event
+	var evs <-chan events.Event
 	if s.Events != nil {
 		evs = s.Events(ctx)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/proto"
 )
 
@@ -21,8 +21,8 @@ import (
 func TestEventStreamRelaysPhasesAndTailsTheLog(t *testing.T) {
 	s, st, _ := newServer(t)
 	id := create(t, st, "Followed", "")
-	events := make(chan daemon.Event, 4)
-	s.Events = func(context.Context) <-chan daemon.Event { return events }
+	feed := make(chan events.Event, 4)
+	s.Events = func(context.Context) <-chan events.Event { return feed }
 	logPath := proto.ForTask(st.Repo().LazyDir(), id).Path(proto.LogFile)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestEventStreamRelaysPhasesAndTailsTheLog(t *testing.T) {
 	if got := next("tasks"); !strings.Contains(got, `"id":"`+id+`"`) || !strings.Contains(got, `"status":"backlog"`) {
 		t.Fatalf("first state: %s", got)
 	}
-	events <- daemon.Event{Phase: &daemon.PhaseEvent{TaskID: id, Op: "accept", Step: 2, Of: 4, Label: "squash-merge \x1b[31m"}}
+	feed <- events.Event{Phase: &events.Phase{TaskID: id, Op: "accept", Step: 2, Of: 4, Label: "squash-merge \x1b[31m"}}
 	if got := next("phase"); got != `{"id":"`+id+`","op":"accept","step":2,"of":4,"label":"squash-merge"}` {
 		t.Fatalf("phase: %s", got)
 	}

@@ -27,11 +27,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/mcp"
-	"github.com/lazyorch/lazy/sanitize"
+	"github.com/lazyorch/lazy/marks"
 )
 
 //go:embed templates/*.html
@@ -75,7 +75,7 @@ type Actions interface {
 // Server renders the pages of one repository.
 type Server struct {
 	Store   *gitstore.Store
-	Marks   *mcp.Marks
+	Marks   *marks.Marks
 	RepoDir string
 	// Token lets a browser read; ActionsToken, when set with Actions,
 	// also lets it act.
@@ -86,7 +86,7 @@ type Server struct {
 	Addr string
 	// Events follows the daemon's event stream in process (nil: the live
 	// stream only polls).
-	Events func(ctx context.Context) <-chan daemon.Event
+	Events func(ctx context.Context) <-chan events.Event
 	// PageSize is how many tasks a list page shows (default 100).
 	PageSize int
 

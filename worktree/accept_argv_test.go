@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitcli"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestAcceptCommandsArgv pins the exact argv of every git command an

@@ -3,7 +3,7 @@ package worktree
 import (
 	"context"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // Branch and checkout commands for start, take-over, edit, reject and

@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitcli"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestBranchCommandsArgv pins the argv of the branch and checkout

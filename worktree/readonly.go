@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // State is what a read-only turn (an ask) must leave as it found it: what

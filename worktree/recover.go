@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // The git commands that give a user's stash back and undo an accept that

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // Ref commands lazy runs for its own records beside a checkout (the

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitcli"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestRevertCommandsArgv pins the argv of the file-permission revert;

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 // The read-only commands of lazy diff and lazy accept --dry-run: what a

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitcli"
-	"github.com/lazyorch/lazy/internal/testrepo"
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestReviewCommandsArgv pins the argv of lazy diff and accept --dry-run.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitcli"
+	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
 func stashChangesCmd(dir, sha string) *gitcli.Cmd {

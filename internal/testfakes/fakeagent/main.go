@@ -58,7 +58,6 @@ import (
 
 	"encoding/json"
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -67,6 +66,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"golang.org/x/term"
 )

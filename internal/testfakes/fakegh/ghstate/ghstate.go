@@ -1,4 +1,4 @@
-// Package ghstate is the state file of the fake gh (internal/fakegh): the
+// Package ghstate is the state file of the fake gh (internal/testfakes/fakegh): the
 // fake reads and writes it, and the e2e tests play the forge by editing
 // it, so both use these one declarations and cannot drift apart.
 package ghstate

@@ -1,5 +1,5 @@
 // Package fakecli is what the fake forge CLIs of lazy's tests
-// (internal/fakegh, internal/fakeglab) share: gh- and glab-style flag
+// (internal/testfakes/fakegh, internal/testfakes/fakeglab) share: gh- and glab-style flag
 // parsing, and running one invocation against a JSON state file that
 // tests read and edit to play the forge.
 //

@@ -1,4 +1,9 @@
-package mcp
+// Package marks is the live, ephemeral state of a working task that the
+// task store does not record: which subtasks its agent waits on (and the
+// persisted wait intervals), its latest progress line, and the substate
+// every surface derives from them and the supervisor's status. The MCP
+// server writes the marks; the CLI, the web view and MCP read them.
+package marks
 
 import (
 	"context"
@@ -16,9 +21,9 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/sanitize"
 )
 
 // Marker files, in a task's protocol directory.
@@ -104,22 +109,23 @@ func (m *Marks) appendInterval(l intervalLine) {
 	_ = f.Close()
 }
 
-// startWait records that caller's agent waits on sn's task. The returned
+// StartWait records that task's agent waits on sn's task. The returned
 // function settles it and must run however the wait ends (a finally):
-// clearing is on settle, not on the response reaching the client.
-func (m *Marks) startWait(caller Caller, sn *gitstore.Snapshot) func(err error) {
-	if m == nil || !caller.agent() {
+// clearing is on settle, not on the response reaching the client. A nil
+// Marks, or no task (a human caller), records nothing.
+func (m *Marks) StartWait(task string, sn *gitstore.Snapshot) func(err error) {
+	if m == nil || task == "" {
 		return func(error) {}
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	w := Wait{On: sn.Task.ID, Slug: sn.Task.Slug, Since: m.now().UTC(), ID: hex.EncodeToString(idb[:])}
 	seq := 0
-	if cur, err := m.runningTurn(caller.Task); err == nil {
+	if cur, err := m.runningTurn(task); err == nil {
 		seq = cur + 1
 	}
-	m.appendInterval(intervalLine{Event: "start", ID: w.ID, Task: caller.Task, On: w.On, TurnSequence: seq, At: w.Since})
-	m.editWaits(caller.Task, func(ws []Wait) []Wait { return append(ws, w) })
+	m.appendInterval(intervalLine{Event: "start", ID: w.ID, Task: task, On: w.On, TurnSequence: seq, At: w.Since})
+	m.editWaits(task, func(ws []Wait) []Wait { return append(ws, w) })
 	return func(err error) {
 		outcome := "completed"
 		switch {
@@ -130,7 +136,7 @@ func (m *Marks) startWait(caller Caller, sn *gitstore.Snapshot) func(err error) 
 		case err != nil:
 			outcome = "error"
 		}
-		m.editWaits(caller.Task, func(ws []Wait) []Wait {
+		m.editWaits(task, func(ws []Wait) []Wait {
 			out := ws[:0]
 			for _, x := range ws {
 				if x.ID != w.ID {

@@ -1,5 +1,5 @@
 // Command fakegh is the gh binary lazy's tests put on PATH in place of
-// the GitHub CLI (the state file machinery is internal/fakecli's). It emulates the documented behaviour and --json output
+// the GitHub CLI (the state file machinery is internal/testfakes/fakecli's). It emulates the documented behaviour and --json output
 // fields of the gh commands lazy runs, keeping the pull requests of one
 // repository in the JSON file named by FAKEGH_STATE (tests read and edit
 // that file to play the forge: add a failing check, a review, merge or
@@ -14,14 +14,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/lazyorch/lazy/internal/fakegh/ghstate"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 
-	"github.com/lazyorch/lazy/internal/fakecli"
+	"github.com/lazyorch/lazy/internal/testfakes/fakegh/ghstate"
+
+	"github.com/lazyorch/lazy/internal/testfakes/fakecli"
 )
 
 // The state types live in ghstate, shared with the e2e tests.

@@ -1,4 +1,4 @@
-// Package glstate is the state file of the fake glab (internal/fakeglab):
+// Package glstate is the state file of the fake glab (internal/testfakes/fakeglab):
 // the fake reads and writes it, and the e2e tests play GitLab by editing
 // it, so both use these one declarations and cannot drift apart.
 package glstate

@@ -8,7 +8,7 @@
 // project live in the JSON file named by FAKEGLAB_STATE; tests read and
 // edit it to play GitLab (a failing job, a note, an approval rule, a
 // merge or close in the web UI). Invocations are logged and can hang as
-// internal/fakecli describes.
+// internal/testfakes/fakecli describes.
 //
 // Like glab, it refuses unknown flags ("unknown flag: --x", exit 1), and
 // everything but auth status fails with HTTP 401 when logged out.
@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/lazyorch/lazy/internal/fakeglab/glstate"
 	"io"
 	"net/url"
 	"os"
@@ -27,7 +26,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lazyorch/lazy/internal/fakecli"
+	"github.com/lazyorch/lazy/internal/testfakes/fakeglab/glstate"
+
+	"github.com/lazyorch/lazy/internal/testfakes/fakecli"
 )
 
 // The state types live in glstate, shared with the e2e tests.
