@@ -199,7 +199,8 @@ func TestRunReportsAnAgentThatCannotStart(t *testing.T) {
 	code, err := Run(t.Context(), []string{"/nonexistent/agent-cli"}, t.TempDir(), nil, h.tty, &buffer{})
 	var pe *exec.Error
 	var perr *os.PathError
-	if err == nil || code != -1 || !strings.Contains(err.Error(), "/nonexistent/agent-cli") || !(errors.As(err, &pe) || errors.As(err, &perr)) {
+	typed := errors.As(err, &pe) || errors.As(err, &perr)
+	if err == nil || code != -1 || !strings.Contains(err.Error(), "/nonexistent/agent-cli") || !typed {
 		t.Fatalf("Run = %d, %v; want an error naming the agent", code, err)
 	}
 	if after, _ := term.GetState(int(h.tty.Fd())); after == nil || *after != *before {
