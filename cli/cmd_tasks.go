@@ -423,8 +423,6 @@ func withLive(e gitstore.Entry, mk *marks.Marks) []byte {
 	return append(out, '}')
 }
 
-func ptrSummary(s gitstore.Summary) *gitstore.Summary { return &s }
-
 // marks reads the wait and progress markers of this repository.
 func (a *app) marks() *marks.Marks {
 	return &marks.Marks{LazyDir: a.repo.LazyDir(), Host: a.store.Host()}
