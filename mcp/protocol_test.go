@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -300,6 +302,63 @@ func TestServeEndsAtEOFAndEndsItsCalls(t *testing.T) {
 	<-b.started
 	_ = c.in.Close()
 	endsCleanly(t, c.served, b, "at EOF")
+}
+
+// eofBackend records the tools called; lazy_show blocks until cancelled.
+type eofBackend struct {
+	mu     sync.Mutex
+	called []string
+}
+
+func (b *eofBackend) Call(ctx context.Context, tool string, _ json.RawMessage) (json.RawMessage, error) {
+	b.mu.Lock()
+	b.called = append(b.called, tool)
+	b.mu.Unlock()
+	if tool == "lazy_show" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, errors.New("ran " + tool)
+}
+
+// A client that writes its calls and closes its input at once (a script,
+// an agent that gives up): the SDK alone cancels every call at EOF, even
+// one still queued, so none would run. The handshake and a call that
+// changes something run and are answered; a call that only reads is
+// cancelled, and Serve ends.
+func TestCallsWrittenJustBeforeEOFThatChangeSomethingRun(t *testing.T) {
+	b := &eofBackend{}
+	c := serveRaw(t, b)
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lazy_show","arguments":{"task":"x"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lazy_create","arguments":{"title":"t","request_id":"r"}}}`)
+	_ = c.in.Close()
+	var ids []any
+	for m := range c.lines {
+		ids = append(ids, m["id"])
+		if m["id"] == float64(2) {
+			if text, isErr := resultText(m); !isErr || text != "ran lazy_create" {
+				t.Errorf("the create's answer: %v", m)
+			}
+		}
+	}
+	if len(ids) != 2 || ids[0] != "init" || ids[1] != float64(2) {
+		t.Fatalf("answers to %v, want the handshake and the create (the show cancelled, unanswered)", ids)
+	}
+	select {
+	case err := <-c.served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not end after EOF")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.Contains(b.called, "lazy_create") {
+		t.Fatalf("the backend saw %v: the create never ran", b.called)
+	}
 }
 
 // endsCleanly waits for Serve to return nil, its call b ended first.

@@ -48,18 +48,19 @@ const maxCalls = 64
 // a read error is returned). The calls still running at the end are
 // cancelled and waited for.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	out := &lineWriter{w: w, calls: map[jsonrpc.ID]bool{}}
+	out := newLineWriter(w)
 	pr, pw := io.Pipe()
 	ss, err := s.sdk.Connect(ctx, &sdk.IOTransport{Reader: pr, Writer: out, MaxLineLength: maxMessage + 2}, nil)
 	if err != nil {
 		return fmt.Errorf("start the MCP session: %w", err)
 	}
 	readErr := make(chan error, 1)
+	ended := make(chan struct{})
 	go func() {
 		readErr <- filterLines(r, pw, out)
+		out.settle(pw, ended)
 		_ = pw.Close() // the SDK reads EOF and ends the session
 	}()
-	ended := make(chan struct{})
 	go func() {
 		_ = ss.Wait()
 		close(ended)
@@ -94,9 +95,20 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 type lineWriter struct {
 	mu sync.Mutex
 	w  io.Writer
-	// calls maps the id of each call in flight to whether the client
-	// cancelled it.
-	calls map[jsonrpc.ID]bool
+	// calls holds each call in flight by id.
+	calls map[jsonrpc.ID]call
+	// answered is signalled when a call's answer leaves (see settle).
+	answered chan struct{}
+}
+
+// call is what the shim knows of one call in flight.
+type call struct {
+	cancelled bool // by the client: its answer is not sent
+	changing  bool // a tool call that changes something (see Dispatcher.Call)
+}
+
+func newLineWriter(w io.Writer) *lineWriter {
+	return &lineWriter{w: w, calls: map[jsonrpc.ID]call{}, answered: make(chan struct{}, 1)}
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -109,9 +121,13 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	if m.ID != nil && m.Method == nil {
 		if id, err := jsonrpc.MakeID(m.ID); err == nil {
-			cancelled := l.calls[id]
+			c := l.calls[id]
 			delete(l.calls, id)
-			if cancelled {
+			select {
+			case l.answered <- struct{}{}:
+			default:
+			}
+			if c.cancelled {
 				return len(p), nil
 			}
 		}
@@ -132,7 +148,8 @@ func (l *lineWriter) track(msg jsonrpc.Message) (refused bool) {
 		if _, dup := l.calls[req.ID]; dup {
 			return true
 		}
-		l.calls[req.ID] = false
+		// The handshake counts as changing: the calls after it need it.
+		l.calls[req.ID] = call{changing: req.Method == "initialize" || req.Method == "tools/call" && changes(toolName(req.Params))}
 		return false
 	}
 	if req.Method == "notifications/cancelled" {
@@ -141,13 +158,67 @@ func (l *lineWriter) track(msg jsonrpc.Message) (refused bool) {
 		}
 		if json.Unmarshal(req.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				if _, ok := l.calls[id]; ok {
-					l.calls[id] = true
+				if c, ok := l.calls[id]; ok {
+					c.cancelled = true
+					l.calls[id] = c
 				}
 			}
 		}
 	}
 	return false
+}
+
+// toolName is the tool a tools/call names ("" if none).
+func toolName(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
+}
+
+// settle runs when the client's input has ended, before the SDK is told:
+// at its EOF the SDK cancels every call it was sent, even one still
+// queued, so a client that writes its calls and closes stdin at once
+// would have none run. A call that changes something must run to its end
+// (see Dispatcher.Call); one that only reads is of no use to a client
+// that left. So settle cancels the reading calls as the client would,
+// with notifications/cancelled, and waits until every call in flight has
+// been answered (the changing ones by finishing), or the session ended.
+func (l *lineWriter) settle(sdkIn io.Writer, ended <-chan struct{}) {
+	l.mu.Lock()
+	var cancels []jsonrpc.ID
+	for id, c := range l.calls {
+		if !c.changing && !c.cancelled {
+			c.cancelled = true
+			l.calls[id] = c
+			cancels = append(cancels, id)
+		}
+	}
+	l.mu.Unlock()
+	for _, id := range cancels {
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+			"params": map[string]any{"requestId": id.Raw(), "reason": "the client's input ended"}})
+		if err != nil {
+			continue
+		}
+		if _, err := sdkIn.Write(append(b, '\n')); err != nil {
+			return
+		}
+	}
+	for {
+		l.mu.Lock()
+		n := len(l.calls)
+		l.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-l.answered:
+		case <-ended:
+			return
+		}
+	}
 }
 
 // Close does not close w, which is the caller's.
