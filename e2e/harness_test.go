@@ -89,6 +89,15 @@ type runner struct {
 	t   testing.TB
 	dir string
 	env []string
+	bin string // the lazy binary this runner runs ("" is lazyBin)
+}
+
+// lazy is the binary r runs.
+func (r *runner) lazy() string {
+	if r.bin != "" {
+		return r.bin
+	}
+	return lazyBin
 }
 
 // shortLane names the end-to-end tests the fast lane (go test -short)
@@ -173,7 +182,7 @@ func startLines(t *testing.T, dir string, env []string, args ...string) <-chan s
 // run runs lazy with stdin (nil for none) and returns what happened.
 func (r *runner) run(stdin []byte, args ...string) result {
 	r.t.Helper()
-	cmd := exec.Command(lazyBin, args...)
+	cmd := exec.Command(r.lazy(), args...)
 	cmd.Dir = r.dir
 	cmd.Env = r.environ()
 	if stdin != nil {

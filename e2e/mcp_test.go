@@ -19,7 +19,7 @@ import (
 // mcpClient connects the SDK's own client to a lazy MCP server command.
 func mcpClient(t *testing.T, r *runner, extraEnv []string, args ...string) (*sdk.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(lazyBin, args...)
+	cmd := exec.Command(r.lazy(), args...)
 	cmd.Dir = r.dir
 	cmd.Env = append(r.environ(), extraEnv...)
 	cmd.Stderr = os.Stderr
