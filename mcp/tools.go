@@ -306,7 +306,6 @@ type Hooks struct {
 	// StartInput resolves lazy_start's agent and command with the
 	// repository's defaults.
 	StartInput func(agent, command string) (ops.StartInput, error)
-	Launch     ops.Launcher
 	// Wait blocks until task id's turn is recorded or timeout.
 	Wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)
 	// Accept returns the accept options (pre-accept turn) to use.
@@ -455,11 +454,11 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 			if err != nil {
 				return nil, err
 			}
-			return d.taskOut(env.Start(ctx, id, si, d.Hooks.Launch))
+			return d.taskOut(env.Start(ctx, id, si))
 		})
 	case "lazy_unblock":
 		return runOnTask(args, task, scopeChild, func(id string, in UnblockIn) (any, error) {
-			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}, d.Hooks.Launch))
+			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}))
 		})
 	case "lazy_ask":
 		return run(args, func(in AskIn) (any, error) { return d.ask(ctx, env, caller, in) })
@@ -517,7 +516,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 		})
 	case "lazy_resume":
 		return runOnTask(args, task, scopeChild, func(id string, _ TaskIn) (any, error) {
-			return d.taskOut(env.Resume(ctx, id, d.Hooks.Launch))
+			return d.taskOut(env.Resume(ctx, id))
 		})
 	case "lazy_stop":
 		return runOnTask(args, task, scopeChild, func(id string, in ReasonIn) (any, error) {
@@ -525,7 +524,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 		})
 	case "lazy_sync":
 		return runOnTask(args, task, scopeChild, func(id string, _ TaskIn) (any, error) {
-			return d.taskOut(env.Sync(ctx, id, d.Hooks.Launch))
+			return d.taskOut(env.Sync(ctx, id))
 		})
 	case "lazy_reopen":
 		return runOnTask(args, task, scopeChild, func(id string, in ReasonIn) (any, error) {

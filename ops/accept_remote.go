@@ -73,7 +73,7 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	reentry := sn.Task.Status == machine.Merging
-	preTurn := !reentry && opts.preTurn()
+	preTurn := !reentry && e.preTurn(opts)
 	resubmit := false
 	changed := func() (bool, error) {
 		if err := e.submitPreflight(ctx, sn); err != nil {
