@@ -130,7 +130,7 @@ func (a *app) env() (*ops.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CrashAt: a.crash}, nil
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
 }
 
 // policy reads the turn configuration every turn gets: lazy.agent.allow,

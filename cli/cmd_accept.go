@@ -46,7 +46,7 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		slug = sn.Task.Slug
 	}
 	var once sync.Once
-	opts := ops.AcceptOptions{Launch: a.launchSupervisor, PreTurnTimeout: c.Timeout, Reconcile: func(ctx context.Context, id string) {
+	opts := ops.AcceptOptions{PreTurnTimeout: c.Timeout, Reconcile: func(ctx context.Context, id string) {
 		once.Do(func() { a.daemonAfterLaunch(ctx) })
 		a.reconcileTask(ctx, id)
 	}}

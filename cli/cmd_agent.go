@@ -64,7 +64,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	logOff := a.logSize(c.Task)
-	sn, err := env.Start(ctx, c.Task, in, a.launchSupervisor)
+	sn, err := env.Start(ctx, c.Task, in)
 	if err != nil {
 		return err
 	}
@@ -258,8 +258,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy},
-		Launch:       a.launchSupervisor,
+		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, Launch: a.launchSupervisor},
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")
@@ -300,7 +299,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	logOff := a.logSize(c.Task)
-	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove}, a.launchSupervisor)
+	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove})
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch
 	}
@@ -337,7 +336,7 @@ func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Resume(ctx, c.Task, a.launchSupervisor)
+	sn, err := env.Resume(ctx, c.Task)
 	if err != nil {
 		return err
 	}
@@ -404,7 +403,7 @@ func (c *AskCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Ask(ctx, c.Task, question, a.launchSupervisor)
+	sn, err := env.Ask(ctx, c.Task, question)
 	if sn != nil {
 		done()
 	}
@@ -447,7 +446,7 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Sync(ctx, c.Task, a.launchSupervisor)
+	sn, err := env.Sync(ctx, c.Task)
 	if err != nil {
 		return err
 	}

@@ -77,15 +77,14 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller, CrashAt: a.crash}, nil
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
 			},
 			StartInput: a.startInput,
-			Launch:     a.launchSupervisor,
 			Wait:       wait,
 		},
 	}
 	d.Hooks.Accept = func() ops.AcceptOptions {
-		opts := ops.AcceptOptions{Launch: a.launchSupervisor, Reconcile: a.reconcileTask}
+		opts := ops.AcceptOptions{Reconcile: a.reconcileTask}
 		// Read afresh: lazy mcp and the daemon live long, and a config
 		// change must apply to the next accept, not the next restart.
 		cfg := a.cfg

@@ -135,7 +135,7 @@ func (w *webActions) Unblock(ctx context.Context, id, feedback string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := env.Unblock(ctx, id, feedback, ops.Decisions{}, w.a.launchSupervisor); err != nil {
+	if _, err := env.Unblock(ctx, id, feedback, ops.Decisions{}); err != nil {
 		return err
 	}
 	w.a.daemonAfterLaunch(ctx)
@@ -147,7 +147,7 @@ func (w *webActions) Ask(ctx context.Context, id, question string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := env.Ask(ctx, id, question, w.a.launchSupervisor); err != nil {
+	if _, err := env.Ask(ctx, id, question); err != nil {
 		return err
 	}
 	w.a.daemonAfterLaunch(ctx)
@@ -186,7 +186,7 @@ func (w *webActions) Accept(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	display := &phaseDisplay{w: io.Discard, slug: id, relay: w.a.phaseRelay(id, "accept")}
-	res, err := env.Accept(ctx, id, display, ops.AcceptOptions{Launch: w.a.launchSupervisor})
+	res, err := env.Accept(ctx, id, display, ops.AcceptOptions{})
 	if err != nil {
 		return "", err
 	}

@@ -88,7 +88,7 @@ func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in As
 	if err != nil {
 		return nil, err
 	}
-	sn, err := env.Ask(ctx, id, in.Question, d.Hooks.Launch)
+	sn, err := env.Ask(ctx, id, in.Question)
 	if err != nil {
 		return nil, err
 	}

@@ -306,7 +306,6 @@ type Hooks struct {
 	// StartInput resolves lazy_start's agent and command with the
 	// repository's defaults.
 	StartInput func(agent, command string) (ops.StartInput, error)
-	Launch     ops.Launcher
 	// Wait blocks until task id's turn is recorded or timeout.
 	Wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)
 	// Accept returns the accept options (pre-accept turn) to use.
@@ -433,6 +432,9 @@ func runOnTask[In namesTask](args json.RawMessage, resolve func(string, reach) (
 	})
 }
 
+// call runs one tool call: a tool the caller is not offered is unknown
+// to it; the others run in an operations environment acting as the
+// caller, by the group of tools they belong to.
 func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args json.RawMessage) (any, error) {
 	if !offered(tool, caller.agent()) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
@@ -444,133 +446,196 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 	if out, ok, err := d.callForge(ctx, env, caller, tool, args); ok {
 		return out, err
 	}
-	// task resolves a task argument within the caller's reach.
-	task := func(name string, r reach) (string, error) { return d.scope(caller, name, r) }
-	switch tool {
-	case "lazy_create":
-		return run(args, func(in CreateIn) (any, error) { return d.create(ctx, env, caller, in) })
+	c := &toolCall{d: d, env: env, caller: caller, tool: tool, args: args}
+	for _, group := range c.groups() {
+		if out, ok, err := group(ctx); ok {
+			return out, err
+		}
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
+}
+
+// toolCall is one tool call on its way to the operation it names.
+type toolCall struct {
+	d      *Dispatcher
+	env    *ops.Env
+	caller Caller
+	tool   string
+	args   json.RawMessage
+}
+
+// groups are the tool groups a call is offered to; exactly one runs each
+// tool but lazy_submit (callForge).
+func (c *toolCall) groups() []func(context.Context) (any, bool, error) {
+	return []func(context.Context) (any, bool, error){c.turnTool, c.recordTool, c.readTool}
+}
+
+// task resolves a task argument within the caller's reach.
+func (c *toolCall) task(name string, r reach) (string, error) { return c.d.scope(c.caller, name, r) }
+
+// handled is a tool group's answer for a tool it runs.
+func handled(out any, err error) (any, bool, error) { return out, true, err }
+
+// turnTool runs the tools that move a task through its lifecycle (start
+// a turn, wait for it, park, accept, end); ok is false for any other.
+func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
+	d, env, args := c.d, c.env, c.args
+	switch c.tool {
 	case "lazy_start":
-		return runOnTask(args, task, scopeChild, func(id string, in StartIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, in StartIn) (any, error) {
 			si, err := d.Hooks.StartInput(in.Agent, in.Command)
 			if err != nil {
 				return nil, err
 			}
-			return d.taskOut(env.Start(ctx, id, si, d.Hooks.Launch))
-		})
+			return d.taskOut(env.Start(ctx, id, si))
+		}))
 	case "lazy_unblock":
-		return runOnTask(args, task, scopeChild, func(id string, in UnblockIn) (any, error) {
-			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}, d.Hooks.Launch))
-		})
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, in UnblockIn) (any, error) {
+			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}))
+		}))
 	case "lazy_ask":
-		return run(args, func(in AskIn) (any, error) { return d.ask(ctx, env, caller, in) })
+		return handled(run(args, func(in AskIn) (any, error) { return d.ask(ctx, env, c.caller, in) }))
 	case "lazy_wait":
-		return run(args, func(in WaitIn) (any, error) { return d.wait(ctx, caller, in) })
+		return handled(run(args, func(in WaitIn) (any, error) { return d.wait(ctx, c.caller, in) }))
 	case "lazy_accept":
-		return runOnTask(args, task, scopeAccept, func(id string, in LongTaskIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeAccept, func(id string, in LongTaskIn) (any, error) {
 			return d.accept(ctx, env, id, in)
-		})
+		}))
 	case "lazy_reject", "lazy_close":
-		return runOnTask(args, task, scopeChild, func(id string, in EndIn) (any, error) {
-			end := env.Close
-			if tool == "lazy_reject" {
-				end = env.Reject
-			}
-			sn, err := end(ctx, id, in.Reason)
-			if err != nil {
-				return nil, err
-			}
-			notes, err := env.CleanupAbandoned(ctx, sn, false)
-			if err != nil {
-				return nil, err
-			}
-			return EndOut{Task: d.view(sn), Cleanup: nonNil(notes)}, nil
-		})
-	case "lazy_show":
-		return runOnTask(args, task, scopeSelfOrChild, func(id string, _ TaskIn) (any, error) {
-			return d.Show(ctx, env, id)
-		})
-	case "lazy_list":
-		return run(args, func(in ListIn) (any, error) { return d.list(caller, in) })
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, in EndIn) (any, error) { return c.end(ctx, id, in) }))
+	case "lazy_resume":
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, _ TaskIn) (any, error) {
+			return d.taskOut(env.Resume(ctx, id))
+		}))
+	case "lazy_stop":
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, in ReasonIn) (any, error) {
+			return d.taskOut(env.Stop(ctx, id, in.Reason))
+		}))
+	case "lazy_sync":
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, _ TaskIn) (any, error) {
+			return d.taskOut(env.Sync(ctx, id))
+		}))
+	case "lazy_reopen":
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, in ReasonIn) (any, error) {
+			return d.taskOut(env.Reopen(ctx, id, in.Reason))
+		}))
+	}
+	return nil, false, nil
+}
+
+// end rejects or closes task id, as the tool says, and cleans up what
+// the ended session leaves (a branch with unmerged work is kept).
+func (c *toolCall) end(ctx context.Context, id string, in EndIn) (any, error) {
+	end := c.env.Close
+	if c.tool == "lazy_reject" {
+		end = c.env.Reject
+	}
+	sn, err := end(ctx, id, in.Reason)
+	if err != nil {
+		return nil, err
+	}
+	notes, err := c.env.CleanupAbandoned(ctx, sn, false)
+	if err != nil {
+		return nil, err
+	}
+	return EndOut{Task: c.d.view(sn), Cleanup: nonNil(notes)}, nil
+}
+
+// recordTool runs the tools that write to a task's record without
+// starting a turn (create, comment, journal, edit, reparent, progress);
+// ok is false for any other.
+func (c *toolCall) recordTool(ctx context.Context) (out any, ok bool, err error) {
+	d, env, args := c.d, c.env, c.args
+	switch c.tool {
+	case "lazy_create":
+		return handled(run(args, func(in CreateIn) (any, error) { return d.create(ctx, env, c.caller, in) }))
 	case "lazy_comment":
-		return runOnTask(args, task, scopeSelfOrChild, func(id string, in CommentIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in CommentIn) (any, error) {
 			sn, _, err := env.Comment(ctx, id, in.Text)
 			return d.taskOut(sn, err)
-		})
+		}))
 	case "lazy_journal":
-		return run(args, func(in JournalIn) (any, error) {
-			name := in.Task
-			if caller.agent() && name == "" {
-				name = caller.Task
-			}
-			if name == "" {
-				return nil, errors.New("name the task whose journal this entry belongs to (task)")
-			}
-			id, err := task(name, scopeSelf)
-			if err != nil {
-				return nil, err
-			}
-			sn, entry, err := env.Journal(ctx, id, ops.JournalInput{Rationale: in.Rationale, Decisions: in.Decisions, Deferrals: in.Deferrals})
-			if err != nil {
-				return nil, err
-			}
-			return JournalOut{Task: d.view(sn), Entry: entry}, nil
-		})
-	case "lazy_resume":
-		return runOnTask(args, task, scopeChild, func(id string, _ TaskIn) (any, error) {
-			return d.taskOut(env.Resume(ctx, id, d.Hooks.Launch))
-		})
-	case "lazy_stop":
-		return runOnTask(args, task, scopeChild, func(id string, in ReasonIn) (any, error) {
-			return d.taskOut(env.Stop(ctx, id, in.Reason))
-		})
-	case "lazy_sync":
-		return runOnTask(args, task, scopeChild, func(id string, _ TaskIn) (any, error) {
-			return d.taskOut(env.Sync(ctx, id, d.Hooks.Launch))
-		})
-	case "lazy_reopen":
-		return runOnTask(args, task, scopeChild, func(id string, in ReasonIn) (any, error) {
-			return d.taskOut(env.Reopen(ctx, id, in.Reason))
-		})
+		return handled(run(args, func(in JournalIn) (any, error) { return c.journal(ctx, in) }))
 	case "lazy_reparent":
-		return run(args, func(in ReparentIn) (any, error) {
-			if in.Root == (in.Parent != "") {
-				return nil, errors.New("give either parent (the new parent task) or root: true (top level), not both or neither")
-			}
-			id, err := task(in.Task, scopeChild)
-			if err != nil {
-				return nil, err
-			}
-			return d.taskOut(env.Reparent(ctx, id, in.Parent))
-		})
+		return handled(run(args, func(in ReparentIn) (any, error) { return c.reparent(ctx, in) }))
 	case "lazy_edit":
-		return runOnTask(args, task, scopeChild, func(id string, in EditIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeChild, func(id string, in EditIn) (any, error) {
 			return d.taskOut(env.Edit(ctx, id, ops.EditInput{Title: in.Title, Goal: in.Goal, TargetBranch: in.TargetBranch}))
-		})
+		}))
+	case "lazy_update_progress":
+		return handled(run(args, func(in ProgressIn) (any, error) {
+			if d.Marks == nil {
+				return nil, errors.New("progress is not recorded here")
+			}
+			return d.Marks.SetProgress(c.caller.Task, in.Message)
+		}))
+	}
+	return nil, false, nil
+}
+
+// journal records a journal entry on the task named, which for an agent
+// defaults to its own task: the journal is the agent's own record.
+func (c *toolCall) journal(ctx context.Context, in JournalIn) (any, error) {
+	name := in.Task
+	if c.caller.agent() && name == "" {
+		name = c.caller.Task
+	}
+	if name == "" {
+		return nil, errors.New("name the task whose journal this entry belongs to (task)")
+	}
+	id, err := c.task(name, scopeSelf)
+	if err != nil {
+		return nil, err
+	}
+	sn, entry, err := c.env.Journal(ctx, id, ops.JournalInput{Rationale: in.Rationale, Decisions: in.Decisions, Deferrals: in.Deferrals})
+	if err != nil {
+		return nil, err
+	}
+	return JournalOut{Task: c.d.view(sn), Entry: entry}, nil
+}
+
+// reparent moves a task under a new parent or to the top level; exactly
+// one of the two is asked for.
+func (c *toolCall) reparent(ctx context.Context, in ReparentIn) (any, error) {
+	if in.Root == (in.Parent != "") {
+		return nil, errors.New("give either parent (the new parent task) or root: true (top level), not both or neither")
+	}
+	id, err := c.task(in.Task, scopeChild)
+	if err != nil {
+		return nil, err
+	}
+	return c.d.taskOut(c.env.Reparent(ctx, id, in.Parent))
+}
+
+// readTool runs the tools that only read (show, list, diff, logs); ok is
+// false for any other.
+func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
+	d, env, args := c.d, c.env, c.args
+	switch c.tool {
+	case "lazy_show":
+		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, _ TaskIn) (any, error) {
+			return d.Show(ctx, env, id)
+		}))
+	case "lazy_list":
+		return handled(run(args, func(in ListIn) (any, error) { return d.list(c.caller, in) }))
 	case "lazy_diff":
-		return runOnTask(args, task, scopeSelfOrChild, func(id string, in DiffIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in DiffIn) (any, error) {
 			r, err := env.Diff(ctx, id, in.Patch, in.MaxBytes)
 			if err != nil {
 				return nil, err
 			}
 			return DiffOut{Task: id, Branch: r.Branch, Base: r.Base, Stat: r.Stat, Files: r.Files, Patch: r.Patch, Truncated: r.Truncated, Uncommitted: r.Uncommitted}, nil
-		})
+		}))
 	case "lazy_logs":
-		return runOnTask(args, task, scopeSelfOrChild, func(id string, in LogsIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in LogsIn) (any, error) {
 			r, err := env.Logs(ctx, id, in.Lines)
 			if err != nil {
 				return nil, err
 			}
 			return LogsOut{Task: id, Lines: r.Lines, Truncated: r.Truncated}, nil
-		})
-	case "lazy_update_progress":
-		return run(args, func(in ProgressIn) (any, error) {
-			if d.Marks == nil {
-				return nil, errors.New("progress is not recorded here")
-			}
-			return d.Marks.SetProgress(caller.Task, in.Message)
-		})
+		}))
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownTool, tool)
+	return nil, false, nil
 }
 
 func nonNil(s []string) []string {

@@ -64,9 +64,9 @@ func AcceptPlan(preTurn, dirtyDest bool) []Phase {
 type AcceptOptions struct {
 	// PreTurn, when set, is the prompt of an agent turn run before the
 	// merge (git config lazy.accept.preTurn); the task shows working with
-	// substate agent:pre-accept meanwhile.
+	// substate agent:pre-accept meanwhile. It runs only when the Env has a
+	// Launcher and Reconcile is set.
 	PreTurn string
-	Launch  Launcher
 	// Reconcile runs the reconciler once on task id. The accept holds the
 	// task lock through its pre-accept turn and calls it, with a context
 	// that carries that hold, until the turn is recorded.
@@ -78,9 +78,11 @@ type AcceptOptions struct {
 // DefaultPreTurnTimeout bounds a pre-accept turn unless the caller says.
 const DefaultPreTurnTimeout = 30 * time.Minute
 
-// preTurn reports whether the accept runs a pre-accept turn.
-func (o AcceptOptions) preTurn() bool {
-	return o.PreTurn != "" && o.Launch != nil && o.Reconcile != nil
+// preTurn reports whether an accept with options o runs a pre-accept
+// turn: one is configured, this Env can launch it, and the caller can
+// reconcile it.
+func (e *Env) preTurn(o AcceptOptions) bool {
+	return o.PreTurn != "" && e.Launch != nil && o.Reconcile != nil
 }
 
 // Narrator hears what an accept is doing. It is strictly observational:
@@ -272,7 +274,7 @@ func (a *localAccept) lockDest(ctx context.Context) error {
 // unless a pre-accept turn runs: a turn can take long, and the lock is
 // taken after it.
 func (a *localAccept) preflight(ctx context.Context) error {
-	if !a.opts.preTurn() {
+	if !a.e.preTurn(a.opts) {
 		if err := a.lockDest(ctx); err != nil {
 			return err
 		}
@@ -283,7 +285,7 @@ func (a *localAccept) preflight(ctx context.Context) error {
 	}
 	a.pre = pre
 	a.res = &AcceptResult{Into: pre.into}
-	a.announce(AcceptPlan(a.opts.preTurn(), pre.dirty))
+	a.announce(AcceptPlan(a.e.preTurn(a.opts), pre.dirty))
 	return nil
 }
 
@@ -292,7 +294,7 @@ func (a *localAccept) preflight(ctx context.Context) error {
 // destination lock and checks everything again: the turn may have
 // changed the branch or the destination.
 func (a *localAccept) preAcceptTurn(ctx context.Context) error {
-	if !a.opts.preTurn() {
+	if !a.e.preTurn(a.opts) {
 		return nil
 	}
 	a.begin("pre-accept")
@@ -518,7 +520,7 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts Acc
 	if err != nil {
 		return nil, err
 	}
-	if err := e.launchTurn(sn, turn, "pre-accept", prompt, "", opts.Launch); err != nil {
+	if err := e.launchTurn(sn, turn, "pre-accept", prompt, ""); err != nil {
 		return nil, err
 	}
 	return sn, nil

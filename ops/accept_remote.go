@@ -49,158 +49,272 @@ func RemoteAcceptPlan(preTurn, resubmit, reentry bool) []Phase {
 // finishes it. Failing checks or a refused merge restore submitted, the
 // status it actually had.
 func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator)), opts AcceptOptions) (*AcceptResult, error) {
-	slug := sn.Task.Slug
+	a := &remoteAccept{e: e, say: say, opts: opts, slug: sn.Task.Slug}
+	if err := a.open(ctx, sn); err != nil {
+		return nil, err
+	}
+	if err := a.announcePlan(ctx); err != nil {
+		return nil, err
+	}
+	if a.preTurn {
+		if err := a.preAcceptTurn(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if a.resubmit {
+		if err := a.resubmitBranch(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !a.reentry {
+		if err := a.recordAndRequest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	pr, err := a.checkRemote(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return a.settle(ctx, pr)
+}
+
+// remoteAccept is one accept through the forge in progress: the task as
+// it now stands, its pull request and forge, the plan announced and how
+// far it has got. Each phase is one method; acceptRemote calls them in
+// order.
+type remoteAccept struct {
+	e    *Env
+	say  func(func(Narrator))
+	opts AcceptOptions
+	slug string
+
+	sn  *gitstore.Snapshot
+	rec *gitstore.ForgeRecord // the pull request as recorded when the accept began
+	fg  forge.Forge
+	// reentry: the task was merging already (a forge-pending merge); the
+	// merge was requested before, so only its outcome is checked.
+	reentry  bool
+	preTurn  bool // a pre-accept turn runs first
+	resubmit bool // the branch moved since it was submitted: push it first
+
+	plan []Phase
+	step int // phases of plan begun so far
+	res  *AcceptResult
+}
+
+// open finds the task's pull request and a forge that is ready to act on
+// it. A blocked task in a repository that merges through the forge is
+// submitted first.
+func (a *remoteAccept) open(ctx context.Context, sn *gitstore.Snapshot) error {
+	e, slug := a.e, a.slug
 	if sn.Task.Status == machine.Blocked {
 		// The repository merges through the forge: submit first.
-		say(func(n Narrator) {
+		a.say(func(n Narrator) {
 			n.Note("this repository merges through the forge (lazy.accept.viaForge); submitting first")
 		})
 		sub, err := e.submit(ctx, sn, SubmitOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("accept: %w", err)
+			return fmt.Errorf("accept: %w", err)
 		}
 		sn = sub.Snapshot
 	}
-	rec := sn.Task.Forge
-	if rec == nil || rec.Number <= 0 {
-		return nil, fmt.Errorf("accept %s: the task is submitted but has no pull request yet; run lazy submit %s to finish opening it", slug, slug)
+	a.sn, a.rec = sn, sn.Task.Forge
+	if a.rec == nil || a.rec.Number <= 0 {
+		return fmt.Errorf("accept %s: the task is submitted but has no pull request yet; run lazy submit %s to finish opening it", slug, slug)
 	}
 	fg, err := e.forgeOf(ctx, sn)
 	if err != nil {
-		return nil, fmt.Errorf("accept %s: %w", slug, err)
+		return fmt.Errorf("accept %s: %w", slug, err)
 	}
 	if err := fg.Ready(ctx); err != nil {
-		return nil, fmt.Errorf("accept %s: %w", slug, err)
+		return fmt.Errorf("accept %s: %w", slug, err)
 	}
-	reentry := sn.Task.Status == machine.Merging
-	preTurn := !reentry && opts.preTurn()
-	resubmit := false
-	changed := func() (bool, error) {
-		if err := e.submitPreflight(ctx, sn); err != nil {
-			return false, fmt.Errorf("accept: %w", err)
-		}
-		tip, err := worktree.BranchCommit(ctx, e.repoDir(), sn.Session.Branch)
-		if err != nil {
-			return false, fmt.Errorf("accept %s: its branch %s is missing", slug, sn.Session.Branch)
-		}
-		return tip != rec.HeadSHA, nil
-	}
-	if !reentry {
-		if resubmit, err = changed(); err != nil {
-			return nil, err
-		}
-	}
-	plan := RemoteAcceptPlan(preTurn, resubmit, reentry)
-	say(func(n Narrator) { n.Plan(plan) })
-	step := 0
-	begin := func(id string) {
-		for _, p := range plan {
-			if p.ID == id {
-				step++
-				s := step
-				say(func(n Narrator) { n.Step(s, len(plan), p) })
-			}
-		}
-	}
-	res := &AcceptResult{Into: rec.Base}
+	a.fg = fg
+	a.res = &AcceptResult{Into: a.rec.Base}
+	return nil
+}
 
-	if preTurn {
-		// The same pre-accept turn as a local accept's, under the task
-		// lock; the task parks back submitted, and what the turn
-		// committed is pushed before the merge is requested.
-		begin("pre-accept")
-		if sn, err = e.runPreAccept(ctx, sn, opts); err != nil {
-			return nil, err
-		}
-		was := resubmit
-		if resubmit, err = changed(); err != nil {
-			return nil, err
-		}
-		if resubmit != was {
-			plan = RemoteAcceptPlan(true, resubmit, false)
-			say(func(n Narrator) { n.Plan(plan) })
+// announcePlan decides which phases run (a re-entry only checks the
+// outcome; a fresh accept resubmits a branch that moved) and tells the
+// narrator.
+func (a *remoteAccept) announcePlan(ctx context.Context) error {
+	a.reentry = a.sn.Task.Status == machine.Merging
+	a.preTurn = !a.reentry && a.e.preTurn(a.opts)
+	if !a.reentry {
+		var err error
+		if a.resubmit, err = a.branchMoved(ctx); err != nil {
+			return err
 		}
 	}
-	if resubmit {
-		begin("resubmit")
-		sub, err := e.submitLocked(ctx, sn, fg, rec.Remote, rec.Base, rec.Draft)
-		if err != nil {
-			return nil, fmt.Errorf("accept: %w", err)
-		}
-		sn = sub.Snapshot
-	}
-	method := ""
-	if !reentry {
-		begin("record")
-		if method, err = e.mergeMethod(ctx, fg); err != nil {
-			return nil, fmt.Errorf("accept %s: %w", slug, err)
-		}
-		sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			if s.Task.Status != machine.Submitted || s.Task.Forge == nil {
-				return nil, fmt.Errorf("accept %s: the task became %s meanwhile", slug, s.Task.Status)
-			}
-			s.Task.Status = machine.Merging
-			s.Task.Accept = nil // forge-pending: no accept_in_flight_from
-			s.Task.Forge.MergeMethod = method
-			s.Task.Forge.MergeRequested = nil
-			return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("merging pull request #%d on the forge (%s)", rec.Number, method)}, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		begin("request-merge")
-		if err := e.requestMerge(ctx, sn, fg, method); err != nil {
-			return nil, err
-		}
-	}
+	a.announce(RemoteAcceptPlan(a.preTurn, a.resubmit, a.reentry))
+	return nil
+}
 
-	begin("check-remote")
-	pr, err := fg.View(ctx, rec.Number)
+// announce makes plan the accept's plan and tells the narrator.
+func (a *remoteAccept) announce(plan []Phase) {
+	a.plan = plan
+	a.say(func(n Narrator) { n.Plan(plan) })
+}
+
+// begin numbers and narrates phase id if the plan has it.
+func (a *remoteAccept) begin(id string) {
+	for _, p := range a.plan {
+		if p.ID == id {
+			a.step++
+			s := a.step
+			a.say(func(n Narrator) { n.Step(s, len(a.plan), p) })
+		}
+	}
+}
+
+// branchMoved reports whether the task's branch moved since the pull
+// request was opened, after the same pre-flight as a submit.
+func (a *remoteAccept) branchMoved(ctx context.Context) (bool, error) {
+	if err := a.e.submitPreflight(ctx, a.sn); err != nil {
+		return false, fmt.Errorf("accept: %w", err)
+	}
+	tip, err := worktree.BranchCommit(ctx, a.e.repoDir(), a.sn.Session.Branch)
 	if err != nil {
-		return nil, fmt.Errorf("accept %s: the merge of pull request #%d was requested, but reading it back failed; lazy accept %s checks again: %w", slug, rec.Number, slug, err)
+		return false, fmt.Errorf("accept %s: its branch %s is missing", a.slug, a.sn.Session.Branch)
 	}
-	res.PR = pr
+	return tip != a.rec.HeadSHA, nil
+}
+
+// preAcceptTurn runs the same pre-accept turn as a local accept's, under
+// the task lock; the task parks back submitted, and what the turn
+// committed is pushed before the merge is requested (the plan says so
+// when that changes it).
+func (a *remoteAccept) preAcceptTurn(ctx context.Context) error {
+	a.begin("pre-accept")
+	sn, err := a.e.runPreAccept(ctx, a.sn, a.opts)
+	if err != nil {
+		return err
+	}
+	a.sn = sn
+	was := a.resubmit
+	if a.resubmit, err = a.branchMoved(ctx); err != nil {
+		return err
+	}
+	if a.resubmit != was {
+		a.announce(RemoteAcceptPlan(true, a.resubmit, false))
+	}
+	return nil
+}
+
+// resubmitBranch pushes the branch that moved to the pull request.
+func (a *remoteAccept) resubmitBranch(ctx context.Context) error {
+	a.begin("resubmit")
+	sub, err := a.e.submitLocked(ctx, a.sn, a.fg, a.rec.Remote, a.rec.Base, a.rec.Draft)
+	if err != nil {
+		return fmt.Errorf("accept: %w", err)
+	}
+	a.sn = sub.Snapshot
+	return nil
+}
+
+// recordAndRequest records the task merging (forge-pending: no
+// accept_in_flight_from), with the merge method, before the merge is
+// requested: a crash in between is re-entered as a check of the outcome.
+func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
+	e, slug, rec := a.e, a.slug, a.rec
+	a.begin("record")
+	method, err := e.mergeMethod(ctx, a.fg)
+	if err != nil {
+		return fmt.Errorf("accept %s: %w", slug, err)
+	}
+	a.sn, _, err = e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Submitted || s.Task.Forge == nil {
+			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", slug, s.Task.Status)
+		}
+		s.Task.Status = machine.Merging
+		s.Task.Accept = nil // forge-pending: no accept_in_flight_from
+		s.Task.Forge.MergeMethod = method
+		s.Task.Forge.MergeRequested = nil
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("merging pull request #%d on the forge (%s)", rec.Number, method)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.begin("request-merge")
+	return e.requestMerge(ctx, a.sn, a.fg, method)
+}
+
+// checkRemote reads the pull request back from the forge once its merge
+// was requested (now or by an earlier accept).
+func (a *remoteAccept) checkRemote(ctx context.Context) (*forge.PR, error) {
+	a.begin("check-remote")
+	pr, err := a.fg.View(ctx, a.rec.Number)
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: the merge of pull request #%d was requested, but reading it back failed; lazy accept %s checks again: %w", a.slug, a.rec.Number, a.slug, err)
+	}
+	a.res.PR = pr
+	return pr, nil
+}
+
+// settle acts on the pull request's state: closed unmerged blocks the
+// task again, failing checks put it back submitted, an open one that is
+// still waiting leaves it merging (asking again on a re-entry once it is
+// mergeable), and a merged one is finished.
+func (a *remoteAccept) settle(ctx context.Context, pr *forge.PR) (*AcceptResult, error) {
+	e, slug, id := a.e, a.slug, a.sn.Task.ID
 	switch pr.State {
 	case forge.StateClosed:
-		_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Blocked, pr, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number))
+		_, _ = e.forgeRestore(ctx, id, machine.Blocked, pr, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number))
 		return nil, fmt.Errorf("accept %s: pull request #%d (%s) was closed on the forge without merging; the task is blocked again (lazy submit opens a new one)", slug, pr.Number, pr.URL)
 	case forge.StateOpen:
 		if pr.ChecksState() == forge.ChecksFailing {
 			why := fmt.Sprintf("checks failed on pull request #%d: %s", pr.Number, strings.Join(failing(pr), ", "))
-			_, _ = e.forgeRestore(ctx, sn.Task.ID, machine.Submitted, pr, "accept aborted: "+why)
+			_, _ = e.forgeRestore(ctx, id, machine.Submitted, pr, "accept aborted: "+why)
 			return nil, fmt.Errorf("accept %s: %s; nothing was merged and the task is submitted again (fix them with lazy unblock, then lazy submit)", slug, why)
 		}
-		if reentry && Mergeable(pr) {
-			// Ready now, but not merged by the forge itself (no
-			// auto-merge): ask again.
-			if err := e.requestMerge(ctx, sn, fg, sn.Task.Forge.MergeMethod); err != nil {
+		if a.reentry && Mergeable(pr) {
+			var err error
+			if pr, err = a.askAgain(ctx, pr); err != nil {
 				return nil, err
 			}
-			if again, err := fg.View(ctx, rec.Number); err == nil {
-				pr, res.PR = again, again
-			}
 			if pr.State == forge.StateMerged {
-				return e.finishRemote(ctx, sn, pr, res, begin)
+				return e.finishRemote(ctx, a.sn, pr, a.res, a.begin)
 			}
 		}
-		res.Pending = pendingReason(pr)
-		sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			if s.Task.Forge == nil {
-				return nil, nil
-			}
-			RecordPR(s.Task.Forge, pr, time.Now())
-			return &gitstore.Op{Name: "pr-sync", Actor: e.Actor, Reason: res.Pending}, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		say(func(n Narrator) {
-			n.Note(fmt.Sprintf("pull request #%d is not merged yet: %s; it stays merging and lazy accept (or the daemon) finishes it once the forge merges", pr.Number, res.Pending))
-		})
-		res.Snapshot = sn
-		return res, nil
+		return a.leaveMerging(ctx, pr)
 	}
-	return e.finishRemote(ctx, sn, pr, res, begin)
+	return e.finishRemote(ctx, a.sn, pr, a.res, a.begin)
+}
+
+// askAgain requests the merge again of a pull request that is ready now
+// but was not merged by the forge itself (no auto-merge), and reads it
+// back; a failed read keeps what was known.
+func (a *remoteAccept) askAgain(ctx context.Context, pr *forge.PR) (*forge.PR, error) {
+	if err := a.e.requestMerge(ctx, a.sn, a.fg, a.sn.Task.Forge.MergeMethod); err != nil {
+		return nil, err
+	}
+	if again, err := a.fg.View(ctx, a.rec.Number); err == nil {
+		pr, a.res.PR = again, again
+	}
+	return pr, nil
+}
+
+// leaveMerging records what holds the pull request back and leaves the
+// task merging: the forge merges it on its own when it can, and a later
+// lazy accept (or the daemon's forge sync) finishes it.
+func (a *remoteAccept) leaveMerging(ctx context.Context, pr *forge.PR) (*AcceptResult, error) {
+	e, res := a.e, a.res
+	res.Pending = pendingReason(pr)
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Forge == nil {
+			return nil, nil
+		}
+		RecordPR(s.Task.Forge, pr, time.Now())
+		return &gitstore.Op{Name: "pr-sync", Actor: e.Actor, Reason: res.Pending}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.say(func(n Narrator) {
+		n.Note(fmt.Sprintf("pull request #%d is not merged yet: %s; it stays merging and lazy accept (or the daemon) finishes it once the forge merges", pr.Number, res.Pending))
+	})
+	res.Snapshot = sn
+	return res, nil
 }
 
 // finishRemote runs the finalize and clean-up phases of a forge merge.

@@ -12,21 +12,27 @@ import (
 // It is status-neutral: the task reads working while the agent answers
 // (so the reconciler and other callers see it busy) and parks back as it
 // was when the answer, or an agent error, is recorded.
-func (e *Env) Ask(ctx context.Context, name, question string, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) Ask(ctx context.Context, name, question string) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("ask"); err != nil {
+		return nil, err
+	}
 	question, err := requiredProse("the question", question, "ask needs a question (-m, stdin or $EDITOR)")
 	if err != nil {
 		return nil, err
 	}
-	return e.neutralTurn(ctx, name, "ask", question, false, launch)
+	return e.neutralTurn(ctx, name, "ask", question, false)
 }
 
 // Sync merges upstream into the task branch as a turn of its own (no
 // agent runs) and parks the task back.
-func (e *Env) Sync(ctx context.Context, name string, launch Launcher) (*gitstore.Snapshot, error) {
-	return e.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true, launch)
+func (e *Env) Sync(ctx context.Context, name string) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("sync"); err != nil {
+		return nil, err
+	}
+	return e.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true)
 }
 
-func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool) (*gitstore.Snapshot, error) {
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -69,7 +75,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom, launch)
+	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom)
 }
 
 // checkNeutral allows ask and sync on parked tasks only.

@@ -78,8 +78,9 @@ func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text
 // nothing is lost to a crash. With fix set the task is then unblocked:
 // submitted -> blocked (revising, the pull request stays open) ->
 // working, with the feedback as the agent's next prompt. It returns nil
-// when there was nothing new.
-func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool, launch Launcher) (*gitstore.Snapshot, error) {
+// when there was nothing new. An Env without a Launcher leaves a fix
+// recorded with the task blocked (revising), for a human to unblock.
+func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool) (*gitstore.Snapshot, error) {
 	unlock, err := e.LockTask(ctx, id)
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 		}
 		return sn, err
 	}
-	if launch == nil {
+	if e.Launch == nil {
 		return sn, nil
 	}
 	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
@@ -141,7 +142,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream, launch)
+	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream)
 }
 
 // SyncPR records what the forge says about a task's pull request when

@@ -51,6 +51,12 @@ type Env struct {
 	// CrashAt is the test-only crash hook (LAZY_TEST_CRASH_AT); nil,
 	// which does nothing, everywhere but in tests.
 	CrashAt *CrashPoint
+	// Launch starts the detached supervisor of a task's turn. It is set
+	// once, where the Env is built, by the process that can start
+	// supervisors (the CLI, lazy mcp, the daemon). nil: operations that
+	// would launch a turn refuse with ErrNoLauncher before recording
+	// anything, and the reconciler does not auto-resume.
+	Launch Launcher
 }
 
 // ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names

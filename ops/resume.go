@@ -62,13 +62,16 @@ const AutoResumedNote = "[system] Session interrupted and auto-resumed"
 
 // Resume restarts an interrupted task without new feedback. It resets
 // the consecutive-interruption counter: a human intervened.
-func (e *Env) Resume(ctx context.Context, name string, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) Resume(ctx context.Context, name string) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("resume"); err != nil {
+		return nil, err
+	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	return e.resume(ctx, sn, false, launch)
+	return e.resume(ctx, sn, false)
 }
 
 // AutoResumeRefusal says why an interrupted task is not auto-resumed, or
@@ -100,7 +103,10 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 // AutoResume is the reconciler's resume of task id: the same turn as
 // lazy resume, recorded by the system, without resetting the circuit
 // breaker. It refuses with the reason from AutoResumeRefusal.
-func (e *Env) AutoResume(ctx context.Context, id string, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) AutoResume(ctx context.Context, id string) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("auto-resume"); err != nil {
+		return nil, err
+	}
 	sn, unlock, err := e.lockedLoad(ctx, id)
 	if err != nil {
 		return nil, err
@@ -109,7 +115,7 @@ func (e *Env) AutoResume(ctx context.Context, id string, launch Launcher) (*gits
 	if why := e.AutoResumeRefusal(sn); why != "" {
 		return nil, fmt.Errorf("auto-resume %s: %s", sn.Task.Slug, why)
 	}
-	return e.resume(ctx, sn, true, launch)
+	return e.resume(ctx, sn, true)
 }
 
 // resume runs under the task lock. The clean-worktree path merges
@@ -117,7 +123,7 @@ func (e *Env) AutoResume(ctx context.Context, id string, launch Launcher) (*gits
 // was. Messages never delivered are re-delivered (ResumePrompt). An
 // interrupted ask is resumed as the ask it was: read-only, its question
 // re-delivered, the task parked back where it was when it ends.
-func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gitstore.Snapshot, error) {
 	id := sn.Task.ID
 	verb := "resume"
 	if auto {
@@ -199,7 +205,7 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool, laun
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom, launch)
+	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom)
 }
 
 // Stop ends a running turn: the task is parked first (blocked, or

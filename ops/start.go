@@ -23,6 +23,31 @@ import (
 // Launcher starts the detached supervisor of a task's turn.
 type Launcher func(taskID string) error
 
+// ErrNoLauncher is the refusal of an operation that launches a turn from
+// an Env built without a Launcher: a wiring mistake in the process, never
+// something the task did.
+var ErrNoLauncher = errors.New("this lazy process cannot start agent turns (it was built without a supervisor launcher); run the command through the lazy CLI or lazy mcp")
+
+// requireLauncher refuses, before anything is recorded, an operation that
+// would launch a turn this Env cannot start: a turn recorded as working
+// with no supervisor would only wait for the reconciler to interrupt it.
+func (e *Env) requireLauncher(verb string) error {
+	if e.Launch == nil {
+		return fmt.Errorf("%s: %w", verb, ErrNoLauncher)
+	}
+	return nil
+}
+
+// launch starts task id's supervisor through the Env's Launcher. The
+// public operations check requireLauncher first; this guard keeps a
+// missing Launcher an error, never a nil-function panic.
+func (e *Env) launch(id string) error {
+	if e.Launch == nil {
+		return ErrNoLauncher
+	}
+	return e.Launch(id)
+}
+
 // StartInput describes how to start a task.
 type StartInput struct {
 	Agent string // claude or exec (codex arrives with its adapter)
@@ -101,7 +126,10 @@ func (e *Env) worktreeRoot(dir, repoDir string) (string, error) {
 
 // Start moves a backlog task to working: branch and worktree, the session
 // and the human turn recorded first, then the supervisor launched.
-func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("start"); err != nil {
+		return nil, err
+	}
 	adapter, err := agent.For(in.Agent)
 	if err != nil {
 		return nil, err
@@ -225,7 +253,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput, launch Laun
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
 	}
-	if err := launch(id); err != nil {
+	if err := e.launch(id); err != nil {
 		return sn, fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return sn, nil

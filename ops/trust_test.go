@@ -87,12 +87,12 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 			t.Skip("a record the store itself refuses to write is out of scope")
 		}
 		var launched atomic.Int32
-		launch := func(string) error { launched.Add(1); return nil }
-		_, _ = e.Resume(ctx, id, launch)
-		_, _ = e.AutoResume(ctx, id, launch)
-		_, _ = e.Unblock(ctx, id, "go", Decisions{}, launch)
-		_, _ = e.Ask(ctx, id, "why?", launch)
-		_, _ = e.Sync(ctx, id, launch)
+		e.Launch = func(string) error { launched.Add(1); return nil }
+		_, _ = e.Resume(ctx, id)
+		_, _ = e.AutoResume(ctx, id)
+		_, _ = e.Unblock(ctx, id, "go", Decisions{})
+		_, _ = e.Ask(ctx, id, "why?")
+		_, _ = e.Sync(ctx, id)
 		_, _ = e.Stop(ctx, id, "")
 		if p, err := e.BeginPair(ctx, id); err == nil {
 			t.Fatalf("pairing began on a foreign session: %+v", p.Argv)
@@ -101,7 +101,7 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 			c.release()
 			t.Fatalf("a chat began on a foreign session: %v", c.Argv)
 		}
-		_, _ = e.Accept(ctx, id, nil, AcceptOptions{Launch: launch})
+		_, _ = e.Accept(ctx, id, nil, AcceptOptions{})
 		if sn, err := e.Store.Load(id); err == nil {
 			if notes, err := e.CleanupAbandoned(ctx, sn, true); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "alone") {
 				t.Fatalf("cleanup of a foreign session: %v %v", notes, err)

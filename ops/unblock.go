@@ -21,7 +21,10 @@ import (
 // Pending file-permission violations must be decided (d) first: the
 // decisions are recorded, reverted files restored, and only then does the
 // turn start.
-func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, launch Launcher) (*gitstore.Snapshot, error) {
+func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("unblock"); err != nil {
+		return nil, err
+	}
 	feedback, err := requiredProse("the feedback", feedback, "unblock needs feedback for the agent (-m, stdin or $EDITOR)")
 	if err != nil {
 		return nil, err
@@ -87,7 +90,7 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions, l
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream, launch)
+	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream)
 }
 
 // deliveryPrompt is the prompt of a turn of kind about to be added to s
@@ -150,7 +153,7 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 // launchTurn writes command.json for a turn of an existing session and
 // starts its supervisor. The turn's base is the worktree's HEAD after the
 // upstream merge, which the supervisor determines.
-func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string, launch Launcher) error {
+func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string) error {
 	// What runs, and where, comes from this machine's record of the
 	// session, never from the task record (which a fetch may have written).
 	local, err := e.bind(sn)
@@ -181,7 +184,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
 	}
-	if err := launch(sn.Task.ID); err != nil {
+	if err := e.launch(sn.Task.ID); err != nil {
 		return fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return nil

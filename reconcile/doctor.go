@@ -227,7 +227,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 		case why != "":
 			f.Detail += "; not auto-resumed: " + why
 			f.Action = ""
-		case r.NoAutoResume || r.Launch == nil:
+		case r.NoAutoResume || r.Env.Launch == nil:
 			f.Detail += "; auto-resume is off (lazy.autoResume)"
 		default:
 			f.Action = "would auto-resume it"

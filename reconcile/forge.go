@@ -275,8 +275,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.
 		return nil, err
 	}
 	r.readLogs(ctx, fg, sn.Task.Forge, pr)
-	launch := r.Launch
-	out, err := r.Env.DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && launch != nil, launch)
+	out, err := r.Env.DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && r.Env.Launch != nil)
 	if out == nil {
 		return nil, err
 	}

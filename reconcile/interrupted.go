@@ -19,7 +19,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 	// Without a response to record, the task waits for a supervisor
 	// still running, or for a human when nothing may auto-resume it:
 	// neither needs its snapshot.
-	if !exists(r.proto(id).Path(proto.ResponseFile)) && (r.Launch == nil || r.NoAutoResume || r.supervised(id)) {
+	if !exists(r.proto(id).Path(proto.ResponseFile)) && (r.Env.Launch == nil || r.NoAutoResume || r.supervised(id)) {
 		return nil, nil
 	}
 	sn, err := r.load(id)
@@ -62,7 +62,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 // autoResume resumes task id when allowed (spec: "Circuit Breaker Check").
 // A refusal is not an error: the task waits, interrupted, for a human.
 func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error) {
-	if r.Launch == nil || r.NoAutoResume {
+	if r.Env.Launch == nil || r.NoAutoResume {
 		return nil, nil
 	}
 	sn, err := r.load(id)
@@ -76,7 +76,7 @@ func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error
 // just loaded; the resume itself re-checks under the task lock.
 func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *gitstore.Snapshot) ([]Action, error) {
 	id := sn.Task.ID
-	if r.Launch == nil || r.NoAutoResume {
+	if r.Env.Launch == nil || r.NoAutoResume {
 		return nil, nil
 	}
 	if r.Env.AutoResumeRefusal(sn) != "" {
@@ -85,7 +85,7 @@ func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *gitstore.Snapshot) 
 	if r.supervised(id) {
 		return nil, nil
 	}
-	sn, err := r.Env.AutoResume(ctx, id, r.Launch)
+	sn, err := r.Env.AutoResume(ctx, id)
 	if sn == nil {
 		if r.Env.AutoResumeRefusal(mustLoad(r, id)) != "" {
 			return nil, nil // refused under the lock: someone else acted first

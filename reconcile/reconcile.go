@@ -60,9 +60,10 @@ type Action struct {
 
 // Reconciler sweeps one repository.
 type Reconciler struct {
-	Env *ops.Env // its actor is machine.System
-	// Launch starts a supervisor; nil disables auto-resume.
-	Launch ops.Launcher
+	// Env is what the reconciler acts through; its actor is
+	// machine.System, and its Launcher starts auto-resumed turns (nil
+	// disables auto-resume and the forge auto-fix).
+	Env *ops.Env
 	// NoAutoResume leaves interrupted tasks for a human (git config
 	// lazy.autoResume false).
 	NoAutoResume bool

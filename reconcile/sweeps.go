@@ -269,80 +269,138 @@ func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error)
 	if r.mergedStill(v) {
 		return nil, nil
 	}
-	// What this pass reads, kept if it finds nothing to do (see
-	// quietMerged); a caller's list is never seen again, so it keeps none.
-	// The files are stamped before anything is read from them, so a
-	// change made while the sweep runs changes a stamp.
-	quiet := quietMerged{gen: v.gen}
-	keepQuiet := v.gen != 0
-	var settled bool
-	if keepQuiet {
-		quiet.refs, settled = r.fileStamps(r.mergedRefFiles(nil)...)
-		keepQuiet = settled
+	p := r.beginMerged(v)
+	defer p.keepFields()
+	candidates := p.candidates()
+	defer p.recordQuiet()
+	if len(candidates) == 0 {
+		p.quiet.none = true
+		return nil, nil
 	}
-	// Candidates are told from the list's status and the summary bytes;
-	// only they, and the parents they name, have fields decoded, and
-	// those come from the cache while their commits stay the same.
-	old := r.fields.take()
-	keep := make(map[string]mergeFields, len(old))
-	defer func() { r.fields.replace(keep) }()
+	p.decodeParents()
+	groups, err := p.byTarget(ctx, candidates)
+	if err != nil {
+		return nil, err
+	}
+	p.stampTargets(groups)
+	defer p.keepSets()
+	for target, cs := range groups {
+		p.finishGroup(ctx, target, cs)
+	}
+	return p.actions, errors.Join(p.errs...)
+}
+
+// mergedPass is one pass of the merged-branch sweep: what it decoded,
+// what it found, and what it keeps for the next pass.
+type mergedPass struct {
+	r *Reconciler
+	v *view
+	// quiet is what this pass read, kept if it finds nothing to do (see
+	// quietMerged); a caller's list is never seen again, so it keeps none.
+	// keepQuiet turns false once something read was not settled.
+	quiet     quietMerged
+	keepQuiet bool
+	// old is the field cache this pass started from; keep is what it
+	// hands on (fieldsOf moves entries from one to the other).
+	old, keep map[string]mergeFields
+	parents   map[string]*mergeFields
+	tips      string // lazyTips, read once targets are known
+	// sets and declined are the merge memo's answers for the next pass.
+	sets     map[string]mergedSet
+	declined map[string]string
+	actions  []Action
+	errs     []error
+}
+
+// beginMerged starts a pass. The ref files are stamped before anything is
+// read from them, so a change made while the sweep runs changes a stamp.
+func (r *Reconciler) beginMerged(v *view) *mergedPass {
+	p := &mergedPass{r: r, v: v, quiet: quietMerged{gen: v.gen}, keepQuiet: v.gen != 0,
+		parents: map[string]*mergeFields{}, sets: map[string]mergedSet{}, declined: map[string]string{}}
+	if p.keepQuiet {
+		p.quiet.refs, p.keepQuiet = r.fileStamps(r.mergedRefFiles(nil)...)
+	}
+	p.old = r.fields.take()
+	p.keep = make(map[string]mergeFields, len(p.old))
+	return p
+}
+
+// keepFields hands the fields this pass decoded (or took from the cache)
+// to the next pass; the others are dropped.
+func (p *mergedPass) keepFields() { p.r.fields.replace(p.keep) }
+
+// candidates are the parked tasks, told from the list's status and the
+// summary bytes; only they, and the parents they name, have fields
+// decoded, and those come from the cache while their commits stay the
+// same. The parents named are noted for decodeParents.
+func (p *mergedPass) candidates() []mergeFields {
 	var candidates []mergeFields
-	parents := map[string]*mergeFields{}
-	for _, i := range v.parked {
-		e := &v.entries[i]
-		r.mergeLooks.Add(1)
-		f, err := fieldsOf(e, old, keep)
+	for _, i := range p.v.parked {
+		e := &p.v.entries[i]
+		p.r.mergeLooks.Add(1)
+		f, err := fieldsOf(e, p.old, p.keep)
 		if err != nil {
 			continue
 		}
 		candidates = append(candidates, f)
 		if f.Parent != "" {
-			parents[f.Parent] = nil
+			p.parents[f.Parent] = nil
 		}
 	}
-	var actions []Action
-	var errs []error
-	defer func() {
-		if v.gen == 0 || (!keepQuiet && !quiet.none) || len(actions) > 0 || len(errs) > 0 {
-			quiet = quietMerged{}
-		}
-		if quiet.gen != 0 && !quiet.none {
-			// What mergedStill stamps, in one call: the two stamps in a row.
-			quiet.files = r.targetRefFiles(r.mergedRefFiles(nil), quiet.targets)
-		}
-		r.quietMu.Lock()
-		r.mergedQuiet = quiet
-		r.quietMu.Unlock()
-	}()
-	if len(candidates) == 0 {
-		quiet.none = true
-		return nil, nil
+	return candidates
+}
+
+// recordQuiet keeps what this pass read for mergedStill, but only when
+// the pass found nothing to do on a kept view and everything it read was
+// settled.
+func (p *mergedPass) recordQuiet() {
+	quiet := p.quiet
+	if p.v.gen == 0 || (!p.keepQuiet && !quiet.none) || len(p.actions) > 0 || len(p.errs) > 0 {
+		quiet = quietMerged{}
 	}
-	if len(parents) > 0 {
-		// Any task with a session may be a candidate's parent, whose
-		// branch is that candidate's target.
-		v.withSession(parents, func(e *gitstore.Entry) {
-			if f, err := fieldsOf(e, old, keep); err == nil {
-				parents[e.ID] = &f
-			}
-		})
+	if quiet.gen != 0 && !quiet.none {
+		// What mergedStill stamps, in one call: the two stamps in a row.
+		quiet.files = p.r.targetRefFiles(p.r.mergedRefFiles(nil), quiet.targets)
 	}
-	repoDir := r.Env.RepoDir
+	p.r.quietMu.Lock()
+	p.r.mergedQuiet = quiet
+	p.r.quietMu.Unlock()
+}
+
+// decodeParents decodes the parents the candidates named: any task with
+// a session may be a candidate's parent, whose branch is that candidate's
+// target.
+func (p *mergedPass) decodeParents() {
+	if len(p.parents) == 0 {
+		return
+	}
+	p.v.withSession(p.parents, func(e *gitstore.Entry) {
+		if f, err := fieldsOf(e, p.old, p.keep); err == nil {
+			p.parents[e.ID] = &f
+		}
+	})
+}
+
+// byTarget groups the candidates by the branch their work merges into:
+// the parent's branch for a subtask, the task's target branch, or the
+// repository's default branch. A candidate whose parent is gone, or whose
+// target is not a valid branch name, has nothing to compare with.
+func (p *mergedPass) byTarget(ctx context.Context, candidates []mergeFields) (map[string][]mergeFields, error) {
 	defaultBranch := ""
 	groups := map[string][]mergeFields{}
 	for _, c := range candidates {
 		target := c.TargetBranch
 		if c.Parent != "" {
-			p := parents[c.Parent]
-			if p == nil {
+			parent := p.parents[c.Parent]
+			if parent == nil {
 				continue // the parent is gone or has no branch: nothing to compare with
 			}
-			target = worktree.Branch(p.Slug)
+			target = worktree.Branch(parent.Slug)
 		} else if target == "" {
 			if defaultBranch == "" {
-				b, err := r.merged.defaultBranchOf(ctx, r)
+				b, err := p.r.merged.defaultBranchOf(ctx, p.r)
 				if err != nil {
-					errs = append(errs, err)
+					p.errs = append(p.errs, err)
 					return nil, err
 				}
 				defaultBranch = b
@@ -354,63 +412,81 @@ func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error)
 		}
 		groups[target] = append(groups[target], c)
 	}
-	tips := ""
+	return groups, nil
+}
+
+// stampTargets reads lazy's branch tips once the targets are known and,
+// on a kept view, stamps the targets' ref files for mergedStill.
+func (p *mergedPass) stampTargets(groups map[string][]mergeFields) {
 	if len(groups) > 0 {
-		tips = lazyTips(r)
+		p.tips = lazyTips(p.r)
 	}
-	if keepQuiet {
-		for target := range groups {
-			quiet.targets = append(quiet.targets, target)
-		}
-		slices.Sort(quiet.targets)
-		quiet.targetRefs, settled = r.fileStamps(r.targetRefFiles(nil, quiet.targets)...)
-		keepQuiet = settled
+	if !p.keepQuiet {
+		return
 	}
-	sets := map[string]mergedSet{}
-	declined := map[string]string{}
-	defer func() { r.merged.keep(sets, declined) }()
-	for target, cs := range groups {
-		key := targetKey(r, target, tips)
-		if key == "" {
-			keepQuiet = false
-		}
-		set, ok := r.merged.lookup(target, key)
-		if !ok {
-			set = mergedSet{key: key, merged: map[string]bool{}}
-			out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
-			set.ok = err == nil // an error: the target branch does not exist here
-			for _, ref := range strings.Fields(out) {
-				set.merged[strings.TrimPrefix(ref, "refs/heads/")] = true
-			}
-		}
-		if key != "" {
-			sets[target] = set
-		}
-		if !set.ok {
+	for target := range groups {
+		p.quiet.targets = append(p.quiet.targets, target)
+	}
+	slices.Sort(p.quiet.targets)
+	p.quiet.targetRefs, p.keepQuiet = p.r.fileStamps(p.r.targetRefFiles(nil, p.quiet.targets)...)
+}
+
+// keepSets hands the merged sets and the declined candidates to the merge
+// memo for the next pass.
+func (p *mergedPass) keepSets() { p.r.merged.keep(p.sets, p.declined) }
+
+// mergedInto is the set of lazy branches merged into target: one
+// `git for-each-ref --merged`, or the memo's answer while the target and
+// lazy's tips are where they were (key). Its ok is false when the target
+// branch does not exist here.
+func (p *mergedPass) mergedInto(ctx context.Context, target, key string) mergedSet {
+	if set, ok := p.r.merged.lookup(target, key); ok {
+		return set
+	}
+	set := mergedSet{key: key, merged: map[string]bool{}}
+	out, err := gitcli.New(p.r.Env.RepoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
+	set.ok = err == nil // an error: the target branch does not exist here
+	for _, ref := range strings.Fields(out) {
+		set.merged[strings.TrimPrefix(ref, "refs/heads/")] = true
+	}
+	return set
+}
+
+// finishGroup finishes, via zombie, each candidate of target whose branch
+// is merged into it. A candidate finishMerged declined is not asked again
+// while its commit and the target's key stay the same.
+func (p *mergedPass) finishGroup(ctx context.Context, target string, cs []mergeFields) {
+	key := targetKey(p.r, target, p.tips)
+	if key == "" {
+		p.keepQuiet = false
+	}
+	set := p.mergedInto(ctx, target, key)
+	if key != "" {
+		p.sets[target] = set
+	}
+	if !set.ok {
+		return
+	}
+	for _, c := range cs {
+		if !set.merged[worktree.Branch(c.Slug)] {
 			continue
 		}
-		for _, c := range cs {
-			if !set.merged[worktree.Branch(c.Slug)] {
-				continue
-			}
-			mine := ""
-			if key != "" {
-				mine = c.Commit.String() + " " + key
-			}
-			if r.merged.wasDeclined(c.ID, mine) {
-				declined[c.ID] = mine
-				continue
-			}
-			as, err := r.finishMerged(ctx, c.ID, target)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", c.Slug, err))
-			} else if len(as) == 0 && mine != "" {
-				declined[c.ID] = mine
-			}
-			actions = append(actions, as...)
+		mine := ""
+		if key != "" {
+			mine = c.Commit.String() + " " + key
 		}
+		if p.r.merged.wasDeclined(c.ID, mine) {
+			p.declined[c.ID] = mine
+			continue
+		}
+		as, err := p.r.finishMerged(ctx, c.ID, target)
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("%s: %w", c.Slug, err))
+		} else if len(as) == 0 && mine != "" {
+			p.declined[c.ID] = mine
+		}
+		p.actions = append(p.actions, as...)
 	}
-	return actions, errors.Join(errs...)
 }
 
 // quietMerged is what the merged-branch sweep read on a pass over a kept

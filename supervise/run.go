@@ -372,15 +372,56 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		return launchFailure("supervisor", err), nil
 	}
 	defer release()
-	logf, err := dir.OpenLog()
+	logf, err := openTurnLog(dir, cmd)
 	if err != nil {
 		return launchFailure("supervisor", err), nil
 	}
 	defer func() { _ = logf.Close() }()
-	if off, err := logf.Seek(0, io.SeekEnd); err == nil {
-		_ = dir.MarkLog(cmd.Seq, cmd.Kind, off, time.Now()) // lazy logs --turn reads it; the turn runs without it
-	}
 
+	c := agentCommand(ctx, cmd, argv, grants, timing)
+	// The pty makes the agent believe it has a terminal (some CLIs buffer
+	// or refuse otherwise); pty.Start also puts it in its own session, so
+	// the whole process group can be signalled.
+	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 50, Cols: 200})
+	if err != nil {
+		return launchFailure("supervisor", fmt.Errorf("start %s: %w", argv[0], err)), nil
+	}
+	st.AgentPID = c.Process.Pid
+	_ = dir.Write(proto.StatusFile, st)
+
+	output := copyOutput(adapter, logf, tty)
+	w := &turnWatch{dir: dir, st: st, stream: output.stream, prog: output.prog, timing: timing, unreachableSince: unreachableSince,
+		disk: &diskWork{dir: cmd.Worktree, every: min(diskCheckEvery, timing.WatchdogTimeout/3)}}
+	wd, waitErr := waitWatched(ctx, c, w)
+	out := output.drain(tty)
+	w.endRetry()
+
+	code, err := exitCode(waitErr)
+	if err != nil {
+		return launchFailure("agent", err), nil
+	}
+	resp, wd := agentResponse(adapter, argv[0], output.stream, wd, w.retrying, code, out)
+	return withUsage(resp, output.stream), wd
+}
+
+// openTurnLog opens the task's agent log for appending and marks where
+// this turn's output starts, which lazy logs --turn reads. The turn runs
+// without the mark if it cannot be written.
+func openTurnLog(dir proto.Dir, cmd *proto.Command) (*os.File, error) {
+	logf, err := dir.OpenLog()
+	if err != nil {
+		return nil, err
+	}
+	if off, err := logf.Seek(0, io.SeekEnd); err == nil {
+		_ = dir.MarkLog(cmd.Seq, cmd.Kind, off, time.Now())
+	}
+	return logf, nil
+}
+
+// agentCommand is the agent's process, not yet started: in the worktree,
+// with the turn's environment (what the agent is asked, where, and what
+// it may do), stopped as a whole process group.
+func agentCommand(ctx context.Context, cmd *proto.Command, argv []string, grants agent.Grants, timing proto.Timing) *exec.Cmd {
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// When the supervisor is told to stop, the whole agent process group
 	// gets SIGTERM, and the agent SIGKILL after the grace period.
@@ -397,130 +438,204 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	for k, v := range cmd.Env {
 		c.Env = append(c.Env, k+"="+v)
 	}
-	// The pty makes the agent believe it has a terminal (some CLIs buffer
-	// or refuse otherwise); pty.Start also puts it in its own session, so
-	// the whole process group can be signalled.
-	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 50, Cols: 200})
-	if err != nil {
-		return launchFailure("supervisor", fmt.Errorf("start %s: %w", argv[0], err)), nil
-	}
-	st.AgentPID = c.Process.Pid
-	_ = dir.Write(proto.StatusFile, st)
+	return c
+}
 
-	tail := &tailBuffer{max: maxResult}
-	sinks := []io.Writer{logf, tail}
-	stream := adapter.NewStream()
-	if stream != nil {
-		sinks = append(sinks, stream)
+// agentOutput is where the agent's terminal output goes while it runs:
+// the turn's log, the tail the response quotes, the adapter's stream
+// parser (nil for agents without one) and the progress clock the
+// watchdog reads.
+type agentOutput struct {
+	tail   *tailBuffer
+	stream agent.Stream
+	prog   *progress
+	copied chan struct{} // closed when the copy from the terminal ends
+}
+
+// copyOutput starts copying the agent's terminal into every sink. The
+// progress clock starts now: a fresh agent has not been silent yet.
+func copyOutput(adapter agent.Adapter, logf io.Writer, tty io.Reader) *agentOutput {
+	o := &agentOutput{tail: &tailBuffer{max: maxResult}, stream: adapter.NewStream(), copied: make(chan struct{})}
+	sinks := []io.Writer{logf, o.tail}
+	if o.stream != nil {
+		sinks = append(sinks, o.stream)
 	}
-	prog := &progress{stream: stream}
-	prog.touch()
-	sinks = append(sinks, prog)
-	copied := make(chan struct{})
+	o.prog = &progress{stream: o.stream}
+	o.prog.touch()
+	sinks = append(sinks, o.prog)
 	go func() {
-		defer close(copied)
+		defer close(o.copied)
 		_, _ = io.Copy(io.MultiWriter(sinks...), tty)
 	}()
+	return o
+}
+
+// drain ends the copy once the agent exited and returns the readable
+// tail of its output. The master keeps what the agent wrote buffered
+// until read, and returns EIO once every slave fd is closed; a
+// grandchild that inherited the terminal may keep it open forever, so
+// the drain is bounded.
+func (o *agentOutput) drain(tty io.Closer) string {
+	select {
+	case <-o.copied:
+	case <-time.After(drainTimeout):
+	}
+	_ = tty.Close()
+	<-o.copied
+	// A CLI under a pty restores its terminal modes on exit: those
+	// escape sequences are not text a human can read in a reason.
+	return strings.TrimSpace(strings.ReplaceAll(agent.StripTerminal(o.tail.String()), "\r\n", "\n"))
+}
+
+// waitWatched waits for the agent to exit while the watchdog watches it,
+// and returns the watchdog's verdict (nil: none fired) and how the wait
+// ended.
+func waitWatched(ctx context.Context, c *exec.Cmd, w *turnWatch) (*proto.Watchdog, error) {
 	exited := make(chan struct{})
 	var wd *proto.Watchdog
 	var wdDone sync.WaitGroup
 	wdDone.Add(1)
-	var reported time.Time
-	var retrySince time.Time // the agent's first retry notice since its last work
-	var retrying *agent.Failure
-	disk := &diskWork{dir: cmd.Worktree, every: min(diskCheckEvery, timing.WatchdogTimeout/3)}
 	go func() {
 		defer wdDone.Done()
-		wd = watch(c.Process.Pid, prog, timing, exited, func() *proto.Watchdog {
-			// Files or commits that changed in the worktree are work too,
-			// though the agent printed nothing (a long tool call).
-			if disk.changed(ctx) {
-				prog.touch()
-			}
-			// Publish progress and the agent's own retrying for the read
-			// surfaces, at most once a tick.
-			changed := false
-			if last := prog.lastAt(); !last.Equal(reported) {
-				reported, changed = last, true
-				st.LastProgress = last
-				if stream != nil {
-					st.Progress = stream.Progress()
-				}
-			}
-			var a agent.Activity
-			if stream != nil {
-				a = stream.Activity()
-			}
-			switch {
-			case a.Retry != nil:
-				if retrySince.IsZero() {
-					retrySince = time.Now()
-				}
-				retrying = a.Retry
-				if !st.AgentRetrying || st.Attempt != a.RetryAttempt || st.RetryFailureClass != string(a.Retry.Class) || st.RetryFailureReason != a.Retry.Reason {
-					st.AgentRetrying, st.Attempt, st.RetryFailureClass, st.RetryFailureReason = true, a.RetryAttempt, string(a.Retry.Class), a.Retry.Reason
-					changed = true
-				}
-			case st.AgentRetrying:
-				retrySince, retrying = time.Time{}, nil
-				clearAgentRetry(st)
-				changed = true
-			}
-			if changed {
-				_ = dir.Write(proto.StatusFile, st)
-			}
-			if retrying == nil || retrying.Class != agent.TransientUnreachable {
-				return nil
-			}
-			since := unreachableSince
-			if since.IsZero() {
-				since = retrySince
-			}
-			if time.Since(since) < timing.UnreachableTimeout {
-				return nil
-			}
-			return &proto.Watchdog{Guard: unreachableGuard, Limit: timing.UnreachableTimeout, Since: since}
-		})
+		wd = watch(c.Process.Pid, w.prog, w.timing, exited, func() *proto.Watchdog { return w.tick(ctx) })
 	}()
 	waitErr := c.Wait()
 	close(exited)
 	wdDone.Wait()
-	// Drain what the agent wrote before exiting: the master keeps it
-	// buffered until read, and returns EIO once every slave fd is closed.
-	// A grandchild that inherited the terminal may keep it open forever,
-	// so the drain is bounded.
-	select {
-	case <-copied:
-	case <-time.After(drainTimeout):
-	}
-	_ = tty.Close()
-	<-copied
-	if st.AgentRetrying {
-		clearAgentRetry(st)
-		_ = dir.Write(proto.StatusFile, st)
-	}
-	// A CLI under a pty restores its terminal modes on exit: those
-	// escape sequences are not text a human can read in a reason.
-	out := strings.TrimSpace(strings.ReplaceAll(agent.StripTerminal(tail.String()), "\r\n", "\n"))
+	return wd, waitErr
+}
 
-	code := 0
+// exitCode is the agent's exit code, 128+signal when a signal ended it,
+// or an error when the agent could not be waited for at all.
+func exitCode(waitErr error) (int, error) {
 	var ee *exec.ExitError
 	switch {
 	case errors.As(waitErr, &ee):
-		code = ee.ExitCode()
+		code := ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())
 		}
+		return code, nil
 	case waitErr != nil:
-		return launchFailure("agent", waitErr), nil
+		return 0, waitErr
 	}
-	resp, wd := agentResponse(adapter, argv[0], stream, wd, retrying, code, out)
-	if stream != nil {
-		stream.Close() // a last line without its newline counts too
-		u := stream.Usage()
-		resp.Usage = (&proto.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}).Plus(nil)
+	return 0, nil
+}
+
+// withUsage adds what the turn cost, as the agent's stream reported it,
+// to resp.
+func withUsage(resp proto.Response, stream agent.Stream) proto.Response {
+	if stream == nil {
+		return resp
 	}
-	return resp, wd
+	stream.Close() // a last line without its newline counts too
+	u := stream.Usage()
+	resp.Usage = (&proto.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}).Plus(nil)
+	return resp
+}
+
+// turnWatch is what the watchdog checks on every tick of a running turn:
+// the agent's progress, its own retrying, and how long it has been
+// unable to reach its API. It publishes both to the status file for the
+// read surfaces. Only the watchdog goroutine touches it until the agent
+// exited.
+type turnWatch struct {
+	dir    proto.Dir
+	st     *proto.Status
+	stream agent.Stream
+	prog   *progress
+	disk   *diskWork
+	timing proto.Timing
+	// unreachableSince is when an earlier turn of this run first found the
+	// API unreachable (zero: none did).
+	unreachableSince time.Time
+	reported         time.Time      // the last progress published
+	retrySince       time.Time      // the agent's first retry notice since its last work
+	retrying         *agent.Failure // what the agent is retrying, nil when it is not
+}
+
+// tick publishes what changed since the last tick, at most one status
+// write, and returns the unreachable guard when the agent has been unable
+// to reach its API for too long.
+func (w *turnWatch) tick(ctx context.Context) *proto.Watchdog {
+	// Files or commits that changed in the worktree are work too, though
+	// the agent printed nothing (a long tool call).
+	if w.disk.changed(ctx) {
+		w.prog.touch()
+	}
+	progressed := w.publishProgress()
+	retried := w.trackRetry()
+	if progressed || retried {
+		_ = w.dir.Write(proto.StatusFile, w.st)
+	}
+	return w.unreachable()
+}
+
+// publishProgress records the agent's latest progress in the status,
+// reporting whether it changed.
+func (w *turnWatch) publishProgress() bool {
+	last := w.prog.lastAt()
+	if last.Equal(w.reported) {
+		return false
+	}
+	w.reported = last
+	w.st.LastProgress = last
+	if w.stream != nil {
+		w.st.Progress = w.stream.Progress()
+	}
+	return true
+}
+
+// trackRetry follows the agent's own retrying (as its stream reports it)
+// into the status, reporting whether the status changed.
+func (w *turnWatch) trackRetry() bool {
+	var a agent.Activity
+	if w.stream != nil {
+		a = w.stream.Activity()
+	}
+	st := w.st
+	switch {
+	case a.Retry != nil:
+		if w.retrySince.IsZero() {
+			w.retrySince = time.Now()
+		}
+		w.retrying = a.Retry
+		if !st.AgentRetrying || st.Attempt != a.RetryAttempt || st.RetryFailureClass != string(a.Retry.Class) || st.RetryFailureReason != a.Retry.Reason {
+			st.AgentRetrying, st.Attempt, st.RetryFailureClass, st.RetryFailureReason = true, a.RetryAttempt, string(a.Retry.Class), a.Retry.Reason
+			return true
+		}
+	case st.AgentRetrying:
+		w.retrySince, w.retrying = time.Time{}, nil
+		clearAgentRetry(st)
+		return true
+	}
+	return false
+}
+
+// unreachable returns the unreachable guard once the agent has retried an
+// unreachable API for longer than the timing allows, counted from the
+// first such turn of this run; nil otherwise.
+func (w *turnWatch) unreachable() *proto.Watchdog {
+	if w.retrying == nil || w.retrying.Class != agent.TransientUnreachable {
+		return nil
+	}
+	since := w.unreachableSince
+	if since.IsZero() {
+		since = w.retrySince
+	}
+	if time.Since(since) < w.timing.UnreachableTimeout {
+		return nil
+	}
+	return &proto.Watchdog{Guard: unreachableGuard, Limit: w.timing.UnreachableTimeout, Since: since}
+}
+
+// endRetry clears a retry notice the agent left in the status when it
+// exited: it is not retrying any more.
+func (w *turnWatch) endRetry() {
+	if w.st.AgentRetrying {
+		clearAgentRetry(w.st)
+		_ = w.dir.Write(proto.StatusFile, w.st)
+	}
 }
 
 // agentResponse turns how the agent's run ended into a response.

@@ -1,0 +1,68 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// TestNoLauncherRefusesBeforeRecording: an Env built without a Launcher
+// refuses every operation that launches a turn with ErrNoLauncher (not a
+// nil-function panic), and records nothing: the task stays as it was.
+func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	backlog, err := e.Create(ctx, CreateInput{Title: "never started"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked, err := e.Create(ctx, CreateInput{Title: "parked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk(t, e, parked.Task.ID, machine.Working, machine.Blocked)
+	interrupted, err := e.Create(ctx, CreateInput{Title: "interrupted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk(t, e, interrupted.Task.ID, machine.Working, machine.Interrupted)
+
+	calls := map[string]func() (*gitstore.Snapshot, error){
+		"start":       func() (*gitstore.Snapshot, error) { return e.Start(ctx, backlog.Task.ID, StartInput{Agent: "exec"}) },
+		"unblock":     func() (*gitstore.Snapshot, error) { return e.Unblock(ctx, parked.Task.ID, "go on", Decisions{}) },
+		"ask":         func() (*gitstore.Snapshot, error) { return e.Ask(ctx, parked.Task.ID, "why?") },
+		"sync":        func() (*gitstore.Snapshot, error) { return e.Sync(ctx, parked.Task.ID) },
+		"resume":      func() (*gitstore.Snapshot, error) { return e.Resume(ctx, interrupted.Task.ID) },
+		"auto-resume": func() (*gitstore.Snapshot, error) { return e.AutoResume(ctx, interrupted.Task.ID) },
+	}
+	ids := []string{backlog.Task.ID, parked.Task.ID, interrupted.Task.ID}
+	commits := func() string {
+		var all []string
+		for _, id := range ids {
+			sn, err := e.Store.Load(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, fmt.Sprint(sn.Commit))
+		}
+		return strings.Join(all, " ")
+	}
+	for name, call := range calls {
+		before := commits()
+		sn, err := call()
+		if !errors.Is(err, ErrNoLauncher) || sn != nil {
+			t.Errorf("%s without a Launcher: got (%v, %v), want ErrNoLauncher", name, sn, err)
+		}
+		if after := commits(); after != before {
+			t.Errorf("%s without a Launcher recorded something (%s -> %s)", name, before, after)
+		}
+	}
+	if err := e.launch("any"); !errors.Is(err, ErrNoLauncher) {
+		t.Errorf("launch without a Launcher: %v, want ErrNoLauncher", err)
+	}
+}
