@@ -37,22 +37,22 @@ func plantHuge(t *testing.T, s *Store, id string, size int) plumbing.Hash {
 	}
 	big := bytes.Repeat([]byte(" "), size)
 	copy(big, `{"id":"`+id+`"}`)
-	blob, err := s.objs.write(plumbing.BlobObject, big)
+	blob, err := s.objs.Write(plumbing.BlobObject, big)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var entries []treeEntry
 	for name, e := range sn.entries {
 		if name == fileTask {
-			e.hash = blob
+			e.Hash = blob
 		}
 		entries = append(entries, e)
 	}
-	tree, err := s.objs.writeTree(entries)
+	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.objs.write(plumbing.CommitObject, encodeCommit(tree, sn.Commit, "attacker", s.now(), "huge\n"))
+	c, err := s.objs.Write(plumbing.CommitObject, encodeCommit(tree, sn.Commit, "attacker", s.now(), "huge\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 	}
 	summary("loose")
 	testrepo.Git(t, attacker.repo.CommonDir, "gc", "-q")
-	attacker.objs.refresh()
+	attacker.objs.Refresh()
 	_ = os.Remove(cache)
 	check("packed, batch path", attacker)
 	summary("packed")

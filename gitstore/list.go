@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/renameio/v2"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -274,7 +275,7 @@ func writeCache(path string, out []Entry, transient map[string]bool) error {
 // 16 hex digits), where maps keyed by strings, and the sort, were most
 // of the cost of listing 10,000 cached tasks.
 func (s *Store) List() ([]Entry, error) {
-	refs, err := s.repo.listRefs(TasksPrefix)
+	refs, err := s.repo.SortedRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -286,12 +287,12 @@ func (s *Store) List() ([]Entry, error) {
 	out := make([]Entry, 0, len(refs))
 	slot := make(map[uint64]int32, len(refs))
 	for i := range refs {
-		id := refs[i].name[len(TasksPrefix):]
+		id := refs[i].Name[len(TasksPrefix):]
 		if key, ok := idKey(id); ok {
 			slot[key] = int32(i)
 			continue
 		}
-		out = append(out, Entry{ID: id, Commit: refs[i].hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].name)})
+		out = append(out, Entry{ID: id, Commit: refs[i].Hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].Name)})
 	}
 	bad := len(out)
 	ordered := true // the cached records came in the listing's order
@@ -306,12 +307,12 @@ func (s *Store) List() ([]Entry, error) {
 			return
 		}
 		i, ok := slot[key]
-		if !ok || found[i] || refs[i].hash != l.commit {
+		if !ok || found[i] || refs[i].Hash != l.commit {
 			return
 		}
 		found[i] = true
 		// As cached.entry makes it.
-		e := Entry{ID: refs[i].name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
+		e := Entry{ID: refs[i].Name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
 		if string(l.updated) != "-" {
 			e.Updated = string(l.updated)
 		}
@@ -340,10 +341,10 @@ func (s *Store) List() ([]Entry, error) {
 	missIDs := make([]string, 0, misses)
 	missCommits := make([]plumbing.Hash, 0, misses)
 	for i := range refs {
-		id := refs[i].name[len(TasksPrefix):]
+		id := refs[i].Name[len(TasksPrefix):]
 		if !found[i] && ValidID(id) {
 			missIDs = append(missIDs, id)
-			missCommits = append(missCommits, refs[i].hash)
+			missCommits = append(missCommits, refs[i].Hash)
 		}
 	}
 	var transient map[string]bool
@@ -439,7 +440,7 @@ func idKey(id string) (uint64, bool) {
 	}
 	var v uint64
 	for i := 0; i < len(id); i++ {
-		c, _ := hexVal(id[i])
+		c, _ := gitrepo.HexVal(id[i])
 		v = v<<4 | uint64(c)
 	}
 	return v, true
@@ -477,7 +478,7 @@ func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
 		if e.Name != fileTask {
 			continue
 		}
-		b, err := s.objs.readBlob(e.Hash, fileTask)
+		b, err := s.objs.ReadBlob(e.Hash, fileTask, limitFor(fileTask))
 		if err != nil {
 			return nil, corrupt(err)
 		}

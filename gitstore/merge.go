@@ -125,11 +125,11 @@ func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	lc, err := s.objs.readCommit(local)
+	lc, err := s.objs.ReadCommit(local)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	rc, err := s.objs.readCommit(remote)
+	rc, err := s.objs.ReadCommit(remote)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
@@ -238,7 +238,7 @@ func (s *Store) history(h plumbing.Hash) (map[plumbing.Hash][]plumbing.Hash, err
 		if _, ok := out[c]; ok {
 			continue
 		}
-		cm, err := s.objs.readCommit(c)
+		cm, err := s.objs.ReadCommit(c)
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +259,7 @@ func (s *Store) ancestors(h plumbing.Hash) (map[plumbing.Hash]bool, error) {
 			continue
 		}
 		out[c] = true
-		cm, err := s.objs.readCommit(c)
+		cm, err := s.objs.ReadCommit(c)
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +280,7 @@ func (s *Store) walkOps(id string, tip plumbing.Hash, stop, seen map[plumbing.Ha
 			continue
 		}
 		seen[h] = true
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			return &CorruptError{ID: id, Commit: h, Err: err}
 		}
@@ -530,11 +530,11 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 		if err != nil {
 			return err
 		}
-		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+		h, err := s.objs.Write(plumbing.BlobObject, append(b, '\n'))
 		if err != nil {
 			return err
 		}
-		entries = append(entries, treeEntry{name: name, hash: h})
+		entries = append(entries, treeEntry{Name: name, Hash: h})
 		return nil
 	}
 	if err := blob(fileTask, &t); err != nil {
@@ -552,11 +552,11 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 		return plumbing.ZeroHash, err
 	}
 	if m.goal != "" {
-		h, err := s.objs.write(plumbing.BlobObject, []byte(m.goal))
+		h, err := s.objs.Write(plumbing.BlobObject, []byte(m.goal))
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		entries = append(entries, treeEntry{name: fileGoal, hash: h})
+		entries = append(entries, treeEntry{Name: fileGoal, Hash: h})
 	}
 	dir := func(name string, n int, item func(int) any) error {
 		if n == 0 {
@@ -568,17 +568,17 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 			if err != nil {
 				return err
 			}
-			h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+			h, err := s.objs.Write(plumbing.BlobObject, append(b, '\n'))
 			if err != nil {
 				return err
 			}
-			sub = append(sub, treeEntry{name: seqName(i + 1), hash: h})
+			sub = append(sub, treeEntry{Name: seqName(i + 1), Hash: h})
 		}
-		h, err := s.objs.writeTree(sub)
+		h, err := s.objs.WriteTree(sub)
 		if err != nil {
 			return err
 		}
-		entries = append(entries, treeEntry{name: name, hash: h, dir: true})
+		entries = append(entries, treeEntry{Name: name, Hash: h, Dir: true})
 		return nil
 	}
 	if err := dir(dirTurns, len(m.turns), func(i int) any { return &m.turns[i] }); err != nil {
@@ -587,7 +587,7 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 	if err := dir(dirComments, len(m.comments), func(i int) any { return &m.comments[i] }); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tree, err := s.objs.writeTree(entries)
+	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -600,7 +600,7 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 	}
 	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", MergeHost, t.UpdatedAt.Unix())
 	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, commitMessage(&t, &op))
-	return s.objs.write(plumbing.CommitObject, b.Bytes())
+	return s.objs.Write(plumbing.CommitObject, b.Bytes())
 }
 
 func appendRefused(have []Refused, more []Refused) []Refused {

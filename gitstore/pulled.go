@@ -77,7 +77,7 @@ func (j *pulledJudge) checkHistory(tip plumbing.Hash, stop map[plumbing.Hash]boo
 		if len(seen) > pulledHistoryFactor*j.s.bounds.entries {
 			return nil, fmt.Errorf("refused: task %s brings more than %d new commits of history, %w; it was not taken in", j.id, pulledHistoryFactor*j.s.bounds.entries, ErrOverBounds)
 		}
-		c, err := j.s.objs.readCommit(h)
+		c, err := j.s.objs.ReadCommit(h)
 		if err != nil {
 			return nil, &CorruptError{ID: j.id, Commit: h, Err: err}
 		}
@@ -110,7 +110,7 @@ func (j *pulledJudge) state(h plumbing.Hash) (*pulledState, error) {
 	}
 	st := &pulledState{entries: make(map[string]treeEntry, len(tree.Entries))}
 	for _, e := range tree.Entries {
-		st.entries[e.Name] = treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()}
+		st.entries[e.Name] = treeEntry{Name: e.Name, Hash: e.Hash, Dir: !e.Mode.IsFile()}
 	}
 	if err := j.s.decodeEntry(st.entries, fileTask, st, true); err != nil {
 		return nil, corrupt(err)
@@ -386,7 +386,7 @@ func (s *Store) lastAccept(sn *Snapshot) *AcceptRecord {
 			continue
 		}
 		seen[h] = true
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			continue
 		}
@@ -434,7 +434,7 @@ func (s *Store) StatusMadeHere(sn *Snapshot) bool {
 		if h == mine {
 			return true
 		}
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			return false
 		}

@@ -25,30 +25,30 @@ func FuzzPulledRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, task, session, violations, turn, op []byte) {
 		s, _ := open(t)
 		blob := func(b []byte) plumbing.Hash {
-			h, err := s.objs.write(plumbing.BlobObject, b)
+			h, err := s.objs.Write(plumbing.BlobObject, b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return h
 		}
-		turnsTree, err := s.objs.writeTree([]treeEntry{{name: seqName(1), hash: blob(turn)}})
+		turnsTree, err := s.objs.WriteTree([]treeEntry{{Name: seqName(1), Hash: blob(turn)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		commentsTree, err := s.objs.writeTree([]treeEntry{{name: seqName(1), hash: blob(turn)}})
+		commentsTree, err := s.objs.WriteTree([]treeEntry{{Name: seqName(1), Hash: blob(turn)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tree, err := s.objs.writeTree([]treeEntry{
-			{name: fileTask, hash: blob(task)}, {name: fileSession, hash: blob(session)},
-			{name: fileViolations, hash: blob(violations)}, {name: fileGoal, hash: blob(turn)},
-			{name: fileOp, hash: blob(op)},
-			{name: dirTurns, hash: turnsTree, dir: true}, {name: dirComments, hash: commentsTree, dir: true},
+		tree, err := s.objs.WriteTree([]treeEntry{
+			{Name: fileTask, Hash: blob(task)}, {Name: fileSession, Hash: blob(session)},
+			{Name: fileViolations, Hash: blob(violations)}, {Name: fileGoal, Hash: blob(turn)},
+			{Name: fileOp, Hash: blob(op)},
+			{Name: dirTurns, Hash: turnsTree, Dir: true}, {Name: dirComments, Hash: commentsTree, Dir: true},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		commit, err := s.objs.write(plumbing.CommitObject, encodeCommit(tree, plumbing.ZeroHash, "remote", time.Unix(0, 0), "crafted\n\nLazy-Op: x\nLazy-Clock: 99999999999999999999\n"))
+		commit, err := s.objs.Write(plumbing.CommitObject, encodeCommit(tree, plumbing.ZeroHash, "remote", time.Unix(0, 0), "crafted\n\nLazy-Op: x\nLazy-Clock: 99999999999999999999\n"))
 		if err != nil {
 			t.Fatal(err)
 		}

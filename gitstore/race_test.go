@@ -325,7 +325,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	if n := s.LooseObjects(); n > 2*s.LooseObjectLimit {
 		t.Fatalf("%d loose objects with a limit of %d", n, s.LooseObjectLimit)
 	}
-	if loose := s.repo.countLooseRefs(TasksPrefix); loose >= 400 {
+	if loose := s.repo.CountLooseRefs(TasksPrefix); loose >= 400 {
 		t.Fatalf("%d loose task refs: refs were never packed", loose)
 	}
 	list, err := Open(s.repo).List()
@@ -527,7 +527,7 @@ func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
 	}()
 	defer func() { close(done); wg.Wait() }()
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
-		refs, err := s.repo.listRefs(TasksPrefix)
+		refs, err := s.repo.SortedRefs(TasksPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,7 +90,7 @@ func (s *Store) CheckSlugs(entries []Entry) []SlugProblem {
 // RepairSlug applies a SlugProblem's repair.
 func (s *Store) RepairSlug(ctx context.Context, p SlugProblem) error {
 	if p.To == p.Slug {
-		idBlob, err := s.objs.write(plumbing.BlobObject, []byte(p.ID+"\n"))
+		idBlob, err := s.objs.Write(plumbing.BlobObject, []byte(p.ID+"\n"))
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool,
 	if !ValidSlug(to) {
 		return false, fmt.Errorf("cannot rename task %s to %q: not a valid slug", id, to)
 	}
-	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
+	idBlob, err := s.objs.Write(plumbing.BlobObject, []byte(id+"\n"))
 	if err != nil {
 		return false, err
 	}

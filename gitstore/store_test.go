@@ -267,33 +267,3 @@ func gitIn(t *testing.T, dir, stdin string, args ...string) string {
 	}
 	return string(out)
 }
-
-func TestPackedLookup(t *testing.T) {
-	h1 := strings.Repeat("1", 40)
-	h2 := strings.Repeat("2", 40)
-	h3 := strings.Repeat("3", 40)
-	b := []byte("# pack-refs with: peeled fully-peeled sorted \n" +
-		h1 + " refs/lazy/tasks/abcd\n" +
-		h2 + " refs/lazy/tasks/abc\n" +
-		"^" + h1 + "\n" +
-		h3 + " refs/lazy/tasks/zz") // no final newline
-	cases := map[string]string{
-		"refs/lazy/tasks/abcd": h1,
-		"refs/lazy/tasks/abc":  h2,
-		"refs/lazy/tasks/zz":   h3,
-		"refs/lazy/tasks/ab":   "",
-		"lazy/tasks/abc":       "",
-	}
-	for name, want := range cases {
-		h, ok := packedLookup(b, name)
-		if want == "" {
-			if ok {
-				t.Errorf("%s found as %s", name, h)
-			}
-			continue
-		}
-		if !ok || h.String() != want {
-			t.Errorf("%s = %s, %v; want %s", name, h, ok, want)
-		}
-	}
-}

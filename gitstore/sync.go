@@ -341,7 +341,7 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 // rh, renaming the local task it named.
 func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport) error {
 	read := func(h plumbing.Hash) string {
-		b, err := s.objs.readBlob(h, "slug")
+		b, err := s.objs.ReadBlob(h, "slug", limitFor("slug"))
 		if err != nil {
 			return ""
 		}
@@ -397,7 +397,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport
 // a local task already has it (then the task answers to its id).
 func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 	slug := sn.Task.Slug
-	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(sn.Task.ID+"\n"))
+	idBlob, err := s.objs.Write(plumbing.BlobObject, []byte(sn.Task.ID+"\n"))
 	if err != nil {
 		return
 	}
@@ -417,7 +417,7 @@ func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 // merge-base --is-ancestor does. The walk from b stops at a: in a pull's
 // fast-forward check a is a few commits back.
 func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
-	if _, err := s.objs.readCommit(a); err != nil {
+	if _, err := s.objs.ReadCommit(a); err != nil {
 		return false, err
 	}
 	seen := map[plumbing.Hash]bool{}
@@ -432,7 +432,7 @@ func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
 			continue
 		}
 		seen[c] = true
-		cm, err := s.objs.readCommit(c)
+		cm, err := s.objs.ReadCommit(c)
 		if err != nil {
 			return false, err
 		}

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -13,30 +13,30 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
-// commit is what lazy reads of a git commit. go-git's object.Commit
+// ParsedCommit is what lazy reads of a git commit. go-git's object.Commit
 // would do, but its package links OpenPGP and its ciphers into every lazy
 // process (240 packages, a fifth of the package inits lazy runs at start)
 // for signatures lazy never checks.
-type commit struct {
+type ParsedCommit struct {
 	TreeHash     plumbing.Hash
 	ParentHashes []plumbing.Hash
-	Committer    signature
+	Committer    Signature
 	// Message is everything after the headers' blank line, as stored.
 	Message string
 }
 
-// signature is the part of an author or committer line lazy reads.
-type signature struct {
+// Signature is the part of an author or committer line lazy reads.
+type Signature struct {
 	When time.Time
 }
 
-// tree is a decoded git tree.
-type tree struct {
-	Entries []treeItem
+// ParsedTree is a decoded git tree.
+type ParsedTree struct {
+	Entries []TreeItem
 }
 
-// treeItem is one entry of a decoded tree.
-type treeItem struct {
+// TreeItem is one entry of a decoded tree.
+type TreeItem struct {
 	Name string
 	Mode filemode.FileMode
 	Hash plumbing.Hash
@@ -61,7 +61,7 @@ func content(obj plumbing.EncodedObject, typ plumbing.ObjectType) ([]byte, error
 // decodeCommit parses a commit object: the tree and parent headers, the
 // committer's time, and the message. Other headers (author, gpgsig,
 // mergetag, encoding) are skipped, continuation lines included.
-func decodeCommit(obj plumbing.EncodedObject) (*commit, error) {
+func decodeCommit(obj plumbing.EncodedObject) (*ParsedCommit, error) {
 	b, err := content(obj, plumbing.CommitObject)
 	if err != nil {
 		return nil, err
@@ -69,8 +69,8 @@ func decodeCommit(obj plumbing.EncodedObject) (*commit, error) {
 	return parseCommit(b)
 }
 
-func parseCommit(b []byte) (*commit, error) {
-	c := &commit{}
+func parseCommit(b []byte) (*ParsedCommit, error) {
+	c := &ParsedCommit{}
 	for len(b) > 0 {
 		line, rest, found := bytes.Cut(b, []byte{'\n'})
 		if !found {
@@ -137,7 +137,7 @@ func signatureTime(val []byte) time.Time {
 
 // decodeTree parses a tree object's "<octal mode> <name>\0<20-byte id>"
 // entries.
-func decodeTree(obj plumbing.EncodedObject) (*tree, error) {
+func decodeTree(obj plumbing.EncodedObject) (*ParsedTree, error) {
 	b, err := content(obj, plumbing.TreeObject)
 	if err != nil {
 		return nil, err
@@ -145,8 +145,8 @@ func decodeTree(obj plumbing.EncodedObject) (*tree, error) {
 	return parseTree(b)
 }
 
-func parseTree(b []byte) (*tree, error) {
-	t := &tree{}
+func parseTree(b []byte) (*ParsedTree, error) {
+	t := &ParsedTree{}
 	for len(b) > 0 {
 		sp := bytes.IndexByte(b, ' ')
 		if sp <= 0 {
@@ -169,7 +169,7 @@ func parseTree(b []byte) (*tree, error) {
 		}
 		copy(h[:], b)
 		b = b[len(h):]
-		t.Entries = append(t.Entries, treeItem{Name: name, Mode: filemode.FileMode(mode), Hash: h})
+		t.Entries = append(t.Entries, TreeItem{Name: name, Mode: filemode.FileMode(mode), Hash: h})
 	}
 	return t, nil
 }
