@@ -111,12 +111,14 @@ type bulkKey struct {
 // its size: BulkDone with the content, or with nil content when it is over
 // limit (unread); BulkFallback for git to resolve. The content is the
 // reader's buffer, valid until the next call.
-func (r *BulkReader) Path(commit plumbing.Hash, name string, limit int64) (content []byte, blob plumbing.Hash, size int64, st int) {
-	if r.off {
+func (r *BulkReader) Path(commit OID, name string, limit int64) (content []byte, blob OID, size int64, st int) {
+	if r.off || commit.Format() != SHA1 {
 		return nil, blob, 0, BulkFallback
 	}
+	var ch plumbing.Hash
+	copy(ch[:], commit.Bytes())
 	var ok bool
-	r.commit, _, ok = r.object(commit, packCommit, bulkMaxObject, r.commit)
+	r.commit, _, ok = r.object(ch, packCommit, bulkMaxObject, r.commit)
 	// git takes the tree from the commit's first line and reads no more
 	// of it to resolve a path.
 	c := r.commit
@@ -132,11 +134,12 @@ func (r *BulkReader) Path(commit plumbing.Hash, name string, limit int64) (conte
 	if !ok {
 		return nil, blob, 0, BulkFallback
 	}
-	blob, ok = treeFind(r.tree, name)
+	bh, ok := treeFind(r.tree, name)
 	if !ok {
 		return nil, blob, 0, BulkFallback
 	}
-	r.blob, size, ok = r.object(blob, packBlob, limit, r.blob)
+	blob = oidOf(bh)
+	r.blob, size, ok = r.object(bh, packBlob, limit, r.blob)
 	switch {
 	case !ok:
 		return nil, blob, 0, BulkFallback

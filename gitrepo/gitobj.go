@@ -18,8 +18,8 @@ import (
 // process (240 packages, a fifth of the package inits lazy runs at start)
 // for signatures lazy never checks.
 type ParsedCommit struct {
-	TreeHash     plumbing.Hash
-	ParentHashes []plumbing.Hash
+	TreeHash     OID
+	ParentHashes []OID
 	Committer    Signature
 	// Message is everything after the headers' blank line, as stored.
 	Message string
@@ -39,7 +39,7 @@ type ParsedTree struct {
 type TreeItem struct {
 	Name string
 	Mode filemode.FileMode
-	Hash plumbing.Hash
+	Hash OID
 }
 
 var errBadObject = errors.New("malformed object")
@@ -106,13 +106,17 @@ func parseCommit(b []byte) (*ParsedCommit, error) {
 	return c, nil
 }
 
-func parseHash(b []byte) (plumbing.Hash, bool) {
+// parseHash reads a SHA-1 id in hex, the only kind the in-process reader
+// reads.
+func parseHash(b []byte) (OID, bool) {
 	var h plumbing.Hash
 	if len(b) != hex.EncodedLen(len(h)) {
-		return h, false
+		return OID{}, false
 	}
-	_, err := hex.Decode(h[:], b)
-	return h, err == nil
+	if _, err := hex.Decode(h[:], b); err != nil {
+		return OID{}, false
+	}
+	return oidOf(h), true
 }
 
 // signatureTime reads the instant of "Name <email> 1700000000 +0100":
@@ -167,9 +171,9 @@ func parseTree(b []byte) (*ParsedTree, error) {
 		if len(b) < len(h) {
 			return nil, fmt.Errorf("tree entry %q cut short: %w", name, errBadObject)
 		}
-		copy(h[:], b)
+		id, _ := FromBytes(b[:len(h)])
 		b = b[len(h):]
-		t.Entries = append(t.Entries, TreeItem{Name: name, Mode: filemode.FileMode(mode), Hash: h})
+		t.Entries = append(t.Entries, TreeItem{Name: name, Mode: filemode.FileMode(mode), Hash: id})
 	}
 	return t, nil
 }

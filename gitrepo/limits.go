@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -28,8 +29,12 @@ func isHex(c byte) bool { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'
 
 // Oversize is the error for object h, read as what, of size bytes over
 // limit: it wraps ErrOversize.
-func Oversize(what string, h plumbing.Hash, size, limit int64) error {
-	return fmt.Errorf("%s (object %s) is %s, %w of %s for it; it was not read", what, h.String()[:12], HumanBytes(size), ErrOversize, HumanBytes(limit))
+func Oversize(what string, id OID, size, limit int64) error {
+	short := id.String()
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	return fmt.Errorf("%s (object %s) is %s, %w of %s for it; it was not read", what, short, HumanBytes(size), ErrOversize, HumanBytes(limit))
 }
 
 // HumanBytes is n in the largest binary unit that reads well.
@@ -47,3 +52,9 @@ func HumanBytes(n int64) string {
 
 // validHex reports whether s is a full hex object id of either format.
 func validHex(s string) bool { return (len(s) == 40 || len(s) == 64) && AllHex(s) }
+
+// IsMissing reports whether err says an object is missing, in the words
+// of either reader.
+func IsMissing(err error) bool {
+	return errors.Is(err, ErrMissing) || errors.Is(err, plumbing.ErrObjectNotFound)
+}

@@ -56,6 +56,17 @@ var gitTypes = map[plumbing.ObjectType]Type{
 	plumbing.TagObject:    Tag,
 }
 
+// plumbingType is the reader's name of an object type
+// (plumbing.InvalidObject for none).
+func plumbingType(typ Type) plumbing.ObjectType {
+	for pt, gt := range gitTypes {
+		if gt == typ {
+			return pt
+		}
+	}
+	return plumbing.InvalidObject
+}
+
 // Read returns object id, checked against typ and limit before its
 // content is read.
 func (l *Local) Read(id OID, typ Type, limit int64) (*Object, error) {
@@ -87,18 +98,12 @@ func (l *Local) Has(id OID) (bool, error) {
 	if err != nil {
 		return false, nil //nolint:nilerr // a SHA-256 id is not in a SHA-1 repository
 	}
-	return l.objs.Has(h), nil
+	return l.objs.has(h), nil
 }
 
 // Write stores content as a loose object of type typ.
 func (l *Local) Write(typ Type, content []byte) (OID, error) {
-	for pt, gt := range gitTypes {
-		if gt == typ {
-			h, err := l.objs.Write(pt, content)
-			return oidOf(h), err
-		}
-	}
-	return OID{}, fmt.Errorf("cannot write an object of type %q", typ)
+	return l.objs.Write(typ, content)
 }
 
 // ReadRef returns the id ref name holds, and whether it exists.
@@ -106,8 +111,7 @@ func (l *Local) ReadRef(name string) (OID, bool, error) {
 	if err := ValidRefName(name); err != nil {
 		return OID{}, false, err
 	}
-	h, ok, err := l.refs.ReadRef(name)
-	return oidOf(h), ok, err
+	return l.refs.ReadRef(name)
 }
 
 // ListRefs returns every ref under prefix.
@@ -115,15 +119,7 @@ func (l *Local) ListRefs(prefix string) (map[string]OID, error) {
 	if err := ValidRefPrefix(prefix); err != nil {
 		return nil, err
 	}
-	refs, err := l.refs.ListRefs(prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]OID, len(refs))
-	for name, h := range refs {
-		out[name] = oidOf(h)
-	}
-	return out, nil
+	return l.refs.ListRefs(prefix)
 }
 
 // CompareAndSwap moves ref name from old to new under git's lock-file
@@ -132,22 +128,18 @@ func (l *Local) CompareAndSwap(name string, old, new OID) error {
 	if err := ValidRefName(name); err != nil {
 		return err
 	}
-	var oldH plumbing.Hash
 	if !old.IsZero() {
-		h, err := hashOf(old)
-		if err != nil {
+		if _, err := hashOf(old); err != nil {
 			return err
 		}
-		oldH = h
 	}
-	newH, err := hashOf(new)
-	if err != nil {
+	if _, err := hashOf(new); err != nil {
 		return err
 	}
-	if !l.objs.Has(newH) {
+	if !l.objs.Has(new) {
 		return fmt.Errorf("update ref %s: %s: %w", name, new, ErrMissing)
 	}
-	return l.refs.CompareAndSwap(name, oldH, newH)
+	return l.refs.CompareAndSwap(name, old, new)
 }
 
 // Close releases nothing: maps are released when unreachable.

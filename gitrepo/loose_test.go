@@ -66,7 +66,7 @@ func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
 	}
 	// A commit and a tree as git writes them, through lazy's decoders.
 	head := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
-	c, err := o.ReadCommit(plumbing.NewHash(head))
+	c, err := o.ReadCommit(oidOf(plumbing.NewHash(head)))
 	if err != nil {
 		t.Fatal(err)
 	}

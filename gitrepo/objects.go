@@ -66,7 +66,7 @@ func (o *Objects) Replay(j *Journal) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, e := range j.objs {
-		if _, err := o.Write(e.typ, e.content); err != nil {
+		if _, err := o.write(e.typ, e.content); err != nil {
 			return err
 		}
 	}
@@ -91,8 +91,13 @@ func (o *Objects) Refresh() {
 	o.mu.Unlock()
 }
 
-// HashObject computes the git object name of content of the given type.
-func HashObject(typ plumbing.ObjectType, content []byte) plumbing.Hash {
+// HashObject computes the SHA-1 name of content as an object of type typ.
+func HashObject(typ Type, content []byte) OID {
+	return oidOf(hashObject(plumbingType(typ), content))
+}
+
+// hashObject computes the git object name of content of the given type.
+func hashObject(typ plumbing.ObjectType, content []byte) plumbing.Hash {
 	h := sha1.New() //nolint:gosec // see import
 	h.Write([]byte(typ.String() + " " + strconv.Itoa(len(content)) + "\x00"))
 	h.Write(content)
@@ -108,10 +113,20 @@ var zlibPool = sync.Pool{New: func() any {
 	return w
 }}
 
-// write stores content as a loose object unless it already exists loose.
-// A duplicate in a pack is harmless: git prefers either copy.
-func (o *Objects) Write(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
-	h := HashObject(typ, content)
+// Write stores content as a loose object of type typ unless it already
+// exists loose. A duplicate in a pack is harmless: git prefers either
+// copy.
+func (o *Objects) Write(typ Type, content []byte) (OID, error) {
+	pt := plumbingType(typ)
+	if pt == plumbing.InvalidObject {
+		return OID{}, fmt.Errorf("cannot write an object of type %q", typ)
+	}
+	h, err := o.write(pt, content)
+	return oidOf(h), err
+}
+
+func (o *Objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := hashObject(typ, content)
 	if o.journal != nil {
 		o.journal.mu.Lock()
 		o.journal.objs = append(o.journal.objs, journalEntry{typ, content, h})
@@ -226,7 +241,7 @@ func (o *Objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
 	if obj.Size() > limit {
-		return nil, Oversize(what, h, obj.Size(), limit)
+		return nil, Oversize(what, oidOf(h), obj.Size(), limit)
 	}
 	return obj, nil
 }
@@ -329,7 +344,11 @@ const halfPackAge = 5 * time.Second
 // ReadBlob reads blob h (named name in errors), refusing it unread when
 // it is over limit. The bytes may be the pack reader's own (a record's
 // texts are large): callers only read them.
-func (o *Objects) ReadBlob(h plumbing.Hash, name string, limit int64) ([]byte, error) {
+func (o *Objects) ReadBlob(id OID, name string, limit int64) ([]byte, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return nil, err
+	}
 	return retry(o, func() ([]byte, error) {
 		obj, err := o.read(plumbing.BlobObject, h, name, limit)
 		if err != nil {
@@ -346,7 +365,7 @@ func (o *Objects) ReadBlob(h plumbing.Hash, name string, limit int64) ([]byte, e
 		// The header could lie about a loose object's size: never read more.
 		b, err := io.ReadAll(io.LimitReader(rd, limit+1))
 		if err == nil && int64(len(b)) > limit {
-			return nil, Oversize(name, h, int64(len(b)), limit)
+			return nil, Oversize(name, oidOf(h), int64(len(b)), limit)
 		}
 		return b, err
 	})
@@ -354,7 +373,11 @@ func (o *Objects) ReadBlob(h plumbing.Hash, name string, limit int64) ([]byte, e
 
 // BlobSize returns the size of blob h (snapshot file name) from its
 // header, reading none of its content.
-func (o *Objects) BlobSize(h plumbing.Hash, name string) (int64, error) {
+func (o *Objects) BlobSize(id OID, name string) (int64, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return 0, err
+	}
 	return retry(o, func() (int64, error) {
 		obj, err := o.lookup(plumbing.BlobObject, h, -1)
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -375,7 +398,11 @@ func (o *Objects) BlobSize(h plumbing.Hash, name string) (int64, error) {
 }
 
 // ReadTree reads and decodes tree h, of at most MaxTree bytes.
-func (o *Objects) ReadTree(h plumbing.Hash) (*ParsedTree, error) {
+func (o *Objects) ReadTree(id OID) (*ParsedTree, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return nil, err
+	}
 	return retry(o, func() (*ParsedTree, error) {
 		obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
 		if err != nil {
@@ -386,7 +413,11 @@ func (o *Objects) ReadTree(h plumbing.Hash) (*ParsedTree, error) {
 }
 
 // ReadCommit reads and decodes commit h, of at most MaxCommit bytes.
-func (o *Objects) ReadCommit(h plumbing.Hash) (*ParsedCommit, error) {
+func (o *Objects) ReadCommit(id OID) (*ParsedCommit, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return nil, err
+	}
 	return retry(o, func() (*ParsedCommit, error) {
 		obj, err := o.read(plumbing.CommitObject, h, "commit", MaxCommit)
 		if err != nil {
@@ -402,7 +433,12 @@ func (o *Objects) ReadCommit(h plumbing.Hash) (*ParsedCommit, error) {
 // unreachable ones the other way, so between the two checks of one
 // attempt with a stable set of packs (see retry) the object is seen
 // wherever it is.
-func (o *Objects) Has(h plumbing.Hash) bool {
+func (o *Objects) Has(id OID) bool {
+	h, err := hashOf(id)
+	return err == nil && o.has(h)
+}
+
+func (o *Objects) has(h plumbing.Hash) bool {
 	hex := h.String()
 	loose := filepath.Join(o.dir, hex[:2], hex[2:])
 	found, _ := retry(o, func() (bool, error) {
@@ -444,7 +480,7 @@ func (o *Objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string,
 		return nil, err
 	}
 	if size > limit {
-		return nil, Oversize(what, h, size, limit)
+		return nil, Oversize(what, oidOf(h), size, limit)
 	}
 	content, err := gitcli.New(filepath.Dir(o.dir), "cat-file", typ.String(), h.String()).Output(context.Background())
 	if err != nil || int64(len(content)) != size {
@@ -486,11 +522,11 @@ func (o *Objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.Ob
 // the parent commit: what a new commit needs beyond what its parent
 // already reaches (reused entries are reachable from the parent, which
 // the ref names, so no gc removes them). It costs a stat per new object.
-func (o *Objects) VerifyWritten(j *Journal, parent plumbing.Hash) error {
+func (o *Objects) VerifyWritten(j *Journal, parent OID) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, e := range j.objs {
-		if !o.Has(e.hash) {
+		if !o.has(e.hash) {
 			return fmt.Errorf("%s %s: %w", e.typ, e.hash, ErrMissing)
 		}
 	}
@@ -504,7 +540,7 @@ func (o *Objects) VerifyWritten(j *Journal, parent plumbing.Hash) error {
 // parents exist: what git checks before it lets a ref point anywhere. A
 // concurrent git gc --prune=now may delete objects lazy just wrote and
 // no ref reaches yet; a ref moved onto them would name a hole.
-func (o *Objects) VerifyCommit(h plumbing.Hash) error {
+func (o *Objects) VerifyCommit(h OID) error {
 	if !o.Has(h) {
 		return fmt.Errorf("commit %s: %w", h, ErrMissing)
 	}
@@ -520,7 +556,7 @@ func (o *Objects) VerifyCommit(h plumbing.Hash) error {
 	return o.verifyTree(c.TreeHash)
 }
 
-func (o *Objects) verifyTree(h plumbing.Hash) error {
+func (o *Objects) verifyTree(h OID) error {
 	t, err := o.ReadTree(h)
 	if err != nil {
 		return err
@@ -542,13 +578,13 @@ func (o *Objects) verifyTree(h plumbing.Hash) error {
 // TreeEntry is one entry of a tree being built.
 type TreeEntry struct {
 	Name string
-	Hash plumbing.Hash
+	Hash OID
 	Dir  bool
 }
 
 // WriteTree encodes entries in git's canonical order (directories sort as
 // if their name ended in "/") and stores the tree.
-func (o *Objects) WriteTree(entries []TreeEntry) (plumbing.Hash, error) {
+func (o *Objects) WriteTree(entries []TreeEntry) (OID, error) {
 	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
 	var buf bytes.Buffer
 	for _, e := range entries {
@@ -557,9 +593,9 @@ func (o *Objects) WriteTree(entries []TreeEntry) (plumbing.Hash, error) {
 			mode = filemode.Dir
 		}
 		fmt.Fprintf(&buf, "%o %s\x00", uint32(mode), e.Name)
-		buf.Write(e.Hash[:])
+		buf.Write(e.Hash.Bytes())
 	}
-	return o.Write(plumbing.TreeObject, buf.Bytes())
+	return o.Write(Tree, buf.Bytes())
 }
 
 func treeKey(e TreeEntry) string {

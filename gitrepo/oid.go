@@ -44,6 +44,23 @@ func ParseOID(s string) (OID, error) {
 	return id, nil
 }
 
+// ParseOIDBytes reads a full hex object id of either format, without
+// allocating: the list cache holds one per task.
+func ParseOIDBytes(b []byte) (OID, bool) {
+	var id OID
+	if len(b) != 40 && len(b) != 64 {
+		return id, false
+	}
+	if _, err := hex.Decode(id.b[:len(b)/2], b); err != nil {
+		return OID{}, false
+	}
+	id.n = len(b) / 2
+	return id, true
+}
+
+// AppendHex appends the id in lower-case hex to dst.
+func (id OID) AppendHex(dst []byte) []byte { return hex.AppendEncode(dst, id.b[:id.n]) }
+
 // FromBytes makes an id from its raw 20 or 32 bytes.
 func FromBytes(b []byte) (OID, bool) {
 	var id OID

@@ -49,7 +49,7 @@ func benchPackedRead(b *testing.B, n int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		o := NewObjects(common)
-		if _, err := o.ReadBlob(h, "task.json", 1<<20); err != nil {
+		if _, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -49,7 +49,7 @@ func deepChainPack(tb testing.TB, size, depth int) *deepChain {
 	_ = binary.Write(&pack, binary.BigEndian, uint32(depth+1))
 	prevOff := pack.Len()
 	writeEntry(&pack, packBlob, len(cur), nil, cur)
-	c := &deepChain{dir: dir, size: size, versions: []plumbing.Hash{HashObject(plumbing.BlobObject, cur)}}
+	c := &deepChain{dir: dir, size: size, versions: []plumbing.Hash{hashObject(plumbing.BlobObject, cur)}}
 	for k := 1; k <= depth; k++ {
 		next := append([]byte(nil), cur...)
 		at := rng.IntN(size - 64)
@@ -59,7 +59,7 @@ func deepChainPack(tb testing.TB, size, depth int) *deepChain {
 		off := pack.Len()
 		writeEntry(&pack, packOfsDelta, len(delta), ofsBase(off-prevOff), delta)
 		prevOff, cur = off, next
-		c.versions = append(c.versions, HashObject(plumbing.BlobObject, cur))
+		c.versions = append(c.versions, hashObject(plumbing.BlobObject, cur))
 	}
 	sum := sha1.Sum(pack.Bytes()) // a pack's trailer is SHA-1 by definition
 	pack.Write(sum[:])

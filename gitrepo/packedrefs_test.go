@@ -221,7 +221,7 @@ func sameRefs(t *testing.T, got []RefEntry, want map[string]plumbing.Hash) {
 		t.Fatalf("got %d refs (sorted: %v), want %d", len(got), slices.IsSortedFunc(got, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) }), len(want))
 	}
 	for _, e := range got {
-		if h, ok := want[e.Name]; !ok || h != e.Hash {
+		if h, ok := want[e.Name]; !ok || oidOf(h) != e.Hash {
 			t.Fatalf("%s = %s, want %s (%v)", e.Name, e.Hash, h, ok)
 		}
 	}

@@ -26,7 +26,7 @@ func packBlobs(t testing.TB, dir string, contents [][]byte, args ...string) []pl
 	var list strings.Builder
 	hs := make([]plumbing.Hash, len(contents))
 	for i, c := range contents {
-		h, err := o.Write(plumbing.BlobObject, c)
+		h, err := o.write(plumbing.BlobObject, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func checkAll(t *testing.T, dir string, p *pack, hs []plumbing.Hash, contents []
 	}
 	o := NewObjects(filepath.Join(dir, ".git"))
 	for i, h := range hs {
-		b, err := o.ReadBlob(h, "task.json", 1<<20)
+		b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20)
 		if err != nil || !bytes.Equal(b, contents[i]) {
 			t.Fatalf("readBlob %s: %v", h, err)
 		}
@@ -286,11 +286,11 @@ func TestPackReadChecksSizeFirst(t *testing.T) {
 		t.Fatalf("no delta (%v) or no whole object (%v)", sawDelta, sawWhole)
 	}
 	o := NewObjects(filepath.Join(dir, ".git"))
-	if _, err := o.ReadBlob(hs[len(hs)-1], "slug", 1<<10); !errors.Is(err, ErrOversize) {
+	if _, err := o.ReadBlob(oidOf(hs[len(hs)-1]), "slug", 1<<10); !errors.Is(err, ErrOversize) {
 		t.Fatalf("oversize blob read: %v", err)
 	}
 	// The wrong type reads as missing, as go-git reports it.
-	if _, err := o.ReadTree(hs[0]); !errors.Is(err, ErrMissing) {
+	if _, err := o.ReadTree(oidOf(hs[0])); !errors.Is(err, ErrMissing) {
 		t.Fatalf("blob read as a tree: %v", err)
 	}
 }
@@ -318,7 +318,7 @@ func TestPackReadAfterConcurrentRepack(t *testing.T) {
 		t.Fatalf("repack did not replace the pack: %v -> %v", before, after)
 	}
 	for i, h := range hs {
-		if b, err := o.ReadBlob(h, "task.json", 1<<20); err != nil || !bytes.Equal(b, contents[i]) {
+		if b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil || !bytes.Equal(b, contents[i]) {
 			t.Fatalf("readBlob %s after repack: %v", h, err)
 		}
 	}
@@ -327,7 +327,7 @@ func TestPackReadAfterConcurrentRepack(t *testing.T) {
 	o.packSet().packs[0].open()
 	testrepo.Git(t, dir, "repack", "-adf", "-q")
 	for i, h := range hs {
-		if b, err := o.ReadBlob(h, "task.json", 1<<20); err != nil || !bytes.Equal(b, contents[i]) {
+		if b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil || !bytes.Equal(b, contents[i]) {
 			t.Fatalf("readBlob %s from a deleted pack: %v", h, err)
 		}
 	}
@@ -337,7 +337,7 @@ func TestPackReadAfterConcurrentRepack(t *testing.T) {
 	o.packSet()
 	hs2 := packBlobs(t, dir, more)
 	for i, h := range hs2 {
-		if b, err := o.ReadBlob(h, "task.json", 1<<20); err != nil || !bytes.Equal(b, more[i]) {
+		if b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil || !bytes.Equal(b, more[i]) {
 			t.Fatalf("readBlob %s from a pack newer than the scan: %v", h, err)
 		}
 	}
@@ -477,7 +477,7 @@ func TestFreshPackSetSeesANewPack(t *testing.T) {
 	dir := testrepo.New(t)
 	o := NewObjects(filepath.Join(dir, ".git"))
 	keep := func(content string) {
-		h, err := o.Write(plumbing.BlobObject, []byte(content))
+		h, err := o.write(plumbing.BlobObject, []byte(content))
 		if err != nil {
 			t.Fatal(err)
 		}

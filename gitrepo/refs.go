@@ -52,7 +52,15 @@ const refLockTimeout = 100 * time.Millisecond
 // packed-refs second, the same order git uses so that a concurrent
 // `git pack-refs` (which writes packed-refs before pruning the loose file)
 // can never make a ref look absent.
-func (r *Refs) ReadRef(name string) (plumbing.Hash, bool, error) {
+func (r *Refs) ReadRef(name string) (OID, bool, error) {
+	h, ok, err := r.readRef(name)
+	if !ok {
+		return OID{}, ok, err
+	}
+	return oidOf(h), ok, err
+}
+
+func (r *Refs) readRef(name string) (plumbing.Hash, bool, error) {
 	h, ok, err := r.readLoose(name)
 	if err != nil || ok {
 		return h, ok, err
@@ -113,17 +121,17 @@ func isDirErr(err error) bool {
 // RefEntry is one ref and the object it names.
 type RefEntry struct {
 	Name string
-	Hash plumbing.Hash
+	Hash OID
 }
 
 // ListRefs returns every ref under prefix (which must end in "/"), loose
 // values overriding packed ones exactly as git resolves them.
-func (r *Refs) ListRefs(prefix string) (map[string]plumbing.Hash, error) {
+func (r *Refs) ListRefs(prefix string) (map[string]OID, error) {
 	refs, err := r.SortedRefs(prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]plumbing.Hash, len(refs))
+	out := make(map[string]OID, len(refs))
 	for _, e := range refs {
 		out[e.Name] = e.Hash
 	}
@@ -200,7 +208,7 @@ func (r *Refs) looseRefs(prefix string) ([]RefEntry, error) {
 			return err
 		}
 		if ok {
-			out = append(out, RefEntry{name, h})
+			out = append(out, RefEntry{name, oidOf(h)})
 		}
 		return nil
 	})
@@ -250,7 +258,7 @@ func packedRange(b []byte, prefix string, sorted bool) []RefEntry {
 		if _, err := hex.Decode(h[:], line[:40]); err != nil {
 			continue // as plumbing.IsHash refuses it
 		}
-		out = append(out, RefEntry{Name: text[at+41 : at+41+len(name)], Hash: h})
+		out = append(out, RefEntry{Name: text[at+41 : at+41+len(name)], Hash: oidOf(h)})
 	}
 	if !sorted {
 		slices.SortStableFunc(out, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) })
@@ -353,7 +361,7 @@ func packedRunEnd(b []byte, at int, prefix string) int {
 // other lazy processes): take <ref>.lock with O_EXCL, verify the current
 // value under the lock, write the new value into the lock file and rename
 // it over the ref. A zero old means "the ref must not exist yet".
-func (r *Refs) CompareAndSwap(name string, old, new plumbing.Hash) error {
+func (r *Refs) CompareAndSwap(name string, old, new OID) error {
 	return r.CompareAndSwapVerified(name, old, new, nil)
 }
 
@@ -361,7 +369,7 @@ func (r *Refs) CompareAndSwap(name string, old, new plumbing.Hash) error {
 // lock, after the old value is checked and before the ref moves: lazy
 // passes a check that every object the new value needs exists, so a
 // concurrent git gc cannot leave the ref naming a missing object.
-func (r *Refs) CompareAndSwapVerified(name string, old, new plumbing.Hash, verify func() error) error {
+func (r *Refs) CompareAndSwapVerified(name string, old, new OID, verify func() error) error {
 	path := filepath.Join(r.dir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)

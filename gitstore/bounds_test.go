@@ -9,8 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -28,7 +27,7 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob, err := s.objs.Write(plumbing.BlobObject, body)
+	blob, err := s.objs.Write(gitrepo.Blob, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.objs.Write(plumbing.CommitObject, encodeCommit(tree, sn.Commit, "attacker", s.now(), "many entries\n"))
+	c, err := s.objs.Write(gitrepo.Commit, encodeCommit(tree, sn.Commit, "attacker", s.now(), "many entries\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

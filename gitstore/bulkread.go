@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/lazyorch/lazy/gitrepo"
 )
 
@@ -30,7 +29,7 @@ import (
 // bulkMaxObject), a repository with replace refs (which git honours and
 // lazy's readers do not). A record that does not decode is read again by
 // the in-process reader for the precise error, as the cat-file path does.
-func (s *Store) bulkSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec, error) {
+func (s *Store) bulkSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
 	bulk := s.objs.Bulk(s.repo.Refs)
 	recs := make([]cacheRec, len(ids))
 	state := make([]uint8, len(ids))
@@ -63,7 +62,7 @@ func (s *Store) bulkSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec
 	wg.Wait()
 
 	var fallIDs []string
-	var fallCommits []plumbing.Hash
+	var fallCommits []gitrepo.OID
 	for i, st := range state {
 		switch st {
 		case bulkFallback:
@@ -111,7 +110,7 @@ type bulkReader struct {
 }
 
 // summary reads the record of task id at commit.
-func (r *bulkReader) summary(id string, commit plumbing.Hash) (cacheRec, uint8) {
+func (r *bulkReader) summary(id string, commit gitrepo.OID) (cacheRec, uint8) {
 	content, blob, size, st := r.Path(commit, fileTask, MaxMetaRecord)
 	switch {
 	case st == gitrepo.BulkFallback:

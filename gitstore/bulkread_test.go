@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
@@ -56,7 +55,7 @@ func TestBulkReaderMatchesCatFile(t *testing.T) {
 	// A commit whose first line is not its tree.
 	odd := git("author b <b@b> 0 +0000\ntree "+testrepo.Git(t, dir, "rev-parse", TaskRef(ids[9])+"^{tree}")+"\n\nx\n", "hash-object", "-t", "commit", "--literally", "-w", "--stdin")
 	honest := mustRef(t, s, ids[9])
-	if err := s.repo.CompareAndSwap(TaskRef(ids[9]), honest, plumbing.NewHash(odd)); err != nil {
+	if err := s.repo.CompareAndSwap(TaskRef(ids[9]), honest, newOID(odd)); err != nil {
 		t.Fatal(err) // git update-ref refuses the commit
 	}
 	plantHuge(t, s, ids[10], MaxMetaRecord+1)
@@ -66,7 +65,7 @@ func TestBulkReaderMatchesCatFile(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		fresh := Open(s.repo)
-		commits := make([]plumbing.Hash, len(ids))
+		commits := make([]gitrepo.OID, len(ids))
 		for i, id := range ids {
 			commits[i] = mustRef(t, fresh, id)
 		}
@@ -88,7 +87,7 @@ func TestBulkReaderMatchesCatFile(t *testing.T) {
 	}
 	check("loose")
 	// git gc refuses to pack the commit git cannot parse.
-	if err := s.repo.CompareAndSwap(TaskRef(ids[9]), plumbing.NewHash(odd), honest); err != nil {
+	if err := s.repo.CompareAndSwap(TaskRef(ids[9]), newOID(odd), honest); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(filepath.Join(s.repo.CommonDir, "objects"), odd[:2], odd[2:])); err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/lazyorch/lazy/gitrepo"
 )
 
@@ -71,7 +70,7 @@ func limitFor(name string) int64 {
 }
 
 // oversize is the error for an object of size bytes over limit.
-func oversize(what string, h plumbing.Hash, size, limit int64) error {
+func oversize(what string, h gitrepo.OID, size, limit int64) error {
 	return gitrepo.Oversize(what, h, size, limit)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // TestMergeBasesMatchGoGit writes random commit graphs (merges and
@@ -29,9 +30,9 @@ func TestMergeBasesMatchGoGit(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for round := range 20 {
-		var commits []plumbing.Hash
+		var commits []gitrepo.OID
 		for i := range 30 {
-			var parents []plumbing.Hash
+			var parents []gitrepo.OID
 			if len(commits) > 0 && (i == 0 || r.IntN(6) > 0) {
 				parents = append(parents, commits[r.IntN(len(commits))])
 				if r.IntN(3) == 0 {
@@ -46,7 +47,7 @@ func TestMergeBasesMatchGoGit(t *testing.T) {
 			// Dates out of order too: go-git sorts by them, git does not.
 			when := at.Add(time.Duration(r.IntN(1000)) * time.Minute).Unix()
 			fmt.Fprintf(&b, "author a <a@x> %d +0000\ncommitter c <c@x> %d +0000\n\nround %d commit %d\n", when, when, round, i)
-			h, err := s.objs.Write(plumbing.CommitObject, b.Bytes())
+			h, err := s.objs.Write(gitrepo.Commit, b.Bytes())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,11 +57,11 @@ func TestMergeBasesMatchGoGit(t *testing.T) {
 			a, b := commits[r.IntN(len(commits))], commits[r.IntN(len(commits))]
 			// go-git, the oracle, reads the same objects directory.
 			oracle := filesystem.NewStorage(osfs.New(filepath.Dir(filepath.Join(s.repo.CommonDir, "objects"))), cache.NewObjectLRUDefault())
-			ca, err := object.GetCommit(oracle, a)
+			ca, err := object.GetCommit(oracle, plumbing.Hash(a.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cb, err := object.GetCommit(oracle, b)
+			cb, err := object.GetCommit(oracle, plumbing.Hash(b.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}

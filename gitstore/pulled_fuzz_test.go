@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // FuzzPulledRecord feeds arbitrary bytes as every file of a task record
@@ -24,8 +24,8 @@ func FuzzPulledRecord(f *testing.F) {
 	const id = "0123456789abcdef"
 	f.Fuzz(func(t *testing.T, task, session, violations, turn, op []byte) {
 		s, _ := open(t)
-		blob := func(b []byte) plumbing.Hash {
-			h, err := s.objs.Write(plumbing.BlobObject, b)
+		blob := func(b []byte) gitrepo.OID {
+			h, err := s.objs.Write(gitrepo.Blob, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func FuzzPulledRecord(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		commit, err := s.objs.Write(plumbing.CommitObject, encodeCommit(tree, plumbing.ZeroHash, "remote", time.Unix(0, 0), "crafted\n\nLazy-Op: x\nLazy-Clock: 99999999999999999999\n"))
+		commit, err := s.objs.Write(gitrepo.Commit, encodeCommit(tree, gitrepo.OID{}, "remote", time.Unix(0, 0), "crafted\n\nLazy-Op: x\nLazy-Clock: 99999999999999999999\n"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -237,7 +236,7 @@ func toggleComment(sn *Snapshot) (*Op, error) {
 func TestCreateOnlyRefRefusesExisting(t *testing.T) {
 	s, _ := open(t)
 	a := mustCreate(t, s, "a")
-	err := s.repo.CompareAndSwap(TaskRef(a.Task.ID), plumbing.ZeroHash, a.Commit)
+	err := s.repo.CompareAndSwap(TaskRef(a.Task.ID), gitrepo.OID{}, a.Commit)
 	if !errors.Is(err, ErrStale) {
 		t.Fatalf("create-only over an existing ref: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // ErrNotFound is matched by every "no such task" error.
@@ -265,7 +265,7 @@ func (s *Store) suggest(in string) string {
 type OrphanSlug struct {
 	Slug string
 	Ref  string
-	Hash plumbing.Hash // what the ref holds, for a compare-and-delete
+	Hash gitrepo.OID // what the ref holds, for a compare-and-delete
 }
 
 // OrphanedSlugs lists slug refs whose task ref does not exist, left by a

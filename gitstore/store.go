@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -79,7 +77,7 @@ func (s *Store) Host() string { return s.host }
 type Snapshot struct {
 	// Commit is the commit the snapshot was loaded from (zero while
 	// creating).
-	Commit     plumbing.Hash
+	Commit     gitrepo.OID
 	Task       Task
 	Session    *Session
 	Violations Violations
@@ -225,7 +223,7 @@ func (s *Store) Exists(id string) bool {
 // unaffected.
 type CorruptError struct {
 	ID     string
-	Commit plumbing.Hash
+	Commit gitrepo.OID
 	Err    error
 }
 
@@ -239,11 +237,11 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-func short(h plumbing.Hash) string { return h.String()[:12] }
+func short(h gitrepo.OID) string { return h.String()[:12] }
 
 // snapshotTree reads the tree of a task's commit; any failure is the
 // record's corruption, reported as such.
-func (s *Store) snapshotTree(id string, h plumbing.Hash) (*gitrepo.ParsedTree, func(error) error, error) {
+func (s *Store) snapshotTree(id string, h gitrepo.OID) (*gitrepo.ParsedTree, func(error) error, error) {
 	corrupt := func(err error) error { return &CorruptError{ID: id, Commit: h, Err: err} }
 	c, err := s.objs.ReadCommit(h)
 	if err != nil {
@@ -256,7 +254,7 @@ func (s *Store) snapshotTree(id string, h plumbing.Hash) (*gitrepo.ParsedTree, f
 	return tree, corrupt, nil
 }
 
-func (s *Store) loadAt(id string, h plumbing.Hash) (*Snapshot, error) {
+func (s *Store) loadAt(id string, h gitrepo.OID) (*Snapshot, error) {
 	tree, corrupt, err := s.snapshotTree(id, h)
 	if err != nil {
 		return nil, err
@@ -413,9 +411,9 @@ func backoff(attempt int) {
 
 // commit writes the objects for next (relative to prev) and returns the
 // new commit's hash. prev is nil when creating.
-func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
+func (s *Store) commit(prev, next *Snapshot, op *Op) (gitrepo.OID, error) {
 	var from machine.Status
-	var parent plumbing.Hash
+	var parent gitrepo.OID
 	if prev != nil {
 		from = prev.Task.Status
 		parent = prev.Commit
@@ -423,14 +421,14 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 	to := next.Task.Status
 	if prev != nil && from != to {
 		if err := machine.Validate(from, to, op.Actor); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
 	}
 	if prev == nil && to != machine.Backlog {
-		return plumbing.ZeroHash, fmt.Errorf("a new task starts in backlog, not %s", to)
+		return gitrepo.OID{}, fmt.Errorf("a new task starts in backlog, not %s", to)
 	}
 	if !op.Actor.Valid() {
-		return plumbing.ZeroHash, fmt.Errorf("operation %s has no valid actor (%q)", op.Name, op.Actor)
+		return gitrepo.OID{}, fmt.Errorf("operation %s has no valid actor (%q)", op.Name, op.Actor)
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	op.From, op.To = from, to
@@ -454,22 +452,22 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		if err := checkSize(name, len(b)); err != nil {
 			return err
 		}
-		h := gitrepo.HashObject(plumbing.BlobObject, b)
+		h := gitrepo.HashObject(gitrepo.Blob, b)
 		if old, ok := next.entries[name]; ok && old.Hash == h {
 			return nil
 		}
-		if _, err := s.objs.Write(plumbing.BlobObject, b); err != nil {
+		if _, err := s.objs.Write(gitrepo.Blob, b); err != nil {
 			return err
 		}
 		next.entries[name] = treeEntry{Name: name, Hash: h}
 		return nil
 	}
 	if err := put(fileTask, &next.Task); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if next.Session != nil {
 		if err := put(fileSession, next.Session); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
 	} else {
 		delete(next.entries, fileSession)
@@ -478,27 +476,27 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		next.Violations.Pending = []string{}
 	}
 	if err := put(fileViolations, &next.Violations); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if err := put(fileOp, op); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if next.goalChanged {
 		if err := checkSize(fileGoal, len(*next.goal)); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
-		h, err := s.objs.Write(plumbing.BlobObject, []byte(*next.goal))
+		h, err := s.objs.Write(gitrepo.Blob, []byte(*next.goal))
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
 		next.entries[fileGoal] = treeEntry{Name: fileGoal, Hash: h}
 	}
 	turns := append(append([]Turn(nil), next.editedTurns...), next.newTurns...)
 	if err := s.appendDir(next, dirTurns, len(turns), func(i int) (int, any) { return turns[i].Seq, &turns[i] }); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if err := s.appendDir(next, dirComments, len(next.newComments), func(i int) (int, any) { return next.newComments[i].Seq, &next.newComments[i] }); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	entries := make([]treeEntry, 0, len(next.entries))
 	for _, e := range next.entries {
@@ -506,10 +504,10 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 	}
 	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	msg := commitMessage(&next.Task, op)
-	return s.objs.Write(plumbing.CommitObject, encodeCommit(tree, parent, s.host, now, msg))
+	return s.objs.Write(gitrepo.Commit, encodeCommit(tree, parent, s.host, now, msg))
 }
 
 // appendDir writes n records into the subtree name (new ones appended,
@@ -541,7 +539,7 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 		if err := checkSize(name+"/"+seqName(seq), len(b)+1); err != nil {
 			return err
 		}
-		h, err := s.objs.Write(plumbing.BlobObject, append(b, '\n'))
+		h, err := s.objs.Write(gitrepo.Blob, append(b, '\n'))
 		if err != nil {
 			return err
 		}
@@ -563,7 +561,7 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 // seqName zero-pads so that plain `git ls-tree` lists records in order.
 func seqName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
 
-func encodeCommit(tree, parent plumbing.Hash, host string, at time.Time, msg string) []byte {
+func encodeCommit(tree, parent gitrepo.OID, host string, at time.Time, msg string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "tree %s\n", tree)
 	if !parent.IsZero() {
@@ -681,7 +679,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	} else if ShadowsID(base) {
 		return nil, fmt.Errorf("slug %q could be read as a task id prefix (it is all hex digits); add a non-hex letter or a dash, for example t-%s", base, base)
 	}
-	idBlob, err := s.objs.Write(plumbing.BlobObject, []byte(id+"\n"))
+	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(id+"\n"))
 	if err != nil {
 		return nil, err
 	}
@@ -722,7 +720,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		return nil, err
 	}
 	for try := 0; ; try++ {
-		err := s.casWritten(TaskRef(id), plumbing.ZeroHash, commit, j)
+		err := s.casWritten(TaskRef(id), gitrepo.OID{}, commit, j)
 		if err == nil {
 			break
 		}
@@ -734,7 +732,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 			return nil, err
 		}
 	}
-	s.heal(plumbing.ZeroHash, j)
+	s.heal(gitrepo.OID{}, j)
 	sn.Commit = commit
 	return sn, nil
 }
@@ -826,8 +824,8 @@ type Change struct {
 // HistoryCut).
 func (s *Store) History(sn *Snapshot) ([]Change, error) {
 	var out []Change
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{sn.Commit}
+	seen := map[gitrepo.OID]bool{}
+	queue := []gitrepo.OID{sn.Commit}
 	for len(queue) > 0 && len(out) < s.bounds.entries {
 		h := queue[0]
 		queue = queue[1:]
@@ -871,7 +869,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 // then the one its own task.json records, and its operation is named as
 // such, so the entry stays visible rather than breaking the reader. One
 // whose task.json cannot be read either is left out (false).
-func (s *Store) plainChange(id string, h plumbing.Hash, ch Change) (Change, bool) {
+func (s *Store) plainChange(id string, h gitrepo.OID, ch Change) (Change, bool) {
 	if ch.To.Valid() && (ch.From == "" || ch.From.Valid()) && ch.Actor.Valid() {
 		return ch, true
 	}
@@ -891,16 +889,16 @@ func ValidHex(s string) bool {
 
 // casCommit moves a task ref to commit once, under the ref lock, every
 // object the commit needs is verified present.
-func (s *Store) casCommit(ref string, old, commit plumbing.Hash) error {
+func (s *Store) casCommit(ref string, old, commit gitrepo.OID) error {
 	return s.repo.CompareAndSwapVerified(ref, old, commit, func() error { return s.objs.VerifyCommit(commit) })
 }
 
 // casBlob creates a ref to a blob, writing the blob again if a
 // concurrent gc pruned it before the ref could protect it.
-func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
+func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		err = s.repo.CompareAndSwapVerified(ref, plumbing.ZeroHash, blob, func() error {
+		err = s.repo.CompareAndSwapVerified(ref, gitrepo.OID{}, blob, func() error {
 			if !s.objs.Has(blob) {
 				return fmt.Errorf("blob %s: %w", blob, ErrMissingObject)
 			}
@@ -910,14 +908,14 @@ func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
 			// See heal: a gc that started before the ref moved may still
 			// prune the blob; write it again if it did.
 			for i := 0; i < 3 && !s.objs.Has(blob); i++ {
-				_, _ = s.objs.Write(plumbing.BlobObject, content)
+				_, _ = s.objs.Write(gitrepo.Blob, content)
 			}
 			return nil
 		}
 		if !errors.Is(err, ErrMissingObject) {
 			return err
 		}
-		if _, werr := s.objs.Write(plumbing.BlobObject, content); werr != nil {
+		if _, werr := s.objs.Write(gitrepo.Blob, content); werr != nil {
 			return werr
 		}
 	}
@@ -927,7 +925,7 @@ func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
 // casWritten moves a task ref to commit, built on parent with the
 // objects j recorded, once, under the ref lock, all of them are verified
 // present.
-func (s *Store) casWritten(ref string, parent, commit plumbing.Hash, j *gitrepo.Journal) error {
+func (s *Store) casWritten(ref string, parent, commit gitrepo.OID, j *gitrepo.Journal) error {
 	return s.repo.CompareAndSwapVerified(ref, parent, commit, func() error { return s.objs.VerifyWritten(j, parent) })
 }
 
@@ -945,7 +943,7 @@ func (s *Store) journaled() (*Store, *gitrepo.Journal) {
 // that and referenced only after it are unreachable in its eyes. Git
 // itself documents --prune=now as unsafe with concurrent writers; this
 // narrows the window to the instant between this check and the prune.
-func (s *Store) heal(parent plumbing.Hash, j *gitrepo.Journal) {
+func (s *Store) heal(parent gitrepo.OID, j *gitrepo.Journal) {
 	for try := 0; try < 3; try++ {
 		if s.objs.VerifyWritten(j, parent) == nil {
 			return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -173,7 +174,7 @@ func TestAmbiguousPrefixListsCandidates(t *testing.T) {
 		id2 = ids[0][:4] + "eeeeeeeeeeee"
 	}
 	sn, _ := s.Load(ids[0])
-	if err := s.repo.CompareAndSwap(TaskRef(id2), [20]byte{}, sn.Commit); err != nil {
+	if err := s.repo.CompareAndSwap(TaskRef(id2), gitrepo.OID{}, sn.Commit); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Resolve(ids[0][:4])
@@ -266,4 +267,11 @@ func gitIn(t *testing.T, dir, stdin string, args ...string) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// newOID reads a hex id as plumbing.NewHash did: the zero id when it is
+// not one.
+func newOID(s string) gitrepo.OID {
+	id, _ := gitrepo.ParseOID(s)
+	return id
 }
