@@ -1,9 +1,14 @@
 // Package gitrepo is lazy's access to a git repository's objects and refs:
 // one small interface (Repo) and its object id (OID), which holds a SHA-1
-// or a SHA-256 name. Implementations: the git-process one here (Git) for
-// any repository git reads, and the in-process reader in gitstore for
-// SHA-1 repositories, the fast path of list and show. Both pass the one
-// conformance suite in gitrepo/repotest.
+// or a SHA-256 name. Implementations: the git-process one (Git, git.go)
+// for any repository git reads, and the in-process reader (Local,
+// local.go) for SHA-1 repositories with the files ref backend, the fast
+// path of list and show: pack indexes and packs (packidx.go, packread.go,
+// deltas and the delta base cache), loose objects (loose.go, objects.go),
+// loose refs and packed-refs under git's lock-file protocol (refs.go,
+// packedrefs.go), mapped files (mmap.go), the commit and tree shapes
+// (gitobj.go) and the bulk reader behind a cold listing (bulkread.go).
+// Both pass the one conformance suite in gitrepo/repotest.
 package gitrepo
 
 import (
@@ -38,6 +43,23 @@ func ParseOID(s string) (OID, error) {
 	id.n = len(s) / 2
 	return id, nil
 }
+
+// ParseOIDBytes reads a full hex object id of either format, without
+// allocating: the list cache holds one per task.
+func ParseOIDBytes(b []byte) (OID, bool) {
+	var id OID
+	if len(b) != 40 && len(b) != 64 {
+		return id, false
+	}
+	if _, err := hex.Decode(id.b[:len(b)/2], b); err != nil {
+		return OID{}, false
+	}
+	id.n = len(b) / 2
+	return id, true
+}
+
+// AppendHex appends the id in lower-case hex to dst.
+func (id OID) AppendHex(dst []byte) []byte { return hex.AppendEncode(dst, id.b[:id.n]) }
 
 // FromBytes makes an id from its raw 20 or 32 bytes.
 func FromBytes(b []byte) (OID, bool) {

@@ -10,8 +10,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
@@ -39,7 +38,7 @@ const batchReadBuffer = 256 << 10
 // runs two git processes too (for-each-ref and cat-file), and lazy reads
 // the refs itself. Records git could not resolve, or that do not decode,
 // are read again in process afterwards, which gives the precise error.
-func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) ([]cacheRec, error) {
+func (s *Store) batchSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
 	parts := 1
 	if len(ids) >= batchSplit {
 		parts = 2
@@ -49,7 +48,7 @@ func (s *Store) batchSummaries(ids []string, commits []plumbing.Hash) ([]cacheRe
 
 // batchParts is batchSummaries with the batch split between parts
 // processes.
-func (s *Store) batchParts(ids []string, commits []plumbing.Hash, parts int) ([]cacheRec, error) {
+func (s *Store) batchParts(ids []string, commits []gitrepo.OID, parts int) ([]cacheRec, error) {
 	recs := make([]cacheRec, len(ids))
 	retry := make([]bool, len(ids))
 	errs := make(chan error, parts)
@@ -81,7 +80,7 @@ const batchSplit = 2000
 // catFileSummaries fills recs[i] with the cache record of ids[i] read
 // through one cat-file process, or sets retry[i] for the in-process
 // reader.
-func (s *Store) catFileSummaries(ids []string, commits []plumbing.Hash, recs []cacheRec, retry []bool) (err error) {
+func (s *Store) catFileSummaries(ids []string, commits []gitrepo.OID, recs []cacheRec, retry []bool) (err error) {
 	argv, err := gitcli.New(s.repo.CommonDir, "cat-file", "--batch-command", "--buffer").Argv()
 	if err != nil {
 		return err
@@ -146,7 +145,7 @@ func (s *Store) catFileSummaries(ids []string, commits []plumbing.Hash, recs []c
 			continue
 		}
 		if size > MaxMetaRecord {
-			h := plumbing.NewHash(string(oid))
+			h, _ := gitrepo.ParseOID(string(oid))
 			recs[i] = corruptRec(commits[i], &CorruptError{ID: id, Commit: commits[i], Err: oversize(fileTask, h, size, MaxMetaRecord)})
 			continue
 		}
@@ -218,7 +217,7 @@ func (s *Store) catFileSummaries(ids []string, commits []plumbing.Hash, recs []c
 // common record is decoded by dec without reflection; any other goes
 // through encoding/json. retry is true for one that does not decode or
 // check: the caller reads it again in process for the precise error.
-func decodeRec(dec *summaryDecoder, id string, commit plumbing.Hash, body []byte) (rec cacheRec, retry bool) {
+func decodeRec(dec *summaryDecoder, id string, commit gitrepo.OID, body []byte) (rec cacheRec, retry bool) {
 	if rec, ok := dec.decode(id, commit, body); ok {
 		return rec, false
 	}

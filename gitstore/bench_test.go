@@ -102,3 +102,25 @@ func BenchmarkContention8x100(b *testing.B) {
 	b.ReportMetric(float64(total)/float64(b.N), "cas-retries/run")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*800), "µs/transition")
 }
+
+// benchCreate creates tasks, each through a new Store (a new process),
+// beside n packed tasks.
+func benchCreate(b *testing.B, n int) {
+	dir := testrepo.New(b)
+	if n > 0 {
+		testrepo.PackRefs(b, dir, n)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		repo, err := Discover(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Open(repo).Create(CreateSpec{Title: fmt.Sprintf("bench task %d", i), Actor: "human"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCreateFreshEmpty(b *testing.B)     { benchCreate(b, 0) }
+func BenchmarkCreateFresh10kPacked(b *testing.B) { benchCreate(b, 10000) }

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -29,7 +28,7 @@ func allocDuring(fn func()) uint64 {
 
 // plantHuge replaces the task.json of id with a blob of size bytes (valid
 // JSON up front, so only the size is wrong) in a commit on its ref.
-func plantHuge(t *testing.T, s *Store, id string, size int) plumbing.Hash {
+func plantHuge(t *testing.T, s *Store, id string, size int) gitrepo.OID {
 	t.Helper()
 	sn, err := s.Load(id)
 	if err != nil {
@@ -37,22 +36,22 @@ func plantHuge(t *testing.T, s *Store, id string, size int) plumbing.Hash {
 	}
 	big := bytes.Repeat([]byte(" "), size)
 	copy(big, `{"id":"`+id+`"}`)
-	blob, err := s.objs.write(plumbing.BlobObject, big)
+	blob, err := s.objs.Write(gitrepo.Blob, big)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var entries []treeEntry
 	for name, e := range sn.entries {
 		if name == fileTask {
-			e.hash = blob
+			e.Hash = blob
 		}
 		entries = append(entries, e)
 	}
-	tree, err := s.objs.writeTree(entries)
+	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.objs.write(plumbing.CommitObject, encodeCommit(tree, sn.Commit, "attacker", s.now(), "huge\n"))
+	c, err := s.objs.Write(gitrepo.Commit, encodeCommit(tree, sn.Commit, "attacker", s.now(), "huge\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +138,13 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 	}
 	summary("loose")
 	testrepo.Git(t, attacker.repo.CommonDir, "gc", "-q")
-	attacker.objs.refresh()
+	attacker.objs.Refresh()
 	_ = os.Remove(cache)
 	check("packed, batch path", attacker)
 	summary("packed")
 }
 
-func mustRef(t *testing.T, s *Store, id string) plumbing.Hash {
+func mustRef(t *testing.T, s *Store, id string) gitrepo.OID {
 	t.Helper()
 	h, ok, err := s.repo.ReadRef(TaskRef(id))
 	if err != nil || !ok {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // Bounds of one read of a whole record. limits.go bounds each object, but
@@ -36,7 +38,7 @@ type recordBounds struct {
 var defaultBounds = recordBounds{bytes: MaxRecordBytes, entries: MaxRecordEntries}
 
 func (b recordBounds) String() string {
-	return fmt.Sprintf("%s of content, %d turns and %d comments", humanBytes(b.bytes), b.entries, b.entries)
+	return fmt.Sprintf("%s of content, %d turns and %d comments", gitrepo.HumanBytes(b.bytes), b.entries, b.entries)
 }
 
 // Texts are the goal, turns and comments of a record, read within the
@@ -53,7 +55,7 @@ type Texts struct {
 // its newest ones, newest first, as far as a read could load them.
 type dirSizes struct {
 	name    string
-	entries []treeItem
+	entries []gitrepo.TreeItem
 	sizes   []int64
 }
 
@@ -89,14 +91,14 @@ func (s *Store) sizeDir(sn *Snapshot, name string, budget int64) (*dirSizes, err
 	if !ok {
 		return d, nil
 	}
-	t, err := s.objs.readTree(e.hash)
+	t, err := s.objs.ReadTree(e.Hash)
 	if err != nil {
 		return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 	}
 	d.entries = t.Entries
 	var total int64
 	for i := len(t.Entries) - 1; i >= 0 && len(d.sizes) < s.bounds.entries && total <= budget; i-- {
-		n, err := s.objs.blobSize(t.Entries[i].Hash, name+"/"+t.Entries[i].Name)
+		n, err := s.objs.BlobSize(t.Entries[i].Hash, name+"/"+t.Entries[i].Name)
 		if err != nil {
 			return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 		}
@@ -129,7 +131,7 @@ func (s *Store) fixedSize(sn *Snapshot, name string) (int64, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := s.objs.blobSize(e.hash, name)
+	n, err := s.objs.BlobSize(e.Hash, name)
 	if err != nil {
 		return 0, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 	}
@@ -177,7 +179,7 @@ func (s *Store) boundedGoal(sn *Snapshot, left int64, tx *Texts) (string, int64,
 		return "", left, err
 	}
 	if n > left {
-		tx.Truncated = append(tx.Truncated, fmt.Sprintf("the goal (%s) is not shown; the record is over lazy's limits (%s per read)", humanBytes(n), s.bounds))
+		tx.Truncated = append(tx.Truncated, fmt.Sprintf("the goal (%s) is not shown; the record is over lazy's limits (%s per read)", gitrepo.HumanBytes(n), s.bounds))
 		return "", left, nil
 	}
 	g, err := sn.Goal()
@@ -227,7 +229,7 @@ func (s *Store) CheckBounds(sn *Snapshot) error {
 		return fmt.Errorf("task %s: its goal and violations are %w (%s)", sn.Task.ID, ErrOverBounds, s.bounds)
 	case keepT < len(turns.entries) || keepC < len(comments.entries):
 		return fmt.Errorf("task %s has %d turns and %d comments (at least %s of content), %w (%s)",
-			sn.Task.ID, len(turns.entries), len(comments.entries), humanBytes(turns.need()+comments.need()), ErrOverBounds, s.bounds)
+			sn.Task.ID, len(turns.entries), len(comments.entries), gitrepo.HumanBytes(turns.need()+comments.need()), ErrOverBounds, s.bounds)
 	}
 	return nil
 }
@@ -287,5 +289,5 @@ func clipAll(goal *string, turns []Turn, comments []Comment, max int, hint strin
 }
 
 func clipped(n, max int) string {
-	return fmt.Sprintf("%d text(s) longer than %s are shown cut", n, humanBytes(int64(max)))
+	return fmt.Sprintf("%d text(s) longer than %s are shown cut", n, gitrepo.HumanBytes(int64(max)))
 }

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -28,15 +27,15 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob, err := s.objs.write(plumbing.BlobObject, body)
+	blob, err := s.objs.Write(gitrepo.Blob, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sub := make([]treeEntry, n)
 	for i := range sub {
-		sub[i] = treeEntry{name: seqName(i + 1), hash: blob}
+		sub[i] = treeEntry{Name: seqName(i + 1), Hash: blob}
 	}
-	subTree, err := s.objs.writeTree(sub)
+	subTree, err := s.objs.WriteTree(sub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +45,12 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 			entries = append(entries, e)
 		}
 	}
-	entries = append(entries, treeEntry{name: dir, hash: subTree, dir: true})
-	tree, err := s.objs.writeTree(entries)
+	entries = append(entries, treeEntry{Name: dir, Hash: subTree, Dir: true})
+	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.objs.write(plumbing.CommitObject, encodeCommit(tree, sn.Commit, "attacker", s.now(), "many entries\n"))
+	c, err := s.objs.Write(gitrepo.Commit, encodeCommit(tree, sn.Commit, "attacker", s.now(), "many entries\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

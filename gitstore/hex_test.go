@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 func TestHexEncodesAsAHexString(t *testing.T) {
-	h := Hex(plumbing.NewHash("0123456789abcdef0123456789abcdef01234567"))
+	h := Hex(newOID("0123456789abcdef0123456789abcdef01234567"))
 	b, err := json.Marshal(Change{Commit: h})
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -22,7 +19,7 @@ func (s *Store) NeedsHousekeeping() bool {
 	}
 	// Expect about 16 objects in the sample at the limit.
 	sample := 256 * 16 / s.LooseObjectLimit
-	return s.objs.looseEstimate(sample) > s.LooseObjectLimit
+	return s.objs.LooseEstimate(sample) > s.LooseObjectLimit
 }
 
 // HousekeepResult says what a housekeeping pass did.
@@ -58,8 +55,8 @@ func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, erro
 		return res, nil
 	}
 	res.Ran = true
-	res.LooseBefore = s.objs.looseEstimate(256)
-	res.LooseRefsWas = s.repo.countLooseRefs("refs/lazy/")
+	res.LooseBefore = s.objs.LooseEstimate(256)
+	res.LooseRefsWas = s.repo.CountLooseRefs("refs/lazy/")
 	dir := s.repo.CommonDir
 	steps := [][]string{
 		{"pack-refs", "--all", "--prune"},
@@ -67,7 +64,7 @@ func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, erro
 		// into one new pack and deletes the loose copies.
 		{"repack", "-d", "-q"},
 	}
-	if packCount(dir) > 20 {
+	if s.objs.PackCount() > 20 {
 		steps = append(steps, []string{"repack", "-a", "-d", "-q"})
 	}
 	for _, args := range steps {
@@ -75,24 +72,10 @@ func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, erro
 			return res, fmt.Errorf("housekeeping: %w", err)
 		}
 	}
-	res.LooseAfter = s.objs.looseEstimate(256)
+	res.LooseAfter = s.objs.LooseEstimate(256)
 	return res, nil
-}
-
-func packCount(commonDir string) int {
-	entries, err := os.ReadDir(filepath.Join(commonDir, "objects", "pack"))
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".pack") {
-			n++
-		}
-	}
-	return n
 }
 
 // LooseObjects returns an exact count of loose objects (for tests and
 // lazy doctor).
-func (s *Store) LooseObjects() int { return s.objs.looseEstimate(256) }
+func (s *Store) LooseObjects() int { return s.objs.LooseEstimate(256) }

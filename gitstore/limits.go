@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/lazyorch/lazy/gitrepo"
 )
 
@@ -31,15 +30,28 @@ const (
 	MaxTextRecord = 2*MaxText + 1<<20
 	// MaxTree bounds a tree: the snapshot's entries, or one entry per
 	// turn or comment (about 40 bytes each).
-	MaxTree = 16 << 20
+	MaxTree = gitrepo.MaxTree
 	// MaxCommit bounds a commit: a human line and lazy's trailers.
-	MaxCommit = 1 << 20
+	MaxCommit = gitrepo.MaxCommit
 	// MaxSlugRecord bounds a slug ref's blob: one id and a newline.
 	MaxSlugRecord = 1 << 10
 )
 
-// ErrOversize marks a record object over its size limit.
-var ErrOversize = gitrepo.ErrOversize
+// Errors of the repository layer, for errors.Is.
+var (
+	// ErrOversize marks a record object over its size limit.
+	ErrOversize = gitrepo.ErrOversize
+	// ErrMissingObject means a ref or tree names an object the repository
+	// does not have (a damaged or partially fetched repository).
+	ErrMissingObject = gitrepo.ErrMissing
+	// ErrStale is returned by a compare-and-swap when the ref no longer
+	// holds the expected value: another writer (lazy or git) got there
+	// first.
+	ErrStale = gitrepo.ErrStale
+	// ErrLocked is returned when another process held the ref's .lock
+	// file for longer than the lock timeout.
+	ErrLocked = gitrepo.ErrLocked
+)
 
 // limitFor returns the size limit of a snapshot file by its tree name
 // (the turns/ and comments/ entries by their directory).
@@ -58,27 +70,15 @@ func limitFor(name string) int64 {
 }
 
 // oversize is the error for an object of size bytes over limit.
-func oversize(what string, h plumbing.Hash, size, limit int64) error {
-	return fmt.Errorf("%s (object %s) is %s, %w of %s for it; it was not read", what, h.String()[:12], humanBytes(size), ErrOversize, humanBytes(limit))
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+func oversize(what string, h gitrepo.OID, size, limit int64) error {
+	return gitrepo.Oversize(what, h, size, limit)
 }
 
 // checkSize keeps lazy's own writes readable: a record it could not read
 // back is refused before it is written.
 func checkSize(name string, n int) error {
 	if limit := limitFor(name); int64(n) > limit {
-		return fmt.Errorf("%s would be %s, over lazy's limit of %s for it; nothing was saved (shorten the text)", name, humanBytes(int64(n)), humanBytes(limit))
+		return fmt.Errorf("%s would be %s, over lazy's limit of %s for it; nothing was saved (shorten the text)", name, gitrepo.HumanBytes(int64(n)), gitrepo.HumanBytes(limit))
 	}
 	return nil
 }

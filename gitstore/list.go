@@ -3,7 +3,6 @@ package gitstore
 import (
 	"bytes"
 	"cmp"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +14,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/renameio/v2"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -26,7 +25,7 @@ import (
 // never hides the others.
 type Entry struct {
 	ID      string
-	Commit  plumbing.Hash
+	Commit  gitrepo.OID
 	Status  machine.Status
 	Parent  string
 	Created int64 // unix seconds
@@ -65,7 +64,7 @@ const (
 )
 
 type cacheRec struct {
-	commit  plumbing.Hash
+	commit  gitrepo.OID
 	status  string
 	created int64
 	updated string // the summary's updated_at, as printed
@@ -133,7 +132,7 @@ func parseCache(b []byte) map[string]cacheRec {
 // field aliasing the file's bytes ("-" for no updated or parent).
 type cacheLine struct {
 	id, status, updated, parent []byte
-	commit                      plumbing.Hash
+	commit                      gitrepo.OID
 	created                     int64
 	body                        []byte
 }
@@ -164,10 +163,11 @@ func scanCache(b []byte, fn func(*cacheLine)) bool {
 			}
 			f[i], line = line[:sp], line[min(sp+1, len(line)):]
 		}
-		if bytes.IndexByte(f[6], ' ') >= 0 || len(f[1]) != 2*len(l.commit) {
+		if bytes.IndexByte(f[6], ' ') >= 0 {
 			return false
 		}
-		if _, err := hex.Decode(l.commit[:], f[1]); err != nil {
+		var ok bool
+		if l.commit, ok = gitrepo.ParseOIDBytes(f[1]); !ok {
 			return false
 		}
 		n, err := strconv.Atoi(string(f[6]))
@@ -196,7 +196,7 @@ func appendCache(dst []byte, recs []cached) []byte {
 }
 
 // appendCacheLine appends one record of the cache.
-func appendCacheLine(dst []byte, id string, commit plumbing.Hash, status string, created int64, updated, parent string, body []byte) []byte {
+func appendCacheLine(dst []byte, id string, commit gitrepo.OID, status string, created int64, updated, parent string, body []byte) []byte {
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
@@ -205,7 +205,7 @@ func appendCacheLine(dst []byte, id string, commit plumbing.Hash, status string,
 	}
 	dst = append(dst, id...)
 	dst = append(dst, ' ')
-	dst = hex.AppendEncode(dst, commit[:])
+	dst = commit.AppendHex(dst)
 	dst = append(dst, ' ')
 	dst = append(dst, status...)
 	dst = append(dst, ' ')
@@ -274,7 +274,7 @@ func writeCache(path string, out []Entry, transient map[string]bool) error {
 // 16 hex digits), where maps keyed by strings, and the sort, were most
 // of the cost of listing 10,000 cached tasks.
 func (s *Store) List() ([]Entry, error) {
-	refs, err := s.repo.listRefs(TasksPrefix)
+	refs, err := s.repo.SortedRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -286,12 +286,12 @@ func (s *Store) List() ([]Entry, error) {
 	out := make([]Entry, 0, len(refs))
 	slot := make(map[uint64]int32, len(refs))
 	for i := range refs {
-		id := refs[i].name[len(TasksPrefix):]
+		id := refs[i].Name[len(TasksPrefix):]
 		if key, ok := idKey(id); ok {
 			slot[key] = int32(i)
 			continue
 		}
-		out = append(out, Entry{ID: id, Commit: refs[i].hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].name)})
+		out = append(out, Entry{ID: id, Commit: refs[i].Hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].Name)})
 	}
 	bad := len(out)
 	ordered := true // the cached records came in the listing's order
@@ -306,12 +306,12 @@ func (s *Store) List() ([]Entry, error) {
 			return
 		}
 		i, ok := slot[key]
-		if !ok || found[i] || refs[i].hash != l.commit {
+		if !ok || found[i] || refs[i].Hash != l.commit {
 			return
 		}
 		found[i] = true
 		// As cached.entry makes it.
-		e := Entry{ID: refs[i].name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
+		e := Entry{ID: refs[i].Name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
 		if string(l.updated) != "-" {
 			e.Updated = string(l.updated)
 		}
@@ -338,12 +338,12 @@ func (s *Store) List() ([]Entry, error) {
 
 	misses := len(refs) - len(out) // out holds the bad refs and the cached records
 	missIDs := make([]string, 0, misses)
-	missCommits := make([]plumbing.Hash, 0, misses)
+	missCommits := make([]gitrepo.OID, 0, misses)
 	for i := range refs {
-		id := refs[i].name[len(TasksPrefix):]
+		id := refs[i].Name[len(TasksPrefix):]
 		if !found[i] && ValidID(id) {
 			missIDs = append(missIDs, id)
-			missCommits = append(missCommits, refs[i].hash)
+			missCommits = append(missCommits, refs[i].Hash)
 		}
 	}
 	var transient map[string]bool
@@ -439,13 +439,13 @@ func idKey(id string) (uint64, bool) {
 	}
 	var v uint64
 	for i := 0; i < len(id); i++ {
-		c, _ := hexVal(id[i])
+		c, _ := gitrepo.HexVal(id[i])
 		v = v<<4 | uint64(c)
 	}
 	return v, true
 }
 
-func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
+func (s *Store) summarize(id string, h gitrepo.OID) cacheRec {
 	t, err := s.readSummary(id, h)
 	if err != nil {
 		return corruptRec(h, err)
@@ -454,7 +454,7 @@ func (s *Store) summarize(id string, h plumbing.Hash) cacheRec {
 }
 
 // taskRec is the cache record of a decoded task.
-func taskRec(h plumbing.Hash, t *Task) cacheRec {
+func taskRec(h gitrepo.OID, t *Task) cacheRec {
 	return cacheRec{commit: h, status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(TimeLayout), parent: t.Parent, body: summaryJSON(t)}
 }
 
@@ -462,12 +462,12 @@ func taskRec(h plumbing.Hash, t *Task) cacheRec {
 // is cached with the commit, so an unreadable record (oversize, not
 // JSON) costs one read per ref move, not one per list. A missing object
 // or pack is not cached: it may be back on the next read.
-func corruptRec(h plumbing.Hash, err error) cacheRec {
+func corruptRec(h gitrepo.OID, err error) cacheRec {
 	return cacheRec{commit: h, status: "!", body: []byte(strings.ReplaceAll(err.Error(), "\n", " ")), transient: TransientReadError(err)}
 }
 
 // readSummary reads just task.json of a commit: three object reads.
-func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
+func (s *Store) readSummary(id string, h gitrepo.OID) (*Task, error) {
 	tree, corrupt, err := s.snapshotTree(id, h)
 	if err != nil {
 		return nil, err
@@ -477,7 +477,7 @@ func (s *Store) readSummary(id string, h plumbing.Hash) (*Task, error) {
 		if e.Name != fileTask {
 			continue
 		}
-		b, err := s.objs.readBlob(e.Hash, fileTask)
+		b, err := s.objs.ReadBlob(e.Hash, fileTask, limitFor(fileTask))
 		if err != nil {
 			return nil, corrupt(err)
 		}

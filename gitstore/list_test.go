@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -60,7 +59,7 @@ func TestBatchListMatchesInProcessReader(t *testing.T) {
 	}
 	// The same batch split between two cat-file processes.
 	ids := make([]string, len(cold))
-	commits := make([]plumbing.Hash, len(cold))
+	commits := make([]gitrepo.OID, len(cold))
 	for i, e := range cold {
 		ids[i], commits[i] = e.ID, e.Commit
 	}

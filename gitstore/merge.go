@@ -8,8 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -39,7 +38,7 @@ const MergeHost = "merge"
 // opPatch is what one operation commit changed relative to its first
 // parent.
 type opPatch struct {
-	commit plumbing.Hash
+	commit gitrepo.OID
 	op     Op
 	task   map[string]json.RawMessage // changed task.json fields
 	status bool                       // the op changed the status (op.From -> op.To)
@@ -80,7 +79,7 @@ type fullSnapshot struct {
 	goal     string
 }
 
-func (s *Store) loadFull(id string, h plumbing.Hash) (*fullSnapshot, error) {
+func (s *Store) loadFull(id string, h gitrepo.OID) (*fullSnapshot, error) {
 	sn, err := s.loadAt(id, h)
 	if err != nil {
 		return nil, err
@@ -112,26 +111,26 @@ func (s *Store) loadFull(id string, h plumbing.Hash) (*fullSnapshot, error) {
 // An operation whose transition is invalid after reordering is refused
 // and listed on the task. The commit depends only on the two inputs, so
 // two machines merging the same pair produce the same hash.
-func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []Refused, error) {
+func (s *Store) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []Refused, error) {
 	m, refused, err := s.mergeState(id, local, remote)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return gitrepo.OID{}, nil, err
 	}
 	ls, err := s.loadAt(id, local)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return gitrepo.OID{}, nil, err
 	}
 	rs, err := s.loadAt(id, remote)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return gitrepo.OID{}, nil, err
 	}
-	lc, err := s.objs.readCommit(local)
+	lc, err := s.objs.ReadCommit(local)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return gitrepo.OID{}, nil, err
 	}
-	rc, err := s.objs.readCommit(remote)
+	rc, err := s.objs.ReadCommit(remote)
 	if err != nil {
-		return plumbing.ZeroHash, nil, err
+		return gitrepo.OID{}, nil, err
 	}
 	at := lc.Committer.When
 	if rc.Committer.When.After(at) {
@@ -144,7 +143,7 @@ func (s *Store) Merge(id string, local, remote plumbing.Hash) (plumbing.Hash, []
 
 // mergeState replays both histories of task id since their merge base
 // (see Merge) and returns the state they combine into, unwritten.
-func (s *Store) mergeState(id string, local, remote plumbing.Hash) (*merged, []Refused, error) {
+func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []Refused, error) {
 	bases, err := s.mergeBases(local, remote)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
@@ -161,8 +160,8 @@ func (s *Store) mergeState(id string, local, remote plumbing.Hash) (*merged, []R
 		return nil, nil, err
 	}
 	var patches []opPatch
-	seen := map[plumbing.Hash]bool{}
-	for _, tip := range []plumbing.Hash{local, remote} {
+	seen := map[gitrepo.OID]bool{}
+	for _, tip := range []gitrepo.OID{local, remote} {
 		if err := s.walkOps(id, tip, stop, seen, &patches); err != nil {
 			return nil, nil, err
 		}
@@ -188,7 +187,7 @@ func (s *Store) mergeState(id string, local, remote plumbing.Hash) (*merged, []R
 // mergeBases returns the best common ancestors of a and b, as git
 // merge-base --all does: the commits both reach (each reaches itself)
 // that no other such commit reaches.
-func (s *Store) mergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
+func (s *Store) mergeBases(a, b gitrepo.OID) ([]gitrepo.OID, error) {
 	ofA, err := s.history(a)
 	if err != nil {
 		return nil, err
@@ -197,7 +196,7 @@ func (s *Store) mergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	var common []plumbing.Hash
+	var common []gitrepo.OID
 	for h := range ofA {
 		if _, ok := ofB[h]; ok {
 			common = append(common, h)
@@ -206,9 +205,9 @@ func (s *Store) mergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
 	// A common commit that another common commit reaches is not a best
 	// one. Each walk stops at commits an earlier walk marked: their
 	// ancestors are marked already.
-	reached := map[plumbing.Hash]bool{}
+	reached := map[gitrepo.OID]bool{}
 	for _, c := range common {
-		stack := append([]plumbing.Hash(nil), ofA[c]...)
+		stack := append([]gitrepo.OID(nil), ofA[c]...)
 		for len(stack) > 0 {
 			h := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
@@ -219,7 +218,7 @@ func (s *Store) mergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
 			stack = append(stack, ofA[h]...)
 		}
 	}
-	var best []plumbing.Hash
+	var best []gitrepo.OID
 	for _, c := range common {
 		if !reached[c] {
 			best = append(best, c)
@@ -229,16 +228,16 @@ func (s *Store) mergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
 }
 
 // history maps h and every commit it reaches to their parents.
-func (s *Store) history(h plumbing.Hash) (map[plumbing.Hash][]plumbing.Hash, error) {
-	out := map[plumbing.Hash][]plumbing.Hash{}
-	queue := []plumbing.Hash{h}
+func (s *Store) history(h gitrepo.OID) (map[gitrepo.OID][]gitrepo.OID, error) {
+	out := map[gitrepo.OID][]gitrepo.OID{}
+	queue := []gitrepo.OID{h}
 	for len(queue) > 0 {
 		c := queue[0]
 		queue = queue[1:]
 		if _, ok := out[c]; ok {
 			continue
 		}
-		cm, err := s.objs.readCommit(c)
+		cm, err := s.objs.ReadCommit(c)
 		if err != nil {
 			return nil, err
 		}
@@ -249,9 +248,9 @@ func (s *Store) history(h plumbing.Hash) (map[plumbing.Hash][]plumbing.Hash, err
 }
 
 // ancestors returns every commit reachable from h (h included).
-func (s *Store) ancestors(h plumbing.Hash) (map[plumbing.Hash]bool, error) {
-	out := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{h}
+func (s *Store) ancestors(h gitrepo.OID) (map[gitrepo.OID]bool, error) {
+	out := map[gitrepo.OID]bool{}
+	queue := []gitrepo.OID{h}
 	for len(queue) > 0 {
 		c := queue[0]
 		queue = queue[1:]
@@ -259,7 +258,7 @@ func (s *Store) ancestors(h plumbing.Hash) (map[plumbing.Hash]bool, error) {
 			continue
 		}
 		out[c] = true
-		cm, err := s.objs.readCommit(c)
+		cm, err := s.objs.ReadCommit(c)
 		if err != nil {
 			return nil, err
 		}
@@ -271,8 +270,8 @@ func (s *Store) ancestors(h plumbing.Hash) (map[plumbing.Hash]bool, error) {
 // walkOps collects the patches of every operation commit reachable from
 // tip and not from the base (stop). Merge commits carry no operation of
 // their own: the operations they combined are collected individually.
-func (s *Store) walkOps(id string, tip plumbing.Hash, stop, seen map[plumbing.Hash]bool, out *[]opPatch) error {
-	queue := []plumbing.Hash{tip}
+func (s *Store) walkOps(id string, tip gitrepo.OID, stop, seen map[gitrepo.OID]bool, out *[]opPatch) error {
+	queue := []gitrepo.OID{tip}
 	for len(queue) > 0 {
 		h := queue[0]
 		queue = queue[1:]
@@ -280,7 +279,7 @@ func (s *Store) walkOps(id string, tip plumbing.Hash, stop, seen map[plumbing.Ha
 			continue
 		}
 		seen[h] = true
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			return &CorruptError{ID: id, Commit: h, Err: err}
 		}
@@ -299,7 +298,7 @@ func (s *Store) walkOps(id string, tip plumbing.Hash, stop, seen map[plumbing.Ha
 
 var mergeSkipFields = map[string]bool{"status": true, "clock": true, "updated_at": true, "version": true, "turns": true, "comments": true, "merge_refused": true}
 
-func (s *Store) patch(id string, parent, h plumbing.Hash) (*opPatch, error) {
+func (s *Store) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
 	prev, err := s.loadFull(id, parent)
 	if err != nil {
 		return nil, err
@@ -502,14 +501,14 @@ func (m *merged) addComment(c Comment) {
 
 // writeMerge writes the merged snapshot as a commit with both parents,
 // in a byte-for-byte deterministic way.
-func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64, at time.Time, refused []Refused) (plumbing.Hash, error) {
+func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, at time.Time, refused []Refused) (gitrepo.OID, error) {
 	raw, err := json.Marshal(m.task)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	var t Task
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("merge task fields: %w", err)
+		return gitrepo.OID{}, fmt.Errorf("merge task fields: %w", err)
 	}
 	t.Status = m.status
 	t.Clock = clock
@@ -530,33 +529,33 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 		if err != nil {
 			return err
 		}
-		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+		h, err := s.objs.Write(gitrepo.Blob, append(b, '\n'))
 		if err != nil {
 			return err
 		}
-		entries = append(entries, treeEntry{name: name, hash: h})
+		entries = append(entries, treeEntry{Name: name, Hash: h})
 		return nil
 	}
 	if err := blob(fileTask, &t); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if m.session != nil {
 		if err := blob(fileSession, m.session); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
 	}
 	if err := blob(fileViolations, &m.violations); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if err := blob(fileOp, &op); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if m.goal != "" {
-		h, err := s.objs.write(plumbing.BlobObject, []byte(m.goal))
+		h, err := s.objs.Write(gitrepo.Blob, []byte(m.goal))
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
-		entries = append(entries, treeEntry{name: fileGoal, hash: h})
+		entries = append(entries, treeEntry{Name: fileGoal, Hash: h})
 	}
 	dir := func(name string, n int, item func(int) any) error {
 		if n == 0 {
@@ -568,30 +567,30 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 			if err != nil {
 				return err
 			}
-			h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+			h, err := s.objs.Write(gitrepo.Blob, append(b, '\n'))
 			if err != nil {
 				return err
 			}
-			sub = append(sub, treeEntry{name: seqName(i + 1), hash: h})
+			sub = append(sub, treeEntry{Name: seqName(i + 1), Hash: h})
 		}
-		h, err := s.objs.writeTree(sub)
+		h, err := s.objs.WriteTree(sub)
 		if err != nil {
 			return err
 		}
-		entries = append(entries, treeEntry{name: name, hash: h, dir: true})
+		entries = append(entries, treeEntry{Name: name, Hash: h, Dir: true})
 		return nil
 	}
 	if err := dir(dirTurns, len(m.turns), func(i int) any { return &m.turns[i] }); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if err := dir(dirComments, len(m.comments), func(i int) any { return &m.comments[i] }); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
-	tree, err := s.objs.writeTree(entries)
+	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
-	parents := []plumbing.Hash{local, remote}
+	parents := []gitrepo.OID{local, remote}
 	sort.Slice(parents, func(i, j int) bool { return parents[i].String() < parents[j].String() })
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "tree %s\n", tree)
@@ -600,7 +599,7 @@ func (s *Store) writeMerge(m *merged, local, remote plumbing.Hash, clock uint64,
 	}
 	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", MergeHost, t.UpdatedAt.Unix())
 	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, commitMessage(&t, &op))
-	return s.objs.write(plumbing.CommitObject, b.Bytes())
+	return s.objs.Write(gitrepo.Commit, b.Bytes())
 }
 
 func appendRefused(have []Refused, more []Refused) []Refused {

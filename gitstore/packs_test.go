@@ -85,7 +85,7 @@ func TestObjectsOnlyInARepacksTemporaryPackAreRead(t *testing.T) {
 	if got.Task.Title != "in flight" {
 		t.Fatalf("read back %q", got.Task.Title)
 	}
-	if !fresh.objs.has(sn.Commit) {
+	if !fresh.objs.Has(sn.Commit) {
 		t.Fatal("has: the commit in the temporary pack reads as missing")
 	}
 	if _, _, err := fresh.Update(context.Background(), sn.Task.ID, toggleComment); err != nil {

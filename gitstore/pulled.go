@@ -9,8 +9,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -41,15 +40,15 @@ const pulledHistoryFactor = 10
 type pulledJudge struct {
 	s      *Store
 	id     string
-	snaps  map[plumbing.Hash]*Snapshot
-	states map[plumbing.Hash]*pulledState
+	snaps  map[gitrepo.OID]*Snapshot
+	states map[gitrepo.OID]*pulledState
 	// accept is the newest accept record the pulled commits carried: the
 	// branch a completion claims to be merged into.
 	accept *AcceptRecord
 	clock  uint64
 }
 
-func (j *pulledJudge) load(h plumbing.Hash) (*Snapshot, error) {
+func (j *pulledJudge) load(h gitrepo.OID) (*Snapshot, error) {
 	if sn, ok := j.snaps[h]; ok {
 		return sn, nil
 	}
@@ -64,9 +63,9 @@ func (j *pulledJudge) load(h plumbing.Hash) (*Snapshot, error) {
 // checkHistory checks every commit reachable from tip and not from stop
 // (nil: the whole history, for a task new here). It returns the first
 // refusal, or nil.
-func (j *pulledJudge) checkHistory(tip plumbing.Hash, stop map[plumbing.Hash]bool) (*Refused, error) {
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{tip}
+func (j *pulledJudge) checkHistory(tip gitrepo.OID, stop map[gitrepo.OID]bool) (*Refused, error) {
+	seen := map[gitrepo.OID]bool{}
+	queue := []gitrepo.OID{tip}
 	for len(queue) > 0 {
 		h := queue[0]
 		queue = queue[1:]
@@ -77,7 +76,7 @@ func (j *pulledJudge) checkHistory(tip plumbing.Hash, stop map[plumbing.Hash]boo
 		if len(seen) > pulledHistoryFactor*j.s.bounds.entries {
 			return nil, fmt.Errorf("refused: task %s brings more than %d new commits of history, %w; it was not taken in", j.id, pulledHistoryFactor*j.s.bounds.entries, ErrOverBounds)
 		}
-		c, err := j.s.objs.readCommit(h)
+		c, err := j.s.objs.ReadCommit(h)
 		if err != nil {
 			return nil, &CorruptError{ID: j.id, Commit: h, Err: err}
 		}
@@ -100,7 +99,7 @@ type pulledState struct {
 
 // state reads commit h's status, clock and accept record, and no more:
 // a new task's whole history is judged, commit by commit.
-func (j *pulledJudge) state(h plumbing.Hash) (*pulledState, error) {
+func (j *pulledJudge) state(h gitrepo.OID) (*pulledState, error) {
 	if st, ok := j.states[h]; ok {
 		return st, nil
 	}
@@ -110,7 +109,7 @@ func (j *pulledJudge) state(h plumbing.Hash) (*pulledState, error) {
 	}
 	st := &pulledState{entries: make(map[string]treeEntry, len(tree.Entries))}
 	for _, e := range tree.Entries {
-		st.entries[e.Name] = treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()}
+		st.entries[e.Name] = treeEntry{Name: e.Name, Hash: e.Hash, Dir: !e.Mode.IsFile()}
 	}
 	if err := j.s.decodeEntry(st.entries, fileTask, st, true); err != nil {
 		return nil, corrupt(err)
@@ -123,7 +122,7 @@ func (j *pulledJudge) state(h plumbing.Hash) (*pulledState, error) {
 }
 
 // checkCommit judges one pulled commit against its parents.
-func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Refused, error) {
+func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*Refused, error) {
 	st, err := j.state(h)
 	if err != nil {
 		return nil, err
@@ -175,14 +174,14 @@ func (j *pulledJudge) checkCommit(h plumbing.Hash, parents []plumbing.Hash) (*Re
 // judgePulled decides whether the pulled tip next of task id (local is
 // the local record, nil when the task is new here) may be taken in: it
 // returns a refusal, or a reason the result is taken in unverified.
-func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snapshot, next plumbing.Hash, history bool) (*Refused, string, error) {
-	j := &pulledJudge{s: s, id: id, snaps: map[plumbing.Hash]*Snapshot{}, states: map[plumbing.Hash]*pulledState{}}
+func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snapshot, next gitrepo.OID, history bool) (*Refused, string, error) {
+	j := &pulledJudge{s: s, id: id, snaps: map[gitrepo.OID]*Snapshot{}, states: map[gitrepo.OID]*pulledState{}}
 	nsn, err := j.load(next)
 	if err != nil {
 		return nil, "", err
 	}
 	if history {
-		var stop map[plumbing.Hash]bool
+		var stop map[gitrepo.OID]bool
 		if local != nil {
 			if stop, err = s.ancestors(local.Commit); err != nil {
 				return nil, "", err
@@ -377,8 +376,8 @@ func (s *Store) claimedInto(ctx context.Context, sn *Snapshot, acc *AcceptRecord
 func (s *Store) lastAccept(sn *Snapshot) *AcceptRecord {
 	var best *AcceptRecord
 	var clock uint64
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{sn.Commit}
+	seen := map[gitrepo.OID]bool{}
+	queue := []gitrepo.OID{sn.Commit}
 	for n := 0; len(queue) > 0 && n < maxStatusWalk; n++ {
 		h := queue[0]
 		queue = queue[1:]
@@ -386,7 +385,7 @@ func (s *Store) lastAccept(sn *Snapshot) *AcceptRecord {
 			continue
 		}
 		seen[h] = true
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			continue
 		}
@@ -407,7 +406,7 @@ const maxStatusWalk = 64
 // machine itself made task id terminal with commit: the evidence cleanup
 // needs before it removes what a close or reject leaves (StatusMadeHere).
 // It is best effort: without it cleanup only keeps more.
-func (s *Store) noteFinished(id string, commit plumbing.Hash) {
+func (s *Store) noteFinished(id string, commit gitrepo.OID) {
 	dir := s.repo.LazyDir("finished")
 	if !ValidID(id) || os.MkdirAll(dir, 0o700) != nil {
 		return
@@ -428,17 +427,17 @@ func (s *Store) StatusMadeHere(sn *Snapshot) bool {
 	if err != nil {
 		return false
 	}
-	mine := plumbing.NewHash(strings.TrimSpace(string(b)))
+	mine, _ := gitrepo.ParseOID(strings.TrimSpace(string(b)))
 	h := sn.Commit
 	for i := 0; i < maxStatusWalk; i++ {
 		if h == mine {
 			return true
 		}
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			return false
 		}
-		var next plumbing.Hash
+		var next gitrepo.OID
 		for _, p := range c.ParentHashes {
 			if ps, err := s.loadAt(sn.Task.ID, p); err == nil && ps.Task.Status == sn.Task.Status {
 				next = p

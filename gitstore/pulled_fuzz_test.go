@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // FuzzPulledRecord feeds arbitrary bytes as every file of a task record
@@ -24,31 +24,31 @@ func FuzzPulledRecord(f *testing.F) {
 	const id = "0123456789abcdef"
 	f.Fuzz(func(t *testing.T, task, session, violations, turn, op []byte) {
 		s, _ := open(t)
-		blob := func(b []byte) plumbing.Hash {
-			h, err := s.objs.write(plumbing.BlobObject, b)
+		blob := func(b []byte) gitrepo.OID {
+			h, err := s.objs.Write(gitrepo.Blob, b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return h
 		}
-		turnsTree, err := s.objs.writeTree([]treeEntry{{name: seqName(1), hash: blob(turn)}})
+		turnsTree, err := s.objs.WriteTree([]treeEntry{{Name: seqName(1), Hash: blob(turn)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		commentsTree, err := s.objs.writeTree([]treeEntry{{name: seqName(1), hash: blob(turn)}})
+		commentsTree, err := s.objs.WriteTree([]treeEntry{{Name: seqName(1), Hash: blob(turn)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tree, err := s.objs.writeTree([]treeEntry{
-			{name: fileTask, hash: blob(task)}, {name: fileSession, hash: blob(session)},
-			{name: fileViolations, hash: blob(violations)}, {name: fileGoal, hash: blob(turn)},
-			{name: fileOp, hash: blob(op)},
-			{name: dirTurns, hash: turnsTree, dir: true}, {name: dirComments, hash: commentsTree, dir: true},
+		tree, err := s.objs.WriteTree([]treeEntry{
+			{Name: fileTask, Hash: blob(task)}, {Name: fileSession, Hash: blob(session)},
+			{Name: fileViolations, Hash: blob(violations)}, {Name: fileGoal, Hash: blob(turn)},
+			{Name: fileOp, Hash: blob(op)},
+			{Name: dirTurns, Hash: turnsTree, Dir: true}, {Name: dirComments, Hash: commentsTree, Dir: true},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		commit, err := s.objs.write(plumbing.CommitObject, encodeCommit(tree, plumbing.ZeroHash, "remote", time.Unix(0, 0), "crafted\n\nLazy-Op: x\nLazy-Clock: 99999999999999999999\n"))
+		commit, err := s.objs.Write(gitrepo.Commit, encodeCommit(tree, gitrepo.OID{}, "remote", time.Unix(0, 0), "crafted\n\nLazy-Op: x\nLazy-Clock: 99999999999999999999\n"))
 		if err != nil {
 			t.Fatal(err)
 		}

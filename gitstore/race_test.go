@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -237,7 +236,7 @@ func toggleComment(sn *Snapshot) (*Op, error) {
 func TestCreateOnlyRefRefusesExisting(t *testing.T) {
 	s, _ := open(t)
 	a := mustCreate(t, s, "a")
-	err := s.repo.CompareAndSwap(TaskRef(a.Task.ID), plumbing.ZeroHash, a.Commit)
+	err := s.repo.CompareAndSwap(TaskRef(a.Task.ID), gitrepo.OID{}, a.Commit)
 	if !errors.Is(err, ErrStale) {
 		t.Fatalf("create-only over an existing ref: %v", err)
 	}
@@ -325,7 +324,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	if n := s.LooseObjects(); n > 2*s.LooseObjectLimit {
 		t.Fatalf("%d loose objects with a limit of %d", n, s.LooseObjectLimit)
 	}
-	if loose := s.repo.countLooseRefs(TasksPrefix); loose >= 400 {
+	if loose := s.repo.CountLooseRefs(TasksPrefix); loose >= 400 {
 		t.Fatalf("%d loose task refs: refs were never packed", loose)
 	}
 	list, err := Open(s.repo).List()
@@ -527,7 +526,7 @@ func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
 	}()
 	defer func() { close(done); wg.Wait() }()
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
-		refs, err := s.repo.listRefs(TasksPrefix)
+		refs, err := s.repo.SortedRefs(TasksPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}

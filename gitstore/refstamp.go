@@ -2,8 +2,6 @@ package gitstore
 
 import (
 	"io/fs"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -30,7 +28,7 @@ func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err erro
 
 // RefStampPaths are the files RefStamp stamps, for a StampWatcher.
 func (r *Repo) RefStampPaths(prefix string) []string {
-	return []string{filepath.Join(r.CommonDir, "packed-refs"), filepath.Join(r.CommonDir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))}
+	return r.StampPaths(prefix)
 }
 
 // FileStamp stamps files or directories by identity (device and inode),

@@ -32,9 +32,9 @@ type Repo struct {
 	// gitrepo.SHA256.
 	ObjectFormat string
 
-	// packed caches the map of packed-refs (see packedRefs); copies of
-	// the Repo share it.
-	packed *packedRefs
+	// Refs reads and writes the refs (files backend); copies of the Repo
+	// share its packed-refs map.
+	*gitrepo.Refs
 }
 
 // Discover finds the repository enclosing dir, honouring GIT_DIR the way
@@ -115,7 +115,7 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 		}
 		common = filepath.Clean(c)
 	}
-	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common, packed: &packedRefs{}}
+	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common, Refs: gitrepo.NewRefs(common)}
 	if err := r.checkFormat(); err != nil {
 		return nil, err
 	}

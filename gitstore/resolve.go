@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // ErrNotFound is matched by every "no such task" error.
@@ -164,7 +164,7 @@ func (s *Store) bySlug(slug string) (string, bool, error) {
 	if err != nil || !ok {
 		return "", false, err
 	}
-	b, err := s.objs.readBlob(h, "slug")
+	b, err := s.objs.ReadBlob(h, "slug", limitFor("slug"))
 	if err != nil {
 		return "", false, fmt.Errorf("slug %s: %w", slug, err)
 	}
@@ -265,7 +265,7 @@ func (s *Store) suggest(in string) string {
 type OrphanSlug struct {
 	Slug string
 	Ref  string
-	Hash plumbing.Hash // what the ref holds, for a compare-and-delete
+	Hash gitrepo.OID // what the ref holds, for a compare-and-delete
 }
 
 // OrphanedSlugs lists slug refs whose task ref does not exist, left by a
@@ -282,7 +282,7 @@ func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
 		if fi, err := os.Stat(filepath.Join(s.repo.CommonDir, filepath.FromSlash(name))); err == nil && time.Since(fi.ModTime()) < minAge {
 			continue
 		}
-		b, err := s.objs.readBlob(h, "slug")
+		b, err := s.objs.ReadBlob(h, "slug", limitFor("slug"))
 		if err != nil {
 			continue // an unreadable slug is not provably an orphan
 		}

@@ -6,8 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -90,7 +89,7 @@ func (s *Store) CheckSlugs(entries []Entry) []SlugProblem {
 // RepairSlug applies a SlugProblem's repair.
 func (s *Store) RepairSlug(ctx context.Context, p SlugProblem) error {
 	if p.To == p.Slug {
-		idBlob, err := s.objs.write(plumbing.BlobObject, []byte(p.ID+"\n"))
+		idBlob, err := s.objs.Write(gitrepo.Blob, []byte(p.ID+"\n"))
 		if err != nil {
 			return err
 		}
@@ -111,11 +110,11 @@ func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool,
 	if !ValidSlug(to) {
 		return false, fmt.Errorf("cannot rename task %s to %q: not a valid slug", id, to)
 	}
-	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
+	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(id+"\n"))
 	if err != nil {
 		return false, err
 	}
-	if err := s.repo.CompareAndSwap(SlugsPrefix+to, plumbing.ZeroHash, idBlob); err != nil {
+	if err := s.repo.CompareAndSwap(SlugsPrefix+to, gitrepo.OID{}, idBlob); err != nil {
 		if cur, _, _ := s.repo.ReadRef(SlugsPrefix + to); cur != idBlob {
 			return false, fmt.Errorf("slug %s is taken too; give task %s another slug by hand (git update-ref)", to, id)
 		}

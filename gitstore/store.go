@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -39,7 +38,7 @@ const (
 // Store reads and writes task records in one repository.
 type Store struct {
 	repo *Repo
-	objs *objects
+	objs *gitrepo.Objects
 	host string
 	now  func() time.Time
 	// bounds bound one read of a whole record (see MaxRecordBytes).
@@ -60,7 +59,7 @@ func WithHost(host string) Option { return func(s *Store) { s.host = host } }
 
 // Open returns a Store on repo.
 func Open(repo *Repo, opts ...Option) *Store {
-	s := &Store{repo: repo, objs: newObjects(repo.CommonDir), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
+	s := &Store{repo: repo, objs: gitrepo.NewObjects(repo.CommonDir), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
 	for _, o := range opts {
 		o(s)
 	}
@@ -78,7 +77,7 @@ func (s *Store) Host() string { return s.host }
 type Snapshot struct {
 	// Commit is the commit the snapshot was loaded from (zero while
 	// creating).
-	Commit     plumbing.Hash
+	Commit     gitrepo.OID
 	Task       Task
 	Session    *Session
 	Violations Violations
@@ -121,7 +120,7 @@ func (sn *Snapshot) Goal() (string, error) {
 	if !ok {
 		return "", nil
 	}
-	b, err := sn.store.objs.readBlob(e.hash, fileGoal)
+	b, err := sn.store.objs.ReadBlob(e.Hash, fileGoal, limitFor(fileGoal))
 	if err != nil {
 		return "", fmt.Errorf("task %s: read goal: %w", sn.Task.ID, err)
 	}
@@ -224,7 +223,7 @@ func (s *Store) Exists(id string) bool {
 // unaffected.
 type CorruptError struct {
 	ID     string
-	Commit plumbing.Hash
+	Commit gitrepo.OID
 	Err    error
 }
 
@@ -238,31 +237,31 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-func short(h plumbing.Hash) string { return h.String()[:12] }
+func short(h gitrepo.OID) string { return h.String()[:12] }
 
 // snapshotTree reads the tree of a task's commit; any failure is the
 // record's corruption, reported as such.
-func (s *Store) snapshotTree(id string, h plumbing.Hash) (*tree, func(error) error, error) {
+func (s *Store) snapshotTree(id string, h gitrepo.OID) (*gitrepo.ParsedTree, func(error) error, error) {
 	corrupt := func(err error) error { return &CorruptError{ID: id, Commit: h, Err: err} }
-	c, err := s.objs.readCommit(h)
+	c, err := s.objs.ReadCommit(h)
 	if err != nil {
 		return nil, corrupt, corrupt(err)
 	}
-	tree, err := s.objs.readTree(c.TreeHash)
+	tree, err := s.objs.ReadTree(c.TreeHash)
 	if err != nil {
 		return nil, corrupt, corrupt(err)
 	}
 	return tree, corrupt, nil
 }
 
-func (s *Store) loadAt(id string, h plumbing.Hash) (*Snapshot, error) {
+func (s *Store) loadAt(id string, h gitrepo.OID) (*Snapshot, error) {
 	tree, corrupt, err := s.snapshotTree(id, h)
 	if err != nil {
 		return nil, err
 	}
 	sn := &Snapshot{Commit: h, store: s, entries: make(map[string]treeEntry, len(tree.Entries))}
 	for _, e := range tree.Entries {
-		sn.entries[e.Name] = treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()}
+		sn.entries[e.Name] = treeEntry{Name: e.Name, Hash: e.Hash, Dir: !e.Mode.IsFile()}
 	}
 	if err := s.decodeEntry(sn.entries, fileTask, &sn.Task, true); err != nil {
 		return nil, corrupt(err)
@@ -290,7 +289,7 @@ func (s *Store) decodeEntry(entries map[string]treeEntry, name string, v any, re
 		}
 		return nil
 	}
-	b, err := s.objs.readBlob(e.hash, name)
+	b, err := s.objs.ReadBlob(e.Hash, name, limitFor(name))
 	if err != nil {
 		return err
 	}
@@ -412,9 +411,9 @@ func backoff(attempt int) {
 
 // commit writes the objects for next (relative to prev) and returns the
 // new commit's hash. prev is nil when creating.
-func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
+func (s *Store) commit(prev, next *Snapshot, op *Op) (gitrepo.OID, error) {
 	var from machine.Status
-	var parent plumbing.Hash
+	var parent gitrepo.OID
 	if prev != nil {
 		from = prev.Task.Status
 		parent = prev.Commit
@@ -422,14 +421,14 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 	to := next.Task.Status
 	if prev != nil && from != to {
 		if err := machine.Validate(from, to, op.Actor); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
 	}
 	if prev == nil && to != machine.Backlog {
-		return plumbing.ZeroHash, fmt.Errorf("a new task starts in backlog, not %s", to)
+		return gitrepo.OID{}, fmt.Errorf("a new task starts in backlog, not %s", to)
 	}
 	if !op.Actor.Valid() {
-		return plumbing.ZeroHash, fmt.Errorf("operation %s has no valid actor (%q)", op.Name, op.Actor)
+		return gitrepo.OID{}, fmt.Errorf("operation %s has no valid actor (%q)", op.Name, op.Actor)
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	op.From, op.To = from, to
@@ -453,22 +452,22 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		if err := checkSize(name, len(b)); err != nil {
 			return err
 		}
-		h := hashObject(plumbing.BlobObject, b)
-		if old, ok := next.entries[name]; ok && old.hash == h {
+		h := gitrepo.HashObject(gitrepo.Blob, b)
+		if old, ok := next.entries[name]; ok && old.Hash == h {
 			return nil
 		}
-		if _, err := s.objs.write(plumbing.BlobObject, b); err != nil {
+		if _, err := s.objs.Write(gitrepo.Blob, b); err != nil {
 			return err
 		}
-		next.entries[name] = treeEntry{name: name, hash: h}
+		next.entries[name] = treeEntry{Name: name, Hash: h}
 		return nil
 	}
 	if err := put(fileTask, &next.Task); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if next.Session != nil {
 		if err := put(fileSession, next.Session); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
 	} else {
 		delete(next.entries, fileSession)
@@ -477,38 +476,38 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (plumbing.Hash, error) {
 		next.Violations.Pending = []string{}
 	}
 	if err := put(fileViolations, &next.Violations); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if err := put(fileOp, op); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if next.goalChanged {
 		if err := checkSize(fileGoal, len(*next.goal)); err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
-		h, err := s.objs.write(plumbing.BlobObject, []byte(*next.goal))
+		h, err := s.objs.Write(gitrepo.Blob, []byte(*next.goal))
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return gitrepo.OID{}, err
 		}
-		next.entries[fileGoal] = treeEntry{name: fileGoal, hash: h}
+		next.entries[fileGoal] = treeEntry{Name: fileGoal, Hash: h}
 	}
 	turns := append(append([]Turn(nil), next.editedTurns...), next.newTurns...)
 	if err := s.appendDir(next, dirTurns, len(turns), func(i int) (int, any) { return turns[i].Seq, &turns[i] }); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	if err := s.appendDir(next, dirComments, len(next.newComments), func(i int) (int, any) { return next.newComments[i].Seq, &next.newComments[i] }); err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	entries := make([]treeEntry, 0, len(next.entries))
 	for _, e := range next.entries {
 		entries = append(entries, e)
 	}
-	tree, err := s.objs.writeTree(entries)
+	tree, err := s.objs.WriteTree(entries)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return gitrepo.OID{}, err
 	}
 	msg := commitMessage(&next.Task, op)
-	return s.objs.write(plumbing.CommitObject, encodeCommit(tree, parent, s.host, now, msg))
+	return s.objs.Write(gitrepo.Commit, encodeCommit(tree, parent, s.host, now, msg))
 }
 
 // appendDir writes n records into the subtree name (new ones appended,
@@ -519,17 +518,17 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 	}
 	var entries []treeEntry
 	if old, ok := next.entries[name]; ok {
-		t, err := s.objs.readTree(old.hash)
+		t, err := s.objs.ReadTree(old.Hash)
 		if err != nil {
 			return fmt.Errorf("task %s: read %s: %w", next.Task.ID, name, err)
 		}
 		for _, e := range t.Entries {
-			entries = append(entries, treeEntry{name: e.Name, hash: e.Hash, dir: !e.Mode.IsFile()})
+			entries = append(entries, treeEntry{Name: e.Name, Hash: e.Hash, Dir: !e.Mode.IsFile()})
 		}
 	}
 	index := make(map[string]int, len(entries))
 	for i, e := range entries {
-		index[e.name] = i
+		index[e.Name] = i
 	}
 	for i := 0; i < n; i++ {
 		seq, v := item(i)
@@ -540,29 +539,29 @@ func (s *Store) appendDir(next *Snapshot, name string, n int, item func(int) (in
 		if err := checkSize(name+"/"+seqName(seq), len(b)+1); err != nil {
 			return err
 		}
-		h, err := s.objs.write(plumbing.BlobObject, append(b, '\n'))
+		h, err := s.objs.Write(gitrepo.Blob, append(b, '\n'))
 		if err != nil {
 			return err
 		}
-		e := treeEntry{name: seqName(seq), hash: h}
-		if at, ok := index[e.name]; ok {
+		e := treeEntry{Name: seqName(seq), Hash: h}
+		if at, ok := index[e.Name]; ok {
 			entries[at] = e // an edited record replaces its old blob
 		} else {
 			entries = append(entries, e)
 		}
 	}
-	h, err := s.objs.writeTree(entries)
+	h, err := s.objs.WriteTree(entries)
 	if err != nil {
 		return err
 	}
-	next.entries[name] = treeEntry{name: name, hash: h, dir: true}
+	next.entries[name] = treeEntry{Name: name, Hash: h, Dir: true}
 	return nil
 }
 
 // seqName zero-pads so that plain `git ls-tree` lists records in order.
 func seqName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
 
-func encodeCommit(tree, parent plumbing.Hash, host string, at time.Time, msg string) []byte {
+func encodeCommit(tree, parent gitrepo.OID, host string, at time.Time, msg string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "tree %s\n", tree)
 	if !parent.IsZero() {
@@ -680,7 +679,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	} else if ShadowsID(base) {
 		return nil, fmt.Errorf("slug %q could be read as a task id prefix (it is all hex digits); add a non-hex letter or a dash, for example t-%s", base, base)
 	}
-	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(id+"\n"))
+	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(id+"\n"))
 	if err != nil {
 		return nil, err
 	}
@@ -721,7 +720,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		return nil, err
 	}
 	for try := 0; ; try++ {
-		err := s.casWritten(TaskRef(id), plumbing.ZeroHash, commit, j)
+		err := s.casWritten(TaskRef(id), gitrepo.OID{}, commit, j)
 		if err == nil {
 			break
 		}
@@ -729,11 +728,11 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 			return nil, err
 		}
 		// A concurrent gc pruned the new objects: write them once more.
-		if err := s.objs.replay(j); err != nil {
+		if err := s.objs.Replay(j); err != nil {
 			return nil, err
 		}
 	}
-	s.heal(plumbing.ZeroHash, j)
+	s.heal(gitrepo.OID{}, j)
 	sn.Commit = commit
 	return sn, nil
 }
@@ -762,7 +761,7 @@ func (s *Store) Comments(sn *Snapshot) ([]Comment, error) {
 }
 
 // readTurns reads the turns entries of a snapshot's turns/ tree.
-func (s *Store) readTurns(sn *Snapshot, entries []treeItem) ([]Turn, error) {
+func (s *Store) readTurns(sn *Snapshot, entries []gitrepo.TreeItem) ([]Turn, error) {
 	out := make([]Turn, 0, len(entries))
 	err := s.readDir(sn, dirTurns, entries, func(b []byte) error {
 		var t Turn
@@ -777,7 +776,7 @@ func (s *Store) readTurns(sn *Snapshot, entries []treeItem) ([]Turn, error) {
 }
 
 // readComments reads the comments entries of a snapshot's comments/ tree.
-func (s *Store) readComments(sn *Snapshot, entries []treeItem) ([]Comment, error) {
+func (s *Store) readComments(sn *Snapshot, entries []gitrepo.TreeItem) ([]Comment, error) {
 	out := make([]Comment, 0, len(entries))
 	err := s.readDir(sn, dirComments, entries, func(b []byte) error {
 		var c Comment
@@ -791,9 +790,9 @@ func (s *Store) readComments(sn *Snapshot, entries []treeItem) ([]Comment, error
 	return out, err
 }
 
-func (s *Store) readDir(sn *Snapshot, name string, entries []treeItem, fn func([]byte) error) error {
+func (s *Store) readDir(sn *Snapshot, name string, entries []gitrepo.TreeItem, fn func([]byte) error) error {
 	for _, te := range entries {
-		b, err := s.objs.readBlob(te.Hash, name+"/"+te.Name)
+		b, err := s.objs.ReadBlob(te.Hash, name+"/"+te.Name, limitFor(name+"/"+te.Name))
 		if err != nil {
 			return &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
 		}
@@ -825,8 +824,8 @@ type Change struct {
 // HistoryCut).
 func (s *Store) History(sn *Snapshot) ([]Change, error) {
 	var out []Change
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{sn.Commit}
+	seen := map[gitrepo.OID]bool{}
+	queue := []gitrepo.OID{sn.Commit}
 	for len(queue) > 0 && len(out) < s.bounds.entries {
 		h := queue[0]
 		queue = queue[1:]
@@ -834,7 +833,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 			continue
 		}
 		seen[h] = true
-		c, err := s.objs.readCommit(h)
+		c, err := s.objs.ReadCommit(h)
 		if err != nil {
 			return out, &CorruptError{ID: sn.Task.ID, Commit: h, Err: err}
 		}
@@ -870,7 +869,7 @@ func (s *Store) History(sn *Snapshot) ([]Change, error) {
 // then the one its own task.json records, and its operation is named as
 // such, so the entry stays visible rather than breaking the reader. One
 // whose task.json cannot be read either is left out (false).
-func (s *Store) plainChange(id string, h plumbing.Hash, ch Change) (Change, bool) {
+func (s *Store) plainChange(id string, h gitrepo.OID, ch Change) (Change, bool) {
 	if ch.To.Valid() && (ch.From == "" || ch.From.Valid()) && ch.Actor.Valid() {
 		return ch, true
 	}
@@ -890,17 +889,17 @@ func ValidHex(s string) bool {
 
 // casCommit moves a task ref to commit once, under the ref lock, every
 // object the commit needs is verified present.
-func (s *Store) casCommit(ref string, old, commit plumbing.Hash) error {
-	return s.repo.CompareAndSwapVerified(ref, old, commit, func() error { return s.objs.verifyCommit(commit) })
+func (s *Store) casCommit(ref string, old, commit gitrepo.OID) error {
+	return s.repo.CompareAndSwapVerified(ref, old, commit, func() error { return s.objs.VerifyCommit(commit) })
 }
 
 // casBlob creates a ref to a blob, writing the blob again if a
 // concurrent gc pruned it before the ref could protect it.
-func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
+func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		err = s.repo.CompareAndSwapVerified(ref, plumbing.ZeroHash, blob, func() error {
-			if !s.objs.has(blob) {
+		err = s.repo.CompareAndSwapVerified(ref, gitrepo.OID{}, blob, func() error {
+			if !s.objs.Has(blob) {
 				return fmt.Errorf("blob %s: %w", blob, ErrMissingObject)
 			}
 			return nil
@@ -908,15 +907,15 @@ func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
 		if err == nil {
 			// See heal: a gc that started before the ref moved may still
 			// prune the blob; write it again if it did.
-			for i := 0; i < 3 && !s.objs.has(blob); i++ {
-				_, _ = s.objs.write(plumbing.BlobObject, content)
+			for i := 0; i < 3 && !s.objs.Has(blob); i++ {
+				_, _ = s.objs.Write(gitrepo.Blob, content)
 			}
 			return nil
 		}
 		if !errors.Is(err, ErrMissingObject) {
 			return err
 		}
-		if _, werr := s.objs.write(plumbing.BlobObject, content); werr != nil {
+		if _, werr := s.objs.Write(gitrepo.Blob, content); werr != nil {
 			return werr
 		}
 	}
@@ -926,15 +925,15 @@ func (s *Store) casBlob(ref string, blob plumbing.Hash, content []byte) error {
 // casWritten moves a task ref to commit, built on parent with the
 // objects j recorded, once, under the ref lock, all of them are verified
 // present.
-func (s *Store) casWritten(ref string, parent, commit plumbing.Hash, j *journal) error {
-	return s.repo.CompareAndSwapVerified(ref, parent, commit, func() error { return s.objs.verifyWritten(j, parent) })
+func (s *Store) casWritten(ref string, parent, commit gitrepo.OID, j *gitrepo.Journal) error {
+	return s.repo.CompareAndSwapVerified(ref, parent, commit, func() error { return s.objs.VerifyWritten(j, parent) })
 }
 
 // journaled returns a copy of s whose writes are journaled.
-func (s *Store) journaled() (*Store, *journal) {
+func (s *Store) journaled() (*Store, *gitrepo.Journal) {
 	c := *s
-	var j *journal
-	c.objs, j = s.objs.journaled()
+	var j *gitrepo.Journal
+	c.objs, j = s.objs.Journaled()
 	return &c, j
 }
 
@@ -944,13 +943,23 @@ func (s *Store) journaled() (*Store, *journal) {
 // that and referenced only after it are unreachable in its eyes. Git
 // itself documents --prune=now as unsafe with concurrent writers; this
 // narrows the window to the instant between this check and the prune.
-func (s *Store) heal(parent plumbing.Hash, j *journal) {
+func (s *Store) heal(parent gitrepo.OID, j *gitrepo.Journal) {
 	for try := 0; try < 3; try++ {
-		if s.objs.verifyWritten(j, parent) == nil {
+		if s.objs.VerifyWritten(j, parent) == nil {
 			return
 		}
-		if s.objs.replay(j) != nil {
+		if s.objs.Replay(j) != nil {
 			return
 		}
 	}
+}
+
+// treeEntry is one entry of a snapshot tree being built.
+type treeEntry = gitrepo.TreeEntry
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

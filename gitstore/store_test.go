@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -173,7 +174,7 @@ func TestAmbiguousPrefixListsCandidates(t *testing.T) {
 		id2 = ids[0][:4] + "eeeeeeeeeeee"
 	}
 	sn, _ := s.Load(ids[0])
-	if err := s.repo.CompareAndSwap(TaskRef(id2), [20]byte{}, sn.Commit); err != nil {
+	if err := s.repo.CompareAndSwap(TaskRef(id2), gitrepo.OID{}, sn.Commit); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Resolve(ids[0][:4])
@@ -268,32 +269,9 @@ func gitIn(t *testing.T, dir, stdin string, args ...string) string {
 	return string(out)
 }
 
-func TestPackedLookup(t *testing.T) {
-	h1 := strings.Repeat("1", 40)
-	h2 := strings.Repeat("2", 40)
-	h3 := strings.Repeat("3", 40)
-	b := []byte("# pack-refs with: peeled fully-peeled sorted \n" +
-		h1 + " refs/lazy/tasks/abcd\n" +
-		h2 + " refs/lazy/tasks/abc\n" +
-		"^" + h1 + "\n" +
-		h3 + " refs/lazy/tasks/zz") // no final newline
-	cases := map[string]string{
-		"refs/lazy/tasks/abcd": h1,
-		"refs/lazy/tasks/abc":  h2,
-		"refs/lazy/tasks/zz":   h3,
-		"refs/lazy/tasks/ab":   "",
-		"lazy/tasks/abc":       "",
-	}
-	for name, want := range cases {
-		h, ok := packedLookup(b, name)
-		if want == "" {
-			if ok {
-				t.Errorf("%s found as %s", name, h)
-			}
-			continue
-		}
-		if !ok || h.String() != want {
-			t.Errorf("%s = %s, %v; want %s", name, h, ok, want)
-		}
-	}
+// newOID reads a hex id as plumbing.NewHash did: the zero id when it is
+// not one.
+func newOID(s string) gitrepo.OID {
+	id, _ := gitrepo.ParseOID(s)
+	return id
 }

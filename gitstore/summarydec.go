@@ -6,8 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -56,7 +55,7 @@ const (
 // decode decodes body, the task.json of task id at commit. ok is false
 // when body is outside the subset decode handles or fails checkTask; the
 // caller then takes the general path.
-func (d *summaryDecoder) decode(id string, commit plumbing.Hash, body []byte) (rec cacheRec, ok bool) {
+func (d *summaryDecoder) decode(id string, commit gitrepo.OID, body []byte) (rec cacheRec, ok bool) {
 	var t Task
 	if !scanTask(body, &t) || checkTask(&t, id) != nil {
 		return cacheRec{}, false

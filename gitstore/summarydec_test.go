@@ -6,13 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 const decID = "0123456789abcdef"
 
-var decCommit = plumbing.NewHash("89abcdef0123456789abcdef0123456789abcdef")
+var decCommit = newOID("89abcdef0123456789abcdef0123456789abcdef")
 
 // generalRec is what List recorded before summaryDecoder: encoding/json
 // into Task, checkTask, and the summary encoded by encoding/json.

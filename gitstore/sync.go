@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // RemoteNamespace is where lazy pull fetches a remote's task refs: never
@@ -203,7 +203,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 // local writer moves the ref meanwhile. Every status change it would
 // take in is judged first (judgePulled); a refused one leaves the local
 // ref where it was and is reported.
-func (s *Store) takeIn(ctx context.Context, remote, id string, rh plumbing.Hash, rep *SyncReport) error {
+func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, rep *SyncReport) error {
 	ns := RemoteNamespace(remote)
 	rs, err := s.loadAt(id, rh)
 	if err != nil {
@@ -226,7 +226,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh plumbing.Hash,
 				return err
 			}
 		}
-		var next plumbing.Hash
+		var next gitrepo.OID
 		var kind *[]string
 		var refused []Refused
 		history := true
@@ -339,9 +339,9 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 
 // yieldSlug hands slug (locally naming the blob lh) to the remote's claim
 // rh, renaming the local task it named.
-func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport) error {
-	read := func(h plumbing.Hash) string {
-		b, err := s.objs.readBlob(h, "slug")
+func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) error {
+	read := func(h gitrepo.OID) string {
+		b, err := s.objs.ReadBlob(h, "slug", limitFor("slug"))
 		if err != nil {
 			return ""
 		}
@@ -397,7 +397,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh plumbing.Hash, rep *SyncReport
 // a local task already has it (then the task answers to its id).
 func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 	slug := sn.Task.Slug
-	idBlob, err := s.objs.write(plumbing.BlobObject, []byte(sn.Task.ID+"\n"))
+	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(sn.Task.ID+"\n"))
 	if err != nil {
 		return
 	}
@@ -416,12 +416,12 @@ func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
 // isAncestor reports whether a is b or one of b's ancestors, as git
 // merge-base --is-ancestor does. The walk from b stops at a: in a pull's
 // fast-forward check a is a few commits back.
-func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
-	if _, err := s.objs.readCommit(a); err != nil {
+func (s *Store) isAncestor(a, b gitrepo.OID) (bool, error) {
+	if _, err := s.objs.ReadCommit(a); err != nil {
 		return false, err
 	}
-	seen := map[plumbing.Hash]bool{}
-	queue := []plumbing.Hash{b}
+	seen := map[gitrepo.OID]bool{}
+	queue := []gitrepo.OID{b}
 	for len(queue) > 0 {
 		c := queue[0]
 		queue = queue[1:]
@@ -432,7 +432,7 @@ func (s *Store) isAncestor(a, b plumbing.Hash) (bool, error) {
 			continue
 		}
 		seen[c] = true
-		cm, err := s.objs.readCommit(c)
+		cm, err := s.objs.ReadCommit(c)
 		if err != nil {
 			return false, err
 		}

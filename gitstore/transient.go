@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/lazyorch/lazy/gitrepo"
 )
 
 // TransientReadError reports whether err, the error of a List entry, may
@@ -15,7 +15,7 @@ import (
 // the errors it caches are the lasting ones.
 func TransientReadError(err error) bool {
 	var mp mayPass
-	return errors.As(err, &mp) || errors.Is(err, ErrMissingObject) || errors.Is(err, plumbing.ErrObjectNotFound) ||
+	return errors.As(err, &mp) || gitrepo.IsMissing(err) ||
 		errors.Is(err, fs.ErrNotExist)
 }
 

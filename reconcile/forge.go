@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
@@ -97,7 +96,7 @@ func (r *Reconciler) forgeStill(v *view, now time.Time) bool {
 // forgeKey is what one record commit says about its task's forge: skip
 // (nothing to follow) or the forge key its pull request is asked under.
 type forgeKey struct {
-	commit      plumbing.Hash
+	commit      gitrepo.OID
 	key, remote string
 	skip        bool
 }

@@ -37,8 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -148,7 +147,7 @@ type fieldCache struct {
 // the commit of the record they were read from.
 type mergeFields struct {
 	ID, Slug, TargetBranch, Parent string
-	Commit                         plumbing.Hash
+	Commit                         gitrepo.OID
 }
 
 func (c *fieldCache) take() map[string]mergeFields {

@@ -2,6 +2,7 @@
 package testrepo
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,4 +49,24 @@ func GitErr(dir string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
+}
+
+// PackRefs creates n task refs and n slug refs in the repository at dir,
+// all naming HEAD, and packs them, as git gc leaves a repository of n
+// tasks.
+func PackRefs(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	head := strings.TrimSpace(Git(tb, dir, "rev-parse", "HEAD"))
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, "create refs/lazy/tasks/%016x %s\n", i*7919, head)
+		fmt.Fprintf(&in, "create refs/lazy/slugs/seeded-task-%d %s\n", i, head)
+	}
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("update-ref: %v\n%s", err, out)
+	}
+	Git(tb, dir, "pack-refs", "--all")
 }

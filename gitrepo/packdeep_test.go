@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -251,7 +251,7 @@ func BenchmarkDeepDeltaChain(b *testing.B) {
 			var lazyTime, gitTime time.Duration
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				o := newObjects(filepath.Join(c.dir, ".git"))
+				o := NewObjects(filepath.Join(c.dir, ".git"))
 				for _, k := range bc.order {
 					obj, err := o.lookup(plumbing.BlobObject, c.versions[k], int64(c.size))
 					if err != nil || obj.Size() != int64(c.size) {

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func gitLoose(t *testing.T, dir string, typ plumbing.ObjectType, content []byte)
 // size, and an object over the limit is refused after its header alone.
 func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
 	dir := testrepo.New(t)
-	o := newObjects(filepath.Join(dir, ".git"))
+	o := NewObjects(filepath.Join(dir, ".git"))
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i, c := range randomBlobs(rng, 40) {
 		c = bytes.Repeat(c, 1+i*40) // up to ~500 KB
@@ -66,11 +66,11 @@ func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
 	}
 	// A commit and a tree as git writes them, through lazy's decoders.
 	head := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
-	c, err := o.readCommit(plumbing.NewHash(head))
+	c, err := o.ReadCommit(oidOf(plumbing.NewHash(head)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.readTree(c.TreeHash); err != nil {
+	if _, err := o.ReadTree(c.TreeHash); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -81,7 +81,7 @@ func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
 // fails too, and the damage is what it reports.
 func TestCorruptLooseObjectsFailCleanly(t *testing.T) {
 	dir := testrepo.New(t)
-	o := newObjects(filepath.Join(dir, ".git"))
+	o := NewObjects(filepath.Join(dir, ".git"))
 	content := bytes.Repeat([]byte("lazy keeps its records in git\n"), 50)
 	h := gitLoose(t, dir, plumbing.BlobObject, content)
 	path := looseFile(dir, h)

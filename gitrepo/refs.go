@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -14,12 +14,30 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/lazyorch/lazy/gitrepo"
 )
 
-// ErrStale is returned by CompareAndSwap when the ref no longer holds the
-// expected value: another writer (lazy or git) got there first.
-var ErrStale = gitrepo.ErrStale
+// Refs reads and writes the refs of a repository with the files backend
+// (loose ref files and packed-refs) itself, following git's lock-file
+// protocol, so lazy processes and the git CLI never lose each other's
+// updates.
+type Refs struct {
+	dir    string // the common git directory
+	packed *packedRefs
+}
+
+// NewRefs is the ref store of the repository whose common git directory
+// is commonDir. Copies of one *Refs share its packed-refs map.
+func NewRefs(commonDir string) *Refs {
+	return &Refs{dir: commonDir, packed: &packedRefs{}}
+}
+
+// StampPaths are the files whose identity, size and time change when a
+// ref directly under prefix (which ends in "/") is written: packed-refs,
+// and prefix's directory, into which git and lazy rename each loose
+// ref's lock file.
+func (r *Refs) StampPaths(prefix string) []string {
+	return []string{filepath.Join(r.dir, "packed-refs"), filepath.Join(r.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))}
+}
 
 // ErrLocked is returned when another process held the ref's .lock file for
 // longer than the lock timeout.
@@ -34,7 +52,15 @@ const refLockTimeout = 100 * time.Millisecond
 // packed-refs second, the same order git uses so that a concurrent
 // `git pack-refs` (which writes packed-refs before pruning the loose file)
 // can never make a ref look absent.
-func (r *Repo) ReadRef(name string) (plumbing.Hash, bool, error) {
+func (r *Refs) ReadRef(name string) (OID, bool, error) {
+	h, ok, err := r.readRef(name)
+	if !ok {
+		return OID{}, ok, err
+	}
+	return oidOf(h), ok, err
+}
+
+func (r *Refs) readRef(name string) (plumbing.Hash, bool, error) {
 	h, ok, err := r.readLoose(name)
 	if err != nil || ok {
 		return h, ok, err
@@ -69,8 +95,8 @@ func packedLookup(b []byte, name string) (plumbing.Hash, bool) {
 	return plumbing.ZeroHash, false
 }
 
-func (r *Repo) readLoose(name string) (plumbing.Hash, bool, error) {
-	b, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
+func (r *Refs) readLoose(name string) (plumbing.Hash, bool, error) {
+	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isDirErr(err) {
 		return plumbing.ZeroHash, false, nil
 	}
@@ -92,27 +118,27 @@ func isDirErr(err error) bool {
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "is a directory")
 }
 
-// refEntry is one ref and the object it names.
-type refEntry struct {
-	name string
-	hash plumbing.Hash
+// RefEntry is one ref and the object it names.
+type RefEntry struct {
+	Name string
+	Hash OID
 }
 
 // ListRefs returns every ref under prefix (which must end in "/"), loose
 // values overriding packed ones exactly as git resolves them.
-func (r *Repo) ListRefs(prefix string) (map[string]plumbing.Hash, error) {
-	refs, err := r.listRefs(prefix)
+func (r *Refs) ListRefs(prefix string) (map[string]OID, error) {
+	refs, err := r.SortedRefs(prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]plumbing.Hash, len(refs))
+	out := make(map[string]OID, len(refs))
 	for _, e := range refs {
-		out[e.name] = e.hash
+		out[e.Name] = e.Hash
 	}
 	return out, nil
 }
 
-// listRefs returns every ref under prefix (which must end in "/") sorted
+// SortedRefs returns every ref under prefix (which must end in "/") sorted
 // by name, loose values overriding packed ones.
 //
 // The loose files are read before packed-refs, the order git's own
@@ -121,16 +147,16 @@ func (r *Repo) ListRefs(prefix string) (map[string]plumbing.Hash, error) {
 // by the time it is looked for is in the packed-refs read afterwards.
 // Read the other way round, a concurrent pack-refs could hide a ref from
 // both.
-func (r *Repo) listRefs(prefix string) ([]refEntry, error) {
+func (r *Refs) SortedRefs(prefix string) ([]RefEntry, error) {
 	loose, err := r.looseRefs(prefix)
 	if err != nil {
 		return nil, err
 	}
-	m, sorted, err := r.packedRefs().current(filepath.Join(r.CommonDir, "packed-refs"))
+	m, sorted, err := r.packedRefs().current(filepath.Join(r.dir, "packed-refs"))
 	if err != nil {
 		return nil, err
 	}
-	var packed []refEntry
+	var packed []RefEntry
 	if m != nil {
 		packed = packedRange(m.data, prefix, sorted)
 		runtime.KeepAlive(m) // packedRange copied what it returns
@@ -139,14 +165,14 @@ func (r *Repo) listRefs(prefix string) ([]refEntry, error) {
 		return packed, nil
 	}
 	// Both are sorted: merge them, a loose ref replacing a packed one.
-	out := make([]refEntry, 0, len(packed)+len(loose))
+	out := make([]RefEntry, 0, len(packed)+len(loose))
 	i, j := 0, 0
 	for i < len(packed) || j < len(loose) {
 		switch {
-		case j == len(loose) || (i < len(packed) && packed[i].name < loose[j].name):
+		case j == len(loose) || (i < len(packed) && packed[i].Name < loose[j].Name):
 			out = append(out, packed[i])
 			i++
-		case i == len(packed) || loose[j].name < packed[i].name:
+		case i == len(packed) || loose[j].Name < packed[i].Name:
 			out = append(out, loose[j])
 			j++
 		default:
@@ -159,9 +185,9 @@ func (r *Repo) listRefs(prefix string) ([]refEntry, error) {
 }
 
 // looseRefs reads the loose refs under prefix, sorted by name.
-func (r *Repo) looseRefs(prefix string) ([]refEntry, error) {
-	var out []refEntry
-	root := filepath.Join(r.CommonDir, filepath.FromSlash(prefix))
+func (r *Refs) looseRefs(prefix string) ([]RefEntry, error) {
+	var out []RefEntry
+	root := filepath.Join(r.dir, filepath.FromSlash(prefix))
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -172,7 +198,7 @@ func (r *Repo) looseRefs(prefix string) ([]refEntry, error) {
 		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
 			return nil
 		}
-		rel, err := filepath.Rel(r.CommonDir, path)
+		rel, err := filepath.Rel(r.dir, path)
 		if err != nil {
 			return err
 		}
@@ -182,7 +208,7 @@ func (r *Repo) looseRefs(prefix string) ([]refEntry, error) {
 			return err
 		}
 		if ok {
-			out = append(out, refEntry{name, h})
+			out = append(out, RefEntry{name, oidOf(h)})
 		}
 		return nil
 	})
@@ -191,7 +217,7 @@ func (r *Repo) looseRefs(prefix string) ([]refEntry, error) {
 	}
 	// WalkDir orders each directory's entries, which is not the order of
 	// the full names ("a/b" is walked before "a-b").
-	slices.SortFunc(out, func(a, b refEntry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -201,7 +227,7 @@ func (r *Repo) looseRefs(prefix string) ([]refEntry, error) {
 // "sorted" trait, the refs under prefix are one run of lines, found by
 // bisection as git finds it: listing 10,000 tasks reads neither the slug
 // refs nor anything else, and cuts every name from one copy of the run.
-func packedRange(b []byte, prefix string, sorted bool) []refEntry {
+func packedRange(b []byte, prefix string, sorted bool) []RefEntry {
 	lo, hi := 0, len(b)
 	if sorted {
 		if at, ok := packedLowerBound(b, prefix); ok {
@@ -212,7 +238,7 @@ func packedRange(b []byte, prefix string, sorted bool) []refEntry {
 	}
 	run := b[lo:hi]
 	text := string(run) // the names are cut from this one copy
-	out := make([]refEntry, 0, bytes.Count(run, []byte{'\n'})+1)
+	out := make([]RefEntry, 0, bytes.Count(run, []byte{'\n'})+1)
 	for i := 0; i < len(run); {
 		end := i + bytes.IndexByte(run[i:], '\n') + 1
 		if end == i { // the last line, without a newline
@@ -232,15 +258,15 @@ func packedRange(b []byte, prefix string, sorted bool) []refEntry {
 		if _, err := hex.Decode(h[:], line[:40]); err != nil {
 			continue // as plumbing.IsHash refuses it
 		}
-		out = append(out, refEntry{name: text[at+41 : at+41+len(name)], hash: h})
+		out = append(out, RefEntry{Name: text[at+41 : at+41+len(name)], Hash: oidOf(h)})
 	}
 	if !sorted {
-		slices.SortStableFunc(out, func(a, b refEntry) int { return strings.Compare(a.name, b.name) })
+		slices.SortStableFunc(out, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) })
 	}
 	// Keep the last of each run of one name.
 	k := 0
 	for i := range out {
-		if k > 0 && out[k-1].name == out[i].name {
+		if k > 0 && out[k-1].Name == out[i].Name {
 			out[k-1] = out[i]
 			continue
 		}
@@ -250,8 +276,8 @@ func packedRange(b []byte, prefix string, sorted bool) []refEntry {
 	return out[:k]
 }
 
-// hexVal is the value of hex digit c, of either case.
-func hexVal(c byte) (byte, bool) {
+// HexVal is the value of hex digit c, of either case.
+func HexVal(c byte) (byte, bool) {
 	switch {
 	case c >= '0' && c <= '9':
 		return c - '0', true
@@ -335,7 +361,7 @@ func packedRunEnd(b []byte, at int, prefix string) int {
 // other lazy processes): take <ref>.lock with O_EXCL, verify the current
 // value under the lock, write the new value into the lock file and rename
 // it over the ref. A zero old means "the ref must not exist yet".
-func (r *Repo) CompareAndSwap(name string, old, new plumbing.Hash) error {
+func (r *Refs) CompareAndSwap(name string, old, new OID) error {
 	return r.CompareAndSwapVerified(name, old, new, nil)
 }
 
@@ -343,8 +369,8 @@ func (r *Repo) CompareAndSwap(name string, old, new plumbing.Hash) error {
 // lock, after the old value is checked and before the ref moves: lazy
 // passes a check that every object the new value needs exists, so a
 // concurrent git gc cannot leave the ref naming a missing object.
-func (r *Repo) CompareAndSwapVerified(name string, old, new plumbing.Hash, verify func() error) error {
-	path := filepath.Join(r.CommonDir, filepath.FromSlash(name))
+func (r *Refs) CompareAndSwapVerified(name string, old, new OID, verify func() error) error {
+	path := filepath.Join(r.dir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
@@ -426,21 +452,14 @@ func acquireLockFile(lock string) (*os.File, error) {
 	}
 }
 
-// countLooseRefs counts loose ref files under prefix without reading them.
-func (r *Repo) countLooseRefs(prefix string) int {
+// CountLooseRefs counts loose ref files under prefix without reading them.
+func (r *Refs) CountLooseRefs(prefix string) int {
 	n := 0
-	_ = filepath.WalkDir(filepath.Join(r.CommonDir, filepath.FromSlash(prefix)), func(_ string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(filepath.Join(r.dir, filepath.FromSlash(prefix)), func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			n++
 		}
 		return nil
 	})
 	return n
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

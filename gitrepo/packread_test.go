@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // loose copies and returns the blobs' names.
 func packBlobs(t testing.TB, dir string, contents [][]byte, args ...string) []plumbing.Hash {
 	t.Helper()
-	o := newObjects(filepath.Join(dir, ".git"))
+	o := NewObjects(filepath.Join(dir, ".git"))
 	var list strings.Builder
 	hs := make([]plumbing.Hash, len(contents))
 	for i, c := range contents {
@@ -107,9 +107,9 @@ func checkAll(t *testing.T, dir string, p *pack, hs []plumbing.Hash, contents []
 			}
 		}
 	}
-	o := newObjects(filepath.Join(dir, ".git"))
+	o := NewObjects(filepath.Join(dir, ".git"))
 	for i, h := range hs {
-		b, err := o.readBlob(h, "task.json")
+		b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20)
 		if err != nil || !bytes.Equal(b, contents[i]) {
 			t.Fatalf("readBlob %s: %v", h, err)
 		}
@@ -285,12 +285,12 @@ func TestPackReadChecksSizeFirst(t *testing.T) {
 	if !sawDelta || !sawWhole {
 		t.Fatalf("no delta (%v) or no whole object (%v)", sawDelta, sawWhole)
 	}
-	o := newObjects(filepath.Join(dir, ".git"))
-	if _, err := o.readBlob(hs[len(hs)-1], "slug"); !errors.Is(err, ErrOversize) {
+	o := NewObjects(filepath.Join(dir, ".git"))
+	if _, err := o.ReadBlob(oidOf(hs[len(hs)-1]), "slug", 1<<10); !errors.Is(err, ErrOversize) {
 		t.Fatalf("oversize blob read: %v", err)
 	}
 	// The wrong type reads as missing, as go-git reports it.
-	if _, err := o.readTree(hs[0]); !errors.Is(err, ErrMissingObject) {
+	if _, err := o.ReadTree(oidOf(hs[0])); !errors.Is(err, ErrMissing) {
 		t.Fatalf("blob read as a tree: %v", err)
 	}
 }
@@ -301,9 +301,7 @@ func TestPackReadAfterConcurrentRepack(t *testing.T) {
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(13, 14)), 100)
 	hs := packBlobs(t, dir, contents)
-	s, _ := Discover(dir)
-	st := Open(s)
-	o := st.objs
+	o := NewObjects(filepath.Join(dir, ".git"))
 	o.packSet() // listed, not yet opened
 	// Make the blobs reachable so repack keeps them, then repack into a
 	// new pack and delete the old one.
@@ -320,26 +318,26 @@ func TestPackReadAfterConcurrentRepack(t *testing.T) {
 		t.Fatalf("repack did not replace the pack: %v -> %v", before, after)
 	}
 	for i, h := range hs {
-		if b, err := o.readBlob(h, "task.json"); err != nil || !bytes.Equal(b, contents[i]) {
+		if b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil || !bytes.Equal(b, contents[i]) {
 			t.Fatalf("readBlob %s after repack: %v", h, err)
 		}
 	}
 	// A set opened before the repack keeps reading the deleted pack.
-	o.refresh()
+	o.Refresh()
 	o.packSet().packs[0].open()
 	testrepo.Git(t, dir, "repack", "-adf", "-q")
 	for i, h := range hs {
-		if b, err := o.readBlob(h, "task.json"); err != nil || !bytes.Equal(b, contents[i]) {
+		if b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil || !bytes.Equal(b, contents[i]) {
 			t.Fatalf("readBlob %s from a deleted pack: %v", h, err)
 		}
 	}
 	// Objects packed after the scan are found too.
 	more := randomBlobs(rand.New(rand.NewPCG(15, 16)), 20)
-	o.refresh()
+	o.Refresh()
 	o.packSet()
 	hs2 := packBlobs(t, dir, more)
 	for i, h := range hs2 {
-		if b, err := o.readBlob(h, "task.json"); err != nil || !bytes.Equal(b, more[i]) {
+		if b, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil || !bytes.Equal(b, more[i]) {
 			t.Fatalf("readBlob %s from a pack newer than the scan: %v", h, err)
 		}
 	}
@@ -476,16 +474,24 @@ func TestPackReadCorruptPacks(t *testing.T) {
 // scanned again once the pack directory changed, so a long-lived reader
 // does not hand every object of the new pack to git.
 func TestFreshPackSetSeesANewPack(t *testing.T) {
-	s, dir := open(t)
-	mustCreate(t, s, "one")
+	dir := testrepo.New(t)
+	o := NewObjects(filepath.Join(dir, ".git"))
+	keep := func(content string) {
+		h, err := o.write(plumbing.BlobObject, []byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, dir, "", "update-ref", "refs/keep/"+content, h.String())
+	}
+	keep("one")
 	gitIn(t, dir, "", "repack", "-a", "-d", "-q")
-	before := s.objs.packSet()
-	if got := s.objs.freshPackSet(); got != before {
+	before := o.packSet()
+	if got := o.freshPackSet(); got != before {
 		t.Fatal("rescanned an unchanged pack directory")
 	}
-	mustCreate(t, s, "two")
+	keep("two")
 	gitIn(t, dir, "", "repack", "-a", "-d", "-q")
-	after := s.objs.freshPackSet()
+	after := o.freshPackSet()
 	if after == before || len(after.packs) != 1 {
 		t.Fatalf("after a repack: same set %v, %d packs", after == before, len(after.packs))
 	}

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -48,8 +48,8 @@ func benchPackedRead(b *testing.B, n int) {
 	common := filepath.Join(dir, ".git")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		o := newObjects(common)
-		if _, err := o.readBlob(h, "task.json"); err != nil {
+		o := NewObjects(common)
+		if _, err := o.ReadBlob(oidOf(h), "task.json", 1<<20); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -74,42 +74,20 @@ func benchGoGitRead(b *testing.B, n int) {
 func BenchmarkGoGitRead10k(b *testing.B)  { benchGoGitRead(b, 10000) }
 func BenchmarkGoGitRead100k(b *testing.B) { benchGoGitRead(b, 100000) }
 
-// packRefs creates n task refs and n slug refs and packs them, as git gc
-// leaves a repository of n tasks.
-func packRefs(tb testing.TB, dir string, n int) {
-	tb.Helper()
-	head := testrepo.Git(tb, dir, "rev-parse", "HEAD")
-	var in strings.Builder
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&in, "create %s%016x %s\n", TasksPrefix, i*7919, head)
-		fmt.Fprintf(&in, "create %sseeded-task-%d %s\n", SlugsPrefix, i, head)
-	}
-	cmd := exec.Command("git", "update-ref", "--stdin")
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(in.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("update-ref: %v\n%s", err, out)
-	}
-	testrepo.Git(tb, dir, "pack-refs", "--all")
-}
-
 // benchReadRef looks a ref up in a new Repo each time (a new process)
 // or in one Repo (a process's second lookup).
 func benchReadRef(b *testing.B, n int, name string, fresh bool) {
 	dir := testrepo.New(b)
 	if n > 0 {
-		packRefs(b, dir, n)
+		testrepo.PackRefs(b, dir, n)
 	}
-	repo, err := Discover(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	want := strings.HasPrefix(name, TasksPrefix+"0")
+	repo := NewRefs(filepath.Join(dir, ".git"))
+	want := strings.HasPrefix(name, "refs/lazy/tasks/"+"0")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r := repo
 		if fresh {
-			r = &Repo{CommonDir: repo.CommonDir, packed: &packedRefs{}}
+			r = NewRefs(repo.dir)
 		}
 		_, ok, err := r.ReadRef(name)
 		if err != nil || (ok != want && n > 0) {
@@ -119,8 +97,8 @@ func benchReadRef(b *testing.B, n int, name string, fresh bool) {
 }
 
 var (
-	hitRef  = TasksPrefix + fmt.Sprintf("%016x", 5000*7919)
-	missRef = TasksPrefix + "ffffffffffff0000"
+	hitRef  = "refs/lazy/tasks/" + fmt.Sprintf("%016x", 5000*7919)
+	missRef = "refs/lazy/tasks/" + "ffffffffffff0000"
 )
 
 func BenchmarkReadRefHitEmpty(b *testing.B)        { benchReadRef(b, 0, hitRef, true) }
@@ -130,25 +108,3 @@ func BenchmarkReadRefMiss10k(b *testing.B)         { benchReadRef(b, 10000, miss
 func BenchmarkReadRefMiss10kCached(b *testing.B)   { benchReadRef(b, 10000, missRef, false) }
 func BenchmarkReadRefHit10kCached(b *testing.B)    { benchReadRef(b, 10000, hitRef, false) }
 func BenchmarkReadRefMissEmptyCached(b *testing.B) { benchReadRef(b, 0, missRef, false) }
-
-// benchCreate creates tasks, each through a new Store (a new process),
-// beside n packed tasks.
-func benchCreate(b *testing.B, n int) {
-	dir := testrepo.New(b)
-	if n > 0 {
-		packRefs(b, dir, n)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		repo, err := Discover(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := Open(repo).Create(CreateSpec{Title: fmt.Sprintf("bench task %d", i), Actor: "human"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkCreateFreshEmpty(b *testing.B)     { benchCreate(b, 0) }
-func BenchmarkCreateFresh10kPacked(b *testing.B) { benchCreate(b, 10000) }

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"fmt"
@@ -119,7 +119,7 @@ func TestPackedSortedTrait(t *testing.T) {
 // A file without the sorted trait is scanned, whatever its order.
 func TestReadRefUnsortedPackedRefs(t *testing.T) {
 	dir := t.TempDir()
-	repo := &Repo{CommonDir: dir, packed: &packedRefs{}}
+	repo := NewRefs(dir)
 	names := prefixNames(rand.New(rand.NewPCG(3, 4)), 200)
 	b, want := packedFile(names, false, "# pack-refs with: peeled fully-peeled \n")
 	if err := os.WriteFile(filepath.Join(dir, "packed-refs"), b, 0o644); err != nil {
@@ -141,10 +141,7 @@ func TestReadRefUnsortedPackedRefs(t *testing.T) {
 // same second still changes the inode.
 func TestReadRefFollowsRewrittenPackedRefs(t *testing.T) {
 	dir := testrepo.New(t)
-	repo, err := Discover(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := NewRefs(filepath.Join(dir, ".git"))
 	head := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
 	testrepo.Git(t, dir, "update-ref", "refs/lazy/tasks/a", head)
 	testrepo.Git(t, dir, "pack-refs", "--all")
@@ -218,14 +215,14 @@ func naivePacked(b []byte, prefix string) map[string]plumbing.Hash {
 	return out
 }
 
-func sameRefs(t *testing.T, got []refEntry, want map[string]plumbing.Hash) {
+func sameRefs(t *testing.T, got []RefEntry, want map[string]plumbing.Hash) {
 	t.Helper()
-	if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b refEntry) int { return strings.Compare(a.name, b.name) }) {
-		t.Fatalf("got %d refs (sorted: %v), want %d", len(got), slices.IsSortedFunc(got, func(a, b refEntry) int { return strings.Compare(a.name, b.name) }), len(want))
+	if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatalf("got %d refs (sorted: %v), want %d", len(got), slices.IsSortedFunc(got, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) }), len(want))
 	}
 	for _, e := range got {
-		if h, ok := want[e.name]; !ok || h != e.hash {
-			t.Fatalf("%s = %s, want %s (%v)", e.name, e.hash, h, ok)
+		if h, ok := want[e.Name]; !ok || oidOf(h) != e.Hash {
+			t.Fatalf("%s = %s, want %s (%v)", e.Name, e.Hash, h, ok)
 		}
 	}
 }
@@ -254,7 +251,7 @@ func TestPackedRangeSorted(t *testing.T) {
 			if crlf {
 				content = strings.ReplaceAll(content, "\n", "\r\n")
 			}
-			for _, prefix := range []string{TasksPrefix, "refs/lazy/", "refs/", "refs/zzz/", "refs/a/"} {
+			for _, prefix := range []string{"refs/lazy/tasks/", "refs/lazy/", "refs/", "refs/zzz/", "refs/a/"} {
 				got := packedRange([]byte(content), prefix, true)
 				sameRefs(t, got, naivePacked([]byte(content), prefix))
 			}
@@ -280,7 +277,8 @@ func FuzzPackedRange(f *testing.F) {
 // ReadRef then reads it line by line as ListRefs does, so it never calls
 // absent a ref the listing shows (a create could shadow it).
 func TestReadRefAgreesWithListRefsOnADamagedSortedFile(t *testing.T) {
-	s, dir := open(t)
+	dir := testrepo.New(t)
+	refs := NewRefs(filepath.Join(dir, ".git"))
 	h := strings.Repeat("1", 40)
 	var b strings.Builder
 	b.WriteString("# pack-refs with: peeled fully-peeled sorted \n")
@@ -288,12 +286,12 @@ func TestReadRefAgreesWithListRefsOnADamagedSortedFile(t *testing.T) {
 		if i == 20 {
 			b.WriteString("this line is not a record\n")
 		}
-		fmt.Fprintf(&b, "%s %s%016x\n", h, TasksPrefix, i)
+		fmt.Fprintf(&b, "%s %s%016x\n", h, "refs/lazy/tasks/", i)
 	}
 	if err := os.WriteFile(filepath.Join(dir, ".git", "packed-refs"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	listed, err := s.repo.ListRefs(TasksPrefix)
+	listed, err := refs.ListRefs("refs/lazy/tasks/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +299,38 @@ func TestReadRefAgreesWithListRefsOnADamagedSortedFile(t *testing.T) {
 		t.Fatal("ListRefs read no ref")
 	}
 	for name := range listed {
-		if got, ok, err := s.repo.ReadRef(name); err != nil || !ok || got.String() != h {
+		if got, ok, err := refs.ReadRef(name); err != nil || !ok || got.String() != h {
 			t.Errorf("ReadRef(%s) = %s, %v, %v; ListRefs shows it", name, got, ok, err)
+		}
+	}
+}
+
+func TestPackedLookup(t *testing.T) {
+	h1 := strings.Repeat("1", 40)
+	h2 := strings.Repeat("2", 40)
+	h3 := strings.Repeat("3", 40)
+	b := []byte("# pack-refs with: peeled fully-peeled sorted \n" +
+		h1 + " refs/lazy/tasks/abcd\n" +
+		h2 + " refs/lazy/tasks/abc\n" +
+		"^" + h1 + "\n" +
+		h3 + " refs/lazy/tasks/zz") // no final newline
+	cases := map[string]string{
+		"refs/lazy/tasks/abcd": h1,
+		"refs/lazy/tasks/abc":  h2,
+		"refs/lazy/tasks/zz":   h3,
+		"refs/lazy/tasks/ab":   "",
+		"lazy/tasks/abc":       "",
+	}
+	for name, want := range cases {
+		h, ok := packedLookup(b, name)
+		if want == "" {
+			if ok {
+				t.Errorf("%s found as %s", name, h)
+			}
+			continue
+		}
+		if !ok || h.String() != want {
+			t.Errorf("%s = %s, %v; want %s", name, h, ok, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -13,33 +13,33 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
-// commit is what lazy reads of a git commit. go-git's object.Commit
+// ParsedCommit is what lazy reads of a git commit. go-git's object.Commit
 // would do, but its package links OpenPGP and its ciphers into every lazy
 // process (240 packages, a fifth of the package inits lazy runs at start)
 // for signatures lazy never checks.
-type commit struct {
-	TreeHash     plumbing.Hash
-	ParentHashes []plumbing.Hash
-	Committer    signature
+type ParsedCommit struct {
+	TreeHash     OID
+	ParentHashes []OID
+	Committer    Signature
 	// Message is everything after the headers' blank line, as stored.
 	Message string
 }
 
-// signature is the part of an author or committer line lazy reads.
-type signature struct {
+// Signature is the part of an author or committer line lazy reads.
+type Signature struct {
 	When time.Time
 }
 
-// tree is a decoded git tree.
-type tree struct {
-	Entries []treeItem
+// ParsedTree is a decoded git tree.
+type ParsedTree struct {
+	Entries []TreeItem
 }
 
-// treeItem is one entry of a decoded tree.
-type treeItem struct {
+// TreeItem is one entry of a decoded tree.
+type TreeItem struct {
 	Name string
 	Mode filemode.FileMode
-	Hash plumbing.Hash
+	Hash OID
 }
 
 var errBadObject = errors.New("malformed object")
@@ -61,7 +61,7 @@ func content(obj plumbing.EncodedObject, typ plumbing.ObjectType) ([]byte, error
 // decodeCommit parses a commit object: the tree and parent headers, the
 // committer's time, and the message. Other headers (author, gpgsig,
 // mergetag, encoding) are skipped, continuation lines included.
-func decodeCommit(obj plumbing.EncodedObject) (*commit, error) {
+func decodeCommit(obj plumbing.EncodedObject) (*ParsedCommit, error) {
 	b, err := content(obj, plumbing.CommitObject)
 	if err != nil {
 		return nil, err
@@ -69,8 +69,8 @@ func decodeCommit(obj plumbing.EncodedObject) (*commit, error) {
 	return parseCommit(b)
 }
 
-func parseCommit(b []byte) (*commit, error) {
-	c := &commit{}
+func parseCommit(b []byte) (*ParsedCommit, error) {
+	c := &ParsedCommit{}
 	for len(b) > 0 {
 		line, rest, found := bytes.Cut(b, []byte{'\n'})
 		if !found {
@@ -106,13 +106,17 @@ func parseCommit(b []byte) (*commit, error) {
 	return c, nil
 }
 
-func parseHash(b []byte) (plumbing.Hash, bool) {
+// parseHash reads a SHA-1 id in hex, the only kind the in-process reader
+// reads.
+func parseHash(b []byte) (OID, bool) {
 	var h plumbing.Hash
 	if len(b) != hex.EncodedLen(len(h)) {
-		return h, false
+		return OID{}, false
 	}
-	_, err := hex.Decode(h[:], b)
-	return h, err == nil
+	if _, err := hex.Decode(h[:], b); err != nil {
+		return OID{}, false
+	}
+	return oidOf(h), true
 }
 
 // signatureTime reads the instant of "Name <email> 1700000000 +0100":
@@ -137,7 +141,7 @@ func signatureTime(val []byte) time.Time {
 
 // decodeTree parses a tree object's "<octal mode> <name>\0<20-byte id>"
 // entries.
-func decodeTree(obj plumbing.EncodedObject) (*tree, error) {
+func decodeTree(obj plumbing.EncodedObject) (*ParsedTree, error) {
 	b, err := content(obj, plumbing.TreeObject)
 	if err != nil {
 		return nil, err
@@ -145,8 +149,8 @@ func decodeTree(obj plumbing.EncodedObject) (*tree, error) {
 	return parseTree(b)
 }
 
-func parseTree(b []byte) (*tree, error) {
-	t := &tree{}
+func parseTree(b []byte) (*ParsedTree, error) {
+	t := &ParsedTree{}
 	for len(b) > 0 {
 		sp := bytes.IndexByte(b, ' ')
 		if sp <= 0 {
@@ -167,9 +171,9 @@ func parseTree(b []byte) (*tree, error) {
 		if len(b) < len(h) {
 			return nil, fmt.Errorf("tree entry %q cut short: %w", name, errBadObject)
 		}
-		copy(h[:], b)
+		id, _ := FromBytes(b[:len(h)])
 		b = b[len(h):]
-		t.Entries = append(t.Entries, treeItem{Name: name, Mode: filemode.FileMode(mode), Hash: h})
+		t.Entries = append(t.Entries, TreeItem{Name: name, Mode: filemode.FileMode(mode), Hash: id})
 	}
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ var errCorruptLoose = errors.New("loose object is corrupt")
 // its size and no content, and the content must be exactly as long as
 // the header says. A missing file, or one of another type, reads as
 // plumbing.ErrObjectNotFound.
-func (o *objects) readLoose(typ plumbing.ObjectType, h plumbing.Hash, limit int64) (plumbing.EncodedObject, error) {
+func (o *Objects) readLoose(typ plumbing.ObjectType, h plumbing.Hash, limit int64) (plumbing.EncodedObject, error) {
 	name := h.String()
 	f, err := os.Open(filepath.Join(o.dir, name[:2], name[2:]))
 	if err != nil {

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -22,14 +22,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/klauspost/compress/zlib"
 
-	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/gitcli"
 )
 
-// objects writes loose objects directly (the format is tiny and this skips
+// Objects is the in-process object database of a repository. It
+// writes loose objects directly (the format is tiny and this skips
 // work for objects that already exist) and reads them, and packed ones,
 // itself; git reads what it does not (see read).
-type objects struct {
+type Objects struct {
 	dir string // <common>/objects
 
 	mu    sync.Mutex
@@ -37,14 +37,14 @@ type objects struct {
 
 	// parent, when set, is the objects this journaling view reads
 	// through; journal records what the view wrote.
-	parent  *objects
-	journal *journal
+	parent  *Objects
+	journal *Journal
 }
 
-// journal remembers the objects one operation wrote, so that they can be
+// Journal remembers the objects one operation wrote, so that they can be
 // written again if a concurrent gc pruned them before a ref protected
 // them.
-type journal struct {
+type Journal struct {
 	mu   sync.Mutex
 	objs []journalEntry
 }
@@ -55,14 +55,14 @@ type journalEntry struct {
 	hash    plumbing.Hash
 }
 
-// journaled returns a view of o that records every object it writes.
-func (o *objects) journaled() (*objects, *journal) {
-	j := &journal{}
-	return &objects{dir: o.dir, parent: o, journal: j}, j
+// Journaled returns a view of o that records every object it writes.
+func (o *Objects) Journaled() (*Objects, *Journal) {
+	j := &Journal{}
+	return &Objects{dir: o.dir, parent: o, journal: j}, j
 }
 
-// replay writes again every journaled object that is missing.
-func (o *objects) replay(j *journal) error {
+// Replay writes again every journaled object that is missing.
+func (o *Objects) Replay(j *Journal) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, e := range j.objs {
@@ -73,20 +73,27 @@ func (o *objects) replay(j *journal) error {
 	return nil
 }
 
-func newObjects(commonDir string) *objects {
-	return &objects{dir: filepath.Join(commonDir, "objects")}
+// NewObjects is the object database of the repository whose common git
+// directory is commonDir.
+func NewObjects(commonDir string) *Objects {
+	return &Objects{dir: filepath.Join(commonDir, "objects")}
 }
 
-// refresh drops the list of packs, which is read once: after a git fetch
+// Refresh drops the list of packs, which is read once: after a git fetch
 // (or gc) brought new packs, a fresh one sees them.
-func (o *objects) refresh() {
+func (o *Objects) Refresh() {
 	if o.parent != nil {
-		o.parent.refresh()
+		o.parent.Refresh()
 		return
 	}
 	o.mu.Lock()
 	o.packs = nil
 	o.mu.Unlock()
+}
+
+// HashObject computes the SHA-1 name of content as an object of type typ.
+func HashObject(typ Type, content []byte) OID {
+	return oidOf(hashObject(plumbingType(typ), content))
 }
 
 // hashObject computes the git object name of content of the given type.
@@ -106,9 +113,19 @@ var zlibPool = sync.Pool{New: func() any {
 	return w
 }}
 
-// write stores content as a loose object unless it already exists loose.
-// A duplicate in a pack is harmless: git prefers either copy.
-func (o *objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+// Write stores content as a loose object of type typ unless it already
+// exists loose. A duplicate in a pack is harmless: git prefers either
+// copy.
+func (o *Objects) Write(typ Type, content []byte) (OID, error) {
+	pt := plumbingType(typ)
+	if pt == plumbing.InvalidObject {
+		return OID{}, fmt.Errorf("cannot write an object of type %q", typ)
+	}
+	h, err := o.write(pt, content)
+	return oidOf(h), err
+}
+
+func (o *Objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
 	h := hashObject(typ, content)
 	if o.journal != nil {
 		o.journal.mu.Lock()
@@ -196,17 +213,13 @@ func randSuffix() string {
 	return hexpkg.EncodeToString(b[:])
 }
 
-// ErrMissingObject means a ref or tree names an object the repository does
-// not have (a damaged or partially fetched repository).
-var ErrMissingObject = gitrepo.ErrMissing
-
 // read returns the object h of type typ after checking from its header
 // that it is at most limit bytes; content over the limit is never read
 // (a loose object's is read only when the caller asks for it).
-func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
+func (o *Objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
 	obj, err := o.lookup(typ, h, limit)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		o.refresh()
+		o.Refresh()
 		obj, err = o.lookup(typ, h, limit)
 	}
 	if err != nil && !errors.Is(err, ErrOversize) {
@@ -222,13 +235,13 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 		}
 	}
 	if err != nil {
-		if errors.Is(err, ErrMissingObject) || errors.Is(err, ErrOversize) {
+		if errors.Is(err, ErrMissing) || errors.Is(err, ErrOversize) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
 	if obj.Size() > limit {
-		return nil, oversize(what, h, obj.Size(), limit)
+		return nil, Oversize(what, oidOf(h), obj.Size(), limit)
 	}
 	return obj, nil
 }
@@ -243,7 +256,7 @@ func (o *objects) read(typ plumbing.ObjectType, h plumbing.Hash, what string, li
 // pack stays readable to it; lazy opens them lazily), or after
 // settleTimeout. An oversize object is not retried: its size will not
 // change.
-func retry[T any](o *objects, f func() (T, error)) (T, error) {
+func retry[T any](o *Objects, f func() (T, error)) (T, error) {
 	v, err := f()
 	if err == nil || errors.Is(err, ErrOversize) {
 		return v, err
@@ -251,7 +264,7 @@ func retry[T any](o *objects, f func() (T, error)) (T, error) {
 	deadline := time.Now().Add(settleTimeout)
 	for try := 1; ; try++ {
 		before, settled := o.packState()
-		o.refresh()
+		o.Refresh()
 		v, err = f()
 		if err == nil || errors.Is(err, ErrOversize) || time.Now().After(deadline) {
 			return v, err
@@ -278,7 +291,7 @@ const settleTimeout = 10 * time.Second
 // old one's .pack first, and lazy's reader needs both halves. A half
 // older than halfPackAge is no longer in flight but left behind (see
 // OrphanPack), and waiting would not bring its other half.
-func (o *objects) packState() (set string, settled bool) {
+func (o *Objects) packState() (set string, settled bool) {
 	ents, err := os.ReadDir(filepath.Join(o.dir, "pack"))
 	if err != nil {
 		return "unreadable: " + err.Error(), errors.Is(err, fs.ErrNotExist)
@@ -328,11 +341,14 @@ func (o *objects) packState() (set string, settled bool) {
 // taken for a pack being installed or deleted.
 const halfPackAge = 5 * time.Second
 
-// readBlob reads the blob of snapshot file name (see limitFor), refusing
-// it unread when it is over that file's limit. The bytes may be the pack
-// reader's own (a record's texts are large): callers only read them.
-func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
-	limit := limitFor(name)
+// ReadBlob reads blob h (named name in errors), refusing it unread when
+// it is over limit. The bytes may be the pack reader's own (a record's
+// texts are large): callers only read them.
+func (o *Objects) ReadBlob(id OID, name string, limit int64) ([]byte, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return nil, err
+	}
 	return retry(o, func() ([]byte, error) {
 		obj, err := o.read(plumbing.BlobObject, h, name, limit)
 		if err != nil {
@@ -349,19 +365,23 @@ func (o *objects) readBlob(h plumbing.Hash, name string) ([]byte, error) {
 		// The header could lie about a loose object's size: never read more.
 		b, err := io.ReadAll(io.LimitReader(rd, limit+1))
 		if err == nil && int64(len(b)) > limit {
-			return nil, oversize(name, h, int64(len(b)), limit)
+			return nil, Oversize(name, oidOf(h), int64(len(b)), limit)
 		}
 		return b, err
 	})
 }
 
-// blobSize returns the size of blob h (snapshot file name) from its
+// BlobSize returns the size of blob h (snapshot file name) from its
 // header, reading none of its content.
-func (o *objects) blobSize(h plumbing.Hash, name string) (int64, error) {
+func (o *Objects) BlobSize(id OID, name string) (int64, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return 0, err
+	}
 	return retry(o, func() (int64, error) {
 		obj, err := o.lookup(plumbing.BlobObject, h, -1)
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			o.refresh()
+			o.Refresh()
 			obj, err = o.lookup(plumbing.BlobObject, h, -1)
 		}
 		if err == nil {
@@ -371,14 +391,19 @@ func (o *objects) blobSize(h plumbing.Hash, name string) (int64, error) {
 			return size, nil
 		}
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			err = fmt.Errorf("%s (blob %s): %w", name, h, ErrMissingObject)
+			err = fmt.Errorf("%s (blob %s): %w", name, h, ErrMissing)
 		}
 		return 0, err
 	})
 }
 
-func (o *objects) readTree(h plumbing.Hash) (*tree, error) {
-	return retry(o, func() (*tree, error) {
+// ReadTree reads and decodes tree h, of at most MaxTree bytes.
+func (o *Objects) ReadTree(id OID) (*ParsedTree, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return nil, err
+	}
+	return retry(o, func() (*ParsedTree, error) {
 		obj, err := o.read(plumbing.TreeObject, h, "tree", MaxTree)
 		if err != nil {
 			return nil, err
@@ -387,8 +412,13 @@ func (o *objects) readTree(h plumbing.Hash) (*tree, error) {
 	})
 }
 
-func (o *objects) readCommit(h plumbing.Hash) (*commit, error) {
-	return retry(o, func() (*commit, error) {
+// ReadCommit reads and decodes commit h, of at most MaxCommit bytes.
+func (o *Objects) ReadCommit(id OID) (*ParsedCommit, error) {
+	h, err := hashOf(id)
+	if err != nil {
+		return nil, err
+	}
+	return retry(o, func() (*ParsedCommit, error) {
 		obj, err := o.read(plumbing.CommitObject, h, "commit", MaxCommit)
 		if err != nil {
 			return nil, err
@@ -397,13 +427,18 @@ func (o *objects) readCommit(h plumbing.Hash) (*commit, error) {
 	})
 }
 
-// has reports whether object h exists, loose or packed. Loose is
+// Has reports whether object h exists, loose or packed. Loose is
 // checked first and again last: a repack moves an object from loose into
 // a new pack (then prune-packed deletes the loose copy) and -A moves
 // unreachable ones the other way, so between the two checks of one
 // attempt with a stable set of packs (see retry) the object is seen
 // wherever it is.
-func (o *objects) has(h plumbing.Hash) bool {
+func (o *Objects) Has(id OID) bool {
+	h, err := hashOf(id)
+	return err == nil && o.has(h)
+}
+
+func (o *Objects) has(h plumbing.Hash) bool {
 	hex := h.String()
 	loose := filepath.Join(o.dir, hex[:2], hex[2:])
 	found, _ := retry(o, func() (bool, error) {
@@ -419,7 +454,7 @@ func (o *objects) has(h plumbing.Hash) bool {
 		if o.gitHas(h) {
 			return true, nil
 		}
-		return false, ErrMissingObject
+		return false, ErrMissing
 	})
 	return found
 }
@@ -431,21 +466,21 @@ func (o *objects) has(h plumbing.Hash) bool {
 // prune-packed may already have deleted the loose copies of objects that
 // now live only in that pack. lazy's reader reads only pack-<hash>
 // names and cannot see them; git can.
-func (o *objects) gitHas(h plumbing.Hash) bool {
+func (o *Objects) gitHas(h plumbing.Hash) bool {
 	return gitcli.New(filepath.Dir(o.dir), "cat-file", "-e", h.String()).Run(context.Background()) == nil
 }
 
 // gitRead reads object h through git when lazy's readers cannot (see
 // read and gitHas), checking its type and size from git's answer first,
 // so an oversize object is never read.
-func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
-	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
+func (o *Objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string, limit int64) (plumbing.EncodedObject, error) {
+	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissing)
 	typ, size, err := o.gitSize(typ, h)
 	if err != nil {
 		return nil, err
 	}
 	if size > limit {
-		return nil, oversize(what, h, size, limit)
+		return nil, Oversize(what, oidOf(h), size, limit)
 	}
 	content, err := gitcli.New(filepath.Dir(o.dir), "cat-file", typ.String(), h.String()).Output(context.Background())
 	if err != nil || int64(len(content)) != size {
@@ -462,8 +497,8 @@ func (o *objects) gitRead(typ plumbing.ObjectType, h plumbing.Hash, what string,
 
 // gitSize asks git the type and size of object h of type typ (of any
 // type for plumbing.AnyObject).
-func (o *objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, int64, error) {
-	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissingObject)
+func (o *Objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+	missing := fmt.Errorf("%s %s: %w", typ, h, ErrMissing)
 	info, err := gitcli.New(filepath.Dir(o.dir), "cat-file", "--batch-check").Stdin([]byte(h.String() + "\n")).Output(context.Background())
 	if err != nil {
 		return 0, 0, missing
@@ -483,46 +518,46 @@ func (o *objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.Ob
 	return got, size, nil
 }
 
-// verifyWritten checks that every object j recorded still exists, and
+// VerifyWritten checks that every object j recorded still exists, and
 // the parent commit: what a new commit needs beyond what its parent
 // already reaches (reused entries are reachable from the parent, which
 // the ref names, so no gc removes them). It costs a stat per new object.
-func (o *objects) verifyWritten(j *journal, parent plumbing.Hash) error {
+func (o *Objects) VerifyWritten(j *Journal, parent OID) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, e := range j.objs {
 		if !o.has(e.hash) {
-			return fmt.Errorf("%s %s: %w", e.typ, e.hash, ErrMissingObject)
+			return fmt.Errorf("%s %s: %w", e.typ, e.hash, ErrMissing)
 		}
 	}
-	if !parent.IsZero() && !o.has(parent) {
-		return fmt.Errorf("parent commit %s: %w", parent, ErrMissingObject)
+	if !parent.IsZero() && !o.Has(parent) {
+		return fmt.Errorf("parent commit %s: %w", parent, ErrMissing)
 	}
 	return nil
 }
 
-// verifyCommit checks that commit h, its tree (recursively) and its
+// VerifyCommit checks that commit h, its tree (recursively) and its
 // parents exist: what git checks before it lets a ref point anywhere. A
 // concurrent git gc --prune=now may delete objects lazy just wrote and
 // no ref reaches yet; a ref moved onto them would name a hole.
-func (o *objects) verifyCommit(h plumbing.Hash) error {
-	if !o.has(h) {
-		return fmt.Errorf("commit %s: %w", h, ErrMissingObject)
+func (o *Objects) VerifyCommit(h OID) error {
+	if !o.Has(h) {
+		return fmt.Errorf("commit %s: %w", h, ErrMissing)
 	}
-	c, err := o.readCommit(h)
+	c, err := o.ReadCommit(h)
 	if err != nil {
 		return err
 	}
 	for _, p := range c.ParentHashes {
-		if !o.has(p) {
-			return fmt.Errorf("parent %s of %s: %w", p, h, ErrMissingObject)
+		if !o.Has(p) {
+			return fmt.Errorf("parent %s of %s: %w", p, h, ErrMissing)
 		}
 	}
 	return o.verifyTree(c.TreeHash)
 }
 
-func (o *objects) verifyTree(h plumbing.Hash) error {
-	t, err := o.readTree(h)
+func (o *Objects) verifyTree(h OID) error {
+	t, err := o.ReadTree(h)
 	if err != nil {
 		return err
 	}
@@ -533,46 +568,46 @@ func (o *objects) verifyTree(h plumbing.Hash) error {
 			}
 			continue
 		}
-		if !o.has(e.Hash) {
-			return fmt.Errorf("%s in tree %s: %w", e.Name, h, ErrMissingObject)
+		if !o.Has(e.Hash) {
+			return fmt.Errorf("%s in tree %s: %w", e.Name, h, ErrMissing)
 		}
 	}
 	return nil
 }
 
-// treeEntry is one entry of a tree being built.
-type treeEntry struct {
-	name string
-	hash plumbing.Hash
-	dir  bool
+// TreeEntry is one entry of a tree being built.
+type TreeEntry struct {
+	Name string
+	Hash OID
+	Dir  bool
 }
 
-// writeTree encodes entries in git's canonical order (directories sort as
+// WriteTree encodes entries in git's canonical order (directories sort as
 // if their name ended in "/") and stores the tree.
-func (o *objects) writeTree(entries []treeEntry) (plumbing.Hash, error) {
+func (o *Objects) WriteTree(entries []TreeEntry) (OID, error) {
 	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
 	var buf bytes.Buffer
 	for _, e := range entries {
 		mode := filemode.Regular
-		if e.dir {
+		if e.Dir {
 			mode = filemode.Dir
 		}
-		fmt.Fprintf(&buf, "%o %s\x00", uint32(mode), e.name)
-		buf.Write(e.hash[:])
+		fmt.Fprintf(&buf, "%o %s\x00", uint32(mode), e.Name)
+		buf.Write(e.Hash.Bytes())
 	}
-	return o.write(plumbing.TreeObject, buf.Bytes())
+	return o.Write(Tree, buf.Bytes())
 }
 
-func treeKey(e treeEntry) string {
-	if e.dir {
-		return e.name + "/"
+func treeKey(e TreeEntry) string {
+	if e.Dir {
+		return e.Name + "/"
 	}
-	return e.name
+	return e.Name
 }
 
-// looseEstimate estimates the number of loose objects from a sample of the
+// LooseEstimate estimates the number of loose objects from a sample of the
 // fan-out directories, the way `git gc --auto` does.
-func (o *objects) looseEstimate(sample int) int {
+func (o *Objects) LooseEstimate(sample int) int {
 	if sample < 1 {
 		sample = 1
 	}

@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -67,8 +67,8 @@ func (p *packedRefs) current(path string) (*mapping, bool, error) {
 }
 
 // lookupPacked finds ref name in the repository's packed-refs.
-func (r *Repo) lookupPacked(name string) (plumbing.Hash, bool, error) {
-	m, sorted, err := r.packedRefs().current(filepath.Join(r.CommonDir, "packed-refs"))
+func (r *Refs) lookupPacked(name string) (plumbing.Hash, bool, error) {
+	m, sorted, err := r.packedRefs().current(filepath.Join(r.dir, "packed-refs"))
 	if err != nil || m == nil {
 		return plumbing.ZeroHash, false, err
 	}
@@ -93,7 +93,7 @@ func (r *Repo) lookupPacked(name string) (plumbing.Hash, bool, error) {
 // packedRefs returns r's packed-refs cache. A Repo built as a literal
 // has none and maps the file afresh on each lookup, which is correct,
 // only slower.
-func (r *Repo) packedRefs() *packedRefs {
+func (r *Refs) packedRefs() *packedRefs {
 	if r.packed == nil {
 		return &packedRefs{}
 	}

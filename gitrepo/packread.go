@@ -1,4 +1,4 @@
-package gitstore
+package gitrepo
 
 import (
 	"bytes"
@@ -608,7 +608,7 @@ func leb128n(b []byte, n int) (uint64, []byte, bool) {
 
 // packs returns the objects' pack set, scanning the pack directory on
 // first use after a refresh.
-func (o *objects) packSet() *packSet {
+func (o *Objects) packSet() *packSet {
 	if o.parent != nil {
 		return o.parent.packSet()
 	}
@@ -624,10 +624,10 @@ func (o *objects) packSet() *packSet {
 // since the last scan. A read that misses rescans by itself; a reader
 // that would instead hand every miss to git (the bulk list reader, in a
 // daemon that outlives many repacks) asks for this.
-func (o *objects) freshPackSet() *packSet {
+func (o *Objects) freshPackSet() *packSet {
 	set := o.packSet()
 	if fi, err := os.Stat(filepath.Join(o.dir, "pack")); err == nil && !fi.ModTime().Equal(set.dirMod) {
-		o.refresh()
+		o.Refresh()
 		set = o.packSet()
 	}
 	return set
@@ -637,7 +637,7 @@ func (o *objects) freshPackSet() *packSet {
 // or loose. An object over limit is returned with its size and no
 // content. What neither reader has, or a pack entry the pack reader
 // declines or finds corrupt, read takes to git.
-func (o *objects) lookup(typ plumbing.ObjectType, h plumbing.Hash, limit int64) (plumbing.EncodedObject, error) {
+func (o *Objects) lookup(typ plumbing.ObjectType, h plumbing.Hash, limit int64) (plumbing.EncodedObject, error) {
 	var packErr error
 	if p, off, ok := o.packSet().find(h); ok {
 		obj, err := p.readObject(h, off, typ, limit)
@@ -654,7 +654,7 @@ func (o *objects) lookup(typ plumbing.ObjectType, h plumbing.Hash, limit int64) 
 }
 
 // packed reports whether a pack holds object h, mapping only indexes.
-func (o *objects) packed(h plumbing.Hash) bool {
+func (o *Objects) packed(h plumbing.Hash) bool {
 	_, _, ok := o.packSet().find(h)
 	return ok
 }
