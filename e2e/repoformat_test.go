@@ -3,15 +3,14 @@ package e2e
 import (
 	"strings"
 	"testing"
-
-	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestRepositoryFormatIsAskedOfGit: a repository whose config merely
 // mentions sha256 and reftable is a plain SHA-1 repository and lazy
 // works in it (the old substring test refused it); repositories git
-// itself cannot read, or lazy cannot yet, are refused by init, create and
-// list with one sentence on what lazy supports, never a panic.
+// itself cannot read, or lazy cannot (reftable), are refused by init,
+// create and list with one sentence on what lazy supports, never a panic.
+// SHA-256 repositories work: see TestSHA256Repository.
 func TestRepositoryFormatIsAskedOfGit(t *testing.T) {
 	plain := newRepo(t)
 	plain.git("remote", "add", "sha256", "https://example.com/reftable.git")
@@ -31,11 +30,6 @@ func TestRepositoryFormatIsAskedOfGit(t *testing.T) {
 			r.git("config", "core.repositoryformatversion", "1")
 			r.git("config", "extensions.refStorage", "reftable")
 			return r
-		},
-		"sha256": func(t *testing.T) *runner {
-			dir := t.TempDir()
-			testrepo.Git(t, dir, "init", "-q", "--object-format=sha256")
-			return &runner{t: t, dir: dir}
 		},
 	}
 	for name, mk := range refused {

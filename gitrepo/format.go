@@ -17,7 +17,7 @@ import (
 
 // Supported is the one sentence every refusal ends with: what lazy reads
 // and what the user can do instead.
-const Supported = "lazy supports SHA-1 repositories with git's default files ref backend; " +
+const Supported = "lazy supports SHA-1 and SHA-256 repositories with git's default files ref backend; " +
 	"run lazy in a repository made by a plain git init or git clone"
 
 // formatTimeout bounds the git process that judges a repository's format.

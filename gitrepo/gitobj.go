@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -106,18 +105,8 @@ func parseCommit(b []byte) (*ParsedCommit, error) {
 	return c, nil
 }
 
-// parseHash reads a SHA-1 id in hex, the only kind the in-process reader
-// reads.
-func parseHash(b []byte) (OID, bool) {
-	var h plumbing.Hash
-	if len(b) != hex.EncodedLen(len(h)) {
-		return OID{}, false
-	}
-	if _, err := hex.Decode(h[:], b); err != nil {
-		return OID{}, false
-	}
-	return oidOf(h), true
-}
+// parseHash reads a SHA-1 or SHA-256 id in hex.
+func parseHash(b []byte) (OID, bool) { return ParseOIDBytes(b) }
 
 // signatureTime reads the instant of "Name <email> 1700000000 +0100":
 // the seconds after the last '>'. The zone only says how the author's
@@ -140,7 +129,7 @@ func signatureTime(val []byte) time.Time {
 }
 
 // decodeTree parses a tree object's "<octal mode> <name>\0<20-byte id>"
-// entries.
+// entries (the in-process reader reads SHA-1 repositories only).
 func decodeTree(obj plumbing.EncodedObject) (*ParsedTree, error) {
 	b, err := content(obj, plumbing.TreeObject)
 	if err != nil {
@@ -149,7 +138,11 @@ func decodeTree(obj plumbing.EncodedObject) (*ParsedTree, error) {
 	return parseTree(b)
 }
 
-func parseTree(b []byte) (*ParsedTree, error) {
+func parseTree(b []byte) (*ParsedTree, error) { return parseTreeIDs(b, 20) }
+
+// parseTreeIDs parses a tree whose ids are size bytes: 20 (SHA-1) or 32
+// (SHA-256).
+func parseTreeIDs(b []byte, size int) (*ParsedTree, error) {
 	t := &ParsedTree{}
 	for len(b) > 0 {
 		sp := bytes.IndexByte(b, ' ')
@@ -167,12 +160,11 @@ func parseTree(b []byte) (*ParsedTree, error) {
 		}
 		name := string(b[:nul])
 		b = b[nul+1:]
-		var h plumbing.Hash
-		if len(b) < len(h) {
+		if len(b) < size {
 			return nil, fmt.Errorf("tree entry %q cut short: %w", name, errBadObject)
 		}
-		id, _ := FromBytes(b[:len(h)])
-		b = b[len(h):]
+		id, _ := FromBytes(b[:size])
+		b = b[size:]
 		t.Entries = append(t.Entries, TreeItem{Name: name, Mode: filemode.FileMode(mode), Hash: id})
 	}
 	return t, nil

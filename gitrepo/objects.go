@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha1" //nolint:gosec // git object names are SHA-1 by definition
+	"crypto/sha256"
 	hexpkg "encoding/hex"
 	"errors"
 	"fmt"
@@ -30,7 +31,8 @@ import (
 // work for objects that already exist) and reads them, and packed ones,
 // itself; git reads what it does not (see read).
 type Objects struct {
-	dir string // <common>/objects
+	dir    string // <common>/objects
+	format string // SHA1, or SHA256: read through git (see sha256.go)
 
 	mu    sync.Mutex
 	packs *packSet // see lookup
@@ -52,13 +54,13 @@ type Journal struct {
 type journalEntry struct {
 	typ     plumbing.ObjectType
 	content []byte
-	hash    plumbing.Hash
+	hash    OID
 }
 
 // Journaled returns a view of o that records every object it writes.
 func (o *Objects) Journaled() (*Objects, *Journal) {
 	j := &Journal{}
-	return &Objects{dir: o.dir, parent: o, journal: j}, j
+	return &Objects{dir: o.dir, format: o.format, parent: o, journal: j}, j
 }
 
 // Replay writes again every journaled object that is missing.
@@ -66,7 +68,7 @@ func (o *Objects) Replay(j *Journal) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, e := range j.objs {
-		if _, err := o.write(e.typ, e.content); err != nil {
+		if _, err := o.writeID(e.typ, e.content); err != nil {
 			return err
 		}
 	}
@@ -76,7 +78,14 @@ func (o *Objects) Replay(j *Journal) error {
 // NewObjects is the object database of the repository whose common git
 // directory is commonDir.
 func NewObjects(commonDir string) *Objects {
-	return &Objects{dir: filepath.Join(commonDir, "objects")}
+	return NewObjectsFor(commonDir, SHA1)
+}
+
+// NewObjectsFor is NewObjects for a repository of object format format
+// (SHA1 or SHA256): objects are written in process either way, named by
+// the repository's own hash; a SHA-256 repository's are read through git.
+func NewObjectsFor(commonDir, format string) *Objects {
+	return &Objects{dir: filepath.Join(commonDir, "objects"), format: format}
 }
 
 // Refresh drops the list of packs, which is read once: after a git fetch
@@ -94,6 +103,19 @@ func (o *Objects) Refresh() {
 // HashObject computes the SHA-1 name of content as an object of type typ.
 func HashObject(typ Type, content []byte) OID {
 	return oidOf(hashObject(plumbingType(typ), content))
+}
+
+// Hash computes the name content of type typ has in this repository,
+// with its own hash function (SHA-1 or SHA-256).
+func (o *Objects) Hash(typ Type, content []byte) OID {
+	if o.format != SHA256 {
+		return HashObject(typ, content)
+	}
+	h := sha256.New()
+	h.Write([]byte(string(typ) + " " + strconv.Itoa(len(content)) + "\x00"))
+	h.Write(content)
+	id, _ := FromBytes(h.Sum(nil))
+	return id
 }
 
 // hashObject computes the git object name of content of the given type.
@@ -121,12 +143,18 @@ func (o *Objects) Write(typ Type, content []byte) (OID, error) {
 	if pt == plumbing.InvalidObject {
 		return OID{}, fmt.Errorf("cannot write an object of type %q", typ)
 	}
-	h, err := o.write(pt, content)
-	return oidOf(h), err
+	return o.writeID(pt, content)
 }
 
+// write is writeID for the reader's own 20-byte hashes (tests).
 func (o *Objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
-	h := hashObject(typ, content)
+	id, err := o.writeID(typ, content)
+	h, _ := hashOf(id)
+	return h, err
+}
+
+func (o *Objects) writeID(typ plumbing.ObjectType, content []byte) (OID, error) {
+	h := o.Hash(gitTypes[typ], content)
 	if o.journal != nil {
 		o.journal.mu.Lock()
 		o.journal.objs = append(o.journal.objs, journalEntry{typ, content, h})
@@ -345,6 +373,9 @@ const halfPackAge = 5 * time.Second
 // it is over limit. The bytes may be the pack reader's own (a record's
 // texts are large): callers only read them.
 func (o *Objects) ReadBlob(id OID, name string, limit int64) ([]byte, error) {
+	if o.viaGit() {
+		return o.gitObject(Blob, id, name, limit)
+	}
 	h, err := hashOf(id)
 	if err != nil {
 		return nil, err
@@ -374,6 +405,9 @@ func (o *Objects) ReadBlob(id OID, name string, limit int64) ([]byte, error) {
 // BlobSize returns the size of blob h (snapshot file name) from its
 // header, reading none of its content.
 func (o *Objects) BlobSize(id OID, name string) (int64, error) {
+	if o.viaGit() {
+		return o.gitBlobSize(id, name)
+	}
 	h, err := hashOf(id)
 	if err != nil {
 		return 0, err
@@ -399,6 +433,9 @@ func (o *Objects) BlobSize(id OID, name string) (int64, error) {
 
 // ReadTree reads and decodes tree h, of at most MaxTree bytes.
 func (o *Objects) ReadTree(id OID) (*ParsedTree, error) {
+	if o.viaGit() {
+		return o.gitTree(id)
+	}
 	h, err := hashOf(id)
 	if err != nil {
 		return nil, err
@@ -414,6 +451,9 @@ func (o *Objects) ReadTree(id OID) (*ParsedTree, error) {
 
 // ReadCommit reads and decodes commit h, of at most MaxCommit bytes.
 func (o *Objects) ReadCommit(id OID) (*ParsedCommit, error) {
+	if o.viaGit() {
+		return o.gitCommit(id)
+	}
 	h, err := hashOf(id)
 	if err != nil {
 		return nil, err
@@ -434,6 +474,9 @@ func (o *Objects) ReadCommit(id OID) (*ParsedCommit, error) {
 // attempt with a stable set of packs (see retry) the object is seen
 // wherever it is.
 func (o *Objects) Has(id OID) bool {
+	if o.viaGit() {
+		return o.gitHasID(id)
+	}
 	h, err := hashOf(id)
 	return err == nil && o.has(h)
 }
@@ -526,7 +569,7 @@ func (o *Objects) VerifyWritten(j *Journal, parent OID) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, e := range j.objs {
-		if !o.has(e.hash) {
+		if !o.Has(e.hash) {
 			return fmt.Errorf("%s %s: %w", e.typ, e.hash, ErrMissing)
 		}
 	}

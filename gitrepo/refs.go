@@ -23,12 +23,25 @@ import (
 type Refs struct {
 	dir    string // the common git directory
 	packed *packedRefs
+	git    *Git // a SHA-256 repository's refs are read through git
 }
 
 // NewRefs is the ref store of the repository whose common git directory
 // is commonDir. Copies of one *Refs share its packed-refs map.
 func NewRefs(commonDir string) *Refs {
 	return &Refs{dir: commonDir, packed: &packedRefs{}}
+}
+
+// NewRefsFor is NewRefs for a repository of object format format (SHA1
+// or SHA256). A SHA-256 repository's refs are read through git, which
+// parses its 64-digit packed-refs lines; they are written the same way
+// in both formats, under git's lock-file protocol.
+func NewRefsFor(commonDir, format string) *Refs {
+	r := NewRefs(commonDir)
+	if format == SHA256 {
+		r.git = &Git{gitDir: commonDir, format: SHA256} // no batch process: reads run git once each
+	}
+	return r
 }
 
 // StampPaths are the files whose identity, size and time change when a
@@ -53,6 +66,9 @@ const refLockTimeout = 100 * time.Millisecond
 // `git pack-refs` (which writes packed-refs before pruning the loose file)
 // can never make a ref look absent.
 func (r *Refs) ReadRef(name string) (OID, bool, error) {
+	if r.git != nil {
+		return r.git.ReadRef(name)
+	}
 	h, ok, err := r.readRef(name)
 	if !ok {
 		return OID{}, ok, err
@@ -148,6 +164,9 @@ func (r *Refs) ListRefs(prefix string) (map[string]OID, error) {
 // Read the other way round, a concurrent pack-refs could hide a ref from
 // both.
 func (r *Refs) SortedRefs(prefix string) ([]RefEntry, error) {
+	if r.git != nil {
+		return r.gitSortedRefs(prefix)
+	}
 	loose, err := r.looseRefs(prefix)
 	if err != nil {
 		return nil, err

@@ -32,8 +32,9 @@ type Repo struct {
 	// gitrepo.SHA256.
 	ObjectFormat string
 
-	// Refs reads and writes the refs (files backend); copies of the Repo
-	// share its packed-refs map.
+	// Refs reads and writes the refs (files backend; a SHA-256
+	// repository's are read through git); copies of the Repo share its
+	// packed-refs map.
 	*gitrepo.Refs
 }
 
@@ -115,22 +116,21 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 		}
 		common = filepath.Clean(c)
 	}
-	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common, Refs: gitrepo.NewRefs(common)}
+	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common}
 	if err := r.checkFormat(); err != nil {
 		return nil, err
 	}
+	r.Refs = gitrepo.NewRefsFor(common, r.ObjectFormat)
 	return r, nil
 }
 
-// checkFormat records the repository's object format, refusing one lazy
-// cannot read.
+// checkFormat records the repository's object format (SHA-1 or
+// SHA-256), refusing a repository lazy cannot read (see
+// gitrepo.DetectFormat).
 func (r *Repo) checkFormat() error {
 	format, err := gitrepo.DetectFormat(r.CommonDir, r.LazyDir("format"))
 	if err != nil {
 		return err
-	}
-	if format != gitrepo.SHA1 {
-		return fmt.Errorf("the repository at %s names its objects with SHA-256, which this lazy cannot read yet; %s", r.CommonDir, gitrepo.Supported)
 	}
 	r.ObjectFormat = format
 	return nil

@@ -59,7 +59,7 @@ func WithHost(host string) Option { return func(s *Store) { s.host = host } }
 
 // Open returns a Store on repo.
 func Open(repo *Repo, opts ...Option) *Store {
-	s := &Store{repo: repo, objs: gitrepo.NewObjects(repo.CommonDir), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
+	s := &Store{repo: repo, objs: gitrepo.NewObjectsFor(repo.CommonDir, repo.ObjectFormat), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
 	for _, o := range opts {
 		o(s)
 	}
@@ -452,7 +452,7 @@ func (s *Store) commit(prev, next *Snapshot, op *Op) (gitrepo.OID, error) {
 		if err := checkSize(name, len(b)); err != nil {
 			return err
 		}
-		h := gitrepo.HashObject(gitrepo.Blob, b)
+		h := s.objs.Hash(gitrepo.Blob, b)
 		if old, ok := next.entries[name]; ok && old.Hash == h {
 			return nil
 		}
