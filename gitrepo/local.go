@@ -7,21 +7,29 @@ import (
 )
 
 // Local is the in-process Repo over the repository's files: the pack,
-// loose-object and ref readers lazy's list and show run on, for a SHA-1
-// repository with the files ref backend. It passes the conformance suite
-// of gitrepo/repotest, as Git does. Beyond Repo, it offers the object
+// loose-object and ref readers lazy's list and show run on, for a
+// repository with the files ref backend. A SHA-256 repository's objects
+// and refs are written in process too, and read through git (see
+// sha256.go). It passes the conformance suite of gitrepo/repotest in
+// both formats, as Git does. Beyond Repo, it offers the object
 // database and the ref store themselves (Objects, Refs) to the fast paths
 // of the task store.
 type Local struct {
-	refs *Refs
-	objs *Objects
+	refs   *Refs
+	objs   *Objects
+	format string
 }
 
 // OpenLocal is the in-process reader of the repository whose common git
 // directory is commonDir, which must be a SHA-1 repository with the files
 // ref backend (see DetectFormat).
-func OpenLocal(commonDir string) *Local {
-	return &Local{refs: NewRefs(commonDir), objs: NewObjects(commonDir)}
+func OpenLocal(commonDir string) *Local { return OpenLocalFor(commonDir, SHA1) }
+
+// OpenLocalFor is OpenLocal for a repository of object format format
+// (SHA1 or SHA256), as DetectFormat found it; the task store runs on
+// this.
+func OpenLocalFor(commonDir, format string) *Local {
+	return &Local{refs: NewRefsFor(commonDir, format), objs: NewObjectsFor(commonDir, format), format: format}
 }
 
 // Objects is the object database Local reads and writes.
@@ -30,8 +38,8 @@ func (l *Local) Objects() *Objects { return l.objs }
 // Refs is the ref store Local reads and writes.
 func (l *Local) Refs() *Refs { return l.refs }
 
-// Format is SHA1: the in-process reader reads no other format.
-func (l *Local) Format() string { return SHA1 }
+// Format is the repository's object format.
+func (l *Local) Format() string { return l.format }
 
 // hashOf converts an id to the reader's 20-byte hash, refusing SHA-256.
 func hashOf(id OID) (plumbing.Hash, error) {
@@ -70,6 +78,9 @@ func plumbingType(typ Type) plumbing.ObjectType {
 // Read returns object id, checked against typ and limit before its
 // content is read.
 func (l *Local) Read(id OID, typ Type, limit int64) (*Object, error) {
+	if l.objs.viaGit() {
+		return l.objs.gitReadAny(id, typ, limit)
+	}
 	h, err := hashOf(id)
 	if err != nil {
 		return nil, err
@@ -94,6 +105,9 @@ func (l *Local) Read(id OID, typ Type, limit int64) (*Object, error) {
 
 // Has reports whether the repository holds object id.
 func (l *Local) Has(id OID) (bool, error) {
+	if l.objs.viaGit() {
+		return l.objs.Has(id), nil
+	}
 	h, err := hashOf(id)
 	if err != nil {
 		return false, nil //nolint:nilerr // a SHA-256 id is not in a SHA-1 repository
@@ -128,13 +142,11 @@ func (l *Local) CompareAndSwap(name string, old, new OID) error {
 	if err := ValidRefName(name); err != nil {
 		return err
 	}
-	if !old.IsZero() {
-		if _, err := hashOf(old); err != nil {
-			return err
-		}
+	if !old.IsZero() && old.Format() != l.format {
+		return fmt.Errorf("object id %q is not a %s id: %w", old, l.format, ErrMissing)
 	}
-	if _, err := hashOf(new); err != nil {
-		return err
+	if new.Format() != l.format {
+		return fmt.Errorf("object id %q is not a %s id: %w", new, l.format, ErrMissing)
 	}
 	if !l.objs.Has(new) {
 		return fmt.Errorf("update ref %s: %s: %w", name, new, ErrMissing)

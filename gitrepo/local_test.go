@@ -42,3 +42,12 @@ func TestOpenChoosesByFormat(t *testing.T) {
 		_ = r.Close()
 	}
 }
+
+// TestLocalConformanceSHA256 runs the shared suite on what serves the
+// task store in a SHA-256 repository: Local for that format, writing in
+// process and reading through git.
+func TestLocalConformanceSHA256(t *testing.T) {
+	repotest.Run(t, gitrepo.SHA256, func(_ testing.TB, gitDir string) gitrepo.Repo {
+		return gitrepo.OpenLocalFor(gitDir, gitrepo.SHA256)
+	})
+}

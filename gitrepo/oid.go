@@ -1,14 +1,17 @@
 // Package gitrepo is lazy's access to a git repository's objects and refs:
 // one small interface (Repo) and its object id (OID), which holds a SHA-1
 // or a SHA-256 name. Implementations: the git-process one (Git, git.go)
-// for any repository git reads, and the in-process reader (Local,
-// local.go) for SHA-1 repositories with the files ref backend, the fast
-// path of list and show: pack indexes and packs (packidx.go, packread.go,
-// deltas and the delta base cache), loose objects (loose.go, objects.go),
+// for any repository git reads, and the in-process one (Local, local.go)
+// for repositories with the files ref backend, the fast path of list and
+// show; in a SHA-256 repository Local writes in process and reads through
+// git (sha256.go). Its readers, for SHA-1: pack indexes and packs
+// (packidx.go, packread.go, deltas and the delta base cache), loose
+// objects (loose.go, objects.go),
 // loose refs and packed-refs under git's lock-file protocol (refs.go,
 // packedrefs.go), mapped files (mmap.go), the commit and tree shapes
 // (gitobj.go) and the bulk reader behind a cold listing (bulkread.go).
-// Both pass the one conformance suite in gitrepo/repotest.
+// Both pass the one conformance suite in gitrepo/repotest, Local in
+// both formats.
 package gitrepo
 
 import (

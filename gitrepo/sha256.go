@@ -34,6 +34,29 @@ func (o *Objects) gitObject(typ Type, id OID, what string, limit int64) ([]byte,
 	if size > limit {
 		return nil, Oversize(what, id, size, limit)
 	}
+	return o.gitContent(got, id, what, size)
+}
+
+// gitReadAny is Repo.Read through git: object id of type typ (Any for
+// any), checked against typ and limit before its content is read.
+func (o *Objects) gitReadAny(id OID, typ Type, limit int64) (*Object, error) {
+	got, size, err := o.gitInfo(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckType(id, typ, got, size, limit); err != nil {
+		return nil, err
+	}
+	content, err := o.gitContent(got, id, "object", size)
+	if err != nil {
+		return nil, err
+	}
+	return &Object{Type: got, Size: size, Content: content}, nil
+}
+
+// gitContent reads the content of object id, of type typ and size bytes
+// as git said a moment ago.
+func (o *Objects) gitContent(typ Type, id OID, what string, size int64) ([]byte, error) {
 	content, err := gitcli.New(filepath.Dir(o.dir), "cat-file", string(typ), id.String()).Output(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", what, id, ErrMissing)
