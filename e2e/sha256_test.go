@@ -31,9 +31,10 @@ func sha256Repo(t *testing.T) *runner {
 }
 
 // TestSHA256Repository: lazy works in a SHA-256 repository end to end:
-// init, create, start (an agent whose turn commits a file), accept into
-// main, push to a SHA-256 bare remote, and pull into a second clone,
-// where list and show see the task as the first clone does.
+// init, create, start with the exec agent (start --command; its turn
+// writes a file and commits), accept into main, push to a SHA-256 bare
+// remote, and pull into a second clone, where list and show see the task
+// as the first clone does.
 func TestSHA256Repository(t *testing.T) {
 	a := sha256Repo(t)
 	if f := strings.TrimSpace(a.git("rev-parse", "--show-object-format")); f != "sha256" {

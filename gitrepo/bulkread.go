@@ -28,7 +28,7 @@ import (
 // loose (a pack a concurrent repack wrote since, an alternate), an unusual
 // pack layout, a commit or tree that is not what git writes, an object too
 // large for it (see bulkMaxObject), a repository with replace refs (which
-// git honours and this reader does not).
+// git honours and this reader does not), a SHA-256 repository.
 type Bulk struct {
 	dir   string
 	packs []bulkPack
@@ -38,7 +38,9 @@ type Bulk struct {
 // Bulk maps the indexes of the repository's packs, scanned afresh, for
 // one listing; refs says whether replace refs forbid reading in process.
 func (o *Objects) Bulk(refs *Refs) *Bulk {
-	b := &Bulk{dir: o.dir, off: refs.HasReplaceRefs()}
+	// A SHA-256 repository's packs are git's to read: every lookup
+	// falls back, and no index is mapped.
+	b := &Bulk{dir: o.dir, off: o.viaGit() || refs.HasReplaceRefs()}
 	if b.off {
 		return b
 	}
