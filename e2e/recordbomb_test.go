@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -39,9 +38,20 @@ const (
 // bytes and as decoded strings, plus the runtime: 160 MiB measured) and
 // far below what reading the record whole takes. It is measured on a
 // build without the race detector (plainLazy), whose shadow memory is
-// several times the heap and swings with the machine's load (1.9 GiB
-// once on a busy CI machine, 640 MiB on a quiet one).
+// several times the heap (640 MiB for the same read).
 const rssBound = 400 << 20
+
+// maxrssBin is the wrapper that measures a command's own peak RSS (see
+// internal/testfakes/maxrss: read directly, a child's peak includes this
+// test binary's).
+var maxrssBin = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(filepath.Dir(lazyBin), "maxrss")
+	out, err := exec.Command("go", "build", "-o", bin, "../internal/testfakes/maxrss").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build maxrss: %w\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // plainLazy is a lazy built without the race detector: lazyBin itself
 // when the suite built it so, else one more build beside it.
@@ -123,22 +133,34 @@ func (c *countingHead) Write(p []byte) (int, error) {
 // gigabytes fails the size check rather than the test machine.
 func measure(t *testing.T, r *runner, stdin []byte, args ...string) measured {
 	t.Helper()
-	cmd := exec.Command(r.lazy(), args...)
+	wrapper, err := maxrssBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rssFile := filepath.Join(t.TempDir(), "maxrss")
+	cmd := exec.Command(wrapper, append([]string{rssFile, r.lazy()}, args...)...)
 	cmd.Dir, cmd.Env = r.dir, r.environ()
 	cmd.Stdin = bytes.NewReader(stdin)
 	out := &countingHead{limit: outputBound}
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	m := measured{head: out.buf.String(), printed: out.n, took: time.Since(start)}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("run lazy %v: %v", args, err)
 	}
 	m.code = cmd.ProcessState.ExitCode()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.rss = ru.Maxrss << 10 // KiB on Linux
+	if m.code == 0 {
+		kib, err := os.ReadFile(rssFile)
+		if err != nil {
+			t.Fatalf("the peak RSS of lazy %v: %v", args, err)
+		}
+		if m.rss, err = strconv.ParseInt(string(kib), 10, 64); err != nil {
+			t.Fatalf("the peak RSS of lazy %v: %v", args, err)
+		}
+		m.rss <<= 10 // KiB on Linux
 	}
 	if m.code != 0 {
 		t.Fatalf("lazy %v: exit %d\n%s", args, m.code, errb.String())
