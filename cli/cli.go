@@ -93,6 +93,8 @@ var commands = []command{
 		new: func() any { return &WatchCmd{} }},
 	{name: "accept", group: "review", help: "Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch (a submitted task merges through the forge).",
 		new: func() any { return &AcceptCmd{} }},
+	{name: "queue", group: "review", help: "Show this machine's merge queues: what waits to land in each target branch, what its gate is doing, and why entries left.",
+		new: func() any { return &QueueCmd{} }},
 	{name: "submit", group: "review", help: "Push a blocked task's branch and open (or update) its pull request on the forge: blocked -> submitted.",
 		new: func() any { return &SubmitCmd{} }},
 	{name: "pull", group: "sync", help: "Fetch another machine's task state from a remote and merge it in, task by task.",

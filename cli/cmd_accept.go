@@ -18,7 +18,9 @@ import (
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Task        string        `arg:"" help:"Slug or id prefix." predictor:"task"`
+	Tasks       []string      `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"task"`
+	SkipGate    bool          `name:"skip-gate" help:"Land without running the merge gate (lazy.gate, .lazy/gate): a human decision, recorded on the task and in the commit with --reason."`
+	Reason      string        `help:"Why the gate is skipped (required with --skip-gate)."`
 	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
 	Timeout     time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
 	JSON        bool          `help:"Print the result as JSON."`
@@ -34,27 +36,27 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Reason != "" && !c.SkipGate {
+		return usageError{"--reason goes with --skip-gate: it says why the gate is skipped"}
+	}
 	if c.DryRun {
+		if len(c.Tasks) != 1 {
+			return usageError{"--dry-run previews one task at a time"}
+		}
 		return c.dryRun(a, ctx, env)
 	}
-	id, err := a.store.Resolve(c.Task)
+	opts, err := c.options(a)
 	if err != nil {
 		return err
 	}
-	slug := id
-	if sn, err := a.store.Load(id); err == nil {
-		slug = sn.Task.Slug
+	if len(c.Tasks) > 1 {
+		return c.queue(a, ctx, env, opts)
 	}
-	var once sync.Once
-	opts := ops.AcceptOptions{PreTurnTimeout: c.Timeout, Reconcile: func(ctx context.Context, id string) {
-		once.Do(func() { a.daemonAfterLaunch(ctx) })
-		a.reconcileTask(ctx, id)
-	}}
-	if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok && !c.SkipPreTurn {
-		opts.PreTurn = v
+	id, err := a.store.Resolve(c.Tasks[0])
+	if err != nil {
+		return err
 	}
-	display := &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug, relay: a.phaseRelay(id, "accept")}
-	res, err := env.Accept(ctx, id, display, opts)
+	res, err := env.Accept(ctx, id, a.acceptDisplay(id), opts)
 	if err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", w)
 	}
 	if c.JSON {
-		out := map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)}
+		out := acceptJSON(res)
 		if res.StashOwed != nil {
 			out["stash_owed"] = map[string]string{"stash": res.StashOwed.SHA, "checkout": res.StashOwed.Dest, "error": res.StashOwed.Error()}
 		}
@@ -82,13 +84,116 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintf(a.stdout, "Accepted %s: pull request #%d merged into %s as %s\n", res.Snapshot.Task.Slug, res.PR.Number, res.Into, shortSHA(res.Commit))
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s\n", res.Snapshot.Task.Slug, res.Into, shortSHA(res.Commit))
+	fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", res.Snapshot.Task.Slug, res.Into, shortSHA(res.Commit), gateNote(res))
 	if res.StashOwed != nil {
 		// The merge happened, but the user's changes are not back: that
 		// is a failure they must see.
 		return res.StashOwed
 	}
 	return nil
+}
+
+// options are the accept options of this command and the repository's
+// configuration.
+func (c *AcceptCmd) options(a *app) (ops.AcceptOptions, error) {
+	var once sync.Once
+	opts := ops.AcceptOptions{PreTurnTimeout: c.Timeout, SkipGate: c.SkipGate, SkipReason: c.Reason,
+		Reconcile: func(ctx context.Context, id string) {
+			once.Do(func() { a.daemonAfterLaunch(ctx) })
+			a.reconcileTask(ctx, id)
+		}}
+	if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok && !c.SkipPreTurn {
+		opts.PreTurn = v
+	}
+	sb, err := a.sandboxConfig("")
+	if err != nil {
+		return opts, err
+	}
+	opts.Sandbox = sb
+	return opts, nil
+}
+
+// acceptDisplay narrates the accept of task id on stderr.
+func (a *app) acceptDisplay(id string) *phaseDisplay {
+	slug := id
+	if sn, err := a.store.Load(id); err == nil {
+		slug = sn.Task.Slug
+	}
+	return &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug, relay: a.phaseRelay(id, "accept")}
+}
+
+// acceptJSON is the JSON of one accept's result.
+func acceptJSON(res *ops.AcceptResult) map[string]any {
+	out := map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)}
+	if res.Gate != "" {
+		out["gate_run"] = res.Gate
+	}
+	return out
+}
+
+// gateNote says which gate run let the commit land.
+func gateNote(res *ops.AcceptResult) string {
+	if res.Gate == "" {
+		return ""
+	}
+	return " (gate passed, run " + res.Gate + ")"
+}
+
+// queue accepts several tasks as a merge queue and reports each; it
+// fails if any did not land.
+func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.AcceptOptions) error {
+	ids := make([]string, len(c.Tasks))
+	for i, name := range c.Tasks {
+		id, err := a.store.Resolve(name)
+		if err != nil {
+			return err
+		}
+		ids[i] = id
+	}
+	results := env.AcceptMany(ctx, ids, func(id string) ops.Narrator { return a.acceptDisplay(id) }, opts)
+	failed := 0
+	var out []map[string]any
+	for i, r := range results {
+		if r.Err != nil {
+			failed++
+		}
+		if c.JSON {
+			out = append(out, queueResultJSON(c.Tasks[i], r))
+			continue
+		}
+		switch {
+		case r.Err != nil:
+			fmt.Fprintf(a.stdout, "Not accepted %s: %s\n", c.Tasks[i], sanitize.Field(r.Err.Error()))
+		case r.Result.Pending != "":
+			fmt.Fprintf(a.stdout, "Merging %s: %s\n", r.Result.Snapshot.Task.Slug, r.Result.Pending)
+		default:
+			fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", r.Result.Snapshot.Task.Slug, r.Result.Into, shortSHA(r.Result.Commit), gateNote(r.Result))
+		}
+	}
+	if c.JSON {
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return silentExit{code: 1, err: fmt.Errorf("%d of %d tasks were not accepted", failed, len(results))}
+	}
+	return nil
+}
+
+func queueResultJSON(name string, r ops.Accepting) map[string]any {
+	if r.Err != nil {
+		m := map[string]any{"task": name, "accepted": false, "error": r.Err.Error()}
+		var ge *ops.GateError
+		if errors.As(r.Err, &ge) {
+			m["gate"] = ge.Run
+			m["fixing"] = ge.Fixing
+		}
+		return m
+	}
+	m := acceptJSON(r.Result)
+	m["accepted"] = r.Result.Pending == ""
+	return m
 }
 
 func nonNil(s []string) []string {
@@ -173,7 +278,7 @@ func (d *phaseDisplay) Note(msg string) {
 
 // dryRun prints what accept would squash-merge, writing nothing.
 func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *ops.Env) error {
-	p, err := env.PreviewAccept(ctx, c.Task)
+	p, err := env.PreviewAccept(ctx, c.Tasks[0])
 	if err != nil {
 		return err
 	}

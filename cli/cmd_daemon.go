@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/mcp"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // DaemonCmd runs or manages the repository's daemon.
@@ -91,6 +93,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 			return a.webView(addr, srv)
 		},
 		OnActions: a.notify,
+		AfterPass: a.requeueAccepts(),
 		Version:   versionID(a.build.version), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
@@ -180,3 +183,30 @@ func (e *noDaemonError) Error() string {
 }
 
 func (e *noDaemonError) Unwrap() error { return e.err }
+
+// requeueAccepts returns the daemon's hook that puts back into their
+// merge queue the tasks whose agent has had its turn to fix a failed
+// gate (lazy.gate.autoFix): one accept at a time, in the background.
+func (a *app) requeueAccepts() func(ctx context.Context) {
+	var busy atomic.Bool
+	return func(ctx context.Context) {
+		if !busy.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			defer busy.Store(false)
+			env, err := a.env()
+			if err != nil {
+				return
+			}
+			for _, r := range env.ReadyToRequeue() {
+				opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
+				if err != nil {
+					return
+				}
+				opts.FixRound = r.Round
+				_, _ = env.Accept(ctx, r.Task, nil, opts)
+			}
+		}()
+	}
+}

@@ -94,6 +94,9 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		if v, ok := cfg.Get("lazy.accept.preTurn"); ok {
 			opts.PreTurn = v
 		}
+		// The gate runs confined as agents do when lazy.sandbox is on; a
+		// bad sandbox setting fails the gate's run, which says so.
+		opts.Sandbox, _ = a.sandboxConfig("")
 		return opts
 	}
 	return d, nil

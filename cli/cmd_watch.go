@@ -36,6 +36,31 @@ type statusView struct {
 	// ForeignMerges say, for each task merging by an accept this machine
 	// did not begin, that lazy leaves it alone here.
 	ForeignMerges []string `json:"foreign_merges,omitempty"`
+	// Queues are this machine's merge queues (see lazy queue).
+	Queues []ops.QueueView `json:"queues"`
+	// GateFailed are the open tasks whose newest gate run failed.
+	GateFailed []gateFailure `json:"gate_failed"`
+}
+
+// gateFailure is an open task whose newest merge-gate run failed.
+type gateFailure struct {
+	Slug   string `json:"slug"`
+	Failed string `json:"failed"`
+	At     string `json:"at"`
+}
+
+// gateFailures lists the open tasks whose newest gate run failed.
+func gateFailures(entries []gitstore.Entry) []gateFailure {
+	out := []gateFailure{}
+	for i := range entries {
+		if entries[i].Err != nil || entries[i].Status.IsTerminal() {
+			continue
+		}
+		if s, err := entries[i].Summary(); err == nil && s.Gate != nil && s.Gate.State == gitstore.GateFailed {
+			out = append(out, gateFailure{Slug: s.Slug, Failed: s.Gate.Failed, At: s.Gate.At})
+		}
+	}
+	return out
 }
 
 // foreignMerges describes the merging tasks whose accept this machine
@@ -124,8 +149,11 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
-	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}}
+	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}, Queues: []ops.QueueView{}, GateFailed: gateFailures(entries)}
 	if env, err := a.env(); err == nil {
+		if q := env.Queues(); q != nil {
+			v.Queues = q
+		}
 		if owed, err := env.OwedStashes(ctx, false); err == nil && owed != nil {
 			v.OwedStashes = owed
 		}
@@ -164,6 +192,19 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	}
 	for _, m := range v.ForeignMerges {
 		fmt.Fprintln(a.stdout, "foreign merge: "+sanitize.Display(m))
+	}
+	for _, q := range v.Queues {
+		if len(q.Entries) == 0 {
+			continue
+		}
+		var parts []string
+		for _, en := range q.Entries {
+			parts = append(parts, sanitize.Field(en.Slug)+" "+en.State)
+		}
+		fmt.Fprintf(a.stdout, "merge queue into %s: %s (lazy queue)\n", sanitize.Field(q.Target), strings.Join(parts, ", "))
+	}
+	for _, g := range v.GateFailed {
+		fmt.Fprintf(a.stdout, "gate failed: %s at %s: %s (lazy show %s)\n", sanitize.Field(g.Slug), g.At, sanitize.Field(g.Failed), sanitize.Field(g.Slug))
 	}
 	if len(rows) > 0 {
 		fmt.Fprintln(a.stdout)

@@ -89,6 +89,7 @@ func (v *showView) render(w io.Writer, st style) error {
 	v.renderHeader(w, st)
 	v.renderSession(w)
 	v.renderPermissions(w)
+	v.renderGate(w)
 	v.renderRefusals(w)
 	v.renderTurns(w)
 	v.renderNotes(w)
@@ -264,4 +265,57 @@ func (v *showView) renderHistory(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", absTime(h.At), h.Op, actorOrHuman(h.Actor), move, h.Host)
 	}
 	return tw.Flush()
+}
+
+// renderGate prints the task's merge gate: its newest run with each
+// command's exit, the output tail of a failure and where the whole log
+// is, older runs in a line each, and a human's skip.
+func (v *showView) renderGate(w io.Writer) {
+	g := v.detail.GateRecord
+	if g == nil || (len(g.Runs) == 0 && g.Skipped == nil) {
+		return
+	}
+	fmt.Fprintf(w, "\nGate\n")
+	if g.Skipped != nil {
+		fmt.Fprintf(w, "  skipped by %s at %s: %s\n", sanitize.Field(g.Skipped.By), g.Skipped.At.UTC().Format(gitstore.TimeLayout), sanitize.Field(g.Skipped.Reason))
+	}
+	for i, r := range g.Runs {
+		last := i == len(g.Runs)-1
+		verdict := "failed"
+		if r.Passed {
+			verdict = "passed"
+		}
+		spec := ""
+		if r.Speculative {
+			spec = ", speculative"
+		}
+		fmt.Fprintf(w, "  run %s %s  %s  on %s at %s (tree %s%s), %.1fs\n", sanitize.Field(r.ID), verdict, r.At.UTC().Format(gitstore.TimeLayout),
+			sanitize.Field(r.Target), shortSHA(sanitize.Field(r.Base)), shortSHA(sanitize.Field(r.Tree)), spec, float64(r.DurationMS)/1000)
+		if !last {
+			continue
+		}
+		fmt.Fprintf(w, "    commands from %s:\n", sanitize.Field(r.Source))
+		for _, c := range r.Commands {
+			how := fmt.Sprintf("exit %d", c.Exit)
+			switch {
+			case c.TimedOut:
+				how = "timed out"
+			case c.Missing:
+				how = "not found (exit 127)"
+			}
+			fmt.Fprintf(w, "      $ %s  -> %s, %.1fs\n", sanitize.Field(c.Cmd), how, float64(c.DurationMS)/1000)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(w, "    could not run: %s\n", sanitize.Field(r.Error))
+		}
+		if !r.Passed && strings.TrimSpace(r.Tail) != "" {
+			fmt.Fprintf(w, "    output (tail):\n%s\n", indentText(sanitize.Prose(r.Tail), "      "))
+		}
+		if r.Log != "" {
+			fmt.Fprintf(w, "    whole log (on %s): %s\n", sanitize.Field(r.Host), sanitize.Field(r.Log))
+		}
+	}
+	if g.FixRounds > 0 {
+		fmt.Fprintf(w, "  automatic fix rounds: %d\n", g.FixRounds)
+	}
 }

@@ -64,6 +64,10 @@ type Server struct {
 	// OnActions, if set, sees every reconcile pass's actions (the
 	// lazy.notify.command hook); it must not block.
 	OnActions func([]reconcile.Action)
+	// AfterPass, if set, runs after every reconcile pass (the merge
+	// queue's re-entry of tasks whose agents fixed a failed gate); it
+	// must not block.
+	AfterPass func(ctx context.Context)
 
 	hub  events.Hub
 	poke chan struct{}
@@ -261,6 +265,9 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 		return false
 	}
 	s.publishProgress(entries, seen)
+	if s.AfterPass != nil {
+		s.AfterPass(ctx)
+	}
 	return true
 }
 

@@ -12,6 +12,8 @@ type Detail struct {
 	// the caller to fill (nil: another machine runs it).
 	Permissions *agent.TaskPermissions `json:"permissions,omitempty"`
 	Refused     []Refused              `json:"merge_refused_ops,omitempty"`
+	// GateRecord is every merge-gate run the task keeps, and a skip.
+	GateRecord *GateRecord `json:"gate_record,omitempty"`
 	Goal        string                 `json:"goal"`
 	Session     *Session               `json:"session,omitempty"`
 	Violations  *Violations            `json:"violations,omitempty"`
@@ -44,7 +46,7 @@ func (s *Store) Detail(sn *Snapshot, lastTurns int) (*Detail, error) {
 		return nil, err
 	}
 	all := tx.Comments
-	d := &Detail{Summary: NewSummary(&sn.Task), Goal: tx.Goal, Session: sn.Session, Refused: sn.Task.MergeRefused,
+	d := &Detail{Summary: NewSummary(&sn.Task), Goal: tx.Goal, Session: sn.Session, Refused: sn.Task.MergeRefused, GateRecord: sn.Task.Gate,
 		PendingViolations: append([]string{}, sn.Violations.Pending...), TurnList: append([]Turn{}, tx.Turns...),
 		CommentList: []Comment{}, Journal: []Comment{}, History: append([]Change{}, hist...), Commit: sn.Commit.String(),
 		Truncated: append([]string{}, tx.Truncated...)}

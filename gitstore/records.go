@@ -56,6 +56,8 @@ type Task struct {
 	MergeRefused []Refused `json:"merge_refused,omitempty"`
 	// Usage totals what the task's agent turns cost.
 	Usage *Usage `json:"usage,omitempty"`
+	// Gate is what the merge gate did for this task (see GateRecord).
+	Gate *GateRecord `json:"gate,omitempty"`
 }
 
 // AcceptRecord is what an accept in flight has committed to.

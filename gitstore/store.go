@@ -187,6 +187,7 @@ func (sn *Snapshot) clone() *Snapshot {
 	if sn.Task.Forge != nil {
 		c.Task.Forge = sn.Task.Forge.clone()
 	}
+	c.Task.Gate = sn.Task.Gate.clone()
 	c.entries = make(map[string]treeEntry, len(sn.entries))
 	for k, v := range sn.entries {
 		c.entries[k] = v
@@ -313,6 +314,9 @@ func checkTask(t *Task, id string) error {
 		return fmt.Errorf("task.json has an unknown status %q", t.Status)
 	case t.Parent != "" && !ValidID(t.Parent):
 		return fmt.Errorf("task.json has an invalid parent id %q", t.Parent)
+	}
+	if err := checkGate(t.Gate); err != nil {
+		return err
 	}
 	return checkForge(t.Forge)
 }

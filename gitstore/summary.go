@@ -34,6 +34,8 @@ type Summary struct {
 	PR *PRSummary `json:"pr,omitempty"`
 	// Usage totals what the task's agent turns cost.
 	Usage *Usage `json:"usage,omitempty"`
+	// Gate is how the task's newest merge-gate run ended.
+	Gate *GateSummary `json:"gate,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.
@@ -63,7 +65,7 @@ func NewSummary(t *Task) Summary {
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
 		Sessions: t.Sessions, Host: t.Host, Refused: len(t.MergeRefused), Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
-		Usage: t.Usage,
+		Usage: t.Usage, Gate: t.Gate.Summary(),
 	}
 }
 

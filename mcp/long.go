@@ -198,7 +198,7 @@ func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in Lon
 			return nil, err
 		}
 		v := d.view(res.Snapshot)
-		return AcceptOut{Task: &v, Into: res.Into, Commit: res.Commit, Pending: res.Pending, Warnings: nonNil(res.Warnings)}, nil
+		return AcceptOut{Task: &v, Into: res.Into, Commit: res.Commit, Pending: res.Pending, Warnings: nonNil(res.Warnings), GateRun: res.Gate}, nil
 	})
 	if err != nil {
 		return nil, err

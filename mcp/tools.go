@@ -181,6 +181,8 @@ type (
 		Commit   string   `json:"commit"`
 		Pending  string   `json:"pending"`
 		Warnings []string `json:"warnings"`
+		// GateRun is the merge-gate run that passed on the landed tree.
+		GateRun string `json:"gate_run,omitempty"`
 		Running
 	}
 	// SubmitOut is lazy_submit's result.

@@ -30,6 +30,7 @@ type Phase struct {
 // AcceptPhases is the accept phase table.
 var AcceptPhases = []Phase{
 	{ID: "pre-accept", Label: "pre-accept agent turn", Optional: true},
+	{ID: "gate", Label: "run the gate on the tree that would land", Optional: true},
 	{ID: "record", Label: "record the accept (merging)"},
 	{ID: "stash", Label: "stash uncommitted changes in the destination", Optional: true},
 	{ID: "merge", Label: "squash-merge the task branch"},
@@ -48,7 +49,7 @@ func AcceptPlan(preTurn, dirtyDest bool) []Phase {
 	var plan []Phase
 	for _, p := range AcceptPhases {
 		switch {
-		case p.Forge:
+		case p.Forge, p.ID == "gate":
 			continue
 		case p.ID == "pre-accept" && !preTurn:
 			continue
@@ -58,6 +59,27 @@ func AcceptPlan(preTurn, dirtyDest bool) []Phase {
 		plan = append(plan, p)
 	}
 	return plan
+}
+
+// withGate adds the gate phase to plan, before the record.
+func withGate(plan []Phase) []Phase {
+	var out []Phase
+	for _, p := range plan {
+		if p.ID == "record" {
+			out = append(out, gatePhase())
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func gatePhase() Phase {
+	for _, p := range AcceptPhases {
+		if p.ID == "gate" {
+			return p
+		}
+	}
+	panic("ops: the phase table has no gate")
 }
 
 // AcceptOptions configure an accept.
@@ -73,6 +95,15 @@ type AcceptOptions struct {
 	Reconcile func(ctx context.Context, id string)
 	// PreTurnTimeout bounds the pre-accept turn (0: DefaultPreTurnTimeout).
 	PreTurnTimeout time.Duration
+	// SkipGate lands without running the gate: a human's decision,
+	// recorded with SkipReason on the task and in the commit's trailer.
+	SkipGate   bool
+	SkipReason string
+	// Sandbox confines the gate's commands (lazy.sandbox); nil: none.
+	Sandbox *proto.Sandbox
+	// FixRound is the round of automatic fixes this accept follows (the
+	// daemon's re-entry of a task whose agent fixed a failed gate).
+	FixRound int
 }
 
 // DefaultPreTurnTimeout bounds a pre-accept turn unless the caller says.
@@ -115,6 +146,9 @@ type AcceptResult struct {
 	// StashOwed is set when the task was accepted but the user's
 	// uncommitted changes could not be given back: the command must fail.
 	StashOwed *StashOwedError
+	// Gate is the id of the gate run that passed on the landed tree ("":
+	// no gate, or skipped).
+	Gate string
 }
 
 // StashOwedError says the user's uncommitted changes were not put back
@@ -141,6 +175,23 @@ var ErrAlreadyAccepted = errors.New("already accepted")
 // second accept waits and then reports ErrAlreadyAccepted, and a task in
 // merging whose lock is free is known to be stranded.
 func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
+	if opts.SkipGate {
+		if e.Actor != machine.Human {
+			return nil, fmt.Errorf("accept %s: only a human may land a task without its gate (--skip-gate); ask one to", name)
+		}
+		if strings.TrimSpace(opts.SkipReason) == "" {
+			return nil, fmt.Errorf("accept %s: --skip-gate needs a reason (--reason \"...\"), recorded on the task and in the commit", name)
+		}
+	}
+	res, err := e.accept(ctx, name, n, opts)
+	if err != nil {
+		err = e.handBack(ctx, err, opts)
+	}
+	return res, err
+}
+
+// accept is Accept under the task lock.
+func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
 	a := &localAccept{e: e, n: n, opts: opts, release: func() {}}
 	a.say(func(n Narrator) { n.Prelude("pre-flight checks") })
 	sn, unlock, err := e.lockedLoad(ctx, name)
@@ -182,19 +233,37 @@ type localAccept struct {
 	// while there is none.
 	stash string
 	res   *AcceptResult
+
+	// ticket is the accept's place in its target's queue; gp the gate it
+	// runs, cand the tree that passed it and run the passing run's id.
+	ticket *queueTicket
+	gp     *gatePlan
+	cand   *candidate
+	run    string
 }
 
 // run is the local accept, in order: pre-flight under the destination
 // lock, the pre-accept turn, the record, the stash, the merge, the
 // stash's return, the finish and the cleanup. A failure between the
 // record and the merge puts the task back where it was.
-func (a *localAccept) run(ctx context.Context) (*AcceptResult, error) {
+func (a *localAccept) run(ctx context.Context) (res *AcceptResult, err error) {
+	defer func() {
+		if res != nil {
+			a.ticket.leaveWith(err, res.Commit)
+		} else {
+			a.ticket.leaveWith(err, "")
+		}
+	}()
 	if err := a.preflight(ctx); err != nil {
 		return nil, err
 	}
 	if err := a.preAcceptTurn(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.gate(ctx); err != nil {
+		return nil, err
+	}
+	a.ticket.set(QueueLanding, "")
 	if err := a.record(ctx); err != nil {
 		return nil, err
 	}
@@ -224,6 +293,9 @@ func (a *localAccept) say(f func(Narrator)) {
 
 // announce makes plan the accept's plan and tells the narrator.
 func (a *localAccept) announce(plan []Phase) {
+	if a.gp.enabled() {
+		plan = withGate(plan)
+	}
 	a.plan = plan
 	a.say(func(n Narrator) { n.Plan(plan) })
 }
@@ -254,7 +326,11 @@ func (a *localAccept) lockDest(ctx context.Context) error {
 	if err := ValidBranchName(into); err != nil {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
+	if a.ticket == nil {
+		a.ticket = e.enterQueue(a.sn, into)
+	}
 	rel, err := e.lockDestination(ctx, into, func(pid string) {
+		a.ticket.set(QueueWaiting, "behind the accept of pid "+pid)
 		a.say(func(n Narrator) {
 			n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
 		})
@@ -285,6 +361,11 @@ func (a *localAccept) preflight(ctx context.Context) error {
 	}
 	a.pre = pre
 	a.res = &AcceptResult{Into: pre.into}
+	if !a.opts.SkipGate {
+		if a.gp, err = a.e.gateAt(ctx, pre.into, pre.intoSHA); err != nil {
+			return fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err)
+		}
+	}
 	a.announce(AcceptPlan(a.e.preTurn(a.opts), pre.dirty))
 	return nil
 }
@@ -312,6 +393,11 @@ func (a *localAccept) preAcceptTurn(ctx context.Context) error {
 		return fmt.Errorf("after the pre-accept turn: %w", err)
 	}
 	a.pre = pre
+	if !a.opts.SkipGate {
+		if a.gp, err = a.e.gateAt(ctx, pre.into, pre.intoSHA); err != nil {
+			return fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err)
+		}
+	}
 	if pre.dirty != wasDirty {
 		a.announce(AcceptPlan(true, pre.dirty))
 	}
@@ -339,6 +425,12 @@ func (a *localAccept) record(ctx context.Context) error {
 		}
 		s.Task.Accept = &gitstore.AcceptRecord{ID: mine.ID, From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: mine.StartedAt, Host: e.Store.Host(), Dest: pre.dest, DestDirty: pre.dirty}
 		s.Task.Status = machine.Merging
+		if a.opts.SkipGate {
+			if s.Task.Gate == nil {
+				s.Task.Gate = &gitstore.GateRecord{}
+			}
+			s.Task.Gate.Skipped = &gitstore.GateSkip{By: string(e.Actor), At: mine.StartedAt, Reason: oneLineReason(a.opts.SkipReason)}
+		}
 		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
 	})
 	if err != nil {
@@ -406,7 +498,14 @@ func (a *localAccept) stashDest(ctx context.Context) error {
 // any, is given back.
 func (a *localAccept) squashMerge(ctx context.Context) error {
 	a.begin("merge")
-	commit, err := a.e.squash(ctx, a.sn, a.pre)
+	if a.cand != nil {
+		return a.land(ctx)
+	}
+	trailer := ""
+	if a.opts.SkipGate {
+		trailer = skipTrailer(a.opts.SkipReason)
+	}
+	commit, err := a.e.squash(ctx, a.sn, a.pre, trailer)
 	if err != nil {
 		return a.e.withStash(fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err), a.pre.dest, a.stash, true)
 	}
@@ -683,13 +782,13 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 // squash merges the task branch into the destination and commits with
 // the task's trailer. Any failure (conflicts, a pre-commit hook, no git
 // identity) leaves the destination as it was before the merge.
-func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre) (string, error) {
+func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre, trailer string) (string, error) {
 	if conflicts, err := worktree.SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
 		return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(conflicts, ", "))
 	} else if err != nil {
 		return "", fmt.Errorf("squash merge into %s: %w", pre.into, err)
 	}
-	commit, err := worktree.CommitStaged(ctx, pre.dest, squashMessage(sn, pre.branch))
+	commit, err := worktree.CommitStaged(ctx, pre.dest, squashMessage(sn, pre.branch)+trailer)
 	if ce := (*worktree.CommitError)(nil); errors.As(err, &ce) {
 		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, ce.Err)
 	}

@@ -32,17 +32,27 @@ func (e *Env) lockDestination(ctx context.Context, into string, waiting func(pid
 		if waiting != nil {
 			waiting(flock.Owner(path))
 		}
-		wctx, cancel := context.WithTimeout(ctx, DestinationWait)
+		wait := e.destinationWait()
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		l, err = flock.Acquire(wctx, path)
 		if err != nil {
-			return nil, fmt.Errorf("another accept into %s (pid %s) has been running for over %s; try again when it finishes, or run lazy doctor if it is stuck: %w", into, flock.Owner(path), DestinationWait, err)
+			return nil, fmt.Errorf("another accept into %s (pid %s) has been running for over %s; try again when it finishes, or run lazy doctor if it is stuck: %w", into, flock.Owner(path), wait, err)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return func() { _ = l.Release() }, nil
+}
+
+// destinationWait is how long an accept waits for the one ahead of it:
+// with a gate, the queue ahead may run it several times.
+func (e *Env) destinationWait() time.Duration {
+	if s, err := e.GateSettings(); err == nil {
+		return DestinationWait + 4*s.Timeout
+	}
+	return DestinationWait
 }
 
 // destinationLock is the lock file of accepts into branch into.

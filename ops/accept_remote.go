@@ -67,6 +67,9 @@ func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(
 		}
 	}
 	if !a.reentry {
+		if err := a.gate(ctx); err != nil {
+			return nil, err
+		}
 		if err := a.recordAndRequest(ctx); err != nil {
 			return nil, err
 		}
@@ -100,6 +103,8 @@ type remoteAccept struct {
 	plan []Phase
 	step int // phases of plan begun so far
 	res  *AcceptResult
+	// gp is the gate run before the merge is requested (nil: none).
+	gp *gatePlan
 }
 
 // open finds the task's pull request and a forge that is ready to act on
@@ -145,6 +150,9 @@ func (a *remoteAccept) announcePlan(ctx context.Context) error {
 		if a.resubmit, err = a.branchMoved(ctx); err != nil {
 			return err
 		}
+		if a.gp, err = a.e.forgeGate(ctx, a.rec.Base, a.opts); err != nil {
+			return fmt.Errorf("accept %s: %w", a.slug, err)
+		}
 	}
 	a.announce(RemoteAcceptPlan(a.preTurn, a.resubmit, a.reentry))
 	return nil
@@ -152,6 +160,9 @@ func (a *remoteAccept) announcePlan(ctx context.Context) error {
 
 // announce makes plan the accept's plan and tells the narrator.
 func (a *remoteAccept) announce(plan []Phase) {
+	if a.gp.enabled() {
+		plan = withGate(plan)
+	}
 	a.plan = plan
 	a.say(func(n Narrator) { n.Plan(plan) })
 }

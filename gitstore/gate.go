@@ -1,0 +1,173 @@
+package gitstore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// GateRecord is what a task's merge gate did: the runs lazy made of the
+// repository's checks on the exact tree the task would land as, the
+// rounds of automatic fixes it asked of the agent, and a human's decision
+// to land without the gate. It is a record for people to read: an accept
+// on this machine never trusts it to skip a run (this machine's own
+// marks of passed trees decide that; see ops), because a record arrives
+// from anyone who can push.
+type GateRecord struct {
+	Runs []GateRun `json:"runs,omitempty"`
+	// FixRounds counts the failed runs handed to the agent to fix
+	// (lazy.gate.autoFix) since a human last looked.
+	FixRounds int `json:"fix_rounds,omitempty"`
+	// Skipped is the human decision to land without the gate.
+	Skipped *GateSkip `json:"skipped,omitempty"`
+}
+
+// GateRun is one run of the gate's commands.
+type GateRun struct {
+	ID         string    `json:"id"`
+	At         time.Time `json:"at"`
+	DurationMS int64     `json:"duration_ms"`
+	Host       string    `json:"host"`
+	// Source says where the commands came from: "git config lazy.gate"
+	// or ".lazy/gate at <target>".
+	Source string `json:"source"`
+	// Target is the branch the task lands in, Base the target commit the
+	// run's tree was built on (the target's tip, or the queue ahead of
+	// the task), Tree the tree that ran, BranchTip the task branch's tip.
+	Target    string        `json:"target"`
+	Base      string        `json:"base"`
+	Tree      string        `json:"tree"`
+	BranchTip string        `json:"branch_tip"`
+	Commands  []GateCommand `json:"commands"`
+	Passed    bool          `json:"passed"`
+	// Failed is the command that failed, Tail the end of its output
+	// (sanitized when shown), Log the whole log on the host that ran it.
+	Failed string `json:"failed,omitempty"`
+	Tail   string `json:"tail,omitempty"`
+	Log    string `json:"log,omitempty"`
+	// Speculative marks a run on a tree that assumed the entries ahead
+	// in the queue land first.
+	Speculative bool `json:"speculative,omitempty"`
+	// Error says why the gate could not run at all (no commands ran).
+	Error string `json:"error,omitempty"`
+}
+
+// GateCommand is one command of a run and how it ended.
+type GateCommand struct {
+	Cmd        string `json:"cmd"`
+	Exit       int    `json:"exit"`
+	DurationMS int64  `json:"duration_ms"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	Missing    bool   `json:"missing,omitempty"`
+}
+
+// GateSkip is a human's decision to land a task without its gate.
+type GateSkip struct {
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// MaxGateRuns is how many runs a task keeps (the newest): task.json is
+// rewritten by every operation, so it stays small.
+const MaxGateRuns = 10
+
+// MaxGateTail bounds the output tail a run keeps in the record.
+const MaxGateTail = 2048
+
+// AddRun appends r, keeping the newest MaxGateRuns runs and a tail of at
+// most MaxGateTail bytes (its end, on a character boundary).
+func (g *GateRecord) AddRun(r GateRun) {
+	if len(r.Tail) > MaxGateTail {
+		cut := len(r.Tail) - MaxGateTail
+		for cut < len(r.Tail) && r.Tail[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		r.Tail = r.Tail[cut:]
+	}
+	g.Runs = append(g.Runs, r)
+	if n := len(g.Runs); n > MaxGateRuns {
+		g.Runs = slices.Clone(g.Runs[n-MaxGateRuns:])
+	}
+}
+
+// Last is the newest run, or nil.
+func (g *GateRecord) Last() *GateRun {
+	if g == nil || len(g.Runs) == 0 {
+		return nil
+	}
+	return &g.Runs[len(g.Runs)-1]
+}
+
+func (g *GateRecord) clone() *GateRecord {
+	if g == nil {
+		return nil
+	}
+	c := *g
+	c.Runs = make([]GateRun, len(g.Runs))
+	for i, r := range g.Runs {
+		r.Commands = slices.Clone(r.Commands)
+		c.Runs[i] = r
+	}
+	if g.Skipped != nil {
+		s := *g.Skipped
+		c.Skipped = &s
+	}
+	return &c
+}
+
+// GateSummary is a task's gate on listing surfaces: how its newest run
+// ended (passed, failed, or skipped by a human).
+type GateSummary struct {
+	State  string `json:"state"`
+	At     string `json:"at"`
+	Run    string `json:"run,omitempty"`
+	Failed string `json:"failed,omitempty"`
+	Base   string `json:"base,omitempty"`
+	Target string `json:"target,omitempty"`
+	Rounds int    `json:"fix_rounds,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Gate states on listing surfaces.
+const (
+	GatePassed  = "passed"
+	GateFailed  = "failed"
+	GateSkipped = "skipped"
+)
+
+// Summary is the listing shape of g, or nil when nothing ran.
+func (g *GateRecord) Summary() *GateSummary {
+	if g == nil {
+		return nil
+	}
+	last := g.Last()
+	if g.Skipped != nil && (last == nil || !g.Skipped.At.Before(last.At)) {
+		return &GateSummary{State: GateSkipped, At: g.Skipped.At.UTC().Format(TimeLayout), Reason: g.Skipped.Reason, Rounds: g.FixRounds}
+	}
+	if last == nil {
+		return nil
+	}
+	s := &GateSummary{State: GateFailed, At: last.At.UTC().Format(TimeLayout), Run: last.ID, Failed: last.Failed, Base: last.Base, Target: last.Target, Rounds: g.FixRounds}
+	if last.Passed {
+		s.State = GatePassed
+	}
+	return s
+}
+
+// checkGate refuses a gate record larger than lazy ever writes: it comes
+// from whoever can push, and every surface shows it.
+func checkGate(g *GateRecord) error {
+	if g == nil {
+		return nil
+	}
+	if len(g.Runs) > MaxGateRuns {
+		return fmt.Errorf("task.json has %d gate runs; lazy keeps at most %d", len(g.Runs), MaxGateRuns)
+	}
+	for _, r := range g.Runs {
+		if len(r.Commands) > 64 || len(r.Tail) > 4*MaxGateTail {
+			return fmt.Errorf("task.json has a gate run of %d commands and a %d-byte tail, more than lazy writes", len(r.Commands), len(r.Tail))
+		}
+	}
+	return nil
+}

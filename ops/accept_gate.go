@@ -1,0 +1,185 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// gate runs the gate on the exact tree the accept would land: the task's
+// squash onto the target's tip, which the destination lock now holds
+// still. The passing run's tree is what land commits; a run that passed
+// on this very tree before (on this machine: a speculative run of the
+// queue, or an earlier accept) is not run again.
+func (a *localAccept) gate(ctx context.Context) error {
+	if !a.gp.enabled() {
+		return nil
+	}
+	a.begin("gate")
+	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
+	a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA))
+	c, err := e.buildCandidate(ctx, a.pre.intoSHA, a.pre.branch, slug, into)
+	if err != nil {
+		return err
+	}
+	if id, ok := e.passedBefore(c.tree, a.gp.cmds); ok {
+		a.say(func(n Narrator) { n.Note("the gate passed on this exact tree already (run " + id + "); not running it again") })
+		a.cand, a.run = c, id
+		return nil
+	}
+	a.say(func(n Narrator) {
+		n.Note(fmt.Sprintf("gate: %d command(s) from %s on %s, timeout %s", len(a.gp.cmds), a.gp.source, short(c.tree), a.gp.Timeout))
+	})
+	run, err := e.gateRun(ctx, a.sn, a.gp, c, into, a.opts, false)
+	if err != nil {
+		return fmt.Errorf("accept %s: record the gate run: %w", slug, err)
+	}
+	if !run.Passed {
+		return &GateError{Task: slug, Run: run}
+	}
+	a.say(func(n Narrator) { n.Note(fmt.Sprintf("the gate passed (run %s, %.1fs)", run.ID, float64(run.DurationMS)/1000)) })
+	a.cand, a.run = c, run.ID
+	return nil
+}
+
+// land commits the gated tree onto the target's tip as the squash commit
+// (with the gate's trailer) and fast-forwards the destination to it, so
+// the target moves to exactly the tree that passed. A target that moved
+// meanwhile (a commit made outside lazy) refuses the fast-forward and
+// nothing lands.
+func (a *localAccept) land(ctx context.Context) error {
+	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
+	msg := squashMessage(a.sn, a.pre.branch) + gateTrailer(a.run, a.gp)
+	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg)
+	if err != nil {
+		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash, true)
+	}
+	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
+		return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash, true)
+	}
+	a.res.Commit, a.res.Gate = commit, a.run
+	return nil
+}
+
+// handBack gives a failed gate or a conflict to the task's agent when
+// lazy.gate.autoFix is on: the failure goes to it as feedback, and the
+// task re-enters the queue after its turn, for at most
+// lazy.gate.maxAttempts rounds; after that it stays parked for a human,
+// with the history. err is returned, saying which it was.
+func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error {
+	var ge *GateError
+	var ce *ConflictError
+	var slug, into, feedback string
+	switch {
+	case errors.As(err, &ge):
+		slug, into, feedback = ge.Task, ge.Run.Target, gateFeedback(ge.Run.Target, ge.Run)
+	case errors.As(err, &ce):
+		slug, into, feedback = ce.Task, ce.Into, conflictFeedback(ce)
+	default:
+		return err
+	}
+	s, serr := e.GateSettings()
+	if serr != nil || !s.AutoFix {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	round := opts.FixRound + 1
+	if round > s.MaxAttempts {
+		e.noteGaveUp(ctx, slug, s.MaxAttempts)
+		return fmt.Errorf("%w (lazy.gate.autoFix gave up after %d rounds; the task stays blocked for you)", err, s.MaxAttempts)
+	}
+	sn, uerr := e.Unblock(ctx, slug, feedback, Decisions{})
+	if uerr != nil {
+		return fmt.Errorf("%w; handing it to the agent (lazy.gate.autoFix) failed too: %w", err, uerr)
+	}
+	if qerr := e.requeue(sn, into, round, sn.Session.Turn); qerr != nil {
+		return fmt.Errorf("%w; the agent is fixing it, but the task could not be queued to re-enter: %w", err, qerr)
+	}
+	e.noteFixRound(ctx, sn.Task.ID, round)
+	if ge != nil {
+		ge.Fixing, ge.Round, ge.Max = true, round, s.MaxAttempts
+		return ge
+	}
+	return fmt.Errorf("%w (the agent was asked to resolve them, fix round %d of %d; the task re-enters the queue after its turn)", err, round, s.MaxAttempts)
+}
+
+// conflictFeedback asks the agent to resolve a conflict with its target.
+func conflictFeedback(c *ConflictError) string {
+	return fmt.Sprintf("Your branch no longer merges cleanly into %s: it conflicts in %v. %s has been merged into your branch for you; resolve the conflicts, keep both sides' intent, and commit. lazy gates and lands the work after your turn.",
+		c.Into, sanitizeAll(c.Files), c.Into)
+}
+
+func (e *Env) noteFixRound(ctx context.Context, id string, round int) {
+	_, _, _ = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Gate == nil {
+			s.Task.Gate = &gitstore.GateRecord{}
+		}
+		s.Task.Gate.FixRounds = round
+		return &gitstore.Op{Name: "gate-fix", Actor: e.Actor, Reason: fmt.Sprintf("fix round %d", round)}, nil
+	})
+}
+
+func (e *Env) noteGaveUp(ctx context.Context, name string, rounds int) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return
+	}
+	_, _, _ = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
+			Text: fmt.Sprintf("the merge gate failed after %d automatic fix rounds (lazy.gate.maxAttempts); parked for a human: lazy show has every run", rounds)})
+		return &gitstore.Op{Name: "gate-gave-up", Actor: e.Actor}, nil
+	})
+}
+
+// forgeGate is the gate of a merge through the forge into base: the
+// same gate, run locally before the merge is requested, unless the
+// repository says the forge's required checks are its gate
+// (lazy.gate.forge = checks) or a human skips it.
+func (e *Env) forgeGate(ctx context.Context, base string, opts AcceptOptions) (*gatePlan, error) {
+	if opts.SkipGate {
+		return nil, nil
+	}
+	s, err := e.GateSettings()
+	if err != nil || s.Forge == "checks" {
+		return nil, err
+	}
+	tip, err := worktree.BranchCommit(ctx, e.repoDir(), base)
+	if err != nil {
+		return nil, fmt.Errorf("the branch %s the pull request merges into is not here to gate against (git fetch it, or set lazy.gate.forge to checks): %w", base, err)
+	}
+	return e.gateAt(ctx, base, tip)
+}
+
+// gate runs the gate on the task's branch merged onto this machine's
+// copy of the pull request's base, before the forge is asked to merge.
+func (a *remoteAccept) gate(ctx context.Context) error {
+	if !a.gp.enabled() {
+		return nil
+	}
+	a.begin("gate")
+	e, base := a.e, a.rec.Base
+	tip, err := worktree.BranchCommit(ctx, e.repoDir(), base)
+	if err != nil {
+		return fmt.Errorf("accept %s: %w", a.slug, err)
+	}
+	c, err := e.buildCandidate(ctx, tip, a.sn.Session.Branch, a.slug, base)
+	if err != nil {
+		return err
+	}
+	if id, ok := e.passedBefore(c.tree, a.gp.cmds); ok {
+		a.say(func(n Narrator) { n.Note("the gate passed on this exact tree already (run " + id + ")") })
+		return nil
+	}
+	run, err := e.gateRun(ctx, a.sn, a.gp, c, base, a.opts, false)
+	if err != nil {
+		return fmt.Errorf("accept %s: record the gate run: %w", a.slug, err)
+	}
+	if !run.Passed {
+		return &GateError{Task: a.slug, Run: run}
+	}
+	return nil
+}

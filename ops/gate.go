@@ -1,0 +1,299 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gate"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// The merge gate: lazy, not the agent, runs the repository's checks on
+// the exact tree an accept would land (the task's squash on the target's
+// tip), in a scratch worktree, and lands that very tree only if they
+// passed. Which trees passed is this machine's own knowledge (a mark per
+// tree and command list under .git/lazy/gate), never a record's claim.
+
+// gatePlan is the gate an accept into one target runs.
+type gatePlan struct {
+	gate.Settings
+	cmds   []string
+	source string
+}
+
+// enabled reports whether the gate has anything to run.
+func (g *gatePlan) enabled() bool { return g != nil && len(g.cmds) > 0 }
+
+// GateSettings reads lazy.gate.* from the repository's git config.
+func (e *Env) GateSettings() (gate.Settings, error) {
+	cfg, err := e.Store.Repo().Config()
+	if err != nil {
+		return gate.Settings{}, fmt.Errorf("read git config: %w", err)
+	}
+	return gate.Load(cfg)
+}
+
+// gateAt is the gate of an accept into branch into at commit tip: the
+// commands of git config lazy.gate, else the .lazy/gate file committed at
+// that tip (never the task branch's copy, which the agent could edit).
+func (e *Env) gateAt(ctx context.Context, into, tip string) (*gatePlan, error) {
+	s, err := e.GateSettings()
+	if err != nil {
+		return nil, err
+	}
+	read := func(path string) ([]byte, bool, error) { return worktree.FileAt(ctx, e.repoDir(), tip, path) }
+	cmds, source, err := s.Commands(read, into)
+	if err != nil {
+		return nil, err
+	}
+	return &gatePlan{Settings: s, cmds: cmds, source: source}, nil
+}
+
+// candidate is a tree that would land: the task's squash applied onto
+// base (the target's tip, or the queue ahead of the task), and a
+// provisional commit of it, which the scratch worktree checks out.
+type candidate struct {
+	base, tree, commit, branchTip string
+}
+
+// ConflictError says a task's branch no longer merges cleanly into its
+// target.
+type ConflictError struct {
+	Task, Into string
+	Files      []string
+}
+
+func (c *ConflictError) Error() string {
+	return fmt.Sprintf("accept %s: its branch no longer merges cleanly into %s (conflicts in %s); nothing was merged: lazy unblock %s asks the agent to merge %s and resolve them",
+		c.Task, c.Into, strings.Join(sanitizeAll(c.Files), ", "), c.Task, c.Into)
+}
+
+// buildCandidate merges the task branch onto base without touching any
+// checkout and commits the result provisionally.
+func (e *Env) buildCandidate(ctx context.Context, base, branch, slug, into string) (*candidate, error) {
+	tip, err := worktree.BranchCommit(ctx, e.repoDir(), branch)
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: its branch %s is missing: %w", slug, branch, err)
+	}
+	tree, conflicts, err := worktree.MergeTree(ctx, e.repoDir(), base, branch)
+	if errors.Is(err, worktree.ErrMergeConflict) {
+		return nil, &ConflictError{Task: slug, Into: into, Files: conflicts}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: merge %s onto %s: %w", slug, branch, into, err)
+	}
+	commit, err := worktree.CommitTree(ctx, e.repoDir(), tree, base, "lazy gate candidate: "+slug+"\n")
+	if err != nil {
+		return nil, fmt.Errorf("accept %s: %w", slug, err)
+	}
+	return &candidate{base: base, tree: tree, commit: commit, branchTip: tip}, nil
+}
+
+// passMark is this machine's mark that the gate's commands passed on
+// tree: the only thing that lets an accept land without running them
+// again.
+func (e *Env) passMark(tree string, cmds []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(cmds, "\x00")))
+	return e.Store.Repo().LazyDir("gate", "passed", tree+"-"+hex.EncodeToString(sum[:8]))
+}
+
+// passedBefore returns the id of a run that passed on tree with cmds on
+// this machine, if one did.
+func (e *Env) passedBefore(tree string, cmds []string) (string, bool) {
+	b, err := os.ReadFile(e.passMark(tree, cmds))
+	if err != nil {
+		return "", false
+	}
+	id := strings.TrimSpace(string(b))
+	return id, gitstore.ValidID(id)
+}
+
+func (e *Env) markPassed(tree string, cmds []string, id string) {
+	p := e.passMark(tree, cmds)
+	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+		_ = os.WriteFile(p, []byte(id+"\n"), 0o644)
+	}
+}
+
+// GateLog is where the whole output of a task's gate run is kept.
+func (e *Env) GateLog(taskID, runID string) string {
+	return e.Store.Repo().LazyDir("logs", taskID, "gate-"+runID+".log")
+}
+
+// gateRun runs the gate's commands on c's tree in a scratch worktree
+// and records the run on the task. A run that could not start at all is
+// recorded as failed with its error.
+func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c *candidate, into string, opts AcceptOptions, speculative bool) (gitstore.GateRun, error) {
+	id, err := gitstore.NewID()
+	if err != nil {
+		return gitstore.GateRun{}, err
+	}
+	run := gitstore.GateRun{ID: id, At: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Source: g.source,
+		Target: into, Base: c.base, Tree: c.tree, BranchTip: c.branchTip, Speculative: speculative, Log: e.GateLog(sn.Task.ID, id)}
+	res, err := e.runInScratch(ctx, g, c, opts, id, run.Log)
+	if err != nil {
+		run.Error = err.Error()
+	}
+	run.DurationMS, run.Passed, run.Failed, run.Tail = res.DurationMS, res.Passed && err == nil, res.Failed, res.Tail
+	for _, cmd := range res.Commands {
+		run.Commands = append(run.Commands, gitstore.GateCommand(cmd))
+	}
+	if run.Passed {
+		e.markPassed(c.tree, g.cmds, id)
+	}
+	if rerr := e.recordGate(context.WithoutCancel(ctx), sn.Task.ID, run); rerr != nil {
+		return run, rerr
+	}
+	return run, nil
+}
+
+// runInScratch checks the candidate out in a detached scratch worktree,
+// runs the commands there (in the sandbox when lazy.sandbox is on) and
+// removes the worktree.
+func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts AcceptOptions, runID, logPath string) (gate.Result, error) {
+	dir := e.Store.Repo().LazyDir("tmp", "gate-"+runID)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return gate.Result{}, err
+	}
+	if err := worktree.AddDetached(ctx, e.repoDir(), dir, c.commit); err != nil {
+		return gate.Result{}, fmt.Errorf("check out the tree to gate: %w", err)
+	}
+	defer func() { _ = worktree.ForceRemove(context.WithoutCancel(ctx), e.repoDir(), dir) }()
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return gate.Result{}, err
+	}
+	log, err := os.Create(logPath)
+	if err != nil {
+		return gate.Result{}, err
+	}
+	defer func() { _ = log.Close() }()
+	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log}
+	if opts.Sandbox != nil {
+		pol, err := sandbox.For(ctx, dir, "exec", "sh", false, opts.Sandbox)
+		if err != nil {
+			return gate.Result{}, fmt.Errorf("sandbox the gate: %w", err)
+		}
+		spec.Wrap = func(argv []string) ([]string, error) { return sandbox.Wrap(argv, pol) }
+	}
+	return gate.Run(ctx, spec)
+}
+
+// recordGate adds run to the task's gate record.
+func (e *Env) recordGate(ctx context.Context, id string, run gitstore.GateRun) error {
+	reason := "passed on " + short(run.Tree)
+	if !run.Passed {
+		reason = "failed: " + oneLineReason(run.Failed+" "+run.Error)
+	}
+	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Gate == nil {
+			s.Task.Gate = &gitstore.GateRecord{}
+		}
+		s.Task.Gate.AddRun(run)
+		return &gitstore.Op{Name: "gate", Actor: e.Actor, Reason: reason}, nil
+	})
+	return err
+}
+
+// GateError says the gate did not pass: nothing was merged.
+type GateError struct {
+	Task string
+	Run  gitstore.GateRun
+	// Fixing says the failure went to the agent as feedback and the task
+	// re-enters the queue after its turn (round Round of Max).
+	Fixing     bool
+	Round, Max int
+}
+
+func (g *GateError) Error() string {
+	what := "the gate did not pass"
+	switch r := g.Run; {
+	case r.Error != "":
+		what = "the gate could not run: " + r.Error
+	case r.Failed != "":
+		what = "the gate failed: " + describeFailure(r)
+	}
+	next := fmt.Sprintf("lazy show %s has the output tail and %s the whole log; fix it (lazy unblock %s -m ...) and accept again, or land it anyway with lazy accept %s --skip-gate --reason ...", g.Task, g.Run.Log, g.Task, g.Task)
+	if g.Fixing {
+		next = fmt.Sprintf("the failure went to the agent (fix round %d of %d) and the task re-enters the queue after its turn; lazy show %s follows it", g.Round, g.Max, g.Task)
+	}
+	return fmt.Sprintf("accept %s: %s; nothing was merged: %s", g.Task, what, next)
+}
+
+// describeFailure says how the failing command of r ended.
+func describeFailure(r gitstore.GateRun) string {
+	cmd := sanitize.Field(r.Failed)
+	for _, c := range r.Commands {
+		if c.Cmd != r.Failed {
+			continue
+		}
+		switch {
+		case c.TimedOut:
+			return fmt.Sprintf("%q did not finish within the gate's timeout (lazy.gate.timeout)", cmd)
+		case c.Missing:
+			return fmt.Sprintf("%q was not found (exit 127)", cmd)
+		case c.Exit < 0:
+			return fmt.Sprintf("%q was killed", cmd)
+		default:
+			return fmt.Sprintf("%q exited %d", cmd, c.Exit)
+		}
+	}
+	return fmt.Sprintf("%q failed", cmd)
+}
+
+// gateFeedback is what the agent is told about a failed run: the failing
+// command, how it ended and its output's tail, sanitized and bounded.
+func gateFeedback(into string, r gitstore.GateRun) string {
+	tail := r.Tail
+	if len(tail) > 3000 {
+		tail = tail[len(tail)-3000:]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lazy's merge gate ran the repository's checks on your work merged onto %s, and they failed, so nothing was merged.\n\n", into)
+	if r.Error != "" {
+		fmt.Fprintf(&b, "The gate could not run: %s\n", sanitize.Field(r.Error))
+	} else {
+		fmt.Fprintf(&b, "Failing check: %s\n", describeFailure(r))
+	}
+	if strings.TrimSpace(tail) != "" {
+		fmt.Fprintf(&b, "\nThe end of its output:\n\n%s\n", sanitize.Prose(tail))
+	}
+	b.WriteString("\nFix the cause in this worktree and commit. lazy runs the gate again after your turn.")
+	return b.String()
+}
+
+// gateTrailer is the squash commit's trailer naming the gate run that
+// passed on its tree.
+func gateTrailer(runID string, g *gatePlan) string {
+	return fmt.Sprintf("Lazy-Gate: passed %s (%d command(s) from %s)\n", runID, len(g.cmds), g.source)
+}
+
+// skipTrailer records a human's decision to land without the gate.
+func skipTrailer(reason string) string {
+	return "Lazy-Gate: skipped by human: " + oneLineReason(reason) + "\n"
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func sanitizeAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sanitize.Field(s)
+	}
+	return out
+}

@@ -1,0 +1,327 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// gateRepo is a repository with a main checkout and blocked tasks of
+// this machine, each with a branch that commits some files.
+type gateRepo struct {
+	e   *Env
+	dir string
+}
+
+func newGateRepo(t *testing.T, gate ...string) *gateRepo {
+	t.Helper()
+	e := env(t)
+	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	e.RepoDir = dir
+	for _, g := range gate {
+		testrepo.Git(t, dir, "config", "--add", "lazy.gate", g)
+	}
+	return &gateRepo{e: e, dir: dir}
+}
+
+func (r *gateRepo) config(t *testing.T, key, value string) {
+	t.Helper()
+	testrepo.Git(t, r.dir, "config", key, value)
+}
+
+// task creates a blocked task whose branch (from main as it is now)
+// commits files.
+func (r *gateRepo) task(t *testing.T, title string, files map[string]string) *gitstore.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	e := r.e
+	sn, err := e.Create(ctx, CreateInput{Title: title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
+	branch := worktree.Branch(sn.Task.Slug)
+	wt := filepath.Join(t.TempDir(), sn.Task.Slug)
+	if _, err := worktree.Create(ctx, r.dir, wt, branch, "main"); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(wt, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, wt, name, content)
+	}
+	testrepo.Git(t, wt, "add", ".")
+	testrepo.Git(t, wt, "commit", "-q", "-m", title)
+	sid, err := gitstore.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
+		t.Fatal(err)
+	}
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Session.ID = sid
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+func (r *gateRepo) load(t *testing.T, id string) *gitstore.Snapshot {
+	t.Helper()
+	sn, err := r.e.Store.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+func (r *gateRepo) tip(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(testrepo.Git(t, r.dir, "rev-parse", "main"))
+}
+
+// TestGatedAcceptLandsExactlyTheTreeThatPassed: the gate runs on the
+// task's squash onto main, main moves to that very tree, and the commit
+// names the passing run.
+func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "grep -q ok feature.txt", "test ! -e .git/index.lock")
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	before := r.tip(t)
+	res, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Gate == "" {
+		t.Fatal("the result names no gate run")
+	}
+	after := r.tip(t)
+	if after == before || after != res.Commit {
+		t.Fatalf("main is at %s, the accept says %s (was %s)", after, res.Commit, before)
+	}
+	got := r.load(t, sn.Task.ID)
+	run := got.Task.Gate.Last()
+	if run == nil || !run.Passed || run.ID != res.Gate || run.Base != before || len(run.Commands) != 2 || run.Commands[0].Exit != 0 {
+		t.Fatalf("gate record: %+v", got.Task.Gate)
+	}
+	tree := strings.TrimSpace(testrepo.Git(t, r.dir, "rev-parse", "main^{tree}"))
+	if tree != run.Tree {
+		t.Fatalf("main's tree %s is not the tree that passed, %s", tree, run.Tree)
+	}
+	msg := testrepo.Git(t, r.dir, "log", "-1", "--format=%B", "main")
+	if !strings.Contains(msg, "Lazy-Gate: passed "+res.Gate) || !strings.Contains(msg, "Lazy-Task: "+sn.Task.ID) {
+		t.Fatalf("squash message lacks its trailers:\n%s", msg)
+	}
+	if got.Task.Status != machine.Complete {
+		t.Fatalf("status %s", got.Task.Status)
+	}
+	if _, err := os.Stat(run.Log); err != nil {
+		t.Fatalf("the whole log is not on disk: %v", err)
+	}
+	if scratch, _ := filepath.Glob(r.e.Store.Repo().LazyDir("tmp", "gate-*")); len(scratch) > 0 {
+		t.Fatalf("scratch worktrees left behind: %v", scratch)
+	}
+	left := r.e.Queues()
+	if len(left) != 1 || len(left[0].Entries) != 0 || len(left[0].Left) != 1 || left[0].Left[0].Outcome != LeftLanded || left[0].Left[0].Commit != res.Commit {
+		t.Fatalf("queue after the accept: %+v", left)
+	}
+}
+
+// TestGateFailuresRefuseTheAccept: a failing, missing or hanging command
+// is a failure; nothing lands, the task stays blocked with the run
+// recorded, and the queue says why it left.
+func TestGateFailuresRefuseTheAccept(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		check     func(c gitstore.GateCommand) bool
+	}{
+		{"exit", "echo the tests broke; exit 3", func(c gitstore.GateCommand) bool { return c.Exit == 3 }},
+		{"missing", "no-such-command-lazy-gate", func(c gitstore.GateCommand) bool { return c.Missing && c.Exit == 127 }},
+		{"timeout", "sleep 60", func(c gitstore.GateCommand) bool { return c.TimedOut }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := newGateRepo(t, tc.cmd)
+			r.config(t, "lazy.gate.timeout", "1s")
+			sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+			before := r.tip(t)
+			_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+			var ge *GateError
+			if !errors.As(err, &ge) {
+				t.Fatalf("accept: %v, want a GateError", err)
+			}
+			if r.tip(t) != before {
+				t.Fatal("main moved although the gate failed")
+			}
+			got := r.load(t, sn.Task.ID)
+			run := got.Task.Gate.Last()
+			if got.Task.Status != machine.Blocked || run == nil || run.Passed || run.Failed != tc.cmd || !tc.check(run.Commands[0]) {
+				t.Fatalf("status %s, run %+v", got.Task.Status, run)
+			}
+			if tc.name == "exit" && !strings.Contains(run.Tail, "the tests broke") {
+				t.Fatalf("tail %q", run.Tail)
+			}
+			if !strings.Contains(err.Error(), "nothing was merged") {
+				t.Fatalf("error %q does not say nothing was merged", err)
+			}
+			q := r.e.Queues()
+			if len(q) != 1 || len(q[0].Left) != 1 || q[0].Left[0].Outcome != LeftFailed {
+				t.Fatalf("queue: %+v", q)
+			}
+		})
+	}
+}
+
+// TestTheGateFileIsReadFromTheTargetNeverTheBranch: an agent that
+// rewrites .lazy/gate on its branch does not change what gates it.
+func TestTheGateFileIsReadFromTheTargetNeverTheBranch(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t)
+	write(t, r.dir, ".lazy/gate", "# the team's checks\n\ntest ! -e cheat.txt\n")
+	testrepo.Git(t, r.dir, "add", ".lazy/gate")
+	testrepo.Git(t, r.dir, "commit", "-q", "-m", "gate")
+	sn := r.task(t, "cheat", map[string]string{".lazy/gate": "true\n", "cheat.txt": "x\n"})
+	_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+	var ge *GateError
+	if !errors.As(err, &ge) || ge.Run.Failed != "test ! -e cheat.txt" || !strings.HasPrefix(ge.Run.Source, ".lazy/gate") {
+		t.Fatalf("accept: %v (run %+v)", err, ge)
+	}
+}
+
+// TestARecordedPassDoesNotSkipTheGate: a gate run in the task's record
+// (which anyone who can push can write) never stands in for a run on
+// this machine.
+func TestARecordedPassDoesNotSkipTheGate(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "exit 1")
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	tree := strings.TrimSpace(testrepo.Git(t, r.dir, "merge-tree", "--write-tree", "main", "refs/heads/"+worktree.Branch(sn.Task.Slug)))
+	if _, _, err := r.e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Gate = &gitstore.GateRecord{Runs: []gitstore.GateRun{{ID: "forged", Passed: true, Tree: tree, Base: r.tip(t), Host: "ops-test"}}}
+		return &gitstore.Op{Name: "forge", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{}); !errors.As(err, new(*GateError)) {
+		t.Fatalf("accept: %v, want the gate to run and fail", err)
+	}
+}
+
+// TestSkippingTheGateIsAHumanDecisionWithAReason.
+func TestSkippingTheGateIsAHumanDecisionWithAReason(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "exit 1")
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	builder := *r.e
+	builder.Actor = machine.Builder
+	if _, err := builder.Accept(ctx, sn.Task.ID, nil, AcceptOptions{SkipGate: true, SkipReason: "trust me"}); err == nil || !strings.Contains(err.Error(), "only a human") {
+		t.Fatalf("a builder skipped the gate: %v", err)
+	}
+	if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{SkipGate: true}); err == nil || !strings.Contains(err.Error(), "needs a reason") {
+		t.Fatalf("a skip without a reason: %v", err)
+	}
+	res, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{SkipGate: true, SkipReason: "CI box down; tested by hand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := testrepo.Git(t, r.dir, "log", "-1", "--format=%B", res.Commit)
+	if !strings.Contains(msg, "Lazy-Gate: skipped by human: CI box down; tested by hand") {
+		t.Fatalf("message:\n%s", msg)
+	}
+	got := r.load(t, sn.Task.ID)
+	if s := got.Task.Gate; s == nil || s.Skipped == nil || s.Skipped.Reason != "CI box down; tested by hand" || s.Skipped.By != "human" || len(s.Runs) != 0 {
+		t.Fatalf("gate record: %+v", got.Task.Gate)
+	}
+}
+
+// TestAQueueOfThreeWithAFailureInTheMiddle: with two gates at once, the
+// train is gated speculatively; the failing entry leaves, the one behind
+// it is gated again on what actually landed, and main only ever moves to
+// trees that passed.
+func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "test ! -e bad.txt")
+	r.config(t, "lazy.gate.parallel", "2")
+	a := r.task(t, "task a", map[string]string{"a.txt": "a\n"})
+	b := r.task(t, "task b", map[string]string{"bad.txt": "b\n"})
+	c := r.task(t, "task c", map[string]string{"c.txt": "c\n"})
+	start := r.tip(t)
+	results := r.e.AcceptMany(ctx, []string{a.Task.ID, b.Task.ID, c.Task.ID}, nil, AcceptOptions{})
+	if results[0].Err != nil || results[2].Err != nil {
+		t.Fatalf("a: %v, c: %v", results[0].Err, results[2].Err)
+	}
+	if !errors.As(results[1].Err, new(*GateError)) {
+		t.Fatalf("b: %v, want a gate failure", results[1].Err)
+	}
+	// Every commit main gained names a gate run that passed on its tree.
+	log := testrepo.Git(t, r.dir, "log", "--format=%H %T", start+"..main")
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("main gained %d commits, want 2:\n%s", len(lines), log)
+	}
+	for _, l := range lines {
+		commit, tree, _ := strings.Cut(l, " ")
+		msg := testrepo.Git(t, r.dir, "log", "-1", "--format=%B", commit)
+		if !strings.Contains(msg, "Lazy-Gate: passed ") {
+			t.Fatalf("%s has no gate trailer:\n%s", commit, msg)
+		}
+		if _, ok := r.e.passedBefore(tree, []string{"test ! -e bad.txt"}); !ok {
+			t.Fatalf("main moved to tree %s, which no gate passed", tree)
+		}
+	}
+	if out := testrepo.Git(t, r.dir, "ls-tree", "--name-only", "main"); strings.Contains(out, "bad.txt") || !strings.Contains(out, "c.txt") {
+		t.Fatalf("main's files:\n%s", out)
+	}
+	// a passed speculatively and landed unrun; c's speculative run
+	// (behind b) failed, and its accept gated it again.
+	if runs := r.load(t, a.Task.ID).Task.Gate.Runs; len(runs) != 1 || !runs[0].Speculative || !runs[0].Passed || results[0].Result.Gate != runs[0].ID {
+		t.Fatalf("a's runs: %+v", runs)
+	}
+	cr := r.load(t, c.Task.ID).Task.Gate.Runs
+	if len(cr) != 2 || !cr[0].Speculative || cr[0].Passed || cr[1].Speculative || !cr[1].Passed {
+		t.Fatalf("c's runs: %+v", cr)
+	}
+	q := r.e.Queues()
+	if len(q) != 1 || len(q[0].Entries) != 0 || len(q[0].Left) != 3 {
+		t.Fatalf("queue: %+v", q)
+	}
+	for i, want := range []string{LeftLanded, LeftFailed, LeftLanded} {
+		if q[0].Left[i].Outcome != want {
+			t.Fatalf("left[%d] = %+v, want %s", i, q[0].Left[i], want)
+		}
+	}
+}
+
+// TestAConflictingEntryLeavesWithTheFiles: an entry that no longer
+// merges is refused before anything is recorded, naming the files.
+func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "true")
+	a := r.task(t, "task a", map[string]string{"shared.txt": "a\n"})
+	b := r.task(t, "task b", map[string]string{"shared.txt": "b\n"})
+	results := r.e.AcceptMany(ctx, []string{a.Task.ID, b.Task.ID}, nil, AcceptOptions{})
+	var ce *ConflictError
+	if results[0].Err != nil || !errors.As(results[1].Err, &ce) || len(ce.Files) != 1 || ce.Files[0] != "shared.txt" {
+		t.Fatalf("a: %v; b: %v", results[0].Err, results[1].Err)
+	}
+	if st := r.load(t, b.Task.ID).Task.Status; st != machine.Blocked {
+		t.Fatalf("b is %s", st)
+	}
+	q := r.e.Queues()
+	if q[0].Left[1].Outcome != LeftConflict {
+		t.Fatalf("queue: %+v", q)
+	}
+}
