@@ -239,7 +239,7 @@ type localAccept struct {
 	ticket *queueTicket
 	gp     *gatePlan
 	cand   *candidate
-	run    string
+	runID  string
 }
 
 // run is the local accept, in order: pre-flight under the destination

@@ -28,7 +28,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 	}
 	if id, ok := e.passedBefore(c.tree, a.gp.cmds); ok {
 		a.say(func(n Narrator) { n.Note("the gate passed on this exact tree already (run " + id + "); not running it again") })
-		a.cand, a.run = c, id
+		a.cand, a.runID = c, id
 		return nil
 	}
 	a.say(func(n Narrator) {
@@ -42,7 +42,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 		return &GateError{Task: slug, Run: run}
 	}
 	a.say(func(n Narrator) { n.Note(fmt.Sprintf("the gate passed (run %s, %.1fs)", run.ID, float64(run.DurationMS)/1000)) })
-	a.cand, a.run = c, run.ID
+	a.cand, a.runID = c, run.ID
 	return nil
 }
 
@@ -53,7 +53,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 // nothing lands.
 func (a *localAccept) land(ctx context.Context) error {
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
-	msg := squashMessage(a.sn, a.pre.branch) + gateTrailer(a.run, a.gp)
+	msg := squashMessage(a.sn, a.pre.branch) + gateTrailer(a.runID, a.gp)
 	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg)
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash, true)
@@ -61,7 +61,7 @@ func (a *localAccept) land(ctx context.Context) error {
 	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
 		return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash, true)
 	}
-	a.res.Commit, a.res.Gate = commit, a.run
+	a.res.Commit, a.res.Gate = commit, a.runID
 	return nil
 }
 

@@ -190,6 +190,9 @@ func TestGateFailuresRefuseTheAccept(t *testing.T) {
 func TestTheGateFileIsReadFromTheTargetNeverTheBranch(t *testing.T) {
 	ctx := context.Background()
 	r := newGateRepo(t)
+	if err := os.MkdirAll(filepath.Join(r.dir, ".lazy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	write(t, r.dir, ".lazy/gate", "# the team's checks\n\ntest ! -e cheat.txt\n")
 	testrepo.Git(t, r.dir, "add", ".lazy/gate")
 	testrepo.Git(t, r.dir, "commit", "-q", "-m", "gate")
@@ -323,5 +326,92 @@ func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
 	q := r.e.Queues()
 	if q[0].Left[1].Outcome != LeftConflict {
 		t.Fatalf("queue: %+v", q)
+	}
+}
+
+// TestAutoFixHandsTheFailureToTheAgentAndRequeues: with lazy.gate.autoFix
+// the failure goes to the agent as feedback (sanitized), the task waits
+// in the queue as fixing until its turn ends, re-enters, and after
+// lazy.gate.maxAttempts rounds stays blocked for a human.
+func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "printf 'boom \\033[31mred\\033[0m\\n'; exit 1")
+	r.config(t, "lazy.gate.autoFix", "true")
+	r.config(t, "lazy.gate.maxAttempts", "2")
+	var launched []string
+	r.e.Launch = func(id string) error { launched = append(launched, id); return nil }
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	id := sn.Task.ID
+
+	_, err := r.e.Accept(ctx, id, nil, AcceptOptions{})
+	var ge *GateError
+	if !errors.As(err, &ge) || !ge.Fixing || ge.Round != 1 || ge.Max != 2 {
+		t.Fatalf("accept: %v (%+v)", err, ge)
+	}
+	got := r.load(t, id)
+	if got.Task.Status != machine.Working || len(launched) != 1 || got.Task.Gate.FixRounds != 1 {
+		t.Fatalf("status %s, launched %v, gate %+v", got.Task.Status, launched, got.Task.Gate)
+	}
+	turns, err := r.e.Store.Turns(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feedback := turns[len(turns)-1].Content
+	if !strings.Contains(feedback, "boom") || strings.Contains(feedback, "\x1b") || !strings.Contains(feedback, "exited 1") {
+		t.Fatalf("feedback to the agent: %q", feedback)
+	}
+	en, ok := r.e.InQueue(id)
+	if !ok || en.State != QueueFixing || en.Round != 1 {
+		t.Fatalf("queue entry: %+v, %v", en, ok)
+	}
+	if ready := r.e.ReadyToRequeue(); len(ready) != 0 {
+		t.Fatalf("re-entered while its agent works: %+v", ready)
+	}
+	walk(t, r.e, id, machine.Blocked) // the fix turn ends
+	ready := r.e.ReadyToRequeue()
+	if len(ready) != 1 || ready[0].Task != id || ready[0].Round != 1 {
+		t.Fatalf("ready: %+v", ready)
+	}
+	_, err = r.e.Accept(ctx, id, nil, AcceptOptions{FixRound: ready[0].Round})
+	if !errors.As(err, &ge) || ge.Round != 2 {
+		t.Fatalf("second round: %v", err)
+	}
+	walk(t, r.e, id, machine.Blocked)
+	_, err = r.e.Accept(ctx, id, nil, AcceptOptions{FixRound: 2})
+	if err == nil || !strings.Contains(err.Error(), "gave up after 2 rounds") {
+		t.Fatalf("third round: %v", err)
+	}
+	got = r.load(t, id)
+	if got.Task.Status != machine.Blocked || len(launched) != 2 || len(got.Task.Gate.Runs) != 3 {
+		t.Fatalf("status %s, launched %d, runs %d", got.Task.Status, len(launched), len(got.Task.Gate.Runs))
+	}
+	if _, ok := r.e.InQueue(id); ok {
+		t.Fatal("still queued after giving up")
+	}
+}
+
+// TestDequeueTakesAFixingTaskOut.
+func TestDequeueTakesAFixingTaskOut(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "exit 1")
+	r.config(t, "lazy.gate.autoFix", "on")
+	r.e.Launch = func(string) error { return nil }
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{}); err == nil {
+		t.Fatal("the gate passed")
+	}
+	if _, err := r.e.Dequeue(sn.Task.Slug); err != nil {
+		t.Fatal(err)
+	}
+	walk(t, r.e, sn.Task.ID, machine.Blocked)
+	if ready := r.e.ReadyToRequeue(); len(ready) != 0 {
+		t.Fatalf("a removed task re-entered: %+v", ready)
+	}
+	q := r.e.Queues()
+	if last := q[0].Left[len(q[0].Left)-1]; last.Outcome != LeftRemoved {
+		t.Fatalf("left: %+v", q[0].Left)
+	}
+	if _, err := r.e.Dequeue(sn.Task.Slug); err == nil || !strings.Contains(err.Error(), "no merge queue") {
+		t.Fatalf("second dequeue: %v", err)
 	}
 }
