@@ -14,9 +14,9 @@ type Detail struct {
 	Refused     []Refused              `json:"merge_refused_ops,omitempty"`
 	// GateRecord is every merge-gate run the task keeps, and a skip.
 	GateRecord *GateRecord `json:"gate_record,omitempty"`
-	Goal        string                 `json:"goal"`
-	Session     *Session               `json:"session,omitempty"`
-	Violations  *Violations            `json:"violations,omitempty"`
+	Goal       string      `json:"goal"`
+	Session    *Session    `json:"session,omitempty"`
+	Violations *Violations `json:"violations,omitempty"`
 	// PendingViolations are the files that still owe a decision (see
 	// lazy unblock --approve-file).
 	PendingViolations []string `json:"pending_violations"`

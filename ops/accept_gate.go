@@ -27,7 +27,9 @@ func (a *localAccept) gate(ctx context.Context) error {
 		return err
 	}
 	if id, ok := e.passedBefore(c.tree, a.gp.cmds); ok {
-		a.say(func(n Narrator) { n.Note("the gate passed on this exact tree already (run " + id + "); not running it again") })
+		a.say(func(n Narrator) {
+			n.Note("the gate passed on this exact tree already (run " + id + "); not running it again")
+		})
 		a.cand, a.runID = c, id
 		return nil
 	}
@@ -41,7 +43,9 @@ func (a *localAccept) gate(ctx context.Context) error {
 	if !run.Passed {
 		return &GateError{Task: slug, Run: run}
 	}
-	a.say(func(n Narrator) { n.Note(fmt.Sprintf("the gate passed (run %s, %.1fs)", run.ID, float64(run.DurationMS)/1000)) })
+	a.say(func(n Narrator) {
+		n.Note(fmt.Sprintf("the gate passed (run %s, %.1fs)", run.ID, float64(run.DurationMS)/1000))
+	})
 	a.cand, a.runID = c, run.ID
 	return nil
 }

@@ -281,7 +281,7 @@ func (e *Env) InQueue(id string) (QueueEntry, bool) {
 func (e *Env) requeue(sn *gitstore.Snapshot, target string, round, afterTurn int) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return writeEntry(e.fixingPath(sn.Task.ID), QueueEntry{Task: sn.Task.ID, Slug: sn.Task.Slug, Target: target, State: QueueFixing,
-		Detail: fmt.Sprintf("the agent is fixing the gate's failure (round %d); re-enters after its turn", round),
+		Detail:  fmt.Sprintf("the agent is fixing the gate's failure (round %d); re-enters after its turn", round),
 		Entered: now, Since: now, Round: round, AfterTurn: afterTurn})
 }
 
