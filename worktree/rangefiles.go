@@ -32,10 +32,15 @@ func rangeFilesCmd(repoDir, base, tip string) *gitcli.Cmd {
 // there were more, and git is stopped there rather than read to the end.
 // base and tip are commits or full ref names, never options.
 func RangeFiles(ctx context.Context, repoDir, base, tip string) (names []string, truncated bool, err error) {
+	return rangeFiles(ctx, repoDir, base, tip, MaxRangeFiles)
+}
+
+// rangeFiles is RangeFiles with its cap as a parameter, for the tests.
+func rangeFiles(ctx context.Context, repoDir, base, tip string, max int) ([]string, bool, error) {
 	if !plain(base) || !plain(tip) {
 		return nil, false, errOption("commit", base+" "+tip)
 	}
-	c := &nameCollector{max: MaxRangeFiles, maxBytes: maxRangeBytes}
+	c := &nameCollector{max: max, maxBytes: maxRangeBytes}
 	if err := rangeFilesCmd(repoDir, base, tip).Stream(ctx, c); err != nil && !errors.Is(err, errEnoughNames) {
 		return nil, false, err
 	}
