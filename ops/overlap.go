@@ -27,6 +27,9 @@ type TaskOverlaps struct {
 	// Truncated says a file list was cut at worktree.MaxRangeFiles, so
 	// some overlaps may be missing.
 	Truncated bool `json:"overlaps_truncated,omitempty"`
+	// Into is the branch the task merges into, for the words around the
+	// files (lazy show's "landed on main").
+	Into string `json:"-"`
 }
 
 // Empty reports whether there is no overlap to show.
@@ -255,6 +258,7 @@ func intersect(work []*overlapWork) map[string]TaskOverlaps {
 		o := out[w.id]
 		edit(&o)
 		o.Truncated = o.Truncated || w.cut
+		o.Into = w.into
 		out[w.id] = o
 	}
 	for _, files := range byTarget {

@@ -90,9 +90,9 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]TaskOverlaps{
-			a.Task.ID: {With: map[string][]string{b.Task.Slug: {"shared.txt"}}},
-			b.Task.ID: {With: map[string][]string{a.Task.Slug: {"shared.txt"}}},
-			c.Task.ID: {Landed: []string{"c.txt"}},
+			a.Task.ID: {With: map[string][]string{b.Task.Slug: {"shared.txt"}}, Into: "main"},
+			b.Task.ID: {With: map[string][]string{a.Task.Slug: {"shared.txt"}}, Into: "main"},
+			c.Task.ID: {Landed: []string{"c.txt"}, Into: "main"},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: overlaps %+v, want %+v (d: %s)", run, got, want, d.Task.ID)
