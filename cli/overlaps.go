@@ -84,7 +84,7 @@ func renderOverlaps(w io.Writer, slug string, o ops.TaskOverlaps) {
 	if into == "" {
 		into = "its target"
 	}
-	fmt.Fprintf(w, "\nOverlaps (changed here and elsewhere before accept; the later merge may conflict)\n")
+	fmt.Fprintf(w, "\nOverlaps (files changed here and elsewhere; the later merge may conflict)\n")
 	files := func(list []string) {
 		for i, f := range list {
 			if i == maxFilesShown && len(list) > maxFilesShown+1 {
