@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
+	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
@@ -232,17 +233,20 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if f.Limit < 0 {
 		return usageError{"--limit takes a number of tasks, 0 or more"}
 	}
+	// Overlaps are measured against every active task, listed or not: a
+	// filtered list still says what a shown task shares with a hidden one.
+	ov := a.overlaps(ctx, entries, nil)
 	// The plain JSON listing streams the cached bytes in creation order,
 	// so thousands of tasks decode nothing; a search, an order or a limit
 	// needs the summaries.
 	if f.JSON && f.Search == "" && (f.Sort == "" || f.Sort == "created") && f.Limit == 0 {
-		return writeJSONList(a.stdout, rows, bad, a.marks())
+		return writeJSONList(a.stdout, rows, bad, a.marks(), ov)
 	}
 	q := strings.ToLower(f.Search)
 	if f.JSON && q == "" && f.Sort != "title" {
 		// Ordered by fields every entry carries, a JSON listing prints the
 		// cached bytes and decodes no summary.
-		return writeJSONList(a.stdout, orderEntries(rows, f.Sort, f.Limit), bad, a.marks())
+		return writeJSONList(a.stdout, orderEntries(rows, f.Sort, f.Limit), bad, a.marks(), ov)
 	}
 	tasks := make([]*gitstore.Summary, 0, len(rows))
 	rowOf := make(map[string]int, len(rows)) // task id -> index in rows
@@ -266,14 +270,14 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		for _, r := range ordered {
 			kept = append(kept, rows[rowOf[r.Item.ID]])
 		}
-		return writeJSONList(a.stdout, kept, bad, a.marks())
+		return writeJSONList(a.stdout, kept, bad, a.marks(), ov)
 	}
 	if len(ordered) == 0 {
 		fmt.Fprintln(a.stdout, "No tasks.")
 		return nil
 	}
 	st := a.style()
-	if err := taskTable(a.stdout, st, ordered, a.marks()); err != nil {
+	if err := taskTable(a.stdout, st, ordered, a.marks(), ov); err != nil {
 		return err
 	}
 	if f.next {
@@ -291,9 +295,18 @@ type substater interface {
 }
 
 // taskTable renders list, blocked and active: ID, STATUS (coloured, with
-// substate and PR), SLUG (indented under its parent), UPDATED (relative)
-// and TITLE (cut to the width left).
-func taskTable(w io.Writer, st style, rows []treeRow, marks substater) error {
+// substate and PR), SLUG (indented under its parent), UPDATED (relative),
+// OVERLAPS (only when a listed task has one: the other active tasks and
+// the target's new commits that changed its files too) and TITLE (cut to
+// the width left).
+func taskTable(w io.Writer, st style, rows []treeRow, marks substater, ov map[string]ops.TaskOverlaps) error {
+	overlapping := false
+	for _, row := range rows {
+		if !ov[row.Item.ID].Empty() {
+			overlapping = true
+			break
+		}
+	}
 	cells := make([][]cell, 0, len(rows))
 	for _, row := range rows {
 		status := string(row.Item.Status)
@@ -304,15 +317,22 @@ func taskTable(w io.Writer, st style, rows []treeRow, marks substater) error {
 			status += " [" + pr + "]"
 		}
 		updated, _ := time.Parse(gitstore.TimeLayout, row.Item.UpdatedAt)
-		cells = append(cells, []cell{
+		r := []cell{
 			{text: shortID(row.Item.ID), sgr: "2"},
 			{text: status, sgr: statusSGR[row.Item.Status]},
 			{text: strings.Repeat("  ", row.Depth) + row.Item.Slug},
 			{text: relTime(updated, st.now)},
-			{text: row.Item.Title},
-		})
+		}
+		if overlapping {
+			r = append(r, cell{text: termsafe.String(ov[row.Item.ID].Brief()), sgr: "33"})
+		}
+		cells = append(cells, append(r, cell{text: row.Item.Title}))
 	}
-	return st.table(w, []string{"ID", "STATUS", "SLUG", "UPDATED", "TITLE"}, cells, "ID", "UPDATED")
+	header := []string{"ID", "STATUS", "SLUG", "UPDATED", "TITLE"}
+	if overlapping {
+		header = []string{"ID", "STATUS", "SLUG", "UPDATED", "OVERLAPS", "TITLE"}
+	}
+	return st.table(w, header, cells, "ID", "UPDATED")
 }
 
 // attentionRank orders statuses by how much they need a human now.
@@ -430,14 +450,15 @@ func (a *app) marks() *marks.Marks {
 
 // writeJSONList prints a JSON array with one task per line. The task
 // objects are the cached summary bytes, so listing thousands of tasks
-// decodes and re-encodes nothing.
-func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, mk *marks.Marks) error {
+// decodes and re-encodes nothing; a working task gains its live
+// substate and an overlapping one its overlaps.
+func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, mk *marks.Marks, ov map[string]ops.TaskOverlaps) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString("[")
 	sep := "\n"
 	for _, e := range rows {
 		bw.WriteString(sep)
-		bw.Write(withLive(e, mk))
+		bw.Write(withOverlaps(withLive(e, mk), ov[e.ID]))
 		sep = ",\n"
 	}
 	for _, b := range bad {

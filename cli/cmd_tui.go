@@ -22,6 +22,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
 
@@ -43,18 +44,22 @@ type tuiModel struct {
 
 	width, height int
 	rows          []treeRow
-	selected      string // task id, kept across refreshes
-	pane          int
-	preview       []string
-	status        string // the last action's outcome
-	prev          map[string]machine.Status
-	err           error
-	loading       *sync.Mutex
+	// overlaps is each listed task's overlaps (ops.Env.Overlaps), read
+	// with the list through overlapCache.
+	overlaps     map[string]ops.TaskOverlaps
+	overlapCache *ops.OverlapCache
+	selected     string // task id, kept across refreshes
+	pane         int
+	preview      []string
+	status       string // the last action's outcome
+	prev         map[string]machine.Status
+	err          error
+	loading      *sync.Mutex
 }
 
 type tuiStyles struct {
-	header, dim, sel, border, key lipgloss.Style
-	status                        map[machine.Status]lipgloss.Style
+	header, dim, sel, border, key, overlap lipgloss.Style
+	status                                 map[machine.Status]lipgloss.Style
 }
 
 // newTUIStyles are the TUI's styles. They are written in full colour;
@@ -62,12 +67,13 @@ type tuiStyles struct {
 // (see runTUI).
 func newTUIStyles() tuiStyles {
 	st := tuiStyles{
-		header: lipgloss.NewStyle().Bold(true),
-		dim:    lipgloss.NewStyle().Faint(true),
-		sel:    lipgloss.NewStyle().Reverse(true),
-		border: lipgloss.NewStyle().Border(lipgloss.NormalBorder(), false, false, false, true).PaddingLeft(1),
-		key:    lipgloss.NewStyle().Bold(true),
-		status: map[machine.Status]lipgloss.Style{},
+		header:  lipgloss.NewStyle().Bold(true),
+		dim:     lipgloss.NewStyle().Faint(true),
+		sel:     lipgloss.NewStyle().Reverse(true),
+		border:  lipgloss.NewStyle().Border(lipgloss.NormalBorder(), false, false, false, true).PaddingLeft(1),
+		key:     lipgloss.NewStyle().Bold(true),
+		overlap: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		status:  map[machine.Status]lipgloss.Style{},
 	}
 	colours := map[machine.Status]string{
 		machine.Working: "6", machine.Blocked: "3", machine.Conflict: "1", machine.Interrupted: "1",
@@ -84,7 +90,10 @@ func newTUIStyles() tuiStyles {
 type (
 	tuiRefresh struct{} // the daemon reported something
 	tuiTick    struct{}
-	tuiLoaded  struct{ rows []treeRow }
+	tuiLoaded  struct {
+		rows     []treeRow
+		overlaps map[string]ops.TaskOverlaps
+	}
 	tuiPreview struct {
 		id    string
 		pane  int
@@ -127,7 +136,7 @@ func (m *tuiModel) load() tea.Cmd {
 			}
 			tasks = append(tasks, s)
 		}
-		return tuiLoaded{rows: treeOrder(tasks, taskLess("attention"))}
+		return tuiLoaded{rows: treeOrder(tasks, taskLess("attention")), overlaps: quiet.overlaps(m.ctx, entries, m.overlapCache)}
 	}
 }
 
@@ -188,7 +197,7 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				bell = ringBell // a task just started needing a human
 			}
 		}
-		m.prev, m.rows = now, msg.rows
+		m.prev, m.rows, m.overlaps = now, msg.rows, msg.overlaps
 		if m.current() == nil && len(m.rows) > 0 {
 			m.selected = m.rows[0].Item.ID
 		}
@@ -389,19 +398,35 @@ func (m *tuiModel) renderList(w, h int) string {
 			marker = "▸ "
 		}
 		text := marker + strings.Repeat("  ", m.rows[i].Depth) + termsafe.String(t.Slug) + "  "
-		plain := cut(text+status, w)
+		mark := ""
+		if o := m.overlaps[t.ID]; !o.Empty() {
+			mark = "  ⚠ " + termsafe.String(o.Brief())
+		}
+		plain := cut(text+status+mark, w)
 		if t.ID == m.selected {
 			lines = append(lines, m.styles.sel.Render(plain))
 			continue
 		}
-		if len([]rune(plain)) > len([]rune(text)) {
-			st := m.styles.status[t.Status]
-			lines = append(lines, text+st.Render(string([]rune(plain)[len([]rune(text)):])))
-		} else {
-			lines = append(lines, plain)
-		}
+		lines = append(lines, paint(plain, text, status, m.styles.status[t.Status], m.styles.overlap))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// paint colours a list line cut to the width: text as it is, then the
+// status in its style, then the overlap mark in its own, each only as
+// far as the cut line reaches.
+func paint(line, text, status string, statusStyle, markStyle lipgloss.Style) string {
+	r := []rune(line)
+	a := min(len([]rune(text)), len(r))
+	b := min(a+len([]rune(status)), len(r))
+	out := string(r[:a])
+	if b > a {
+		out += statusStyle.Render(string(r[a:b]))
+	}
+	if len(r) > b {
+		out += markStyle.Render(string(r[b:]))
+	}
+	return out
 }
 
 // renderPane is the preview: the tail of the agent's output, or the diff.
@@ -486,7 +511,7 @@ func (a *app) runTUI(ctx context.Context, all bool) error {
 		// No colour; bold, faint and reverse stay, so the selection shows.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}}
+	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}}
 	p := tea.NewProgram(m, opts...)
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.

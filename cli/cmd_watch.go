@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -88,6 +89,10 @@ type statusRow struct {
 	Substate string          `json:"substate,omitempty"`
 	Title    string          `json:"title"`
 	Usage    *gitstore.Usage `json:"usage,omitempty"`
+	// id is the task's id; overlaps is its overlaps in brief, which
+	// only lazy watch fills in.
+	id       string
+	overlaps string
 }
 
 // rows renders the tasks a live view shows: everything not finished, with
@@ -109,7 +114,7 @@ func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]
 		if err != nil {
 			continue
 		}
-		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage})
+		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage, id: s.ID})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Slug < rows[j].Slug })
 	return rows, counts
@@ -252,12 +257,17 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	keep := func(s machine.Status) bool { return c.All || !s.IsTerminal() }
 	tty := isTerminal(a.stdout)
 	last := map[string]string{}
+	cache := &ops.OverlapCache{}
 	draw := func() error {
 		entries, err := a.store.List()
 		if err != nil {
 			return err
 		}
 		rows, _ := a.rows(entries, keep)
+		ov := a.overlaps(ctx, entries, cache)
+		for i := range rows {
+			rows[i].overlaps = ov[rows[i].id].Brief()
+		}
 		if tty {
 			drawScreen(a.stdout, rows)
 			return nil
@@ -266,7 +276,11 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		seen := map[string]bool{}
 		for _, r := range rows {
 			seen[r.Slug] = true
-			if cell := statusCell(r); last[r.Slug] != cell {
+			cell := statusCell(r)
+			if r.overlaps != "" {
+				cell += "  overlaps: " + r.overlaps
+			}
+			if last[r.Slug] != cell {
 				last[r.Slug] = cell
 				fmt.Fprintf(a.stdout, "%s %s %s\n", now, r.Slug, cell)
 			}
@@ -304,8 +318,24 @@ func drawScreen(w io.Writer, rows []statusRow) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lazy watch  %s  (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tTITLE")
+	overlapping := false
 	for _, r := range rows {
+		overlapping = overlapping || r.overlaps != ""
+	}
+	if overlapping {
+		fmt.Fprintln(tw, "TASK\tSTATUS\tOVERLAPS\tTITLE")
+	} else {
+		fmt.Fprintln(tw, "TASK\tSTATUS\tTITLE")
+	}
+	for _, r := range rows {
+		if overlapping {
+			mark := ""
+			if r.overlaps != "" {
+				mark = "⚠ " + termsafe.String(r.overlaps)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Slug, statusCell(r), mark, oneLine(r.Title, 60))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), oneLine(r.Title, 60))
 	}
 	_ = tw.Flush()

@@ -57,7 +57,7 @@ func TestTaskTableGolden(t *testing.T) {
 		for _, color := range []bool{false, true} {
 			var b bytes.Buffer
 			st := style{color: color, width: width, now: now}
-			if err := taskTable(&b, st, treeOrder(tasks, taskLess("attention")), noMarks{}); err != nil {
+			if err := taskTable(&b, st, treeOrder(tasks, taskLess("attention")), noMarks{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			name := fmt.Sprintf("list-%d-color-%v.golden", width, color)

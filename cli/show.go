@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // showView is what lazy show prints, fetched once: the detail that
@@ -26,7 +27,17 @@ type showView struct {
 	// foreign says the record claims this host runs the session, but
 	// this machine never started it.
 	foreign bool
-	next    []string
+	// overlaps is what the task's branch shares with other active tasks
+	// and with what landed on its target (--json prints it too).
+	overlaps ops.TaskOverlaps
+	next     []string
+}
+
+// showJSON is lazy show --json: the detail, with the overlaps' fields
+// beside its own.
+type showJSON struct {
+	*gitstore.Detail
+	ops.TaskOverlaps
 }
 
 // Run implements lazy show.
@@ -36,7 +47,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(v.detail)
+		return a.printJSON(showJSON{v.detail, v.overlaps})
 	}
 	return v.render(a.stdout, a.style())
 }
@@ -63,7 +74,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 	if !c.Full {
 		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
 	}
-	v := &showView{sn: sn, detail: d}
+	v := &showView{sn: sn, detail: d, overlaps: a.taskOverlaps(ctx, sn)}
 	if c.JSON {
 		return v, nil
 	}
@@ -88,6 +99,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 func (v *showView) render(w io.Writer, st style) error {
 	v.renderHeader(w, st)
 	v.renderSession(w)
+	renderOverlaps(w, v.sn.Task.Slug, v.overlaps)
 	v.renderPermissions(w)
 	v.renderGate(w)
 	v.renderRefusals(w)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"sort"
@@ -11,13 +12,31 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 )
+
+// overlaps is the overlap check of every active task (ops.Env.Overlaps),
+// keyed by task id, through the server's cache: a page costs git only
+// for branches that moved since the last one. A check that cannot be
+// made shows none.
+func (s *Server) overlaps(ctx context.Context, entries []gitstore.Entry) map[string]ops.TaskOverlaps {
+	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	ov, err := env.OverlapsOf(ctx, entries, &s.overlapCache)
+	if err != nil {
+		return nil
+	}
+	return ov
+}
 
 // row is one task on the list page.
 type row struct {
 	gitstore.Summary
 	Live  string
 	Depth int
+	// Overlaps is the task's overlaps in brief (ops.TaskOverlaps.Brief):
+	// other active tasks and new commits on its target that changed its
+	// files too. "" for none.
+	Overlaps string
 }
 
 // column is one board column: a status category.
@@ -108,7 +127,7 @@ type listPage struct {
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	p, err := s.listData(parseListQuery(r))
+	p, err := s.listData(r.Context(), parseListQuery(r))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "lazy could not list the tasks: "+err.Error())
 		return
@@ -121,11 +140,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 // filters and orders on the cache's own fields and decodes only the
 // summaries it shows (or all of them when searching titles), so a page
 // of a 10,000-task repository costs about one cached list.
-func (s *Server) listData(q listQuery) (*listPage, error) {
+func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 	entries, err := s.Store.List()
 	if err != nil {
 		return nil, err
 	}
+	ov := s.overlaps(ctx, entries)
 	p := &listPage{Query: q, Counts: map[machine.Status]int{}, All: len(entries), Now: time.Now()}
 	titles := map[string]*gitstore.Summary{}
 	var keep []*gitstore.Entry
@@ -164,7 +184,7 @@ func (s *Server) listData(q listQuery) (*listPage, error) {
 				return row{}, false
 			}
 		}
-		return row{Summary: *sum, Live: s.Marks.Substate(sum), Depth: depth}, true
+		return row{Summary: *sum, Live: s.Marks.Substate(sum), Depth: depth, Overlaps: ov[e.ID].Brief()}, true
 	}
 	if q.View == "board" {
 		by := map[machine.Category][]*gitstore.Entry{}

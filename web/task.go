@@ -168,13 +168,14 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	if rg, unc, err := s.reviewRange(r.Context(), sn.Task.ID); err == nil {
 		d, stat, uncommitted = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, all), s.diffStat(r.Context(), rg.MergeBase, rg.BranchSHA), unc
 	}
+	overlaps := s.taskOverlaps(r.Context(), sn)
 	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile), logPageEntries)
 	session := s.session(r)
 	act := s.canAct(r)
 	data := map[string]any{
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
 		"Turns": turns, "Comments": comments, "Truncated": tx.Truncated, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
-		"DiffAll": all, "Pending": sn.Violations.Pending, "Log": entries, "LogOffset": offset,
+		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
 		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},
@@ -183,6 +184,21 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 		data["CSRF"] = csrf(session)
 	}
 	return data, nil
+}
+
+// taskOverlaps is the task's overlaps: only an unfinished task started
+// on this machine has a branch here to compare, so any other has none
+// and costs no list.
+func (s *Server) taskOverlaps(ctx context.Context, sn *gitstore.Snapshot) ops.TaskOverlaps {
+	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
+		return ops.TaskOverlaps{}
+	}
+	entries, err := s.recentList()
+	if err != nil {
+		return ops.TaskOverlaps{}
+	}
+	return s.overlaps(ctx, entries)[sn.Task.ID]
 }
 
 func headOf(sn *gitstore.Snapshot) string {

@@ -32,6 +32,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
+	"github.com/lazyorch/lazy/ops"
 )
 
 //go:embed templates/*.html
@@ -95,6 +96,10 @@ type Server struct {
 	recentMu sync.Mutex
 	recentAt time.Time
 	recent   []gitstore.Entry
+
+	// overlapCache keeps the file lists of the overlap checks the pages
+	// made (ops.OverlapCache).
+	overlapCache ops.OverlapCache
 }
 
 // recentList is the task list, at most listShare old.

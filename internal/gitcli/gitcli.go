@@ -120,6 +120,51 @@ func (c *Cmd) Output(ctx context.Context) ([]byte, error) {
 	return out, nil
 }
 
+// Stream runs the command with its stdout written to w as git writes
+// it, so the caller decides how much of it to keep. A write w refuses
+// stops git (its pipe closes under it) and Stream returns w's error
+// whatever git's exit said: a bounded w ends a command whose output is
+// larger than the caller wants, without holding all of it.
+func (c *Cmd) Stream(ctx context.Context, w io.Writer) error {
+	argv, err := c.Argv()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Dir = c.dir
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), c.env...)
+	if c.stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.stdin)
+	}
+	sw := &stopWriter{w: w}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = sw, &stderr
+	err = cmd.Run()
+	if sw.err != nil {
+		return sw.err
+	}
+	if err != nil {
+		return &Error{Args: argv, Stderr: stderr.String(), Err: err}
+	}
+	return nil
+}
+
+// stopWriter remembers the first error its writer returned: os/exec
+// reports git's exit before a copy error, and git killed by the closed
+// pipe is the caller's doing, not a failure.
+type stopWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stopWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
 // Run runs the command and discards its stdout.
 func (c *Cmd) Run(ctx context.Context) error {
 	_, err := c.Output(ctx)

@@ -1,0 +1,149 @@
+package ops
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// startedTask creates a task that this machine started, parked blocked,
+// whose branch (off target, "" for the default branch) commits files.
+func startedTask(t *testing.T, e *Env, title, target string, files ...string) *gitstore.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	sn, err := e.Create(ctx, CreateInput{Title: title, TargetBranch: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
+	base := target
+	if base == "" {
+		base = "main"
+	}
+	branch := worktree.Branch(sn.Task.Slug)
+	wt := filepath.Join(t.TempDir(), sn.Task.Slug)
+	if _, err := worktree.Create(ctx, e.RepoDir, wt, branch, base); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		write(t, wt, f, title+"\n")
+	}
+	testrepo.Git(t, wt, "add", ".")
+	testrepo.Git(t, wt, "commit", "-q", "-m", title)
+	sid, err := gitstore.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
+		t.Fatal(err)
+	}
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Session.ID = sid
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+// TestOverlapsFlagSharedFilesAndWhatLanded runs the check on a real
+// repository: two tasks touching the same file flag each other, a task
+// whose file then changed on main sees it landed, a task merging into
+// another branch is not compared, and a task running elsewhere or
+// finished is left out.
+func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	e.RepoDir = dir
+
+	if got, err := e.Overlaps(ctx); err != nil || got != nil {
+		t.Fatalf("no tasks: %v %v", got, err)
+	}
+	backlog, err := e.Create(ctx, CreateInput{Title: "not started"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := e.localActive([]gitstore.Entry{{ID: backlog.Task.ID, Status: machine.Backlog}}); ids != nil {
+		t.Fatalf("a task never started here is a candidate: %v", ids)
+	}
+
+	a := startedTask(t, e, "task a", "", "shared.txt", "a.txt")
+	b := startedTask(t, e, "task b", "", "shared.txt", "b.txt")
+	c := startedTask(t, e, "task c", "", "c.txt")
+	testrepo.Git(t, dir, "branch", "release", "main")
+	d := startedTask(t, e, "task d", "release", "shared.txt")
+	commitFile(t, dir, "main", "c.txt") // lands on main after c forked
+
+	cache := &OverlapCache{}
+	for _, run := range []string{"first", "cached"} {
+		got, err := e.OverlapsOf(ctx, list(t, e), cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]TaskOverlaps{
+			a.Task.ID: {With: map[string][]string{b.Task.Slug: {"shared.txt"}}, Into: "main"},
+			b.Task.ID: {With: map[string][]string{a.Task.Slug: {"shared.txt"}}, Into: "main"},
+			c.Task.ID: {Landed: []string{"c.txt"}, Into: "main"},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: overlaps %+v, want %+v (d: %s)", run, got, want, d.Task.ID)
+		}
+		if brief := got[a.Task.ID].Brief(); brief != "task-b (1 file)" {
+			t.Fatalf("brief %q", brief)
+		}
+		if brief := got[c.Task.ID].Brief(); brief != "landed (1)" {
+			t.Fatalf("brief %q", brief)
+		}
+	}
+
+	// b finishes: a no longer overlaps it. c syncs main in: nothing is
+	// left that landed since its fork.
+	walk(t, e, b.Task.ID, machine.Abandoned)
+	cs, err := e.Owned(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testrepo.Git(t, cs.Worktree, "merge", "-q", "-X", "theirs", "--no-edit", "main")
+	got, err := e.OverlapsOf(ctx, list(t, e), cache)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("after b closed and c synced: %+v %v", got, err)
+	}
+	// Two checks later, the cache holds only the ranges still in use: a's
+	// and d's two each, c's one (it changes nothing now, so nothing is
+	// compared with what landed).
+	if _, err := e.OverlapsOf(ctx, list(t, e), cache); err != nil {
+		t.Fatal(err)
+	}
+	if len(cache.ranges) != 5 {
+		t.Fatalf("the cache holds %d ranges, want the 5 in use", len(cache.ranges))
+	}
+}
+
+func list(t *testing.T, e *Env) []gitstore.Entry {
+	t.Helper()
+	entries, err := e.Store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// TestOverlapsBrief pins the column's wording.
+func TestOverlapsBrief(t *testing.T) {
+	o := TaskOverlaps{With: map[string][]string{"zed": {"x"}, "bee": {"x", "y"}}, Landed: []string{"x"}, Truncated: true}
+	if got := o.Brief(); got != "bee (2 files), zed (1 file), landed (1), partial" {
+		t.Fatalf("brief %q", got)
+	}
+	if (TaskOverlaps{Truncated: true}).Brief() != "" || !(TaskOverlaps{}).Empty() {
+		t.Fatal("an empty overlap shows something")
+	}
+}
