@@ -402,6 +402,7 @@ func (m *tuiModel) renderList(w, h int) string {
 		if o := m.overlaps[t.ID]; !o.Empty() {
 			mark = "  ⚠ " + termsafe.String(o.Brief())
 		}
+		mark += gateMark(t.Gate)
 		plain := cut(text+status+mark, w)
 		if t.ID == m.selected {
 			lines = append(lines, m.styles.sel.Render(plain))
@@ -529,4 +530,12 @@ func (a *app) runTUI(ctx context.Context, all bool) error {
 		return nil // interrupted: not an error
 	}
 	return err
+}
+
+// gateMark flags a task whose newest merge-gate run failed.
+func gateMark(g *gitstore.GateSummary) string {
+	if g == nil || g.State != gitstore.GateFailed {
+		return ""
+	}
+	return "  ✗ gate: " + termsafe.String(g.Failed)
 }

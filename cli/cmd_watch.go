@@ -89,6 +89,8 @@ type statusRow struct {
 	Substate string          `json:"substate,omitempty"`
 	Title    string          `json:"title"`
 	Usage    *gitstore.Usage `json:"usage,omitempty"`
+	// Gate is how its newest merge-gate run ended.
+	Gate *gitstore.GateSummary `json:"gate,omitempty"`
 	// id is the task's id; overlaps is its overlaps in brief, which
 	// only lazy watch fills in.
 	id       string
@@ -114,7 +116,7 @@ func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]
 		if err != nil {
 			continue
 		}
-		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage, id: s.ID})
+		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage, Gate: s.Gate, id: s.ID})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Slug < rows[j].Slug })
 	return rows, counts
@@ -139,9 +141,9 @@ func totalUsage(entries []gitstore.Entry) *gitstore.Usage {
 
 func statusCell(r statusRow) string {
 	if r.Substate == "" {
-		return string(r.Status)
+		return string(r.Status) + gateMark(r.Gate)
 	}
-	return string(r.Status) + " (" + r.Substate + ")"
+	return string(r.Status) + " (" + r.Substate + ")" + gateMark(r.Gate)
 }
 
 // Run implements lazy status.

@@ -175,7 +175,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	data := map[string]any{
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
 		"Turns": turns, "Comments": comments, "Truncated": tx.Truncated, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
-		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "Log": entries, "LogOffset": offset,
+		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "GateRecord": sn.Task.Gate, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
 		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},

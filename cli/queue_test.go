@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/ops"
+)
+
+// TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft, with names and
+// reasons that try terminal control.
+func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
+	now := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	q := []ops.QueueView{{Target: "main",
+		Entries: []ops.QueueEntry{
+			{Slug: "fix-login", State: ops.QueueGating, Detail: "on main at abc123", Since: now.Add(-5 * time.Second)},
+			{Slug: "cover-logout", State: ops.QueueFixing, Detail: "the agent is fixing\x1b[2J", Since: now.Add(-time.Minute)},
+		},
+		Left: []ops.QueueLeft{
+			{Slug: "add-metrics", Outcome: ops.LeftLanded, Commit: "0123456789abcdef", At: now.Add(-2 * time.Minute)},
+			{Slug: "bad\x1b]0;pwned\x07", Outcome: ops.LeftFailed, Why: "the gate failed: \"go test\" exited 1", At: now.Add(-time.Minute)},
+		}}}
+	var b bytes.Buffer
+	renderQueues(&b, q, now)
+	out := b.String()
+	for _, want := range []string{
+		"Queue into main: 2 waiting or running",
+		"1. fix-login", "gating", "5s ago  on main at abc123",
+		"2. cover-logout", "fixing",
+		"add-metrics", "landed", "as 0123456789ab",
+		"failed", "the gate failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.ContainsRune(out, '\x1b') || strings.ContainsRune(out, '\x07') {
+		t.Fatalf("control characters reached the output:\n%q", out)
+	}
+	b.Reset()
+	renderQueues(&b, nil, now)
+	if !strings.Contains(b.String(), "No merge queue on this machine") {
+		t.Fatalf("empty: %q", b.String())
+	}
+}
+
+// TestStatusCellFlagsAFailedGate.
+func TestStatusCellFlagsAFailedGate(t *testing.T) {
+	r := statusRow{Status: "blocked", Gate: &gitstore.GateSummary{State: gitstore.GateFailed, Failed: "make\x1b[31m test"}}
+	got := statusCell(r)
+	if !strings.Contains(got, "✗ gate: make") || strings.ContainsRune(got, '\x1b') {
+		t.Fatalf("%q", got)
+	}
+	r.Gate.State = gitstore.GatePassed
+	if got := statusCell(r); got != "blocked" {
+		t.Fatalf("a passed gate is flagged: %q", got)
+	}
+}
