@@ -270,8 +270,12 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		for i := range rows {
 			rows[i].overlaps = ov[rows[i].id].Brief()
 		}
+		var queues []ops.QueueView
+		if env, err := a.env(); err == nil {
+			queues = env.Queues()
+		}
 		if tty {
-			drawScreen(a.stdout, rows)
+			drawScreen(a.stdout, rows, queues)
 			return nil
 		}
 		now := time.Now().Format("15:04:05")
@@ -313,7 +317,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	}
 }
 
-func drawScreen(w io.Writer, rows []statusRow) {
+func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView) {
 	// lazy's own redraw sequence goes raw; the frame, which carries
 	// titles and progress from records, goes through the escaper.
 	_, _ = io.WriteString(rawWriter(w), "\x1b[H\x1b[2J") // home, clear
@@ -344,5 +348,22 @@ func drawScreen(w io.Writer, rows []statusRow) {
 	if len(rows) == 0 {
 		b.WriteString("(no open tasks)\n")
 	}
+	b.WriteString(queueLines(queues))
 	_, _ = io.WriteString(w, b.String())
+}
+
+// queueLines says, a line per target, what each merge queue holds.
+func queueLines(queues []ops.QueueView) string {
+	var b strings.Builder
+	for _, q := range queues {
+		if len(q.Entries) == 0 {
+			continue
+		}
+		var parts []string
+		for _, en := range q.Entries {
+			parts = append(parts, termsafe.String(en.Slug)+" "+en.State)
+		}
+		fmt.Fprintf(&b, "\nmerge queue into %s: %s\n", termsafe.String(q.Target), strings.Join(parts, ", "))
+	}
+	return b.String()
 }

@@ -59,3 +59,13 @@ func TestStatusCellFlagsAFailedGate(t *testing.T) {
 		t.Fatalf("a passed gate is flagged: %q", got)
 	}
 }
+
+// TestWatchScreenShowsTheQueue.
+func TestWatchScreenShowsTheQueue(t *testing.T) {
+	var b bytes.Buffer
+	drawScreen(&b, nil, []ops.QueueView{{Target: "main", Entries: []ops.QueueEntry{{Slug: "a", State: ops.QueueGating}, {Slug: "b\x1b[2J", State: ops.QueueWaiting}}}})
+	out := b.String()
+	if !strings.Contains(out, "merge queue into main: a gating, b") || strings.Count(out, "\x1b[2J") != 1 {
+		t.Fatalf("%q", out)
+	}
+}

@@ -2,6 +2,9 @@ package web
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +42,24 @@ func TestPagesShowTheGate(t *testing.T) {
 	}
 	if strings.Contains(task, "<script>alert") || strings.Contains(task, "\x1b") || strings.Contains(task, "<b>test</b>") {
 		t.Fatalf("the gate record reached the page unescaped:\n%s", task)
+	}
+}
+
+// TestTheListShowsTheMergeQueue: an accept in flight appears under its
+// target with its state.
+func TestTheListShowsTheMergeQueue(t *testing.T) {
+	s, st, dir := newServer(t)
+	sn := startedHere(t, st, dir, "task a", "a.txt")
+	en := fmt.Sprintf(`{"task":%q,"slug":%q,"target":"main","state":"gating","detail":"on main at abc","entered":"2026-12-06T04:00:00Z","since":"2026-12-06T04:00:00Z","pid":%d}`, sn.Task.ID, sn.Task.Slug, os.Getpid())
+	p := st.Repo().LazyDir("queue", "active", sn.Task.ID+".json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(en), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := page(t, s.Handler(), "/")
+	if !strings.Contains(list, "Merge queue into <code>main</code>") || !strings.Contains(list, "task-a</a> <b>gating</b>") {
+		t.Fatalf("the list does not show the queue:\n%s", list)
 	}
 }

@@ -109,6 +109,8 @@ func (s *Server) pageSize() int {
 
 // listPage is everything the list template shows.
 type listPage struct {
+	// Queues are this machine's merge queues with an entry in them.
+	Queues []ops.QueueView
 	Query    listQuery
 	Rows     []row
 	Columns  []column
@@ -147,6 +149,11 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 	}
 	ov := s.overlaps(ctx, entries)
 	p := &listPage{Query: q, Counts: map[machine.Status]int{}, All: len(entries), Now: time.Now()}
+	for _, v := range (&ops.Env{Store: s.Store, RepoDir: s.RepoDir}).Queues() {
+		if len(v.Entries) > 0 {
+			p.Queues = append(p.Queues, v)
+		}
+	}
 	titles := map[string]*gitstore.Summary{}
 	var keep []*gitstore.Entry
 	for i := range entries {
