@@ -156,6 +156,12 @@ type (
 	TaskOut struct {
 		Task View `json:"task"`
 	}
+	// QueueIn is lazy_queue's input: it takes none.
+	QueueIn struct{}
+	// QueueOut is lazy_queue's result: this machine's merge queues.
+	QueueOut struct {
+		Queues []ops.QueueView `json:"queues"`
+	}
 	// ListOut is lazy_list's result.
 	ListOut struct {
 		Tasks []View `json:"tasks"`
@@ -265,6 +271,8 @@ var Tools = []Tool{
 		Description: "Show one task: summary, live substate, goal, session, the last 20 turns, comments, journal, pending file-permission violations and its status history. Also available as the resource lazy://task/{task}."},
 	{Name: "lazy_list", Title: "List tasks", Hints: readOnly, register: add[ListIn, ListOut],
 		Description: "List tasks with their statuses and live substates, optionally filtered by status or parent. Blocked and conflict tasks wait for you: review them, then lazy_unblock or lazy_accept."},
+	{Name: "lazy_queue", Title: "Merge queues", Hints: readOnly, BuilderOnly: true, register: add[QueueIn, QueueOut],
+		Description: "This machine's merge queues, one per target branch: the accepts waiting or running in order (waiting, gating, landing, or fixing: the agent is fixing a failed gate), and the newest entries that left with why (landed, failed, conflict, removed). lazy_accept of a task enters its target's queue; each accept gates the exact tree it lands."},
 	{Name: "lazy_diff", Title: "Diff task", Hints: readOnly, register: add[DiffIn, DiffOut],
 		Description: "What a started task's branch changed since it left its base branch: a stat and file list, with the patch (bounded by max_bytes) when patch is true, and the worktree's uncommitted files."},
 	{Name: "lazy_logs", Title: "Agent log", Hints: readOnly, register: add[LogsIn, LogsOut],
@@ -620,6 +628,14 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 		}))
 	case "lazy_list":
 		return handled(run(args, func(in ListIn) (any, error) { return d.list(c.caller, in) }))
+	case "lazy_queue":
+		return handled(run(args, func(QueueIn) (any, error) {
+			q := env.Queues()
+			if q == nil {
+				q = []ops.QueueView{}
+			}
+			return QueueOut{Queues: q}, nil
+		}))
 	case "lazy_diff":
 		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in DiffIn) (any, error) {
 			r, err := env.Diff(ctx, id, in.Patch, in.MaxBytes)
