@@ -41,6 +41,22 @@ type statusView struct {
 	Queues []ops.QueueView `json:"queues"`
 	// GateFailed are the open tasks whose newest gate run failed.
 	GateFailed []gateFailure `json:"gate_failed"`
+	// Overlaps are the active tasks whose changes overlap another's or
+	// what landed on their target, in brief, by slug.
+	Overlaps map[string]string `json:"overlaps"`
+}
+
+// overlapBriefs is each overlapping task's overlaps in brief, by slug.
+func overlapBriefs(entries []gitstore.Entry, ov map[string]ops.TaskOverlaps) map[string]string {
+	out := map[string]string{}
+	for i := range entries {
+		if o, ok := ov[entries[i].ID]; ok && !o.Empty() {
+			if s, err := entries[i].Summary(); err == nil {
+				out[s.Slug] = o.Brief()
+			}
+		}
+	}
+	return out
 }
 
 // gateFailure is an open task whose newest merge-gate run failed.
@@ -156,7 +172,8 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
-	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}, Queues: []ops.QueueView{}, GateFailed: gateFailures(entries)}
+	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}, Queues: []ops.QueueView{}, GateFailed: gateFailures(entries),
+		Overlaps: overlapBriefs(entries, a.overlaps(ctx, entries, nil))}
 	if env, err := a.env(); err == nil {
 		if q := env.Queues(); q != nil {
 			v.Queues = q
@@ -209,6 +226,14 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 			parts = append(parts, sanitize.Field(en.Slug)+" "+en.State)
 		}
 		fmt.Fprintf(a.stdout, "merge queue into %s: %s (lazy queue)\n", sanitize.Field(q.Target), strings.Join(parts, ", "))
+	}
+	slugs := make([]string, 0, len(v.Overlaps))
+	for slug := range v.Overlaps {
+		slugs = append(slugs, slug)
+	}
+	sort.Strings(slugs)
+	for _, slug := range slugs {
+		fmt.Fprintf(a.stdout, "overlap: %s with %s (lazy show %s)\n", sanitize.Field(slug), sanitize.Field(v.Overlaps[slug]), sanitize.Field(slug))
 	}
 	for _, g := range v.GateFailed {
 		fmt.Fprintf(a.stdout, "gate failed: %s at %s: %s (lazy show %s)\n", sanitize.Field(g.Slug), g.At, sanitize.Field(g.Failed), sanitize.Field(g.Slug))

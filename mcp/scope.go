@@ -199,7 +199,7 @@ const showClip = 32 << 10
 // Show is lazy_show's result for task id: the same shape as lazy show
 // --json, with the most recent 20 turns and every text cut to showClip
 // (Truncated says what was cut or left out).
-func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*gitstore.Detail, error) {
+func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOut, error) {
 	sn, err := d.Store.Load(id)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,31 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*gitsto
 			det.Permissions = env.Permissions(ctx, sn, in)
 		}
 	}
-	return det, nil
+	return &ShowOut{Detail: *det, TaskOverlaps: overlapsOf(ctx, env, d.Store, sn)}, nil
+}
+
+// ShowOut is lazy_show's result: the shape of lazy show --json, the
+// detail with the task's overlaps with other active tasks.
+type ShowOut struct {
+	gitstore.Detail
+	ops.TaskOverlaps
+}
+
+// overlapsOf is what a task started on this machine shares with the
+// other active tasks; any other task has no branch here to compare.
+func overlapsOf(ctx context.Context, env *ops.Env, st *gitstore.Store, sn *gitstore.Snapshot) ops.TaskOverlaps {
+	if env == nil || sn.Task.Status.IsTerminal() || !env.Owns(sn) {
+		return ops.TaskOverlaps{}
+	}
+	entries, err := st.List()
+	if err != nil {
+		return ops.TaskOverlaps{}
+	}
+	ov, err := env.OverlapsOf(ctx, entries, nil)
+	if err != nil {
+		return ops.TaskOverlaps{}
+	}
+	return ov[sn.Task.ID]
 }
 
 func (d *Dispatcher) list(caller Caller, in ListIn) (any, error) {

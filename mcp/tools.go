@@ -267,7 +267,7 @@ var Tools = []Tool{
 		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. Next: lazy_wait until the turn ends."},
 	{Name: "lazy_wait", Title: "Wait for turn", Hints: readOnly, Long: true, register: add[WaitIn, WaitOut],
 		Description: "Wait until a working task's turn ends, then return its status and last turn (returns at once for a task that is not working). Sends progress with the agent's phase. After timeout_seconds it returns still_running: true; call it again to keep waiting. Next: review with lazy_show or lazy_diff, then lazy_unblock or lazy_accept."},
-	{Name: "lazy_show", Title: "Show task", Hints: readOnly, register: add[TaskIn, gitstore.Detail],
+	{Name: "lazy_show", Title: "Show task", Hints: readOnly, register: add[TaskIn, ShowOut],
 		Description: "Show one task: summary, live substate, goal, session, the last 20 turns, comments, journal, pending file-permission violations and its status history. Also available as the resource lazy://task/{task}."},
 	{Name: "lazy_list", Title: "List tasks", Hints: readOnly, register: add[ListIn, ListOut],
 		Description: "List tasks with their statuses and live substates, optionally filtered by status or parent. Blocked and conflict tasks wait for you: review them, then lazy_unblock or lazy_accept."},

@@ -78,6 +78,16 @@ func TestEveryToolDeclaresAnObjectSchemaHintsAndAnActionableDescription(t *testi
 			if len(tl.Description) < 60 {
 				t.Errorf("%s: description %q is too thin to act on", tl.Name, tl.Description)
 			}
+			if tl.Name == "lazy_show" {
+				for _, field := range []string{`"goal"`, `"gate_record"`, `"overlaps"`, `"landed_overlap"`, `"turn_list"`} {
+					if !strings.Contains(string(out), field) {
+						t.Errorf("lazy_show's output schema lacks %s: %s", field, out)
+					}
+				}
+			}
+			if tl.Name == "lazy_queue" && (agent || !strings.Contains(string(out), `"queues"`)) {
+				t.Errorf("agent=%v: lazy_queue offered, or its schema lacks queues: %s", agent, out)
+			}
 			if tl.Name == "lazy_list" {
 				in, _ := json.Marshal(tl.InputSchema)
 				if !strings.Contains(string(in), `"enum":["backlog","working","blocked"`) {
@@ -85,7 +95,7 @@ func TestEveryToolDeclaresAnObjectSchemaHintsAndAnActionableDescription(t *testi
 				}
 			}
 		}
-		if names["lazy_update_progress"] != agent || names["lazy_reparent"] == agent {
+		if names["lazy_update_progress"] != agent || names["lazy_reparent"] == agent || names["lazy_queue"] == agent {
 			t.Errorf("agent=%v: tools %v", agent, names)
 		}
 	}
