@@ -93,6 +93,8 @@ var commands = []command{
 		new: func() any { return &WatchCmd{} }},
 	{name: "accept", group: "review", help: "Squash-merge a parked task's work into its parent's or target branch, then remove its worktree and branch (a submitted task merges through the forge).",
 		new: func() any { return &AcceptCmd{} }},
+	{name: "gate", group: "review", help: "Run the merge gate (lazy.gate, .lazy/gate) now on the tree an accept of the task would land, and record it; lands nothing.",
+		new: func() any { return &GateCmd{} }},
 	{name: "queue", group: "review", help: "Show this machine's merge queues: what waits to land in each target branch, what its gate is doing, and why entries left.",
 		new: func() any { return &QueueCmd{} }},
 	{name: "submit", group: "review", help: "Push a blocked task's branch and open (or update) its pull request on the forge: blocked -> submitted.",

@@ -49,6 +49,7 @@ var examples = map[string]string{
 	"chat":       "lazy chat fix-login",
 	"sync":       "lazy sync fix-login",
 	"accept":     "lazy accept fix-login --dry-run\nlazy accept fix-login\nlazy accept fix-login cover-logout add-metrics   # one merge queue, gated in order\nlazy accept fix-login --skip-gate --reason \"the CI box is down; tested by hand\"\nlazy accept fix-login --skip-pre-turn",
+	"gate":       "lazy gate fix-login\nlazy gate fix-login --json | jq .run.commands",
 	"queue":      "lazy queue\nlazy queue --json\nlazy queue --remove fix-login",
 	"submit":     "lazy submit fix-login",
 	"allow":      "lazy allow fix-login 'src/auth/**' 'docs/*.md'\nlazy allow fix-login --add go.sum\nlazy allow fix-login --clear",

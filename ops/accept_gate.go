@@ -187,3 +187,61 @@ func (a *remoteAccept) gate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// GateCheck is what lazy gate did: the run (reused when this machine's
+// gate passed on the same tree before), or that there is no gate.
+type GateCheck struct {
+	Run    *gitstore.GateRun
+	Reused string // the id of the earlier passing run on the same tree
+	Into   string
+	// NoGate says neither lazy.gate nor .lazy/gate at the target's tip
+	// names a command.
+	NoGate bool
+}
+
+// Gate runs the gate now on the tree an accept of the task would land
+// (its squash onto the target's current tip) and records the run,
+// without landing anything: a check before accept. A pass is marked, so
+// an accept onto the same tip lands without running it again.
+func (e *Env) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateCheck, error) {
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	slug := sn.Task.Slug
+	if sn.Task.Status.IsTerminal() || sn.Session == nil {
+		return nil, fmt.Errorf("gate %s: the task is %s with no branch to gate", slug, sn.Task.Status)
+	}
+	local, err := e.Owned(sn)
+	if err != nil {
+		return nil, fmt.Errorf("gate %w", err)
+	}
+	into, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	tip, err := worktree.BranchCommit(ctx, e.repoDir(), into)
+	if err != nil {
+		return nil, fmt.Errorf("gate %s: the branch %s it merges into does not exist", slug, into)
+	}
+	gp, err := e.gateAt(ctx, into, tip)
+	if err != nil {
+		return nil, fmt.Errorf("gate %s: %w", slug, err)
+	}
+	if !gp.enabled() {
+		return &GateCheck{Into: into, NoGate: true}, nil
+	}
+	c, err := e.buildCandidate(ctx, tip, local.Branch, slug, into)
+	if err != nil {
+		return nil, err
+	}
+	if id, ok := e.passedBefore(c.tree, gp.cmds); ok {
+		return &GateCheck{Into: into, Reused: id}, nil
+	}
+	run, err := e.gateRun(ctx, sn, gp, c, into, opts, false)
+	if err != nil {
+		return nil, fmt.Errorf("gate %s: record the run: %w", slug, err)
+	}
+	return &GateCheck{Into: into, Run: &run}, nil
+}

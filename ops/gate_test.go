@@ -415,3 +415,37 @@ func TestDequeueTakesAFixingTaskOut(t *testing.T) {
 		t.Fatalf("second dequeue: %v", err)
 	}
 }
+
+// TestGateChecksWithoutLandingAndTheAcceptReusesThePass: lazy gate runs
+// and records the gate on the tree an accept would land, lands nothing,
+// and the accept that follows onto the same tip lands that tree unrun.
+func TestGateChecksWithoutLandingAndTheAcceptReusesThePass(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "test -f feature.txt")
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	before := r.tip(t)
+	chk, err := r.e.Gate(ctx, sn.Task.Slug, AcceptOptions{})
+	if err != nil || chk.Run == nil || !chk.Run.Passed || chk.NoGate {
+		t.Fatalf("gate: %+v, %v", chk, err)
+	}
+	if r.tip(t) != before || r.load(t, sn.Task.ID).Task.Status != machine.Blocked {
+		t.Fatal("lazy gate landed something or changed the status")
+	}
+	again, err := r.e.Gate(ctx, sn.Task.Slug, AcceptOptions{})
+	if err != nil || again.Reused != chk.Run.ID {
+		t.Fatalf("second gate: %+v, %v", again, err)
+	}
+	res, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+	if err != nil || res.Gate != chk.Run.ID {
+		t.Fatalf("accept: %+v, %v", res, err)
+	}
+	if runs := r.load(t, sn.Task.ID).Task.Gate.Runs; len(runs) != 1 {
+		t.Fatalf("the gate ran %d times, want once", len(runs))
+	}
+
+	bare := newGateRepo(t)
+	other := bare.task(t, "no gate here", map[string]string{"x.txt": "x\n"})
+	if chk, err := bare.e.Gate(ctx, other.Task.Slug, AcceptOptions{}); err != nil || !chk.NoGate {
+		t.Fatalf("no gate: %+v, %v", chk, err)
+	}
+}

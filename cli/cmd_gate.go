@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lazyorch/lazy/internal/sanitize"
+)
+
+// GateCmd runs the merge gate on a task now, without landing it.
+type GateCmd struct {
+	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
+	JSON bool   `help:"Print the result as JSON."`
+}
+
+// Run implements lazy gate.
+func (c *GateCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	opts, err := (&AcceptCmd{}).options(a)
+	if err != nil {
+		return err
+	}
+	res, err := env.Gate(ctx, c.Task, opts)
+	if err != nil {
+		return err
+	}
+	failed := res.Run != nil && !res.Run.Passed
+	if c.JSON {
+		if err := a.printJSON(map[string]any{"into": res.Into, "no_gate": res.NoGate, "reused": res.Reused, "run": res.Run, "passed": !failed && !res.NoGate}); err != nil {
+			return err
+		}
+	} else {
+		w := a.stdout
+		switch {
+		case res.NoGate:
+			fmt.Fprintf(w, "No gate: neither git config lazy.gate nor .lazy/gate at the tip of %s names a command; lazy accept lands without one.\n", sanitize.Field(res.Into))
+		case res.Reused != "":
+			fmt.Fprintf(w, "The gate passed on this exact tree already (run %s); lazy accept %s lands it without running it again while %s stays where it is.\n", res.Reused, sanitize.Field(c.Task), sanitize.Field(res.Into))
+		case failed:
+			fmt.Fprintf(w, "Gate failed (run %s) on %s: %s\nlazy show %s has the output's tail; the whole log is %s\n", res.Run.ID, sanitize.Field(res.Into), sanitize.Field(res.Run.Failed+res.Run.Error), sanitize.Field(c.Task), sanitize.Field(res.Run.Log))
+		default:
+			fmt.Fprintf(w, "Gate passed (run %s, %d command(s), %.1fs) on %s; lazy accept %s lands this tree without running it again while %s stays where it is.\n", res.Run.ID, len(res.Run.Commands), float64(res.Run.DurationMS)/1000, sanitize.Field(res.Into), sanitize.Field(c.Task), sanitize.Field(res.Into))
+		}
+	}
+	if failed {
+		return silentExit{code: 1, err: fmt.Errorf("the gate failed")}
+	}
+	return nil
+}
