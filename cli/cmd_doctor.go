@@ -64,6 +64,11 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 			Detail: "lazy.sandbox is on, so sandboxed tasks will not start: " + sb.Detail})
 	}
 	findings = append(findings, a.owedStashFindings(ctx, only, !c.DryRun)...)
+	if env, err := a.env(); err == nil && !c.DryRun && only == "" {
+		for _, d := range env.SweepGateLeftovers(ctx) {
+			findings = append(findings, reconcile.Finding{Kind: "gate-leftover", Detail: d, Repaired: true})
+		}
+	}
 	remain := 0
 	for _, f := range findings {
 		if !f.Repaired {

@@ -263,6 +263,9 @@ func (a *localAccept) run(ctx context.Context) (res *AcceptResult, err error) {
 	if err := a.gate(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.recheckDest(ctx); err != nil {
+		return nil, err
+	}
 	a.ticket.set(QueueLanding, "")
 	if err := a.record(ctx); err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 	}
 	a.begin("gate")
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
+	e.SweepGateLeftovers(ctx)
 	a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA))
 	c, err := e.buildCandidate(ctx, a.pre.intoSHA, a.pre.branch, slug, into)
 	if err != nil {
@@ -50,6 +51,24 @@ func (a *localAccept) gate(ctx context.Context) error {
 	return nil
 }
 
+// recheckDest looks at the destination again after a gate ran: the user
+// may have edited it meanwhile, and those changes must be stashed and
+// given back like any others.
+func (a *localAccept) recheckDest(ctx context.Context) error {
+	if !a.gp.enabled() || a.pre.dirty {
+		return nil
+	}
+	dirty, err := worktree.Dirty(ctx, a.pre.dest)
+	if err != nil {
+		return fmt.Errorf("accept %s: inspect %s: %w", a.sn.Task.Slug, a.pre.dest, err)
+	}
+	if dirty {
+		a.pre.dirty = true
+		a.announce(AcceptPlan(a.e.preTurn(a.opts), true))
+	}
+	return nil
+}
+
 // land commits the gated tree onto the target's tip as the squash commit
 // (with the gate's trailer) and fast-forwards the destination to it, so
 // the target moves to exactly the tree that passed. A target that moved
@@ -63,7 +82,12 @@ func (a *localAccept) land(ctx context.Context) error {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash, true)
 	}
 	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
-		return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash, true)
+		if tip, terr := worktree.BranchCommit(ctx, e.repoDir(), into); terr == nil && tip != a.pre.intoSHA {
+			err = fmt.Errorf("%s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", into, err)
+		} else {
+			err = fmt.Errorf("fast-forward %s in %s to the gated commit %s: %w; nothing was merged", into, a.pre.dest, short(commit), err)
+		}
+		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash, true)
 	}
 	a.res.Commit, a.res.Gate = commit, a.runID
 	return nil

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/worktree"
@@ -166,6 +168,13 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return gate.Result{}, err
 	}
+	// The owner file lets a later accept or lazy doctor end what a killed
+	// one left running here (see SweepGateLeftovers).
+	owner := dir + ".pid"
+	if err := os.WriteFile(owner, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return gate.Result{}, err
+	}
+	defer func() { _ = os.Remove(owner) }()
 	if err := worktree.AddDetached(ctx, e.repoDir(), dir, c.commit); err != nil {
 		return gate.Result{}, fmt.Errorf("check out the tree to gate: %w", err)
 	}
@@ -178,7 +187,8 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 		return gate.Result{}, err
 	}
 	defer func() { _ = log.Close() }()
-	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log}
+	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log,
+		Env: append(gate.Environ(os.Environ()), gateMarker+runID)}
 	if opts.Sandbox != nil {
 		pol, err := sandbox.For(ctx, dir, "exec", "sh", false, opts.Sandbox)
 		if err != nil {
@@ -296,4 +306,38 @@ func sanitizeAll(ss []string) []string {
 		out[i] = sanitize.Field(s)
 	}
 	return out
+}
+
+// gateMarker is the environment entry every process of a gate run
+// inherits, so the run's leftovers can be found after its accept died.
+const gateMarker = "LAZY_GATE_RUN="
+
+// SweepGateLeftovers ends what killed gate runs left behind: for each
+// scratch worktree whose owner process is gone, the processes carrying
+// its marker are killed and the worktree removed. It returns what it
+// did, a line each.
+func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
+	owners, _ := filepath.Glob(e.Store.Repo().LazyDir("tmp", "gate-*.pid"))
+	var done []string
+	for _, owner := range owners {
+		b, err := os.ReadFile(owner)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && pid > 0 && proc.Alive(pid) {
+			continue
+		}
+		dir := strings.TrimSuffix(owner, ".pid")
+		id := strings.TrimPrefix(filepath.Base(dir), "gate-")
+		if !gitstore.ValidID(id) {
+			continue
+		}
+		killed := proc.KillMarked(gateMarker + id)
+		_ = worktree.ForceRemove(ctx, e.repoDir(), dir)
+		_ = os.RemoveAll(dir)
+		_ = os.Remove(owner)
+		done = append(done, fmt.Sprintf("removed the scratch worktree of gate run %s, whose accept died, and ended %d process(es) it left", id, len(killed)))
+	}
+	return done
 }

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
@@ -448,4 +453,70 @@ func TestGateChecksWithoutLandingAndTheAcceptReusesThePass(t *testing.T) {
 	if chk, err := bare.e.Gate(ctx, other.Task.Slug, AcceptOptions{}); err != nil || !chk.NoGate {
 		t.Fatalf("no gate: %+v, %v", chk, err)
 	}
+}
+
+// TestSweepGateLeftoversEndsWhatAKilledGateLeft: a gate whose accept was
+// SIGKILLed leaves its commands running (their own process group) and
+// its scratch worktree; the next gate or lazy doctor ends and removes
+// both, and leaves a live run's alone.
+func TestSweepGateLeftoversEndsWhatAKilledGateLeft(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	scratch := func(id string, owner int) (string, *exec.Cmd) {
+		dir := r.e.Store.Repo().LazyDir("tmp", "gate-"+id)
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := worktree.AddDetached(ctx, r.dir, dir, r.tip(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+".pid", []byte(strconv.Itoa(owner)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", "sleep 300 & wait")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), gateMarker+id)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+		return dir, cmd
+	}
+	orphanID, liveID := mustID(t), mustID(t)
+	orphanDir, orphan := scratch(orphanID, dead.Process.Pid)
+	liveDir, _ := scratch(liveID, os.Getpid())
+	waited := make(chan error, 1)
+	go func() { waited <- orphan.Wait() }()
+
+	done := r.e.SweepGateLeftovers(ctx)
+	if len(done) != 1 || !strings.Contains(done[0], orphanID) {
+		t.Fatalf("sweep: %v", done)
+	}
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the orphaned gate's commands still run")
+	}
+	if _, err := os.Stat(orphanDir); !os.IsNotExist(err) {
+		t.Fatalf("the orphaned scratch worktree is still there: %v", err)
+	}
+	if strings.Contains(testrepo.Git(t, r.dir, "worktree", "list"), orphanDir) {
+		t.Fatal("git still lists the orphaned scratch worktree")
+	}
+	if _, err := os.Stat(liveDir); err != nil || len(proc.WithEnv(gateMarker+liveID)) == 0 {
+		t.Fatalf("the sweep touched a live run: %v", err)
+	}
+}
+
+func mustID(t *testing.T) string {
+	t.Helper()
+	id, err := gitstore.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
