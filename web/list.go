@@ -110,7 +110,7 @@ func (s *Server) pageSize() int {
 // listPage is everything the list template shows.
 type listPage struct {
 	// Queues are this machine's merge queues with an entry in them.
-	Queues []ops.QueueView
+	Queues   []ops.QueueView
 	Query    listQuery
 	Rows     []row
 	Columns  []column
