@@ -163,14 +163,19 @@ func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c
 // runs the commands there (in the sandbox when lazy.sandbox is on) and
 // removes the worktree.
 func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts AcceptOptions, runID, logPath string) (gate.Result, error) {
-	dir := e.Store.Repo().LazyDir("tmp", "gate-"+runID)
-	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	dir, err := e.scratchDir(runID)
+	if err != nil {
 		return gate.Result{}, err
 	}
+	_ = os.RemoveAll(dir)
 	// The owner file lets a later accept or lazy doctor end what a killed
-	// one left running here (see SweepGateLeftovers).
-	owner := dir + ".pid"
+	// one left running there (see SweepGateLeftovers).
+	owner := e.ownerFile(runID)
+	for _, d := range []string{filepath.Dir(dir), filepath.Dir(owner)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return gate.Result{}, err
+		}
+	}
 	if err := os.WriteFile(owner, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return gate.Result{}, err
 	}
@@ -197,6 +202,22 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 		spec.Wrap = func(argv []string) ([]string, error) { return sandbox.Wrap(argv, pol) }
 	}
 	return gate.Run(ctx, spec)
+}
+
+// scratchDir is where gate run id checks its tree out: beside the task
+// worktrees, outside .git (which the sandbox hides and tools treat as
+// special), so the gate sees an ordinary checkout.
+func (e *Env) scratchDir(id string) (string, error) {
+	root, err := DefaultWorktreeRoot(e.Store)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, ".gate-"+id), nil
+}
+
+// ownerFile names the process that runs gate run id.
+func (e *Env) ownerFile(id string) string {
+	return e.Store.Repo().LazyDir("tmp", "gate-"+id+".pid")
 }
 
 // recordGate adds run to the task's gate record.
@@ -328,9 +349,9 @@ func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
 		if err == nil && pid > 0 && proc.Alive(pid) {
 			continue
 		}
-		dir := strings.TrimSuffix(owner, ".pid")
-		id := strings.TrimPrefix(filepath.Base(dir), "gate-")
-		if !gitstore.ValidID(id) {
+		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(owner), "gate-"), ".pid")
+		dir, err := e.scratchDir(id)
+		if !gitstore.ValidID(id) || err != nil {
 			continue
 		}
 		killed := proc.KillMarked(gateMarker + id)

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -29,6 +32,7 @@ type gateRepo struct {
 
 func newGateRepo(t *testing.T, gate ...string) *gateRepo {
 	t.Helper()
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // where the gate's scratch worktrees go
 	e := env(t)
 	dir := filepath.Dir(e.Store.Repo().CommonDir)
 	e.RepoDir = dir
@@ -136,7 +140,8 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 	if _, err := os.Stat(run.Log); err != nil {
 		t.Fatalf("the whole log is not on disk: %v", err)
 	}
-	if scratch, _ := filepath.Glob(r.e.Store.Repo().LazyDir("tmp", "gate-*")); len(scratch) > 0 {
+	root, _ := DefaultWorktreeRoot(r.e.Store)
+	if scratch, _ := filepath.Glob(filepath.Join(root, ".gate-*")); len(scratch) > 0 {
 		t.Fatalf("scratch worktrees left behind: %v", scratch)
 	}
 	left := r.e.Queues()
@@ -467,14 +472,19 @@ func TestSweepGateLeftoversEndsWhatAKilledGateLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	scratch := func(id string, owner int) (string, *exec.Cmd) {
-		dir := r.e.Store.Repo().LazyDir("tmp", "gate-"+id)
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		dir, err := r.e.scratchDir(id)
+		if err != nil {
 			t.Fatal(err)
+		}
+		for _, d := range []string{filepath.Dir(dir), filepath.Dir(r.e.ownerFile(id))} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := worktree.AddDetached(ctx, r.dir, dir, r.tip(t)); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dir+".pid", []byte(strconv.Itoa(owner)+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(r.e.ownerFile(id), []byte(strconv.Itoa(owner)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command("sh", "-c", "sleep 300 & wait")
@@ -519,4 +529,38 @@ func mustID(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestTheGateRunsInTheSandbox: with lazy.sandbox on, the gate's commands
+// run under the real bubblewrap, confined as an agent is: they work in
+// their checkout, but cannot read a hidden secret or write the main
+// checkout. The same gate unconfined fails, so the test can tell.
+func TestTheGateRunsInTheSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real bwrap: the full suite runs it (scripts/test.sh)")
+	}
+	if err := sandbox.Check(context.Background()); err != nil {
+		if os.Getenv("LAZY_REQUIRE_BWRAP") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	secret := filepath.Join(t.TempDir(), "secret")
+	write(t, filepath.Dir(secret), "secret", "hunter2\n")
+	r := newGateRepo(t)
+	check := fmt.Sprintf("! cat %s && ! sh -c 'echo x >> %s/README.md' && echo built > out.txt && grep -q built out.txt", secret, r.dir)
+	r.config(t, "lazy.gate", check)
+	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	if chk, err := r.e.Gate(ctx, sn.Task.Slug, AcceptOptions{}); err != nil || chk.Run == nil || chk.Run.Passed {
+		t.Fatalf("unconfined, the gate should fail (it reads the secret): %+v, %v", chk, err)
+	}
+	sb := &proto.Sandbox{Network: "off", Hidden: []string{secret}}
+	res, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{Sandbox: sb})
+	if err != nil {
+		t.Fatalf("the sandboxed gate did not pass: %v", err)
+	}
+	if res.Gate == "" || !strings.Contains(read(t, r.dir, "README.md"), "test") || strings.Contains(read(t, r.dir, "README.md"), "x\n") {
+		t.Fatalf("result %+v; README %q", res, read(t, r.dir, "README.md"))
+	}
 }
