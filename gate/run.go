@@ -173,7 +173,7 @@ func (r *runner) run(c string) (Command, string, error) {
 	if err != nil {
 		return res, "", fmt.Errorf("start the gate command %q: %w", c, err)
 	}
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = r.spec.Dir, r.env
 	// One pipe for both streams, as a terminal interleaves them; an
@@ -203,7 +203,7 @@ func (r *runner) run(c string) (Command, string, error) {
 	case werr = <-waited:
 		// Whatever it started and left behind goes with it.
 		if groupAlive(pgid) {
-			endGroup(pgid, nil)
+			_ = endGroup(pgid, nil)
 		}
 	case <-r.gctx.Done():
 		killed = true

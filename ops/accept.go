@@ -479,7 +479,7 @@ func (a *localAccept) stashDest(ctx context.Context) error {
 	}
 	a.stash = stash
 	if err := keepStash(ctx, dest, id, stash); err != nil {
-		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash, true)
+		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash)
 	}
 	a.say(func(n Narrator) { n.Note("your uncommitted changes in " + dest + " are in stash " + stash) })
 	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
@@ -490,7 +490,7 @@ func (a *localAccept) stashDest(ctx context.Context) error {
 		return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
 	})
 	if err != nil {
-		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash, true)
+		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash)
 	}
 	a.sn = sn
 	return nil
@@ -510,7 +510,7 @@ func (a *localAccept) squashMerge(ctx context.Context) error {
 	}
 	commit, err := a.e.squash(ctx, a.sn, a.pre, trailer)
 	if err != nil {
-		return a.e.withStash(fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err), a.pre.dest, a.stash, true)
+		return a.e.withStash(fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err), a.pre.dest, a.stash)
 	}
 	a.res.Commit = commit
 	return nil
@@ -878,8 +878,8 @@ func oneLineReason(s string) string {
 
 // withStash re-applies a stash after a failed merge and adds where the
 // changes are if that fails too.
-func (e *Env) withStash(cause error, dest, stash string, restore bool) error {
-	if stash == "" || !restore {
+func (e *Env) withStash(cause error, dest, stash string) error {
+	if stash == "" {
 		return cause
 	}
 	if err := stashPop(context.Background(), dest, stash); err != nil {

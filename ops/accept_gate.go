@@ -79,7 +79,7 @@ func (a *localAccept) land(ctx context.Context) error {
 	msg := squashMessage(a.sn, a.pre.branch) + gateTrailer(a.runID, a.gp)
 	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg)
 	if err != nil {
-		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash, true)
+		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash)
 	}
 	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
 		if tip, terr := worktree.BranchCommit(ctx, e.repoDir(), into); terr == nil && tip != a.pre.intoSHA {
@@ -87,7 +87,7 @@ func (a *localAccept) land(ctx context.Context) error {
 		} else {
 			err = fmt.Errorf("fast-forward %s in %s to the gated commit %s: %w; nothing was merged", into, a.pre.dest, short(commit), err)
 		}
-		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash, true)
+		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
 	}
 	a.res.Commit, a.res.Gate = commit, a.runID
 	return nil
