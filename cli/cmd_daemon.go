@@ -204,7 +204,7 @@ func (a *app) requeueAccepts() func(ctx context.Context) {
 				if err != nil {
 					return
 				}
-				opts.FixRound = r.Round
+				opts.FixRound, opts.ViaForge = r.Round, r.ViaForge
 				_, _ = env.Accept(ctx, r.Task, nil, opts)
 			}
 		}()

@@ -154,20 +154,26 @@ func (f *fakeForge) pr(slug string) prShow {
 
 // startDaemon runs the repository's daemon with a short tick until the
 // test ends.
-func (f *fakeForge) startDaemon() {
-	f.t.Helper()
+func (f *fakeForge) startDaemon() { startDaemon(f.t, f.r) }
+
+// startDaemon runs r's daemon with a short tick and no idle exit, stops
+// it (SIGTERM, then SIGKILL after 10s) when the test ends, and returns
+// the path of its log.
+func startDaemon(t *testing.T, r *runner) string {
+	t.Helper()
 	cmd := exec.Command(lazyBin, "daemon", "--tick", "100ms", "--idle", "0")
-	cmd.Dir = f.r.dir
-	cmd.Env = f.r.with("LAZY_NO_DAEMON=").environ()
-	logf, err := os.Create(filepath.Join(f.t.TempDir(), "daemon.log"))
+	cmd.Dir = r.dir
+	cmd.Env = r.with("LAZY_NO_DAEMON=").environ()
+	path := filepath.Join(t.TempDir(), "daemon.log")
+	logf, err := os.Create(path)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	f.t.Cleanup(func() {
+	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -179,6 +185,7 @@ func (f *fakeForge) startDaemon() {
 		}
 		_ = logf.Close()
 	})
+	return path
 }
 
 // eventually polls cond until it holds or 30s pass.

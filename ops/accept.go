@@ -104,6 +104,10 @@ type AcceptOptions struct {
 	// FixRound is the round of automatic fixes this accept follows (the
 	// daemon's re-entry of a task whose agent fixed a failed gate).
 	FixRound int
+	// ViaForge merges a blocked task through the forge (submitting it
+	// first), as lazy.accept.viaForge does for every task: the re-entry
+	// of a submitted task whose fix turn revised its submission.
+	ViaForge bool
 }
 
 // DefaultPreTurnTimeout bounds a pre-accept turn unless the caller says.
@@ -203,7 +207,7 @@ func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	if err != nil {
 		return nil, err
 	}
-	if viaForge || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
+	if viaForge || opts.ViaForge && sn.Task.Status == machine.Blocked || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
 		return e.acceptRemote(ctx, sn, a.say, opts)
 	}
 	a.sn = sn

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -120,11 +121,21 @@ func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error
 		e.noteGaveUp(ctx, slug, s.MaxAttempts)
 		return fmt.Errorf("%w (lazy.gate.autoFix gave up after %d rounds; the task stays blocked for you)", err, s.MaxAttempts)
 	}
+	// A submitted task was being merged through the forge: the fix turn
+	// revises its submission (it parks blocked), and it re-enters through
+	// the forge again, never as a local merge beside its open pull
+	// request.
+	viaForge := opts.ViaForge
+	if id, rerr := e.Store.Resolve(slug); rerr == nil {
+		if prior, lerr := e.Store.Load(id); lerr == nil && prior.Task.Status == machine.Submitted {
+			viaForge = true
+		}
+	}
 	sn, uerr := e.Unblock(ctx, slug, feedback, Decisions{})
 	if uerr != nil {
 		return fmt.Errorf("%w; handing it to the agent (lazy.gate.autoFix) failed too: %w", err, uerr)
 	}
-	if qerr := e.requeue(sn, into, round, sn.Session.Turn); qerr != nil {
+	if qerr := e.requeue(sn, into, round, sn.Session.Turn, viaForge); qerr != nil {
 		return fmt.Errorf("%w; the agent is fixing it, but the task could not be queued to re-enter: %w", err, qerr)
 	}
 	e.noteFixRound(ctx, sn.Task.ID, round)

@@ -48,7 +48,13 @@ func RemoteAcceptPlan(preTurn, resubmit, reentry bool) []Phase {
 // Pending saying why; a later accept, or the daemon's forge sync,
 // finishes it. Failing checks or a refused merge restore submitted, the
 // status it actually had.
-func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator)), opts AcceptOptions) (*AcceptResult, error) {
+func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator)), opts AcceptOptions) (res *AcceptResult, err error) {
+	if sn.Task.Status != machine.Merging {
+		// A task whose agent fixed what its gate found re-enters here.
+		if t := e.reenterThroughForge(sn.Task.ID); t != nil {
+			defer func() { t.leaveThroughForge(res, err) }()
+		}
+	}
 	a := &remoteAccept{e: e, say: say, opts: opts, slug: sn.Task.Slug}
 	if err := a.open(ctx, sn); err != nil {
 		return nil, err
@@ -113,10 +119,14 @@ type remoteAccept struct {
 func (a *remoteAccept) open(ctx context.Context, sn *gitstore.Snapshot) error {
 	e, slug := a.e, a.slug
 	if sn.Task.Status == machine.Blocked {
-		// The repository merges through the forge: submit first.
-		a.say(func(n Narrator) {
-			n.Note("this repository merges through the forge (lazy.accept.viaForge); submitting first")
-		})
+		// The repository merges through the forge, or the task's pull
+		// request was being revised (the re-entry after a gate fix):
+		// submit first.
+		why := "this repository merges through the forge (lazy.accept.viaForge)"
+		if a.opts.ViaForge {
+			why = "the task goes back to its pull request with its agent's fix"
+		}
+		a.say(func(n Narrator) { n.Note(why + "; submitting first") })
 		sub, err := e.submit(ctx, sn, SubmitOptions{})
 		if err != nil {
 			return fmt.Errorf("accept: %w", err)

@@ -564,3 +564,65 @@ func TestTheGateRunsInTheSandbox(t *testing.T) {
 		t.Fatalf("result %+v; README %q", res, read(t, r.dir, "README.md"))
 	}
 }
+
+// TestAutoFixOfASubmittedTaskReentersThroughTheForge: a failed gate of
+// an accept through the forge revises the submission, and the task
+// re-enters through its pull request, never as a local merge beside it;
+// a task accepted locally re-enters locally.
+func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "exit 1")
+	r.config(t, "lazy.gate.autoFix", "true")
+	r.e.Launch = func(string) error { return nil }
+	local := r.task(t, "accepted locally", map[string]string{"a.txt": "a\n"})
+	sub := r.task(t, "accepted on the forge", map[string]string{"b.txt": "b\n"})
+	if _, _, err := r.e.Store.Update(ctx, sub.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Status = machine.Submitted
+		s.Task.Forge = &gitstore.ForgeRecord{Kind: "github", Remote: "origin", Head: worktree.Branch(s.Task.Slug), Base: "main", Number: 1, URL: "https://github.com/acme/app/pull/1"}
+		return &gitstore.Op{Name: "submit", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range []*gitstore.Snapshot{local, sub} {
+		err := r.e.handBack(ctx, &GateError{Task: sn.Task.Slug, Run: gitstore.GateRun{Target: "main", Failed: "exit 1"}}, AcceptOptions{})
+		var ge *GateError
+		if !errors.As(err, &ge) || !ge.Fixing || ge.Round != 1 {
+			t.Fatalf("hand back %s: %v", sn.Task.Slug, err)
+		}
+	}
+	if got := r.load(t, sub.Task.ID); got.Task.Status != machine.Working || got.Task.Forge == nil || !got.Task.Forge.Revising {
+		t.Fatalf("the submitted task after the hand-back: %s, %+v", got.Task.Status, got.Task.Forge)
+	}
+	walk(t, r.e, local.Task.ID, machine.Blocked)
+	walk(t, r.e, sub.Task.ID, machine.Blocked)
+	viaForge := map[string]bool{}
+	for _, q := range r.e.ReadyToRequeue() {
+		viaForge[q.Task] = q.ViaForge
+	}
+	if len(viaForge) != 2 || viaForge[local.Task.ID] || !viaForge[sub.Task.ID] {
+		t.Fatalf("ready to re-enter (task: through the forge): %v", viaForge)
+	}
+
+	// Its accept through the forge takes it out of the fixing entries for
+	// as long as it gates, and logs how it left.
+	ticket := r.e.reenterThroughForge(sub.Task.ID)
+	if en, ok := r.e.InQueue(sub.Task.ID); ticket == nil || !ok || en.State != QueueGating {
+		t.Fatalf("re-entered through the forge: %+v, %v", en, ok)
+	}
+	ticket.leaveThroughForge(&AcceptResult{Pending: "1 check(s) pending"}, nil)
+	if _, ok := r.e.InQueue(sub.Task.ID); ok {
+		t.Fatal("still queued after its merge was requested")
+	}
+	for _, q := range r.e.ReadyToRequeue() {
+		if q.Task == sub.Task.ID {
+			t.Fatal("the task re-entered a second time")
+		}
+	}
+	left := r.e.Queues()[0].Left
+	if last := left[len(left)-1]; last.Task != sub.Task.ID || last.Outcome != LeftLanded || !strings.Contains(last.Why, "through the forge") {
+		t.Fatalf("left: %+v", last)
+	}
+	if r.e.reenterThroughForge(sub.Task.ID) != nil {
+		t.Fatal("a task that waits for nothing re-entered")
+	}
+}

@@ -59,6 +59,9 @@ type QueueEntry struct {
 	// turn whose end lets it re-enter.
 	Round     int `json:"round,omitempty"`
 	AfterTurn int `json:"after_turn,omitempty"`
+	// Forge, for a fixing entry: the task was submitted, and re-enters
+	// through its pull request (the forge merges it), not locally.
+	Forge bool `json:"forge,omitempty"`
 }
 
 // QueueLeft is an entry that left its queue, and why.
@@ -144,6 +147,42 @@ func (t *queueTicket) leave(outcome, why, commit string) {
 	_ = os.Remove(t.path)
 	t.e.logLeft(QueueLeft{Task: t.en.Task, Slug: t.en.Slug, Target: t.en.Target, Outcome: outcome, Why: oneLineReason(why), Commit: commit,
 		At: time.Now().UTC().Truncate(time.Second)})
+}
+
+// reenterThroughForge puts a task that waits for its agent's fix back in
+// its queue, gating, as its accept through the forge begins (the forge,
+// not the target's accept lock, orders what merges there); nil when it
+// was not waiting.
+func (e *Env) reenterThroughForge(id string) *queueTicket {
+	b, err := os.ReadFile(e.fixingPath(id))
+	if err != nil {
+		return nil
+	}
+	var en QueueEntry
+	if json.Unmarshal(b, &en) != nil || en.Task != id {
+		return nil
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	t := &queueTicket{e: e, path: e.activePath(id), en: QueueEntry{Task: id, Slug: en.Slug, Target: en.Target,
+		State: QueueGating, Detail: "through the forge", Entered: now, Since: now, PID: os.Getpid()}}
+	_ = os.Remove(e.fixingPath(id))
+	_ = writeEntry(t.path, t.en)
+	return t
+}
+
+// leaveThroughForge takes an accept through the forge out of the queue:
+// landed once the merge is requested (the forge finishes a pending one),
+// or with the outcome err implies.
+func (t *queueTicket) leaveThroughForge(res *AcceptResult, err error) {
+	if err != nil || res == nil {
+		t.leaveWith(err, "")
+		return
+	}
+	why := "through the forge"
+	if res.Pending != "" {
+		why += "; the forge merges it when it can (" + res.Pending + ")"
+	}
+	t.leave(LeftLanded, why, res.Commit)
 }
 
 // leaveWith takes the entry out with the outcome err implies.
@@ -277,12 +316,13 @@ func (e *Env) InQueue(id string) (QueueEntry, bool) {
 }
 
 // requeue records that task sn re-enters target's queue once the turn
-// AfterTurn has ended (its agent is fixing what the gate found).
-func (e *Env) requeue(sn *gitstore.Snapshot, target string, round, afterTurn int) error {
+// AfterTurn has ended (its agent is fixing what the gate found), through
+// the forge when viaForge.
+func (e *Env) requeue(sn *gitstore.Snapshot, target string, round, afterTurn int, viaForge bool) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return writeEntry(e.fixingPath(sn.Task.ID), QueueEntry{Task: sn.Task.ID, Slug: sn.Task.Slug, Target: target, State: QueueFixing,
 		Detail:  fmt.Sprintf("the agent is fixing the gate's failure (round %d); re-enters after its turn", round),
-		Entered: now, Since: now, Round: round, AfterTurn: afterTurn})
+		Entered: now, Since: now, Round: round, AfterTurn: afterTurn, Forge: viaForge})
 }
 
 // Dequeue takes a task waiting for its agent's fix out of its queue: it
@@ -312,6 +352,8 @@ func (e *Env) Dequeue(name string) (QueueEntry, error) {
 type Requeued struct {
 	Task  string
 	Round int
+	// ViaForge: it re-enters through its pull request (AcceptOptions).
+	ViaForge bool
 }
 
 // ReadyToRequeue returns the fixing tasks whose fix turn has ended, and
@@ -330,7 +372,7 @@ func (e *Env) ReadyToRequeue() []Requeued {
 		case st.IsActive() || sn.Session == nil || sn.Session.Turn < en.AfterTurn:
 			// its fix turn has not ended yet
 		case st == machine.Blocked:
-			out = append(out, Requeued{Task: en.Task, Round: en.Round})
+			out = append(out, Requeued{Task: en.Task, Round: en.Round, ViaForge: en.Forge})
 		}
 	}
 	return out
