@@ -1,0 +1,194 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+)
+
+const task = "0123456789abcdef"
+
+// TestPoolCommandsArgv pins what the pool asks git.
+func TestPoolCommandsArgv(t *testing.T) {
+	c1, c2 := "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	for _, tc := range []struct {
+		name string
+		cmd  *gitcli.Cmd
+		want []string
+	}{
+		{"fetch", fetchCmd("r", "origin"), []string{"fetch", "--quiet", "--no-tags", "--prune", "origin", "+refs/lazy-pool/*:refs/lazy-pool-remotes/origin/*"}},
+		{"list", listCmd("r", "refs/lazy-pool-remotes/origin/claims/"), []string{"for-each-ref", "--format=%(objectname) %(refname)", "refs/lazy-pool-remotes/origin/claims/"}},
+		{"batch", batchCmd("r", nil), []string{"cat-file", "--batch"}},
+		{"hash", hashCmd("r", nil), []string{"hash-object", "-w", "--stdin"}},
+		{"mktree", mktreeCmd("r", nil), []string{"mktree"}},
+		{"commit", commitTreeCmd("r", c1, "m"), []string{"commit-tree", c1, "-F", "-"}},
+		{"push", pushCmd("r", "origin", []Update{
+			{Ref: ClaimsPrefix + task, New: c2, Old: c1, Leased: true},
+			{Ref: ClaimsPrefix + "new", New: c2, Leased: true},
+			{Ref: "refs/lazy/tasks/" + task, New: c1},
+			{Ref: RunnersPrefix + "h1", New: c2, Force: true},
+		}), []string{"push", "--atomic", "--porcelain", "--no-verify",
+			"--force-with-lease=refs/lazy-pool/claims/" + task + ":" + c1, "--force-with-lease=refs/lazy-pool/claims/new:",
+			"origin", c2 + ":refs/lazy-pool/claims/" + task, c2 + ":refs/lazy-pool/claims/new", c1 + ":refs/lazy/tasks/" + task, "+" + c2 + ":refs/lazy-pool/runners/h1"}},
+	} {
+		got, err := tc.cmd.Argv()
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %q (%v), want %q", tc.name, got, err, tc.want)
+		}
+	}
+	for _, bad := range []Update{{Ref: "-x", New: c1}, {Ref: "refs/x", New: "--all"}, {Ref: "refs/x", New: c1, Old: "HEAD", Leased: true}, {Ref: "refs/x y", New: c1}} {
+		if checkUpdate(bad) == nil {
+			t.Errorf("%+v was not refused", bad)
+		}
+	}
+}
+
+// clones makes a bare remote and n clones of it, each a pool on origin.
+func clones(t *testing.T, n int) []*Remote {
+	t.Helper()
+	src := testrepo.New(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	testrepo.Git(t, src, "clone", "-q", "--bare", src, bare)
+	var out []*Remote
+	for i := 0; i < n; i++ {
+		dir := filepath.Join(t.TempDir(), "clone")
+		testrepo.Git(t, t.TempDir(), "clone", "-q", bare, dir)
+		r, err := New(dir, "origin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func fetchClaims(t *testing.T, r *Remote) map[string]Held {
+	t.Helper()
+	ctx := context.Background()
+	if err := r.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := r.Claims(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
+
+// TestExactlyOneRunnerWinsAClaim: eight clones race for one task; the
+// remote's compare-and-swap lets exactly one through, and every clone
+// then reads that one claim.
+func TestExactlyOneRunnerWinsAClaim(t *testing.T) {
+	rs := clones(t, 8)
+	now := time.Now()
+	var wg sync.WaitGroup
+	results := make([]error, len(rs))
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, results[i] = r.Take(context.Background(), task, "runner"+string(rune('a'+i)), nil, time.Minute, now)
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range results {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("runners %d and %d both won", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, ErrLost):
+			t.Fatalf("runner %d: %v, want ErrLost", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("nobody won")
+	}
+	for _, r := range rs {
+		c := fetchClaims(t, r)[task]
+		if c.Runner != "runner"+string(rune('a'+won)) || c.Generation != 1 || !c.Live(time.Now()) {
+			t.Fatalf("claim as read: %+v", c)
+		}
+	}
+}
+
+// TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced: after its lease
+// runs out, another runner takes the task at the next generation; the
+// old holder's renewal and its result push are refused whole, and the
+// new holder's go through.
+func TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced(t *testing.T) {
+	ctx := context.Background()
+	rs := clones(t, 2)
+	a, b := rs[0], rs[1]
+	t0 := time.Now()
+	held, err := a.Take(ctx, task, "a", nil, time.Second, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := fetchClaims(t, b)[task]
+	if _, err := b.Take(ctx, task, "b", &prev, time.Minute, t0); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a live claim was taken: %v", err)
+	}
+	later := t0.Add(2 * time.Second)
+	nb, err := b.Take(ctx, task, "b", &prev, time.Minute, later)
+	if err != nil || nb.Generation != 2 {
+		t.Fatalf("take-over: %+v, %v", nb, err)
+	}
+	if _, err := a.Renew(ctx, []Held{held}, Runner{ID: "a"}, time.Minute, later); !errors.Is(err, ErrLost) {
+		t.Fatalf("the old holder renewed: %v", err)
+	}
+	head := testrepo.Git(t, a.Dir, "rev-parse", "HEAD")
+	if _, err := a.Fenced(ctx, held, time.Minute, later, []Update{{Ref: "refs/heads/result-a", New: head}}); !errors.Is(err, ErrLost) {
+		t.Fatalf("the old holder pushed a result: %v", err)
+	}
+	if _, err := b.Fenced(ctx, nb, time.Minute, later, []Update{{Ref: "refs/heads/result-b", New: head}}); err != nil {
+		t.Fatalf("the new holder could not push: %v", err)
+	}
+	refs := testrepo.Git(t, a.Dir, "ls-remote", "origin", "refs/heads/result-*")
+	if want := head + "\trefs/heads/result-b"; refs != want {
+		t.Fatalf("remote result refs %q, want only %q", refs, want)
+	}
+	if err := b.Release(ctx, fetchClaims(t, b)[task], later); err != nil {
+		t.Fatal(err)
+	}
+	if c := fetchClaims(t, a)[task]; c.Live(later) || c.Generation != 2 {
+		t.Fatalf("released claim: %+v", c)
+	}
+}
+
+// TestRenewIsOnePushForEveryClaimAndTheRunner.
+func TestRenewIsOnePushForEveryClaimAndTheRunner(t *testing.T) {
+	ctx := context.Background()
+	r := clones(t, 1)[0]
+	now := time.Now()
+	var held []Held
+	for _, id := range []string{task, "fedcba9876543210"} {
+		h, err := r.Take(ctx, id, "a", nil, time.Second, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, h)
+	}
+	next, err := r.Renew(ctx, held, Runner{ID: "a", Labels: []string{"gpu"}, MaxTasks: 2}, time.Hour, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := fetchClaims(t, r)
+	for _, h := range next {
+		if c := claims[h.Task]; c.Commit != h.Commit || !c.Live(now.Add(30*time.Minute)) {
+			t.Fatalf("claim %s: %+v", h.Task, c)
+		}
+	}
+	runners, err := r.Runners(ctx)
+	if err != nil || len(runners) != 1 || runners[0].ID != "a" || runners[0].Labels[0] != "gpu" {
+		t.Fatalf("runners: %+v, %v", runners, err)
+	}
+}
