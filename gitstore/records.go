@@ -58,6 +58,37 @@ type Task struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Gate is what the merge gate did for this task (see GateRecord).
 	Gate *GateRecord `json:"gate,omitempty"`
+	// Pool marks the task for the runner pool (lazy start --pool): a
+	// runner whose labels and agents fit claims it through the remote.
+	Pool *PoolSpec `json:"pool,omitempty"`
+	// After are the tasks that must be complete before this one starts,
+	// on the pool and locally alike (lazy create --after).
+	After []string `json:"after,omitempty"`
+}
+
+// PoolSpec is what a pooled task asks of the runner that takes it, and
+// who holds it now. What a runner runs is its own decision: it takes
+// the task only if its configuration allows Agent, and runs that agent
+// as it is configured there.
+type PoolSpec struct {
+	Labels   []string  `json:"labels,omitempty"`
+	Priority int       `json:"priority,omitempty"`
+	Agent    string    `json:"agent,omitempty"`
+	MarkedAt time.Time `json:"marked_at"`
+	MarkedBy string    `json:"marked_by,omitempty"`
+	// Runner and Generation are the claim the newest runner write was
+	// made under (the remote's claim ref is the authority).
+	Runner     string `json:"runner,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+}
+
+func (p *PoolSpec) clone() *PoolSpec {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Labels = slices.Clone(p.Labels)
+	return &c
 }
 
 // AcceptRecord is what an accept in flight has committed to.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,6 +189,8 @@ func (sn *Snapshot) clone() *Snapshot {
 		c.Task.Forge = sn.Task.Forge.clone()
 	}
 	c.Task.Gate = sn.Task.Gate.clone()
+	c.Task.Pool = sn.Task.Pool.clone()
+	c.Task.After = slices.Clone(sn.Task.After)
 	c.entries = make(map[string]treeEntry, len(sn.entries))
 	for k, v := range sn.entries {
 		c.entries[k] = v
@@ -316,6 +319,9 @@ func checkTask(t *Task, id string) error {
 		return fmt.Errorf("task.json has an invalid parent id %q", t.Parent)
 	}
 	if err := checkGate(t.Gate); err != nil {
+		return err
+	}
+	if err := checkPool(t); err != nil {
 		return err
 	}
 	return checkForge(t.Forge)
@@ -653,6 +659,7 @@ type CreateSpec struct {
 	TargetBranch string
 	AllowedPaths []string
 	Metadata     map[string]string
+	After        []string // full ids of the tasks it waits for
 	Actor        machine.Actor
 }
 
@@ -713,7 +720,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	sn.Task = Task{
 		ID: id, Slug: slug, Title: spec.Title, Status: machine.Backlog,
 		Parent: spec.Parent, TargetBranch: spec.TargetBranch,
-		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata,
+		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata, After: spec.After,
 	}
 	if spec.Goal != "" {
 		sn.SetGoal(spec.Goal)

@@ -36,6 +36,10 @@ type Summary struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Gate is how the task's newest merge-gate run ended.
 	Gate *GateSummary `json:"gate,omitempty"`
+	// Pool is what the task asks of the runner pool, if it is pooled.
+	Pool *PoolSpec `json:"pool,omitempty"`
+	// After are the tasks it waits for.
+	After []string `json:"after,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.
@@ -65,7 +69,7 @@ func NewSummary(t *Task) Summary {
 		CreatedAt: t.CreatedAt.UTC().Format(TimeLayout), UpdatedAt: t.UpdatedAt.UTC().Format(TimeLayout),
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
 		Sessions: t.Sessions, Host: t.Host, Refused: len(t.MergeRefused), Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
-		Usage: t.Usage, Gate: t.Gate.Summary(),
+		Usage: t.Usage, Gate: t.Gate.Summary(), Pool: t.Pool, After: t.After,
 	}
 }
 

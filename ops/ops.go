@@ -231,6 +231,8 @@ type CreateInput struct {
 	// creating again with the same RequestID gets the task the first
 	// create made (a retried MCP call, say), never a second one.
 	RequestID string
+	// After names the tasks that must be complete before it starts.
+	After []string
 }
 
 // MaxRequestID bounds a create's request id.
@@ -321,6 +323,11 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 		return nil, err
 	}
 	spec.TargetBranch = target
+	after, err := e.resolveAfter(in.After)
+	if err != nil {
+		return nil, err
+	}
+	spec.After = after
 	for _, p := range sanitize.Fields(in.AllowedPaths) {
 		if err := ValidPattern(p); err != nil {
 			return nil, err

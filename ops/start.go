@@ -152,6 +152,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	if err := e.parentOpen(sn, "start"); err != nil {
 		return nil, err
 	}
+	if err := e.DepsDone(sn); err != nil {
+		return nil, err
+	}
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}

@@ -37,6 +37,9 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 	if sn, err = e.escapeStranded(ctx, sn, "unblock"); err != nil {
 		return nil, err
 	}
+	if e.forRunner(sn) && !d.any() {
+		return e.leaveForRunner(ctx, sn, feedback)
+	}
 	if sn.Task.Status == machine.Submitted {
 		// Everything that can refuse is checked before the submission is
 		// withdrawn: a refused unblock leaves the task submitted.

@@ -162,3 +162,18 @@ func (d Dir) MarkPrepared(taskID, sessionID string) error {
 	s.Prepared = true
 	return d.Save(s)
 }
+
+// Forget drops the task's local session record: this machine no longer
+// runs it (a runner that lost its claim to another), so a record of the
+// new owner's may replace it. The worktree and branch stay where they
+// are; only the claim to run the session goes.
+func (d Dir) Forget(taskID string) error {
+	p, err := d.path(taskID)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("forget the session of %s: %w", taskID, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// resolveAfter turns the names a create waits for into task ids.
+func (e *Env) resolveAfter(names []string) ([]string, error) {
+	var ids []string
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		id, err := e.Store.Resolve(name)
+		if err != nil {
+			return nil, fmt.Errorf("--after %s: %w", name, err)
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > gitstore.MaxAfter {
+		return nil, fmt.Errorf("a task may wait for at most %d others, not %d", gitstore.MaxAfter, len(ids))
+	}
+	return ids, nil
+}
+
+// WaitingError says a task cannot start yet: tasks it waits for
+// (lazy create --after) are not complete.
+type WaitingError struct {
+	Task string
+	On   []string // their slugs and statuses, "build-api (blocked)"
+}
+
+func (w *WaitingError) Error() string {
+	return fmt.Sprintf("%s waits for %s to be complete (it was created with --after); start it once they are, or lazy start --pool %s lets a runner start it then",
+		w.Task, strings.Join(w.On, ", "), w.Task)
+}
+
+// DepsDone checks that every task sn waits for is complete (accepted);
+// otherwise it says which are not, as a WaitingError. A task it waits for
+// that was rejected or closed will never be done: that is said too.
+func (e *Env) DepsDone(sn *gitstore.Snapshot) error {
+	var pending []string
+	for _, id := range sn.Task.After {
+		dep, err := e.Store.Load(id)
+		if err != nil {
+			pending = append(pending, id+" (not in this repository: lazy pull?)")
+			continue
+		}
+		if dep.Task.Status == machine.Complete && dep.Task.Outcome == gitstore.OutcomeAccepted {
+			continue
+		}
+		st := string(dep.Task.Status)
+		if dep.Task.Outcome != "" && dep.Task.Outcome != gitstore.OutcomeAccepted {
+			st += ", " + dep.Task.Outcome + ": it will never be done"
+		}
+		pending = append(pending, dep.Task.Slug+" ("+st+")")
+	}
+	if len(pending) > 0 {
+		return &WaitingError{Task: sn.Task.Slug, On: pending}
+	}
+	return nil
+}
+
+// PoolMark is what lazy start --pool asks of the runner that takes a task.
+type PoolMark struct {
+	Labels   []string
+	Priority int
+	Agent    string
+}
+
+// MarkForPool marks a backlog task for the runner pool: any runner
+// whose labels include Labels and whose configuration allows Agent may
+// claim it once the tasks it waits for are complete. It records only;
+// the caller pushes.
+func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*gitstore.Snapshot, error) {
+	for _, l := range m.Labels {
+		if !gitstore.PoolLabel.MatchString(l) {
+			return nil, fmt.Errorf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)
+		}
+	}
+	if m.Agent != "" && !gitstore.PoolLabel.MatchString(m.Agent) {
+		return nil, fmt.Errorf("--agent %q is no agent name", m.Agent)
+	}
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Backlog {
+			return nil, fmt.Errorf("start --pool %s: the task is %s; only a backlog task goes to the pool", s.Task.Slug, s.Task.Status)
+		}
+		if s.Task.Pool != nil && s.Task.Pool.Runner != "" {
+			return nil, fmt.Errorf("start --pool %s: runner %s holds it already", s.Task.Slug, s.Task.Pool.Runner)
+		}
+		s.Task.Pool = &gitstore.PoolSpec{Labels: slices.Compact(slices.Sorted(slices.Values(m.Labels))), Priority: m.Priority, Agent: m.Agent,
+			MarkedAt: time.Now().UTC().Truncate(time.Second), MarkedBy: string(e.Actor)}
+		return &gitstore.Op{Name: "pool", Actor: e.Actor, Reason: "marked for the runner pool"}, nil
+	})
+	return sn, err
+}
+
+// errNotPooled is a pooled operation on a task nobody marked.
+var errNotPooled = errors.New("the task is not in the runner pool")

@@ -1,0 +1,115 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// ErrLeftForRunner is not a failure: feedback for a pooled task that a
+// runner elsewhere holds was recorded for it (pending) instead of
+// starting a turn here. The caller pushes it; the runner delivers it
+// after its next fetch.
+type ErrLeftForRunner struct {
+	Task, Runner string
+}
+
+func (e *ErrLeftForRunner) Error() string {
+	return fmt.Sprintf("%s is held by runner %s: the feedback is recorded for it and reaches it with the next lazy push (it delivers it after its next fetch)", e.Task, e.Runner)
+}
+
+// leaveForRunner records feedback on a pooled task this machine does not
+// run, pending delivery, without changing its status or starting a turn.
+func (e *Env) leaveForRunner(ctx context.Context, sn *gitstore.Snapshot, feedback string) (*gitstore.Snapshot, error) {
+	runner := sn.Session.Host
+	if sn.Task.Pool != nil && sn.Task.Pool.Runner != "" {
+		runner = sn.Task.Pool.Runner
+	}
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Blocked && s.Task.Status != machine.Working {
+			return nil, fmt.Errorf("unblock %s: the task is %s; feedback for its runner goes to a blocked or working task", s.Task.Slug, s.Task.Status)
+		}
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback,
+			At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
+		return &gitstore.Op{Name: "feedback", Actor: e.Actor, Reason: "for runner " + runner}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, &ErrLeftForRunner{Task: sn.Task.Slug, Runner: runner}
+}
+
+// forRunner reports whether an unblock of sn on this machine is
+// feedback for the runner that holds it elsewhere.
+func (e *Env) forRunner(sn *gitstore.Snapshot) bool {
+	return sn.Task.Pool != nil && sn.Session != nil && !e.Owns(sn)
+}
+
+// newFeedback returns the newest pending human message recorded after
+// the turn the session last ran (left by another clone for this
+// runner), or false.
+func (e *Env) newFeedback(sn *gitstore.Snapshot) (gitstore.Turn, bool, error) {
+	turns, err := e.Store.Turns(sn)
+	if err != nil {
+		return gitstore.Turn{}, false, err
+	}
+	for i := len(turns) - 1; i >= 0; i-- {
+		t := turns[i]
+		if t.Seq <= sn.Session.Turn {
+			break
+		}
+		if t.Role == gitstore.RoleHuman && t.Kind == "unblock" && t.FeedbackDelivery == gitstore.FeedbackPending {
+			return t, true, nil
+		}
+	}
+	return gitstore.Turn{}, false, nil
+}
+
+// DeliverLeft starts the turn that delivers feedback other clones left
+// for this runner's blocked task: the newest message, with every older
+// undelivered one. It reports whether a turn started.
+func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
+	sn, unlock, err := e.lockedLoad(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if sn.Task.Status != machine.Blocked || sn.Session == nil {
+		return false, nil
+	}
+	t, ok, err := e.newFeedback(sn)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := e.checkResumable(sn, "unblock", false, machine.Blocked); err != nil {
+		return false, err
+	}
+	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return false, err
+	}
+	turns, err := e.Store.Turns(sn)
+	if err != nil {
+		return false, err
+	}
+	prompt := withUndelivered(t.Content, sn.Task.Slug, pendingBefore(turns, t.Seq, "unblock"))
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Blocked {
+			return nil, fmt.Errorf("deliver feedback to %s: the task became %s", s.Task.Slug, s.Task.Status)
+		}
+		if err := machine.Validate(s.Task.Status, machine.Working, e.Actor); err != nil {
+			return nil, err
+		}
+		s.Session.Turn, s.Session.TurnKind = t.Seq, "unblock"
+		s.Session.ConsecutiveInterruptions = 0
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "unblock", Actor: e.Actor, Reason: "feedback left by another clone"}, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return true, e.launchTurn(sn, t, "unblock", prompt, upstream)
+}

@@ -1,0 +1,475 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// RunnerOptions configure lazy runner.
+type RunnerOptions struct {
+	Remote   string
+	Labels   []string
+	MaxTasks int
+	// Once ends the runner when it holds no working task and finds
+	// nothing to claim.
+	Once        bool
+	Lease, Poll time.Duration
+	// Agents are the agents this machine's configuration lets a runner
+	// run (lazy.runner.agents): a task asking for another is left alone.
+	Agents []string
+	// Input is how this machine runs agent: its command, permissions,
+	// sandbox and worktree directory, from its own configuration.
+	Input func(agent string) (StartInput, error)
+	// Reconcile records the turns of this runner's tasks that ended.
+	Reconcile func(ctx context.Context, id string)
+	// Say tells the user what the runner does, a line at a time.
+	Say func(msg string)
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Defaults of lazy runner.
+const (
+	DefaultLease = 2 * time.Minute
+	DefaultPoll  = 10 * time.Second
+)
+
+// runner is one lazy runner process: the claims it holds and when it
+// last renewed them.
+type runner struct {
+	e       *Env
+	o       RunnerOptions
+	p       *pool.Remote
+	id      string
+	held    map[string]pool.Held
+	renewed time.Time
+	started time.Time
+	claims  map[string]pool.Held // as last fetched
+}
+
+// RunPool runs this machine as a runner of the pool on o.Remote until
+// ctx ends (or, with Once, until it is idle): it fetches, claims the
+// eligible tasks it has room for by compare-and-swap pushes, runs their
+// turns here, renews its leases in one push per round, and pushes each
+// task's record and branch fenced by its claim.
+func (e *Env) RunPool(ctx context.Context, o RunnerOptions) error {
+	r, err := e.newRunner(o)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := r.round(ctx); err != nil {
+			if ctx.Err() != nil {
+				return r.stop()
+			}
+			r.say("round failed (trying again in %s): %v", r.o.Poll, err)
+		}
+		if r.o.Once && r.idle() {
+			r.say("nothing left to run here; stopping (--once)")
+			return r.stop()
+		}
+		select {
+		case <-ctx.Done():
+			return r.stop()
+		case <-time.After(r.o.Poll):
+		}
+	}
+}
+
+func (e *Env) newRunner(o RunnerOptions) (*runner, error) {
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Poll > o.Lease/3 {
+		return nil, fmt.Errorf("--poll %s must be at most a third of --lease %s, so leases are renewed in time", o.Poll, o.Lease)
+	}
+	if o.MaxTasks <= 0 {
+		o.MaxTasks = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Say == nil {
+		o.Say = func(string) {}
+	}
+	if len(o.Agents) == 0 {
+		return nil, errors.New("this machine allows its runner no agent: set git config lazy.runner.agents (claude, codex or exec, comma-separated)")
+	}
+	p, err := pool.New(e.repoDir(), o.Remote)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, started: o.Now()}, nil
+}
+
+func (r *runner) say(format string, args ...any) { r.o.Say(fmt.Sprintf(format, args...)) }
+
+// round is one pass: take in what others did, tend the tasks held here,
+// renew the leases, claim more.
+func (r *runner) round(ctx context.Context) error {
+	if err := r.fetch(ctx); err != nil {
+		return err
+	}
+	r.checkHeld(ctx)
+	for id := range r.held {
+		r.o.Reconcile(ctx, id)
+		r.tend(ctx, id)
+	}
+	if err := r.renew(ctx, false); err != nil {
+		return err
+	}
+	return r.claimMore(ctx)
+}
+
+// fetch takes in the remote's task records (feedback from other clones,
+// new tasks) and its pool refs.
+func (r *runner) fetch(ctx context.Context) error {
+	if _, err := r.e.Store.Pull(ctx, r.o.Remote); err != nil {
+		return err
+	}
+	if err := r.p.Fetch(ctx); err != nil {
+		return err
+	}
+	claims, err := r.p.Claims(ctx)
+	if err != nil {
+		return err
+	}
+	r.claims = claims
+	return nil
+}
+
+// checkHeld drops the tasks whose claim moved on the remote: another
+// runner took them over after this one's lease ran out. Their turn is
+// ended here and this machine's session record dropped; the work stays
+// in the worktree and branch, and nothing of it is pushed.
+func (r *runner) checkHeld(ctx context.Context) {
+	for id, h := range r.held {
+		c, ok := r.claims[id]
+		if ok && c.Commit == h.Commit {
+			continue
+		}
+		r.lose(ctx, id, c)
+	}
+}
+
+func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
+	delete(r.held, id)
+	_, _ = r.e.StopTurnProcesses(ctx, id)
+	_ = r.e.Sessions().Forget(id)
+	who := "nobody"
+	if now.Runner != "" {
+		who = fmt.Sprintf("runner %s (generation %d)", now.Runner, now.Generation)
+	}
+	r.say("lost %s to %s: its turn here is ended and nothing of it is pushed; its work stays in its worktree and branch here", id, who)
+}
+
+// tend moves one held task on: its results go to the remote, feedback
+// left for it starts the next turn, and a finished task is let go.
+func (r *runner) tend(ctx context.Context, id string) {
+	sn, err := r.e.Store.Load(id)
+	if err != nil {
+		return
+	}
+	if err := r.pushResults(ctx, sn); err != nil {
+		r.say("push %s: %v", sn.Task.Slug, err)
+		return
+	}
+	switch st := sn.Task.Status; {
+	case st.IsTerminal():
+		if err := r.p.Release(ctx, r.held[id], r.o.Now()); err == nil {
+			delete(r.held, id)
+			r.say("%s is %s; released", sn.Task.Slug, st)
+		}
+	case st == machine.Blocked:
+		if ok, err := r.e.DeliverLeft(ctx, id); err != nil {
+			r.say("deliver the feedback left for %s: %v", sn.Task.Slug, err)
+		} else if ok {
+			r.say("%s: delivering the feedback left for it", sn.Task.Slug)
+		}
+	case st == machine.Interrupted && r.e.Launch != nil:
+		// The circuit breaker and the retry ladder decide, as for any
+		// interrupted task here (the reconciler auto-resumes).
+	}
+}
+
+// pushResults sends the task's record and branch, when the record here
+// differs from the remote's, in one push fenced by its claim.
+func (r *runner) pushResults(ctx context.Context, sn *gitstore.Snapshot) error {
+	id := sn.Task.ID
+	local := sn.Commit.String()
+	remote, _ := worktree.RefCommit(ctx, r.e.repoDir(), gitstore.RemoteNamespace(r.o.Remote)+"tasks/"+id)
+	if local == remote {
+		return nil
+	}
+	ups := []pool.Update{{Ref: gitstore.TaskRef(id), New: local}}
+	if s, err := r.e.Owned(sn); err == nil {
+		if tip, err := worktree.BranchTip(ctx, r.e.repoDir(), s.Branch); err == nil && tip != "" {
+			ups = append(ups, pool.Update{Ref: "refs/heads/" + s.Branch, New: tip})
+		}
+	}
+	next, err := r.p.Fenced(ctx, r.held[id], r.o.Lease, r.o.Now(), ups)
+	switch {
+	case errors.Is(err, pool.ErrLost):
+		r.lose(ctx, id, pool.Held{})
+		return err
+	case errors.Is(err, pool.ErrBehind):
+		// Someone wrote to the task meanwhile (feedback): the next round
+		// merges it and pushes again.
+		return nil
+	case err != nil:
+		return err
+	}
+	r.held[id] = next
+	return nil
+}
+
+// renew extends every lease held here, with the runner's record, in one
+// push, once a third of the lease has passed (or always, when forced).
+func (r *runner) renew(ctx context.Context, force bool) error {
+	now := r.o.Now()
+	if !force && now.Sub(r.renewed) < r.o.Lease/3 {
+		return nil
+	}
+	held := make([]pool.Held, 0, len(r.held))
+	for _, h := range r.held {
+		held = append(held, h)
+	}
+	next, err := r.p.Renew(ctx, held, r.record(false), r.o.Lease, now)
+	if errors.Is(err, pool.ErrLost) {
+		// A claim moved: the next round's fetch says which, and drops it.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, h := range next {
+		r.held[h.Task] = h
+	}
+	r.renewed = now
+	return nil
+}
+
+// record is what the pool is told about this runner.
+func (r *runner) record(stopped bool) pool.Runner {
+	holding := make([]string, 0, len(r.held))
+	for id := range r.held {
+		holding = append(holding, id)
+	}
+	sort.Strings(holding)
+	return pool.Runner{ID: r.id, Labels: r.o.Labels, MaxTasks: r.o.MaxTasks, Agents: r.o.Agents, Started: r.started, Holding: holding, Stopped: stopped}
+}
+
+// working counts the held tasks whose turn runs: a task parked for a
+// human takes no room.
+func (r *runner) working() int {
+	n := 0
+	for id := range r.held {
+		if sn, err := r.e.Store.Load(id); err == nil && (sn.Task.Status.IsActive() || sn.Task.Status == machine.Backlog) {
+			n++
+		}
+	}
+	return n
+}
+
+// idle reports whether nothing runs here and nothing was left to claim.
+func (r *runner) idle() bool {
+	return r.working() == 0 && len(r.eligible()) == 0
+}
+
+// stop tells the pool this runner ended; its claims run out on their
+// own unless it let them go.
+func (r *runner) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for id := range r.held {
+		if sn, err := r.e.Store.Load(id); err == nil && !sn.Task.Status.IsActive() {
+			_ = r.pushResults(ctx, sn)
+			if r.p.Release(ctx, r.held[id], r.o.Now()) == nil {
+				delete(r.held, id)
+			}
+		}
+	}
+	rec := r.record(true)
+	held := make([]pool.Held, 0, len(r.held))
+	for _, h := range r.held {
+		held = append(held, h)
+	}
+	_, err := r.p.Renew(ctx, held, rec, r.o.Lease, r.o.Now())
+	if err != nil && !errors.Is(err, pool.ErrLost) {
+		return err
+	}
+	return nil
+}
+
+// poolCandidate is a pooled task this runner could take.
+type poolCandidate struct {
+	sn   *gitstore.Snapshot
+	prev *pool.Held
+}
+
+// eligible lists the pooled tasks this runner may claim now, best
+// first: priority, then age. A task is eligible when its labels are
+// among the runner's, its agent is one this machine allows, the tasks it
+// waits for are complete, and no live claim holds it; a backlog task is
+// started, a held one whose lease ran out is taken over.
+func (r *runner) eligible() []poolCandidate {
+	entries, err := r.e.Store.List()
+	if err != nil {
+		return nil
+	}
+	now := r.o.Now()
+	var out []poolCandidate
+	for i := range entries {
+		en := &entries[i]
+		if en.Err != nil || en.Status.IsTerminal() {
+			continue
+		}
+		if _, mine := r.held[en.ID]; mine {
+			continue
+		}
+		sn, err := r.e.Store.Load(en.ID)
+		if err != nil || sn.Task.Pool == nil || r.refuse(sn) != "" {
+			continue
+		}
+		c := poolCandidate{sn: sn}
+		if h, ok := r.claims[en.ID]; ok {
+			if h.Live(now) {
+				continue
+			}
+			c.prev = &h
+		} else if sn.Task.Status != machine.Backlog {
+			continue // started outside the pool
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b poolCandidate) int {
+		if pa, pb := a.sn.Task.Pool.Priority, b.sn.Task.Pool.Priority; pa != pb {
+			return pb - pa
+		}
+		return a.sn.Task.CreatedAt.Compare(b.sn.Task.CreatedAt)
+	})
+	return out
+}
+
+// refuse says why this runner will not take sn ("" when it may).
+func (r *runner) refuse(sn *gitstore.Snapshot) string {
+	p := sn.Task.Pool
+	for _, l := range p.Labels {
+		if !slices.Contains(r.o.Labels, l) {
+			return "it asks for the label " + l
+		}
+	}
+	if a := r.agentFor(sn); !slices.Contains(r.o.Agents, a) {
+		return "it asks for the agent " + a + ", which lazy.runner.agents does not allow here"
+	}
+	if err := r.e.DepsDone(sn); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// agentFor is the agent a pooled task runs with: the one it asks for,
+// else the first this runner allows.
+func (r *runner) agentFor(sn *gitstore.Snapshot) string {
+	if a := sn.Task.Pool.Agent; a != "" {
+		return a
+	}
+	return r.o.Agents[0]
+}
+
+// claimMore claims eligible tasks while this runner has room, and starts
+// each it wins.
+func (r *runner) claimMore(ctx context.Context) error {
+	for _, c := range r.eligible() {
+		if r.working() >= r.o.MaxTasks {
+			return nil
+		}
+		id := c.sn.Task.ID
+		h, err := r.p.Take(ctx, id, r.id, c.prev, r.o.Lease, r.o.Now())
+		if errors.Is(err, pool.ErrLost) || errors.Is(err, pool.ErrHeld) {
+			continue // another runner was first
+		}
+		if err != nil {
+			return err
+		}
+		r.held[id] = h
+		r.say("claimed %s (generation %d)", c.sn.Task.Slug, h.Generation)
+		if err := r.begin(ctx, c.sn, h); err != nil {
+			r.say("could not run %s here, letting it go: %v", c.sn.Task.Slug, err)
+			if r.p.Release(ctx, h, r.o.Now()) == nil {
+				delete(r.held, id)
+			}
+		}
+	}
+	return nil
+}
+
+// begin runs a task this runner just claimed: a backlog task is started,
+// one another runner held is taken over (its branch fetched first) and
+// resumed if its turn was cut off. The record is pushed at once, fenced.
+func (r *runner) begin(ctx context.Context, sn *gitstore.Snapshot, h pool.Held) error {
+	in, err := r.o.Input(r.agentFor(sn))
+	if err != nil {
+		return err
+	}
+	if err := r.stamp(ctx, sn.Task.ID, h); err != nil {
+		return err
+	}
+	if sn.Task.Status == machine.Backlog {
+		if _, err := r.e.Start(ctx, sn.Task.ID, in); err != nil {
+			return err
+		}
+	} else if err := r.takeOver(ctx, sn, in); err != nil {
+		return err
+	}
+	fresh, err := r.e.Store.Load(sn.Task.ID)
+	if err != nil {
+		return err
+	}
+	return r.pushResults(ctx, fresh)
+}
+
+// stamp records on the task the claim this runner writes under.
+func (r *runner) stamp(ctx context.Context, id string, h pool.Held) error {
+	_, _, err := r.e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Pool == nil {
+			return nil, errNotPooled
+		}
+		s.Task.Pool.Runner, s.Task.Pool.Generation = h.Runner, h.Generation
+		return &gitstore.Op{Name: "claim", Actor: r.e.Actor, Reason: fmt.Sprintf("runner %s, generation %d", h.Runner, h.Generation)}, nil
+	})
+	return err
+}
+
+// takeOver makes a task another runner held run here: its branch as the
+// remote has it, a new session, and its cut-off turn resumed.
+func (r *runner) takeOver(ctx context.Context, sn *gitstore.Snapshot, in StartInput) error {
+	branch := worktree.Branch(sn.Task.Slug)
+	if err := worktree.FetchBranch(ctx, r.e.repoDir(), r.o.Remote, branch); err != nil {
+		return fmt.Errorf("fetch its branch %s: %w", branch, err)
+	}
+	taken, err := r.e.TakeOver(ctx, sn.Task.ID, in)
+	if err != nil {
+		return err
+	}
+	r.say("took %s over from host %s", sn.Task.Slug, sn.Session.Host)
+	if taken.Task.Status == machine.Interrupted {
+		_, err = r.e.Resume(ctx, sn.Task.ID)
+	}
+	return err
+}
+
+// PoolRunnerID is the id a runner on this machine goes by.
+func (e *Env) PoolRunnerID() string { return e.Store.Host() }
