@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,12 @@ type StartCmd struct {
 	Sandbox string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
 	// TakeOver adopts a session this machine did not start.
 	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
+	// Pool hands the tasks to the runner pool instead of starting them here.
+	Pool     bool     `help:"Mark the tasks for the runner pool and push: a lazy runner on any machine whose labels and agents fit claims and runs them (lazy pool shows them)."`
+	More     []string `arg:"" optional:"" name:"more" help:"With --pool: more tasks to mark."`
+	Label    []string `help:"With --pool: a label the runner must offer (gpu, linux-arm64; repeatable)."`
+	Priority int      `help:"With --pool: runners take higher priorities first, then older tasks."`
+	Remote   string   `help:"With --pool: the remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
 	followFlags
 }
 
@@ -40,6 +47,12 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	env, err := a.env()
 	if err != nil {
 		return err
+	}
+	if c.Pool {
+		return c.toPool(a, ctx, env)
+	}
+	if len(c.More) > 0 || len(c.Label) > 0 || c.Priority != 0 || c.Remote != "" {
+		return usageError{"more than one task, --label, --priority and --remote go with --pool"}
 	}
 	in, err := a.startInput(c.Agent, c.Command)
 	if err != nil {
@@ -74,6 +87,40 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
 	return a.stay(ctx, c.followFlags, sn, logOff)
+}
+
+// toPool marks the tasks for the runner pool and pushes them.
+func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
+	if c.Command != "" || c.TakeOver || c.Sandbox != "" || c.Wait || c.Follow {
+		return usageError{"--command, --take-over, --sandbox, --wait and --follow do not go with --pool: a runner runs the agent as its own machine is configured"}
+	}
+	remote, err := a.poolRemote(ctx, c.Remote)
+	if err != nil {
+		return err
+	}
+	var marked []*gitstore.Snapshot
+	for _, name := range append([]string{c.Task}, c.More...) {
+		sn, err := env.MarkForPool(ctx, name, ops.PoolMark{Labels: c.Label, Priority: c.Priority, Agent: c.Agent})
+		if err != nil {
+			return err
+		}
+		marked = append(marked, sn)
+	}
+	spec, _ := a.cfg.Get("lazy.pushRefspec")
+	if _, err := a.store.Push(ctx, remote, spec); err != nil {
+		return fmt.Errorf("marked %d task(s) for the pool here, but pushing them to %s failed (lazy push retries): %w", len(marked), remote, err)
+	}
+	if c.JSON {
+		out := make([]gitstore.Summary, len(marked))
+		for i, sn := range marked {
+			out[i] = toJSON(&sn.Task)
+		}
+		return a.printJSON(out)
+	}
+	for _, sn := range marked {
+		fmt.Fprintf(a.stdout, "Pooled %s on %s: a runner with labels [%s] takes it (lazy pool shows it)\n", sn.Task.Slug, remote, strings.Join(c.Label, " "))
+	}
+	return nil
 }
 
 // startInput resolves the agent and command of a start with the
@@ -303,6 +350,10 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch
 	}
+	var left *ops.ErrLeftForRunner
+	if errors.As(err, &left) {
+		return a.sendToRunner(ctx, sn, left)
+	}
 	if err != nil {
 		return err
 	}
@@ -530,4 +581,19 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 			}
 		}
 	}
+}
+
+// sendToRunner pushes feedback left for the runner that holds a pooled
+// task; it starts the turn after its next fetch.
+func (a *app) sendToRunner(ctx context.Context, sn *gitstore.Snapshot, left *ops.ErrLeftForRunner) error {
+	remote, err := a.poolRemote(ctx, "")
+	if err != nil {
+		return err
+	}
+	spec, _ := a.cfg.Get("lazy.pushRefspec")
+	if _, err := a.store.Push(ctx, remote, spec); err != nil {
+		return fmt.Errorf("the feedback for %s is recorded here, but pushing it to %s failed (lazy push sends it): %w", sn.Task.Slug, remote, err)
+	}
+	fmt.Fprintf(a.stdout, "Left the feedback for runner %s, which holds %s; pushed to %s: the runner starts the turn after its next fetch\n", sanitize.Field(left.Runner), sn.Task.Slug, remote)
+	return nil
 }

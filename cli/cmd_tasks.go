@@ -82,6 +82,7 @@ type CreateCmd struct {
 	Start        bool     `help:"Start it right away (as lazy start would), with --agent and --command."`
 	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)."`
 	Command      string   `help:"With --start: the exec agent's command line." placeholder:"CMD"`
+	After        []string `help:"A task that must be complete (accepted) before this one starts, here or on the pool (repeatable)." placeholder:"TASK"`
 	followFlags
 }
 

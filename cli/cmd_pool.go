@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/pool"
+)
+
+// poolRemote is the remote the pool lives on: the flag, else git config
+// lazy.pool.remote, else the repository's default remote.
+func (a *app) poolRemote(ctx context.Context, flag string) (string, error) {
+	if flag == "" {
+		flag, _ = a.cfg.Get("lazy.pool.remote")
+	}
+	return a.defaultRemote(ctx, strings.TrimSpace(flag))
+}
+
+// runnerAgents is lazy.runner.agents: the agents a runner here may run.
+func (a *app) runnerAgents() []string {
+	var out []string
+	for _, v := range a.cfg.All("lazy.runner.agents") {
+		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if f = strings.ToLower(strings.TrimSpace(f)); f != "" && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// RunnerCmd runs this clone as a runner of the pool.
+type RunnerCmd struct {
+	Remote   string        `help:"The remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
+	Label    []string      `help:"A label this runner offers (gpu, linux-arm64); a task asking for labels goes only to a runner with all of them (repeatable)."`
+	MaxTasks int           `name:"max-tasks" help:"How many turns this runner runs at once." default:"1"`
+	Once     bool          `help:"Stop once nothing runs here and nothing is left to claim (for CI jobs)."`
+	Lease    time.Duration `help:"How long a claim holds without renewal; another runner takes a task over after it runs out." default:"2m"`
+	Poll     time.Duration `help:"How often the runner fetches, renews and looks for work (at most a third of --lease)." default:"10s"`
+}
+
+// Run implements lazy runner.
+func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	remote, err := a.poolRemote(ctx, c.Remote)
+	if err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	for _, l := range c.Label {
+		if !gitstore.PoolLabel.MatchString(l) {
+			return usageError{fmt.Sprintf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)}
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	say := func(msg string) {
+		fmt.Fprintf(a.stderr, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.PoolRunnerID(), sanitize.Field(msg))
+	}
+	say(fmt.Sprintf("on %s, labels [%s], agents [%s], up to %d turn(s) at once", remote, strings.Join(c.Label, " "), strings.Join(a.runnerAgents(), " "), c.MaxTasks))
+	return env.RunPool(ctx, ops.RunnerOptions{
+		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll,
+		Agents: a.runnerAgents(),
+		Input: func(agentName string) (ops.StartInput, error) {
+			// The agent's command and posture come from this machine's
+			// configuration, never from the task record.
+			return a.startInput(agentName, "")
+		},
+		Reconcile: a.reconcileTask,
+		Say:       say,
+	})
+}
+
+// PoolCmd shows the runner pool.
+type PoolCmd struct {
+	Remote string `help:"The remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
+	JSON   bool   `help:"Print the pool as JSON."`
+	Local  bool   `help:"Show the pool as last fetched, without fetching."`
+}
+
+// poolView is lazy pool's JSON.
+type poolView struct {
+	Remote  string        `json:"remote"`
+	Runners []pool.Runner `json:"runners"`
+	Claims  []pool.Held   `json:"claims"`
+	Waiting []poolWaiting `json:"waiting"`
+}
+
+// poolWaiting is a pooled task no live claim holds, and why.
+type poolWaiting struct {
+	Task     string   `json:"task"`
+	Slug     string   `json:"slug"`
+	Status   string   `json:"status"`
+	Labels   []string `json:"labels"`
+	Agent    string   `json:"agent,omitempty"`
+	Priority int      `json:"priority"`
+	Why      string   `json:"why"`
+}
+
+// Run implements lazy pool.
+func (c *PoolCmd) Run(a *app, ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	remote, err := a.poolRemote(ctx, c.Remote)
+	if err != nil {
+		return err
+	}
+	p, err := pool.New(a.repoDir(), remote)
+	if err != nil {
+		return err
+	}
+	if !c.Local {
+		if _, err := a.store.Pull(ctx, remote); err != nil {
+			return err
+		}
+		if err := p.Fetch(ctx); err != nil {
+			return err
+		}
+	}
+	v, err := c.fetch(ctx, a, p, remote)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(v)
+	}
+	renderPool(a.stdout, v, time.Now())
+	return nil
+}
+
+func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote string) (*poolView, error) {
+	runners, err := p.Runners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := p.Claims(ctx)
+	if err != nil {
+		return nil, err
+	}
+	env, err := a.env()
+	if err != nil {
+		return nil, err
+	}
+	v := &poolView{Remote: remote, Runners: nonNilRunners(runners), Claims: []pool.Held{}, Waiting: []poolWaiting{}}
+	now := time.Now()
+	for _, h := range claims {
+		if h.Live(now) {
+			v.Claims = append(v.Claims, h)
+		}
+	}
+	sort.Slice(v.Claims, func(i, j int) bool { return v.Claims[i].Task < v.Claims[j].Task })
+	entries, err := a.store.List()
+	if err != nil {
+		return nil, err
+	}
+	for i := range entries {
+		en := &entries[i]
+		if en.Err != nil || en.Status.IsTerminal() {
+			continue
+		}
+		if h, ok := claims[en.ID]; ok && h.Live(now) {
+			continue
+		}
+		sn, err := a.store.Load(en.ID)
+		if err != nil || sn.Task.Pool == nil {
+			continue
+		}
+		w := poolWaiting{Task: en.ID, Slug: sn.Task.Slug, Status: string(sn.Task.Status), Labels: nonNil(sn.Task.Pool.Labels), Agent: sn.Task.Pool.Agent, Priority: sn.Task.Pool.Priority,
+			Why: waitingWhy(env, sn, runners, now)}
+		v.Waiting = append(v.Waiting, w)
+	}
+	return v, nil
+}
+
+// waitingWhy says what a pooled task that no runner holds waits for.
+func waitingWhy(env *ops.Env, sn *gitstore.Snapshot, runners []pool.Runner, now time.Time) string {
+	var we *ops.WaitingError
+	if err := env.DepsDone(sn); errors.As(err, &we) {
+		return "waits for " + strings.Join(we.On, ", ")
+	}
+	for _, r := range runners {
+		if r.Stopped || now.Sub(r.Seen) > 10*time.Minute {
+			continue
+		}
+		fits := true
+		for _, l := range sn.Task.Pool.Labels {
+			fits = fits && slices.Contains(r.Labels, l)
+		}
+		if fits && (sn.Task.Pool.Agent == "" || slices.Contains(r.Agents, sn.Task.Pool.Agent)) {
+			return "ready: runner " + r.ID + " can take it"
+		}
+	}
+	return "no live runner has labels [" + strings.Join(sn.Task.Pool.Labels, " ") + "] and the agent it asks for"
+}
+
+func nonNilRunners(r []pool.Runner) []pool.Runner {
+	if r == nil {
+		return []pool.Runner{}
+	}
+	return r
+}
+
+// renderPool prints the runners, the claims and what waits.
+func renderPool(w io.Writer, v *poolView, now time.Time) {
+	fmt.Fprintf(w, "Pool on %s\n\nRunners (%d):\n", sanitize.Field(v.Remote), len(v.Runners))
+	for _, r := range v.Runners {
+		state := "seen " + ago(now, r.Seen)
+		if r.Stopped {
+			state = "stopped " + ago(now, r.Seen)
+		}
+		fmt.Fprintf(w, "  %-20s labels [%s]  agents [%s]  up to %d  holding %d  %s\n", sanitize.Field(r.ID), sanitize.Field(strings.Join(r.Labels, " ")),
+			sanitize.Field(strings.Join(r.Agents, " ")), r.MaxTasks, len(r.Holding), state)
+	}
+	fmt.Fprintf(w, "\nClaims (%d):\n", len(v.Claims))
+	for _, h := range v.Claims {
+		fmt.Fprintf(w, "  %s  runner %-20s generation %d  lease %s left\n", h.Task, sanitize.Field(h.Runner), h.Generation, h.Expires.Sub(now).Round(time.Second))
+	}
+	fmt.Fprintf(w, "\nWaiting (%d):\n", len(v.Waiting))
+	for _, t := range v.Waiting {
+		fmt.Fprintf(w, "  %-28s %-9s priority %d  %s\n", sanitize.Field(t.Slug), t.Status, t.Priority, sanitize.Field(t.Why))
+	}
+}
