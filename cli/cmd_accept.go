@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -60,6 +61,7 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.pushPooled(ctx, res.Snapshot)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", w)
 	}
@@ -111,6 +113,23 @@ func (c *AcceptCmd) options(a *app) (ops.AcceptOptions, error) {
 	}
 	opts.Sandbox = sb
 	return opts, nil
+}
+
+// pushPooled sends the accept of a pooled task to the pool's remote, so
+// the runner that holds it lets it go; a failure is a warning (lazy push
+// sends it later).
+func (a *app) pushPooled(ctx context.Context, sn *gitstore.Snapshot) {
+	if sn == nil || sn.Task.Pool == nil {
+		return
+	}
+	remote, err := a.poolRemote(ctx, "")
+	if err == nil {
+		spec, _ := a.cfg.Get("lazy.pushRefspec")
+		_, err = a.store.Push(ctx, remote, spec)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "lazy: warning: %s is accepted here, but telling the pool failed (lazy push sends it): %v\n", sn.Task.Slug, err)
+	}
 }
 
 // acceptDisplay narrates the accept of task id on stderr.

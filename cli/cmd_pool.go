@@ -192,6 +192,9 @@ func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote stri
 
 // waitingWhy says what a pooled task that no runner holds waits for.
 func waitingWhy(env *ops.Env, sn *gitstore.Snapshot, runners []pool.Runner, now time.Time) string {
+	if !env.PoolWork(sn) {
+		return "waits for you: review it (lazy diff " + sn.Task.Slug + "), then lazy unblock or lazy accept"
+	}
 	var we *ops.WaitingError
 	if err := env.DepsDone(sn); errors.As(err, &we) {
 		return "waits for " + strings.Join(we.On, ", ")

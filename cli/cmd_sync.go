@@ -8,6 +8,8 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // PullCmd takes in another machine's task state.
@@ -77,11 +79,13 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pooled := a.fetchPooledBranches(ctx, remote)
 	if c.JSON {
 		return a.printJSON(struct {
 			*gitstore.SyncReport
 			Foreign []string `json:"foreign_sessions"`
-		}{rep, foreign})
+			Pooled  []string `json:"pooled_branches"`
+		}{rep, foreign, pooled})
 	}
 	if err := a.syncReport("Pulled from", rep, false); err != nil {
 		return err
@@ -198,4 +202,35 @@ func orDash[T ~string](v T) string {
 		return "-"
 	}
 	return string(v)
+}
+
+// fetchPooledBranches brings here, as fast-forwards, the branches of the
+// pooled tasks that runners elsewhere work, so lazy diff and lazy accept
+// see their work; it returns the branches it brought. A branch with
+// commits of this machine's the remote lacks is never moved.
+func (a *app) fetchPooledBranches(ctx context.Context, remote string) []string {
+	env, err := a.env()
+	if err != nil {
+		return nil
+	}
+	entries, err := a.store.List()
+	if err != nil {
+		return nil
+	}
+	fetched := []string{}
+	for i := range entries {
+		en := &entries[i]
+		if en.Err != nil || en.Status.IsTerminal() || en.Status == machine.Backlog {
+			continue
+		}
+		sn, err := a.store.Load(en.ID)
+		if err != nil || sn.Task.Pool == nil || sn.Session == nil || env.Owns(sn) {
+			continue
+		}
+		branch := worktree.Branch(sn.Task.Slug)
+		if worktree.FetchBranch(ctx, a.repoDir(), remote, branch) == nil {
+			fetched = append(fetched, branch)
+		}
+	}
+	return fetched
 }

@@ -681,6 +681,35 @@ func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from ma
 	return final, nil
 }
 
+// acceptSource is where an accept takes the task's work from: the
+// session this machine runs, whose worktree must be idle and clean, or,
+// for a pooled task a runner elsewhere ran, the branch its slug derives
+// as lazy pull brought it from the pool's remote (never a name read
+// from the record).
+func (e *Env) acceptSource(ctx context.Context, sn *gitstore.Snapshot) (owned.Session, error) {
+	slug := sn.Task.Slug
+	local, err := e.Owned(sn)
+	if err != nil {
+		if !e.forRunner(sn) {
+			return owned.Session{}, fmt.Errorf("accept %w", err)
+		}
+		branch := worktree.Branch(slug)
+		if tip, berr := worktree.BranchTip(ctx, e.repoDir(), branch); berr != nil || tip == "" {
+			return owned.Session{}, fmt.Errorf("accept %s: a runner on host %s ran it, and its branch %s is not here yet; lazy pull brings it", slug, sn.Session.Host, branch)
+		}
+		return owned.Session{TaskID: sn.Task.ID, Branch: branch}, nil
+	}
+	if err := e.worktreeFree(sn.Task.ID, "accept", slug); err != nil {
+		return owned.Session{}, err
+	}
+	if dirty, err := worktree.Dirty(ctx, local.Worktree); err != nil {
+		return owned.Session{}, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, local.Worktree, err)
+	} else if dirty {
+		return owned.Session{}, fmt.Errorf("accept %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, local.Worktree)
+	}
+	return local, nil
+}
+
 type acceptPre struct {
 	into, intoSHA string
 	dest          string // worktree where into is checked out
@@ -713,18 +742,9 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	if sn.Session == nil {
 		return nil, fmt.Errorf("accept %s: the task never ran, so there is nothing to merge", slug)
 	}
-	local, err := e.Owned(sn)
+	local, err := e.acceptSource(ctx, sn)
 	if err != nil {
-		return nil, fmt.Errorf("accept %w", err)
-	}
-	if err := e.worktreeFree(sn.Task.ID, "accept", slug); err != nil {
 		return nil, err
-	}
-	wt := local.Worktree
-	if dirty, err := worktree.Dirty(ctx, wt); err != nil {
-		return nil, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, wt, err)
-	} else if dirty {
-		return nil, fmt.Errorf("accept %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, wt)
 	}
 	entries, err := e.Store.List()
 	if err != nil {

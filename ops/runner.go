@@ -54,6 +54,9 @@ type runner struct {
 	renewed time.Time
 	started time.Time
 	claims  map[string]pool.Held // as last fetched
+	// backoff holds the tasks this runner could not run, until when it
+	// leaves them to others.
+	backoff map[string]time.Time
 }
 
 // RunPool runs this machine as a runner of the pool on o.Remote until
@@ -111,7 +114,7 @@ func (e *Env) newRunner(o RunnerOptions) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, started: o.Now()}, nil
+	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, started: o.Now()}, nil
 }
 
 func (r *runner) say(format string, args ...any) { r.o.Say(fmt.Sprintf(format, args...)) }
@@ -352,6 +355,9 @@ func (r *runner) eligible() []poolCandidate {
 		} else if sn.Task.Status != machine.Backlog {
 			continue // started outside the pool
 		}
+		if !r.e.PoolWork(sn) {
+			continue
+		}
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b poolCandidate) int {
@@ -397,6 +403,9 @@ func (r *runner) claimMore(ctx context.Context) error {
 			return nil
 		}
 		id := c.sn.Task.ID
+		if until, ok := r.backoff[id]; ok && r.o.Now().Before(until) {
+			continue
+		}
 		h, err := r.p.Take(ctx, id, r.id, c.prev, r.o.Lease, r.o.Now())
 		if errors.Is(err, pool.ErrLost) || errors.Is(err, pool.ErrHeld) {
 			continue // another runner was first
@@ -407,7 +416,8 @@ func (r *runner) claimMore(ctx context.Context) error {
 		r.held[id] = h
 		r.say("claimed %s (generation %d)", c.sn.Task.Slug, h.Generation)
 		if err := r.begin(ctx, c.sn, h); err != nil {
-			r.say("could not run %s here, letting it go: %v", c.sn.Task.Slug, err)
+			r.say("could not run %s here, letting it go (and leaving it to other runners for %s): %v", c.sn.Task.Slug, r.o.Lease, err)
+			r.backoff[id] = r.o.Now().Add(r.o.Lease)
 			if r.p.Release(ctx, h, r.o.Now()) == nil {
 				delete(r.held, id)
 			}
@@ -427,12 +437,23 @@ func (r *runner) begin(ctx context.Context, sn *gitstore.Snapshot, h pool.Held) 
 	if err := r.stamp(ctx, sn.Task.ID, h); err != nil {
 		return err
 	}
-	if sn.Task.Status == machine.Backlog {
+	switch {
+	case sn.Task.Status == machine.Backlog:
 		if _, err := r.e.Start(ctx, sn.Task.ID, in); err != nil {
 			return err
 		}
-	} else if err := r.takeOver(ctx, sn, in); err != nil {
-		return err
+	case r.e.Owns(sn):
+		// This machine runs its session already (it held the task before
+		// and let it go): it goes on here with the same session.
+		if sn.Task.Status == machine.Interrupted {
+			if _, err := r.e.Resume(ctx, sn.Task.ID); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := r.takeOver(ctx, sn, in); err != nil {
+			return err
+		}
 	}
 	fresh, err := r.e.Store.Load(sn.Task.ID)
 	if err != nil {
@@ -473,3 +494,18 @@ func (r *runner) takeOver(ctx context.Context, sn *gitstore.Snapshot, in StartIn
 
 // PoolRunnerID is the id a runner on this machine goes by.
 func (e *Env) PoolRunnerID() string { return e.Store.Host() }
+
+// PoolWork reports whether a pooled task no live claim holds has work
+// for a runner: a backlog task to start, a turn cut off to resume, or
+// feedback another clone left for it. A task parked for a human's
+// review has none until the human gives it some.
+func (e *Env) PoolWork(sn *gitstore.Snapshot) bool {
+	switch sn.Task.Status {
+	case machine.Backlog, machine.Working, machine.Interrupted:
+		return true
+	case machine.Blocked:
+		_, ok, err := e.newFeedback(sn)
+		return ok && err == nil
+	}
+	return false
+}
