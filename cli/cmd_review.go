@@ -8,16 +8,20 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
 )
@@ -158,6 +162,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 		return fmt.Errorf("%s has not started, so there is no agent output yet; lazy start %s", sn.Task.Slug, sn.Task.Slug)
 	}
 	pd := proto.ForTask(a.repo.LazyDir(), id)
+	a.fetchPoolLog(ctx, sn, pd)
 	start, end, err := logRange(pd, c.Turn)
 	if err != nil {
 		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
@@ -522,4 +527,32 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 	}
 	a.info("follow it with lazy logs -f %s, or lazy wait %s", slug, slug)
 	return nil
+}
+
+// fetchPoolLog brings the log of a pooled task a runner elsewhere ran:
+// the newest part it pushed to the pool, kept here where lazy logs reads
+// a log. A log of this machine's own session is never replaced.
+func (a *app) fetchPoolLog(ctx context.Context, sn *gitstore.Snapshot, pd proto.Dir) {
+	if sn.Task.Pool == nil || sn.Session == nil {
+		return
+	}
+	if env, err := a.env(); err != nil || env.Owns(sn) {
+		return
+	}
+	remote, err := a.poolRemote(ctx, "")
+	if err != nil {
+		return
+	}
+	p, err := pool.New(a.repoDir(), remote)
+	if err != nil || p.Fetch(ctx) != nil {
+		return
+	}
+	b, err := p.Log(ctx, sn.Task.ID)
+	if err != nil || b == nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(pd.Path(proto.LogFile)), 0o755); err != nil {
+		return
+	}
+	_ = renameio.WriteFile(pd.Path(proto.LogFile), b, 0o644)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -221,6 +223,9 @@ func (r *runner) pushResults(ctx context.Context, sn *gitstore.Snapshot) error {
 		if tip, err := worktree.BranchTip(ctx, r.e.repoDir(), s.Branch); err == nil && tip != "" {
 			ups = append(ups, pool.Update{Ref: "refs/heads/" + s.Branch, New: tip})
 		}
+	}
+	if u, ok := r.logUpdate(ctx, id); ok {
+		ups = append(ups, u)
 	}
 	next, err := r.p.Fenced(ctx, r.held[id], r.o.Lease, r.o.Now(), ups)
 	switch {
@@ -508,4 +513,19 @@ func (e *Env) PoolWork(sn *gitstore.Snapshot) bool {
 		return ok && err == nil
 	}
 	return false
+}
+
+// logUpdate is the push of the task's newest agent log (its last
+// pool.MaxLog bytes), so lazy logs on any clone can show a turn a runner
+// ran.
+func (r *runner) logUpdate(ctx context.Context, id string) (pool.Update, bool) {
+	b, err := os.ReadFile(proto.ForTask(r.e.Store.Repo().LazyDir(), id).Path(proto.LogFile))
+	if err != nil || len(b) == 0 {
+		return pool.Update{}, false
+	}
+	commit, err := r.p.WriteLog(ctx, id, pool.LogTail(b))
+	if err != nil {
+		return pool.Update{}, false
+	}
+	return pool.Update{Ref: pool.LogsPrefix + id, New: commit, Force: true}, true
 }

@@ -150,7 +150,7 @@ func (r *Remote) read(ctx context.Context, kind, file string) (map[string][2]str
 			continue
 		}
 		n, err := strconv.Atoi(f[2])
-		if err != nil || n > maxRecord || n+1 > len(rest) {
+		if limit := maxRecord; err != nil || n > max(limit, MaxLog) || n+1 > len(rest) || (file != "log.jsonl" && n > limit) {
 			return nil, fmt.Errorf("the pool ref %s%s holds a %s larger than lazy writes", prefix, e.name, file)
 		}
 		res[e.name] = [2]string{e.commit, string(rest[:n])}
@@ -357,4 +357,37 @@ func hexID(s string) bool {
 func lockRace(msg string) bool {
 	return strings.Contains(msg, "cannot lock ref") || strings.Contains(msg, "reference already exists") ||
 		strings.Contains(msg, "failed to update ref") || strings.Contains(msg, "failed to lock")
+}
+
+// MaxLog bounds the log of a task a runner pushes: its newest part.
+const MaxLog = 1 << 20
+
+// Log returns the newest log a runner pushed for task, as last fetched
+// (nil when there is none).
+func (r *Remote) Log(ctx context.Context, task string) ([]byte, error) {
+	if !gitstore.ValidID(task) {
+		return nil, fmt.Errorf("%q is not a task id", task)
+	}
+	files, err := r.read(ctx, "logs/", "log.jsonl")
+	if err != nil {
+		return nil, fmt.Errorf("read the pool's logs: %w", err)
+	}
+	f, ok := files[task]
+	if !ok {
+		return nil, nil
+	}
+	return []byte(f[1]), nil
+}
+
+// LogTail is the part of a log a runner pushes: its last MaxLog bytes,
+// from a line's start.
+func LogTail(b []byte) []byte {
+	if len(b) <= MaxLog {
+		return b
+	}
+	b = b[len(b)-MaxLog:]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return b
 }
