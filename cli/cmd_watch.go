@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/pool"
 )
 
 // StatusCmd summarizes the repository's tasks.
@@ -235,6 +236,9 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	for _, slug := range slugs {
 		fmt.Fprintf(a.stdout, "overlap: %s with %s (lazy show %s)\n", sanitize.Field(slug), sanitize.Field(v.Overlaps[slug]), sanitize.Field(slug))
 	}
+	for _, p := range a.poolLines(ctx) {
+		fmt.Fprintln(a.stdout, sanitize.Field(p))
+	}
 	for _, g := range v.GateFailed {
 		fmt.Fprintf(a.stdout, "gate failed: %s at %s: %s (lazy show %s)\n", sanitize.Field(g.Slug), g.At, sanitize.Field(g.Failed), sanitize.Field(g.Slug))
 	}
@@ -300,7 +304,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 			queues = env.Queues()
 		}
 		if tty {
-			drawScreen(a.stdout, rows, queues)
+			drawScreen(a.stdout, rows, queues, a.poolLines(ctx))
 			return nil
 		}
 		now := time.Now().Format("15:04:05")
@@ -342,7 +346,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	}
 }
 
-func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView) {
+func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView, pools []string) {
 	// lazy's own redraw sequence goes raw; the frame, which carries
 	// titles and progress from records, goes through the escaper.
 	_, _ = io.WriteString(rawWriter(w), "\x1b[H\x1b[2J") // home, clear
@@ -374,6 +378,9 @@ func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView) {
 		b.WriteString("(no open tasks)\n")
 	}
 	b.WriteString(queueLines(queues))
+	for _, p := range pools {
+		b.WriteString("\n" + termsafe.String(p) + "\n")
+	}
 	_, _ = io.WriteString(w, b.String())
 }
 
@@ -391,4 +398,20 @@ func queueLines(queues []ops.QueueView) string {
 		fmt.Fprintf(&b, "\nmerge queue into %s: %s\n", termsafe.String(q.Target), strings.Join(parts, ", "))
 	}
 	return b.String()
+}
+
+// poolLines says, a line per remote, what the runner pool looked like at
+// the last fetch (no network: lazy pool fetches).
+func (a *app) poolLines(ctx context.Context) []string {
+	remotes, err := pool.Fetched(ctx, a.repoDir())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range remotes {
+		if line, err := pool.Brief(ctx, a.repoDir(), r, time.Now()); err == nil {
+			out = append(out, line)
+		}
+	}
+	return out
 }

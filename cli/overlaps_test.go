@@ -117,12 +117,12 @@ func TestShowOverlapsSectionEscapesFileNames(t *testing.T) {
 // TUI line's painting, which must keep the cut line's text.
 func TestWatchScreenMarksOverlaps(t *testing.T) {
 	var b bytes.Buffer
-	drawScreen(&b, []statusRow{{Slug: "a", Status: machine.Blocked, Title: "A", overlaps: "b (1 file)"}, {Slug: "b", Status: machine.Working, Title: "B"}}, nil)
+	drawScreen(&b, []statusRow{{Slug: "a", Status: machine.Blocked, Title: "A", overlaps: "b (1 file)"}, {Slug: "b", Status: machine.Working, Title: "B"}}, nil, nil)
 	if !strings.Contains(b.String(), "OVERLAPS") || !strings.Contains(b.String(), "⚠ b (1 file)") {
 		t.Fatalf("the screen:\n%s", b.String())
 	}
 	b.Reset()
-	drawScreen(&b, []statusRow{{Slug: "b", Status: machine.Working, Title: "B"}}, nil)
+	drawScreen(&b, []statusRow{{Slug: "b", Status: machine.Working, Title: "B"}}, nil, nil)
 	if strings.Contains(b.String(), "OVERLAPS") {
 		t.Fatalf("a column for no overlaps:\n%s", b.String())
 	}

@@ -63,7 +63,7 @@ func TestStatusCellFlagsAFailedGate(t *testing.T) {
 // TestWatchScreenShowsTheQueue.
 func TestWatchScreenShowsTheQueue(t *testing.T) {
 	var b bytes.Buffer
-	drawScreen(&b, nil, []ops.QueueView{{Target: "main", Entries: []ops.QueueEntry{{Slug: "a", State: ops.QueueGating}, {Slug: "b\x1b[2J", State: ops.QueueWaiting}}}})
+	drawScreen(&b, nil, []ops.QueueView{{Target: "main", Entries: []ops.QueueEntry{{Slug: "a", State: ops.QueueGating}, {Slug: "b\x1b[2J", State: ops.QueueWaiting}}}}, nil)
 	out := b.String()
 	if !strings.Contains(out, "merge queue into main: a gating, b") || strings.Count(out, "\x1b[2J") != 1 {
 		t.Fatalf("%q", out)

@@ -391,3 +391,53 @@ func LogTail(b []byte) []byte {
 	}
 	return b
 }
+
+// Fetched lists the remotes whose pool was fetched here.
+func Fetched(ctx context.Context, dir string) ([]string, error) {
+	out, err := listCmd(dir, "refs/lazy-pool-remotes/").Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var remotes []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		_, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(ref, "refs/lazy-pool-remotes/"), "/")
+		if gitstore.ValidRemote(name) == nil && !slices.Contains(remotes, name) {
+			remotes = append(remotes, name)
+		}
+	}
+	return remotes, nil
+}
+
+// Brief is a pool in one line, as last fetched: its live runners and
+// claims.
+func Brief(ctx context.Context, dir, remote string, now time.Time) (string, error) {
+	r, err := New(dir, remote)
+	if err != nil {
+		return "", err
+	}
+	runners, err := r.Runners(ctx)
+	if err != nil {
+		return "", err
+	}
+	claims, err := r.Claims(ctx)
+	if err != nil {
+		return "", err
+	}
+	live := 0
+	for _, rn := range runners {
+		if !rn.Stopped && now.Sub(rn.Seen) < 10*time.Minute {
+			live++
+		}
+	}
+	held := 0
+	for _, c := range claims {
+		if c.Live(now) {
+			held++
+		}
+	}
+	return fmt.Sprintf("pool on %s: %d runner(s) live, %d task(s) claimed (as last fetched; lazy pool)", remote, live, held), nil
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/pool"
 )
 
 // overlaps is the overlap check of every active task (ops.Env.Overlaps),
@@ -110,7 +111,9 @@ func (s *Server) pageSize() int {
 // listPage is everything the list template shows.
 type listPage struct {
 	// Queues are this machine's merge queues with an entry in them.
-	Queues   []ops.QueueView
+	Queues []ops.QueueView
+	// Pools are the runner pools as last fetched, a line each.
+	Pools    []string
 	Query    listQuery
 	Rows     []row
 	Columns  []column
@@ -149,6 +152,13 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 	}
 	ov := s.overlaps(ctx, entries)
 	p := &listPage{Query: q, Counts: map[machine.Status]int{}, All: len(entries), Now: time.Now()}
+	if remotes, err := pool.Fetched(ctx, s.RepoDir); err == nil {
+		for _, r := range remotes {
+			if line, err := pool.Brief(ctx, s.RepoDir, r, p.Now); err == nil {
+				p.Pools = append(p.Pools, line)
+			}
+		}
+	}
 	for _, v := range (&ops.Env{Store: s.Store, RepoDir: s.RepoDir}).Queues() {
 		if len(v.Entries) > 0 {
 			p.Queues = append(p.Queues, v)
