@@ -46,6 +46,7 @@ tool chromium LAZY_REQUIRE_CHROMIUM "the web view in headless Chromium" "apt-get
 tool bwrap LAZY_REQUIRE_BWRAP "sandboxed agents" "apt-get install bubblewrap, with unprivileged user namespaces allowed" \
   'any bwrap && bwrap --ro-bind / / --dev /dev --proc /proc --unshare-net -- true >/dev/null 2>&1'
 tool tmux LAZY_REQUIRE_TMUX "lazy watch's TUI in tmux" "apt-get install tmux" 'any tmux'
+tool shellcheck LAZY_REQUIRE_SHELLCHECK "the deployment recipes' scripts" "apt-get install shellcheck" 'any shellcheck'
 tool gh LAZY_REQUIRE_GH "every gh argv against the real gh" "sh scripts/ci-install-gh.sh" 'any gh'
 tool glab LAZY_REQUIRE_GLAB "every glab argv against the real glab" "sh scripts/ci-install-glab.sh" 'any glab'
 tool mcp-sdk LAZY_REQUIRE_MCP_SDK "lazy mcp under the TypeScript MCP SDK client" "apt-get install nodejs npm; sh scripts/ci-install-mcp-sdk.sh" \
