@@ -59,6 +59,8 @@ type runner struct {
 	// backoff holds the tasks this runner could not run, until when it
 	// leaves them to others.
 	backoff map[string]time.Time
+	// pushed is the record of each task this runner last pushed.
+	pushed map[string]string
 }
 
 // RunPool runs this machine as a runner of the pool on o.Remote until
@@ -116,7 +118,7 @@ func (e *Env) newRunner(o RunnerOptions) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, started: o.Now()}, nil
+	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, pushed: map[string]string{}, started: o.Now()}, nil
 }
 
 func (r *runner) say(format string, args ...any) { r.o.Say(fmt.Sprintf(format, args...)) }
@@ -215,7 +217,7 @@ func (r *runner) pushResults(ctx context.Context, sn *gitstore.Snapshot) error {
 	id := sn.Task.ID
 	local := sn.Commit.String()
 	remote, _ := worktree.RefCommit(ctx, r.e.repoDir(), gitstore.RemoteNamespace(r.o.Remote)+"tasks/"+id)
-	if local == remote {
+	if local == remote || local == r.pushed[id] {
 		return nil
 	}
 	ups := []pool.Update{{Ref: gitstore.TaskRef(id), New: local}}
@@ -240,6 +242,7 @@ func (r *runner) pushResults(ctx context.Context, sn *gitstore.Snapshot) error {
 		return err
 	}
 	r.held[id] = next
+	r.pushed[id] = local
 	return nil
 }
 
