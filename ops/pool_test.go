@@ -1,0 +1,157 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// TestATaskCreatedAfterAnotherWaitsForItsAccept: --after holds a start
+// until the other task is complete and accepted, and says when it never
+// will be.
+func TestATaskCreatedAfterAnotherWaitsForItsAccept(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	e.Launch = func(string) error { return nil }
+	first, err := e.Create(ctx, CreateInput{Title: "build the api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	then, err := e.Create(ctx, CreateInput{Title: "use the api", After: []string{first.Task.Slug, first.Task.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(then.Task.After) != 1 || then.Task.After[0] != first.Task.ID {
+		t.Fatalf("after: %v", then.Task.After)
+	}
+	var we *WaitingError
+	if err := e.DepsDone(then); !errors.As(err, &we) || !strings.Contains(err.Error(), "build-the-api (backlog)") {
+		t.Fatalf("deps: %v", err)
+	}
+	if _, err := e.Start(ctx, then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"true"}}); !errors.As(err, &we) {
+		t.Fatalf("start of a waiting task: %v", err)
+	}
+	walk(t, e, first.Task.ID, machine.Working, machine.Blocked, machine.Merging)
+	if _, _, err := e.Store.Update(ctx, first.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Status, s.Task.Outcome = machine.Complete, gitstore.OutcomeAccepted
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DepsDone(then); err != nil {
+		t.Fatalf("after the accept: %v", err)
+	}
+	if _, err := e.Create(ctx, CreateInput{Title: "x", After: []string{"no-such-task"}}); err == nil || !strings.Contains(err.Error(), "--after no-such-task") {
+		t.Fatalf("an unknown --after: %v", err)
+	}
+}
+
+// TestMarkForPoolChecksWhatItRecords.
+func TestMarkForPoolChecksWhatItRecords(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	sn, err := e.Create(ctx, CreateInput{Title: "train it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{Labels: []string{"GPU; rm -rf"}}); err == nil {
+		t.Fatal("a bad label was recorded")
+	}
+	got, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{Labels: []string{"gpu", "linux", "gpu"}, Priority: 3, Agent: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Task.Pool; p == nil || strings.Join(p.Labels, ",") != "gpu,linux" || p.Priority != 3 || p.Agent != "codex" {
+		t.Fatalf("pool mark: %+v", got.Task.Pool)
+	}
+	walk(t, e, sn.Task.ID, machine.Working)
+	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err == nil || !strings.Contains(err.Error(), "only a backlog task") {
+		t.Fatalf("a working task was pooled: %v", err)
+	}
+}
+
+// TestARunnerTakesOnlyWhatItsMachineAllows: labels the task asks for,
+// the agent it asks for, and the tasks it waits for decide; the record
+// never widens what the runner's configuration allows.
+func TestARunnerTakesOnlyWhatItsMachineAllows(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	r := &runner{e: e, o: RunnerOptions{Labels: []string{"gpu"}, Agents: []string{"exec"}}}
+	mk := func(title string, m PoolMark, after ...string) *gitstore.Snapshot {
+		sn, err := e.Create(ctx, CreateInput{Title: title, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sn, err = e.MarkForPool(ctx, sn.Task.Slug, m); err != nil {
+			t.Fatal(err)
+		}
+		return sn
+	}
+	ok := mk("fits", PoolMark{Labels: []string{"gpu"}, Agent: "exec"})
+	label := mk("wants arm", PoolMark{Labels: []string{"arm64"}})
+	agent := mk("wants claude", PoolMark{Agent: "claude"})
+	waits := mk("waits", PoolMark{}, label.Task.ID)
+	for _, tc := range []struct {
+		sn   *gitstore.Snapshot
+		want string
+	}{
+		{ok, ""}, {label, "label arm64"}, {agent, "agent claude"}, {waits, "waits for wants-arm"},
+	} {
+		if got := r.refuse(tc.sn); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: refuse = %q, want %q", tc.sn.Task.Slug, got, tc.want)
+		}
+	}
+	if a := r.agentFor(waits); a != "exec" {
+		t.Errorf("a task that names no agent runs %q, want the runner's first allowed", a)
+	}
+}
+
+// TestFeedbackForARunnersTaskIsLeftForIt: an unblock on a clone that
+// does not run the pooled task's session records the feedback pending,
+// changes nothing else and starts nothing; the runner then sees it as
+// work.
+func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	launched := 0
+	e.Launch = func(string) error { launched++; return nil }
+	sn, err := e.Create(ctx, CreateInput{Title: "remote work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err != nil {
+		t.Fatal(err)
+	}
+	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked) // a session this machine never started
+	if e.PoolWork(e.mustLoad(t, sn.Task.ID)) {
+		t.Fatal("a task parked for review is work for a runner")
+	}
+	got, err := e.Unblock(ctx, sn.Task.Slug, "more tests please", Decisions{})
+	var left *ErrLeftForRunner
+	if !errors.As(err, &left) || got == nil {
+		t.Fatalf("unblock: %v", err)
+	}
+	if got.Task.Status != machine.Blocked || launched != 0 {
+		t.Fatalf("status %s, launched %d", got.Task.Status, launched)
+	}
+	fb, ok, err := e.newFeedback(got)
+	if err != nil || !ok || fb.Content != "more tests please" || fb.FeedbackDelivery != gitstore.FeedbackPending {
+		t.Fatalf("feedback left: %+v %v %v", fb, ok, err)
+	}
+	if !e.PoolWork(got) {
+		t.Fatal("feedback left for the runner is not work for it")
+	}
+}
+
+func (e *Env) mustLoad(t *testing.T, id string) *gitstore.Snapshot {
+	t.Helper()
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
