@@ -78,6 +78,17 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	}
 	logOff := a.logSize(c.Task)
 	sn, err := env.Start(ctx, c.Task, in)
+	var waiting *ops.WaitingError
+	if errors.As(err, &waiting) && !c.Wait && !c.Follow {
+		if _, derr := env.DeferStart(c.Task, in); derr != nil {
+			return fmt.Errorf("%w; and it could not be kept to start later: %w", err, derr)
+		}
+		if _, derr := a.ensureDaemon(ctx); derr != nil {
+			return fmt.Errorf("%s waits for %s; it is kept to start here then, but the daemon that starts it did not start: %w", waiting.Task, strings.Join(waiting.On, ", "), derr)
+		}
+		fmt.Fprintf(a.stdout, "%s waits for %s: it starts here once they are complete (the daemon starts it)\n", waiting.Task, strings.Join(waiting.On, ", "))
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,7 +94,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 			return a.webView(addr, srv)
 		},
 		OnActions: a.notify,
-		AfterPass: a.requeueAccepts(),
+		AfterPass: a.queueWork(),
 		Version:   versionID(a.build.version), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
@@ -184,10 +185,12 @@ func (e *noDaemonError) Error() string {
 
 func (e *noDaemonError) Unwrap() error { return e.err }
 
-// requeueAccepts returns the daemon's hook that puts back into their
-// merge queue the tasks whose agent has had its turn to fix a failed
-// gate (lazy.gate.autoFix): one accept at a time, in the background.
-func (a *app) requeueAccepts() func(ctx context.Context) {
+// queueWork returns the daemon's hook that starts the tasks kept to
+// start once the tasks they wait for are complete (lazy start of a task
+// created with --after), and puts back into their merge queue the tasks
+// whose agent has had its turn to fix a failed gate (lazy.gate.autoFix):
+// one at a time, in the background.
+func (a *app) queueWork() func(ctx context.Context) {
 	var busy atomic.Bool
 	return func(ctx context.Context) {
 		if !busy.CompareAndSwap(false, true) {
@@ -199,6 +202,14 @@ func (a *app) requeueAccepts() func(ctx context.Context) {
 			if err != nil {
 				return
 			}
+			env.StartDeferred(ctx, func(ctx context.Context, id, agentName string, command []string) error {
+				in, err := a.startInput(agentName, strings.Join(command, " "))
+				if err != nil {
+					return err
+				}
+				_, err = env.Start(ctx, id, in)
+				return err
+			})
 			for _, r := range env.ReadyToRequeue() {
 				opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
 				if err != nil {

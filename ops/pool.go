@@ -2,11 +2,16 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
@@ -113,3 +118,69 @@ func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*gitsto
 
 // errNotPooled is a pooled operation on a task nobody marked.
 var errNotPooled = errors.New("the task is not in the runner pool")
+
+// DeferredStart is a lazy start of a task that waits for others, kept on
+// this machine until they are complete: the daemon then starts it with
+// the agent and command the user gave.
+type DeferredStart struct {
+	Task    string    `json:"task"`
+	Agent   string    `json:"agent"`
+	Command []string  `json:"command,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+func (e *Env) deferredPath(id string) string { return e.queueDir("deferred", id+".json") }
+
+// DeferStart records that task name starts here, as in, once the tasks
+// it waits for are complete.
+func (e *Env) DeferStart(name string, in StartInput) (*gitstore.Snapshot, error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if sn.Task.Status != machine.Backlog {
+		return nil, notStartable(sn.Task.Slug, sn.Task.Status)
+	}
+	d := DeferredStart{Task: id, Agent: in.Agent, Command: in.ExecCommand, At: time.Now().UTC().Truncate(time.Second)}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	p := e.deferredPath(id)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	return sn, renameio.WriteFile(p, append(b, '\n'), 0o644)
+}
+
+// StartDeferred starts the deferred tasks whose waits are over, with
+// start (the caller's way to start a task with an agent and command),
+// and drops those that can no longer start. It returns what it started.
+func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context, id, agent string, command []string) error) []string {
+	paths, _ := filepath.Glob(e.queueDir("deferred", "*.json"))
+	var started []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		var d DeferredStart
+		if err != nil || json.Unmarshal(b, &d) != nil || !gitstore.ValidID(d.Task) || filepath.Base(p) != d.Task+".json" {
+			continue
+		}
+		sn, err := e.Store.Load(d.Task)
+		if err != nil || sn.Task.Status != machine.Backlog {
+			_ = os.Remove(p) // started some other way, or gone
+			continue
+		}
+		if e.DepsDone(sn) != nil {
+			continue
+		}
+		if err := start(ctx, d.Task, d.Agent, d.Command); err == nil {
+			started = append(started, sn.Task.Slug)
+		}
+		_ = os.Remove(p)
+	}
+	return started
+}

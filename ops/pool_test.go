@@ -155,3 +155,43 @@ func (e *Env) mustLoad(t *testing.T, id string) *gitstore.Snapshot {
 	}
 	return sn
 }
+
+// TestADeferredStartRunsOnceItsWaitIsOver: lazy start of a task that
+// waits is kept here, and started with the agent and command given once
+// the other task is accepted; one that started meanwhile is dropped.
+func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	first, err := e.Create(ctx, CreateInput{Title: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	then, err := e.Create(ctx, CreateInput{Title: "then", After: []string{first.Task.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DeferStart(then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}}); err != nil {
+		t.Fatal(err)
+	}
+	var started []string
+	start := func(_ context.Context, id, agent string, cmd []string) error {
+		started = append(started, id+" "+agent+" "+strings.Join(cmd, " "))
+		return nil
+	}
+	if got := e.StartDeferred(ctx, start); len(got) != 0 || len(started) != 0 {
+		t.Fatalf("started while it waits: %v", started)
+	}
+	walk(t, e, first.Task.ID, machine.Working, machine.Blocked, machine.Merging)
+	if _, _, err := e.Store.Update(ctx, first.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Status, s.Task.Outcome = machine.Complete, gitstore.OutcomeAccepted
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.StartDeferred(ctx, start); len(got) != 1 || started[0] != then.Task.ID+" exec make it" {
+		t.Fatalf("started %v (%v)", started, got)
+	}
+	if got := e.StartDeferred(ctx, start); len(got) != 0 {
+		t.Fatalf("started twice: %v", got)
+	}
+}
