@@ -30,6 +30,7 @@ func TestGateCommandsArgv(t *testing.T) {
 		{"commit tree", commitTreeCmd("r", sha1a, sha1b, "-m evil"), []string{"commit-tree", sha1a, "-p", sha1b, "-F", "-"}},
 		{"tree of", treeOfCmd("r", sha1a), []string{"rev-parse", "--verify", sha1a + "^{tree}"}},
 		{"add detached", addDetachedCmd("r", "/tmp/gate wt", sha1a), []string{"worktree", "add", "--quiet", "--detach", "/tmp/gate wt", sha1a}},
+		{"remove scratch", removeScratchCmd("r", "/tmp/gate wt"), []string{"worktree", "remove", "--force", "--force", "/tmp/gate wt"}},
 		{"fast forward", fastForwardCmd("d", sha1a), []string{"merge", "--ff-only", "--quiet", sha1a}},
 		{"update branch", updateBranchCmd("r", "main", sha1a, sha1b), []string{"update-ref", "-m", "lazy accept", "refs/heads/main", sha1a, sha1b}},
 		{"ls-tree entry", lsTreeEntryCmd("r", sha1a, ".lazy/gate"), []string{"ls-tree", "-l", "-z", "--full-tree", sha1a, "--", ".lazy/gate"}},
@@ -282,8 +283,40 @@ func TestAddDetachedChecksOutTheCommitWithNoBranch(t *testing.T) {
 	if testrepo.Git(t, dir, "rev-parse", "HEAD") == first {
 		t.Fatal("the main checkout moved")
 	}
-	if err := ForceRemove(ctx, dir, wt); err != nil {
+	if err := RemoveScratch(ctx, dir, wt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRemoveScratchRemovesWhatAKilledGateLeft: a scratch checkout that
+// git still marks locked (a worktree add killed midway) and one whose
+// directory is gone are both removed, with git's record of them.
+func TestRemoveScratchRemovesWhatAKilledGateLeft(t *testing.T) {
+	ctx := context.Background()
+	dir := testrepo.New(t)
+	head := testrepo.Git(t, dir, "rev-parse", "HEAD")
+	locked, gone := filepath.Join(t.TempDir(), "gate-locked"), filepath.Join(t.TempDir(), "gate-gone")
+	for _, wt := range []string{locked, gone} {
+		if err := AddDetached(ctx, dir, wt, head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "worktrees", "gate-locked", "locked"), []byte("initializing"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, wt := range []string{locked, gone} {
+		if err := RemoveScratch(ctx, dir, wt); err != nil {
+			t.Fatalf("remove %s: %v", wt, err)
+		}
+		if _, err := os.Stat(wt); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there: %v", wt, err)
+		}
+	}
+	if list := testrepo.Git(t, dir, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Fatalf("git still records a scratch checkout:\n%s", list)
 	}
 }
 
