@@ -333,3 +333,50 @@ func TestAKilledGateIsEndedAndRemoved(t *testing.T) {
 	r.git("config", "--add", "lazy.gate", "true")
 	r.ok("accept", tk.Slug)
 }
+
+// A git killed as an accept fast-forwarded its target leaves HEAD.lock,
+// ORIG_HEAD.lock or the branch's lock in the main checkout, and git
+// moves nothing there after it: an accept meanwhile lands nothing and
+// leaves the checkout as it was; once they are stale, doctor removes
+// them and the accept lands. (The merge queue test found them.)
+func TestDoctorRemovesStaleLocksOfTheCheckedOutBranch(t *testing.T) {
+	r := newRepo(t)
+	r.git("config", "--add", "lazy.gate", "true")
+	tk := workedTask(t, r, "locked target", "l.txt l")
+	var locks []string
+	for _, name := range []string{"HEAD.lock", "ORIG_HEAD.lock", "refs/heads/main.lock"} {
+		p := filepath.Join(r.dir, ".git", name)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, p)
+	}
+	before := r.git("rev-parse", "main")
+	if msg := r.fails(1, nil, "accept", tk.Slug); !strings.Contains(msg, "nothing was merged") {
+		t.Fatalf("accept beside the locks: %s", msg)
+	}
+	if st := r.git("status", "--porcelain"); st != "" || r.git("rev-parse", "main") != before {
+		t.Fatalf("the failed accept left the checkout %q, main %s (was %s)", st, r.git("rev-parse", "main"), before)
+	}
+	for _, f := range r.doctor(0).Findings {
+		if f.Kind == "stale-ref-lock" {
+			t.Fatalf("doctor took a fresh lock for a leftover: %+v", f)
+		}
+	}
+	old := time.Now().Add(-3 * time.Minute)
+	for _, p := range locks {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := 0
+	for _, f := range r.doctor(0).Findings {
+		if f.Kind == "stale-ref-lock" && f.Repaired {
+			removed++
+		}
+	}
+	if removed != len(locks) {
+		t.Fatalf("doctor removed %d of the %d stale locks", removed, len(locks))
+	}
+	r.ok("accept", tk.Slug)
+}

@@ -705,3 +705,37 @@ func TestTheGateChecksOutDespiteARacingWorktreeAdd(t *testing.T) {
 		t.Fatalf("a scratch worktree is left:\n%s", list)
 	}
 }
+
+// TestALockOnTheTargetLandsNothingAndLeavesTheCheckoutAsItWas: a lock a
+// killed git left on the branch or on HEAD stops the fast-forward after
+// git wrote the gated tree's files; the accept puts the checkout back,
+// lands nothing, says why and does not blame a commit made outside lazy.
+func TestALockOnTheTargetLandsNothingAndLeavesTheCheckoutAsItWas(t *testing.T) {
+	ctx := context.Background()
+	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {
+		r := newGateRepo(t, "true")
+		sn := r.task(t, "locked out", map[string]string{"feature.txt": "ok\n"})
+		before := r.tip(t)
+		path := filepath.Join(r.dir, ".git", lock)
+		write(t, filepath.Dir(path), filepath.Base(path), "")
+		_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+		if err == nil || !strings.Contains(err.Error(), "git could not move main") || strings.Contains(err.Error(), "outside lazy") {
+			t.Fatalf("%s: accept: %v", lock, err)
+		}
+		if r.tip(t) != before {
+			t.Fatalf("%s: main moved", lock)
+		}
+		if st := testrepo.Git(t, r.dir, "status", "--porcelain"); st != "" {
+			t.Fatalf("%s: the checkout after the failed accept: %q", lock, st)
+		}
+		if got := r.load(t, sn.Task.ID).Task.Status; got != machine.Blocked {
+			t.Fatalf("%s: the task is %s", lock, got)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{}); err != nil {
+			t.Fatalf("%s: accept once the lock is gone: %v", lock, err)
+		}
+	}
+}

@@ -182,6 +182,20 @@ func FastForward(ctx context.Context, dir, commit string) error {
 	return fastForwardCmd(dir, commit).Run(ctx)
 }
 
+func resetToHeadCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "read-tree", "--reset", "-u", "HEAD")
+}
+
+// ResetToHead puts the index and files of the checkout at dir back to
+// its HEAD without moving any ref: what undoes a FastForward that
+// updated the checkout and then could not move the branch (git writes
+// the files first), also while the lock that stopped it is still there.
+// Untracked files stay. The caller must know every change there is its
+// own.
+func ResetToHead(ctx context.Context, dir string) error {
+	return resetToHeadCmd(dir).Run(ctx)
+}
+
 func updateBranchCmd(repoDir, branch, newCommit, oldCommit string) *gitcli.Cmd {
 	return gitcli.New(repoDir, "update-ref", "-m", "lazy accept", "refs/heads/"+branch, newCommit, oldCommit)
 }

@@ -32,6 +32,7 @@ func TestGateCommandsArgv(t *testing.T) {
 		{"add detached", addDetachedCmd("r", "/tmp/gate wt", sha1a), []string{"worktree", "add", "--quiet", "--detach", "/tmp/gate wt", sha1a}},
 		{"remove scratch", removeScratchCmd("r", "/tmp/gate wt"), []string{"worktree", "remove", "--force", "--force", "/tmp/gate wt"}},
 		{"fast forward", fastForwardCmd("d", sha1a), []string{"merge", "--ff-only", "--quiet", sha1a}},
+		{"reset to head", resetToHeadCmd("d"), []string{"read-tree", "--reset", "-u", "HEAD"}},
 		{"update branch", updateBranchCmd("r", "main", sha1a, sha1b), []string{"update-ref", "-m", "lazy accept", "refs/heads/main", sha1a, sha1b}},
 		{"ls-tree entry", lsTreeEntryCmd("r", sha1a, ".lazy/gate"), []string{"ls-tree", "-l", "-z", "--full-tree", sha1a, "--", ".lazy/gate"}},
 		{"cat blob", catBlobCmd("r", sha1b), []string{"cat-file", "blob", sha1b}},
@@ -285,6 +286,36 @@ func TestAddDetachedChecksOutTheCommitWithNoBranch(t *testing.T) {
 	}
 	if err := RemoveScratch(ctx, dir, wt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResetToHeadUndoesAFastForwardALockStopped: git merge --ff-only
+// writes the files and the index, then fails on a lock left on the
+// branch (or HEAD); ResetToHead puts the checkout back with the lock
+// still there.
+func TestResetToHeadUndoesAFastForwardALockStopped(t *testing.T) {
+	ctx := context.Background()
+	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {
+		dir := testrepo.New(t)
+		base := testrepo.Git(t, dir, "rev-parse", "HEAD")
+		commitFile(t, dir, "next.txt", "next\n")
+		next := testrepo.Git(t, dir, "rev-parse", "HEAD")
+		testrepo.Git(t, dir, "reset", "-q", "--hard", base)
+		if err := os.WriteFile(filepath.Join(dir, ".git", lock), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := FastForward(ctx, dir, next); err == nil {
+			t.Fatalf("%s: the fast-forward went through a lock", lock)
+		}
+		if st := testrepo.Git(t, dir, "status", "--porcelain"); st == "" {
+			t.Fatalf("%s: git no longer writes the files before the ref: the undo is not needed", lock)
+		}
+		if err := ResetToHead(ctx, dir); err != nil {
+			t.Fatalf("%s: %v", lock, err)
+		}
+		if st := testrepo.Git(t, dir, "status", "--porcelain"); st != "" || testrepo.Git(t, dir, "rev-parse", "HEAD") != base {
+			t.Fatalf("%s: after the reset: %q", lock, st)
+		}
 	}
 }
 
