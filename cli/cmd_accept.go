@@ -40,6 +40,11 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if c.Reason != "" && !c.SkipGate {
 		return usageError{"--reason goes with --skip-gate: it says why the gate is skipped"}
 	}
+	if c.SkipGate && strings.TrimSpace(c.Reason) == "" {
+		// Caught here, before any task is touched: with several tasks
+		// each would otherwise fail on its own for the same missing flag.
+		return usageError{"--skip-gate needs --reason \"...\": why the gate is skipped, recorded on the task and in the commit"}
+	}
 	if c.DryRun {
 		if len(c.Tasks) != 1 {
 			return usageError{"--dry-run previews one task at a time"}
@@ -177,7 +182,7 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 			failed++
 		}
 		if c.JSON {
-			out = append(out, queueResultJSON(c.Tasks[i], r))
+			out = append(out, queueResultJSON(a.taskSummary(ids[i]), r))
 			continue
 		}
 		switch {
@@ -200,9 +205,12 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 	return nil
 }
 
-func queueResultJSON(name string, r ops.Accepting) map[string]any {
+// queueResultJSON is one element of lazy accept TASK... --json: the
+// task (as it now is) whether or not it was accepted, so every element
+// has one shape, and the error and gate run of one that was not.
+func queueResultJSON(task gitstore.Summary, r ops.Accepting) map[string]any {
 	if r.Err != nil {
-		m := map[string]any{"task": name, "accepted": false, "error": r.Err.Error()}
+		m := map[string]any{"task": task, "accepted": false, "error": r.Err.Error()}
 		var ge *ops.GateError
 		if errors.As(r.Err, &ge) {
 			m["gate"] = ge.Run
@@ -213,6 +221,15 @@ func queueResultJSON(name string, r ops.Accepting) map[string]any {
 	m := acceptJSON(r.Result)
 	m["accepted"] = r.Result.Pending == ""
 	return m
+}
+
+// taskSummary is task id as it now is, or only its id if it cannot be
+// read.
+func (a *app) taskSummary(id string) gitstore.Summary {
+	if sn, err := a.store.Load(id); err == nil {
+		return toJSON(&sn.Task)
+	}
+	return gitstore.Summary{ID: id}
 }
 
 func nonNil(s []string) []string {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/ops"
 )
 
 // workedTask creates a task whose first turn commits the files given as
@@ -633,5 +635,40 @@ func TestStrandedAcceptOwesTheStashWhileGitCannotWriteTheIndex(t *testing.T) {
 	}
 	if st := r.git("stash", "list"); st != "" {
 		t.Fatalf("a stash was left behind: %q", st)
+	}
+}
+
+// Accepting again a task whose accept was killed finishes what that one
+// began: a merge that landed completes the task (already accepted), one
+// that did not is undone and the accept goes on and lands it. It used to
+// refuse with "cannot move a task from merging to merging" until some
+// other command happened to recover it.
+func TestAcceptAgainAfterAKilledAccept(t *testing.T) {
+	r := newRepo(t)
+	r.git("config", "--add", "lazy.gate", "true")
+	for _, tc := range []struct {
+		phase, want string
+		code        int
+	}{
+		{"merge", "squash-merged into main", 0}, // killed before the merge: undone, then landed
+		{"finish", "already accepted", 1},       // killed after it: finished
+	} {
+		tk := workedTask(t, r, "killed at "+tc.phase, tc.phase+".txt work")
+		if res := r.with(ops.CrashAtEnv+"="+tc.phase).run(nil, "accept", tk.Slug); res.Code != -1 && res.Code != 137 {
+			t.Fatalf("accept with the crash hook at %s was not killed: %s", tc.phase, res)
+		}
+		if got := r.refStatus(tk.ID); got != "merging" {
+			t.Fatalf("after the kill at %s: %s, want merging", tc.phase, got)
+		}
+		res := r.run(nil, "accept", tk.Slug)
+		if res.Code != tc.code || !strings.Contains(res.Stdout+res.Stderr, tc.want) {
+			t.Fatalf("accept again after the kill at %s: want exit %d and %q, got %s", tc.phase, tc.code, tc.want, res)
+		}
+		if got := r.show(tk.Slug); got.Status != "complete" || got.Outcome != "accepted" {
+			t.Fatalf("after the kill at %s and another accept: %s/%s", tc.phase, got.Status, got.Outcome)
+		}
+		if n := strings.Count(r.git("log", "--format=%B", "main"), "Lazy-Task: "+tk.ID); n != 1 {
+			t.Fatalf("after the kill at %s: main holds the task %d times", tc.phase, n)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -288,4 +289,94 @@ func TestDoctorMovesAWorktreeOutOfGitDir(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil || got.Cwd != moved {
 		t.Fatalf("the next turn ran in %q, want %s", got.Cwd, moved)
 	}
+}
+
+// TestAKilledGateIsEndedAndRemoved: an accept killed while its gate runs
+// leaves the gate's command running (its process group is its own) in a
+// scratch worktree; lazy doctor ends the command and removes the
+// worktree, and the next accept lands the task.
+func TestAKilledGateIsEndedAndRemoved(t *testing.T) {
+	r := newRepo(t)
+	started := filepath.Join(t.TempDir(), "gate-started")
+	r.git("config", "--add", "lazy.gate", "touch "+started+" && sleep 30")
+	tk := workedTask(t, r, "gated work", "work.txt w")
+	accept := startLazy(t, r, "accept", tk.Slug)
+	waitFile(t, started)
+	_ = syscall.Kill(-accept.Process.Pid, syscall.SIGKILL)
+	_ = accept.Wait()
+	gates := func() []string {
+		var out []string
+		for _, p := range processesIn(gateScratchRoot()) {
+			if strings.Contains(p, "/.gate-") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	if len(gates()) == 0 {
+		t.Fatal("the gate's command died with its accept: nothing left to test")
+	}
+	if res := r.run(nil, "doctor", "--json"); !strings.Contains(res.Stdout, "gate-leftover") {
+		t.Fatalf("doctor: %s", res)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(gates()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed gate's command still runs after doctor: %v", gates())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if list := r.git("worktree", "list", "--porcelain"); strings.Contains(list, ".gate-") {
+		t.Fatalf("a scratch worktree is left:\n%s", list)
+	}
+	r.git("config", "--unset-all", "lazy.gate")
+	r.git("config", "--add", "lazy.gate", "true")
+	r.ok("accept", tk.Slug)
+}
+
+// A git killed as an accept fast-forwarded its target leaves HEAD.lock,
+// ORIG_HEAD.lock or the branch's lock in the main checkout, and git
+// moves nothing there after it: an accept meanwhile lands nothing and
+// leaves the checkout as it was; once they are stale, doctor removes
+// them and the accept lands. (The merge queue test found them.)
+func TestDoctorRemovesStaleLocksOfTheCheckedOutBranch(t *testing.T) {
+	r := newRepo(t)
+	r.git("config", "--add", "lazy.gate", "true")
+	tk := workedTask(t, r, "locked target", "l.txt l")
+	var locks []string
+	for _, name := range []string{"HEAD.lock", "ORIG_HEAD.lock", "refs/heads/main.lock"} {
+		p := filepath.Join(r.dir, ".git", name)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, p)
+	}
+	before := r.git("rev-parse", "main")
+	if msg := r.fails(1, nil, "accept", tk.Slug); !strings.Contains(msg, "nothing was merged") {
+		t.Fatalf("accept beside the locks: %s", msg)
+	}
+	if st := r.git("status", "--porcelain"); st != "" || r.git("rev-parse", "main") != before {
+		t.Fatalf("the failed accept left the checkout %q, main %s (was %s)", st, r.git("rev-parse", "main"), before)
+	}
+	for _, f := range r.doctor(0).Findings {
+		if f.Kind == "stale-ref-lock" {
+			t.Fatalf("doctor took a fresh lock for a leftover: %+v", f)
+		}
+	}
+	old := time.Now().Add(-3 * time.Minute)
+	for _, p := range locks {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := 0
+	for _, f := range r.doctor(0).Findings {
+		if f.Kind == "stale-ref-lock" && f.Repaired {
+			removed++
+		}
+	}
+	if removed != len(locks) {
+		t.Fatalf("doctor removed %d of the %d stale locks", removed, len(locks))
+	}
+	r.ok("accept", tk.Slug)
 }

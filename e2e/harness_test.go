@@ -112,6 +112,7 @@ var shortLane = map[string]bool{
 	"TestErrorsSayWhatIsWrongAndWhatToDo":    true,
 	"TestAmbiguousPrefixListsCandidates":     true,
 	"TestInitConfiguresRefspecsIdempotently": true,
+	"TestMergeGateCLI":                       true,
 }
 
 // full skips t in the fast lane unless shortLane keeps it. Every e2e

@@ -376,3 +376,28 @@ func TestDoctorIndexesAPackOverlappingRepacksOrphaned(t *testing.T) {
 		t.Fatalf("doctor after the repair: %s", res)
 	}
 }
+
+// processesIn lists the live processes whose working directory is dir or
+// below it.
+func processesIn(dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil || !liveProc(e.Name()) {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil {
+			continue
+		}
+		if within(strings.TrimSuffix(cwd, " (deleted)"), dir) {
+			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			out = append(out, e.Name()+" "+strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ")+" in "+cwd)
+		}
+	}
+	return out
+}
+
+// gateScratchRoot is where the gate's scratch worktrees of the tests'
+// repositories live: beside the task worktrees.
+func gateScratchRoot() string { return filepath.Join(os.Getenv("XDG_DATA_HOME"), "lazy", "worktrees") }

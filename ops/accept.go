@@ -203,6 +203,11 @@ func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		return nil, err
 	}
 	defer func() { unlock() }()
+	// An accept of it that was killed left it merging: finish that one
+	// (its merge landed: already accepted) or undo it, then go on.
+	if sn, err = e.escapeStranded(ctx, sn, "accept"); err != nil {
+		return nil, err
+	}
 	viaForge, err := e.mergesThroughForge(sn)
 	if err != nil {
 		return nil, err

@@ -74,7 +74,8 @@ func (a *localAccept) recheckDest(ctx context.Context) error {
 // (with the gate's trailer) and fast-forwards the destination to it, so
 // the target moves to exactly the tree that passed. A target that moved
 // meanwhile (a commit made outside lazy) refuses the fast-forward and
-// nothing lands.
+// nothing lands; so does one git cannot move (a killed git's lock), and
+// the files the fast-forward wrote before it failed are put back.
 func (a *localAccept) land(ctx context.Context) error {
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
 	msg := squashMessage(a.sn, a.pre.branch) + gateTrailer(a.runID, a.gp)
@@ -84,14 +85,27 @@ func (a *localAccept) land(ctx context.Context) error {
 	}
 	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
 		if tip, terr := worktree.BranchCommit(ctx, e.repoDir(), into); terr == nil && tip != a.pre.intoSHA {
-			err = fmt.Errorf("%s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", into, err)
-		} else {
-			err = fmt.Errorf("fast-forward %s in %s to the gated commit %s: %w; nothing was merged", into, a.pre.dest, short(commit), err)
+			return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash)
 		}
-		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
+		// The branch did not move, yet git could not move it: a lock a
+		// killed git left on it or on HEAD. git writes the files before
+		// the ref, so the checkout holds the gated tree: put it back.
+		if a.halfLanded(ctx) {
+			if rerr := worktree.ResetToHead(context.WithoutCancel(ctx), a.pre.dest); rerr != nil {
+				return fmt.Errorf("accept %s: %s could not be moved to the gated commit (%w), and the files it left in %s could not be put back (%w); nothing was merged: lazy doctor removes a stale lock and undoes it", slug, into, err, a.pre.dest, rerr)
+			}
+		}
+		return e.withStash(fmt.Errorf("accept %s: git could not move %s to the gated commit %s in %s, so nothing was merged (a git killed there may have left its lock; lazy doctor removes it once it is stale, then accept again): %w", slug, into, short(commit), a.pre.dest, err), a.pre.dest, a.stash)
 	}
 	a.res.Commit, a.res.Gate = commit, a.runID
 	return nil
+}
+
+// halfLanded reports whether the destination holds exactly the gated
+// tree on the untouched target tip, and nothing else: a fast-forward that
+// wrote the files and could not move the branch.
+func (a *localAccept) halfLanded(ctx context.Context) bool {
+	return worktree.HalfSquash(ctx, a.e.repoDir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
 }
 
 // handBack gives a failed gate or a conflict to the task's agent when

@@ -180,10 +180,10 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 		return gate.Result{}, err
 	}
 	defer func() { _ = os.Remove(owner) }()
-	if err := worktree.AddDetached(ctx, e.repoDir(), dir, c.commit); err != nil {
+	if err := e.addScratch(ctx, dir, c.commit); err != nil {
 		return gate.Result{}, fmt.Errorf("check out the tree to gate: %w", err)
 	}
-	defer func() { _ = worktree.ForceRemove(context.WithoutCancel(ctx), e.repoDir(), dir) }()
+	defer func() { _ = e.removeScratch(ctx, dir) }()
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return gate.Result{}, err
 	}
@@ -213,6 +213,47 @@ func (e *Env) scratchDir(id string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(root, ".gate-"+id), nil
+}
+
+// addScratch checks commit out at dir, the scratch worktree of a run. A
+// git worktree add running at the same moment (the train's other gates,
+// another accept's, a lazy start) makes git fail on its half-written
+// record under .git/worktrees ("failed to read .../commondir"), so a
+// failed checkout is cleaned up and tried again a few times.
+func (e *Env) addScratch(ctx context.Context, dir, commit string) error {
+	for wait := 50 * time.Millisecond; ; wait *= 2 {
+		_ = os.RemoveAll(dir)
+		err := worktree.AddDetached(ctx, e.repoDir(), dir, commit)
+		if err == nil {
+			return nil
+		}
+		_ = e.removeScratch(ctx, dir)
+		if wait > 400*time.Millisecond {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// removeScratch removes the scratch worktree at dir and git's record of
+// it, whatever a killed git worktree add left: git refuses to remove a
+// worktree it cannot validate (its .git file not written yet, the record
+// locked "initializing"), so then the directory goes first, and after it
+// git's record of a worktree whose directory is gone.
+func (e *Env) removeScratch(ctx context.Context, dir string) error {
+	ctx = context.WithoutCancel(ctx)
+	if worktree.RemoveScratch(ctx, e.repoDir(), dir) == nil {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	_ = worktree.RemoveScratch(ctx, e.repoDir(), dir) // "not a working tree" when git never recorded it
+	return nil
 }
 
 // ownerFile names the process that runs gate run id.
@@ -355,8 +396,7 @@ func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
 			continue
 		}
 		killed := proc.KillMarked(gateMarker + id)
-		_ = worktree.ForceRemove(ctx, e.repoDir(), dir)
-		_ = os.RemoveAll(dir)
+		_ = e.removeScratch(ctx, dir)
 		_ = os.Remove(owner)
 		done = append(done, fmt.Sprintf("removed the scratch worktree of gate run %s, whose accept died, and ended %d process(es) it left", id, len(killed)))
 	}

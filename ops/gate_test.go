@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/proc"
@@ -624,5 +625,117 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 	}
 	if r.e.reenterThroughForge(sub.Task.ID) != nil {
 		t.Fatal("a task that waits for nothing re-entered")
+	}
+}
+
+// TestSweepGateLeftoversRemovesAHalfAddedWorktree: an accept killed
+// while git added the scratch worktree leaves git's record of it locked
+// "initializing" and the directory without its .git file, which git
+// refuses to remove (and git worktree prune skips): the sweep removes
+// the directory and then the record.
+func TestSweepGateLeftoversRemovesAHalfAddedWorktree(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	id := mustID(t)
+	dir, err := r.e.scratchDir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(dir), filepath.Dir(r.e.ownerFile(id))} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := worktree.AddDetached(ctx, r.dir, dir, r.tip(t)); err != nil {
+		t.Fatal(err)
+	}
+	write(t, testrepo.Git(t, dir, "rev-parse", "--absolute-git-dir"), "locked", "initializing")
+	if err := os.Remove(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.e.ownerFile(id), []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if done := r.e.SweepGateLeftovers(ctx); len(done) != 1 {
+		t.Fatalf("sweep: %v", done)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the half-added scratch worktree is still there: %v", err)
+	}
+	if list := testrepo.Git(t, r.dir, "worktree", "list"); strings.Contains(list, id) {
+		t.Fatalf("git still records the half-added scratch worktree:\n%s", list)
+	}
+}
+
+// TestTheGateChecksOutDespiteARacingWorktreeAdd: while another git
+// worktree add is half done (its record under .git/worktrees has HEAD and
+// an empty commondir), git refuses every worktree add; the gate's
+// checkout is tried again and the run passes rather than failing as
+// "could not run".
+func TestTheGateChecksOutDespiteARacingWorktreeAdd(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "test -e feature.txt")
+	sn := r.task(t, "raced", map[string]string{"feature.txt": "ok\n"})
+	c, err := r.e.buildCandidate(ctx, r.tip(t), worktree.Branch(sn.Task.Slug), sn.Task.Slug, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := filepath.Join(r.dir, ".git", "worktrees", "racing")
+	if err := os.MkdirAll(half, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, half, "gitdir", filepath.Join(t.TempDir(), "racing", ".git")+"\n")
+	write(t, half, "HEAD", "ref: refs/heads/main\n")
+	write(t, half, "commondir", "")
+	if _, err := testrepo.GitErr(r.dir, "worktree", "add", "--detach", filepath.Join(t.TempDir(), "probe"), "main"); err == nil {
+		t.Fatal("git adds a worktree beside a half-written one: the race this test is about is gone")
+	}
+	done := time.AfterFunc(100*time.Millisecond, func() { _ = os.RemoveAll(half) })
+	defer done.Stop()
+	gp := &gatePlan{Settings: gate.Settings{Timeout: time.Minute}, cmds: []string{"test -e feature.txt"}, source: "test"}
+	res, err := r.e.runInScratch(ctx, gp, c, AcceptOptions{}, mustID(t), filepath.Join(t.TempDir(), "gate.log"))
+	if err != nil || !res.Passed {
+		t.Fatalf("the gate beside a racing worktree add: %+v, %v", res, err)
+	}
+	if list := testrepo.Git(t, r.dir, "worktree", "list"); strings.Contains(list, ".gate-") {
+		t.Fatalf("a scratch worktree is left:\n%s", list)
+	}
+}
+
+// TestALockOnTheTargetLandsNothingAndLeavesTheCheckoutAsItWas: a lock a
+// killed git left on the branch or on HEAD stops the fast-forward after
+// git wrote the gated tree's files; the accept puts the checkout back,
+// lands nothing, says why and does not blame a commit made outside lazy.
+func TestALockOnTheTargetLandsNothingAndLeavesTheCheckoutAsItWas(t *testing.T) {
+	ctx := context.Background()
+	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {
+		r := newGateRepo(t, "true")
+		sn := r.task(t, "locked out", map[string]string{"feature.txt": "ok\n"})
+		before := r.tip(t)
+		path := filepath.Join(r.dir, ".git", lock)
+		write(t, filepath.Dir(path), filepath.Base(path), "")
+		_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+		if err == nil || !strings.Contains(err.Error(), "git could not move main") || strings.Contains(err.Error(), "outside lazy") {
+			t.Fatalf("%s: accept: %v", lock, err)
+		}
+		if r.tip(t) != before {
+			t.Fatalf("%s: main moved", lock)
+		}
+		if st := testrepo.Git(t, r.dir, "status", "--porcelain"); st != "" {
+			t.Fatalf("%s: the checkout after the failed accept: %q", lock, st)
+		}
+		if got := r.load(t, sn.Task.ID).Task.Status; got != machine.Blocked {
+			t.Fatalf("%s: the task is %s", lock, got)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{}); err != nil {
+			t.Fatalf("%s: accept once the lock is gone: %v", lock, err)
+		}
 	}
 }

@@ -619,7 +619,10 @@ func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string,
 	// killed mid-update leaves its lock there, and every pull after it
 	// fails until the lock is gone.
 	var locks []string
-	for _, sub := range []string{"lazy", "lazy-remotes"} {
+	// refs/heads holds the branches accepts move: a git killed as it moved
+	// one (an accept's fast-forward of its target) leaves its lock, and no
+	// accept lands there after it.
+	for _, sub := range []string{"lazy", "lazy-remotes", "heads"} {
 		_ = filepath.WalkDir(filepath.Join(repo.CommonDir, "refs", sub), func(path string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".lock") {
 				locks = append(locks, path)
@@ -655,7 +658,9 @@ func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string,
 // merge and a stranded accept cannot give the user's stash back. And
 // packed-refs.lock (a killed gc, pack-refs, or deletion of a packed
 // branch): while it exists no packed ref can be deleted or rewritten, so
-// an accepted task's branch stays. git never removes either by itself;
+// an accepted task's branch stays. And HEAD.lock and ORIG_HEAD.lock of
+// the main checkout (an accept's fast-forward killed): while they exist
+// git moves nothing there. git never removes any by itself;
 // each is taken for a leftover at the age of a stale ref lock, which no
 // git operation on them comes near.
 func (r *Reconciler) checkGitLocks(repair bool) []Finding {
@@ -664,6 +669,10 @@ func (r *Reconciler) checkGitLocks(repair bool) []Finding {
 	for _, l := range []struct{ path, kind, why string }{
 		{filepath.Join(repo.GitDir, "index.lock"), "stale-index-lock", "git writes no index in that checkout while it exists (no accept can merge there)"},
 		{filepath.Join(repo.CommonDir, "packed-refs.lock"), "stale-packed-refs-lock", "git deletes or rewrites no packed ref while it exists (an accepted task's branch cannot be deleted)"},
+		// A git killed as it moved the checked-out branch (an accept's
+		// fast-forward or commit): no accept can land there after it.
+		{filepath.Join(repo.GitDir, "HEAD.lock"), "stale-ref-lock", "git moves no HEAD in that checkout while it exists (no accept can land there)"},
+		{filepath.Join(repo.GitDir, "ORIG_HEAD.lock"), "stale-ref-lock", "git merges and resets nothing in that checkout while it exists (no accept can land there)"},
 	} {
 		info, err := os.Lstat(l.path)
 		if err != nil || !info.Mode().IsRegular() || r.now().Sub(info.ModTime()) < StaleRefLock {

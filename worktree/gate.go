@@ -142,7 +142,7 @@ func addDetachedCmd(repoDir, dir, commit string) *gitcli.Cmd {
 }
 
 // AddDetached checks commit out, with no branch, in a new worktree at
-// dir: the scratch checkout the gate runs in. ForceRemove removes it.
+// dir: the scratch checkout the gate runs in. RemoveScratch removes it.
 func AddDetached(ctx context.Context, repoDir, dir, commit string) error {
 	if !plain(dir) {
 		return errOption("worktree path", dir)
@@ -151,6 +151,21 @@ func AddDetached(ctx context.Context, repoDir, dir, commit string) error {
 		return errObjectID("commit", commit)
 	}
 	return addDetachedCmd(repoDir, dir, commit).Run(ctx)
+}
+
+func removeScratchCmd(repoDir, dir string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "worktree", "remove", "--force", "--force", dir)
+}
+
+// RemoveScratch removes the gate's scratch checkout at dir, and git's
+// record of it, whatever it holds: also when git marks it locked (a git
+// worktree add killed midway leaves it locked "initializing") or its
+// directory is gone. Only for a checkout lazy made for itself.
+func RemoveScratch(ctx context.Context, repoDir, dir string) error {
+	if !plain(dir) {
+		return errOption("worktree path", dir)
+	}
+	return removeScratchCmd(repoDir, dir).Run(ctx)
 }
 
 func fastForwardCmd(dir, commit string) *gitcli.Cmd {
@@ -165,6 +180,20 @@ func FastForward(ctx context.Context, dir, commit string) error {
 		return errObjectID("commit", commit)
 	}
 	return fastForwardCmd(dir, commit).Run(ctx)
+}
+
+func resetToHeadCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "read-tree", "--reset", "-u", "HEAD")
+}
+
+// ResetToHead puts the index and files of the checkout at dir back to
+// its HEAD without moving any ref: what undoes a FastForward that
+// updated the checkout and then could not move the branch (git writes
+// the files first), also while the lock that stopped it is still there.
+// Untracked files stay. The caller must know every change there is its
+// own.
+func ResetToHead(ctx context.Context, dir string) error {
+	return resetToHeadCmd(dir).Run(ctx)
 }
 
 func updateBranchCmd(repoDir, branch, newCommit, oldCommit string) *gitcli.Cmd {

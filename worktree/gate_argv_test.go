@@ -30,7 +30,9 @@ func TestGateCommandsArgv(t *testing.T) {
 		{"commit tree", commitTreeCmd("r", sha1a, sha1b, "-m evil"), []string{"commit-tree", sha1a, "-p", sha1b, "-F", "-"}},
 		{"tree of", treeOfCmd("r", sha1a), []string{"rev-parse", "--verify", sha1a + "^{tree}"}},
 		{"add detached", addDetachedCmd("r", "/tmp/gate wt", sha1a), []string{"worktree", "add", "--quiet", "--detach", "/tmp/gate wt", sha1a}},
+		{"remove scratch", removeScratchCmd("r", "/tmp/gate wt"), []string{"worktree", "remove", "--force", "--force", "/tmp/gate wt"}},
 		{"fast forward", fastForwardCmd("d", sha1a), []string{"merge", "--ff-only", "--quiet", sha1a}},
+		{"reset to head", resetToHeadCmd("d"), []string{"read-tree", "--reset", "-u", "HEAD"}},
 		{"update branch", updateBranchCmd("r", "main", sha1a, sha1b), []string{"update-ref", "-m", "lazy accept", "refs/heads/main", sha1a, sha1b}},
 		{"ls-tree entry", lsTreeEntryCmd("r", sha1a, ".lazy/gate"), []string{"ls-tree", "-l", "-z", "--full-tree", sha1a, "--", ".lazy/gate"}},
 		{"cat blob", catBlobCmd("r", sha1b), []string{"cat-file", "blob", sha1b}},
@@ -282,8 +284,70 @@ func TestAddDetachedChecksOutTheCommitWithNoBranch(t *testing.T) {
 	if testrepo.Git(t, dir, "rev-parse", "HEAD") == first {
 		t.Fatal("the main checkout moved")
 	}
-	if err := ForceRemove(ctx, dir, wt); err != nil {
+	if err := RemoveScratch(ctx, dir, wt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResetToHeadUndoesAFastForwardALockStopped: git merge --ff-only
+// writes the files and the index, then fails on a lock left on the
+// branch (or HEAD); ResetToHead puts the checkout back with the lock
+// still there.
+func TestResetToHeadUndoesAFastForwardALockStopped(t *testing.T) {
+	ctx := context.Background()
+	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {
+		dir := testrepo.New(t)
+		base := testrepo.Git(t, dir, "rev-parse", "HEAD")
+		commitFile(t, dir, "next.txt", "next\n")
+		next := testrepo.Git(t, dir, "rev-parse", "HEAD")
+		testrepo.Git(t, dir, "reset", "-q", "--hard", base)
+		if err := os.WriteFile(filepath.Join(dir, ".git", lock), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := FastForward(ctx, dir, next); err == nil {
+			t.Fatalf("%s: the fast-forward went through a lock", lock)
+		}
+		if st := testrepo.Git(t, dir, "status", "--porcelain"); st == "" {
+			t.Fatalf("%s: git no longer writes the files before the ref: the undo is not needed", lock)
+		}
+		if err := ResetToHead(ctx, dir); err != nil {
+			t.Fatalf("%s: %v", lock, err)
+		}
+		if st := testrepo.Git(t, dir, "status", "--porcelain"); st != "" || testrepo.Git(t, dir, "rev-parse", "HEAD") != base {
+			t.Fatalf("%s: after the reset: %q", lock, st)
+		}
+	}
+}
+
+// TestRemoveScratchRemovesWhatAKilledGateLeft: a scratch checkout that
+// git still marks locked (a worktree add killed midway) and one whose
+// directory is gone are both removed, with git's record of them.
+func TestRemoveScratchRemovesWhatAKilledGateLeft(t *testing.T) {
+	ctx := context.Background()
+	dir := testrepo.New(t)
+	head := testrepo.Git(t, dir, "rev-parse", "HEAD")
+	locked, gone := filepath.Join(t.TempDir(), "gate-locked"), filepath.Join(t.TempDir(), "gate-gone")
+	for _, wt := range []string{locked, gone} {
+		if err := AddDetached(ctx, dir, wt, head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "worktrees", "gate-locked", "locked"), []byte("initializing"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, wt := range []string{locked, gone} {
+		if err := RemoveScratch(ctx, dir, wt); err != nil {
+			t.Fatalf("remove %s: %v", wt, err)
+		}
+		if _, err := os.Stat(wt); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there: %v", wt, err)
+		}
+	}
+	if list := testrepo.Git(t, dir, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Fatalf("git still records a scratch checkout:\n%s", list)
 	}
 }
 

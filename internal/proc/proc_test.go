@@ -33,6 +33,11 @@ func TestAliveAndRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	// Between fork and exec the child's cmdline is still this test's: poll
+	// until the exec shows, as a loaded machine may take a moment.
+	for deadline := time.Now().Add(10 * time.Second); !Runs(sleeper.Process.Pid, "supervise", "abc") && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if !Runs(sleeper.Process.Pid, "supervise", "abc") || Runs(sleeper.Process.Pid, "supervise", "abd") {
 		t.Fatal("Runs does not match the command line")
 	}
