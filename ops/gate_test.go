@@ -15,7 +15,6 @@ import (
 
 	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -52,41 +51,7 @@ func (r *gateRepo) config(t *testing.T, key, value string) {
 // commits files.
 func (r *gateRepo) task(t *testing.T, title string, files map[string]string) *gitstore.Snapshot {
 	t.Helper()
-	ctx := context.Background()
-	e := r.e
-	sn, err := e.Create(ctx, CreateInput{Title: title})
-	if err != nil {
-		t.Fatal(err)
-	}
-	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
-	branch := worktree.Branch(sn.Task.Slug)
-	wt := filepath.Join(t.TempDir(), sn.Task.Slug)
-	if _, err := worktree.Create(ctx, r.dir, wt, branch, "main"); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(wt, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		write(t, wt, name, content)
-	}
-	testrepo.Git(t, wt, "add", ".")
-	testrepo.Git(t, wt, "commit", "-q", "-m", title)
-	sid, err := gitstore.NewID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
-		t.Fatal(err)
-	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Session.ID = sid
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sn
+	return startedWith(t, r.e, title, "", files)
 }
 
 func (r *gateRepo) load(t *testing.T, id string) *gitstore.Snapshot {

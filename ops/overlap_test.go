@@ -7,51 +7,20 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // startedTask creates a task that this machine started, parked blocked,
-// whose branch (off target, "" for the default branch) commits files.
+// whose branch (off target, "" for the default branch) commits files,
+// each holding the title.
 func startedTask(t *testing.T, e *Env, title, target string, files ...string) *gitstore.Snapshot {
 	t.Helper()
-	ctx := context.Background()
-	sn, err := e.Create(ctx, CreateInput{Title: title, TargetBranch: target})
-	if err != nil {
-		t.Fatal(err)
-	}
-	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
-	base := target
-	if base == "" {
-		base = "main"
-	}
-	branch := worktree.Branch(sn.Task.Slug)
-	wt := filepath.Join(t.TempDir(), sn.Task.Slug)
-	if _, err := worktree.Create(ctx, e.RepoDir, wt, branch, base); err != nil {
-		t.Fatal(err)
-	}
+	content := map[string]string{}
 	for _, f := range files {
-		write(t, wt, f, title+"\n")
+		content[f] = title + "\n"
 	}
-	testrepo.Git(t, wt, "add", ".")
-	testrepo.Git(t, wt, "commit", "-q", "-m", title)
-	sid, err := gitstore.NewID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
-		t.Fatal(err)
-	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Session.ID = sid
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sn
+	return startedWith(t, e, title, target, content)
 }
 
 // TestOverlapsFlagSharedFilesAndWhatLanded runs the check on a real

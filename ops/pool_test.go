@@ -35,13 +35,7 @@ func TestATaskCreatedAfterAnotherWaitsForItsAccept(t *testing.T) {
 	if _, err := e.Start(ctx, then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"true"}}); !errors.As(err, &we) {
 		t.Fatalf("start of a waiting task: %v", err)
 	}
-	walk(t, e, first.Task.ID, machine.Working, machine.Blocked, machine.Merging)
-	if _, _, err := e.Store.Update(ctx, first.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Task.Status, s.Task.Outcome = machine.Complete, gitstore.OutcomeAccepted
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	accepted(t, e, first.Task.ID)
 	if err := e.DepsDone(then); err != nil {
 		t.Fatalf("after the accept: %v", err)
 	}
@@ -181,13 +175,7 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 	if got := e.StartDeferred(ctx, start); len(got) != 0 || len(started) != 0 {
 		t.Fatalf("started while it waits: %v", started)
 	}
-	walk(t, e, first.Task.ID, machine.Working, machine.Blocked, machine.Merging)
-	if _, _, err := e.Store.Update(ctx, first.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Task.Status, s.Task.Outcome = machine.Complete, gitstore.OutcomeAccepted
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	accepted(t, e, first.Task.ID)
 	if got := e.StartDeferred(ctx, start); len(got) != 1 || started[0] != then.Task.ID+" exec make it" {
 		t.Fatalf("started %v (%v)", started, got)
 	}

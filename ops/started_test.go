@@ -1,0 +1,72 @@
+package ops
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// startedWith creates a task that this machine started, parked blocked,
+// whose branch (off target, "" for main) commits files (path: content) in
+// a worktree of its own.
+func startedWith(t *testing.T, e *Env, title, target string, files map[string]string) *gitstore.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	sn, err := e.Create(ctx, CreateInput{Title: title, TargetBranch: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
+	base := target
+	if base == "" {
+		base = "main"
+	}
+	branch := worktree.Branch(sn.Task.Slug)
+	wt := filepath.Join(t.TempDir(), sn.Task.Slug)
+	if _, err := worktree.Create(ctx, e.repoDir(), wt, branch, base); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(wt, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, wt, name, content)
+	}
+	testrepo.Git(t, wt, "add", ".")
+	testrepo.Git(t, wt, "commit", "-q", "-m", title)
+	sid, err := gitstore.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
+		t.Fatal(err)
+	}
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Session.ID = sid
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+// accepted records task id complete and accepted, as a finished accept
+// leaves it.
+func accepted(t *testing.T, e *Env, id string) {
+	t.Helper()
+	walk(t, e, id, machine.Working, machine.Blocked, machine.Merging)
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Status, s.Task.Outcome = machine.Complete, gitstore.OutcomeAccepted
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
