@@ -877,6 +877,22 @@ func ourProcesses() []string {
 	return out
 }
 
+// ourProcessesUnder are ourProcesses that belong to the test whose
+// files are under dir: their command line names a path there, or they
+// run there. Other tests of the same binary run at the same time, and
+// what they leave is theirs to report.
+func ourProcessesUnder(dir string) []string {
+	var out []string
+	for _, p := range ourProcesses() {
+		pid, _, _ := strings.Cut(p, " ")
+		cwd, _ := os.Readlink(filepath.Join("/proc", pid, "cwd"))
+		if strings.Contains(p, dir) || strings.HasPrefix(cwd, dir) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // syncBuffer is a bytes.Buffer safe for a process's stdout and stderr
 // at once, which can call a function once the output holds a mark.
 type syncBuffer struct {

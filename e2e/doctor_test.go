@@ -306,7 +306,7 @@ func TestAKilledGateIsEndedAndRemoved(t *testing.T) {
 	_ = accept.Wait()
 	gates := func() []string {
 		var out []string
-		for _, p := range processesIn(gateScratchRoot()) {
+		for _, p := range processesIn(gateScratchRoot(t, r.dir)) {
 			if strings.Contains(p, "/.gate-") {
 				out = append(out, p)
 			}

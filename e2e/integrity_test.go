@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // Integrity tests: one supervisor per task whatever runs concurrently,
@@ -398,6 +401,18 @@ func processesIn(dir string) []string {
 	return out
 }
 
-// gateScratchRoot is where the gate's scratch worktrees of the tests'
-// repositories live: beside the task worktrees.
-func gateScratchRoot() string { return filepath.Join(os.Getenv("XDG_DATA_HOME"), "lazy", "worktrees") }
+// gateScratchRoot is where the gate's scratch worktrees of the
+// repository at dir live: beside its task worktrees, in a directory of
+// that repository's own (other tests' repositories run at the same time).
+func gateScratchRoot(t testing.TB, dir string) string {
+	t.Helper()
+	repo, err := gitstore.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := ops.DefaultWorktreeRoot(gitstore.Open(repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}

@@ -484,10 +484,10 @@ func TestMergeQueueUnderConcurrentAcceptsAndKills(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "tmp", "gate-*")); len(left) > 0 {
 		fatalf("gate owner files are left: %v", left)
 	}
-	if left := ourProcesses(); len(left) > 0 {
+	if left := ourProcessesUnder(filepath.Dir(r.dir)); len(left) > 0 {
 		fatalf("processes left: %s", strings.Join(left, "; "))
 	}
-	for _, dir := range []string{filepath.Join(r.dir, ".git"), gateScratchRoot()} {
+	for _, dir := range []string{filepath.Join(r.dir, ".git"), gateScratchRoot(t, r.dir)} {
 		if left := processesIn(dir); len(left) > 0 {
 			fatalf("processes still run in %s (gate commands of a killed accept?): %s", dir, strings.Join(left, "; "))
 		}

@@ -217,14 +217,20 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 			det.Permissions = env.Permissions(ctx, sn, in)
 		}
 	}
-	return &ShowOut{Detail: *det, TaskOverlaps: overlapsOf(ctx, env, d.Store, sn)}, nil
+	ov := overlapsOf(ctx, env, d.Store, sn)
+	return &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated}, nil
 }
 
 // ShowOut is lazy_show's result: the shape of lazy show --json, the
-// detail with the task's overlaps with other active tasks.
+// detail with the task's overlaps with other active tasks. The overlap
+// fields are spelled out (not ops.TaskOverlaps embedded): two embedded
+// Truncated fields would hide both from the schema the SDK infers, and
+// the SDK then refuses the result it validates.
 type ShowOut struct {
 	gitstore.Detail
-	ops.TaskOverlaps
+	Overlaps          map[string][]string `json:"overlaps,omitempty"`
+	LandedOverlap     []string            `json:"landed_overlap,omitempty"`
+	OverlapsTruncated bool                `json:"overlaps_truncated,omitempty"`
 }
 
 // overlapsOf is what a task started on this machine shares with the

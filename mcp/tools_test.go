@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitstore"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -183,5 +184,30 @@ func TestADetachedRunIsJoinedNotRepeated(t *testing.T) {
 	}
 	if len(d.flights) != 0 {
 		t.Fatal("a finished run stays registered")
+	}
+}
+
+// TestShowResultsPassTheirOwnSchema: a lazy_show result with every
+// field set (a cut text, overlaps, a gate record) passes the output
+// schema the SDK infers and validates; an embedded field two structs
+// share would vanish from that schema and fail this.
+func TestShowResultsPassTheirOwnSchema(t *testing.T) {
+	out := ShowOut{
+		Detail: gitstore.Detail{
+			Summary:           gitstore.Summary{ID: "0123456789abcdef", Slug: "a", Title: "A", Status: "blocked", Category: "blocked", CreatedAt: "2026-12-06T04:00:00Z", UpdatedAt: "2026-12-06T04:00:00Z"},
+			Truncated:         []string{"its goal was cut"},
+			PendingViolations: []string{}, TurnList: []gitstore.Turn{}, CommentList: []gitstore.Comment{}, Journal: []gitstore.Comment{}, History: []gitstore.Change{},
+			GateRecord: &gitstore.GateRecord{Runs: []gitstore.GateRun{{ID: "r1", Commands: []gitstore.GateCommand{{Cmd: "make", Exit: 2}}}}},
+		},
+		Overlaps: map[string][]string{"b": {"x.go"}}, LandedOverlap: []string{"y.go"}, OverlapsTruncated: true,
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, fakeBackend{result: string(b)}, false, nil)
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "lazy_show", Arguments: map[string]any{"task": "a"}})
+	if err != nil || res.IsError {
+		t.Fatalf("lazy_show: %v %+v", err, res)
 	}
 }

@@ -149,6 +149,9 @@ async function main() {
   check(accepted.task.status === 'complete' && /^[0-9a-f]{40}$/.test(accepted.commit), 'lazy_accept merges');
   check(progress.some((p) => /^accept (step|plan|:)/.test(p.message || '')), `accept narration arrives as progress: ${JSON.stringify(progress.map((p) => p.message).slice(-3))}`);
 
+  const queues = await call('lazy_queue', {});
+  check(Array.isArray(queues.queues) && queues.queues.some((q) => q.left.some((l) => l.slug === main.slug && l.outcome === 'landed')), 'lazy_queue says the accept landed');
+
   for (const t of tools) check(called.has(t.name), `${t.name} was called`);
   check(stderr.trim() === '', `nothing leaked to stderr: ${JSON.stringify(stderr.slice(0, 300))}`);
   await client.close();
