@@ -814,3 +814,29 @@ func TestPoolClonesOnOneMachineLeaveEachOthersAgentsAlone(t *testing.T) {
 		t.Fatalf("runs %+v: a's agent was run again", got)
 	}
 }
+
+// A --once runner that cannot run what is left (here: lazy.exec.command
+// unset on its machine) lets it go and stops, rather than claiming and
+// letting it go again every lease until its CI job times out; a runner
+// that can run it takes it then.
+func TestPoolOnceRunnerStopsWhenItCannotRunWhatIsLeft(t *testing.T) {
+	n := newPoolNet(t)
+	broken := n.clone("broken")
+	broken.git("config", "lazy.runner.agents", "exec")
+	tk := n.queue(1, "left", "--agent", "exec")[0]
+	p := startRunner(broken, "broken", "--once", "--lease", "3s", "--poll", "1s")
+	p.wait(60 * time.Second)
+	if out := p.out.String(); !strings.Contains(out, "could not run "+tk.Slug) {
+		t.Fatalf("the runner did not say why it let %s go:\n%s", tk.Slug, out)
+	}
+	if c, ok := n.claim(tk.ID); !ok || !c.Released || c.Generation != 1 {
+		t.Fatalf("claim after the broken runner: %+v (present %v), want generation 1, released", c, ok)
+	}
+	if rec := n.record(tk.ID); rec.Status != "backlog" || len(n.runs()) != 0 {
+		t.Fatalf("%s is %s after runs %+v", tk.Slug, rec.Status, n.runs())
+	}
+	startRunner(n.machine("good"), "good", "--once", "--lease", "3s", "--poll", "1s").wait(60 * time.Second)
+	if rs := n.runs()[tk.ID]; len(rs) != 1 || rs[0].Machine != "good" || n.record(tk.ID).Status != "blocked" {
+		t.Fatalf("runs %+v: the runner that can run %s did not", rs, tk.Slug)
+	}
+}
