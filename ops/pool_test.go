@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
@@ -181,5 +182,28 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 	}
 	if got := e.StartDeferred(ctx, start); len(got) != 0 {
 		t.Fatalf("started twice: %v", got)
+	}
+}
+
+// TestARunnerIsIdleWithOnlyTasksItCouldNotRun: a task this runner let go
+// because it could not run it here is left to others, so a --once runner
+// stops instead of claiming it again every lease.
+func TestARunnerIsIdleWithOnlyTasksItCouldNotRun(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	r := &runner{e: e, o: RunnerOptions{Agents: []string{"exec"}, Now: time.Now}, backoff: map[string]time.Time{}}
+	sn, err := e.Create(ctx, CreateInput{Title: "cannot run here"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.idle() {
+		t.Fatal("a runner with a task it may claim is idle")
+	}
+	r.backoff[sn.Task.ID] = time.Now().Add(-time.Second) // it failed here once, and the backoff ran out
+	if !r.idle() {
+		t.Fatal("a task this runner could not run keeps it from being idle")
 	}
 }

@@ -294,9 +294,20 @@ func (r *runner) working() int {
 	return n
 }
 
-// idle reports whether nothing runs here and nothing was left to claim.
+// idle reports whether nothing runs here and nothing is left that this
+// runner could claim. A task it could not run (it let it go, see
+// backoff) is left to other runners: it does not keep a --once runner
+// going, which would claim it and let it go again every lease, forever.
 func (r *runner) idle() bool {
-	return r.working() == 0 && len(r.eligible()) == 0
+	if r.working() > 0 {
+		return false
+	}
+	for _, c := range r.eligible() {
+		if _, failed := r.backoff[c.sn.Task.ID]; !failed {
+			return false
+		}
+	}
+	return true
 }
 
 // stop tells the pool this runner ended; its claims run out on their

@@ -28,7 +28,7 @@ func (e *Env) SupervisorRunning(id string) (int, bool) {
 // StrayAgents returns the pids of processes carrying task id's turn
 // marker. With no supervisor running they are leftovers of a dead one.
 func (e *Env) StrayAgents(id string) []int {
-	return proc.WithEnv(proto.TurnEnv + "=" + id)
+	return proc.WithEnvIn(proto.TurnMarker(id), proto.TurnScope(e.Store.Repo().LazyDir()))
 }
 
 // StopTurnProcesses ends everything that runs a turn of task id: its
@@ -70,5 +70,5 @@ func (e *Env) StopTurnProcesses(ctx context.Context, id string) ([]int, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return proc.KillMarked(proto.TurnEnv + "=" + id), nil
+	return proc.KillMarkedIn(proto.TurnMarker(id), proto.TurnScope(e.Store.Repo().LazyDir())), nil
 }

@@ -77,6 +77,11 @@ const (
 	// carries (value: the task id), inherited by whatever it starts: what
 	// lets lazy find and end an agent its dead supervisor left behind.
 	TurnEnv = "LAZY_TURN_TASK"
+	// TurnRepoEnv is the turn marker's scope: every agent process of a
+	// turn carries it too (value: the repository's lazy directory, see
+	// TurnScope). Two clones of one repository on one machine share task
+	// ids, and neither may end the other's agents as its own leftovers.
+	TurnRepoEnv = "LAZY_TURN_REPO"
 	// PairingFile names the process a human pairs through.
 	PairingFile = "pairing.json"
 	// WaitingFile lists the subtasks the task's agent waits on, and
@@ -456,13 +461,27 @@ func SupervisorLock(lazyDir, taskID string) string {
 	return filepath.Join(lazyDir, "locks", "supervisor-"+taskID+".lock")
 }
 
+// TurnMarker is the environment entry every agent process of a turn of
+// task id carries.
+func TurnMarker(id string) string { return TurnEnv + "=" + id }
+
+// TurnScope is the environment entry that scopes the turn marker to the
+// repository whose lazy directory is lazyDir (see TurnRepoEnv). The path
+// is resolved, so a repository reached through a symlink is the same.
+func TurnScope(lazyDir string) string {
+	if real, err := filepath.EvalSymlinks(lazyDir); err == nil {
+		lazyDir = real
+	}
+	return TurnRepoEnv + "=" + filepath.Clean(lazyDir)
+}
+
 // WithoutTurnEnv returns env without the turn marker: a lazy process an
 // agent starts (a daemon, another task's supervisor) is not part of that
 // agent's turn and must not be ended with it.
 func WithoutTurnEnv(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, TurnEnv+"=") {
+		if !strings.HasPrefix(kv, TurnEnv+"=") && !strings.HasPrefix(kv, TurnRepoEnv+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -284,7 +284,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 // task, and supervisors of tasks that are parked. A repair ends them,
 // under the task lock and after judging again.
 func (r *Reconciler) checkStrays(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
-	marked := proc.ByEnv(proto.TurnEnv)
+	marked := proc.ByEnvIn(proto.TurnEnv, proto.TurnScope(r.Env.Store.Repo().LazyDir()))
 	var findings []Finding
 	for i := range entries {
 		e := &entries[i]

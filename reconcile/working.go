@@ -305,7 +305,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	st := supervisorStatus(pd, sn.Session)
 	// No supervisor holds the task, so whatever carries its turn marker
 	// was left by a dead one: end it before a resume starts another.
-	stray := proc.KillMarked(proto.TurnEnv + "=" + id)
+	stray := proc.KillMarkedIn(proto.TurnMarker(id), proto.TurnScope(r.Env.Store.Repo().LazyDir()))
 	// A git the dead turn was running (the agent's commit, the
 	// supervisor's upstream merge) leaves index.lock behind, and every
 	// later turn, revert and resume would fail on it.

@@ -56,7 +56,7 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	defer func() { _ = lock.Release() }()
 	// An agent of an earlier turn whose supervisor died must not share
 	// the worktree with this one.
-	proc.KillMarked(proto.TurnEnv + "=" + cmd.TaskID)
+	proc.KillMarkedIn(proto.TurnMarker(cmd.TaskID), proto.TurnScope(lazyDir))
 	started := time.Now().UTC()
 	revoke := giveMCP(dir, &cmd)
 	defer revoke()
@@ -378,7 +378,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	}
 	defer func() { _ = logf.Close() }()
 
-	c := agentCommand(ctx, cmd, argv, grants, timing)
+	c := agentCommand(ctx, cmd, argv, grants, timing, proto.TurnScope(filepath.Dir(filepath.Dir(string(dir)))))
 	// The pty makes the agent believe it has a terminal (some CLIs buffer
 	// or refuse otherwise); pty.Start also puts it in its own session, so
 	// the whole process group can be signalled.
@@ -421,7 +421,7 @@ func openTurnLog(dir proto.Dir, cmd *proto.Command) (*os.File, error) {
 // agentCommand is the agent's process, not yet started: in the worktree,
 // with the turn's environment (what the agent is asked, where, and what
 // it may do), stopped as a whole process group.
-func agentCommand(ctx context.Context, cmd *proto.Command, argv []string, grants agent.Grants, timing proto.Timing) *exec.Cmd {
+func agentCommand(ctx context.Context, cmd *proto.Command, argv []string, grants agent.Grants, timing proto.Timing, scope string) *exec.Cmd {
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// When the supervisor is told to stop, the whole agent process group
 	// gets SIGTERM, and the agent SIGKILL after the grace period.
@@ -429,7 +429,7 @@ func agentCommand(ctx context.Context, cmd *proto.Command, argv []string, grants
 	c.WaitDelay = timing.KillGrace
 	c.Dir = cmd.Worktree
 	c.Env = append(proto.WithoutTurnEnv(os.Environ()), "LAZY_PROMPT="+cmd.Prompt, "LAZY_TASK_ID="+cmd.TaskID, "LAZY_WORKTREE="+cmd.Worktree, "LAZY_TURN_KIND="+cmd.Kind, "TERM=dumb",
-		proto.TurnEnv+"="+cmd.TaskID)
+		proto.TurnMarker(cmd.TaskID), scope)
 	if cmd.Kind == "ask" {
 		// The exec agent has no enforced sandbox; it is told, and must honour it.
 		c.Env = append(c.Env, "LAZY_READ_ONLY=1")

@@ -59,20 +59,32 @@ func Runs(pid int, args ...string) bool {
 // holds the exact entry kv ("NAME=value"). It is how lazy finds an agent
 // its dead supervisor left behind: the marker is inherited by everything
 // the agent starts, and a recycled pid does not carry it.
-func WithEnv(kv string) []int {
+func WithEnv(kv string) []int { return WithEnvIn(kv, "") }
+
+// WithEnvIn is WithEnv within scope, an entry "NAME=value" ("" for
+// none): of the processes holding kv, those that hold scope too, or no
+// entry named NAME at all (marked before the marker had a scope). Two
+// clones of one repository on one machine share its task ids; the scope
+// (the repository) keeps each from taking the other's agents for its own.
+func WithEnvIn(kv, scope string) []int {
 	name, value, _ := strings.Cut(kv, "=")
-	return ByEnv(name)[value]
+	return ByEnvIn(name, scope)[value]
 }
 
 // ByEnv scans the live processes of this user once and groups those whose
 // environment sets name by its value.
-func ByEnv(name string) map[string][]int {
+func ByEnv(name string) map[string][]int { return ByEnvIn(name, "") }
+
+// ByEnvIn is ByEnv within scope (see WithEnvIn).
+func ByEnvIn(name, scope string) map[string][]int {
 	out := map[string][]int{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return out
 	}
 	prefix := []byte(name + "=")
+	scopeName, _, _ := strings.Cut(scope, "=")
+	scopePrefix := []byte(scopeName + "=")
 	self := os.Getpid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -83,13 +95,18 @@ func ByEnv(name string) map[string][]int {
 		if err != nil {
 			continue // gone, or not ours to read
 		}
+		var value []byte
+		marked, inScope := false, true
 		for _, entry := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(entry, prefix); ok {
-				if Alive(pid) {
-					out[string(v)] = append(out[string(v)], pid)
-				}
-				break
+			if v, ok := bytes.CutPrefix(entry, prefix); ok && !marked {
+				value, marked = v, true
 			}
+			if scope != "" && bytes.HasPrefix(entry, scopePrefix) {
+				inScope = string(entry) == scope
+			}
+		}
+		if marked && inScope && Alive(pid) {
+			out[string(value)] = append(out[string(value)], pid)
 		}
 	}
 	return out
@@ -100,8 +117,11 @@ func ByEnv(name string) map[string][]int {
 // pids. The caller must know that whatever carries the marker is a
 // leftover: lazy calls it only while no supervisor of the task runs, or
 // as the new supervisor before it starts its agent.
-func KillMarked(kv string) []int {
-	pids := WithEnv(kv)
+func KillMarked(kv string) []int { return KillMarkedIn(kv, "") }
+
+// KillMarkedIn is KillMarked within scope (see WithEnvIn).
+func KillMarkedIn(kv, scope string) []int {
+	pids := WithEnvIn(kv, scope)
 	for _, pid := range pids {
 		if g, err := syscall.Getpgid(pid); err == nil && g == pid {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)

@@ -3,6 +3,9 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,5 +58,43 @@ func TestHeldOpenSeesAnOpenFileOnly(t *testing.T) {
 	_ = f.Close()
 	if HeldOpen(path) {
 		t.Fatal("a closed file reads as held open")
+	}
+}
+
+func TestWithEnvInKeepsToItsScope(t *testing.T) {
+	mark := "LAZY_PROC_TEST_MARK=" + t.Name() + strconv.Itoa(os.Getpid())
+	start := func(env ...string) int {
+		t.Helper()
+		c := exec.Command("sleep", "30")
+		c.Env = append(os.Environ(), env...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c.Process.Pid
+	}
+	inA := start(mark, "LAZY_PROC_TEST_SCOPE=a")
+	unscoped := start(mark) // marked before markers had a scope
+	inB := start(mark, "LAZY_PROC_TEST_SCOPE=b")
+	start("LAZY_PROC_TEST_SCOPE=a") // in scope, unmarked
+
+	sorted := func(p []int) []int { slices.Sort(p); return p }
+	want := func(p ...int) []int { return sorted(p) }
+	// A child shows this test's environment until its exec shows: poll.
+	for deadline := time.Now().Add(10 * time.Second); len(WithEnv(mark)) < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := sorted(WithEnv(mark)); !slices.Equal(got, want(inA, unscoped, inB)) {
+		t.Fatalf("WithEnv: %v", got)
+	}
+	if got := sorted(WithEnvIn(mark, "LAZY_PROC_TEST_SCOPE=a")); !slices.Equal(got, want(inA, unscoped)) {
+		t.Fatalf("WithEnvIn scope a: %v, want %v", got, want(inA, unscoped))
+	}
+	name, value, _ := strings.Cut(mark, "=")
+	if got := sorted(ByEnvIn(name, "LAZY_PROC_TEST_SCOPE=b")[value]); !slices.Equal(got, want(unscoped, inB)) {
+		t.Fatalf("ByEnvIn scope b: %v, want %v", got, want(unscoped, inB))
+	}
+	if got := KillMarkedIn(mark, "LAZY_PROC_TEST_SCOPE=b"); !slices.Equal(sorted(got), want(unscoped, inB)) || !Alive(inA) || Alive(inB) {
+		t.Fatalf("KillMarkedIn scope b killed %v (scope a's alive: %v)", got, Alive(inA))
 	}
 }
