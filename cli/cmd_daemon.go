@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
