@@ -61,6 +61,9 @@ type runner struct {
 	backoff map[string]time.Time
 	// pushed is the record of each task this runner last pushed.
 	pushed map[string]string
+	// adopted says the claims this runner held before a restart were
+	// taken back.
+	adopted bool
 }
 
 // RunPool runs this machine as a runner of the pool on o.Remote until
@@ -129,6 +132,10 @@ func (r *runner) round(ctx context.Context) error {
 	if err := r.fetch(ctx); err != nil {
 		return err
 	}
+	if !r.adopted {
+		r.adopt()
+		r.adopted = true
+	}
 	r.checkHeld(ctx)
 	for id := range r.held {
 		r.o.Reconcile(ctx, id)
@@ -175,11 +182,27 @@ func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
 	delete(r.held, id)
 	_, _ = r.e.StopTurnProcesses(ctx, id)
 	_ = r.e.Sessions().Forget(id)
-	who := "nobody"
-	if now.Runner != "" {
-		who = fmt.Sprintf("runner %s (generation %d)", now.Runner, now.Generation)
+	name := id
+	if sn, err := r.e.Store.Load(id); err == nil {
+		name = sn.Task.Slug
 	}
-	r.say("lost %s to %s: its turn here is ended and nothing of it is pushed; its work stays in its worktree and branch here", id, who)
+	who := "another runner took its claim over"
+	if now.Runner != "" {
+		who = fmt.Sprintf("runner %s holds it (generation %d)", now.Runner, now.Generation)
+	}
+	r.say("lost %s: %s; its turn here is ended and nothing of it is pushed; its work stays in its worktree and branch here", name, who)
+}
+
+// adopt takes back the live claims this runner's id holds on the remote
+// (a runner restarted on the same clone): their sessions run here.
+func (r *runner) adopt() {
+	now := r.o.Now()
+	for id, h := range r.claims {
+		if _, held := r.held[id]; !held && h.Runner == r.id && h.Live(now) {
+			r.held[id] = h
+			r.say("holding %s again (generation %d), as before this runner restarted", id, h.Generation)
+		}
+	}
 }
 
 // tend moves one held task on: its results go to the remote, feedback
@@ -279,7 +302,8 @@ func (r *runner) record(stopped bool) pool.Runner {
 		holding = append(holding, id)
 	}
 	sort.Strings(holding)
-	return pool.Runner{ID: r.id, Labels: r.o.Labels, MaxTasks: r.o.MaxTasks, Agents: r.o.Agents, Started: r.started, Holding: holding, Stopped: stopped}
+	labels := append([]string{}, r.o.Labels...) // [] in JSON, never null
+	return pool.Runner{ID: r.id, Labels: labels, MaxTasks: r.o.MaxTasks, Agents: r.o.Agents, Started: r.started, Holding: holding, Stopped: stopped}
 }
 
 // working counts the held tasks whose turn runs: a task parked for a
@@ -310,11 +334,20 @@ func (r *runner) idle() bool {
 	return true
 }
 
-// stop tells the pool this runner ended; its claims run out on their
-// own unless it let them go.
+// stop ends this runner: a turn still running here is stopped (the
+// task parks blocked with its work kept, as lazy stop leaves it, so no
+// other runner runs it a second time beside an orphan), every task it
+// holds gets its results pushed and is let go, and the pool is told.
 func (r *runner) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for id := range r.held {
+		if sn, err := r.e.Store.Load(id); err == nil && sn.Task.Status == machine.Working {
+			if _, err := r.e.Stop(ctx, id, "the runner that ran it stopped"); err != nil {
+				r.say("stop the turn of %s: %v (its claim runs out; the turn goes on here)", sn.Task.Slug, err)
+			}
+		}
+	}
 	for id := range r.held {
 		if sn, err := r.e.Store.Load(id); err == nil && !sn.Task.Status.IsActive() {
 			_ = r.pushResults(ctx, sn)
