@@ -184,6 +184,9 @@ func agentWithToken(t *testing.T, r *runner, title string, extra ...string) (tas
 	rr := r.with(script(t, "getenv LAZY_MCP_TOKEN "+tokenFile, "print holding the token", "hang"))
 	tk := rr.create(append([]string{title}, extra...)...)
 	rr.ok("start", tk.Slug, "--command", fakeAgentBin)
+	// The agent hangs holding its token: the test's end stops it, or it
+	// would outlive the test (whatever state the test left the task in).
+	t.Cleanup(func() { rr.run(nil, "stop", tk.Slug) })
 	waitFile(t, tokenFile)
 	b, err := os.ReadFile(tokenFile)
 	if err != nil || !strings.HasPrefix(string(b), "lazy_") {

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -254,6 +255,10 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 	if err != nil {
 		return nil, err
 	}
+	// A supervisor launched a moment ago may not hold its lock yet, and
+	// then StopTurnProcesses finds nothing to stop: without its command it
+	// exits as soon as it looks again, before any agent runs.
+	proto.ForTask(e.Store.Repo().LazyDir(), id).Remove(proto.CommandFile)
 	if _, err := e.StopTurnProcesses(ctx, id); err != nil {
 		return sn, fmt.Errorf("the task is parked, but its turn did not stop: %w", err)
 	}

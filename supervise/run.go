@@ -54,6 +54,13 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		return fmt.Errorf("supervise %s: another supervisor runs this task; this one exits without running a turn: %w", cmd.TaskID, err)
 	}
 	defer func() { _ = lock.Release() }()
+	// A stop that came between this process's launch and its lock took
+	// the command away (lazy stop right after lazy start): the turn ends
+	// before it begins.
+	var again proto.Command
+	if err := dir.Read(proto.CommandFile, &again); err != nil || again.Turn != cmd.Turn {
+		return nil
+	}
 	// An agent of an earlier turn whose supervisor died must not share
 	// the worktree with this one.
 	proc.KillMarkedIn(proto.TurnMarker(cmd.TaskID), proto.TurnScope(lazyDir))
