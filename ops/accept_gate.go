@@ -24,32 +24,52 @@ func (a *localAccept) gate(ctx context.Context) error {
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
 	e.SweepGateLeftovers(ctx)
 	a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA))
-	c, err := e.buildCandidate(ctx, a.pre.intoSHA, a.pre.branch, slug, into)
-	if err != nil {
-		return err
-	}
-	if id, ok := e.passedBefore(c.tree, a.gp.cmds); ok {
+	c, reused, run, err := e.gateTree(ctx, "accept", a.sn, a.gp, a.pre.intoSHA, a.pre.branch, into, a.opts, func(c *candidate) {
 		a.say(func(n Narrator) {
-			n.Note("the gate passed on this exact tree already (run " + id + "); not running it again")
+			n.Note(fmt.Sprintf("gate: %d command(s) from %s on %s, timeout %s", len(a.gp.cmds), a.gp.source, short(c.tree), a.gp.Timeout))
 		})
-		a.cand, a.runID = c, id
-		return nil
-	}
-	a.say(func(n Narrator) {
-		n.Note(fmt.Sprintf("gate: %d command(s) from %s on %s, timeout %s", len(a.gp.cmds), a.gp.source, short(c.tree), a.gp.Timeout))
 	})
-	run, err := e.gateRun(ctx, a.sn, a.gp, c, into, a.opts, false)
-	if err != nil {
-		return fmt.Errorf("accept %s: record the gate run: %w", slug, err)
-	}
-	if !run.Passed {
-		return &GateError{Task: slug, Run: run}
+	switch {
+	case err != nil:
+		return err
+	case reused != "":
+		a.say(func(n Narrator) {
+			n.Note("the gate passed on this exact tree already (run " + reused + "); not running it again")
+		})
+		a.cand, a.runID = c, reused
+		return nil
+	case !run.Passed:
+		return &GateError{Task: slug, Run: *run}
 	}
 	a.say(func(n Narrator) {
 		n.Note(fmt.Sprintf("the gate passed (run %s, %.1fs)", run.ID, float64(run.DurationMS)/1000))
 	})
 	a.cand, a.runID = c, run.ID
 	return nil
+}
+
+// gateTree gates the task's branch merged onto base, for a landing in
+// into: the candidate tree, and either the id of a run that passed on
+// that very tree on this machine before (reused, nothing runs) or the
+// run made now, recorded on the task. starting hears the candidate
+// before a run begins.
+func (e *Env) gateTree(ctx context.Context, verb string, sn *gitstore.Snapshot, gp *gatePlan, base, branch, into string, opts AcceptOptions, starting func(*candidate)) (*candidate, string, *gitstore.GateRun, error) {
+	slug := sn.Task.Slug
+	c, err := e.buildCandidate(ctx, base, branch, slug, into)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if id, ok := e.passedBefore(c.tree, gp.cmds); ok {
+		return c, id, nil, nil
+	}
+	if starting != nil {
+		starting(c)
+	}
+	run, err := e.gateRun(ctx, sn, gp, c, into, opts, false)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("%s %s: record the gate run: %w", verb, slug, err)
+	}
+	return c, "", &run, nil
 }
 
 // recheckDest looks at the destination again after a gate ran: the user
@@ -219,20 +239,14 @@ func (a *remoteAccept) gate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}
-	c, err := e.buildCandidate(ctx, tip, a.sn.Session.Branch, a.slug, base)
-	if err != nil {
+	_, reused, run, err := e.gateTree(ctx, "accept", a.sn, a.gp, tip, a.sn.Session.Branch, base, a.opts, nil)
+	switch {
+	case err != nil:
 		return err
-	}
-	if id, ok := e.passedBefore(c.tree, a.gp.cmds); ok {
-		a.say(func(n Narrator) { n.Note("the gate passed on this exact tree already (run " + id + ")") })
-		return nil
-	}
-	run, err := e.gateRun(ctx, a.sn, a.gp, c, base, a.opts, false)
-	if err != nil {
-		return fmt.Errorf("accept %s: record the gate run: %w", a.slug, err)
-	}
-	if !run.Passed {
-		return &GateError{Task: a.slug, Run: run}
+	case reused != "":
+		a.say(func(n Narrator) { n.Note("the gate passed on this exact tree already (run " + reused + ")") })
+	case !run.Passed:
+		return &GateError{Task: a.slug, Run: *run}
 	}
 	return nil
 }
@@ -281,16 +295,9 @@ func (e *Env) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateC
 	if !gp.enabled() {
 		return &GateCheck{Into: into, NoGate: true}, nil
 	}
-	c, err := e.buildCandidate(ctx, tip, local.Branch, slug, into)
+	_, reused, run, err := e.gateTree(ctx, "gate", sn, gp, tip, local.Branch, into, opts, nil)
 	if err != nil {
 		return nil, err
 	}
-	if id, ok := e.passedBefore(c.tree, gp.cmds); ok {
-		return &GateCheck{Into: into, Reused: id}, nil
-	}
-	run, err := e.gateRun(ctx, sn, gp, c, into, opts, false)
-	if err != nil {
-		return nil, fmt.Errorf("gate %s: record the run: %w", slug, err)
-	}
-	return &GateCheck{Into: into, Run: &run}, nil
+	return &GateCheck{Into: into, Reused: reused, Run: run}, nil
 }
