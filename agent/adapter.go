@@ -17,6 +17,9 @@ type Turn struct {
 	Exec     []string // the exec agent's command
 	// MCP is lazy's MCP server for the agent (lazy mcp-proxy), if any.
 	MCP *MCPServer
+	// MaxBudgetUSD, when not 0, is what the turn may still spend
+	// (Claude's --max-budget-usd); other CLIs have no such flag.
+	MaxBudgetUSD float64
 }
 
 // MCPServer is a stdio MCP server command; EnvVars name the variables
@@ -68,6 +71,9 @@ type Usage struct {
 	InputTokens       int64 // not served from a cache
 	CachedInputTokens int64
 	OutputTokens      int64
+	// Model is the model that did the run, as the CLI named it ("" if
+	// it did not).
+	Model string
 }
 
 // Activity is what the stream says the agent is doing. Work counts events

@@ -20,6 +20,11 @@ func ClaudeArgv(t Turn) []string {
 	if t.ResumeID != "" {
 		argv = append(argv, "--resume="+t.ResumeID)
 	}
+	if t.MaxBudgetUSD > 0 {
+		// What is left of the tightest budget: the CLI stops itself
+		// there, between two model calls, instead of being killed.
+		argv = append(argv, "--max-budget-usd="+strconv.FormatFloat(t.MaxBudgetUSD, 'f', 4, 64))
+	}
 	perm := TurnPermissions("claude", t.ReadOnly, t.Grants)
 	argv = append(argv, perm.Flags...)
 	allowed := perm.AllowedTools
@@ -81,19 +86,47 @@ type claudeEvent struct {
 	Error          string `json:"error"`
 	// api_retry notices: the CLI's own attempt count and the HTTP status
 	// it got (null when it could not connect).
-	Attempt         int  `json:"attempt"`
-	ErrorStatus     *int `json:"error_status"`
-	IsAPIErrorMsg   bool `json:"is_api_error_message"`
-	RateLimitInfoRL *struct {
-		Status   string `json:"status"`
-		ResetsAt int64  `json:"resets_at"`
-	} `json:"rate_limit_info"`
+	Attempt         int            `json:"attempt"`
+	ErrorStatus     *int           `json:"error_status"`
+	IsAPIErrorMsg   bool           `json:"is_api_error_message"`
+	RateLimitInfoRL *rateLimitInfo `json:"rate_limit_info"`
+	// APIErrorParams carries a usage limit's details on the synthetic
+	// error message (api_error "usage_limit_reached").
+	APIErrorParams *struct {
+		RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
+	} `json:"api_error_params"`
+	// Model is the session's model (system/init); ModelUsage is the
+	// result's per-model totals, which carry the tokens when the
+	// result's own usage reads zero (as 2.1.x reports it).
+	Model      string `json:"model"`
+	ModelUsage map[string]struct {
+		Input         int64   `json:"inputTokens"`
+		Output        int64   `json:"outputTokens"`
+		CacheRead     int64   `json:"cacheReadInputTokens"`
+		CacheCreation int64   `json:"cacheCreationInputTokens"`
+		CostUSD       float64 `json:"costUSD"`
+	} `json:"modelUsage"`
 	Message *struct {
 		Content []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
 	} `json:"message"`
+}
+
+// rateLimitInfo is Claude's rate_limit_info: resetsAt is unix seconds
+// (Claude Code 2.1 writes camelCase; resets_at is read too).
+type rateLimitInfo struct {
+	Status    string `json:"status"`
+	ResetsAt  int64  `json:"resetsAt"`
+	ResetsAt_ int64  `json:"resets_at"` //nolint:revive // the snake_case spelling of older CLIs
+}
+
+func (r *rateLimitInfo) reset() int64 {
+	if r.ResetsAt != 0 {
+		return r.ResetsAt
+	}
+	return r.ResetsAt_
 }
 
 // Write implements io.Writer.
@@ -128,6 +161,9 @@ func (c *ClaudeStream) line(l string) {
 	}
 	switch ev.Type {
 	case "system":
+		if ev.Subtype == "init" && ev.Model != "" {
+			c.usage.Model = ev.Model
+		}
 		if ev.Subtype == "api_retry" {
 			// A retry notice: the CLI is waiting on its API, not working.
 			f := claudeRetryFailure(ev.ErrorStatus, ev.Error)
@@ -139,6 +175,9 @@ func (c *ClaudeStream) line(l string) {
 		}
 		if ev.APIError != "" {
 			c.Signals.APIError = ev.APIError
+		}
+		if p := ev.APIErrorParams; p != nil && p.RateLimitInfo != nil {
+			c.rateLimit(p.RateLimitInfo)
 		}
 		if ev.IsAPIErrorMsg || ev.Error != "" {
 			// The CLI's synthetic error message is not the model talking.
@@ -163,16 +202,13 @@ func (c *ClaudeStream) line(l string) {
 		c.work() // a tool result: the agent acted
 	case "rate_limit_event":
 		if ev.RateLimitInfoRL != nil {
-			c.Signals.RateLimitStatus = ev.RateLimitInfoRL.Status
-			c.Signals.RateLimitReset = ev.RateLimitInfoRL.ResetsAt
+			c.rateLimit(ev.RateLimitInfoRL)
 		}
 	case "result":
 		c.HaveResult = true
 		c.Result, c.IsError, c.Subtype, c.CostUSD = ev.Result, ev.IsError, ev.Subtype, ev.TotalCostUSD
-		c.usage = Usage{CostUSD: ev.TotalCostUSD}
-		if u := ev.Usage; u != nil {
-			c.usage.InputTokens, c.usage.CachedInputTokens, c.usage.OutputTokens = u.Input+u.CacheCreation, u.CacheRead, u.Output
-		}
+		c.Signals.Subtype = ev.Subtype
+		c.usage = claudeUsage(ev, c.usage.Model)
 		if ev.APIErrorStatus != 0 {
 			c.Signals.APIErrorStatus = ev.APIErrorStatus
 		}
@@ -180,6 +216,40 @@ func (c *ClaudeStream) line(l string) {
 			c.Signals.APIError = ev.APIError
 		}
 	}
+}
+
+// rateLimit keeps a rate-limit event's status and reset; an allowed
+// event after a rejected one does not erase when the rejection lifts.
+func (c *ClaudeStream) rateLimit(r *rateLimitInfo) {
+	if r.Status != "" {
+		c.Signals.RateLimitStatus = r.Status
+	}
+	if ts := r.reset(); ts > 0 {
+		c.Signals.RateLimitReset = ts
+	}
+}
+
+// claudeUsage is a result event's cost and tokens. Claude Code 2.1
+// reports zero tokens in result.usage and the real ones per model in
+// modelUsage; the model is the one that cost the most.
+func claudeUsage(ev claudeEvent, model string) Usage {
+	u := Usage{CostUSD: ev.TotalCostUSD, Model: model}
+	if r := ev.Usage; r != nil {
+		u.InputTokens, u.CachedInputTokens, u.OutputTokens = r.Input+r.CacheCreation, r.CacheRead, r.Output
+	}
+	sum := u.InputTokens+u.CachedInputTokens+u.OutputTokens == 0
+	best := -1.0
+	for name, m := range ev.ModelUsage {
+		if sum {
+			u.InputTokens += m.Input + m.CacheCreation
+			u.CachedInputTokens += m.CacheRead
+			u.OutputTokens += m.Output
+		}
+		if m.CostUSD > best || (m.CostUSD == best && name < u.Model) {
+			best, u.Model = m.CostUSD, name
+		}
+	}
+	return u
 }
 
 // work records an event that shows the agent doing something, which ends

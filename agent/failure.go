@@ -27,6 +27,10 @@ const (
 	// FatalAuth: credentials are missing, expired, revoked, or the
 	// account has no quota left. Never clears without a human.
 	FatalAuth Class = "fatal_auth"
+	// Budget: the run stopped because it reached the budget lazy gave
+	// it (Claude's --max-budget-usd). Not a failure of the agent: the
+	// task parks for a human to raise the budget, and nothing retries.
+	Budget Class = "budget"
 	// Unknown: not recognised. Diagnosis only; the crash-loop detector
 	// bounds its retries.
 	Unknown Class = "unknown"
@@ -52,7 +56,8 @@ type Signals struct {
 	APIErrorStatus  int    // claude result.api_error_status
 	AssistantError  string // claude assistant.error
 	RateLimitStatus string // claude rate_limit_event status
-	RateLimitReset  int64  // claude rate_limit_event resets_at (unix seconds)
+	RateLimitReset  int64  // claude rate_limit_event resetsAt (unix seconds)
+	Subtype         string // claude result subtype (error_max_budget_usd, ...)
 	APIError        string // claude api_error (connection_failed, ...)
 	Text            string // result text, error events and stderr, joined
 	ExitCode        int
@@ -142,6 +147,9 @@ var (
 // ClassifyClaude classifies a Claude Code failure: structured fields
 // first, then Claude's own dialect, then the shared signals.
 func ClassifyClaude(s Signals) Failure {
+	if s.Subtype == "error_max_budget_usd" {
+		return Failure{Class: Budget, Reason: reasonOr(s.Text, "reached the budget lazy gave it (--max-budget-usd)")}
+	}
 	switch s.APIErrorStatus {
 	case 500, 502, 503:
 		return Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "API error "+strconv.Itoa(s.APIErrorStatus)+" (server error)")}
@@ -192,8 +200,11 @@ func ClassifyClaude(s Signals) Failure {
 }
 
 var (
-	codexLimit = lazyRegexp(`(?i)you've hit your usage limit|usage limit`)
-	codexAuth  = lazyRegexp(`(?i)unexpected status 401|unauthorized|not logged in|please log in|invalid api key`)
+	codexLimit = lazyRegexp(`(?i)you(?:'|’)ve hit your usage limit|usage limit`)
+	// "... or try again at 6:10 AM." (today) or "... try again at Dec
+	// 7th, 2026 6:10 AM." (a later day), in the machine's local time.
+	codexTryAgain = lazyRegexp(`(?i)try again at (?:([a-z]{3}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}):(\d{2}) ([ap]m)`)
+	codexAuth     = lazyRegexp(`(?i)unexpected status 401|unauthorized|not logged in|please log in|invalid api key`)
 )
 
 // ClassifyCodex classifies a Codex CLI failure from its error events and
@@ -201,7 +212,7 @@ var (
 func ClassifyCodex(s Signals) Failure {
 	text := s.Text
 	if m := codexLimit.FindString(text); m != "" {
-		return Failure{Class: TransientOverload, Reason: snippet(text, m)}
+		return Failure{Class: TransientOverload, Reason: snippet(text, m), ResetAt: CodexResetAt(text, time.Now())}
 	}
 	if m := codexAuth.FindString(text); m != "" {
 		return Failure{Class: FatalAuth, Reason: snippet(text, m)}
@@ -210,6 +221,40 @@ func ClassifyCodex(s Signals) Failure {
 		return f
 	}
 	return Failure{Class: Unknown, Reason: bounded(firstLine(text))}
+}
+
+// CodexResetAt reads when a Codex usage limit resets from its message,
+// as of now (zero if it names no time). Codex prints minutes in local
+// time, so the true reset lies within the minute after: the minute is
+// added, and a time of day already past by more than that is tomorrow's.
+func CodexResetAt(text string, now time.Time) time.Time {
+	m := codexTryAgain.FindStringSubmatch(text)
+	if m == nil {
+		return time.Time{}
+	}
+	hour, _ := strconv.Atoi(m[4])
+	minute, _ := strconv.Atoi(m[5])
+	if hour < 1 || hour > 12 || minute > 59 {
+		return time.Time{}
+	}
+	hour %= 12
+	if strings.EqualFold(m[6], "pm") {
+		hour += 12
+	}
+	loc := now.Location()
+	y, mo, d := now.Date()
+	if m[1] != "" {
+		when, err := time.ParseInLocation("Jan 2 2006", m[1][:1]+strings.ToLower(m[1][1:])+" "+m[2]+" "+m[3], loc)
+		if err != nil {
+			return time.Time{}
+		}
+		y, mo, d = when.Date()
+	}
+	at := time.Date(y, mo, d, hour, minute, 0, 0, loc).Add(time.Minute)
+	if m[1] == "" && at.Before(now.Add(-time.Minute)) {
+		at = at.AddDate(0, 0, 1)
+	}
+	return at.UTC()
 }
 
 // ClassifyExec classifies a failure of an arbitrary command: only the

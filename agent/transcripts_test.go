@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The transcripts under testdata were captured from the real CLIs
@@ -168,5 +169,59 @@ func TestUsageFromTranscripts(t *testing.T) {
 	replay(t, xs, "codex/ok.jsonl")
 	if u := xs.Usage(); u.CostUSD != 0 || u.InputTokens != 12 || u.OutputTokens != 7 {
 		t.Errorf("codex usage %+v", u)
+	}
+}
+
+// What a budget and a usage limit look like to lazy, from the real CLIs:
+// Claude's --max-budget-usd stop is class budget with the figure it
+// reached; a usage limit carries its reset time (Claude's
+// rate_limit_event, Codex's "try again at").
+func TestBudgetAndLimitTranscripts(t *testing.T) {
+	cs := &ClaudeStream{}
+	replay(t, cs, "claude/budget.jsonl")
+	f, failed := cs.Outcome(1)
+	if !failed || f.Class != Budget || !strings.Contains(f.Reason, "budget") {
+		t.Errorf("claude budget: %v %+v", failed, f)
+	}
+	// 1M input and 1k output tokens of the session's model, as priced by
+	// the CLI itself; the tokens come from modelUsage (result.usage is 0).
+	if u := cs.Usage(); u.CostUSD != 4.02 || u.InputTokens != 1000000 || u.OutputTokens != 1000 || u.Model != "claude-opus-5-5" {
+		t.Errorf("claude budget usage %+v", u)
+	}
+
+	want := time.Unix(1796540000, 0).UTC()
+	cs = &ClaudeStream{}
+	replay(t, cs, "claude/usage-limit.jsonl")
+	f, failed = cs.Outcome(1)
+	if !failed || f.Class != TransientOverload || !f.ResetAt.Equal(want) || !strings.Contains(f.Reason, "hit your 5-hour limit") {
+		t.Errorf("claude usage limit: %v %+v, want reset %s", failed, f, want)
+	}
+
+	xs := &CodexStream{}
+	replay(t, xs, "codex/usage-limit.jsonl")
+	f, failed = xs.Outcome(1)
+	// Codex says "6:53 AM" (UTC here, as captured): the minute after it.
+	if !failed || f.Class != TransientOverload || f.ResetAt.IsZero() || f.ResetAt.Minute() != 54 || !strings.Contains(f.Reason, "usage limit") {
+		t.Errorf("codex usage limit: %v %+v", failed, f)
+	}
+}
+
+func TestCodexResetAt(t *testing.T) {
+	now := time.Date(2026, 12, 6, 6, 10, 30, 0, time.UTC)
+	cases := map[string]time.Time{
+		"or try again at 6:53 AM.":                time.Date(2026, 12, 6, 6, 54, 0, 0, time.UTC),
+		"or try again at 6:10 AM.":                time.Date(2026, 12, 6, 6, 11, 0, 0, time.UTC), // this minute
+		"or try again at 12:05 PM.":               time.Date(2026, 12, 6, 12, 6, 0, 0, time.UTC),
+		"or try again at 12:05 AM.":               time.Date(2026, 12, 7, 0, 6, 0, 0, time.UTC), // past today: tomorrow
+		"or try again at Dec 9th, 2026 6:13 AM.":  time.Date(2026, 12, 9, 6, 14, 0, 0, time.UTC),
+		"or try again at Jan 1st, 2027 11:59 PM.": time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC),
+		"or try again later.":                     {},
+		"or try again at 13:05 PM.":               {},
+		"or try again at Foo 9th, 2026 6:13 AM.":  {},
+	}
+	for text, want := range cases {
+		if got := CodexResetAt(text, now); !got.Equal(want) {
+			t.Errorf("%q: %s, want %s", text, got, want)
+		}
 	}
 }

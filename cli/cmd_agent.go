@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
@@ -336,8 +337,26 @@ type UnblockCmd struct {
 	Message   *string  `short:"m" name:"message" help:"Feedback for the agent (\"-\" reads stdin). Without -m, piped stdin or $EDITOR is used."`
 	Approve   []string `name:"approve-file" help:"Keep this pending file-permission violation (repeatable); every other pending file is reverted to its pre-turn content." placeholder:"PATH"`
 	NoApprove bool     `name:"no-approve-files" help:"Revert every pending file-permission violation to its pre-turn content."`
+	Budget    string   `help:"Raise the budget that holds the task, then carry on: +N adds N US dollars, N makes N the budget. With it, -m is optional." placeholder:"+N"`
 	JSON      bool     `help:"Print the task as JSON."`
 	followFlags
+}
+
+// Help implements kong's detailed help.
+func (c *UnblockCmd) Help() string {
+	return `The feedback is delivered to the agent's next turn, which starts at once.
+
+A task parked over budget (lazy show says which budget, and the figures)
+carries on once that budget is raised: --budget +N raises it by N dollars,
+--budget N sets it to N. A parent's budget holds its subtasks too, and
+--budget raises the one that holds. This machine's day budget is raised
+with git config lazy.budget.day instead.
+
+Examples:
+  lazy unblock fix-login -m "Also cover logout."
+  lazy unblock fix-login --budget +5
+  lazy unblock fix-login --budget 20 -m "Finish the tests, then stop."
+  lazy unblock fix-login --approve-file go.sum -m "Keep go.sum; the rest was out of scope."`
 }
 
 // Run implements lazy unblock.
@@ -348,13 +367,20 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err
 	}
-	feedback, done, err := a.readText(c.Message, "feedback", true)
-	if err != nil {
-		return err
-	}
 	env, err := a.env()
 	if err != nil {
 		return err
+	}
+	feedback, done := "", func() {}
+	if c.Budget != "" {
+		if feedback, err = a.raiseBudget(ctx, env, c.Task, c.Budget); err != nil {
+			return err
+		}
+	}
+	if c.Budget == "" || c.Message != nil {
+		if feedback, done, err = a.readText(c.Message, "feedback", true); err != nil {
+			return err
+		}
 	}
 	logOff := a.logSize(c.Task)
 	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove})
@@ -374,6 +400,21 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "Unblocked %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
 	return a.stay(ctx, c.followFlags, sn, logOff)
+}
+
+// raiseBudget applies unblock --budget and returns the feedback a turn
+// gets when no -m is given.
+func (a *app) raiseBudget(ctx context.Context, env *ops.Env, task, raise string) (string, error) {
+	add, usd, err := budget.ParseRaise(raise)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	owner, limit, err := env.RaiseBudget(ctx, task, add, usd)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(a.stderr, "Raised the budget of %s to $%.2f\n", owner, limit)
+	return fmt.Sprintf("[lazy] The budget was raised to $%.2f. Carry on with the task where you stopped.", limit), nil
 }
 
 func (a *app) repoDir() string {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/lazyorch/lazy/budget"
 	"strings"
 
 	"github.com/lazyorch/lazy/ops"
@@ -14,6 +15,7 @@ type EditCmd struct {
 	Title        *string `help:"New one-line title."`
 	Goal         *string `help:"New goal, replacing the old one (\"-\" reads stdin)."`
 	TargetBranch *string `name:"target-branch" help:"New target branch (must exist; \"\" for the default branch). Top-level tasks before their first start only."`
+	Budget       *string `help:"The task's own budget in US dollars, for its turns and its subtasks' (0: lazy.budget.task applies again)." placeholder:"USD"`
 	JSON         bool    `help:"Print the task as JSON."`
 }
 
@@ -24,7 +26,8 @@ func (c *EditCmd) Help() string {
 Examples:
   lazy edit fix-login --title "Fix the flaky login test"
   lazy edit fix-login --goal - < goal.md
-  lazy edit fix-login --target-branch release-2.1`
+  lazy edit fix-login --target-branch release-2.1
+  lazy edit fix-login --budget 12.50`
 }
 
 // Run implements lazy edit.
@@ -39,11 +42,19 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 		}
 		c.Goal = &text
 	}
+	in := ops.EditInput{Title: c.Title, Goal: c.Goal, TargetBranch: c.TargetBranch}
+	if c.Budget != nil {
+		usd, err := parseBudgetFlag(*c.Budget)
+		if err != nil {
+			return err
+		}
+		in.BudgetUSD = &usd
+	}
 	env, err := a.env()
 	if err != nil {
 		return err
 	}
-	sn, err := env.Edit(ctx, c.Task, ops.EditInput{Title: c.Title, Goal: c.Goal, TargetBranch: c.TargetBranch})
+	sn, err := env.Edit(ctx, c.Task, in)
 	if err != nil {
 		return err
 	}
@@ -60,6 +71,21 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 	if c.TargetBranch != nil {
 		changed = append(changed, "target branch")
 	}
+	if c.Budget != nil {
+		changed = append(changed, fmt.Sprintf("budget ($%.2f)", sn.Task.BudgetUSD))
+	}
 	fmt.Fprintf(a.stdout, "Edited %s: %s\n", sn.Task.Slug, strings.Join(changed, ", "))
 	return nil
+}
+
+// parseBudgetFlag reads --budget; "" is none.
+func parseBudgetFlag(v string) (float64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	usd, err := budget.ParseUSD("--budget", v)
+	if err != nil {
+		return 0, usageError{err.Error()}
+	}
+	return usd, nil
 }

@@ -83,6 +83,7 @@ type CreateCmd struct {
 	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)."`
 	Command      string   `help:"With --start: the exec agent's command line." placeholder:"CMD"`
 	After        []string `help:"A task that must be complete (accepted) before this one starts, here or on the pool (repeatable)." placeholder:"TASK"`
+	Budget       string   `help:"The task's own budget in US dollars, for its turns and its subtasks' (default: lazy.budget.task)." placeholder:"USD"`
 	followFlags
 }
 
@@ -99,6 +100,10 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if err := ops.CheckTargetBranch(ctx, a.repoDir(), strings.TrimSpace(c.TargetBranch), c.Parent != ""); err != nil {
 		return fmt.Errorf("%w; nothing was created", err)
 	}
+	usd, err := parseBudgetFlag(c.Budget)
+	if err != nil {
+		return err
+	}
 	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
 	if err != nil {
 		return err
@@ -107,7 +112,9 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Create(ctx, opsCreateInput(c, goal))
+	in := opsCreateInput(c, goal)
+	in.BudgetUSD = usd
+	sn, err := env.Create(ctx, in)
 	if err != nil {
 		return err
 	}

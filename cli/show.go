@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/ops"
@@ -152,6 +153,13 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	}
 	if t.Usage != nil {
 		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
+	}
+	if t.BudgetUSD > 0 {
+		fmt.Fprintf(w, "  Budget:   $%.2f (its own, for it and its subtasks)\n", t.BudgetUSD)
+	}
+	if h := t.Hold; h != nil {
+		fmt.Fprintf(w, "  Held:     %s\n", oneLine(sanitize.Field(h.Reason), 160))
+		fmt.Fprintf(w, "  Next:     %s\n", holdNext(t.Slug, h))
 	}
 	if d.Goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(d.Goal, "  "))
@@ -330,4 +338,12 @@ func (v *showView) renderGate(w io.Writer) {
 	if g.FixRounds > 0 {
 		fmt.Fprintf(w, "  automatic fix rounds: %d\n", g.FixRounds)
 	}
+}
+
+// holdNext is what carries a held task on.
+func holdNext(slug string, h *gitstore.Hold) string {
+	if h.Kind == gitstore.HoldLimit {
+		return "the daemon resumes it after " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC") + " (or lazy unblock " + slug + " now)"
+	}
+	return ops.RaiseHint(slug, budget.Line{Scope: h.Scope, LimitUSD: h.LimitUSD, SpentUSD: h.SpentUSD})
 }

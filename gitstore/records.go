@@ -64,6 +64,81 @@ type Task struct {
 	// After are the tasks that must be complete before this one starts,
 	// on the pool and locally alike (lazy create --after).
 	After []string `json:"after,omitempty"`
+	// BudgetUSD, when not 0, is this task's own budget (lazy create/edit
+	// --budget, lazy unblock --budget +N): it replaces lazy.budget.task
+	// for the task, its turns and its subtasks' turns.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Hold says why a blocked task waits other than for a review: a
+	// budget its turns reached, or a usage limit whose reset the daemon
+	// waits for. Any turn that starts clears it.
+	Hold *Hold `json:"hold,omitempty"`
+}
+
+// Hold kinds.
+const (
+	// HoldBudget parks a task whose spending reached a budget; only a
+	// human (a raised budget) carries it on.
+	HoldBudget = "budget"
+	// HoldLimit parks a task whose agent hit a usage limit that resets
+	// at Until; the daemon resumes it then, without a human.
+	HoldLimit = "limit"
+)
+
+// Hold is why a parked task waits: see Task.Hold.
+type Hold struct {
+	Kind   string    `json:"kind"`
+	Reason string    `json:"reason,omitempty"` // as the agent or lazy said it
+	At     time.Time `json:"at"`
+	// Until is when a usage limit resets (HoldLimit).
+	Until time.Time `json:"until,omitzero"`
+	// Scope names the budget that was reached (HoldBudget): "task",
+	// "parent <slug>" or "day"; LimitUSD is what it allows and SpentUSD
+	// what was spent against it.
+	Scope    string  `json:"scope,omitempty"`
+	LimitUSD float64 `json:"limit_usd,omitempty"`
+	SpentUSD float64 `json:"spent_usd,omitempty"`
+}
+
+// String is the hold as every surface shows it: "over budget: $4.02 of
+// $0.50 (task)", "waiting for the limit to reset at 2026-12-06 06:10 UTC".
+func (h *Hold) String() string {
+	if h == nil {
+		return ""
+	}
+	switch h.Kind {
+	case HoldBudget:
+		return fmt.Sprintf("over budget: $%.2f spent of $%.2f (%s budget)", h.SpentUSD, h.LimitUSD, h.Scope)
+	case HoldLimit:
+		return "waiting for the limit to reset at " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return h.Kind
+}
+
+// settleHold ends a hold the task has left: a hold lasts while the task
+// is parked (blocked, conflict) or runs a status-neutral turn (an ask, a
+// sync) from there, after which it parks back held. Any work turn, and
+// any other status, ends it, whoever made the change.
+func (s *Snapshot) settleHold() {
+	if s.Task.Hold == nil {
+		return
+	}
+	switch s.Task.Status {
+	case machine.Blocked, machine.Conflict:
+		return
+	case machine.Working:
+		if s.Session != nil && (s.Session.TurnKind == "ask" || s.Session.TurnKind == "sync") {
+			return
+		}
+	}
+	s.Task.Hold = nil
+}
+
+func (h *Hold) clone() *Hold {
+	if h == nil {
+		return nil
+	}
+	c := *h
+	return &c
 }
 
 // PoolSpec is what a pooled task asks of the runner that takes it, and
@@ -195,8 +270,12 @@ type Turn struct {
 	Error        string   `json:"error,omitempty"`
 	FailureClass string   `json:"failure_class,omitempty"`
 	Attempts     int      `json:"failure_attempts,omitempty"`
-	// Usage is what the agent CLI reported the turn cost.
+	// Usage is what the agent CLI reported the turn cost; Agent and
+	// Model are who ran it (Model as the CLI reported it, "" if it did
+	// not), for lazy cost's breakdowns.
 	Usage *Usage `json:"usage,omitempty"`
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
 }
 
 // Usage is cost and tokens as agent CLIs report them (Codex reports

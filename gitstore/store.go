@@ -190,6 +190,7 @@ func (sn *Snapshot) clone() *Snapshot {
 	}
 	c.Task.Gate = sn.Task.Gate.clone()
 	c.Task.Pool = sn.Task.Pool.clone()
+	c.Task.Hold = sn.Task.Hold.clone()
 	c.Task.After = slices.Clone(sn.Task.After)
 	c.entries = make(map[string]treeEntry, len(sn.entries))
 	for k, v := range sn.entries {
@@ -370,6 +371,7 @@ func (s *Store) Update(ctx context.Context, id string, fn UpdateFunc) (*Snapshot
 		if op == nil {
 			return cur, st, nil // nothing to do
 		}
+		next.settleHold()
 		js, j := s.journaled()
 		commit, err := js.commit(cur, next, op)
 		if err != nil {
@@ -660,6 +662,7 @@ type CreateSpec struct {
 	AllowedPaths []string
 	Metadata     map[string]string
 	After        []string // full ids of the tasks it waits for
+	BudgetUSD    float64  // the task's own budget (0: lazy.budget.task)
 	Actor        machine.Actor
 }
 
@@ -720,7 +723,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 	sn.Task = Task{
 		ID: id, Slug: slug, Title: spec.Title, Status: machine.Backlog,
 		Parent: spec.Parent, TargetBranch: spec.TargetBranch,
-		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata, After: spec.After,
+		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata, After: spec.After, BudgetUSD: spec.BudgetUSD,
 	}
 	if spec.Goal != "" {
 		sn.SetGoal(spec.Goal)

@@ -40,6 +40,10 @@ type Summary struct {
 	Pool *PoolSpec `json:"pool,omitempty"`
 	// After are the tasks it waits for.
 	After []string `json:"after,omitempty"`
+	// BudgetUSD is the task's own budget, when it has one.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Hold is why a parked task waits (a budget, a usage limit).
+	Hold *Hold `json:"hold,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.
@@ -70,6 +74,7 @@ func NewSummary(t *Task) Summary {
 		CreatedBy: t.CreatedBy, Outcome: t.Outcome, Reason: t.Reason, AllowedPaths: t.AllowedPaths,
 		Sessions: t.Sessions, Host: t.Host, Refused: len(t.MergeRefused), Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
 		Usage: t.Usage, Gate: t.Gate.Summary(), Pool: t.Pool, After: t.After,
+		BudgetUSD: t.BudgetUSD, Hold: t.Hold,
 	}
 }
 

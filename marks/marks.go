@@ -271,9 +271,14 @@ func (m *Marks) Progress(task string) string {
 }
 
 // Substate derives what a working task is doing this second from its
-// live files, through machine.Substate: the one derivation every surface
-// uses.
+// live files, through machine.Substate, and why a parked task is held (a
+// budget, a usage limit): the one derivation every surface uses.
 func (m *Marks) Substate(s *gitstore.Summary) string {
+	if s.Hold != nil && (s.Status == machine.Blocked || s.Status == machine.Conflict) {
+		// Why a parked task waits, when a human's review is not all of
+		// it: a budget, or a usage limit the daemon waits out.
+		return s.Hold.String()
+	}
 	if s.Status != machine.Working {
 		return ""
 	}

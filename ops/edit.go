@@ -17,6 +17,9 @@ type EditInput struct {
 	Title        *string
 	Goal         *string
 	TargetBranch *string // "" clears it: the task then targets the default branch
+	// BudgetUSD sets the task's own budget; 0 clears it (lazy.budget.task
+	// applies again).
+	BudgetUSD *float64
 }
 
 // Edit changes a task's title, goal or target branch, recorded as one
@@ -25,8 +28,11 @@ type EditInput struct {
 // started yet may change it: a started task's branch was cut from the
 // old one, and a subtask merges into its parent.
 func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Snapshot, error) {
-	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil {
-		return nil, errors.New("nothing to edit: give a new title, goal or target branch")
+	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil && in.BudgetUSD == nil {
+		return nil, errors.New("nothing to edit: give a new title, goal, target branch or budget")
+	}
+	if in.BudgetUSD != nil && *in.BudgetUSD < 0 {
+		return nil, errors.New("a budget cannot be negative; give an amount in US dollars such as 5, or 0 for none")
 	}
 	var title, goal, target string
 	if in.Title != nil {
@@ -88,6 +94,10 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 			}
 			s.Task.TargetBranch = target
 			changed = append(changed, "target branch")
+		}
+		if in.BudgetUSD != nil && *in.BudgetUSD != s.Task.BudgetUSD {
+			s.Task.BudgetUSD = *in.BudgetUSD
+			changed = append(changed, fmt.Sprintf("budget to $%.2f", *in.BudgetUSD))
 		}
 		if len(changed) == 0 {
 			return nil, fmt.Errorf("edit %s: nothing changed; the task already says that", slug)

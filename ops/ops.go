@@ -233,6 +233,8 @@ type CreateInput struct {
 	RequestID string
 	// After names the tasks that must be complete before it starts.
 	After []string
+	// BudgetUSD is the task's own budget (0: lazy.budget.task applies).
+	BudgetUSD float64
 }
 
 // MaxRequestID bounds a create's request id.
@@ -328,6 +330,10 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 		return nil, err
 	}
 	spec.After = after
+	if in.BudgetUSD < 0 {
+		return nil, errors.New("a budget cannot be negative; give an amount in US dollars such as 5, or 0 for none")
+	}
+	spec.BudgetUSD = in.BudgetUSD
 	for _, p := range sanitize.Fields(in.AllowedPaths) {
 		if err := ValidPattern(p); err != nil {
 			return nil, err

@@ -155,6 +155,13 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	if err := e.DepsDone(sn); err != nil {
 		return nil, err
 	}
+	over, left, err := e.overBudget(sn)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w; nothing was started", sn.Task.Slug, err)
+	}
+	if over != nil {
+		return nil, fmt.Errorf("start %s: the %s budget is spent (%s); %s; nothing was started", sn.Task.Slug, over.Scope, over.String(), RaiseHint(sn.Task.Slug, *over))
+	}
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}
@@ -252,6 +259,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,
 		Worktree: dir, BaseSHA: startSHA, Timing: e.Timing, Written: time.Now().UTC(),
 		AllowedPaths: sn.Task.AllowedPaths, Sandbox: in.Sandbox, Policy: e.Policy, Prepare: e.prepare(in.RepoDir, false),
+		MaxBudgetUSD: left,
 	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)

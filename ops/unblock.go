@@ -170,12 +170,17 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		}
 		prompt = goalNote + prompt
 	}
+	left, err := e.budgetForTurn(sn, turn.Seq)
+	if err != nil {
+		return err
+	}
 	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
 	pd.Remove(proto.ResponseFile)
 	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line
 	cmd := proto.Command{
-		Turn: proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
-		Kind: kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
+		MaxBudgetUSD: left,
+		Turn:         proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
+		Kind:         kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
 		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
 		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Timing: e.Timing, Written: time.Now().UTC(),
 		AllowedPaths: sn.Task.AllowedPaths, Approved: sn.Violations.ApprovedFiles(), Sandbox: local.Sandbox,

@@ -130,6 +130,9 @@ type Command struct {
 	// the first turn in a new worktree, what to do before the agent runs.
 	Policy  Policy   `json:"policy"`
 	Prepare *Prepare `json:"prepare,omitempty"`
+	// MaxBudgetUSD, when not 0, is what the turn may still spend before
+	// the tightest of its budgets (task, parent, day) is reached.
+	MaxBudgetUSD float64 `json:"max_budget_usd,omitempty"`
 	// MCP is the agent's MCP server, filled in by the supervisor itself
 	// (with the session token in Env); never read from or written to disk.
 	MCP     *MCPServer `json:"-"`
@@ -285,6 +288,8 @@ type Usage struct {
 	InputTokens       int64   `json:"input_tokens,omitempty"`
 	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
 	OutputTokens      int64   `json:"output_tokens,omitempty"`
+	// Model is the model the CLI reported (the last attempt's).
+	Model string `json:"model,omitempty"`
 }
 
 // Plus adds o to u; nil reads as zero, and a zero sum is nil.
@@ -296,6 +301,9 @@ func (u *Usage) Plus(o *Usage) *Usage {
 			s.InputTokens += x.InputTokens
 			s.CachedInputTokens += x.CachedInputTokens
 			s.OutputTokens += x.OutputTokens
+			if x.Model != "" {
+				s.Model = x.Model
+			}
 		}
 	}
 	if s == (Usage{}) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 )
 
@@ -104,4 +105,32 @@ func mustLoad(r *Reconciler, id string) *gitstore.Snapshot {
 		return &gitstore.Snapshot{}
 	}
 	return sn
+}
+
+// sweepLimit resumes a task of this host whose usage limit has reset. It
+// is not an auto-resume after an interruption: the circuit breaker
+// neither counts nor resets it; lazy.autoResume off leaves it for a
+// human (lazy unblock) as it does interrupted tasks.
+func (r *Reconciler) sweepLimit(ctx context.Context, id string) ([]Action, error) {
+	if r.Env.Launch == nil || r.NoAutoResume || r.supervised(id) {
+		return nil, nil
+	}
+	sn, err := r.load(id)
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	if !ops.LimitDue(sn, now) || !r.Env.Owns(sn) {
+		return nil, nil
+	}
+	from := sn.Task.Status
+	sn, err = r.Env.ResumeAfterLimit(ctx, id, now)
+	if sn == nil {
+		if !ops.LimitDue(mustLoad(r, id), now) {
+			return nil, nil // someone else acted first
+		}
+		return nil, err
+	}
+	a := Action{TaskID: id, Slug: sn.Task.Slug, From: from, To: sn.Task.Status, Why: "resumed: the usage limit reset"}
+	return []Action{a}, err
 }

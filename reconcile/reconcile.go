@@ -207,9 +207,15 @@ func sweepable(e *gitstore.Entry) bool {
 	case machine.Working, machine.Interrupted, machine.Pairing, machine.Zombie, machine.Merging:
 		return true
 	case machine.Blocked:
-		return !hasSession(e)
+		return !hasSession(e) || limitHeld(e)
 	}
 	return false
+}
+
+// limitHeld reads from the summary bytes whether a usage limit holds the
+// task: the daemon resumes it when the limit resets.
+func limitHeld(e *gitstore.Entry) bool {
+	return bytes.Contains(e.JSON, []byte(`"hold":{"kind":"limit"`))
 }
 
 // hasSession reads the session count from the summary bytes without
@@ -260,7 +266,11 @@ func (r *Reconciler) sweep(ctx context.Context, v *view) ([]Action, error) {
 		case machine.Merging:
 			as, err = r.sweepMerging(ctx, e.ID)
 		case machine.Blocked:
-			as, err = r.sweepSessionless(ctx, e.ID)
+			if limitHeld(e) {
+				as, err = r.sweepLimit(ctx, e.ID)
+			} else {
+				as, err = r.sweepSessionless(ctx, e.ID)
+			}
 		}
 		add(e.ID, as, err)
 	}

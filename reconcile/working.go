@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/flock"
@@ -154,13 +156,22 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.Supervisor, Kind: "push-back", Content: pb.Prompt, At: pb.At.Truncate(time.Second),
 				Session: resp.Session, FeedbackDelivery: gitstore.FeedbackConsumed})
 		}
+		turn.Agent = s.Session.Agent
 		if u := resp.Usage; u != nil {
 			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
-			turn.Usage = &use
-			if s.Task.Usage == nil {
-				s.Task.Usage = &gitstore.Usage{}
+			turn.Usage, turn.Model = &use, u.Model
+			total := gitstore.Usage{}
+			if s.Task.Usage != nil {
+				total = *s.Task.Usage
 			}
-			s.Task.Usage.Add(use)
+			total.Add(use)
+			s.Task.Usage = &total
+			// This machine's day ledger, before the record: written twice
+			// (this closure retried, a crash before the commit), the turn
+			// still counts once.
+			if err := r.Env.Ledger().Add(budget.Entry{Task: id, Session: resp.Session, Seq: resp.Seq, At: now, CostUSD: u.CostUSD}); err != nil {
+				return nil, err
+			}
 		}
 		s.AddTurn(turn)
 		// Files changed outside the allowed paths owe a decision whatever
@@ -191,6 +202,18 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			s.Session.InterruptReason = ""
 			s.Task.Status = ops.ParkBack(s)
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
+		case resp.FailureClass == string(agent.Budget):
+			// The CLI stopped itself at the budget lazy gave it: parked,
+			// held with the figures, until a human raises it.
+			s.Task.Status = ops.ParkBack(s)
+			s.Task.Hold = r.budgetHold(s, now, resp.FailureReason)
+			why = "agent stopped at its budget: " + s.Task.Hold.Reason
+		case !resp.ResetAt.IsZero() && agent.Class(resp.FailureClass).Transient():
+			// A usage limit with a stated reset: not a failure and not an
+			// interruption. The daemon resumes the session after it.
+			s.Task.Status = ops.ParkBack(s)
+			s.Task.Hold = &gitstore.Hold{Kind: gitstore.HoldLimit, At: now, Until: resp.ResetAt.UTC().Truncate(time.Second), Reason: resp.FailureReason}
+			why = "agent hit a usage limit: " + s.Task.Hold.String()
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
 			// The supervisor stopped on a classified condition (fatal, or
 			// a transient past its cap): a human must look, and blocked is
@@ -205,6 +228,16 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			markInterrupted(s, now, resp.ExitCode, reasonFor(resp), resp.StderrTail, resp.Phase)
 			why = "agent turn failed: " + s.Session.InterruptReason
 		}
+		if s.Task.Hold == nil && (s.Task.Status == machine.Blocked || s.Task.Status == machine.Conflict) && resp.Usage != nil {
+			// A turn that ran past a budget (no CLI flag stops Codex or
+			// a command) parks held too, so the next turn asks a human.
+			if lines, _ := r.Env.BudgetLines(s, now); lines != nil {
+				if line, ok := budget.Tightest(lines); ok && line.Over() {
+					s.Task.Hold = ops.BudgetHold(line, now)
+					why += "; " + s.Task.Hold.Reason
+				}
+			}
+		}
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
 		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 	})
@@ -212,6 +245,22 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		return nil, err // the closure ran, but nothing was written
 	}
 	return act, nil
+}
+
+// budgetHold is the hold of a turn the CLI stopped at its budget: the
+// tightest budget's figures now that the turn's cost is counted, or the
+// CLI's own words if no budget reads as spent (one was raised meanwhile).
+func (r *Reconciler) budgetHold(s *gitstore.Snapshot, now time.Time, reason string) *gitstore.Hold {
+	if lines, err := r.Env.BudgetLines(s, now); err == nil {
+		if line, ok := budget.Tightest(lines); ok {
+			h := ops.BudgetHold(line, now)
+			if reason != "" {
+				h.Reason += " (the agent: " + reason + ")"
+			}
+			return h
+		}
+	}
+	return &gitstore.Hold{Kind: gitstore.HoldBudget, At: now, Reason: reason, Scope: budget.ScopeTask}
 }
 
 // neutralKind says whether a turn kind is status-neutral: the task parks

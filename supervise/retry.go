@@ -72,6 +72,9 @@ type Decision struct {
 	// CrashLoop marks a stop by the fast crash-loop detector (class stays
 	// unknown: the task is interrupted, not blocked).
 	CrashLoop bool
+	// Limit marks a stop at a usage limit with a stated reset: the task
+	// waits for it parked, and resumes without a human.
+	Limit bool
 }
 
 // Decide returns what to do after the last of history (oldest first),
@@ -87,8 +90,13 @@ func (p Policy) Decide(history []Attempt, now time.Time) Decision {
 		streak++
 	}
 	switch {
-	case last.Class.Fatal():
+	case last.Class.Fatal(), last.Class == agent.Budget:
 		return Decision{Stop: last.Reason}
+	case last.ResetAt.After(now) && last.Class.Transient():
+		// A limit that says when it lifts is waited out with the task
+		// parked, not in a running turn: the reconciler holds the task
+		// until then and the daemon resumes it (however long that is).
+		return Decision{Stop: last.Reason, Limit: true}
 	case last.Class == agent.TransientUnreachable && p.UnreachableFor > 0:
 		since := history[len(history)-streak].At
 		if !since.IsZero() && now.Sub(since) >= p.UnreachableFor {
@@ -102,14 +110,7 @@ func (p Policy) Decide(history []Attempt, now time.Time) Decision {
 			return Decision{Stop: fmt.Sprintf("unknown failure %d times in a row: %s", streak, last.Reason)}
 		}
 	}
-	d := Delay(streak)
-	// A stated reset time is the earliest useful retry.
-	if !last.ResetAt.IsZero() {
-		if wait := last.ResetAt.Sub(now); wait > d {
-			d = wait
-		}
-	}
-	return Decision{Retry: true, Delay: d}
+	return Decision{Retry: true, Delay: Delay(streak)}
 }
 
 // crashLoop applies the fast-fail detector, to unknown failures only: a

@@ -42,15 +42,22 @@ func TestTransientsRetryOnTheLadderWithoutCrashLoop(t *testing.T) {
 	}
 }
 
+// A limit with a reset ahead stops the turn (the task waits parked and
+// the daemon resumes it); one already past is retried on the ladder; a
+// budget stop is never retried.
 func TestResetTimeIsRespected(t *testing.T) {
 	h := fails(agent.TransientOverload, 1, time.Second)
 	h[0].Failure.ResetAt = now.Add(37 * time.Minute)
-	if d := p().Decide(h, now); !d.Retry || d.Delay != 37*time.Minute {
+	if d := p().Decide(h, now); d.Retry || !d.Limit || d.Stop != "r" {
 		t.Fatalf("reset in 37m: %+v", d)
 	}
 	h[0].Failure.ResetAt = now.Add(-time.Minute) // already past: the ladder wins
-	if d := p().Decide(h, now); d.Delay != 5*time.Second {
+	if d := p().Decide(h, now); !d.Retry || d.Limit || d.Delay != 5*time.Second {
 		t.Fatalf("past reset: %+v", d)
+	}
+	b := fails(agent.Budget, 1, time.Second)
+	if d := p().Decide(b, now); d.Retry || d.Limit || d.Stop != "r" {
+		t.Fatalf("budget: %+v", d)
 	}
 }
 

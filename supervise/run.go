@@ -251,6 +251,7 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 	var history []Attempt
 	var spent *proto.Usage // every attempt's cost counts
 	relaunches := 0
+	allowed := cmd.MaxBudgetUSD
 	for {
 		began := now()
 		resp, wd := runAgent(ctx, dir, cmd, st, timing, unreachableStreak(history))
@@ -290,6 +291,14 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 		if !d.Retry {
 			resp.FailureReason = d.Stop
 			return resp
+		}
+		if allowed > 0 && spent != nil {
+			// A retry may spend only what the earlier attempts left.
+			if cmd.MaxBudgetUSD = allowed - spent.CostUSD; cmd.MaxBudgetUSD < 0.0001 {
+				resp.FailureClass, resp.FailureReason = string(agent.Budget), fmt.Sprintf("the turn's attempts spent the $%.2f it was given", allowed)
+				resp.ResetAt = time.Time{}
+				return resp
+			}
 		}
 		if resp.AgentSessionID != "" {
 			cmd.ResumeID = resp.AgentSessionID // retry inside the same conversation
@@ -537,7 +546,7 @@ func withUsage(resp proto.Response, stream agent.Stream) proto.Response {
 	}
 	stream.Close() // a last line without its newline counts too
 	u := stream.Usage()
-	resp.Usage = (&proto.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}).Plus(nil)
+	resp.Usage = (&proto.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens, Model: u.Model}).Plus(nil)
 	return resp
 }
 
@@ -809,7 +818,7 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{},
 }
 
 func turnOf(cmd *proto.Command, grants agent.Grants) agent.Turn {
-	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", Exec: cmd.Exec, Grants: grants}
+	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", Exec: cmd.Exec, Grants: grants, MaxBudgetUSD: cmd.MaxBudgetUSD}
 	if cmd.MCP != nil {
 		t.MCP = &agent.MCPServer{Command: cmd.MCP.Command, Args: cmd.MCP.Args, EnvVars: []string{link.TokenEnv}}
 	}

@@ -24,6 +24,10 @@ type Reply struct {
 	// error body of the API's own shape carrying Message.
 	Status  int
 	Message string
+	// ErrorBody, when set, is the error reply's body as it is, instead
+	// of the API's usual shape around Message (Codex's usage-limit error
+	// carries its reset time in fields of its own).
+	ErrorBody string
 	// Text is the model's answer when Status is 0 or 200.
 	Text string
 	// Tools, when set, makes the model call these tools one by one: a
@@ -40,6 +44,24 @@ type Reply struct {
 	// latest turn's reply wins. Tools then count only that reply's own
 	// calls.
 	When string
+	// Headers are set on the reply, error or not: the rate-limit headers
+	// a CLI reads its limits and their reset times from.
+	Headers map[string]string
+	// InputTokens and OutputTokens, when not 0, are the usage the reply
+	// reports (the default is 12 in, 7 out): Claude Code prices a run
+	// from them, so a test can make a turn cost what it needs.
+	InputTokens, OutputTokens int
+}
+
+func (r Reply) tokens() (in, out int) {
+	in, out = 12, 7
+	if r.InputTokens != 0 {
+		in = r.InputTokens
+	}
+	if r.OutputTokens != 0 {
+		out = r.OutputTokens
+	}
+	return in, out
 }
 
 // Call is one tool call the model makes: the tool's name as the API
@@ -344,6 +366,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &req)
 	rep := s.next("anthropic", s.anthropic, body)
+	for k, v := range rep.Headers {
+		w.Header().Set(k, v)
+	}
+	in, out := rep.tokens()
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}[rep.Status]
 		if typ == "" {
@@ -352,6 +378,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("request-id", "req_mock")
 		w.WriteHeader(rep.Status)
+		if rep.ErrorBody != "" {
+			_, _ = io.WriteString(w, rep.ErrorBody)
+			return
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": rep.Message}})
 		return
 	}
@@ -365,7 +395,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "msg_mock", "type": "message", "role": "assistant", "model": req.Model,
-			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 7}})
+			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": out}})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -378,7 +408,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_mock", "type": "message", "role": "assistant", "model": req.Model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1}}})
 	stop := "end_turn"
 	if useTool {
 		stop = "tool_use"
@@ -389,7 +419,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": rep.Text}})
 	}
 	ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
+	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
 	ev("message_stop", map[string]any{"type": "message_stop"})
 }
 
@@ -398,9 +428,17 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	s.note(r.Method + " " + r.URL.Path)
 	body, _ := io.ReadAll(r.Body)
 	rep := s.next("openai", s.openai, body)
+	for k, v := range rep.Headers {
+		w.Header().Set(k, v)
+	}
+	in, out := rep.tokens()
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.Status)
+		if rep.ErrorBody != "" {
+			_, _ = io.WriteString(w, rep.ErrorBody)
+			return
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": rep.Message, "type": "invalid_request_error", "code": nil}})
 		return
 	}
@@ -431,7 +469,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	ev(map[string]any{"type": "response.output_item.done", "sequence_number": 1, "output_index": 0, "item": item})
 	done := map[string]any{"id": "resp_mock", "object": "response", "status": "completed", "output": []any{item},
-		"usage": map[string]any{"input_tokens": 12, "input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens": 7,
-			"output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 19}}
+		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens": out,
+			"output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + out}}
 	ev(map[string]any{"type": "response.completed", "sequence_number": 2, "response": done})
 }

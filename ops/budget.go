@@ -1,0 +1,296 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/budget"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// Budget settings: per task (each task, its turns and its subtasks'
+// turns) and per day (this machine's turns in this repository). 0 or
+// unset is no budget.
+const (
+	KeyBudgetTask = "lazy.budget.task"
+	KeyBudgetDay  = "lazy.budget.day"
+)
+
+// BudgetSettings are the configured budgets.
+type BudgetSettings struct {
+	TaskUSD, DayUSD float64
+}
+
+// BudgetSettings reads lazy.budget.* from git config. A bad value is an
+// error naming the key and the fix; only turns, which need the budgets,
+// ask for them.
+func (e *Env) BudgetSettings() (BudgetSettings, error) {
+	cfg, err := e.Store.Repo().Config()
+	if err != nil {
+		return BudgetSettings{}, fmt.Errorf("read git config: %w", err)
+	}
+	var s BudgetSettings
+	for key, dst := range map[string]*float64{KeyBudgetTask: &s.TaskUSD, KeyBudgetDay: &s.DayUSD} {
+		v, ok := cfg.Get(key)
+		if !ok {
+			continue
+		}
+		if *dst, err = budget.ParseUSD(key, v); err != nil {
+			return BudgetSettings{}, fmt.Errorf("%w: git config %s 10", err, key)
+		}
+	}
+	return s, nil
+}
+
+// Ledger is this machine's daily spending ledger of the repository.
+func (e *Env) Ledger() budget.Ledger {
+	return budget.Ledger{Dir: e.Store.Repo().LazyDir("spend")}
+}
+
+// BudgetLines are the budgets a turn of s's task runs under: the task's
+// own (its budget_usd, else lazy.budget.task), each ancestor's, and the
+// day's. Spending against a task's budget is what it and every task
+// under it cost; s is taken as fresher than the listing for its own.
+func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, error) {
+	set, err := e.BudgetSettings()
+	if err != nil {
+		return nil, err
+	}
+	var lines []budget.Line
+	if set.DayUSD > 0 {
+		spent, err := e.Ledger().Day(now)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, budget.Line{Scope: budget.ScopeDay, LimitUSD: set.DayUSD, SpentUSD: spent})
+	}
+	if set.TaskUSD <= 0 && s.Task.BudgetUSD <= 0 && s.Task.Parent == "" {
+		return lines, nil // no task budget can apply: no listing needed
+	}
+	tree, err := e.spendTree()
+	if err != nil {
+		return nil, err
+	}
+	own := usd(s.Task.Usage)
+	tree.cost[s.Task.ID] = own
+	scope := budget.ScopeTask
+	seen := map[string]bool{}
+	for id, limit := s.Task.ID, s.Task.BudgetUSD; id != "" && !seen[id]; {
+		seen[id] = true
+		if limit <= 0 {
+			limit = set.TaskUSD
+		}
+		if limit > 0 {
+			lines = append(lines, budget.Line{Scope: scope, LimitUSD: limit, SpentUSD: tree.subtree(id)})
+		}
+		n, ok := tree.nodes[tree.parent[id]]
+		if !ok {
+			break
+		}
+		id, limit, scope = n.ID, n.BudgetUSD, "parent "+n.Slug
+	}
+	return lines, nil
+}
+
+// spendTree is the task forest with each task's own cost, from the
+// listing (summaries carry usage and parent).
+type spendTree struct {
+	nodes    map[string]*gitstore.Summary
+	parent   map[string]string
+	children map[string][]string
+	cost     map[string]float64
+}
+
+func (e *Env) spendTree() (*spendTree, error) {
+	entries, err := e.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	t := &spendTree{nodes: map[string]*gitstore.Summary{}, parent: map[string]string{}, children: map[string][]string{}, cost: map[string]float64{}}
+	for i := range entries {
+		en := &entries[i]
+		if en.Err != nil {
+			continue
+		}
+		sum, err := en.Summary()
+		if err != nil {
+			continue
+		}
+		t.nodes[en.ID] = sum
+		t.cost[en.ID] = usd(sum.Usage)
+		if sum.Parent != "" {
+			t.parent[en.ID] = sum.Parent
+			t.children[sum.Parent] = append(t.children[sum.Parent], en.ID)
+		}
+	}
+	return t, nil
+}
+
+// subtree sums the cost of id and every task under it (a cycle a
+// hostile record could write is walked once).
+func (t *spendTree) subtree(id string) float64 {
+	seen := map[string]bool{}
+	var walk func(string) float64
+	walk = func(id string) float64 {
+		if seen[id] {
+			return 0
+		}
+		seen[id] = true
+		sum := t.cost[id]
+		for _, c := range t.children[id] {
+			sum += walk(c)
+		}
+		return sum
+	}
+	return walk(id)
+}
+
+func usd(u *gitstore.Usage) float64 {
+	if u == nil {
+		return 0
+	}
+	return u.CostUSD
+}
+
+// overBudget returns the tightest budget of s's turns when it is spent,
+// nil when a turn may run; left is what the turn may spend (0: no
+// budget applies).
+func (e *Env) overBudget(s *gitstore.Snapshot) (over *budget.Line, left float64, err error) {
+	lines, err := e.BudgetLines(s, time.Now())
+	if err != nil {
+		return nil, 0, err
+	}
+	tight, ok := budget.Tightest(lines)
+	if !ok {
+		return nil, 0, nil
+	}
+	if tight.Over() {
+		return &tight, 0, nil
+	}
+	return nil, tight.Left(), nil
+}
+
+// BudgetHold is the hold a task parks with when line is spent.
+func BudgetHold(line budget.Line, now time.Time) *gitstore.Hold {
+	return &gitstore.Hold{Kind: gitstore.HoldBudget, At: now.UTC().Truncate(time.Second), Scope: line.Scope, LimitUSD: line.LimitUSD, SpentUSD: line.SpentUSD,
+		Reason: "the " + line.Scope + " budget is spent: " + line.String()}
+}
+
+// RaiseHint is the one sentence that says how to carry on past line.
+func RaiseHint(slug string, line budget.Line) string {
+	if line.Scope == budget.ScopeDay {
+		return fmt.Sprintf("raise it with git config %s <dollars>, or wait for tomorrow (local time); then lazy unblock %s", KeyBudgetDay, slug)
+	}
+	return fmt.Sprintf("raise it with lazy unblock %s --budget +5 (more) or --budget 20 (the new budget), or lazy edit --budget on the task that owns it", slug)
+}
+
+// parkBack parks a task whose turn was recorded but must not run: the
+// task goes back to where the turn found it, with hold (nil: none); the
+// turn's message stays pending, delivered by the next turn.
+func (e *Env) parkBack(ctx context.Context, sn *gitstore.Snapshot, seq int, hold *gitstore.Hold) (*gitstore.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status != machine.Working || s.Session == nil || s.Session.Turn != seq {
+			return nil, nil
+		}
+		s.Task.Status = ParkBack(s)
+		s.Task.Substate = ""
+		s.Task.Hold = hold
+		reason := "the turn was not started"
+		if hold != nil {
+			reason = hold.Reason
+		}
+		return &gitstore.Op{Name: "park", Actor: machine.System, Reason: reason}, nil
+	})
+	return sn, err
+}
+
+// ErrOverBudget is a turn that was recorded but not started because a
+// budget is spent: the task is parked, held, with its message pending.
+type ErrOverBudget struct {
+	Slug string
+	Line budget.Line
+}
+
+func (e *ErrOverBudget) Error() string {
+	return fmt.Sprintf("%s is over budget (%s): the turn was not started and the task is parked, its message kept for the next turn; %s", e.Slug, e.Line.String(), RaiseHint(e.Slug, e.Line))
+}
+
+// budgetForTurn is the budget check of a turn already recorded on an
+// existing session: what it may spend, or, when a budget is spent (or
+// cannot be read), the task parked back and an error that says why.
+func (e *Env) budgetForTurn(sn *gitstore.Snapshot, seq int) (float64, error) {
+	over, left, err := e.overBudget(sn)
+	switch {
+	case err != nil:
+		if _, perr := e.parkBack(context.Background(), sn, seq, nil); perr != nil {
+			return 0, fmt.Errorf("the turn was recorded but not launched: %w (and parking it failed: %w)", err, perr)
+		}
+		return 0, fmt.Errorf("the turn was not started and the task is parked, its message kept: %w", err)
+	case over != nil:
+		if _, perr := e.parkBack(context.Background(), sn, seq, BudgetHold(*over, time.Now())); perr != nil {
+			return 0, fmt.Errorf("the turn was recorded but not launched: %s is over budget (and parking it failed: %w)", sn.Task.Slug, perr)
+		}
+		return 0, &ErrOverBudget{Slug: sn.Task.Slug, Line: *over}
+	}
+	return left, nil
+}
+
+// RaiseBudget raises the budget that holds task name: the one its hold
+// names (its own, or a parent's), else its own. add raises the limit by
+// usd; otherwise usd is the new limit. It returns the task that owns
+// the raised budget and its new limit.
+func (e *Env) RaiseBudget(ctx context.Context, name string, add bool, usd float64) (owner string, limit float64, err error) {
+	id, err := e.Store.Resolve(name)
+	if err != nil {
+		return "", 0, err
+	}
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		return "", 0, err
+	}
+	target := sn
+	if h := sn.Task.Hold; h != nil && h.Kind == gitstore.HoldBudget {
+		switch slug, ok := strings.CutPrefix(h.Scope, "parent "); {
+		case h.Scope == budget.ScopeDay:
+			return "", 0, fmt.Errorf("%s is held by this machine's day budget (%s), not a task's: raise it with git config %s <dollars>, then lazy unblock %s", sn.Task.Slug, h.Reason, KeyBudgetDay, sn.Task.Slug)
+		case ok:
+			pid, err := e.Store.Resolve(slug)
+			if err != nil {
+				return "", 0, fmt.Errorf("the parent whose budget holds %s: %w", sn.Task.Slug, err)
+			}
+			if target, err = e.Store.Load(pid); err != nil {
+				return "", 0, err
+			}
+		}
+	}
+	set, err := e.BudgetSettings()
+	if err != nil {
+		return "", 0, err
+	}
+	updated, err := e.update(ctx, target.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if s.Task.Status.IsTerminal() {
+			return nil, fmt.Errorf("raise the budget of %s: the task is %s; reopen it first", s.Task.Slug, s.Task.Status)
+		}
+		cur := s.Task.BudgetUSD
+		if cur <= 0 {
+			cur = set.TaskUSD
+		}
+		limit = usd
+		if add {
+			limit = cur + usd
+			if h := sn.Task.Hold; h != nil && h.Kind == gitstore.HoldBudget && h.SpentUSD > cur {
+				// Overspent (a turn ran past it): raise from what was spent.
+				limit = h.SpentUSD + usd
+			}
+		}
+		s.Task.BudgetUSD = limit
+		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: fmt.Sprintf("budget raised to $%.2f", limit)}, nil
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return updated.Task.Slug, limit, nil
+}

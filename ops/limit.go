@@ -1,0 +1,78 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// LimitResumed opens the turn the daemon records when it resumes a task
+// whose usage limit has reset.
+const LimitResumed = "[system] The usage limit reset; resumed"
+
+// LimitPrompt is what the resumed agent is told.
+const LimitPrompt = "The usage limit that stopped your last turn has reset. Continue the task where you left off; check the worktree first, since your last turn ended mid-way."
+
+// LimitDue says whether s is held by a usage limit that has reset by now.
+func LimitDue(s *gitstore.Snapshot, now time.Time) bool {
+	h := s.Task.Hold
+	return h != nil && h.Kind == gitstore.HoldLimit && !now.Before(h.Until)
+}
+
+// ResumeAfterLimit is the daemon's resume of a task a usage limit held,
+// once the limit has reset: the same agent session, told the limit
+// reset, with any message still pending. It is not an interruption and
+// does not reset or advance the circuit breaker. It refuses, changing
+// nothing, while the limit holds or when the task moved on.
+func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("resume"); err != nil {
+		return nil, err
+	}
+	sn, unlock, err := e.lockedLoad(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	check := func(s *gitstore.Snapshot) error {
+		if !LimitDue(s, now) {
+			return fmt.Errorf("resume %s: it is not waiting for a usage limit that has reset", s.Task.Slug)
+		}
+		if !e.Owns(s) {
+			return fmt.Errorf("resume %s: its session was not started on this machine", s.Task.Slug)
+		}
+		return e.checkResumable(s, "resume", false, machine.Blocked, machine.Conflict)
+	}
+	if err := check(sn); err != nil {
+		return nil, err
+	}
+	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("resume %s after its usage limit: %w; nothing was recorded", sn.Task.Slug, err)
+	}
+	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	var turn gitstore.Turn
+	var prompt string
+	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := check(s); err != nil {
+			return nil, err
+		}
+		if prompt, err = e.deliveryPrompt(s, LimitPrompt, "resume"); err != nil {
+			return nil, err
+		}
+		at := now.UTC().Truncate(time.Second)
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.System, Kind: "resume", Content: LimitResumed + "\n\n" + prompt, At: at, Session: s.Session.ID})
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "resume"
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "limit-resume", Actor: machine.System, Reason: "the usage limit reset"}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, e.launchTurn(sn, turn, "resume", prompt, upstream)
+}
