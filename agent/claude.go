@@ -75,7 +75,10 @@ type claudeEvent struct {
 	Result       string  `json:"result"`
 	IsError      bool    `json:"is_error"`
 	TotalCostUSD float64 `json:"total_cost_usd"`
-	Usage        *struct {
+	// Errors are a failed result's own messages ("Reached maximum
+	// budget ($0.5)").
+	Errors []string `json:"errors"`
+	Usage  *struct {
 		Input         int64 `json:"input_tokens"`
 		CacheCreation int64 `json:"cache_creation_input_tokens"`
 		CacheRead     int64 `json:"cache_read_input_tokens"`
@@ -208,6 +211,11 @@ func (c *ClaudeStream) line(l string) {
 		c.HaveResult = true
 		c.Result, c.IsError, c.Subtype, c.CostUSD = ev.Result, ev.IsError, ev.Subtype, ev.TotalCostUSD
 		c.Signals.Subtype = ev.Subtype
+		for _, e := range ev.Errors {
+			if strings.TrimSpace(e) != "" {
+				c.errorsTexts = append(c.errorsTexts, e)
+			}
+		}
 		c.usage = claudeUsage(ev, c.usage.Model)
 		if ev.APIErrorStatus != 0 {
 			c.Signals.APIErrorStatus = ev.APIErrorStatus
@@ -290,10 +298,14 @@ func (c *ClaudeStream) Session() string {
 	return c.SessionID
 }
 
-// Final returns the result event's text.
+// Final returns the result event's text, or, when a run stopped with no
+// result text (at its budget, say), the agent's last words.
 func (c *ClaudeStream) Final() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.Result == "" {
+		return c.progress
+	}
 	return c.Result
 }
 

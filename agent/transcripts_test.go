@@ -180,7 +180,7 @@ func TestBudgetAndLimitTranscripts(t *testing.T) {
 	cs := &ClaudeStream{}
 	replay(t, cs, "claude/budget.jsonl")
 	f, failed := cs.Outcome(1)
-	if !failed || f.Class != Budget || !strings.Contains(f.Reason, "budget") {
+	if !failed || f.Class != Budget || f.Reason != "Reached maximum budget ($0.5)" || cs.Final() != "hello" {
 		t.Errorf("claude budget: %v %+v", failed, f)
 	}
 	// 1M input and 1k output tokens of the session's model, as priced by

@@ -68,7 +68,7 @@ func TestLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(Entry{Task: "t", Session: "s", Seq: 3, At: day, CostUSD: 0.5})             // rewritten: the newest counts
+	must(Entry{Task: "t", Session: "s", Seq: 3, At: day, CostUSD: 0.5})                 // rewritten: the newest counts
 	must(Entry{Task: "t", Session: "s", Seq: 99, At: day.AddDate(0, 0, 1), CostUSD: 7}) // tomorrow
 	f, err := os.OpenFile(l.dayFile(day), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

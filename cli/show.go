@@ -93,6 +93,10 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		}
 	}
 	v.next = nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0)
+	if h := t.Hold; h != nil && h.Kind == gitstore.HoldBudget && !t.Status.IsTerminal() {
+		// Over budget, a plain unblock would only park it again.
+		v.next = []string{"lazy unblock " + t.Slug + " --budget +N", "lazy diff " + t.Slug, "lazy accept " + t.Slug, "lazy reject " + t.Slug}
+	}
 	return v, nil
 }
 

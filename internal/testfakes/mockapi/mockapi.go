@@ -51,6 +51,11 @@ type Reply struct {
 	// reports (the default is 12 in, 7 out): Claude Code prices a run
 	// from them, so a test can make a turn cost what it needs.
 	InputTokens, OutputTokens int
+	// LimitResetIn, when set, answers as a plan's usage limit does:
+	// Anthropic's unified rate-limit headers, rejected, resetting this
+	// long after the request (a time computed when it arrives, so a slow
+	// machine does not find it past).
+	LimitResetIn time.Duration
 }
 
 func (r Reply) tokens() (in, out int) {
@@ -368,6 +373,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	rep := s.next("anthropic", s.anthropic, body)
 	for k, v := range rep.Headers {
 		w.Header().Set(k, v)
+	}
+	if rep.LimitResetIn > 0 {
+		reset := fmt.Sprint(time.Now().Add(rep.LimitResetIn).Unix())
+		for k, v := range map[string]string{"status": "rejected", "reset": reset, "5h-status": "rejected", "5h-reset": reset, "representative-claim": "five_hour"} {
+			w.Header().Set("anthropic-ratelimit-unified-"+k, v)
+		}
 	}
 	in, out := rep.tokens()
 	if rep.Status != 0 && rep.Status != http.StatusOK {
