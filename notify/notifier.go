@@ -106,6 +106,9 @@ type Notifier struct {
 	Repo string
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// Since is when notifications began (the daemon's start), for a
+	// state not yet on disk; the first pass's time if zero.
+	Since time.Time
 
 	mu     sync.Mutex
 	state  *State
@@ -131,7 +134,11 @@ func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, 
 	defer n.mu.Unlock()
 	now := n.now()
 	if n.state == nil {
-		st, err := LoadState(n.Dir, now)
+		begin := now
+		if !n.Since.IsZero() {
+			begin = n.Since
+		}
+		st, err := LoadState(n.Dir, begin)
 		if err != nil {
 			return nil, err
 		}

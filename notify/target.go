@@ -215,8 +215,8 @@ func (t Target) runCommand(ctx context.Context, ev Event) error {
 	case err = <-done:
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return fmt.Errorf("%s did not finish within %s; it was killed", t, SendTimeout)
+		werr := <-done // the kill's own error: the sentence below says it all
+		return fmt.Errorf("%s did not finish in time; it was killed (%v)", t, werr)
 	}
 	// A child that outlived sh in the group goes too: a notifier left
 	// behind by every event would pile up.
