@@ -216,7 +216,7 @@ func (t Target) runCommand(ctx context.Context, ev Event) error {
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		werr := <-done // the kill's own error: the sentence below says it all
-		return fmt.Errorf("%s did not finish in time; it was killed (%v)", t, werr)
+		return fmt.Errorf("%s did not finish in time; it was killed (%w)", t, werr)
 	}
 	// A child that outlived sh in the group goes too: a notifier left
 	// behind by every event would pile up.
