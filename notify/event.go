@@ -125,8 +125,9 @@ type Observation struct {
 	Sessions, Turns     int
 	// Gate is the newest gate run's summary, if any ran.
 	Gate *gitstore.GateSummary
-	// HoldKind is "budget" or "limit" when a blocked task is parked by
-	// its budget or waits for a usage limit to reset; HoldReason says why.
+	// HoldKind is gitstore.HoldBudget or HoldLimit when a blocked task
+	// is parked by its budget or waits for a usage limit to reset (the
+	// daemon resumes that one: not news); HoldReason says why.
 	HoldKind, HoldReason string
 	// Interruptions counts consecutive interrupted turns (the circuit
 	// breaker's counter); InterruptReason is the last one's.
@@ -137,8 +138,12 @@ type Observation struct {
 
 // Observe reads the observation of a summary.
 func Observe(s *gitstore.Summary) Observation {
-	return Observation{TaskID: s.ID, Slug: s.Slug, Title: s.Title, Status: s.Status, Outcome: s.Outcome,
+	o := Observation{TaskID: s.ID, Slug: s.Slug, Title: s.Title, Status: s.Status, Outcome: s.Outcome,
 		Sessions: s.Sessions, Turns: s.Turns, Gate: s.Gate}
+	if s.Hold != nil {
+		o.HoldKind, o.HoldReason = s.Hold.Kind, s.Hold.String()
+	}
+	return o
 }
 
 // AddSession adds what the session says about interruptions.
@@ -183,10 +188,10 @@ func claims(o Observation, p Policy) []claim {
 	switch {
 	case o.Status == machine.Conflict:
 		out = append(out, claim{slotPark, turn, KindConflict, "its turn changed files outside its allowed paths; approve or revert them"})
-	case o.Status == machine.Blocked && o.HoldKind == "budget":
-		why := "it is parked by its budget"
+	case o.Status == machine.Blocked && o.HoldKind == gitstore.HoldBudget:
+		why := "it is parked by its budget; raise it to carry on (lazy unblock --budget +N)"
 		if o.HoldReason != "" {
-			why += ": " + o.HoldReason
+			why = o.HoldReason + "; raise the budget to carry on (lazy unblock --budget +N)"
 		}
 		out = append(out, claim{slotPark, turn, KindBudget, why})
 	case o.Status == machine.Blocked && o.HoldKind != "":

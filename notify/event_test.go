@@ -162,3 +162,26 @@ func TestCleanKeepsSecretsOut(t *testing.T) {
 		t.Errorf("ordinary text changed: %q", got)
 	}
 }
+
+// TestObserveReadsTheHold: a blocked task parked by its budget is a
+// budget event in the hold's words; one waiting for a usage limit is no
+// event at all.
+func TestObserveReadsTheHold(t *testing.T) {
+	s := &gitstore.Summary{ID: "t1", Slug: "fix-login", Status: machine.Blocked, Sessions: 1, Turns: 2,
+		Hold: &gitstore.Hold{Kind: gitstore.HoldBudget, Scope: "task", LimitUSD: 0.5, SpentUSD: 4.02}}
+	ev, _ := Derive(nil, Observe(s), Policy{})
+	if ev == nil || ev.Kind != KindBudget || !strings.Contains(ev.Reason, "$4.02") || !strings.Contains(ev.Reason, "--budget") {
+		t.Fatalf("budget hold: %+v", ev)
+	}
+	if !strings.Contains(ev.Headline(), "over its budget") {
+		t.Fatalf("headline %q", ev.Headline())
+	}
+	s.Hold = &gitstore.Hold{Kind: gitstore.HoldLimit, Reason: "usage limit"}
+	if ev, _ := Derive(nil, Observe(s), Policy{}); ev != nil {
+		t.Fatalf("a usage-limit hold announced %+v", *ev)
+	}
+	s.Hold = nil
+	if ev, _ := Derive(nil, Observe(s), Policy{}); ev == nil || ev.Kind != KindBlocked {
+		t.Fatalf("no hold: %+v", ev)
+	}
+}
