@@ -115,6 +115,8 @@ var commands = []command{
 		new: func() any { return &DaemonCmd{} }},
 	{name: "web", group: "setup", help: "Print the URL of the daemon's live web view (127.0.0.1, with its token); --actions for one that can act.",
 		new: func() any { return &WebCmd{} }},
+	{name: "notify", group: "setup", help: "List the notification targets (git config lazy.notify), or send each a sample event (lazy notify test).",
+		new: func() any { return &NotifyCmd{} }},
 	{name: "doctor", group: "setup", help: "Find and repair what crashes leave behind: stranded merges, dead supervisors, orphaned worktrees and locks.",
 		new: func() any { return &DoctorCmd{} }},
 	{name: "mcp", group: "setup", help: "Serve lazy's tools to a builder agent over MCP on stdio (actor builder).",

@@ -94,7 +94,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 			return a.webView(addr, srv)
 		},
 		OnActions: a.notify,
-		AfterPass: a.queueWork(),
+		AfterPass: afterPass(a.queueWork(), a.notifyWork(rec)),
 		Version:   versionID(a.build.version), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)

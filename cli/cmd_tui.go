@@ -53,6 +53,7 @@ type tuiModel struct {
 	preview      []string
 	status       string // the last action's outcome
 	prev         map[string]machine.Status
+	bell         bool // ring the terminal bell when a task starts needing a human
 	err          error
 	loading      *sync.Mutex
 }
@@ -193,9 +194,9 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		now := map[string]machine.Status{}
 		for _, r := range msg.rows {
 			now[r.Item.ID] = r.Item.Status
-			if old, ok := m.prev[r.Item.ID]; ok && old != r.Item.Status && (r.Item.Status.IsBlocked() || r.Item.Status == machine.Interrupted) {
-				bell = ringBell // a task just started needing a human
-			}
+		}
+		if m.bell && newlyNeedsYou(m.prev, now) {
+			bell = ringBell // a task just started needing a human
 		}
 		m.prev, m.rows, m.overlaps = now, msg.rows, msg.overlaps
 		if m.current() == nil && len(m.rows) > 0 {
@@ -313,6 +314,20 @@ func (m *tuiModel) background(what string, verb, id string) tea.Cmd {
 		err := cmd.Run()
 		return tuiDone{what: what, err: err, out: out.String()}
 	}
+}
+
+// newlyNeedsYou reports whether a task seen before in prev now has a
+// status that waits for a human (blocked, conflict, interrupted) it did
+// not have: the moment lazy watch rings the bell. The first load rings
+// nothing: what needed you before you looked is on the screen.
+func newlyNeedsYou(prev, now map[string]machine.Status) bool {
+	waits := func(st machine.Status) bool { return st.IsBlocked() || st == machine.Interrupted }
+	for id, st := range now {
+		if old, ok := prev[id]; ok && waits(st) && !waits(old) {
+			return true
+		}
+	}
+	return false
 }
 
 func ringBell() tea.Msg {
@@ -502,7 +517,7 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 }
 
 // runTUI runs lazy watch as a full-screen program.
-func (a *app) runTUI(ctx context.Context, all bool) error {
+func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the lazy binary: %w", err)
@@ -512,7 +527,7 @@ func (a *app) runTUI(ctx context.Context, all bool) error {
 		// No colour; bold, faint and reverse stay, so the selection shows.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}}
+	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}}
 	p := tea.NewProgram(m, opts...)
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.

@@ -256,7 +256,18 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 // WatchCmd is a live view of the tasks: a full-screen TUI on a terminal,
 // plain lines otherwise.
 type WatchCmd struct {
-	All bool `help:"Include finished tasks."`
+	All    bool `help:"Include finished tasks."`
+	NoBell bool `name:"no-bell" help:"Never ring the terminal bell when a task starts needing you (git config lazy.watch.bell false does the same)."`
+}
+
+// bell reports whether lazy watch rings the terminal bell: on unless
+// --no-bell or git config lazy.watch.bell false.
+func (c *WatchCmd) bell(a *app) bool {
+	if c.NoBell {
+		return false
+	}
+	on, err := a.cfg.Bool("lazy.watch.bell", true)
+	return err != nil || on
 }
 
 // Run implements lazy watch: it redraws when the daemon reports
@@ -273,7 +284,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 				return err
 			}
 		}
-		return a.runTUI(ctx, c.All)
+		return a.runTUI(ctx, c.All, c.bell(a))
 	}
 	if os.Getenv("LAZY_NO_DAEMON") != "" {
 		return errors.New("lazy watch follows the daemon's events, and LAZY_NO_DAEMON is set")
@@ -287,6 +298,8 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	}
 	keep := func(s machine.Status) bool { return c.All || !s.IsTerminal() }
 	tty := isTerminal(a.stdout)
+	bell := tty && c.bell(a)
+	var prevStatus map[string]machine.Status
 	last := map[string]string{}
 	cache := &ops.OverlapCache{}
 	draw := func() error {
@@ -305,6 +318,14 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		}
 		if tty {
 			drawScreen(a.stdout, rows, queues, a.poolLines(ctx))
+			now := make(map[string]machine.Status, len(rows))
+			for _, r := range rows {
+				now[r.id] = r.Status
+			}
+			if bell && newlyNeedsYou(prevStatus, now) {
+				_, _ = io.WriteString(rawWriter(a.stdout), "\a")
+			}
+			prevStatus = now
 			return nil
 		}
 		now := time.Now().Format("15:04:05")

@@ -66,6 +66,7 @@ var examples = map[string]string{
 	"pull":       "lazy pull\nlazy pull upstream",
 	"push":       "lazy push\nlazy push upstream",
 	"web":        "lazy web",
+	"notify":     "lazy notify\nlazy notify test\nlazy notify test --json\ngit config --add lazy.notify https://ntfy.sh/my-lazy-topic       # ntfy: plain text, Title header\ngit config --add lazy.notify json:https://hooks.example.com/lazy   # the event as JSON\ngit config --add lazy.notify 'cmd:jq -r .slug >> ~/needs-me.txt'  # the event as JSON on stdin\ngit config --add lazy.notify desktop",
 	"doctor":     "lazy doctor --dry-run\nlazy doctor\nlazy doctor fix-login --json",
 	"mcp":        "claude mcp add lazy -- lazy mcp",
 	"help":       "lazy help\nlazy help start\nlazy help daemon",

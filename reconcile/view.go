@@ -195,6 +195,20 @@ func (r *Reconciler) current() (*view, error) {
 	return k.v, nil
 }
 
+// Listing returns every task of the listing the last Pass kept, with
+// the listing's generation: a generation seen before means no task ref
+// moved since, so a caller that keeps its own view of the tasks (the
+// daemon's notifications) has nothing to look at. The entries are
+// shared: read them, never change them. Nil before the first Pass.
+func (r *Reconciler) Listing() ([]gitstore.Entry, uint64) {
+	r.pass.mu.Lock()
+	defer r.pass.mu.Unlock()
+	if r.pass.v == nil {
+		return nil, 0
+	}
+	return r.pass.v.entries, r.pass.v.gen
+}
+
 // Watched returns, from the listing the last Pass kept, the tasks a
 // daemon reports on and stays up for: those whose status can change
 // without a human (working, interrupted, pairing, merging, zombie,

@@ -273,6 +273,35 @@ func TestWatchedIsTheLiveAndSubmittedTasks(t *testing.T) {
 	}
 }
 
+// TestListingIsEveryTaskWithAGeneration: Listing hands out the whole
+// kept listing; its generation stays while no ref moves and changes
+// when one does.
+func TestListingIsEveryTaskWithAGeneration(t *testing.T) {
+	f := newFixture(t)
+	f.create(t, 5)
+	settle(t, f)
+	r := f.reconciler()
+	if e, gen := r.Listing(); e != nil || gen != 0 {
+		t.Fatalf("a listing before the first pass: %d tasks, generation %d", len(e), gen)
+	}
+	steadyPass(t, r)
+	entries, gen := r.Listing()
+	if len(entries) != 5 || gen == 0 {
+		t.Fatalf("%d tasks, generation %d", len(entries), gen)
+	}
+	steadyPass(t, r)
+	if _, again := r.Listing(); again != gen {
+		t.Fatalf("a steady pass changed the generation %d to %d", gen, again)
+	}
+	walk(t, f.store, f.backlog[0], machine.Working, machine.Blocked)
+	if _, err := r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, moved := r.Listing(); moved == gen {
+		t.Fatal("a moved ref kept the generation")
+	}
+}
+
 // TestPassListsAgainWhenItsListingIsOld: a ref moved without changing
 // the stamp (the directory's time set back here, as a ref file rewritten
 // in place would leave it) is not seen by a steady pass, but a listing

@@ -1,0 +1,288 @@
+// Package notify tells a human, wherever they are, that a task needs
+// them or finished: it derives one event per change from the task
+// records the daemon lists, remembers what it announced on this host
+// (so a daemon restart never announces it again), rate-limits each
+// target, and sends to the targets of git config lazy.notify (a command,
+// a webhook, the desktop).
+//
+// An event carries only what the task record says in structured fields
+// (slug, title, status, a one-line reason of lazy's wording), sanitized
+// and bounded: never the environment, an agent's output, or a token.
+package notify
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// Kind is what an event announces.
+type Kind string
+
+// The kinds of event. All but finished, more and test mean a human is
+// needed.
+const (
+	KindBlocked     Kind = "blocked"     // a turn ended; the task waits for review
+	KindConflict    Kind = "conflict"    // parked with pending file-permission violations
+	KindGateFailed  Kind = "gate_failed" // the merge gate failed and no automatic fix round is left
+	KindBudget      Kind = "budget"      // parked by its spending budget
+	KindInterrupted Kind = "interrupted" // interrupted and not resumed by itself (circuit breaker)
+	KindFinished    Kind = "finished"    // accepted, rejected or closed (Outcome says which)
+	KindMore        Kind = "more"        // the rate limit collapsed Count events into this one
+	KindTest        Kind = "test"        // lazy notify test
+)
+
+// Kinds lists the kinds a task change can announce, in the order
+// lazy.notify.events documents them.
+func Kinds() []Kind {
+	return []Kind{KindBlocked, KindConflict, KindGateFailed, KindBudget, KindInterrupted, KindFinished}
+}
+
+// Event is one announcement, as a command target reads it on stdin and
+// a JSON webhook receives it.
+type Event struct {
+	Kind    Kind           `json:"kind"`
+	TaskID  string         `json:"task_id,omitempty"`
+	Slug    string         `json:"slug,omitempty"`
+	Title   string         `json:"title,omitempty"`
+	Status  machine.Status `json:"status,omitempty"`
+	Outcome string         `json:"outcome,omitempty"` // finished: accepted, rejected or closed
+	// Reason is one line of lazy's wording, sanitized and bounded.
+	Reason string `json:"reason"`
+	// Time is when lazy noticed the change (RFC 3339, UTC).
+	Time string `json:"time"`
+	// Repo is the repository's directory name.
+	Repo string `json:"repo"`
+	// Count is, for a "more" event, how many events it stands for.
+	Count int `json:"count,omitempty"`
+}
+
+// NeedsHuman reports whether the event asks for a human.
+func (e Event) NeedsHuman() bool {
+	switch e.Kind {
+	case KindFinished, KindMore, KindTest:
+		return false
+	}
+	return true
+}
+
+// Headline is the event's title line: what happened to which task.
+func (e Event) Headline() string {
+	switch e.Kind {
+	case KindMore:
+		return fmt.Sprintf("lazy (%s): and %d more", e.Repo, e.Count)
+	case KindTest:
+		return fmt.Sprintf("lazy (%s): test notification", e.Repo)
+	case KindFinished:
+		return fmt.Sprintf("lazy (%s): %s %s", e.Repo, e.Slug, e.Outcome)
+	case KindGateFailed:
+		return fmt.Sprintf("lazy (%s): %s failed its merge gate", e.Repo, e.Slug)
+	case KindBudget:
+		return fmt.Sprintf("lazy (%s): %s is over its budget", e.Repo, e.Slug)
+	}
+	return fmt.Sprintf("lazy (%s): %s is %s", e.Repo, e.Slug, e.Status)
+}
+
+// Text is the event's body as plain text: the reason, the title and
+// what to run.
+func (e Event) Text() string {
+	var b strings.Builder
+	b.WriteString(e.Reason)
+	if e.Title != "" {
+		b.WriteString("\n" + e.Title)
+	}
+	if e.Slug != "" {
+		b.WriteString("\nlazy show " + e.Slug)
+	}
+	return b.String()
+}
+
+// Policy is what decides whether a state needs a human beyond the record
+// itself: the repository's settings.
+type Policy struct {
+	// BreakerAt is the count of consecutive interruptions at which the
+	// reconciler stops resuming a task by itself (ops.MaxConsecutiveInterruptions).
+	BreakerAt int
+	// NoAutoResume: every interrupted task waits for a human (lazy.autoResume false).
+	NoAutoResume bool
+	// GateFixRounds is lazy.gate.maxAttempts when lazy.gate.autoFix is on,
+	// 0 when it is off: a failed gate needs a human only once the rounds
+	// are spent.
+	GateFixRounds int
+}
+
+// Observation is what derivation reads of one task: its summary and, for
+// an interrupted task, its session.
+type Observation struct {
+	TaskID, Slug, Title string
+	Status              machine.Status
+	Outcome             string // complete or abandoned: accepted, rejected, closed
+	Sessions, Turns     int
+	// Gate is the newest gate run's summary, if any ran.
+	Gate *gitstore.GateSummary
+	// HoldKind is gitstore.HoldBudget or HoldLimit when a blocked task
+	// is parked by its budget or waits for a usage limit to reset (the
+	// daemon resumes that one: not news); HoldReason says why.
+	HoldKind, HoldReason string
+	// Interruptions counts consecutive interrupted turns (the circuit
+	// breaker's counter); InterruptReason is the last one's.
+	Interruptions   int
+	InterruptReason string
+	InterruptPhase  string
+}
+
+// Observe reads the observation of a summary.
+func Observe(s *gitstore.Summary) Observation {
+	o := Observation{TaskID: s.ID, Slug: s.Slug, Title: s.Title, Status: s.Status, Outcome: s.Outcome,
+		Sessions: s.Sessions, Turns: s.Turns, Gate: s.Gate}
+	if s.Hold != nil {
+		o.HoldKind, o.HoldReason = s.Hold.Kind, s.Hold.String()
+	}
+	return o
+}
+
+// AddSession adds what the session says about interruptions.
+func (o *Observation) AddSession(sess *gitstore.Session) {
+	if sess == nil {
+		return
+	}
+	o.Interruptions, o.InterruptReason, o.InterruptPhase = sess.ConsecutiveInterruptions, sess.InterruptReason, sess.InterruptPhase
+}
+
+// Dedup slots: each holds the key of the last state announced in it, so
+// a state is announced once however often it is seen. Blocked, conflict
+// and budget share one slot keyed by the turn count, so a conflict the
+// human resolves into blocked is not news, while the next turn's end is.
+const (
+	slotPark      = "park"
+	slotGate      = "gate"
+	slotInterrupt = "interrupt"
+	slotFinish    = "finish"
+)
+
+// claim is one thing the task's state says now: the slot and key it is
+// remembered by, and the event it would announce.
+type claim struct {
+	slot, key string
+	kind      Kind
+	reason    string
+}
+
+// claims lists what an observation says, most specific first.
+func claims(o Observation, p Policy) []claim {
+	var out []claim
+	turn := fmt.Sprintf("s%d.t%d", o.Sessions, o.Turns)
+	if o.Status.IsBlocked() && o.Gate != nil && o.Gate.State == gitstore.GateFailed && o.Gate.Run != "" &&
+		(p.GateFixRounds == 0 || o.Gate.Rounds >= p.GateFixRounds) {
+		why := "the merge gate failed"
+		if o.Gate.Failed != "" {
+			why += ": " + o.Gate.Failed
+		}
+		out = append(out, claim{slotGate, o.Gate.Run, KindGateFailed, why})
+	}
+	switch {
+	case o.Status == machine.Conflict:
+		out = append(out, claim{slotPark, turn, KindConflict, "its turn changed files outside its allowed paths; approve or revert them"})
+	case o.Status == machine.Blocked && o.HoldKind == gitstore.HoldBudget:
+		why := "it is parked by its budget; raise it to carry on (lazy unblock --budget +N)"
+		if o.HoldReason != "" {
+			why = o.HoldReason + "; raise the budget to carry on (lazy unblock --budget +N)"
+		}
+		out = append(out, claim{slotPark, turn, KindBudget, why})
+	case o.Status == machine.Blocked && o.HoldKind != "":
+		// A usage limit: the daemon resumes it by itself when the limit
+		// resets, so nobody is needed.
+	case o.Status == machine.Blocked && o.Sessions > 0:
+		out = append(out, claim{slotPark, turn, KindBlocked, "its turn ended; it waits for your review"})
+	case o.Status == machine.Interrupted && (p.NoAutoResume || (p.BreakerAt > 0 && o.Interruptions >= p.BreakerAt) || o.InterruptPhase == "merge_and_fix"):
+		why := "interrupted, and lazy.autoResume is off"
+		switch {
+		case o.InterruptPhase == "merge_and_fix":
+			why = "interrupted while merging upstream; resolve it by hand"
+		case !p.NoAutoResume:
+			why = fmt.Sprintf("interrupted %d times in a row (circuit breaker); resume or unblock it", o.Interruptions)
+		}
+		if o.InterruptReason != "" {
+			why += ": " + o.InterruptReason
+		}
+		out = append(out, claim{slotInterrupt, fmt.Sprintf("%s.i%d", turn, o.Interruptions), KindInterrupted, why})
+	case o.Status.IsTerminal():
+		outcome := o.Outcome
+		if outcome == "" {
+			outcome = string(o.Status)
+		}
+		out = append(out, claim{slotFinish, turn + "." + outcome, KindFinished, outcome})
+	}
+	return out
+}
+
+// Derive compares an observation with the keys announced before for its
+// task (nil for none) and returns the event to announce, if any, and the
+// keys to remember. When several things are new at once (a failed gate
+// that left the task blocked) the most specific is announced and all
+// are remembered. It is pure.
+func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string]string) {
+	next := make(map[string]string, len(prev)+1)
+	for k, v := range prev {
+		next[k] = v
+	}
+	var ev *Event
+	for _, c := range claims(o, p) {
+		if prev[c.slot] == c.key {
+			continue
+		}
+		next[c.slot] = c.key
+		if ev == nil {
+			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: Clean(o.Slug, 100), Title: Clean(o.Title, 200), Status: o.Status, Reason: Clean(c.reason, maxReason)}
+			if c.kind == KindFinished {
+				e.Outcome = Clean(c.reason, 40)
+				e.Reason = "it is " + e.Outcome
+			}
+			ev = &e
+		}
+	}
+	return ev, next
+}
+
+// maxReason bounds an event's reason, in bytes.
+const maxReason = 300
+
+// secretish are the shapes of text that may be a credential: NAME=value
+// for a name that says so, a URL's user:password@, a bearer header, and
+// long unbroken runs of token alphabet.
+var (
+	secretAssign = regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|\S+)`)
+	secretUser   = regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@`)
+	secretBearer = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`)
+	secretRun    = regexp.MustCompile(`[A-Za-z0-9_+/=-]{32,}`)
+)
+
+// Clean makes text fit an event: one line, control characters escaped
+// (internal/sanitize), what looks like a credential replaced by "…", and
+// at most max bytes.
+func Clean(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = secretUser.ReplaceAllString(s, "$1…@")
+	s = secretBearer.ReplaceAllString(s, "$1 …")
+	s = secretAssign.ReplaceAllString(s, "$1$2…")
+	s = secretRun.ReplaceAllString(s, "…")
+	s = sanitize.Display(s)
+	if len(s) > max {
+		cut := max - len("…")
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// Stamp is the event time format.
+func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,339 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lazyorch/lazy/gitstore"
+)
+
+// Config keys.
+const (
+	KeyTargets   = "lazy.notify"           // repeatable: one target per value
+	KeyPerMinute = "lazy.notify.perMinute" // events per target per minute
+	KeyEvents    = "lazy.notify.events"    // the kinds to announce, comma-separated
+)
+
+// Config is what Load reads: lazy's git config (gitrepo.Config
+// satisfies it).
+type Config interface {
+	Get(key string) (string, bool)
+	All(key string) []string
+}
+
+// Settings are lazy.notify*: the targets, what each may receive in a
+// minute, the kinds announced.
+type Settings struct {
+	Targets []Target
+	// Problems are the values that name no target, worded for the user.
+	Problems  []string
+	PerMinute int
+	// Events are the kinds to announce; nil announces every kind.
+	Events map[Kind]bool
+}
+
+// Load reads the settings; commands run in dir.
+func Load(cfg Config, dir string) Settings {
+	s := Settings{PerMinute: DefaultPerMinute}
+	for _, v := range cfg.All(KeyTargets) {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		t, err := ParseTarget(v)
+		if err != nil {
+			s.Problems = append(s.Problems, err.Error())
+			continue
+		}
+		t.Dir = dir
+		s.Targets = append(s.Targets, t)
+	}
+	if v, ok := cfg.Get(KeyPerMinute); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+			s.PerMinute = n
+		} else {
+			s.Problems = append(s.Problems, fmt.Sprintf("%s %q is not a positive number; using %d", KeyPerMinute, Clean(v, 20), DefaultPerMinute))
+		}
+	}
+	if v, ok := cfg.Get(KeyEvents); ok && strings.TrimSpace(v) != "" {
+		s.Events = map[Kind]bool{}
+		for _, k := range strings.Split(v, ",") {
+			k = strings.TrimSpace(k)
+			known := false
+			for _, kk := range Kinds() {
+				if string(kk) == k {
+					known = true
+				}
+			}
+			if !known {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s names %q, which is not a kind (%s)", KeyEvents, Clean(k, 20), kindList()))
+				continue
+			}
+			s.Events[Kind(k)] = true
+		}
+	}
+	return s
+}
+
+func kindList() string {
+	var parts []string
+	for _, k := range Kinds() {
+		parts = append(parts, string(k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LogFile is the delivery log under the notify directory: a line per
+// delivery, with the target redacted.
+const LogFile = "notify.log"
+
+// maxLog is the size past which the log is rotated to LogFile.1.
+const maxLog = 1 << 20
+
+// Notifier is the daemon's notifications: it derives events from the
+// listings it is handed, remembers what it announced in Dir, and sends.
+// Its methods are safe for one caller at a time.
+type Notifier struct {
+	// Dir is the repository's notify directory (.git/lazy/notify).
+	Dir string
+	// Repo names the repository in events.
+	Repo string
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+	// Since is when notifications began (the daemon's start), for a
+	// state not yet on disk; the first pass's time if zero.
+	Since time.Time
+
+	mu     sync.Mutex
+	state  *State
+	seen   map[string]string // task id -> the record commit last observed
+	limits map[string]*limiter
+	noted  map[string]bool
+}
+
+func (n *Notifier) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
+// Pass derives the events of one listing of every task: one per task
+// whose record moved into something to announce since the last
+// announcement this host made. load reads a changed entry's observation.
+// The state is saved before the events are returned, so a crash after
+// may lose an event but a restart never repeats one.
+func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, load func(*gitstore.Entry) (Observation, error)) ([]Event, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.now()
+	if n.state == nil {
+		begin := now
+		if !n.Since.IsZero() {
+			begin = n.Since
+		}
+		st, err := LoadState(n.Dir, begin)
+		if err != nil {
+			return nil, err
+		}
+		n.state, n.seen = st, map[string]string{}
+	}
+	changed := false
+	present := make(map[string]bool, len(entries))
+	var out []Event
+	for i := range entries {
+		e := &entries[i]
+		present[e.ID] = true
+		commit := e.Commit.String()
+		if e.Err != nil || n.seen[e.ID] == commit {
+			continue
+		}
+		o, err := load(e)
+		if err != nil {
+			continue // read again on the next pass
+		}
+		n.seen[e.ID] = commit
+		prev, known := n.state.Tasks[e.ID]
+		ev, next := Derive(prev, o, p)
+		if !known {
+			if upd, err := time.Parse(gitstore.TimeLayout, e.Updated); err == nil && upd.Before(n.state.Since) {
+				ev = nil // as it was before notifications began: taken, not announced
+			}
+		}
+		if !sameKeys(prev, next) || !known {
+			n.state.Tasks[e.ID] = next
+			changed = true
+		}
+		if ev != nil && (only == nil || only[ev.Kind]) {
+			ev.Repo, ev.Time = n.Repo, Stamp(now)
+			out = append(out, *ev)
+		}
+	}
+	for id := range n.state.Tasks {
+		if !present[id] {
+			delete(n.state.Tasks, id)
+			delete(n.seen, id)
+			changed = true
+		}
+	}
+	if changed {
+		if err := n.state.Save(n.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func sameKeys(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Result is how one delivery went.
+type Result struct {
+	Target string `json:"target"` // redacted
+	Kind   Kind   `json:"kind"`
+	Slug   string `json:"slug,omitempty"`
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	// Skipped: the target is not available here (no notify-send).
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// Pending reports whether a target holds events the rate limit kept
+// back: Deliver with no events sends their collapse when it may.
+func (n *Notifier) Pending() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range n.limits {
+		if l.pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// Deliver sends evs to every target, each held to perMinute events a
+// minute (the excess goes later as one "more" event), the targets in
+// parallel, and logs each delivery.
+func (n *Notifier) Deliver(ctx context.Context, targets []Target, perMinute int, evs []Event) []Result {
+	n.mu.Lock()
+	if n.limits == nil {
+		n.limits = map[string]*limiter{}
+	}
+	now := n.now()
+	batches := make([][]Event, len(targets))
+	for i, t := range targets {
+		key := t.Kind + "\x00" + t.Command + "\x00"
+		if t.URL != nil {
+			key += t.URL.String()
+		}
+		l := n.limits[key]
+		if l == nil || l.max != perMinute {
+			if l == nil {
+				l = newLimiter(perMinute)
+			}
+			l.max = max(perMinute, 1)
+			n.limits[key] = l
+		}
+		batches[i] = l.admit(now, evs)
+	}
+	n.mu.Unlock()
+	results := make([][]Result, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		if len(batches[i]) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, ev := range batches[i] {
+				results[i] = append(results[i], send(ctx, t, ev))
+			}
+		}()
+	}
+	wg.Wait()
+	var out []Result
+	for _, rs := range results {
+		for _, r := range rs {
+			n.log(r)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Test sends one sample event to every target, unlimited and unlogged.
+func Test(ctx context.Context, targets []Target, repo string, now time.Time) []Result {
+	ev := Event{Kind: KindTest, Slug: "example-task", Title: "a sample notification from lazy notify test", Status: "blocked",
+		Reason: "lazy notify test: if you read this, the target works", Repo: repo, Time: Stamp(now)}
+	out := make([]Result, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = send(ctx, t, ev)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func send(ctx context.Context, t Target, ev Event) Result {
+	r := Result{Target: t.String(), Kind: ev.Kind, Slug: ev.Slug, OK: true}
+	if err := t.Send(ctx, ev); err != nil {
+		r.OK, r.Error, r.Skipped = false, err.Error(), errors.Is(err, ErrUnavailable)
+	}
+	return r
+}
+
+// log appends r to the delivery log; a target not available here is
+// logged once per notifier.
+func (n *Notifier) log(r Result) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r.Skipped {
+		if n.noted == nil {
+			n.noted = map[string]bool{}
+		}
+		if n.noted[r.Target] {
+			return
+		}
+		n.noted[r.Target] = true
+	}
+	path := filepath.Join(n.Dir, LogFile)
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLog {
+		_ = os.Rename(path, path+".1")
+	}
+	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }()
+	what := "ok"
+	switch {
+	case r.Skipped:
+		what = "skipped: " + r.Error
+	case !r.OK:
+		what = "failed: " + r.Error
+	}
+	fmt.Fprintf(f, "%s %s %s %s %s\n", Stamp(n.now()), r.Target, r.Kind, r.Slug, Clean(what, 400))
+}
