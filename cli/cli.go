@@ -121,6 +121,8 @@ var commands = []command{
 		new: func() any { return &McpCmd{} }},
 	{name: "completion", group: "setup", help: "Print a shell completion script: commands, flags and task slugs.",
 		new: func() any { return &CompletionCmd{} }},
+	{name: "version", group: "setup", help: "Print lazy's version: module version, VCS revision, whether the tree was modified, the Go version.",
+		new: func() any { return &VersionCmd{} }},
 	{name: "help", group: "setup", help: "Show help for a command (lazy help start is lazy start --help).",
 		new: func() any { return &HelpCmd{} }},
 	{name: "mcp-proxy", hidden: true, help: "An agent's MCP server: forwards tool calls to the daemon with the session token.",
@@ -249,6 +251,11 @@ func Run(version string, args []string, stdin io.Reader, rawStdout, rawStderr io
 		return exitStatus // --help or --version
 	}
 	if err != nil {
+		if word, ok := unknownCommand(args); ok {
+			fmt.Fprintf(stderr, "lazy: %s\n", unknownCommandError(word))
+			fmt.Fprintln(stderr, "Run \"lazy --help\" for usage.")
+			return 2
+		}
 		fmt.Fprintf(stderr, "lazy: %v\n", err)
 		hint := "lazy --help"
 		var pe *kong.ParseError

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -109,5 +110,52 @@ func TestCompletion(t *testing.T) {
 	t.Setenv("COMP_POINT", "14")
 	if out, _, _ := runCLI(t); strings.TrimSpace(out) != "--name-only" {
 		t.Fatalf("completing a flag: %q", out)
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	out, errs, code := runCLI(t, "version")
+	want, _, _ := runCLI(t, "--version")
+	if code != 0 || errs != "" || out != want {
+		t.Fatalf("lazy version: exit %d %q %q; --version says %q", code, out, errs, want)
+	}
+	out, _, code = runCLI(t, "version", "--json")
+	var b buildInfo
+	if err := json.Unmarshal([]byte(out), &b); code != 0 || err != nil {
+		t.Fatalf("lazy version --json: exit %d %v\n%s", code, err, out)
+	}
+	if b.Version != "dev" || !strings.HasPrefix(b.GoVersion, "go1.") || b.BuildID != versionID("dev") || b.OS == "" || b.Arch == "" {
+		t.Fatalf("lazy version --json: %+v", b)
+	}
+	// Test binaries carry no VCS stamp; String still names the build.
+	if s := (buildInfo{Version: "v1.2.3", Revision: "0123456789abcdef", Dirty: true, GoVersion: "go1.26"}).String(); s != "v1.2.3 (0123456789ab, modified) go1.26" {
+		t.Fatalf("String: %q", s)
+	}
+}
+
+// An unknown command, run or asked about, names the nearest commands:
+// a prefix first, else the fewest typos (a swap is one).
+func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
+	for word, want := range map[string]string{
+		"statsu":  "did you mean status?",
+		"wiat":    "did you mean wait?",
+		"acc":     "did you mean accept?",
+		"pu":      "did you mean one of pull, push?",
+		"verison": "did you mean version?",
+		"xyzzy":   "lazy --help lists them",
+	} {
+		for _, args := range [][]string{{word}, {"help", word}, {"-C", ".", word, "--json"}} {
+			out, errs, code := runCLI(t, args...)
+			if code != 2 || out != "" || !strings.Contains(errs, `lazy: "`+word+`" is not a lazy command; `+want) {
+				t.Errorf("lazy %v: exit %d %q %q; want %q", args, code, out, errs, want)
+			}
+		}
+	}
+	// The word is escaped on its way to the terminal.
+	if _, errs, _ := runCLI(t, "st\x1b]0;x\x07"); strings.ContainsAny(errs, "\x1b\x07") {
+		t.Fatalf("unescaped: %q", errs)
+	}
+	if d := editDistance("wiat", "wait"); d != 1 {
+		t.Fatalf("editDistance(wiat, wait) = %d", d)
 	}
 }
