@@ -20,7 +20,7 @@ import (
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Tasks       []string      `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"task"`
+	Tasks       []string      `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"acceptable"`
 	SkipGate    bool          `name:"skip-gate" help:"Land without running the merge gate (lazy.gate, .lazy/gate): a human decision, recorded on the task and in the commit with --reason."`
 	Reason      string        `help:"Why the gate is skipped (required with --skip-gate)."`
 	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`

@@ -64,20 +64,13 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 // dispatcher builds the MCP dispatcher of this repository; wait is how a
 // call waits for a turn.
 func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)) (*mcp.Dispatcher, error) {
-	timing, err := a.timing()
-	if err != nil {
-		return nil, err
-	}
-	policy, err := a.policy()
-	if err != nil {
-		return nil, err
-	}
+	timing, policy, turnErr := a.turnSettings()
 	d := &mcp.Dispatcher{
 		Store: a.store,
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
 			},
 			StartInput: a.startInput,
 			Wait:       wait,

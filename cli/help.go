@@ -14,7 +14,10 @@ import (
 	"github.com/posener/complete"
 	"github.com/willabides/kongplete"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/machine"
 )
 
 // commandGroups are the headings of lazy --help, in order.
@@ -71,6 +74,7 @@ var examples = map[string]string{
 	"doctor":     "lazy doctor --dry-run\nlazy doctor\nlazy doctor fix-login --json",
 	"mcp":        "claude mcp add lazy -- lazy mcp",
 	"help":       "lazy help\nlazy help start\nlazy help daemon",
+	"config":     "lazy config\nlazy config --set                 # only what is set, not the defaults\nlazy config lazy.gate             # the gate's keys\nlazy config --json | jq -r '.[] | select(.error) | .error'",
 	"version":    "lazy version\nlazy version --json | jq -r .revision",
 	"completion": "lazy completion bash > /etc/bash_completion.d/lazy\necho 'source <(lazy completion zsh)' >> ~/.zshrc\nlazy completion fish > ~/.config/fish/completions/lazy.fish",
 }
@@ -222,9 +226,10 @@ func (c *CompletionCmd) Run(a *app) error {
 	return err
 }
 
-// taskPredictor completes task slugs of the repository in the current
-// directory; outside one it offers nothing.
-func taskPredictor() complete.Predictor {
+// taskPredictor completes the slugs of the tasks of the repository in
+// the current directory that keep reports true for (nil: all); outside
+// one it offers nothing.
+func taskPredictor(keep func(machine.Status) bool) complete.Predictor {
 	return complete.PredictFunc(func(complete.Args) []string {
 		repo, err := gitstore.Discover(".")
 		if err != nil {
@@ -236,12 +241,38 @@ func taskPredictor() complete.Predictor {
 		}
 		var out []string
 		for i := range entries {
+			if keep != nil && !keep(entries[i].Status) {
+				continue
+			}
 			if s, err := entries[i].Summary(); err == nil {
 				out = append(out, s.Slug)
 			}
 		}
 		return out
 	})
+}
+
+// acceptable is what lazy accept takes: a parked task (blocked) or one
+// whose pull request waits (submitted); ops' accept pre-flight refuses
+// every other status.
+func acceptable(st machine.Status) bool { return st == machine.Blocked || st == machine.Submitted }
+
+// statusNames are the task statuses, for --status.
+func statusNames() []string {
+	var out []string
+	for _, s := range machine.Statuses() {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// configKeyNames are the keys lazy config shows.
+func configKeyNames() []string {
+	var out []string
+	for _, k := range configkeys.All() {
+		out = append(out, k.Name)
+	}
+	return out
 }
 
 // completeIfAsked answers a shell's completion request (COMP_LINE set)
@@ -251,7 +282,13 @@ func completeIfAsked(parser *kong.Kong) bool {
 		return false
 	}
 	done := false
-	kongplete.Complete(parser, kongplete.WithPredictor("task", taskPredictor()), kongplete.WithExitFunc(func(int) { done = true }))
+	kongplete.Complete(parser,
+		kongplete.WithPredictor("task", taskPredictor(nil)),
+		kongplete.WithPredictor("acceptable", taskPredictor(acceptable)),
+		kongplete.WithPredictor("status", complete.PredictSet(statusNames()...)),
+		kongplete.WithPredictor("agent", complete.PredictSet(agent.Names()...)),
+		kongplete.WithPredictor("configkey", complete.PredictSet(configKeyNames()...)),
+		kongplete.WithExitFunc(func(int) { done = true }))
 	return done
 }
 

@@ -2,12 +2,20 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {
@@ -157,5 +165,67 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 	}
 	if d := editDistance("wiat", "wait"); d != 1 {
 		t.Fatalf("editDistance(wiat, wait) = %d", d)
+	}
+}
+
+// Completion offers the statuses for --status, the agents for --agent,
+// the keys for lazy config, and for lazy accept only the tasks accept
+// takes.
+func TestCompletionValues(t *testing.T) {
+	for line, want := range map[string][]string{
+		"lazy list --status bl":    {"blocked"},
+		"lazy list --status ":      {"backlog", "working", "blocked", "complete", "abandoned"},
+		"lazy start x --agent co":  {"codex"},
+		"lazy create t --agent ":   {"claude", "codex", "exec"},
+		"lazy config lazy.gate.ti": {"lazy.gate.timeout"},
+	} {
+		t.Setenv("COMP_LINE", line)
+		t.Setenv("COMP_POINT", strconv.Itoa(len(line)))
+		out, _, code := runCLI(t)
+		got := strings.Fields(out)
+		for _, w := range want {
+			if code != 0 || !slices.Contains(got, w) {
+				t.Errorf("completing %q: exit %d, %q lacks %q", line, code, got, w)
+			}
+		}
+	}
+
+	dir := testrepo.New(t)
+	t.Chdir(dir)
+	t.Setenv("LAZY_NO_DAEMON", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("COMP_LINE", "")
+	for _, title := range []string{"parked one", "still backlog"} {
+		if _, errs, code := runCLI(t, "create", title); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	// Park the first as a finished turn would leave it: blocked.
+	repo, err := gitstore.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := gitstore.Open(repo)
+	id, err := st.Resolve("parked-one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []machine.Status{machine.Working, machine.Blocked} {
+		if _, _, err := st.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			s.Task.Status = to
+			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for line, want := range map[string]string{"lazy accept ": "parked-one", "lazy show ": "parked-one still-backlog"} {
+		t.Setenv("COMP_LINE", line)
+		t.Setenv("COMP_POINT", strconv.Itoa(len(line)))
+		out, _, _ := runCLI(t)
+		got := strings.Fields(out)
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("completing %q: %q, want %q", line, got, want)
+		}
 	}
 }
