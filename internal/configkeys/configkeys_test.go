@@ -84,7 +84,11 @@ func TestREADMETableIsTheRegistry(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("README.md has no %q section", strings.TrimSpace(heading))
 	}
-	start := i + len(heading)
+	start := strings.Index(readme[i:], "\n| key |")
+	if start < 0 {
+		t.Fatal("the README's configuration section has no table")
+	}
+	start += i + 1
 	end := strings.Index(readme[start:], "\n\n")
 	if end < 0 {
 		t.Fatal("the README's configuration table has no end")
