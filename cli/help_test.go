@@ -149,7 +149,7 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 		"wiat":    "did you mean wait?",
 		"acc":     "did you mean accept?",
 		"pu":      "did you mean one of pull, push?",
-		"verison": "did you mean version?",
+		"vesrion": "did you mean version?",
 		"xyzzy":   "lazy --help lists them",
 	} {
 		for _, args := range [][]string{{word}, {"help", word}, {"-C", ".", word, "--json"}} {
