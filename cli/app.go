@@ -17,6 +17,7 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
@@ -79,10 +80,10 @@ func (a *app) loadConfig() error {
 	if err != nil {
 		return err
 	}
-	limit, err := cfg.Int("lazy.gc.looseObjects", 4000)
-	if err != nil {
-		return err
-	}
+	// A bad lazy.gc.looseObjects stops only what uses it (lazy housekeep
+	// --auto says so; the background check after a write is skipped),
+	// never every command: see looseObjectLimit.
+	limit, _ := a.looseObjectLimit(cfg)
 	host, _ := cfg.Get("lazy.hostid")
 	if host == "" {
 		host = "unregistered"
@@ -91,6 +92,20 @@ func (a *app) loadConfig() error {
 	a.store = gitstore.Open(a.repo, gitstore.WithHost(host))
 	a.store.LooseObjectLimit = limit
 	return nil
+}
+
+// looseObjectLimit is git config lazy.gc.looseObjects (default 4000);
+// a bad value is the error, with 0 (no automatic housekeeping).
+func (a *app) looseObjectLimit(cfg *gitstore.Config) (int, error) {
+	n, err := cfg.Int("lazy.gc.looseObjects", 4000)
+	if err == nil && n < 0 {
+		v, _ := cfg.Get("lazy.gc.looseObjects")
+		err = configkeys.Invalid("lazy.gc.looseObjects", v, "is negative")
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // openForWrite is open plus the one-time set-up that writes need, so
@@ -118,19 +133,26 @@ func (a *app) env() (*ops.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	timing, err := a.timing()
-	if err != nil {
-		return nil, err
-	}
 	// LAZY_ACTOR only labels provenance. Identity that widens what a
 	// command may do (an agent acting for its own task) is proven by an
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
-	policy, err := a.policy()
-	if err != nil {
-		return nil, err
+	timing, policy, turnErr := a.turnSettings()
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
+}
+
+// turnSettings reads what every turn's supervisor gets (timing and
+// policy). A bad value is returned as the error beside the defaults, not
+// in place of them: only the operations that launch a turn refuse with
+// it (ops.Env.TurnConfigErr), so lazy.watchdogTimeout = banana stops
+// lazy start and leaves lazy comment alone.
+func (a *app) turnSettings() (proto.Timing, proto.Policy, error) {
+	timing, terr := a.timing()
+	if terr != nil {
+		timing = proto.Timing{}.WithDefaults()
 	}
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
+	policy, perr := a.policy()
+	return timing, policy, errors.Join(terr, perr)
 }
 
 // policy reads the turn configuration every turn gets: lazy.agent.allow,
@@ -163,7 +185,7 @@ func (a *app) policy() (proto.Policy, error) {
 	case proto.UncommittedCommit, proto.UncommittedPushBack, proto.UncommittedKeep:
 		p.Uncommitted = strings.TrimSpace(v)
 	default:
-		return p, fmt.Errorf("git config lazy.uncommitted = %q is not commit, push-back or keep", v)
+		return p, configkeys.Invalid("lazy.uncommitted", v, "is not commit, push-back or keep")
 	}
 	return p, nil
 }
@@ -178,7 +200,7 @@ func (a *app) timing() (proto.Timing, error) {
 		if v, ok := a.cfg.Get(key); ok && v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return t, fmt.Errorf("git config %s = %q is not a positive duration (for example 30m or 10s)", key, v)
+				return t, configkeys.Invalid(key, v, "is not a duration above 0")
 			}
 			*dst = d
 		}

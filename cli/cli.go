@@ -123,6 +123,10 @@ var commands = []command{
 		new: func() any { return &McpCmd{} }},
 	{name: "completion", group: "setup", help: "Print a shell completion script: commands, flags and task slugs.",
 		new: func() any { return &CompletionCmd{} }},
+	{name: "config", group: "setup", help: "Show lazy's settings (git config lazy.*): each key's effective value and where it comes from (local, global or the default), and any bad value with its fix.",
+		new: func() any { return &ConfigCmd{} }},
+	{name: "version", group: "setup", help: "Print lazy's version: module version, VCS revision, whether the tree was modified, the Go version.",
+		new: func() any { return &VersionCmd{} }},
 	{name: "help", group: "setup", help: "Show help for a command (lazy help start is lazy start --help).",
 		new: func() any { return &HelpCmd{} }},
 	{name: "mcp-proxy", hidden: true, help: "An agent's MCP server: forwards tool calls to the daemon with the session token.",
@@ -251,6 +255,11 @@ func Run(version string, args []string, stdin io.Reader, rawStdout, rawStderr io
 		return exitStatus // --help or --version
 	}
 	if err != nil {
+		if word, ok := unknownCommand(args); ok {
+			fmt.Fprintf(stderr, "lazy: %s\n", unknownCommandError(word))
+			fmt.Fprintln(stderr, "Run \"lazy --help\" for usage.")
+			return 2
+		}
 		fmt.Fprintf(stderr, "lazy: %v\n", err)
 		hint := "lazy --help"
 		var pe *kong.ParseError

@@ -13,13 +13,14 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/ops"
 )
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Tasks       []string      `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"task"`
+	Tasks       []string      `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"acceptable"`
 	SkipGate    bool          `name:"skip-gate" help:"Land without running the merge gate (lazy.gate, .lazy/gate): a human decision, recorded on the task and in the commit with --reason."`
 	Reason      string        `help:"Why the gate is skipped (required with --skip-gate)."`
 	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
@@ -174,7 +175,18 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 		}
 		ids[i] = id
 	}
-	results := env.AcceptMany(ctx, ids, func(id string) ops.Narrator { return a.acceptDisplay(id) }, opts)
+	line := a.progressLine(c.JSON)
+	line.Start(time.Second)
+	line.Set(fmt.Sprintf("accept: %d tasks in the queue; checking and gating them", len(ids)))
+	pos := 0
+	results := env.AcceptMany(ctx, ids, func(id string) ops.Narrator {
+		pos++
+		d := a.acceptDisplay(id)
+		d.line, d.pos = line, fmt.Sprintf("%d of %d", pos, len(ids))
+		d.status("starting")
+		return d
+	}, opts)
+	line.Close()
 	failed := 0
 	var out []map[string]any
 	for i, r := range results {
@@ -270,12 +282,35 @@ type phaseDisplay struct {
 	tty   bool
 	slug  string
 	relay func(events.Phase)
+	// line (accept of a queue on a terminal) is the status line that
+	// shows the task's place in the queue and its phase; the narration
+	// prints above it.
+	line *progress.Line
+	pos  string // "2 of 3"
+}
+
+// say prints one line of the narration on a terminal.
+func (d *phaseDisplay) say(s string) {
+	if d.line.On() {
+		d.line.Println(s)
+		return
+	}
+	fmt.Fprintln(d.w, s)
+}
+
+// status sets the status line: the task, its place in the queue, what
+// it does.
+func (d *phaseDisplay) status(what string) {
+	if d.line.On() {
+		d.line.Set("accept " + d.slug + " (" + d.pos + " in the queue): " + what)
+	}
 }
 
 func (d *phaseDisplay) Prelude(msg string) {
 	d.relay(events.Phase{Label: msg})
 	if d.tty {
-		fmt.Fprintf(d.w, "      %s\n", msg)
+		d.say("      " + msg)
+		d.status(msg)
 		return
 	}
 	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)
@@ -288,7 +323,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 	}
 	d.relay(events.Phase{Plan: labels})
 	if d.tty {
-		fmt.Fprintf(d.w, "      plan: %s\n", strings.Join(labels, " → "))
+		d.say("      plan: " + strings.Join(labels, " → "))
 		return
 	}
 	fmt.Fprintf(d.w, "· accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
@@ -297,7 +332,8 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
 	d.relay(events.Phase{Step: n, Of: m, Label: p.Label})
 	if d.tty {
-		fmt.Fprintf(d.w, "[%d/%d] %s\n", n, m, p.Label)
+		d.say(fmt.Sprintf("[%d/%d] %s", n, m, p.Label))
+		d.status(fmt.Sprintf("step %d of %d: %s", n, m, p.Label))
 		return
 	}
 	fmt.Fprintf(d.w, "· accept %s: step %d of %d: %s\n", d.slug, n, m, p.Label)
@@ -306,7 +342,7 @@ func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
 func (d *phaseDisplay) Note(msg string) {
 	d.relay(events.Phase{Label: msg})
 	if d.tty {
-		fmt.Fprintf(d.w, "      %s\n", msg)
+		d.say("      " + msg)
 		return
 	}
 	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)

@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
@@ -25,7 +26,7 @@ import (
 // StartCmd starts a backlog task.
 type StartCmd struct {
 	Task    string `arg:"" help:"Slug or id prefix." predictor:"task"`
-	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude."`
+	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude." predictor:"agent"`
 	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON    bool   `help:"Print the task as JSON."`
 	Sandbox string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
@@ -184,7 +185,7 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 		return nil, nil
 	case "on", "true", "yes":
 	default:
-		return nil, fmt.Errorf("lazy.sandbox = %q is not on or off", mode)
+		return nil, configkeys.Invalid("lazy.sandbox", mode, "is not on or off")
 	}
 	sb := &proto.Sandbox{Network: "on"}
 	if v, ok := a.cfg.Get("lazy.sandbox.network"); ok && strings.TrimSpace(v) != "" {
@@ -304,27 +305,20 @@ func (a *app) reconciledList(ctx context.Context) ([]gitstore.Entry, error) {
 // reconciler builds the reconciler of this repository from git config:
 // lazy.autoResume (default true) and lazy.startGrace (default 30s).
 func (a *app) reconciler() (*reconcile.Reconciler, error) {
-	timing, err := a.timing()
-	if err != nil {
-		return nil, err
-	}
-	policy, err := a.policy()
-	if err != nil {
-		return nil, err
-	}
+	timing, policy, turnErr := a.turnSettings()
 	auto, err := a.cfg.Bool("lazy.autoResume", true)
 	if err != nil {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, Launch: a.launchSupervisor},
+		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor},
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")
 	if v, ok := a.cfg.Get("lazy.startGrace"); ok && v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("git config lazy.startGrace = %q is not a positive duration (for example 30s)", v)
+			return nil, configkeys.Invalid("lazy.startGrace", v, "is not a duration above 0")
 		}
 		r.StartGrace = d
 	}

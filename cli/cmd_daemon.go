@@ -81,10 +81,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	if rec.Forge, err = a.forgeSync(); err != nil {
 		return err
 	}
-	d, err := a.dispatcher(a.pollTurn)
-	if err != nil {
-		return err
-	}
+	d := a.dispatcher(a.pollTurn)
 	var srv *daemon.Server
 	srv = &daemon.Server{
 		Store:     a.store,

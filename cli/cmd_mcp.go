@@ -23,10 +23,7 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
 	}
-	d, err := a.dispatcher(a.waitTurn)
-	if err != nil {
-		return err
-	}
+	d := a.dispatcher(a.waitTurn)
 	srv, err := mcp.NewServer(mcp.Local{D: d, Caller: mcp.Caller{Actor: machine.Builder}}, false, versionID(a.build.version))
 	if err != nil {
 		return err
@@ -63,21 +60,14 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 
 // dispatcher builds the MCP dispatcher of this repository; wait is how a
 // call waits for a turn.
-func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)) (*mcp.Dispatcher, error) {
-	timing, err := a.timing()
-	if err != nil {
-		return nil, err
-	}
-	policy, err := a.policy()
-	if err != nil {
-		return nil, err
-	}
+func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)) *mcp.Dispatcher {
+	timing, policy, turnErr := a.turnSettings()
 	d := &mcp.Dispatcher{
 		Store: a.store,
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
 			},
 			StartInput: a.startInput,
 			Wait:       wait,
@@ -99,7 +89,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		opts.Sandbox, _ = a.sandboxConfig("")
 		return opts
 	}
-	return d, nil
+	return d
 }
 
 // pollTurn waits for task id's turn inside the daemon: it reconciles the

@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
@@ -364,7 +365,7 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 		}
 		ids = append(ids, id)
 	}
-	final, timedOut, err := a.waitSettled(ctx, ids, c.Any, c.Timeout)
+	final, timedOut, err := a.waitSettled(ctx, ids, c.Any, c.Timeout, a.progressLine(c.JSON))
 	if err != nil {
 		return err
 	}
@@ -409,7 +410,12 @@ func settled(st machine.Status) bool {
 // waitSettled reconciles and polls until the tasks settle. Reconciling
 // here (safe alongside a daemon: every step is locked and CAS) means the
 // wait ends as soon as a turn's response is on disk, daemon or not.
-func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeout time.Duration) (map[string]*gitstore.Snapshot, bool, error) {
+//
+// line (nil: none) shows what the pending tasks are doing; waitSettled
+// erases it before it returns, so what the caller prints next starts on
+// a clean line.
+func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeout time.Duration, line *progress.Line) (map[string]*gitstore.Snapshot, bool, error) {
+	defer line.Close()
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -421,6 +427,7 @@ func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeou
 	for {
 		final := map[string]*gitstore.Snapshot{}
 		var pending []gitstore.Entry
+		var running []*gitstore.Snapshot
 		for _, id := range ids {
 			sn, err := a.store.Load(id)
 			if err != nil {
@@ -430,10 +437,14 @@ func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeou
 				final[id] = sn
 			} else {
 				pending = append(pending, gitstore.Entry{ID: id, Status: sn.Task.Status})
+				running = append(running, sn)
 			}
 		}
 		if len(pending) == 0 || (anyOne && len(final) > 0) {
 			return final, false, nil
+		}
+		if line.On() {
+			line.Set(a.waitingLine(running))
 		}
 		if a.reconcileBeforeRead(ctx, pending) {
 			continue
@@ -513,7 +524,7 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
 		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks(), from: logOff}, pd, logOff)
 	case f.Wait:
-		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0)
+		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0, a.progressLine(false))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 
@@ -61,7 +62,7 @@ func (a *app) forgeSync() (*reconcile.ForgeSync, error) {
 	if v, ok := a.cfg.Get("lazy.forge.syncInterval"); ok && v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("git config lazy.forge.syncInterval = %q is not a positive duration (for example 1m)", v)
+			return nil, configkeys.Invalid("lazy.forge.syncInterval", v, "is not a duration above 0")
 		}
 		fs.Interval = d
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -71,7 +72,16 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := a.store.Pull(ctx, remote)
+	line := a.progressLine(c.JSON)
+	line.Start(time.Second)
+	line.Set("pull " + remote + ": fetching")
+	err = a.store.Fetch(ctx, remote)
+	var rep *gitstore.SyncReport
+	if err == nil {
+		line.Set("pull " + remote + ": taking in the tasks that differ")
+		rep, err = a.store.Integrate(ctx, remote)
+	}
+	line.Close()
 	if err != nil {
 		return err
 	}
@@ -129,7 +139,10 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	spec, _ := a.cfg.Get("lazy.pushRefspec")
-	rep, err := a.store.Push(ctx, remote, spec)
+	line := a.progressLine(c.JSON)
+	line.Start(time.Second)
+	rep, err := a.store.PushPhases(ctx, remote, spec, func(phase string) { line.Set("push " + remote + ": " + phase) })
+	line.Close()
 	var re *gitstore.RemoteError
 	if errors.As(err, &re) && rep != nil && rep.Pushed == 0 && !c.JSON {
 		return err // nothing moved: the one-sentence error says it all

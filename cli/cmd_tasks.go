@@ -80,7 +80,7 @@ type CreateCmd struct {
 	Sandbox      bool     `help:"Run this task's agent sandboxed (bubblewrap) even where lazy.sandbox is off; the setting travels with the task and can only add confinement."`
 	JSON         bool     `help:"Print the created task as JSON."`
 	Start        bool     `help:"Start it right away (as lazy start would), with --agent and --command."`
-	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)."`
+	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)." predictor:"agent"`
 	Command      string   `help:"With --start: the exec agent's command line." placeholder:"CMD"`
 	After        []string `help:"A task that must be complete (accepted) before this one starts, here or on the pool (repeatable)." placeholder:"TASK"`
 	Budget       string   `help:"The task's own budget in US dollars, for its turns and its subtasks' (default: lazy.budget.task)." placeholder:"USD"`
@@ -138,7 +138,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 
 // listFilter is shared by list, blocked and active.
 type listFilter struct {
-	Status []string `short:"s" help:"Only tasks in these statuses (repeatable or comma-separated)." sep:","`
+	Status []string `short:"s" help:"Only tasks in these statuses (repeatable or comma-separated)." sep:"," predictor:"status"`
 	Open   bool     `help:"Hide complete and abandoned tasks."`
 	Search string   `short:"q" help:"Only tasks whose slug or title contains TEXT (case-insensitive)." placeholder:"TEXT"`
 	Sort   string   `help:"Order: attention (what needs a human first, then last update), updated, created or title. Subtasks stay under their parent." enum:"attention,updated,created,title" default:"attention"`
@@ -692,6 +692,9 @@ type HousekeepCmd struct {
 // Run implements lazy housekeep.
 func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
+		return err
+	}
+	if _, err := a.looseObjectLimit(a.cfg); err != nil && c.Auto {
 		return err
 	}
 	res, err := a.store.Housekeep(ctx, c.Auto)

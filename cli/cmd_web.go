@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/web"
@@ -80,7 +81,7 @@ func (c *WebCmd) Run(a *app, ctx context.Context) error {
 	if v, ok := a.cfg.Get("lazy.web.actions"); ok && !actions {
 		on, perr := strconv.ParseBool(v)
 		if perr != nil {
-			return fmt.Errorf("git config lazy.web.actions is %q; set it to true or false", v)
+			return configkeys.Invalid("lazy.web.actions", v, "is not true or false")
 		}
 		actions = on
 	}

@@ -5,14 +5,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
 	"github.com/posener/complete"
 	"github.com/willabides/kongplete"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/machine"
 )
 
 // commandGroups are the headings of lazy --help, in order.
@@ -70,6 +75,8 @@ var examples = map[string]string{
 	"doctor":     "lazy doctor --dry-run\nlazy doctor\nlazy doctor fix-login --json",
 	"mcp":        "claude mcp add lazy -- lazy mcp",
 	"help":       "lazy help\nlazy help start\nlazy help daemon",
+	"config":     "lazy config\nlazy config --set                 # only what is set, not the defaults\nlazy config lazy.gate             # the gate's keys\nlazy config --json | jq -r '.[] | select(.error) | .error'",
+	"version":    "lazy version\nlazy version --json | jq -r .revision",
 	"completion": "lazy completion bash > /etc/bash_completion.d/lazy\necho 'source <(lazy completion zsh)' >> ~/.zshrc\nlazy completion fish > ~/.config/fish/completions/lazy.fish",
 }
 
@@ -115,37 +122,82 @@ func helpArgs(args []string) []string {
 	return args
 }
 
-// versionString names the build: the stamped version, else the module
-// version, with the VCS revision and whether the tree was modified.
-func versionString(version string) string {
-	v := version
+// buildInfo is what lazy knows of how it was built, from the stamped
+// version and runtime/debug.ReadBuildInfo.
+type buildInfo struct {
+	Version       string `json:"version"`        // stamped at build time, else the module version, else "dev"
+	ModuleVersion string `json:"module_version"` // the main module's version as go build recorded it ("(devel)" in a checkout)
+	Revision      string `json:"revision"`       // vcs.revision, "" when built outside a checkout
+	RevisionTime  string `json:"revision_time"`  // vcs.time
+	Dirty         bool   `json:"dirty"`          // vcs.modified: the checkout had changes
+	GoVersion     string `json:"go"`
+	OS            string `json:"os"`
+	Arch          string `json:"arch"`
+	BuildID       string `json:"build_id"` // what lazy daemon --status reports, to match a daemon to its binary
+}
+
+// readBuildInfo fills a buildInfo for the stamped version.
+func readBuildInfo(version string) buildInfo {
+	b := buildInfo{Version: version, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, BuildID: versionID(version)}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		return b
 	}
-	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
+	b.ModuleVersion, b.GoVersion = bi.Main.Version, bi.GoVersion
+	if b.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		b.Version = bi.Main.Version
 	}
-	rev, modified := "", false
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			b.Revision = s.Value
+		case "vcs.time":
+			b.RevisionTime = s.Value
 		case "vcs.modified":
-			modified = s.Value == "true"
+			b.Dirty = s.Value == "true"
+		case "GOOS":
+			b.OS = s.Value
+		case "GOARCH":
+			b.Arch = s.Value
 		}
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if rev != "" {
+	return b
+}
+
+// String is the one-line name of the build: the version, the short VCS
+// revision and whether the tree was modified, and the Go version.
+func (b buildInfo) String() string {
+	v := b.Version
+	if rev := b.Revision; rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
 		v += " (" + rev
-		if modified {
+		if b.Dirty {
 			v += ", modified"
 		}
 		v += ")"
 	}
-	return v + " " + bi.GoVersion
+	return v + " " + b.GoVersion
+}
+
+// versionString names the build (see buildInfo.String).
+func versionString(version string) string { return readBuildInfo(version).String() }
+
+// VersionCmd is lazy version.
+type VersionCmd struct {
+	JSON bool `help:"Print the build as JSON: version, module_version, revision, dirty, go, os, arch, build_id."`
+}
+
+// Run implements lazy version: what --version prints, or all of it as
+// JSON for a bug report or a script.
+func (c *VersionCmd) Run(a *app) error {
+	b := readBuildInfo(a.build.version)
+	if c.JSON {
+		return a.printJSON(b)
+	}
+	fmt.Fprintf(a.stdout, "lazy %s\nbuild id %s\n", b, b.BuildID)
+	return nil
 }
 
 // CompletionCmd prints a shell's completion script.
@@ -175,9 +227,10 @@ func (c *CompletionCmd) Run(a *app) error {
 	return err
 }
 
-// taskPredictor completes task slugs of the repository in the current
-// directory; outside one it offers nothing.
-func taskPredictor() complete.Predictor {
+// taskPredictor completes the slugs of the tasks of the repository in
+// the current directory that keep reports true for (nil: all); outside
+// one it offers nothing.
+func taskPredictor(keep func(machine.Status) bool) complete.Predictor {
 	return complete.PredictFunc(func(complete.Args) []string {
 		repo, err := gitstore.Discover(".")
 		if err != nil {
@@ -189,12 +242,38 @@ func taskPredictor() complete.Predictor {
 		}
 		var out []string
 		for i := range entries {
+			if keep != nil && !keep(entries[i].Status) {
+				continue
+			}
 			if s, err := entries[i].Summary(); err == nil {
 				out = append(out, s.Slug)
 			}
 		}
 		return out
 	})
+}
+
+// acceptable is what lazy accept takes: a parked task (blocked) or one
+// whose pull request waits (submitted); ops' accept pre-flight refuses
+// every other status.
+func acceptable(st machine.Status) bool { return st == machine.Blocked || st == machine.Submitted }
+
+// statusNames are the task statuses, for --status.
+func statusNames() []string {
+	var out []string
+	for _, s := range machine.Statuses() {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// configKeyNames are the keys lazy config shows.
+func configKeyNames() []string {
+	var out []string
+	for _, k := range configkeys.All() {
+		out = append(out, k.Name)
+	}
+	return out
 }
 
 // completeIfAsked answers a shell's completion request (COMP_LINE set)
@@ -204,6 +283,99 @@ func completeIfAsked(parser *kong.Kong) bool {
 		return false
 	}
 	done := false
-	kongplete.Complete(parser, kongplete.WithPredictor("task", taskPredictor()), kongplete.WithExitFunc(func(int) { done = true }))
+	kongplete.Complete(parser,
+		kongplete.WithPredictor("task", taskPredictor(nil)),
+		kongplete.WithPredictor("acceptable", taskPredictor(acceptable)),
+		kongplete.WithPredictor("status", complete.PredictSet(statusNames()...)),
+		kongplete.WithPredictor("agent", complete.PredictSet(agent.Names()...)),
+		kongplete.WithPredictor("configkey", complete.PredictSet(configKeyNames()...)),
+		kongplete.WithExitFunc(func(int) { done = true }))
 	return done
+}
+
+// unknownCommand returns the command word of args when it names no
+// command (so kong's "unexpected argument" can be said better).
+func unknownCommand(args []string) (string, bool) {
+	i := commandIndex(args)
+	if i < 0 {
+		return "", false
+	}
+	for _, c := range commands {
+		if c.name == args[i] || slices.Contains(c.aliases, args[i]) {
+			return "", false
+		}
+	}
+	return args[i], true
+}
+
+// suggestCommands names the visible commands nearest to word, best
+// first: those it is a prefix of ("acc" -> accept), else those within a
+// few typos of it ("statsu" -> status, "wiat" -> wait), the nearest only.
+func suggestCommands(word string) []string {
+	var names []string
+	for _, c := range commands {
+		if !c.hidden {
+			names = append(names, c.name)
+		}
+	}
+	var prefixed []string
+	for _, n := range names {
+		if len(word) >= 2 && strings.HasPrefix(n, word) {
+			prefixed = append(prefixed, n)
+		}
+	}
+	if len(prefixed) > 0 {
+		return prefixed
+	}
+	best, out := 1+len(word)/3, []string(nil)
+	for _, n := range names {
+		switch d := editDistance(word, n); {
+		case d < best:
+			best, out = d, []string{n}
+		case d == best:
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and swaps of two neighbours each cost one.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
+
+// unknownCommandError says that word is no command, and which it may
+// have meant.
+func unknownCommandError(word string) string {
+	msg := fmt.Sprintf("%q is not a lazy command", word)
+	switch s := suggestCommands(word); len(s) {
+	case 0:
+		return msg + "; lazy --help lists them"
+	case 1:
+		return msg + "; did you mean " + s[0] + "?"
+	default:
+		return msg + "; did you mean one of " + strings.Join(s, ", ") + "?"
+	}
 }

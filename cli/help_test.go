@@ -2,11 +2,20 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {
@@ -109,5 +118,114 @@ func TestCompletion(t *testing.T) {
 	t.Setenv("COMP_POINT", "14")
 	if out, _, _ := runCLI(t); strings.TrimSpace(out) != "--name-only" {
 		t.Fatalf("completing a flag: %q", out)
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	out, errs, code := runCLI(t, "version")
+	want, _, _ := runCLI(t, "--version")
+	if code != 0 || errs != "" || out != want {
+		t.Fatalf("lazy version: exit %d %q %q; --version says %q", code, out, errs, want)
+	}
+	out, _, code = runCLI(t, "version", "--json")
+	var b buildInfo
+	if err := json.Unmarshal([]byte(out), &b); code != 0 || err != nil {
+		t.Fatalf("lazy version --json: exit %d %v\n%s", code, err, out)
+	}
+	if b.Version != "dev" || !strings.HasPrefix(b.GoVersion, "go1.") || b.BuildID != versionID("dev") || b.OS == "" || b.Arch == "" {
+		t.Fatalf("lazy version --json: %+v", b)
+	}
+	// Test binaries carry no VCS stamp; String still names the build.
+	if s := (buildInfo{Version: "v1.2.3", Revision: "0123456789abcdef", Dirty: true, GoVersion: "go1.26"}).String(); s != "v1.2.3 (0123456789ab, modified) go1.26" {
+		t.Fatalf("String: %q", s)
+	}
+}
+
+// An unknown command, run or asked about, names the nearest commands:
+// a prefix first, else the fewest typos (a swap is one).
+func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
+	for word, want := range map[string]string{
+		"statsu":  "did you mean status?",
+		"wiat":    "did you mean wait?",
+		"acc":     "did you mean accept?",
+		"pu":      "did you mean one of pull, push?",
+		"vesrion": "did you mean version?",
+		"xyzzy":   "lazy --help lists them",
+	} {
+		for _, args := range [][]string{{word}, {"help", word}, {"-C", ".", word, "--json"}} {
+			out, errs, code := runCLI(t, args...)
+			if code != 2 || out != "" || !strings.Contains(errs, `lazy: "`+word+`" is not a lazy command; `+want) {
+				t.Errorf("lazy %v: exit %d %q %q; want %q", args, code, out, errs, want)
+			}
+		}
+	}
+	// The word is escaped on its way to the terminal.
+	if _, errs, _ := runCLI(t, "st\x1b]0;x\x07"); strings.ContainsAny(errs, "\x1b\x07") {
+		t.Fatalf("unescaped: %q", errs)
+	}
+	if d := editDistance("wiat", "wait"); d != 1 {
+		t.Fatalf("editDistance(wiat, wait) = %d", d)
+	}
+}
+
+// Completion offers the statuses for --status, the agents for --agent,
+// the keys for lazy config, and for lazy accept only the tasks accept
+// takes.
+func TestCompletionValues(t *testing.T) {
+	for line, want := range map[string][]string{
+		"lazy list --status bl":    {"blocked"},
+		"lazy list --status ":      {"backlog", "working", "blocked", "complete", "abandoned"},
+		"lazy start x --agent co":  {"codex"},
+		"lazy create t --agent ":   {"claude", "codex", "exec"},
+		"lazy config lazy.gate.ti": {"lazy.gate.timeout"},
+	} {
+		t.Setenv("COMP_LINE", line)
+		t.Setenv("COMP_POINT", strconv.Itoa(len(line)))
+		out, _, code := runCLI(t)
+		got := strings.Fields(out)
+		for _, w := range want {
+			if code != 0 || !slices.Contains(got, w) {
+				t.Errorf("completing %q: exit %d, %q lacks %q", line, code, got, w)
+			}
+		}
+	}
+
+	dir := testrepo.New(t)
+	t.Chdir(dir)
+	t.Setenv("LAZY_NO_DAEMON", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("COMP_LINE", "")
+	for _, title := range []string{"parked one", "still backlog"} {
+		if _, errs, code := runCLI(t, "create", title); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	// Park the first as a finished turn would leave it: blocked.
+	repo, err := gitstore.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := gitstore.Open(repo)
+	id, err := st.Resolve("parked-one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []machine.Status{machine.Working, machine.Blocked} {
+		if _, _, err := st.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			s.Task.Status = to
+			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for line, want := range map[string]string{"lazy accept ": "parked-one", "lazy show ": "parked-one still-backlog"} {
+		t.Setenv("COMP_LINE", line)
+		t.Setenv("COMP_POINT", strconv.Itoa(len(line)))
+		out, _, _ := runCLI(t)
+		got := strings.Fields(out)
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("completing %q: %q, want %q", line, got, want)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/configkeys"
 )
 
 // FileName is the committed gate file, read from the target branch's tip
@@ -102,9 +104,9 @@ func Load(cfg Config) (Settings, error) {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		switch {
 		case err != nil:
-			return Settings{}, fmt.Errorf("git config %s = %q is not a duration; give one such as 10m", keyTimeout, v)
+			return Settings{}, configkeys.Invalid(keyTimeout, v, "is not a duration")
 		case d <= 0 || d > MaxTimeout:
-			return Settings{}, fmt.Errorf("git config %s = %q is out of range; give a duration above 0 and at most 24h, such as 10m", keyTimeout, v)
+			return Settings{}, configkeys.Invalid(keyTimeout, v, "is out of range: a duration above 0 and at most 24h")
 		}
 		s.Timeout = d
 	}
@@ -127,7 +129,7 @@ func Load(cfg Config) (Settings, error) {
 		case ForgeLocal, ForgeChecks:
 			s.Forge = f
 		default:
-			return Settings{}, fmt.Errorf("git config %s = %q is neither %q nor %q; give one such as %s", keyForge, v, ForgeLocal, ForgeChecks, ForgeLocal)
+			return Settings{}, configkeys.Invalid(keyForge, v, fmt.Sprintf("is neither %s nor %s", ForgeLocal, ForgeChecks))
 		}
 	}
 	return s, nil
@@ -182,10 +184,10 @@ func intIn(cfg Config, key string, def, lo, hi int, why string) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return 0, fmt.Errorf("git config %s = %q is not a number; give one from %d to %d%s, such as %d", key, v, lo, hi, why, def)
+		return 0, configkeys.Invalid(key, v, fmt.Sprintf("is not a number from %d to %d%s", lo, hi, why))
 	}
 	if n < lo || n > hi {
-		return 0, fmt.Errorf("git config %s = %q is out of range; give a number from %d to %d%s, such as %d", key, v, lo, hi, why, def)
+		return 0, configkeys.Invalid(key, v, fmt.Sprintf("is out of range: a number from %d to %d%s", lo, hi, why))
 	}
 	return n, nil
 }
@@ -209,7 +211,7 @@ func boolean(cfg Config, key string, def bool) (bool, error) {
 		}
 		return false, nil
 	}
-	return false, fmt.Errorf("git config %s = %q is not a boolean; give one such as true or false", key, v)
+	return false, configkeys.Invalid(key, v, "is not a boolean (true or false)")
 }
 
 // ParseFile reads a gate file: one command per line; blank lines and

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lazyorch/lazy/internal/configkeys"
 )
 
 // Config is git configuration as lazy reads it: the user's global file
@@ -23,6 +25,50 @@ type Config struct {
 type configEntry struct {
 	key, value string
 	bare       bool
+	file       string // the file it was read from
+	scope      string // ScopeGlobal or ScopeLocal
+}
+
+// The scopes of a config value, as git config --show-scope names them.
+// lazy reads these two; the system file is not read.
+const (
+	ScopeGlobal = "global"
+	ScopeLocal  = "local"
+)
+
+// Origin is one value of a key and where it was read.
+type Origin struct {
+	Value string
+	File  string
+	Scope string // ScopeGlobal or ScopeLocal
+}
+
+// Origins returns every value of key with where it was read, in the
+// order git reads them (the last one wins for a single-valued key).
+func (c *Config) Origins(key string) []Origin {
+	key = canonicalKey(key)
+	var out []Origin
+	for _, e := range c.entries {
+		if e.key == key {
+			out = append(out, Origin{Value: e.value, File: e.file, Scope: e.scope})
+		}
+	}
+	return out
+}
+
+// Names returns the distinct keys set under prefix (such as "lazy."),
+// as git lists them (section and variable name in lower case), in the
+// order first read.
+func (c *Config) Names(prefix string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range c.entries {
+		if strings.HasPrefix(e.key, prefix) && !seen[e.key] {
+			seen[e.key] = true
+			out = append(out, e.key)
+		}
+	}
+	return out
 }
 
 // ReadConfig reads the global configuration and that of the repository
@@ -39,7 +85,8 @@ func ReadConfig(commonDir string) (*Config, error) {
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
 		paths = []string{g}
 	}
-	paths = append(paths, filepath.Join(commonDir, "config"))
+	local := filepath.Join(commonDir, "config")
+	paths = append(paths, local)
 	c := &Config{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -52,6 +99,13 @@ func ReadConfig(commonDir string) (*Config, error) {
 		entries, err := parseConfig(b)
 		if err != nil {
 			return nil, fmt.Errorf("parse git config %s: %w (git config --file %s --list says more)", p, err, p)
+		}
+		scope := ScopeGlobal
+		if p == local {
+			scope = ScopeLocal
+		}
+		for i := range entries {
+			entries[i].file, entries[i].scope = p, scope
 		}
 		c.entries = append(c.entries, entries...)
 	}
@@ -112,7 +166,7 @@ func (c *Config) Int(key string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return def, fmt.Errorf("git config %s = %q is not a number", key, v)
+		return def, configkeys.Invalid(key, v, "is not a number")
 	}
 	return n, nil
 }
@@ -133,7 +187,7 @@ func (c *Config) Bool(key string, def bool) (bool, error) {
 	case "false", "no", "off", "0", "":
 		return false, nil
 	}
-	return def, fmt.Errorf("git config %s = %q is not a boolean (true or false)", key, e.value)
+	return def, configkeys.Invalid(key, e.value, "is not a boolean (true or false)")
 }
 
 // parseConfig reads a git config file the way git's config.c does, down

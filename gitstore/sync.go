@@ -444,6 +444,16 @@ func (s *Store) isAncestor(a, b gitrepo.OID) (bool, error) {
 // Push sends refs/lazy/* to remote without force. A rejected push (the
 // remote moved) pulls, merges and tries again, a bounded number of times.
 func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, error) {
+	return s.PushPhases(ctx, remote, refspec, nil)
+}
+
+// PushPhases is Push telling phase (when not nil) what it does as it
+// goes: pushing, then for each rejection the pull and merge before the
+// next try, so a terminal can show where a slow push is.
+func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase func(string)) (*SyncReport, error) {
+	if phase == nil {
+		phase = func(string) {}
+	}
 	if err := ValidRemote(remote); err != nil {
 		return nil, err
 	}
@@ -461,6 +471,11 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 	rep := &SyncReport{Remote: remote}
 	const attempts = 4
 	for attempt := 1; ; attempt++ {
+		if attempt == 1 {
+			phase("pushing")
+		} else {
+			phase(fmt.Sprintf("pushing again (try %d of %d)", attempt, attempts))
+		}
 		out, err := git(ctx, s.remoteDir(), "push", "--porcelain", remote, refspec)
 		pushed, rejected := parsePorcelain(string(out))
 		rep.Pushed += pushed
@@ -476,6 +491,7 @@ func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, 
 			return rep, fmt.Errorf("the remote kept rejecting %d ref(s) after %d merges: %s", len(rejected), attempts-1, strings.Join(rejected, ", "))
 		}
 		rep.Retries++
+		phase(fmt.Sprintf("the remote moved: merging its records into %d rejected ref(s)", len(rejected)))
 		pr, perr := s.Pull(ctx, remote)
 		if perr != nil {
 			return rep, perr

@@ -605,6 +605,9 @@ func (e *Env) runPreAccept(ctx context.Context, sn *gitstore.Snapshot, opts Acce
 // session records the status to park back to, so a submitted task comes
 // back submitted.
 func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts AcceptOptions) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("the pre-accept turn"); err != nil {
+		return nil, err
+	}
 	prompt, err := requiredProse("the pre-accept prompt", opts.PreTurn, "the pre-accept prompt is empty")
 	if err != nil {
 		return nil, err

@@ -48,6 +48,11 @@ type Env struct {
 	// Timing and Policy are passed to every turn's supervisor.
 	Timing proto.Timing
 	Policy proto.Policy
+	// TurnConfigErr is a bad turn setting met while Timing and Policy
+	// were read (lazy.watchdogTimeout = banana): every operation that
+	// would launch a turn refuses with it before recording anything, and
+	// the others, which do not use those settings, run as usual.
+	TurnConfigErr error
 	// CrashAt is the test-only crash hook (LAZY_TEST_CRASH_AT); nil,
 	// which does nothing, everywhere but in tests.
 	CrashAt *CrashPoint

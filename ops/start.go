@@ -35,6 +35,9 @@ func (e *Env) requireLauncher(verb string) error {
 	if e.Launch == nil {
 		return fmt.Errorf("%s: %w", verb, ErrNoLauncher)
 	}
+	if e.TurnConfigErr != nil {
+		return fmt.Errorf("%s: %w", verb, e.TurnConfigErr)
+	}
 	return nil
 }
 

@@ -1,0 +1,208 @@
+// Package configkeys is the one table of lazy's git config keys: each
+// key's name, kind, default and what it does. lazy config prints it with
+// the effective values, the README's settings table is generated from
+// it, and a test fails when code reads a lazy.* key it does not name.
+// Invalid is the one wording of a bad value: the key, the value, and
+// the git config command that fixes it.
+package configkeys
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The kinds of value a key takes.
+const (
+	Duration = "duration" // a Go duration above 0: 90s, 15m, 1h
+	Bool     = "bool"     // a git boolean: true/false, yes/no, on/off, 1/0
+	Int      = "int"      // a whole number
+	String   = "string"   // free text (a command, a path, a name)
+	List     = "list"     // multi-valued: one value per git config --add
+	Enum     = "enum"     // one of Values
+)
+
+// Key is one git config key lazy reads.
+type Key struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Values  []string `json:"values,omitempty"` // the choices of an Enum
+	Default string   `json:"default"`          // as the README shows it (Markdown; lazy config drops the backticks)
+	Example string   `json:"example"`          // a valid value, ready for a shell: the fix Invalid proposes
+	Help    string   `json:"help"`             // as the README shows it (Markdown)
+}
+
+// keys is the table, grouped as the README lists it.
+var keys = []Key{
+	{Name: "lazy.hostid", Kind: String, Default: "set by `lazy init`", Example: "laptop-3f2a",
+		Help: "this machine's id on every operation"},
+	{Name: "lazy.pushRefspec", Kind: String, Default: "`refs/lazy/*:refs/lazy/*`", Example: "'refs/lazy/*:refs/lazy/*'",
+		Help: "what `lazy push` will push (its source must be under `refs/lazy/`)"},
+	{Name: "lazy.gc.looseObjects", Kind: Int, Default: "`4000`", Example: "4000",
+		Help: "loose-object estimate that starts background packing; `0` disables"},
+	{Name: "lazy.agent", Kind: String, Default: "`claude`", Example: "codex",
+		Help: "the agent `lazy start` runs when `--agent`/`--command` are not given"},
+	{Name: "lazy.exec.command", Kind: String, Default: "none", Example: "'./scripts/agent.sh'",
+		Help: "the exec agent's command for `lazy start`"},
+	{Name: "lazy.claude.permissionMode", Kind: String, Default: "the posture's", Example: "acceptEdits",
+		Help: "Claude Code's `--permission-mode` for work turns (`acceptEdits` without the sandbox, `bypassPermissions` in it); the allow-list stays"},
+	{Name: "lazy.agent.allow", Kind: List, Default: "none", Example: "'go test ./...'",
+		Help: "a shell command prefix a Claude work turn may run without the sandbox, beyond the default git commands (`go test ./...`); repeat the key"},
+	{Name: "lazy.uncommitted", Kind: Enum, Values: []string{"commit", "push-back", "keep"}, Default: "`commit`", Example: "commit",
+		Help: "what becomes of changes a completed work turn left uncommitted: `commit` (lazy commits them as the agent's), `push-back` (ask the agent once, then commit), `keep`"},
+	{Name: "lazy.setup", Kind: String, Default: "none", Example: "'npm ci'",
+		Help: "shell command run in each new worktree before its first turn (output in the turn's log; a failure parks the task blocked)"},
+	{Name: "lazy.copyFiles", Kind: List, Default: "none", Example: ".env",
+		Help: "untracked files of the main checkout (a glob relative to its root, such as `.env`) copied into each new worktree; repeat the key"},
+	{Name: "lazy.watchdogTimeout", Kind: Duration, Default: "`30m`", Example: "30m",
+		Help: "no-progress limit before the watchdog kills the agent"},
+	{Name: "lazy.watchdogKillGrace", Kind: Duration, Default: "`10s`", Example: "10s",
+		Help: "time between SIGTERM and SIGKILL"},
+	{Name: "lazy.pushBack", Kind: Bool, Default: "`false`", Example: "false",
+		Help: "`true` is `lazy.uncommitted push-back` (its older spelling)"},
+	{Name: "lazy.unreachableTimeout", Kind: Duration, Default: "`20m`", Example: "20m",
+		Help: "how long a turn keeps retrying an agent whose API cannot be reached before it parks blocked"},
+	{Name: "lazy.worktreeDir", Kind: String, Default: "`$XDG_DATA_HOME/lazy/worktrees/<repo>-<id>`", Example: "~/worktrees",
+		Help: "where task worktrees are created (a relative path is relative to the repository root; see [Where worktrees live](#where-worktrees-live))"},
+	{Name: "lazy.autoResume", Kind: Bool, Default: "`true`", Example: "true",
+		Help: "whether the reconciler auto-resumes interrupted tasks"},
+	{Name: "lazy.startGrace", Kind: Duration, Default: "`30s`", Example: "30s",
+		Help: "how long a new turn may go without a supervisor before it counts as crashed"},
+	{Name: "lazy.accept.preTurn", Kind: String, Default: "none", Example: "'Update the changelog.'",
+		Help: "prompt of an agent turn `lazy accept` runs before merging"},
+	{Name: "lazy.gate", Kind: List, Default: "none", Example: "'go test ./...'",
+		Help: "a shell command of the merge gate, run on the tree an accept would land; repeat the key for more (wins over `.lazy/gate`)"},
+	{Name: "lazy.gate.file", Kind: Bool, Default: "`on`", Example: "true",
+		Help: "`off` ignores a committed `.lazy/gate`"},
+	{Name: "lazy.gate.timeout", Kind: Duration, Default: "`15m`", Example: "10m",
+		Help: "bound on a whole gate run; the process group is killed past it, and the run fails"},
+	{Name: "lazy.gate.parallel", Kind: Int, Default: "`1`", Example: "2",
+		Help: "gates run at once when several tasks are accepted together (a speculative merge train)"},
+	{Name: "lazy.gate.autoFix", Kind: Bool, Default: "`false`", Example: "true",
+		Help: "hand a failed gate or a conflict to the agent and re-queue the task after its turn"},
+	{Name: "lazy.gate.maxAttempts", Kind: Int, Default: "`3`", Example: "3",
+		Help: "automatic fix rounds before the task stays blocked for a human"},
+	{Name: "lazy.gate.forge", Kind: Enum, Values: []string{"local", "checks"}, Default: "`local`", Example: "local",
+		Help: "`checks`: a forge accept relies on the forge's required checks instead of running the gate locally"},
+	{Name: "lazy.pool.remote", Kind: String, Default: "the default remote", Example: "origin",
+		Help: "the remote the runner pool lives on (`lazy start --pool`, `lazy runner`, `lazy pool`)"},
+	{Name: "lazy.runner.agents", Kind: List, Default: "none", Example: "claude,codex",
+		Help: "the agents a `lazy runner` here may run (`claude,codex,exec`); a pooled task asking for another is left to other runners"},
+	{Name: "lazy.notify.command", Kind: String, Default: "none", Example: "'notify-send \"$LAZY_MESSAGE\"'",
+		Help: "shell command run when a task starts needing a human (`LAZY_TASK_SLUG`, `LAZY_STATUS`, `LAZY_FROM`, `LAZY_WHY`, `LAZY_MESSAGE` in its environment)"},
+	{Name: "lazy.forge", Kind: String, Default: "from the remote URL", Example: "github",
+		Help: "`github`, `gitlab` or `gitea` (`forgejo`)"},
+	{Name: "lazy.forge.remote", Kind: String, Default: "`origin`", Example: "origin",
+		Help: "the remote `lazy submit` pushes to"},
+	{Name: "lazy.forge.repo", Kind: String, Default: "from the remote URL", Example: "owner/name",
+		Help: "`OWNER/NAME` or `HOST/OWNER/NAME` on the forge (GitLab: `GROUP/[SUBGROUP/]NAME`, with `HOST/` first for a self-hosted instance)"},
+	{Name: "lazy.forge.token", Kind: String, Default: "git credential helper", Example: "'$(cat ~/.gitea-token)'",
+		Help: "Gitea/Forgejo API token"},
+	{Name: "lazy.accept.viaForge", Kind: Bool, Default: "`false`", Example: "true",
+		Help: "`lazy accept` on a blocked task submits it and merges through the forge"},
+	{Name: "lazy.forge.mergeMethod", Kind: String, Default: "`squash`", Example: "squash",
+		Help: "`squash`, `merge` or `rebase` for a forge accept"},
+	{Name: "lazy.forge.syncInterval", Kind: Duration, Default: "`1m`", Example: "1m",
+		Help: "how often the daemon asks each forge about its pull requests"},
+	{Name: "lazy.forge.autoDeliver", Kind: Bool, Default: "`true`", Example: "true",
+		Help: "deliver new failing checks and reviews to the agent as feedback turns"},
+	{Name: "lazy.forge.autoFix", Kind: Bool, Default: "`false`", Example: "true",
+		Help: "then unblock the agent to address them"},
+	{Name: "lazy.web.actions", Kind: Bool, Default: "`false`", Example: "true",
+		Help: "`true`: `lazy web` prints the URL whose session may also act, as `--actions` does"},
+	{Name: "lazy.sandbox", Kind: Enum, Values: []string{"on", "off"}, Default: "`off`", Example: "on",
+		Help: "`on` runs every turn (and chat) under bubblewrap; `lazy start --sandbox on\\|off` overrides it per session"},
+	{Name: "lazy.sandbox.network", Kind: String, Default: "`on`", Example: "api.anthropic.com,*.github.com",
+		Help: "`off`: loopback only; a comma-separated host list (`*.example.com` for subdomains): only those, through lazy's proxy"},
+	{Name: "lazy.sandbox.hide", Kind: List, Default: "see below", Example: "~/.ssh",
+		Help: "more secret paths (relative to `$HOME`, or absolute) to hide; repeat the key"},
+	{Name: "lazy.sandbox.expose", Kind: List, Default: "none", Example: "/opt/tools",
+		Help: "more absolute paths a sandboxed agent may read; repeat the key"},
+}
+
+// All returns the table, a copy the caller may change.
+func All() []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		k.Values = append([]string(nil), k.Values...)
+		out[i] = k
+	}
+	return out
+}
+
+// Lookup finds a key by name; case folds as in git (section and
+// variable name).
+func Lookup(name string) (Key, bool) {
+	for _, k := range keys {
+		if strings.EqualFold(k.Name, name) {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// Fix is the command that sets key to its example value.
+func Fix(name string) string {
+	k, ok := Lookup(name)
+	if !ok || k.Example == "" {
+		return "git config --unset " + name
+	}
+	add := ""
+	if k.Kind == List {
+		add = "--add "
+	}
+	return "git config " + add + k.Name + " " + k.Example
+}
+
+// Invalid is the error of a bad value, in one sentence: the key, the
+// value, what is wrong (why, such as "is not a duration") and the fix.
+func Invalid(name, value, why string) error {
+	return fmt.Errorf("git config %s = %q %s; fix it with %s (or git config --unset %s for the default)", name, value, why, Fix(name), name)
+}
+
+// Check validates one value of k by its kind, with Invalid's error.
+// String and List values are free text; their users check them.
+func (k Key) Check(value string) error {
+	v := strings.TrimSpace(value)
+	switch k.Kind {
+	case Duration:
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return Invalid(k.Name, value, "is not a duration above 0")
+		}
+	case Bool:
+		switch strings.ToLower(v) {
+		case "true", "yes", "on", "1", "false", "no", "off", "0", "":
+		default:
+			return Invalid(k.Name, value, "is not a boolean (true or false)")
+		}
+	case Int:
+		if _, err := strconv.Atoi(v); err != nil {
+			return Invalid(k.Name, value, "is not a whole number")
+		}
+	case Enum:
+		for _, c := range k.Values {
+			if strings.EqualFold(v, c) {
+				return nil
+			}
+		}
+		return Invalid(k.Name, value, "is not one of "+strings.Join(k.Values, ", "))
+	}
+	return nil
+}
+
+// Markdown is the README's table of the keys.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| key | default | meaning |\n|---|---|---|\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Name, k.Default, k.Help)
+	}
+	return b.String()
+}
+
+// Plain is Markdown text as a terminal shows it: without backticks, and
+// a table's escaped bar as a bar.
+func Plain(md string) string {
+	return strings.NewReplacer("`", "", `\|`, "|").Replace(md)
+}
