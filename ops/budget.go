@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -39,7 +40,7 @@ func (e *Env) BudgetSettings() (BudgetSettings, error) {
 			continue
 		}
 		if *dst, err = budget.ParseUSD(key, v); err != nil {
-			return BudgetSettings{}, fmt.Errorf("%w: git config %s 10", err, key)
+			return BudgetSettings{}, configkeys.Invalid(key, v, "is not an amount in US dollars")
 		}
 	}
 	return s, nil

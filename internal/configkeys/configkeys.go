@@ -21,6 +21,7 @@ const (
 	String   = "string"   // free text (a command, a path, a name)
 	List     = "list"     // multi-valued: one value per git config --add
 	Enum     = "enum"     // one of Values
+	USD      = "usd"      // an amount in US dollars: 5, 12.50, $5 (0: none)
 )
 
 // Key is one git config key lazy reads.
@@ -89,6 +90,18 @@ var keys = []Key{
 		Help: "the remote the runner pool lives on (`lazy start --pool`, `lazy runner`, `lazy pool`)"},
 	{Name: "lazy.runner.agents", Kind: List, Default: "none", Example: "claude,codex",
 		Help: "the agents a `lazy runner` here may run (`claude,codex,exec`); a pooled task asking for another is left to other runners"},
+	{Name: "lazy.budget.task", Kind: USD, Default: "none", Example: "10",
+		Help: "the budget of each task in US dollars: its turns and its subtasks' turns (`lazy create/edit --budget` sets one task's); a turn is not started over it, Claude gets what is left as `--max-budget-usd`, and the task parks held until `lazy unblock --budget +N`"},
+	{Name: "lazy.budget.day", Kind: USD, Default: "none", Example: "50",
+		Help: "what this machine's agent turns in this repository may cost per local day, in US dollars"},
+	{Name: "lazy.notify", Kind: List, Default: "none", Example: "https://ntfy.sh/my-lazy-topic",
+		Help: "where to announce a task that needs a human or finished: `https://…` or `ntfy:https://…` (plain text, ntfy style), `json:https://…` (the event as JSON), `cmd:COMMAND` (the event as JSON on stdin), `desktop`; repeat the key"},
+	{Name: "lazy.notify.perMinute", Kind: Int, Default: "`10`", Example: "10",
+		Help: "at most this many events per target per minute; the excess arrives later as one \"and K more\""},
+	{Name: "lazy.notify.events", Kind: List, Default: "all", Example: "blocked,gate_failed,budget",
+		Help: "the kinds of event sent: `blocked`, `conflict`, `gate_failed`, `budget`, `interrupted`, `finished`"},
+	{Name: "lazy.watch.bell", Kind: Bool, Default: "`true`", Example: "false",
+		Help: "`lazy watch` rings the terminal bell when a task comes to need a human"},
 	{Name: "lazy.notify.command", Kind: String, Default: "none", Example: "'notify-send \"$LAZY_MESSAGE\"'",
 		Help: "shell command run when a task starts needing a human (`LAZY_TASK_SLUG`, `LAZY_STATUS`, `LAZY_FROM`, `LAZY_WHY`, `LAZY_MESSAGE` in its environment)"},
 	{Name: "lazy.forge", Kind: String, Default: "from the remote URL", Example: "github",
@@ -179,6 +192,10 @@ func (k Key) Check(value string) error {
 	case Int:
 		if _, err := strconv.Atoi(v); err != nil {
 			return Invalid(k.Name, value, "is not a whole number")
+		}
+	case USD:
+		if f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64); err != nil || f < 0 || f != f || f > 1e12 {
+			return Invalid(k.Name, value, "is not an amount in US dollars")
 		}
 	case Enum:
 		for _, c := range k.Values {
