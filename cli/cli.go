@@ -75,6 +75,8 @@ var commands = []command{
 		new: func() any { return &ResumeCmd{} }},
 	{name: "stop", group: "turns", help: "Stop a running turn; the task parks as blocked and its work is kept.",
 		new: func() any { return &StopCmd{} }},
+	{name: "handoff", group: "turns", help: "Give a parked task to another agent (or print the record a human taking over reads): a new session on the same branch, told what was done.",
+		new: func() any { return &HandoffCmd{} }},
 	{name: "ask", group: "turns", help: "Ask a parked task's agent one read-only question; the task's status is unchanged.",
 		new: func() any { return &AskCmd{} }},
 	{name: "pair", group: "turns", help: "Take over a parked or interrupted task's worktree with its agent CLI in your terminal; the task parks again when you exit.",

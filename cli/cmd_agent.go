@@ -78,6 +78,10 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 			sn.Task.Slug, sn.Task.Status, sn.Session.Worktree, sn.Session.Branch)
 		return nil
 	}
+	if cur, err := a.openTask(c.Task); err == nil && cur.Session != nil && c.Agent != "" && handsOff(cur.Task.Status, cur.Session.Agent, in.Agent) {
+		// A parked task another agent worked: start hands it over.
+		return a.handoff(ctx, env, c.Task, ops.HandoffInput{StartInput: in}, c.JSON, c.followFlags)
+	}
 	logOff := a.logSize(c.Task)
 	sn, err := env.Start(ctx, c.Task, in)
 	var waiting *ops.WaitingError
@@ -344,13 +348,7 @@ A task parked over budget (lazy show says which budget, and the figures)
 carries on once that budget is raised: --budget +N raises it by N dollars,
 --budget N sets it to N. A parent's budget holds its subtasks too, and
 --budget raises the one that holds. This machine's day budget is raised
-with git config lazy.budget.day instead.
-
-Examples:
-  lazy unblock fix-login -m "Also cover logout."
-  lazy unblock fix-login --budget +5
-  lazy unblock fix-login --budget 20 -m "Finish the tests, then stop."
-  lazy unblock fix-login --approve-file go.sum -m "Keep go.sum; the rest was out of scope."`
+with git config lazy.budget.day instead.`
 }
 
 // Run implements lazy unblock.

@@ -26,8 +26,7 @@ func (c *EditCmd) Help() string {
 Examples:
   lazy edit fix-login --title "Fix the flaky login test"
   lazy edit fix-login --goal - < goal.md
-  lazy edit fix-login --target-branch release-2.1
-  lazy edit fix-login --budget 12.50`
+  lazy edit fix-login --target-branch release-2.1`
 }
 
 // Run implements lazy edit.

@@ -32,7 +32,7 @@ const maxOlderFeedback = 32 << 10
 // pending questions (an ask). The reconciler consumes accordingly.
 func DeliversAll(kind string) bool {
 	switch kind {
-	case "start", "unblock", "resume":
+	case "start", "unblock", "resume", "handoff":
 		return true
 	}
 	return false

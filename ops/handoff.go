@@ -1,0 +1,341 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// Bounds of a handoff record: it goes into a prompt, whole.
+const (
+	handoffSummary  = 4000 // the previous agent's own last words
+	handoffMessage  = 1500 // each human message
+	handoffMessages = 12   // the newest this many decisions
+	handoffFiles    = 60
+	handoffCommits  = 20
+	handoffTail     = 1200 // a failed gate's output
+)
+
+// HandoffMark opens a handoff record, so it is found in a task's turns.
+const HandoffMark = "# Handoff"
+
+// HandoffRecord is what the next worker of a task (another agent, or a
+// human pairing) needs to carry on: the goal, where the work stands
+// (commits, files), what the last agent said it did, the human's
+// decisions, what was tried and failed, the feedback still pending, the
+// last gate result and the next step. It reads the task, its turns and
+// its branch, and changes nothing.
+func (e *Env) HandoffRecord(ctx context.Context, sn *gitstore.Snapshot, to, note string) (string, error) {
+	if sn.Session == nil {
+		return "", fmt.Errorf("%s has no session yet: there is nothing to hand off; use lazy start", sn.Task.Slug)
+	}
+	turns, err := e.Store.Turns(sn)
+	if err != nil {
+		return "", err
+	}
+	goal, err := sn.Goal()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	from := sn.Session.Agent
+	fmt.Fprintf(&b, "%s: %s\n\nYou are taking over a task that the %s agent worked on", HandoffMark, sn.Task.Title, from)
+	if to != "" && to != from {
+		fmt.Fprintf(&b, " (you are %s)", to)
+	}
+	fmt.Fprintf(&b, ". The work is in this worktree, on branch %s. lazy kept this record of it.\n", sn.Session.Branch)
+	section(&b, "Goal", orNoneBlock(sn.Task.Title+"\n\n"+strings.TrimSpace(goal)))
+	section(&b, "Where the work stands", e.handoffState(ctx, sn))
+	section(&b, "What the previous agent said last", orNoneBlock(clip(lastAgentWords(turns), handoffSummary)))
+	section(&b, "Decisions the human made (their messages, oldest first)", orNoneBlock(humanDecisions(turns, sn)))
+	section(&b, "Tried and did not work", orNoneBlock(ruledOut(turns, sn)))
+	section(&b, "Feedback still pending (not yet acted on)", orNoneBlock(pendingText(turns)))
+	section(&b, "Last merge-gate result", orNoneBlock(lastGate(sn.Task.Gate)))
+	next := strings.TrimSpace(note)
+	if next == "" {
+		next = "Check the worktree against this record, then carry on with the goal; act on any pending feedback first. Commit your work as you go."
+	}
+	section(&b, "Next step", next)
+	return b.String(), nil
+}
+
+func section(b *strings.Builder, title, body string) {
+	fmt.Fprintf(b, "\n## %s\n\n%s\n", title, strings.TrimSpace(body))
+}
+
+func orNoneBlock(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "… (cut)"
+	}
+	return s
+}
+
+// handoffState is the branch as it stands: its commits since the task
+// began, the files they touched, and what is uncommitted.
+func (e *Env) handoffState(ctx context.Context, sn *gitstore.Snapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- Status: %s after %d turn(s), %d session(s).\n", sn.Task.Status, sn.Task.Turns, sn.Task.Sessions)
+	dir := sn.Session.Worktree
+	if local, err := e.Owned(sn); err == nil {
+		dir = local.Worktree
+	}
+	base := sn.Session.GitStartSHA
+	if base == "" {
+		return b.String()
+	}
+	if commits, err := worktree.CommitLog(ctx, dir, base, "HEAD"); err == nil && len(commits) > 0 {
+		fmt.Fprintf(&b, "- Commits on the branch since it began (%d, newest first):\n", len(commits))
+		for i, c := range commits {
+			if i == handoffCommits {
+				fmt.Fprintf(&b, "  - … and %d older\n", len(commits)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  - %s\n", sanitize.Field(c))
+		}
+	} else {
+		b.WriteString("- No commits on the branch yet.\n")
+	}
+	if files, err := worktree.DiffNames(ctx, dir, base, "HEAD"); err == nil && len(files) > 0 {
+		fmt.Fprintf(&b, "- Files the commits touched: %s\n", fileList(files))
+	}
+	if files, err := worktree.Uncommitted(ctx, dir); err == nil && len(files) > 0 {
+		fmt.Fprintf(&b, "- Uncommitted in the worktree: %s\n", fileList(files))
+	}
+	return b.String()
+}
+
+func fileList(files []string) string {
+	files = append([]string(nil), files...)
+	sort.Strings(files)
+	extra := ""
+	if len(files) > handoffFiles {
+		extra = fmt.Sprintf(" … and %d more", len(files)-handoffFiles)
+		files = files[:handoffFiles]
+	}
+	for i, f := range files {
+		files[i] = sanitize.Field(f)
+	}
+	return strings.Join(files, ", ") + extra
+}
+
+// lastAgentWords is the newest agent turn with something to say.
+func lastAgentWords(turns []gitstore.Turn) string {
+	for i := len(turns) - 1; i >= 0; i-- {
+		if t := turns[i]; t.Role == gitstore.RoleAgent && strings.TrimSpace(t.Content) != "" && !strings.HasPrefix(strings.TrimSpace(t.Content), "{") {
+			return fmt.Sprintf("(turn %d) %s", t.Seq, t.Content)
+		}
+	}
+	return ""
+}
+
+// humanDecisions are the human's messages that were delivered: the
+// feedback the work already follows.
+func humanDecisions(turns []gitstore.Turn, sn *gitstore.Snapshot) string {
+	var out []string
+	for _, t := range turns {
+		if t.Role != gitstore.RoleHuman || t.FeedbackDelivery != gitstore.FeedbackConsumed || t.Kind == "start" || t.Actor == machine.System || t.Actor == machine.Supervisor {
+			continue
+		}
+		out = append(out, fmt.Sprintf("- turn %d (%s): %s", t.Seq, t.Kind, clip(t.Content, handoffMessage)))
+	}
+	if len(out) > handoffMessages {
+		out = append([]string{fmt.Sprintf("- (%d older messages are in lazy show)", len(out)-handoffMessages)}, out[len(out)-handoffMessages:]...)
+	}
+	var reverted []string
+	for f, d := range sn.Violations.Decided {
+		if d == gitstore.Reverted {
+			reverted = append(reverted, f)
+		}
+	}
+	if len(reverted) > 0 {
+		out = append(out, "- The human reverted changes to files outside the task's allowed paths: "+fileList(reverted))
+	}
+	return strings.Join(out, "\n")
+}
+
+// ruledOut lists the turns that ended in failure, and failed gates: what
+// was tried and did not work.
+func ruledOut(turns []gitstore.Turn, sn *gitstore.Snapshot) string {
+	var out []string
+	for _, t := range turns {
+		if t.Role == gitstore.RoleAgent && (t.Error != "" || t.FailureClass != "") {
+			why := t.Error
+			if why == "" {
+				why = t.FailureClass
+			}
+			out = append(out, fmt.Sprintf("- turn %d ended with an error: %s", t.Seq, clip(oneLineReason(why), 300)))
+		}
+	}
+	if g := sn.Task.Gate; g != nil {
+		for _, r := range g.Runs {
+			if !r.Passed && r.Failed != "" {
+				out = append(out, fmt.Sprintf("- the merge gate failed at %s: `%s`", r.At.UTC().Format("2006-01-02 15:04"), sanitize.Field(r.Failed)))
+			}
+		}
+	}
+	if r := sn.Session.InterruptReason; r != "" {
+		out = append(out, "- the last session was interrupted: "+clip(oneLineReason(r), 300))
+	}
+	return strings.Join(out, "\n")
+}
+
+func pendingText(turns []gitstore.Turn) string {
+	var out []string
+	for _, t := range turns {
+		if t.Role == gitstore.RoleHuman && t.FeedbackDelivery == gitstore.FeedbackPending && t.Kind != "start" {
+			out = append(out, fmt.Sprintf("- turn %d (%s, verbatim): %s", t.Seq, t.Kind, t.Content))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func lastGate(g *gitstore.GateRecord) string {
+	if g == nil || len(g.Runs) == 0 {
+		return ""
+	}
+	r := g.Runs[len(g.Runs)-1]
+	if r.Passed {
+		return fmt.Sprintf("passed at %s on %s", r.At.UTC().Format("2006-01-02 15:04"), sanitize.Field(r.Target))
+	}
+	s := fmt.Sprintf("failed at %s on %s: `%s`", r.At.UTC().Format("2006-01-02 15:04"), sanitize.Field(r.Target), sanitize.Field(r.Failed))
+	if tail := strings.TrimSpace(sanitize.Prose(r.Tail)); tail != "" {
+		s += "\n\n```\n" + clip(tail, handoffTail) + "\n```"
+	}
+	return s
+}
+
+// HandoffInput is who takes a task over: the agent (and the exec
+// agent's command), and a note for the next step.
+type HandoffInput struct {
+	StartInput
+	Note string
+}
+
+// Handoff gives a parked task to another agent: a new session on the
+// same branch and worktree, with in.Agent, whose first turn's prompt is
+// the handoff record (kept in the task as that turn). The previous
+// agent's conversation stays where it was; the new agent starts its own.
+// Messages still pending are in the record, and delivered with it.
+func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitstore.Snapshot, error) {
+	if err := e.requireLauncher("hand off"); err != nil {
+		return nil, err
+	}
+	if _, err := agent.For(in.Agent); err != nil {
+		return nil, err
+	}
+	sn, unlock, err := e.lockedLoad(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	slug := sn.Task.Slug
+	if sn.Session == nil {
+		return nil, fmt.Errorf("hand off %s: the task has no session yet; start it with lazy start %s --agent %s", slug, slug, in.Agent)
+	}
+	if err := e.checkResumable(sn, "hand off", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+		return nil, err
+	}
+	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
+		return nil, fmt.Errorf("hand off %s: %w; nothing was recorded", slug, err)
+	}
+	local, err := e.Owned(sn)
+	if err != nil {
+		return nil, fmt.Errorf("hand off %w", err)
+	}
+	record, err := e.HandoffRecord(ctx, sn, in.Agent, in.Note)
+	if err != nil {
+		return nil, err
+	}
+	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	if err != nil {
+		return nil, err
+	}
+	sessionID, err := gitstore.NewID()
+	if err != nil {
+		return nil, err
+	}
+	// The same worktree and branch, decided here as before; the agent and
+	// its command are this handoff's.
+	if err := e.Sessions().Save(owned.Session{
+		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
+		Worktree: local.Worktree, Branch: local.Branch, StartedAt: time.Now().UTC(), Sandbox: local.Sandbox, Prepared: true,
+	}); err != nil {
+		return nil, err
+	}
+	var turn gitstore.Turn
+	from, prevID, prevStatus := sn.Session.Agent, sn.Session.ID, sn.Task.Status
+	updated, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		// Checked above under the task lock; the local record names the
+		// new session by now, so only a change of the record itself (a
+		// pull) is looked for here.
+		if s.Session == nil || s.Session.ID != prevID || s.Task.Status != prevStatus {
+			return nil, fmt.Errorf("hand off %s: the task changed meanwhile; look at it again", s.Task.Slug)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		prev := s.Session
+		s.Task.Sessions++
+		s.Session = &gitstore.Session{
+			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
+			PermissionMode: in.PermissionMode, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
+		}
+		// The record carries every pending message, so they are this
+		// turn's to deliver: it consumes them when it completes.
+		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "handoff", Content: record, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, "handoff"
+		s.Task.Status = machine.Working
+		return &gitstore.Op{Name: "handoff", Actor: e.Actor, Reason: "from " + from + " to " + in.Agent}, nil
+	})
+	if err != nil {
+		// Nothing was recorded: this machine keeps the session it had.
+		if rerr := e.Sessions().Save(local); rerr != nil {
+			return nil, fmt.Errorf("%w (and restoring this machine's record of the session failed: %w; lazy start --take-over %s repairs it)", err, rerr, slug)
+		}
+		return nil, err
+	}
+	sn = updated
+	e.saveHandoffFile(sn.Task.ID, record)
+	return sn, e.launchTurn(sn, turn, "handoff", record, upstream)
+}
+
+// HandoffFile is where the newest handoff record of a task is kept on
+// this machine as a file, for a human taking over with lazy pair.
+func (e *Env) HandoffFile(id string) string {
+	return e.Store.Repo().LazyDir("handoff", id+".md")
+}
+
+func (e *Env) saveHandoffFile(id, record string) {
+	p := e.HandoffFile(id)
+	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+		_ = os.WriteFile(p, []byte(record), 0o644)
+	}
+}
+
+// WriteHandoffFile writes sn's handoff record for a human who takes the
+// task over (lazy pair) and returns its path.
+func (e *Env) WriteHandoffFile(ctx context.Context, sn *gitstore.Snapshot) (string, error) {
+	record, err := e.HandoffRecord(ctx, sn, "a human", "")
+	if err != nil {
+		return "", err
+	}
+	e.saveHandoffFile(sn.Task.ID, record)
+	return e.HandoffFile(sn.Task.ID), nil
+}
