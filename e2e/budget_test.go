@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -145,6 +146,11 @@ func TestRealClaudeBudgetParksTheTask(t *testing.T) {
 	if s.Usage == nil || math.Abs(s.Usage.CostUSD-sum) > 1e-9 || sum < 0.8 {
 		t.Fatalf("task usage %+v, turns sum to %v", s.Usage, sum)
 	}
+	// And the tokens are those the mock API reported, call by call:
+	// 200000 in and 1000 out, then the default 12 in and 7 out.
+	if s.Usage.InputTokens != 200000+12 || s.Usage.OutputTokens != 1000+7 {
+		t.Fatalf("task tokens %+v, want 200012 in and 1007 out as the mock reported", s.Usage)
+	}
 }
 
 // budget re-reads the task for the budget fields.
@@ -235,5 +241,38 @@ func TestRealClaudeLimitWaitsForItsReset(t *testing.T) {
 	bodies := srv.Bodies("anthropic")
 	if last := bodies[len(bodies)-1]; !strings.Contains(last, "first part done") || !strings.Contains(last, "now the second part") {
 		t.Fatal("the resumed turn is not the same session, or lost the message the limit cut off")
+	}
+}
+
+// The real Codex hitting its usage limit names the time it lifts, to the
+// minute and in local time: the task parks held until the minute after,
+// not failed, and a human may still carry on before it.
+func TestRealCodexLimitParksUntilItsReset(t *testing.T) {
+	reset := time.Now().Add(90 * time.Minute).Truncate(time.Second)
+	r, srv := withRealAgents(t, newRepo(t), nil, []mockapi.Reply{
+		{Text: "first part done"},
+		{Status: 429, ErrorBody: fmt.Sprintf(`{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":%d}}`, reset.Unix())},
+		{Text: "carried on early"},
+	})
+	tk := r.create("codex job")
+	r.ok("start", tk.Slug, "--agent", "codex")
+	r.waitStatus(tk.Slug, "blocked")
+	r.ok("unblock", tk.Slug, "-m", "the second part")
+	s := r.waitStatus(tk.Slug, "blocked").budget(r, tk.Slug)
+	// Codex says the minute; lazy waits for the minute after it.
+	if s.Hold == nil || s.Hold.Kind != "limit" || s.Hold.Until.Before(reset.Truncate(time.Minute)) || s.Hold.Until.After(reset.Add(2*time.Minute)) {
+		t.Fatalf("hold %+v, want a limit until about %s", s.Hold, reset)
+	}
+	if !strings.Contains(s.Hold.Reason, "usage limit") || s.Session.ConsecutiveInterruptions != 0 {
+		t.Fatalf("hold reason %q, breaker %d", s.Hold.Reason, s.Session.ConsecutiveInterruptions)
+	}
+	if calls := srv.Calls("openai"); calls != 2 {
+		t.Fatalf("%d model calls: the limited turn was retried in place instead of parked", calls)
+	}
+	// A human need not wait.
+	r.ok("unblock", tk.Slug, "-m", "go on now")
+	s = r.waitStatus(tk.Slug, "blocked").budget(r, tk.Slug)
+	if s.Hold != nil || s.TurnList[len(s.TurnList)-1].Content != "carried on early" {
+		t.Fatalf("after an early unblock: hold %+v, turns %+v", s.Hold, s.TurnList)
 	}
 }
