@@ -70,7 +70,7 @@ func (d *Dispatcher) create(ctx context.Context, env *ops.Env, caller Caller, in
 		}
 		parent = caller.Task
 	}
-	sn, err := env.Create(ctx, ops.CreateInput{Title: in.Title, Goal: in.Goal, Parent: parent, TargetBranch: in.TargetBranch, AllowedPaths: in.AllowedPaths, RequestID: in.RequestID})
+	sn, err := env.Create(ctx, ops.CreateInput{Title: in.Title, Goal: in.Goal, Parent: parent, TargetBranch: in.TargetBranch, AllowedPaths: in.AllowedPaths, RequestID: in.RequestID, BudgetUSD: in.BudgetUSD})
 	return d.taskOut(sn, err)
 }
 

@@ -1,0 +1,38 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
+)
+
+// A builder gives a task a budget over MCP; lazy_show reads it back;
+// a negative one is refused with what to give instead.
+func TestCreateWithABudget(t *testing.T) {
+	repo, err := gitstore.Discover(testrepo.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
+	d := &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
+		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
+	}}}
+	ctx := context.Background()
+	if _, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"costly","budget_usd":12.5}`)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_show", json.RawMessage(`{"task":"costly"}`))
+	if err != nil || !strings.Contains(string(out), `"budget_usd":12.5`) {
+		t.Fatalf("lazy_show: %s %v", out, err)
+	}
+	if _, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"bad","budget_usd":-1}`)); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Fatalf("a negative budget: %v", err)
+	}
+}
