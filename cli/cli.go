@@ -51,6 +51,8 @@ var commands = []command{
 		new: func() any { return &ActiveCmd{} }},
 	{name: "status", group: "tasks", help: "Summarize the tasks: counts by status, the active ones with what they are doing, the daemon.",
 		new: func() any { return &StatusCmd{} }},
+	{name: "cost", group: "tasks", help: "Report what agent turns cost, by task, agent, model, day or outcome (thrown-away work included).",
+		new: func() any { return &CostCmd{} }},
 	{name: "show", group: "tasks", help: "Show a task: details, turns, comments and its status changelog.",
 		new: func() any { return &ShowCmd{} }},
 	{name: "comment", group: "tasks", help: "Add a comment to a task.",

@@ -42,6 +42,7 @@ var examples = map[string]string{
 	"status":     "lazy status\nlazy status --json",
 	"watch":      "lazy watch\nlazy watch --all\nlazy watch | tee watch.log   # plain lines when not on a terminal",
 	"show":       "lazy show fix-login\nlazy show 3f2a --json",
+	"cost":       "lazy cost                       # by task, most expensive first\nlazy cost --by outcome          # what accepted, rejected, abandoned and open work cost\nlazy cost --by day --since 7d\nlazy cost --by model fix-login  # one task and its subtasks\nlazy cost --by agent --json | jq '.rows[] | {key, cost_usd}'\ngit log --format='%h %(trailers:key=Lazy-Cost,valueonly,separator=) %s' main",
 	"diff":       "lazy diff fix-login\nlazy diff fix-login --stat\nlazy diff fix-login --name-only\nlazy diff fix-login -- src/auth/\nlazy diff fix-login --tool",
 	"logs":       "lazy logs fix-login\nlazy logs -f fix-login\nlazy logs fix-login --turn 3\nlazy logs fix-login --raw > turn.jsonl",
 	"wait":       "lazy wait fix-login\nlazy wait fix-login cover-logout --any --timeout 30m\nlazy wait fix-login && lazy diff fix-login",

@@ -97,6 +97,10 @@ func TestWebStreamsAgentOutputWithoutReload(t *testing.T) {
 	b.call("Page.navigate", map[string]any{"url": base + "/?view=board"}, nil)
 	b.waitFor("the task on the board, in the blocked column", `document.querySelector('.col[data-col="blocked"] .task[data-id="`+tk.ID+`"]')`)
 	checkScreenshot(t, b.screenshot("board"))
+	// What it cost, linked from the list: the turn's $0.0100 as a bar.
+	b.call("Page.navigate", map[string]any{"url": base + "/cost?by=day"}, nil)
+	b.waitFor("the cost page with a bar for today", `document.querySelector('#chart rect.bar') && document.querySelector('#chart rect.bar title').textContent.includes("$0.0100") && document.getElementById("cost").textContent.includes("TOTAL")`)
+	checkScreenshot(t, b.screenshot("cost"))
 }
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/marks"
 )
 
@@ -72,6 +73,16 @@ func headline(tool string, out any) string {
 		return fmt.Sprintf("The last %d line(s) of the agent log.", len(o.Lines))
 	case JournalOut:
 		return fmt.Sprintf("Journal entry #%d recorded on %s.", o.Entry.Seq, o.Task.Slug)
+	case CostOut:
+		head := fmt.Sprintf("Agent turns cost $%.4f (%d in, %d cached, %d out tokens) over %d task(s)", o.Total.CostUSD, o.Total.InputTokens, o.Total.CachedInputTokens, o.Total.OutputTokens, o.Total.Tasks)
+		if o.Since != "" {
+			head += " since " + o.Since
+		}
+		lines := []string{head + "; by " + string(o.By) + ":"}
+		for _, r := range o.Rows {
+			lines = append(lines, fmt.Sprintf("- %s: $%.4f", sanitize.Display(r.Key), r.CostUSD))
+		}
+		return strings.Join(lines, "\n")
 	case marks.ProgressResult:
 		return "Progress: " + o.Recorded
 	}

@@ -19,11 +19,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
@@ -109,6 +111,12 @@ type (
 		Parent string           `json:"parent,omitempty" jsonschema:"only subtasks of this task"`
 		Open   bool             `json:"open,omitempty" jsonschema:"leave out complete and abandoned tasks"`
 	}
+	// CostIn is lazy_cost's input: lazy cost's flags.
+	CostIn struct {
+		By    string `json:"by,omitempty" jsonschema:"group by task (the default), agent, model, day (local time) or outcome (accepted, rejected, closed, open)"`
+		Since string `json:"since,omitempty" jsonschema:"count only turns from this day on: 2026-05-01, today, yesterday or 7d (the last seven days)"`
+		Task  string `json:"task,omitempty" jsonschema:"only this task (slug or id) and its subtasks"`
+	}
 	// ProgressIn is lazy_update_progress's input.
 	ProgressIn struct {
 		Message string `json:"message" jsonschema:"one short line on what you are doing now; replaces the previous one"`
@@ -163,6 +171,8 @@ type (
 	QueueOut struct {
 		Queues []ops.QueueView `json:"queues"`
 	}
+	// CostOut is lazy_cost's result: what lazy cost --json prints.
+	CostOut = cost.Report
 	// ListOut is lazy_list's result.
 	ListOut struct {
 		Tasks []View `json:"tasks"`
@@ -274,6 +284,8 @@ var Tools = []Tool{
 		Description: "List tasks with their statuses and live substates, optionally filtered by status or parent. Blocked and conflict tasks wait for you: review them, then lazy_unblock or lazy_accept."},
 	{Name: "lazy_queue", Title: "Merge queues", Hints: readOnly, BuilderOnly: true, register: add[QueueIn, QueueOut],
 		Description: "This machine's merge queues, one per target branch: the accepts waiting or running in order (waiting, gating, landing, or fixing: the agent is fixing a failed gate), and the newest entries that left with why (landed, failed, conflict, removed). lazy_accept of a task enters its target's queue; each accept gates the exact tree it lands."},
+	{Name: "lazy_cost", Title: "What work cost", Hints: readOnly, BuilderOnly: true, register: add[CostIn, CostOut],
+		Description: "What agent turns cost, in US dollars and tokens, grouped by task (with each task's subtasks rolled up), agent, model, day or outcome (accepted, rejected, closed, open: what thrown-away work cost), with a total; optionally since a day and for one task and its subtasks. Reads records only."},
 	{Name: "lazy_diff", Title: "Diff task", Hints: readOnly, register: add[DiffIn, DiffOut],
 		Description: "What a started task's branch changed since it left its base branch: a stat and file list, with the patch (bounded by max_bytes) when patch is true, and the worktree's uncommitted files."},
 	{Name: "lazy_logs", Title: "Agent log", Hints: readOnly, register: add[LogsIn, LogsOut],
@@ -637,6 +649,8 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 			}
 			return QueueOut{Queues: q}, nil
 		}))
+	case "lazy_cost":
+		return handled(run(args, func(in CostIn) (any, error) { return costReport(d.Store, in, time.Now()) }))
 	case "lazy_diff":
 		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in DiffIn) (any, error) {
 			r, err := env.Diff(ctx, id, in.Patch, in.MaxBytes)
@@ -669,4 +683,38 @@ func (d *Dispatcher) taskOut(sn *gitstore.Snapshot, err error) (any, error) {
 		return nil, err
 	}
 	return TaskOut{Task: d.view(sn)}, nil
+}
+
+// costReport is lazy_cost: lazy cost's fetch and aggregation, the
+// builder's view of every task.
+func costReport(store *gitstore.Store, in CostIn, now time.Time) (CostOut, error) {
+	q := cost.Query{By: cost.ByTask, Loc: time.Local}
+	if strings.TrimSpace(in.By) != "" {
+		by, err := cost.ParseBy(in.By)
+		if err != nil {
+			return CostOut{}, errors.New(strings.Replace(err.Error(), "--by", "by", 1))
+		}
+		q.By = by
+	}
+	if strings.TrimSpace(in.Since) != "" {
+		since, err := cost.ParseSince(in.Since, now, time.Local)
+		if err != nil {
+			return CostOut{}, errors.New(strings.Replace(err.Error(), "--since", "since", 1))
+		}
+		q.Since = since
+	}
+	if in.Task != "" {
+		id, err := store.Resolve(in.Task)
+		if err != nil {
+			return CostOut{}, err
+		}
+		q.Task = id
+	}
+	recs, unreadable, err := cost.Fetch(store, q)
+	if err != nil {
+		return CostOut{}, err
+	}
+	rep := cost.Aggregate(recs, q)
+	rep.Unreadable = unreadable
+	return rep, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
@@ -823,7 +824,11 @@ func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre,
 	} else if err != nil {
 		return "", fmt.Errorf("squash merge into %s: %w", pre.into, err)
 	}
-	commit, err := worktree.CommitStaged(ctx, pre.dest, squashMessage(sn, pre.branch)+trailer)
+	msg, err := e.acceptMessage(sn, pre.branch)
+	if err != nil {
+		return "", err
+	}
+	commit, err := worktree.CommitStaged(ctx, pre.dest, msg+trailer)
 	if ce := (*worktree.CommitError)(nil); errors.As(err, &ce) {
 		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, ce.Err)
 	}
@@ -831,14 +836,16 @@ func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre,
 }
 
 // squashMessage is the squash commit's message: the task's title and
-// goal, with trailers naming the task and its branch.
-func squashMessage(sn *gitstore.Snapshot, branch string) string {
+// goal, with trailers naming the task and its branch and saying what it
+// cost with its subtasks (spent; see cost.Trailers), so git log answers
+// what a change cost.
+func squashMessage(sn *gitstore.Snapshot, branch string, spent gitstore.Usage) string {
 	goal, _ := sn.Goal()
 	msg := sn.Task.Title
 	if g := strings.TrimSpace(goal); g != "" {
 		msg += "\n\n" + g
 	}
-	return msg + "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + branch + "\n"
+	return msg + "\n\nLazy-Task: " + sn.Task.ID + "\nLazy-Branch: " + branch + "\n" + cost.Trailers(spent)
 }
 
 // restoreAfterAbort puts the task back where it was before the accept:

@@ -98,8 +98,11 @@ func (a *localAccept) recheckDest(ctx context.Context) error {
 // the files the fast-forward wrote before it failed are put back.
 func (a *localAccept) land(ctx context.Context) error {
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
-	msg := squashMessage(a.sn, a.pre.branch) + gateTrailer(a.runID, a.gp)
-	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg)
+	msg, err := e.acceptMessage(a.sn, a.pre.branch)
+	if err != nil {
+		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
+	}
+	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp))
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash)
 	}

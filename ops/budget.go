@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/budget"
+	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/machine"
@@ -71,12 +72,12 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 	if set.TaskUSD <= 0 && s.Task.BudgetUSD <= 0 && s.Task.Parent == "" {
 		return lines, nil // no task budget can apply: no listing needed
 	}
-	tree, err := e.spendTree()
+	entries, err := e.Store.List()
 	if err != nil {
 		return nil, err
 	}
-	own := usd(s.Task.Usage)
-	tree.cost[s.Task.ID] = own
+	tree := cost.NewTree(entries)
+	tree.SetOwn(s.Task.ID, s.Task.Usage)
 	scope := budget.ScopeTask
 	seen := map[string]bool{}
 	for id, limit := s.Task.ID, s.Task.BudgetUSD; id != "" && !seen[id]; {
@@ -85,75 +86,15 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 			limit = set.TaskUSD
 		}
 		if limit > 0 {
-			lines = append(lines, budget.Line{Scope: scope, LimitUSD: limit, SpentUSD: tree.subtree(id)})
+			lines = append(lines, budget.Line{Scope: scope, LimitUSD: limit, SpentUSD: tree.Subtree(id).CostUSD})
 		}
-		n, ok := tree.nodes[tree.parent[id]]
+		n, ok := tree.Summary(tree.Parent(id))
 		if !ok {
 			break
 		}
 		id, limit, scope = n.ID, n.BudgetUSD, "parent "+n.Slug
 	}
 	return lines, nil
-}
-
-// spendTree is the task forest with each task's own cost, from the
-// listing (summaries carry usage and parent).
-type spendTree struct {
-	nodes    map[string]*gitstore.Summary
-	parent   map[string]string
-	children map[string][]string
-	cost     map[string]float64
-}
-
-func (e *Env) spendTree() (*spendTree, error) {
-	entries, err := e.Store.List()
-	if err != nil {
-		return nil, err
-	}
-	t := &spendTree{nodes: map[string]*gitstore.Summary{}, parent: map[string]string{}, children: map[string][]string{}, cost: map[string]float64{}}
-	for i := range entries {
-		en := &entries[i]
-		if en.Err != nil {
-			continue
-		}
-		sum, err := en.Summary()
-		if err != nil {
-			continue
-		}
-		t.nodes[en.ID] = sum
-		t.cost[en.ID] = usd(sum.Usage)
-		if sum.Parent != "" {
-			t.parent[en.ID] = sum.Parent
-			t.children[sum.Parent] = append(t.children[sum.Parent], en.ID)
-		}
-	}
-	return t, nil
-}
-
-// subtree sums the cost of id and every task under it (a cycle a
-// hostile record could write is walked once).
-func (t *spendTree) subtree(id string) float64 {
-	seen := map[string]bool{}
-	var walk func(string) float64
-	walk = func(id string) float64 {
-		if seen[id] {
-			return 0
-		}
-		seen[id] = true
-		sum := t.cost[id]
-		for _, c := range t.children[id] {
-			sum += walk(c)
-		}
-		return sum
-	}
-	return walk(id)
-}
-
-func usd(u *gitstore.Usage) float64 {
-	if u == nil {
-		return 0
-	}
-	return u.CostUSD
 }
 
 // overBudget returns the tightest budget of s's turns when it is spent,

@@ -146,7 +146,11 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 		return nil, err
 	}
 	// The very message the accept writes.
-	p.Message = strings.TrimSuffix(squashMessage(sn, r.Branch), "\n")
+	msg, err := e.acceptMessage(sn, r.Branch)
+	if err != nil {
+		return nil, err
+	}
+	p.Message = strings.TrimSuffix(msg, "\n")
 	switch {
 	case sn.Task.Status == machine.Conflict || sn.PendingViolations() > 0:
 		p.Blocker = fmt.Sprintf("%d file-permission violation(s) are pending; decide them with lazy unblock --approve-file PATH or --no-approve-files first", sn.PendingViolations())

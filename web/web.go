@@ -126,6 +126,7 @@ const cookieName = "lazy_token"
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.list)
+	mux.HandleFunc("GET /cost", s.costPage)
 	mux.HandleFunc("GET /task/{id}", s.task)
 	mux.HandleFunc("GET /task/{id}/accept", s.acceptPage)
 	mux.HandleFunc("POST /task/{id}/{action}", s.act)

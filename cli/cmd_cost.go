@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/internal/sanitize"
+)
+
+// CostCmd reports what agent work cost, grouped one way.
+type CostCmd struct {
+	By    string `help:"Group by task (the default), agent, model, day (local time) or outcome (accepted, rejected, closed, open)." default:"task" placeholder:"BY"`
+	Since string `help:"Count only turns from this day on (local time): 2026-05-01, today, yesterday or 7d (the last seven days)." placeholder:"DATE"`
+	JSON  bool   `help:"Print the report as JSON."`
+	Task  string `arg:"" optional:"" help:"Only this task and its subtasks." placeholder:"TASK"`
+}
+
+// Run implements lazy cost: fetch the records, aggregate, render.
+func (c *CostCmd) Run(a *app, _ context.Context) error {
+	by, err := cost.ParseBy(c.By)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	q := cost.Query{By: by, Loc: time.Local}
+	if c.Since != "" {
+		if q.Since, err = cost.ParseSince(c.Since, time.Now(), time.Local); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	if err := a.open(); err != nil {
+		return err
+	}
+	if c.Task != "" {
+		if q.Task, err = a.store.Resolve(c.Task); err != nil {
+			return err
+		}
+	}
+	recs, unreadable, err := cost.Fetch(a.store, q)
+	if err != nil {
+		return err
+	}
+	rep := cost.Aggregate(recs, q)
+	rep.Unreadable = unreadable
+	if c.JSON {
+		return a.printJSON(rep)
+	}
+	if unreadable > 0 {
+		fmt.Fprintf(a.stderr, "note: %d task record(s) could not be read and are not counted; lazy doctor looks at them\n", unreadable)
+	}
+	return costTable(a.stdout, rep)
+}
+
+// costTable renders a report: a row per group, then the TOTAL line.
+func costTable(w io.Writer, rep cost.Report) error {
+	if rep.Total.Tasks == 0 && rep.By != cost.ByOutcome {
+		what := "No agent turn has recorded a cost or tokens"
+		if rep.Since != "" {
+			what += " since " + rep.Since
+		}
+		if rep.Task != "" {
+			what += " in " + sanitize.Field(rep.Task) + " or its subtasks"
+		}
+		_, err := fmt.Fprintln(w, what+".")
+		return err
+	}
+	turns := rep.Total.Turns != nil
+	head := []string{strings.ToUpper(string(rep.By))}
+	if rep.By == cost.ByTask {
+		head = append(head, "OUTCOME")
+	}
+	head = append(head, "COST", "IN", "CACHED", "OUT")
+	if turns {
+		head = append(head, "TURNS")
+	}
+	if rep.By != cost.ByTask {
+		head = append(head, "TASKS")
+	}
+	if rep.By == cost.ByTask {
+		head = append(head, "WITH SUBTASKS")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(cells []string) { fmt.Fprintln(tw, strings.TrimRight(strings.Join(cells, "\t"), "\t")) }
+	line(head)
+	figures := func(t cost.Totals) []string {
+		cells := []string{usd(t.CostUSD), tokens(t.InputTokens), tokens(t.CachedInputTokens), tokens(t.OutputTokens)}
+		if turns {
+			n := 0
+			if t.Turns != nil {
+				n = *t.Turns
+			}
+			cells = append(cells, fmt.Sprint(n))
+		}
+		if rep.By != cost.ByTask {
+			cells = append(cells, fmt.Sprint(t.Tasks))
+		}
+		return cells
+	}
+	for _, r := range rep.Rows {
+		cells := []string{sanitize.Field(outcomeLabel(rep.By, r.Key))}
+		if rep.By == cost.ByTask {
+			cells = append(cells, outcomeLabel(cost.ByOutcome, r.Outcome))
+		}
+		cells = append(cells, figures(r.Totals)...)
+		if rep.By == cost.ByTask {
+			sub := ""
+			if r.WithSubtasks != nil {
+				sub = fmt.Sprintf("%s (%d tasks)", usd(r.WithSubtasks.CostUSD), r.WithSubtasks.Tasks)
+			}
+			cells = append(cells, sub)
+		}
+		line(cells)
+	}
+	total := []string{"TOTAL"}
+	if rep.By == cost.ByTask {
+		total = append(total, "")
+	}
+	total = append(total, figures(rep.Total)...)
+	if rep.By == cost.ByTask {
+		total = append(total, fmt.Sprintf("%d tasks", rep.Total.Tasks))
+	}
+	line(total)
+	return tw.Flush()
+}
+
+// outcomeLabel is how a table names a group: a closed task was abandoned.
+func outcomeLabel(by cost.By, key string) string {
+	if by == cost.ByOutcome && key == cost.OutcomeClosed {
+		return "closed (abandoned)"
+	}
+	return key
+}
+
+func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
+
+// tokens is a token count as a table shows it: 950, 12.3k, 1.2M (the JSON
+// has them exact).
+func tokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,130 @@
+// Package cost answers what agent work cost: the subtask roll-up (a
+// task's spending with its subtasks'), which the budgets and the accept
+// commit's trailers use, and lazy cost's breakdowns by task, agent,
+// model, day and outcome. Reading the records (Fetch) is apart from the
+// pure aggregation (Aggregate), which every surface renders its own way.
+package cost
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/gitstore"
+)
+
+// Tree is the task forest with each task's own usage, from the listing
+// (summaries carry usage and parent).
+type Tree struct {
+	nodes    map[string]*gitstore.Summary
+	parent   map[string]string
+	children map[string][]string
+	own      map[string]gitstore.Usage
+}
+
+// NewTree builds the forest of the listed tasks; an entry that cannot be
+// read is left out (a corrupt record never hides the others).
+func NewTree(entries []gitstore.Entry) *Tree {
+	var sums []*gitstore.Summary
+	for i := range entries {
+		if s, err := entries[i].Summary(); err == nil {
+			sums = append(sums, s)
+		}
+	}
+	return treeOf(sums)
+}
+
+func treeOf(sums []*gitstore.Summary) *Tree {
+	t := &Tree{nodes: map[string]*gitstore.Summary{}, parent: map[string]string{}, children: map[string][]string{}, own: map[string]gitstore.Usage{}}
+	for _, s := range sums {
+		if _, dup := t.nodes[s.ID]; dup {
+			continue
+		}
+		t.nodes[s.ID] = s
+		if s.Usage != nil {
+			t.own[s.ID] = *s.Usage
+		}
+		if s.Parent != "" && s.Parent != s.ID {
+			t.parent[s.ID] = s.Parent
+			t.children[s.Parent] = append(t.children[s.Parent], s.ID)
+		}
+	}
+	return t
+}
+
+// Summary is the listed task id.
+func (t *Tree) Summary(id string) (*gitstore.Summary, bool) {
+	s, ok := t.nodes[id]
+	return s, ok
+}
+
+// Parent is the listed parent of id ("" for a top-level task).
+func (t *Tree) Parent(id string) string { return t.parent[id] }
+
+// SetOwn replaces what the listing says id itself spent, with a record
+// the caller holds that is fresher than the listing.
+func (t *Tree) SetOwn(id string, u *gitstore.Usage) {
+	if u == nil {
+		delete(t.own, id)
+		return
+	}
+	t.own[id] = *u
+}
+
+// Own is what id's own turns spent.
+func (t *Tree) Own(id string) gitstore.Usage { return t.own[id] }
+
+// Under is id and every task under it, each once, id first (a cycle a
+// hostile record could write is walked once).
+func (t *Tree) Under(id string) []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(string)
+	walk = func(id string) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		out = append(out, id)
+		for _, c := range t.children[id] {
+			walk(c)
+		}
+	}
+	walk(id)
+	return out
+}
+
+// HasSubtasks reports whether any listed task names id as its parent.
+func (t *Tree) HasSubtasks(id string) bool { return len(t.children[id]) > 0 }
+
+// Subtree sums what id and every task under it spent.
+func (t *Tree) Subtree(id string) gitstore.Usage {
+	var sum gitstore.Usage
+	for _, n := range t.Under(id) {
+		sum.Add(t.own[n])
+	}
+	return sum
+}
+
+// Trailer keys of the accept commit: what the task cost, its subtasks'
+// turns included.
+const (
+	TrailerCost   = "Lazy-Cost"
+	TrailerTokens = "Lazy-Tokens"
+)
+
+// Trailers are the accept commit's cost trailers for u, each line ending
+// in a newline: "Lazy-Cost: $4.0213" when a cost was recorded, and
+// "Lazy-Tokens: 1000012 in, 0 cached, 1007 out" when tokens were (Codex
+// reports tokens and no price). Nothing recorded is no trailer. The
+// figures are plain decimals, so a script reads them with
+// git log --format='%(trailers:key=Lazy-Cost,valueonly)'.
+func Trailers(u gitstore.Usage) string {
+	var b strings.Builder
+	if u.CostUSD > 0 {
+		fmt.Fprintf(&b, "%s: $%.4f\n", TrailerCost, u.CostUSD)
+	}
+	if u.InputTokens > 0 || u.CachedInputTokens > 0 || u.OutputTokens > 0 {
+		fmt.Fprintf(&b, "%s: %d in, %d cached, %d out\n", TrailerTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens)
+	}
+	return b.String()
+}

@@ -1,0 +1,31 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/gitstore"
+)
+
+// Spent is what sn's task cost with every task under it: its own turns
+// (sn is fresher than the listing for its own) and its subtasks', rolled
+// up from the listing.
+func (e *Env) Spent(sn *gitstore.Snapshot) (gitstore.Usage, error) {
+	entries, err := e.Store.List()
+	if err != nil {
+		return gitstore.Usage{}, fmt.Errorf("read the task list to total what %s cost: %w", sn.Task.Slug, err)
+	}
+	tree := cost.NewTree(entries)
+	tree.SetOwn(sn.Task.ID, sn.Task.Usage)
+	return tree.Subtree(sn.Task.ID), nil
+}
+
+// acceptMessage is the squash commit's message for sn, with what the
+// task and its subtasks cost in its trailers.
+func (e *Env) acceptMessage(sn *gitstore.Snapshot, branch string) (string, error) {
+	spent, err := e.Spent(sn)
+	if err != nil {
+		return "", err
+	}
+	return squashMessage(sn, branch, spent), nil
+}
