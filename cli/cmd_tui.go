@@ -427,7 +427,8 @@ func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		})
 		return m, nil
 	case "n":
-		return m, m.createPrompt()
+		m.createPrompt()
+		return m, nil
 	}
 	if m.focus == focusPane {
 		switch k.String() {
@@ -530,7 +531,7 @@ func (m *tuiModel) actionKey(key string, t *gitstore.Summary) tea.Cmd {
 }
 
 // createPrompt asks for a title, then an optional goal, then creates.
-func (m *tuiModel) createPrompt() tea.Cmd {
+func (m *tuiModel) createPrompt() {
 	m.ask("new task: title", "", "Nothing created", func(title string) tea.Cmd {
 		title = strings.TrimSpace(title)
 		if title == "" {
@@ -543,7 +544,6 @@ func (m *tuiModel) createPrompt() tea.Cmd {
 		})
 		return nil
 	})
-	return nil
 }
 
 // ask opens a text prompt.
