@@ -681,7 +681,9 @@ func (m *tuiModel) View() tea.View {
 }
 
 // tuiKeys is the key help on the bottom line; ? shows tuiHelp.
-const tuiKeys = "↑↓ move  n new  s start  u unblock  a ask  A accept  r reject  c close  / filter  f status  d diff  ? help  q quit"
+// It starts with ? so that a narrow terminal, which cuts it, still
+// says where the rest is.
+const tuiKeys = "? help  n new  s start  u unblock  a ask  A accept  r reject  c close  / filter  f status  d diff  q quit"
 
 // tuiHelp is the ? overlay: every key.
 var tuiHelp = []string{
