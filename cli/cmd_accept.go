@@ -84,21 +84,26 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		}
 		return nil
 	}
-	if res.PR != nil {
-		if res.Pending != "" {
-			fmt.Fprintf(a.stdout, "Merging %s: pull request #%d %s is not merged yet (%s); lazy accept %s again (or the daemon) finishes it\n", res.Snapshot.Task.Slug, res.PR.Number, res.PR.URL, res.Pending, res.Snapshot.Task.Slug)
-			return nil
-		}
-		fmt.Fprintf(a.stdout, "Accepted %s: pull request #%d merged into %s as %s\n", res.Snapshot.Task.Slug, res.PR.Number, res.Into, shortSHA(res.Commit))
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", res.Snapshot.Task.Slug, res.Into, shortSHA(res.Commit), gateNote(res))
-	if res.StashOwed != nil {
+	fmt.Fprintln(a.stdout, acceptedLine(res))
+	if res.PR == nil && res.StashOwed != nil {
 		// The merge happened, but the user's changes are not back: that
 		// is a failure they must see.
 		return res.StashOwed
 	}
 	return nil
+}
+
+// acceptedLine is the sentence that says where an accept landed (lazy
+// accept prints it, lazy watch shows it).
+func acceptedLine(res *ops.AcceptResult) string {
+	slug := res.Snapshot.Task.Slug
+	if res.PR != nil {
+		if res.Pending != "" {
+			return fmt.Sprintf("Merging %s: pull request #%d %s is not merged yet (%s); lazy accept %s again (or the daemon) finishes it", slug, res.PR.Number, res.PR.URL, res.Pending, slug)
+		}
+		return fmt.Sprintf("Accepted %s: pull request #%d merged into %s as %s", slug, res.PR.Number, res.Into, shortSHA(res.Commit))
+	}
+	return fmt.Sprintf("Accepted %s: squash-merged into %s as %s%s", slug, res.Into, shortSHA(res.Commit), gateNote(res))
 }
 
 // options are the accept options of this command and the repository's

@@ -260,6 +260,10 @@ func logRange(pd proto.Dir, turn int) (int64, int64, error) {
 	return start, end, nil
 }
 
+// turnRule begins the line lazy logs (and lazy watch's pane) prints
+// where an agent launch begins.
+const turnRule = "── turn "
+
 // logWriter renders agent.log line by line, with a header where each
 // agent launch begins.
 type logWriter struct {
@@ -323,7 +327,7 @@ func (l *logWriter) line(s string) {
 		if m.Offset >= l.from && m.Offset <= l.pos && !l.headed[m.Offset] {
 			l.headed[m.Offset] = true
 			if !l.raw {
-				fmt.Fprintf(l.w, "── turn %d (%s) · %s ──\n", m.Seq, m.Kind, m.At.Local().Format("2006-01-02 15:04:05 MST"))
+				fmt.Fprintf(l.w, turnRule+"%d (%s) · %s ──\n", m.Seq, m.Kind, m.At.Local().Format("2006-01-02 15:04:05 MST"))
 			}
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
 
-	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -32,35 +31,87 @@ const (
 	paneDiff
 )
 
+// Where the keys go: the task list, or the pane on the right (which
+// they scroll).
+const (
+	focusList = iota
+	focusPane
+)
+
+// The status filters f cycles through.
+const (
+	showAll = iota // what watch lists: open tasks (with --all, finished too)
+	showNeedsMe
+	showWorking
+	showFinished
+	showFilters
+)
+
+var showNames = [showFilters]string{"all", "needs me", "working", "finished"}
+
 // tuiModel is lazy watch on a terminal: the task tree on the left (or
 // top, when narrow), the selected task's live agent output or diff on the
-// right, keys for the review loop.
+// right, keys for the review loop. Every action goes through the same ops
+// the CLI commands use, and says how it ended in the status line.
 type tuiModel struct {
 	a      *app
 	ctx    context.Context
 	all    bool
 	self   string // this binary, for the actions that need the terminal
 	styles tuiStyles
+	// send delivers a message from work running off the UI (an accept's
+	// progress, an ask that waits for its answer); nil in tests.
+	send func(tea.Msg)
 
 	width, height int
-	rows          []treeRow
+	// tasks is every task read, finished ones included; rows is those
+	// the filters let through, in tree order.
+	tasks []*gitstore.Summary
+	rows  []treeRow
 	// overlaps is each listed task's overlaps (ops.Env.Overlaps), read
 	// with the list through overlapCache.
 	overlaps     map[string]ops.TaskOverlaps
 	overlapCache *ops.OverlapCache
 	selected     string // task id, kept across refreshes
 	pane         int
+	focus        int
 	preview      []string
-	status       string // the last action's outcome
-	prev         map[string]machine.Status
-	bell         bool // ring the terminal bell when a task starts needing a human
-	err          error
-	loading      *sync.Mutex
+	// top is the first line of the pane shown; with follow the pane
+	// shows the newest lines instead, whatever top says.
+	top    int
+	follow bool
+	// filter is the text / matches (slug, title, pool label); show is
+	// the status filter f cycles.
+	filter string
+	show   int
+	// prompt, when set, is the question the bottom line asks (text for
+	// an action, or y/N); help is the ? overlay.
+	prompt    *tuiPrompt
+	help      bool
+	status    string // the last action's outcome, or its progress
+	statusBad bool   // status is an error
+	prev      map[string]machine.Status
+	bell      bool // ring the terminal bell when a task starts needing a human
+	err       error
+	loading   *sync.Mutex
+}
+
+// tuiPrompt is a question on the bottom line: a text to type (a title,
+// feedback, a reason) or, with confirm, y or N.
+type tuiPrompt struct {
+	label   string
+	text    []rune
+	confirm bool
+	// cancel is said in the status line when the human backs out.
+	cancel string
+	// done gets what was typed ("y" for a confirmation) and returns the
+	// action, or sets the next prompt.
+	done func(text string) tea.Cmd
 }
 
 type tuiStyles struct {
-	header, dim, sel, border, key, overlap lipgloss.Style
-	status                                 map[machine.Status]lipgloss.Style
+	header, dim, sel, border, key, overlap, bad, plain lipgloss.Style
+	status                                             map[machine.Status]lipgloss.Style
 }
 
 // newTUIStyles are the TUI's styles. They are written in full colour;
@@ -74,6 +125,8 @@ func newTUIStyles() tuiStyles {
 		border:  lipgloss.NewStyle().Border(lipgloss.NormalBorder(), false, false, false, true).PaddingLeft(1),
 		key:     lipgloss.NewStyle().Bold(true),
 		overlap: lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+		bad:     lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
+		plain:   lipgloss.NewStyle(),
 		status:  map[machine.Status]lipgloss.Style{},
 	}
 	colours := map[machine.Status]string{
@@ -92,7 +145,7 @@ type (
 	tuiRefresh struct{} // the daemon reported something
 	tuiTick    struct{}
 	tuiLoaded  struct {
-		rows     []treeRow
+		tasks    []*gitstore.Summary
 		overlaps map[string]ops.TaskOverlaps
 	}
 	tuiPreview struct {
@@ -100,12 +153,16 @@ type (
 		pane  int
 		lines []string
 	}
+	// tuiDone is how an action ended: what it was ("reject fix-login"),
+	// and the sentence that confirms it or the error that stopped it.
 	tuiDone struct {
 		what string
 		err  error
 		out  string
 	}
-	tuiErr struct{ err error }
+	// tuiProgress is a line of an action still running.
+	tuiProgress struct{ line string }
+	tuiErr      struct{ err error }
 )
 
 func (m *tuiModel) Init() tea.Cmd { return tea.Batch(m.load(), m.tick()) }
@@ -131,13 +188,71 @@ func (m *tuiModel) load() tea.Cmd {
 		}
 		var tasks []*gitstore.Summary
 		for i := range entries {
-			s, err := entries[i].Summary()
-			if err != nil || (!m.all && s.Status.IsTerminal()) {
-				continue
+			if s, err := entries[i].Summary(); err == nil {
+				tasks = append(tasks, s)
 			}
-			tasks = append(tasks, s)
 		}
-		return tuiLoaded{rows: treeOrder(tasks, taskLess("attention")), overlaps: quiet.overlaps(m.ctx, entries, m.overlapCache)}
+		return tuiLoaded{tasks: tasks, overlaps: quiet.overlaps(m.ctx, entries, m.overlapCache)}
+	}
+}
+
+// needsYou reports whether a task in status st waits for a human.
+func needsYou(st machine.Status) bool { return st.IsBlocked() || st == machine.Interrupted }
+
+// keep reports whether the filters let t through: the status filter,
+// then the text, which matches the slug, the title or a pool label.
+func (m *tuiModel) keep(t *gitstore.Summary) bool {
+	switch m.show {
+	case showNeedsMe:
+		if !needsYou(t.Status) {
+			return false
+		}
+	case showWorking:
+		if t.Status != machine.Working && t.Status != machine.Merging && t.Status != machine.Pairing {
+			return false
+		}
+	case showFinished:
+		if !t.Status.IsTerminal() {
+			return false
+		}
+	default:
+		if !m.all && t.Status.IsTerminal() {
+			return false
+		}
+	}
+	q := strings.ToLower(strings.TrimSpace(m.filter))
+	if q == "" {
+		return true
+	}
+	hay := []string{t.Slug, t.Title}
+	if t.Pool != nil {
+		hay = append(hay, t.Pool.Labels...)
+	}
+	for _, h := range hay {
+		if strings.Contains(strings.ToLower(h), q) {
+			return true
+		}
+	}
+	return false
+}
+
+// refilter puts the tasks the filters let through into rows, keeping
+// the selection when it is still listed.
+func (m *tuiModel) refilter() {
+	var kept []*gitstore.Summary
+	for _, t := range m.tasks {
+		if m.keep(t) {
+			kept = append(kept, t)
+		}
+	}
+	m.rows = treeOrder(kept, taskLess("attention"))
+	if m.current() == nil {
+		m.selected = ""
+		if len(m.rows) > 0 {
+			m.selected = m.rows[0].Item.ID
+		}
+		m.preview = nil
+		m.resetScroll()
 	}
 }
 
@@ -162,7 +277,7 @@ func (m *tuiModel) index() int {
 // loadPreview reads the selected task's log tail or its diff.
 func (m *tuiModel) loadPreview() tea.Cmd {
 	t := m.current()
-	if t == nil {
+	if t == nil || m.a == nil {
 		return nil
 	}
 	id, pane := t.ID, m.pane
@@ -171,7 +286,7 @@ func (m *tuiModel) loadPreview() tea.Cmd {
 		if pane == paneDiff {
 			lines = m.a.diffLines(m.ctx, id)
 		} else {
-			lines = m.a.logTail(id, 400)
+			lines = m.a.logTail(id, 2000)
 		}
 		return tuiPreview{id: id, pane: pane, lines: lines}
 	}
@@ -190,44 +305,64 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.err = msg.err
 		return m, nil
 	case tuiLoaded:
+		m.err = nil
 		var bell tea.Cmd
 		now := map[string]machine.Status{}
-		for _, r := range msg.rows {
-			now[r.Item.ID] = r.Item.Status
+		for _, t := range msg.tasks {
+			if m.all || !t.Status.IsTerminal() {
+				now[t.ID] = t.Status
+			}
 		}
 		if m.bell && newlyNeedsYou(m.prev, now) {
 			bell = ringBell // a task just started needing a human
 		}
-		m.prev, m.rows, m.overlaps = now, msg.rows, msg.overlaps
-		if m.current() == nil && len(m.rows) > 0 {
-			m.selected = m.rows[0].Item.ID
-		}
+		m.prev, m.tasks, m.overlaps = now, msg.tasks, msg.overlaps
+		m.refilter()
 		return m, tea.Batch(bell, m.loadPreview())
 	case tuiPreview:
 		if msg.id == m.selected && msg.pane == m.pane {
 			m.preview = msg.lines
 		}
 		return m, nil
+	case tuiProgress:
+		m.status, m.statusBad = msg.line, false
+		return m, nil
 	case tuiDone:
-		switch {
-		case msg.err != nil && msg.out != "":
-			m.status = msg.what + ": " + lastLine(msg.out)
-		case msg.err != nil:
-			m.status = msg.what + ": " + msg.err.Error()
-		case msg.out != "":
-			m.status = lastLine(msg.out)
-		default:
-			m.status = msg.what + ": done"
+		m.finished(msg)
+		return m, tea.Batch(m.load(), m.loadPreview())
+	case tea.PasteMsg:
+		// A paste is text for an open prompt, never a command.
+		if p := m.prompt; p != nil && !p.confirm {
+			p.text = append(p.text, []rune(msg.Content)...)
 		}
-		return m, m.load()
+		return m, nil
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	}
-	// A paste (tea.PasteMsg) is not a command: it falls through to here.
 	return m, nil
 }
 
+// finished puts how an action ended in the status line: the confirming
+// sentence, or the whole error.
+func (m *tuiModel) finished(msg tuiDone) {
+	switch {
+	case msg.err != nil && msg.out != "":
+		m.status, m.statusBad = msg.what+": "+lastLine(msg.out), true
+	case msg.err != nil && strings.HasPrefix(msg.err.Error(), msg.what+":"):
+		m.status, m.statusBad = msg.err.Error(), true // it says what failed already
+	case msg.err != nil:
+		m.status, m.statusBad = msg.what+": "+msg.err.Error(), true
+	case msg.out != "":
+		m.status, m.statusBad = strings.TrimSpace(msg.out), false
+	default:
+		m.status, m.statusBad = msg.what+": done", false
+	}
+}
+
 func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if m.prompt != nil {
+		return m, m.promptKey(k)
+	}
 	// Text of more than one character ("jjq", as an input method may
 	// send it) is still a key per character.
 	if runes := []rune(k.Text); len(runes) > 1 && k.Mod == 0 {
@@ -238,82 +373,280 @@ func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(cmds...)
 	}
-	move := func(d int) (tea.Model, tea.Cmd) {
-		if len(m.rows) == 0 {
+	if m.help {
+		// Any key closes the help; q and Ctrl-C still quit.
+		m.help = false
+		if s := k.String(); s != "q" && s != "ctrl+c" {
 			return m, nil
 		}
-		i := m.index() + d
-		if i < 0 {
-			i = 0
-		}
-		if i >= len(m.rows) {
-			i = len(m.rows) - 1
-		}
-		m.selected, m.preview = m.rows[i].Item.ID, nil
-		return m, m.loadPreview()
 	}
+	_, paneH := m.paneSize()
+	page := max(1, paneH-2)
 	switch k.String() {
-	case "q", "ctrl+c", "esc":
+	case "q", "ctrl+c":
 		return m, tea.Quit
-	case "up", "k":
-		return move(-1)
-	case "down", "j":
-		return move(1)
-	case "home", "g":
-		return move(-len(m.rows))
-	case "end", "G":
-		return move(len(m.rows))
-	case "tab", "d":
+	case "esc":
+		if m.focus == focusPane {
+			m.focus = focusList
+			return m, nil
+		}
+		return m, tea.Quit
+	case "?":
+		m.help = true
+		return m, nil
+	case "tab":
+		m.focus = 1 - m.focus
+		return m, nil
+	case "d":
 		m.pane = 1 - m.pane
 		m.preview = nil
+		m.resetScroll()
 		return m, m.loadPreview()
-	case "r":
-		return m, m.load()
+	case "pgup":
+		m.scroll(-page)
+		return m, nil
+	case "pgdown", "space":
+		m.scroll(page)
+		return m, nil
+	case "F":
+		m.follow = !m.follow
+		if !m.follow {
+			m.top = m.maxTop()
+		}
+		return m, nil
+	case "f":
+		m.show = (m.show + 1) % showFilters
+		m.refilter()
+		m.say("showing " + showNames[m.show] + " tasks")
+		return m, m.loadPreview()
+	case "/":
+		m.ask("filter (slug, title or label; empty for all)", m.filter, "", func(text string) tea.Cmd {
+			m.filter = strings.TrimSpace(text)
+			m.refilter()
+			return m.loadPreview()
+		})
+		return m, nil
+	case "n":
+		m.createPrompt()
+		return m, nil
+	}
+	if m.focus == focusPane {
+		switch k.String() {
+		case "up", "k":
+			m.scroll(-1)
+			return m, nil
+		case "down", "j":
+			m.scroll(1)
+			return m, nil
+		case "home", "g":
+			m.follow, m.top = false, 0
+			return m, nil
+		case "end", "G":
+			m.follow = m.pane == paneLog
+			m.top = m.maxTop()
+			return m, nil
+		}
+	} else {
+		move := func(d int) (tea.Model, tea.Cmd) {
+			if len(m.rows) == 0 {
+				return m, nil
+			}
+			i := min(max(m.index()+d, 0), len(m.rows)-1)
+			if m.rows[i].Item.ID != m.selected {
+				m.selected, m.preview = m.rows[i].Item.ID, nil
+				m.resetScroll()
+			}
+			return m, m.loadPreview()
+		}
+		switch k.String() {
+		case "up", "k":
+			return move(-1)
+		case "down", "j":
+			return move(1)
+		case "home", "g":
+			return move(-len(m.rows))
+		case "end", "G":
+			return move(len(m.rows))
+		}
 	}
 	t := m.current()
 	if t == nil {
 		return m, nil
 	}
-	switch k.String() {
-	case "enter", "u":
-		return m, m.interactive("unblock", t.ID)
+	return m, m.actionKey(k.String(), t)
+}
+
+// actionKey starts the action key stands for on task t: at once, or
+// after the prompt it opens.
+func (m *tuiModel) actionKey(key string, t *gitstore.Summary) tea.Cmd {
+	slug := termsafe.String(t.Slug)
+	switch key {
+	case "u", "enter":
+		m.ask("feedback for "+slug, "", "Not unblocked "+slug, func(text string) tea.Cmd {
+			if strings.TrimSpace(text) == "" {
+				m.bad("Not unblocked " + slug + ": the feedback is empty (type what the agent should do next)")
+				return nil
+			}
+			m.say("Unblocking " + slug + "…")
+			return m.unblock(t, text)
+		})
+	case "e":
+		return m.interactive("unblock", t.ID)
 	case "p":
-		return m, m.interactive("pair", t.ID)
-	case "?":
-		return m, m.interactive("ask", t.ID)
+		return m.interactive("pair", t.ID)
 	case "a":
-		m.status = "accepting " + t.Slug + "…"
-		return m, m.background("accept "+t.Slug, "accept", t.ID)
+		m.ask("question for "+slug+"'s agent", "", "Not asked", func(text string) tea.Cmd {
+			if strings.TrimSpace(text) == "" {
+				m.bad("Not asked: the question is empty")
+				return nil
+			}
+			m.say("Asking " + slug + "…")
+			return m.askAgent(t, text)
+		})
+	case "r", "c":
+		verb, past, ing := "reject", "rejected", "Rejecting"
+		if key == "c" {
+			verb, past, ing = "close", "closed", "Closing"
+		}
+		m.ask(verb+" "+slug+": reason (optional)", "", "Not "+past+" "+slug, func(reason string) tea.Cmd {
+			m.confirm(fmt.Sprintf("%s %s? Its work is not merged. y/N", capitalize(verb), slug), "Not "+past+" "+slug, func() tea.Cmd {
+				m.say(ing + " " + slug + "…")
+				return m.end(t, verb, reason)
+			})
+			return nil
+		})
+	case "A":
+		m.confirm(fmt.Sprintf("Accept %s (runs the merge gate, then merges)? y/N", slug), "Not accepted "+slug, func() tea.Cmd {
+			m.say("Accepting " + slug + "…")
+			return m.accept(t)
+		})
 	case "s":
-		m.status = "stopping " + t.Slug + "…"
-		return m, m.background("stop "+t.Slug, "stop", t.ID)
+		m.say("Starting " + slug + "…")
+		return m.start(t)
+	case "x":
+		m.say("Stopping " + slug + "…")
+		return m.stop(t)
 	}
-	return m, nil
+	return nil
+}
+
+// createPrompt asks for a title, then an optional goal, then creates.
+func (m *tuiModel) createPrompt() {
+	m.ask("new task: title", "", "Nothing created", func(title string) tea.Cmd {
+		title = strings.TrimSpace(title)
+		if title == "" {
+			m.bad("Nothing created: a task needs a title")
+			return nil
+		}
+		m.ask("goal for the agent (optional; enter to skip)", "", "Nothing created", func(goal string) tea.Cmd {
+			m.say("Creating " + termsafe.String(title) + "…")
+			return m.create(title, goal)
+		})
+		return nil
+	})
+}
+
+// ask opens a text prompt.
+func (m *tuiModel) ask(label, text, cancel string, done func(string) tea.Cmd) {
+	m.prompt = &tuiPrompt{label: label, text: []rune(text), cancel: cancel, done: done}
+}
+
+// confirm opens a y/N prompt: only y goes ahead.
+func (m *tuiModel) confirm(label, cancel string, yes func() tea.Cmd) {
+	m.prompt = &tuiPrompt{label: label, confirm: true, cancel: cancel, done: func(string) tea.Cmd { return yes() }}
+}
+
+// promptKey is a key while a prompt is open: text, editing, enter, esc.
+func (m *tuiModel) promptKey(k tea.KeyPressMsg) tea.Cmd {
+	p := m.prompt
+	s := k.String()
+	if s == "ctrl+c" {
+		return tea.Quit
+	}
+	if p.confirm {
+		m.prompt = nil
+		if s == "y" || s == "Y" {
+			return p.done("y")
+		}
+		if p.cancel != "" {
+			m.say(p.cancel)
+		}
+		return nil
+	}
+	switch s {
+	case "esc":
+		m.prompt = nil
+		if p.cancel != "" {
+			m.say(p.cancel)
+		}
+		return nil
+	case "enter":
+		m.prompt = nil
+		return p.done(string(p.text))
+	case "backspace", "ctrl+h":
+		if len(p.text) > 0 {
+			p.text = p.text[:len(p.text)-1]
+		}
+		return nil
+	case "ctrl+u":
+		p.text = nil
+		return nil
+	case "ctrl+w":
+		t := strings.TrimRight(string(p.text), " ")
+		if i := strings.LastIndex(t, " "); i >= 0 {
+			p.text = []rune(t[:i+1])
+		} else {
+			p.text = nil
+		}
+		return nil
+	}
+	if k.Text != "" && k.Mod&^tea.ModShift == 0 {
+		p.text = append(p.text, []rune(k.Text)...)
+	}
+	return nil
+}
+
+// say and bad set the status line: news, or an error.
+func (m *tuiModel) say(s string) { m.status, m.statusBad = s, false }
+func (m *tuiModel) bad(s string) { m.status, m.statusBad = s, true }
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// resetScroll is the scroll of a pane just opened: the log follows its
+// newest lines, a diff starts at its top.
+func (m *tuiModel) resetScroll() {
+	m.top, m.follow = 0, m.pane == paneLog
+}
+
+// maxTop is the furthest the pane scrolls: its last page.
+func (m *tuiModel) maxTop() int {
+	w, h := m.paneSize()
+	return max(0, len(m.paneLines(w))-(h-1))
+}
+
+// scroll moves the pane by d lines; scrolling up leaves follow mode
+// (End or F comes back to it).
+func (m *tuiModel) scroll(d int) {
+	most := m.maxTop()
+	if m.follow {
+		m.top = most
+	}
+	if d < 0 {
+		m.follow = false
+	}
+	m.top = min(max(m.top+d, 0), most)
 }
 
 // interactive hands the terminal to `lazy VERB TASK` (the editor for
-// feedback or a question, or the agent CLI for pair) and comes back.
+// feedback, or the agent CLI for pair) and comes back.
 func (m *tuiModel) interactive(verb, id string) tea.Cmd {
 	cmd := exec.Command(m.self, "-C", m.a.repoDir(), verb, id)
-	if verb == "ask" {
-		// The answer is printed on the terminal: keep it there until the
-		// human has read it. The names travel as arguments, never as
-		// shell text.
-		cmd = exec.Command("sh", "-c", `"$0" -C "$1" ask "$2"; s=$?; printf '\n(press enter to return to lazy watch) '; read _; exit $s`, m.self, m.a.repoDir(), id)
-	}
 	return tea.ExecProcess(cmd, func(err error) tea.Msg { return tuiDone{what: verb, err: err} })
-}
-
-// background runs `lazy VERB TASK` with its output captured for the
-// status line, so its narration never scribbles over the screen.
-func (m *tuiModel) background(what string, verb, id string) tea.Cmd {
-	return func() tea.Msg {
-		cmd := exec.CommandContext(m.ctx, m.self, "-C", m.a.repoDir(), "--no-color", verb, id)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return tuiDone{what: what, err: err, out: out.String()}
-	}
 }
 
 // newlyNeedsYou reports whether a task seen before in prev now has a
@@ -347,55 +680,188 @@ func (m *tuiModel) View() tea.View {
 	return v
 }
 
+// tuiKeys is the key help on the bottom line; ? shows tuiHelp.
+// It starts with ? so that a narrow terminal, which cuts it, still
+// says where the rest is.
+const tuiKeys = "? help  n new  s start  u unblock  a ask  A accept  r reject  c close  / filter  f status  d diff  q quit"
+
+// tuiHelp is the ? overlay: every key.
+var tuiHelp = []string{
+	"Tasks (the list has the keys; tab moves them to the pane)",
+	"  ↑ ↓ j k  select        g G home end  first / last",
+	"  n  create a task (title, then an optional goal)",
+	"  s  start a backlog task (the agent of lazy.agent / lazy.exec.command)",
+	"  u  unblock with feedback (enter does too)    e  unblock in $EDITOR",
+	"  a  ask the agent a read-only question; the answer shows here",
+	"  A  accept: runs the merge gate and merges, after y",
+	"  r  reject, with a reason, after y            c  close, the same",
+	"  x  stop the running turn                     p  pair with the agent",
+	"Filters",
+	"  /  filter by text (slug, title, pool label)  f  status: all, needs me, working, finished",
+	"The pane (agent output or diff)",
+	"  d  agent output / diff                       tab  keys to the pane and back (esc)",
+	"  ↑ ↓ j k  scroll (pane focused)   PgUp PgDn  scroll   g G home end  top / bottom",
+	"  F  follow the newest output (scrolling up leaves it; End comes back)",
+	"",
+	"  ?  this help (any key closes it)             q  quit",
+}
+
+// footer is the bottom of the screen: the error of the last load, the
+// status line (wrapped, never cut), the open prompt, the key help.
+func (m *tuiModel) footer() string {
+	w := max(m.width, 10)
+	var lines []string
+	if m.err != nil {
+		for _, l := range wrap(termsafe.String("error: "+m.err.Error()), w) {
+			lines = append(lines, m.styles.bad.Render(l))
+		}
+	}
+	if m.status != "" {
+		st := m.styles.plain
+		if m.statusBad {
+			st = m.styles.bad
+		}
+		wrapped := wrap(termsafe.String(m.status), w)
+		// However long, the status leaves half the screen to the rest.
+		if most := max(2, m.height/2); len(wrapped) > most {
+			wrapped = append(wrapped[:most-1], "… (the rest: lazy show)")
+		}
+		for _, l := range wrapped {
+			lines = append(lines, st.Render(l))
+		}
+	}
+	if p := m.prompt; p != nil {
+		q := termsafe.String(p.label) + ": "
+		if p.confirm {
+			q = termsafe.String(p.label) + " "
+		} else {
+			text := strings.ReplaceAll(termsafe.String(string(p.text)), "\n", "⏎")
+			q += text + "█"
+			// The end of a long text, where the typing is, stays in sight.
+			if r := []rune(q); len(r) > w {
+				q = "…" + string(r[len(r)-w+1:])
+			}
+		}
+		lines = append(lines, m.styles.key.Render(cut(q, w)))
+		lines = append(lines, m.styles.dim.Render(cut("enter: done  esc: cancel  ctrl+u: clear", w)))
+		return strings.Join(lines, "\n")
+	}
+	lines = append(lines, m.styles.dim.Render(cut(tuiKeys, w)))
+	return strings.Join(lines, "\n")
+}
+
+// tuiLayout is where the list and the pane go.
+type tuiLayout struct {
+	wide         bool
+	bodyH        int
+	listW, listH int
+	paneW, paneH int
+}
+
+func (m *tuiModel) layout(footer string) tuiLayout {
+	w, h := m.width, m.height
+	l := tuiLayout{bodyH: max(3, h-2-strings.Count(footer, "\n"))}
+	if w >= 100 {
+		l.wide = true
+		l.listW, l.listH = w*2/5, l.bodyH
+		l.paneW, l.paneH = w-l.listW-2, l.bodyH
+		return l
+	}
+	l.listW, l.listH = w, l.bodyH/2
+	if n := len(m.rows) + 1; n < l.listH {
+		l.listH = n
+	}
+	l.paneW, l.paneH = w, l.bodyH-l.listH-1
+	return l
+}
+
+// paneSize is the pane's width and height, its title line included.
+func (m *tuiModel) paneSize() (int, int) {
+	l := m.layout(m.footer())
+	return max(l.paneW, 1), max(l.paneH, 2)
+}
+
 func (m *tuiModel) screen() string {
 	if m.width == 0 {
 		return "loading…"
 	}
-	w, h := m.width, m.height
+	w := m.width
 	need := 0
-	for _, r := range m.rows {
-		if r.Item.Status.IsBlocked() || r.Item.Status == machine.Interrupted {
+	for _, t := range m.tasks {
+		if needsYou(t.Status) {
 			need++
 		}
 	}
 	title := fmt.Sprintf("lazy watch · %d task(s) · %d need you · %s", len(m.rows), need, time.Now().Format("15:04:05"))
+	if m.show != showAll {
+		title += " · showing " + showNames[m.show]
+	}
+	if m.filter != "" {
+		title += " · /" + termsafe.String(m.filter)
+	}
 	header := m.styles.header.Render(cut(title, w))
-	keys := "↑↓ move  tab log/diff  u unblock  a accept  p pair  s stop  ? ask  q quit"
-	footer := m.styles.dim.Render(cut(keys, w))
-	if m.status != "" {
-		footer = cut(termsafe.String(m.status), w) + "\n" + footer
-	}
-	if m.err != nil {
-		footer = cut(termsafe.String("error: "+m.err.Error()), w) + "\n" + footer
-	}
-	bodyH := h - 2 - strings.Count(footer, "\n")
-	if bodyH < 3 {
-		bodyH = 3
-	}
+	footer := m.footer()
+	l := m.layout(footer)
 	var body string
-	if w >= 100 {
-		listW := w * 2 / 5
-		list := m.renderList(listW, bodyH)
-		pane := m.styles.border.Render(m.renderPane(w-listW-2, bodyH))
-		body = lipgloss.JoinHorizontal(lipgloss.Top, lipgloss.NewStyle().Width(listW).Render(list), pane)
-	} else {
-		listH := bodyH / 2
-		if n := len(m.rows) + 1; n < listH {
-			listH = n
+	switch {
+	case m.help:
+		var lines []string
+		for _, h := range tuiHelp {
+			lines = append(lines, cut(h, w))
 		}
-		body = m.renderList(w, listH) + "\n" + strings.Repeat("─", w) + "\n" + m.renderPane(w, bodyH-listH-1)
+		if len(lines) > l.bodyH {
+			lines = lines[:l.bodyH]
+		}
+		body = strings.Join(lines, "\n")
+	case l.wide:
+		list := m.renderList(l.listW, l.listH)
+		pane := m.styles.border.Render(m.renderPane(l.paneW, l.paneH))
+		body = lipgloss.JoinHorizontal(lipgloss.Top, lipgloss.NewStyle().Width(l.listW).Render(list), pane)
+	default:
+		body = m.renderList(w, l.listH) + "\n" + strings.Repeat("─", w) + "\n" + m.renderPane(w, l.paneH)
 	}
 	// The footer stays at the bottom however short the list is.
-	if n := strings.Count(body, "\n") + 1; n < bodyH {
-		body += strings.Repeat("\n", bodyH-n)
+	if n := strings.Count(body, "\n") + 1; n < l.bodyH {
+		body += strings.Repeat("\n", l.bodyH-n)
 	}
 	return header + "\n" + body + "\n" + footer
+}
+
+// wrap breaks s into lines of at most w runes, at spaces where it can:
+// an error is shown whole, never cut.
+func wrap(s string, w int) []string {
+	w = max(w, 1)
+	var out []string
+	for _, line := range strings.Split(strings.ReplaceAll(s, "\t", "    "), "\n") {
+		r := []rune(line)
+		for len(r) > w {
+			i := w
+			for j := w; j > w/2; j-- {
+				if r[j] == ' ' {
+					i = j
+					break
+				}
+			}
+			out = append(out, strings.TrimRight(string(r[:i]), " "))
+			r = r[i:]
+			for len(r) > 0 && r[0] == ' ' {
+				r = r[1:]
+			}
+		}
+		out = append(out, string(r))
+	}
+	return out
 }
 
 // renderList is the task tree, one task a line, the selection reversed.
 func (m *tuiModel) renderList(w, h int) string {
 	if len(m.rows) == 0 {
 		return m.styles.dim.Render("no open tasks (lazy create \"...\")")
+	}
+	// A model without an app (in a test) has no markers to read.
+	substate := func(*gitstore.Summary) string { return "" }
+	if m.a != nil {
+		substate = m.a.marks().Substate
 	}
 	first := 0
 	if i := m.index(); i >= h {
@@ -405,7 +871,7 @@ func (m *tuiModel) renderList(w, h int) string {
 	for i := first; i < len(m.rows) && len(lines) < h; i++ {
 		t := m.rows[i].Item
 		status := string(t.Status)
-		if sub := m.a.marks().Substate(t); sub != "" {
+		if sub := substate(t); sub != "" {
 			status += " (" + sub + ")"
 		}
 		marker := "  "
@@ -445,7 +911,37 @@ func paint(line, text, status string, statusStyle, markStyle lipgloss.Style) str
 	return out
 }
 
-// renderPane is the preview: the tail of the agent's output, or the diff.
+// paneLines is the pane's text as shown at width w: the agent's output
+// wrapped (an error in it is read whole) with a rule at each turn, or
+// the diff cut at the width, every line through the terminal escaper.
+func (m *tuiModel) paneLines(w int) []string {
+	var out []string
+	for _, l := range m.preview {
+		l = termsafe.String(l)
+		if m.pane == paneDiff {
+			out = append(out, cut(l, w))
+			continue
+		}
+		if strings.HasPrefix(l, turnRule) {
+			out = append(out, rule(l, w))
+			continue
+		}
+		out = append(out, wrap(l, w)...)
+	}
+	return out
+}
+
+// rule pads a turn header with ─ to the width, so turns read apart.
+func rule(l string, w int) string {
+	l = cut(l, w)
+	if n := w - len([]rune(l)); n > 0 {
+		l += strings.Repeat("─", n)
+	}
+	return l
+}
+
+// renderPane is the preview: the agent's output, newest last, or the
+// diff, scrolled to top (or following the newest lines).
 func (m *tuiModel) renderPane(w, h int) string {
 	t := m.current()
 	if t == nil {
@@ -455,16 +951,30 @@ func (m *tuiModel) renderPane(w, h int) string {
 	if m.pane == paneDiff {
 		name = "diff"
 	}
-	head := m.styles.header.Render(cut(fmt.Sprintf("%s — %s", termsafe.String(t.Slug), name), w))
-	lines := m.preview
-	if m.pane == paneLog && len(lines) > h-1 {
-		lines = lines[len(lines)-(h-1):] // the latest output
-	} else if len(lines) > h-1 {
-		lines = lines[:h-1]
+	var marks []string
+	if m.focus == focusPane {
+		marks = append(marks, "scrolling")
 	}
-	out := []string{head}
-	for _, l := range lines {
-		out = append(out, cut(termsafe.String(l), w))
+	if m.follow && m.pane == paneLog {
+		marks = append(marks, "following")
+	}
+	head := fmt.Sprintf("%s — %s", termsafe.String(t.Slug), name)
+	if len(marks) > 0 {
+		head += " (" + strings.Join(marks, ", ") + ")"
+	}
+	out := []string{m.styles.header.Render(cut(head, w))}
+	lines := m.paneLines(w)
+	body := max(h-1, 1)
+	top := min(max(m.top, 0), max(0, len(lines)-body))
+	if m.follow {
+		top = max(0, len(lines)-body)
+	}
+	end := min(top+body, len(lines))
+	for _, l := range lines[top:end] {
+		if strings.HasPrefix(l, turnRule) {
+			l = m.styles.dim.Render(l)
+		}
+		out = append(out, l)
 	}
 	if len(m.preview) == 0 {
 		out = append(out, m.styles.dim.Render("(nothing yet)"))
@@ -472,23 +982,38 @@ func (m *tuiModel) renderPane(w, h int) string {
 	return strings.Join(out, "\n")
 }
 
-// logTail renders the last lines of a task's agent log.
+// logTail renders the last lines of a task's agent log as lazy logs
+// does, a "── turn N (kind) ──" line where each agent launch begins.
 func (a *app) logTail(id string, max int) []string {
-	path := proto.ForTask(a.repo.LazyDir(), id).Path(proto.LogFile)
-	f, err := os.Open(path)
+	pd := proto.ForTask(a.repo.LazyDir(), id)
+	path := pd.Path(proto.LogFile)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil
 	}
-	defer func() { _ = f.Close() }()
-	const window = 64 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > window {
-		_, _ = f.Seek(fi.Size()-window, io.SeekStart)
+	// The last 256 KiB, from the first whole line in it.
+	const window = 256 << 10
+	from := int64(0)
+	if fi.Size() > window {
+		from = fi.Size() - window
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		b := make([]byte, 64<<10)
+		n, _ := f.ReadAt(b, from)
+		_ = f.Close()
+		if i := bytes.IndexByte(b[:n], '\n'); i >= 0 {
+			from += int64(i + 1)
+		}
 	}
-	b, _ := io.ReadAll(f)
-	var out []string
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		out = append(out, agent.RenderLine(l)...)
+	var buf bytes.Buffer
+	lw := &logWriter{w: &buf, marks: pd.LogMarks(), from: from}
+	if _, err := lw.copyFrom(path, from, -1); err != nil {
+		return nil
 	}
+	lw.flush()
+	out := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
 	if len(out) > max {
 		out = out[len(out)-max:]
 	}
@@ -527,8 +1052,9 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 		// No colour; bold, faint and reverse stay, so the selection shows.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}}
+	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}, follow: true}
 	p := tea.NewProgram(m, opts...)
+	m.send = p.Send
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.
 	if os.Getenv("LAZY_NO_DAEMON") == "" {

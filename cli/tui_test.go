@@ -1,13 +1,19 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
+	"unicode"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -96,5 +102,273 @@ func TestWatchBellSetting(t *testing.T) {
 		if got := (&WatchCmd{NoBell: c.noBell}).bell(&app{cfg: cfg}); got != c.want {
 			t.Errorf("config %q, --no-bell %v: bell %v, want %v", c.config, c.noBell, got, c.want)
 		}
+	}
+}
+
+// tuiTestModel is a model on a screen of w x h with tasks listed.
+func tuiTestModel(w, h int, tasks ...*gitstore.Summary) *tuiModel {
+	m := &tuiModel{width: w, height: h, tasks: tasks, follow: true}
+	m.refilter()
+	return m
+}
+
+func press(m *tuiModel, keys ...string) tea.Cmd {
+	var last tea.Cmd
+	for _, k := range keys {
+		var msg tea.KeyPressMsg
+		switch k {
+		case "enter":
+			msg = tea.KeyPressMsg{Code: tea.KeyEnter}
+		case "esc":
+			msg = tea.KeyPressMsg{Code: tea.KeyEscape}
+		case "backspace":
+			msg = tea.KeyPressMsg{Code: tea.KeyBackspace}
+		case "end":
+			msg = tea.KeyPressMsg{Code: tea.KeyEnd}
+		case "pgup":
+			msg = tea.KeyPressMsg{Code: tea.KeyPgUp}
+		case "tab":
+			msg = tea.KeyPressMsg{Code: tea.KeyTab}
+		default:
+			r := []rune(k)
+			msg = tea.KeyPressMsg{Code: r[0], Text: k}
+			if len(r) == 1 && unicode.IsUpper(r[0]) {
+				msg = tea.KeyPressMsg{Code: unicode.ToLower(r[0]), ShiftedCode: r[0], Mod: tea.ModShift, Text: k}
+			}
+		}
+		_, last = m.Update(msg)
+	}
+	return last
+}
+
+func sampleTasks() []*gitstore.Summary {
+	return []*gitstore.Summary{
+		{ID: "1", Slug: "fix-login", Title: "Fix the login", Status: machine.Blocked},
+		{ID: "2", Slug: "add-api", Title: "Add the API", Status: machine.Working, Pool: &gitstore.PoolSpec{Labels: []string{"gpu"}}},
+		{ID: "3", Slug: "old-idea", Title: "An old idea", Status: machine.Abandoned},
+		{ID: "4", Slug: "new-thing", Title: "Something new", Status: machine.Backlog},
+		{ID: "5", Slug: "stuck", Title: "Stuck", Status: machine.Interrupted},
+	}
+}
+
+func slugs(m *tuiModel) string {
+	var out []string
+	for _, r := range m.rows {
+		out = append(out, r.Item.Slug)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// TestTUIFilters: f cycles all, needs me, working, finished; / matches
+// slug, title or pool label; both at once narrow together.
+func TestTUIFilters(t *testing.T) {
+	m := tuiTestModel(120, 30, sampleTasks()...)
+	for _, want := range []string{
+		"add-api fix-login new-thing stuck", // all: open tasks
+		"fix-login stuck",                   // needs me
+		"add-api",                           // working
+		"old-idea",                          // finished
+		"add-api fix-login new-thing stuck", // all again
+	} {
+		if got := slugs(m); got != want {
+			t.Fatalf("showing %s: %q, want %q", showNames[m.show], got, want)
+		}
+		press(m, "f")
+	}
+	// needs me
+	for text, want := range map[string]string{"LOGIN": "fix-login", "stu": "stuck", "api": ""} {
+		press(m, "/")
+		m.prompt.text = nil
+		press(m, text, "enter")
+		if got := slugs(m); got != want {
+			t.Errorf("needs me, /%s: %q, want %q", text, got, want)
+		}
+	}
+	m.show, m.filter = showAll, ""
+	press(m, "/", "gpu", "enter")
+	if got := slugs(m); got != "add-api" || m.selected != "2" {
+		t.Errorf("/gpu: %q (selected %s), want add-api by its pool label", got, m.selected)
+	}
+	if !strings.Contains(m.screen(), "/gpu") {
+		t.Errorf("the header does not say the filter:\n%s", m.screen())
+	}
+	m.all, m.filter = true, ""
+	m.refilter()
+	if got := slugs(m); got != "add-api fix-login new-thing old-idea stuck" {
+		t.Errorf("--all: %q", got)
+	}
+}
+
+// TestTUIFollowAndScroll: the log pane follows its newest line; any
+// scroll up leaves follow mode, End and F come back to it.
+func TestTUIFollowAndScroll(t *testing.T) {
+	m := tuiTestModel(120, 20, sampleTasks()[0])
+	for i := 1; i <= 100; i++ {
+		m.preview = append(m.preview, fmt.Sprintf("line %d", i))
+	}
+	if s := m.screen(); !strings.Contains(s, "line 100") || strings.Contains(s, "line 50 ") {
+		t.Fatalf("following, the pane does not end on the newest line:\n%s", s)
+	}
+	m.preview = append(m.preview, "line 101")
+	if !strings.Contains(m.screen(), "line 101") || !m.follow {
+		t.Fatal("a new line was not followed")
+	}
+	// The list has the keys: k moves the selection, not the pane.
+	press(m, "k")
+	if !m.follow {
+		t.Fatal("k in the list left follow mode")
+	}
+	press(m, "tab", "k")
+	if m.follow || !strings.Contains(m.screen(), "line 100") || strings.Contains(m.screen(), "line 101") {
+		t.Fatalf("k in the pane: follow %v\n%s", m.follow, m.screen())
+	}
+	m.preview = append(m.preview, "line 102")
+	if strings.Contains(m.screen(), "line 102") {
+		t.Fatal("scrolled up, the pane still jumped to the newest line")
+	}
+	press(m, "pgup", "pgup")
+	if s := m.screen(); strings.Contains(s, "line 100") {
+		t.Fatalf("PgUp did not scroll:\n%s", s)
+	}
+	press(m, "g")
+	if !strings.Contains(m.screen(), "line 1 ") {
+		t.Fatalf("g did not go to the top:\n%s", m.screen())
+	}
+	press(m, "end")
+	if !m.follow || !strings.Contains(m.screen(), "line 102") {
+		t.Fatal("End did not come back to follow mode")
+	}
+	press(m, "F")
+	if m.follow {
+		t.Fatal("F did not leave follow mode")
+	}
+	m.preview = append(m.preview, "line 103")
+	press(m, "F")
+	if !m.follow || !strings.Contains(m.screen(), "line 103") {
+		t.Fatal("F did not follow again")
+	}
+}
+
+// TestTUITurnRulesAndWrap: a turn header becomes a rule across the
+// pane; a long line of output wraps instead of being cut.
+func TestTUITurnRulesAndWrap(t *testing.T) {
+	m := tuiTestModel(120, 30, sampleTasks()[0])
+	long := "error: " + strings.Repeat("word ", 30) + "END"
+	m.preview = []string{turnRule + "1 (start) · 2026-01-01 ──", "hello", long}
+	w, _ := m.paneSize()
+	lines := m.paneLines(w)
+	if len([]rune(lines[0])) != w || !strings.HasSuffix(lines[0], "──────") {
+		t.Errorf("the turn rule is not as wide as the pane (%d): %q", w, lines[0])
+	}
+	joined := strings.Join(lines[2:], " ")
+	if len(lines) < 4 || !strings.Contains(joined, "END") || strings.Contains(joined, "…") {
+		t.Errorf("the long line was not wrapped whole: %q", lines)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	s := "reject fix-login: the task never started, so there is no work to reject; use lazy close"
+	got := wrap(s, 30)
+	for _, l := range got {
+		if len([]rune(l)) > 30 {
+			t.Errorf("a line wider than 30: %q", l)
+		}
+	}
+	if strings.Join(got, " ") != s {
+		t.Errorf("wrapping lost text: %q", got)
+	}
+	if got := wrap(strings.Repeat("x", 25), 10); len(got) != 3 || got[2] != "xxxxx" {
+		t.Errorf("a word longer than the width: %q", got)
+	}
+	if got := wrap("a\nb", 10); len(got) != 2 {
+		t.Errorf("newlines: %q", got)
+	}
+}
+
+// TestTUIStatusShowsWholeErrorsEscaped: an action's error is wrapped in
+// full in the status line, and text from records never reaches the
+// terminal raw.
+func TestTUIStatusShowsWholeErrorsEscaped(t *testing.T) {
+	m := tuiTestModel(40, 30, sampleTasks()...)
+	m.Update(tuiDone{what: "unblock fix-login", err: errors.New("the budget of fix-login ($5.00) is spent: raise it with lazy unblock fix-login --budget +5\x1b[2J")})
+	s := m.screen()
+	if !strings.Contains(strings.Join(strings.Fields(s), " "), "lazy unblock fix-login --budget +5") || strings.Contains(s, "\x1b[2J") {
+		t.Fatalf("the error is not whole, or not escaped:\n%q", s)
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if n := len([]rune(l)); n > 40 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	m.Update(tuiDone{what: "stop add-api", out: "Stopped add-api: now blocked"})
+	if !strings.Contains(m.screen(), "Stopped add-api: now blocked") || m.statusBad {
+		t.Error("a success is not confirmed in the status line")
+	}
+}
+
+// TestTUIPrompts: the keys that need words open a prompt on the bottom
+// line; a prompt takes every key as text (q does not quit); reject,
+// close and accept go ahead only on y.
+func TestTUIPrompts(t *testing.T) {
+	m := tuiTestModel(120, 30, sampleTasks()...)
+	m.selected = "1"
+	press(m, "r")
+	if m.prompt == nil || !strings.Contains(m.prompt.label, "reject fix-login: reason") {
+		t.Fatalf("r opened %+v", m.prompt)
+	}
+	if cmd := press(m, "q", "u", "x", "backspace", "i", "t"); quits(cmd) {
+		t.Fatal("q in a prompt quit")
+	}
+	m.Update(tea.PasteMsg{Content: " now"})
+	if got := string(m.prompt.text); got != "quit now" {
+		t.Fatalf("typed %q", got)
+	}
+	press(m, "enter")
+	if m.prompt == nil || !m.prompt.confirm || !strings.Contains(m.screen(), "Reject fix-login? Its work is not merged. y/N") {
+		t.Fatalf("no confirmation after the reason:\n%s", m.screen())
+	}
+	if cmd := press(m, "n"); cmd != nil || m.prompt != nil || m.status != "Not rejected fix-login" {
+		t.Fatalf("n: status %q, prompt %+v", m.status, m.prompt)
+	}
+	press(m, "c", "enter")
+	if cmd := press(m, "y"); cmd == nil || m.status != "Closing fix-login…" {
+		t.Fatalf("c, y: status %q", m.status)
+	}
+	press(m, "A")
+	if m.prompt == nil || !m.prompt.confirm {
+		t.Fatal("A did not ask first")
+	}
+	if cmd := press(m, "esc"); cmd != nil || m.status != "Not accepted fix-login" {
+		t.Fatalf("esc on accept: %q", m.status)
+	}
+	press(m, "u", "enter")
+	if m.prompt != nil || !m.statusBad || !strings.Contains(m.status, "feedback is empty") {
+		t.Fatalf("empty feedback: %q", m.status)
+	}
+	press(m, "u", "also logout")
+	if cmd := press(m, "enter"); cmd == nil || m.status != "Unblocking fix-login…" {
+		t.Fatalf("u: %q", m.status)
+	}
+	// n asks a title, then a goal.
+	press(m, "n", "enter")
+	if m.prompt != nil || !strings.Contains(m.status, "needs a title") {
+		t.Fatalf("n with no title: %q", m.status)
+	}
+	press(m, "n", "Fix it", "enter")
+	if m.prompt == nil || !strings.Contains(m.prompt.label, "goal") {
+		t.Fatalf("no goal prompt after the title: %+v", m.prompt)
+	}
+	if cmd := press(m, "enter"); cmd == nil || m.status != "Creating Fix it…" {
+		t.Fatalf("n: %q", m.status)
+	}
+	// ? shows every key; any key closes it.
+	press(m, "?")
+	if !strings.Contains(m.screen(), "F  follow the newest output") {
+		t.Fatalf("? shows no help:\n%s", m.screen())
+	}
+	press(m, "j")
+	if m.help || m.selected != "1" {
+		t.Fatal("the key that closed the help also acted")
 	}
 }

@@ -119,21 +119,29 @@ func TestWatchTUINavigatesPreviewsAcceptsAndQuits(t *testing.T) {
 	screenHas(t, capture, "second line of output")
 
 	// The diff tab of the reviewed task, then accept it from the TUI.
-	keys("k", "Tab")
+	keys("k", "d")
 	screenHas(t, capture, "▸ "+done.Slug, done.Slug+" — diff", "+++ b/ready.txt", "+ready")
-	keys("a")
+	// A accepts after a confirmation: n backs out, y goes ahead.
+	keys("A")
+	screenHas(t, capture, "Accept "+done.Slug+" (runs the merge gate, then merges)? y/N")
+	keys("n")
+	screenHas(t, capture, "Not accepted "+done.Slug)
+	if s := r.show(done.Slug); s.Status != "blocked" {
+		t.Fatalf("after A n in the TUI: %s", s.Status)
+	}
+	keys("A", "y")
 	screenHas(t, capture, "Accepted "+done.Slug+": squash-merged into main")
 	if s := r.show(done.Slug); s.Status != "complete" {
 		t.Fatalf("after accept in the TUI: %s", s.Status)
 	}
 	screenHas(t, capture, "0 need you")
 
-	// s stops the running task, which is selected now.
+	// x stops the running task, which is selected now.
 	screenHas(t, capture, "▸ "+live.Slug)
-	keys("s")
+	keys("x")
 	screenHas(t, capture, "Stopped "+live.Slug)
 	if s := r.show(live.Slug); s.Status != "blocked" {
-		t.Fatalf("after s in the TUI: %s", s.Status)
+		t.Fatalf("after x in the TUI: %s", s.Status)
 	}
 
 	// Typed keys never echo, and q quits.
@@ -158,27 +166,126 @@ func TestWatchTUIStacksOnANarrowTerminalAndUnblocksThroughTheEditor(t *testing.T
 			t.Fatalf("a line wider than 60 columns: %q", l)
 		}
 	}
-	// u hands the terminal to lazy unblock, which opens the editor; the
+	// e hands the terminal to lazy unblock, which opens the editor; the
 	// feedback starts the next turn and the preview follows it.
-	keys("u")
+	keys("e")
 	screenHas(t, capture, "next turn running", "0 need you")
 	s := r.showFull(tk.Slug)
 	if s.Status != "working" || s.TurnList[len(s.TurnList)-1].Content != "also cover logout" {
-		t.Fatalf("after u in the TUI: %s, turns %+v", s.Status, s.TurnList)
+		t.Fatalf("after e in the TUI: %s, turns %+v", s.Status, s.TurnList)
 	}
 	if err := os.WriteFile(goAhead, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	screenHas(t, capture, "next turn done", "1 need you")
 
-	// ? asks through the editor too, and the answer stays up until enter.
-	keys("?")
-	screenHas(t, capture, "next turn done", "(press enter to return to lazy watch)")
+	// a asks: the question is typed on the bottom line, the answer shows
+	// in the status line.
+	keys("a")
+	screenHas(t, capture, "question for "+tk.Slug)
+	keys("-l", "what changed?")
 	keys("Enter")
-	screenHas(t, capture, "lazy watch ·", "1 need you")
-	if s := r.showFull(tk.Slug); s.Status != "blocked" || s.TurnList[len(s.TurnList)-2].Kind != "ask" {
-		t.Fatalf("after ? in the TUI: %s, turns %+v", s.Status, s.TurnList)
+	screenHas(t, capture, tk.Slug+" answered:", "1 need you")
+	if s := r.showFull(tk.Slug); s.Status != "blocked" || s.TurnList[len(s.TurnList)-2].Kind != "ask" || s.TurnList[len(s.TurnList)-2].Content != "what changed?" {
+		t.Fatalf("after a in the TUI: %s, turns %+v", s.Status, s.TurnList)
 	}
 	keys("C-c")
 	eventually(t, "lazy watch to quit on Ctrl-C", func() bool { return !alive() })
+}
+
+// TestWatchTUIActsThroughTheSameOps drives the review loop from the
+// TUI alone: create a task, filter to it, start it, read its output
+// under a turn rule, unblock it with typed feedback and see the second
+// turn, reject another after confirming, and read a refused action's
+// whole error. The records, not only the screen, say it happened.
+func TestWatchTUIActsThroughTheSameOps(t *testing.T) {
+	r := newRepo(t)
+	old := workedTask(t, r, "obsolete idea", "o.txt o")
+	runs := filepath.Join(t.TempDir(), "runs")
+	r = r.with(script(t, "attempt "+runs, "when 1 print first turn output", "when 2 print second turn output"))
+	r.git("config", "lazy.agent", "exec")
+	r.git("config", "lazy.exec.command", fakeAgentBin)
+
+	capture, keys, alive := tmuxWatch(t, r, 120, 36)
+	screenHas(t, capture, "▸ "+old.Slug, "q quit")
+
+	// n: a title, then a goal; the task is created in backlog.
+	keys("n")
+	screenHas(t, capture, "new task: title: █")
+	keys("-l", "fix the login form")
+	keys("Enter")
+	screenHas(t, capture, "goal for the agent")
+	keys("-l", "Make the login form submit.")
+	keys("Enter")
+	screenHas(t, capture, "Created fix-the-login-form (", "in backlog")
+	tk := r.show("fix-the-login-form")
+	if tk.Status != "backlog" || tk.Title != "fix the login form" || tk.Goal != "Make the login form submit." {
+		t.Fatalf("created from the TUI: %+v", tk)
+	}
+
+	// /: only the tasks whose slug, title or label has the text.
+	keys("/")
+	keys("-l", "login")
+	keys("Enter")
+	screen := screenHas(t, capture, "▸ "+tk.Slug, "/login", "1 task(s)")
+	if strings.Contains(screen, old.Slug) {
+		t.Fatalf("the filter kept %s:\n%s", old.Slug, screen)
+	}
+
+	// r on a task that never ran: the refusal is shown whole, wrapped.
+	keys("r", "Enter", "y")
+	screenHas(t, capture, "reject "+tk.Slug+": the task never started, so there is no work to reject;", "use lazy close")
+
+	// s starts it with the repository's agent; its output follows, under
+	// the rule of its turn.
+	keys("s")
+	screenHas(t, capture, "Started "+tk.Slug+": working in", "── turn ", "first turn output")
+	r.waitStatus(tk.Slug, "blocked")
+
+	// u: feedback typed on the bottom line starts the next turn, whose
+	// output shows under a rule of its own.
+	keys("u")
+	screenHas(t, capture, "feedback for "+tk.Slug+": █")
+	keys("-l", "also cover logout")
+	keys("Enter")
+	screen = screenHas(t, capture, "Unblocked "+tk.Slug+": turn ", "second turn output", "first turn output")
+	if n := strings.Count(screen, "── turn "); n < 2 {
+		t.Fatalf("%d turn rules in the pane, want 2:\n%s", n, screen)
+	}
+	s := r.waitStatus(tk.Slug, "blocked")
+	if last := s.TurnList[len(s.TurnList)-2]; last.Content != "also cover logout" {
+		t.Fatalf("after u in the TUI the turns are %+v", s.TurnList)
+	}
+
+	// The filter cleared (ctrl+u), then f cycles to the tasks that need
+	// a human: both do.
+	keys("/", "C-u", "Enter")
+	keys("f")
+	screenHas(t, capture, "showing needs me", old.Slug, tk.Slug)
+
+	// r: a reason, then y; N would have backed out.
+	keys("/")
+	keys("-l", "obsolete")
+	keys("Enter")
+	screenHas(t, capture, "▸ "+old.Slug)
+	keys("r")
+	screenHas(t, capture, "reject "+old.Slug+": reason (optional): █")
+	keys("-l", "superseded by the login work")
+	keys("Enter")
+	screenHas(t, capture, "Reject "+old.Slug+"? Its work is not merged. y/N")
+	keys("n")
+	screenHas(t, capture, "Not rejected "+old.Slug)
+	if s := r.show(old.Slug); s.Status != "blocked" {
+		t.Fatalf("after r then n: %s", s.Status)
+	}
+	keys("r")
+	keys("-l", "superseded by the login work")
+	keys("Enter", "y")
+	screenHas(t, capture, "Rejected "+old.Slug+": now abandoned")
+	if s := r.show(old.Slug); s.Status != "abandoned" || s.Outcome != "rejected" || s.Reason != "superseded by the login work" {
+		t.Fatalf("after r in the TUI: %+v", s)
+	}
+
+	keys("q")
+	eventually(t, "lazy watch to quit on q", func() bool { return !alive() })
 }

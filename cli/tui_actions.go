@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/ops"
+)
+
+// The actions of lazy watch. Each runs off the UI goroutine through the
+// same ops.Env calls as its CLI command, on a copy of the app whose
+// output is captured (the TUI owns the screen), and ends in a tuiDone
+// whose sentence is the one the command prints.
+
+// askTimeout is how long the TUI waits for an answer to a; the task
+// records it whenever it arrives.
+const askTimeout = 10 * time.Minute
+
+// act runs do as the action what.
+func (m *tuiModel) act(what string, do func(ctx context.Context, a *app, env *ops.Env) (string, error)) tea.Cmd {
+	return func() tea.Msg {
+		quiet := *m.a
+		var out bytes.Buffer
+		quiet.stdout, quiet.stderr, quiet.stdin = &out, io.Discard, strings.NewReader("")
+		env, err := quiet.env()
+		if err != nil {
+			return tuiDone{what: what, err: err}
+		}
+		line, err := do(m.ctx, &quiet, env)
+		if line == "" {
+			line = out.String()
+		}
+		return tuiDone{what: what, err: err, out: line}
+	}
+}
+
+// progress shows a line of a running action, when the program listens.
+func (m *tuiModel) progress(line string) {
+	if m.send != nil {
+		m.send(tuiProgress{line: line})
+	}
+}
+
+// create is lazy create TITLE -m GOAL.
+func (m *tuiModel) create(title, goal string) tea.Cmd {
+	return m.act("create", func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+		sn, err := env.Create(ctx, ops.CreateInput{Title: title, Goal: goal})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Created %s (%s) in backlog: s starts it", sn.Task.Slug, shortID(sn.Task.ID)), nil
+	})
+}
+
+// start is lazy start TASK with the repository's agent settings.
+func (m *tuiModel) start(t *gitstore.Summary) tea.Cmd {
+	return m.act("start "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+		in, err := a.startInput("", "")
+		if err != nil {
+			return "", err
+		}
+		sn, err := env.Start(ctx, t.ID, in)
+		var waiting *ops.WaitingError
+		if errors.As(err, &waiting) {
+			if _, derr := env.DeferStart(t.ID, in); derr != nil {
+				return "", fmt.Errorf("%w; and it could not be kept to start later: %w", err, derr)
+			}
+			if _, derr := a.ensureDaemon(ctx); derr != nil {
+				return "", fmt.Errorf("%s waits for %s; it is kept to start here then, but the daemon that starts it did not start: %w", waiting.Task, strings.Join(waiting.On, ", "), derr)
+			}
+			return fmt.Sprintf("%s waits for %s: it starts here once they are complete (the daemon starts it)", waiting.Task, strings.Join(waiting.On, ", ")), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		a.daemonAfterLaunch(ctx)
+		return fmt.Sprintf("Started %s: working in %s (branch %s)", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch), nil
+	})
+}
+
+// unblock is lazy unblock TASK -m FEEDBACK.
+func (m *tuiModel) unblock(t *gitstore.Summary, feedback string) tea.Cmd {
+	return m.act("unblock "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+		sn, err := env.Unblock(ctx, t.ID, feedback, ops.Decisions{})
+		var left *ops.ErrLeftForRunner
+		if errors.As(err, &left) {
+			return "", a.sendToRunner(ctx, sn, left) // its sentence is on a.stdout
+		}
+		if err != nil {
+			return "", err
+		}
+		a.daemonAfterLaunch(ctx)
+		return fmt.Sprintf("Unblocked %s: turn %d is running", sn.Task.Slug, sn.Session.Turn), nil
+	})
+}
+
+// askAgent is lazy ask TASK -m QUESTION: the status line says the
+// question went, then shows the answer when it arrives.
+func (m *tuiModel) askAgent(t *gitstore.Summary, question string) tea.Cmd {
+	return m.act("ask "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+		sn, err := env.Ask(ctx, t.ID, question)
+		if err != nil {
+			return "", err
+		}
+		a.daemonAfterLaunch(ctx)
+		m.progress(fmt.Sprintf("Asked %s: waiting for the answer (lazy show %s has it when it arrives)", sn.Task.Slug, sn.Task.Slug))
+		final, err := a.waitTurn(ctx, sn.Task.ID, askTimeout)
+		if err != nil {
+			return "", err
+		}
+		turns, err := a.store.Turns(final)
+		if err != nil {
+			return "", err
+		}
+		answer := turns[len(turns)-1]
+		if answer.Error != "" {
+			return "", fmt.Errorf("the agent could not answer: %s (the task is %s again)", answer.Error, final.Task.Status)
+		}
+		return fmt.Sprintf("%s answered: %s", sn.Task.Slug, strings.TrimSpace(answer.Content)), nil
+	})
+}
+
+// end is lazy reject or lazy close TASK -m REASON; the branch is kept
+// when it holds unmerged work, as without --delete-branch.
+func (m *tuiModel) end(t *gitstore.Summary, verb, reason string) tea.Cmd {
+	return m.act(verb+" "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+		do := env.Close
+		if verb == "reject" {
+			do = env.Reject
+		}
+		sn, err := do(ctx, t.ID, reason)
+		if err != nil {
+			return "", err
+		}
+		line := fmt.Sprintf("%s %s: now %s", verbPast(verb), sn.Task.Slug, sn.Task.Status)
+		notes, err := env.CleanupAbandoned(ctx, sn, false)
+		for _, n := range notes {
+			line += "; " + n
+		}
+		return line, err
+	})
+}
+
+// accept is lazy accept TASK: the gate's and the merge's steps show in
+// the status line as they go.
+func (m *tuiModel) accept(t *gitstore.Summary) tea.Cmd {
+	return m.act("accept "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+		opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
+		if err != nil {
+			return "", err
+		}
+		narrate := a.acceptDisplay(t.ID)
+		narrate.w, narrate.tty = lineFunc(func(l string) { m.progress(strings.TrimPrefix(l, "· ")) }), false
+		res, err := env.Accept(ctx, t.ID, narrate, opts)
+		if err != nil {
+			return "", err
+		}
+		a.pushPooled(ctx, res.Snapshot)
+		line := acceptedLine(res)
+		for _, w := range res.Warnings {
+			line += "; warning: " + w
+		}
+		if res.PR == nil && res.StashOwed != nil {
+			return line, res.StashOwed
+		}
+		return line, nil
+	})
+}
+
+// stop is lazy stop TASK.
+func (m *tuiModel) stop(t *gitstore.Summary) tea.Cmd {
+	return m.act("stop "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+		sn, err := env.Stop(ctx, t.ID, "")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Stopped %s: now %s (work in the worktree is kept)", sn.Task.Slug, sn.Task.Status), nil
+	})
+}
+
+// lineFunc is a writer that hands each line written to it to a func.
+type lineFunc func(string)
+
+func (f lineFunc) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if l != "" {
+			f(l)
+		}
+	}
+	return len(p), nil
+}
