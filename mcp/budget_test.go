@@ -16,14 +16,7 @@ import (
 // A builder gives a task a budget over MCP; lazy_show reads it back;
 // a negative one is refused with what to give instead.
 func TestCreateWithABudget(t *testing.T) {
-	repo, err := gitstore.Discover(testrepo.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
-	d := &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
-	}}}
+	d, _ := repoDispatcher(t, testrepo.New(t))
 	ctx := context.Background()
 	if _, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"costly","budget_usd":12.5}`)); err != nil {
 		t.Fatal(err)
@@ -35,4 +28,18 @@ func TestCreateWithABudget(t *testing.T) {
 	if _, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"bad","budget_usd":-1}`)); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Fatalf("a negative budget: %v", err)
 	}
+}
+
+// repoDispatcher is a dispatcher over the real repository in dir, whose
+// operations run as the caller asks (the daemon's hooks, minus launching).
+func repoDispatcher(t *testing.T, dir string) (*Dispatcher, *gitstore.Store) {
+	t.Helper()
+	repo, err := gitstore.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
+	return &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
+		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
+	}}}, store
 }

@@ -9,11 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 )
 
 // A call whose caller cancels it while the daemon works on it is not
@@ -49,14 +47,7 @@ func TestACancelledCallSaysItMayHaveBeenDone(t *testing.T) {
 // cancelled (a client that cancels, or closes stdin): it is never cut
 // between its steps.
 func TestAChangingCallIsNotCutByACancel(t *testing.T) {
-	repo, err := gitstore.Discover(testrepo.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
-	d := &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
-	}}}
+	d, store := repoDispatcher(t, testrepo.New(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"made though cancelled","request_id":"r-1"}`))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 )
 
 // TestLazyCostIsTheBuildersReadOnlyReport: lazy_cost answers what lazy
@@ -22,14 +20,7 @@ import (
 // that says what to give.
 func TestLazyCostIsTheBuildersReadOnlyReport(t *testing.T) {
 	dir := testrepo.New(t)
-	repo, err := gitstore.Discover(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
-	d := &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
-	}}}
+	d, store := repoDispatcher(t, dir)
 	ctx := context.Background()
 	var ids []string
 	for i, u := range []gitstore.Usage{{CostUSD: 2, InputTokens: 100, OutputTokens: 10}, {CostUSD: 0.5, InputTokens: 40, CachedInputTokens: 4, OutputTokens: 4}} {

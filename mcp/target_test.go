@@ -3,14 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 )
 
 // lazy_create and lazy_edit share one rule for a target branch: an agent
@@ -19,14 +16,7 @@ import (
 func TestCreateAndEditShareTheTargetBranchRule(t *testing.T) {
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "branch", "release")
-	repo, err := gitstore.Discover(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
-	d := &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
-	}}}
+	d, store := repoDispatcher(t, dir)
 	human := Caller{Actor: machine.Builder}
 	call := func(c Caller, tool, args string) (map[string]any, error) {
 		t.Helper()
