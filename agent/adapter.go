@@ -20,6 +20,34 @@ type Turn struct {
 	// MaxBudgetUSD, when not 0, is what the turn may still spend
 	// (Claude's --max-budget-usd); other CLIs have no such flag.
 	MaxBudgetUSD float64
+	// Model, when set, is the model the session asked for (lazy start
+	// --model): Claude's and Codex's --model. The exec agent has none.
+	Model string
+}
+
+// MaxModel bounds a model name.
+const MaxModel = 100
+
+// ValidModel checks a model name given to lazy start --model before it
+// goes into an agent's argv: a letter or digit first (never a dash, which
+// a CLI would read as a flag), then letters, digits and . _ - : / @ [ ].
+func ValidModel(m string) error {
+	if m == "" {
+		return nil
+	}
+	ok := len(m) <= MaxModel && isModelStart(m[0])
+	for i := 1; ok && i < len(m); i++ {
+		c := m[i]
+		ok = isModelStart(c) || strings.IndexByte("._-:/@[]", c) >= 0
+	}
+	if !ok {
+		return fmt.Errorf("the model %q is not a model name: use letters, digits and . _ - : / @ [ ], starting with a letter or digit, at most %d characters (for example sonnet, opus or gpt-5-codex)", m, MaxModel)
+	}
+	return nil
+}
+
+func isModelStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // MCPServer is a stdio MCP server command; EnvVars name the variables

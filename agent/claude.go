@@ -20,6 +20,9 @@ func ClaudeArgv(t Turn) []string {
 	if t.ResumeID != "" {
 		argv = append(argv, "--resume="+t.ResumeID)
 	}
+	if t.Model != "" {
+		argv = append(argv, "--model="+t.Model)
+	}
 	if t.MaxBudgetUSD > 0 {
 		// What is left of the tightest budget: the CLI stops itself
 		// there, between two model calls, instead of being killed.

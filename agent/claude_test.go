@@ -75,6 +75,27 @@ func TestClaudeArgv(t *testing.T) {
 	}
 }
 
+func TestArgvWithAModel(t *testing.T) {
+	claude := ClaudeArgv(Turn{Prompt: "p", ResumeID: "sid", Model: "claude-opus-4-1", Grants: Grants{Sandboxed: true}})
+	if got, want := strings.Join(claude, " "), "claude -p --output-format stream-json --verbose --resume=sid --model=claude-opus-4-1 --permission-mode bypassPermissions -- p"; got != want {
+		t.Fatalf("claude argv\n got %q\nwant %q", got, want)
+	}
+	codex := CodexArgv(Turn{Prompt: "p", ResumeID: "th1", Model: "gpt-5-codex", Grants: Grants{Sandboxed: true}})
+	if got, want := strings.Join(codex, " "), "codex exec --json --dangerously-bypass-approvals-and-sandbox --model=gpt-5-codex resume th1 -- p"; got != want {
+		t.Fatalf("codex argv\n got %q\nwant %q", got, want)
+	}
+	for _, m := range []string{"sonnet", "gpt-5-codex", "claude-opus-4-1@20250805", "openrouter/qwen:free", ""} {
+		if err := ValidModel(m); err != nil {
+			t.Errorf("ValidModel(%q): %v", m, err)
+		}
+	}
+	for _, m := range []string{"-rf", "--help", "a b", "x;rm", "a\nb", strings.Repeat("m", MaxModel+1)} {
+		if err := ValidModel(m); err == nil {
+			t.Errorf("ValidModel(%q) accepted it", m)
+		}
+	}
+}
+
 func TestCodexArgvAndStream(t *testing.T) {
 	if got := strings.Join(CodexArgv(Turn{Prompt: "-x", ResumeID: "th1", Grants: Grants{WritableRoots: []string{"/r/.git/objects"}}}), " "); got != "codex exec --json -s workspace-write --add-dir /r/.git/objects resume th1 -- -x" {
 		t.Fatalf("argv %q", got)

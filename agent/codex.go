@@ -8,11 +8,14 @@ import (
 )
 
 // CodexArgv builds a Codex CLI turn: `codex exec --json <posture flags>
-// [resume <thread-id>] -- <prompt>`. Flags go before `resume` (which
-// takes neither -s nor --add-dir), and "--" keeps a prompt that starts
-// with a dash from being read as an option.
+// [--model=<model>] [resume <thread-id>] -- <prompt>`. Flags go before
+// `resume` (which takes neither -s nor --add-dir), and "--" keeps a
+// prompt that starts with a dash from being read as an option.
 func CodexArgv(t Turn) []string {
 	argv := append([]string{"codex", "exec", "--json"}, TurnPermissions("codex", t.ReadOnly, t.Grants).Flags...)
+	if t.Model != "" {
+		argv = append(argv, "--model="+t.Model)
+	}
 	if t.ResumeID != "" {
 		argv = append(argv, "resume", t.ResumeID)
 	}

@@ -43,9 +43,16 @@ func treeOf(sums []*gitstore.Summary) *Tree {
 		if s.Usage != nil {
 			t.own[s.ID] = *s.Usage
 		}
-		if s.Parent != "" && s.Parent != s.ID {
-			t.parent[s.ID] = s.Parent
-			t.children[s.Parent] = append(t.children[s.Parent], s.ID)
+		// An attempt counts under its attempt group (whose parent is the
+		// attempt's parent too): a group's spending is its attempts', and
+		// a budget on the group covers them together.
+		up := s.AttemptOf
+		if up == "" {
+			up = s.Parent
+		}
+		if up != "" && up != s.ID {
+			t.parent[s.ID] = up
+			t.children[up] = append(t.children[up], s.ID)
 		}
 	}
 	return t
@@ -57,7 +64,8 @@ func (t *Tree) Summary(id string) (*gitstore.Summary, bool) {
 	return s, ok
 }
 
-// Parent is the listed parent of id ("" for a top-level task).
+// Parent is the listed parent of id ("" for a top-level task); an
+// attempt's is its attempt group.
 func (t *Tree) Parent(id string) string { return t.parent[id] }
 
 // SetOwn replaces what the listing says id itself spent, with a record

@@ -72,7 +72,23 @@ type Task struct {
 	// budget its turns reached, or a usage limit whose reset the daemon
 	// waits for. Any turn that starts clears it.
 	Hold *Hold `json:"hold,omitempty"`
+	// AttemptOf, on an attempt (lazy start --attempts N), is the id of
+	// its attempt group, and Attempt its number K (1-based). An attempt
+	// is a full task of its own (branch, worktree, session, turns,
+	// cost); it is not a subtask of the group: it has the group's Parent
+	// and TargetBranch, so it starts from and lands on the branch the
+	// group itself would have (see ops.StartAttempts).
+	AttemptOf string `json:"attempt_of,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
+	// Attempts, on an attempt group, are its attempts' ids in order
+	// (attempt K is Attempts[K-1]). The group itself never runs: it
+	// stays in backlog while they do, and completes when one lands.
+	Attempts []string `json:"attempts,omitempty"`
 }
+
+// IsAttemptGroup reports whether the task is tried as attempts (lazy
+// start --attempts).
+func (t *Task) IsAttemptGroup() bool { return len(t.Attempts) > 0 }
 
 // Hold kinds.
 const (
@@ -202,10 +218,13 @@ const (
 
 // Session is session.json: the current (or last) agent session.
 type Session struct {
-	ID             string   `json:"id"`
-	Number         int      `json:"number"`
-	Host           string   `json:"host"`
-	Agent          string   `json:"agent,omitempty"`
+	ID     string `json:"id"`
+	Number int    `json:"number"`
+	Host   string `json:"host"`
+	Agent  string `json:"agent,omitempty"`
+	// Model is the model the session asked its agent for (start
+	// --model), "" for the CLI's default.
+	Model          string   `json:"model,omitempty"`
 	ExecCommand    []string `json:"exec_command,omitempty"`
 	PermissionMode string   `json:"permission_mode,omitempty"`
 	Branch         string   `json:"branch,omitempty"`

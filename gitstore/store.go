@@ -192,6 +192,7 @@ func (sn *Snapshot) clone() *Snapshot {
 	c.Task.Pool = sn.Task.Pool.clone()
 	c.Task.Hold = sn.Task.Hold.clone()
 	c.Task.After = slices.Clone(sn.Task.After)
+	c.Task.Attempts = slices.Clone(sn.Task.Attempts)
 	c.entries = make(map[string]treeEntry, len(sn.entries))
 	for k, v := range sn.entries {
 		c.entries[k] = v
@@ -318,6 +319,15 @@ func checkTask(t *Task, id string) error {
 		return fmt.Errorf("task.json has an unknown status %q", t.Status)
 	case t.Parent != "" && !ValidID(t.Parent):
 		return fmt.Errorf("task.json has an invalid parent id %q", t.Parent)
+	case t.AttemptOf != "" && !ValidID(t.AttemptOf):
+		return fmt.Errorf("task.json has an invalid attempt group id %q", t.AttemptOf)
+	case len(t.Attempts) > MaxAttempts:
+		return fmt.Errorf("task.json lists %d attempts; lazy allows at most %d", len(t.Attempts), MaxAttempts)
+	}
+	for _, id := range t.Attempts {
+		if !ValidID(id) {
+			return fmt.Errorf("task.json lists an invalid attempt id %q", id)
+		}
 	}
 	if err := checkGate(t.Gate); err != nil {
 		return err
@@ -663,8 +673,16 @@ type CreateSpec struct {
 	Metadata     map[string]string
 	After        []string // full ids of the tasks it waits for
 	BudgetUSD    float64  // the task's own budget (0: lazy.budget.task)
-	Actor        machine.Actor
+	// AttemptOf and Attempt make the task attempt K of a group (see
+	// Task.AttemptOf).
+	AttemptOf string
+	Attempt   int
+	Actor     machine.Actor
 }
+
+// MaxAttempts bounds how many ways one task is tried at once (lazy
+// start --attempts): each is a worktree and an agent at work.
+const MaxAttempts = 8
 
 // maxSlugTries bounds the search for a free "-N" suffix.
 const maxSlugTries = 1000
@@ -724,6 +742,7 @@ func (s *Store) Create(spec CreateSpec) (*Snapshot, error) {
 		ID: id, Slug: slug, Title: spec.Title, Status: machine.Backlog,
 		Parent: spec.Parent, TargetBranch: spec.TargetBranch,
 		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata, After: spec.After, BudgetUSD: spec.BudgetUSD,
+		AttemptOf: spec.AttemptOf, Attempt: spec.Attempt,
 	}
 	if spec.Goal != "" {
 		sn.SetGoal(spec.Goal)

@@ -88,11 +88,11 @@ func TestUpdateTransitionsThroughMachine(t *testing.T) {
 	sn := mustCreate(t, s, "task")
 	id := sn.Task.ID
 	_, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
-		sn.Task.Status = machine.Complete
+		sn.Task.Status = machine.Merging
 		return &Op{Name: "bogus", Actor: machine.Human}, nil
 	})
 	if !errors.Is(err, machine.ErrTransition) {
-		t.Fatalf("backlog -> complete: %v", err)
+		t.Fatalf("backlog -> merging: %v", err)
 	}
 	got, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
 		sn.Task.Status = machine.Abandoned

@@ -44,6 +44,11 @@ type Summary struct {
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Hold is why a parked task waits (a budget, a usage limit).
 	Hold *Hold `json:"hold,omitempty"`
+	// AttemptOf and Attempt: the task is attempt K of that group;
+	// Attempts: the task is a group tried these ways (see Task).
+	AttemptOf string   `json:"attempt_of,omitempty"`
+	Attempt   int      `json:"attempt,omitempty"`
+	Attempts  []string `json:"attempts,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.
@@ -75,6 +80,7 @@ func NewSummary(t *Task) Summary {
 		Sessions: t.Sessions, Host: t.Host, Refused: len(t.MergeRefused), Turns: t.Turns, Comments: t.Comments, Metadata: t.Metadata,
 		Usage: t.Usage, Gate: t.Gate.Summary(), Pool: t.Pool, After: t.After,
 		BudgetUSD: t.BudgetUSD, Hold: t.Hold,
+		AttemptOf: t.AttemptOf, Attempt: t.Attempt, Attempts: t.Attempts,
 	}
 }
 

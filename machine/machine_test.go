@@ -11,7 +11,7 @@ import (
 // the table that drifts from the spec fails here. zombie is listed
 // separately because it is system-only.
 var allowed = map[Status][]Status{
-	Backlog:     {Working, Abandoned},
+	Backlog:     {Working, Abandoned, Complete},
 	Working:     {Blocked, Conflict, Submitted, Interrupted},
 	Blocked:     {Working, Conflict, Pairing, Merging, Submitted, Abandoned, Backlog},
 	Conflict:    {Working, Blocked, Pairing, Abandoned},
@@ -160,7 +160,7 @@ func TestRefusalsExplain(t *testing.T) {
 		{Conflict, Merging, "approve"},
 		{Working, Abandoned, "lazy stop"},
 		{Merging, Abandoned, "restores"},
-		{Backlog, Blocked, "from backlog a task can go to: working, abandoned"},
+		{Backlog, Blocked, "from backlog a task can go to: working, complete, abandoned"},
 		{Blocked, Blocked, "already blocked"},
 		{"nonsense", Blocked, "not a status"},
 	}

@@ -75,6 +75,9 @@ type Edge struct {
 var table = []Edge{
 	{Backlog, Working, []string{"lazy start"}, false},
 	{Backlog, Abandoned, []string{"lazy close"}, false},
+	// An attempt group never runs itself: it waits in backlog while its
+	// attempts do, and completes when one of them lands.
+	{Backlog, Complete, []string{"lazy accept --attempt: one of its attempts landed"}, false},
 
 	{Working, Blocked, []string{"reconciler: agent turn completed", "reconciler: unrecoverable agent failure", "lazy stop", "ask ends (status restored)"}, false},
 	{Working, Conflict, []string{"reconciler: turn completed with file-permission violations", "lazy accept: pre-accept turn ends (status restored)", "ask ends (status restored)"}, false},

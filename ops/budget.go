@@ -69,7 +69,7 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 		}
 		lines = append(lines, budget.Line{Scope: budget.ScopeDay, LimitUSD: set.DayUSD, SpentUSD: spent})
 	}
-	if set.TaskUSD <= 0 && s.Task.BudgetUSD <= 0 && s.Task.Parent == "" {
+	if set.TaskUSD <= 0 && s.Task.BudgetUSD <= 0 && s.Task.Parent == "" && s.Task.AttemptOf == "" {
 		return lines, nil // no task budget can apply: no listing needed
 	}
 	entries, err := e.Store.List()

@@ -404,6 +404,11 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 		} else if len(open) > 0 {
 			return fmt.Errorf("%s %s: its subtasks %s are not finished; %s them first (or move them with lazy reparent), since their work merges into this task's branch", opName, cur.Task.Slug, strings.Join(open, ", "), opName)
 		}
+		// A group closed under open attempts would leave them running
+		// for a task nobody wants done.
+		if open := e.openAttempts(cur); len(open) > 0 {
+			return fmt.Errorf("%s %s: its attempts %s are not finished; %s them first, or land one with lazy accept %s --attempt K", opName, cur.Task.Slug, strings.Join(open, ", "), opName, cur.Task.Slug)
+		}
 		// A local accept that died is undone (or finished) first: the
 		// destination checkout and the user's stash are put back.
 		if _, err := e.escapeStranded(ctx, cur, opName); err != nil {

@@ -101,7 +101,7 @@ func (e *Env) bind(sn *gitstore.Snapshot) (owned.Session, error) {
 		return local, err
 	}
 	s := sn.Session
-	s.Agent, s.ExecCommand, s.PermissionMode = local.Agent, local.Exec, local.PermissionMode
+	s.Agent, s.ExecCommand, s.PermissionMode, s.Model = local.Agent, local.Exec, local.PermissionMode, local.Model
 	s.Worktree, s.Branch = local.Worktree, local.Branch
 	s.AgentSessionID = resumeID(local, sn)
 	return local, nil

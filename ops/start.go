@@ -57,7 +57,10 @@ type StartInput struct {
 	// PermissionMode is Claude Code's --permission-mode for work turns.
 	PermissionMode string
 	ExecCommand    []string // the exec agent's command
-	WorktreeDir    string   // parent directory for worktrees ("" = default)
+	// Model is the model the session asks its agent for (start --model;
+	// "" for the CLI's default). The exec agent ignores it.
+	Model       string
+	WorktreeDir string // parent directory for worktrees ("" = default)
 	// Sandbox, when set, confines every turn of the session (lazy.sandbox
 	// or start --sandbox, which sets SandboxExplicit). SandboxIfAsked is
 	// the sandbox local config gives a task created with --sandbox.
@@ -133,12 +136,16 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	if err := e.requireLauncher("start"); err != nil {
 		return nil, err
 	}
-	adapter, err := agent.For(in.Agent)
-	if err != nil {
+	if _, err := agent.For(in.Agent); err != nil {
+		return nil, err
+	}
+	if err := agent.ValidModel(in.Model); err != nil {
 		return nil, err
 	}
 	if in.Agent != "exec" {
 		in.ExecCommand = nil
+	} else {
+		in.Model = "" // the exec agent runs its command as given
 	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
@@ -151,6 +158,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	// startable.
 	if sn.Task.Status != machine.Backlog {
 		return nil, notStartable(sn.Task.Slug, sn.Task.Status)
+	}
+	if sn.Task.IsAttemptGroup() {
+		return nil, fmt.Errorf("start %s: the task is being tried %d ways (its attempts run instead); lazy show %s compares them", sn.Task.Slug, len(sn.Task.Attempts), sn.Task.Slug)
 	}
 	if err := e.parentOpen(sn, "start"); err != nil {
 		return nil, err
@@ -171,16 +181,8 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	if worktree.NoCommits(ctx, in.RepoDir) {
 		return nil, fmt.Errorf("start %s: this repository has no commits yet, so there is nothing to branch from; make a first commit (git commit --allow-empty -m init), then start again", sn.Task.Slug)
 	}
-	preflight := agent.Turn{Exec: in.ExecCommand}
-	if _, err := adapter.Argv(preflight); err != nil {
+	if err := agentRunnable(in); err != nil {
 		return nil, err
-	}
-	bin := adapter.Binary(preflight)
-	if _, err := exec.LookPath(bin); err != nil {
-		return nil, fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
-	}
-	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
-		return nil, fmt.Errorf("%w; nothing was started", err)
 	}
 	in.Sandbox = sessionSandbox(in, sn)
 	if err := sandboxReady(ctx, in.Sandbox); err != nil {
@@ -223,7 +225,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	// every later turn, stop and cleanup of this session trusts.
 	if err := e.Sessions().Save(owned.Session{
 		TaskID: id, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
-		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), Sandbox: in.Sandbox,
+		Model: in.Model, Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), Sandbox: in.Sandbox,
 	}); err != nil {
 		return nil, err
 	}
@@ -244,7 +246,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 		s.Task.Host = e.Store.Host()
 		s.Session = &gitstore.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent,
-			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
+			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Model: in.Model, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 		}
 		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: taskPrompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "start"
@@ -259,7 +261,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line
 	cmd := proto.Command{
 		Turn: proto.Turn{TaskID: id, Session: sessionID, Seq: turn.Seq},
-		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Prompt: prompt,
+		Kind: "start", Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Model: in.Model, Prompt: prompt,
 		Worktree: dir, BaseSHA: startSHA, Timing: e.Timing, Written: time.Now().UTC(),
 		AllowedPaths: sn.Task.AllowedPaths, Sandbox: in.Sandbox, Policy: e.Policy, Prepare: e.prepare(in.RepoDir, false),
 		MaxBudgetUSD: left,
@@ -271,6 +273,27 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 		return sn, fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return sn, nil
+}
+
+// agentRunnable checks that in's agent can run on this machine: its
+// argv builds, its binary is on PATH and it has credentials.
+func agentRunnable(in StartInput) error {
+	adapter, err := agent.For(in.Agent)
+	if err != nil {
+		return err
+	}
+	preflight := agent.Turn{Exec: in.ExecCommand}
+	if _, err := adapter.Argv(preflight); err != nil {
+		return err
+	}
+	bin := adapter.Binary(preflight)
+	if _, err := exec.LookPath(bin); err != nil {
+		return fmt.Errorf("cannot run the %s agent: %q is not an executable on PATH (%w); nothing was started", in.Agent, bin, err)
+	}
+	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
+		return fmt.Errorf("%w; nothing was started", err)
+	}
+	return nil
 }
 
 // prepare is what the first turn in a new worktree does before the agent

@@ -66,7 +66,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 	from := sn.Session.Host
 	if err := e.Sessions().Save(owned.Session{
 		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
-		Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), TakenOverFrom: from, Sandbox: in.Sandbox,
+		Model: in.Model, Worktree: dir, Branch: branch, StartedAt: time.Now().UTC(), TakenOverFrom: from, Sandbox: in.Sandbox,
 	}); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 		s.Task.Host = e.Store.Host()
 		s.Session = &gitstore.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
-			PermissionMode: in.PermissionMode, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
+			PermissionMode: in.PermissionMode, Model: in.Model, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 			Turn: prev.Turn, TurnKind: prev.TurnKind,
 		}
 		to := s.Task.Status

@@ -181,7 +181,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 		MaxBudgetUSD: left,
 		Turn:         proto.Turn{TaskID: sn.Task.ID, Session: sn.Session.ID, Seq: turn.Seq},
 		Kind:         kind, Agent: sn.Session.Agent, Exec: sn.Session.ExecCommand, Prompt: prompt,
-		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode,
+		ResumeID: sn.Session.AgentSessionID, PermissionMode: sn.Session.PermissionMode, Model: sn.Session.Model,
 		Worktree: sn.Session.Worktree, SyncFrom: syncFrom, Timing: e.Timing, Written: time.Now().UTC(),
 		AllowedPaths: sn.Task.AllowedPaths, Approved: sn.Violations.ApprovedFiles(), Sandbox: local.Sandbox,
 		Policy: e.Policy,

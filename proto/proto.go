@@ -109,16 +109,18 @@ type Turn struct {
 // Command tells the supervisor what to run.
 type Command struct {
 	Turn
-	Kind           string            `json:"kind"` // start, unblock, ask, resume
-	Agent          string            `json:"agent"`
-	Exec           []string          `json:"exec,omitempty"`      // the exec agent's command
-	ResumeID       string            `json:"resume_id,omitempty"` // the agent's own session id to resume
-	PermissionMode string            `json:"permission_mode,omitempty"`
-	Prompt         string            `json:"prompt"`
-	Worktree       string            `json:"worktree"`
-	BaseSHA        string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
-	SyncFrom       string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
-	Env            map[string]string `json:"env,omitempty"`
+	Kind           string   `json:"kind"` // start, unblock, ask, resume
+	Agent          string   `json:"agent"`
+	Exec           []string `json:"exec,omitempty"`      // the exec agent's command
+	ResumeID       string   `json:"resume_id,omitempty"` // the agent's own session id to resume
+	PermissionMode string   `json:"permission_mode,omitempty"`
+	// Model is the model the session asked the agent for ("": its default).
+	Model    string            `json:"model,omitempty"`
+	Prompt   string            `json:"prompt"`
+	Worktree string            `json:"worktree"`
+	BaseSHA  string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
+	SyncFrom string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
+	Env      map[string]string `json:"env,omitempty"`
 	// AllowedPaths is the task's file policy; Approved are files a human
 	// already approved (sticky), never reported again.
 	AllowedPaths []string `json:"allowed_paths,omitempty"`

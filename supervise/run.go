@@ -818,7 +818,7 @@ func watch(pid int, prog *progress, timing proto.Timing, exited <-chan struct{},
 }
 
 func turnOf(cmd *proto.Command, grants agent.Grants) agent.Turn {
-	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", Exec: cmd.Exec, Grants: grants, MaxBudgetUSD: cmd.MaxBudgetUSD}
+	t := agent.Turn{Prompt: cmd.Prompt, ResumeID: cmd.ResumeID, ReadOnly: cmd.Kind == "ask", Exec: cmd.Exec, Grants: grants, MaxBudgetUSD: cmd.MaxBudgetUSD, Model: cmd.Model}
 	if cmd.MCP != nil {
 		t.MCP = &agent.MCPServer{Command: cmd.MCP.Command, Args: cmd.MCP.Args, EnvVars: []string{link.TokenEnv}}
 	}

@@ -2,6 +2,8 @@ package worktree
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -127,4 +129,51 @@ func Uncommitted(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+func numstatCmd(repoDir, from, to string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "diff", "--numstat", "-z", "--no-renames", from, to)
+}
+
+// DiffStat is the size of a change: files touched, lines added and
+// deleted (a binary file counts as a file with no lines).
+type DiffStat struct {
+	Files     int `json:"files"`
+	Additions int `json:"additions"`
+	Deletions int `json:"deletions"`
+}
+
+// String is the stat as one line: "3 files, +40 -2".
+func (d DiffStat) String() string {
+	unit := "files"
+	if d.Files == 1 {
+		unit = "file"
+	}
+	return fmt.Sprintf("%d %s, +%d -%d", d.Files, unit, d.Additions, d.Deletions)
+}
+
+// Numstat measures the change from from to to (git diff --numstat).
+func Numstat(ctx context.Context, repoDir, from, to string) (DiffStat, error) {
+	if !plain(from) || !plain(to) {
+		return DiffStat{}, errOption("commit", from+" "+to)
+	}
+	out, err := numstatCmd(repoDir, from, to).Output(ctx)
+	if err != nil {
+		return DiffStat{}, err
+	}
+	// -z: "added\tdeleted\tpath\x00" per file ("-\t-\t" for a binary).
+	var d DiffStat
+	for _, rec := range strings.Split(string(out), "\x00") {
+		add, rest, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		del, _, _ := strings.Cut(rest, "\t")
+		d.Files++
+		a, _ := strconv.Atoi(add)
+		x, _ := strconv.Atoi(del)
+		d.Additions += a
+		d.Deletions += x
+	}
+	return d, nil
 }

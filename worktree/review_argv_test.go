@@ -23,6 +23,7 @@ func TestReviewCommandsArgv(t *testing.T) {
 		{"wide stat", statCmd("r", "a", "b", true), []string{"diff", "--stat=200", "--no-color", "a", "b"}},
 		{"names", diffNamesCmd("r", "a", "b"), []string{"diff", "--name-only", "-z", "a", "b"}},
 		{"patch", patchCmd("r", "a", "b"), []string{"diff", "--no-color", "--no-ext-diff", "a", "b"}},
+		{"numstat", numstatCmd("r", "a", "b"), []string{"diff", "--numstat", "-z", "--no-renames", "a", "b"}},
 		{"porcelain", porcelainCmd("d"), []string{"status", "--porcelain", "-z", "--untracked-files=all"}},
 	} {
 		got, err := tc.cmd.Argv()
@@ -50,6 +51,9 @@ func TestReviewCommandsOnARealRepository(t *testing.T) {
 	}
 	if mb, err := MergeBase(ctx, dir, "main", head); err != nil || mb != head {
 		t.Fatalf("merge base %q %v", mb, err)
+	}
+	if d, err := Numstat(ctx, dir, base, head); err != nil || d != (DiffStat{Files: 1, Additions: 1}) || d.String() != "1 file, +1 -0" {
+		t.Fatalf("numstat %+v %v", d, err)
 	}
 	argvWrite(t, dir, "README.md", "changed\n")
 	argvWrite(t, dir, "new.txt", "new\n")

@@ -31,6 +31,8 @@ type Session struct {
 	Agent          string   `json:"agent"`
 	Exec           []string `json:"exec,omitempty"`
 	PermissionMode string   `json:"permission_mode,omitempty"`
+	// Model is the model the session asked its agent for (start --model).
+	Model string `json:"model,omitempty"`
 	// Worktree is absolute and was derived here (<worktree dir>/<slug>);
 	// Branch is lazy/<slug> as it was when the session started.
 	Worktree string `json:"worktree"`

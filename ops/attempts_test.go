@@ -1,0 +1,228 @@
+package ops
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// attemptsRepo is a real repository whose Env records launches instead
+// of running supervisors: a test plays each attempt's agent itself.
+func attemptsRepo(t *testing.T) (*Env, *[]string) {
+	t.Helper()
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	e := env(t)
+	e.RepoDir = filepath.Dir(e.Store.Repo().CommonDir)
+	var mu sync.Mutex
+	launched := &[]string{}
+	e.Launch = func(id string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		*launched = append(*launched, id)
+		return nil
+	}
+	return e, launched
+}
+
+// playTurn does what attempt id's agent would: commits files in its
+// worktree, reports usage, and parks the task blocked.
+func playTurn(t *testing.T, e *Env, id string, files map[string]string, cost float64) {
+	t.Helper()
+	sn, err := e.Store.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := sn.Session.Worktree
+	for name, content := range files {
+		write(t, wt, name, content)
+	}
+	testrepo.Git(t, wt, "add", ".")
+	testrepo.Git(t, wt, "commit", "-q", "-m", "attempt work")
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Status = machine.Blocked
+		s.Task.Usage = &gitstore.Usage{CostUSD: cost, InputTokens: 100, OutputTokens: 10}
+		return &gitstore.Op{Name: "test-turn", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAttemptInputsCycleTheAgents(t *testing.T) {
+	in := AttemptsInput{N: 3, Agents: []string{"claude", "codex", "exec"}, Base: StartInput{Agent: "claude", Model: "m1", ExecCommand: []string{"x"}}}
+	var got []string
+	for k := 1; k <= 4; k++ {
+		s := in.attemptInput(k)
+		got = append(got, s.Agent+"/"+s.Model+"/"+strings.Join(s.ExecCommand, " "))
+	}
+	if want := []string{"claude/m1/", "codex/m1/", "exec//x", "claude/m1/"}; !slices.Equal(got, want) {
+		t.Fatalf("attempt inputs %q, want %q", got, want)
+	}
+	if s := attemptSlug(strings.Repeat("abcd-", 9)+"xyz", 3); !gitstore.ValidSlug(s) || !strings.HasSuffix(s, "-a3") {
+		t.Fatalf("a long group's attempt slug %q", s)
+	}
+	for n, want := range map[int]string{0: "2 to 8", 1: "without --attempts", 9: "at most 8", 50: "at most 8"} {
+		if err := CheckAttempts(n); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckAttempts(%d) = %v, want it to say %q", n, err, want)
+		}
+	}
+}
+
+// TestAcceptAttemptLandsItAndClosesTheOthers: two attempts of one task,
+// each its own task, branch and worktree; accepting attempt 2 lands its
+// work (and only its) on main, completes the group with the reason and
+// closes attempt 1 with "attempt 2 was chosen", keeping its branch.
+func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
+	ctx := context.Background()
+	e, launched := attemptsRepo(t)
+	g, err := e.Create(ctx, CreateInput{Title: "Fix the login race", Goal: "It fails one run in ten."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := StartInput{Agent: "exec", ExecCommand: []string{"true"}, RepoDir: e.RepoDir}
+	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Started) != 2 || len(res.NotStart) != 0 || len(*launched) != 2 {
+		t.Fatalf("started %d, not started %v, launched %v", len(res.Started), res.NotStart, *launched)
+	}
+	group := res.Group
+	if group.Task.Status != machine.Backlog || len(group.Task.Attempts) != 2 {
+		t.Fatalf("group %s with attempts %v", group.Task.Status, group.Task.Attempts)
+	}
+	var branches []string
+	for i, a := range res.Started {
+		k := i + 1
+		if a.Task.AttemptOf != group.Task.ID || a.Task.Attempt != k || a.Task.Parent != "" || a.Task.Slug != attemptSlug(group.Task.Slug, k) {
+			t.Fatalf("attempt %d: %+v", k, a.Task)
+		}
+		if a.Task.Status != machine.Working || a.Session == nil || a.Session.Branch != "lazy/"+a.Task.Slug || a.Session.Agent != "exec" {
+			t.Fatalf("attempt %d did not start on its own branch: %s %+v", k, a.Task.Status, a.Session)
+		}
+		if goal, _ := a.Goal(); goal != "It fails one run in ten." || a.Task.Title != group.Task.Title {
+			t.Fatalf("attempt %d carries %q / %q", k, a.Task.Title, goal)
+		}
+		branches = append(branches, a.Session.Branch)
+	}
+	a1, a2 := res.Started[0].Task.ID, res.Started[1].Task.ID
+
+	// The group cannot be started, accepted or closed as a task of its own.
+	if _, err := e.Start(ctx, group.Task.ID, base); err == nil || !strings.Contains(err.Error(), "tried 2 ways") {
+		t.Fatalf("start of the group: %v", err)
+	}
+	if _, err := e.Close(ctx, group.Task.ID, "nah"); err == nil || !strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("close of the group under running attempts: %v", err)
+	}
+	if _, err := e.StartAttempts(ctx, res.Started[0].Task.Slug, AttemptsInput{N: 2, Base: base}); err == nil || !strings.Contains(err.Error(), "itself an attempt") {
+		t.Fatalf("attempts of an attempt: %v", err)
+	}
+
+	playTurn(t, e, a1, map[string]string{"one.txt": "the first way\n"}, 0.25)
+	playTurn(t, e, a2, map[string]string{"two.txt": "the second way\nin two lines\n"}, 0.5)
+
+	v, err := e.Attempts(ctx, group.Task.Slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Attempts) != 2 || v.Usage == nil || v.Usage.CostUSD != 0.75 || v.Usage.InputTokens != 200 || v.Chosen != 0 {
+		t.Fatalf("view %+v usage %+v", v, v.Usage)
+	}
+	if d := v.Attempts[1].Diff; d == nil || d.Files != 1 || d.Additions != 2 || v.Attempts[1].Status != machine.Blocked || v.Attempts[1].Agent != "exec" {
+		t.Fatalf("attempt 2 view %+v diff %+v", v.Attempts[1], d)
+	}
+	// The group's budget covers its attempts together.
+	entries, err := e.Store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cost.NewTree(entries).Subtree(group.Task.ID).CostUSD; got != 0.75 {
+		t.Fatalf("the group's subtree spent %v, want 0.75", got)
+	}
+
+	if _, err := e.AcceptAttempt(ctx, group.Task.Slug, 3, nil, AcceptOptions{}); err == nil || !strings.Contains(err.Error(), "has 2 attempts; --attempt 3 is not one of them") {
+		t.Fatalf("--attempt 3: %v", err)
+	}
+	if _, err := e.Accept(ctx, group.Task.Slug, nil, AcceptOptions{}); err == nil || !strings.Contains(err.Error(), "--attempt K") {
+		t.Fatalf("accept of the group itself: %v", err)
+	}
+	acc, err := e.AcceptAttempt(ctx, group.Task.Slug, 2, nil, AcceptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Warnings) != 0 {
+		t.Fatalf("warnings: %v", acc.Warnings)
+	}
+	log := testrepo.Git(t, e.RepoDir, "log", "--format=%s%n%b", "main")
+	if !strings.Contains(log, "Lazy-Task: "+a2) || strings.Contains(log, "Lazy-Task: "+a1) {
+		t.Fatalf("main's log does not hold attempt 2 alone:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(e.RepoDir, "two.txt")); err != nil {
+		t.Fatalf("attempt 2's file did not land: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.RepoDir, "one.txt")); err == nil {
+		t.Fatal("attempt 1's file landed too")
+	}
+	gs, _ := e.Store.Load(group.Task.ID)
+	if gs.Task.Status != machine.Complete || gs.Task.Outcome != gitstore.OutcomeAccepted || gs.Task.Reason != "attempt 2 ("+res.Started[1].Task.Slug+") landed" {
+		t.Fatalf("group %s %s %q", gs.Task.Status, gs.Task.Outcome, gs.Task.Reason)
+	}
+	s1, _ := e.Store.Load(a1)
+	if s1.Task.Status != machine.Abandoned || s1.Task.Outcome != gitstore.OutcomeClosed || s1.Task.Reason != "attempt 2 was chosen" {
+		t.Fatalf("attempt 1: %s %s %q", s1.Task.Status, s1.Task.Outcome, s1.Task.Reason)
+	}
+	if tip := testrepo.Git(t, e.RepoDir, "rev-parse", "--verify", "-q", branches[0]); strings.TrimSpace(tip) == "" {
+		t.Fatal("the closed attempt's branch is gone")
+	}
+	if s2, _ := e.Store.Load(a2); s2.Task.Usage == nil || s2.Task.Usage.CostUSD != 0.5 {
+		t.Fatal("the landed attempt lost its cost")
+	}
+	if v, err := e.Attempts(ctx, group.Task.Slug); err != nil || v.Chosen != 2 || v.Usage == nil || v.Usage.CostUSD != 0.75 {
+		t.Fatalf("after the accept: %+v %v", v, err)
+	}
+	// Asked again (a crash after the merge, say), it lands nothing twice.
+	if _, err := e.AcceptAttempt(ctx, group.Task.Slug, 2, nil, AcceptOptions{}); err != nil {
+		t.Fatalf("accept again: %v", err)
+	}
+	if _, err := e.AcceptAttempt(ctx, group.Task.Slug, 1, nil, AcceptOptions{}); err == nil || !strings.Contains(err.Error(), "complete already") {
+		t.Fatalf("accept of another attempt after the choice: %v", err)
+	}
+}
+
+// TestAcceptingAnAttemptDirectlySettlesItsGroup: lazy accept on the
+// attempt itself (not through the group) completes the group too, and a
+// running sibling is stopped before it is closed.
+func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
+	ctx := context.Background()
+	e, _ := attemptsRepo(t)
+	g, err := e.Create(ctx, CreateInput{Title: "Speed up the build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 3, Base: StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1 := res.Started[0].Task.ID
+	playTurn(t, e, a1, map[string]string{"fast.txt": "yes\n"}, 0)
+	if _, err := e.Accept(ctx, res.Started[0].Task.Slug, nil, AcceptOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := e.Store.Load(g.Task.ID); gs.Task.Status != machine.Complete {
+		t.Fatalf("group %s", gs.Task.Status)
+	}
+	for _, a := range res.Started[1:] {
+		s, _ := e.Store.Load(a.Task.ID)
+		if s.Task.Status != machine.Abandoned || s.Task.Reason != "attempt 1 was chosen" {
+			t.Fatalf("%s: %s %q", s.Task.Slug, s.Task.Status, s.Task.Reason)
+		}
+	}
+}
