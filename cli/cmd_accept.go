@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -27,6 +28,8 @@ type AcceptCmd struct {
 	Timeout     time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
 	JSON        bool          `help:"Print the result as JSON."`
 	DryRun      bool          `name:"dry-run" short:"n" help:"Print exactly what would be merged (commits, files, the commit message) and change nothing."`
+	// Attempt lands one attempt of a task tried several ways.
+	Attempt int `help:"Land attempt K of a task tried several ways (lazy start --attempts): through the normal accept (gate, queue), then the task completes and its other attempts are closed with the reason." placeholder:"K"`
 }
 
 // Run implements lazy accept.
@@ -46,6 +49,18 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		// each would otherwise fail on its own for the same missing flag.
 		return usageError{"--skip-gate needs --reason \"...\": why the gate is skipped, recorded on the task and in the commit"}
 	}
+	if c.Attempt != 0 && len(c.Tasks) != 1 {
+		return usageError{"--attempt K lands an attempt of one task; name that one task"}
+	}
+	if c.Attempt != 0 {
+		// The chosen attempt is the task from here on: a dry run
+		// previews it, and the accept below lands it.
+		if _, id, err := env.AttemptID(c.Tasks[0], c.Attempt); err != nil {
+			return err
+		} else if c.DryRun {
+			c.Tasks[0] = id
+		}
+	}
 	if c.DryRun {
 		if len(c.Tasks) != 1 {
 			return usageError{"--dry-run previews one task at a time"}
@@ -63,7 +78,13 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := env.Accept(ctx, id, a.acceptDisplay(id), opts)
+	var res *ops.AcceptResult
+	if c.Attempt != 0 {
+		_, aid, _ := env.AttemptID(id, c.Attempt)
+		res, err = env.AcceptAttempt(ctx, id, c.Attempt, a.acceptDisplay(aid), opts)
+	} else {
+		res, err = env.Accept(ctx, id, a.acceptDisplay(id), opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -84,7 +105,16 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		}
 		return nil
 	}
-	fmt.Fprintln(a.stdout, acceptedLine(res))
+	if res.PR == nil && res.Commit == "" && c.Attempt != 0 {
+		fmt.Fprintf(a.stdout, "Attempt %d (%s) had landed already\n", c.Attempt, res.Snapshot.Task.Slug)
+	} else {
+		fmt.Fprintln(a.stdout, acceptedLine(res))
+	}
+	if g := res.Snapshot.Task.AttemptOf; g != "" {
+		if gs, err := a.store.Load(g); err == nil && gs.Task.Status == machine.Complete {
+			fmt.Fprintf(a.stdout, "%s is complete (%s); its other attempts are closed with the reason \"attempt %d was chosen\" (their branches are kept)\n", gs.Task.Slug, gs.Task.Reason, res.Snapshot.Task.Attempt)
+		}
+	}
 	if res.PR == nil && res.StashOwed != nil {
 		// The merge happened, but the user's changes are not back: that
 		// is a failure they must see.

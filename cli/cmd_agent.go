@@ -25,11 +25,14 @@ import (
 
 // StartCmd starts a backlog task.
 type StartCmd struct {
-	Task    string `arg:"" help:"Slug or id prefix." predictor:"task"`
-	Agent   string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude." predictor:"agent"`
-	Command string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
-	JSON    bool   `help:"Print the task as JSON."`
-	Sandbox string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
+	Task  string `arg:"" help:"Slug or id prefix." predictor:"task"`
+	Agent string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude. With --attempts, a comma-separated list cycled over the attempts (claude,codex)." predictor:"agent"`
+	Model string `help:"The model the agent runs (Claude's and Codex's --model: sonnet, opus, gpt-5-codex); default: the CLI's own. Recorded on the session." placeholder:"MODEL"`
+	// Attempts tries the task several ways side by side.
+	Attempts *int   `help:"Try the task N ways side by side (2 to 8): N attempts, each a task of its own with its branch lazy/<slug>-a<K>, worktree, session and cost; lazy show compares them and lazy accept TASK --attempt K lands one." placeholder:"N"`
+	Command  string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
+	JSON     bool   `help:"Print the task as JSON."`
+	Sandbox  string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
 	// TakeOver adopts a session this machine did not start.
 	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
 	// Pool hands the tasks to the runner pool instead of starting them here.
@@ -56,15 +59,30 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if len(c.More) > 0 || len(c.Label) > 0 || c.Priority != 0 || c.Remote != "" {
 		return usageError{"more than one task, --label, --priority and --remote go with --pool"}
 	}
-	in, err := a.startInput(c.Agent, c.Command)
+	agents := splitAgents(c.Agent)
+	if len(agents) > 1 && c.Attempts == nil {
+		return usageError{"a list of agents (--agent " + c.Agent + ") goes with --attempts N, which cycles it over the attempts"}
+	}
+	first := ""
+	if len(agents) > 0 {
+		first = agents[0]
+	}
+	in, err := a.startInput(first, c.Command)
 	if err != nil {
 		return err
 	}
+	in.Model = sanitize.Field(c.Model)
 	if c.Sandbox != "" {
 		if in.Sandbox, err = a.sandboxConfig(c.Sandbox); err != nil {
 			return err
 		}
 		in.SandboxExplicit = true
+	}
+	if c.Attempts != nil {
+		if c.TakeOver {
+			return usageError{"--take-over adopts one session; it does not go with --attempts"}
+		}
+		return c.attempts(a, ctx, env, in, agents)
 	}
 	if c.TakeOver {
 		sn, err := env.TakeOver(ctx, c.Task, in)
@@ -104,6 +122,55 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
 	return a.stay(ctx, c.followFlags, sn, logOff)
+}
+
+// splitAgents reads --agent: one agent, or a comma-separated list.
+func splitAgents(s string) []string {
+	var out []string
+	for _, a := range strings.Split(sanitize.Field(s), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// attempts starts the task's attempts (start --attempts N).
+func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in ops.StartInput, agents []string) error {
+	if c.Wait || c.Follow {
+		return usageError{"--wait and --follow follow one turn; with --attempts, lazy watch or lazy wait SLUG-a1 SLUG-a2 follows the attempts"}
+	}
+	if err := ops.CheckAttempts(*c.Attempts); err != nil {
+		return usageError{err.Error()}
+	}
+	if len(agents) > 0 {
+		agents[0] = in.Agent
+	}
+	res, err := env.StartAttempts(ctx, c.Task, ops.AttemptsInput{N: *c.Attempts, Agents: agents, Base: in})
+	if res != nil && len(res.Started) > 0 {
+		a.daemonAfterLaunch(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range res.NotStart {
+		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", e)
+	}
+	if c.JSON {
+		out := map[string]any{"group": toJSON(&res.Group.Task)}
+		var started []gitstore.Summary
+		for _, sn := range res.Started {
+			started = append(started, toJSON(&sn.Task))
+		}
+		out["attempts"] = started
+		return a.printJSON(out)
+	}
+	fmt.Fprintf(a.stdout, "Trying %s %d ways:\n", res.Group.Task.Slug, *c.Attempts)
+	for _, sn := range res.Started {
+		fmt.Fprintf(a.stdout, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, ops.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
+	}
+	fmt.Fprintf(a.stdout, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", res.Group.Task.Slug, res.Group.Task.Slug, res.Group.Task.Slug)
+	return nil
 }
 
 // toPool marks the tasks for the runner pool and pushes them.

@@ -20,11 +20,13 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/progress"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // DiffCmd shows a task's work.
@@ -36,6 +38,8 @@ type DiffCmd struct {
 	Tool     bool     `help:"Open the diff in your git difftool (git difftool --dir-diff)." xor:"form"`
 	// Committed leaves out what the worktree has not committed yet.
 	Committed bool `help:"Only the branch's commits: leave out the worktree's uncommitted changes (for a patch to apply elsewhere)."`
+	// Attempts compares the attempts of a task tried several ways.
+	Attempts bool `help:"For a task tried several ways (lazy start --attempts): each attempt's diff stat, then each attempt's committed work one after another under a header (with --stat or --name-only, that form)."`
 }
 
 // Run implements lazy diff: git diff of the task branch against its merge
@@ -48,6 +52,9 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 	env, err := a.env()
 	if err != nil {
 		return err
+	}
+	if c.Attempts {
+		return c.attempts(a, ctx, env)
 	}
 	r, err := env.ReviewRange(ctx, c.Task)
 	if err != nil {
@@ -78,6 +85,56 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	return c.uncommitted(ctx, a, r, form)
+}
+
+// attempts prints the attempts of a group: the table show prints, then
+// each attempt's work under a "# attempt K" header, one after another
+// (git's output taken whole, so one pager or one pipe reads it all).
+func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
+	if c.Tool || len(c.Paths) > 0 {
+		return usageError{"--attempts shows every attempt's whole work; for --tool or paths, lazy diff SLUG-aK one attempt"}
+	}
+	v, err := env.Attempts(ctx, c.Task)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "# %s, tried %d ways\n", v.Group, len(v.Attempts))
+	renderAttemptTable(a.stdout, v)
+	for _, at := range v.Attempts {
+		head := fmt.Sprintf("\n# attempt %d: %s (%s, %s", at.K, orDash(at.Slug), orDash(sanitize.Field(ops.AgentLabel(at.Agent, at.Model))), at.Status)
+		if at.Diff != nil {
+			head += ", " + at.Diff.String()
+		}
+		head += ")"
+		r := at.Review
+		if r == nil {
+			fmt.Fprintf(a.stdout, "%s\n(no branch here to diff: %s)\n", head, attemptDiff(at))
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s %s..%s on %s\n", head, shortSHA(r.MergeBase), shortSHA(r.BranchSHA), r.Branch)
+		var out string
+		switch {
+		case c.Stat:
+			out, err = worktree.Stat(ctx, a.repoDir(), r.MergeBase, r.BranchSHA, true)
+		case c.NameOnly:
+			var names []string
+			names, err = worktree.DiffNames(ctx, a.repoDir(), r.MergeBase, r.BranchSHA)
+			out = strings.Join(names, "\n")
+		default:
+			var b []byte
+			b, err = worktree.Patch(ctx, a.repoDir(), r.MergeBase, r.BranchSHA)
+			out = string(b)
+		}
+		if err != nil {
+			return fmt.Errorf("diff attempt %d (%s): %w", at.K, at.Slug, err)
+		}
+		if out = strings.TrimRight(out, "\n"); out != "" {
+			if _, err := io.WriteString(a.stdout, out+"\n"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // uncommitted shows, after the branch's diff and under a header that

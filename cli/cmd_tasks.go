@@ -420,7 +420,7 @@ func orderEntries(rows []gitstore.Entry, key string, limit int) []gitstore.Entry
 	if cmp := keyCompare(key); cmp != nil {
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp(&keys[a], &keys[b]) })
 	}
-	ordered := tasktree.Order(idx, func(i int) string { return rows[i].ID }, func(i int) string { return rows[i].Parent })
+	ordered := tasktree.Order(idx, func(i int) string { return rows[i].ID }, func(i int) string { return rows[i].TreeParent() })
 	if limit > 0 && len(ordered) > limit {
 		ordered = ordered[:limit]
 	}
@@ -496,7 +496,7 @@ func treeOrder(tasks []*gitstore.Summary, less func(a, b *gitstore.Summary) bool
 		tasks = append([]*gitstore.Summary(nil), tasks...)
 		sort.SliceStable(tasks, func(i, j int) bool { return less(tasks[i], tasks[j]) })
 	}
-	return tasktree.Order(tasks, func(t *gitstore.Summary) string { return t.ID }, func(t *gitstore.Summary) string { return t.Parent })
+	return tasktree.Order(tasks, func(t *gitstore.Summary) string { return t.ID }, func(t *gitstore.Summary) string { return t.TreeParent() })
 }
 
 // maxFilesShown bounds the changed files show lists per turn.

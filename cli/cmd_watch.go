@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,6 +109,10 @@ type statusRow struct {
 	Usage    *gitstore.Usage `json:"usage,omitempty"`
 	// Gate is how its newest merge-gate run ended.
 	Gate *gitstore.GateSummary `json:"gate,omitempty"`
+	// AttemptOf is the slug of the group an attempt belongs to, and
+	// Attempt its number: live views list attempts under their group.
+	AttemptOf string `json:"attempt_of,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
 	// id is the task's id; overlaps is its overlaps in brief, which
 	// only lazy watch fills in.
 	id       string
@@ -120,6 +125,7 @@ func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]
 	marks := a.marks()
 	counts := map[machine.Status]int{}
 	var rows []statusRow
+	slugs := map[string]string{}
 	for i := range entries {
 		e := &entries[i]
 		if e.Err != nil {
@@ -133,10 +139,33 @@ func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]
 		if err != nil {
 			continue
 		}
-		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage, Gate: s.Gate, id: s.ID})
+		slugs[s.ID] = s.Slug
+		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage, Gate: s.Gate, id: s.ID,
+			AttemptOf: s.AttemptOf, Attempt: s.Attempt})
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Slug < rows[j].Slug })
+	// Attempts sort right under their group, in order.
+	key := func(r *statusRow) string {
+		if r.AttemptOf == "" {
+			return r.Slug
+		}
+		return cmp.Or(slugs[r.AttemptOf], r.Slug) + fmt.Sprintf("\x00%03d", r.Attempt)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return key(&rows[i]) < key(&rows[j]) })
+	for i := range rows {
+		if rows[i].AttemptOf != "" {
+			rows[i].AttemptOf = cmp.Or(slugs[rows[i].AttemptOf], shortID(rows[i].AttemptOf))
+		}
+	}
 	return rows, counts
+}
+
+// rowTitle is a live view's title cell: an attempt's says which attempt
+// it is and what it has cost so far.
+func rowTitle(r statusRow) string {
+	if r.AttemptOf == "" {
+		return oneLine(r.Title, 60)
+	}
+	return fmt.Sprintf("└ attempt %d of %s, %s", r.Attempt, r.AttemptOf, attemptCost(r.Usage))
 }
 
 // totalUsage sums what every listed task's agent turns cost.
@@ -389,10 +418,10 @@ func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView, pools []s
 			if r.overlaps != "" {
 				mark = "⚠ " + termsafe.String(r.overlaps)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Slug, statusCell(r), mark, oneLine(r.Title, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Slug, statusCell(r), mark, rowTitle(r))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), oneLine(r.Title, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), rowTitle(r))
 	}
 	_ = tw.Flush()
 	if len(rows) == 0 {

@@ -32,13 +32,34 @@ type showView struct {
 	// and with what landed on its target (--json prints it too).
 	overlaps ops.TaskOverlaps
 	next     []string
+	// attempts compares a group's attempts (nil for any other task);
+	// attemptOf names an attempt's group as "attempt K of slug".
+	attempts  *ops.AttemptsView
+	attemptOf string
 }
 
 // showJSON is lazy show --json: the detail, with the overlaps' fields
-// beside its own.
+// beside its own, and a group's attempts compared.
 type showJSON struct {
 	*gitstore.Detail
 	ops.TaskOverlaps
+	showAttempts
+}
+
+// showAttempts is what show --json adds for an attempt group: one
+// entry per attempt (status, agent, model, cost, gate, diff stat), the
+// cost of them all and the attempt that landed.
+type showAttempts struct {
+	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
+	AttemptsUsage *gitstore.Usage   `json:"attempts_usage,omitempty"`
+	AttemptChosen int               `json:"attempt_chosen,omitempty"`
+}
+
+func attemptsJSON(v *ops.AttemptsView) showAttempts {
+	if v == nil {
+		return showAttempts{}
+	}
+	return showAttempts{Attempts: v.Attempts, AttemptsUsage: v.Usage, AttemptChosen: v.Chosen}
 }
 
 // Run implements lazy show.
@@ -48,7 +69,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(showJSON{v.detail, v.overlaps})
+		return a.printJSON(showJSON{v.detail, v.overlaps, attemptsJSON(v.attempts)})
 	}
 	return v.render(a.stdout, a.style())
 }
@@ -76,6 +97,11 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
 	}
 	v := &showView{sn: sn, detail: d, overlaps: a.taskOverlaps(ctx, sn)}
+	if sn.Task.IsAttemptGroup() {
+		if env, err := a.env(); err == nil {
+			v.attempts, _ = env.Attempts(ctx, id)
+		}
+	}
 	if c.JSON {
 		return v, nil
 	}
@@ -92,7 +118,16 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 			v.foreign = env.Foreign(sn)
 		}
 	}
+	if t.AttemptOf != "" {
+		v.attemptOf = fmt.Sprintf("%d of %s", t.Attempt, shortID(t.AttemptOf))
+		if g, err := a.store.Load(t.AttemptOf); err == nil {
+			v.attemptOf = fmt.Sprintf("%d of %s (lazy show %s compares the attempts)", t.Attempt, g.Task.Slug, g.Task.Slug)
+		}
+	}
 	v.next = nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0)
+	if t.IsAttemptGroup() && !t.Status.IsTerminal() {
+		v.next = []string{"lazy diff " + t.Slug + " --attempts", "lazy accept " + t.Slug + " --attempt K", "lazy watch"}
+	}
 	if h := t.Hold; h != nil && h.Kind == gitstore.HoldBudget && !t.Status.IsTerminal() {
 		// Over budget, a plain unblock would only park it again.
 		v.next = []string{"lazy unblock " + t.Slug + " --budget +N", "lazy diff " + t.Slug, "lazy accept " + t.Slug, "lazy reject " + t.Slug}
@@ -103,6 +138,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 // render prints the view as text, section by section.
 func (v *showView) render(w io.Writer, st style) error {
 	v.renderHeader(w, st)
+	v.renderAttempts(w)
 	v.renderSession(w)
 	renderOverlaps(w, v.sn.Task.Slug, v.overlaps)
 	v.renderPermissions(w)
@@ -145,6 +181,9 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	if v.parent != "" {
 		fmt.Fprintf(w, "  Parent:   %s\n", v.parent)
 	}
+	if v.attemptOf != "" {
+		fmt.Fprintf(w, "  Attempt:  %s\n", v.attemptOf)
+	}
 	if t.TargetBranch != "" {
 		fmt.Fprintf(w, "  Target:   %s\n", t.TargetBranch)
 	}
@@ -170,13 +209,76 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	}
 }
 
+// renderAttempts prints a group's attempts side by side, one line each:
+// K, slug, agent and model, status, cost, gate, diff stat.
+func (v *showView) renderAttempts(w io.Writer) {
+	av := v.attempts
+	if av == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nAttempts (%d", len(av.Attempts))
+	if av.Usage != nil {
+		fmt.Fprintf(w, "; spent %s in all", av.Usage.String())
+	}
+	fmt.Fprintln(w, ")")
+	renderAttemptTable(w, av)
+}
+
+// renderAttemptTable is the attempts' table of show and diff --attempts.
+func renderAttemptTable(w io.Writer, av *ops.AttemptsView) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  K\tSLUG\tAGENT\tSTATUS\tCOST\tGATE\tDIFF")
+	for _, at := range av.Attempts {
+		if at.Missing {
+			fmt.Fprintf(tw, "  %d\t(missing: %s)\t-\t-\t-\t-\t-\n", at.K, shortID(at.ID))
+			continue
+		}
+		status := string(at.Status)
+		if at.K == av.Chosen {
+			status += " (landed)"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", at.K, at.Slug, orDash(sanitize.Field(ops.AgentLabel(at.Agent, at.Model))),
+			status, attemptCost(at.Usage), attemptGate(at.Gate), attemptDiff(at))
+	}
+	_ = tw.Flush()
+}
+
+// attemptCost is an attempt's cost in a table cell: dollars when the CLI
+// priced it, else tokens in and out (Codex), else "-".
+func attemptCost(u *gitstore.Usage) string {
+	switch {
+	case u == nil:
+		return "-"
+	case u.CostUSD > 0:
+		return fmt.Sprintf("$%.4f", u.CostUSD)
+	}
+	return fmt.Sprintf("%d/%d tok", u.InputTokens+u.CachedInputTokens, u.OutputTokens)
+}
+
+func attemptGate(g *gitstore.GateSummary) string {
+	if g == nil {
+		return "-"
+	}
+	return g.State
+}
+
+func attemptDiff(at ops.AttemptView) string {
+	switch {
+	case at.Diff != nil:
+		return at.Diff.String()
+	case at.Status == "complete":
+		return "landed (branch removed)"
+	}
+	return "-"
+}
+
 // renderSession prints the current session, if any.
 func (v *showView) renderSession(w io.Writer) {
 	s, t := v.sn.Session, &v.sn.Task
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, s.Agent)
+	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, sanitize.Field(ops.AgentLabel(s.Agent, s.Model)))
 	fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
 	if label, reason := parkReason(t.Status, s.InterruptReason, v.detail.TurnList); reason != "" {
 		fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)

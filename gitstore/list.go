@@ -49,6 +49,31 @@ func (e *Entry) Summary() (*Summary, error) {
 	return &s, nil
 }
 
+// TreeParent is the task a listing shows the entry under: an attempt's
+// group (see Task.AttemptOf), else its parent. Only a summary that
+// names a group is decoded, so a listing of ordinary tasks pays nothing.
+func (e *Entry) TreeParent() string {
+	if e.Err != nil || !bytes.Contains(e.JSON, []byte(`"attempt_of":"`)) {
+		return e.Parent
+	}
+	var s struct {
+		AttemptOf string `json:"attempt_of"`
+	}
+	if json.Unmarshal(e.JSON, &s) != nil || s.AttemptOf == "" {
+		return e.Parent
+	}
+	return s.AttemptOf
+}
+
+// TreeParent is the task a listing shows the summary under: an
+// attempt's group, else its parent.
+func (s *Summary) TreeParent() string {
+	if s.AttemptOf != "" {
+		return s.AttemptOf
+	}
+	return s.Parent
+}
+
 // The cache is derived data keyed by each ref's commit hash: deleting it
 // only costs one slower list. Its format is a header line, then per task
 // one line "id commit status created updated parent len" followed by len

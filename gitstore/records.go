@@ -83,7 +83,7 @@ type Task struct {
 	// Attempts, on an attempt group, are its attempts' ids in order
 	// (attempt K is Attempts[K-1]). The group itself never runs: it
 	// stays in backlog while they do, and completes when one lands.
-	Attempts []string `json:"attempts,omitempty"`
+	Attempts []string `json:"attempt_ids,omitempty"`
 }
 
 // IsAttemptGroup reports whether the task is tried as attempts (lazy

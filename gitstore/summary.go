@@ -48,7 +48,7 @@ type Summary struct {
 	// Attempts: the task is a group tried these ways (see Task).
 	AttemptOf string   `json:"attempt_of,omitempty"`
 	Attempt   int      `json:"attempt,omitempty"`
-	Attempts  []string `json:"attempts,omitempty"`
+	Attempts  []string `json:"attempt_ids,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.

@@ -279,6 +279,10 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 		// it: a budget, or a usage limit the daemon waits out.
 		return s.Hold.String()
 	}
+	if s.Status == machine.Backlog && len(s.Attempts) > 0 {
+		// An attempt group waits in backlog while its attempts run.
+		return fmt.Sprintf("tried %d ways: lazy show %s", len(s.Attempts), s.Slug)
+	}
 	if s.Status != machine.Working {
 		return ""
 	}

@@ -218,7 +218,13 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 		}
 	}
 	ov := overlapsOf(ctx, env, d.Store, sn)
-	return &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated}, nil
+	out := &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated}
+	if env != nil && sn.Task.IsAttemptGroup() {
+		if v, err := env.Attempts(ctx, sn.Task.ID); err == nil {
+			out.Attempts, out.AttemptsUsage, out.AttemptChosen = v.Attempts, v.Usage, v.Chosen
+		}
+	}
+	return out, nil
 }
 
 // ShowOut is lazy_show's result: the shape of lazy show --json, the
@@ -231,6 +237,12 @@ type ShowOut struct {
 	Overlaps          map[string][]string `json:"overlaps,omitempty"`
 	LandedOverlap     []string            `json:"landed_overlap,omitempty"`
 	OverlapsTruncated bool                `json:"overlaps_truncated,omitempty"`
+	// Attempts compares an attempt group's attempts as lazy show --json
+	// does: status, agent, model, cost, gate and diff stat of each, the
+	// cost of them all, and the attempt that landed.
+	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
+	AttemptsUsage *gitstore.Usage   `json:"attempts_usage,omitempty"`
+	AttemptChosen int               `json:"attempt_chosen,omitempty"`
 }
 
 // overlapsOf is what a task started on this machine shares with the

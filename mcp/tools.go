@@ -69,8 +69,18 @@ type (
 	// StartIn is lazy_start's input.
 	StartIn struct {
 		Task    string `json:"task" jsonschema:"task slug or id of a backlog task"`
-		Agent   string `json:"agent,omitempty" jsonschema:"claude, codex or exec (default: the repository's lazy.agent)"`
+		Agent   string `json:"agent,omitempty" jsonschema:"claude, codex or exec (default: the repository's lazy.agent); with attempts, a comma-separated list cycled over the attempts (claude,codex)"`
 		Command string `json:"command,omitempty" jsonschema:"the exec agent's command line"`
+		Model   string `json:"model,omitempty" jsonschema:"the model the agent runs (Claude's and Codex's --model, such as sonnet or gpt-5-codex); default: the CLI's own"`
+		// Attempts tries the task several ways side by side.
+		Attempts int `json:"attempts,omitempty" jsonschema:"try the task this many ways side by side (2 to 8): each attempt is a task of its own (branch, worktree, agent, cost); compare them with lazy_show on the task and land one with lazy_accept on that attempt, which closes the others"`
+	}
+	// StartOut is lazy_start's result: the task, and with attempts the
+	// attempts that started and why any did not.
+	StartOut struct {
+		Task       View     `json:"task"`
+		Attempts   []View   `json:"attempts,omitempty"`
+		NotStarted []string `json:"not_started,omitempty"`
 	}
 	// UnblockIn is lazy_unblock's input.
 	UnblockIn struct {
@@ -274,8 +284,8 @@ var (
 var Tools = []Tool{
 	{Name: "lazy_create", Title: "Create task", Hints: additive, register: add[CreateIn, TaskOut],
 		Description: "Create a task in backlog (an agent's tasks are its subtasks). Changes nothing else. Next: lazy_start it, or lazy_create more first."},
-	{Name: "lazy_start", Title: "Start task", Hints: runsAgent, register: add[StartIn, TaskOut],
-		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. Next: lazy_wait until the turn ends."},
+	{Name: "lazy_start", Title: "Start task", Hints: runsAgent, register: add[StartIn, StartOut],
+		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. With attempts: N, the task is tried N ways side by side, each attempt a task of its own that runs instead (agent may list agents to cycle, model picks the model). Next: lazy_wait until the turn ends (each attempt's)."},
 	{Name: "lazy_wait", Title: "Wait for turn", Hints: readOnly, Long: true, register: add[WaitIn, WaitOut],
 		Description: "Wait until a working task's turn ends, then return its status and last turn (returns at once for a task that is not working). Sends progress with the agent's phase. After timeout_seconds it returns still_running: true; call it again to keep waiting. Next: review with lazy_show or lazy_diff, then lazy_unblock or lazy_accept."},
 	{Name: "lazy_show", Title: "Show task", Hints: readOnly, register: add[TaskIn, ShowOut],
@@ -506,11 +516,7 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 	switch c.tool {
 	case "lazy_start":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in StartIn) (any, error) {
-			si, err := d.Hooks.StartInput(in.Agent, in.Command)
-			if err != nil {
-				return nil, err
-			}
-			return d.taskOut(env.Start(ctx, id, si))
+			return d.start(ctx, env, id, in)
 		}))
 	case "lazy_unblock":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in UnblockIn) (any, error) {
@@ -676,6 +682,50 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// start runs lazy_start: one start, or the task's attempts.
+func (d *Dispatcher) start(ctx context.Context, env *ops.Env, id string, in StartIn) (any, error) {
+	var agents []string
+	for _, a := range strings.Split(in.Agent, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			agents = append(agents, a)
+		}
+	}
+	if len(agents) > 1 && in.Attempts == 0 {
+		return nil, fmt.Errorf("a list of agents (%s) goes with attempts, which cycles it over the attempts", in.Agent)
+	}
+	first := ""
+	if len(agents) > 0 {
+		first = agents[0]
+	}
+	si, err := d.Hooks.StartInput(first, in.Command)
+	if err != nil {
+		return nil, err
+	}
+	si.Model = strings.TrimSpace(in.Model)
+	if in.Attempts == 0 {
+		sn, err := env.Start(ctx, id, si)
+		if err != nil {
+			return nil, err
+		}
+		return StartOut{Task: d.view(sn)}, nil
+	}
+	if len(agents) > 0 {
+		agents[0] = si.Agent
+	}
+	res, err := env.StartAttempts(ctx, id, ops.AttemptsInput{N: in.Attempts, Agents: agents, Base: si})
+	if err != nil {
+		return nil, err
+	}
+	out := StartOut{Task: d.view(res.Group)}
+	for _, sn := range res.Started {
+		out.Attempts = append(out.Attempts, d.view(sn))
+	}
+	for _, e := range res.NotStart {
+		out.NotStarted = append(out.NotStarted, e.Error())
+	}
+	return out, nil
 }
 
 func (d *Dispatcher) taskOut(sn *gitstore.Snapshot, err error) (any, error) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/worktree"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -200,6 +202,9 @@ func TestShowResultsPassTheirOwnSchema(t *testing.T) {
 			GateRecord: &gitstore.GateRecord{Runs: []gitstore.GateRun{{ID: "r1", Commands: []gitstore.GateCommand{{Cmd: "make", Exit: 2}}}}},
 		},
 		Overlaps: map[string][]string{"b": {"x.go"}}, LandedOverlap: []string{"y.go"}, OverlapsTruncated: true,
+		Attempts: []ops.AttemptView{{K: 1, ID: "0123456789abcdef", Slug: "a-a1", Agent: "codex", Model: "gpt-5-codex", Status: "blocked",
+			Usage: &gitstore.Usage{InputTokens: 5}, Gate: &gitstore.GateSummary{State: "passed"}, Diff: &worktree.DiffStat{Files: 1, Additions: 2}}},
+		AttemptsUsage: &gitstore.Usage{InputTokens: 5}, AttemptChosen: 1,
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

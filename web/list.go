@@ -269,5 +269,5 @@ const maxDepth = 8
 // parent, siblings newest first with finished tasks last.
 func treeOrder(keep []*gitstore.Entry) []tasktree.Row[*gitstore.Entry] {
 	sortEntries(keep)
-	return tasktree.Order(keep, func(e *gitstore.Entry) string { return e.ID }, func(e *gitstore.Entry) string { return e.Parent })
+	return tasktree.Order(keep, func(e *gitstore.Entry) string { return e.ID }, func(e *gitstore.Entry) string { return e.TreeParent() })
 }
