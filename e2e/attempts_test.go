@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lazyorch/lazy/internal/testfakes/mockapi"
 )
 
 // attemptAgent is an exec agent that works differently in each attempt:
@@ -149,5 +151,35 @@ func TestAttemptsSideBySide(t *testing.T) {
 	}
 	if landed := r.show("fix-login-a2"); landed.Status != "complete" || landed.Outcome != "accepted" {
 		t.Fatalf("attempt 2: %+v", landed)
+	}
+}
+
+// TestRealAgentsAsAttempts: --attempts 2 --agent claude,codex runs the
+// real Claude Code in attempt 1 and the real Codex in attempt 2, each
+// against the mock API, each recorded as its session's agent.
+func TestRealAgentsAsAttempts(t *testing.T) {
+	r := newRepo(t)
+	g := r.create("Say which way", "--slug", "which-way")
+	r, srv := withRealAgents(t, r, []mockapi.Reply{{Text: "The claude way."}}, []mockapi.Reply{{Text: "The codex way."}})
+	t.Cleanup(func() { killTurns(r) })
+	r.ok("start", g.Slug, "--attempts", "2", "--agent", "claude,codex")
+	for k, want := range map[string]struct{ agent, text string }{
+		"which-way-a1": {"claude", "The claude way."},
+		"which-way-a2": {"codex", "The codex way."},
+	} {
+		s := r.waitStatus(k, "blocked")
+		if s.Session == nil || s.Session.Agent != want.agent {
+			t.Fatalf("%s ran %+v, want %s", k, s.Session, want.agent)
+		}
+		if last := s.TurnList[len(s.TurnList)-1]; last.Content != want.text {
+			t.Fatalf("%s answered %+v\nrequests %q", k, last, srv.Requests())
+		}
+	}
+	if srv.Calls("anthropic") == 0 || srv.Calls("openai") == 0 {
+		t.Fatalf("the mock heard from claude %d times and codex %d times", srv.Calls("anthropic"), srv.Calls("openai"))
+	}
+	grp := r.showGroup(g.Slug)
+	if len(grp.Attempts) != 2 || grp.Attempts[0].Agent != "claude" || grp.Attempts[1].Agent != "codex" {
+		t.Fatalf("show compares %+v", grp.Attempts)
 	}
 }
