@@ -523,6 +523,21 @@ func (m *tuiModel) actionKey(key string, t *gitstore.Summary) tea.Cmd {
 	case "s":
 		m.say("Starting " + slug + "…")
 		return m.start(t)
+	case "S":
+		m.ask("try "+slug+" several ways: how many (2-8), then the agents to cycle, e.g. 3 claude,codex", "2", "Not started "+slug, func(text string) tea.Cmd {
+			n, agents, err := parseAttemptsPrompt(text)
+			if err != nil {
+				m.bad("Not started " + slug + ": " + err.Error())
+				return nil
+			}
+			m.say(fmt.Sprintf("Starting %d attempts of %s…", n, slug))
+			return m.startAttempts(t, n, agents)
+		})
+	case "B":
+		m.ask("raise the budget that holds "+slug+": +N adds N dollars, N sets it", "+5", "Budget of "+slug+" unchanged", func(text string) tea.Cmd {
+			m.say("Raising the budget of " + slug + "…")
+			return m.raiseBudget(t, text)
+		})
 	case "x":
 		m.say("Stopping " + slug + "…")
 		return m.stop(t)
@@ -691,6 +706,8 @@ var tuiHelp = []string{
 	"  ↑ ↓ j k  select        g G home end  first / last",
 	"  n  create a task (title, then an optional goal)",
 	"  s  start a backlog task (the agent of lazy.agent / lazy.exec.command)",
+	"  S  start attempts: N ways side by side, agents cycled (3 claude,codex)",
+	"  B  raise the budget that holds a task over budget (+5), then u carries on",
 	"  u  unblock with feedback (enter does too)    e  unblock in $EDITOR",
 	"  a  ask the agent a read-only question; the answer shows here",
 	"  A  accept: runs the merge gate and merges, after y",

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -84,6 +86,71 @@ func (m *tuiModel) start(t *gitstore.Summary) tea.Cmd {
 		a.daemonAfterLaunch(ctx)
 		return fmt.Sprintf("Started %s: working in %s (branch %s)", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch), nil
 	})
+}
+
+// startAttempts is lazy start TASK --attempts N --agent A,B.
+func (m *tuiModel) startAttempts(t *gitstore.Summary, n int, agents []string) tea.Cmd {
+	return m.act("start "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+		first := ""
+		if len(agents) > 0 {
+			first = agents[0]
+		}
+		in, err := a.startInput(first, "")
+		if err != nil {
+			return "", err
+		}
+		res, err := env.StartAttempts(ctx, t.ID, ops.AttemptsInput{N: n, Agents: agents, Base: in})
+		if res != nil && len(res.Started) > 0 {
+			a.daemonAfterLaunch(ctx)
+		}
+		if err != nil {
+			return "", err
+		}
+		line := fmt.Sprintf("Trying %s %d ways (%d started); compare them with d, land one with lazy accept %s --attempt K", res.Group.Task.Slug, n, len(res.Started), res.Group.Task.Slug)
+		if len(res.NotStart) > 0 {
+			line += fmt.Sprintf("; %d wait in backlog: %v", len(res.NotStart), res.NotStart[0])
+		}
+		return line, nil
+	})
+}
+
+// raiseBudget is the budget half of lazy unblock TASK --budget N.
+func (m *tuiModel) raiseBudget(t *gitstore.Summary, raise string) tea.Cmd {
+	return m.act("budget "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+		add, usd, err := budget.ParseRaise(raise)
+		if err != nil {
+			return "", err
+		}
+		owner, limit, err := env.RaiseBudget(ctx, t.ID, add, usd)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Raised the budget of %s to $%.2f: u carries %s on", owner, limit, t.Slug), nil
+	})
+}
+
+// parseAttemptsPrompt reads "3" or "3 claude,codex".
+func parseAttemptsPrompt(text string) (int, []string, error) {
+	fields := strings.Fields(text)
+	if len(fields) == 0 || len(fields) > 2 {
+		return 0, nil, errors.New("give a number of attempts, then optionally the agents, such as 3 claude,codex")
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0, nil, fmt.Errorf("%q is not a number of attempts; give one such as 3", fields[0])
+	}
+	if err := ops.CheckAttempts(n); err != nil {
+		return 0, nil, err
+	}
+	var agents []string
+	if len(fields) == 2 {
+		for _, a := range strings.Split(fields[1], ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				agents = append(agents, a)
+			}
+		}
+	}
+	return n, agents, nil
 }
 
 // unblock is lazy unblock TASK -m FEEDBACK.

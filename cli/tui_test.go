@@ -372,3 +372,38 @@ func TestTUIPrompts(t *testing.T) {
 		t.Fatal("the key that closed the help also acted")
 	}
 }
+
+// S asks how many attempts and which agents; a bad answer is one
+// sentence and starts nothing; B asks how much to raise a budget.
+func TestTUIAttemptsAndBudgetPrompts(t *testing.T) {
+	m := tuiTestModel(160, 30, sampleTasks()...)
+	m.selected = "1"
+	press(m, "S")
+	if m.prompt == nil || !strings.Contains(m.prompt.label, "how many (2-8)") || string(m.prompt.text) != "2" {
+		t.Fatalf("S opened %+v", m.prompt)
+	}
+	press(m, "backspace", "9", "enter")
+	if cmd := press(m); cmd != nil || m.prompt != nil || !m.statusBad || !strings.Contains(m.status, "--attempts 9") {
+		t.Fatalf("9 attempts: status %q", m.status)
+	}
+	press(m, "S", "backspace", "3", " ", "c", "l", "a", "u", "d", "e", ",", "e", "x", "e", "c")
+	if cmd := press(m, "enter"); cmd == nil || m.status != "Starting 3 attempts of fix-login…" {
+		t.Fatalf("3 attempts: status %q", m.status)
+	}
+	press(m, "B")
+	if m.prompt == nil || string(m.prompt.text) != "+5" || !strings.Contains(m.prompt.label, "raise the budget") {
+		t.Fatalf("B opened %+v", m.prompt)
+	}
+	if cmd := press(m, "enter"); cmd == nil || m.status != "Raising the budget of fix-login…" {
+		t.Fatalf("B: status %q", m.status)
+	}
+	for in, want := range map[string]string{"3 claude,codex": "", "2": "", "": "give a number", "x": "not a number", "1": "2 to", "3 a b": "give a number"} {
+		_, _, err := parseAttemptsPrompt(in)
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	if n, agents, _ := parseAttemptsPrompt(" 3  claude,,codex "); n != 3 || len(agents) != 2 || agents[1] != "codex" {
+		t.Errorf("parsed %d %v", n, agents)
+	}
+}
