@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -14,6 +15,7 @@ type HandoffCmd struct {
 	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`
 	To      string  `help:"The agent that takes over: claude, codex or exec." predictor:"agent" placeholder:"AGENT"`
 	Command string  `help:"With --to exec: the exec agent's command line." placeholder:"CMD"`
+	Model   string  `help:"The model the new agent runs (its CLI's --model); default: the CLI's own." placeholder:"MODEL"`
 	Message *string `short:"m" name:"message" help:"The next step, as you want it done (default: carry on with the goal, pending feedback first)."`
 	Print   bool    `help:"Print the handoff record and change nothing (what a human taking over with lazy pair reads)."`
 	JSON    bool    `help:"Print the task as JSON (with --print: the record in a JSON object, key record)."`
@@ -53,6 +55,7 @@ func (c *HandoffCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	in.Model = sanitize.Field(c.Model)
 	note := ""
 	if c.Message != nil {
 		if note, _, err = a.readText(c.Message, "next step", false); err != nil {

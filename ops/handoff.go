@@ -242,6 +242,12 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 	if _, err := agent.For(in.Agent); err != nil {
 		return nil, err
 	}
+	if err := agent.ValidModel(in.Model); err != nil {
+		return nil, err
+	}
+	if in.Agent == "exec" {
+		in.Model = "" // the exec agent runs its command as given
+	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -276,7 +282,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 	// The same worktree and branch, decided here as before; the agent and
 	// its command are this handoff's.
 	if err := e.Sessions().Save(owned.Session{
-		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode,
+		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Model: in.Model,
 		Worktree: local.Worktree, Branch: local.Branch, StartedAt: time.Now().UTC(), Sandbox: local.Sandbox, Prepared: true,
 	}); err != nil {
 		return nil, err
@@ -295,7 +301,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 		s.Task.Sessions++
 		s.Session = &gitstore.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
-			PermissionMode: in.PermissionMode, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
+			PermissionMode: in.PermissionMode, Model: in.Model, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
 		}
 		// The record carries every pending message, so they are this
 		// turn's to deliver: it consumes them when it completes.
