@@ -152,6 +152,9 @@ async function main() {
   const queues = await call('lazy_queue', {});
   check(Array.isArray(queues.queues) && queues.queues.some((q) => q.left.some((l) => l.slug === main.slug && l.outcome === 'landed')), 'lazy_queue says the accept landed');
 
+  const costs = await call('lazy_cost', { by: 'outcome' });
+  check(costs.by === 'outcome' && Array.isArray(costs.rows) && costs.rows.some((r) => r.key === 'accepted') && typeof costs.total.cost_usd === 'number', 'lazy_cost reports by outcome');
+
   for (const t of tools) check(called.has(t.name), `${t.name} was called`);
   check(stderr.trim() === '', `nothing leaked to stderr: ${JSON.stringify(stderr.slice(0, 300))}`);
   await client.close();
