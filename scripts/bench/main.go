@@ -78,6 +78,13 @@ func main() {
 	row("cold (no derived cache)", d[0], d[1])
 	d = interleave(warmList, floorList)
 	row("warm", d[0], d[1])
+	// What work cost, by outcome and by task, reads the summaries the
+	// list reads and no turn record: it costs what a warm list does.
+	costBy := func(by string) func() { return func() { must(big, *lazyBin, "cost", "--by", by, "--json") } }
+	d = interleave(costBy("outcome"), floorList)
+	row("lazy cost --by outcome", d[0], d[1])
+	d = interleave(costBy("task"), floorList)
+	row("lazy cost --by task", d[0], d[1])
 	rss := peakRSS(func() int64 {
 		check(os.RemoveAll(cache))
 		_, kb := run(big, nil, *lazyBin, "list", "--json")
