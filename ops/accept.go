@@ -188,8 +188,13 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 			return nil, fmt.Errorf("accept %s: --skip-gate needs a reason (--reason \"...\"), recorded on the task and in the commit", name)
 		}
 	}
-	if sn, err := e.load(name); err == nil && sn.Task.IsAttemptGroup() {
-		return nil, fmt.Errorf("accept %s: the task is tried %d ways and has no work of its own; land one of its attempts with lazy accept %s --attempt K (lazy show %s compares them)", sn.Task.Slug, len(sn.Task.Attempts), sn.Task.Slug, sn.Task.Slug)
+	if sn, err := e.load(name); err == nil {
+		if sn.Task.IsAttemptGroup() {
+			return nil, fmt.Errorf("accept %s: the task is tried %d ways and has no work of its own; land one of its attempts with lazy accept %s --attempt K (lazy show %s compares them)", sn.Task.Slug, len(sn.Task.Attempts), sn.Task.Slug, sn.Task.Slug)
+		}
+		if err := e.siblingChosen(sn); err != nil {
+			return nil, err
+		}
 	}
 	res, err := e.accept(ctx, name, n, opts)
 	if err != nil {
@@ -197,8 +202,8 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	}
 	// An attempt that landed settles its group, however it was accepted
 	// (lazy accept GROUP --attempt K, or lazy accept on the attempt).
-	if err == nil && res != nil && res.Snapshot != nil && res.Snapshot.Task.AttemptOf != "" && res.Snapshot.Task.Status == machine.Complete {
-		warnings, ferr := e.finishAttemptGroup(ctx, res.Snapshot)
+	if err == nil && res != nil && landedAttempt(res.Snapshot) {
+		_, warnings, ferr := e.finishAttemptGroup(ctx, res.Snapshot)
 		res.Warnings = append(res.Warnings, warnings...)
 		if ferr != nil {
 			res.Warnings = append(res.Warnings, ferr.Error())

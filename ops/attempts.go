@@ -334,8 +334,8 @@ func (e *Env) AcceptAttempt(ctx context.Context, name string, k int, n Narrator,
 		return nil, fmt.Errorf("accept %s --attempt %d: its record is not here (lazy pull, or run this where it was started): %w", group.Task.Slug, k, err)
 	}
 	switch {
-	case a.Task.Status == machine.Complete && a.Task.Outcome == gitstore.OutcomeAccepted:
-		warnings, err := e.finishAttemptGroup(ctx, a)
+	case landedAttempt(a):
+		_, warnings, err := e.finishAttemptGroup(ctx, a)
 		return &AcceptResult{Snapshot: a, Warnings: warnings}, err
 	case group.Task.Status.IsTerminal():
 		return nil, fmt.Errorf("accept %s --attempt %d: the group is %s already (%s); lazy reopen %s first to choose again", group.Task.Slug, k, group.Task.Status, group.Task.Reason, group.Task.Slug)
@@ -345,22 +345,44 @@ func (e *Env) AcceptAttempt(ctx context.Context, name string, k int, n Narrator,
 	return e.Accept(ctx, id, n, opts)
 }
 
+// landedAttempt reports whether sn is an attempt that landed, whose
+// group is then settled.
+func landedAttempt(sn *gitstore.Snapshot) bool {
+	return sn != nil && sn.Task.AttemptOf != "" && sn.Task.Status == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted
+}
+
+// SettleAttemptGroup settles the group of task id when id is an attempt
+// that landed (see finishAttemptGroup), and does nothing for any other
+// task. lazy accept settles the group itself; this is for the paths
+// that complete a task outside it (the reconciler's merged-branch
+// sweep, a stranded accept it finishes, a pull request the forge
+// merged), which must not leave the group waiting and the other
+// attempts running. group is the group if this call completed it.
+func (e *Env) SettleAttemptGroup(ctx context.Context, id string) (group *gitstore.Snapshot, warnings []string, err error) {
+	sn, err := e.Store.Load(id)
+	if err != nil || !landedAttempt(sn) {
+		return nil, nil, err
+	}
+	return e.finishAttemptGroup(ctx, sn)
+}
+
 // finishAttemptGroup settles the group of attempt a, which just landed:
 // the group completes (outcome accepted, the reason naming the attempt)
 // and every other open attempt is stopped if it runs and closed with
 // "attempt K was chosen". A closed attempt keeps its worktree and branch
 // (never destroy work: lazy diff and lazy reopen still reach it). What
 // could not be settled comes back as warnings; the landing stands.
-func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) ([]string, error) {
+// group is the group if this call completed it (nil: it was already).
+func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) (group *gitstore.Snapshot, warnings []string, err error) {
 	k, slug := a.Task.Attempt, a.Task.Slug
-	var warnings []string
 	var others []string
 	unlock, err := e.LockTask(ctx, a.Task.AttemptOf)
 	if err != nil {
-		return nil, fmt.Errorf("attempt %d (%s) landed, but its group is busy; lazy accept GROUP --attempt %d again finishes it: %w", k, slug, k, err)
+		return nil, nil, fmt.Errorf("attempt %d (%s) landed, but its group is busy; lazy accept GROUP --attempt %d again finishes it: %w", k, slug, k, err)
 	}
-	_, _, err = e.Store.Update(ctx, a.Task.AttemptOf, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		others = nil
+	completed := false
+	sn, _, err := e.Store.Update(ctx, a.Task.AttemptOf, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		others, completed = nil, false
 		for _, id := range s.Task.Attempts {
 			if id != a.Task.ID {
 				others = append(others, id)
@@ -379,11 +401,15 @@ func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) ([]s
 		s.Task.Reason = reason
 		s.Task.Substate = ""
 		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: "accepted: " + reason})
+		completed = true
 		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
 	unlock()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if completed {
+		group = sn
 	}
 	why := fmt.Sprintf("attempt %d was chosen", k)
 	for _, id := range others {
@@ -401,7 +427,21 @@ func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) ([]s
 			warnings = append(warnings, fmt.Sprintf("attempt %d (%s) was not closed: %v; lazy close %s -m %q closes it", o.Task.Attempt, o.Task.Slug, err, o.Task.Slug, why))
 		}
 	}
-	return warnings, nil
+	return group, warnings, nil
+}
+
+// siblingChosen refuses to accept an attempt whose group another attempt
+// settled already (one named later in lazy accept A B C, say): landing
+// a second way of the same task would put both on the target.
+func (e *Env) siblingChosen(sn *gitstore.Snapshot) error {
+	if sn.Task.AttemptOf == "" || landedAttempt(sn) {
+		return nil
+	}
+	g, err := e.Store.Load(sn.Task.AttemptOf)
+	if err != nil || g.Task.Status != machine.Complete {
+		return nil
+	}
+	return fmt.Errorf("accept %s: it is attempt %d of %s, which is complete already (%s); lazy reopen %s first to choose again", sn.Task.Slug, sn.Task.Attempt, g.Task.Slug, g.Task.Reason, g.Task.Slug)
 }
 
 // openAttempts lists the slugs of group sn's attempts that are not

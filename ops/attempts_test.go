@@ -226,3 +226,50 @@ func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAttemptLandedInATrainSettlesItsGroup: lazy accept A B C with an
+// attempt among the tasks (a speculative train, lazy.gate.parallel 2)
+// completes the attempt's group and closes its sibling, as lazy accept
+// GROUP --attempt K does; the sibling named later in the train is then
+// refused, not landed beside the chosen one.
+func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
+	ctx := context.Background()
+	r := newGateRepo(t, "true")
+	r.config(t, "lazy.gate.parallel", "2")
+	r.e.Launch = func(string) error { return nil }
+	g, err := r.e.Create(ctx, CreateInput{Title: "Try the cache two ways"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, a2 := res.Started[0].Task, res.Started[1].Task
+	playTurn(t, r.e, a1.ID, map[string]string{"cache1.txt": "lru\n"}, 0.1)
+	playTurn(t, r.e, a2.ID, map[string]string{"cache2.txt": "arc\n"}, 0.2)
+	other := r.task(t, "unrelated", map[string]string{"other.txt": "x\n"})
+
+	results := r.e.AcceptMany(ctx, []string{other.Task.ID, a2.Slug, a1.Slug}, nil, AcceptOptions{})
+	if results[0].Err != nil || results[1].Err != nil {
+		t.Fatalf("other: %v, attempt 2: %v", results[0].Err, results[1].Err)
+	}
+	if err := results[2].Err; err == nil || !strings.Contains(err.Error(), "attempt 1 of "+g.Task.Slug+", which is complete already") {
+		t.Fatalf("attempt 1 after attempt 2 was chosen: %v", err)
+	}
+	gs := r.load(t, g.Task.ID)
+	if gs.Task.Status != machine.Complete || gs.Task.Outcome != gitstore.OutcomeAccepted || !strings.Contains(gs.Task.Reason, "attempt 2") {
+		t.Fatalf("group %s %s %q", gs.Task.Status, gs.Task.Outcome, gs.Task.Reason)
+	}
+	if s1 := r.load(t, a1.ID); s1.Task.Status != machine.Abandoned || s1.Task.Reason != "attempt 2 was chosen" {
+		t.Fatalf("attempt 1: %s %q", s1.Task.Status, s1.Task.Reason)
+	}
+	for _, q := range r.e.Queues() {
+		if len(q.Entries) != 0 {
+			t.Fatalf("the queue into %s still holds %+v", q.Target, q.Entries)
+		}
+	}
+	if out := testrepo.Git(t, r.dir, "ls-tree", "--name-only", "main"); strings.Contains(out, "cache1.txt") || !strings.Contains(out, "cache2.txt") || !strings.Contains(out, "other.txt") {
+		t.Fatalf("main's files:\n%s", out)
+	}
+}

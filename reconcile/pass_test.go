@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +136,67 @@ func testMergeSeenThroughTheMemo(t *testing.T, pass bool) {
 	}
 	if len(actions) != 2 || actions[1].To != machine.Complete {
 		t.Fatalf("actions after the merge = %+v, want zombie then complete", actions)
+	}
+}
+
+// TestAMergedAttemptSettlesItsGroup: an attempt whose branch was merged
+// outside lazy is finished by the merged-branch sweep, and so is its
+// group: it completes naming the attempt, and the other attempt is
+// closed with "attempt 1 was chosen", as lazy accept GROUP --attempt 1
+// would have left them.
+func TestAMergedAttemptSettlesItsGroup(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	group, err := f.store.Create(gitstore.CreateSpec{Title: "two ways", Actor: machine.Human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for k := 1; k <= 2; k++ {
+		a, err := f.store.Create(gitstore.CreateSpec{Title: "two ways", Slug: fmt.Sprintf("two-ways-a%d", k), AttemptOf: group.Task.ID, Attempt: k, Actor: machine.Human})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walk(t, f.store, a.Task.ID, machine.Working, machine.Blocked)
+		ids = append(ids, a.Task.ID)
+	}
+	if _, _, err := f.store.Update(ctx, group.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.Task.Attempts = ids
+		return &gitstore.Op{Name: "attempts", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	branch := worktree.Branch("two-ways-a1")
+	testrepo.Git(t, f.dir, "checkout", "-q", "-b", branch)
+	testrepo.Git(t, f.dir, "commit", "-q", "--allow-empty", "-m", "attempt 1's work")
+	work := strings.TrimSpace(testrepo.Git(t, f.dir, "rev-parse", "HEAD"))
+	testrepo.Git(t, f.dir, "checkout", "-q", "main")
+	if _, _, err := f.store.Update(ctx, ids[0], func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "done", Commits: []string{work}})
+		return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testrepo.Git(t, f.dir, "merge", "-q", "--no-ff", "-m", "merge outside lazy", branch)
+
+	actions, err := f.reconciler().Sweep(ctx, f.list(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := actions[len(actions)-1]
+	if last.TaskID != group.Task.ID || last.From != machine.Backlog || last.To != machine.Complete || last.Why != "attempt 1 (two-ways-a1) landed" {
+		t.Fatalf("actions = %+v, want the group completed last", actions)
+	}
+	g, _ := f.store.Load(group.Task.ID)
+	if g.Task.Status != machine.Complete || g.Task.Outcome != gitstore.OutcomeAccepted {
+		t.Fatalf("group %s %s", g.Task.Status, g.Task.Outcome)
+	}
+	a2, _ := f.store.Load(ids[1])
+	if a2.Task.Status != machine.Abandoned || a2.Task.Reason != "attempt 1 was chosen" {
+		t.Fatalf("attempt 2: %s %q", a2.Task.Status, a2.Task.Reason)
+	}
+	// The next pass finds nothing more to settle.
+	if again, err := f.reconciler().Sweep(ctx, f.list(t)); err != nil || len(again) != 0 {
+		t.Fatalf("a second pass acted: %+v %v", again, err)
 	}
 }

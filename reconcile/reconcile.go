@@ -282,7 +282,36 @@ func (r *Reconciler) sweep(ctx context.Context, v *view) ([]Action, error) {
 		as, err = r.sweepForge(ctx, v)
 		add("forge sync", as, err)
 	}
+	as, err = r.settleGroups(ctx, actions)
+	add("attempt groups", as, err)
 	return actions, errors.Join(errs...)
+}
+
+// settleGroups settles the group of each attempt this pass completed:
+// its branch found merged, a stranded accept that had landed, its pull
+// request merged on the forge. lazy accept settles the group when it
+// lands an attempt itself; without this, a group whose attempt landed
+// another way would wait in backlog and its other attempts keep running.
+func (r *Reconciler) settleGroups(ctx context.Context, done []Action) ([]Action, error) {
+	var out []Action
+	var errs []error
+	for _, a := range done {
+		if a.To != machine.Complete || a.From == machine.Complete {
+			continue
+		}
+		g, warnings, err := r.Env.SettleAttemptGroup(ctx, a.TaskID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a.Slug, err))
+			continue
+		}
+		if g != nil {
+			out = append(out, Action{TaskID: g.Task.ID, Slug: g.Task.Slug, From: machine.Backlog, To: machine.Complete, Why: g.Task.Reason})
+		}
+		for _, w := range warnings {
+			errs = append(errs, errors.New(w))
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // one wraps a single optional action.
