@@ -187,13 +187,23 @@ func (n narrator) Step(i, m int, p ops.Phase) {
 }
 func (n narrator) Note(msg string) { Report(n.ctx, "accept: "+msg) }
 
-func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in LongTaskIn) (any, error) {
+func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in AcceptIn) (any, error) {
 	var opts ops.AcceptOptions
 	if d.Hooks.Accept != nil {
 		opts = d.Hooks.Accept()
 	}
-	out, running, latest, err := d.detached(ctx, "accept\x00"+id, timeout(in.TimeoutSeconds), func(ctx context.Context) (any, error) {
-		res, err := env.Accept(ctx, id, narrator{ctx}, opts)
+	// An attempt's accept runs under the attempt's id, so a call again,
+	// through the group or on the attempt itself, picks the same one up.
+	landing := id
+	if in.Attempt != 0 {
+		_, aid, err := env.AttemptID(id, in.Attempt)
+		if err != nil {
+			return nil, err
+		}
+		landing = aid
+	}
+	out, running, latest, err := d.detached(ctx, "accept\x00"+landing, timeout(in.TimeoutSeconds), func(ctx context.Context) (any, error) {
+		res, err := d.acceptOne(ctx, env, id, in.Attempt, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -204,11 +214,20 @@ func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in Lon
 		return nil, err
 	}
 	if running {
-		return d.stillRunning(id, latest, "accept", func(v *View, r Running) any {
+		return d.stillRunning(landing, latest, "accept", func(v *View, r Running) any {
 			return AcceptOut{Task: v, Warnings: []string{}, Running: r}
 		})
 	}
 	return out, nil
+}
+
+// acceptOne lands task id, or its attempt k when k is not 0, through the
+// same ops as lazy accept and lazy accept GROUP --attempt K.
+func (d *Dispatcher) acceptOne(ctx context.Context, env *ops.Env, id string, k int, opts ops.AcceptOptions) (*ops.AcceptResult, error) {
+	if k != 0 {
+		return env.AcceptAttempt(ctx, id, k, narrator{ctx}, opts)
+	}
+	return env.Accept(ctx, id, narrator{ctx}, opts)
 }
 
 // stillRunning is the result of a detached op that has not ended yet.

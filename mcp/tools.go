@@ -73,7 +73,7 @@ type (
 		Command string `json:"command,omitempty" jsonschema:"the exec agent's command line"`
 		Model   string `json:"model,omitempty" jsonschema:"the model the agent runs (Claude's and Codex's --model, such as sonnet or gpt-5-codex); default: the CLI's own"`
 		// Attempts tries the task several ways side by side.
-		Attempts int `json:"attempts,omitempty" jsonschema:"try the task this many ways side by side (2 to 8): each attempt is a task of its own (branch, worktree, agent, cost); compare them with lazy_show on the task and land one with lazy_accept on that attempt, which closes the others"`
+		Attempts int `json:"attempts,omitempty" jsonschema:"try the task this many ways side by side (2 to 8): each attempt is a task of its own (branch, worktree, agent, cost); compare them with lazy_show on the task and land one with lazy_accept on the task with attempt K, which closes the others"`
 	}
 	// StartOut is lazy_start's result: the task, and with attempts the
 	// attempts that started and why any did not.
@@ -100,9 +100,10 @@ type (
 		Task           string `json:"task" jsonschema:"task slug or id whose running turn to wait for"`
 		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait before returning still_running (default 50); call again to keep waiting"`
 	}
-	// LongTaskIn names a task for a call that may take long.
-	LongTaskIn struct {
+	// AcceptIn is lazy_accept's input.
+	AcceptIn struct {
 		Task           string `json:"task" jsonschema:"task slug or id"`
+		Attempt        int    `json:"attempt,omitempty" jsonschema:"for a task tried several ways (lazy_start with attempts): which attempt K to land; the task then completes and its other attempts are closed (lazy_show on the task compares them)"`
 		TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait before returning still_running (default 50); calling again with the same task picks the same run up"`
 	}
 	// EndIn is lazy_reject's and lazy_close's input.
@@ -304,8 +305,8 @@ var Tools = []Tool{
 		Description: "Give a blocked, conflict or interrupted task feedback and start its next turn (-> working); decides pending file-permission violations when asked to. Next: lazy_wait."},
 	{Name: "lazy_ask", Title: "Ask agent", Hints: runsAgent, Long: true, register: add[AskIn, AskOut],
 		Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged afterwards. Sends progress. After timeout_seconds it returns still_running: true; then lazy_wait the task and read the answer in its last_turn."},
-	{Name: "lazy_accept", Title: "Accept task", Hints: Hints{Destructive: true, OpenWorld: true}, Long: true, register: add[LongTaskIn, AcceptOut],
-		Description: "Squash-merge a blocked task into its parent's or target branch and finish it (-> complete), removing its worktree and branch; a submitted task merges through its forge. An agent may accept its direct subtasks only. Sends the merge's narration as progress. After timeout_seconds it returns still_running: true; call it again with the same task to pick the same accept up."},
+	{Name: "lazy_accept", Title: "Accept task", Hints: Hints{Destructive: true, OpenWorld: true}, Long: true, register: add[AcceptIn, AcceptOut],
+		Description: "Squash-merge a blocked task into its parent's or target branch and finish it (-> complete), removing its worktree and branch; a submitted task merges through its forge; for a task tried several ways, attempt names the one to land. An agent may accept its direct subtasks only. Sends the merge's narration as progress. After timeout_seconds it returns still_running: true; call it again with the same task to pick the same accept up."},
 	submitTool,
 	{Name: "lazy_resume", Title: "Resume task", Hints: runsAgent, register: add[TaskIn, TaskOut],
 		Description: "Restart an interrupted task's agent without new feedback (interrupted -> working); feedback it never received is re-delivered. Next: lazy_wait."},
@@ -442,16 +443,16 @@ func run[In any](args json.RawMessage, f func(In) (any, error)) (any, error) {
 // namesTask is an input that names the one task its tool acts on.
 type namesTask interface{ taskName() string }
 
-func (in StartIn) taskName() string    { return in.Task }
-func (in UnblockIn) taskName() string  { return in.Task }
-func (in LongTaskIn) taskName() string { return in.Task }
-func (in EndIn) taskName() string      { return in.Task }
-func (in TaskIn) taskName() string     { return in.Task }
-func (in CommentIn) taskName() string  { return in.Task }
-func (in ReasonIn) taskName() string   { return in.Task }
-func (in EditIn) taskName() string     { return in.Task }
-func (in DiffIn) taskName() string     { return in.Task }
-func (in LogsIn) taskName() string     { return in.Task }
+func (in StartIn) taskName() string   { return in.Task }
+func (in UnblockIn) taskName() string { return in.Task }
+func (in AcceptIn) taskName() string  { return in.Task }
+func (in EndIn) taskName() string     { return in.Task }
+func (in TaskIn) taskName() string    { return in.Task }
+func (in CommentIn) taskName() string { return in.Task }
+func (in ReasonIn) taskName() string  { return in.Task }
+func (in EditIn) taskName() string    { return in.Task }
+func (in DiffIn) taskName() string    { return in.Task }
+func (in LogsIn) taskName() string    { return in.Task }
 
 // runOnTask decodes In, resolves the task it names within reach r (a
 // task out of reach is refused before f runs) and runs f on its id.
@@ -527,7 +528,7 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 	case "lazy_wait":
 		return handled(run(args, func(in WaitIn) (any, error) { return d.wait(ctx, c.caller, in) }))
 	case "lazy_accept":
-		return handled(runOnTask(args, c.task, scopeAccept, func(id string, in LongTaskIn) (any, error) {
+		return handled(runOnTask(args, c.task, scopeAccept, func(id string, in AcceptIn) (any, error) {
 			return d.accept(ctx, env, id, in)
 		}))
 	case "lazy_reject", "lazy_close":
