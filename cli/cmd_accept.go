@@ -240,6 +240,13 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 		default:
 			fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", r.Result.Snapshot.Task.Slug, r.Result.Into, shortSHA(r.Result.Commit), gateNote(r.Result))
 		}
+		// What landed but was not fully settled (an attempt's group, say)
+		// is said here as for one task.
+		if r.Err == nil {
+			for _, w := range r.Result.Warnings {
+				fmt.Fprintf(a.stderr, "lazy: warning: %s\n", sanitize.Field(w))
+			}
+		}
 	}
 	if c.JSON {
 		if err := a.printJSON(out); err != nil {

@@ -108,7 +108,7 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
 		head += ")"
 		r := at.Review
 		if r == nil {
-			fmt.Fprintf(a.stdout, "%s\n(no branch here to diff: %s)\n", head, attemptDiff(at))
+			fmt.Fprintf(a.stdout, "%s\n(no branch here to diff: %s)\n", head, at.DiffCell())
 			continue
 		}
 		fmt.Fprintf(a.stdout, "%s %s..%s on %s\n", head, shortSHA(r.MergeBase), shortSHA(r.BranchSHA), r.Branch)

@@ -224,7 +224,8 @@ func (v *showView) renderAttempts(w io.Writer) {
 	renderAttemptTable(w, av)
 }
 
-// renderAttemptTable is the attempts' table of show and diff --attempts.
+// renderAttemptTable is the attempts' table of show, diff --attempts and
+// watch, its cells worded by ops (the web view's are the same).
 func renderAttemptTable(w io.Writer, av *ops.AttemptsView) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  K\tSLUG\tAGENT\tSTATUS\tCOST\tGATE\tDIFF")
@@ -233,43 +234,10 @@ func renderAttemptTable(w io.Writer, av *ops.AttemptsView) {
 			fmt.Fprintf(tw, "  %d\t(missing: %s)\t-\t-\t-\t-\t-\n", at.K, shortID(at.ID))
 			continue
 		}
-		status := string(at.Status)
-		if at.K == av.Chosen {
-			status += " (landed)"
-		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", at.K, at.Slug, orDash(sanitize.Field(ops.AgentLabel(at.Agent, at.Model))),
-			status, attemptCost(at.Usage), attemptGate(at.Gate), attemptDiff(at))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", at.K, at.Slug, sanitize.Field(at.AgentCell()),
+			at.StatusCell(), at.CostCell(), at.GateCell(), at.DiffCell())
 	}
 	_ = tw.Flush()
-}
-
-// attemptCost is an attempt's cost in a table cell: dollars when the CLI
-// priced it, else tokens in and out (Codex), else "-".
-func attemptCost(u *gitstore.Usage) string {
-	switch {
-	case u == nil:
-		return "-"
-	case u.CostUSD > 0:
-		return fmt.Sprintf("$%.4f", u.CostUSD)
-	}
-	return fmt.Sprintf("%d/%d tok", u.InputTokens+u.CachedInputTokens, u.OutputTokens)
-}
-
-func attemptGate(g *gitstore.GateSummary) string {
-	if g == nil {
-		return "-"
-	}
-	return g.State
-}
-
-func attemptDiff(at ops.AttemptView) string {
-	switch {
-	case at.Diff != nil:
-		return at.Diff.String()
-	case at.Status == "complete":
-		return "landed (branch removed)"
-	}
-	return "-"
 }
 
 // renderSession prints the current session, if any.

@@ -233,6 +233,68 @@ type AttemptView struct {
 	Review *Review `json:"-"`
 }
 
+// Landed reports whether the attempt is the one that landed.
+func (a AttemptView) Landed() bool {
+	return a.Status == machine.Complete && a.Outcome == gitstore.OutcomeAccepted
+}
+
+// The cells below are an attempt's comparison as text, worded once for
+// every surface that compares attempts (show, diff --attempts, watch,
+// the web view), "-" where there is nothing to say.
+
+// AgentCell is who ran the attempt (AgentLabel).
+func (a AttemptView) AgentCell() string {
+	if a.Agent == "" {
+		return "-"
+	}
+	return AgentLabel(a.Agent, a.Model)
+}
+
+// StatusCell is the attempt's status, "(landed)" for the chosen one.
+func (a AttemptView) StatusCell() string {
+	if a.Landed() {
+		return string(a.Status) + " (landed)"
+	}
+	return string(a.Status)
+}
+
+// CostCell is what the attempt cost: dollars when the CLI priced it,
+// else tokens in and out (Codex reports no price).
+func (a AttemptView) CostCell() string {
+	return UsageCell(a.Usage)
+}
+
+// UsageCell is a usage in a table cell (see CostCell).
+func UsageCell(u *gitstore.Usage) string {
+	switch {
+	case u == nil:
+		return "-"
+	case u.CostUSD > 0:
+		return fmt.Sprintf("$%.4f", u.CostUSD)
+	}
+	return fmt.Sprintf("%d/%d tok", u.InputTokens+u.CachedInputTokens, u.OutputTokens)
+}
+
+// GateCell is the attempt's merge gate state.
+func (a AttemptView) GateCell() string {
+	if a.Gate == nil {
+		return "-"
+	}
+	return a.Gate.State
+}
+
+// DiffCell is the attempt's diff stat; a landed attempt's branch is
+// gone, so it says so rather than "-".
+func (a AttemptView) DiffCell() string {
+	switch {
+	case a.Diff != nil:
+		return a.Diff.String()
+	case a.Status == machine.Complete:
+		return "landed (branch removed)"
+	}
+	return "-"
+}
+
 // AttemptsView is a group's attempts, in order, with their cost
 // rolled up.
 type AttemptsView struct {
@@ -283,7 +345,7 @@ func (e *Env) attemptsOf(ctx context.Context, sn *gitstore.Snapshot) *AttemptsVi
 			total.Add(*a.Task.Usage)
 			counted = true
 		}
-		if a.Task.Status == machine.Complete && a.Task.Outcome == gitstore.OutcomeAccepted {
+		if av.Landed() {
 			v.Chosen = k
 		}
 		if a.Session != nil {

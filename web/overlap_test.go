@@ -17,7 +17,14 @@ import (
 // with a branch off main that commits files.
 func startedHere(t *testing.T, st *gitstore.Store, dir, title string, files ...string) *gitstore.Snapshot {
 	t.Helper()
-	sn, err := st.Create(gitstore.CreateSpec{Title: title, Actor: machine.Human})
+	return startedAs(t, st, dir, gitstore.CreateSpec{Title: title, Actor: machine.Human}, files...)
+}
+
+// startedAs is startedHere for the task spec makes.
+func startedAs(t *testing.T, st *gitstore.Store, dir string, spec gitstore.CreateSpec, files ...string) *gitstore.Snapshot {
+	t.Helper()
+	title := spec.Title
+	sn, err := st.Create(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

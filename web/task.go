@@ -169,6 +169,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 		d, stat, uncommitted = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, all), s.diffStat(r.Context(), rg.MergeBase, rg.BranchSHA), unc
 	}
 	overlaps := s.taskOverlaps(r.Context(), sn)
+	attempts, of := s.attempts(r.Context(), sn)
 	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile), logPageEntries)
 	session := s.session(r)
 	act := s.canAct(r)
@@ -176,7 +177,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
 		"Turns": turns, "Comments": comments, "Truncated": tx.Truncated, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
 		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "GateRecord": sn.Task.Gate, "Log": entries, "LogOffset": offset,
-		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn),
+		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn), "Attempts": attempts, "AttemptOf": of,
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
 		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},
 	}
@@ -199,6 +200,35 @@ func (s *Server) taskOverlaps(ctx context.Context, sn *gitstore.Snapshot) ops.Ta
 		return ops.TaskOverlaps{}
 	}
 	return s.overlaps(ctx, entries)[sn.Task.ID]
+}
+
+// attemptOf is what an attempt's page says of its group, to lead back
+// to the comparison.
+type attemptOf struct {
+	K              int
+	GroupID, Group string
+}
+
+// attempts is the comparison of a group's attempts (what lazy show
+// prints: ops builds it for every surface), or for an attempt its
+// group; nil for any other task.
+func (s *Server) attempts(ctx context.Context, sn *gitstore.Snapshot) (*ops.AttemptsView, *attemptOf) {
+	switch {
+	case sn.Task.IsAttemptGroup():
+		env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+		v, err := env.Attempts(ctx, sn.Task.ID)
+		if err != nil {
+			return nil, nil
+		}
+		return v, nil
+	case sn.Task.AttemptOf != "":
+		of := &attemptOf{K: sn.Task.Attempt, GroupID: sn.Task.AttemptOf, Group: sn.Task.AttemptOf}
+		if g, err := s.Store.Load(sn.Task.AttemptOf); err == nil {
+			of.Group = g.Task.Slug
+		}
+		return nil, of
+	}
+	return nil, nil
 }
 
 func headOf(sn *gitstore.Snapshot) string {
