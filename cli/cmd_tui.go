@@ -274,18 +274,30 @@ func (m *tuiModel) index() int {
 	return 0
 }
 
-// loadPreview reads the selected task's log tail or its diff.
+// comparing reports whether the pane compares the selected group's
+// attempts: a group never runs, so it has no agent output of its own,
+// and what a human looks at it for is how its attempts compare.
+func (m *tuiModel) comparing() bool {
+	t := m.current()
+	return t != nil && m.pane == paneLog && len(t.Attempts) > 0
+}
+
+// loadPreview reads the selected task's log tail or its diff, or for a
+// group its attempts compared.
 func (m *tuiModel) loadPreview() tea.Cmd {
 	t := m.current()
 	if t == nil || m.a == nil {
 		return nil
 	}
-	id, pane := t.ID, m.pane
+	id, pane, comparing := t.ID, m.pane, m.comparing()
 	return func() tea.Msg {
 		var lines []string
-		if pane == paneDiff {
+		switch {
+		case pane == paneDiff:
 			lines = m.a.diffLines(m.ctx, id)
-		} else {
+		case comparing:
+			lines = m.a.attemptLines(m.ctx, id)
+		default:
 			lines = m.a.logTail(id, 2000)
 		}
 		return tuiPreview{id: id, pane: pane, lines: lines}
@@ -715,7 +727,7 @@ var tuiHelp = []string{
 	"  x  stop the running turn                     p  pair with the agent",
 	"Filters",
 	"  /  filter by text (slug, title, pool label)  f  status: all, needs me, working, finished",
-	"The pane (agent output or diff)",
+	"The pane (agent output or diff; a group tried several ways: its attempts compared)",
 	"  d  agent output / diff                       tab  keys to the pane and back (esc)",
 	"  ↑ ↓ j k  scroll (pane focused)   PgUp PgDn  scroll   g G home end  top / bottom",
 	"  F  follow the newest output (scrolling up leaves it; End comes back)",
@@ -933,9 +945,10 @@ func paint(line, text, status string, statusStyle, markStyle lipgloss.Style) str
 // the diff cut at the width, every line through the terminal escaper.
 func (m *tuiModel) paneLines(w int) []string {
 	var out []string
+	table := m.pane == paneDiff || m.comparing() // columns: cut, never wrapped
 	for _, l := range m.preview {
 		l = termsafe.String(l)
-		if m.pane == paneDiff {
+		if table {
 			out = append(out, cut(l, w))
 			continue
 		}
@@ -965,8 +978,11 @@ func (m *tuiModel) renderPane(w, h int) string {
 		return ""
 	}
 	name := "agent output"
-	if m.pane == paneDiff {
+	switch {
+	case m.pane == paneDiff:
 		name = "diff"
+	case m.comparing():
+		name = "attempts"
 	}
 	var marks []string
 	if m.focus == focusPane {
@@ -1056,6 +1072,33 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 		lines = append(lines, sanitize.Display(strings.ReplaceAll(l, "\t", "    ")))
 	}
 	return lines
+}
+
+// attemptLines is group id's attempts for the pane, as lazy show
+// compares them (ops builds the rows for every surface).
+func (a *app) attemptLines(ctx context.Context, id string) []string {
+	env, err := a.env()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	v, err := env.Attempts(ctx, id)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return attemptPaneLines(v)
+}
+
+// attemptPaneLines is the comparison as the pane shows it: the heading
+// and table of lazy show's Attempts section, then how to go on. The
+// pane escapes every line for the terminal.
+func attemptPaneLines(v *ops.AttemptsView) []string {
+	var b strings.Builder
+	fmt.Fprintln(&b, attemptsHeading(v))
+	renderAttemptTable(&b, v)
+	if v.Chosen == 0 {
+		fmt.Fprintf(&b, "\nlazy diff %s --attempts shows their diffs; lazy accept %s --attempt K (or A on an attempt here) lands one and closes the others\n", v.Group, v.Group)
+	}
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 }
 
 // runTUI runs lazy watch as a full-screen program.

@@ -216,12 +216,17 @@ func (v *showView) renderAttempts(w io.Writer) {
 	if av == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nAttempts (%d", len(av.Attempts))
-	if av.Usage != nil {
-		fmt.Fprintf(w, "; spent %s in all", av.Usage.String())
-	}
-	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "\n%s\n", attemptsHeading(av))
 	renderAttemptTable(w, av)
+}
+
+// attemptsHeading is "Attempts (N; spent X in all)" over the table.
+func attemptsHeading(av *ops.AttemptsView) string {
+	h := fmt.Sprintf("Attempts (%d", len(av.Attempts))
+	if av.Usage != nil {
+		h += "; spent " + av.Usage.String() + " in all"
+	}
+	return h + ")"
 }
 
 // renderAttemptTable is the attempts' table of show, diff --attempts and

@@ -15,6 +15,8 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // quits reports whether cmd, run to its end through batches, quits.
@@ -405,5 +407,40 @@ func TestTUIAttemptsAndBudgetPrompts(t *testing.T) {
 	}
 	if n, agents, _ := parseAttemptsPrompt(" 3  claude,,codex "); n != 3 || len(agents) != 2 || agents[1] != "codex" {
 		t.Errorf("parsed %d %v", n, agents)
+	}
+}
+
+// TestTUIGroupPaneComparesAttempts: with a group selected, the pane
+// shows its attempts compared as lazy show does (agent and model,
+// status, cost, gate, diff stat), not an empty agent log, each line
+// through the terminal escaper; d still switches to the diff pane.
+func TestTUIGroupPaneComparesAttempts(t *testing.T) {
+	group := &gitstore.Summary{ID: "g", Slug: "two-ways", Title: "Two ways", Status: machine.Backlog, Attempts: []string{"a1", "a2"}}
+	m := tuiTestModel(160, 30, group)
+	if !m.comparing() {
+		t.Fatal("a selected group's pane does not compare its attempts")
+	}
+	v := &ops.AttemptsView{Group: "two-ways", Usage: &gitstore.Usage{CostUSD: 0.75}, Attempts: []ops.AttemptView{
+		{K: 1, ID: "a1", Slug: "two-ways-a1", Agent: "claude", Model: "opus\x1b[2J", Status: machine.Blocked,
+			Usage: &gitstore.Usage{CostUSD: 0.25}, Gate: &gitstore.GateSummary{State: gitstore.GateFailed}, Diff: &worktree.DiffStat{Files: 1, Additions: 3}},
+		{K: 2, ID: "a2", Slug: "two-ways-a2", Agent: "codex", Status: machine.Working, Usage: &gitstore.Usage{InputTokens: 300, OutputTokens: 30}},
+	}}
+	m.preview = attemptPaneLines(v)
+	screen := m.screen()
+	for _, want := range []string{"two-ways — attempts", "Attempts (2; spent $0.7500", "K  SLUG", "two-ways-a1", "claude --model opus", "$0.2500", "failed", "1 file, +3 -0",
+		"two-ways-a2", "codex", "working", "300/30 tok", "lazy accept two-ways --attempt K"} {
+		if !strings.Contains(screen, want) {
+			t.Fatalf("the pane lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "\x1b[2J") {
+		t.Fatal("a model name reached the terminal unescaped")
+	}
+	press(m, "d")
+	if m.comparing() || m.pane != paneDiff {
+		t.Fatal("d on a group did not switch to the diff pane")
+	}
+	if m2 := tuiTestModel(160, 30, sampleTasks()[0]); m2.comparing() {
+		t.Fatal("a task that is not a group compares attempts")
 	}
 }
