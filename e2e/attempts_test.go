@@ -183,3 +183,33 @@ func TestRealAgentsAsAttempts(t *testing.T) {
 		t.Fatalf("show compares %+v", grp.Attempts)
 	}
 }
+
+// TestAttemptsComparedOnTheWeb: the group's web page has the Attempts
+// table (each attempt linked, its agent, status and diff stat), an
+// attempt's page leads back to the group, and Chromium screenshots both.
+func TestAttemptsComparedOnTheWeb(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	t.Cleanup(func() { killTurns(r) })
+	g := r.create("Fix the login race", "--slug", "fix-login")
+	r.ok("start", g.Slug, "--attempts", "2", "--command", attemptAgent(t))
+	a1 := r.waitStatus("fix-login-a1", "blocked")
+	r.waitStatus("fix-login-a2", "blocked")
+	full, base := webURL(t, r)
+	_, token, _ := strings.Cut(full, "?token=")
+
+	b := openBrowser(t, base+"/task/"+g.ID+"?token="+token)
+	b.waitFor("the Attempts table", `document.querySelectorAll("#attempts tbody tr").length === 2`)
+	row := b.eval(`document.getElementById("attempt-1").textContent`)
+	for _, want := range []string{"fix-login-a1", "exec", "blocked", "+1", "1 file(s)"} {
+		if !strings.Contains(row, want) {
+			t.Fatalf("attempt 1's row %q lacks %q", row, want)
+		}
+	}
+	if href := b.eval(`document.querySelector("#attempt-1 a").getAttribute("href")`); href != "/task/"+a1.ID {
+		t.Fatalf("attempt 1 links to %q", href)
+	}
+	checkScreenshot(t, b.screenshot("attempts"))
+	b.call("Page.navigate", map[string]any{"url": base + "/task/" + a1.ID}, nil)
+	b.waitFor("the way back to the group", `document.getElementById("attempt-of") && document.getElementById("attempt-of").textContent.includes("attempt 1 of fix-login")`)
+	checkScreenshot(t, b.screenshot("attempt"))
+}
