@@ -61,7 +61,7 @@ var commands = []command{
 		new: func() any { return &AllowCmd{} }},
 	{name: "reparent", group: "tasks", help: "Move a task under another parent (--parent) or to the top level (--root).",
 		new: func() any { return &ReparentCmd{} }},
-	{name: "edit", group: "tasks", help: "Change a task's title, goal or target branch (recorded in its history).",
+	{name: "edit", group: "tasks", help: "Change a task's title, goal, target branch or budget (recorded in its history).",
 		new: func() any { return &EditCmd{} }},
 	{name: "close", group: "tasks", help: "Abandon a task that will not be done (won't do, duplicate).",
 		new: func() any { return &CloseCmd{} }},
