@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/testfakes/mockapi"
+)
+
+// Two flows the exec agent covers elsewhere (gate_test.go, pool_test.go),
+// run here by the real agent CLIs against the mock API: the merge gate's
+// automatic fix round, and a pool runner. The model is scripted; the
+// agent's tool calls really write, run and commit, and the tests assert
+// on the branches and what landed.
+
+// realGateMark is what the gate of TestRealClaudeFixesWhatTheGateFound
+// prints when it fails. The command builds it with printf, so the text
+// occurs only in the gate's output: a request that carries it carries
+// the gate's feedback, not merely the configured command.
+const (
+	realGateMark  = "GATE-FIX-NEEDED-42"
+	realGateCheck = `grep -qx ok fixed.txt || { printf 'GATE-%s\n' FIX-NEEDED-42; exit 3; }`
+)
+
+// waitShow polls show --json until done holds, failing with the daemon's
+// log after limit. The real CLIs' turns take seconds each.
+func waitShow(t *testing.T, r *runner, slug, daemonLog, what string, limit time.Duration, done func(gateShow) bool) gateShow {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s := r.gateShow(slug)
+		if done(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(daemonLog)
+			t.Fatalf("timed out after %s waiting for %s: %+v\ngate: %+v\ndaemon log:\n%s", limit, what, s.task, s.GateRecord, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A real Claude's work fails the merge gate; lazy.gate.autoFix hands it
+// the failing command and its output, Claude fixes it in a turn of its
+// own (it writes, runs nothing lazy did not allow, and commits), and the
+// daemon lands the fixed branch with no human command.
+func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
+	r := projectRepo(t)
+	r.git("config", "lazy.gate", realGateCheck)
+	r.git("config", "lazy.gate.autoFix", "true")
+	r.git("config", "lazy.gate.maxAttempts", "3")
+	r, srv := withRealAgents(t, r, []mockapi.Reply{
+		{When: workMark, Tools: []mockapi.Call{
+			{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/work.txt","content":"work\n"}`},
+			{Name: "Bash", Input: `{"command":"sh check.sh","description":"run the project's check"}`},
+			{Name: "Bash", Input: `{"command":"git add work.txt check.out && git commit -q -m 'the work'","description":"commit"}`},
+		}, Text: "Wrote work.txt and ran the check."},
+		// Later in the script than the work's reply: the fix turn resumes
+		// the conversation, which still carries workMark.
+		{When: realGateMark, Tools: []mockapi.Call{
+			{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/fixed.txt","content":"ok\n"}`},
+			{Name: "Bash", Input: `{"command":"git add fixed.txt && git commit -q -m 'fixed.txt says ok'","description":"commit the fix"}`},
+		}, Text: "Fixed what the gate found."},
+	}, nil)
+	tk := r.create("Gated work "+workMark, "-m", "Write work.txt, run the check and commit.")
+	log := startDaemon(t, r)
+	r.ok("start", tk.Slug)
+	s := r.waitStatus(tk.Slug, "blocked")
+	if work := s.TurnList[len(s.TurnList)-1]; work.FailureClass != "" || len(work.Commits) != 1 {
+		t.Fatalf("work turn %+v\nresults %+v\nlog:\n%s", work, srv.ToolResults("anthropic"), agentLog(t, r, tk.ID))
+	}
+	if got := branchFiles(r, tk.Slug); got != "check.out\nwork.txt" {
+		t.Fatalf("the work turn's branch changed %q", got)
+	}
+	before := r.git("rev-parse", "main")
+	workCalls := srv.Calls("anthropic")
+
+	began := time.Now()
+	res := r.run(nil, "accept", tk.Slug)
+	for _, want := range []string{"the gate failed: ", "nothing was merged", "the failure went to the agent (fix round 1 of 3)"} {
+		if res.Code == 0 || !strings.Contains(res.Stderr, want) {
+			t.Fatalf("accept with a failing gate lacks %q: %s", want, res)
+		}
+	}
+	if got := r.git("rev-parse", "main"); got != before {
+		t.Fatalf("a failed gate moved main from %s to %s", before, got)
+	}
+
+	// No human command from here on.
+	g := waitShow(t, r, tk.Slug, log, "the daemon to land Claude's fix", 3*time.Minute, func(s gateShow) bool {
+		for _, c := range s.CommentList {
+			if strings.Contains(c.Text, gaveUp) {
+				t.Fatalf("the gate gave up on a task Claude fixed: %+v\nresults %+v", s.CommentList, srv.ToolResults("anthropic"))
+			}
+		}
+		return s.Status == "complete"
+	})
+	t.Logf("from the failed accept to the landed fix: %s", time.Since(began).Round(time.Millisecond))
+	if g.Outcome != "accepted" {
+		t.Fatalf("landed with outcome %q", s.Outcome)
+	}
+
+	// The feedback reached Claude: a model call after the work turn's
+	// carries the failing command's output, and none before it does.
+	bodies := srv.Bodies("anthropic")
+	for i, b := range bodies {
+		if i < workCalls && strings.Contains(b, realGateMark) {
+			t.Fatalf("model call %d, in the work turn, already carries the gate's output", i)
+		}
+	}
+	fed := false
+	for _, b := range bodies[workCalls:] {
+		fed = fed || strings.Contains(b, realGateMark) && strings.Contains(b, "exited 3")
+	}
+	if !fed {
+		t.Fatalf("no model call after the failed gate carries its output (%d calls, %d in the work turn); the last:\n%.3000s", len(bodies), workCalls, bodies[len(bodies)-1])
+	}
+	checkToolResults(t, srv.ToolResults("anthropic"), len(srv.ToolResults("anthropic")), 0)
+	if n := len(srv.ToolResults("anthropic")); n != 5 {
+		t.Fatalf("%d tool calls came back, want the work's 3 and the fix's 2: %+v", n, srv.ToolResults("anthropic"))
+	}
+	if last := g.TurnList[len(g.TurnList)-1]; last.Role != "agent" || last.Content != "Fixed what the gate found." || len(last.Commits) != 1 {
+		t.Fatalf("Claude's fix turn: %+v", last)
+	}
+
+	// One commit landed: the gated tree, with the work and the fix, and
+	// the gate's trailer.
+	if n := r.git("rev-list", "--count", before+"..main"); n != "1" {
+		t.Fatalf("%s commits landed on main, want 1", n)
+	}
+	rec := g.GateRecord
+	if rec == nil || len(rec.Runs) != 2 || rec.Runs[0].Passed || !rec.Runs[1].Passed || rec.FixRounds != 1 {
+		t.Fatalf("gate record: %+v", rec)
+	}
+	msg := r.git("log", "-1", "--format=%B", "main")
+	for _, want := range []string{"Lazy-Task: " + tk.ID, "Lazy-Gate: passed " + rec.Runs[1].ID} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("the landed commit's message lacks %q:\n%s", want, msg)
+		}
+	}
+	for f, want := range map[string]string{"fixed.txt": "ok", "work.txt": "work", "check.out": "checked"} {
+		if got := r.git("show", "main:"+f); got != want {
+			t.Fatalf("main:%s = %q, want %q", f, got, want)
+		}
+	}
+	// The fix is Claude's own commit (lazy deleted the landed branch;
+	// the turn records it).
+	fix := g.TurnList[len(g.TurnList)-1].Commits[0]
+	if got := r.git("show", "--format=%s", "--name-only", fix); got != "fixed.txt says ok\n\nfixed.txt" {
+		t.Fatalf("the fix turn's commit %s reads %q", fix, got)
+	}
+}
