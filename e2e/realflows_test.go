@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lazyorch/lazy/internal/testfakes/mockapi"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // Two flows the exec agent covers elsewhere (gate_test.go, pool_test.go),
@@ -150,5 +152,103 @@ func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
 	fix := g.TurnList[len(g.TurnList)-1].Commits[0]
 	if got := r.git("show", "--format=%s", "--name-only", fix); got != "fixed.txt says ok\n\nfixed.txt" {
 		t.Fatalf("the fix turn's commit %s reads %q", fix, got)
+	}
+}
+
+// A pool runner whose lazy.runner.agents names the real CLIs runs a
+// pooled task with each: Claude, then Codex, each writing a file,
+// running the project's command and committing on the task's branch,
+// which the runner pushes. The clone that pooled the tasks pulls, sees
+// them blocked with the agents' commits, and accepts one.
+func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
+	n := newPoolNet(t)
+	// The project's command, on the remote's main before any runner.
+	if err := os.WriteFile(filepath.Join(n.human.dir, "check.sh"), []byte("printf 'checked\\n' > check.out\necho CHECK-OK\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.human.git("add", "check.sh")
+	n.human.git("commit", "-q", "-m", "a project command")
+	n.human.git("push", "-q", "origin", "main")
+
+	m := n.clone("r")
+	m.git("config", "lazy.runner.agents", "claude codex")
+	m.git("config", "--add", "lazy.agent.allow", "sh check.sh")
+	m, srv := withRealAgents(t, m, []mockapi.Reply{{Tools: []mockapi.Call{
+		{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/by-claude.txt","content":"pooled claude\n"}`},
+		{Name: "Bash", Input: `{"command":"sh check.sh","description":"run the project's check"}`},
+		{Name: "Bash", Input: `{"command":"git add by-claude.txt check.out && git commit -q -m 'claude on the runner'","description":"commit"}`},
+	}, Text: "Claude did the pooled work."}}, []mockapi.Reply{{Tools: []mockapi.Call{
+		{Name: "exec_command", Input: `{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: by-codex.txt\n+pooled codex\n*** End Patch\nEOF"}`},
+		{Name: "exec_command", Input: `{"cmd":"sh check.sh"}`},
+		{Name: "exec_command", Input: `{"cmd":"git add by-codex.txt check.out && git commit -q -m 'codex on the runner' && echo COMMITTED"}`},
+	}, Text: "Codex did the pooled work."}})
+	// The machine keeps the HOME it was initialised with; the agents'
+	// configuration comes from the rest of withRealAgents' environment.
+	m = m.with("HOME=" + machineHome(m))
+
+	byClaude := n.queue(1, "real-claude", "--agent", "claude")[0]
+	byCodex := n.queue(1, "real-codex", "--agent", "codex")[0]
+	began := time.Now()
+	p := startRunner(m, "r", "--once", "--lease", "20s", "--poll", "500ms")
+	p.wait(4 * time.Minute)
+	t.Logf("the runner ran both real agents' tasks in %s", time.Since(began).Round(time.Millisecond))
+
+	for _, c := range []struct {
+		tk            task
+		api, file     string
+		content, subj string
+	}{
+		{byClaude, "anthropic", "by-claude.txt", "pooled claude", "claude on the runner"},
+		{byCodex, "openai", "by-codex.txt", "pooled codex", "codex on the runner"},
+	} {
+		results := srv.ToolResults(c.api)
+		checkToolResults(t, results, len(results), 0)
+		if len(results) != 3 {
+			t.Errorf("%s: %d tool calls came back, want 3: %+v", c.api, len(results), results)
+		}
+		rec := n.record(c.tk.ID)
+		if rec.Status != "blocked" || rec.Pool == nil || rec.Pool.Runner != host(m) {
+			t.Fatalf("%s on the remote: %+v (pool %+v), want blocked by runner %s\nrunner said:\n%s", c.tk.Slug, rec, rec.Pool, host(m), p.out)
+		}
+		if got := n.branchCommits(c.tk.Slug); len(got) != 1 || got[0] != c.subj {
+			t.Fatalf("%s: branch commits on the remote %q, want %q", c.tk.Slug, got, c.subj)
+		}
+		for f, want := range map[string]string{c.file: c.content, "check.out": "checked"} {
+			if got := testrepo.Git(t, n.bare, "show", "refs/heads/lazy/"+c.tk.Slug+":"+f); got != want {
+				t.Fatalf("%s: %s on the remote's branch is %q, want %q", c.tk.Slug, f, got, want)
+			}
+		}
+	}
+
+	// The clone that pooled them sees what the runner did, and lands
+	// Claude's work.
+	n.human.ok("pull")
+	for _, tk := range []task{byClaude, byCodex} {
+		s := n.human.showFull(tk.Slug)
+		last := s.TurnList[len(s.TurnList)-1]
+		if s.Status != "blocked" || last.Role != "agent" || !strings.HasSuffix(last.Content, "did the pooled work.") || len(last.Commits) != 1 {
+			t.Fatalf("after lazy pull the human sees %s %s, last turn %+v", tk.Slug, s.Status, last)
+		}
+	}
+	before := n.human.git("rev-parse", "main")
+	out := n.human.ok("accept", byClaude.Slug)
+	if got := n.human.git("show", "main:by-claude.txt"); got != "pooled claude" {
+		t.Fatalf("accept did not land Claude's work (main:by-claude.txt %q):\n%s", got, out)
+	}
+	if cnt := n.human.git("rev-list", "--count", before+"..main"); cnt != "1" {
+		t.Fatalf("%s commits landed on main, want 1:\n%s", cnt, out)
+	}
+	msg := n.human.git("log", "-1", "--format=%B", "main")
+	for _, want := range []string{"Lazy-Task: " + byClaude.ID, "Lazy-Branch: lazy/" + byClaude.Slug, "Lazy-Cost: $"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("the landed commit's message lacks %q:\n%s", want, msg)
+		}
+	}
+	if s := n.human.showFull(byClaude.Slug); s.Status != "complete" || s.Outcome != "accepted" {
+		t.Fatalf("after accept %s is %s (%s)", byClaude.Slug, s.Status, s.Outcome)
+	}
+	n.human.ok("push")
+	if rec := n.record(byClaude.ID); rec.Status != "complete" {
+		t.Fatalf("after lazy push the remote has %s %s", byClaude.Slug, rec.Status)
 	}
 }
