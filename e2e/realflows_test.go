@@ -155,12 +155,19 @@ func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
 	}
 }
 
+// poolFeedbackMark is in the feedback the pooling clone leaves for
+// Claude's task; it picks the reply of the resumed turn.
+const poolFeedbackMark = "POOL-FEEDBACK-7"
+
 // A pool runner whose lazy.runner.agents names the real CLIs runs a
-// pooled task with each: Claude, then Codex, each writing a file,
-// running the project's command and committing on the task's branch,
-// which the runner pushes. The clone that pooled the tasks pulls, sees
-// them blocked with the agents' commits, and accepts one.
+// pooled task with each: Claude and Codex each write a file, run the
+// project's command and commit on the task's branch, which the runner
+// pushes. The clone that pooled the tasks pulls and sees them blocked
+// with the agents' commits; its feedback reaches the runner, whose
+// Claude resumes its session and commits again; it accepts that task.
 func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
+	realCLI(t, "claude")
+	realCLI(t, "codex")
 	n := newPoolNet(t)
 	// The project's command, on the remote's main before any runner.
 	if err := os.WriteFile(filepath.Join(n.human.dir, "check.sh"), []byte("printf 'checked\\n' > check.out\necho CHECK-OK\n"), 0o755); err != nil {
@@ -173,11 +180,14 @@ func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
 	m := n.clone("r")
 	m.git("config", "lazy.runner.agents", "claude codex")
 	m.git("config", "--add", "lazy.agent.allow", "sh check.sh")
-	m, srv := withRealAgents(t, m, []mockapi.Reply{{Tools: []mockapi.Call{
+	m, srv := withRealAgents(t, m, []mockapi.Reply{{When: "real-claude", Tools: []mockapi.Call{
 		{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/by-claude.txt","content":"pooled claude\n"}`},
 		{Name: "Bash", Input: `{"command":"sh check.sh","description":"run the project's check"}`},
 		{Name: "Bash", Input: `{"command":"git add by-claude.txt check.out && git commit -q -m 'claude on the runner'","description":"commit"}`},
-	}, Text: "Claude did the pooled work."}}, []mockapi.Reply{{Tools: []mockapi.Call{
+	}, Text: "Claude did the pooled work."}, {When: poolFeedbackMark, Tools: []mockapi.Call{
+		{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/note.txt","content":"as asked\n"}`},
+		{Name: "Bash", Input: `{"command":"git add note.txt && git commit -q -m 'claude adds the note'","description":"commit"}`},
+	}, Text: "Claude added the note."}}, []mockapi.Reply{{Tools: []mockapi.Call{
 		{Name: "exec_command", Input: `{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: by-codex.txt\n+pooled codex\n*** End Patch\nEOF"}`},
 		{Name: "exec_command", Input: `{"cmd":"sh check.sh"}`},
 		{Name: "exec_command", Input: `{"cmd":"git add by-codex.txt check.out && git commit -q -m 'codex on the runner' && echo COMMITTED"}`},
@@ -189,8 +199,10 @@ func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
 	byClaude := n.queue(1, "real-claude", "--agent", "claude")[0]
 	byCodex := n.queue(1, "real-codex", "--agent", "codex")[0]
 	began := time.Now()
-	p := startRunner(m, "r", "--once", "--lease", "20s", "--poll", "500ms")
-	p.wait(4 * time.Minute)
+	p := startRunner(m, "r", "--lease", "20s", "--poll", "500ms")
+	poolWait(t, 3*time.Minute, "both tasks' turns on the remote", func() bool {
+		return n.record(byClaude.ID).Status == "blocked" && n.record(byCodex.ID).Status == "blocked"
+	})
 	t.Logf("the runner ran both real agents' tasks in %s", time.Since(began).Round(time.Millisecond))
 
 	for _, c := range []struct {
@@ -204,7 +216,7 @@ func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
 		results := srv.ToolResults(c.api)
 		checkToolResults(t, results, len(results), 0)
 		if len(results) != 3 {
-			t.Errorf("%s: %d tool calls came back, want 3: %+v", c.api, len(results), results)
+			t.Fatalf("%s: %d tool calls came back, want 3: %+v\nrunner said:\n%s", c.api, len(results), results, p.out)
 		}
 		rec := n.record(c.tk.ID)
 		if rec.Status != "blocked" || rec.Pool == nil || rec.Pool.Runner != host(m) {
@@ -220,8 +232,7 @@ func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
 		}
 	}
 
-	// The clone that pooled them sees what the runner did, and lands
-	// Claude's work.
+	// The clone that pooled them sees what the runner did.
 	n.human.ok("pull")
 	for _, tk := range []task{byClaude, byCodex} {
 		s := n.human.showFull(tk.Slug)
@@ -230,10 +241,39 @@ func TestRealAgentsRunOnAPoolRunner(t *testing.T) {
 			t.Fatalf("after lazy pull the human sees %s %s, last turn %+v", tk.Slug, s.Status, last)
 		}
 	}
+
+	// Its feedback goes to the runner, whose Claude resumes the session
+	// it began there and commits again.
+	if out := n.human.ok("unblock", byClaude.Slug, "-m", "Add note.txt too. "+poolFeedbackMark); !strings.Contains(out, "Left the feedback for runner "+host(m)) {
+		t.Fatalf("unblock of a pooled task: %s", out)
+	}
+	poolWait(t, 3*time.Minute, "Claude's second turn on the remote", func() bool {
+		return n.record(byClaude.ID).Status == "blocked" && len(n.branchCommits(byClaude.Slug)) == 2
+	})
+	p.stop()
+	if got := n.branchCommits(byClaude.Slug); got[0] != "claude adds the note" {
+		t.Fatalf("%s: branch commits on the remote %q", byClaude.Slug, got)
+	}
+	bodies := srv.Bodies("anthropic")
+	if last := bodies[len(bodies)-1]; !strings.Contains(last, poolFeedbackMark) || !strings.Contains(last, "Claude did the pooled work.") {
+		t.Fatalf("Claude's second turn did not resume its session with the feedback: %.3000s", last)
+	}
+	if results := srv.ToolResults("anthropic"); len(results) != 5 {
+		t.Fatalf("%d of Claude's tool calls came back, want 5: %+v", len(results), results)
+	}
+	checkToolResults(t, srv.ToolResults("anthropic"), 5, 0)
+
+	// It lands Claude's work, both turns of it.
+	n.human.ok("pull")
+	if s := n.human.showFull(byClaude.Slug); s.Status != "blocked" || s.TurnList[len(s.TurnList)-1].Content != "Claude added the note." {
+		t.Fatalf("after lazy pull the human sees %s %s, turns %+v", byClaude.Slug, s.Status, s.TurnList)
+	}
 	before := n.human.git("rev-parse", "main")
 	out := n.human.ok("accept", byClaude.Slug)
-	if got := n.human.git("show", "main:by-claude.txt"); got != "pooled claude" {
-		t.Fatalf("accept did not land Claude's work (main:by-claude.txt %q):\n%s", got, out)
+	for f, want := range map[string]string{"by-claude.txt": "pooled claude", "note.txt": "as asked", "check.out": "checked"} {
+		if got := n.human.git("show", "main:"+f); got != want {
+			t.Fatalf("accept did not land Claude's work (main:%s %q):\n%s", f, got, out)
+		}
 	}
 	if cnt := n.human.git("rev-list", "--count", before+"..main"); cnt != "1" {
 		t.Fatalf("%s commits landed on main, want 1:\n%s", cnt, out)
