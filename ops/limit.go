@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -46,33 +45,14 @@ func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*
 		}
 		return e.checkResumable(s, "resume", false, machine.Blocked, machine.Conflict)
 	}
-	if err := check(sn); err != nil {
-		return nil, err
-	}
-	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
-		return nil, fmt.Errorf("resume %s after its usage limit: %w; nothing was recorded", sn.Task.Slug, err)
-	}
-	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
-	if err != nil {
-		return nil, err
-	}
-	var turn gitstore.Turn
-	var prompt string
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if err := check(s); err != nil {
-			return nil, err
+	return e.continueSession(ctx, sn, "resume", check, func(s *gitstore.Snapshot, at time.Time) (gitstore.Turn, string, *gitstore.Op, error) {
+		prompt, err := e.deliveryPrompt(s, LimitPrompt, "resume")
+		if err != nil {
+			return gitstore.Turn{}, "", nil, err
 		}
-		if prompt, err = e.deliveryPrompt(s, LimitPrompt, "resume"); err != nil {
-			return nil, err
-		}
-		at := now.UTC().Truncate(time.Second)
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.System, Kind: "resume", Content: LimitResumed + "\n\n" + prompt, At: at, Session: s.Session.ID})
-		s.Session.Turn, s.Session.TurnKind = turn.Seq, "resume"
-		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "limit-resume", Actor: machine.System, Reason: "the usage limit reset"}, nil
+		// No message of its own, and not a human's: the breaker is left
+		// as it was.
+		turn := gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.System, Kind: "resume", Content: LimitResumed + "\n\n" + prompt, At: at}
+		return turn, prompt, &gitstore.Op{Name: "limit-resume", Actor: machine.System, Reason: "the usage limit reset"}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return sn, e.launchTurn(sn, turn, "resume", prompt, upstream)
 }

@@ -55,7 +55,6 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
 		return nil, err
 	}
-	id := sn.Task.ID
 	if d.any() {
 		if err := e.checkResumable(sn, "unblock", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 			return nil, err
@@ -64,11 +63,36 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 			return nil, err
 		}
 	}
-	if err := e.checkResumable(sn, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+	check := func(s *gitstore.Snapshot) error {
+		return e.checkResumable(s, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted)
+	}
+	return e.continueSession(ctx, sn, "unblock", check, func(s *gitstore.Snapshot, now time.Time) (gitstore.Turn, string, *gitstore.Op, error) {
+		prompt, err := e.deliveryPrompt(s, feedback, "unblock")
+		if err != nil {
+			return gitstore.Turn{}, "", nil, err
+		}
+		s.Session.ConsecutiveInterruptions = 0 // a human intervened
+		turn := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback, At: now, FeedbackDelivery: gitstore.FeedbackPending}
+		return turn, prompt, &gitstore.Op{Name: "unblock", Actor: e.Actor}, nil
+	})
+}
+
+// nextTurnFunc builds the turn a command adds to a session under the
+// store's update: the turn (its Seq and Session are filled in), the
+// prompt it launches with, and the operation recorded.
+type nextTurnFunc func(s *gitstore.Snapshot, now time.Time) (gitstore.Turn, string, *gitstore.Op, error)
+
+// continueSession is the sequence every command that runs the next turn
+// of a parked task's session shares: check (before recording and again
+// under the update), the agent's credentials, the upstream to merge,
+// the turn recorded with the task working, then the launch. kind is the
+// turn's kind, which also names the command in errors.
+func (e *Env) continueSession(ctx context.Context, sn *gitstore.Snapshot, kind string, check func(*gitstore.Snapshot) error, next nextTurnFunc) (*gitstore.Snapshot, error) {
+	if err := check(sn); err != nil {
 		return nil, err
 	}
 	if err := agent.CheckCredentials(sn.Session.Agent, agent.HostEnvironment()); err != nil {
-		return nil, fmt.Errorf("unblock %s: %w; nothing was recorded", sn.Task.Slug, err)
+		return nil, fmt.Errorf("%s %s: %w; nothing was recorded", kind, sn.Task.Slug, err)
 	}
 	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
 	if err != nil {
@@ -76,24 +100,24 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 	}
 	var turn gitstore.Turn
 	var prompt string
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		if err := e.checkResumable(s, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if err := check(s); err != nil {
 			return nil, err
 		}
-		if prompt, err = e.deliveryPrompt(s, feedback, "unblock"); err != nil {
+		t, p, op, err := next(s, time.Now().UTC().Truncate(time.Second))
+		if err != nil {
 			return nil, err
 		}
-		now := time.Now().UTC().Truncate(time.Second)
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
-		s.Session.Turn, s.Session.TurnKind = turn.Seq, "unblock"
-		s.Session.ConsecutiveInterruptions = 0 // a human intervened
+		t.Session = s.Session.ID
+		turn, prompt = s.AddTurn(t), p
+		s.Session.Turn, s.Session.TurnKind = turn.Seq, kind
 		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "unblock", Actor: e.Actor}, nil
+		return op, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream)
+	return sn, e.launchTurn(sn, turn, kind, prompt, upstream)
 }
 
 // deliveryPrompt is the prompt of a turn of kind about to be added to s
