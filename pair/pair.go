@@ -30,7 +30,11 @@ func Run(ctx context.Context, argv []string, dir string, env []string, in *os.Fi
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
-	ptmx, err := pty.Start(cmd)
+	// The agent's pty has the human's size from its first instant: an
+	// agent that asks at once (a TUI drawing its first frame, stty size)
+	// must not see 0x0 before the resize below.
+	size, _ := pty.GetsizeFull(in) // nil when the terminal cannot say: the resize below tries again
+	ptmx, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		return -1, fmt.Errorf("start %s: %w", argv[0], err)
 	}
