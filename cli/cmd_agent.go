@@ -463,17 +463,23 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 
 // raiseBudget applies unblock --budget and returns the feedback a turn
 // gets when no -m is given.
-func (a *app) raiseBudget(ctx context.Context, env *ops.Env, task, raise string) (string, error) {
-	add, usd, err := budget.ParseRaise(raise)
-	if err != nil {
-		return "", usageError{err.Error()}
-	}
-	owner, limit, err := env.RaiseBudget(ctx, task, add, usd)
+func (a *app) raiseBudget(ctx context.Context, env *ops.Env, task, text string) (string, error) {
+	owner, limit, err := raise(ctx, env, task, text)
 	if err != nil {
 		return "", err
 	}
 	fmt.Fprintf(a.stderr, "Raised the budget of %s to $%.2f\n", owner, limit)
 	return fmt.Sprintf("[lazy] The budget was raised to $%.2f. Carry on with the task where you stopped.", limit), nil
+}
+
+// raise reads a --budget value (+N or N) and raises the budget that
+// holds task: lazy unblock --budget and watch's B both.
+func raise(ctx context.Context, env *ops.Env, task, text string) (owner string, limit float64, err error) {
+	add, usd, err := budget.ParseRaise(text)
+	if err != nil {
+		return "", 0, usageError{err.Error()}
+	}
+	return env.RaiseBudget(ctx, task, add, usd)
 }
 
 func (a *app) repoDir() string {

@@ -12,7 +12,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -115,13 +114,9 @@ func (m *tuiModel) startAttempts(t *gitstore.Summary, n int, agents []string) te
 }
 
 // raiseBudget is the budget half of lazy unblock TASK --budget N.
-func (m *tuiModel) raiseBudget(t *gitstore.Summary, raise string) tea.Cmd {
+func (m *tuiModel) raiseBudget(t *gitstore.Summary, text string) tea.Cmd {
 	return m.act("budget "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
-		add, usd, err := budget.ParseRaise(raise)
-		if err != nil {
-			return "", err
-		}
-		owner, limit, err := env.RaiseBudget(ctx, t.ID, add, usd)
+		owner, limit, err := raise(ctx, env, t.ID, text)
 		if err != nil {
 			return "", err
 		}
@@ -144,11 +139,7 @@ func parseAttemptsPrompt(text string) (int, []string, error) {
 	}
 	var agents []string
 	if len(fields) == 2 {
-		for _, a := range strings.Split(fields[1], ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				agents = append(agents, a)
-			}
-		}
+		agents = splitAgents(fields[1])
 	}
 	return n, agents, nil
 }

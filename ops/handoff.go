@@ -83,8 +83,8 @@ func orNoneBlock(s string) string {
 
 func clip(s string, n int) string {
 	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "… (cut)"
+	if cut := truncateRunes(s, n); cut != s {
+		return cut + "… (cut)"
 	}
 	return s
 }

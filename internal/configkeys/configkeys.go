@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/budget"
 )
 
 // The kinds of value a key takes.
@@ -194,7 +196,7 @@ func (k Key) Check(value string) error {
 			return Invalid(k.Name, value, "is not a whole number")
 		}
 	case USD:
-		if f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64); err != nil || f < 0 || f != f || f > 1e12 {
+		if f, err := budget.ParseUSD(k.Name, v); err != nil || f > 1e12 {
 			return Invalid(k.Name, value, "is not an amount in US dollars")
 		}
 	case Enum:
