@@ -158,9 +158,19 @@ func TestAttemptsSideBySide(t *testing.T) {
 // real Claude Code in attempt 1 and the real Codex in attempt 2, each
 // against the mock API, each recorded as its session's agent.
 func TestRealAgentsAsAttempts(t *testing.T) {
-	r := newRepo(t)
+	r := projectRepo(t)
 	g := r.create("Say which way", "--slug", "which-way")
-	r, srv := withRealAgents(t, r, []mockapi.Reply{{Text: "The claude way."}}, []mockapi.Reply{{Text: "The codex way."}})
+	// Each attempt's agent does real work in its own worktree: a file of
+	// its own, the project's check, a commit.
+	r, srv := withRealAgents(t, r, []mockapi.Reply{{Tools: []mockapi.Call{
+		{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/way.txt","content":"the claude way\n"}`},
+		{Name: "Bash", Input: `{"command":"sh check.sh","description":"run the project's check"}`},
+		{Name: "Bash", Input: `{"command":"git add way.txt check.out && git commit -q -m 'claude: the claude way'","description":"commit"}`},
+	}, Text: "The claude way."}}, []mockapi.Reply{{Tools: []mockapi.Call{
+		{Name: "exec_command", Input: `{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: way.txt\n+the codex way\n*** End Patch\nEOF"}`},
+		{Name: "exec_command", Input: `{"cmd":"sh check.sh"}`},
+		{Name: "exec_command", Input: `{"cmd":"git add way.txt check.out && git commit -q -m 'codex: the codex way' && echo COMMITTED"}`},
+	}, Text: "The codex way."}})
 	t.Cleanup(func() { killTurns(r) })
 	r.ok("start", g.Slug, "--attempts", "2", "--agent", "claude,codex")
 	for k, want := range map[string]struct{ agent, text string }{
@@ -181,6 +191,22 @@ func TestRealAgentsAsAttempts(t *testing.T) {
 	grp := r.showGroup(g.Slug)
 	if len(grp.Attempts) != 2 || grp.Attempts[0].Agent != "claude" || grp.Attempts[1].Agent != "codex" {
 		t.Fatalf("show compares %+v", grp.Attempts)
+	}
+	for k, want := range map[string]string{"which-way-a1": "claude: the claude way", "which-way-a2": "codex: the codex way"} {
+		if log := strings.TrimSpace(r.git("log", "--format=%s", "main..lazy/"+k)); log != want {
+			t.Fatalf("%s's branch has %q, want its agent's one commit %q", k, log, want)
+		}
+	}
+	// Codex's way lands; Claude's stays on its branch, closed.
+	r.ok("accept", g.Slug, "--attempt", "2")
+	if got := strings.TrimSpace(r.git("show", "main:way.txt")); got != "the codex way" {
+		t.Fatalf("main's way.txt is %q after accepting attempt 2", got)
+	}
+	if a1 := r.show("which-way-a1"); a1.Status != "abandoned" || !strings.Contains(a1.Reason, "attempt 2 was chosen") {
+		t.Fatalf("the other attempt: %s %q", a1.Status, a1.Reason)
+	}
+	if log := strings.TrimSpace(r.git("log", "--format=%s", "main..lazy/which-way-a1")); log != "claude: the claude way" {
+		t.Fatalf("the closed attempt's branch lost its work: %q", log)
 	}
 }
 

@@ -107,13 +107,22 @@ func TestHandoffGivesTheNextAgentTheRecord(t *testing.T) {
 	}
 }
 
-// Claude Code works a task; lazy start --agent codex hands it to Codex,
-// and the handoff record, with Claude's own words, reaches Codex's
-// request to its API.
+// Claude Code works a task (writes a file, runs the project's check,
+// commits); lazy start --agent codex hands it to Codex, the handoff
+// record, with Claude's own words, reaches Codex's request to its API,
+// and Codex carries on in the same worktree: its own file and commit on
+// the same branch, over Claude's.
 func TestRealClaudeHandsOffToRealCodex(t *testing.T) {
-	r, srv := withRealAgents(t, newRepo(t), []mockapi.Reply{
-		{Text: "I traced the flake to the session cache; a sleep-based fix was ruled out."},
-	}, []mockapi.Reply{{Text: "codex carried on"}})
+	r, srv := withRealAgents(t, projectRepo(t), []mockapi.Reply{{Tools: []mockapi.Call{
+		{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/cache_fix.txt","content":"session cache keyed per user\n"}`},
+		{Name: "Bash", Input: `{"command":"sh check.sh","description":"run the project's check"}`},
+		{Name: "Bash", Input: `{"command":"git add cache_fix.txt check.out && git commit -q -m 'claude: key the session cache per user'","description":"commit"}`},
+	}, Text: "I traced the flake to the session cache; a sleep-based fix was ruled out."}},
+		[]mockapi.Reply{{Tools: []mockapi.Call{
+			{Name: "exec_command", Input: `{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: cache_test.txt\n+a test for the per-user cache\n*** End Patch\nEOF"}`},
+			{Name: "exec_command", Input: `{"cmd":"sh check.sh"}`},
+			{Name: "exec_command", Input: `{"cmd":"git add cache_test.txt && git commit -q -m 'codex: test the per-user cache' && echo COMMITTED"}`},
+		}, Text: "codex carried on"}})
 	tk := r.create("Fix the flake", "-m", "Find and fix the flaky login test.")
 	r.ok("start", tk.Slug, "--agent", "claude")
 	r.waitStatus(tk.Slug, "blocked")
@@ -129,10 +138,18 @@ func TestRealClaudeHandsOffToRealCodex(t *testing.T) {
 	if len(bodies) == 0 {
 		t.Fatal("codex never called its API")
 	}
-	body := bodies[len(bodies)-1]
-	for _, want := range []string{"# Handoff: Fix the flake", "the claude agent", "traced the flake to the session cache", "sleep-based fix was ruled out", "Find and fix the flaky login test."} {
-		if !strings.Contains(body, want) {
-			t.Fatalf("codex's request lacks %q", want)
+	for _, want := range []string{"# Handoff: Fix the flake", "the claude agent", "traced the flake to the session cache", "sleep-based fix was ruled out", "Find and fix the flaky login test.", "claude: key the session cache per user", "cache_fix.txt"} {
+		if !strings.Contains(bodies[0], want) {
+			t.Fatalf("codex's first request lacks %q", want)
 		}
 	}
+	// Both agents' work, one branch: Claude's commit, then Codex's.
+	log := r.git("log", "--format=%s", "main..lazy/"+tk.Slug)
+	if strings.TrimSpace(log) != "codex: test the per-user cache\nclaude: key the session cache per user" {
+		t.Fatalf("the branch's commits:\n%s", log)
+	}
+	if files := strings.TrimSpace(branchFiles(r, tk.Slug)); files != "cache_fix.txt\ncache_test.txt\ncheck.out" {
+		t.Fatalf("the branch changed:\n%s", files)
+	}
+	checkToolResults(t, srv.ToolResults("anthropic"), 3, 0)
 }
