@@ -531,3 +531,61 @@ func TestMCPIntakeEscapesSpoofingRunes(t *testing.T) {
 		t.Errorf("lazy_show lacks the goal or the comment:\n%s", outputs["lazy_show"])
 	}
 }
+
+// lazy_unblock takes the spec's approved_files and keeps approve_files
+// as its alias, through the official Go SDK client: each name keeps the
+// file it names and reverts the other pending ones, and both names at
+// once must agree, or nothing is decided.
+func TestUnblockTakesApprovedFilesAndItsAlias(t *testing.T) {
+	r := newRepo(t)
+	counter := filepath.Join(t.TempDir(), "runs")
+	r = r.with(script(t, "attempt "+counter,
+		"when 1 write src/ok.go package ok",
+		"when 1 write keep.txt keep me",
+		"when 1 write drop.txt drop me",
+		"when 1 commit agent: edits inside and outside src",
+		"print turn done"))
+	s, _ := mcpClient(t, r, nil, "mcp")
+	res, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name != "lazy_unblock" {
+			continue
+		}
+		schema, _ := json.Marshal(tl.InputSchema)
+		for _, want := range []string{`"approved_files"`, `"approve_files"`, "alias"} {
+			if !strings.Contains(string(schema)+tl.Description, want) {
+				t.Fatalf("lazy_unblock's schema and description lack %s:\n%s\n%s", want, schema, tl.Description)
+			}
+		}
+	}
+	for _, name := range []string{"approved_files", "approve_files"} {
+		tk := r.create("fenced by "+name, "--allow", "src/**")
+		if err := os.Remove(counter); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		call(t, s, "lazy_start", map[string]any{"task": tk.Slug, "command": fakeAgentBin}, false)
+		r.waitStatus(tk.Slug, "conflict")
+		// Both names naming different files: refused, nothing decided.
+		msg := call(t, s, "lazy_unblock", map[string]any{"task": tk.Slug, "feedback": "go on", "approved_files": []string{"keep.txt"}, "approve_files": []string{"drop.txt"}}, true)
+		if !strings.Contains(msg, "approved_files and approve_files") {
+			t.Fatalf("both names, different files: %s", msg)
+		}
+		if v := r.violations(tk.Slug); v.Status != "conflict" || len(v.Violations.Pending) != 2 {
+			t.Fatalf("a refused unblock decided something: %+v", v)
+		}
+		call(t, s, "lazy_unblock", map[string]any{"task": tk.Slug, "feedback": "keep keep.txt only", name: []string{"keep.txt"}}, false)
+		sn := r.waitStatus(tk.Slug, "blocked")
+		if got := r.violations(tk.Slug).Violations.Decided; got["keep.txt"] != "approved" || got["drop.txt"] != "reverted" {
+			t.Fatalf("%s decided %v", name, got)
+		}
+		if _, err := os.Stat(filepath.Join(sn.Session.Worktree, "drop.txt")); !os.IsNotExist(err) {
+			t.Fatalf("%s: drop.txt was not reverted: %v", name, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(sn.Session.Worktree, "keep.txt")); err != nil || string(b) != "keep me\n" {
+			t.Fatalf("%s: keep.txt = %q, %v", name, b, err)
+		}
+	}
+}

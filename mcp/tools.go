@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -84,9 +85,12 @@ type (
 	}
 	// UnblockIn is lazy_unblock's input.
 	UnblockIn struct {
-		Task           string   `json:"task" jsonschema:"task slug or id of a blocked, conflict or interrupted task"`
-		Feedback       string   `json:"feedback" jsonschema:"feedback for the task's agent, delivered verbatim as its next prompt"`
-		ApproveFiles   []string `json:"approve_files,omitempty" jsonschema:"pending file-permission violations to keep; the other pending files are reverted"`
+		Task          string   `json:"task" jsonschema:"task slug or id of a blocked, conflict or interrupted task"`
+		Feedback      string   `json:"feedback" jsonschema:"feedback for the task's agent, delivered verbatim as its next prompt"`
+		ApprovedFiles []string `json:"approved_files,omitempty" jsonschema:"pending file-permission violations to keep (the spec's name); the other pending files are reverted"`
+		// ApproveFiles is approved_files under the name lazy first gave
+		// it, kept so that existing clients keep working.
+		ApproveFiles   []string `json:"approve_files,omitempty" jsonschema:"the same as approved_files (an alias kept for older clients); give one of the two, or both with the same files"`
 		NoApproveFiles bool     `json:"no_approve_files,omitempty" jsonschema:"revert every pending file-permission violation"`
 	}
 	// AskIn is lazy_ask's input.
@@ -302,7 +306,7 @@ var Tools = []Tool{
 	{Name: "lazy_logs", Title: "Agent log", Hints: readOnly, register: add[LogsIn, LogsOut],
 		Description: "The last lines of the agent log of a task's latest turn on this machine: what the agent printed, for a turn that is slow, failed or was interrupted."},
 	{Name: "lazy_unblock", Title: "Unblock task", Hints: runsAgent, register: add[UnblockIn, TaskOut],
-		Description: "Give a blocked, conflict or interrupted task feedback and start its next turn (-> working); decides pending file-permission violations when asked to. Next: lazy_wait."},
+		Description: "Give a blocked, conflict or interrupted task feedback and start its next turn (-> working); decides pending file-permission violations when asked to: approved_files keeps those files and reverts the other pending ones (approve_files is the same, an alias), no_approve_files reverts them all. Next: lazy_wait."},
 	{Name: "lazy_ask", Title: "Ask agent", Hints: runsAgent, Long: true, register: add[AskIn, AskOut],
 		Description: "Ask a parked task's agent a read-only question and wait for the answer; the task's status is unchanged afterwards. Sends progress. After timeout_seconds it returns still_running: true; then lazy_wait the task and read the answer in its last_turn."},
 	{Name: "lazy_accept", Title: "Accept task", Hints: Hints{Destructive: true, OpenWorld: true}, Long: true, register: add[AcceptIn, AcceptOut],
@@ -521,7 +525,11 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 		}))
 	case "lazy_unblock":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in UnblockIn) (any, error) {
-			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: in.ApproveFiles, RevertRest: in.NoApproveFiles}))
+			approved, err := in.approved()
+			if err != nil {
+				return nil, err
+			}
+			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: approved, RevertRest: in.NoApproveFiles}))
 		}))
 	case "lazy_ask":
 		return handled(run(args, func(in AskIn) (any, error) { return d.ask(ctx, env, c.caller, in) }))
@@ -727,6 +735,26 @@ func (d *Dispatcher) start(ctx context.Context, env *ops.Env, id string, in Star
 		out.NotStarted = append(out.NotStarted, e.Error())
 	}
 	return out, nil
+}
+
+// approved is the files lazy_unblock keeps: approved_files (the
+// spec's name) or approve_files (its alias). Both may be given only when
+// they name the same files: which one the caller meant is otherwise a
+// guess, and a guess here reverts files.
+func (in UnblockIn) approved() ([]string, error) {
+	switch {
+	case len(in.ApproveFiles) == 0:
+		return in.ApprovedFiles, nil
+	case len(in.ApprovedFiles) == 0:
+		return in.ApproveFiles, nil
+	}
+	a, b := slices.Clone(in.ApprovedFiles), slices.Clone(in.ApproveFiles)
+	slices.Sort(a)
+	slices.Sort(b)
+	if !slices.Equal(slices.Compact(a), slices.Compact(b)) {
+		return nil, errors.New("approved_files and approve_files (its alias) name different files; give the files to keep in approved_files alone")
+	}
+	return in.ApprovedFiles, nil
 }
 
 func (d *Dispatcher) taskOut(sn *gitstore.Snapshot, err error) (any, error) {

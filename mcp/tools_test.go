@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,5 +215,28 @@ func TestShowResultsPassTheirOwnSchema(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "lazy_show", Arguments: map[string]any{"task": "a"}})
 	if err != nil || res.IsError {
 		t.Fatalf("lazy_show: %v %+v", err, res)
+	}
+}
+
+// approved_files is the spec's name and approve_files its alias: either
+// alone is the list, both must name the same files (in any order, any
+// repeats), and both naming different files is refused.
+func TestUnblockApprovedFilesAlias(t *testing.T) {
+	for _, c := range []struct {
+		in   UnblockIn
+		want []string
+		err  bool
+	}{
+		{in: UnblockIn{}, want: nil},
+		{in: UnblockIn{ApprovedFiles: []string{"a"}}, want: []string{"a"}},
+		{in: UnblockIn{ApproveFiles: []string{"b"}}, want: []string{"b"}},
+		{in: UnblockIn{ApprovedFiles: []string{"a", "b"}, ApproveFiles: []string{"b", "a", "a"}}, want: []string{"a", "b"}},
+		{in: UnblockIn{ApprovedFiles: []string{"a"}, ApproveFiles: []string{"b"}}, err: true},
+		{in: UnblockIn{ApprovedFiles: []string{"a"}, ApproveFiles: []string{"a", "b"}}, err: true},
+	} {
+		got, err := c.in.approved()
+		if c.err != (err != nil) || !slices.Equal(got, c.want) {
+			t.Errorf("%+v: got %q, %v", c.in, got, err)
+		}
 	}
 }

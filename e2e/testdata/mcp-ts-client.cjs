@@ -105,7 +105,10 @@ async function main() {
   const reopened = await call('lazy_reopen', { task: sub.slug });
   check(reopened.task.status === 'backlog', 'lazy_reopen brings a never-started task back to backlog');
   await call('lazy_close', { task: sub.slug, reason: 'closed for good' });
-  await call('lazy_unblock', { task: main.slug, feedback: 'one more pass' });
+  // approved_files is the spec's name, approve_files its alias: both at
+  // once must name the same files.
+  await refused('lazy_unblock', { task: main.slug, feedback: 'x', approved_files: ['a.txt'], approve_files: ['b.txt'] }, /approved_files and approve_files/);
+  await call('lazy_unblock', { task: main.slug, feedback: 'one more pass', approved_files: [] });
   await call('lazy_wait', { task: main.slug });
 
   // A turn that hangs: stopped.
