@@ -140,7 +140,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			}
 			var evs []notify.Event
 			if fresh {
-				policy := notify.Policy{BreakerAt: ops.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume}
+				policy := notify.Policy{BreakerAt: ops.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
 				if env, err := a.env(); err == nil {
 					if gs, err := env.GateSettings(); err == nil && gs.AutoFix {
 						policy.GateFixRounds = gs.MaxAttempts

@@ -12,12 +12,12 @@ package notify
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/quote"
+	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -114,6 +114,10 @@ type Policy struct {
 	// 0 when it is off: a failed gate needs a human only once the rounds
 	// are spent.
 	GateFixRounds int
+	// Secrets are the configuration's secrets (Settings.Secrets): taken
+	// out of an event's text before it is cut to length, so no part of
+	// one is left at the cut.
+	Secrets *redact.Redactor
 }
 
 // Observation is what derivation reads of one task: its summary and, for
@@ -238,9 +242,9 @@ func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string
 		}
 		next[c.slot] = c.key
 		if ev == nil {
-			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: Clean(o.Slug, 100), Title: Clean(o.Title, 200), Status: o.Status, Reason: Clean(c.reason, maxReason)}
+			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: clean(p.Secrets, o.Slug, 100), Title: clean(p.Secrets, o.Title, 200), Status: o.Status, Reason: clean(p.Secrets, c.reason, maxReason)}
 			if c.kind == KindFinished {
-				e.Outcome = Clean(c.reason, 40)
+				e.Outcome = clean(p.Secrets, c.reason, 40)
 				e.Reason = "it is " + e.Outcome
 			}
 			ev = &e
@@ -252,26 +256,16 @@ func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string
 // maxReason bounds an event's reason, in bytes.
 const maxReason = 300
 
-// secretish are the shapes of text that may be a credential: NAME=value
-// for a name that says so, a URL's user:password@, a bearer header, and
-// long unbroken runs of token alphabet.
-var (
-	secretAssign = regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|\S+)`)
-	secretUser   = regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@`)
-	secretBearer = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`)
-	secretRun    = regexp.MustCompile(`[A-Za-z0-9_+/=-]{32,}`)
-)
+// Clean makes text fit an event: one line, what looks like a credential
+// replaced by "…" (internal/redact), control, bidi and invisible
+// characters escaped (internal/quote), and at most max bytes.
+func Clean(s string, max int) string { return clean(nil, s, max) }
 
-// Clean makes text fit an event: one line, control characters escaped
-// (internal/sanitize), what looks like a credential replaced by "…", and
-// at most max bytes.
-func Clean(s string, max int) string {
+// clean is Clean that also takes out what secrets says is secret (the
+// paths of the configured targets' URLs); secrets may be nil.
+func clean(secrets *redact.Redactor, s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	s = secretUser.ReplaceAllString(s, "$1…@")
-	s = secretBearer.ReplaceAllString(s, "$1 …")
-	s = secretAssign.ReplaceAllString(s, "$1$2…")
-	s = secretRun.ReplaceAllString(s, "…")
-	s = sanitize.Display(s)
+	s = quote.Inline(secrets.Line(s))
 	if len(s) > max {
 		cut := max - len("…")
 		for cut > 0 && !utf8Start(s[cut]) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/redact"
 )
 
 // Config keys.
@@ -37,11 +38,14 @@ type Settings struct {
 	PerMinute int
 	// Events are the kinds to announce; nil announces every kind.
 	Events map[Kind]bool
+	// Secrets takes out of events the paths and queries of the URLs that
+	// any lazy.notify value names (Policy.Secrets carries it to Derive).
+	Secrets *redact.Redactor
 }
 
 // Load reads the settings; commands run in dir.
 func Load(cfg Config, dir string) Settings {
-	s := Settings{PerMinute: DefaultPerMinute}
+	s := Settings{PerMinute: DefaultPerMinute, Secrets: redact.New(cfg.All(KeyTargets)...)}
 	for _, v := range cfg.All(KeyTargets) {
 		if strings.TrimSpace(v) == "" {
 			continue
@@ -235,6 +239,7 @@ func (n *Notifier) Deliver(ctx context.Context, targets []Target, perMinute int,
 		n.limits = map[string]*limiter{}
 	}
 	now := n.now()
+	evs = withoutSecrets(targets, evs)
 	batches := make([][]Event, len(targets))
 	for i, t := range targets {
 		key := t.Kind + "\x00" + t.Command + "\x00"
@@ -291,6 +296,26 @@ func Test(ctx context.Context, targets []Target, repo string, now time.Time) []R
 		}()
 	}
 	wg.Wait()
+	return out
+}
+
+// withoutSecrets is evs with the paths and queries of every target's URL
+// taken out of their text, whichever target each goes to: an event made
+// without Policy.Secrets must not carry one target's secret to another.
+func withoutSecrets(targets []Target, evs []Event) []Event {
+	var values []string
+	for _, t := range targets {
+		if t.URL != nil {
+			values = append(values, t.URL.String())
+		}
+		values = append(values, t.Command)
+	}
+	r := redact.New(values...)
+	out := make([]Event, len(evs))
+	for i, ev := range evs {
+		ev.Title, ev.Reason, ev.Outcome = r.Line(ev.Title), r.Line(ev.Reason), r.Line(ev.Outcome)
+		out[i] = ev
+	}
 	return out
 }
 

@@ -243,6 +243,9 @@ func (t *tail) Write(p []byte) (int, error) {
 
 func (t *tail) String() string { return string(t.b) }
 
+// markupEscaper escapes text for a notification body's markup.
+var markupEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // desktop shows ev with notify-send, or osascript on macOS; the text goes
 // as arguments, never as shell or script text.
 func desktop(ctx context.Context, ev Event) error {
@@ -252,7 +255,9 @@ func desktop(ctx context.Context, ev Event) error {
 		if ev.NeedsHuman() {
 			urgency = "critical"
 		}
-		cmd = exec.CommandContext(ctx, p, "--app-name=lazy", "--urgency="+urgency, "--", ev.Headline(), ev.Text())
+		// notify-send's servers read the body as markup (<b>, <a href>):
+		// a title or reason is shown as the text it is, never as a link.
+		cmd = exec.CommandContext(ctx, p, "--app-name=lazy", "--urgency="+urgency, "--", ev.Headline(), markupEscaper.Replace(ev.Text()))
 	} else if p, err := exec.LookPath("osascript"); err == nil && runtime.GOOS == "darwin" {
 		cmd = exec.CommandContext(ctx, p, "-e", "on run argv", "-e", "display notification (item 2 of argv) with title (item 1 of argv)", "-e", "end run", ev.Headline(), ev.Text())
 	} else {

@@ -1,0 +1,134 @@
+// Package quote is the one way lazy puts text that is not its own (an
+// agent's words, a person's message, a record pulled from a remote, a
+// command's output) into a record or a prompt that lazy writes: the
+// handoff record, the prompts of later turns, the answers it passes on.
+//
+// Such text is fenced, so nothing in it can read as a heading, a section,
+// a thematic break or a fence of lazy's, however it is written; and what
+// changes what a reader sees without being visible (control sequences,
+// bidi controls, line separators, invisible format characters, a bare
+// CR) is escaped visibly. Nothing else of the text changes: a fenced
+// quote is the text, verbatim, apart from those escapes.
+package quote
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/lazyorch/lazy/internal/sanitize"
+)
+
+// Info is the info string of every fence Block writes.
+const Info = "text"
+
+// Block returns text as a fenced block, to stand on lines of its own
+// (a blank line before and after it keeps it apart in any reader):
+//
+//	````text
+//	the text, line by line
+//	````
+//
+// The fence is of backticks, one longer than the longest run of
+// backticks or tildes anywhere in the text and at least three, and
+// starts its line. CommonMark closes a fenced block only with a line of
+// at least as many fence characters of the same kind, so no line of the
+// text can close it, and inside a fenced block nothing is markdown: no
+// heading (ATX or setext), thematic break, list, quote or HTML. The
+// longer fence also tells a reader that is not a markdown parser (a
+// model) which fence is the outer one. Trailing line breaks are dropped;
+// a CRLF becomes LF.
+func Block(text string) string {
+	body := strings.TrimRight(escape(text, false), "\n")
+	fence := strings.Repeat("`", max(3, longestFenceRun(body)+1))
+	if body == "" {
+		return fence + Info + "\n" + fence
+	}
+	return fence + Info + "\n" + body + "\n" + fence
+}
+
+// Inline returns text for a place on one line of lazy's own (after a
+// label, in a heading of lazy's, in a list item): escaped as Block
+// escapes it, and its line breaks escaped too (LF as \u000a), so it can
+// neither end that line nor begin another.
+func Inline(text string) string {
+	return escape(text, true)
+}
+
+// Escape returns text with everything escaped that Block and Inline
+// escape but line breaks (a CRLF becomes LF): for text that stays in a
+// field of its own, never among lazy's lines, where only what a reader
+// cannot see must not pass.
+func Escape(text string) string {
+	return escape(text, false)
+}
+
+// escape escapes what sanitize.Field does (C0 but tab, LF and CR; DEL;
+// C1; bidi controls; bytes that are not UTF-8), and also: a CR (a CRLF
+// becomes LF), the line and paragraph separators, and invisible format
+// characters (Unicode's Cf: zero-width space, word joiner, BOM, the tag
+// characters that can smuggle text to a model unseen...) other than the
+// zero-width joiner and non-joiner that scripts and emoji need. With
+// inline, LF is escaped too.
+func escape(text string, inline bool) string {
+	s := sanitize.Field(text)
+	if clean(s, inline) {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		if hidden(r) || (inline && r == '\n') {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func clean(s string, inline bool) bool {
+	for _, r := range s {
+		if hidden(r) || (inline && r == '\n') {
+			return false
+		}
+	}
+	return true
+}
+
+// hidden reports whether r changes what a reader sees without being seen
+// itself, beyond what sanitize escapes.
+func hidden(r rune) bool {
+	switch {
+	case r == '\r', r == '\u2028', r == '\u2029':
+		return true
+	case r == '\u200c', r == '\u200d':
+		return false
+	case r < 0x80:
+		return false
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// longestFenceRun is the length of the longest run of backticks or of
+// tildes in s.
+func longestFenceRun(s string) int {
+	best, run := 0, 0
+	var last byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '`' && c != '~' {
+			run = 0
+			continue
+		}
+		if run > 0 && c == last {
+			run++
+		} else {
+			run = 1
+		}
+		last = c
+		best = max(best, run)
+	}
+	return best
+}

@@ -1,0 +1,178 @@
+// Package redact is the one place lazy takes secrets out of text that
+// leaves it: notifications, gate output tails (kept in task records that
+// are pushed, and sent in notifications and feedback), and the agent
+// logs lazy renders.
+//
+// It replaces with "…" what has the shape of a credential: NAME=value for
+// a name that says it is one (TOKEN, SECRET, PASSWORD, API_KEY...), a
+// URL's user:password@, an Authorization bearer or basic value, AWS
+// access key ids (AKIA... and ASIA...), tokens of well-known kinds
+// (GitHub, GitLab, Slack, Anthropic, OpenAI, Google), private key
+// blocks, long runs of random-looking token alphabet, and, given the
+// values of lazy.notify, the paths and queries of the URLs they name (an
+// ntfy topic or a webhook's path is its credential).
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Mark is what a secret is replaced with.
+const Mark = "…"
+
+// The shapes of a secret, compiled on first use.
+var shapes = sync.OnceValue(func() *patterns {
+	return &patterns{
+		assign:  regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"']+)`),
+		user:    regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@`),
+		bearer:  regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`),
+		aws:     regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
+		known:   regexp.MustCompile(`\b(?:gh[opsur]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-ant-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35})`),
+		pem:     regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`),
+		run:     regexp.MustCompile(`[A-Za-z0-9_+/=-]{32,}`),
+		urlLike: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`),
+	}
+})
+
+type patterns struct {
+	assign, user, bearer, aws, known, pem, run, urlLike *regexp.Regexp
+}
+
+// Redactor takes secrets out of text. The zero value knows the shapes of
+// secrets; New adds the URLs of a configuration.
+type Redactor struct {
+	// parts are the secret parts of configured URLs, longest first:
+	// host+path (kept: host), path and query (kept: nothing).
+	parts []part
+}
+
+// part is a secret string and what stands in its place.
+type part struct{ secret, with string }
+
+// minPart is the shortest path or query redacted on its own, without
+// its host: a shorter one ("/x") would match ordinary text everywhere.
+const minPart = 8
+
+// New returns a Redactor that also takes out the paths and queries of
+// the URLs in values (the values of lazy.notify: an ntfy topic, a
+// webhook's path or token, a command's URL), wherever they appear, with
+// their host or without it.
+func New(values ...string) *Redactor {
+	r := &Redactor{}
+	seen := map[string]bool{}
+	add := func(p, keep string) {
+		if p == "" || seen[p] {
+			return
+		}
+		seen[p] = true
+		with := keep + Mark
+		if strings.HasPrefix(strings.TrimPrefix(p, keep), "/") {
+			with = keep + "/" + Mark
+		}
+		r.parts = append(r.parts, part{p, with})
+	}
+	for _, v := range values {
+		for _, raw := range shapes().urlLike.FindAllString(v, -1) {
+			u, err := url.Parse(raw)
+			if err != nil || u.Host == "" {
+				continue
+			}
+			path := u.EscapedPath()
+			if path == "/" {
+				path = ""
+			}
+			if path == "" && u.RawQuery == "" {
+				continue
+			}
+			rest := path
+			if u.RawQuery != "" {
+				rest += "?" + u.RawQuery
+			}
+			add(u.Host+rest, u.Host)
+			for _, p := range []string{rest, path, u.Path, u.RawQuery} {
+				if len(p) >= minPart {
+					add(p, "")
+				}
+			}
+		}
+	}
+	sort.Slice(r.parts, func(i, j int) bool { return len(r.parts[i].secret) > len(r.parts[j].secret) })
+	return r
+}
+
+// Text is s with every secret replaced by Mark: for text kept whole (a
+// gate's output tail, an agent log's lines). Long runs of token alphabet
+// are taken out only when they look random (upper and lower case letters
+// and digits in one stretch of 24 or more), so paths, commit ids and
+// identifiers stay readable.
+func (r *Redactor) Text(s string) string {
+	s = r.common(s)
+	return shapes().run.ReplaceAllStringFunc(s, func(m string) string {
+		if randomLooking(m) {
+			return Mark
+		}
+		return m
+	})
+}
+
+// Line is s with every secret replaced by Mark, and every long run of
+// token alphabet too, random-looking or not: for a short notice (a
+// notification's reason) where a commit id or a hash is no loss.
+func (r *Redactor) Line(s string) string {
+	return shapes().run.ReplaceAllString(r.common(s), Mark)
+}
+
+func (r *Redactor) common(s string) string {
+	if r != nil {
+		for _, p := range r.parts {
+			if strings.Contains(s, p.secret) {
+				s = strings.ReplaceAll(s, p.secret, p.with)
+			}
+		}
+	}
+	p := shapes()
+	s = p.pem.ReplaceAllString(s, Mark)
+	s = p.user.ReplaceAllString(s, "$1"+Mark+"@")
+	s = p.bearer.ReplaceAllString(s, "$1 "+Mark)
+	s = p.assign.ReplaceAllString(s, "$1$2"+Mark)
+	s = p.aws.ReplaceAllString(s, Mark)
+	s = p.known.ReplaceAllString(s, Mark)
+	return s
+}
+
+// randomLooking reports whether a run of token alphabet has a stretch
+// (between slashes) of 24 or more characters that mixes upper and lower
+// case letters and digits, as generated keys do and paths, words and
+// hexadecimal ids do not.
+func randomLooking(run string) bool {
+	for _, seg := range strings.Split(run, "/") {
+		if len(seg) < 24 {
+			continue
+		}
+		var upper, lower, digit bool
+		for i := 0; i < len(seg); i++ {
+			switch c := seg[i]; {
+			case c >= 'A' && c <= 'Z':
+				upper = true
+			case c >= 'a' && c <= 'z':
+				lower = true
+			case c >= '0' && c <= '9':
+				digit = true
+			}
+		}
+		if upper && lower && digit {
+			return true
+		}
+	}
+	return false
+}
+
+// Text is (*Redactor)(nil).Text: the shapes of secrets only.
+func Text(s string) string { return (*Redactor)(nil).Text(s) }
+
+// Line is (*Redactor)(nil).Line: the shapes of secrets only.
+func Line(s string) string { return (*Redactor)(nil).Line(s) }
