@@ -6,6 +6,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // ConfigCmd is lazy config: the effective settings and where each comes
@@ -134,7 +135,7 @@ func matchesAny(name string, keys []string) bool {
 func nearestKey(name string) string {
 	best, nearest := 1+len(name)/8, ""
 	for _, k := range configkeys.All() {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k.Name)); d < best {
+		if d := words.Distance(strings.ToLower(name), strings.ToLower(k.Name)); d < best {
 			best, nearest = d, k.Name
 		}
 	}

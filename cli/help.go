@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -207,25 +207,20 @@ type CompletionCmd struct {
 	Shell string `arg:"" enum:"bash,zsh,fish" help:"bash, zsh or fish."`
 }
 
+// completionScripts make the shell ask lazy, found on PATH when the
+// shell completes (never the path of the binary that printed the
+// script: an upgrade or a go install elsewhere leaves that stale), for
+// the completions of a command line (COMP_LINE set).
 var completionScripts = map[string]string{
-	"bash": "complete -o default -C ${bin} lazy\n",
-	"zsh":  "autoload -U +X bashcompinit && bashcompinit\ncomplete -o default -C ${bin} lazy\n",
-	"fish": "function __complete_lazy\n    set -lx COMP_LINE (commandline -cp)\n    test -z (commandline -ct)\n    and set COMP_LINE \"$COMP_LINE \"\n    ${bin}\nend\ncomplete -f -c lazy -a \"(__complete_lazy)\"\n",
+	"bash": "complete -o default -C lazy lazy\n",
+	"zsh":  "autoload -U +X bashcompinit && bashcompinit\ncomplete -o default -C lazy lazy\n",
+	"fish": "function __complete_lazy\n    set -lx COMP_LINE (commandline -cp)\n    test -z (commandline -ct)\n    and set COMP_LINE \"$COMP_LINE \"\n    command lazy\nend\ncomplete -f -c lazy -a \"(__complete_lazy)\"\n",
 }
 
-// Run implements lazy completion: the script makes the shell ask this
-// binary (COMP_LINE set) for completions of commands, flags and task
-// slugs.
+// Run implements lazy completion: the script makes the shell ask lazy
+// (COMP_LINE set) for completions of commands, flags and task slugs.
 func (c *CompletionCmd) Run(a *app) error {
-	bin, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the lazy binary: %w", err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
-		return err
-	}
-	quoted := "'" + strings.ReplaceAll(bin, "'", `'\''`) + "'"
-	_, err = io.WriteString(a.stdout, strings.ReplaceAll(completionScripts[c.Shell], "${bin}", quoted))
+	_, err := io.WriteString(a.stdout, completionScripts[c.Shell])
 	return err
 }
 
@@ -320,52 +315,7 @@ func suggestCommands(word string) []string {
 			names = append(names, c.name)
 		}
 	}
-	var prefixed []string
-	for _, n := range names {
-		if len(word) >= 2 && strings.HasPrefix(n, word) {
-			prefixed = append(prefixed, n)
-		}
-	}
-	if len(prefixed) > 0 {
-		return prefixed
-	}
-	best, out := 1+len(word)/3, []string(nil)
-	for _, n := range names {
-		switch d := editDistance(word, n); {
-		case d < best:
-			best, out = d, []string{n}
-		case d == best:
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// editDistance is the optimal-string-alignment distance: insertions,
-// deletions, substitutions and swaps of two neighbours each cost one.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
+	return words.Closest(word, names)
 }
 
 // unknownCommandError says that word is no command, and which it may

@@ -173,3 +173,41 @@ func TestBareSlugClaimTakesNoName(t *testing.T) {
 		t.Fatalf("my-task names %q (%v)", id, err)
 	}
 }
+
+// TestResolveSaysDidYouMean: a name that names no task is one sentence
+// that names the nearest slugs (a typo, a prefix, a part, another
+// spelling), or says where to look when none is near, and is still
+// ErrNotFound.
+func TestResolveSaysDidYouMean(t *testing.T) {
+	s, _ := open(t)
+	for _, title := range []string{"fix login", "fix logout", "release notes", "cover the docs"} {
+		if _, err := s.Create(CreateSpec{Title: title, Actor: machine.Human}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"fix-logn":      `no task named "fix-logn"; did you mean fix-login?`,
+		"relase-notes":  `no task named "relase-notes"; did you mean release-notes?`,
+		"fix-log":       `no task named "fix-log"; did you mean fix-login or fix-logout?`,
+		"notes":         `no task named "notes"; did you mean release-notes?`,
+		"Release_Notes": `no task named "Release_Notes" (slugs are lowercase letters, digits and dashes; ids are hex); did you mean release-notes?`,
+		"zzzzzzzz":      `no task named "zzzzzzzz"; lazy list shows the tasks`,
+		"abc":           `no task named "abc" (an id prefix needs at least 4 characters); lazy list shows the tasks`,
+		"cafe":          `no task named "cafe"; lazy list shows the tasks`,
+		"":              `no task named: give a task's slug or id (lazy list shows them)`,
+	} {
+		_, err := s.Resolve(name)
+		if err == nil || err.Error() != want || !errors.Is(err, ErrNotFound) {
+			t.Errorf("Resolve(%q) = %v; want %q (and ErrNotFound)", name, err, want)
+		}
+	}
+	for i := 0; i < 7; i++ {
+		if _, err := s.Create(CreateSpec{Title: "cover the docs", Actor: machine.Human}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.Resolve("cover-the-doc")
+	if err == nil || !strings.Contains(err.Error(), "did you mean cover-the-docs, cover-the-docs-2, cover-the-docs-3, cover-the-docs-4 or cover-the-docs-5? (and 3 more: lazy list -q cover-the-doc)") {
+		t.Fatalf("many near slugs: %v", err)
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // ErrNotFound is matched by every "no such task" error.
@@ -120,16 +122,24 @@ func (e *AmbiguousError) Error() string {
 	return b.String()
 }
 
+// notFound is a name that names no task: one sentence that says what
+// to do, and errors.Is(err, ErrNotFound) holds.
+type notFound struct{ msg string }
+
+func (e *notFound) Error() string        { return e.msg }
+func (e *notFound) Is(target error) bool { return target == ErrNotFound }
+
 // Resolve turns what a user typed (a slug, a full id or a unique id
 // prefix of at least four characters) into a task id. The input is
-// checked before it is used to build any path.
+// checked before it is used to build any path. A name that names no task
+// gets the slugs nearest to it ("did you mean").
 func (s *Store) Resolve(name string) (string, error) {
 	in := strings.TrimSpace(name)
 	if in == "" {
-		return "", fmt.Errorf("no task named: give a slug or an id: %w", ErrNotFound)
+		return "", &notFound{"no task named: give a task's slug or id (lazy list shows them)"}
 	}
 	if !plausibleName(in) {
-		return "", fmt.Errorf("no task named %q (slugs are lowercase letters, digits and dashes; ids are hex): %w", name, ErrNotFound)
+		return "", s.notFound(name, " (slugs are lowercase letters, digits and dashes; ids are hex)")
 	}
 	lower := strings.ToLower(in)
 	// A hex name is read as an id first (see ShadowsID): a slug never
@@ -149,10 +159,10 @@ func (s *Store) Resolve(name string) (string, error) {
 		if id, ok, err := s.bySlug(lower); err != nil || ok {
 			return id, err
 		}
-		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
+		return "", s.notFound(name, "")
 	}
 	if !allHex(lower) {
-		return "", fmt.Errorf("no task named %q%s: %w", name, s.suggest(lower), ErrNotFound)
+		return "", s.notFound(name, "")
 	}
 	return s.byID(name, lower)
 }
@@ -187,10 +197,10 @@ func (s *Store) byID(name, lower string) (string, error) {
 		} else if ok {
 			return lower, nil
 		}
-		return "", fmt.Errorf("no task with id %s: %w", lower, ErrNotFound)
+		return "", &notFound{fmt.Sprintf("no task has the id %s (lazy list shows the tasks)", lower)}
 	}
 	if len(lower) < minPrefix {
-		return "", fmt.Errorf("no task named %q (an id prefix needs at least %d characters): %w", name, minPrefix, ErrNotFound)
+		return "", s.notFound(name, fmt.Sprintf(" (an id prefix needs at least %d characters)", minPrefix))
 	}
 	refs, err := s.repo.ListRefs(TasksPrefix)
 	if err != nil {
@@ -206,7 +216,7 @@ func (s *Store) byID(name, lower string) (string, error) {
 	sort.Strings(ids)
 	switch len(ids) {
 	case 0:
-		return "", fmt.Errorf("no task named %q: %w", name, ErrNotFound)
+		return "", s.notFound(name, "")
 	case 1:
 		return ids[0], nil
 	}
@@ -236,29 +246,63 @@ func plausibleName(s string) bool {
 	return s[0] != '-'
 }
 
-// suggest lists up to five slugs that contain what the user typed, for
-// the "no task named" error. It runs only on that error path.
-func (s *Store) suggest(in string) string {
-	refs, err := s.repo.ListRefs(SlugsPrefix)
-	if err != nil || len(in) < 3 {
-		return ""
+// maxSuggestions is how many slugs a "did you mean" names at most.
+const maxSuggestions = 5
+
+// notFound says that name names no task, with why (when not "") and the
+// slugs nearest to it, or where to look when none is near: "no task
+// named "fix-logn"; did you mean fix-login?".
+func (s *Store) notFound(name, why string) error {
+	msg := fmt.Sprintf("no task named %q%s", truncate(name, 80), why)
+	hits := s.suggest(name)
+	switch len(hits) {
+	case 0:
+		return &notFound{msg + "; lazy list shows the tasks"}
+	case 1:
+		return &notFound{msg + "; did you mean " + hits[0] + "?"}
 	}
-	var hits []string
+	more := ""
+	if len(hits) > maxSuggestions {
+		more = fmt.Sprintf(" (and %d more: lazy list -q %s)", len(hits)-maxSuggestions, strings.ToLower(strings.TrimSpace(name)))
+		hits = hits[:maxSuggestions]
+	}
+	return &notFound{msg + "; did you mean " + words.Or(hits) + "?" + more}
+}
+
+// suggest lists the slugs a name that names no task may have meant,
+// nearest first: those within a few typos of it or that it is a prefix
+// of (see words.Closest), then those that contain it. The name is
+// compared lowercased, with '_', '.' and spaces read as dashes. It runs
+// only on the "no task named" error path.
+func (s *Store) suggest(name string) []string {
+	in := strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '.', ' ':
+			return '-'
+		}
+		return r
+	}, strings.ToLower(strings.TrimSpace(name)))
+	if len(in) < 2 || len(in) > 128 {
+		return nil
+	}
+	refs, err := s.repo.ListRefs(SlugsPrefix)
+	if err != nil {
+		return nil
+	}
+	slugs := make([]string, 0, len(refs))
 	for ref := range refs {
-		if slug := strings.TrimPrefix(ref, SlugsPrefix); strings.Contains(slug, in) {
-			hits = append(hits, slug)
+		slugs = append(slugs, strings.TrimPrefix(ref, SlugsPrefix))
+	}
+	sort.Strings(slugs)
+	hits := words.Closest(in, slugs)
+	if len(in) >= 3 {
+		for _, slug := range slugs {
+			if strings.Contains(slug, in) && !slices.Contains(hits, slug) {
+				hits = append(hits, slug)
+			}
 		}
 	}
-	if len(hits) == 0 {
-		return ""
-	}
-	sort.Strings(hits)
-	more := ""
-	if len(hits) > 5 {
-		more = fmt.Sprintf(" and %d more", len(hits)-5)
-		hits = hits[:5]
-	}
-	return " (did you mean " + strings.Join(hits, ", ") + more + "?)"
+	return hits
 }
 
 // OrphanSlug is a slug reservation that names no task.
