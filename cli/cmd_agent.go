@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
@@ -202,7 +203,11 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 		return a.printJSON(out)
 	}
 	for _, sn := range marked {
-		fmt.Fprintf(a.stdout, "Pooled %s on %s: a runner with labels [%s] takes it (lazy pool shows it)\n", sn.Task.Slug, remote, strings.Join(c.Label, " "))
+		who := "any runner"
+		if len(c.Label) > 0 {
+			who = "a runner labelled " + words.List(c.Label, "")
+		}
+		fmt.Fprintf(a.stdout, "Pooled %s on %s: %s takes it (lazy pool shows it)\n", sn.Task.Slug, remote, who)
 	}
 	return nil
 }

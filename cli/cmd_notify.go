@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/ops"
@@ -59,8 +60,18 @@ func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 	for _, t := range s.Targets {
 		fmt.Fprintln(a.stdout, sanitize.Field(t.String()))
 	}
-	fmt.Fprintf(a.stdout, "at most %d events a minute per target; announcing: %v\n", s.PerMinute, eventKinds(s))
+	fmt.Fprintf(a.stdout, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
 	return nil
+}
+
+// kindList names event kinds as a list a person reads: "blocked,
+// conflict and complete", or "no events".
+func kindList(kinds []notify.Kind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return words.List(names, "no events")
 }
 
 func eventKinds(s notify.Settings) []notify.Kind {

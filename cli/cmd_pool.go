@@ -15,6 +15,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 )
@@ -74,7 +75,7 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	say := func(msg string) {
 		fmt.Fprintf(a.stderr, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.PoolRunnerID(), sanitize.Field(msg))
 	}
-	say(fmt.Sprintf("on %s, labels [%s], agents [%s], up to %d turn(s) at once", remote, strings.Join(c.Label, " "), strings.Join(a.runnerAgents(), " "), c.MaxTasks))
+	say(fmt.Sprintf("on %s, %s, agents %s, up to %s at once", remote, labelsOf(c.Label), words.List(a.runnerAgents(), "none"), words.Count(c.MaxTasks, "turn", "turns")))
 	return env.RunPool(ctx, ops.RunnerOptions{
 		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll,
 		Agents: a.runnerAgents(),
@@ -221,6 +222,15 @@ func nonNilRunners(r []pool.Runner) []pool.Runner {
 	return r
 }
 
+// labelsOf is a runner's labels as a person reads them: "labels gpu,
+// linux" or "no labels".
+func labelsOf(labels []string) string {
+	if len(labels) == 0 {
+		return "no labels"
+	}
+	return "labels " + strings.Join(labels, ", ")
+}
+
 // renderPool prints the runners, the claims and what waits.
 func renderPool(w io.Writer, v *poolView, now time.Time) {
 	fmt.Fprintf(w, "Pool on %s\n\nRunners (%d):\n", sanitize.Field(v.Remote), len(v.Runners))
@@ -229,8 +239,8 @@ func renderPool(w io.Writer, v *poolView, now time.Time) {
 		if r.Stopped {
 			state = "stopped " + ago(now, r.Seen)
 		}
-		fmt.Fprintf(w, "  %-20s labels [%s]  agents [%s]  up to %d  holding %d  %s\n", sanitize.Field(r.ID), sanitize.Field(strings.Join(r.Labels, " ")),
-			sanitize.Field(strings.Join(r.Agents, " ")), r.MaxTasks, len(r.Holding), state)
+		fmt.Fprintf(w, "  %-20s %s  agents %s  up to %d  holding %d  %s\n", sanitize.Field(r.ID), sanitize.Field(labelsOf(r.Labels)),
+			sanitize.Field(words.List(r.Agents, "none")), r.MaxTasks, len(r.Holding), state)
 	}
 	fmt.Fprintf(w, "\nClaims (%d):\n", len(v.Claims))
 	for _, h := range v.Claims {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -177,15 +178,11 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		}
 		return a.printJSON(rep)
 	}
-	fmt.Fprintf(a.stdout, "%s %s: %d created, %d fast-forwarded, %d merged, %d up to date, %d ahead here",
-		verb, rep.Remote, len(rep.Created), len(rep.FastForwarded), len(rep.Merged), rep.UpToDate, rep.LocalAhead)
 	if verb == "Pushed to" {
-		fmt.Fprintf(a.stdout, "; %d ref(s) pushed", rep.Pushed)
-		if rep.Retries > 0 {
-			fmt.Fprintf(a.stdout, " after %d merge(s) with the remote", rep.Retries)
-		}
+		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, rep.Remote, pushSummary(rep))
+	} else {
+		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, rep.Remote, pullSummary(rep))
 	}
-	fmt.Fprintln(a.stdout)
 	for _, r := range rep.Refused {
 		if r.KeptLocal {
 			fmt.Fprintf(a.stdout, "  refused %s: the remote's record moves it %s -> %s (%s by %s on host %s): %s; the local record stays as it was\n",
@@ -207,6 +204,79 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		fmt.Fprintf(a.stderr, "lazy: the remote rejected %s\n", r)
 	}
 	return nil
+}
+
+// pullSummary says what a pull took in, in words: "2 new tasks, 1
+// updated; 5 unchanged, 1 newer here (lazy push sends it)".
+func pullSummary(rep *gitstore.SyncReport) string {
+	took := tookIn(rep)
+	if took == "" {
+		took = "nothing new"
+	}
+	var rest []string
+	if rep.UpToDate > 0 {
+		rest = append(rest, fmt.Sprintf("%s unchanged", words.Count(rep.UpToDate, "task", "tasks")))
+	}
+	if n := rep.LocalAhead; n > 0 {
+		rest = append(rest, fmt.Sprintf("%d newer here (lazy push sends %s)", n, plural(n, "it", "them")))
+	}
+	if len(rest) == 0 {
+		return took
+	}
+	return took + "; " + strings.Join(rest, ", ")
+}
+
+// tookIn is what a pull (or a push's merge with a remote that moved)
+// brought: new tasks, fast-forwards, merges; "" when nothing.
+func tookIn(rep *gitstore.SyncReport) string {
+	var parts []string
+	if n := len(rep.Created); n > 0 {
+		parts = append(parts, words.Count(n, "new task", "new tasks"))
+	}
+	if n := len(rep.FastForwarded); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d updated", n))
+	}
+	if n := len(rep.Merged); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d merged (changed on both sides)", n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// pushSummary says what a push moved, in words: "3 tasks sent (1 new
+// there, 2 updated); 9 already up to date there".
+func pushSummary(rep *gitstore.SyncReport) string {
+	var b strings.Builder
+	switch n := rep.PushedTasks; {
+	case n == 0 && rep.Pushed == 0:
+		b.WriteString("nothing to send")
+	case n == 0:
+		// Only slug names moved (a rename): no task record changed.
+		fmt.Fprintf(&b, "%s sent, no task record changed", words.Count(rep.Pushed, "task name", "task names"))
+	default:
+		fmt.Fprintf(&b, "%s sent", words.Count(n, "task", "tasks"))
+		switch upd := n - rep.NewOnRemote; {
+		case rep.NewOnRemote == n:
+			b.WriteString(" (new there)")
+		case rep.NewOnRemote > 0:
+			fmt.Fprintf(&b, " (%d new there, %d updated)", rep.NewOnRemote, upd)
+		}
+	}
+	if rep.UpToDate > 0 {
+		fmt.Fprintf(&b, "; %s already up to date there", words.Count(rep.UpToDate, "task", "tasks"))
+	}
+	if rep.Retries > 0 {
+		times := "once"
+		if rep.Retries == 2 {
+			times = "twice"
+		} else if rep.Retries > 2 {
+			times = fmt.Sprintf("%d times", rep.Retries)
+		}
+		fmt.Fprintf(&b, "; the remote had moved, so lazy merged its records in first (%s)", times)
+		if took := tookIn(rep); took != "" {
+			b.WriteString(": " + took)
+		}
+	}
+	return b.String()
 }
 
 // orDash shows an empty field of a remote record as "-".

@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/internal/termsafe"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
@@ -45,7 +46,7 @@ func (c *InitCmd) Run(a *app) error {
 			continue
 		}
 		if n := len(rep.Created) + len(rep.FastForwarded) + len(rep.Merged); n > 0 {
-			res.Bootstrap = append(res.Bootstrap, fmt.Sprintf("%s: took in %d task(s)", r, n))
+			res.Bootstrap = append(res.Bootstrap, fmt.Sprintf("%s: took in %s", r, words.Count(n, "task", "tasks")))
 		}
 	}
 	if c.JSON {
@@ -103,6 +104,10 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	usd, err := parseBudgetFlag(c.Budget)
 	if err != nil {
 		return err
+	}
+	if strings.TrimSpace(c.Title) == "" && c.Message == nil && !readable(a.stdin) && !(isTerminal(a.stdin) && isTerminal(a.stdout)) {
+		// Nothing to take a title from: say how to give one.
+		return usageError{`a task needs a title: lazy create "TITLE" [-m GOAL] (or pipe its description on stdin); nothing was created`}
 	}
 	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
 	if err != nil {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,21 @@ func TestErrorsSayWhatIsWrongAndWhatToDo(t *testing.T) {
 	t.Run("daemon --status without a daemon", func(t *testing.T) {
 		msg := r.fails(1, nil, "daemon", "--status")
 		oneSentence(t, "daemon --status", msg, "no daemon is running for this repository; it starts with the next turn", "dial", "sock")
+	})
+	t.Run("a task name with a typo gets did you mean", func(t *testing.T) {
+		r.create("Fix the login race", "--slug", "fix-login")
+		for _, args := range [][]string{{"show", "fix-logn"}, {"start", "fixlogin", "--command", fakeAgentBin}, {"logs", "Fix_Login"}, {"diff", "fix-lgoin"}} {
+			msg := r.fails(1, nil, args...)
+			oneSentence(t, strings.Join(args, " "), msg, "did you mean fix-login?", "no such task")
+		}
+		msg := r.fails(1, nil, "show", "qqqqqq")
+		oneSentence(t, "show qqqqqq", msg, `no task named "qqqqqq"; lazy list shows the tasks`)
+	})
+	t.Run("create without a title says how to give one", func(t *testing.T) {
+		for _, args := range [][]string{{"create", ""}, {"create", "   "}, {"create"}} {
+			msg := r.fails(2, nil, args...)
+			oneSentence(t, fmt.Sprintf("%q", args), msg, `a task needs a title: lazy create "TITLE" [-m GOAL]`, "description given")
+		}
 	})
 	t.Run("progress lines do not read like errors", func(t *testing.T) {
 		fresh := newRepo(t)

@@ -41,11 +41,14 @@ func TestPushPullConvergeBetweenClones(t *testing.T) {
 	a, b := clones(t)
 	tk := a.create("shared work", "-m", "Both machines edit this.")
 	a.ok("comment", tk.Slug, "-m", "first, from a")
-	if out := a.ok("push"); !strings.Contains(out, "Pushed to origin") {
+	if out := a.ok("push"); !strings.Contains(out, "Pushed to origin: 1 task sent (new there)\n") {
 		t.Fatalf("push: %s", out)
 	}
+	if out := a.ok("push"); out != "Pushed to origin: nothing to send; 1 task already up to date there\n" {
+		t.Fatalf("a push with nothing to send: %q", out)
+	}
 	// A clone with tasks on its remote starts with them.
-	if out := b.ok("init"); !strings.Contains(out, "took in 1 task(s)") {
+	if out := b.ok("init"); !strings.Contains(out, "took in 1 task\n") {
 		t.Fatalf("init on a clone: %s", out)
 	}
 	if got := b.show(tk.Slug); got.ID != tk.ID || got.Comments != 1 {
@@ -56,10 +59,10 @@ func TestPushPullConvergeBetweenClones(t *testing.T) {
 	b.ok("comment", tk.Slug, "-m", "from b, concurrently")
 	b.ok("close", tk.Slug, "-m", "b thinks it is done")
 	a.ok("push")
-	if out := b.ok("push"); !strings.Contains(out, "after 1 merge(s)") {
+	if out := b.ok("push"); !strings.Contains(out, "Pushed to origin: 1 task sent; the remote had moved, so lazy merged its records in first (once): 1 merged (changed on both sides)\n") {
 		t.Fatalf("b's push should have merged first: %s", out)
 	}
-	if out := a.ok("pull"); !strings.Contains(out, "1 fast-forwarded") {
+	if out := a.ok("pull"); out != "Pulled from origin: 1 updated\n" {
 		t.Fatalf("a's pull: %s", out)
 	}
 	if a.ref(tk.ID) != b.ref(tk.ID) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // RemoteNamespace is where lazy pull fetches a remote's task refs: never
@@ -49,9 +50,16 @@ type SyncReport struct {
 	Unverified []Unverified `json:"unverified"`
 	Skipped    []Skip       `json:"skipped"`
 	Renamed    []Rename     `json:"renamed"`
-	Pushed     int          `json:"pushed"`
-	Rejected   []string     `json:"rejected"`
-	Retries    int          `json:"retries"`
+	// Pushed counts the refs a push moved on the remote (task records
+	// and their slug names); PushedTasks the task records among them,
+	// and NewOnRemote those of the task records the remote did not have.
+	// A push's UpToDate counts the task records the remote already had
+	// as they are here.
+	Pushed      int      `json:"pushed"`
+	PushedTasks int      `json:"pushed_tasks"`
+	NewOnRemote int      `json:"new_on_remote"`
+	Rejected    []string `json:"rejected"`
+	Retries     int      `json:"retries"`
 }
 
 // Rename is a local task that lost its slug to a remote task created
@@ -469,6 +477,10 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 		return nil, fmt.Errorf("lazy.pushRefspec %q pushes more than lazy's task records; set it to refs/lazy/*:refs/lazy/* (or another source under refs/lazy/)", refspec)
 	}
 	rep := &SyncReport{Remote: remote}
+	// moved keeps what each ref's push did, over the tries: a ref the
+	// first try pushed is up to date on the next, and is counted once.
+	moved := map[string]byte{}
+	defer func() { rep.Pushed, rep.PushedTasks, rep.NewOnRemote, rep.UpToDate = pushCounts(moved) }()
 	const attempts = 4
 	for attempt := 1; ; attempt++ {
 		if attempt == 1 {
@@ -477,8 +489,7 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 			phase(fmt.Sprintf("pushing again (try %d of %d)", attempt, attempts))
 		}
 		out, err := git(ctx, s.remoteDir(), "push", "--porcelain", remote, refspec)
-		pushed, rejected := parsePorcelain(string(out))
-		rep.Pushed += pushed
+		rejected := parsePorcelain(string(out), moved)
 		if len(rejected) == 0 {
 			if err != nil {
 				return rep, &RemoteError{Op: "push to", Remote: remote, Err: err}
@@ -488,10 +499,10 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 		}
 		rep.Rejected = rejected
 		if attempt == attempts {
-			return rep, fmt.Errorf("the remote kept rejecting %d ref(s) after %d merges: %s", len(rejected), attempts-1, strings.Join(rejected, ", "))
+			return rep, fmt.Errorf("the remote kept rejecting %s after %d merges: %s", words.Count(len(rejected), "ref", "refs"), attempts-1, strings.Join(rejected, ", "))
 		}
 		rep.Retries++
-		phase(fmt.Sprintf("the remote moved: merging its records into %d rejected ref(s)", len(rejected)))
+		phase(fmt.Sprintf("the remote moved: merging its records into the %s it rejected", words.Count(len(rejected), "ref", "refs")))
 		pr, perr := s.Pull(ctx, remote)
 		if perr != nil {
 			return rep, perr
@@ -506,9 +517,34 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 	}
 }
 
-// parsePorcelain counts refs git push updated and lists those it
-// rejected.
-func parsePorcelain(out string) (pushed int, rejected []string) {
+// pushCounts reads what a push did from each ref's last porcelain flag:
+// the refs moved, the task records among them, those new on the remote,
+// and the task records the remote already had.
+func pushCounts(moved map[string]byte) (refs, tasks, created, upToDate int) {
+	for ref, flag := range moved {
+		task := strings.HasPrefix(ref, TasksPrefix)
+		if flag == '=' {
+			if task {
+				upToDate++
+			}
+			continue
+		}
+		refs++
+		if task {
+			tasks++
+			if flag == '*' {
+				created++
+			}
+		}
+	}
+	return refs, tasks, created, upToDate
+}
+
+// parsePorcelain records in moved what git push did to each ref (its
+// porcelain flag: '*' new, ' ' fast-forward, '+' forced, '-' deleted,
+// '=' up to date) and lists the refs the remote rejected. A ref pushed by
+// an earlier try keeps that flag when a later try finds it up to date.
+func parsePorcelain(out string, moved map[string]byte) (rejected []string) {
 	for _, line := range strings.Split(out, "\n") {
 		if len(line) < 2 || line[1] != '\t' {
 			continue
@@ -523,10 +559,14 @@ func parsePorcelain(out string) (pushed int, rejected []string) {
 		}
 		switch line[0] {
 		case ' ', '+', '*', '-':
-			pushed++
+			moved[ref] = line[0]
+		case '=':
+			if _, pushed := moved[ref]; !pushed {
+				moved[ref] = '='
+			}
 		case '!':
 			rejected = append(rejected, ref)
 		}
 	}
-	return pushed, rejected
+	return rejected
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
@@ -185,8 +186,8 @@ func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error
 
 // conflictFeedback asks the agent to resolve a conflict with its target.
 func conflictFeedback(c *ConflictError) string {
-	return fmt.Sprintf("Your branch no longer merges cleanly into %s: it conflicts in %v. %s has been merged into your branch for you; resolve the conflicts, keep both sides' intent, and commit. lazy gates and lands the work after your turn.",
-		c.Into, sanitizeAll(c.Files), c.Into)
+	return fmt.Sprintf("Your branch no longer merges cleanly into %s: it conflicts in %s. %s has been merged into your branch for you; resolve the conflicts, keep both sides' intent, and commit. lazy gates and lands the work after your turn.",
+		c.Into, strings.Join(sanitizeAll(c.Files), ", "), c.Into)
 }
 
 func (e *Env) noteFixRound(ctx context.Context, id string, round int) {

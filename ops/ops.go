@@ -299,7 +299,7 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 		}
 	}
 	if title == "" {
-		return nil, errors.New("a task needs a title: lazy create \"what to do\" (or -m with a description)")
+		return nil, errors.New("a task needs a title: lazy create \"TITLE\" [-m GOAL]; nothing was created")
 	}
 	if n := utf8.RuneCountInString(title); n > MaxTitle {
 		return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the description (-m)", n, MaxTitle)

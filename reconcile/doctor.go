@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,18 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
 )
+
+// pidList names processes for a person: "pid 41" or "pids 41, 42".
+func pidList(pids []int) string {
+	out := make([]string, len(pids))
+	for i, p := range pids {
+		out[i] = strconv.Itoa(p)
+	}
+	if len(out) == 1 {
+		return "pid " + out[0]
+	}
+	return "pids " + strings.Join(out, ", ")
+}
 
 // Finding is one thing lazy doctor saw, and what it did about it.
 type Finding struct {
@@ -300,7 +313,7 @@ func (r *Reconciler) checkStrays(ctx context.Context, entries []gitstore.Entry, 
 			detail = fmt.Sprintf("%s, but a supervisor of it is still running", e.Status)
 		case !running && len(pids) > 0 && e.Status != machine.Working:
 			// A working task's leftovers are ended by its interrupt.
-			detail = fmt.Sprintf("%s, but agent processes %v of a dead supervisor are still running in its worktree", e.Status, pids)
+			detail = fmt.Sprintf("%s, but agent processes of a dead supervisor (%s) are still running in its worktree", e.Status, pidList(pids))
 		default:
 			continue
 		}

@@ -385,7 +385,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 			reason = exitReason(code) + ": " + reason
 		}
 		if len(stray) > 0 {
-			reason += fmt.Sprintf(" (its agent processes %v were still running and were killed)", stray)
+			reason += fmt.Sprintf(" (agent processes of the turn, %s, were still running and were killed)", pidList(stray))
 		}
 		if unlocked {
 			reason += "; the index.lock a killed git left in its worktree was removed"
