@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
@@ -27,6 +28,20 @@ func (a *app) poolRemote(ctx context.Context, flag string) (string, error) {
 		flag, _ = a.cfg.Get("lazy.pool.remote")
 	}
 	return a.defaultRemote(ctx, strings.TrimSpace(flag))
+}
+
+// poolMaxLease is git config lazy.pool.maxLease: the longest lease the
+// pool accepts (a claim that says it holds longer counts as expired).
+func (a *app) poolMaxLease() (time.Duration, error) {
+	v, ok := a.cfg.Get(pool.MaxLeaseKey)
+	if !ok || strings.TrimSpace(v) == "" {
+		return pool.DefaultMaxLease, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, configkeys.Invalid(pool.MaxLeaseKey, v, "is not a duration above 0")
+	}
+	return d, nil
 }
 
 // runnerAgents is lazy.runner.agents: the agents a runner here may run.
@@ -70,6 +85,10 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 			return usageError{fmt.Sprintf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)}
 		}
 	}
+	maxLease, err := a.poolMaxLease()
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	say := func(msg string) {
@@ -77,7 +96,7 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	}
 	say(fmt.Sprintf("on %s, %s, agents %s, up to %s at once", remote, labelsOf(c.Label), words.List(a.runnerAgents(), "none"), words.Count(c.MaxTasks, "turn", "turns")))
 	return env.RunPool(ctx, ops.RunnerOptions{
-		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll,
+		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll, MaxLease: maxLease,
 		Agents: a.runnerAgents(),
 		Input: func(agentName string) (ops.StartInput, error) {
 			// The agent's command and posture come from this machine's
@@ -89,11 +108,37 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	})
 }
 
-// PoolCmd shows the runner pool.
+// PoolCmd shows the runner pool, or releases a claim.
 type PoolCmd struct {
-	Remote string `help:"The remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
-	JSON   bool   `help:"Print the pool as JSON."`
-	Local  bool   `help:"Show the pool as last fetched, without fetching."`
+	Action     string `arg:"" optional:"" enum:"show,release" default:"show" help:"show (the default): the runners, live claims, waiting tasks and the refs lazy skipped; release TASK: free the task's claim (a human's decision)."`
+	Task       string `arg:"" optional:"" help:"The task whose claim lazy pool release frees (its slug or id, or the id of a claim for a task not here)."`
+	Remote     string `help:"The remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
+	JSON       bool   `help:"Print the pool (or what release did) as JSON."`
+	Local      bool   `help:"Show the pool as last fetched, without fetching."`
+	Force      bool   `help:"release: free a claim a runner holds live; that runner ends the task's turn at its next round and pushes nothing more of it."`
+	Generation uint64 `help:"release: only if the claim is still at this generation (as lazy pool showed it)." placeholder:"N"`
+}
+
+// Help implements kong's detailed help.
+func (c *PoolCmd) Help() string {
+	return `A claim or runner record on the remote that lazy does not accept (not a
+commit, no JSON of a claim, over 64 KiB, a claim naming another task, a
+generation out of range, a lease longer than lazy.pool.maxLease from now)
+is skipped and listed under "Skipped"; a skipped claim holds nothing, and
+a runner takes its task over.
+
+lazy pool release frees a claim, for a human only: it is replaced by a
+released claim at the next generation, pushed leased on the claim lazy
+just fetched, so a runner that renewed or took the claim meanwhile makes
+it fail and nothing changes. A claim a runner holds live needs --force;
+that runner is then fenced: its next renewal fails, it ends the turn and
+pushes nothing more of it.
+
+Examples:
+  lazy pool
+  lazy pool --json
+  lazy pool release fix-login
+  lazy pool release --force --generation 3 fix-login`
 }
 
 // poolView is lazy pool's JSON.
@@ -102,6 +147,8 @@ type poolView struct {
 	Runners []pool.Runner `json:"runners"`
 	Claims  []pool.Held   `json:"claims"`
 	Waiting []poolWaiting `json:"waiting"`
+	// Skipped are the pool refs lazy did not accept, and why.
+	Skipped []pool.Problem `json:"skipped"`
 }
 
 // poolWaiting is a pooled task no live claim holds, and why.
@@ -124,10 +171,21 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	maxLease, err := a.poolMaxLease()
+	if err != nil {
+		return err
+	}
+	if c.Action == "release" {
+		return c.release(a, ctx, remote, maxLease)
+	}
+	if c.Task != "" || c.Force || c.Generation != 0 {
+		return usageError{"lazy pool shows the whole pool; TASK, --force and --generation go with lazy pool release TASK"}
+	}
 	p, err := pool.New(a.repoDir(), remote)
 	if err != nil {
 		return err
 	}
+	p.MaxLease = maxLease
 	if !c.Local {
 		if _, err := a.store.Pull(ctx, remote); err != nil {
 			return err
@@ -147,12 +205,48 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	return nil
 }
 
+// release runs lazy pool release TASK.
+func (c *PoolCmd) release(a *app, ctx context.Context, remote string, maxLease time.Duration) error {
+	if c.Task == "" {
+		return usageError{"lazy pool release needs the task whose claim it frees: lazy pool release TASK"}
+	}
+	if c.Local {
+		return usageError{"lazy pool release fetches the claim it frees; --local does not go with it"}
+	}
+	if err := a.openForWrite(); err != nil {
+		return err
+	}
+	env, err := a.env()
+	if err != nil {
+		return err
+	}
+	res, err := env.ReleaseClaim(ctx, c.Task, ops.ReleaseOptions{Remote: remote, MaxLease: maxLease, Force: c.Force, Generation: c.Generation})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(res)
+	}
+	name := res.Task
+	if res.Slug != "" {
+		name = res.Slug
+	}
+	was := fmt.Sprintf("runner %s's claim (generation %d)", sanitize.Field(res.Was.Runner), res.Was.Generation)
+	if res.Was.Problem != "" {
+		was = "a claim lazy does not accept (" + sanitize.Field(res.Was.Problem) + ")"
+	}
+	_, err = fmt.Fprintf(a.stdout, "Released %s on %s: %s is replaced by a released claim at generation %d; any runner may take it now\n",
+		sanitize.Field(name), sanitize.Field(remote), was, res.Now.Generation)
+	return err
+}
+
 func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote string) (*poolView, error) {
-	runners, err := p.Runners(ctx)
+	now := time.Now()
+	runners, rp, err := p.Runners(ctx, now)
 	if err != nil {
 		return nil, err
 	}
-	claims, err := p.Claims(ctx)
+	claims, cp, err := p.Claims(ctx, now)
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +254,7 @@ func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote stri
 	if err != nil {
 		return nil, err
 	}
-	v := &poolView{Remote: remote, Runners: nonNilRunners(runners), Claims: []pool.Held{}, Waiting: []poolWaiting{}}
-	now := time.Now()
+	v := &poolView{Remote: remote, Runners: nonNilRunners(runners), Claims: []pool.Held{}, Waiting: []poolWaiting{}, Skipped: append(append([]pool.Problem{}, cp...), rp...)}
 	for _, h := range claims {
 		if h.Live(now) {
 			v.Claims = append(v.Claims, h)
@@ -249,5 +342,12 @@ func renderPool(w io.Writer, v *poolView, now time.Time) {
 	fmt.Fprintf(w, "\nWaiting (%d):\n", len(v.Waiting))
 	for _, t := range v.Waiting {
 		fmt.Fprintf(w, "  %-28s %-9s priority %d  %s\n", sanitize.Field(t.Slug), t.Status, t.Priority, sanitize.Field(t.Why))
+	}
+	if len(v.Skipped) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nSkipped (%d): refs on the remote lazy does not accept; a skipped claim holds nothing (lazy pool release TASK replaces it)\n", len(v.Skipped))
+	for _, p := range v.Skipped {
+		fmt.Fprintf(w, "  %s: %s\n", sanitize.Field(p.Ref), sanitize.Field(p.Reason))
 	}
 }

@@ -25,6 +25,10 @@ type RunnerOptions struct {
 	// nothing to claim.
 	Once        bool
 	Lease, Poll time.Duration
+	// MaxLease is lazy.pool.maxLease: the longest lease the pool
+	// accepts; a claim whose lease runs out later than this from now
+	// counts as expired (0: pool.DefaultMaxLease).
+	MaxLease time.Duration
 	// Agents are the agents this machine's configuration lets a runner
 	// run (lazy.runner.agents): a task asking for another is left alone.
 	Agents []string
@@ -45,6 +49,13 @@ const (
 	DefaultPoll  = 10 * time.Second
 )
 
+// OnceRounds bounds a --once runner: it stops after this many rounds in
+// a row that failed, or that found work it could claim but neither won
+// a claim nor had a turn running. Whatever the remote holds (claims
+// that keep moving, refs that cannot be read, a push the remote always
+// refuses), a CI job's runner ends.
+const OnceRounds = 5
+
 // runner is one lazy runner process: the claims it holds and when it
 // last renewed them.
 type runner struct {
@@ -64,6 +75,11 @@ type runner struct {
 	// adopted says the claims this runner held before a restart were
 	// taken back.
 	adopted bool
+	// reported are the skipped pool refs already said, by ref and object.
+	reported map[string]bool
+	// won counts the claims won; failed and fruitless the rounds in a
+	// row that failed or came to nothing (see OnceRounds).
+	won, failed, fruitless int
 }
 
 // RunPool runs this machine as a runner of the pool on o.Remote until
@@ -77,15 +93,22 @@ func (e *Env) RunPool(ctx context.Context, o RunnerOptions) error {
 		return err
 	}
 	for {
-		if err := r.round(ctx); err != nil {
+		won := r.won
+		err := r.round(ctx)
+		if err != nil {
 			if ctx.Err() != nil {
 				return r.stop()
 			}
 			r.say("round failed (trying again in %s): %v", r.o.Poll, err)
 		}
-		if r.o.Once && r.idle() {
-			r.say("nothing left to run here; stopping (--once)")
-			return r.stop()
+		if r.o.Once {
+			if r.idle() {
+				r.say("nothing left to run here; stopping (--once)")
+				return r.stop()
+			}
+			if done, err := r.onceBound(err, won); done {
+				return errors.Join(err, r.stop())
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -108,6 +131,12 @@ func (e *Env) newRunner(o RunnerOptions) (*runner, error) {
 	if o.MaxTasks <= 0 {
 		o.MaxTasks = 1
 	}
+	if o.MaxLease <= 0 {
+		o.MaxLease = pool.DefaultMaxLease
+	}
+	if o.Lease > o.MaxLease {
+		return nil, fmt.Errorf("--lease %s is longer than lazy.pool.maxLease (%s), so every runner would count this runner's claims as expired; shorten --lease, or raise lazy.pool.maxLease on every machine of the pool", o.Lease, o.MaxLease)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -121,10 +150,38 @@ func (e *Env) newRunner(o RunnerOptions) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, pushed: map[string]string{}, started: o.Now()}, nil
+	p.MaxLease = o.MaxLease
+	return &runner{e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, pushed: map[string]string{},
+		reported: map[string]bool{}, started: o.Now()}, nil
 }
 
 func (r *runner) say(format string, args ...any) { r.o.Say(fmt.Sprintf(format, args...)) }
+
+// onceBound counts a --once runner's rounds in a row that failed (err)
+// or came to nothing (no claim won since won, no turn running here),
+// and says whether it must stop now: OnceRounds of either. A runner that
+// stops on failures returns the last error, so its CI job fails.
+func (r *runner) onceBound(err error, won int) (bool, error) {
+	if err != nil {
+		r.failed++
+		if r.failed >= OnceRounds {
+			r.say("%d rounds in a row failed; stopping (--once)", r.failed)
+			return true, fmt.Errorf("the runner stopped after %d failed rounds in a row (--once): %w", r.failed, err)
+		}
+		return false, nil
+	}
+	r.failed = 0
+	if r.won > won || r.working() > 0 {
+		r.fruitless = 0
+		return false, nil
+	}
+	r.fruitless++
+	if r.fruitless >= OnceRounds {
+		r.say("%d rounds in a row found work but won no claim of it; leaving it to other runners and stopping (--once)", r.fruitless)
+		return true, nil
+	}
+	return false, nil
+}
 
 // round is one pass: take in what others did, tend the tasks held here,
 // renew the leases, claim more.
@@ -156,11 +213,17 @@ func (r *runner) fetch(ctx context.Context) error {
 	if err := r.p.Fetch(ctx); err != nil {
 		return err
 	}
-	claims, err := r.p.Claims(ctx)
+	claims, problems, err := r.p.Claims(ctx, r.o.Now())
 	if err != nil {
 		return err
 	}
 	r.claims = claims
+	for _, p := range problems {
+		if key := p.Ref + " " + p.Object; !r.reported[key] {
+			r.reported[key] = true
+			r.say("skipped the pool ref %s: %s", p.Ref, p.Reason)
+		}
+	}
 	return nil
 }
 
@@ -187,18 +250,28 @@ func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
 		name = sn.Task.Slug
 	}
 	who := "another runner took its claim over"
-	if now.Runner != "" {
+	switch {
+	case now.Problem != "":
+		who = "its claim was replaced by one lazy does not accept (" + now.Problem + ")"
+	case now.Released:
+		who = fmt.Sprintf("%s released its claim (generation %d)", now.Runner, now.Generation)
+	case now.Runner != "":
 		who = fmt.Sprintf("runner %s holds it (generation %d)", now.Runner, now.Generation)
 	}
 	r.say("lost %s: %s; its turn here is ended and nothing of it is pushed; its work stays in its worktree and branch here", name, who)
 }
 
 // adopt takes back the live claims this runner's id holds on the remote
-// (a runner restarted on the same clone): their sessions run here.
+// (a runner restarted on the same clone) whose sessions run here. A
+// runner id is public: a claim naming it proves nothing, so a task whose
+// session this machine does not own is left to run out its lease.
 func (r *runner) adopt() {
 	now := r.o.Now()
 	for id, h := range r.claims {
-		if _, held := r.held[id]; !held && h.Runner == r.id && h.Live(now) {
+		if _, held := r.held[id]; held || h.Runner != r.id || !h.Live(now) {
+			continue
+		}
+		if sn, err := r.e.Store.Load(id); err == nil && r.e.Owns(sn) {
 			r.held[id] = h
 			r.say("holding %s again (generation %d), as before this runner restarted", id, h.Generation)
 		}
@@ -458,13 +531,27 @@ func (r *runner) claimMore(ctx context.Context) error {
 		if until, ok := r.backoff[id]; ok && r.o.Now().Before(until) {
 			continue
 		}
+		if c.prev != nil && c.prev.Problem != "" {
+			// Not a claim lazy accepts: the generation that follows it is
+			// the one after the newest this machine trusts, the task's
+			// own stamp, never the rejected claim's (bounded, so it
+			// cannot wrap).
+			c.prev.Generation = trustedGeneration(c.sn)
+			r.say("taking over %s, whose claim lazy does not accept (%s)", c.sn.Task.Slug, c.prev.Problem)
+		}
 		h, err := r.p.Take(ctx, id, r.id, c.prev, r.o.Lease, r.o.Now())
 		if errors.Is(err, pool.ErrLost) || errors.Is(err, pool.ErrHeld) {
+			if r.o.Once {
+				// Another runner was first, or the claim keeps moving: a
+				// --once runner leaves it to them rather than try again.
+				r.backoff[id] = r.o.Now().Add(r.o.Lease)
+			}
 			continue // another runner was first
 		}
 		if err != nil {
 			return err
 		}
+		r.won++
 		r.held[id] = h
 		r.say("claimed %s (generation %d)", c.sn.Task.Slug, h.Generation)
 		if err := r.begin(ctx, c.sn, h); err != nil {

@@ -11,10 +11,14 @@ import (
 var ErrHeld = errors.New("another runner holds it")
 
 // Take claims task for runner until now+lease: a first claim (the ref
-// must not exist on the remote) or, when prev is a claim that expired or
-// was released, its next generation, leased on prev's commit. One round
-// trip; exactly one of any number of runners racing for it wins, and
-// the others get ErrLost.
+// must not exist on the remote) or, when prev is a claim that expired,
+// was released or is one lazy does not accept (its Problem is set), its
+// next generation, leased on prev's commit. One round trip; exactly one
+// of any number of runners racing for it wins, and the others get
+// ErrLost. The next generation of a claim lazy did not accept is one
+// more than prev.Generation, which Claims leaves at 0 for it: the caller
+// may raise it to the newest generation it trusts (the one stamped on
+// the task), never to the rejected claim's.
 func (r *Remote) Take(ctx context.Context, task, runner string, prev *Held, lease time.Duration, now time.Time) (Held, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	c := Claim{Task: task, Runner: runner, Generation: 1, Expires: now.Add(lease), ClaimedAt: now, RenewedAt: now}
@@ -23,7 +27,11 @@ func (r *Remote) Take(ctx context.Context, task, runner string, prev *Held, leas
 		if prev.Live(now) && prev.Runner != runner {
 			return Held{}, fmt.Errorf("claim %s: %w (%s, until %s)", task, ErrHeld, prev.Runner, prev.Expires.Format(time.RFC3339))
 		}
-		c.Generation, old = prev.Generation+1, prev.Commit
+		gen, err := NextGeneration(prev.Generation)
+		if err != nil {
+			return Held{}, fmt.Errorf("claim %s: %w", task, err)
+		}
+		c.Generation, old = gen, prev.Commit
 	}
 	commit, err := r.WriteClaim(ctx, c)
 	if err != nil {
@@ -106,4 +114,30 @@ func (r *Remote) Release(ctx context.Context, h Held, now time.Time) error {
 		return err
 	}
 	return r.Push(ctx, []Update{{Ref: ClaimsPrefix + c.Task, New: commit, Old: h.Commit, Leased: true}})
+}
+
+// Free is a human's release of a task's claim h as last fetched (lazy
+// pool release): a released claim at h's next generation, written by
+// host by, leased on h's commit, so that it goes through only if the
+// claim is still exactly what the human decided on. A runner that
+// renewed, released or took the claim over meanwhile makes the push fail
+// whole (ErrLost), and nothing changes. Once it lands, the runner that
+// held h is fenced: its next renewal or result push is leased on h's
+// commit and refused, so it ends its turn and pushes nothing more, and
+// any runner may take the task at once.
+func (r *Remote) Free(ctx context.Context, h Held, by string, now time.Time) (Held, error) {
+	now = now.UTC().Truncate(time.Millisecond)
+	gen, err := NextGeneration(h.Generation)
+	if err != nil {
+		return Held{}, fmt.Errorf("release %s: %w", h.Task, err)
+	}
+	c := Claim{Task: h.Task, Runner: by, Generation: gen, Expires: now, ClaimedAt: now, RenewedAt: now, Released: true}
+	commit, err := r.WriteClaim(ctx, c)
+	if err != nil {
+		return Held{}, err
+	}
+	if err := r.Push(ctx, []Update{{Ref: ClaimsPrefix + h.Task, New: commit, Old: h.Commit, Leased: true}}); err != nil {
+		return Held{}, fmt.Errorf("release %s: %w", h.Task, err)
+	}
+	return Held{Claim: c, Commit: commit}, nil
 }

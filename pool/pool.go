@@ -61,6 +61,10 @@ func (c Claim) Live(now time.Time) bool { return !c.Released && now.Before(c.Exp
 type Held struct {
 	Claim
 	Commit string `json:"commit"`
+	// Problem says why lazy did not accept the claim the ref holds (see
+	// Claims); then nothing of it but its task is kept, and it holds
+	// nothing.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Runner is runner.json: a runner as it last told the pool.
@@ -80,6 +84,9 @@ type Runner struct {
 type Remote struct {
 	Dir  string // where git runs: the main checkout (relative remote URLs are relative to it)
 	Name string // the remote
+	// MaxLease is lazy.pool.maxLease: a claim whose lease runs out
+	// later than this from now counts as expired (0: DefaultMaxLease).
+	MaxLease time.Duration
 }
 
 // New returns the pool on remote, after checking the name.
@@ -106,97 +113,203 @@ func listCmd(dir, prefix string) *gitcli.Cmd {
 	return gitcli.New(dir, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
 }
 
+// typedListCmd lists at most count refs under prefix with what they
+// point at.
+func typedListCmd(dir, prefix string, count int) *gitcli.Cmd {
+	return gitcli.New(dir, "for-each-ref", fmt.Sprintf("--count=%d", count), "--format=%(objectname) %(objecttype) %(refname)", prefix)
+}
+
+// checkCmd asks git the type and size of each object named on its
+// input, reading only their headers.
+func checkCmd(dir string, in []byte) *gitcli.Cmd {
+	return gitcli.New(dir, "cat-file", "--batch-check").Stdin(in)
+}
+
 func batchCmd(dir string, in []byte) *gitcli.Cmd {
 	return gitcli.New(dir, "cat-file", "--batch").Stdin(in)
 }
 
-// read returns, for each ref under the fetched prefix kind ("claims/"),
-// its name below the prefix, its commit and the file name in it,
-// reading every file with one git process.
-func (r *Remote) read(ctx context.Context, kind, file string) (map[string][2]string, error) {
+// MaxRefs bounds how many refs of one kind (claims, runners, logs) lazy
+// reads from a pool: anyone who can push can add refs.
+const MaxRefs = 10000
+
+// entry is one pool ref as last fetched: its name below its kind's
+// prefix (a task id, a runner id), the object it points at, and either
+// its file or why lazy would not read it.
+type entry struct {
+	name, object string
+	data         []byte
+	problem      string
+}
+
+// read reads the file of each ref under the fetched prefix kind
+// ("claims/"), or only of the ref named only when that is set. Every
+// ref is data anyone who can push wrote: a ref that is not a commit, a
+// commit without the file, or a file over limit is returned with its
+// problem, and only what is within limit is ever read, its size taken
+// from the object's header first (git cat-file --batch-check). Three git
+// processes in all, whatever the number of refs.
+func (r *Remote) read(ctx context.Context, kind, file string, limit int, only string) ([]entry, []Problem, error) {
 	prefix := TrackPrefix(r.Name) + kind
-	out, err := listCmd(r.Dir, prefix).Output(ctx)
-	if err != nil {
-		return nil, err
+	pattern := prefix
+	if only != "" {
+		pattern = prefix + only
 	}
-	type ent struct{ name, commit string }
-	var ents []ent
-	var in bytes.Buffer
+	out, err := typedListCmd(r.Dir, pattern, MaxRefs+1).Output(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ents []entry
+	var problems []Problem
+	var check bytes.Buffer
+	var commits []int // the entries whose file is asked of git
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		commit, ref, ok := strings.Cut(line, " ")
-		if !ok || !hexID(commit) {
+		f := strings.Fields(line)
+		if len(f) != 3 || !hexID(f[0]) {
 			continue
 		}
-		name := strings.TrimPrefix(ref, prefix)
-		ents = append(ents, ent{name, commit})
-		fmt.Fprintf(&in, "%s:%s\n", commit, file)
-	}
-	res := map[string][2]string{}
-	if len(ents) == 0 {
-		return res, nil
-	}
-	raw, err := batchCmd(r.Dir, in.Bytes()).Output(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range ents {
-		header, rest, ok := bytes.Cut(raw, []byte{'\n'})
-		if !ok {
+		name := strings.TrimPrefix(f[2], prefix)
+		if only != "" && name != only {
+			continue
+		}
+		if len(ents) == MaxRefs {
+			problems = append(problems, Problem{Ref: Prefix + kind, Reason: fmt.Sprintf("the pool holds more than %d refs here; lazy reads the first %d by name and leaves the rest", MaxRefs, MaxRefs)})
 			break
 		}
+		e := entry{name: name, object: f[0]}
+		if f[1] != "commit" {
+			e.problem = fmt.Sprintf("it points at a %s, not a commit lazy writes", f[1])
+		} else {
+			commits = append(commits, len(ents))
+			fmt.Fprintf(&check, "%s:%s\n", f[0], file)
+		}
+		ents = append(ents, e)
+	}
+	if len(commits) == 0 {
+		return ents, problems, nil
+	}
+	sizes, err := checkCmd(r.Dir, check.Bytes()).Output(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(sizes), "\n"), "\n")
+	if len(lines) != len(commits) {
+		return nil, nil, fmt.Errorf("git cat-file --batch-check answered %d lines for %d objects", len(lines), len(commits))
+	}
+	var want bytes.Buffer
+	var reads []int // the entries whose file is read, in order
+	for k, i := range commits {
+		e := &ents[i]
+		f := strings.Fields(lines[k])
+		switch {
+		case len(f) == 2 && f[1] == "missing":
+			e.problem = "its commit holds no " + file
+		case len(f) != 3 || !hexID(f[0]):
+			e.problem = "git could not read it (" + lines[k] + ")"
+		case f[1] != "blob":
+			e.problem = fmt.Sprintf("its %s is a %s, not a file", file, f[1])
+		default:
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil || n < 0 || n > int64(limit) {
+				e.problem = fmt.Sprintf("its %s is %s bytes, over lazy's limit of %d (lazy did not read it)", file, f[2], limit)
+				continue
+			}
+			reads = append(reads, i)
+			fmt.Fprintf(&want, "%s\n", f[0])
+		}
+	}
+	if len(reads) == 0 {
+		return ents, problems, nil
+	}
+	raw, err := batchCmd(r.Dir, want.Bytes()).Output(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, i := range reads {
+		header, rest, ok := bytes.Cut(raw, []byte{'\n'})
 		f := strings.Fields(string(header))
-		if len(f) != 3 || f[1] != "blob" {
-			raw = rest // "<name> missing": the ref holds no such file
-			continue
+		if !ok || len(f) != 3 || f[1] != "blob" {
+			return nil, nil, fmt.Errorf("git cat-file --batch answered %q", header)
 		}
 		n, err := strconv.Atoi(f[2])
-		if limit := maxRecord; err != nil || n > max(limit, MaxLog) || n+1 > len(rest) || (file != "log.jsonl" && n > limit) {
-			return nil, fmt.Errorf("the pool ref %s%s holds a %s larger than lazy writes", prefix, e.name, file)
+		if err != nil || n < 0 || n > limit || n+1 > len(rest) {
+			return nil, nil, fmt.Errorf("git cat-file --batch answered %q, not the object it sized", header)
 		}
-		res[e.name] = [2]string{e.commit, string(rest[:n])}
+		ents[i].data = rest[:n]
 		raw = rest[n+1:]
 	}
-	return res, nil
+	return ents, problems, nil
 }
 
 // maxRecord bounds a claim or runner record: they come from anyone who
 // can push.
 const maxRecord = 64 << 10
 
-// Claims returns the claims as last fetched, by task id. A claim that
-// does not parse, or names another task than its ref, is left out.
-func (r *Remote) Claims(ctx context.Context) (map[string]Held, error) {
-	files, err := r.read(ctx, "claims/", "claim.json")
+// Claims returns the claims as last fetched, by task id, and what lazy
+// skipped. A claim ref of a task whose content lazy does not accept
+// (not a commit, no claim.json, over 64 KiB, not JSON of a claim, a
+// claim naming another task, an out-of-range generation, a lease longer
+// than the pool's maximum from now) is returned with its Problem set and
+// nothing of its content: it holds no task (Live is false) and a runner
+// takes it over, leased on its commit. A ref whose name is not a task
+// id is only reported.
+func (r *Remote) Claims(ctx context.Context, now time.Time) (map[string]Held, []Problem, error) {
+	ents, problems, err := r.read(ctx, "claims/", "claim.json", maxRecord, "")
 	if err != nil {
-		return nil, fmt.Errorf("read the pool's claims: %w", err)
+		return nil, nil, fmt.Errorf("read the pool's claims: %w", err)
 	}
 	out := map[string]Held{}
-	for id, f := range files {
-		var c Claim
-		if json.Unmarshal([]byte(f[1]), &c) != nil || c.Task != id || !gitstore.ValidID(id) {
+	for _, e := range ents {
+		ref := ClaimsPrefix + e.name
+		if !gitstore.ValidID(e.name) {
+			problems = append(problems, Problem{Ref: ref, Object: e.object, Reason: "its name is not a task id"})
 			continue
 		}
-		out[id] = Held{Claim: c, Commit: f[0]}
+		h := Held{Claim: Claim{Task: e.name}, Commit: e.object}
+		if e.problem == "" {
+			var c Claim
+			if err := json.Unmarshal(e.data, &c); err != nil {
+				e.problem = "it is not a claim lazy writes (" + err.Error() + ")"
+			} else if e.problem = checkClaim(e.name, c, now, r.maxLease()); e.problem == "" {
+				h.Claim = c
+			}
+		}
+		if e.problem != "" {
+			h.Problem = e.problem
+			problems = append(problems, Problem{Ref: ref, Object: e.object, Task: e.name, Reason: e.problem})
+		}
+		out[e.name] = h
 	}
-	return out, nil
+	sortProblems(problems)
+	return out, problems, nil
 }
 
-// Runners returns the runners as last fetched, by id order.
-func (r *Remote) Runners(ctx context.Context) ([]Runner, error) {
-	files, err := r.read(ctx, "runners/", "runner.json")
+// Runners returns the runners as last fetched, by id order, and the
+// runner records lazy skipped.
+func (r *Remote) Runners(ctx context.Context, now time.Time) ([]Runner, []Problem, error) {
+	ents, problems, err := r.read(ctx, "runners/", "runner.json", maxRecord, "")
 	if err != nil {
-		return nil, fmt.Errorf("read the pool's runners: %w", err)
+		return nil, nil, fmt.Errorf("read the pool's runners: %w", err)
 	}
 	var out []Runner
-	for name, f := range files {
+	for _, e := range ents {
 		var rn Runner
-		if json.Unmarshal([]byte(f[1]), &rn) != nil || rn.ID != name {
+		if e.problem == "" {
+			if err := json.Unmarshal(e.data, &rn); err != nil {
+				e.problem = "it is not a runner record lazy writes (" + err.Error() + ")"
+			} else {
+				e.problem = checkRunner(e.name, rn, now, r.maxLease())
+			}
+		}
+		if e.problem != "" {
+			problems = append(problems, Problem{Ref: RunnersPrefix + e.name, Object: e.object, Reason: e.problem})
 			continue
 		}
 		out = append(out, rn)
 	}
 	slices.SortFunc(out, func(a, b Runner) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	sortProblems(problems)
+	return out, problems, nil
 }
 
 func hashCmd(dir string, b []byte) *gitcli.Cmd {
@@ -232,7 +345,11 @@ func (r *Remote) WriteClaim(ctx context.Context, c Claim) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return r.write(ctx, "claim.json", b, fmt.Sprintf("lazy pool: %s holds %s (generation %d)\n", c.Runner, c.Task, c.Generation))
+	verb := "holds"
+	if c.Released {
+		verb = "released"
+	}
+	return r.write(ctx, "claim.json", b, fmt.Sprintf("lazy pool: %s %s %s (generation %d)\n", c.Runner, verb, c.Task, c.Generation))
 }
 
 // WriteRunner makes the commit of runner rn.
@@ -368,15 +485,17 @@ func (r *Remote) Log(ctx context.Context, task string) ([]byte, error) {
 	if !gitstore.ValidID(task) {
 		return nil, fmt.Errorf("%q is not a task id", task)
 	}
-	files, err := r.read(ctx, "logs/", "log.jsonl")
+	ents, _, err := r.read(ctx, "logs/", "log.jsonl", MaxLog, task)
 	if err != nil {
 		return nil, fmt.Errorf("read the pool's logs: %w", err)
 	}
-	f, ok := files[task]
-	if !ok {
+	if len(ents) == 0 {
 		return nil, nil
 	}
-	return []byte(f[1]), nil
+	if e := ents[0]; e.problem != "" {
+		return nil, fmt.Errorf("the pool's log of %s (%s) was skipped: %s", task, LogsPrefix+task, e.problem)
+	}
+	return ents[0].data, nil
 }
 
 // LogTail is the part of a log a runner pushes: its last MaxLog bytes,
@@ -390,6 +509,30 @@ func LogTail(b []byte) []byte {
 		b = b[i+1:]
 	}
 	return b
+}
+
+func maxLeaseCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "config", "--get", MaxLeaseKey)
+}
+
+// MaxLeaseKey is the git config key of the longest lease the pool
+// accepts.
+const MaxLeaseKey = "lazy.pool.maxLease"
+
+// ConfiguredMaxLease is git config lazy.pool.maxLease at dir, for a
+// summary line (lazy watch, the web view): DefaultMaxLease when it is
+// unset or not a duration above 0. lazy pool and lazy runner read it
+// themselves and refuse a bad value.
+func ConfiguredMaxLease(ctx context.Context, dir string) time.Duration {
+	v, err := maxLeaseCmd(dir).String(ctx)
+	if err != nil {
+		return DefaultMaxLease
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return DefaultMaxLease
+	}
+	return d
 }
 
 // Fetched lists the remotes whose pool was fetched here.
@@ -413,17 +556,18 @@ func Fetched(ctx context.Context, dir string) ([]string, error) {
 }
 
 // Brief is a pool in one line, as last fetched: its live runners and
-// claims.
+// claims, and how many refs lazy skipped.
 func Brief(ctx context.Context, dir, remote string, now time.Time) (string, error) {
 	r, err := New(dir, remote)
 	if err != nil {
 		return "", err
 	}
-	runners, err := r.Runners(ctx)
+	r.MaxLease = ConfiguredMaxLease(ctx, dir)
+	runners, rp, err := r.Runners(ctx, now)
 	if err != nil {
 		return "", err
 	}
-	claims, err := r.Claims(ctx)
+	claims, cp, err := r.Claims(ctx, now)
 	if err != nil {
 		return "", err
 	}
@@ -439,5 +583,9 @@ func Brief(ctx context.Context, dir, remote string, now time.Time) (string, erro
 			held++
 		}
 	}
-	return fmt.Sprintf("pool on %s: %d runner(s) live, %d task(s) claimed (as last fetched; lazy pool)", remote, live, held), nil
+	skipped := ""
+	if n := len(rp) + len(cp); n > 0 {
+		skipped = fmt.Sprintf(", %d ref(s) skipped", n)
+	}
+	return fmt.Sprintf("pool on %s: %d runner(s) live, %d task(s) claimed%s (as last fetched; lazy pool)", remote, live, held, skipped), nil
 }

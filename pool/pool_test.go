@@ -25,7 +25,10 @@ func TestPoolCommandsArgv(t *testing.T) {
 	}{
 		{"fetch", fetchCmd("r", "origin"), []string{"fetch", "--quiet", "--no-tags", "--prune", "origin", "+refs/lazy-pool/*:refs/lazy-pool-remotes/origin/*"}},
 		{"list", listCmd("r", "refs/lazy-pool-remotes/origin/claims/"), []string{"for-each-ref", "--format=%(objectname) %(refname)", "refs/lazy-pool-remotes/origin/claims/"}},
+		{"typed list", typedListCmd("r", "refs/lazy-pool-remotes/origin/claims/", 10001), []string{"for-each-ref", "--count=10001", "--format=%(objectname) %(objecttype) %(refname)", "refs/lazy-pool-remotes/origin/claims/"}},
+		{"check", checkCmd("r", nil), []string{"cat-file", "--batch-check"}},
 		{"batch", batchCmd("r", nil), []string{"cat-file", "--batch"}},
+		{"max lease", maxLeaseCmd("r"), []string{"config", "--get", "lazy.pool.maxLease"}},
 		{"hash", hashCmd("r", nil), []string{"hash-object", "-w", "--stdin"}},
 		{"mktree", mktreeCmd("r", nil), []string{"mktree"}},
 		{"commit", commitTreeCmd("r", c1, "m"), []string{"commit-tree", c1, "-F", "-"}},
@@ -75,7 +78,7 @@ func fetchClaims(t *testing.T, r *Remote) map[string]Held {
 	if err := r.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := r.Claims(ctx)
+	claims, _, err := r.Claims(ctx, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +171,7 @@ func TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced(t *testing.T) {
 func TestRenewIsOnePushForEveryClaimAndTheRunner(t *testing.T) {
 	ctx := context.Background()
 	r := clones(t, 1)[0]
+	r.MaxLease = 2 * time.Hour // the hour's lease below is within it
 	now := time.Now()
 	var held []Held
 	for _, id := range []string{task, "fedcba9876543210"} {
@@ -187,7 +191,7 @@ func TestRenewIsOnePushForEveryClaimAndTheRunner(t *testing.T) {
 			t.Fatalf("claim %s: %+v", h.Task, c)
 		}
 	}
-	runners, err := r.Runners(ctx)
+	runners, _, err := r.Runners(ctx, time.Now())
 	if err != nil || len(runners) != 1 || runners[0].ID != "a" || runners[0].Labels[0] != "gpu" {
 		t.Fatalf("runners: %+v, %v", runners, err)
 	}

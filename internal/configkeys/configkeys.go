@@ -90,6 +90,8 @@ var keys = []Key{
 		Help: "`checks`: a forge accept relies on the forge's required checks instead of running the gate locally"},
 	{Name: "lazy.pool.remote", Kind: String, Default: "the default remote", Example: "origin",
 		Help: "the remote the runner pool lives on (`lazy start --pool`, `lazy runner`, `lazy pool`)"},
+	{Name: "lazy.pool.maxLease", Kind: Duration, Default: "`10m`", Example: "10m",
+		Help: "the longest lease a pool claim may hold from now: a claim that says it holds longer counts as expired and is reported by `lazy pool`, and a `lazy runner --lease` over it is refused; set it alike on every machine of the pool"},
 	{Name: "lazy.runner.agents", Kind: List, Default: "none", Example: "claude,codex",
 		Help: "the agents a `lazy runner` here may run (`claude,codex,exec`); a pooled task asking for another is left to other runners"},
 	{Name: "lazy.budget.task", Kind: USD, Default: "none", Example: "10",
