@@ -321,8 +321,7 @@ func mktreeCmd(dir string, in []byte) *gitcli.Cmd {
 }
 
 func commitTreeCmd(dir, tree, msg string) *gitcli.Cmd {
-	return gitcli.New(dir, "commit-tree", tree, "-F", "-").Stdin([]byte(msg)).
-		Env("GIT_AUTHOR_NAME=lazy", "GIT_AUTHOR_EMAIL=lazy@localhost", "GIT_COMMITTER_NAME=lazy", "GIT_COMMITTER_EMAIL=lazy@localhost")
+	return gitcli.New(dir, "commit-tree", tree, "-F", "-").Stdin([]byte(msg)).AsLazy()
 }
 
 // write makes a parentless commit holding file with content b: the

@@ -81,6 +81,24 @@ if [ -x "$lint" ]; then
   "$lint" run ./...
 fi
 
+# The fast lane once more as a stranger's machine runs it: an empty HOME
+# (no global git config, no identity, no caches but Go's), no system git
+# config, no LAZY_* settings, and GIT_AUTHOR_*/GIT_COMMITTER_* naming
+# someone else. Tests make their own identity, and lazy's own commits
+# carry lazy's whatever the environment says (README "Whose name is on a
+# commit").
+echo "== go test -short in a stranger's environment"
+(
+  stranger=$(mktemp -d)
+  trap 'rm -rf "$stranger"' EXIT
+  gocache=$(go env GOCACHE) gomodcache=$(go env GOMODCACHE) gopath=$(go env GOPATH)
+  for v in "${!LAZY_@}" XDG_CONFIG_HOME GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM; do unset "$v"; done
+  export HOME=$stranger GIT_CONFIG_NOSYSTEM=1 GOCACHE=$gocache GOMODCACHE=$gomodcache GOPATH=$gopath \
+    GIT_AUTHOR_NAME="A Stranger" GIT_AUTHOR_EMAIL=author@stranger.invalid \
+    GIT_COMMITTER_NAME="Another Stranger" GIT_COMMITTER_EMAIL=committer@stranger.invalid
+  go test -short -count=1 ./...
+)
+
 echo "== go test -race"
 go test -race -count=1 -timeout "${TEST_TIMEOUT:-40m}" ./...
 

@@ -881,11 +881,9 @@ func syncUpstream(ctx context.Context, dir, branch string) ([]string, error) {
 	if err := gitcli.New(dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}").Run(ctx); err != nil {
 		return nil, fmt.Errorf("upstream branch %s does not exist", branch)
 	}
-	args := []string{"merge", "--no-edit", "-m", "Merge " + branch + " (lazy: upstream before the next turn)", ref}
-	if id, _ := gitcli.New(dir, "config", "user.email").String(ctx); id == "" {
-		args = append([]string{"-c", "user.name=lazy", "-c", "user.email=lazy@lazy.invalid"}, args...)
-	}
-	err := gitcli.New(dir, args...).Run(ctx)
+	// The merge is lazy's own commit, not the agent's or the user's: it
+	// carries lazy's identity whatever the environment says.
+	err := gitcli.New(dir, "merge", "--no-edit", "-m", "Merge "+branch+" (lazy: upstream before the next turn)", ref).AsLazy().Run(ctx)
 	if err == nil {
 		return nil, nil
 	}

@@ -183,7 +183,7 @@ func (e *CommitError) Error() string { return e.Err.Error() }
 func (e *CommitError) Unwrap() error { return e.Err }
 
 func stashPushCmd(dir, msg string) *gitcli.Cmd {
-	return gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", msg)
+	return gitcli.New(dir, "stash", "push", "--include-untracked", "--quiet", "-m", msg).AsLazy()
 }
 
 func stashTopCmd(dir string) *gitcli.Cmd {

@@ -42,6 +42,7 @@ func TestFetchBranchOnlyFastForwards(t *testing.T) {
 	testrepo.Git(t, src, "branch", "lazy/x")
 	clone := filepath.Join(t.TempDir(), "c")
 	testrepo.Git(t, t.TempDir(), "clone", "-q", src, clone)
+	testrepo.Identity(t, clone)
 	testrepo.Git(t, src, "commit", "-q", "--allow-empty", "-m", "ahead")
 	testrepo.Git(t, src, "branch", "-f", "lazy/x", "HEAD")
 	if err := FetchBranch(ctx, clone, "origin", "lazy/x"); err != nil {

@@ -125,8 +125,7 @@ func Restore(ctx context.Context, dir string, before State, keepRef, message str
 	if after == before {
 		return after, nil
 	}
-	kept, err := gitcli.New(dir, "commit-tree", after.Files, "-p", after.Head, "-m", message).
-		Env("GIT_AUTHOR_NAME=lazy", "GIT_AUTHOR_EMAIL=lazy@lazy.invalid", "GIT_COMMITTER_NAME=lazy", "GIT_COMMITTER_EMAIL=lazy@lazy.invalid").String(ctx)
+	kept, err := gitcli.New(dir, "commit-tree", after.Files, "-p", after.Head, "-m", message).AsLazy().String(ctx)
 	if err != nil {
 		return after, fmt.Errorf("keep what was written (nothing was put back): %w", err)
 	}

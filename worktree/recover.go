@@ -130,7 +130,7 @@ func untrackedCmd(dir string) *gitcli.Cmd {
 }
 
 func stashCreateCmd(dir string) *gitcli.Cmd {
-	return gitcli.New(dir, "stash", "create")
+	return gitcli.New(dir, "stash", "create").AsLazy()
 }
 
 func treeCmd(dir, rev string) *gitcli.Cmd {

@@ -54,7 +54,7 @@ func stagedCmd(dir string, paths []string) *gitcli.Cmd {
 }
 
 func commitAsLazyCmd(dir, msg string, paths []string) *gitcli.Cmd {
-	return gitcli.New(dir, "-c", "user.name=lazy", "-c", "user.email=lazy@localhost", "commit", "-q", "--no-verify", "-m", msg).Paths(paths...)
+	return gitcli.New(dir, "commit", "-q", "--no-verify", "-m", msg).Paths(paths...).AsLazy()
 }
 
 // CommitAsLazy commits the staged changes to paths, if there are any,

@@ -72,3 +72,26 @@ func TestStashInWorktreeOnlyWhenNothingWouldBeLost(t *testing.T) {
 		})
 	}
 }
+
+// TestStashPushIsLazys: the stash accept keeps of the destination's
+// uncommitted changes is lazy's bookkeeping, so it carries lazy's
+// identity whatever the user's environment names (and works where the
+// repository has no identity at all).
+func TestStashPushIsLazys(t *testing.T) {
+	ctx := context.Background()
+	dir := testrepo.New(t)
+	testrepo.Git(t, dir, "config", "--unset", "user.email")
+	testrepo.Git(t, dir, "config", "--unset", "user.name")
+	t.Setenv("GIT_COMMITTER_NAME", "Someone Else")
+	t.Setenv("GIT_AUTHOR_EMAIL", "someone@else.invalid")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := StashPush(ctx, dir, "lazy accept x (id): yours")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testrepo.Git(t, dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>", sha); got != "lazy <lazy@lazy.invalid>|lazy <lazy@lazy.invalid>" {
+		t.Fatalf("the stash reads %q", got)
+	}
+}

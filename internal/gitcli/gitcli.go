@@ -23,7 +23,16 @@ type Cmd struct {
 	paths []string
 	env   []string
 	stdin []byte
+	// asLazy: the commit the command makes is lazy's own (see AsLazy).
+	asLazy bool
 }
+
+// LazyName and LazyEmail are the identity of the commits lazy makes for
+// its own bookkeeping (AsLazy).
+const (
+	LazyName  = "lazy"
+	LazyEmail = "lazy@lazy.invalid"
+)
 
 // New starts a git command that runs in dir with the given subcommand and
 // options. Option values that come from users must be validated by the
@@ -42,6 +51,35 @@ func (c *Cmd) Paths(paths ...string) *Cmd {
 func (c *Cmd) Env(kv ...string) *Cmd {
 	c.env = append(c.env, kv...)
 	return c
+}
+
+// AsLazy makes the commits the command writes lazy's own: author and
+// committer are LazyName <LazyEmail> whatever the user's environment or
+// config says. GIT_AUTHOR_* and GIT_COMMITTER_* of the environment
+// (names, emails and dates) are dropped, since git lets them win over
+// any -c user.name: a revert lazy makes, or the stash it keeps, must not
+// read as the user's work, and must not fail where no identity is set.
+func (c *Cmd) AsLazy() *Cmd {
+	c.asLazy = true
+	return c
+}
+
+// environ is the command's environment: the process's, no prompt, and
+// what Env and AsLazy add.
+func (c *Cmd) environ() []string {
+	base := os.Environ()
+	env := make([]string, 0, len(base)+len(c.env)+5)
+	for _, kv := range base {
+		if c.asLazy && (strings.HasPrefix(kv, "GIT_AUTHOR_") || strings.HasPrefix(kv, "GIT_COMMITTER_")) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0")
+	if c.asLazy {
+		env = append(env, "GIT_AUTHOR_NAME="+LazyName, "GIT_AUTHOR_EMAIL="+LazyEmail, "GIT_COMMITTER_NAME="+LazyName, "GIT_COMMITTER_EMAIL="+LazyEmail)
+	}
+	return append(env, c.env...)
 }
 
 // Stdin sets the command's standard input.
@@ -106,8 +144,7 @@ func (c *Cmd) Output(ctx context.Context) ([]byte, error) {
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = c.dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	cmd.Env = append(cmd.Env, c.env...)
+	cmd.Env = c.environ()
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	}
@@ -132,7 +169,7 @@ func (c *Cmd) Stream(ctx context.Context, w io.Writer) error {
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = c.dir
-	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), c.env...)
+	cmd.Env = c.environ()
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	}
@@ -187,7 +224,7 @@ func (c *Cmd) Attach(ctx context.Context, stdin io.Reader, stdout, stderr io.Wri
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = c.dir
-	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), c.env...)
+	cmd.Env = c.environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return &Error{Args: argv, Err: err}

@@ -100,3 +100,35 @@ func TestStreamStopsGitAtTheCallersBound(t *testing.T) {
 		t.Fatalf("a failing git: %v", err)
 	}
 }
+
+// TestAsLazyWinsOverTheEnvironment: a commit made AsLazy is lazy's,
+// author and committer, even when the user's environment names someone
+// else (git lets GIT_AUTHOR_* win over any -c user.name) and sets the
+// dates; a plain command keeps the user's identity.
+func TestAsLazyWinsOverTheEnvironment(t *testing.T) {
+	dir := testrepo.New(t)
+	t.Setenv("GIT_AUTHOR_NAME", "Env Author")
+	t.Setenv("GIT_AUTHOR_EMAIL", "author@env.invalid")
+	t.Setenv("GIT_COMMITTER_NAME", "Env Committer")
+	t.Setenv("GIT_COMMITTER_EMAIL", "committer@env.invalid")
+	t.Setenv("GIT_AUTHOR_DATE", "2001-01-01T00:00:00Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2001-01-01T00:00:00Z")
+	ctx := context.Background()
+	if err := New(dir, "commit", "-q", "--allow-empty", "-m", "lazy's").AsLazy().Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%ad").String(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := LazyName + " <" + LazyEmail + ">|" + LazyName + " <" + LazyEmail + ">|"
+	if !strings.HasPrefix(got, want) || strings.Contains(got, "2001") {
+		t.Fatalf("lazy's commit reads %q, want %q and today's date", got, want)
+	}
+	if err := New(dir, "commit", "-q", "--allow-empty", "-m", "the user's").Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := New(dir, "log", "-1", "--format=%an|%cn").String(ctx); got != "Env Author|Env Committer" {
+		t.Fatalf("a plain commit reads %q; the user's environment should decide it", got)
+	}
+}

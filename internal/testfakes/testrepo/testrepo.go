@@ -20,15 +20,24 @@ func New(t testing.TB) string {
 		t.Fatal(err)
 	}
 	Git(t, dir, "init", "-q", "-b", "main")
-	Git(t, dir, "config", "user.email", "test@example.com")
-	Git(t, dir, "config", "user.name", "Test")
-	Git(t, dir, "config", "commit.gpgsign", "false")
+	Identity(t, dir)
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	Git(t, dir, "add", "README.md")
 	Git(t, dir, "commit", "-q", "-m", "initial")
 	return dir
+}
+
+// Identity gives the repository at dir the tests' own committer (in its
+// local config) and turns signing off, so a test commits the same on a
+// machine with no git identity, an empty HOME or a signing setup.
+// Every repository a test commits in needs it: New's, and each clone.
+func Identity(t testing.TB, dir string) {
+	t.Helper()
+	Git(t, dir, "config", "user.email", "test@example.com")
+	Git(t, dir, "config", "user.name", "Test")
+	Git(t, dir, "config", "commit.gpgsign", "false")
 }
 
 // Git runs git in dir and returns its trimmed stdout, failing the test on
