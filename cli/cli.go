@@ -127,7 +127,7 @@ var commands = []command{
 		new: func() any { return &McpCmd{} }},
 	{name: "completion", group: "setup", help: "Print a shell completion script: commands, flags and task slugs.",
 		new: func() any { return &CompletionCmd{} }},
-	{name: "config", group: "setup", help: "Show lazy's settings (git config lazy.*): each key's effective value and where it comes from (local, global or the default), and any bad value with its fix.",
+	{name: "config", group: "setup", help: "Show lazy's settings (git config lazy.*): each key's effective value and where it comes from (local, global or the default), and any bad value with its fix; lazy config KEY VALUE sets one, checked first.",
 		new: func() any { return &ConfigCmd{} }},
 	{name: "version", group: "setup", help: "Print lazy's version: module version, VCS revision, whether the tree was modified, the Go version.",
 		new: func() any { return &VersionCmd{} }},

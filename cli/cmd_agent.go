@@ -265,34 +265,58 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 	}
 	sb := &proto.Sandbox{Network: "on"}
 	if v, ok := a.cfg.Get("lazy.sandbox.network"); ok && strings.TrimSpace(v) != "" {
-		switch v = strings.TrimSpace(v); v {
-		case "on", "off":
-			sb.Network = v
-		default:
-			// A list of hosts: the agent reaches only those, through the
-			// supervisor's allowlist proxy.
-			hosts := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
-			for _, h := range hosts {
-				if strings.ContainsAny(h, "/@?#") || strings.HasPrefix(h, "-") {
-					return nil, fmt.Errorf("git config lazy.sandbox.network: %q is not a host name; give on, off, or hosts such as api.anthropic.com,*.github.com", h)
-				}
-			}
-			sb.Network, sb.Allow = "allow", hosts
+		network, hosts, err := parseSandboxNetwork(v)
+		if err != nil {
+			return nil, err
 		}
+		sb.Network, sb.Allow = network, hosts
 	}
 	for _, key := range []string{"lazy.sandbox.hide", "lazy.sandbox.expose"} {
 		for _, p := range a.cfg.All(key) {
-			if !filepath.IsAbs(p) && key == "lazy.sandbox.expose" {
-				return nil, fmt.Errorf("git config %s = %q is not an absolute path", key, p)
+			if key == "lazy.sandbox.expose" {
+				if err := checkExposed(p); err != nil {
+					return nil, err
+				}
 			}
 			if key == "lazy.sandbox.hide" {
-				sb.Hidden = append(sb.Hidden, p)
+				// ~/ is $HOME, as the README's examples write it; git
+				// config does not expand it.
+				sb.Hidden = append(sb.Hidden, strings.TrimPrefix(p, "~/"))
 			} else {
 				sb.Expose = append(sb.Expose, filepath.Clean(p))
 			}
 		}
 	}
 	return sb, nil
+}
+
+// parseSandboxNetwork reads a lazy.sandbox.network value: on, off, or
+// the hosts a sandboxed agent may reach (network "allow"), which it
+// reaches through the supervisor's allowlist proxy.
+func parseSandboxNetwork(v string) (network string, hosts []string, err error) {
+	switch v = strings.TrimSpace(v); v {
+	case "on", "off":
+		return v, nil, nil
+	}
+	hosts = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+	if len(hosts) == 0 {
+		return "", nil, fmt.Errorf("git config lazy.sandbox.network = %q names no host; give on, off, or hosts such as api.anthropic.com,*.github.com", v)
+	}
+	for _, h := range hosts {
+		if strings.ContainsAny(h, "/@?#") || strings.HasPrefix(h, "-") {
+			return "", nil, fmt.Errorf("git config lazy.sandbox.network: %q is not a host name; give on, off, or hosts such as api.anthropic.com,*.github.com", h)
+		}
+	}
+	return "allow", hosts, nil
+}
+
+// checkExposed refuses a lazy.sandbox.expose value that is not an
+// absolute path.
+func checkExposed(p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("git config lazy.sandbox.expose = %q is not an absolute path; give one such as /opt/tools", p)
+	}
+	return nil
 }
 
 // launchSupervisor starts `lazy supervise` detached, in its own session,

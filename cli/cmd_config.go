@@ -1,20 +1,28 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 )
 
 // ConfigCmd is lazy config: the effective settings and where each comes
-// from.
+// from, or one key set, added to or unset (config_set.go).
 type ConfigCmd struct {
-	Keys []string `arg:"" optional:"" name:"key" help:"Show only these keys (lazy.gate.timeout, or a prefix such as lazy.gate)." predictor:"configkey"`
-	Set  bool     `help:"Show only the keys set in git config, not those at their default."`
-	JSON bool     `help:"Print the settings as JSON."`
+	Args       []string `arg:"" optional:"" name:"key" help:"KEY, or a prefix such as lazy.gate, to show; KEY VALUE to set it." predictor:"configkey"`
+	Changed    bool     `help:"List only the keys set in git config, not those at their default."`
+	Set        bool     `hidden:"" help:"Renamed --changed."`
+	Global     bool     `help:"Change your global git config (~/.gitconfig, or $GIT_CONFIG_GLOBAL) instead of the repository's."`
+	Add        bool     `help:"Add VALUE to a repeatable key (lazy.notify, lazy.agent.allow, lazy.gate, ...) beside its other values." xor:"change"`
+	ReplaceAll bool     `name:"replace-all" help:"Replace every value of a repeatable key with VALUE." xor:"change"`
+	Unset      bool     `help:"Remove KEY from the config: every value, or only VALUE of a repeatable key." xor:"change"`
+	JSON       bool     `help:"Print the settings, or what a change did, as JSON."`
 }
 
 // configSetting is one row of lazy config.
@@ -32,23 +40,35 @@ type configSetting struct {
 }
 
 // Run implements lazy config.
-func (c *ConfigCmd) Run(a *app) error {
+func (c *ConfigCmd) Run(a *app, ctx context.Context) error {
+	if c.Set {
+		return errors.New("lazy config --set is now --changed (it lists the keys that are set); to set a key, run lazy config KEY VALUE")
+	}
+	if c.isChange() {
+		return c.change(a, ctx)
+	}
+	if c.Global {
+		return errors.New("--global goes with a change: lazy config --global KEY VALUE, --global --add KEY VALUE or --global --unset KEY")
+	}
 	if err := a.open(); err != nil {
 		return err
 	}
 	rows := configSettings(a.cfg)
 	var out []configSetting
 	for _, r := range rows {
-		if c.Set && r.Scope == "default" {
+		if c.Changed && r.Scope == "default" {
 			continue
 		}
-		if len(c.Keys) > 0 && !matchesAny(r.Name, c.Keys) {
+		if len(c.keys()) > 0 && !matchesAny(r.Name, c.keys()) {
 			continue
 		}
 		out = append(out, r)
 	}
-	if len(c.Keys) > 0 && len(out) == 0 {
-		return fmt.Errorf("no lazy setting matches %s; lazy config lists them all", strings.Join(c.Keys, ", "))
+	if len(c.keys()) > 0 && len(out) == 0 {
+		if len(c.keys()) == 1 {
+			return fmt.Errorf("no lazy setting matches %s%s", sanitize.Field(c.keys()[0]), nearestKey(c.keys()[0]))
+		}
+		return fmt.Errorf("no lazy setting matches %s; lazy config lists them all", sanitize.Field(strings.Join(c.keys(), ", ")))
 	}
 	if c.JSON {
 		if out == nil {
@@ -59,22 +79,11 @@ func (c *ConfigCmd) Run(a *app) error {
 	st := a.style()
 	var table [][]cell
 	for _, r := range out {
-		value := r.Value
-		if len(r.Values) > 1 {
-			value = strings.Join(r.Values, ", ")
-		}
-		if r.Scope == "default" {
-			value = r.Default
-		}
-		origin := r.Scope
-		if r.File != "" {
-			origin += " " + r.File
-		}
 		sgr := ""
 		if r.Scope != "default" {
 			sgr = "1"
 		}
-		table = append(table, []cell{{text: r.Name}, {text: value, sgr: sgr}, {text: origin}})
+		table = append(table, []cell{{text: r.Name}, {text: r.shown(), sgr: sgr}, {text: r.origin()}})
 	}
 	if err := st.table(a.stdout, []string{"KEY", "VALUE", "ORIGIN"}, table); err != nil {
 		return err
@@ -82,12 +91,35 @@ func (c *ConfigCmd) Run(a *app) error {
 	for _, r := range out {
 		switch {
 		case r.Error != "":
-			fmt.Fprintf(a.stdout, "! %s\n", r.Error)
+			fmt.Fprintf(a.stdout, "! %s\n", sanitize.Field(r.Error))
 		case !r.Known:
-			fmt.Fprintf(a.stdout, "! %s is set but lazy does not read it%s\n", r.Name, nearestKey(r.Name))
+			fmt.Fprintf(a.stdout, "! %s is set but lazy does not read it%s\n", sanitize.Field(r.Name), nearestKey(r.Name))
 		}
 	}
 	return nil
+}
+
+// keys are the keys or prefixes a listing shows.
+func (c *ConfigCmd) keys() []string { return c.Args }
+
+// shown is the row's value as the listing prints it: every value of a
+// repeatable key, or the default.
+func (r configSetting) shown() string {
+	switch {
+	case r.Scope == "default":
+		return r.Default
+	case len(r.Values) > 1:
+		return strings.Join(r.Values, ", ")
+	}
+	return r.Value
+}
+
+// origin is where the row's value comes from: its scope and file.
+func (r configSetting) origin() string {
+	if r.File != "" {
+		return r.Scope + " " + r.File
+	}
+	return r.Scope
 }
 
 // configSettings is every registered key with its effective value and
@@ -98,13 +130,13 @@ func configSettings(cfg *gitrepo.Config) []configSetting {
 		r := configSetting{Name: k.Name, Scope: "default", Default: configkeys.Plain(k.Default), Kind: k.Kind, Help: configkeys.Plain(k.Help), Known: true}
 		if o := cfg.Origins(k.Name); len(o) > 0 {
 			last := o[len(o)-1]
-			r.Value, r.Scope, r.File = last.Value, last.Scope, last.File
+			r.Value, r.Scope, r.File = hideSecret(k.Name, last.Value), last.Scope, last.File
 			if k.Kind == configkeys.List {
 				for _, v := range o {
-					r.Values = append(r.Values, v.Value)
+					r.Values = append(r.Values, hideSecret(k.Name, v.Value))
 				}
 			}
-			if err := k.Check(last.Value); err != nil {
+			if err := checkSetting(k, last.Value); err != nil {
 				r.Error = err.Error()
 			}
 		}

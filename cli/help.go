@@ -77,7 +77,7 @@ var examples = map[string]string{
 	"doctor":     "lazy doctor --dry-run\nlazy doctor\nlazy doctor fix-login --json",
 	"mcp":        "claude mcp add lazy -- lazy mcp",
 	"help":       "lazy help\nlazy help start\nlazy help daemon",
-	"config":     "lazy config\nlazy config --set                 # only what is set, not the defaults\nlazy config lazy.gate             # the gate's keys\nlazy config --json | jq -r '.[] | select(.error) | .error'",
+	"config":     "lazy config\nlazy config --changed                          # only what is set, not the defaults\nlazy config lazy.gate                          # the gate's keys\nlazy config lazy.budget.task 5                 # set it in this repository (checked first)\nlazy config --global lazy.agent codex          # in your ~/.gitconfig\nlazy config --add lazy.agent.allow 'go test ./...'   # a repeatable key: one more value\nlazy config --unset lazy.budget.task           # back to the default\nlazy config --json | jq -r '.[] | select(.error) | .error'",
 	"version":    "lazy version\nlazy version --json | jq -r .revision",
 	"completion": "lazy completion bash > /etc/bash_completion.d/lazy\necho 'source <(lazy completion zsh)' >> ~/.zshrc\nlazy completion fish > ~/.config/fish/completions/lazy.fish",
 }

@@ -72,7 +72,8 @@ func (c *Config) Names(prefix string) []string {
 }
 
 // ReadConfig reads the global configuration and that of the repository
-// whose common git directory is commonDir.
+// whose common git directory is commonDir (only the global one when
+// commonDir is "": outside any repository).
 func ReadConfig(commonDir string) (*Config, error) {
 	var paths []string
 	if home, err := os.UserHomeDir(); err == nil {
@@ -85,8 +86,11 @@ func ReadConfig(commonDir string) (*Config, error) {
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
 		paths = []string{g}
 	}
-	local := filepath.Join(commonDir, "config")
-	paths = append(paths, local)
+	local := ""
+	if commonDir != "" {
+		local = filepath.Join(commonDir, "config")
+		paths = append(paths, local)
+	}
 	c := &Config{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

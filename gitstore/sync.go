@@ -468,13 +468,8 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 	if refspec == "" {
 		refspec = "refs/lazy/*:refs/lazy/*"
 	}
-	if strings.HasPrefix(refspec, "+") || strings.HasPrefix(refspec, "-") {
-		return nil, fmt.Errorf("lazy.pushRefspec %q would force or be read as an option; lazy pushes without force", refspec)
-	}
-	if src, _, _ := strings.Cut(refspec, ":"); !strings.HasPrefix(src, "refs/lazy/") {
-		// This machine's own records (refs/lazy-kept/, the kept stashes
-		// of the user's changes, among them) never leave it.
-		return nil, fmt.Errorf("lazy.pushRefspec %q pushes more than lazy's task records; set it to refs/lazy/*:refs/lazy/* (or another source under refs/lazy/)", refspec)
+	if err := CheckPushRefspec(refspec); err != nil {
+		return nil, err
 	}
 	rep := &SyncReport{Remote: remote}
 	// moved keeps what each ref's push did, over the tries: a ref the
@@ -569,4 +564,19 @@ func parsePorcelain(out string, moved map[string]byte) (rejected []string) {
 		}
 	}
 	return rejected
+}
+
+// CheckPushRefspec refuses a lazy.pushRefspec lazy will not push: one
+// that forces, reads as an option, or pushes more than refs/lazy/. lazy
+// push and lazy config apply it alike.
+func CheckPushRefspec(refspec string) error {
+	if strings.HasPrefix(refspec, "+") || strings.HasPrefix(refspec, "-") {
+		return fmt.Errorf("lazy.pushRefspec %q would force or be read as an option; lazy pushes without force", refspec)
+	}
+	if src, _, _ := strings.Cut(refspec, ":"); !strings.HasPrefix(src, "refs/lazy/") {
+		// This machine's own records (refs/lazy-kept/, the kept stashes
+		// of the user's changes, among them) never leave it.
+		return fmt.Errorf("lazy.pushRefspec %q pushes more than lazy's task records; set it to refs/lazy/*:refs/lazy/* (or another source under refs/lazy/)", refspec)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,30 +60,59 @@ func Load(cfg Config, dir string) Settings {
 		s.Targets = append(s.Targets, t)
 	}
 	if v, ok := cfg.Get(KeyPerMinute); ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+		if n, err := ParsePerMinute(v); err == nil {
 			s.PerMinute = n
 		} else {
-			s.Problems = append(s.Problems, fmt.Sprintf("%s %q is not a positive number; using %d", KeyPerMinute, Clean(v, 20), DefaultPerMinute))
+			s.Problems = append(s.Problems, fmt.Sprintf("%v; using %d", err, DefaultPerMinute))
 		}
 	}
-	if v, ok := cfg.Get(KeyEvents); ok && strings.TrimSpace(v) != "" {
-		s.Events = map[Kind]bool{}
-		for _, k := range strings.Split(v, ",") {
-			k = strings.TrimSpace(k)
-			known := false
-			for _, kk := range Kinds() {
-				if string(kk) == k {
-					known = true
-				}
-			}
-			if !known {
-				s.Problems = append(s.Problems, fmt.Sprintf("%s names %q, which is not a kind (%s)", KeyEvents, Clean(k, 20), kindList()))
-				continue
-			}
-			s.Events[Kind(k)] = true
+	for _, v := range cfg.All(KeyEvents) {
+		kinds, problems := ParseEvents(v)
+		s.Problems = append(s.Problems, problems...)
+		if kinds == nil {
+			continue
+		}
+		if s.Events == nil {
+			s.Events = map[Kind]bool{}
+		}
+		for k := range kinds {
+			s.Events[k] = true
 		}
 	}
 	return s
+}
+
+// ParsePerMinute reads a lazy.notify.perMinute value: a number above 0.
+func ParsePerMinute(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s %q is not a number above 0", KeyPerMinute, Clean(v, 20))
+	}
+	return n, nil
+}
+
+// ParseEvents reads one lazy.notify.events value: kinds separated by
+// commas (the key may be repeated; Load takes every kind any value
+// names). It returns the kinds it names (nil for an empty value) and a
+// problem, worded for the user, per name that is not a kind.
+func ParseEvents(v string) (map[Kind]bool, []string) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	kinds := map[Kind]bool{}
+	var problems []string
+	for _, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		if !slices.Contains(Kinds(), Kind(k)) {
+			problems = append(problems, fmt.Sprintf("%s names %q, which is not a kind (%s)", KeyEvents, Clean(k, 20), kindList()))
+			continue
+		}
+		kinds[Kind(k)] = true
+	}
+	return kinds, problems
 }
 
 func kindList() string {

@@ -102,6 +102,16 @@ func redactURL(u *url.URL) string {
 	return s
 }
 
+// Redact names a lazy.notify value without its possible secrets, as
+// String names a target (and a value that names none, as its error
+// does).
+func Redact(v string) string {
+	if t, err := ParseTarget(v); err == nil {
+		return t.String()
+	}
+	return redactValue(strings.TrimSpace(v))
+}
+
 // redactValue shows a config value that did not parse without its
 // possible secrets.
 func redactValue(v string) string {

@@ -132,8 +132,8 @@ var keys = []Key{
 		Help: "`on` runs every turn (and chat) under bubblewrap; `lazy start --sandbox on\\|off` overrides it per session"},
 	{Name: "lazy.sandbox.network", Kind: String, Default: "`on`", Example: "api.anthropic.com,*.github.com",
 		Help: "`off`: loopback only; a comma-separated host list (`*.example.com` for subdomains): only those, through lazy's proxy"},
-	{Name: "lazy.sandbox.hide", Kind: List, Default: "see below", Example: "~/.ssh",
-		Help: "more secret paths (relative to `$HOME`, or absolute) to hide; repeat the key"},
+	{Name: "lazy.sandbox.hide", Kind: List, Default: "`~/.ssh`, `~/.gnupg`, `~/.aws`, `~/.azure`, `~/.config/gcloud`, `~/.config/gh`, `~/.config/glab-cli`, `~/.kube`, `~/.docker/config.json`, `~/.netrc`, `~/.git-credentials`, `~/.npmrc`, `~/.pypirc`, `~/.cargo/credentials.toml`, `~/.password-store`, `~/.local/share/keyrings` (always hidden)", Example: "~/.config/my-secrets",
+		Help: "more secret paths (relative to `$HOME` or `~/`, or absolute) a sandboxed agent sees as empty, beside the ones always hidden; repeat the key"},
 	{Name: "lazy.sandbox.expose", Kind: List, Default: "none", Example: "/opt/tools",
 		Help: "more absolute paths a sandboxed agent may read; repeat the key"},
 }
@@ -181,35 +181,66 @@ func Invalid(name, value, why string) error {
 // Check validates one value of k by its kind, with Invalid's error.
 // String and List values are free text; their users check them.
 func (k Key) Check(value string) error {
+	if why := k.Why(value); why != "" {
+		return Invalid(k.Name, value, why)
+	}
+	return nil
+}
+
+// Why says what is wrong with value as a value of k, by its kind ("is
+// not a duration above 0"), or "" when nothing is: the middle of
+// Invalid's and Refused's sentences.
+func (k Key) Why(value string) string {
 	v := strings.TrimSpace(value)
 	switch k.Kind {
 	case Duration:
 		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
-			return Invalid(k.Name, value, "is not a duration above 0")
+			return "is not a duration above 0"
 		}
 	case Bool:
 		switch strings.ToLower(v) {
 		case "true", "yes", "on", "1", "false", "no", "off", "0", "":
 		default:
-			return Invalid(k.Name, value, "is not a boolean (true or false)")
+			return "is not a boolean (true or false)"
 		}
 	case Int:
 		if _, err := strconv.Atoi(v); err != nil {
-			return Invalid(k.Name, value, "is not a whole number")
+			return "is not a whole number"
 		}
 	case USD:
 		if f, err := budget.ParseUSD(k.Name, v); err != nil || f > 1e12 {
-			return Invalid(k.Name, value, "is not an amount in US dollars")
+			return "is not an amount in US dollars"
 		}
 	case Enum:
 		for _, c := range k.Values {
 			if strings.EqualFold(v, c) {
-				return nil
+				return ""
 			}
 		}
-		return Invalid(k.Name, value, "is not one of "+strings.Join(k.Values, ", "))
+		return "is not one of " + strings.Join(k.Values, ", ")
 	}
-	return nil
+	return ""
+}
+
+// SetCommand is the lazy config command that sets key to its example
+// value (with --add for a repeatable key).
+func SetCommand(name string) string {
+	k, ok := Lookup(name)
+	if !ok || k.Example == "" {
+		return "lazy config " + name + " VALUE"
+	}
+	add := ""
+	if k.Kind == List {
+		add = "--add "
+	}
+	return "lazy config " + add + k.Name + " " + k.Example
+}
+
+// Refused is the error of a value lazy config will not set, in one
+// sentence: the key, the value, what is wrong, that nothing changed,
+// and a value it takes.
+func Refused(name, value, why string) error {
+	return fmt.Errorf("%s = %q %s, so lazy config changed nothing; for example: %s", name, value, why, SetCommand(name))
 }
 
 // Markdown is the README's table of the keys.
