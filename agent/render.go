@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // Kinds of Entry: what an item of agent output is. The web view uses the
@@ -22,6 +24,8 @@ const (
 	KindNote   = "note"   // session start; the turn's end with its cost
 	KindError  = "error"  // a failed tool, turn or API call
 	KindOut    = "out"    // a line the agent printed outside any event
+	KindTurn   = "turn"   // where an agent launch begins
+	KindHold   = "hold"   // lazy held the task: a budget, a usage limit
 )
 
 // Bounds on the text of one page entry: a page shows the whole item,
@@ -45,11 +49,16 @@ var ansi = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
 })
 
+// TurnRule begins the line a terminal shows where an agent launch
+// begins: "── turn 3 (unblock) · claude · 2026-12-06 20:15:18 UTC ──".
+const TurnRule = "── turn "
+
 // Render turns one line of an agent's log into the entries a page shows:
 // assistant text, tool calls with their input, tool output, notes and
 // errors, each with its kind. Claude Code stream-json and Codex JSONL
-// events are decoded; any other line is one KindOut entry. JSON that is
-// no known event, and events with nothing to say, render to nothing.
+// events are decoded, and lazy's own lines (a launch's frame, a hold, a
+// gate that failed); any other line is one KindOut entry. JSON that is no
+// known event, and events with nothing to say, render to nothing.
 func Render(line string) []Entry {
 	var out []Entry
 	for _, it := range decode(line) {
@@ -61,11 +70,11 @@ func Render(line string) []Entry {
 }
 
 // RenderLine turns one line of an agent's log into what a terminal shows:
-// assistant text, tool calls as "→ Tool: argument", failures and the
-// turn's result. It says less than Render (a tool's one argument, not its
-// whole input; no tool output) so a followed log stays readable; JSON that
-// is no known event is shown as printed. Every line is safe to write to a
-// terminal: control characters are escaped, not dropped.
+// the same events as Render, a tool call as "→ Tool: argument" where a
+// page shows its whole input, a launch's frame as a rule (TurnRule). JSON
+// that is no known event is shown as printed. Every line is safe to write
+// to a terminal: escape sequences are gone and other control characters
+// escaped, not dropped.
 func RenderLine(line string) []string {
 	var out []string
 	for _, it := range decode(line) {
@@ -73,7 +82,7 @@ func RenderLine(line string) []string {
 			continue
 		}
 		for _, l := range strings.Split(it.term, "\n") {
-			out = append(out, sanitize.Display(strings.TrimRight(l, "\r")))
+			out = append(out, sanitize.Display(strings.TrimRight(StripTerminal(l), "\r")))
 		}
 	}
 	return out
@@ -103,8 +112,8 @@ func Plain(s string, limit int) string {
 // item is one piece of agent output as both surfaces render it, before
 // each makes it safe: a page shows page (up to limit characters) unless
 // it is empty; a terminal shows term if onTerm (an empty line is a line).
-// The two differ on purpose: a page has room for a tool's whole input and
-// output, a followed terminal log shows one line per call.
+// They say the same; a page has room for a tool's whole input where a
+// terminal shows the one argument that says what the call does.
 type item struct {
 	kind   string
 	page   string
@@ -115,14 +124,6 @@ type item struct {
 
 func both(kind, page string, limit int, term string) item {
 	return item{kind: kind, page: page, limit: limit, term: term, onTerm: true}
-}
-
-func pageOnly(kind, page string, limit int) item {
-	return item{kind: kind, page: page, limit: limit}
-}
-
-func termOnly(kind, term string) item {
-	return item{kind: kind, term: term, onTerm: true}
 }
 
 // event covers the stream-json events of Claude Code and the JSONL
@@ -138,34 +139,81 @@ type event struct {
 	TotalCostUSD float64         `json:"total_cost_usd"`
 	NumTurns     int             `json:"num_turns"`
 	DurationMS   int64           `json:"duration_ms"`
-	Item         struct {
-		Type             string `json:"type"`
-		Text             string `json:"text"`
-		Command          string `json:"command"`
-		AggregatedOutput string `json:"aggregated_output"`
-		Changes          []struct {
-			Path string `json:"path"`
-			Kind string `json:"kind"`
-		} `json:"changes"`
-	} `json:"item"`
-	Error struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Errors       []string        `json:"errors"`
+	// Claude's api_retry notices.
+	Attempt      int   `json:"attempt"`
+	MaxRetries   int   `json:"max_retries"`
+	RetryDelayMS int64 `json:"retry_delay_ms"`
+	ErrorStatus  *int  `json:"error_status"`
+	// Claude's rate_limit_event.
+	RateLimit *struct {
+		Status   string `json:"status"`
+		ResetsAt int64  `json:"resetsAt"`
+		Type     string `json:"rateLimitType"`
+	} `json:"rate_limit_info"`
+	// Codex's thread id and a turn's usage.
+	ThreadID string `json:"thread_id"`
+	Usage    struct {
+		Input  int64 `json:"input_tokens"`
+		Cached int64 `json:"cached_input_tokens"`
+		Output int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Item  codexItem       `json:"item"`
+	Error json.RawMessage `json:"error"`
+}
+
+// codexItem is the item of Codex's item.* events.
+type codexItem struct {
+	Type             string          `json:"type"`
+	Text             string          `json:"text"`
+	Message          string          `json:"message"`
+	Command          string          `json:"command"`
+	AggregatedOutput string          `json:"aggregated_output"`
+	ExitCode         *int            `json:"exit_code"`
+	Status           string          `json:"status"`
+	Server           string          `json:"server"`
+	Tool             string          `json:"tool"`
+	Arguments        json.RawMessage `json:"arguments"`
+	Result           json.RawMessage `json:"result"`
+	Error            json.RawMessage `json:"error"`
+	Query            string          `json:"query"`
+	Changes          []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	Items []struct {
+		Text      string `json:"text"`
+		Completed bool   `json:"completed"`
+	} `json:"items"`
 }
 
 type contentPart struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Name    string          `json:"name"`
-	Input   json.RawMessage `json:"input"`
-	Content json.RawMessage `json:"content"`
-	IsError bool            `json:"is_error"`
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	Content  json.RawMessage `json:"content"`
+	IsError  bool            `json:"is_error"`
 }
 
 // decode is the one reading of a log line both renderers share.
 func decode(line string) []item {
 	line = strings.TrimRight(line, "\r\n")
-	trimmed := strings.TrimSpace(line)
+	if l, ok := proto.ParseLogLine(line); ok {
+		return lazyItems(l)
+	}
+	// An older lazy's log has the terminal's escapes in it, the exit
+	// escapes of one launch glued to the next one's first event: without
+	// them the event reads.
+	clean, ok := CleanLine(line)
+	if !ok {
+		return nil
+	}
+	if l, ok := proto.ParseLogLine(clean); ok {
+		return lazyItems(l) // only an out line: CleanLine wraps an agent's line that looks like lazy's
+	}
+	trimmed := strings.TrimSpace(clean)
 	if strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
 		var ev event
 		// A type mismatch leaves that field empty and the rest decoded,
@@ -176,15 +224,66 @@ func decode(line string) []item {
 		}
 		// JSON but no event we know: a terminal shows it as printed, a
 		// page leaves it out.
-		return []item{termOnly(KindOut, printed(line))}
+		return []item{{kind: KindOut, term: clean, onTerm: true}}
 	}
-	return []item{both(KindOut, trimmed, entryChars, printed(line))}
+	return []item{both(KindOut, trimmed, entryChars, clean)}
+}
+
+// lazyItems renders lazy's own lines: a launch's frame as a rule, a
+// note with the command that carries the task on, a line the agent
+// printed.
+func lazyItems(l proto.LogLine) []item {
+	switch l.Lazy {
+	case proto.LogTurn:
+		what := fmt.Sprintf("turn %d (%s)", l.Turn, l.Kind)
+		if l.Run > 1 {
+			what = fmt.Sprintf("turn %d (%s, run %d", l.Turn, l.Kind, l.Run)
+			if l.Why != "" {
+				what += ": " + l.Why
+			}
+			what += ")"
+		}
+		if l.Agent != "" {
+			what += " · " + agentLabel(l.Agent, l.Model)
+		}
+		if !l.At.IsZero() {
+			what += " · " + l.At.Local().Format("2006-01-02 15:04:05 MST")
+		}
+		return []item{both(KindTurn, what, noteChars, "── "+what+" ──")}
+	case proto.LogNote:
+		text := oneLineOf(l.Text)
+		kind := KindHold
+		if l.Kind == proto.NoteGate {
+			kind = KindError
+		}
+		page, term := text, "⏸ "+text
+		if kind == KindError {
+			term = "✗ " + text
+		}
+		if l.Next != "" {
+			page += "\nnext: " + l.Next
+			term += "\n  next: " + oneLineOf(l.Next)
+		}
+		return []item{both(kind, page, entryChars, term)}
+	case proto.LogOut:
+		return []item{both(KindOut, strings.TrimSpace(l.Text), entryChars, printed(l.Text))}
+	}
+	return nil
+}
+
+// agentLabel names an agent and the model it runs: "claude", "codex
+// (gpt-5-codex)".
+func agentLabel(name, model string) string {
+	if model == "" {
+		return name
+	}
+	return name + " (" + model + ")"
 }
 
 // printed is a plain output line as a terminal left it: escapes
 // stripped, and of a line redrawn with CR (a progress bar) what was left.
 func printed(line string) string {
-	plain := ansi().ReplaceAllString(line, "")
+	plain := StripTerminal(line)
 	if i := strings.LastIndexByte(plain, '\r'); i >= 0 {
 		plain = plain[i+1:]
 	}
@@ -196,33 +295,89 @@ func printed(line string) string {
 func (ev *event) items() ([]item, bool) {
 	switch ev.Type {
 	case "system":
-		if ev.Subtype != "init" {
-			return nil, true
-		}
-		term := "· session started"
-		if ev.Model != "" {
-			term += " (model " + ev.Model + ")"
-		}
-		return []item{both(KindNote, strings.TrimSpace("session started "+ev.Model), noteChars, term)}, true
+		return ev.systemItems(), true
 	case "assistant", "user":
 		return ev.messageItems(), true
 	case "result":
 		return ev.resultItems(), true
+	case "rate_limit_event":
+		return ev.rateLimitItems(), true
 	case "thread.started":
-		return []item{pageOnly(KindNote, "session started", noteChars)}, true
-	case "turn.started", "turn.completed", "item.started":
+		return []item{both(KindNote, "session started (codex)", noteChars, "· session started (codex)")}, true
+	case "turn.started", "item.updated":
 		return nil, true
+	case "turn.completed":
+		return ev.codexDone(), true
+	case "item.started":
+		return ev.codexStarted(), true
 	case "item.completed":
 		return ev.codexItems(), true
 	case "turn.failed", "error":
-		var msg string
-		_ = json.Unmarshal(ev.Message, &msg)
-		if msg == "" {
-			msg = ev.Error.Message
-		}
+		msg := ev.errorText()
 		return []item{both(KindError, msg, entryChars, "✗ "+msg)}, true
 	}
 	return nil, false
+}
+
+// errorText is the message of an error event: Codex's "message" string
+// or its "error" object, Claude's "error" string.
+func (ev *event) errorText() string {
+	var msg string
+	if json.Unmarshal(ev.Message, &msg) == nil && msg != "" {
+		return msg
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(ev.Error, &obj) == nil && obj.Message != "" {
+		return obj.Message
+	}
+	if json.Unmarshal(ev.Error, &msg) == nil {
+		return msg
+	}
+	return ""
+}
+
+func (ev *event) systemItems() []item {
+	switch ev.Subtype {
+	case "init":
+		msg := "session started"
+		if ev.Model != "" {
+			msg += " (model " + ev.Model + ")"
+		}
+		return []item{both(KindNote, msg, noteChars, "· "+msg)}
+	case "api_retry":
+		why := ev.errorText()
+		if ev.ErrorStatus != nil {
+			why = fmt.Sprintf("%d %s", *ev.ErrorStatus, why)
+		}
+		if why == "" || why == "unknown" {
+			why = "no answer"
+		}
+		msg := fmt.Sprintf("API error (%s): retry %d of %d in %.1fs", strings.TrimSpace(why), ev.Attempt, ev.MaxRetries, float64(ev.RetryDelayMS)/1000)
+		return []item{both(KindNote, msg, noteChars, "· "+msg)}
+	case "compact_boundary":
+		return []item{both(KindNote, "conversation compacted", noteChars, "· conversation compacted")}
+	}
+	return nil
+}
+
+func (ev *event) rateLimitItems() []item {
+	rl := ev.RateLimit
+	if rl == nil || rl.Status == "allowed" || rl.Status == "" {
+		return nil
+	}
+	msg := "usage limit " + strings.ReplaceAll(rl.Status, "_", " ")
+	if rl.Type != "" {
+		msg += " (" + strings.ReplaceAll(rl.Type, "_", " ") + ")"
+	}
+	if rl.ResetsAt > 0 {
+		msg += "; resets " + time.Unix(rl.ResetsAt, 0).UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if rl.Status == "rejected" {
+		return []item{both(KindError, msg, noteChars, "✗ "+msg)}
+	}
+	return []item{both(KindNote, msg, noteChars, "· "+msg)}
 }
 
 func (ev *event) messageItems() []item {
@@ -234,7 +389,7 @@ func (ev *event) messageItems() []item {
 	if json.Unmarshal(msg.Content, &parts) != nil {
 		var s string
 		if json.Unmarshal(msg.Content, &s) == nil && ev.Type == "assistant" {
-			return []item{pageOnly(KindText, s, entryChars)}
+			return []item{both(KindText, s, entryChars, strings.TrimSpace(s))}
 		}
 		return nil
 	}
@@ -242,29 +397,64 @@ func (ev *event) messageItems() []item {
 	for _, p := range parts {
 		switch p.Type {
 		case "text":
-			// A page shows what the assistant said; a terminal also the
-			// user's text.
-			it := item{kind: KindText}
+			t := strings.TrimSpace(p.Text)
+			if t == "" {
+				continue
+			}
 			if ev.Type == "assistant" {
-				it.page, it.limit = p.Text, entryChars
+				out = append(out, both(KindText, p.Text, entryChars, t))
+			} else {
+				out = append(out, both(KindNote, p.Text, entryChars, "» "+t))
 			}
-			if t := strings.TrimSpace(p.Text); t != "" {
-				it.term, it.onTerm = t, true
+		case "thinking":
+			if t := strings.TrimSpace(p.Thinking); t != "" {
+				out = append(out, both(KindNote, "thinking: "+t, entryChars, "· thinking: "+oneLineOf(t)))
 			}
-			out = append(out, it)
 		case "tool_use":
 			out = append(out, both(KindTool, p.Name+" "+compactJSON(p.Input), toolChars, "→ "+p.Name+toolArg(p.Input)))
 		case "tool_result":
-			texts := toolResultTexts(p.Content)
-			if !p.IsError {
-				out = append(out, pageOnly(KindResult, strings.Join(nonEmpty(texts), "\n"), toolChars))
-				continue
-			}
-			out = append(out, both(KindError, strings.Join(nonEmpty(texts), "\n"), toolChars,
-				"  ✗ tool error: "+oneLineOf(strings.Join(texts, " "))))
+			out = append(out, resultItem(strings.Join(nonEmpty(toolResultTexts(p.Content)), "\n"), p.IsError, ""))
 		}
 	}
 	return out
+}
+
+// resultItem is a tool's output, the same on every surface: compact
+// when the tool succeeded (its first line and how many more there are),
+// in full (up to entryChars) when it failed. what names a command whose
+// start the log may not show.
+func resultItem(text string, failed bool, what string) item {
+	text = strings.TrimRight(text, " \n")
+	if !failed {
+		c := compactResult(text)
+		return both(KindResult, c, toolChars, "  ← "+c)
+	}
+	if what != "" {
+		text = strings.TrimSpace(what + ": " + text)
+	}
+	if text == "" {
+		text = "failed"
+	}
+	return both(KindError, text, entryChars, "  ✗ "+strings.ReplaceAll(Plain(text, entryChars), "\n", "\n    "))
+}
+
+// compactResult is a successful tool's output in one line.
+func compactResult(text string) string {
+	lines := nonEmpty(strings.Split(strings.TrimSpace(text), "\n"))
+	if len(lines) == 0 {
+		return "(no output)"
+	}
+	first := oneLineOf(lines[0])
+	if r := []rune(first); len(r) > 160 {
+		first = string(r[:159]) + "…"
+	}
+	switch more := len(lines) - 1; {
+	case more == 1:
+		first += " (+1 line)"
+	case more > 1:
+		first += fmt.Sprintf(" (+%d lines)", more)
+	}
+	return first
 }
 
 func (ev *event) resultItems() []item {
@@ -273,7 +463,10 @@ func (ev *event) resultItems() []item {
 	if ev.IsError {
 		b.WriteString(" (error)")
 	}
-	if ev.NumTurns > 0 {
+	switch {
+	case ev.NumTurns == 1:
+		b.WriteString(" · 1 turn")
+	case ev.NumTurns > 1:
 		fmt.Fprintf(&b, " · %d turns", ev.NumTurns)
 	}
 	if ev.DurationMS > 0 {
@@ -289,37 +482,113 @@ func (ev *event) resultItems() []item {
 	if ev.TotalCostUSD > 0 {
 		term += fmt.Sprintf(" ($%.2f)", ev.TotalCostUSD)
 	}
-	if t := strings.TrimSpace(ev.Result); t != "" {
-		term += ": " + t
+	why := strings.TrimSpace(ev.Result)
+	if why == "" && ev.IsError {
+		why = strings.Join(nonEmpty(ev.Errors), "; ")
+		if why == "" && ev.Subtype != "" && ev.Subtype != "success" {
+			why = strings.ReplaceAll(ev.Subtype, "_", " ")
+		}
+	}
+	if why != "" {
+		term += ": " + strings.ReplaceAll(why, "\n", "\n  ")
 	}
 	out := []item{both(KindNote, b.String(), noteChars, term)}
-	if ev.IsError {
+	if ev.IsError && why != "" {
 		// The terminal line carries the failure already.
-		out = append(out, pageOnly(KindError, ev.Result, entryChars))
+		out = append(out, item{kind: KindError, page: why, limit: entryChars})
 	}
 	return out
+}
+
+// codexDone is the end of a Codex turn, with its tokens (Codex reports
+// no price).
+func (ev *event) codexDone() []item {
+	msg := "done"
+	if u := ev.Usage; u.Input > 0 || u.Output > 0 {
+		msg += fmt.Sprintf(" (%d tokens in, %d out)", u.Input, u.Output)
+	}
+	return []item{both(KindNote, "result · "+msg, noteChars, "✓ "+msg)}
+}
+
+// codexStarted renders the start of a Codex item that takes time: a
+// command or a tool call shows when it starts, its output when it ends.
+func (ev *event) codexStarted() []item {
+	it := ev.Item
+	switch it.Type {
+	case "command_execution":
+		return []item{both(KindTool, "$ "+it.Command, toolChars, "→ shell: "+oneLineOf(it.Command))}
+	case "mcp_tool_call":
+		name := it.Server + "." + it.Tool
+		return []item{both(KindTool, name+" "+compactJSON(it.Arguments), toolChars, "→ "+name+toolArg(it.Arguments))}
+	}
+	return nil
 }
 
 func (ev *event) codexItems() []item {
 	it := ev.Item
 	switch it.Type {
-	case "agent_message":
+	case "agent_message", "assistant_message":
 		return []item{both(KindText, it.Text, entryChars, strings.TrimSpace(it.Text))}
-	case "assistant_message":
-		return []item{pageOnly(KindText, it.Text, entryChars)}
 	case "reasoning":
-		return []item{termOnly(KindText, strings.TrimSpace(it.Text))}
-	case "command_execution":
-		return []item{
-			both(KindTool, "$ "+it.Command, toolChars, "→ shell: "+oneLineOf(it.Command)),
-			pageOnly(KindResult, it.AggregatedOutput, toolChars),
+		if t := strings.TrimSpace(it.Text); t != "" {
+			return []item{both(KindNote, "thinking: "+t, entryChars, "· thinking: "+oneLineOf(t))}
 		}
+	case "command_execution":
+		failed := it.Status == "failed" || it.Status == "declined" || (it.ExitCode != nil && *it.ExitCode != 0)
+		what := ""
+		if failed {
+			what = "`" + oneLineOf(it.Command) + "`"
+			switch {
+			case it.ExitCode != nil:
+				what += fmt.Sprintf(" exited %d", *it.ExitCode)
+			case it.Status != "":
+				what += " " + it.Status
+			}
+		}
+		return []item{resultItem(it.AggregatedOutput, failed, what)}
 	case "file_change":
 		var names []string
 		for _, c := range it.Changes {
 			names = append(names, c.Kind+" "+c.Path)
 		}
-		return []item{pageOnly(KindTool, "edit "+strings.Join(names, ", "), toolChars)}
+		msg := "edit " + strings.Join(names, ", ")
+		if it.Status == "failed" {
+			return []item{both(KindError, msg+" failed", entryChars, "  ✗ "+msg+" failed")}
+		}
+		return []item{both(KindTool, msg, toolChars, "✎ "+oneLineOf(strings.Join(names, ", ")))}
+	case "mcp_tool_call":
+		name := it.Server + "." + it.Tool
+		var e struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(it.Error, &e) == nil && e.Message != "" || it.Status == "failed" {
+			return []item{resultItem(e.Message, true, name)}
+		}
+		var res struct {
+			Content json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(it.Result, &res)
+		return []item{resultItem(strings.Join(nonEmpty(toolResultTexts(res.Content)), "\n"), false, "")}
+	case "web_search":
+		return []item{both(KindTool, "web search "+it.Query, toolChars, "→ web search: "+oneLineOf(it.Query))}
+	case "todo_list":
+		var steps []string
+		for _, s := range it.Items {
+			box := "[ ] "
+			if s.Completed {
+				box = "[x] "
+			}
+			steps = append(steps, box+strings.TrimSpace(s.Text))
+		}
+		if len(steps) > 0 {
+			return []item{both(KindNote, "plan:\n"+strings.Join(steps, "\n"), entryChars, "· plan: "+strings.Join(steps, "\n        "))}
+		}
+	case "error":
+		// Codex's own warnings (a model it has no metadata for): the
+		// turn goes on.
+		if m := strings.TrimSpace(it.Message); m != "" {
+			return []item{both(KindNote, "warning: "+m, entryChars, "· warning: "+oneLineOf(m))}
+		}
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -206,7 +205,7 @@ type LogsCmd struct {
 	Task   string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	Follow bool   `short:"f" help:"Keep printing as the agent writes, until its turn ends."`
 	Turn   int    `help:"Only the agent run of turn N (a number from lazy show: the human turn or the agent turn that answered it)." placeholder:"N"`
-	Raw    bool   `help:"Print the log as the agent wrote it (stream-json, escapes) instead of rendering it."`
+	Raw    bool   `help:"Print the log as JSON Lines instead of rendering it: the agent's own events as it wrote them (Claude's stream-json, Codex's JSONL), each agent launch begun by a {\"lazy\":\"turn\",...} line, lazy's notes as {\"lazy\":\"note\",...}, and text the agent printed as {\"lazy\":\"out\",\"text\":...}."`
 }
 
 // Run implements lazy logs.
@@ -225,7 +224,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
 	}
-	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks(), from: start}
+	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks()}
 	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
 	if errors.Is(err, os.ErrNotExist) {
 		if !c.Follow {
@@ -319,18 +318,18 @@ func logRange(pd proto.Dir, turn int) (int64, int64, error) {
 
 // turnRule begins the line lazy logs (and lazy watch's pane) prints
 // where an agent launch begins.
-const turnRule = "── turn "
+const turnRule = agent.TurnRule
 
-// logWriter renders agent.log line by line, with a header where each
-// agent launch begins.
+// logWriter renders agent.log line by line: each line through the one
+// renderer (agent.RenderLine), or, raw, as one JSON value a line
+// (agent.RawLine). marks is the log's index, which a log an older lazy
+// wrote needs to tell its launches apart (agent.SplitLog).
 type logWriter struct {
 	w       io.Writer
 	raw     bool
 	marks   []proto.LogMark
 	partial []byte
 	pos     int64 // offset of partial's first byte
-	from    int64 // where the shown range starts: earlier launches get no header
-	headed  map[int64]bool
 }
 
 // copyFrom renders path's bytes from off to end (-1: EOF) and returns
@@ -356,40 +355,25 @@ func (l *logWriter) copyFrom(path string, off, end int64) (int64, error) {
 		l.pos = off
 	}
 	l.partial = append(l.partial, b...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		l.line(string(l.partial[:i]))
-		l.pos += int64(i + 1)
-		l.partial = l.partial[i+1:]
-	}
+	n := agent.SplitLog(l.partial, l.pos, l.marks, l.line)
+	l.pos += int64(n)
+	l.partial = append(l.partial[:0], l.partial[n:]...)
 	return off + int64(len(b)), nil
 }
 
 func (l *logWriter) flush() {
 	if len(l.partial) > 0 {
-		l.line(string(l.partial))
+		agent.FlushLog(l.partial, l.pos, l.marks, l.line)
 		l.pos += int64(len(l.partial))
 		l.partial = nil
 	}
 }
 
 func (l *logWriter) line(s string) {
-	if l.headed == nil {
-		l.headed = map[int64]bool{}
-	}
-	for _, m := range l.marks {
-		if m.Offset >= l.from && m.Offset <= l.pos && !l.headed[m.Offset] {
-			l.headed[m.Offset] = true
-			if !l.raw {
-				fmt.Fprintf(l.w, turnRule+"%d (%s) · %s ──\n", m.Seq, m.Kind, m.At.Local().Format("2006-01-02 15:04:05 MST"))
-			}
-		}
-	}
 	if l.raw {
-		fmt.Fprintln(l.w, s)
+		if out, ok := agent.RawLine(s); ok {
+			fmt.Fprintln(l.w, out)
+		}
 		return
 	}
 	for _, out := range agent.RenderLine(s) {
@@ -583,7 +567,7 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 	switch {
 	case f.Follow:
 		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
-		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks(), from: logOff}, pd, logOff)
+		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks()}, pd, logOff)
 	case f.Wait:
 		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0, a.progressLine(false))
 		if err != nil {

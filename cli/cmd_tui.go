@@ -1041,7 +1041,7 @@ func (a *app) logTail(id string, max int) []string {
 		}
 	}
 	var buf bytes.Buffer
-	lw := &logWriter{w: &buf, marks: pd.LogMarks(), from: from}
+	lw := &logWriter{w: &buf, marks: pd.LogMarks()}
 	if _, err := lw.copyFrom(path, from, -1); err != nil {
 		return nil
 	}

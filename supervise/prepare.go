@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -25,14 +26,17 @@ import (
 // later turns skip it.
 func prepare(ctx context.Context, dir proto.Dir, cmd *proto.Command) *proto.Response {
 	p := cmd.Prepare
-	logf, err := dir.OpenLog()
+	f, err := dir.StartLaunch(proto.LogLine{Turn: cmd.Seq, Kind: "setup", At: time.Now()})
 	if err != nil {
 		return setupFailure(err)
 	}
-	defer func() { _ = logf.Close() }()
-	if off, err := logf.Seek(0, io.SeekEnd); err == nil {
-		_ = dir.MarkLog(cmd.Seq, "setup", off, time.Now())
-	}
+	// The setup command's output is a terminal's too (colours, progress
+	// bars): the log keeps its lines, as it keeps an agent's.
+	logf := agent.NewCapture(f)
+	defer func() {
+		_ = logf.Close()
+		_ = f.Close()
+	}()
 	for _, pattern := range p.CopyFiles {
 		if err := copyMatches(logf, p.From, cmd.Worktree, pattern); err != nil {
 			fmt.Fprintf(logf, "[lazy] copyFiles %s: %v\n", pattern, err)
@@ -59,7 +63,7 @@ func setupFailure(err error) *proto.Response {
 // runSetup runs lazy.setup with sh -c in the worktree, its output in the
 // log, bounded by the watchdog's limit. The command is the user's own,
 // from git config; it runs unsandboxed, like their git hooks.
-func runSetup(ctx context.Context, logf *os.File, cmd *proto.Command) error {
+func runSetup(ctx context.Context, logf io.Writer, cmd *proto.Command) error {
 	fmt.Fprintf(logf, "[lazy] setup: %s\n", cmd.Prepare.Setup)
 	limit := cmd.Timing.WithDefaults().WatchdogTimeout
 	ctx, cancel := context.WithTimeout(ctx, limit)

@@ -420,18 +420,21 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	return withUsage(resp, output.stream), wd
 }
 
-// openTurnLog opens the task's agent log for appending and marks where
-// this turn's output starts, which lazy logs --turn reads. The turn runs
-// without the mark if it cannot be written.
+// openTurnLog opens the task's agent log for one launch of the agent:
+// its frame first (turn, kind, agent; a later launch of the same turn
+// says why it runs), marked in the index, which lazy logs --turn reads.
 func openTurnLog(dir proto.Dir, cmd *proto.Command) (*os.File, error) {
-	logf, err := dir.OpenLog()
-	if err != nil {
-		return nil, err
+	frame := proto.LogLine{Turn: cmd.Seq, Kind: cmd.Kind, Agent: cmd.Agent, Model: cmd.Model, At: time.Now(), Run: dir.Launches(cmd.Seq, cmd.Kind) + 1}
+	switch {
+	case cmd.Env["LAZY_PUSH_BACK"] == "1":
+		frame.Why = "push-back on uncommitted changes"
+	case frame.Run > 1:
+		frame.Why = "retry"
 	}
-	if off, err := logf.Seek(0, io.SeekEnd); err == nil {
-		_ = dir.MarkLog(cmd.Seq, cmd.Kind, off, time.Now())
+	if frame.Run == 1 {
+		frame.Run = 0
 	}
-	return logf, nil
+	return dir.StartLaunch(frame)
 }
 
 // agentCommand is the agent's process, not yet started: in the worktree,
@@ -462,6 +465,7 @@ func agentCommand(ctx context.Context, cmd *proto.Command, argv []string, grants
 // parser (nil for agents without one) and the progress clock the
 // watchdog reads.
 type agentOutput struct {
+	log    *agent.Capture
 	tail   *tailBuffer
 	stream agent.Stream
 	prog   *progress
@@ -471,8 +475,8 @@ type agentOutput struct {
 // copyOutput starts copying the agent's terminal into every sink. The
 // progress clock starts now: a fresh agent has not been silent yet.
 func copyOutput(adapter agent.Adapter, logf io.Writer, tty io.Reader) *agentOutput {
-	o := &agentOutput{tail: &tailBuffer{max: maxResult}, stream: adapter.NewStream(), copied: make(chan struct{})}
-	sinks := []io.Writer{logf, o.tail}
+	o := &agentOutput{log: agent.NewCapture(logf), tail: &tailBuffer{max: maxResult}, stream: adapter.NewStream(), copied: make(chan struct{})}
+	sinks := []io.Writer{o.log, o.tail}
 	if o.stream != nil {
 		sinks = append(sinks, o.stream)
 	}
@@ -498,6 +502,8 @@ func (o *agentOutput) drain(tty io.Closer) string {
 	}
 	_ = tty.Close()
 	<-o.copied
+	// The launch ends on a newline, whatever the agent printed last.
+	_ = o.log.Close()
 	// A CLI under a pty restores its terminal modes on exit: those
 	// escape sequences are not text a human can read in a reason.
 	return strings.TrimSpace(strings.ReplaceAll(agent.StripTerminal(o.tail.String()), "\r\n", "\n"))

@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // LogEntry is one readable item of an agent's output as the page and its
 // live stream carry it; agent.Render decides what the items are and the
 // kind is the entry's CSS class.
 type LogEntry struct {
-	Kind string `json:"k"` // text, tool, result, note, error, out
+	Kind string `json:"k"` // text, tool, result, note, error, out, turn, hold
 	Text string `json:"t"`
 }
 
@@ -32,24 +32,22 @@ func renderLine(line string) []LogEntry {
 	return out
 }
 
-// renderChunk renders the complete lines of chunk and reports how many
-// bytes they span: a line still being written is left for the next read.
-func renderChunk(chunk []byte) ([]LogEntry, int) {
-	end := bytes.LastIndexByte(chunk, '\n')
-	if end < 0 {
-		return nil, 0
-	}
+// renderChunk renders the complete lines of chunk, which starts at
+// offset off of the log, and reports how many bytes they span: a line
+// still being written is left for the next read. marks is the log's
+// index (an older lazy's log needs it to tell its launches apart).
+func renderChunk(chunk []byte, off int64, marks []proto.LogMark) ([]LogEntry, int) {
 	var out []LogEntry
-	for line := range strings.SplitSeq(string(chunk[:end]), "\n") {
+	n := agent.SplitLog(chunk, off, marks, func(line string) {
 		out = append(out, renderLine(line)...)
-	}
-	return out, end + 1
+	})
+	return out, n
 }
 
-// readLog renders the tail of an agent log, the last max entries, and
-// returns the offset a live stream continues from.
-func readLog(path string, maxEntries int) ([]LogEntry, int64) {
-	f, err := os.Open(path)
+// readLog renders the tail of a task's agent log, the last max entries,
+// and returns the offset a live stream continues from.
+func readLog(pd proto.Dir, maxEntries int) ([]LogEntry, int64) {
+	f, err := os.Open(pd.Path(proto.LogFile))
 	if err != nil {
 		return nil, 0
 	}
@@ -68,17 +66,17 @@ func readLog(path string, maxEntries int) ([]LogEntry, int64) {
 		// Started mid-line: that line is not whole.
 		skip = bytes.IndexByte(buf, '\n') + 1
 	}
-	entries, n := renderChunk(buf[skip:])
+	entries, n := renderChunk(buf[skip:], start+int64(skip), pd.LogMarks())
 	if len(entries) > maxEntries {
 		entries = entries[len(entries)-maxEntries:]
 	}
 	return entries, start + int64(skip+n)
 }
 
-// readLogFrom renders what was appended to the log since offset. A log
-// shorter than offset was replaced: it starts over.
-func readLogFrom(path string, offset int64) ([]LogEntry, int64) {
-	f, err := os.Open(path)
+// readLogFrom renders what was appended to a task's agent log since
+// offset. A log shorter than offset was replaced: it starts over.
+func readLogFrom(pd proto.Dir, offset int64) ([]LogEntry, int64) {
+	f, err := os.Open(pd.Path(proto.LogFile))
 	if err != nil {
 		return nil, offset
 	}
@@ -95,13 +93,13 @@ func readLogFrom(path string, offset int64) ([]LogEntry, int64) {
 	}
 	if fi.Size()-offset > logTailBytes {
 		// Far behind: skip to the tail, as a page load would.
-		entries, off := readLog(path, logPageEntries)
+		entries, off := readLog(pd, logPageEntries)
 		return entries, off
 	}
 	buf := make([]byte, fi.Size()-offset)
 	if _, err := f.ReadAt(buf, offset); err != nil && err != io.EOF {
 		return nil, offset
 	}
-	entries, n := renderChunk(buf)
+	entries, n := renderChunk(buf, offset, pd.LogMarks())
 	return entries, offset + int64(n)
 }

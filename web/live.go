@@ -78,9 +78,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	logPath := ""
+	var logDir proto.Dir
 	if taskID != "" {
-		logPath = proto.ForTask(s.Store.Repo().LazyDir(), taskID).Path(proto.LogFile)
+		logDir = proto.ForTask(s.Store.Repo().LazyDir(), taskID)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -144,9 +144,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 			lastLook = time.Now()
 		case <-tick.C:
-			if logPath != "" {
+			if logDir != "" {
 				var entries []LogEntry
-				entries, offset = readLogFrom(logPath, offset)
+				entries, offset = readLogFrom(logDir, offset)
 				if len(entries) > 0 && !send("log", map[string]any{"offset": offset, "entries": entries}) {
 					return
 				}

@@ -170,7 +170,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	}
 	overlaps := s.taskOverlaps(r.Context(), sn)
 	attempts, of := s.attempts(r.Context(), sn)
-	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile), logPageEntries)
+	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID), logPageEntries)
 	session := s.session(r)
 	act := s.canAct(r)
 	data := map[string]any{
