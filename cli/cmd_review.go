@@ -20,6 +20,7 @@ import (
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
@@ -39,6 +40,7 @@ type DiffCmd struct {
 	Committed bool `help:"Only the branch's commits: leave out the worktree's uncommitted changes (for a patch to apply elsewhere)."`
 	// Attempts compares the attempts of a task tried several ways.
 	Attempts bool `help:"For a task tried several ways (lazy start --attempts): each attempt's diff stat, then each attempt's committed work one after another under a header (with --stat or --name-only, that form)."`
+	JSON     bool `help:"Print the diff as JSON: the branch, its target, the changed files, the stat, the patch (cut at 1 MiB) and the uncommitted files." xor:"form"`
 }
 
 // Run implements lazy diff: git diff of the task branch against its merge
@@ -53,11 +55,26 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.Attempts {
+		if c.JSON {
+			return usageError{"--attempts has no --json; lazy show GROUP --json compares the attempts, and lazy diff SLUG-aK --json gives one attempt's diff"}
+		}
 		return c.attempts(a, ctx, env)
+	}
+	if c.JSON {
+		return c.json(a, ctx, env)
 	}
 	r, err := env.ReviewRange(ctx, c.Task)
 	if err != nil {
 		return err
+	}
+	// An empty diff prints nothing from git: say so instead.
+	changed, err := c.changed(ctx, a, r)
+	if err != nil {
+		return err
+	}
+	if !changed {
+		fmt.Fprintln(a.stdout, c.nothing(r))
+		return nil
 	}
 	args := []string{"diff"}
 	switch {
@@ -84,6 +101,80 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	return c.uncommitted(ctx, a, r, form)
+}
+
+// changed reports whether lazy diff has anything to show: the branch's
+// commits change something (in the paths asked for), or, unless
+// --committed, the worktree holds uncommitted changes there.
+func (c *DiffCmd) changed(ctx context.Context, a *app, r *ops.Review) (bool, error) {
+	err := gitcli.New(a.repoDir(), "diff", "--quiet", "--no-ext-diff", r.MergeBase, r.BranchSHA).Paths(c.Paths...).Run(ctx)
+	var ge *gitcli.Error
+	switch {
+	case errors.As(err, &ge) && ge.ExitCode() == 1:
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	if c.Committed || r.Worktree == "" {
+		return false, nil
+	}
+	st, err := gitcli.New(r.Worktree, "status", "--porcelain", "-z", "--untracked-files=all").Env("GIT_OPTIONAL_LOCKS=0").Paths(c.Paths...).Output(ctx)
+	return err == nil && len(st) > 0, nil
+}
+
+// nothing is what an empty lazy diff says.
+func (c *DiffCmd) nothing(r *ops.Review) string {
+	msg := noChanges(r, c.Committed)
+	if len(c.Paths) > 0 {
+		msg = strings.TrimSuffix(msg, ".") + " in " + words.List(quotedNames(c.Paths), "") + "."
+	}
+	return msg
+}
+
+// quotedNames are file names as lazy prints them (see fileName).
+func quotedNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fileName(n)
+	}
+	return out
+}
+
+// diffJSON is lazy diff --json: what the task's branch changed against
+// the branch it merges into, and what its worktree has not committed.
+type diffJSON struct {
+	ID          string   `json:"id"`
+	Slug        string   `json:"slug"`
+	Branch      string   `json:"branch"`
+	Into        string   `json:"into"`
+	MergeBase   string   `json:"merge_base"`
+	BranchSHA   string   `json:"branch_sha"`
+	Files       []string `json:"files"`
+	Stat        string   `json:"stat"`
+	Patch       string   `json:"patch"`
+	Truncated   bool     `json:"truncated"`
+	Uncommitted []string `json:"uncommitted"`
+}
+
+// json prints lazy diff --json. A task with no change is the same shape
+// with empty lists and strings.
+func (c *DiffCmd) json(a *app, ctx context.Context, env *ops.Env) error {
+	if len(c.Paths) > 0 {
+		return usageError{"--json gives the task's whole diff; leave out the paths (its files list says which changed)"}
+	}
+	d, err := env.Diff(ctx, c.Task, true, ops.MaxDiffBytes)
+	if err != nil {
+		return err
+	}
+	out := diffJSON{ID: d.ID, Slug: d.Slug, Branch: d.Branch, Into: d.Base, MergeBase: d.MergeBase, BranchSHA: d.BranchSHA,
+		Files: d.Files, Stat: d.Stat, Patch: d.Patch, Truncated: d.Truncated, Uncommitted: d.Uncommitted}
+	if c.Committed || out.Uncommitted == nil {
+		out.Uncommitted = []string{}
+	}
+	if out.Files == nil {
+		out.Files = []string{}
+	}
+	return a.printJSON(out)
 }
 
 // attempts prints the attempts of a group: the table show prints, then

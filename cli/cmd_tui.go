@@ -20,9 +20,11 @@ import (
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
 )
 
 // The TUI's panes.
@@ -821,7 +823,7 @@ func (m *tuiModel) screen() string {
 			need++
 		}
 	}
-	title := fmt.Sprintf("lazy watch · %d task(s) · %d need you · %s", len(m.rows), need, time.Now().Format("15:04:05"))
+	title := fmt.Sprintf("lazy watch · %s · %d need you · %s", words.Count(len(m.rows), "task", "tasks"), need, time.Now().Format("15:04:05"))
 	if m.show != showAll {
 		title += " · showing " + showNames[m.show]
 	}
@@ -1053,7 +1055,10 @@ func (a *app) logTail(id string, max int) []string {
 	return out
 }
 
-// diffLines is a task's diff for the diff pane: stat, then the patch.
+// diffLines is a task's diff for the diff pane: the branch's stat and
+// patch, then under a rule what its worktree has not committed yet (an
+// agent mid-turn, or work left uncommitted), or a line that says there
+// is no change at all.
 func (a *app) diffLines(ctx context.Context, id string) []string {
 	env, err := a.env()
 	if err != nil {
@@ -1063,15 +1068,46 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	out, err := gitcli.New(a.repoDir(), "diff", "--no-color", "--stat", "--patch", r.MergeBase, r.BranchSHA).Output(ctx)
+	out, err := gitcli.New(a.repoDir(), "diff", "--no-color", "--no-ext-diff", "--stat", "--patch", r.MergeBase, r.BranchSHA).Output(ctx)
 	if err != nil {
 		return []string{err.Error()}
 	}
 	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		lines = append(lines, sanitize.Display(strings.ReplaceAll(l, "\t", "    ")))
+	add := func(out []byte) {
+		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			lines = append(lines, sanitize.Display(strings.ReplaceAll(l, "\t", "    ")))
+		}
+	}
+	if len(out) > 0 {
+		add(out)
+	}
+	if r.Worktree != "" {
+		if un, err := worktree.UncommittedPatch(ctx, r.Worktree); err == nil && len(un) > 0 {
+			if len(lines) > 0 {
+				lines = append(lines, "")
+			}
+			lines = append(lines, uncommittedRule)
+			add(un)
+		}
+	}
+	if len(lines) == 0 {
+		return []string{noChanges(r, false)}
 	}
 	return lines
+}
+
+// uncommittedRule heads what a task's worktree changed and has not
+// committed, below the branch's own diff (short: the pane is narrow).
+const uncommittedRule = "── uncommitted in the worktree ──"
+
+// noChanges is what lazy diff and watch's diff pane say for a task whose
+// branch and worktree change nothing against the branch it merges into.
+func noChanges(r *ops.Review, committedOnly bool) string {
+	what := "No changes"
+	if committedOnly {
+		what = "No committed changes"
+	}
+	return fmt.Sprintf("%s on %s against %s.", what, r.Branch, r.Into)
 }
 
 // attemptLines is group id's attempts for the pane, as lazy show

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -227,7 +228,7 @@ func TestWatchTUIActsThroughTheSameOps(t *testing.T) {
 	keys("/")
 	keys("-l", "login")
 	keys("Enter")
-	screen := screenHas(t, capture, "▸ "+tk.Slug, "/login", "1 task(s)")
+	screen := screenHas(t, capture, "▸ "+tk.Slug, "/login", "1 task ·")
 	if strings.Contains(screen, old.Slug) {
 		t.Fatalf("the filter kept %s:\n%s", old.Slug, screen)
 	}
@@ -288,4 +289,80 @@ func TestWatchTUIActsThroughTheSameOps(t *testing.T) {
 
 	keys("q")
 	eventually(t, "lazy watch to quit on q", func() bool { return !alive() })
+}
+
+// TestDiffSaysWhatTheWorktreeHolds: a task whose agent wrote a file and
+// has not committed it shows that work, labelled, in watch's diff pane
+// and in lazy diff; a task that changed nothing says so in both, and its
+// lazy diff --json is the same shape with empty lists.
+func TestDiffSaysWhatTheWorktreeHolds(t *testing.T) {
+	r := newRepo(t)
+	t.Cleanup(func() { killTurns(r) })
+	wip := r.with(script(t, "write wip.txt work in progress", "print wrote wip.txt", "hang"))
+	wt := wip.create("work in progress")
+	wip.ok("start", wt.Slug, "--command", fakeAgentBin)
+	idle := r.with(script(t, "print thinking", "hang"))
+	it := idle.create("nothing yet")
+	idle.ok("start", it.Slug, "--command", fakeAgentBin)
+	eventually(t, "the agent to write wip.txt", func() bool {
+		_, err := os.Stat(filepath.Join(r.showFull(wt.Slug).Session.Worktree, "wip.txt"))
+		return err == nil
+	})
+
+	out := r.ok("diff", wt.Slug)
+	if !strings.HasPrefix(out, "\n# Uncommitted in the worktree ") || !strings.Contains(out, "+++ b/wip.txt") || !strings.Contains(out, "+work in progress") {
+		t.Fatalf("lazy diff of uncommitted work:\n%s", out)
+	}
+	if out := r.ok("diff", it.Slug); out != "No changes on lazy/"+it.Slug+" against main.\n" {
+		t.Fatalf("an empty lazy diff says %q", out)
+	}
+	if out := r.ok("diff", wt.Slug, "--committed"); out != "No committed changes on lazy/"+wt.Slug+" against main.\n" {
+		t.Fatalf("lazy diff --committed of uncommitted work says %q", out)
+	}
+	if out := r.ok("diff", wt.Slug, "--", "other.txt"); out != "No changes on lazy/"+wt.Slug+" against main in other.txt.\n" {
+		t.Fatalf("lazy diff of an unchanged path says %q", out)
+	}
+	var empty map[string]any
+	if err := json.Unmarshal([]byte(r.ok("diff", it.Slug, "--json")), &empty); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"slug": it.Slug, "branch": "lazy/" + it.Slug, "into": "main", "files": []any{}, "uncommitted": []any{}, "patch": "", "stat": "", "truncated": false} {
+		if got, ok := empty[k]; !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("lazy diff --json of an empty diff: %s is %v, want %v", k, got, want)
+		}
+	}
+	var full map[string]any
+	if err := json.Unmarshal([]byte(r.ok("diff", wt.Slug, "--json")), &full); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(full["uncommitted"]) != "[wip.txt]" || fmt.Sprint(full["files"]) != "[]" {
+		t.Errorf("lazy diff --json of uncommitted work: %v", full)
+	}
+
+	capture, keys, _ := tmuxWatch(t, r, 120, 30)
+	screenHas(t, capture, wt.Slug, it.Slug)
+	selectRow(t, capture, keys, wt.Slug)
+	keys("d")
+	screenHas(t, capture, wt.Slug+" — diff", "── uncommitted in the worktree ──", "+++ b/wip.txt", "+work in progress")
+	selectRow(t, capture, keys, it.Slug)
+	screenHas(t, capture, it.Slug+" — diff", "No changes on lazy/"+it.Slug+" against main.")
+}
+
+// selectRow moves watch's selection to slug's row: down the list, then
+// up it, looking after each key.
+func selectRow(t *testing.T, capture func() string, keys func(...string), slug string) {
+	t.Helper()
+	selected := func() bool { return strings.Contains(capture(), "▸ "+slug) }
+	for _, k := range strings.Split("jjjjjkkkkkkkkkk", "") {
+		if selected() {
+			return
+		}
+		keys(k)
+		for deadline := time.Now().Add(time.Second); !selected() && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !selected() {
+		t.Fatalf("could not select %s:\n%s", slug, capture())
+	}
 }

@@ -25,12 +25,15 @@ const (
 
 // DiffResult is what a task's branch changed against its base branch.
 type DiffResult struct {
-	Branch    string
-	Base      string
-	Stat      string // git diff --stat
-	Files     []string
-	Patch     string // "" unless asked; cut at the byte bound
-	Truncated bool
+	ID, Slug string
+	Branch   string
+	Base     string
+	// MergeBase and BranchSHA are the range diffed.
+	MergeBase, BranchSHA string
+	Stat                 string // git diff --stat
+	Files                []string
+	Patch                string // "" unless asked; cut at the byte bound
+	Truncated            bool
 	// Uncommitted lists worktree files changed but not committed yet.
 	Uncommitted []string
 }
@@ -47,7 +50,7 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 	if err != nil {
 		return nil, err
 	}
-	out := &DiffResult{Branch: r.Branch, Base: r.Into, Files: []string{}, Uncommitted: []string{}}
+	out := &DiffResult{ID: sn.Task.ID, Slug: sn.Task.Slug, Branch: r.Branch, Base: r.Into, MergeBase: r.MergeBase, BranchSHA: r.BranchSHA, Files: []string{}, Uncommitted: []string{}}
 	stat, err := worktree.Stat(ctx, e.repoDir(), r.MergeBase, r.BranchSHA, true)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)

@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -72,7 +74,10 @@ func Stat(ctx context.Context, repoDir, from, to string, wide bool) (string, err
 	if !plain(from) || !plain(to) {
 		return "", errOption("commit", from+" "+to)
 	}
-	return statCmd(repoDir, from, to, wide).String(ctx)
+	// Only the trailing newline goes: the first line's leading space
+	// lines its bar up with the others.
+	out, err := statCmd(repoDir, from, to, wide).Output(ctx)
+	return strings.TrimRight(string(out), "\n"), err
 }
 
 func diffNamesCmd(repoDir, from, to string) *gitcli.Cmd {
@@ -129,6 +134,59 @@ func Uncommitted(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+func uncommittedPatchCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "diff", "--no-color", "--no-ext-diff", "--stat=200", "--patch", "HEAD").Env("GIT_OPTIONAL_LOCKS=0")
+}
+
+func untrackedNamesCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "ls-files", "--others", "--exclude-standard", "-z")
+}
+
+func untrackedPatchCmd(dir, file string) *gitcli.Cmd {
+	return gitcli.New(dir, "diff", "--no-color", "--no-ext-diff", "--no-index").Paths(os.DevNull, file)
+}
+
+// MaxUntrackedShown is how many untracked files UncommittedPatch shows
+// as new files; it names how many more there are.
+const MaxUntrackedShown = 50
+
+// UncommittedPatch is what the worktree at dir changed and has not
+// committed, as a review reads it: the diffstat and patch of the tracked
+// files against HEAD, then each untracked file (at most
+// MaxUntrackedShown) as a new file. Empty when the worktree is clean. No
+// colour and no external diff driver (the repository's config must not
+// run programs here).
+func UncommittedPatch(ctx context.Context, dir string) ([]byte, error) {
+	out, err := uncommittedPatchCmd(dir).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names, err := untrackedNamesCmd(dir).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var untracked []string
+	for _, f := range strings.Split(string(names), "\x00") {
+		if f != "" {
+			untracked = append(untracked, f)
+		}
+	}
+	for i, f := range untracked {
+		if i == MaxUntrackedShown {
+			out = fmt.Appendf(out, "… and %d more untracked files\n", len(untracked)-i)
+			break
+		}
+		// diff --no-index exits 1 when the files differ, which they do.
+		p, err := untrackedPatchCmd(dir, f).Output(ctx)
+		var ge *gitcli.Error
+		if err != nil && (!errors.As(err, &ge) || ge.ExitCode() != 1) {
+			return nil, err
+		}
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
 func numstatCmd(repoDir, from, to string) *gitcli.Cmd {

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -25,6 +26,9 @@ func TestReviewCommandsArgv(t *testing.T) {
 		{"patch", patchCmd("r", "a", "b"), []string{"diff", "--no-color", "--no-ext-diff", "a", "b"}},
 		{"numstat", numstatCmd("r", "a", "b"), []string{"diff", "--numstat", "-z", "--no-renames", "a", "b"}},
 		{"porcelain", porcelainCmd("d"), []string{"status", "--porcelain", "-z", "--untracked-files=all"}},
+		{"uncommitted patch", uncommittedPatchCmd("d"), []string{"diff", "--no-color", "--no-ext-diff", "--stat=200", "--patch", "HEAD"}},
+		{"untracked names", untrackedNamesCmd("d"), []string{"ls-files", "--others", "--exclude-standard", "-z"}},
+		{"untracked patch", untrackedPatchCmd("d", "-n.txt"), []string{"diff", "--no-color", "--no-ext-diff", "--no-index", "--", "/dev/null", "-n.txt"}},
 	} {
 		got, err := tc.cmd.Argv()
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -59,6 +63,20 @@ func TestReviewCommandsOnARealRepository(t *testing.T) {
 	argvWrite(t, dir, "new.txt", "new\n")
 	if files, err := Uncommitted(ctx, dir); err != nil || !reflect.DeepEqual(files, []string{"README.md", "new.txt"}) {
 		t.Fatalf("uncommitted %q %v", files, err)
+	}
+	p, err := UncommittedPatch(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{" README.md | 2 +-", "-# test\n", "+changed\n", "+++ b/new.txt\n", "+new\n"} {
+		if !strings.Contains(string(p), want) {
+			t.Fatalf("the uncommitted patch lacks %q:\n%s", want, p)
+		}
+	}
+	testrepo.Git(t, dir, "add", ".")
+	testrepo.Git(t, dir, "commit", "-q", "-m", "clean")
+	if p, err := UncommittedPatch(ctx, dir); err != nil || len(p) != 0 {
+		t.Fatalf("a clean worktree's uncommitted patch: %q %v", p, err)
 	}
 	if _, err := Patch(ctx, dir, "--output=/tmp/x", head); err == nil {
 		t.Fatal("an option-like commit reached git")
