@@ -14,7 +14,6 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
-	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
@@ -337,7 +336,7 @@ func taskTable(w io.Writer, st style, rows []treeRow, marks substater, ov map[st
 			{text: relTime(updated, st.now)},
 		}
 		if overlapping {
-			r = append(r, cell{text: termsafe.String(ov[row.Item.ID].Brief()), sgr: "33"})
+			r = append(r, cell{text: ov[row.Item.ID].Short(), sgr: "33"})
 		}
 		cells = append(cells, append(r, cell{text: row.Item.Title}))
 	}

@@ -912,7 +912,7 @@ func (m *tuiModel) renderList(w, h int) string {
 		text := marker + strings.Repeat("  ", m.rows[i].Depth) + termsafe.String(t.Slug) + "  "
 		mark := ""
 		if o := m.overlaps[t.ID]; !o.Empty() {
-			mark = "  ⚠ " + termsafe.String(o.Brief())
+			mark = "  ⚠ " + o.Short()
 		}
 		mark += gateMark(t.Gate)
 		plain := cut(text+status+mark, w)

@@ -339,7 +339,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		rows, _ := a.rows(entries, keep)
 		ov := a.overlaps(ctx, entries, cache)
 		for i := range rows {
-			rows[i].overlaps = ov[rows[i].id].Brief()
+			rows[i].overlaps = ov[rows[i].id].Short()
 		}
 		var queues []ops.QueueView
 		if env, err := a.env(); err == nil {

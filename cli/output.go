@@ -83,13 +83,14 @@ type cell struct {
 }
 
 // minTitle is the least a title column keeps before other columns give
-// way on a narrow terminal.
+// way on a narrow terminal; a wider terminal keeps a fifth of its width
+// for titles (24 columns of 120), or a title's whole length when less.
 const minTitle = 16
 
 // table writes rows in aligned columns, two spaces apart. The last column
 // (a title) takes the width that is left and is cut to it with "…", so a
 // row never wraps. On a narrow terminal the columns named in drop go
-// first (in that order), then the widest remaining column is cut.
+// first (in that order), then the widest remaining columns are cut.
 // Padding is computed on the visible text, so colour never breaks the
 // alignment. Every cell is escaped for the terminal.
 func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string) error {
@@ -122,9 +123,18 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 		return used
 	}
 	widths := widthsOf(header, rows)
+	want := max(minTitle, s.width/5)
+	if longest := widths[len(widths)-1]; longest < want {
+		// widthsOf measures only the header of the last column.
+		longest = 0
+		for _, r := range rows {
+			longest = max(longest, utf8.RuneCountInString(r[len(r)-1].text))
+		}
+		want = max(min(want, longest), minTitle)
+	}
 	if s.width > 0 {
 		for _, name := range drop {
-			if fixed(widths)+minTitle <= s.width {
+			if fixed(widths)+want <= s.width {
 				break
 			}
 			for i, h := range header {
@@ -138,20 +148,27 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 			}
 			widths = widthsOf(header, rows)
 		}
-		for fixed(widths)+minTitle > s.width {
+		// Then the widest columns give way a column at a time, so two
+		// long ones (a held status and a pull request's state) are cut
+		// evenly rather than one of them to nothing. A SLUG, the name a
+		// person types next, is cut last: only once every other column
+		// is down to 12.
+		for fixed(widths)+want > s.width {
 			widest := -1
-			for i := 0; i < len(widths)-1; i++ {
-				if widest < 0 || widths[i] > widths[widest] {
-					widest = i
+			for pass := 0; pass < 2 && widest < 0; pass++ {
+				for i := 0; i < len(widths)-1; i++ {
+					if pass == 0 && (header[i] == "SLUG" || widths[i] <= 12) {
+						continue
+					}
+					if widths[i] > 8 && (widest < 0 || widths[i] > widths[widest]) {
+						widest = i
+					}
 				}
 			}
-			if widest < 0 || widths[widest] <= 8 {
+			if widest < 0 {
 				break
 			}
-			widths[widest] -= fixed(widths) + minTitle - s.width
-			if widths[widest] < 8 {
-				widths[widest] = 8
-			}
+			widths[widest]--
 		}
 	}
 	n := len(header)

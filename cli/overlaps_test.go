@@ -50,7 +50,7 @@ func TestTaskTableShowsOverlapsOnlyWhenThereAreSome(t *testing.T) {
 	if strings.Contains(b.String(), "\x1b") {
 		t.Fatalf("an escape reached the table:\n%q", b.String())
 	}
-	want := map[string]string{"Add login": "fix-logout (2 files), landed (1)  ", "Fix logout": `add-login\u001b[2J (2 files)  `, "Docs": "   "}
+	want := map[string]string{"Add login": "2 files with 1 task, 1 landed  ", "Fix logout": "2 files with 1 task  ", "Docs": "   "}
 	for _, line := range lines[1:] {
 		title := line[strings.LastIndex(line, "  ")+2:]
 		if got := []rune(line); len(got) < col || !strings.HasPrefix(string(got[col:]), want[title]) {

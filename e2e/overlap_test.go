@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -66,10 +68,11 @@ func TestOverlapsAreSeenBeforeAccept(t *testing.T) {
 	if !strings.Contains(strings.SplitN(table, "\n", 2)[0], "OVERLAPS") {
 		t.Fatalf("no OVERLAPS column:\n%s", table)
 	}
-	if row := rowOf(t, table, a.Slug); !strings.Contains(row, b.Slug+" (1 file)") {
+	// The column counts; lazy show names the other task and the files.
+	if row := rowOf(t, table, a.Slug); !strings.Contains(row, "1 file with 1 task") {
 		t.Fatalf("a's row does not name b: %q", row)
 	}
-	if row := rowOf(t, table, b.Slug); !strings.Contains(row, a.Slug+" (1 file)") {
+	if row := rowOf(t, table, b.Slug); !strings.Contains(row, "1 file with 1 task") {
 		t.Fatalf("b's row does not name a: %q", row)
 	}
 	if row := rowOf(t, table, alone.Slug); strings.Contains(row, "file") {
@@ -99,10 +102,69 @@ func TestOverlapsAreSeenBeforeAccept(t *testing.T) {
 	if got := r.overlapList()[b.Slug]; !reflect.DeepEqual(got.Landed, []string{"shared.txt"}) {
 		t.Fatalf("after a was accepted, list --json of b: %+v", got)
 	}
-	if row := rowOf(t, r.ok("list"), b.Slug); !strings.Contains(row, "landed (1)") {
+	if row := rowOf(t, r.ok("list"), b.Slug); !strings.Contains(row, "1 file landed") {
 		t.Fatalf("after a was accepted, b's row: %q", row)
 	}
 	if out := r.ok("show", b.Slug); !strings.Contains(out, "  landed on main since the branch forked (1 file; lazy sync "+b.Slug+" merges it in now):\n      shared.txt\n") {
 		t.Fatalf("lazy show of b after a was accepted:\n%s", out)
 	}
+}
+
+// TestListFitsWithAttemptsAndOverlaps is the list a person sees with one
+// task tried two ways (both attempts editing the file another task
+// edits): on a 120-column terminal every line fits, the group's row says
+// it is tried two ways without a command in the cell, the overlaps are
+// counted, and the attempts are not flagged against each other (one of
+// them lands, the other closes).
+func TestListFitsWithAttemptsAndOverlaps(t *testing.T) {
+	r := newRepo(t)
+	t.Cleanup(func() { killTurns(r) })
+	other := workedTask(t, r, "Refactor the session cache so that logout invalidates every token it ever handed out", "shared.txt other")
+	agent := writeAgent(t, `printf 'the %s way\n' "$(basename "$PWD")" > shared.txt
+git add shared.txt && git commit -q -m "work of $(basename "$PWD")"`)
+	g := r.create("Fix the login race that shows up one CI run in ten when the session cache is cold", "--slug", "fix-login")
+	r.ok("start", g.Slug, "--attempts", "2", "--command", agent)
+	r.waitStatus("fix-login-a1", "blocked")
+	r.waitStatus("fix-login-a2", "blocked")
+
+	table := r.with("COLUMNS=120").ok("list")
+	for _, l := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
+		if n := len([]rune(l)); n > 120 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	group := ""
+	for _, l := range strings.Split(table, "\n") {
+		if strings.Contains(l, "  "+g.Slug+"  ") {
+			group = l
+		}
+	}
+	if !strings.Contains(group, "backlog (tried 2 ways)") || strings.Contains(table, "lazy show") {
+		t.Errorf("the group's row: %q", group)
+	}
+	for _, slug := range []string{"fix-login-a1", "fix-login-a2"} {
+		if row := rowOf(t, r.ok("list"), slug); !strings.Contains(row, "1 file with 1 task") {
+			t.Errorf("%s's row: %q", slug, row)
+		}
+	}
+	if row := rowOf(t, r.ok("list"), other.Slug); !strings.Contains(row, "1 file with 2 tasks") {
+		t.Errorf("%s's row: %q", other.Slug, row)
+	}
+	list := r.overlapList()
+	if got := list["fix-login-a1"].Overlaps; !reflect.DeepEqual(got, map[string][]string{other.Slug: {"shared.txt"}}) {
+		t.Errorf("attempt 1 overlaps %v, want only %s", got, other.Slug)
+	}
+	if out := r.ok("show", "fix-login-a2"); !strings.Contains(out, "  with "+other.Slug+", also merging into main (1 file):\n      shared.txt\n") || strings.Contains(out, "with fix-login-a1") {
+		t.Errorf("show of attempt 2:\n%s", out)
+	}
+}
+
+// writeAgent is an exec agent running body in its worktree.
+func writeAgent(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

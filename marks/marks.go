@@ -281,7 +281,7 @@ func (m *Marks) Substate(s *gitstore.Summary) string {
 	}
 	if s.Status == machine.Backlog && len(s.Attempts) > 0 {
 		// An attempt group waits in backlog while its attempts run.
-		return fmt.Sprintf("tried %d ways: lazy show %s", len(s.Attempts), s.Slug)
+		return fmt.Sprintf("tried %d ways", len(s.Attempts)) // lazy show compares them
 	}
 	if s.Status != machine.Working {
 		return ""

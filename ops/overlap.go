@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -45,8 +46,9 @@ func (o TaskOverlaps) Others() []string {
 	return out
 }
 
-// Brief is the overlaps in one short line, as lazy list's OVERLAPS
-// column shows them: "b (2 files), landed (1)".
+// Brief is the overlaps in one line that names the other tasks, as the
+// web view's list and lazy watch --json give them: "b (2 files), landed
+// (1)".
 func (o TaskOverlaps) Brief() string {
 	var parts []string
 	for _, slug := range o.Others() {
@@ -58,6 +60,35 @@ func (o TaskOverlaps) Brief() string {
 	}
 	if o.Truncated && len(parts) > 0 {
 		parts = append(parts, "partial")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Short is the overlaps counted, for a terminal table's narrow column
+// (lazy list, lazy watch): "2 files with 1 task", "1 file landed", "3
+// files with 2 tasks, 1 landed"; lazy show names the tasks and files. A
+// "+" says a file list was cut (see Truncated).
+func (o TaskOverlaps) Short() string {
+	more := ""
+	if o.Truncated {
+		more = "+"
+	}
+	var parts []string
+	if len(o.With) > 0 {
+		files := map[string]bool{}
+		for _, fs := range o.With {
+			for _, f := range fs {
+				files[f] = true
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d%s %s with %s", len(files), more, plural(len(files), "file", "files"), words.Count(len(o.With), "task", "tasks")))
+	}
+	if n := len(o.Landed); n > 0 {
+		if len(parts) == 0 {
+			parts = append(parts, fmt.Sprintf("%d%s %s landed", n, more, plural(n, "file", "files")))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d landed", n))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -175,6 +206,7 @@ func (e *Env) baseResolver(ctx context.Context) func(*gitstore.Snapshot) (string
 // overlapWork is one task's side of the check.
 type overlapWork struct {
 	id, slug, into     string
+	group              string // the attempt group it belongs to, if any
 	branchTip, intoTip string
 	mine, landed       []string
 	cut, ok            bool
@@ -205,7 +237,7 @@ func (e *Env) overlapWork(id string, base func(*gitstore.Snapshot) (string, erro
 	if err != nil || !ok {
 		return nil
 	}
-	return &overlapWork{id: id, slug: sn.Task.Slug, into: into, branchTip: tip.String(), intoTip: intoTip.String()}
+	return &overlapWork{id: id, slug: sn.Task.Slug, group: sn.Task.AttemptOf, into: into, branchTip: tip.String(), intoTip: intoTip.String()}
 }
 
 // read lists what the branch changed since it forked, and what landed on
@@ -266,6 +298,11 @@ func intersect(work []*overlapWork) map[string]TaskOverlaps {
 			for _, a := range ws {
 				for _, b := range ws {
 					if a == b || a.slug == b.slug {
+						continue
+					}
+					if a.group != "" && a.group == b.group {
+						// Attempts of one task are alternatives: one lands
+						// and the others close, so they never merge together.
 						continue
 					}
 					add(a, func(o *TaskOverlaps) {

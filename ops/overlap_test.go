@@ -115,4 +115,51 @@ func TestOverlapsBrief(t *testing.T) {
 	if (TaskOverlaps{Truncated: true}).Brief() != "" || !(TaskOverlaps{}).Empty() {
 		t.Fatal("an empty overlap shows something")
 	}
+	for _, c := range []struct {
+		o    TaskOverlaps
+		want string
+	}{
+		{o, "2+ files with 2 tasks, 1 landed"},
+		{TaskOverlaps{With: map[string][]string{"b": {"x"}}}, "1 file with 1 task"},
+		{TaskOverlaps{Landed: []string{"x", "y"}}, "2 files landed"},
+		{TaskOverlaps{Landed: []string{"x"}, Truncated: true}, "1+ file landed"},
+		{TaskOverlaps{Truncated: true}, ""},
+	} {
+		if got := c.o.Short(); got != c.want {
+			t.Errorf("Short of %+v = %q, want %q", c.o, got, c.want)
+		}
+	}
+}
+
+// TestAttemptsOfOneTaskDoNotOverlapEachOther: attempts are alternatives
+// (one lands, the others close), so two attempts of a group that edit the
+// same file are not flagged against each other; another task that edits
+// it is flagged against both.
+func TestAttemptsOfOneTaskDoNotOverlapEachOther(t *testing.T) {
+	ctx := context.Background()
+	e := env(t)
+	e.RepoDir = filepath.Dir(e.Store.Repo().CommonDir)
+	a1 := startedTask(t, e, "fix a1", "", "shared.txt")
+	a2 := startedTask(t, e, "fix a2", "", "shared.txt")
+	other := startedTask(t, e, "other", "", "shared.txt")
+	for _, sn := range []*gitstore.Snapshot{a1, a2} {
+		if _, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			s.Task.AttemptOf = "0123456789abcdef"
+			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.Overlaps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]TaskOverlaps{
+		a1.Task.ID:    {With: map[string][]string{other.Task.Slug: {"shared.txt"}}, Into: "main"},
+		a2.Task.ID:    {With: map[string][]string{other.Task.Slug: {"shared.txt"}}, Into: "main"},
+		other.Task.ID: {With: map[string][]string{a1.Task.Slug: {"shared.txt"}, a2.Task.Slug: {"shared.txt"}}, Into: "main"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("overlaps %+v, want %+v", got, want)
+	}
 }
