@@ -18,6 +18,7 @@ require (
 	github.com/rhysd/actionlint v1.7.12
 	github.com/willabides/kongplete v0.4.0
 	github.com/yuin/goldmark v1.8.7
+	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -68,7 +69,6 @@ require (
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

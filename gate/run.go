@@ -8,11 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lazyorch/lazy/internal/proc"
 )
 
 // TailBytes is how much of the end of a command's output a Result keeps.
@@ -37,6 +40,9 @@ type Result struct {
 	// It is the command's own text: escape it before a terminal shows it.
 	Tail   string `json:"tail,omitempty"`
 	Failed string `json:"failed,omitempty"` // the failing command, if any
+	// Refused says why a run whose commands all exited 0 did not pass
+	// (faster than MinDuration).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Spec is one run of the gate.
@@ -53,6 +59,16 @@ type Spec struct {
 	Wrap func(argv []string) ([]string, error)
 	// Env is the commands' environment; nil: Environ(os.Environ()).
 	Env []string
+	// Mark is the run's mark, an environment entry "NAME=value" unique
+	// to this run, and Scope an entry naming the repository ("" for
+	// none): every process of the run inherits both, so one that left
+	// the command's process group (setsid, a double fork) is still found
+	// by it in /proc and ended with the command. "": only the group is
+	// ended.
+	Mark, Scope string
+	// MinDuration: a run whose commands all exit 0 in less time fails
+	// (lazy.gate.minDuration; 0: no minimum).
+	MinDuration time.Duration
 }
 
 // How long the ending of a process group may take.
@@ -82,19 +98,31 @@ func Environ(env []string) []string {
 	return append(out, "LAZY_GATE=1")
 }
 
+// ErrNoCommand is the error of a gate with no command to run: it proves
+// nothing, so it never passes.
+var ErrNoCommand = errors.New("the gate has no command to run, and a gate that runs nothing never passes")
+
 // Run runs the commands in order with sh -c in s.Dir, stdin /dev/null,
 // each in its own process group, and stops at the first failure: later
 // commands are neither run nor listed. When a command ends, whatever it
-// left running in its group is ended too. On timeout or ctx's end the
-// running command's whole group is killed (SIGTERM, then SIGKILL after
-// 2s) and waited for, and it is listed with Exit -1 (TimedOut when the
-// gate's own Timeout ran out; a caller tells cancellation by ctx.Err()).
+// left running in its group is ended too, and so is every process that
+// carries the run's Mark (one that left the group). On timeout or ctx's
+// end the running command's whole group is killed (SIGTERM, then
+// SIGKILL after 2s) and waited for, and it is listed with Exit -1
+// (TimedOut when the gate's own Timeout ran out; a caller tells
+// cancellation by ctx.Err()). A run whose commands all exit 0 faster
+// than MinDuration does not pass (Refused says why).
 //
-// The error is only for failing to run at all (no such Dir, the wrapper
-// or the shell failing to start); a failing command is Passed false.
+// The error is only for failing to run at all (no command, no such Dir,
+// the wrapper or the shell failing to start); a failing command is
+// Passed false.
 func Run(ctx context.Context, s Spec) (Result, error) {
 	start := time.Now()
 	res := Result{Commands: []Command{}, Passed: true}
+	if len(s.Commands) == 0 {
+		res.Passed = false
+		return res, ErrNoCommand
+	}
 	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
@@ -105,6 +133,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	env := s.Env
 	if env == nil {
 		env = Environ(os.Environ())
+	}
+	for _, kv := range []string{s.Mark, s.Scope} {
+		if kv != "" && !slices.Contains(env, kv) {
+			env = append(slices.Clip(env), kv)
+		}
 	}
 	gctx := ctx
 	if s.Timeout > 0 {
@@ -124,7 +157,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			return res, err
 		}
 	}
-	res.DurationMS = time.Since(start).Milliseconds()
+	took := time.Since(start)
+	res.DurationMS = took.Milliseconds()
+	if s.MinDuration > 0 && took < s.MinDuration {
+		res.Passed = false
+		res.Refused = fmt.Sprintf("its %d command(s) all exited 0 in %s, less than lazy.gate.minDuration (%s): a gate that fast is not trusted to have checked anything",
+			len(res.Commands), took.Round(time.Millisecond), s.MinDuration)
+		log.printf("not passed: %s\n", res.Refused)
+	}
 	return res, nil
 }
 
@@ -208,6 +248,14 @@ func (r *runner) run(c string) (Command, string, error) {
 	case <-r.gctx.Done():
 		killed = true
 		werr = endGroup(pgid, waited)
+	}
+	// What left the group (setsid, a daemonizing double fork) still
+	// carries the run's mark: it goes too, before the output is drained
+	// (it may hold the pipe).
+	if r.spec.Mark != "" {
+		if pids := proc.KillMarkedIn(r.spec.Mark, r.spec.Scope); len(pids) > 0 {
+			r.log.printf("ended %d process(es) the command left running outside its process group: %v\n", len(pids), pids)
+		}
 	}
 	select {
 	case <-readDone:

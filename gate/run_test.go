@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -371,5 +373,72 @@ func TestRunRefusesAMissingDir(t *testing.T) {
 	}
 	if _, err := run(t, context.Background(), Spec{Dir: f, Commands: []string{"true"}}); err == nil {
 		t.Fatal("ran in a file")
+	}
+}
+
+// TestRunNoCommandNeverPasses: a gate that ran nothing proved nothing.
+func TestRunNoCommandNeverPasses(t *testing.T) {
+	r, err := run(t, context.Background(), Spec{Dir: t.TempDir()})
+	if !errors.Is(err, ErrNoCommand) || r.Passed {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+// TestRunFasterThanMinDurationFails: commands that all exit 0 sooner
+// than lazy.gate.minDuration do not pass; slower ones do.
+func TestRunFasterThanMinDurationFails(t *testing.T) {
+	var log bytes.Buffer
+	r, err := run(t, context.Background(), Spec{Dir: t.TempDir(), Commands: []string{"true"}, MinDuration: time.Minute, Log: &log})
+	if err != nil || r.Passed || r.Commands[0].Exit != 0 || !strings.Contains(r.Refused, "less than lazy.gate.minDuration (1m0s)") {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if !strings.Contains(log.String(), "not passed: its 1 command(s) all exited 0") {
+		t.Errorf("log %q", log.String())
+	}
+	r, err = run(t, context.Background(), Spec{Dir: t.TempDir(), Commands: []string{"sleep 0.3"}, MinDuration: 200 * time.Millisecond})
+	if err != nil || !r.Passed || r.Refused != "" {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+// TestRunEndsWhatLeftTheGroup: a command that starts a child in a new
+// session (setsid: out of its process group, which the group kill
+// cannot reach) leaves nothing running, whether it passes or the
+// gate's timeout ends it: the run's mark finds the escapee.
+func TestRunEndsWhatLeftTheGroup(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid here")
+	}
+	for _, tc := range []struct {
+		name    string
+		cmd     string
+		timeout time.Duration
+		passed  bool
+	}{
+		{"at its end", "setsid sh -c 'echo $$ > escaped; exec sleep 1000' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; echo done", time.Hour, true},
+		{"at its timeout", "setsid sh -c 'echo $$ > escaped; exec sleep 1000' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; sleep 1000", 1500 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mark := fmt.Sprintf("LAZY_GATE_RUN=test-%d", time.Now().UnixNano())
+			var log bytes.Buffer
+			r, err := run(t, context.Background(), Spec{Dir: dir, Commands: []string{tc.cmd}, Timeout: tc.timeout, Mark: mark, Log: &log})
+			if err != nil || r.Passed != tc.passed {
+				t.Fatalf("%+v %v", r, err)
+			}
+			pids := pidsIn(t, filepath.Join(dir, "escaped"))
+			// Run returns only once they are gone: no polling needed.
+			for _, p := range pids {
+				if proc.Alive(p) {
+					t.Fatalf("the setsid child %d outlived the gate", p)
+				}
+			}
+			if left := proc.WithEnv(mark); len(left) > 0 {
+				t.Fatalf("marked processes left: %v", left)
+			}
+			if !strings.Contains(log.String(), "outside its process group") {
+				t.Errorf("the log does not say an escapee was ended: %q", log.String())
+			}
+		})
 	}
 }

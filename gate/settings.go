@@ -52,6 +52,8 @@ const (
 	keyMaxAttempts = "lazy.gate.maxAttempts"
 	keyForge       = "lazy.gate.forge"
 	keyFile        = "lazy.gate.file"
+	keyProtect     = "lazy.gate.protect"
+	keyMinDuration = "lazy.gate.minDuration"
 )
 
 // Config is what Load reads: lazy's git config (gitrepo.Config
@@ -79,6 +81,14 @@ type Settings struct {
 	MaxAttempts    int           // lazy.gate.maxAttempts, default 3, 1..20
 	Forge          string        // lazy.gate.forge: ForgeLocal (default) or ForgeChecks
 	UseFile        bool          // lazy.gate.file: on (default) reads .lazy/gate from the target tip when lazy.gate is unset
+	// Protect is lazy.gate.protect (multi-valued globs, as the
+	// allowed-paths policy reads them): paths a task may not change on
+	// its own, beside the defaults (see Protection). An empty value
+	// clears the values before it.
+	Protect []string
+	// MinDuration is lazy.gate.minDuration: a gate whose commands all
+	// exit 0 in less time fails (0: no minimum).
+	MinDuration time.Duration
 }
 
 // Load reads the gate's settings from cfg. Each bad value is an error
@@ -123,6 +133,19 @@ func Load(cfg Config) (Settings, error) {
 	}
 	if s.UseFile, err = boolean(cfg, keyFile, true); err != nil {
 		return Settings{}, err
+	}
+	if s.Protect, err = protectGlobs(cfg.All(keyProtect)); err != nil {
+		return Settings{}, err
+	}
+	if v, ok := cfg.Get(keyMinDuration); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		switch {
+		case err != nil:
+			return Settings{}, configkeys.Invalid(keyMinDuration, v, "is not a duration")
+		case d < 0 || d > MaxTimeout:
+			return Settings{}, configkeys.Invalid(keyMinDuration, v, "is out of range: a duration from 0 to 24h")
+		}
+		s.MinDuration = d
 	}
 	if v, ok := cfg.Get(keyForge); ok {
 		switch f := strings.ToLower(strings.TrimSpace(v)); f {

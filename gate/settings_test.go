@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,8 @@ func TestLoadReadsEveryKey(t *testing.T) {
 		"lazy.gate.maxAttempts": {"20"},
 		"lazy.gate.forge":       {"checks"},
 		"lazy.gate.file":        {"off"},
+		"lazy.gate.protect":     {"tests/", "./**/*_test.go"},
+		"lazy.gate.minDuration": {"2s"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +60,7 @@ func TestLoadReadsEveryKey(t *testing.T) {
 		ConfigCommands: []string{"go vet ./...", "go test ./..."},
 		Timeout:        90 * time.Second, Parallel: 2, AutoFix: true, MaxAttempts: 20,
 		Forge: ForgeChecks, UseFile: false,
+		Protect: []string{"tests/", "**/*_test.go"}, MinDuration: 2 * time.Second,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("%+v, want %+v", s, want)
@@ -110,6 +114,11 @@ func TestLoadRefusesEveryBadValue(t *testing.T) {
 		{"lazy.gate", []string{"echo \x00"}, []string{"lazy.gate", "NUL"}},
 		{"lazy.gate", []string{strings.Repeat("x", MaxCommandBytes+1)}, []string{"lazy.gate", "4097 bytes long", "…"}},
 		{"lazy.gate", tooMany, []string{"lazy.gate has 65 commands, more than 64"}},
+		{"lazy.gate.minDuration", []string{"quick"}, []string{`lazy.gate.minDuration = "quick" is not a duration`, "fix it with git config lazy.gate.minDuration"}},
+		{"lazy.gate.minDuration", []string{"-1s"}, []string{`"-1s" is out of range`}},
+		{"lazy.gate.protect", []string{"/etc/passwd"}, []string{"lazy.gate.protect", "absolute", "relative to the repository's root"}},
+		{"lazy.gate.protect", []string{"../x"}, []string{"leaves the repository"}},
+		{"lazy.gate.protect", []string{"a/[b"}, []string{`"[b" is not a valid glob`}},
 	} {
 		_, err := Load(fakeConfig{tc.key: tc.vals})
 		if err == nil {
@@ -239,5 +248,44 @@ func TestCommandsPrecedence(t *testing.T) {
 	_, _, err = s.Commands(file("ok\nbad\x00\n", true, nil), "release")
 	if err == nil || !strings.Contains(err.Error(), ".lazy/gate line 2") || !strings.Contains(err.Error(), ".lazy/gate at release") {
 		t.Errorf("bad file: %v", err)
+	}
+}
+
+// TestProtectedPaths: what the commands name and the target has is
+// protected, with the defaults and lazy.gate.protect; what the target
+// lacks (a file the gate checks the task writes) is not.
+func TestProtectedPaths(t *testing.T) {
+	cmds := []string{
+		"sh check.sh",
+		`./scripts/lint.sh --config=ci/lint.toml && make test`,
+		"grep -qx ok 'fixed.txt' || exit 3",
+		"go test ./... $PKG *.go ~/x ../up /abs -v",
+		"npm test",
+	}
+	named := Named(cmds)
+	for _, want := range []string{"check.sh", "scripts/lint.sh", "ci/lint.toml", "Makefile", "GNUmakefile", "fixed.txt", "package.json"} {
+		if !slices.Contains(named, want) {
+			t.Errorf("Named lacks %q: %q", want, named)
+		}
+	}
+	for _, not := range []string{"...", "$PKG", "*.go", "~/x", "../up", "/abs", "-v", "./scripts/lint.sh", "||", "&&"} {
+		if slices.Contains(named, not) {
+			t.Errorf("Named has %q: %q", not, named)
+		}
+	}
+	s, err := Load(fakeConfig{"lazy.gate.protect": {"**/*_test.sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The target has check.sh and the Makefile, not fixed.txt.
+	p := s.Protected([]string{"check.sh", "Makefile"})
+	changed := []string{"src/a.go", "check.sh", "fixed.txt", ".lazy/gate", ".github/workflows/ci.yml", "Makefile", "tests/a_test.sh", ".gitlab-ci.yml", "docs/check.sh"}
+	got := p.Touched(changed)
+	want := []string{".github/workflows/ci.yml", ".gitlab-ci.yml", ".lazy/gate", "Makefile", "check.sh", "tests/a_test.sh"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Touched = %q, want %q", got, want)
+	}
+	if !s.Protecting(nil, false) || (Settings{}).Protecting(nil, false) || !(Settings{}).Protecting([]string{"x"}, false) || !(Settings{}).Protecting(nil, true) {
+		t.Error("Protecting: a gate, the forge's checks or lazy.gate.protect protect; nothing else does")
 	}
 }

@@ -166,3 +166,93 @@ func HeldOpen(path string) bool {
 	}
 	return false
 }
+
+// Cmdline is pid's command line as a person reads it (arguments joined
+// by spaces), or "" when /proc cannot tell. It is the process's own
+// text: escape it before a terminal shows it.
+func Cmdline(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(bytes.ReplaceAll(bytes.TrimRight(b, "\x00"), []byte{0}, []byte{' '})))
+}
+
+// parents maps each live process of this user to its parent, read from
+// /proc once.
+func parents() map[int]int {
+	out := map[int]int{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			out[pid] = pp
+		}
+	}
+	return out
+}
+
+// Descendants returns the live descendants of pid (children, their
+// children, and so on), read from /proc; none where /proc cannot tell.
+func Descendants(pid int) []int {
+	byParent := map[int][]int{}
+	for p, pp := range parents() {
+		byParent[pp] = append(byParent[pp], p)
+	}
+	var out []int
+	seen := map[int]bool{pid: true}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range byParent[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
+}
+
+// KillDescendants SIGKILLs every live descendant of this process and
+// reaps those that were its own children (a subreaper adopts orphans,
+// which would stay zombies otherwise), and returns the pids it killed.
+// The caller must have no child it means to keep: lazy calls it in a
+// turn's supervisor once the agent has exited, and nothing else of the
+// supervisor runs.
+func KillDescendants() []int {
+	self := os.Getpid()
+	pids := Descendants(self)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for Alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil) // ECHILD: not ours to reap
+	}
+	return pids
+}
