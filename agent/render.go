@@ -257,8 +257,11 @@ func lazyItems(l proto.LogLine) []item {
 			kind = KindError
 		}
 		page, term := text, "⏸ "+text
-		if kind == KindError {
+		switch {
+		case kind == KindError:
 			term = "✗ " + text
+		case l.Kind == proto.NoteEnded:
+			kind, term = KindNote, "· "+text
 		}
 		if l.Next != "" {
 			page += "\nnext: " + l.Next

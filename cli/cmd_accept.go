@@ -21,13 +21,16 @@ import (
 
 // AcceptCmd merges a task's work.
 type AcceptCmd struct {
-	Tasks       []string      `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"acceptable"`
-	SkipGate    bool          `name:"skip-gate" help:"Land without running the merge gate (lazy.gate, .lazy/gate): a human decision, recorded on the task and in the commit with --reason."`
-	Reason      string        `help:"Why the gate is skipped (required with --skip-gate)."`
-	SkipPreTurn bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
-	Timeout     time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
-	JSON        bool          `help:"Print the result as JSON."`
-	DryRun      bool          `name:"dry-run" short:"n" help:"Print exactly what would be merged (commits, files, the commit message) and change nothing."`
+	Tasks    []string `arg:"" name:"task" help:"Slugs or id prefixes. Several form a merge queue per target branch, landed in this order, each gated on the target plus those ahead of it." predictor:"acceptable"`
+	SkipGate bool     `name:"skip-gate" help:"Land without running the merge gate (lazy.gate, .lazy/gate): a human decision, recorded on the task and in the commit with --reason."`
+	Reason   string   `help:"Why the gate is skipped (required with --skip-gate)."`
+	// ApproveProtected is the human approval a change touching protected
+	// paths needs.
+	ApproveProtected bool          `name:"approve-protected" help:"Approve the protected paths the change touches (lazy.gate.protect, .lazy/, CI configuration, the files the gate's commands name), which the gate alone may not decide: a human decision, recorded on the task and in the commit's Lazy-Approved-Protected trailer. Review them first with lazy diff."`
+	SkipPreTurn      bool          `name:"skip-pre-turn" help:"Do not run the pre-accept agent turn configured in lazy.accept.preTurn."`
+	Timeout          time.Duration `help:"How long the pre-accept agent turn may take." default:"30m"`
+	JSON             bool          `help:"Print the result as JSON."`
+	DryRun           bool          `name:"dry-run" short:"n" help:"Print exactly what would be merged (commits, files, the commit message) and change nothing."`
 	// Attempt lands one attempt of a task tried several ways.
 	Attempt int `help:"Land attempt K of a task tried several ways (lazy start --attempts): through the normal accept (gate, queue), then the task completes and its other attempts are closed with the reason." placeholder:"K"`
 }
@@ -140,7 +143,7 @@ func acceptedLine(res *ops.AcceptResult) string {
 // configuration.
 func (c *AcceptCmd) options(a *app) (ops.AcceptOptions, error) {
 	var once sync.Once
-	opts := ops.AcceptOptions{PreTurnTimeout: c.Timeout, SkipGate: c.SkipGate, SkipReason: c.Reason,
+	opts := ops.AcceptOptions{PreTurnTimeout: c.Timeout, SkipGate: c.SkipGate, SkipReason: c.Reason, ApproveProtected: c.ApproveProtected,
 		Reconcile: func(ctx context.Context, id string) {
 			once.Do(func() { a.daemonAfterLaunch(ctx) })
 			a.reconcileTask(ctx, id)
@@ -269,6 +272,10 @@ func queueResultJSON(task gitstore.Summary, r ops.Accepting) map[string]any {
 		if errors.As(r.Err, &ge) {
 			m["gate"] = ge.Run
 			m["fixing"] = ge.Fixing
+		}
+		var pe *ops.ProtectedError
+		if errors.As(r.Err, &pe) {
+			m["protected"] = nonNil(pe.Files)
 		}
 		return m
 	}

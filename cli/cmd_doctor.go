@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/sandbox"
 )
@@ -64,10 +65,13 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 			Detail: "lazy.sandbox is on, so sandboxed tasks will not start: " + sb.Detail})
 	}
 	findings = append(findings, a.owedStashFindings(ctx, only, !c.DryRun)...)
-	if env, err := a.env(); err == nil && !c.DryRun && only == "" {
-		for _, d := range env.SweepGateLeftovers(ctx) {
-			findings = append(findings, reconcile.Finding{Kind: "gate-leftover", Detail: d, Repaired: true})
+	if env, err := a.env(); err == nil && only == "" {
+		if !c.DryRun {
+			for _, d := range env.SweepGateLeftovers(ctx) {
+				findings = append(findings, reconcile.Finding{Kind: "gate-leftover", Detail: d, Repaired: true})
+			}
 		}
+		findings = append(findings, gateSurvivorFindings(env, !c.DryRun)...)
 	}
 	remain := 0
 	for _, f := range findings {
@@ -190,4 +194,25 @@ func (c *DoctorCmd) releaseMerge(a *app, ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(a.stdout, "Released %s: it is blocked again; no checkout, branch or stash was touched\n", sanitize.Display(sn.Task.Slug))
 	return err
+}
+
+// gateSurvivorFindings reports each process that outlived its gate run
+// (gate-survivor), with its pid and command, and ends it when repairing.
+func gateSurvivorFindings(env *ops.Env, repair bool) []reconcile.Finding {
+	var out []reconcile.Finding
+	for _, s := range env.GateSurvivors() {
+		f := reconcile.Finding{Kind: "gate-survivor",
+			Detail: fmt.Sprintf("process %d (%s) of gate run %s is still running after its gate ended", s.PID, s.Cmd, s.Run),
+			Action: "would end it"}
+		if repair {
+			if env.EndGateSurvivor(s) {
+				f.Action, f.Repaired = "ended it", true
+			} else {
+				f.Action = "it was gone, or its gate runs again, when doctor came to end it"
+				f.Repaired = true
+			}
+		}
+		out = append(out, f)
+	}
+	return out
 }

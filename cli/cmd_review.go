@@ -76,6 +76,12 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 		fmt.Fprintln(a.stdout, c.nothing(r))
 		return nil
 	}
+	// Said on stderr, so a patch piped to a file stays exact.
+	if sn, err := a.openTask(c.Task); err == nil {
+		if pv, _ := env.ProtectedChanges(ctx, sn); pv != nil {
+			fmt.Fprintf(a.stderr, "lazy: this change %s\n", pv.Line())
+		}
+	}
 	args := []string{"diff"}
 	switch {
 	case c.Stat:

@@ -189,8 +189,17 @@ func (m *tuiModel) load() tea.Cmd {
 			return tuiErr{err}
 		}
 		var tasks []*gitstore.Summary
+		env, _ := quiet.env()
 		for i := range entries {
 			if s, err := entries[i].Summary(); err == nil {
+				if s.Gate != nil && env != nil {
+					// A gate run is this machine's only if its own
+					// record says so (a copy: the summary is cached).
+					c, g := *s, *s.Gate
+					env.VerifyGateSummary(s.ID, &g)
+					c.Gate = &g
+					s = &c
+				}
 				tasks = append(tasks, s)
 			}
 		}
@@ -1073,6 +1082,12 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 		return []string{err.Error()}
 	}
 	var lines []string
+	if sn, err := a.store.Load(id); err == nil {
+		if pv, _ := env.ProtectedChanges(ctx, sn); pv != nil {
+			lines = append(lines, "⚠ This change "+pv.Line(), "")
+		}
+	}
+	protectedLines := len(lines)
 	add := func(out []byte) {
 		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 			lines = append(lines, sanitize.Display(strings.ReplaceAll(l, "\t", "    ")))
@@ -1090,7 +1105,7 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 			add(un)
 		}
 	}
-	if len(lines) == 0 {
+	if len(lines) == protectedLines {
 		return []string{noChanges(r, false)}
 	}
 	return lines
@@ -1171,6 +1186,9 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 
 // gateMark flags a task whose newest merge-gate run failed.
 func gateMark(g *gitstore.GateSummary) string {
+	if g != nil && g.Origin == gitstore.GateRemote && g.State == gitstore.GatePassed {
+		return "  ? gate: " + gitstore.GateRemote
+	}
 	if g == nil || g.State != gitstore.GateFailed {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -36,6 +37,9 @@ type showView struct {
 	// attemptOf names an attempt's group as "attempt K of slug".
 	attempts  *ops.AttemptsView
 	attemptOf string
+	// protected names the protected paths the task's change touches
+	// (nil: none), which need a human's accept --approve-protected.
+	protected *ops.ProtectedView
 }
 
 // showJSON is lazy show --json: the detail, with the overlaps' fields
@@ -44,6 +48,8 @@ type showJSON struct {
 	*gitstore.Detail
 	ops.TaskOverlaps
 	showAttempts
+	// ProtectedChanges names the protected paths the change touches.
+	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
 }
 
 // showAttempts is what show --json adds for an attempt group: one
@@ -69,7 +75,7 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(showJSON{v.detail, v.overlaps, attemptsJSON(v.attempts)})
+		return a.printJSON(showJSON{v.detail, v.overlaps, attemptsJSON(v.attempts), v.protected})
 	}
 	return v.render(a.stdout, a.style())
 }
@@ -97,8 +103,11 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
 	}
 	v := &showView{sn: sn, detail: d, overlaps: a.taskOverlaps(ctx, sn)}
-	if sn.Task.IsAttemptGroup() {
-		if env, err := a.env(); err == nil {
+	if env, err := a.env(); err == nil {
+		// A gate run is this machine's only if its own record says so.
+		env.VerifyDetail(d)
+		v.protected, _ = env.ProtectedChanges(ctx, sn)
+		if sn.Task.IsAttemptGroup() {
 			v.attempts, _ = env.Attempts(ctx, id)
 		}
 	}
@@ -127,6 +136,9 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 	v.next = nextSteps(t.Slug, t.Status, len(sn.Violations.Pending) > 0)
 	if t.IsAttemptGroup() && !t.Status.IsTerminal() {
 		v.next = []string{"lazy diff " + t.Slug + " --attempts", "lazy accept " + t.Slug + " --attempt K", "lazy watch"}
+	}
+	if v.protected != nil && t.Status == machine.Blocked {
+		v.next = []string{"lazy diff " + t.Slug, v.protected.Approve + "   # a human, after reviewing them", "lazy unblock " + t.Slug + " -m TEXT", "lazy reject " + t.Slug}
 	}
 	if h := t.Hold; h != nil && h.Kind == gitstore.HoldBudget && !t.Status.IsTerminal() {
 		// Over budget, a plain unblock would only park it again.
@@ -371,19 +383,25 @@ func (v *showView) renderHistory(w io.Writer) error {
 // is, older runs in a line each, and a human's skip.
 func (v *showView) renderGate(w io.Writer) {
 	g := v.detail.GateRecord
-	if g == nil || (len(g.Runs) == 0 && g.Skipped == nil) {
+	if v.protected == nil && (g == nil || (len(g.Runs) == 0 && g.Skipped == nil && g.Approved == nil)) {
 		return
 	}
 	fmt.Fprintf(w, "\nGate\n")
+	if v.protected != nil {
+		fmt.Fprintf(w, "  protected: %s\n", v.protected.Line())
+	}
+	if g == nil {
+		return
+	}
 	if g.Skipped != nil {
 		fmt.Fprintf(w, "  skipped by %s at %s: %s\n", sanitize.Field(g.Skipped.By), g.Skipped.At.UTC().Format(gitstore.TimeLayout), sanitize.Field(g.Skipped.Reason))
 	}
+	if ap := g.Approved; ap != nil {
+		fmt.Fprintf(w, "  protected paths approved by %s at %s: %s\n", sanitize.Field(ap.By), ap.At.UTC().Format(gitstore.TimeLayout), strings.Join(sanitizeFields(ap.Files), ", "))
+	}
 	for i, r := range g.Runs {
 		last := i == len(g.Runs)-1
-		verdict := "failed"
-		if r.Passed {
-			verdict = "passed"
-		}
+		verdict := gateVerdict(r)
 		spec := ""
 		if r.Speculative {
 			spec = ", speculative"
@@ -410,8 +428,11 @@ func (v *showView) renderGate(w io.Writer) {
 		if !r.Passed && strings.TrimSpace(r.Tail) != "" {
 			fmt.Fprintf(w, "    output (tail):\n%s\n", indentText(sanitize.Prose(r.Tail), "      "))
 		}
-		if r.Log != "" {
-			fmt.Fprintf(w, "    whole log (on %s): %s\n", sanitize.Field(r.Host), sanitize.Field(r.Log))
+		if r.Refused != "" {
+			fmt.Fprintf(w, "    not passed: %s\n", sanitize.Field(r.Refused))
+		}
+		if r.Log != "" && r.Origin == gitstore.GateHere {
+			fmt.Fprintf(w, "    whole log: %s\n", sanitize.Field(r.Log))
 		}
 	}
 	if g.FixRounds > 0 {
@@ -425,4 +446,26 @@ func holdNext(slug string, h *gitstore.Hold) string {
 		return "the daemon resumes it after " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC") + " (or lazy unblock " + slug + " now)"
 	}
 	return ops.RaiseHint(slug, budget.Line{Scope: h.Scope, LimitUSD: h.LimitUSD, SpentUSD: h.SpentUSD})
+}
+
+// gateVerdict is how show words a run: passed or failed when this
+// machine ran it; anything else only says what its record claims.
+func gateVerdict(r gitstore.GateRun) string {
+	claim := "failed"
+	if r.Passed {
+		claim = "passed"
+	}
+	if r.Origin == gitstore.GateHere {
+		return claim
+	}
+	return fmt.Sprintf("%s (its record says %s, host %q)", gitstore.GateRemote, claim, sanitize.Field(r.Host))
+}
+
+// sanitizeFields escapes each of ss for a terminal.
+func sanitizeFields(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sanitize.Field(s)
+	}
+	return out
 }

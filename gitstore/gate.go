@@ -20,7 +20,33 @@ type GateRecord struct {
 	FixRounds int `json:"fix_rounds,omitempty"`
 	// Skipped is the human decision to land without the gate.
 	Skipped *GateSkip `json:"skipped,omitempty"`
+	// Approved is the human decision to land a change that touches
+	// protected paths (lazy.gate.protect), which the gate alone may not
+	// decide. It is a record for people: an accept never reads it to let
+	// anything land (the approval is given on the accept's own command
+	// line), since a record arrives from anyone who can push.
+	Approved *ProtectedApproval `json:"approved_protected,omitempty"`
 }
+
+// ProtectedApproval is a human's approval of the protected paths a
+// task's change touched.
+type ProtectedApproval struct {
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
+	Files []string  `json:"files"`
+	// BranchTip is the task branch's tip the approval was given on.
+	BranchTip string `json:"branch_tip"`
+}
+
+// Where a gate run shown to a person was made (GateRun.Origin).
+const (
+	// GateHere: this machine's lazy ran it (its own record under
+	// <common dir>/lazy/gate/runs says the same of it).
+	GateHere = "here"
+	// GateRemote: the run is only in the task's record, which anyone
+	// who can push writes; it proves nothing here.
+	GateRemote = "remote, not verified here"
+)
 
 // GateRun is one run of the gate's commands.
 type GateRun struct {
@@ -50,6 +76,14 @@ type GateRun struct {
 	Speculative bool `json:"speculative,omitempty"`
 	// Error says why the gate could not run at all (no commands ran).
 	Error string `json:"error,omitempty"`
+	// Refused says why a run whose commands all exited 0 did not pass
+	// (faster than lazy.gate.minDuration).
+	Refused string `json:"refused,omitempty"`
+	// Origin is GateHere or GateRemote, set only on a copy made for
+	// display (ops verifies it against this machine's own records); it
+	// is cleared whenever a record is read or written, so what a record
+	// says of it is never believed.
+	Origin string `json:"origin,omitempty"`
 }
 
 // GateCommand is one command of a run and how it ended.
@@ -72,12 +106,17 @@ type GateSkip struct {
 // rewritten by every operation, so it stays small.
 const MaxGateRuns = 10
 
+// MaxApprovedFiles bounds the protected files an approval lists (a
+// longer list is cut, and says so in its last entry).
+const MaxApprovedFiles = 200
+
 // MaxGateTail bounds the output tail a run keeps in the record.
 const MaxGateTail = 2048
 
 // AddRun appends r, keeping the newest MaxGateRuns runs and a tail of at
 // most MaxGateTail bytes (its end, on a character boundary).
 func (g *GateRecord) AddRun(r GateRun) {
+	r.Origin = ""
 	if len(r.Tail) > MaxGateTail {
 		cut := len(r.Tail) - MaxGateTail
 		for cut < len(r.Tail) && r.Tail[cut]&0xC0 == 0x80 {
@@ -113,8 +152,17 @@ func (g *GateRecord) clone() *GateRecord {
 		s := *g.Skipped
 		c.Skipped = &s
 	}
+	if g.Approved != nil {
+		a := *g.Approved
+		a.Files = slices.Clone(a.Files)
+		c.Approved = &a
+	}
 	return &c
 }
+
+// Clone is a deep copy of g (nil for nil), for a surface that marks
+// its runs' origin.
+func (g *GateRecord) Clone() *GateRecord { return g.clone() }
 
 // GateSummary is a task's gate on listing surfaces: how its newest run
 // ended (passed, failed, or skipped by a human).
@@ -127,6 +175,9 @@ type GateSummary struct {
 	Target string `json:"target,omitempty"`
 	Rounds int    `json:"fix_rounds,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Origin is the newest run's (GateHere or GateRemote) where a
+	// surface verified it; "" where none did.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Gate states on listing surfaces.
@@ -156,10 +207,17 @@ func (g *GateRecord) Summary() *GateSummary {
 }
 
 // checkGate refuses a gate record larger than lazy ever writes: it comes
-// from whoever can push, and every surface shows it.
+// from whoever can push, and every surface shows it. What a record says
+// of a run's origin is dropped: only this machine can say that.
 func checkGate(g *GateRecord) error {
 	if g == nil {
 		return nil
+	}
+	for i := range g.Runs {
+		g.Runs[i].Origin = ""
+	}
+	if a := g.Approved; a != nil && len(a.Files) > MaxApprovedFiles {
+		return fmt.Errorf("task.json approves %d protected files, more than lazy writes", len(a.Files))
 	}
 	if len(g.Runs) > MaxGateRuns {
 		return fmt.Errorf("task.json has %d gate runs; lazy keeps at most %d", len(g.Runs), MaxGateRuns)

@@ -218,7 +218,13 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 		}
 	}
 	ov := overlapsOf(ctx, env, d.Store, sn)
-	out := &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated}
+	var protected *ops.ProtectedView
+	if env != nil {
+		// A gate run is this machine's only if its own record says so.
+		env.VerifyDetail(det)
+		protected, _ = env.ProtectedChanges(ctx, sn)
+	}
+	out := &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated, ProtectedChanges: protected}
 	if env != nil && sn.Task.IsAttemptGroup() {
 		if v, err := env.Attempts(ctx, sn.Task.ID); err == nil {
 			out.Attempts, out.AttemptsUsage, out.AttemptChosen = v.Attempts, v.Usage, v.Chosen
@@ -243,6 +249,10 @@ type ShowOut struct {
 	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
 	AttemptsUsage *gitstore.Usage   `json:"attempts_usage,omitempty"`
 	AttemptChosen int               `json:"attempt_chosen,omitempty"`
+	// ProtectedChanges names the protected paths the task's change
+	// touches: it lands only when a human approves them (lazy accept
+	// TASK --approve-protected), never through this server.
+	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
 }
 
 // overlapsOf is what a task started on this machine shares with the

@@ -68,7 +68,11 @@ func headline(tool string, out any) string {
 	case gitstore.Detail:
 		return task(View{Summary: o.Summary, Live: o.Live}) + ": " + o.Title
 	case DiffOut:
-		return fmt.Sprintf("%d file(s) changed on %s since %s; %d uncommitted.", len(o.Files), o.Branch, o.Base, len(o.Uncommitted))
+		head := fmt.Sprintf("%d file(s) changed on %s since %s; %d uncommitted.", len(o.Files), o.Branch, o.Base, len(o.Uncommitted))
+		if o.ProtectedChanges != nil {
+			head += " It " + o.ProtectedChanges.Line() + "."
+		}
+		return head
 	case LogsOut:
 		return fmt.Sprintf("The last %d line(s) of the agent log.", len(o.Lines))
 	case JournalOut:

@@ -240,6 +240,9 @@ type (
 		Patch       string   `json:"patch"`
 		Truncated   bool     `json:"truncated"`
 		Uncommitted []string `json:"uncommitted"`
+		// ProtectedChanges names the protected paths the change touches,
+		// which only a human can approve.
+		ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
 	}
 	// LogsOut is lazy_logs's result.
 	LogsOut struct {
@@ -672,7 +675,11 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return DiffOut{Task: id, Branch: r.Branch, Base: r.Base, Stat: r.Stat, Files: r.Files, Patch: r.Patch, Truncated: r.Truncated, Uncommitted: r.Uncommitted}, nil
+			out := DiffOut{Task: id, Branch: r.Branch, Base: r.Base, Stat: r.Stat, Files: r.Files, Patch: r.Patch, Truncated: r.Truncated, Uncommitted: r.Uncommitted}
+			if sn, err := d.Store.Load(id); err == nil {
+				out.ProtectedChanges, _ = env.ProtectedChanges(ctx, sn)
+			}
+			return out, nil
 		}))
 	case "lazy_logs":
 		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in LogsIn) (any, error) {

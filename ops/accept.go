@@ -109,6 +109,11 @@ type AcceptOptions struct {
 	// first), as lazy.accept.viaForge does for every task: the re-entry
 	// of a submitted task whose fix turn revised its submission.
 	ViaForge bool
+	// ApproveProtected is a human's approval of the protected paths
+	// (lazy.gate.protect and the defaults) the task's change touches,
+	// recorded on the task and in the commit's trailer. Only a human may
+	// give it; without it such a change never lands.
+	ApproveProtected bool
 }
 
 // DefaultPreTurnTimeout bounds a pre-accept turn unless the caller says.
@@ -187,6 +192,9 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if strings.TrimSpace(opts.SkipReason) == "" {
 			return nil, fmt.Errorf("accept %s: --skip-gate needs a reason (--reason \"...\"), recorded on the task and in the commit", name)
 		}
+	}
+	if opts.ApproveProtected && e.Actor != machine.Human {
+		return nil, fmt.Errorf("accept %s: only a human may approve changes to protected paths (--approve-protected); an agent or a builder never can: ask a human to review them (lazy diff %s) and run lazy accept %s --approve-protected", name, name, name)
 	}
 	if sn, err := e.load(name); err == nil {
 		if sn.Task.IsAttemptGroup() {
@@ -267,6 +275,9 @@ type localAccept struct {
 	gp     *gatePlan
 	cand   *candidate
 	runID  string
+	// approved are the protected files a human approved with this
+	// accept (nil: the change touches none).
+	approved []string
 }
 
 // run is the local accept, in order: pre-flight under the destination
@@ -391,12 +402,38 @@ func (a *localAccept) preflight(ctx context.Context) error {
 	}
 	a.pre = pre
 	a.res = &AcceptResult{Into: pre.into}
-	if !a.opts.SkipGate {
-		if a.gp, err = a.e.gateAt(ctx, pre.into, pre.intoSHA); err != nil {
-			return fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err)
-		}
+	if err := a.planGate(ctx); err != nil {
+		return err
 	}
 	a.announce(AcceptPlan(a.e.preTurn(a.opts), pre.dirty))
+	return nil
+}
+
+// planGate reads the gate of the accept into the target's tip and
+// checks the change against its protected paths: a change touching one
+// goes no further unless a human approved it with this accept. With
+// --skip-gate the gate does not run, but its protected paths still hold
+// (a gate configuration that cannot be read then protects nothing: the
+// human skipped it).
+func (a *localAccept) planGate(ctx context.Context) error {
+	slug, pre := a.sn.Task.Slug, a.pre
+	gp, err := a.e.gateAt(ctx, pre.into, pre.intoSHA)
+	if err != nil && !a.opts.SkipGate {
+		return fmt.Errorf("accept %s: %w", slug, err)
+	}
+	if err == nil {
+		if a.approved, err = a.e.checkProtected(ctx, slug, gp, pre.intoSHA, pre.branch, false, a.opts); err != nil {
+			return err
+		}
+	}
+	a.gp = nil
+	if !a.opts.SkipGate {
+		a.gp = gp
+	}
+	if len(a.approved) > 0 {
+		files := listProtected(a.approved, false)
+		a.say(func(n Narrator) { n.Note("protected paths approved by a human: " + files) })
+	}
 	return nil
 }
 
@@ -423,10 +460,8 @@ func (a *localAccept) preAcceptTurn(ctx context.Context) error {
 		return fmt.Errorf("after the pre-accept turn: %w", err)
 	}
 	a.pre = pre
-	if !a.opts.SkipGate {
-		if a.gp, err = a.e.gateAt(ctx, pre.into, pre.intoSHA); err != nil {
-			return fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err)
-		}
+	if err := a.planGate(ctx); err != nil {
+		return err
 	}
 	if pre.dirty != wasDirty {
 		a.announce(AcceptPlan(true, pre.dirty))
@@ -446,6 +481,10 @@ func (a *localAccept) record(ctx context.Context) error {
 		return err
 	}
 	a.mine = mine
+	approvedTip := ""
+	if len(a.approved) > 0 {
+		approvedTip, _ = worktree.BranchCommit(ctx, e.repoDir(), pre.branch)
+	}
 	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
@@ -461,7 +500,15 @@ func (a *localAccept) record(ctx context.Context) error {
 			}
 			s.Task.Gate.Skipped = &gitstore.GateSkip{By: string(e.Actor), At: mine.StartedAt, Reason: oneLineReason(a.opts.SkipReason)}
 		}
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merging into " + pre.into}, nil
+		reason := "merging into " + pre.into
+		if len(a.approved) > 0 {
+			if s.Task.Gate == nil {
+				s.Task.Gate = &gitstore.GateRecord{}
+			}
+			s.Task.Gate.Approved = e.approval(a.approved, approvedTip, mine.StartedAt)
+			reason += "; a human approved the protected paths " + oneLineReason(listProtected(a.approved, false))
+		}
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
 	if err != nil {
 		a.forget()
@@ -535,6 +582,7 @@ func (a *localAccept) squashMerge(ctx context.Context) error {
 	if a.opts.SkipGate {
 		trailer = skipTrailer(a.opts.SkipReason)
 	}
+	trailer += approvedTrailer(a.approved)
 	commit, err := a.e.squash(ctx, a.sn, a.pre, trailer)
 	if err != nil {
 		return a.e.withStash(fmt.Errorf("accept %s: %w", a.sn.Task.Slug, err), a.pre.dest, a.stash)

@@ -26,6 +26,10 @@ func (a *localAccept) gate(ctx context.Context) error {
 	e.SweepGateLeftovers(ctx)
 	a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA))
 	c, reused, run, err := e.gateTree(ctx, "accept", a.sn, a.gp, a.pre.intoSHA, a.pre.branch, into, a.opts, func(c *candidate) {
+		if claim := e.remoteClaim(a.sn, c.tree); claim != "" {
+			a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA)+"; "+claim)
+			a.say(func(n Narrator) { n.Note(claim) })
+		}
 		a.say(func(n Narrator) {
 			n.Note(fmt.Sprintf("gate: %d command(s) from %s on %s, timeout %s", len(a.gp.cmds), a.gp.source, short(c.tree), a.gp.Timeout))
 		})
@@ -103,7 +107,7 @@ func (a *localAccept) land(ctx context.Context) error {
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
 	}
-	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp))
+	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash)
 	}

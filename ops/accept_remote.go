@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
+	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
@@ -111,6 +112,10 @@ type remoteAccept struct {
 	res  *AcceptResult
 	// gp is the gate run before the merge is requested (nil: none).
 	gp *gatePlan
+	// approved are the protected files a human approved with this
+	// accept.
+	approved    []string
+	approvedTip string
 }
 
 // open finds the task's pull request and a forge that is ready to act on
@@ -162,6 +167,9 @@ func (a *remoteAccept) announcePlan(ctx context.Context) error {
 		}
 		if a.gp, err = a.e.forgeGate(ctx, a.rec.Base, a.opts); err != nil {
 			return fmt.Errorf("accept %s: %w", a.slug, err)
+		}
+		if err := a.protect(ctx); err != nil {
+			return err
 		}
 	}
 	a.announce(RemoteAcceptPlan(a.preTurn, a.resubmit, a.reentry))
@@ -219,7 +227,32 @@ func (a *remoteAccept) preAcceptTurn(ctx context.Context) error {
 	if a.resubmit != was {
 		a.announce(RemoteAcceptPlan(true, a.resubmit, false))
 	}
-	return nil
+	return a.protect(ctx)
+}
+
+// protect checks the change against the protected paths of the gate of
+// the pull request's base (the forge's checks count as its gate under
+// lazy.gate.forge checks: the task must not rewrite its CI either).
+func (a *remoteAccept) protect(ctx context.Context) error {
+	e, base := a.e, a.rec.Base
+	tip, err := worktree.BranchCommit(ctx, e.repoDir(), base)
+	if err != nil {
+		return nil // no copy of the base here: the forge gate says so when it runs
+	}
+	gp, err := e.gateAt(ctx, base, tip)
+	if err != nil {
+		if a.opts.SkipGate {
+			return nil
+		}
+		return fmt.Errorf("accept %s: %w", a.slug, err)
+	}
+	a.approved, err = e.checkProtected(ctx, a.slug, gp, tip, a.sn.Session.Branch, gp.Forge == gate.ForgeChecks, a.opts)
+	a.approvedTip, _ = worktree.BranchCommit(ctx, e.repoDir(), a.sn.Session.Branch)
+	if err == nil && len(a.approved) > 0 {
+		files := listProtected(a.approved, false)
+		a.say(func(n Narrator) { n.Note("protected paths approved by a human: " + files) })
+	}
+	return err
 }
 
 // resubmitBranch pushes the branch that moved to the pull request.
@@ -251,7 +284,15 @@ func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 		s.Task.Accept = nil // forge-pending: no accept_in_flight_from
 		s.Task.Forge.MergeMethod = method
 		s.Task.Forge.MergeRequested = nil
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("merging pull request #%d on the forge (%s)", rec.Number, method)}, nil
+		reason := fmt.Sprintf("merging pull request #%d on the forge (%s)", rec.Number, method)
+		if len(a.approved) > 0 {
+			if s.Task.Gate == nil {
+				s.Task.Gate = &gitstore.GateRecord{}
+			}
+			s.Task.Gate.Approved = e.approval(a.approved, a.approvedTip, time.Now())
+			reason += "; a human approved the protected paths " + oneLineReason(listProtected(a.approved, false))
+		}
+		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -146,9 +147,18 @@ func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c
 	if err != nil {
 		run.Error = err.Error()
 	}
-	run.DurationMS, run.Passed, run.Failed, run.Tail = res.DurationMS, res.Passed && err == nil, res.Failed, res.Tail
+	run.DurationMS, run.Passed, run.Failed, run.Tail, run.Refused = res.DurationMS, res.Passed && err == nil, res.Failed, res.Tail, res.Refused
 	for _, cmd := range res.Commands {
 		run.Commands = append(run.Commands, gitstore.GateCommand(cmd))
+	}
+	// This process's own record of what it saw comes first: it is what
+	// makes the run "here" on every surface, and a pass without it is
+	// not marked (nothing would let it be reused).
+	if lerr := e.saveLocalRun(sn.Task.ID, run); lerr != nil {
+		run.Passed = false
+		if run.Error == "" {
+			run.Error = lerr.Error()
+		}
 	}
 	if run.Passed {
 		e.markPassed(c.tree, g.cmds, id)
@@ -192,8 +202,8 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 		return gate.Result{}, err
 	}
 	defer func() { _ = log.Close() }()
-	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log,
-		Env: append(gate.Environ(os.Environ()), gateMarker+runID)}
+	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log, MinDuration: g.MinDuration,
+		Mark: gateMarker + runID, Scope: e.gateScope()}
 	if opts.Sandbox != nil {
 		pol, err := sandbox.For(ctx, dir, "exec", "sh", false, opts.Sandbox)
 		if err != nil {
@@ -371,8 +381,15 @@ func sanitizeAll(ss []string) []string {
 }
 
 // gateMarker is the environment entry every process of a gate run
-// inherits, so the run's leftovers can be found after its accept died.
+// inherits, so what leaves the run's process group is ended with it, and
+// the run's leftovers can be found after its accept died.
 const gateMarker = "LAZY_GATE_RUN="
+
+// gateScopeEnv names the repository a gate run belongs to: two clones on
+// one machine never take each other's gate processes for leftovers.
+const gateScopeEnv = "LAZY_GATE_REPO"
+
+func (e *Env) gateScope() string { return gateScopeEnv + "=" + e.Store.Repo().LazyDir() }
 
 // SweepGateLeftovers ends what killed gate runs left behind: for each
 // scratch worktree whose owner process is gone, the processes carrying
@@ -401,4 +418,54 @@ func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
 		done = append(done, fmt.Sprintf("removed the scratch worktree of gate run %s, whose accept died, and ended %d process(es) it left", id, len(killed)))
 	}
 	return done
+}
+
+// GateSurvivor is a process of a gate run that is still running after
+// its run ended: it carries the run's mark, and no live lazy process
+// runs that gate.
+type GateSurvivor struct {
+	PID int    `json:"pid"`
+	Run string `json:"run"`
+	// Cmd is its command line, escaped for display.
+	Cmd string `json:"cmd"`
+}
+
+// GateSurvivors lists this repository's gate survivors: processes that
+// carry a gate run's mark when that run is not in flight (its owner file
+// gone, or its owner dead). A run ends what it started, so each is
+// something that got past that: lazy doctor reports it and ends it.
+func (e *Env) GateSurvivors() []GateSurvivor {
+	var out []GateSurvivor
+	for run, pids := range proc.ByEnvIn(strings.TrimSuffix(gateMarker, "="), e.gateScope()) {
+		if e.gateInFlight(run) {
+			continue
+		}
+		for _, pid := range pids {
+			out = append(out, GateSurvivor{PID: pid, Run: sanitize.Field(run), Cmd: sanitize.Field(proc.Cmdline(pid))})
+		}
+	}
+	slices.SortFunc(out, func(a, b GateSurvivor) int { return a.PID - b.PID })
+	return out
+}
+
+// gateInFlight reports whether a live process runs gate run id.
+func (e *Env) gateInFlight(id string) bool {
+	if !gitstore.ValidID(id) {
+		return false
+	}
+	b, err := os.ReadFile(e.ownerFile(id))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && pid > 0 && proc.Alive(pid)
+}
+
+// EndGateSurvivor ends survivor s if it still is one (the same run's
+// mark, the run still not in flight) and reports whether it was ended.
+func (e *Env) EndGateSurvivor(s GateSurvivor) bool {
+	if e.gateInFlight(s.Run) {
+		return false
+	}
+	return len(proc.KillMarkedIn(gateMarker+s.Run, e.gateScope())) > 0
 }

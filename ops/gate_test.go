@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,7 +174,16 @@ func TestTheGateFileIsReadFromTheTargetNeverTheBranch(t *testing.T) {
 	testrepo.Git(t, r.dir, "add", ".lazy/gate")
 	testrepo.Git(t, r.dir, "commit", "-q", "-m", "gate")
 	sn := r.task(t, "cheat", map[string]string{".lazy/gate": "true\n", "cheat.txt": "x\n"})
+	// Rewriting the gate file is a protected change: it does not even
+	// reach the gate without a human.
 	_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+	var pe *ProtectedError
+	if !errors.As(err, &pe) || !slices.Equal(pe.Files, []string{".lazy/gate"}) {
+		t.Fatalf("accept: %v, want the protected .lazy/gate named", err)
+	}
+	// A human who approves it still gets the target's gate, not the
+	// branch's.
+	_, err = r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{ApproveProtected: true})
 	var ge *GateError
 	if !errors.As(err, &ge) || ge.Run.Failed != "test ! -e cheat.txt" || !strings.HasPrefix(ge.Run.Source, ".lazy/gate") {
 		t.Fatalf("accept: %v (run %+v)", err, ge)

@@ -43,6 +43,10 @@ const (
 	LeftConflict = "conflict"
 	LeftError    = "error"
 	LeftRemoved  = "removed"
+	// LeftProtected: its change touches protected paths; it waits for a
+	// human's lazy accept --approve-protected and never re-enters by
+	// itself.
+	LeftProtected = "protected"
 )
 
 // QueueEntry is one accept in a target's queue.
@@ -189,9 +193,12 @@ func (t *queueTicket) leaveThroughForge(res *AcceptResult, err error) {
 func (t *queueTicket) leaveWith(err error, commit string) {
 	var ge *GateError
 	var ce *ConflictError
+	var pe *ProtectedError
 	switch {
 	case err == nil:
 		t.leave(LeftLanded, "", commit)
+	case errors.As(err, &pe):
+		t.leave(LeftProtected, pe.QueueWhy(), "")
 	case errors.As(err, &ge):
 		t.leave(LeftFailed, ge.Error(), "")
 	case errors.As(err, &ce):

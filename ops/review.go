@@ -91,6 +91,9 @@ type AcceptPreview struct {
 	Stat    string   `json:"stat"`
 	Message string   `json:"message"`
 	Blocker string   `json:"blocker,omitempty"` // why accept would refuse now
+	// Protected names the protected paths the change touches, which
+	// need a human's lazy accept --approve-protected.
+	Protected *ProtectedView `json:"protected,omitempty"`
 }
 
 // AcceptableStatus refuses an accept in words about the task, never
@@ -156,6 +159,12 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 		p.Blocker = fmt.Sprintf("%d file-permission violation(s) are pending; decide them with lazy unblock --approve-file PATH or --no-approve-files first", sn.PendingViolations())
 	case len(p.Files) == 0:
 		p.Blocker = "the branch changes nothing relative to " + r.Into + "; lazy close it instead"
+	}
+	if p.Protected, err = e.ProtectedChanges(ctx, sn); err != nil {
+		return nil, fmt.Errorf("accept %s: %w", slug, err)
+	}
+	if p.Protected != nil && p.Blocker == "" {
+		p.Blocker = "its change " + p.Protected.Line()
 	}
 	if wt != "" && p.Blocker == "" {
 		if dirty, err := worktree.Dirty(ctx, wt); err == nil && dirty {

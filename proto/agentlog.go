@@ -47,6 +47,7 @@ const (
 	NoteBudget = "budget" // a budget held the task
 	NoteLimit  = "limit"  // a usage limit holds the task until it resets
 	NoteGate   = "gate"   // the merge gate failed
+	NoteEnded  = "ended"  // what the agent (or the setup) left running was ended
 )
 
 // LogLine is one of lazy's own lines in an agent log.

@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -44,7 +45,8 @@ type Finding struct {
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
 	// stale-ref-lock, stale-index-lock, stale-packed-refs-lock, orphaned-lock,
 	// foreign-session, slug-conflict,
-	// stray-turn, half-accepted-destination, orphaned-pack.
+	// stray-turn, half-accepted-destination, orphaned-pack; the CLI adds
+	// gate-leftover and gate-survivor.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -313,7 +315,7 @@ func (r *Reconciler) checkStrays(ctx context.Context, entries []gitstore.Entry, 
 			detail = fmt.Sprintf("%s, but a supervisor of it is still running", e.Status)
 		case !running && len(pids) > 0 && e.Status != machine.Working:
 			// A working task's leftovers are ended by its interrupt.
-			detail = fmt.Sprintf("%s, but agent processes of a dead supervisor (%s) are still running in its worktree", e.Status, pidList(pids))
+			detail = fmt.Sprintf("%s, but processes of its turn are still running with no supervisor (the agent, or what it left behind): %s", e.Status, describePids(pids))
 		default:
 			continue
 		}
@@ -786,4 +788,13 @@ func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
 		findings = append(findings, f)
 	}
 	return findings
+}
+
+// describePids names each process by its pid and command line, escaped.
+func describePids(pids []int) string {
+	parts := make([]string, len(pids))
+	for i, pid := range pids {
+		parts[i] = fmt.Sprintf("pid %d (%s)", pid, sanitize.Field(proc.Cmdline(pid)))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,6 +66,10 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	// An agent of an earlier turn whose supervisor died must not share
 	// the worktree with this one.
 	proc.KillMarkedIn(proto.TurnMarker(cmd.TaskID), proto.TurnScope(lazyDir))
+	// This process exists for the turn alone: whatever the agent starts
+	// and orphans (setsid, a double fork) comes back to it, so the turn's
+	// end can end it even if it cleared its environment.
+	_ = proc.BecomeSubreaper()
 	started := time.Now().UTC()
 	revoke := giveMCP(dir, &cmd)
 	defer revoke()
@@ -78,6 +84,7 @@ func Run(ctx context.Context, dir proto.Dir) error {
 		if failed := prepare(ctx, dir, &cmd); failed != nil {
 			resp = *failed
 		}
+		noteEscapees(dir, &cmd, "the setup (lazy.setup)", endEscapees(dir, &cmd))
 	}
 	var conflicts []string
 	mergeHead := "" // the upstream side of a merge the agent must conclude
@@ -409,7 +416,11 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	w := &turnWatch{dir: dir, st: st, stream: output.stream, prog: output.prog, timing: timing, unreachableSince: unreachableSince,
 		disk: &diskWork{dir: cmd.Worktree, every: min(diskCheckEvery, timing.WatchdogTimeout/3)}}
 	wd, waitErr := waitWatched(ctx, c, w)
+	// What the agent left running goes with it, before the terminal is
+	// drained (an escapee may hold it open); the log says so after.
+	escaped := endEscapees(dir, cmd)
 	out := output.drain(tty)
+	noteEscapees(dir, cmd, "the agent", escaped)
 	w.endRetry()
 
 	code, err := exitCode(waitErr)
@@ -418,6 +429,34 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	}
 	resp, wd := agentResponse(adapter, argv[0], output.stream, wd, w.retrying, code, out)
 	return withUsage(resp, output.stream), wd
+}
+
+// endEscapees ends every process the agent or the setup left running
+// once it exited: those carrying the turn's marker (which setsid does
+// not shed) and every descendant of this supervisor (a subreaper, so
+// orphans that cleared their environment are among them). It runs only
+// while nothing else of the supervisor has a child process: what ran
+// has been waited for. It returns the pids it ended.
+func endEscapees(dir proto.Dir, cmd *proto.Command) []int {
+	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	killed := proc.KillMarkedIn(proto.TurnMarker(cmd.TaskID), proto.TurnScope(lazyDir))
+	killed = append(killed, proc.KillDescendants()...)
+	slices.Sort(killed)
+	return slices.Compact(killed)
+}
+
+// noteEscapees says in the turn's log what endEscapees ended after what
+// (the agent, the setup) exited.
+func noteEscapees(dir proto.Dir, cmd *proto.Command, what string, killed []int) {
+	if len(killed) == 0 {
+		return
+	}
+	pids := make([]string, len(killed))
+	for i, p := range killed {
+		pids[i] = strconv.Itoa(p)
+	}
+	_ = dir.AppendLogNote(proto.LogLine{Kind: proto.NoteEnded, Turn: cmd.Seq,
+		Text: fmt.Sprintf("%s exited and left %d process(es) running (pid %s); lazy ended them", what, len(killed), strings.Join(pids, ", "))})
 }
 
 // openTurnLog opens the task's agent log for one launch of the agent:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -31,11 +32,12 @@ func TestPagesShowTheGate(t *testing.T) {
 	}
 	h := s.Handler()
 	list := page(t, h, "/")
-	if !strings.Contains(list, `class="gate-failed"`) || !strings.Contains(list, "gate failed: make &lt;b&gt;test&lt;/b&gt;") {
+	// This machine did not run r1: its record alone says it failed.
+	if !strings.Contains(list, `class="gate-failed"`) || !strings.Contains(list, "gate failed (remote, not verified here): make &lt;b&gt;test&lt;/b&gt;") {
 		t.Fatalf("the list does not mark the failed gate:\n%s", list)
 	}
 	task := page(t, h, "/task/"+sn.Task.ID)
-	for _, want := range []string{`<div id="gate">`, "<b>run r1</b>", "exit 2", "FAIL: TestX", "Automatic fix rounds: 1"} {
+	for _, want := range []string{`<div id="gate">`, "<b>run r1</b>", "exit 2", "FAIL: TestX", "Automatic fix rounds: 1", "remote, not verified here", "(its record says failed, host "} {
 		if !strings.Contains(task, want) {
 			t.Fatalf("the task page lacks %q:\n%s", want, task)
 		}
@@ -61,5 +63,61 @@ func TestTheListShowsTheMergeQueue(t *testing.T) {
 	list := page(t, s.Handler(), "/")
 	if !strings.Contains(list, "Merge queue into <code>main</code>") || !strings.Contains(list, "task-a</a> <b>gating</b>") {
 		t.Fatalf("the list does not show the queue:\n%s", list)
+	}
+}
+
+// TestPagesTellARunMadeHereFromARemoteClaim: a passing run this
+// machine's own record names shows as passed; one only the task's
+// record claims (a forged, pulled run) shows as remote, not verified
+// here, on the list and on the task page.
+func TestPagesTellARunMadeHereFromARemoteClaim(t *testing.T) {
+	s, st, dir := newServer(t)
+	sn := startedHere(t, st, dir, "task a", "a.txt")
+	at := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	here, err := gitstore.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := gitstore.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := gitstore.GateRun{ID: here, At: at, Target: "main", Base: "abc", Tree: "def", Host: "test-host", Passed: true,
+		Commands: []gitstore.GateCommand{{Cmd: "make test"}}}
+	if err := owned.GateRunsFor(st.Repo().LazyDir()).Save(owned.GateRun{ID: here, TaskID: sn.Task.ID, Target: "main", Base: "abc", Tree: "def", Passed: true,
+		Commands: []owned.GateCommand{{Cmd: "make test"}}}); err != nil {
+		t.Fatal(err)
+	}
+	add := func(r gitstore.GateRun) {
+		t.Helper()
+		if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if s.Task.Gate == nil {
+				s.Task.Gate = &gitstore.GateRecord{}
+			}
+			s.Task.Gate.AddRun(r)
+			return &gitstore.Op{Name: "gate", Actor: machine.Human}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(run)
+	h := s.Handler()
+	if list := page(t, h, "/"); !strings.Contains(list, `<span class="gate-passed meta">gate passed</span>`) || strings.Contains(list, "not verified") {
+		t.Fatalf("a run made here is not shown as passed:\n%s", list)
+	}
+	// The forged run claims this very host, and says it passed, with
+	// the origin a record may not set.
+	claim := run
+	claim.ID, claim.Origin = forged, gitstore.GateHere
+	add(claim)
+	list := page(t, h, "/")
+	if !strings.Contains(list, "gate: remote, not verified here") || strings.Contains(list, `class="gate-passed`) {
+		t.Fatalf("a forged run is not shown as remote:\n%s", list)
+	}
+	task := page(t, h, "/task/"+sn.Task.ID)
+	for _, want := range []string{"<b>run " + here + `</b> <span class="gate-passed">passed</span>`, "<b>run " + forged + `</b> <span class="gate-remote"`, "(its record says passed, host test-host)"} {
+		if !strings.Contains(task, want) {
+			t.Fatalf("the task page lacks %q:\n%s", want, task)
+		}
 	}
 }

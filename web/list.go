@@ -201,7 +201,14 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 				return row{}, false
 			}
 		}
-		return row{Summary: *sum, Live: s.Marks.Substate(sum), Depth: depth, Overlaps: ov[e.ID].Brief()}, true
+		r := row{Summary: *sum, Live: s.Marks.Substate(sum), Depth: depth, Overlaps: ov[e.ID].Brief()}
+		if sum.Gate != nil {
+			// A gate run is this machine's only if its own record says so.
+			g := *sum.Gate
+			(&ops.Env{Store: s.Store, RepoDir: s.RepoDir}).VerifyGateSummary(e.ID, &g)
+			r.Gate = &g
+		}
+		return r, true
 	}
 	if q.View == "board" {
 		by := map[machine.Category][]*gitstore.Entry{}

@@ -169,6 +169,10 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 		d, stat, uncommitted = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, all), s.diffStat(r.Context(), rg.MergeBase, rg.BranchSHA), unc
 	}
 	overlaps := s.taskOverlaps(r.Context(), sn)
+	// A gate run is this machine's only if its own record says so; the
+	// protected paths the change touches wait for a human.
+	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	protected, _ := env.ProtectedChanges(r.Context(), sn)
 	attempts, of := s.attempts(r.Context(), sn)
 	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID), logPageEntries)
 	session := s.session(r)
@@ -176,7 +180,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	data := map[string]any{
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
 		"Turns": turns, "Comments": comments, "Truncated": tx.Truncated, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
-		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "GateRecord": sn.Task.Gate, "Log": entries, "LogOffset": offset,
+		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "GateRecord": env.VerifyGate(sn.Task.ID, sn.Task.Gate), "Protected": protected, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn), "Attempts": attempts, "AttemptOf": of,
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
 		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},

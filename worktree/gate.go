@@ -299,3 +299,46 @@ func cleanRelative(p string) bool {
 	}
 	return true
 }
+
+func existingFilesCmd(repoDir, commit string, paths []string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "ls-tree", "-z", "--full-tree", commit).Paths(paths...).Env("GIT_LITERAL_PATHSPECS=1")
+}
+
+// ExistingFiles returns those of paths (relative to the repository's
+// root) that are files at commit: blobs or symbolic links, not
+// directories or submodules. Paths that are not plain relative paths
+// are left out.
+func ExistingFiles(ctx context.Context, repoDir, commit string, paths []string) ([]string, error) {
+	if !isObjectID(commit) {
+		return nil, errObjectID("commit", commit)
+	}
+	var clean []string
+	for _, p := range paths {
+		if cleanRelative(p) {
+			clean = append(clean, p)
+		}
+	}
+	if len(clean) == 0 {
+		return nil, nil
+	}
+	out, err := existingFilesCmd(repoDir, commit, clean).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range clean {
+		want[p] = true
+	}
+	var files []string
+	for _, rec := range strings.Split(string(out), "\x00") {
+		meta, name, ok := strings.Cut(rec, "\t")
+		if !ok || !want[name] {
+			continue
+		}
+		if f := strings.Fields(meta); len(f) == 3 && f[1] == "blob" {
+			files = append(files, name)
+			want[name] = false
+		}
+	}
+	return files, nil
+}
