@@ -275,7 +275,7 @@ func (e *Env) ownerFile(id string) string {
 func (e *Env) recordGate(ctx context.Context, id string, run gitstore.GateRun) error {
 	reason := "passed on " + short(run.Tree)
 	if !run.Passed {
-		reason = "failed: " + oneLineReason(run.Failed+" "+run.Error)
+		reason = "failed: " + oneLineReason(run.Failed+" "+run.Error+" "+run.Refused)
 	}
 	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Gate == nil {
@@ -302,6 +302,8 @@ func (g *GateError) Error() string {
 	switch r := g.Run; {
 	case r.Error != "":
 		what = "the gate could not run: " + r.Error
+	case r.Refused != "":
+		what = "the gate did not pass: " + r.Refused
 	case r.Failed != "":
 		what = "the gate failed: " + describeFailure(r)
 	}
@@ -342,9 +344,12 @@ func gateFeedback(into string, r gitstore.GateRun) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "lazy's merge gate ran the repository's checks on your work merged onto %s, and they failed, so nothing was merged.\n\n", into)
-	if r.Error != "" {
+	switch {
+	case r.Error != "":
 		fmt.Fprintf(&b, "The gate could not run: %s\n", sanitize.Field(r.Error))
-	} else {
+	case r.Refused != "":
+		fmt.Fprintf(&b, "The gate did not pass: %s\n", sanitize.Field(r.Refused))
+	default:
 		fmt.Fprintf(&b, "Failing check: %s\n", describeFailure(r))
 	}
 	if strings.TrimSpace(tail) != "" {
@@ -389,7 +394,13 @@ const gateMarker = "LAZY_GATE_RUN="
 // one machine never take each other's gate processes for leftovers.
 const gateScopeEnv = "LAZY_GATE_REPO"
 
-func (e *Env) gateScope() string { return gateScopeEnv + "=" + e.Store.Repo().LazyDir() }
+func (e *Env) gateScope() string {
+	dir := e.Store.Repo().LazyDir()
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return gateScopeEnv + "=" + filepath.Clean(dir)
+}
 
 // SweepGateLeftovers ends what killed gate runs left behind: for each
 // scratch worktree whose owner process is gone, the processes carrying
@@ -436,7 +447,7 @@ type GateSurvivor struct {
 // something that got past that: lazy doctor reports it and ends it.
 func (e *Env) GateSurvivors() []GateSurvivor {
 	var out []GateSurvivor
-	for run, pids := range proc.ByEnvIn(strings.TrimSuffix(gateMarker, "="), e.gateScope()) {
+	for run, pids := range proc.ByEnvStrict(strings.TrimSuffix(gateMarker, "="), e.gateScope()) {
 		if e.gateInFlight(run) {
 			continue
 		}

@@ -76,7 +76,14 @@ func WithEnvIn(kv, scope string) []int {
 func ByEnv(name string) map[string][]int { return ByEnvIn(name, "") }
 
 // ByEnvIn is ByEnv within scope (see WithEnvIn).
-func ByEnvIn(name, scope string) map[string][]int {
+func ByEnvIn(name, scope string) map[string][]int { return byEnv(name, scope, false) }
+
+// ByEnvStrict is ByEnvIn for processes that hold scope itself: one
+// without any entry of the scope's name is left out (it may be another
+// repository's, marked by a lazy that did not scope its marks yet).
+func ByEnvStrict(name, scope string) map[string][]int { return byEnv(name, scope, true) }
+
+func byEnv(name, scope string, strict bool) map[string][]int {
 	out := map[string][]int{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -96,7 +103,7 @@ func ByEnvIn(name, scope string) map[string][]int {
 			continue // gone, or not ours to read
 		}
 		var value []byte
-		marked, inScope := false, true
+		marked, inScope := false, !strict || scope == ""
 		for _, entry := range bytes.Split(env, []byte{0}) {
 			if v, ok := bytes.CutPrefix(entry, prefix); ok && !marked {
 				value, marked = v, true

@@ -3,6 +3,8 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +96,61 @@ func TestWithEnvInKeepsToItsScope(t *testing.T) {
 	if got := sorted(ByEnvIn(name, "LAZY_PROC_TEST_SCOPE=b")[value]); !slices.Equal(got, want(unscoped, inB)) {
 		t.Fatalf("ByEnvIn scope b: %v, want %v", got, want(unscoped, inB))
 	}
+	if got := sorted(ByEnvStrict(name, "LAZY_PROC_TEST_SCOPE=b")[value]); !slices.Equal(got, want(inB)) {
+		t.Fatalf("ByEnvStrict scope b: %v, want %v (never the unscoped one)", got, want(inB))
+	}
 	if got := KillMarkedIn(mark, "LAZY_PROC_TEST_SCOPE=b"); !slices.Equal(sorted(got), want(unscoped, inB)) || !Alive(inA) || Alive(inB) {
 		t.Fatalf("KillMarkedIn scope b killed %v (scope a's alive: %v)", got, Alive(inA))
 	}
+}
+
+// TestKillDescendantsEndsOrphansASubreaperAdopted: a grandchild whose
+// parent exited (a daemonizing double fork, with its environment
+// cleared) is re-parented to a subreaper, and KillDescendants ends it.
+// It runs in a child process of the test binary: the subreaper
+// setting and the kill would otherwise reach every process the test
+// binary runs.
+func TestKillDescendantsEndsOrphansASubreaperAdopted(t *testing.T) {
+	if os.Getenv("LAZY_PROC_TEST_SUBREAPER") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKillDescendantsEndsOrphansASubreaperAdopted$", "-test.v")
+		cmd.Env = append(os.Environ(), "LAZY_PROC_TEST_SUBREAPER=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ended the orphan") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("no child subreaper here")
+	}
+	if err := BecomeSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// sh starts the orphan in a new session without any environment,
+	// and exits at once: the orphan's parent is gone.
+	c := exec.Command("/bin/sh", "-c", "env -i /bin/sh -c 'echo $$ > "+pidFile+"; exec /bin/sleep 1000' </dev/null >/dev/null 2>&1 &")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var orphan int
+	for deadline := time.Now().Add(10 * time.Second); orphan == 0; {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			orphan, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !slices.Contains(Descendants(os.Getpid()), orphan) {
+		t.Fatalf("the orphan %d is not among this subreaper's descendants %v", orphan, Descendants(os.Getpid()))
+	}
+	if got := KillDescendants(); !slices.Contains(got, orphan) || Alive(orphan) {
+		t.Fatalf("KillDescendants killed %v; the orphan %d alive: %v", got, orphan, Alive(orphan))
+	}
+	if Cmdline(os.Getpid()) == "" {
+		t.Error("Cmdline of this process is empty")
+	}
+	t.Log("ended the orphan")
 }
