@@ -101,11 +101,11 @@ func (e *Env) VerifyDetail(d *gitstore.Detail) {
 	if d == nil || d.GateRecord == nil {
 		return
 	}
-	d.GateRecord = e.VerifyGate(d.Summary.ID, d.GateRecord)
-	if d.Summary.Gate != nil {
-		g := *d.Summary.Gate
-		e.VerifySummary(d.Summary.ID, d.GateRecord, &g)
-		d.Summary.Gate = &g
+	d.GateRecord = e.VerifyGate(d.ID, d.GateRecord)
+	if d.Gate != nil {
+		g := *d.Gate
+		e.VerifySummary(d.ID, d.GateRecord, &g)
+		d.Gate = &g
 	}
 }
 
