@@ -160,6 +160,9 @@ type diffJSON struct {
 	Patch       string   `json:"patch"`
 	Truncated   bool     `json:"truncated"`
 	Uncommitted []string `json:"uncommitted"`
+	// ProtectedChanges names the protected paths the change touches,
+	// which only a human can approve (lazy accept --approve-protected).
+	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
 }
 
 // json prints lazy diff --json. A task with no change is the same shape
@@ -179,6 +182,9 @@ func (c *DiffCmd) json(a *app, ctx context.Context, env *ops.Env) error {
 	}
 	if out.Files == nil {
 		out.Files = []string{}
+	}
+	if sn, err := a.openTask(c.Task); err == nil {
+		out.ProtectedChanges, _ = env.ProtectedChanges(ctx, sn)
 	}
 	return a.printJSON(out)
 }

@@ -198,7 +198,7 @@ echo "did the work"
 	startWith(t, r, tk.Slug, agent)
 	pids := append(readPids(t, marked), readPids(t, bare)...)
 	noneAlive(t, "after the turn ended", pids...)
-	if logs := r.ok("logs", tk.Slug); !strings.Contains(logs, "lazy: the agent exited and left 2 process(es) running") {
+	if logs := r.ok("logs", tk.Slug); !strings.Contains(logs, "· the agent exited and left 2 process(es) running (pid ") || !strings.Contains(logs, "; lazy ended them") {
 		t.Fatalf("the turn's log does not say what was ended:\n%s", logs)
 	}
 
@@ -206,7 +206,7 @@ echo "did the work"
 	survivor := plant(t, proto.TurnMarker(tk.ID), proto.TurnScope(filepath.Join(r.dir, ".git", "lazy")))
 	pid := strconv.Itoa(survivor.Process.Pid)
 	dry := r.run(nil, "doctor", "--dry-run")
-	if dry.Code != 1 || !strings.Contains(dry.Stdout, "stray-turn: blocked, but processes of its turn are still running with no supervisor (the agent, or what it left behind): "+pid+" (sleep 1000)") {
+	if dry.Code != 1 || !strings.Contains(dry.Stdout, "stray-turn: blocked, but processes of its turn are still running with no supervisor (the agent, or what it left behind): pid "+pid+" (sleep 1000)") {
 		t.Fatalf("doctor --dry-run does not report the leftover:\n%s", dry)
 	}
 	r.doctor(0)

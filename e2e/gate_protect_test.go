@@ -151,6 +151,10 @@ func TestATaskThatRewritesItsGateDoesNotLandWithoutAHuman(t *testing.T) {
 	if diff.Code != 0 || !strings.Contains(diff.Stderr, "touches protected paths the gate alone may not decide: check.sh") || !strings.Contains(diff.Stdout, "+exit 0") {
 		t.Fatalf("diff: %s", diff)
 	}
+	var dj protectedShow
+	if err := json.Unmarshal([]byte(r.ok("diff", "--json", cheat.Slug)), &dj); err != nil || dj.Protected == nil || !slices.Equal(dj.Protected.Files, []string{"check.sh"}) {
+		t.Fatalf("diff --json protected_changes: %+v (%v)", dj.Protected, err)
+	}
 	dry := r.run(nil, "accept", "--dry-run", cheat.Slug)
 	if dry.Code != 1 || !strings.Contains(dry.Stdout, "Accept would refuse now: its change touches protected paths the gate alone may not decide: check.sh") {
 		t.Fatalf("accept --dry-run: %s", dry)
