@@ -251,7 +251,7 @@ func lazyItems(l proto.LogLine) []item {
 		}
 		return []item{both(KindTurn, what, noteChars, "── "+what+" ──")}
 	case proto.LogNote:
-		text := oneLineOf(l.Text)
+		text := noteLine(l.Text)
 		kind := KindHold
 		if l.Kind == proto.NoteGate {
 			kind = KindError
@@ -265,13 +265,23 @@ func lazyItems(l proto.LogLine) []item {
 		}
 		if l.Next != "" {
 			page += "\nnext: " + l.Next
-			term += "\n  next: " + oneLineOf(l.Next)
+			term += "\n  next: " + noteLine(l.Next)
 		}
 		return []item{both(kind, page, entryChars, term)}
 	case proto.LogOut:
 		return []item{both(KindOut, strings.TrimSpace(l.Text), entryChars, printed(l.Text))}
 	}
 	return nil
+}
+
+// noteLine is a note's text on one line, bounded (a path in it may be
+// long; the command after it must stay whole).
+func noteLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 1000 {
+		s = string(r[:999]) + "…"
+	}
+	return s
 }
 
 // agentLabel names an agent and the model it runs: "claude", "codex

@@ -30,7 +30,7 @@ type StartCmd struct {
 	Agent string `help:"Agent CLI to run: claude, codex or exec. Default: exec when --command is given, else git config lazy.agent, else claude. With --attempts, a comma-separated list cycled over the attempts (claude,codex)." predictor:"agent"`
 	Model string `help:"The model the agent runs (Claude's and Codex's --model: sonnet, opus, gpt-5-codex); default: the CLI's own. Recorded on the session." placeholder:"MODEL"`
 	// Attempts tries the task several ways side by side.
-	Attempts *int   `help:"Try the task N ways side by side (2 to 8): N attempts, each a task of its own with its branch lazy/<slug>-a<K>, worktree, session and cost; lazy show compares them and lazy accept TASK --attempt K lands one." placeholder:"N"`
+	Attempts *int   `help:"Try the task N ways side by side (2 to 8): N attempts, each a task of its own with its branch lazy/<slug>-a<K>, worktree, session and cost; lazy show compares them (--wait waits for every attempt and prints the comparison) and lazy accept TASK --attempt K lands one." placeholder:"N"`
 	Command  string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON     bool   `help:"Print the task as JSON."`
 	Sandbox  string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
@@ -138,8 +138,8 @@ func splitAgents(s string) []string {
 
 // attempts starts the task's attempts (start --attempts N).
 func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in ops.StartInput, agents []string) error {
-	if c.Wait || c.Follow {
-		return usageError{"--wait and --follow follow one turn; with --attempts, lazy watch or lazy wait SLUG-a1 SLUG-a2 follows the attempts"}
+	if c.Follow {
+		return usageError{"--follow prints one agent's output; with --attempts, --wait waits for every attempt and compares them, and lazy watch (or lazy logs -f SLUG-a1) follows them"}
 	}
 	if err := ops.CheckAttempts(*c.Attempts); err != nil {
 		return usageError{err.Error()}
@@ -157,6 +157,15 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in ops.St
 	for _, e := range res.NotStart {
 		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", e)
 	}
+	if !c.JSON {
+		fmt.Fprintf(a.stdout, "Trying %s %d ways:\n", res.Group.Task.Slug, *c.Attempts)
+		for _, sn := range res.Started {
+			fmt.Fprintf(a.stdout, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, ops.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
+		}
+	}
+	if c.Wait {
+		return c.waitAttempts(a, ctx, env, res)
+	}
 	if c.JSON {
 		out := map[string]any{"group": toJSON(&res.Group.Task)}
 		var started []gitstore.Summary
@@ -166,11 +175,67 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in ops.St
 		out["attempts"] = started
 		return a.printJSON(out)
 	}
-	fmt.Fprintf(a.stdout, "Trying %s %d ways:\n", res.Group.Task.Slug, *c.Attempts)
-	for _, sn := range res.Started {
-		fmt.Fprintf(a.stdout, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, ops.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
-	}
 	fmt.Fprintf(a.stdout, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", res.Group.Task.Slug, res.Group.Task.Slug, res.Group.Task.Slug)
+	return nil
+}
+
+// waitAttempts waits until every attempt started settles (start
+// --attempts N --wait), then compares them as lazy show GROUP does and
+// says how each ended: held, its gate failed, what carries it on. The
+// exit code is lazy wait's: 3 when an attempt needs attention.
+func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *ops.AttemptsResult) error {
+	ids := make([]string, 0, len(res.Started))
+	for _, sn := range res.Started {
+		ids = append(ids, sn.Task.ID)
+	}
+	final, _, err := a.waitSettled(ctx, ids, false, 0, a.progressLine(c.JSON))
+	if err != nil {
+		return err
+	}
+	group := res.Group.Task.Slug
+	av, err := env.Attempts(ctx, res.Group.Task.ID)
+	if err != nil {
+		return fmt.Errorf("every attempt of %s settled, but comparing them failed: %w", group, err)
+	}
+	attention := false
+	var settledOut []gitstore.Summary
+	for _, id := range ids {
+		sn := final[id]
+		if sn == nil {
+			continue
+		}
+		settledOut = append(settledOut, toJSON(&sn.Task))
+		switch sn.Task.Status {
+		case machine.Interrupted, machine.Conflict, machine.Abandoned:
+			attention = true
+		}
+	}
+	if c.JSON {
+		if err := a.printJSON(map[string]any{"group": toJSON(&res.Group.Task), "attempts": settledOut, "comparison": attemptsJSON(av)}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "\n%s\n", attemptsHeading(av))
+		renderAttemptTable(a.stdout, av)
+		fmt.Fprintln(a.stdout)
+		// The table says each status; an attempt held, whose gate
+		// failed or that needs attention says more, with what carries it
+		// on.
+		for _, id := range ids {
+			sn := final[id]
+			if sn == nil {
+				continue
+			}
+			line, facts := a.outcome(ctx, sn)
+			if st := sn.Task.Status; facts || st != machine.Blocked && st != machine.Submitted && st != machine.Complete {
+				fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, line)
+			}
+		}
+		fmt.Fprintf(a.stdout, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", group, group, group)
+	}
+	if attention {
+		return silentExit{code: waitNeedsAttention, err: errors.New("an attempt needs attention")}
+	}
 	return nil
 }
 

@@ -375,7 +375,8 @@ func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.
 		}
 		if settled {
 			lw.flush()
-			a.info("%s is %s; next: %s", sn.Task.Slug, sn.Task.Status, strings.Join(nextSteps(sn.Task.Slug, sn.Task.Status, sn.PendingViolations() > 0), " | "))
+			line, _ := a.outcome(ctx, sn)
+			a.info("%s is %s", sn.Task.Slug, line)
 			return nil
 		}
 		select {
@@ -526,7 +527,13 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 		}
 		out = append(out, toJSON(&sn.Task))
 		if !c.JSON {
-			fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, sn.Task.Status)
+			// A task that is held, or whose gate failed, says so and how
+			// to carry it on; any other says its status alone.
+			if line, facts := a.outcome(ctx, sn); facts {
+				fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, line)
+			} else {
+				fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, sn.Task.Status)
+			}
 		}
 		switch sn.Task.Status {
 		case machine.Interrupted, machine.Conflict, machine.Abandoned:
@@ -677,7 +684,8 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 			return err
 		}
 		end := final[sn.Task.ID]
-		fmt.Fprintf(a.stdout, "%s: %s; next: %s\n", slug, end.Task.Status, strings.Join(nextSteps(slug, end.Task.Status, end.PendingViolations() > 0), " | "))
+		line, _ := a.outcome(ctx, end)
+		fmt.Fprintf(a.stdout, "%s: %s\n", slug, line)
 		switch end.Task.Status {
 		case machine.Interrupted, machine.Conflict, machine.Abandoned:
 			return silentExit{code: waitNeedsAttention, err: errors.New("the task needs attention")}

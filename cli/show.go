@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
@@ -214,7 +213,7 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	}
 	if h := t.Hold; h != nil {
 		fmt.Fprintf(w, "  Held:     %s\n", oneLine(sanitize.Field(h.Reason), 160))
-		fmt.Fprintf(w, "  Next:     %s\n", holdNext(t.Slug, h))
+		fmt.Fprintf(w, "  Next:     %s\n", ops.HoldNext(t.Slug, h))
 	}
 	if d.Goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(d.Goal, "  "))
@@ -440,13 +439,6 @@ func (v *showView) renderGate(w io.Writer) {
 	}
 }
 
-// holdNext is what carries a held task on.
-func holdNext(slug string, h *gitstore.Hold) string {
-	if h.Kind == gitstore.HoldLimit {
-		return "the daemon resumes it after " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC") + " (or lazy unblock " + slug + " now)"
-	}
-	return ops.RaiseHint(slug, budget.Line{Scope: h.Scope, LimitUSD: h.LimitUSD, SpentUSD: h.SpentUSD})
-}
 
 // gateVerdict is how show words a run: passed or failed when this
 // machine ran it; anything else only says what its record claims.

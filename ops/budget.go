@@ -172,8 +172,12 @@ func (e *Env) budgetForTurn(sn *gitstore.Snapshot, seq int) (float64, error) {
 		}
 		return 0, fmt.Errorf("the turn was not started and the task is parked, its message kept: %w", err)
 	case over != nil:
-		if _, perr := e.parkBack(context.Background(), sn, seq, BudgetHold(*over, time.Now())); perr != nil {
+		parked, perr := e.parkBack(context.Background(), sn, seq, BudgetHold(*over, time.Now()))
+		if perr != nil {
 			return 0, fmt.Errorf("the turn was recorded but not launched: %s is over budget (and parking it failed: %w)", sn.Task.Slug, perr)
+		}
+		if parked != nil {
+			e.NoteHold(parked)
 		}
 		return 0, &ErrOverBudget{Slug: sn.Task.Slug, Line: *over}
 	}

@@ -166,6 +166,7 @@ func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c
 	if rerr := e.recordGate(context.WithoutCancel(ctx), sn.Task.ID, run); rerr != nil {
 		return run, rerr
 	}
+	e.noteGate(sn, run)
 	return run, nil
 }
 

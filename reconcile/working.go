@@ -124,7 +124,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		return nil, err
 	}
 	defer unlock()
-	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	recorded, _, err := r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Working || s.Session == nil || s.Session.ID != resp.Session || s.Session.Turn != resp.Seq {
 			act = nil
 			return nil, nil // someone else recorded it, or it is not ours
@@ -243,6 +243,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 	})
 	if err != nil {
 		return nil, err // the closure ran, but nothing was written
+	}
+	if act != nil && recorded != nil && recorded.Task.Hold != nil {
+		// The hold goes into the log right after the turn that met it.
+		r.Env.NoteHold(recorded)
 	}
 	return act, nil
 }

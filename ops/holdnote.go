@@ -1,0 +1,110 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lazyorch/lazy/budget"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/worktree"
+)
+
+// What stops a task between turns (a budget, a usage limit, a failed
+// gate) is told where a person reads what happened: in the task's agent
+// log, at the point it happened (lazy logs, watch, the web view), and in
+// the summary of a command that waited for it (--wait, lazy wait).
+
+// HoldNext is the one sentence that carries a held task on, with its
+// command.
+func HoldNext(slug string, h *gitstore.Hold) string {
+	if h.Kind == gitstore.HoldLimit {
+		return "the daemon resumes it after " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC") + " (or lazy unblock " + slug + " now)"
+	}
+	return RaiseHint(slug, budget.Line{Scope: h.Scope, LimitUSD: h.LimitUSD, SpentUSD: h.SpentUSD})
+}
+
+// HoldText is a hold as a wait's summary and the log say it: what holds
+// the task, and in whose words.
+func HoldText(h *gitstore.Hold) string {
+	text := "held: " + h.String()
+	if why := sanitize.Field(h.Reason); h.Kind == gitstore.HoldLimit && why != "" && !strings.Contains(text, why) {
+		text += " (the agent: " + clip(why, 200) + ")"
+	}
+	return text
+}
+
+// NoteHold writes the hold sn parked with into its agent log. The log is
+// a reading aid: a note that cannot be written loses nothing recorded.
+func (e *Env) NoteHold(sn *gitstore.Snapshot) {
+	h := sn.Task.Hold
+	if h == nil {
+		return
+	}
+	kind := proto.NoteBudget
+	if h.Kind == gitstore.HoldLimit {
+		kind = proto.NoteLimit
+	}
+	e.note(sn, proto.LogLine{Kind: kind, Text: HoldText(h), Next: HoldNext(sn.Task.Slug, h), At: h.At})
+}
+
+// noteGate writes a failed gate run into the task's agent log.
+func (e *Env) noteGate(sn *gitstore.Snapshot, run gitstore.GateRun) {
+	if run.Passed || run.Speculative {
+		return // a speculative run failed on an assumption about the queue ahead
+	}
+	e.note(sn, proto.LogLine{Kind: proto.NoteGate, Text: GateFailure(run), Next: GateNext(sn.Task.Slug, run), At: run.At})
+}
+
+func (e *Env) note(sn *gitstore.Snapshot, l proto.LogLine) {
+	if sn.Session != nil {
+		l.Turn = sn.Session.Turn
+	}
+	_ = proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID).AppendLogNote(l)
+}
+
+// GateFailure says how a gate run failed: "the merge gate failed on
+// main: "go test ./..." exited 1 (run 01J...)".
+func GateFailure(r gitstore.GateRun) string {
+	what := "the merge gate did not pass"
+	switch {
+	case r.Error != "":
+		what = "the merge gate could not run: " + oneLineReason(r.Error)
+	case r.Failed != "":
+		what = "the merge gate failed: " + describeFailure(r)
+	}
+	if r.Target != "" {
+		what += " on " + sanitize.Field(r.Target)
+	}
+	return what + " (run " + short(r.ID) + ")"
+}
+
+// GateNext is what carries a task on after its gate failed.
+func GateNext(slug string, r gitstore.GateRun) string {
+	where := "lazy show " + slug + " has the output's tail"
+	if r.Log != "" {
+		where += " and " + sanitize.Field(r.Log) + " the whole log"
+	}
+	return fmt.Sprintf("%s; fix it with lazy unblock %s -m ... and accept again, or land it anyway with lazy accept %s --skip-gate --reason ...", where, slug, slug)
+}
+
+// FailedGate is the task's last gate run when it failed on the work its
+// branch holds now (a fix committed since, or a pass, makes it history),
+// nil otherwise. A speculative run is about the queue, not the task.
+func (e *Env) FailedGate(ctx context.Context, sn *gitstore.Snapshot) *gitstore.GateRun {
+	if sn.Task.Gate == nil || sn.Task.Status.IsTerminal() {
+		return nil
+	}
+	r := sn.Task.Gate.Last()
+	if r == nil || r.Passed || r.Speculative {
+		return nil
+	}
+	if sn.Session != nil && sn.Session.Branch != "" && r.BranchTip != "" {
+		if tip, err := worktree.BranchCommit(ctx, e.repoDir(), sn.Session.Branch); err == nil && tip != r.BranchTip {
+			return nil
+		}
+	}
+	return r
+}
