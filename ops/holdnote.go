@@ -90,15 +90,17 @@ func GateNext(slug string, r gitstore.GateRun) string {
 	return fmt.Sprintf("%s; fix it with lazy unblock %s -m ... and accept again, or land it anyway with lazy accept %s --skip-gate --reason ...", where, slug, slug)
 }
 
-// FailedGate is the task's last gate run when it failed on the work its
-// branch holds now (a fix committed since, or a pass, makes it history),
-// nil otherwise. A speculative run is about the queue, not the task.
+// FailedGate is the task's last gate run when this machine ran it and it
+// failed on the work the branch holds now (a fix committed since, or a
+// pass, makes it history), nil otherwise. A speculative run is about the
+// queue, not the task; a run only the task's record names is anyone's
+// claim (see gate_verify.go), and its words are never told as lazy's.
 func (e *Env) FailedGate(ctx context.Context, sn *gitstore.Snapshot) *gitstore.GateRun {
 	if sn.Task.Gate == nil || sn.Task.Status.IsTerminal() {
 		return nil
 	}
 	r := sn.Task.Gate.Last()
-	if r == nil || r.Passed || r.Speculative {
+	if r == nil || r.Passed || r.Speculative || !e.ranHere(sn.Task.ID, *r) {
 		return nil
 	}
 	if sn.Session != nil && sn.Session.Branch != "" && r.BranchTip != "" {
