@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
-	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
@@ -39,7 +36,7 @@ func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read git config: %w", err)
 	}
-	s := notify.Load(cfg, a.repoDir())
+	s := notify.Load(cfg, a.notifyDir())
 	for _, p := range s.Problems {
 		fmt.Fprintf(a.stderr, "lazy: %s\n", sanitize.Field(p))
 	}
@@ -88,7 +85,7 @@ func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
 	if len(s.Targets) == 0 {
 		return errors.New("no notification targets to test: add one with git config --add lazy.notify VALUE (lazy help notify)")
 	}
-	results := notify.Test(ctx, s.Targets, filepath.Base(a.repoDir()), time.Now())
+	results := notify.Test(ctx, s.Targets, a.repo.Name(), time.Now())
 	failed := 0
 	for _, r := range results {
 		if !r.OK {
@@ -117,26 +114,33 @@ func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
 	return nil
 }
 
+// notifyDir is where a notification command runs: the top of the
+// repository's main worktree, also for the daemon (which runs in the git
+// directory), or the git directory of a bare repository.
+func (a *app) notifyDir() string {
+	if top := a.repo.Top(); top != "" {
+		return top
+	}
+	return a.repo.CommonDir
+}
+
 // notifyWork returns the daemon's hook that announces, after a pass, the
 // tasks that came to need a human or finished, to the targets of git
-// config lazy.notify. It looks only when the pass's listing is new (a
-// task ref moved) or the rate limit holds events back, and it sends in
-// the background, one round at a time, so a slow webhook never delays a
+// config lazy.notify. Each pass it reads the targets: with none it
+// forgets what it announced (turned on again, notifications start from a
+// new baseline); newly on, it takes the baseline at once, so what
+// happens from then on is announced and nothing before. It derives
+// events when the pass's listing is new (a task ref moved), and sends
+// when there are events or the rate limit holds some back, in the
+// background, one round at a time, so a slow webhook never delays a
 // pass.
 func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
-	n := &notify.Notifier{Dir: a.repo.LazyDir("notify"), Repo: filepath.Base(a.repoDir()), Since: time.Now()}
+	n := &notify.Notifier{Dir: a.repo.LazyDir("notify"), Repo: a.repo.Name()}
 	var busy atomic.Bool
-	var mu sync.Mutex
-	var lastGen uint64
+	var lastGen uint64 // only the goroutine busy admits touches it
 	return func(ctx context.Context) {
 		entries, gen := rec.Listing()
-		mu.Lock()
-		fresh := gen != lastGen
-		mu.Unlock()
-		if entries == nil || (!fresh && !n.Pending()) {
-			return
-		}
-		if !busy.CompareAndSwap(false, true) {
+		if entries == nil || !busy.CompareAndSwap(false, true) {
 			return
 		}
 		go func() {
@@ -145,12 +149,16 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			if err != nil {
 				return
 			}
-			s := notify.Load(cfg, a.repoDir())
+			s := notify.Load(cfg, a.notifyDir())
 			if len(s.Targets) == 0 {
+				if err := n.Off(); err != nil {
+					fmt.Fprintf(a.stderr, "lazy: notifications: %v\n", err)
+				}
 				return
 			}
 			var evs []notify.Event
-			if fresh {
+			switch {
+			case gen != lastGen || !n.Active():
 				policy := notify.Policy{BreakerAt: ops.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
 				if env, err := a.env(); err == nil {
 					if gs, err := env.GateSettings(); err == nil && gs.AutoFix {
@@ -162,9 +170,9 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 					fmt.Fprintf(a.stderr, "lazy: notifications: %v\n", err)
 					return
 				}
-				mu.Lock()
 				lastGen = gen
-				mu.Unlock()
+			case !n.Pending():
+				return
 			}
 			for _, r := range n.Deliver(ctx, s.Targets, s.PerMinute, evs) {
 				if !r.OK && !r.Skipped {
@@ -176,20 +184,30 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 }
 
 // observeTask reads what notifications look at of a listed task: its
-// summary, and the session of an interrupted one (the circuit breaker's
-// count).
+// summary and, for a parked or interrupted task, its session (which
+// turn parked it, the circuit breaker's count) at the listed commit,
+// and for an ask that ended, whether it ended with an answer.
 func (a *app) observeTask(e *gitstore.Entry) (notify.Observation, error) {
 	s, err := e.Summary()
 	if err != nil {
 		return notify.Observation{}, err
 	}
 	o := notify.Observe(s)
-	if s.Status == machine.Interrupted {
-		sn, err := a.store.Load(e.ID)
+	if !notify.NeedsSession(s.Status) {
+		return o, nil
+	}
+	sn, err := a.store.LoadEntry(e)
+	if err != nil {
+		return o, err
+	}
+	o.AddSession(sn.Session)
+	if o.TurnKind == "ask" && s.Status.IsBlocked() {
+		// The answer is the agent's turn right after the question.
+		answer, err := a.store.Turn(sn, o.Turn+1)
 		if err != nil {
 			return o, err
 		}
-		o.AddSession(sn.Session)
+		o.AnswerFailed = answer == nil || answer.Role != gitstore.RoleAgent || answer.Error != ""
 	}
 	return o, nil
 }

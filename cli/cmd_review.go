@@ -614,9 +614,10 @@ func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeou
 	}
 }
 
-// needsHuman reports whether an action parks a task for a human.
+// needsHuman reports whether an action parks a task for a human: not
+// the end of an ask or a sync, which parks it back where it was.
 func needsHuman(act reconcile.Action) bool {
-	return act.From != act.To && (act.To.IsBlocked() || act.To == machine.Interrupted) && !act.From.IsBlocked()
+	return act.From != act.To && (act.To.IsBlocked() || act.To == machine.Interrupted) && !act.From.IsBlocked() && !act.Neutral
 }
 
 // notify runs git config lazy.notify.command for every task an action

@@ -136,6 +136,32 @@ func (r *Repo) checkFormat() error {
 	return nil
 }
 
+// Top is the top of the repository's main worktree, whichever of its
+// worktrees (or its git directory, where the daemon runs) lazy was
+// started in: the checkout holding the common git directory as its
+// .git, or this checkout when it is the main one. "" for a bare
+// repository.
+func (r *Repo) Top() string {
+	if r.WorkTree != "" && filepath.Clean(r.GitDir) == filepath.Clean(r.CommonDir) {
+		return r.WorkTree
+	}
+	if filepath.Base(r.CommonDir) == ".git" {
+		return filepath.Dir(r.CommonDir)
+	}
+	return ""
+}
+
+// Name is the repository's name as lazy shows it to a person (in
+// notifications): the directory name of its main worktree, the same
+// from any of its worktrees and from its git directory; for a bare
+// repository its directory's name without ".git".
+func (r *Repo) Name() string {
+	if top := r.Top(); top != "" {
+		return filepath.Base(top)
+	}
+	return strings.TrimSuffix(filepath.Base(r.CommonDir), ".git")
+}
+
 // Config is git configuration as lazy reads it (see gitrepo.Config).
 type Config = gitrepo.Config
 

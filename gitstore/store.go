@@ -219,6 +219,16 @@ func (s *Store) Load(id string) (*Snapshot, error) {
 	return s.loadAt(id, h)
 }
 
+// LoadEntry reads the snapshot a listing entry names: the task at the
+// entry's commit, so what is read of it agrees with the entry's summary
+// even when the ref has moved on since the listing.
+func (s *Store) LoadEntry(e *Entry) (*Snapshot, error) {
+	if !ValidID(e.ID) {
+		return nil, fmt.Errorf("%q is not a task id: %w", e.ID, ErrNotFound)
+	}
+	return s.loadAt(e.ID, e.Commit)
+}
+
 // Exists reports whether task id has a record here.
 func (s *Store) Exists(id string) bool {
 	_, ok, err := s.repo.ReadRef(TaskRef(id))
@@ -780,6 +790,31 @@ func (s *Store) Turns(sn *Snapshot) ([]Turn, error) {
 	}
 	keep := d.fit(s.bounds.bytes)
 	return s.readTurns(sn, d.entries[len(d.entries)-keep:])
+}
+
+// Turn reads turn seq of a snapshot (nil when it has none such) without
+// reading the others.
+func (s *Store) Turn(sn *Snapshot, seq int) (*Turn, error) {
+	e, ok := sn.entries[dirTurns]
+	if !ok || seq < 1 {
+		return nil, nil
+	}
+	t, err := s.objs.ReadTree(e.Hash)
+	if err != nil {
+		return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+	}
+	name := seqName(seq)
+	for i := range t.Entries {
+		if t.Entries[i].Name != name {
+			continue
+		}
+		turns, err := s.readTurns(sn, t.Entries[i:i+1])
+		if err != nil || len(turns) == 0 {
+			return nil, err
+		}
+		return &turns[0], nil
+	}
+	return nil, nil
 }
 
 // Comments reads the comments of a snapshot in sequence order, within the

@@ -24,14 +24,16 @@ import (
 // Kind is what an event announces.
 type Kind string
 
-// The kinds of event. All but finished, more and test mean a human is
-// needed.
+// The kinds of event. All but asked, answered, finished, more and test
+// mean a human is needed.
 const (
-	KindBlocked     Kind = "blocked"     // a turn ended; the task waits for review
+	KindBlocked     Kind = "blocked"     // a work turn ended; the task waits for review
 	KindConflict    Kind = "conflict"    // parked with pending file-permission violations
 	KindGateFailed  Kind = "gate_failed" // the merge gate failed and no automatic fix round is left
 	KindBudget      Kind = "budget"      // parked by its spending budget
 	KindInterrupted Kind = "interrupted" // interrupted and not resumed by itself (circuit breaker)
+	KindAsked       Kind = "asked"       // lazy ask: the agent answers a question, read-only
+	KindAnswered    Kind = "answered"    // the ask ended: the answer is in (Outcome "failed" when there is none)
 	KindFinished    Kind = "finished"    // accepted, rejected or closed (Outcome says which)
 	KindMore        Kind = "more"        // the rate limit collapsed Count events into this one
 	KindTest        Kind = "test"        // lazy notify test
@@ -40,8 +42,12 @@ const (
 // Kinds lists the kinds a task change can announce, in the order
 // lazy.notify.events documents them.
 func Kinds() []Kind {
-	return []Kind{KindBlocked, KindConflict, KindGateFailed, KindBudget, KindInterrupted, KindFinished}
+	return []Kind{KindBlocked, KindConflict, KindGateFailed, KindBudget, KindInterrupted, KindAsked, KindAnswered, KindFinished}
 }
+
+// AllKinds lists every kind an event can have: Kinds, then more and
+// test, which no task change announces.
+func AllKinds() []Kind { return append(Kinds(), KindMore, KindTest) }
 
 // Event is one announcement, as a command target reads it on stdin and
 // a JSON webhook receives it.
@@ -51,12 +57,14 @@ type Event struct {
 	Slug    string         `json:"slug,omitempty"`
 	Title   string         `json:"title,omitempty"`
 	Status  machine.Status `json:"status,omitempty"`
-	Outcome string         `json:"outcome,omitempty"` // finished: accepted, rejected or closed
+	Outcome string         `json:"outcome,omitempty"` // finished: accepted, rejected or closed; answered: failed when there is no answer
 	// Reason is one line of lazy's wording, sanitized and bounded.
 	Reason string `json:"reason"`
 	// Time is when lazy noticed the change (RFC 3339, UTC).
 	Time string `json:"time"`
-	// Repo is the repository's directory name.
+	// Repo is the repository's name: the directory of its main worktree
+	// (gitstore.Repo.Name), the same in every event and in lazy notify
+	// test.
 	Repo string `json:"repo"`
 	// Count is, for a "more" event, how many events it stands for.
 	Count int `json:"count,omitempty"`
@@ -65,7 +73,7 @@ type Event struct {
 // NeedsHuman reports whether the event asks for a human.
 func (e Event) NeedsHuman() bool {
 	switch e.Kind {
-	case KindFinished, KindMore, KindTest:
+	case KindAsked, KindAnswered, KindFinished, KindMore, KindTest:
 		return false
 	}
 	return true
@@ -84,6 +92,13 @@ func (e Event) Headline() string {
 		return fmt.Sprintf("lazy (%s): %s failed its merge gate", e.Repo, e.Slug)
 	case KindBudget:
 		return fmt.Sprintf("lazy (%s): %s is over its budget", e.Repo, e.Slug)
+	case KindAsked:
+		return fmt.Sprintf("lazy (%s): %s was asked a question", e.Repo, e.Slug)
+	case KindAnswered:
+		if e.Outcome == OutcomeFailed {
+			return fmt.Sprintf("lazy (%s): %s could not answer a question", e.Repo, e.Slug)
+		}
+		return fmt.Sprintf("lazy (%s): %s answered a question", e.Repo, e.Slug)
 	}
 	return fmt.Sprintf("lazy (%s): %s is %s", e.Repo, e.Slug, e.Status)
 }
@@ -120,13 +135,28 @@ type Policy struct {
 	Secrets *redact.Redactor
 }
 
+// OutcomeFailed is an answered event's Outcome when the ask ended with
+// an error rather than an answer.
+const OutcomeFailed = "failed"
+
 // Observation is what derivation reads of one task: its summary and, for
-// an interrupted task, its session.
+// a parked or interrupted task, its session.
 type Observation struct {
 	TaskID, Slug, Title string
 	Status              machine.Status
+	Substate            string // working: agent:answering while an ask runs
 	Outcome             string // complete or abandoned: accepted, rejected, closed
 	Sessions, Turns     int
+	// Turn and TurnKind are the session's latest turn (the sequence
+	// number of the human turn that began it, and its kind: start,
+	// unblock, ask, sync...): a park is keyed by the turn that ended,
+	// and an ask or a sync, which park the task back as it was, is
+	// not a new park. 0 and "" when the session was not read.
+	Turn     int
+	TurnKind string
+	// AnswerFailed: the latest turn was an ask that ended with an error
+	// rather than an answer.
+	AnswerFailed bool
 	// Gate is the newest gate run's summary, if any ran.
 	Gate *gitstore.GateSummary
 	// HoldKind is gitstore.HoldBudget or HoldLimit when a blocked task
@@ -142,7 +172,7 @@ type Observation struct {
 
 // Observe reads the observation of a summary.
 func Observe(s *gitstore.Summary) Observation {
-	o := Observation{TaskID: s.ID, Slug: s.Slug, Title: s.Title, Status: s.Status, Outcome: s.Outcome,
+	o := Observation{TaskID: s.ID, Slug: s.Slug, Title: s.Title, Status: s.Status, Substate: s.Substate, Outcome: s.Outcome,
 		Sessions: s.Sessions, Turns: s.Turns, Gate: s.Gate}
 	if s.Hold != nil {
 		o.HoldKind, o.HoldReason = s.Hold.Kind, s.Hold.String()
@@ -156,17 +186,37 @@ func (o *Observation) AddSession(sess *gitstore.Session) {
 		return
 	}
 	o.Interruptions, o.InterruptReason, o.InterruptPhase = sess.ConsecutiveInterruptions, sess.InterruptReason, sess.InterruptPhase
+	o.Turn, o.TurnKind = sess.Turn, sess.TurnKind
 }
+
+// NeedsSession reports whether derivation reads the task's session
+// (Observation.AddSession): a parked task's (which turn parked it) and
+// an interrupted one's (the circuit breaker's count).
+func NeedsSession(st machine.Status) bool {
+	return st.IsBlocked() || st == machine.Interrupted
+}
+
+// Answering is the substate of a task whose agent answers an ask.
+const Answering = "agent:answering"
+
+// neutral says whether a turn kind parks the task back where it was
+// (an ask, a sync, accept's pre-accept turn): its end is not a park of
+// its own.
+func neutral(kind string) bool { return kind == "ask" || kind == "sync" || kind == "pre-accept" }
 
 // Dedup slots: each holds the key of the last state announced in it, so
 // a state is announced once however often it is seen. Blocked, conflict
-// and budget share one slot keyed by the turn count, so a conflict the
-// human resolves into blocked is not news, while the next turn's end is.
+// and budget share one slot keyed by the turn that ended, so a conflict
+// the human resolves into blocked is not news, while the next turn's end
+// is; an ask or a sync leaves it as it was. Asked and answered are keyed
+// by the ask's turn.
 const (
 	slotPark      = "park"
 	slotGate      = "gate"
 	slotInterrupt = "interrupt"
 	slotFinish    = "finish"
+	slotAsk       = "ask"
+	slotAnswer    = "answer"
 )
 
 // claim is one thing the task's state says now: the slot and key it is
@@ -180,7 +230,13 @@ type claim struct {
 // claims lists what an observation says, most specific first.
 func claims(o Observation, p Policy) []claim {
 	var out []claim
-	turn := fmt.Sprintf("s%d.t%d", o.Sessions, o.Turns)
+	// The turn that ended: the session's when it was read, else the
+	// count of turns (a record without a session).
+	seq := o.Turn
+	if seq == 0 {
+		seq = o.Turns
+	}
+	turn := fmt.Sprintf("s%d.t%d", o.Sessions, seq)
 	if o.Status.IsBlocked() && o.Gate != nil && o.Gate.State == gitstore.GateFailed && o.Gate.Run != "" &&
 		(p.GateFixRounds == 0 || o.Gate.Rounds >= p.GateFixRounds) {
 		why := "the merge gate failed"
@@ -189,7 +245,20 @@ func claims(o Observation, p Policy) []claim {
 		}
 		out = append(out, claim{slotGate, o.Gate.Run, KindGateFailed, why})
 	}
+	parkedBack := o.Status.IsBlocked() && neutral(o.TurnKind)
 	switch {
+	case o.Status == machine.Working && o.Substate == Answering:
+		out = append(out, claim{slotAsk, fmt.Sprintf("s%d.t%d", o.Sessions, o.Turns), KindAsked, "a question was asked; its agent answers it read-only, and the task stays as it was"})
+	case parkedBack && o.TurnKind == "ask":
+		// The ask ended: its answer is the news, and the question, if it
+		// was not seen, is taken with it. The park is not new.
+		why := fmt.Sprintf("its agent answered a question; the task is still %s", o.Status)
+		if o.AnswerFailed {
+			why = fmt.Sprintf("its agent could not answer a question (lazy show says why); the task is still %s", o.Status)
+		}
+		out = append(out, claim{slotAnswer, turn, KindAnswered, why}, claim{slotAsk, turn, KindAsked, ""})
+	case parkedBack:
+		// A sync or a pre-accept turn parked it back: nothing new.
 	case o.Status == machine.Conflict:
 		out = append(out, claim{slotPark, turn, KindConflict, "its turn changed files outside its allowed paths; approve or revert them"})
 	case o.Status == machine.Blocked && o.HoldKind == gitstore.HoldBudget:
@@ -243,9 +312,14 @@ func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string
 		next[c.slot] = c.key
 		if ev == nil {
 			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: clean(p.Secrets, o.Slug, 100), Title: clean(p.Secrets, o.Title, 200), Status: o.Status, Reason: clean(p.Secrets, c.reason, maxReason)}
-			if c.kind == KindFinished {
+			switch c.kind {
+			case KindFinished:
 				e.Outcome = clean(p.Secrets, c.reason, 40)
 				e.Reason = "it is " + e.Outcome
+			case KindAnswered:
+				if o.AnswerFailed {
+					e.Outcome = OutcomeFailed
+				}
 			}
 			ev = &e
 		}

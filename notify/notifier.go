@@ -136,16 +136,18 @@ const maxLog = 1 << 20
 type Notifier struct {
 	// Dir is the repository's notify directory (.git/lazy/notify).
 	Dir string
-	// Repo names the repository in events.
+	// Repo names the repository in events (gitstore.Repo.Name).
 	Repo string
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
-	// Since is when notifications began (the daemon's start), for a
-	// state not yet on disk; the first pass's time if zero.
-	Since time.Time
 
-	mu     sync.Mutex
-	state  *State
+	mu    sync.Mutex
+	state *State
+	// baseline: the state was just begun; the next pass takes every
+	// task as it is and announces nothing.
+	baseline bool
+	// off: Off found notifications off and the state forgotten.
+	off    bool
 	seen   map[string]string // task id -> the record commit last observed
 	limits map[string]*limiter
 	noted  map[string]bool
@@ -158,27 +160,56 @@ func (n *Notifier) now() time.Time {
 	return time.Now()
 }
 
+// Active reports whether the notifier holds a state: a pass has taken
+// its baseline, so later passes announce what changes.
+func (n *Notifier) Active() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state != nil && !n.baseline
+}
+
+// Off forgets the state, on disk too, when notifications are off (no
+// target): turned on again, they announce only what happens from then
+// on, as they do the first time. Calls after the first do nothing until
+// a Pass.
+func (n *Notifier) Off() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.off {
+		return nil
+	}
+	if err := Forget(n.Dir); err != nil {
+		return err
+	}
+	n.state, n.seen, n.baseline, n.off = nil, nil, false, true
+	return nil
+}
+
 // Pass derives the events of one listing of every task: one per task
 // whose record moved into something to announce since the last
 // announcement this host made. load reads a changed entry's observation.
-// The state is saved before the events are returned, so a crash after
-// may lose an event but a restart never repeats one.
+//
+// The first pass with no state on disk (notifications just turned on,
+// or their state lost) is the baseline: every task is taken as it is and
+// nothing is announced, so turning notifications on announces only what
+// happens afterwards, across daemon restarts too. The state is saved
+// before the events are returned (the baseline's before any later
+// pass), so a crash after may lose an event but a restart never repeats
+// one.
 func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, load func(*gitstore.Entry) (Observation, error)) ([]Event, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()
+	n.off = false
 	if n.state == nil {
-		begin := now
-		if !n.Since.IsZero() {
-			begin = n.Since
-		}
-		st, err := LoadState(n.Dir, begin)
+		st, begun, err := LoadState(n.Dir, now)
 		if err != nil {
 			return nil, err
 		}
-		n.state, n.seen = st, map[string]string{}
+		n.state, n.seen, n.baseline = st, map[string]string{}, begun
 	}
-	changed := false
+	baseline := n.baseline
+	changed := baseline // a baseline is saved even when it holds no task
 	present := make(map[string]bool, len(entries))
 	var out []Event
 	for i := range entries {
@@ -195,7 +226,9 @@ func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, 
 		n.seen[e.ID] = commit
 		prev, known := n.state.Tasks[e.ID]
 		ev, next := Derive(prev, o, p)
-		if !known {
+		if baseline {
+			ev = nil // as it was when notifications began: taken, not announced
+		} else if !known {
 			if upd, err := time.Parse(gitstore.TimeLayout, e.Updated); err == nil && upd.Before(n.state.Since) {
 				ev = nil // as it was before notifications began: taken, not announced
 			}
@@ -221,6 +254,7 @@ func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, 
 			return nil, err
 		}
 	}
+	n.baseline = false
 	return out, nil
 }
 
@@ -312,10 +346,16 @@ func (n *Notifier) Deliver(ctx context.Context, targets []Target, perMinute int,
 	return out
 }
 
-// Test sends one sample event to every target, unlimited and unlogged.
-func Test(ctx context.Context, targets []Target, repo string, now time.Time) []Result {
-	ev := Event{Kind: KindTest, Slug: "example-task", Title: "a sample notification from lazy notify test", Status: "blocked",
+// TestEvent is the sample event lazy notify test sends.
+func TestEvent(repo string, now time.Time) Event {
+	return Event{Kind: KindTest, Slug: "example-task", Title: "a sample notification from lazy notify test", Status: "blocked",
 		Reason: "lazy notify test: if you read this, the target works", Repo: repo, Time: Stamp(now)}
+}
+
+// Test sends one sample event (TestEvent) to every target, unlimited and
+// unlogged.
+func Test(ctx context.Context, targets []Target, repo string, now time.Time) []Result {
+	ev := TestEvent(repo, now)
 	out := make([]Result, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {

@@ -55,6 +55,10 @@ type Action struct {
 	From   machine.Status `json:"from"`
 	To     machine.Status `json:"to"`
 	Why    string         `json:"why"`
+	// Neutral: the turn that ended was status-neutral (an ask, a sync,
+	// accept's pre-accept turn) and parked the task back where it was;
+	// nobody is newly needed.
+	Neutral bool `json:"neutral,omitempty"`
 }
 
 // Reconciler sweeps one repository.

@@ -238,7 +238,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				}
 			}
 		}
-		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
+		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why, Neutral: neutral}
 		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 	})
 	if err != nil {

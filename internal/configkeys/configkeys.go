@@ -107,7 +107,7 @@ var keys = []Key{
 	{Name: "lazy.notify.perMinute", Kind: Int, Default: "`10`", Example: "10",
 		Help: "at most this many events per target per minute; the excess arrives later as one \"and K more\""},
 	{Name: "lazy.notify.events", Kind: List, Default: "all", Example: "blocked,gate_failed,budget",
-		Help: "the kinds of event sent: `blocked`, `conflict`, `gate_failed`, `budget`, `interrupted`, `finished`"},
+		Help: "the kinds of event sent: `blocked`, `conflict`, `gate_failed`, `budget`, `interrupted`, `asked`, `answered`, `finished`, comma-separated; repeat the key for more"},
 	{Name: "lazy.watch.bell", Kind: Bool, Default: "`true`", Example: "false",
 		Help: "`lazy watch` rings the terminal bell when a task comes to need a human"},
 	{Name: "lazy.notify.command", Kind: String, Default: "none", Example: "'notify-send \"$LAZY_MESSAGE\"'",
