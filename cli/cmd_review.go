@@ -19,9 +19,11 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/progress"
+	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
@@ -327,7 +329,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
 	}
-	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks()}
+	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks(), secrets: a.secrets()}
 	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
 	if errors.Is(err, os.ErrNotExist) {
 		if !c.Follow {
@@ -420,6 +422,17 @@ func logRange(pd proto.Dir, turn int) (int64, int64, error) {
 	return start, end, nil
 }
 
+// secrets is what lazy takes out of the agent output it shows: the
+// shapes of credentials, and the paths and queries of the URLs lazy.notify
+// names (as ops.Env.Secrets for what it records and sends).
+func (a *app) secrets() *redact.Redactor {
+	cfg, err := a.store.Repo().Config()
+	if err != nil {
+		return redact.New()
+	}
+	return redact.New(cfg.All(notify.KeyTargets)...)
+}
+
 // turnRule begins the line lazy logs (and lazy watch's pane) prints
 // where an agent launch begins.
 const turnRule = agent.TurnRule
@@ -431,6 +444,7 @@ const turnRule = agent.TurnRule
 type logWriter struct {
 	w       io.Writer
 	raw     bool
+	secrets *redact.Redactor // nil: the shapes of secrets only
 	marks   []proto.LogMark
 	partial []byte
 	pos     int64 // offset of partial's first byte
@@ -474,14 +488,16 @@ func (l *logWriter) flush() {
 }
 
 func (l *logWriter) line(s string) {
+	// What an agent printed may hold a credential it read: a log shows
+	// it without (internal/redact), a raw line still JSON.
 	if l.raw {
 		if out, ok := agent.RawLine(s); ok {
-			fmt.Fprintln(l.w, out)
+			fmt.Fprintln(l.w, string(l.secrets.Log([]byte(out))))
 		}
 		return
 	}
 	for _, out := range agent.RenderLine(s) {
-		fmt.Fprintln(l.w, out)
+		fmt.Fprintln(l.w, l.secrets.Text(out))
 	}
 }
 
@@ -678,7 +694,7 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 	switch {
 	case f.Follow:
 		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
-		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks()}, pd, logOff)
+		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks(), secrets: a.secrets()}, pd, logOff)
 	case f.Wait:
 		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0, a.progressLine(false))
 		if err != nil {

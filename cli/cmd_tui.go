@@ -1052,7 +1052,7 @@ func (a *app) logTail(id string, max int) []string {
 		}
 	}
 	var buf bytes.Buffer
-	lw := &logWriter{w: &buf, marks: pd.LogMarks()}
+	lw := &logWriter{w: &buf, marks: pd.LogMarks(), secrets: a.secrets()}
 	if _, err := lw.copyFrom(path, from, -1); err != nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -425,7 +426,7 @@ func (v *showView) renderGate(w io.Writer) {
 			fmt.Fprintf(w, "    could not run: %s\n", sanitize.Field(r.Error))
 		}
 		if !r.Passed && strings.TrimSpace(r.Tail) != "" {
-			fmt.Fprintf(w, "    output (tail):\n%s\n", indentText(sanitize.Prose(r.Tail), "      "))
+			fmt.Fprintf(w, "    output (tail):\n%s\n", indentText(sanitize.Prose(redact.Text(r.Tail)), "      "))
 		}
 		if r.Refused != "" {
 			fmt.Fprintf(w, "    not passed: %s\n", sanitize.Field(r.Refused))

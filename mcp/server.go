@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -131,6 +132,11 @@ func add[In, Out any](s *sdk.Server, t Tool, b Backend) error {
 		if err != nil {
 			return nil, zero, err
 		}
+		// A result quotes records that may have been pulled, unchecked, and
+		// other agents' words: a bidi control in them reaches the calling
+		// agent as the visible escape \u202e, in the text and the
+		// structured result alike.
+		raw = quote.BidiJSON(raw)
 		var o Out
 		if err := json.Unmarshal(raw, &o); err != nil {
 			return nil, zero, fmt.Errorf("%s returned a result lazy cannot read: %w", t.Name, err)

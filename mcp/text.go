@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/marks"
 )
@@ -20,9 +21,9 @@ import (
 // JSON follows it, so a host that shows only text still has everything.
 func headline(tool string, out any) string {
 	task := func(v View) string {
-		s := v.Slug + " is " + string(v.Status)
+		s := quote.Inline(v.Slug) + " is " + quote.Inline(string(v.Status))
 		if v.Live != "" {
-			s += " (" + v.Live + ")"
+			s += " (" + quote.Inline(v.Live) + ")"
 		}
 		return s
 	}
@@ -37,7 +38,7 @@ func headline(tool string, out any) string {
 		lines := make([]string, 0, len(o.Tasks)+1)
 		lines = append(lines, fmt.Sprintf("%d task(s):", o.Count))
 		for _, t := range o.Tasks {
-			lines = append(lines, "- "+task(t)+": "+t.Title)
+			lines = append(lines, "- "+task(t)+": "+quote.Inline(t.Title))
 		}
 		return strings.Join(lines, "\n")
 	case WaitOut:
@@ -49,7 +50,9 @@ func headline(tool string, out any) string {
 		if o.StillRunning {
 			return running(o.Running)
 		}
-		return "Answer (the task stays " + string(o.Status) + "):\n" + o.Answer
+		// The answer is the other agent's words: quoted, so they cannot
+		// pass for lazy's text around them.
+		return "Answer of its agent (the task stays " + quote.Inline(string(o.Status)) + "), quoted:\n\n" + quote.Block(o.Answer)
 	case AcceptOut:
 		if o.StillRunning {
 			return running(o.Running)
@@ -66,7 +69,7 @@ func headline(tool string, out any) string {
 	case EndOut:
 		return strings.TrimPrefix(tool, "lazy_") + ": " + task(o.Task) + "."
 	case gitstore.Detail:
-		return task(View{Summary: o.Summary, Live: o.Live}) + ": " + o.Title
+		return task(View{Summary: o.Summary, Live: o.Live}) + ": " + quote.Inline(o.Title)
 	case DiffOut:
 		head := fmt.Sprintf("%d file(s) changed on %s since %s; %d uncommitted.", len(o.Files), o.Branch, o.Base, len(o.Uncommitted))
 		if o.ProtectedChanges != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/quote"
+	"github.com/lazyorch/lazy/machine"
 )
 
 // Feedback delivery (spec: "Feedback Redelivery"). A human-role turn that
@@ -78,12 +80,23 @@ func withUndelivered(prompt, slug string, older []gitstore.Turn) string {
 			continue
 		}
 		used += len(t.Content)
-		fmt.Fprintf(&b, "\n\n[turn %d: %s]\n%s", t.Seq, describe(t), t.Content)
+		fmt.Fprintf(&b, "\n\n[turn %d: %s]\n%s", t.Seq, describe(t), quotedMessage(t))
 	}
 	if len(unsent) > 0 {
 		fmt.Fprintf(&b, "\n\n(%d more were too long to repeat here: turns %s; read them with lazy_show or lazy show %s.)", len(unsent), strings.Join(unsent, ", "), slug)
 	}
 	return b.String()
+}
+
+// quotedMessage is t's message as a prompt of lazy's carries it: a
+// person's verbatim, as the spec has it; an agent's (a parent task's
+// agent, the builder, over MCP) fenced (internal/quote), so it can never
+// pass for lazy's framing around it or for a person's message.
+func quotedMessage(t gitstore.Turn) string {
+	if t.Actor == machine.Agent || t.Actor == machine.Builder {
+		return quote.Block(t.Content)
+	}
+	return t.Content
 }
 
 // describe names what kind of message a pending turn holds.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -34,14 +35,16 @@ func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text
 			continue
 		}
 		item := fmt.Sprintf("- CI check %q failed", sanitize.Field(c.Name))
-		if s := strings.TrimSpace(c.Summary); s != "" {
-			item += ": " + forge.Bound(sanitize.Prose(s), maxFeedbackItem)
+		if s := forge.Bound(quote.Escape(strings.TrimSpace(c.Summary)), maxFeedbackItem); strings.Contains(s, "\n") {
+			item += ":\n  > " + quoteLines(s, "\n  > ")
+		} else if s != "" {
+			item += ": " + s
 		}
 		if c.URL != "" {
 			item += "\n  Details: " + c.URL
 		}
 		if l := strings.TrimSpace(c.Log); l != "" {
-			item += "\n  Log (tail):\n  | " + strings.ReplaceAll(forge.Tail(sanitize.Field(l), forge.MaxLog), "\n", "\n  | ")
+			item += "\n  Log (tail):\n  | " + quoteLines(forge.Tail(quote.Escape(l), forge.MaxLog), "\n  | ")
 		}
 		keys, items = append(keys, key), append(items, item)
 	}
@@ -60,8 +63,7 @@ func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text
 		}
 		item := fmt.Sprintf("- %s by @%s (%s):", what, sanitize.Field(c.Author), c.URL)
 		if body != "" {
-			quoted := strings.ReplaceAll(forge.Bound(sanitize.Prose(body), maxFeedbackItem), "\n", "\n  > ")
-			item += "\n  > " + quoted
+			item += "\n  > " + quoteLines(forge.Bound(quote.Escape(body), maxFeedbackItem), "\n  > ")
 		}
 		keys, items = append(keys, c.ID), append(items, item)
 	}
@@ -70,6 +72,14 @@ func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text
 	}
 	text = fmt.Sprintf("Feedback on your pull request #%d (%s), delivered by lazy. Address it, commit, and say what you changed:\n\n%s", pr.Number, pr.URL, strings.Join(items, "\n\n"))
 	return keys, forge.Bound(text, maxFeedbackTurn)
+}
+
+// quoteLines puts prefix before every line of s after its first: what a
+// pull request says is quoted line by line (never cut inside a fence, as
+// the whole text is bounded), so none of its lines can pass for lazy's.
+// s is escaped already (quote.Escape): no CR or separator breaks a line.
+func quoteLines(s, prefix string) string {
+	return strings.ReplaceAll(s, "\n", prefix)
 }
 
 // DeliverForgeFeedback records new pull-request feedback on a submitted

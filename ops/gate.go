@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/worktree"
@@ -147,8 +148,13 @@ func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c
 	if err != nil {
 		run.Error = err.Error()
 	}
-	run.DurationMS, run.Passed, run.Failed, run.Tail, run.Refused = res.DurationMS, res.Passed && err == nil, res.Failed, res.Tail, res.Refused
+	// The record is pushed, shown and sent: what the commands printed (and
+	// a command line that holds a token) leaves without its secrets.
+	secrets := e.Secrets()
+	run.DurationMS, run.Passed, run.Failed, run.Tail, run.Refused = res.DurationMS, res.Passed && err == nil, secrets.Text(res.Failed), secrets.Text(res.Tail), res.Refused
+	run.Error = secrets.Text(run.Error)
 	for _, cmd := range res.Commands {
+		cmd.Cmd = secrets.Text(cmd.Cmd)
 		run.Commands = append(run.Commands, gitstore.GateCommand(cmd))
 	}
 	// This process's own record of what it saw comes first: it is what
@@ -354,7 +360,9 @@ func gateFeedback(into string, r gitstore.GateRun) string {
 		fmt.Fprintf(&b, "Failing check: %s\n", describeFailure(r))
 	}
 	if strings.TrimSpace(tail) != "" {
-		fmt.Fprintf(&b, "\nThe end of its output:\n\n%s\n", sanitize.Prose(tail))
+		// The output is the candidate's (its tests, its scripts): quoted, so
+		// it cannot pass for lazy's words.
+		fmt.Fprintf(&b, "\nThe end of its output:\n\n%s\n", quote.Block(tail))
 	}
 	b.WriteString("\nFix the cause in this worktree and commit. lazy runs the gate again after your turn.")
 	return b.String()

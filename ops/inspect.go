@@ -134,8 +134,11 @@ func (e *Env) Logs(_ context.Context, name string, lines int) (*LogTail, error) 
 	if len(all) > lines {
 		all, out.Truncated = all[len(all)-lines:], true
 	}
+	// The lines go to another agent (lazy_logs): without the secrets an
+	// agent printed, each JSON line still JSON.
+	secrets := e.Secrets()
 	for _, l := range all {
-		out.Lines = append(out.Lines, sanitize.Field(strings.TrimRight(l, "\r")))
+		out.Lines = append(out.Lines, sanitize.Field(strings.TrimRight(string(secrets.Log([]byte(l))), "\r")))
 	}
 	return out, nil
 }

@@ -36,7 +36,7 @@ func ResumePrompt(dirty bool, slug string, pending []gitstore.Turn) string {
 		return prompt
 	}
 	newest := pending[len(pending)-1]
-	prompt += "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + newest.Content
+	prompt += "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + quotedMessage(newest)
 	return withUndelivered(prompt, slug, pending[:len(pending)-1])
 }
 
@@ -50,7 +50,7 @@ func resumeAskPrompt(slug string, pending []gitstore.Turn) string {
 		return ResumeAsk
 	}
 	newest := pending[len(pending)-1]
-	return withUndelivered(ResumeAsk+" The question, verbatim:\n\n"+newest.Content, slug, pending[:len(pending)-1])
+	return withUndelivered(ResumeAsk+" The question, verbatim:\n\n"+quotedMessage(newest), slug, pending[:len(pending)-1])
 }
 
 // MaxConsecutiveInterruptions is the circuit breaker: after this many

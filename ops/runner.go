@@ -657,7 +657,9 @@ func (r *runner) logUpdate(ctx context.Context, id string) (pool.Update, bool) {
 	if err != nil || len(b) == 0 {
 		return pool.Update{}, false
 	}
-	commit, err := r.p.WriteLog(ctx, id, pool.LogTail(b))
+	// The pool's remote is shared: the log leaves without the secrets an
+	// agent printed.
+	commit, err := r.p.WriteLog(ctx, id, r.e.Secrets().Log(pool.LogTail(b)))
 	if err != nil {
 		return pool.Update{}, false
 	}

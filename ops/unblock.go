@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -233,7 +234,9 @@ func editedGoal(sn *gitstore.Snapshot) (string, error) {
 	if strings.TrimSpace(goal) == "" {
 		goal = "(the goal is now empty: the title says it all)"
 	}
-	return "[lazy] The task's goal was edited since your last turn; work to this version from now on.\n\nTitle: " + sn.Task.Title + "\n\nGoal:\n" + goal + "\n\n---\n\n", nil
+	// Whoever edited it (a person, or an agent over MCP), the goal is
+	// quoted: it must not pass for lazy's words around it.
+	return "[lazy] The task's goal was edited since your last turn; work to this version from now on.\n\nTitle: " + quote.Inline(sn.Task.Title) + "\n\nGoal:\n\n" + quote.Block(goal) + "\n\n---\n\n", nil
 }
 
 // repoDir is where git commands about branches run.

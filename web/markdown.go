@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"sync"
 
@@ -69,6 +70,18 @@ func (rawHTML) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 		_, _ = w.WriteString(`">`)
 		_, _ = w.Write(util.EscapeHTML(n.Label(source)))
 		_, _ = w.WriteString(`</a>`)
+		return ast.WalkContinue, nil
+	})
+	// A heading in someone's markdown is theirs, inside their box: it is
+	// rendered three levels down (h4 to h6, class md-h), so an agent's
+	// "## Goal" never reads as one of the page's own sections (h1 to h3).
+	reg.Register(ast.KindHeading, func(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+		level := min(node.(*ast.Heading).Level+3, 6)
+		if entering {
+			_, _ = fmt.Fprintf(w, `<h%d class="md-h">`, level)
+		} else {
+			_, _ = fmt.Fprintf(w, "</h%d>\n", level)
+		}
 		return ast.WalkContinue, nil
 	})
 	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {

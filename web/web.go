@@ -13,6 +13,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -21,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html/template"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -29,6 +31,7 @@ import (
 
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
@@ -210,11 +213,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var page bytes.Buffer
+	if err := pages().ExecuteTemplate(&page, name, data); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := pages().ExecuteTemplate(w, name, data); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	// A record pulled from a remote never passed lazy's intake: whatever
+	// field a bidi control came in, it is shown as the escape it is.
+	_, _ = io.WriteString(w, quote.Bidi(page.String()))
 }
 
 // fail answers with a page-less error sentence.

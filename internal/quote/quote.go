@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 )
@@ -132,3 +133,45 @@ func longestFenceRun(s string) int {
 	}
 	return best
 }
+
+// Bidi returns s with only its bidi controls (Unicode's Bidi_Control:
+// marks, embeddings, overrides, isolates) escaped visibly, as \u202e: for
+// a whole document lazy built and escaped otherwise (a web page), where a
+// control that came with a record pulled from a remote would reorder what
+// the reader sees of everything after it.
+func Bidi(s string) string {
+	return bidi(s, `\u%04x`)
+}
+
+// BidiJSON is Bidi for a JSON document: a bidi control can only be inside
+// a string there, and becomes the text \u202e (written \\u202e), so the
+// document stays valid JSON and decodes to the visible escape.
+func BidiJSON(b []byte) []byte {
+	s := string(b)
+	if out := bidi(s, `\\u%04x`); out != s {
+		return []byte(out)
+	}
+	return b
+}
+
+func bidi(s, format string) string {
+	i := strings.IndexFunc(s, isBidi)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isBidi(r) {
+			fmt.Fprintf(&b, format, r)
+		} else {
+			b.WriteString(s[i : i+size]) // byte for byte, invalid UTF-8 too
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func isBidi(r rune) bool { return r >= 0x600 && unicode.Is(unicode.Bidi_Control, r) }

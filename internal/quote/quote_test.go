@@ -1,6 +1,7 @@
 package quote
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -197,4 +198,21 @@ func FuzzBlock(f *testing.F) {
 			t.Fatalf("Inline(%q) after a list label made %d blocks", s, root.ChildCount())
 		}
 	})
+}
+
+func TestBidiEscapesOnlyBidi(t *testing.T) {
+	page := "<p>a\u202eb\u2066c\u200fd\u061ce</p>\n\tשלום \u200b\xff"
+	want := "<p>a\\u202eb\\u2066c\\u200fd\\u061ce</p>\n\tשלום \u200b\xff"
+	if got := Bidi(page); got != want {
+		t.Fatalf("Bidi = %q, want %q", got, want)
+	}
+	js := []byte(`{"t":"x` + "\u202e" + `y","u":"ok"}`)
+	got := BidiJSON(js)
+	var v struct{ T, U string }
+	if err := json.Unmarshal(got, &v); err != nil || v.T != `x\u202ey` || v.U != "ok" {
+		t.Fatalf("BidiJSON = %s (%v): %+v", got, err, v)
+	}
+	if plain := []byte(`{"a":1}`); &BidiJSON(plain)[0] != &plain[0] {
+		t.Fatal("BidiJSON copied a document without bidi")
+	}
 }

@@ -14,6 +14,8 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"sort"
@@ -27,12 +29,12 @@ const Mark = "…"
 // The shapes of a secret, compiled on first use.
 var shapes = sync.OnceValue(func() *patterns {
 	return &patterns{
-		assign:  regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"']+)`),
-		user:    regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@`),
+		assign:  regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'\\]+)`),
+		user:    regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@"'\\]+@`),
 		bearer:  regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`),
 		aws:     regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
 		known:   regexp.MustCompile(`\b(?:gh[opsur]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-ant-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35})`),
-		pem:     regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`),
+		pem:     regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[^"]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[^"]*)`),
 		run:     regexp.MustCompile(`[A-Za-z0-9_+/=-]{32,}`),
 		urlLike: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`),
 	}
@@ -176,3 +178,59 @@ func Text(s string) string { return (*Redactor)(nil).Text(s) }
 
 // Line is (*Redactor)(nil).Line: the shapes of secrets only.
 func Line(s string) string { return (*Redactor)(nil).Line(s) }
+
+// Log is an agent's log with its secrets taken out, line by line: a line
+// that is JSON (an agent's event stream) has them taken out of its
+// strings, so it stays the JSON it was; any other line as Text does.
+func (r *Redactor) Log(b []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(b))
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line = b[:i+1]
+		}
+		b = b[len(line):]
+		s := string(line)
+		if clean := r.Text(s); clean != s {
+			s = r.jsonLine(s, clean)
+		}
+		out.WriteString(s)
+	}
+	return out.Bytes()
+}
+
+// jsonLine redacts the strings of line when it is a JSON value, and
+// returns asText otherwise.
+func (r *Redactor) jsonLine(line, asText string) string {
+	body := strings.TrimRight(line, "\r\n")
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return asText
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r.walk(v)); err != nil {
+		return asText
+	}
+	return strings.TrimSuffix(out.String(), "\n") + line[len(body):]
+}
+
+func (r *Redactor) walk(v any) any {
+	switch v := v.(type) {
+	case string:
+		return r.Text(v)
+	case []any:
+		for i := range v {
+			v[i] = r.walk(v[i])
+		}
+	case map[string]any:
+		for k, x := range v {
+			v[k] = r.walk(x)
+		}
+	}
+	return v
+}

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -121,4 +122,36 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("Line(%q) = %q keeps an AWS key id", s, line)
 		}
 	})
+}
+
+// TestLogStaysJSON: an agent's event stream pushed to a pool's remote
+// leaves without its secrets, each JSON line still the JSON it was.
+func TestLogStaysJSON(t *testing.T) {
+	r := New("json:" + redacttest.HookTarget)
+	var log strings.Builder
+	for _, k := range redacttest.Kinds() {
+		text, _ := json.Marshal("TOKEN: \"x\" then " + k.Text + " and \\ " + redacttest.HookTarget)
+		log.WriteString(`{"type":"assistant","text":` + string(text) + `,"n":1.50}` + "\n")
+	}
+	log.WriteString("plain line with " + redacttest.Kinds()[4].Text + "\nlast line without a newline AKIAIOSFODNN7EXAMPLE")
+	got := string(r.Log([]byte(log.String())))
+	lines := strings.Split(got, "\n")
+	if len(lines) != len(redacttest.Kinds())+2 {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(redacttest.Kinds())+2, got)
+	}
+	for i, k := range redacttest.Kinds() {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &v); err != nil || v["type"] != "assistant" || !strings.Contains(lines[i], `"n":1.50`) {
+			t.Fatalf("line %d is no longer the JSON it was: %s (%v)", i, lines[i], err)
+		}
+		if strings.Contains(lines[i], k.Secret) || strings.Contains(lines[i], "XXXXSECRETPATH") {
+			t.Errorf("line %d keeps a secret: %s", i, lines[i])
+		}
+	}
+	if strings.Contains(got, "AKIAIOSFODNN7EXAMPLE") {
+		t.Errorf("a plain line keeps the AWS key id:\n%s", got)
+	}
+	if plain := "nothing secret\n{\"a\":1}\n"; string(r.Log([]byte(plain))) != plain {
+		t.Error("a log without secrets changed")
+	}
 }
