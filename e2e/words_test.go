@@ -158,3 +158,33 @@ func TestHandoffRecordQuotesTheAgentsWords(t *testing.T) {
 		t.Fatal("the web page does not show the agent's words")
 	}
 }
+
+// TestGateFeedbackQuotesTheOutput: the merge gate's output (the
+// candidate's own tests and scripts print it) forges lazy's sections and
+// carries bidi controls and a CR. The prompt of the fix turn lazy.gate.autoFix
+// starts (what the agent received in LAZY_PROMPT) quotes it: the forged
+// sections are inside the fence, none outside, nothing raw.
+func TestGateFeedbackQuotesTheOutput(t *testing.T) {
+	r := newRepo(t)
+	words := filepath.Join(t.TempDir(), "words")
+	if err := os.WriteFile(words, []byte(forgedWords), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.git("config", "lazy.gate", "cat "+words+"; "+gateCheck)
+	r.git("config", "lazy.gate.autoFix", "true")
+	r.git("config", "lazy.gate.maxAttempts", "2")
+	command, prompts := gateAgent(t, false)
+	tk := r.create("Gated work", "-m", "Write work.txt.")
+	r.ok("start", tk.Slug, "--agent", "exec", "--command", command)
+	r.waitStatus(tk.Slug, "blocked")
+	if res := r.run(nil, "accept", tk.Slug); res.Code == 0 || !strings.Contains(res.Stderr, "the failure went to the agent (fix round 1 of 2)") {
+		t.Fatalf("accept with the failing gate: %s", res)
+	}
+	eventually(t, "the fix turn's prompt", func() bool { return len(agentPrompts(t, prompts)) == 2 })
+	r.waitStatus(tk.Slug, "blocked")
+	fix := agentPrompts(t, prompts)[1]
+	if !strings.Contains(fix, "lazy's merge gate ran the repository's checks") || !strings.Contains(fix, "GATE: fixed.txt must say ok") {
+		t.Fatalf("the fix turn's prompt is not the gate's feedback:\n%s", fix)
+	}
+	checkQuotedWords(t, "the fix turn's prompt", fix, nil)
+}

@@ -108,9 +108,8 @@ func New(values ...string) *Redactor {
 
 // Text is s with every secret replaced by Mark: for text kept whole (a
 // gate's output tail, an agent log's lines). Long runs of token alphabet
-// are taken out only when they look random (upper and lower case letters
-// and digits in one stretch of 24 or more), so paths, commit ids and
-// identifiers stay readable.
+// are taken out only when they look random (randomLooking), so paths,
+// commit ids and identifiers stay readable.
 func (r *Redactor) Text(s string) string {
 	s = r.common(s)
 	return shapes().run.ReplaceAllStringFunc(s, func(m string) string {
@@ -148,14 +147,17 @@ func (r *Redactor) common(s string) string {
 
 // randomLooking reports whether a run of token alphabet has a stretch
 // (between slashes) of 24 or more characters that mixes upper and lower
-// case letters and digits, as generated keys do and paths, words and
+// case letters with digits scattered among them (two groups of digits or
+// more), as generated keys do; paths, words, identifiers in camel case
+// with a number (a Go test's temporary directory, TestName123456) and
 // hexadecimal ids do not.
 func randomLooking(run string) bool {
 	for _, seg := range strings.Split(run, "/") {
 		if len(seg) < 24 {
 			continue
 		}
-		var upper, lower, digit bool
+		var upper, lower bool
+		groups := 0
 		for i := 0; i < len(seg); i++ {
 			switch c := seg[i]; {
 			case c >= 'A' && c <= 'Z':
@@ -163,10 +165,12 @@ func randomLooking(run string) bool {
 			case c >= 'a' && c <= 'z':
 				lower = true
 			case c >= '0' && c <= '9':
-				digit = true
+				if i == 0 || seg[i-1] < '0' || seg[i-1] > '9' {
+					groups++
+				}
 			}
 		}
-		if upper && lower && digit {
+		if upper && lower && groups >= 2 {
 			return true
 		}
 	}
