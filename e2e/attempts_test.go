@@ -226,7 +226,7 @@ func TestAttemptsComparedOnTheWeb(t *testing.T) {
 	b := openBrowser(t, base+"/task/"+g.ID+"?token="+token)
 	b.waitFor("the Attempts table", `document.querySelectorAll("#attempts tbody tr").length === 2`)
 	row := b.eval(`document.getElementById("attempt-1").textContent`)
-	for _, want := range []string{"fix-login-a1", "exec", "blocked", "+1", "1 file(s)"} {
+	for _, want := range []string{"fix-login-a1", "exec", "blocked", "+1", "in 1 file"} {
 		if !strings.Contains(row, want) {
 			t.Fatalf("attempt 1's row %q lacks %q", row, want)
 		}

@@ -293,3 +293,43 @@ func TestWebAcceptShowsTheDryRunDiffFirst(t *testing.T) {
 		t.Fatalf("main has merged.txt %q", got)
 	}
 }
+
+// TestWebDiffAndTurnTextKeepTheirLines: in Chromium, the task page's diff
+// draws one line per diff line (no empty line after a hunk header or
+// after an added line that context follows), and a turn's text of
+// several lines keeps them.
+func TestWebDiffAndTurnTextKeepTheirLines(t *testing.T) {
+	r := withDaemon(t, newRepo(t))
+	if err := os.WriteFile(filepath.Join(r.dir, "notes.txt"), []byte("alpha\nbeta\ngamma\ndelta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.git("add", "notes.txt")
+	r.git("commit", "-q", "-m", "notes")
+	rr := r.with(script(t, "append notes.txt epsilon", "commit agent: one more note", "print done"))
+	tk := rr.create("Add a note", "-m", "First line of the goal.\nSecond line of the goal.\nThird line.")
+	rr.ok("start", tk.Slug, "--command", fakeAgentBin)
+	rr.waitStatus(tk.Slug, "blocked")
+	full, base := webURL(t, r)
+	_, token, _ := strings.Cut(full, "?token=")
+
+	b := openBrowser(t, base+"/task/"+tk.ID+"?token="+token)
+	b.waitFor("the diff", `document.querySelector("#diff details pre")`)
+	// Each line of the diff is one line on the page: the pre is as tall
+	// as its lines, and the line after the hunk header starts where the
+	// header ends.
+	got := b.eval(`(function(){ try {
+		var pre = document.querySelector("#diff details pre");
+		var lh = parseFloat(getComputedStyle(pre).lineHeight);
+		var lines = pre.textContent.replace(/\n$/, "").split("\n");
+		var hunk = pre.querySelector(".hunk"), next = hunk.nextElementSibling;
+		var gap = next.getBoundingClientRect().top - hunk.getBoundingClientRect().bottom;
+		return lines.length + " lines, " + Math.round(pre.getBoundingClientRect().height / lh) + " drawn, gap " + Math.round(gap) + ", first " + JSON.stringify(lines[0]) + ", after " + JSON.stringify(next.textContent.replace(/\n$/, ""));
+	} catch (e) { return "error: " + e + " in " + document.querySelector("#diff").innerHTML; } })()`)
+	if got != `5 lines, 5 drawn, gap 0, first "@@ -2,3 +2,4 @@ alpha", after " beta"` {
+		t.Fatalf("the diff as drawn: %s", got)
+	}
+	if got := b.eval(`document.querySelector("#turns .turn .md").innerText`); !strings.HasSuffix(got, "\nFirst line of the goal.\nSecond line of the goal.\nThird line.") {
+		t.Fatalf("the turn's text as drawn: %q", got)
+	}
+	checkScreenshot(t, b.screenshot("diff-lines"))
+}

@@ -27,7 +27,10 @@ import (
 var md = sync.OnceValue(func() goldmark.Markdown {
 	return goldmark.New(
 		goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.TaskList),
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawHTML{}, 100))),
+		// A newline in a turn's or a comment's text is a line break, as
+		// its writer meant it: agents and people write lines, not
+		// CommonMark paragraphs.
+		goldmark.WithRendererOptions(html.WithHardWraps(), renderer.WithNodeRenderers(util.Prioritized(rawHTML{}, 100))),
 	)
 })
 

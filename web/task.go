@@ -64,8 +64,8 @@ func parseDiff(out string, maxFiles, maxLines int) diff {
 			cur = &d.Files[len(d.Files)-1]
 			continue
 		}
-		if cur == nil {
-			continue
+		if cur == nil || line == "" {
+			continue // every diff line has a prefix; "" is the output's end
 		}
 		var cls string
 		switch {

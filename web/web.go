@@ -33,6 +33,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
@@ -59,6 +60,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		"display":    sanitize.Display, // pulled records skip intake: escape spoofing runes visibly
 		"categories": func() []machine.Category { return categories },
 		"indent":     func(depth int) string { return fmt.Sprintf("%dpx", 9+depth*22) },
+		"count":      words.Count,
 	}).ParseFS(files, "templates/*.html"))
 })
 

@@ -116,3 +116,29 @@ func TestTaskPageEscapesAStoredRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskPageDrawsOneLinePerDiffLine: each diff line is one block with
+// its newline inside it and nothing between the blocks (a newline there
+// drew an empty line after every hunk header), and a text's newlines are
+// line breaks (a turn of several lines was run into one).
+func TestTaskPageDrawsOneLinePerDiffLine(t *testing.T) {
+	s, st, dir := newServer(t)
+	sn := startedAs(t, st, dir, gitstore.CreateSpec{Title: "two lines", Goal: "First line.\nSecond line.", Actor: machine.Human}, "f.txt")
+	html := page(t, s.Handler(), "/task/"+sn.Task.ID)
+	i := strings.Index(html, `<details class="diff"`)
+	if i < 0 {
+		t.Fatalf("no diff on the page:\n%s", html)
+	}
+	pre := html[i:]
+	pre = pre[strings.Index(pre, "<pre>")+5 : strings.Index(pre, "</pre>")]
+	want := "<span class=\"ln meta\">new file mode 100644\n</span><span class=\"ln hunk\">@@ -0,0 &#43;1 @@\n</span><span class=\"ln add\">&#43;two lines\n</span>"
+	if pre != want {
+		t.Fatalf("the diff's lines:\n%q\nwant\n%q", pre, want)
+	}
+	if got := string(markdown("First line.\nSecond line.")); got != "<p>First line.<br>\nSecond line.</p>\n" {
+		t.Fatalf("a text's newline: %q", got)
+	}
+	if !strings.Contains(html, "First line.<br>\nSecond line.") {
+		t.Fatalf("the goal's lines run together on the page:\n%s", html)
+	}
+}
