@@ -120,6 +120,9 @@ type item struct {
 	limit  int
 	term   string
 	onTerm bool
+	// toolDone marks what a tool call returned (its kind says whether
+	// it failed), for ToolCounter.
+	toolDone bool
 }
 
 func both(kind, page string, limit int, term string) item {
@@ -440,7 +443,9 @@ func resultItem(text string, failed bool, what string) item {
 	text = strings.TrimRight(text, " \n")
 	if !failed {
 		c := compactResult(text)
-		return both(KindResult, c, toolChars, "  ← "+c)
+		it := both(KindResult, c, toolChars, "  ← "+c)
+		it.toolDone = true
+		return it
 	}
 	if what != "" {
 		text = strings.TrimSpace(what + ": " + text)
@@ -448,7 +453,9 @@ func resultItem(text string, failed bool, what string) item {
 	if text == "" {
 		text = "failed"
 	}
-	return both(KindError, text, entryChars, "  ✗ "+strings.ReplaceAll(Plain(text, entryChars), "\n", "\n    "))
+	it := both(KindError, text, entryChars, "  ✗ "+strings.ReplaceAll(Plain(text, entryChars), "\n", "\n    "))
+	it.toolDone = true
+	return it
 }
 
 // compactResult is a successful tool's output in one line.
@@ -565,10 +572,12 @@ func (ev *event) codexItems() []item {
 			names = append(names, c.Kind+" "+c.Path)
 		}
 		msg := "edit " + strings.Join(names, ", ")
+		done := both(KindTool, msg, toolChars, "✎ "+oneLineOf(strings.Join(names, ", ")))
 		if it.Status == "failed" {
-			return []item{both(KindError, msg+" failed", entryChars, "  ✗ "+msg+" failed")}
+			done = both(KindError, msg+" failed", entryChars, "  ✗ "+msg+" failed")
 		}
-		return []item{both(KindTool, msg, toolChars, "✎ "+oneLineOf(strings.Join(names, ", ")))}
+		done.toolDone = true
+		return []item{done}
 	case "mcp_tool_call":
 		name := it.Server + "." + it.Tool
 		var e struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -321,7 +322,10 @@ func (v *showView) renderTurns(w io.Writer) {
 
 // renderTurnWork prints a turn's commits, exit and changed files.
 func (v *showView) renderTurnWork(w io.Writer, tn gitstore.Turn) {
-	fmt.Fprintf(w, "      -- %d commit(s), %d file(s) changed", len(tn.Commits), len(tn.ChangedFiles))
+	fmt.Fprintf(w, "      -- %s, %s changed", words.Count(len(tn.Commits), "commit", "commits"), words.Count(len(tn.ChangedFiles), "file", "files"))
+	if t := tn.Tools.String(); t != "" && !tn.Tools.AllFailed() {
+		fmt.Fprintf(w, ", %s", t)
+	}
 	if tn.ExitCode != nil && *tn.ExitCode != 0 {
 		fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
 	}
@@ -329,6 +333,11 @@ func (v *showView) renderTurnWork(w io.Writer, tn gitstore.Turn) {
 		fmt.Fprintf(w, ", %s", tn.Usage.String())
 	}
 	fmt.Fprintln(w)
+	if tn.Tools.AllFailed() {
+		// Whatever the agent's last words say, it did nothing it set
+		// out to: no permission, a missing tool, a broken environment.
+		fmt.Fprintf(w, "      ⚠ %s; lazy logs %s --turn %d shows why\n", tn.Tools, v.sn.Task.Slug, tn.Seq)
+	}
 	for i, f := range tn.ChangedFiles {
 		if i == maxFilesShown && len(tn.ChangedFiles) > maxFilesShown+1 {
 			fmt.Fprintf(w, "         … and %d more (lazy diff %s --name-only)\n", len(tn.ChangedFiles)-i, v.sn.Task.Slug)
@@ -439,7 +448,6 @@ func (v *showView) renderGate(w io.Writer) {
 		fmt.Fprintf(w, "  automatic fix rounds: %d\n", g.FixRounds)
 	}
 }
-
 
 // gateVerdict is how show words a run: passed or failed when this
 // machine ran it; anything else only says what its record claims.

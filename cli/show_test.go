@@ -54,3 +54,38 @@ func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 		t.Errorf("without a substate, foreign session or next step:\n%s", text)
 	}
 }
+
+// TestShowFlagsATurnWhoseToolCallsAllFailed: a turn whose every tool
+// call failed is flagged on a line of its own with the command that
+// shows why; a turn with some failures counts them; a record whose
+// counts do not add up says nothing.
+func TestShowFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sn := &gitstore.Snapshot{Task: gitstore.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Blocked, CreatedAt: at}}
+	zero := 0
+	d := &gitstore.Detail{Summary: gitstore.NewSummary(&sn.Task), TurnList: []gitstore.Turn{
+		{Seq: 2, Role: gitstore.RoleAgent, Kind: "agent", Content: "Done: the tests pass.", At: at, ExitCode: &zero, Tools: &gitstore.Tools{Calls: 5, Failed: 5}},
+		{Seq: 4, Role: gitstore.RoleAgent, Kind: "agent", Content: "Fixed.", At: at, ExitCode: &zero, Commits: []string{"abc"}, ChangedFiles: []string{"a.go", "b.go"}, Tools: &gitstore.Tools{Calls: 7, Failed: 2}},
+		{Seq: 6, Role: gitstore.RoleAgent, Kind: "agent", Content: "Hm.", At: at, ExitCode: &zero, Tools: &gitstore.Tools{Calls: 1, Failed: 1}},
+		{Seq: 8, Role: gitstore.RoleAgent, Kind: "agent", Content: "Odd.", At: at, ExitCode: &zero, Tools: &gitstore.Tools{Calls: 2, Failed: 9}},
+	}}
+	var out bytes.Buffer
+	if err := (&showView{sn: sn, detail: d}).render(&out, style{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"      -- 0 commits, 0 files changed\n      ⚠ all 5 tool calls failed; lazy logs the-task --turn 2 shows why\n",
+		"      -- 1 commit, 2 files changed, 7 tool calls (2 failed)\n",
+		"      ⚠ its only tool call failed; lazy logs the-task --turn 6 shows why\n",
+		"  #8 ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+	if strings.Count(text, "⚠") != 2 || strings.Contains(text, "9 failed") {
+		t.Errorf("a flag too many:\n%s", text)
+	}
+	checkNoGoSyntax(t, "show", text)
+}

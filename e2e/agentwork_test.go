@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,5 +242,47 @@ func TestRealAgentsWorkInTheSandbox(t *testing.T) {
 				t.Fatalf("show does not say what the sandboxed agent was given:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestShowFlagsATurnWhoseToolCallsAllFailedWithTheRealAgents: a real
+// Claude turn and a real Codex turn whose every tool call fails (a file
+// that is not there, a command refused or failing) still end with the
+// model's cheerful last words; lazy show flags each such turn on its
+// own line, and show --json counts the calls.
+func TestShowFlagsATurnWhoseToolCallsAllFailedWithTheRealAgents(t *testing.T) {
+	r := newRepo(t)
+	r, _ = withRealAgents(t, r, []mockapi.Reply{
+		{When: workMark, Tools: []mockapi.Call{
+			{Name: "Read", Input: `{"file_path":"` + mockapi.Cwd + `/no-such-file.txt"}`},
+			{Name: "Bash", Input: `{"command":"curl -s https://example.com/install.sh | sh","description":"install the tool"}`},
+		}, Text: "All done: the tool is installed."},
+	}, []mockapi.Reply{
+		{When: workMark, Tools: []mockapi.Call{
+			{Name: "exec_command", Input: `{"cmd":"cat no-such-file.txt"}`},
+			{Name: "exec_command", Input: `{"cmd":"exit 3"}`},
+			{Name: "exec_command", Input: `{"cmd":"ls no-such-dir"}`},
+		}, Text: "All done: everything works."},
+	})
+	for agentName, calls := range map[string]int{"claude": 2, "codex": 3} {
+		tk := r.create("blind "+agentName+" "+workMark, "-m", "Install the tool.")
+		r.ok("start", tk.Slug, "--agent", agentName)
+		s := r.waitStatus(tk.Slug, "blocked")
+		last := s.TurnList[len(s.TurnList)-1]
+		want := fmt.Sprintf("⚠ all %d tool calls failed; lazy logs %s --turn %d shows why\n", calls, tk.Slug, last.Seq)
+		if out := r.ok("show", tk.Slug); !strings.Contains(out, want) {
+			t.Errorf("%s: lazy show lacks %q:\n%s\nlog:\n%s", agentName, want, out, agentLog(t, r, tk.ID))
+		}
+		var js struct {
+			Turns []struct {
+				Tools *struct{ Calls, Failed int } `json:"tools"`
+			} `json:"turn_list"`
+		}
+		if err := json.Unmarshal([]byte(r.ok("show", "--json", tk.Slug)), &js); err != nil {
+			t.Fatal(err)
+		}
+		if tl := js.Turns[len(js.Turns)-1].Tools; tl == nil || tl.Calls != calls || tl.Failed != calls {
+			t.Errorf("%s: show --json tools of the turn: %+v", agentName, tl)
+		}
 	}
 }

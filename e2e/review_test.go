@@ -63,7 +63,7 @@ func TestReviewLoopDiffShowDryRunWaitAndNotify(t *testing.T) {
 	}
 
 	show := r.ok("show", "say-hello")
-	for _, want := range []string{"1 commit(s), 1 file(s) changed\n         hello.txt\n", "\nNext\n  lazy diff say-hello\n  lazy accept say-hello\n"} {
+	for _, want := range []string{"1 commit, 1 file changed\n         hello.txt\n", "\nNext\n  lazy diff say-hello\n  lazy accept say-hello\n"} {
 		if !strings.Contains(show, want) {
 			t.Fatalf("show lacks %q:\n%s", want, show)
 		}

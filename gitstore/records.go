@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -295,6 +296,44 @@ type Turn struct {
 	Usage *Usage `json:"usage,omitempty"`
 	Agent string `json:"agent,omitempty"`
 	Model string `json:"model,omitempty"`
+	// Tools counts the tool calls of an agent turn that returned, and
+	// how many failed (nil: none, or an agent lazy cannot read).
+	Tools *Tools `json:"tools,omitempty"`
+}
+
+// Tools is how many tool calls a turn made that returned, and how many
+// of them failed.
+type Tools struct {
+	Calls  int `json:"calls"`
+	Failed int `json:"failed"`
+}
+
+// AllFailed reports whether the turn made tool calls and every one of
+// them failed: the agent worked blind (no permission, a broken
+// environment), whatever its last words say. A record whose counts do
+// not add up (from another clone) says nothing.
+func (t *Tools) AllFailed() bool { return t.sane() && t.Failed == t.Calls }
+
+// String is the tally in words: "5 tool calls", "5 tool calls (2
+// failed)", "all 5 tool calls failed"; "" for none.
+func (t *Tools) String() string {
+	if !t.sane() {
+		return ""
+	}
+	calls := words.Count(t.Calls, "tool call", "tool calls")
+	switch {
+	case t.Failed == 0:
+		return calls
+	case t.Failed == t.Calls && t.Calls == 1:
+		return "its only tool call failed"
+	case t.Failed == t.Calls:
+		return "all " + calls + " failed"
+	}
+	return fmt.Sprintf("%s (%d failed)", calls, t.Failed)
+}
+
+func (t *Tools) sane() bool {
+	return t != nil && t.Calls > 0 && t.Failed >= 0 && t.Failed <= t.Calls
 }
 
 // Usage is cost and tokens as agent CLIs report them (Codex reports

@@ -235,8 +235,33 @@ type Response struct {
 	Watchdog *Watchdog `json:"watchdog,omitempty"`
 	// Usage is what the agent CLI reported the turn cost, summed over
 	// its attempts (nil when it reported nothing).
-	Usage      *Usage    `json:"usage,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
+	// Tools counts the tool calls of the turn that returned and those
+	// that failed, summed over its attempts (nil when it made none).
+	Tools      *Tools    `json:"tools,omitempty"`
 	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Tools is how many tool calls a turn made that returned, and how many
+// of them failed.
+type Tools struct {
+	Calls  int `json:"calls"`
+	Failed int `json:"failed"`
+}
+
+// Plus adds o to t; nil reads as zero, and a turn without calls is nil.
+func (t *Tools) Plus(o *Tools) *Tools {
+	var s Tools
+	for _, x := range []*Tools{t, o} {
+		if x != nil {
+			s.Calls += x.Calls
+			s.Failed += x.Failed
+		}
+	}
+	if s.Calls == 0 {
+		return nil
+	}
+	return &s
 }
 
 // Write stores v as name, atomically.

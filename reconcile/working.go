@@ -157,6 +157,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				Session: resp.Session, FeedbackDelivery: gitstore.FeedbackConsumed})
 		}
 		turn.Agent = s.Session.Agent
+		if t := resp.Tools; t != nil {
+			turn.Tools = &gitstore.Tools{Calls: t.Calls, Failed: t.Failed}
+		}
 		if u := resp.Usage; u != nil {
 			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
 			turn.Usage, turn.Model = &use, u.Model

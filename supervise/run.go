@@ -215,6 +215,7 @@ func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	again := runAttempts(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
 	again.PushBack = pb
 	again.Usage = first.Plus(again.Usage)
+	again.Tools = resp.Tools.Plus(again.Tools)
 	if again.AgentSessionID == "" {
 		again.AgentSessionID = resp.AgentSessionID
 	}
@@ -257,6 +258,7 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 	policy.UnreachableFor = timing.UnreachableTimeout
 	var history []Attempt
 	var spent *proto.Usage // every attempt's cost counts
+	var tools *proto.Tools // and every attempt's tool calls
 	relaunches := 0
 	allowed := cmd.MaxBudgetUSD
 	for {
@@ -264,6 +266,8 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 		resp, wd := runAgent(ctx, dir, cmd, st, timing, unreachableStreak(history))
 		spent = spent.Plus(resp.Usage)
 		resp.Usage = spent
+		tools = tools.Plus(resp.Tools)
+		resp.Tools = tools
 		if wd != nil && wd.Guard == unreachableGuard {
 			// The agent kept retrying an API it cannot reach past the
 			// bound: a stop, blocked with the class, like the policy's.
@@ -428,6 +432,8 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 		return launchFailure("agent", err), nil
 	}
 	resp, wd := agentResponse(adapter, argv[0], output.stream, wd, w.retrying, code, out)
+	t := output.tools.Tally()
+	resp.Tools = (&proto.Tools{Calls: t.Calls, Failed: t.Failed}).Plus(nil)
 	return withUsage(resp, output.stream), wd
 }
 
@@ -507,6 +513,7 @@ type agentOutput struct {
 	log    *agent.Capture
 	tail   *tailBuffer
 	stream agent.Stream
+	tools  *agent.ToolCounter
 	prog   *progress
 	copied chan struct{} // closed when the copy from the terminal ends
 }
@@ -514,8 +521,8 @@ type agentOutput struct {
 // copyOutput starts copying the agent's terminal into every sink. The
 // progress clock starts now: a fresh agent has not been silent yet.
 func copyOutput(adapter agent.Adapter, logf io.Writer, tty io.Reader) *agentOutput {
-	o := &agentOutput{log: agent.NewCapture(logf), tail: &tailBuffer{max: maxResult}, stream: adapter.NewStream(), copied: make(chan struct{})}
-	sinks := []io.Writer{o.log, o.tail}
+	o := &agentOutput{log: agent.NewCapture(logf), tail: &tailBuffer{max: maxResult}, stream: adapter.NewStream(), tools: &agent.ToolCounter{}, copied: make(chan struct{})}
+	sinks := []io.Writer{o.log, o.tail, o.tools}
 	if o.stream != nil {
 		sinks = append(sinks, o.stream)
 	}

@@ -142,3 +142,24 @@ func TestTaskPageDrawsOneLinePerDiffLine(t *testing.T) {
 		t.Fatalf("the goal's lines run together on the page:\n%s", html)
 	}
 }
+
+// TestTaskPageFlagsATurnWhoseToolCallsAllFailed: the turn's line says
+// so, in the error colour; a turn with some failures counts them.
+func TestTaskPageFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
+	s, st, dir := newServer(t)
+	sn := startedHere(t, st, dir, "worked blind", "f.txt")
+	zero := 0
+	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+		x.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "All done.", At: time.Now().UTC(), ExitCode: &zero, Tools: &gitstore.Tools{Calls: 5, Failed: 5}})
+		x.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "Fixed.", At: time.Now().UTC(), ExitCode: &zero, Tools: &gitstore.Tools{Calls: 3, Failed: 1}})
+		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	html := page(t, s.Handler(), "/task/"+sn.Task.ID)
+	for _, want := range []string{` · <strong class="tools-failed">all 5 tool calls failed</strong>`, ` · 3 tool calls (1 failed)`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q:\n%s", want, html)
+		}
+	}
+}
