@@ -258,7 +258,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 	}
 	spec, _ := a.cfg.Get("lazy.pushRefspec")
 	if _, err := a.store.Push(ctx, remote, spec); err != nil {
-		return fmt.Errorf("marked %d task(s) for the pool here, but pushing them to %s failed (lazy push retries): %w", len(marked), remote, err)
+		return fmt.Errorf("marked %s for the pool here, but pushing %s to %s failed (lazy push retries): %w", words.Count(len(marked), "task", "tasks"), words.Plural(len(marked), "it", "them"), remote, err)
 	}
 	if c.JSON {
 		out := make([]gitstore.Summary, len(marked))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/sandbox"
@@ -116,7 +117,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	}
 	if remain > 0 {
 		if !c.JSON {
-			fmt.Fprintf(a.stderr, "lazy: %d problem(s) left unrepaired\n", remain)
+			fmt.Fprintf(a.stderr, "lazy: %s left unrepaired\n", words.Count(remain, "problem", "problems"))
 		}
 		return silentExit{code: 1, err: errProblemsRemain}
 	}

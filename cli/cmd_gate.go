@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // GateCmd runs the merge gate on a task now, without landing it.
@@ -45,7 +46,7 @@ func (c *GateCmd) Run(a *app, ctx context.Context) error {
 		case failed:
 			fmt.Fprintf(w, "Gate failed (run %s) on %s: %s\nlazy show %s has the output's tail; the whole log is %s\n", res.Run.ID, sanitize.Field(res.Into), sanitize.Field(res.Run.Failed+res.Run.Error), sanitize.Field(c.Task), sanitize.Field(res.Run.Log))
 		default:
-			fmt.Fprintf(w, "Gate passed (run %s, %d command(s), %.1fs) on %s; lazy accept %s lands this tree without running it again while %s stays where it is.\n", res.Run.ID, len(res.Run.Commands), float64(res.Run.DurationMS)/1000, sanitize.Field(res.Into), sanitize.Field(c.Task), sanitize.Field(res.Into))
+			fmt.Fprintf(w, "Gate passed (run %s, %s, %.1fs) on %s; lazy accept %s lands this tree without running it again while %s stays where it is.\n", res.Run.ID, words.Count(len(res.Run.Commands), "command", "commands"), float64(res.Run.DurationMS)/1000, sanitize.Field(res.Into), sanitize.Field(c.Task), sanitize.Field(res.Into))
 		}
 	}
 	if failed {

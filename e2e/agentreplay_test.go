@@ -205,7 +205,7 @@ func TestSupervisorPushesBackOnUncommittedChanges(t *testing.T) {
 	n := len(s.TurnList)
 	first, pb, last := s.TurnList[n-3], s.TurnList[n-2], s.TurnList[n-1]
 	if first.Role != "agent" || first.Content != "wrote left.txt" ||
-		pb.Role != "human" || pb.Actor != "supervisor" || pb.Kind != "push-back" || !strings.Contains(pb.Content, "uncommitted changes in the worktree (1 file(s): left.txt)") ||
+		pb.Role != "human" || pb.Actor != "supervisor" || pb.Kind != "push-back" || !strings.Contains(pb.Content, "uncommitted changes in the worktree (1 file: left.txt)") ||
 		last.Content != "committed left.txt" || len(last.Commits) != 1 {
 		t.Fatalf("turns %+v", s.TurnList)
 	}

@@ -150,7 +150,7 @@ func TestDoctorReportsThenRepairs(t *testing.T) {
 
 	res := r.run(nil, "doctor")
 	if res.Code != 1 || !strings.Contains(res.Stdout, "uncommitted changes") || !strings.Contains(res.Stdout, dead.Slug+": interrupted:") ||
-		!strings.Contains(res.Stderr, "2 problem(s) left unrepaired") {
+		!strings.Contains(res.Stderr, "2 problems left unrepaired") {
 		t.Fatalf("human-readable doctor: %s", res)
 	}
 }

@@ -126,7 +126,7 @@ func TestGitLabSubmitUpdatesOneMergeRequestAndAcceptMergesThroughGlab(t *testing
 		st.MRs[0].ApprovalsLeft = 1
 	})
 	res := r.run(nil, "accept", tk.Slug)
-	if res.Code != 0 || !strings.Contains(res.Stdout, "not merged yet (1 check(s) pending, approval required)") {
+	if res.Code != 0 || !strings.Contains(res.Stdout, "not merged yet (1 check pending, approval required)") {
 		t.Fatalf("pending accept: %s", res)
 	}
 	if s := f.pr(tk.Slug); s.Status != "merging" || s.PR.Review != "review_required" {

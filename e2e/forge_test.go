@@ -624,7 +624,7 @@ func TestWithoutAutoMergeAReadyPullRequestIsMergedByTheNextAcceptOrTheSync(t *te
 	})
 	for _, tk := range []task{a, b} {
 		res := r.run(nil, "accept", tk.Slug)
-		if res.Code != 0 || !strings.Contains(res.Stdout, "not merged yet (1 check(s) pending)") {
+		if res.Code != 0 || !strings.Contains(res.Stdout, "not merged yet (1 check pending)") {
 			t.Fatalf("accept with a check running: %s", res)
 		}
 	}

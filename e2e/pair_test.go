@@ -97,7 +97,7 @@ func TestPairHandsTheTerminalOver(t *testing.T) {
 	s := r.showFull(tk.Slug)
 	last := s.TurnList[len(s.TurnList)-1]
 	// The pairing's work is the human's, so its turn is labelled human.
-	if s.Status != "blocked" || last.Kind != "pair" || last.Role != "human" || last.Actor != "human" || !strings.Contains(last.Content, "1 commit(s)") || len(last.Commits) != 1 {
+	if s.Status != "blocked" || last.Kind != "pair" || last.Role != "human" || last.Actor != "human" || !strings.Contains(last.Content, "1 commit;") || len(last.Commits) != 1 {
 		t.Fatalf("after pairing: %s, last turn %+v", s.Status, last)
 	}
 	if !strings.Contains(output(), "bye") {

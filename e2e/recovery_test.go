@@ -391,7 +391,7 @@ func TestAutoResumeHandsAnUpstreamConflictToTheAgent(t *testing.T) {
 	if b, _ := os.ReadFile(counter); string(b) != "2" {
 		t.Fatalf("the agent ran %s times, want 2", b)
 	}
-	if p := readArgv(t, argvFile); !strings.Contains(p[len(p)-1], "conflicted in 1 file(s): shared.txt") || !strings.Contains(p[len(p)-1], "resumed after a crash") {
+	if p := readArgv(t, argvFile); !strings.Contains(p[len(p)-1], "conflicted in 1 file: shared.txt") || !strings.Contains(p[len(p)-1], "resumed after a crash") {
 		t.Fatalf("the resumed agent was told %q", p[len(p)-1])
 	}
 	if parents := strings.Fields(r.git("log", "-1", "--format=%P", "lazy/"+tk.Slug)); len(parents) != 2 {

@@ -58,7 +58,7 @@ func TestReviewLoopDiffShowDryRunWaitAndNotify(t *testing.T) {
 	if out := r.ok("diff", "say-hello", "--stat"); !strings.Contains(out, "1 file changed") {
 		t.Fatalf("diff --stat: %q", out)
 	}
-	if out := r.ok("diff", "say-hello", "--", "other.txt"); out != "" {
+	if out := r.ok("diff", "say-hello", "--", "other.txt"); out != "No changes on lazy/say-hello against main in other.txt.\n" {
 		t.Fatalf("diff limited to another path: %q", out)
 	}
 

@@ -127,7 +127,7 @@ func TestUpstreamConflictGoesToTheAgent(t *testing.T) {
 	}
 	s = r.waitStatus("conflicts", "blocked")
 	prompt := readArgv(t, argvFile)
-	if p := prompt[len(prompt)-1]; !strings.Contains(p, "conflicted in 1 file(s): README.md") || !strings.HasSuffix(p, "carry on") {
+	if p := prompt[len(prompt)-1]; !strings.Contains(p, "conflicted in 1 file: README.md") || !strings.HasSuffix(p, "carry on") {
 		t.Fatalf("the agent was told %q", p)
 	}
 	last := s.TurnList[len(s.TurnList)-1]

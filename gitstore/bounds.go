@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // Bounds of one read of a whole record. limits.go bounds each object, but
@@ -289,5 +290,5 @@ func clipAll(goal *string, turns []Turn, comments []Comment, max int, hint strin
 }
 
 func clipped(n, max int) string {
-	return fmt.Sprintf("%d text(s) longer than %s are shown cut", n, gitrepo.HumanBytes(int64(max)))
+	return fmt.Sprintf("%s longer than %s %s shown cut", words.Count(n, "text", "texts"), gitrepo.HumanBytes(int64(max)), words.Plural(n, "is", "are"))
 }

@@ -188,7 +188,7 @@ func TestClipText(t *testing.T) {
 	}
 	d := &Detail{Goal: strings.Repeat("g", 100), TurnList: []Turn{{Content: "ok"}}, Journal: []Comment{{Journal: &JournalEntry{Decisions: []string{strings.Repeat("d", 100)}}}}}
 	d.Clip(10, "")
-	if len(d.Goal) > 60 || len(d.Journal[0].Journal.Decisions[0]) > 60 || len(d.Truncated) != 1 || !strings.Contains(d.Truncated[0], "2 text(s) longer than 10 bytes") {
+	if len(d.Goal) > 60 || len(d.Journal[0].Journal.Decisions[0]) > 60 || len(d.Truncated) != 1 || !strings.Contains(d.Truncated[0], "2 texts longer than 10 bytes are") {
 		t.Fatalf("Clip: %q %q %q", d.Goal, d.Journal[0].Journal.Decisions[0], d.Truncated)
 	}
 }

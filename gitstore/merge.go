@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -521,7 +522,7 @@ func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, a
 	}
 	op := Op{Name: "merge", Actor: machine.System, To: t.Status, Clock: clock, Host: MergeHost, At: t.UpdatedAt}
 	if len(refused) > 0 {
-		op.Reason = fmt.Sprintf("%d operation(s) refused after reordering", len(refused))
+		op.Reason = fmt.Sprintf("%s refused after reordering", words.Count(len(refused), "operation", "operations"))
 	}
 	var entries []treeEntry
 	blob := func(name string, v any) error {

@@ -53,7 +53,7 @@ func TestLazyCostIsTheBuildersReadOnlyReport(t *testing.T) {
 	if rep.By != "agent" || rep.Task != "parent" || len(rep.Rows) != 1 || rep.Rows[0].Key != "codex" || rep.Total.CostUSD != 2.5 || rep.Total.Tasks != 2 || rep.Total.Turns == nil || *rep.Total.Turns != 2 {
 		t.Fatalf("lazy_cost: %s", out)
 	}
-	if h := headline("lazy_cost", rep); !strings.HasPrefix(h, "Agent turns cost $2.5000 (140 in, 4 cached, 14 out tokens) over 2 task(s) since ") || !strings.Contains(h, "\n- codex: $2.5000") {
+	if h := headline("lazy_cost", rep); !strings.HasPrefix(h, "Agent turns cost $2.5000 (140 in, 4 cached, 14 out tokens) over 2 tasks since ") || !strings.Contains(h, "\n- codex: $2.5000") {
 		t.Fatalf("headline %q", h)
 	}
 	out, err = d.Call(ctx, builder, "lazy_cost", json.RawMessage(`{}`))

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/marks"
 )
 
@@ -36,7 +37,7 @@ func headline(tool string, out any) string {
 			return "No tasks."
 		}
 		lines := make([]string, 0, len(o.Tasks)+1)
-		lines = append(lines, fmt.Sprintf("%d task(s):", o.Count))
+		lines = append(lines, fmt.Sprintf("%s:", words.Count(o.Count, "task", "tasks")))
 		for _, t := range o.Tasks {
 			lines = append(lines, "- "+task(t)+": "+quote.Inline(t.Title))
 		}
@@ -71,17 +72,17 @@ func headline(tool string, out any) string {
 	case gitstore.Detail:
 		return task(View{Summary: o.Summary, Live: o.Live}) + ": " + quote.Inline(o.Title)
 	case DiffOut:
-		head := fmt.Sprintf("%d file(s) changed on %s since %s; %d uncommitted.", len(o.Files), o.Branch, o.Base, len(o.Uncommitted))
+		head := fmt.Sprintf("%s changed on %s since %s; %d uncommitted.", words.Count(len(o.Files), "file", "files"), o.Branch, o.Base, len(o.Uncommitted))
 		if o.ProtectedChanges != nil {
 			head += " It " + o.ProtectedChanges.Line() + "."
 		}
 		return head
 	case LogsOut:
-		return fmt.Sprintf("The last %d line(s) of the agent log.", len(o.Lines))
+		return fmt.Sprintf("The last %s of the agent log.", words.Count(len(o.Lines), "line", "lines"))
 	case JournalOut:
 		return fmt.Sprintf("Journal entry #%d recorded on %s.", o.Entry.Seq, o.Task.Slug)
 	case CostOut:
-		head := fmt.Sprintf("Agent turns cost $%.4f (%d in, %d cached, %d out tokens) over %d task(s)", o.Total.CostUSD, o.Total.InputTokens, o.Total.CachedInputTokens, o.Total.OutputTokens, o.Total.Tasks)
+		head := fmt.Sprintf("Agent turns cost $%.4f (%d in, %d cached, %d out tokens) over %s", o.Total.CostUSD, o.Total.InputTokens, o.Total.CachedInputTokens, o.Total.OutputTokens, words.Count(o.Total.Tasks, "task", "tasks"))
 		if o.Since != "" {
 			head += " since " + o.Since
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -802,8 +803,8 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 	case st == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted:
 		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
 	case st == machine.Conflict || sn.PendingViolations() > 0:
-		return nil, fmt.Errorf("accept %s: %d file-permission violation(s) are pending (%s); decide them with lazy unblock --approve-file PATH or --no-approve-files first",
-			slug, sn.PendingViolations(), strings.Join(sn.Violations.Pending, ", "))
+		return nil, fmt.Errorf("accept %s: %s pending (%s); decide them with lazy unblock --approve-file PATH or --no-approve-files first",
+			slug, words.Count(sn.PendingViolations(), "file-permission violation is", "file-permission violations are"), strings.Join(sn.Violations.Pending, ", "))
 	case st != machine.Blocked && st != machine.Submitted:
 		if err := AcceptableStatus(slug, st); err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -31,7 +32,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 			a.say(func(n Narrator) { n.Note(claim) })
 		}
 		a.say(func(n Narrator) {
-			n.Note(fmt.Sprintf("gate: %d command(s) from %s on %s, timeout %s", len(a.gp.cmds), a.gp.source, short(c.tree), a.gp.Timeout))
+			n.Note(fmt.Sprintf("gate: %s from %s on %s, timeout %s", words.Count(len(a.gp.cmds), "command", "commands"), a.gp.source, short(c.tree), a.gp.Timeout))
 		})
 	})
 	switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -481,7 +482,7 @@ func pendingReason(pr *forge.PR) string {
 				n++
 			}
 		}
-		why = append(why, fmt.Sprintf("%d check(s) pending", n))
+		why = append(why, fmt.Sprintf("%s pending", words.Count(n, "check", "checks")))
 	}
 	switch pr.Review {
 	case forge.ReviewRequired:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -71,7 +72,7 @@ func withUndelivered(prompt, slug string, older []gitstore.Turn) string {
 	}
 	var b strings.Builder
 	b.WriteString(prompt)
-	fmt.Fprintf(&b, "\n\n---\n\n%d earlier message(s) were recorded for you, but no turn of yours finished with them (each was interrupted or stopped first). Here they are, oldest first, verbatim:", len(older))
+	fmt.Fprintf(&b, "\n\n---\n\n%s recorded for you, but no turn of yours finished with %s (each was interrupted or stopped first). Here %s, oldest first, verbatim:", words.Count(len(older), "earlier message was", "earlier messages were"), words.Plural(len(older), "it", "them"), words.Plural(len(older), "it is", "they are"))
 	used := 0
 	var unsent []string
 	for _, t := range older {

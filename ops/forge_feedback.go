@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
 
@@ -117,7 +118,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 			s.Task.Status = machine.Blocked
 			s.Task.Forge.Revising = true
 		}
-		return &gitstore.Op{Name: "forge-feedback", Actor: machine.System, Reason: fmt.Sprintf("%d new item(s) from pull request #%d", len(keys), pr.Number)}, nil
+		return &gitstore.Op{Name: "forge-feedback", Actor: machine.System, Reason: fmt.Sprintf("%s from pull request #%d", words.Count(len(keys), "new item", "new items"), pr.Number)}, nil
 	})
 	if err != nil || turn.Seq == 0 || !fix {
 		if turn.Seq == 0 {

@@ -585,7 +585,7 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 	if en, ok := r.e.InQueue(sub.Task.ID); ticket == nil || !ok || en.State != QueueGating {
 		t.Fatalf("re-entered through the forge: %+v, %v", en, ok)
 	}
-	ticket.leaveThroughForge(&AcceptResult{Pending: "1 check(s) pending"}, nil)
+	ticket.leaveThroughForge(&AcceptResult{Pending: "1 check pending"}, nil)
 	if _, ok := r.e.InQueue(sub.Task.ID); ok {
 		t.Fatal("still queued after its merge was requested")
 	}

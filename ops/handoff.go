@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -108,7 +109,7 @@ func clip(s string, n int) string {
 // began, the files they touched, and what is uncommitted.
 func (e *Env) handoffState(ctx context.Context, sn *gitstore.Snapshot) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "- Status: %s after %d turn(s), %d session(s).\n", sn.Task.Status, sn.Task.Turns, sn.Task.Sessions)
+	fmt.Fprintf(&b, "- Status: %s after %s, %s.\n", sn.Task.Status, words.Count(sn.Task.Turns, "turn", "turns"), words.Count(sn.Task.Sessions, "session", "sessions"))
 	dir := sn.Session.Worktree
 	if local, err := e.Owned(sn); err == nil {
 		dir = local.Worktree

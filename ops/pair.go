@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/allowpath"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -102,7 +103,7 @@ func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*gitstore.
 	commits, _ := worktree.Commits(ctx, wt, p.StartSHA)
 	changed, _ := worktree.ChangedFiles(ctx, wt, p.StartSHA)
 	took := time.Since(p.Started).Round(time.Second)
-	summary := fmt.Sprintf("[pair] paired for %s; %d commit(s); %d file(s) changed", took, len(commits), len(changed))
+	summary := fmt.Sprintf("[pair] paired for %s; %s; %s changed", took, words.Count(len(commits), "commit", "commits"), words.Count(len(changed), "file", "files"))
 	if exitCode != 0 {
 		summary += fmt.Sprintf("; the agent exited with code %d", exitCode)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -156,7 +157,7 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 	p.Message = strings.TrimSuffix(msg, "\n")
 	switch {
 	case sn.Task.Status == machine.Conflict || sn.PendingViolations() > 0:
-		p.Blocker = fmt.Sprintf("%d file-permission violation(s) are pending; decide them with lazy unblock --approve-file PATH or --no-approve-files first", sn.PendingViolations())
+		p.Blocker = fmt.Sprintf("%s pending; decide them with lazy unblock --approve-file PATH or --no-approve-files first", words.Count(sn.PendingViolations(), "file-permission violation is", "file-permission violations are"))
 	case len(p.Files) == 0:
 		p.Blocker = "the branch changes nothing relative to " + r.Into + "; lazy close it instead"
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -93,7 +94,7 @@ func (e *Env) submitPreflight(ctx context.Context, sn *gitstore.Snapshot) error 
 	case st == machine.Merging && sn.Task.ForgePending():
 		return fmt.Errorf("submit %s: a merge of pull request #%d is pending on the forge; run lazy accept to check on it", slug, sn.Task.Forge.Number)
 	case st == machine.Conflict || sn.PendingViolations() > 0:
-		return fmt.Errorf("submit %s: %d file-permission violation(s) are pending (%s); decide them with lazy unblock first", slug, sn.PendingViolations(), strings.Join(sn.Violations.Pending, ", "))
+		return fmt.Errorf("submit %s: %s pending (%s); decide them with lazy unblock first", slug, words.Count(sn.PendingViolations(), "file-permission violation is", "file-permission violations are"), strings.Join(sn.Violations.Pending, ", "))
 	case st != machine.Blocked && st != machine.Submitted:
 		return fmt.Errorf("submit %s: the task is %s; submit works on blocked tasks (and re-submits submitted ones)", slug, st)
 	}

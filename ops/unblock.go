@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -151,8 +152,8 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 		return fmt.Errorf("%s %s: the task is %s; %s works on %s tasks", verb, s.Task.Slug, s.Task.Status, verb, strings.Join(names, ", "))
 	}
 	if s.PendingViolations() > 0 && !allowPending {
-		return fmt.Errorf("%s %s: %d file-permission violation(s) are pending and must each be approved or reverted first (%s); decide with lazy unblock --approve-file PATH (keep; the others are reverted) or --no-approve-files (revert all)",
-			verb, s.Task.Slug, s.PendingViolations(), strings.Join(s.Violations.Pending, ", "))
+		return fmt.Errorf("%s %s: %s pending and must each be approved or reverted first (%s); decide with lazy unblock --approve-file PATH (keep; the others are reverted) or --no-approve-files (revert all)",
+			verb, s.Task.Slug, words.Count(s.PendingViolations(), "file-permission violation is", "file-permission violations are"), strings.Join(s.Violations.Pending, ", "))
 	}
 	if s.Session == nil {
 		return fmt.Errorf("%s %s: the task has no session; use lazy start", verb, s.Task.Slug)

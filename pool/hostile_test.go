@@ -273,7 +273,7 @@ func TestHostileRunnerRecordsAreSkippedAndReported(t *testing.T) {
 	}
 	// The summary line says so too, and fails on none of them.
 	line, err := Brief(ctx, r.Dir, "origin", now)
-	if err != nil || !strings.Contains(line, "1 runner(s) live") || !strings.Contains(line, "8 ref(s) skipped") {
+	if err != nil || !strings.Contains(line, "1 runner live") || !strings.Contains(line, "8 refs skipped") {
 		t.Errorf("brief: %q, %v", line, err)
 	}
 }

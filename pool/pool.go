@@ -25,6 +25,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // Where the pool's refs live on the remote.
@@ -584,7 +585,7 @@ func Brief(ctx context.Context, dir, remote string, now time.Time) (string, erro
 	}
 	skipped := ""
 	if n := len(rp) + len(cp); n > 0 {
-		skipped = fmt.Sprintf(", %d ref(s) skipped", n)
+		skipped = fmt.Sprintf(", %s skipped", words.Count(n, "ref", "refs"))
 	}
-	return fmt.Sprintf("pool on %s: %d runner(s) live, %d task(s) claimed%s (as last fetched; lazy pool)", remote, live, held, skipped), nil
+	return fmt.Sprintf("pool on %s: %s live, %s claimed%s (as last fetched; lazy pool)", remote, words.Count(live, "runner", "runners"), words.Count(held, "task", "tasks"), skipped), nil
 }

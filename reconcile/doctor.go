@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -197,7 +198,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 	if bytes.Contains(e.JSON, []byte(`"merge_refused":`)) {
 		if s, err := e.Summary(); err == nil && s.Refused > 0 {
 			return &Finding{TaskID: e.ID, Slug: s.Slug, Kind: "merge-refused",
-				Detail: fmt.Sprintf("%d operation(s) were refused when two machines' histories were merged; lazy show %s lists them", s.Refused, s.Slug)}
+				Detail: fmt.Sprintf("%s refused when two machines' histories were merged; lazy show %s lists %s", words.Count(s.Refused, "operation was", "operations were"), s.Slug, words.Plural(s.Refused, "it", "them"))}
 		}
 	}
 	if !sweepable(e) && !e.Status.IsTerminal() {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/proto"
 )
 
@@ -131,8 +132,8 @@ func (p Policy) crashLoop(history []Attempt) bool {
 // UnreachableStop is the one wording of "the API stayed unreachable":
 // what was tried, for how long, and the last error.
 func UnreachableStop(elapsed, limit time.Duration, attempts int, reason string) string {
-	s := fmt.Sprintf("the agent's API stayed unreachable for %s (lazy.unreachableTimeout is %s) over %d attempt(s), the agent retrying by itself within each",
-		elapsed.Round(time.Second), limit, attempts)
+	s := fmt.Sprintf("the agent's API stayed unreachable for %s (lazy.unreachableTimeout is %s) over %s, the agent retrying by itself within each",
+		elapsed.Round(time.Second), limit, words.Count(attempts, "attempt", "attempts"))
 	if reason != "" {
 		s += "; last error: " + reason
 	}

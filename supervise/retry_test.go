@@ -79,7 +79,7 @@ func TestUnreachableIsBoundedByWallClock(t *testing.T) {
 		t.Fatalf("below the bound: %+v", d)
 	}
 	d := pol.Decide(unreachableSince(now.Add(-20*time.Minute), 2), now)
-	if d.Retry || !strings.Contains(d.Stop, "unreachable for 20m0s") || !strings.Contains(d.Stop, "over 2 attempt(s)") || strings.HasPrefix(d.Stop, "transient_unreachable") {
+	if d.Retry || !strings.Contains(d.Stop, "unreachable for 20m0s") || !strings.Contains(d.Stop, "over 2 attempts") || strings.HasPrefix(d.Stop, "transient_unreachable") {
 		t.Fatalf("at the bound: %+v", d)
 	}
 	// Many fast failures inside the bound keep retrying.

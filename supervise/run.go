@@ -24,6 +24,7 @@ import (
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/worktree"
@@ -199,9 +200,9 @@ func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	if len(files) == 0 {
 		return resp
 	}
-	prompt := fmt.Sprintf("[supervisor] Your turn ended with uncommitted changes in the worktree (%d file(s): %s). "+
+	prompt := fmt.Sprintf("[supervisor] Your turn ended with uncommitted changes in the worktree (%s: %s). "+
 		"Commit what belongs to this task with a clear message, or discard what should not be kept, so the worktree is clean; then say in one or two sentences what you did.",
-		len(files), listFiles(files))
+		words.Count(len(files), "file", "files"), listFiles(files))
 	pb := &proto.PushBack{Prompt: prompt, At: time.Now().UTC(), FirstResult: resp.Result}
 	first := resp.Usage
 	cmd.Prompt = prompt
@@ -367,8 +368,8 @@ func watchdogResponse(resp proto.Response, wd *proto.Watchdog) proto.Response {
 	}
 	resp.Status, resp.Phase = proto.Errored, "agent"
 	resp.FailureClass, resp.FailureReason = "", "" // outside the taxonomy: the reconciler interrupts
-	resp.Error = fmt.Sprintf("watchdog: no progress for %s (watchdog_output_timeout; keep-alives are not progress); sent %s %s; lazy relaunched the agent %d time(s) in this turn first",
-		wd.Limit, how, what, wd.Relaunched)
+	resp.Error = fmt.Sprintf("watchdog: no progress for %s (watchdog_output_timeout; keep-alives are not progress); sent %s %s; lazy relaunched the agent %s in this turn first",
+		wd.Limit, how, what, words.Count(wd.Relaunched, "time", "times"))
 	resp.Watchdog = wd
 	return resp
 }
@@ -978,15 +979,15 @@ func conflictNote(ctx context.Context, dir, branch string, conflicts []string) s
 	if branch != "" {
 		what = "merging " + branch + " into your branch"
 	}
-	return fmt.Sprintf("[lazy] Before this turn, %s conflicted in %d file(s): %s. The merge is in progress in your worktree with conflict markers in those files. "+
+	return fmt.Sprintf("[lazy] Before this turn, %s conflicted in %s: %s. The merge is in progress in your worktree with conflict markers in those files. "+
 		"First resolve every conflict (keep what both sides meant), git add the files and conclude the merge with git commit --no-edit; then continue with what follows.\n\n",
-		what, len(conflicts), listFiles(conflicts))
+		what, words.Count(len(conflicts), "file", "files"), listFiles(conflicts))
 }
 
 // mergeConflictResponse ends a sync whose merge conflicted: the merge
 // stays in the worktree for the next work turn's agent.
 func mergeConflictResponse(branch string, conflicts []string) proto.Response {
-	why := fmt.Sprintf("merging %s conflicts in %d file(s): %s; the merge is left in the worktree, and the next turn (lazy unblock TASK -m ...) asks the agent to resolve it", branch, len(conflicts), listFiles(conflicts))
+	why := fmt.Sprintf("merging %s conflicts in %s: %s; the merge is left in the worktree, and the next turn (lazy unblock TASK -m ...) asks the agent to resolve it", branch, words.Count(len(conflicts), "file", "files"), listFiles(conflicts))
 	return proto.Response{Status: proto.Errored, Phase: "merge_and_fix", Error: why, ExitCode: -1, FailureClass: "merge_conflict", FailureReason: why}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // State is what a read-only turn (an ask) must leave as it found it: what
@@ -89,7 +90,7 @@ func Written(ctx context.Context, dir string, before, after State) string {
 	}
 	if before.Head != after.Head {
 		n, _ := gitcli.New(dir, "rev-list", "--count", before.Head+".."+after.Head).String(ctx)
-		parts = append(parts, fmt.Sprintf("moved HEAD from %.12s to %.12s (%s new commit(s))", before.Head, after.Head, n))
+		parts = append(parts, fmt.Sprintf("moved HEAD from %.12s to %.12s (new commits: %s)", before.Head, after.Head, n))
 	}
 	if before.Files != after.Files {
 		out, _ := gitcli.New(dir, "diff", "--name-only", before.Files, after.Files).String(ctx)
@@ -98,7 +99,7 @@ func Written(ctx context.Context, dir string, before, after State) string {
 		if len(files) > 10 {
 			list = strings.Join(files[:10], ", ") + fmt.Sprintf(" and %d more", len(files)-10)
 		}
-		parts = append(parts, fmt.Sprintf("changed %d file(s): %s", len(files), list))
+		parts = append(parts, fmt.Sprintf("changed %s: %s", words.Count(len(files), "file", "files"), list))
 	} else if before.Index != after.Index {
 		parts = append(parts, "changed what is staged")
 	}
