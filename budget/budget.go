@@ -1,7 +1,11 @@
 // Package budget decides how much an agent turn may still spend: the
 // budgets that apply to a task (its own, each ancestor's, this machine's
 // day), and what this machine's turns spent each day, in a host-local
-// ledger. It reads and writes no task record: ops gathers the figures.
+// ledger. It also holds what lazy knows about money: the bounds a dollar
+// or token figure must keep to be believed, the micro-dollar rounding of
+// every sum, and the price table that turns token counts into dollars
+// (price.go). It reads and writes no task record: ops gathers the
+// figures.
 package budget
 
 import (
@@ -17,8 +21,35 @@ const (
 	ScopeDay  = "day"
 )
 
+// The bounds of a figure lazy believes. A figure outside them (or not a
+// finite number) comes from a bug or a hostile record, never from an
+// agent CLI: it is flagged and left out of every sum.
+const (
+	// MaxUSD is the largest amount lazy takes: a budget, or what a
+	// task and its turns cost in all.
+	MaxUSD = 1e12
+	// MaxTurnUSD is the most one agent turn can cost.
+	MaxTurnUSD = 1e6
+	// MaxTurnTokens is the most tokens of one kind (in, cached, out)
+	// one agent turn can report.
+	MaxTurnTokens = 10_000_000_000
+	// MaxTotalTokens is the most tokens of one kind a task's turns can
+	// add up to.
+	MaxTotalTokens = 1_000_000_000_000_000
+)
+
+// RoundUSD rounds an amount to the micro-dollar. Every sum of money lazy
+// keeps or prints goes through it, so 0.1 + 0.2 is 0.3 and a JSON figure
+// has at most six decimals.
+func RoundUSD(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1e15 {
+		return v // beyond the micro-dollar's reach in a float; the bounds refuse it first
+	}
+	return math.Round(v*1e6) / 1e6
+}
+
 // Line is one budget that applies to a turn: what it allows and what
-// was spent against it so far.
+// was spent against it so far. A budget of 0 allows nothing.
 type Line struct {
 	// Scope is "task", "parent <slug>" or "day".
 	Scope    string
@@ -27,26 +58,28 @@ type Line struct {
 }
 
 // Left is what the line still allows (negative once overspent).
-func (l Line) Left() float64 { return l.LimitUSD - l.SpentUSD }
+func (l Line) Left() float64 { return RoundUSD(l.LimitUSD - l.SpentUSD) }
 
 // Over reports whether nothing is left. A cent's fraction left is
 // nothing: no turn can run on it.
 func (l Line) Over() bool { return l.Left() < 0.0001 }
 
-// String is "$4.02 spent of $0.50 (task budget)".
+// String is "$4.02 spent of $0.50 (task budget)", and a budget of 0
+// says it allows no spend.
 func (l Line) String() string {
+	if l.LimitUSD == 0 {
+		return fmt.Sprintf("$%.2f spent of $0 (%s budget: no spend allowed)", l.SpentUSD, l.Scope)
+	}
 	return fmt.Sprintf("$%.2f spent of $%.2f (%s budget)", l.SpentUSD, l.LimitUSD, l.Scope)
 }
 
 // Tightest returns the line with the least left, and false when no
-// budget applies (every limit 0: unlimited).
+// budget applies (no line). Every line is a budget: one of 0 allows no
+// spend; "no budget" is a budget that is not set, and has no line.
 func Tightest(lines []Line) (Line, bool) {
 	var best Line
 	found := false
 	for _, l := range lines {
-		if l.LimitUSD <= 0 {
-			continue
-		}
 		if !found || l.Left() < best.Left() {
 			best, found = l, true
 		}
@@ -54,14 +87,61 @@ func Tightest(lines []Line) (Line, bool) {
 	return best, found
 }
 
+// None is how a flag clears a budget (lazy create/edit --budget none).
+const None = "none"
+
 // ParseUSD reads a budget as a user writes it: "5", "5.50", "$5". 0 is
-// no budget. key names the setting or flag in the error.
+// a budget that allows no spend. key names the setting or flag in the
+// error, which says what to give instead.
 func ParseUSD(key, s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(s), "$"), 64)
-	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%s %q is not an amount in US dollars; give one such as 5 or 12.50 (0 means no budget)", key, s)
+	t := strings.TrimPrefix(strings.TrimSpace(s), "$")
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || strings.ContainsAny(t, "xXpP_") || math.IsNaN(v) || math.IsInf(v, 0) {
+		// ParseFloat takes hex floats and underscores; a person writes
+		// neither.
+		return 0, fmt.Errorf("%s %q is not an amount in US dollars; give one such as 5 or 12.50 (0 allows no spend)", key, s)
+	}
+	if err := CheckUSD(key, v); err != nil {
+		return 0, err
 	}
 	return v, nil
+}
+
+// CheckUSD checks an amount given as a number (MCP's budget_usd, a
+// figure read back): finite, not negative, at most MaxUSD.
+func CheckUSD(key string, v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("%s is not a number; give an amount in US dollars such as 5 or 12.50", key)
+	case v < 0:
+		return fmt.Errorf("%s %s is negative; give an amount in US dollars such as 5 or 12.50 (0 allows no spend)", key, FormatUSD(v))
+	case v > MaxUSD:
+		return fmt.Errorf("%s %s is more than the largest budget lazy takes ($%s); give a smaller amount", key, FormatUSD(v), FormatUSD(MaxUSD))
+	}
+	return nil
+}
+
+// ParseLimit reads a budget flag that may also clear the budget: "none"
+// (no budget: nil), else ParseUSD's amount.
+func ParseLimit(key, s string) (*float64, error) {
+	if strings.EqualFold(strings.TrimSpace(s), None) {
+		return nil, nil
+	}
+	v, err := ParseUSD(key, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w, or %s to clear it", err, None)
+	}
+	return &v, nil
+}
+
+// FormatUSD is an amount as a plain decimal, without float noise or an
+// exponent: 1.2, 0.000001, 1000000000000. A number out of any bound is
+// shortened to its exponent form (1e+308) rather than printed in full.
+func FormatUSD(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1e15 {
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	return strconv.FormatFloat(RoundUSD(v), 'f', -1, 64)
 }
 
 // ParseRaise reads lazy unblock --budget: "+N" raises a budget by N, "N"
@@ -71,6 +151,8 @@ func ParseRaise(s string) (add bool, usd float64, err error) {
 	add = strings.HasPrefix(s, "+")
 	usd, err = ParseUSD("--budget", strings.TrimPrefix(s, "+"))
 	if err == nil && usd == 0 {
+		// Unblocking to a budget of 0 would refuse the very turn it asks
+		// for.
 		err = fmt.Errorf("--budget %q raises nothing; give an amount such as +5 (more) or 20 (the new budget)", s)
 	}
 	return add, usd, err

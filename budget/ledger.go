@@ -79,8 +79,8 @@ func (l Ledger) Day(t time.Time) (float64, error) {
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
 		var e Entry
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.CostUSD < 0 || e.CostUSD > MaxTurnUSD {
+			continue // torn by a crash, or a figure no turn can cost
 		}
 		cost[key{e.Task, e.Session, e.Seq}] = e.CostUSD
 	}
@@ -89,7 +89,7 @@ func (l Ledger) Day(t time.Time) (float64, error) {
 	}
 	sum := 0.0
 	for _, c := range cost {
-		sum += c
+		sum = RoundUSD(sum + c)
 	}
 	return sum, nil
 }
