@@ -131,9 +131,12 @@ func configSettings(cfg *gitrepo.Config) []configSetting {
 		if o := cfg.Origins(k.Name); len(o) > 0 {
 			last := o[len(o)-1]
 			r.Value, r.Scope, r.File = hideSecret(k.Name, last.Value), last.Scope, last.File
-			if k.Kind == configkeys.List {
+			if k.Multi() {
 				for _, v := range o {
 					r.Values = append(r.Values, hideSecret(k.Name, v.Value))
+					if err := k.Check(v.Value); err != nil && r.Error == "" {
+						r.Error = err.Error()
+					}
 				}
 			}
 			if err := checkSetting(k, last.Value); err != nil {

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 )
 
@@ -17,7 +21,7 @@ type CostCmd struct {
 	By    string `help:"Group by task (the default), agent, model, day (local time) or outcome (accepted, rejected, closed, open)." default:"task" placeholder:"BY"`
 	Since string `help:"Count only turns from this day on (local time): 2026-05-01, today, yesterday or 7d (the last seven days)." placeholder:"DATE"`
 	JSON  bool   `help:"Print the report as JSON."`
-	Task  string `arg:"" optional:"" help:"Only this task and its subtasks." placeholder:"TASK"`
+	Task  string `arg:"" optional:"" help:"Only this task and its subtasks (an attempt group: each of its attempts)." placeholder:"TASK"`
 }
 
 // Run implements lazy cost: fetch the records, aggregate, render.
@@ -47,12 +51,77 @@ func (c *CostCmd) Run(a *app, _ context.Context) error {
 	rep := cost.Aggregate(recs, q)
 	rep.Unreadable = unreadable
 	if c.JSON {
-		return a.printJSON(rep)
+		return a.printCostJSON(rep)
 	}
 	if unreadable > 0 {
 		fmt.Fprintf(a.stderr, "note: %d task record(s) could not be read and are not counted; lazy doctor looks at them\n", unreadable)
 	}
-	return costTable(a.stdout, rep)
+	if err := costTable(a.stdout, rep); err != nil {
+		return err
+	}
+	flaggedNote(a.stderr, rep.Flagged)
+	return nil
+}
+
+// printCostJSON prints the report as printJSON does, but each row on a
+// line of its own, as lazy list --json prints its tasks: a report by
+// task has a row for every task that spent, and indenting ten thousand
+// of them field by field was a third of the command's time.
+func (a *app) printCostJSON(rep cost.Report) error {
+	rows := rep.Rows
+	rep.Rows = nil
+	var head bytes.Buffer
+	enc := json.NewEncoder(&head)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rep); err != nil {
+		return err
+	}
+	// The envelope's "rows" comes before any text a record wrote, and
+	// a quote inside a JSON string is escaped, so the first match is it.
+	before, after, ok := bytes.Cut(head.Bytes(), []byte(`"rows": null`))
+	if !ok {
+		return errors.New("lazy cost: the report has no rows field")
+	}
+	var body bytes.Buffer
+	body.Write(before)
+	body.WriteString(`"rows": [`)
+	row := json.NewEncoder(&body)
+	row.SetEscapeHTML(false)
+	for i := range rows {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.WriteString("\n    ")
+		if err := row.Encode(&rows[i]); err != nil {
+			return err
+		}
+		body.Truncate(body.Len() - 1) // Encode's newline
+	}
+	if len(rows) > 0 {
+		body.WriteString("\n  ")
+	}
+	body.WriteByte(']')
+	body.Write(after)
+	_, err := a.stdout.Write(body.Bytes())
+	return err
+}
+
+// flaggedNote says which recorded figures a report left out because lazy
+// does not believe them, at most a few by name.
+func flaggedNote(w io.Writer, flags []gitstore.Flag) {
+	if len(flags) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "note: %d recorded figure(s) are out of bounds and not counted (lazy doctor names them all):\n", len(flags))
+	const shown = 5
+	for i, f := range flags {
+		if i == shown {
+			fmt.Fprintf(w, "  and %d more\n", len(flags)-shown)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", sanitize.Field(f.String()))
+	}
 }
 
 // costTable renders a report: a row per group, then the TOTAL line.
@@ -87,7 +156,7 @@ func costTable(w io.Writer, rep cost.Report) error {
 	line := func(cells []string) { fmt.Fprintln(tw, strings.TrimRight(strings.Join(cells, "\t"), "\t")) }
 	line(head)
 	figures := func(t cost.Totals) []string {
-		cells := []string{usd(t.CostUSD), tokens(t.InputTokens), tokens(t.CachedInputTokens), tokens(t.OutputTokens)}
+		cells := []string{costCell(t), tokens(t.InputTokens), tokens(t.CachedInputTokens), tokens(t.OutputTokens)}
 		if turns {
 			n := 0
 			if t.Turns != nil {
@@ -101,7 +170,11 @@ func costTable(w io.Writer, rep cost.Report) error {
 		return cells
 	}
 	for _, r := range rep.Rows {
-		cells := []string{sanitize.Field(outcomeLabel(rep.By, r.Key))}
+		key := outcomeLabel(rep.By, r.Key)
+		if r.Attempts > 0 {
+			key += fmt.Sprintf(" (%d attempts)", r.Attempts)
+		}
+		cells := []string{sanitize.Field(key)}
 		if rep.By == cost.ByTask {
 			cells = append(cells, outcomeLabel(cost.ByOutcome, r.Outcome))
 		}
@@ -109,7 +182,7 @@ func costTable(w io.Writer, rep cost.Report) error {
 		if rep.By == cost.ByTask {
 			sub := ""
 			if r.WithSubtasks != nil {
-				sub = fmt.Sprintf("%s (%d tasks)", usd(r.WithSubtasks.CostUSD), r.WithSubtasks.Tasks)
+				sub = fmt.Sprintf("%s (%d tasks)", costCell(*r.WithSubtasks), r.WithSubtasks.Tasks)
 			}
 			cells = append(cells, sub)
 		}
@@ -135,7 +208,8 @@ func outcomeLabel(by cost.By, key string) string {
 	return key
 }
 
-func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
+// costCell is what a group cost as a table shows it (see Totals.Cell).
+func costCell(t cost.Totals) string { return t.Cell() }
 
 // tokens is a token count as a table shows it: 950, 12.3k, 1.2M (the JSON
 // has them exact).

@@ -76,7 +76,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	}
 	remain := 0
 	for _, f := range findings {
-		if !f.Repaired {
+		if !f.Repaired && !f.Note {
 			remain++
 		}
 		if f.Repaired {

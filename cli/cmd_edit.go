@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/lazyorch/lazy/budget"
 	"strings"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -15,7 +15,7 @@ type EditCmd struct {
 	Title        *string `help:"New one-line title."`
 	Goal         *string `help:"New goal, replacing the old one (\"-\" reads stdin)."`
 	TargetBranch *string `name:"target-branch" help:"New target branch (must exist; \"\" for the default branch). Top-level tasks before their first start only."`
-	Budget       *string `help:"The task's own budget in US dollars, for its turns and its subtasks' (0: lazy.budget.task applies again)." placeholder:"USD"`
+	Budget       *string `help:"The task's own budget in US dollars, for its turns and its subtasks'; 0 allows no spend, none clears it (lazy.budget.task applies again)." placeholder:"USD"`
 	JSON         bool    `help:"Print the task as JSON."`
 }
 
@@ -26,7 +26,10 @@ func (c *EditCmd) Help() string {
 Examples:
   lazy edit fix-login --title "Fix the flaky login test"
   lazy edit fix-login --goal - < goal.md
-  lazy edit fix-login --target-branch release-2.1`
+  lazy edit fix-login --target-branch release-2.1
+  lazy edit fix-login --budget 25      # its own budget, for it and its subtasks
+  lazy edit fix-login --budget 0       # no spend allowed: no turn starts
+  lazy edit fix-login --budget none    # no budget of its own (lazy.budget.task applies)`
 }
 
 // Run implements lazy edit.
@@ -47,7 +50,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		in.BudgetUSD = &usd
+		in.BudgetUSD, in.ClearBudget = usd, usd == nil
 	}
 	env, err := a.env()
 	if err != nil {
@@ -71,20 +74,22 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 		changed = append(changed, "target branch")
 	}
 	if c.Budget != nil {
-		changed = append(changed, fmt.Sprintf("budget ($%.2f)", sn.Task.BudgetUSD))
+		if usd, ok, _ := sn.Task.OwnBudget(); ok {
+			changed = append(changed, "budget ("+budgetAmount(usd)+")")
+		} else {
+			changed = append(changed, "budget (none of its own)")
+		}
 	}
 	fmt.Fprintf(a.stdout, "Edited %s: %s\n", sn.Task.Slug, strings.Join(changed, ", "))
 	return nil
 }
 
-// parseBudgetFlag reads --budget; "" is none.
-func parseBudgetFlag(v string) (float64, error) {
-	if v == "" {
-		return 0, nil
-	}
-	usd, err := budget.ParseUSD("--budget", v)
+// parseBudgetFlag reads --budget: an amount (0 allows no spend), or
+// "none" (nil: no budget of the task's own).
+func parseBudgetFlag(v string) (*float64, error) {
+	usd, err := budget.ParseLimit("--budget", v)
 	if err != nil {
-		return 0, usageError{err.Error()}
+		return nil, usageError{err.Error()}
 	}
 	return usd, nil
 }

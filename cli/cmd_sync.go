@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
@@ -173,6 +174,9 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		if rep.Skipped == nil {
 			rep.Skipped = []gitstore.Skip{}
 		}
+		if rep.Flagged == nil {
+			rep.Flagged = []gitstore.Flag{}
+		}
 		if rep.Renamed == nil {
 			rep.Renamed = []gitstore.Rename{}
 		}
@@ -193,6 +197,9 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 	}
 	for _, u := range rep.Unverified {
 		fmt.Fprintf(a.stdout, "  unverified %s: %s; lazy removes none of its worktrees or branches on this record's word\n", u.Task, u.Reason)
+	}
+	for _, f := range rep.Flagged {
+		fmt.Fprintf(a.stdout, "  flagged %s; it counts in no budget and no lazy cost (lazy doctor lists every such figure)\n", sanitize.Field(f.String()))
 	}
 	for _, r := range rep.Renamed {
 		fmt.Fprintf(a.stdout, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)

@@ -83,7 +83,7 @@ type CreateCmd struct {
 	Agent        string   `help:"With --start: the agent CLI to run (claude, codex or exec)." predictor:"agent"`
 	Command      string   `help:"With --start: the exec agent's command line." placeholder:"CMD"`
 	After        []string `help:"A task that must be complete (accepted) before this one starts, here or on the pool (repeatable)." placeholder:"TASK"`
-	Budget       string   `help:"The task's own budget in US dollars, for its turns and its subtasks' (default: lazy.budget.task)." placeholder:"USD"`
+	Budget       string   `help:"The task's own budget in US dollars, for its turns and its subtasks' (default: lazy.budget.task); 0 allows no spend." placeholder:"USD"`
 	followFlags
 }
 
@@ -100,9 +100,12 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if err := ops.CheckTargetBranch(ctx, a.repoDir(), strings.TrimSpace(c.TargetBranch), c.Parent != ""); err != nil {
 		return fmt.Errorf("%w; nothing was created", err)
 	}
-	usd, err := parseBudgetFlag(c.Budget)
-	if err != nil {
-		return err
+	var usd *float64
+	if c.Budget != "" {
+		var err error
+		if usd, err = parseBudgetFlag(c.Budget); err != nil {
+			return err
+		}
 	}
 	if strings.TrimSpace(c.Title) == "" && c.Message == nil && !readable(a.stdin) && !(isTerminal(a.stdin) && isTerminal(a.stdout)) {
 		// Nothing to take a title from: say how to give one.

@@ -25,13 +25,13 @@ func costRecords() []cost.Record {
 		return gitstore.Turn{Role: gitstore.RoleAgent, Agent: agent, Model: model, At: at, Usage: us}
 	}
 	return []cost.Record{
-		{Summary: gitstore.Summary{ID: "aaaa1111", Slug: "fix-login", Status: machine.Complete, Outcome: gitstore.OutcomeAccepted, Usage: u(4.0213, 1000012, 20000, 1007)},
+		{Spending: gitstore.Spending{ID: "aaaa1111", Slug: "fix-login", Status: machine.Complete, Outcome: gitstore.OutcomeAccepted, Usage: u(4.0213, 1000012, 20000, 1007)},
 			Turns: []gitstore.Turn{tn("claude", "claude-opus-4-1", day(1, 10), u(3, 900000, 20000, 900)), tn("claude", "claude-sonnet-4-5", day(2, 10), u(1.0213, 100012, 0, 107))}},
-		{Summary: gitstore.Summary{ID: "bbbb2222", Slug: "cover-logout", Parent: "aaaa1111", Status: machine.Abandoned, Outcome: gitstore.OutcomeRejected, Usage: u(0.75, 5000, 0, 300)},
+		{Spending: gitstore.Spending{ID: "bbbb2222", Slug: "cover-logout", Parent: "aaaa1111", Status: machine.Abandoned, Outcome: gitstore.OutcomeRejected, Usage: u(0.75, 5000, 0, 300)},
 			Turns: []gitstore.Turn{tn("claude", "claude-opus-4-1", day(2, 11), u(0.75, 5000, 0, 300))}},
-		{Summary: gitstore.Summary{ID: "cccc3333", Slug: "port-\x1b[31mred", Status: machine.Abandoned, Outcome: gitstore.OutcomeClosed, Usage: u(0, 42000, 0, 512)},
+		{Spending: gitstore.Spending{ID: "cccc3333", Slug: "port-\x1b[31mred", Status: machine.Abandoned, Outcome: gitstore.OutcomeClosed, Usage: u(0, 42000, 0, 512)},
 			Turns: []gitstore.Turn{tn("codex", "", day(1, 9), u(0, 42000, 0, 512))}},
-		{Summary: gitstore.Summary{ID: "dddd4444", Slug: "release-notes", Status: machine.Blocked, Usage: u(0.1, 800, 0, 90)},
+		{Spending: gitstore.Spending{ID: "dddd4444", Slug: "release-notes", Status: machine.Blocked, Usage: u(0.1, 800, 0, 90)},
 			Turns: []gitstore.Turn{tn("claude", "claude-sonnet-4-5", day(2, 12), u(0.1, 800, 0, 90))}},
 	}
 }
@@ -68,14 +68,14 @@ func TestCostCommand(t *testing.T) {
 	st := gitstore.Open(repo, gitstore.WithHost("h"))
 	ids := map[string]string{}
 	for _, r := range costRecords() {
-		parent := ids[r.Summary.Parent]
-		sn, err := st.Create(gitstore.CreateSpec{Title: r.Summary.Slug, Slug: strings.ReplaceAll(r.Summary.Slug, "\x1b[31m", ""), Parent: parent, Actor: machine.Human})
+		parent := ids[r.Spending.Parent]
+		sn, err := st.Create(gitstore.CreateSpec{Title: r.Spending.Slug, Slug: strings.ReplaceAll(r.Spending.Slug, "\x1b[31m", ""), Parent: parent, Actor: machine.Human})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids[r.Summary.ID] = sn.Task.ID
+		ids[r.Spending.ID] = sn.Task.ID
 		path := map[machine.Status][]machine.Status{machine.Complete: {machine.Working, machine.Blocked, machine.Merging, machine.Complete},
-			machine.Blocked: {machine.Working, machine.Blocked}, machine.Abandoned: {machine.Abandoned}}[r.Summary.Status]
+			machine.Blocked: {machine.Working, machine.Blocked}, machine.Abandoned: {machine.Abandoned}}[r.Spending.Status]
 		for i, to := range path {
 			if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 				if s.Session == nil {
@@ -86,9 +86,9 @@ func TestCostCommand(t *testing.T) {
 					for _, tn := range r.Turns {
 						s.AddTurn(tn)
 					}
-					s.Task.Usage = r.Summary.Usage
+					s.Task.Usage = r.Spending.Usage
 				}
-				s.Task.Status, s.Task.Outcome = to, r.Summary.Outcome
+				s.Task.Status, s.Task.Outcome = to, r.Spending.Outcome
 				return &gitstore.Op{Name: "test", Actor: machine.System}, nil
 			}); err != nil {
 				t.Fatal(err)
@@ -133,5 +133,49 @@ func TestCostCommand(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("lazy %s: exit %d, stderr %q; want one line with %q", args, code, errs, want)
 		}
+	}
+}
+
+// What a person reads of a group tried two ways, a Codex turn the table
+// priced, one nothing priced and a figure left out: the attempts under
+// their group, "unpriced" for tokens without a price, never $0.0000, and
+// the flagged figure named on stderr, not summed.
+func TestCostTableAttemptsUnpricedAndFlagged(t *testing.T) {
+	u := func(c float64, in, out int64, unpriced int64) *gitstore.Usage {
+		return &gitstore.Usage{CostUSD: c, InputTokens: in, OutputTokens: out, Unpriced: unpriced}
+	}
+	recs := []cost.Record{
+		{Spending: gitstore.Spending{ID: "g", Slug: "fix-login", Status: machine.Backlog, Attempts: 2}},
+		{Spending: gitstore.Spending{ID: "a1", Slug: "fix-login-a1", AttemptOf: "g", Status: machine.Blocked, Usage: u(0.099, 60000, 2400, 0)}},
+		{Spending: gitstore.Spending{ID: "a2", Slug: "fix-login-a2", AttemptOf: "g", Status: machine.Blocked, Usage: u(0, 1000, 10, 1)}},
+		{Spending: gitstore.Spending{ID: "h", Slug: "hostile", Status: machine.Blocked, Usage: &gitstore.Usage{Flagged: "cost_usd 1e+308 is above the $1000000000000 a task can cost"}}},
+	}
+	var out bytes.Buffer
+	rep := cost.Aggregate(recs, cost.Query{By: cost.ByTask})
+	if err := costTable(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "TASK                    OUTCOME  COST                IN     CACHED  OUT  WITH SUBTASKS\n" +
+		"fix-login (2 attempts)  open     $0.0990 + unpriced  61.0k  0       2410\n" +
+		"TOTAL                            $0.0990 + unpriced  61.0k  0       2410  2 tasks\n"
+	if out.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+	var note bytes.Buffer
+	flaggedNote(&note, rep.Flagged)
+	if note.String() != "note: 1 recorded figure(s) are out of bounds and not counted (lazy doctor names them all):\n  task hostile: usage left out: cost_usd 1e+308 is above the $1000000000000 a task can cost\n" {
+		t.Fatalf("note: %q", note.String())
+	}
+	out.Reset()
+	if err := costTable(&out, cost.Aggregate(recs, cost.Query{By: cost.ByTask, Task: "g"})); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"\nfix-login-a1  open     $0.0990             60.0k  0       2400\n", "\nfix-login-a2  open     unpriced            1000   0       10\n", "\nTOTAL                  $0.0990 + unpriced  61.0k  0       2410  2 tasks\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("lazy cost fix-login lacks %q:\n%s", line, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "$0.0000") {
+		t.Errorf("an unpriced turn shows as $0.0000:\n%s", out.String())
 	}
 }

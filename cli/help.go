@@ -42,7 +42,7 @@ var examples = map[string]string{
 	"status":     "lazy status\nlazy status --json",
 	"watch":      "lazy watch\nlazy watch --all\nlazy watch | tee watch.log   # plain lines when not on a terminal",
 	"show":       "lazy show fix-login\nlazy show 3f2a --json",
-	"cost":       "lazy cost                       # by task, most expensive first\nlazy cost --by outcome          # what accepted, rejected, abandoned and open work cost\nlazy cost --by day --since 7d\nlazy cost --by model fix-login  # one task and its subtasks\nlazy cost --by agent --json | jq '.rows[] | {key, cost_usd}'\ngit log --format='%h %(trailers:key=Lazy-Cost,valueonly,separator=) %s' main",
+	"cost":       "lazy cost                       # by task, most expensive first\nlazy cost --by outcome          # what accepted, rejected, abandoned and open work cost\nlazy cost --by day --since 7d\nlazy cost --by model fix-login  # one task and its subtasks\nlazy cost fix-login             # an attempt group: each attempt and their total\nlazy cost --by agent --json | jq '.rows[] | {key, cost_usd}'\ngit log --format='%h %(trailers:key=Lazy-Cost,valueonly,separator=) %s' main",
 	"diff":       "lazy diff fix-login\nlazy diff fix-login --stat\nlazy diff fix-login --name-only\nlazy diff fix-login -- src/auth/\nlazy diff fix-login --tool\nlazy diff fix-login --attempts         # each attempt's stat, then each one's work",
 	"logs":       "lazy logs fix-login\nlazy logs -f fix-login\nlazy logs fix-login --turn 3\nlazy logs fix-login --turn 3 --raw > turn.jsonl\nlazy logs fix-login --raw | jq -c 'select(.lazy == null)'   # the agent's events alone",
 	"wait":       "lazy wait fix-login\nlazy wait fix-login cover-logout --any --timeout 30m\nlazy wait fix-login && lazy diff fix-login",

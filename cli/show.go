@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -41,6 +42,9 @@ type showView struct {
 	// protected names the protected paths the task's change touches
 	// (nil: none), which need a human's accept --approve-protected.
 	protected *ops.ProtectedView
+	// budgetNote follows a task's own budget: what it and its subtasks
+	// spent against it, and the figures the sum leaves out.
+	budgetNote string
 }
 
 // showJSON is lazy show --json: the detail, with the overlaps' fields
@@ -114,6 +118,11 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 	}
 	if c.JSON {
 		return v, nil
+	}
+	if _, ok, _ := sn.Task.OwnBudget(); ok {
+		if env, err := a.env(); err == nil {
+			v.budgetNote = budgetNote(env, sn)
+		}
 	}
 	t := &sn.Task
 	v.pr = prBrief(&d.Summary)
@@ -207,11 +216,18 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	for _, why := range d.Truncated {
 		fmt.Fprintf(w, "  Cut:      %s\n", why)
 	}
-	if t.Usage != nil {
-		fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", t.Usage.String())
+	if u := t.Usage; u != nil {
+		if u.Flagged != "" {
+			fmt.Fprintf(w, "  Spent:    left out: %s; lazy cost and the budgets count none of it, and lazy doctor sums it again from the turns\n", sanitize.Field(u.Flagged))
+		} else {
+			fmt.Fprintf(w, "  Spent:    %s (all agent turns)\n", u.String())
+		}
 	}
-	if t.BudgetUSD > 0 {
-		fmt.Fprintf(w, "  Budget:   $%.2f (its own, for it and its subtasks)\n", t.BudgetUSD)
+	switch usd, ok, flag := t.OwnBudget(); {
+	case flag != "":
+		fmt.Fprintf(w, "  Budget:   none: %s\n", flag)
+	case ok:
+		fmt.Fprintf(w, "  Budget:   %s (its own, for it and its subtasks)%s\n", budgetAmount(usd), v.budgetNote)
 	}
 	if h := t.Hold; h != nil {
 		fmt.Fprintf(w, "  Held:     %s\n", oneLine(sanitize.Field(h.Reason), 160))
@@ -220,6 +236,40 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	if d.Goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(d.Goal, "  "))
 	}
+}
+
+// budgetNote says what a task's own budget counts: what it and its
+// subtasks spent, and each recorded figure under it that is left out
+// because lazy does not believe it (out of bounds): such a figure counts
+// as nothing, so it can neither hold the budget for good nor pay for
+// another task's spending.
+func budgetNote(env *ops.Env, sn *gitstore.Snapshot) string {
+	spent, flags, err := env.Spending(sn)
+	if err != nil {
+		return ""
+	}
+	note := fmt.Sprintf("; $%.2f spent against it", spent.CostUSD)
+	if spent.Unpriced > 0 || (spent.CostUSD == 0 && spent.Tokens() > 0) {
+		note += ", besides unpriced turns"
+	}
+	var left []string
+	for _, f := range flags {
+		if f.What == "usage" {
+			left = append(left, sanitize.Field(f.Task))
+		}
+	}
+	if len(left) > 0 {
+		note += fmt.Sprintf("; left out as out of bounds: the figures of %s (lazy doctor names them)", strings.Join(left, ", "))
+	}
+	return note
+}
+
+// budgetAmount is a budget as show prints it; 0 allows no spend.
+func budgetAmount(usd float64) string {
+	if usd == 0 {
+		return "$0 (no spend allowed)"
+	}
+	return fmt.Sprintf("$%.2f", usd)
 }
 
 // renderAttempts prints a group's attempts side by side, one line each:
@@ -329,8 +379,14 @@ func (v *showView) renderTurnWork(w io.Writer, tn gitstore.Turn) {
 	if tn.ExitCode != nil && *tn.ExitCode != 0 {
 		fmt.Fprintf(w, ", exit %d (%s)", *tn.ExitCode, tn.FailureClass)
 	}
-	if tn.Usage != nil {
-		fmt.Fprintf(w, ", %s", tn.Usage.String())
+	if u := tn.Usage; u != nil {
+		fmt.Fprintf(w, ", %s", sanitize.Field(u.String()))
+		switch tn.PricedBy {
+		case budget.PricedByTable:
+			fmt.Fprintf(w, " (priced from lazy's table for %s)", sanitize.Field(tn.Model))
+		case budget.PricedByConfig:
+			fmt.Fprintf(w, " (priced by lazy.price for %s)", sanitize.Field(tn.Model))
+		}
 	}
 	fmt.Fprintln(w)
 	if tn.Tools.AllFailed() {

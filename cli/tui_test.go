@@ -428,7 +428,7 @@ func TestTUIGroupPaneComparesAttempts(t *testing.T) {
 	m.preview = attemptPaneLines(v)
 	screen := m.screen()
 	for _, want := range []string{"two-ways — attempts", "Attempts (2; spent $0.7500", "K  SLUG", "two-ways-a1", "claude --model opus", "$0.2500", "failed", "1 file, +3 -0",
-		"two-ways-a2", "codex", "working", "300/30 tok", "lazy accept two-ways --attempt K"} {
+		"two-ways-a2", "codex", "working", "unpriced", "lazy accept two-ways --attempt K"} {
 		if !strings.Contains(screen, want) {
 			t.Fatalf("the pane lacks %q:\n%s", want, screen)
 		}

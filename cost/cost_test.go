@@ -30,24 +30,24 @@ func turn(agent, model string, when time.Time, u *gitstore.Usage) gitstore.Turn 
 // records are four tasks: an accepted parent with a rejected subtask, a
 // closed one and an open one, spread over two days and two agents.
 func records() []Record {
-	sum := func(id, slug, parent string, st machine.Status, outcome string, u *gitstore.Usage) gitstore.Summary {
-		return gitstore.Summary{ID: id, Slug: slug, Title: "title " + slug, Parent: parent, Status: st, Outcome: outcome, Usage: u, UpdatedAt: "2026-05-02T12:00:00Z"}
+	sum := func(id, slug, parent string, st machine.Status, outcome string, u *gitstore.Usage) gitstore.Spending {
+		return gitstore.Spending{ID: id, Slug: slug, Title: "title " + slug, Parent: parent, Status: st, Outcome: outcome, Usage: u, UpdatedAt: "2026-05-02T12:00:00Z"}
 	}
 	return []Record{
-		{Summary: sum("p1", "parent", "", machine.Complete, gitstore.OutcomeAccepted, usage(3, 300, 30, 3)), Turns: []gitstore.Turn{
+		{Spending: sum("p1", "parent", "", machine.Complete, gitstore.OutcomeAccepted, usage(3, 300, 30, 3)), Turns: []gitstore.Turn{
 			turn("claude", "claude-opus-4", at("2026-05-01", 10), usage(1, 100, 10, 1)),
 			turn("claude", "claude-sonnet-4", at("2026-05-02", 10), usage(2, 200, 20, 2)),
 		}},
-		{Summary: sum("c1", "child", "p1", machine.Abandoned, gitstore.OutcomeRejected, usage(0.5, 50, 0, 5)), Turns: []gitstore.Turn{
+		{Spending: sum("c1", "child", "p1", machine.Abandoned, gitstore.OutcomeRejected, usage(0.5, 50, 0, 5)), Turns: []gitstore.Turn{
 			turn("claude", "claude-opus-4", at("2026-05-02", 23), usage(0.5, 50, 0, 5)),
 		}},
-		{Summary: sum("x1", "thrown", "", machine.Abandoned, gitstore.OutcomeClosed, usage(0, 1000, 0, 10)), Turns: []gitstore.Turn{
+		{Spending: sum("x1", "thrown", "", machine.Abandoned, gitstore.OutcomeClosed, usage(0, 1000, 0, 10)), Turns: []gitstore.Turn{
 			turn("codex", "", at("2026-05-01", 9), usage(0, 1000, 0, 10)),
 		}},
-		{Summary: sum("o1", "going", "", machine.Blocked, "", usage(0.25, 10, 0, 1)), Turns: []gitstore.Turn{
+		{Spending: sum("o1", "going", "", machine.Blocked, "", usage(0.25, 10, 0, 1)), Turns: []gitstore.Turn{
 			turn("", "", at("2026-05-02", 8), usage(0.25, 10, 0, 1)),
 		}},
-		{Summary: sum("n1", "idle", "", machine.Backlog, "", nil)},
+		{Spending: sum("n1", "idle", "", machine.Backlog, "", nil)},
 	}
 }
 
@@ -137,7 +137,7 @@ func TestAggregateByTaskRollsUpSubtasks(t *testing.T) {
 }
 
 func TestTreeSubtreeAndCycles(t *testing.T) {
-	tr := treeOf([]*gitstore.Summary{
+	tr := treeOf([]*gitstore.Spending{
 		{ID: "a", Usage: usage(1, 10, 0, 1)},
 		{ID: "b", Parent: "a", Usage: usage(2, 20, 0, 2)},
 		{ID: "c", Parent: "b", Usage: usage(4, 40, 0, 4)},
@@ -255,5 +255,108 @@ func TestFetchReadsTurnsOnlyWhenTheBreakdownNeedsThem(t *testing.T) {
 	src.loads = 0
 	if _, _, err := Fetch(src, Query{By: ByDay, Since: time.Now().Add(time.Hour)}); err != nil || src.loads != 0 {
 		t.Fatalf("since the future: %d loads, %v", src.loads, err)
+	}
+}
+
+// An attempt group's row holds its attempts' spending, rolled up; the
+// report of the group itself lists each attempt and their total.
+func TestAggregateRollsAttemptsUpUnderTheirGroup(t *testing.T) {
+	recs := []Record{
+		{Spending: gitstore.Spending{ID: "g", Slug: "fix", Status: machine.Backlog, Attempts: 2}},
+		{Spending: gitstore.Spending{ID: "a1", Slug: "fix-a1", AttemptOf: "g", Status: machine.Blocked, Usage: usage(1.5, 100, 0, 10)}},
+		{Spending: gitstore.Spending{ID: "a2", Slug: "fix-a2", AttemptOf: "g", Status: machine.Blocked, Usage: usage(0.25, 50, 0, 5)}},
+		{Spending: gitstore.Spending{ID: "o", Slug: "other", Status: machine.Blocked, Usage: usage(1, 1, 0, 1)}},
+	}
+	rep := Aggregate(recs, Query{By: ByTask})
+	if len(rep.Rows) != 2 {
+		t.Fatalf("rows %+v", rep.Rows)
+	}
+	g := rep.Rows[0]
+	if g.Key != "fix" || g.ID != "g" || g.CostUSD != 1.75 || g.InputTokens != 150 || g.Attempts != 2 || g.Tasks != 2 || g.WithSubtasks != nil {
+		t.Fatalf("group row %+v", g)
+	}
+	if rep.Total.CostUSD != 2.75 || rep.Total.Tasks != 3 {
+		t.Fatalf("total %+v", rep.Total)
+	}
+	rep = Aggregate(recs, Query{By: ByTask, Task: "g"})
+	if len(rep.Rows) != 2 || rep.Rows[0].Key != "fix-a1" || rep.Rows[1].Key != "fix-a2" || rep.Rows[0].Attempts != 0 || rep.Total.CostUSD != 1.75 || rep.Task != "fix" {
+		t.Fatalf("the group's report %+v", rep)
+	}
+	// One attempt's report is its own.
+	rep = Aggregate(recs, Query{By: ByTask, Task: "a2"})
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != "fix-a2" || rep.Total.CostUSD != 0.25 {
+		t.Fatalf("an attempt's report %+v", rep)
+	}
+	// By outcome the group's attempts count as open work.
+	rep = Aggregate(recs, Query{By: ByOutcome})
+	if rep.Rows[3].Key != OutcomeOpen || rep.Rows[3].CostUSD != 2.75 {
+		t.Fatalf("outcome rows %+v", rep.Rows)
+	}
+}
+
+// A flagged figure (out of bounds, or not a number) is in no row and no
+// total, whichever breakdown reads it, and the report names it.
+func TestAggregateLeavesFlaggedFiguresOut(t *testing.T) {
+	bad := func(why string) *gitstore.Usage { return &gitstore.Usage{Flagged: why} }
+	recs := []Record{
+		{Spending: gitstore.Spending{ID: "p", Slug: "parent", Status: machine.Blocked, Usage: usage(2, 10, 0, 1)}, Turns: []gitstore.Turn{
+			turn("claude", "m", at("2026-05-01", 1), usage(2, 10, 0, 1)),
+		}},
+		{Spending: gitstore.Spending{ID: "c", Slug: "canceller", Parent: "p", Status: machine.Blocked, Usage: bad("cost_usd -1e+308 is negative")}, Turns: []gitstore.Turn{
+			{Seq: 2, Agent: "codex", At: at("2026-05-01", 2), Usage: bad("cost_usd -1e+308 is negative")},
+			{Seq: 3, Agent: "codex", At: at("2026-05-01", 3), Usage: usage(0.5, 1, 0, 1)},
+		}},
+		{Spending: gitstore.Spending{ID: "h", Slug: "hog", Parent: "p", Status: machine.Blocked, Usage: bad("cost_usd 1e+308 is above")}},
+	}
+	rep := Aggregate(recs, Query{By: ByTask})
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != "parent" || rep.Total.CostUSD != 2 || rep.Rows[0].WithSubtasks != nil || len(rep.Flagged) != 2 {
+		t.Fatalf("by task: rows %+v total %+v flagged %+v", rep.Rows, rep.Total, rep.Flagged)
+	}
+	// Reading turns, the canceller's believable turn counts; its hostile
+	// one does not.
+	rep = Aggregate(recs, Query{By: ByAgent, Loc: utc})
+	if rep.Total.CostUSD != 2.5 || len(rep.Flagged) != 3 || rep.Flagged[1].Turn != 2 {
+		t.Fatalf("by agent: total %+v flagged %+v", rep.Total, rep.Flagged)
+	}
+	b, _ := json.Marshal(rep)
+	if !strings.Contains(string(b), `"total":{"cost_usd":2.5,`) || !strings.Contains(string(b), `"flagged":[{"task_id":"c","task":"canceller","what":"usage","reason":"cost_usd -1e+308 is negative"}`) {
+		t.Fatalf("JSON: %s", b)
+	}
+}
+
+// Money in the JSON has no float noise: 0.1 + 0.2 is 0.3.
+func TestReportMoneyIsExact(t *testing.T) {
+	recs := []Record{
+		{Spending: gitstore.Spending{ID: "a", Slug: "a", Status: machine.Blocked, Usage: usage(0.1, 1, 0, 1)}},
+		{Spending: gitstore.Spending{ID: "b", Slug: "b", Status: machine.Blocked, Usage: usage(0.2, 1, 0, 1)}},
+		{Spending: gitstore.Spending{ID: "c", Slug: "c", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
+		{Spending: gitstore.Spending{ID: "d", Slug: "d", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
+		{Spending: gitstore.Spending{ID: "e", Slug: "e", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
+	}
+	b, _ := json.Marshal(Aggregate(recs[:2], Query{By: ByOutcome}))
+	if !strings.Contains(string(b), `"total":{"cost_usd":0.3,`) {
+		t.Fatalf("0.1+0.2: %s", b)
+	}
+	b, _ = json.Marshal(Aggregate(recs[2:], Query{By: ByOutcome}))
+	if !strings.Contains(string(b), `"total":{"cost_usd":1.2,`) {
+		t.Fatalf("3 x 0.4: %s", b)
+	}
+}
+
+// Tokens no price reached are unpriced: the cell says so, never $0.
+func TestTotalsCell(t *testing.T) {
+	for _, tc := range []struct {
+		t    Totals
+		want string
+	}{
+		{Totals{CostUSD: 0.099, InputTokens: 60000, OutputTokens: 2400}, "$0.0990"},
+		{Totals{InputTokens: 60000, OutputTokens: 2400, Unpriced: 1}, "unpriced"},
+		{Totals{InputTokens: 60000, OutputTokens: 2400}, "unpriced"},
+		{Totals{CostUSD: 1.2, InputTokens: 60000, Unpriced: 2}, "$1.2000 + unpriced"},
+		{Totals{}, "$0.0000"},
+	} {
+		if got := tc.t.Cell(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.t, got, tc.want)
+		}
 	}
 }

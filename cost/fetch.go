@@ -30,17 +30,18 @@ func Fetch(src Source, q Query) (recs []Record, unreadable int, err error) {
 			covered[id] = true
 		}
 	}
+	recs = make([]Record, 0, len(entries))
 	for i := range entries {
-		s, err := entries[i].Summary()
+		if covered != nil && !covered[entries[i].ID] {
+			continue
+		}
+		s, err := entries[i].Spending()
 		if err != nil {
 			unreadable++
 			continue
 		}
-		if covered != nil && !covered[s.ID] {
-			continue
-		}
-		rec := Record{Summary: *s}
-		if q.NeedsTurns() && s.Usage != nil && !olderThan(s, q.Since) {
+		rec := Record{Spending: s}
+		if q.NeedsTurns() && s.Usage != nil && !olderThan(&s, q.Since) {
 			turns, err := priced(src, s.ID)
 			if err != nil {
 				unreadable++
@@ -54,7 +55,7 @@ func Fetch(src Source, q Query) (recs []Record, unreadable int, err error) {
 }
 
 // olderThan reports whether s was last changed before since.
-func olderThan(s *gitstore.Summary, since time.Time) bool {
+func olderThan(s *gitstore.Spending, since time.Time) bool {
 	if since.IsZero() {
 		return false
 	}

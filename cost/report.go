@@ -3,7 +3,7 @@ package cost
 import (
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,32 +117,38 @@ func (q Query) loc() *time.Location {
 
 // Record is one task as a report reads it.
 type Record struct {
-	Summary gitstore.Summary
+	Spending gitstore.Spending
 	// Turns are its agent turns that recorded usage, when the query
 	// needs them (Fetch reads them only then).
 	Turns []gitstore.Turn
 }
 
 // Totals are what a group spent. Turns is nil when the report read no
-// turn records (by task and by outcome, without --since).
+// turn records (by task and by outcome, without --since). Dollars are
+// summed to the micro-dollar (budget.RoundUSD), so the JSON has at most
+// six decimals and 0.1 + 0.2 is 0.3.
 type Totals struct {
 	CostUSD           float64 `json:"cost_usd"`
 	InputTokens       int64   `json:"input_tokens"`
 	CachedInputTokens int64   `json:"cached_input_tokens"`
 	OutputTokens      int64   `json:"output_tokens"`
+	// Unpriced counts the turns whose tokens no price reached: CostUSD
+	// leaves them out.
+	Unpriced int64 `json:"unpriced_turns,omitempty"`
 	// Turns counts the agent turns that recorded a cost or tokens.
 	Turns *int `json:"turns,omitempty"`
 	// Tasks counts the tasks that spent something in the group.
 	Tasks int `json:"tasks"`
 
-	tasks map[string]bool
+	// last is the task counted last: a task's turns are added one after
+	// another, and no task twice, so a change of id is a new task.
+	last string
 }
 
 func (t *Totals) add(u gitstore.Usage) {
-	t.CostUSD += u.CostUSD
-	t.InputTokens += u.InputTokens
-	t.CachedInputTokens += u.CachedInputTokens
-	t.OutputTokens += u.OutputTokens
+	sum := t.Usage()
+	sum.Add(u)
+	t.CostUSD, t.InputTokens, t.CachedInputTokens, t.OutputTokens, t.Unpriced = sum.CostUSD, sum.InputTokens, sum.CachedInputTokens, sum.OutputTokens, sum.Unpriced
 }
 
 func (t *Totals) addTurn(u gitstore.Usage, withTurns bool) {
@@ -156,18 +162,36 @@ func (t *Totals) addTurn(u gitstore.Usage, withTurns bool) {
 }
 
 func (t *Totals) task(id string) {
-	if t.tasks == nil {
-		t.tasks = map[string]bool{}
-	}
-	if !t.tasks[id] {
-		t.tasks[id] = true
+	if t.Tasks == 0 || t.last != id {
+		t.last = id
 		t.Tasks++
 	}
 }
 
 // Usage is the totals as a usage record.
 func (t Totals) Usage() gitstore.Usage {
-	return gitstore.Usage{CostUSD: t.CostUSD, InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens, OutputTokens: t.OutputTokens}
+	return gitstore.Usage{CostUSD: t.CostUSD, InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens, OutputTokens: t.OutputTokens, Unpriced: t.Unpriced}
+}
+
+// Cell is what the totals cost as a table shows it (lazy cost, the web
+// view's cost page): "$0.0990"; tokens no price reached are "unpriced",
+// never $0.0000, and a sum short of them says so ("$1.2000 +
+// unpriced").
+func (t Totals) Cell() string {
+	switch {
+	case t.Priced():
+		return fmt.Sprintf("$%.4f", t.CostUSD)
+	case t.CostUSD == 0:
+		return "unpriced"
+	}
+	return fmt.Sprintf("$%.4f + unpriced", t.CostUSD)
+}
+
+// Priced reports whether every turn of the totals had a price: false
+// when some had tokens and no price (unpriced turns, or tokens with no
+// dollars at all, as records of an older lazy have them).
+func (t Totals) Priced() bool {
+	return t.Unpriced == 0 && (t.CostUSD > 0 || t.InputTokens+t.CachedInputTokens+t.OutputTokens == 0)
 }
 
 // Row is one group of a report.
@@ -184,6 +208,12 @@ type Row struct {
 	Outcome      string         `json:"outcome,omitempty"`
 	Parent       string         `json:"parent,omitempty"`
 	WithSubtasks *Totals        `json:"with_subtasks,omitempty"`
+	// Attempts, by task, on an attempt group's row: how many of its
+	// attempts spent, rolled up into the row (lazy cost GROUP lists
+	// them one by one).
+	Attempts int `json:"attempts,omitempty"`
+
+	self bool // by task: the row's own task spent
 }
 
 // Report is a breakdown with its total.
@@ -197,10 +227,13 @@ type Report struct {
 	// Unreadable counts records that could not be read, and so are not
 	// in the figures.
 	Unreadable int `json:"unreadable,omitempty"`
+	// Flagged are the figures of the covered tasks lazy did not believe
+	// (out of bounds, not numbers): left out of every row and the total.
+	Flagged []gitstore.Flag `json:"flagged,omitempty"`
 }
 
 // OutcomeOf is the outcome group of a task.
-func OutcomeOf(s *gitstore.Summary) string {
+func OutcomeOf(s *gitstore.Spending) string {
 	if !s.Status.IsTerminal() {
 		return OutcomeOpen
 	}
@@ -215,30 +248,53 @@ func OutcomeOf(s *gitstore.Summary) string {
 }
 
 // Aggregate groups the records' spending as q asks. It is pure: the
-// same records give the same report.
+// same records give the same report. By task, an attempt's spending is
+// its group's row (Row.Attempts), unless the report is of that group
+// (lazy cost GROUP), which lists its attempts. A flagged figure is in no
+// row and no total; the report lists it (Report.Flagged).
 func Aggregate(recs []Record, q Query) Report {
 	rep := Report{By: q.By, Rows: []Row{}}
 	if !q.Since.IsZero() {
 		rep.Since = q.Since.In(q.loc()).Format("2006-01-02")
 	}
-	sums := make([]*gitstore.Summary, len(recs))
-	for i := range recs {
-		sums[i] = &recs[i].Summary
+	// The tree serves a report of one task and the rows by task; the
+	// other breakdowns of every task need none of it.
+	var tree *Tree
+	if q.Task != "" || q.By == ByTask {
+		sums := make([]*gitstore.Spending, len(recs))
+		for i := range recs {
+			sums[i] = &recs[i].Spending
+		}
+		tree = treeOf(sums)
 	}
-	tree := treeOf(sums)
 	withTurns := q.NeedsTurns()
-	covered := map[string]bool{}
+	var covered map[string]bool
 	if q.Task != "" {
+		covered = map[string]bool{}
 		for _, id := range tree.Under(q.Task) {
 			covered[id] = true
 		}
-		if s, ok := tree.Summary(q.Task); ok {
+		if s, ok := tree.Spending(q.Task); ok {
 			rep.Task = s.Slug
 		}
 	}
+	// rowOf is the task whose row a task's spending goes to, by task:
+	// an attempt's group, but for a report of the group itself.
+	rowOf := func(s *gitstore.Spending) string {
+		if q.By != ByTask {
+			return s.ID
+		}
+		if g := s.AttemptOf; g != "" && g != q.Task && g != s.ID && (covered == nil || covered[g]) {
+			if _, ok := tree.Spending(g); ok {
+				return g
+			}
+		}
+		return s.ID
+	}
 	// spent is what each task spent in the query's window: its turns
-	// when they were read, its summary's total otherwise.
-	spent := map[string]gitstore.Usage{}
+	// when they were read, its summary's total otherwise (each task
+	// counted once, should a record come twice).
+	spent := make(map[string]gitstore.Usage, len(recs))
 	groups := map[string]*Row{}
 	group := func(key string) *Row {
 		r := groups[key]
@@ -255,12 +311,16 @@ func Aggregate(recs []Record, q Query) Report {
 	}
 	for i := range recs {
 		rec := &recs[i]
-		id := rec.Summary.ID
-		if q.Task != "" && !covered[id] {
+		sp := &rec.Spending
+		id := sp.ID
+		if covered != nil && !covered[id] {
 			continue
 		}
 		if _, dup := spent[id]; dup {
 			continue
+		}
+		if u := sp.Usage; u != nil && u.Flagged != "" {
+			rep.Flagged = append(rep.Flagged, gitstore.Flag{TaskID: id, Task: sp.Slug, What: "usage", Reason: u.Flagged})
 		}
 		var u gitstore.Usage
 		if withTurns {
@@ -268,8 +328,13 @@ func Aggregate(recs []Record, q Query) Report {
 				if tn.Usage == nil || (!q.Since.IsZero() && tn.At.Before(q.Since)) {
 					continue
 				}
-				u.Add(*tn.Usage)
-				rep.Total.addTurn(*tn.Usage, true)
+				if !tn.Usage.Valid() {
+					rep.Flagged = append(rep.Flagged, gitstore.Flag{TaskID: id, Task: sp.Slug, Turn: tn.Seq, What: "usage", Reason: tn.Usage.Flagged})
+					continue
+				}
+				tu := turnUsage(&tn)
+				u.Add(tu)
+				rep.Total.addTurn(tu, true)
 				var key string
 				switch q.By {
 				case ByAgent:
@@ -279,24 +344,29 @@ func Aggregate(recs []Record, q Query) Report {
 				case ByDay:
 					key = tn.At.In(q.loc()).Format("2006-01-02")
 				case ByTask:
-					key = id
+					key = rowOf(sp)
 				case ByOutcome:
-					key = OutcomeOf(&rec.Summary)
+					key = OutcomeOf(sp)
 				}
 				r := group(key)
-				r.addTurn(*tn.Usage, true)
+				r.addTurn(tu, true)
 				r.task(id)
+				r.self = r.self || key == id
 			}
-		} else if rec.Summary.Usage != nil {
-			u = *rec.Summary.Usage
+		} else if sp.Usage.Valid() && !zero(*sp.Usage) {
+			u = *sp.Usage
+			if u.CostUSD == 0 && u.Unpriced == 0 && u.Tokens() > 0 {
+				u.Unpriced = 1 // recorded before lazy priced turns: at least one
+			}
 			rep.Total.add(u)
-			key := id
+			key := rowOf(sp)
 			if q.By == ByOutcome {
-				key = OutcomeOf(&rec.Summary)
+				key = OutcomeOf(sp)
 			}
 			r := group(key)
 			r.add(u)
 			r.task(id)
+			r.self = r.self || key == id
 		}
 		spent[id] = u
 		if !zero(u) {
@@ -305,8 +375,12 @@ func Aggregate(recs []Record, q Query) Report {
 	}
 	for _, r := range groups {
 		if q.By == ByTask {
-			s, _ := tree.Summary(r.Key)
+			s, _ := tree.Spending(r.Key)
 			r.ID, r.Key, r.Title, r.Status, r.Outcome, r.Parent = s.ID, s.Slug, s.Title, s.Status, OutcomeOf(s), s.Parent
+			r.Attempts = r.Tasks
+			if r.self {
+				r.Attempts--
+			}
 			if tree.HasSubtasks(s.ID) {
 				var w Totals
 				for _, n := range tree.Under(s.ID) {
@@ -315,7 +389,7 @@ func Aggregate(recs []Record, q Query) Report {
 						w.task(n)
 					}
 				}
-				if w.Tasks > 1 {
+				if w.Tasks > r.Tasks {
 					r.WithSubtasks = &w
 				}
 			}
@@ -332,6 +406,17 @@ func Aggregate(recs []Record, q Query) Report {
 	return rep
 }
 
+// turnUsage is a turn's usage as a report counts it: a turn with tokens
+// and no dollars that nothing priced (recorded before lazy priced turns)
+// is an unpriced turn.
+func turnUsage(tn *gitstore.Turn) gitstore.Usage {
+	u := *tn.Usage
+	if u.CostUSD == 0 && u.Unpriced == 0 && tn.PricedBy == "" && u.Tokens() > 0 {
+		u.Unpriced = 1
+	}
+	return u
+}
+
 func zero(u gitstore.Usage) bool { return u == gitstore.Usage{} }
 
 func orElse(s, def string) string {
@@ -342,26 +427,47 @@ func orElse(s, def string) string {
 }
 
 // sortRows orders a report: days in order, outcomes from accepted to
-// open, everything else by what it cost, most first.
+// open, everything else by what it cost, most first. It sorts pointers
+// and moves each row once: rows are large, and a report by task has one
+// per task that spent.
 func sortRows(rows []Row, by By) {
 	rank := map[string]int{}
 	for i, o := range outcomes {
 		rank[o] = i
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
+	ptrs := make([]*Row, len(rows))
+	for i := range rows {
+		ptrs[i] = &rows[i]
+	}
+	// Every row has a key of its own, and the id breaks what a slug
+	// shared could leave, so the order is total and needs no stable sort.
+	slices.SortFunc(ptrs, func(a, b *Row) int {
 		switch by {
 		case ByDay:
-			return a.Key < b.Key
+			return strings.Compare(a.Key, b.Key)
 		case ByOutcome:
-			return rank[a.Key] < rank[b.Key]
+			return rank[a.Key] - rank[b.Key]
 		}
 		if a.CostUSD != b.CostUSD {
-			return a.CostUSD > b.CostUSD
+			if a.CostUSD > b.CostUSD {
+				return -1
+			}
+			return 1
 		}
 		if ta, tb := a.InputTokens+a.CachedInputTokens+a.OutputTokens, b.InputTokens+b.CachedInputTokens+b.OutputTokens; ta != tb {
-			return ta > tb
+			if ta > tb {
+				return -1
+			}
+			return 1
 		}
-		return a.Key < b.Key
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
 	})
+	sorted := make([]Row, len(rows))
+	for i, p := range ptrs {
+		sorted[i] = *p
+	}
+	copy(rows, sorted)
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // Tree is the task forest with each task's own usage, from the listing
-// (summaries carry usage and parent).
+// (summaries carry usage and parent). A usage flagged as out of bounds
+// (see gitstore.Usage) is no spending here: it is never summed.
 type Tree struct {
-	nodes    map[string]*gitstore.Summary
+	nodes    map[string]*gitstore.Spending
 	parent   map[string]string
 	children map[string][]string
 	own      map[string]gitstore.Usage
@@ -24,33 +25,29 @@ type Tree struct {
 // NewTree builds the forest of the listed tasks; an entry that cannot be
 // read is left out (a corrupt record never hides the others).
 func NewTree(entries []gitstore.Entry) *Tree {
-	var sums []*gitstore.Summary
+	sums := make([]*gitstore.Spending, 0, len(entries))
 	for i := range entries {
-		if s, err := entries[i].Summary(); err == nil {
-			sums = append(sums, s)
+		if s, err := entries[i].Spending(); err == nil {
+			sums = append(sums, &s)
 		}
 	}
 	return treeOf(sums)
 }
 
-func treeOf(sums []*gitstore.Summary) *Tree {
-	t := &Tree{nodes: map[string]*gitstore.Summary{}, parent: map[string]string{}, children: map[string][]string{}, own: map[string]gitstore.Usage{}}
+func treeOf(sums []*gitstore.Spending) *Tree {
+	t := &Tree{nodes: make(map[string]*gitstore.Spending, len(sums)), parent: map[string]string{}, children: map[string][]string{}, own: map[string]gitstore.Usage{}}
 	for _, s := range sums {
 		if _, dup := t.nodes[s.ID]; dup {
 			continue
 		}
 		t.nodes[s.ID] = s
-		if s.Usage != nil {
+		if s.Usage.Valid() {
 			t.own[s.ID] = *s.Usage
 		}
 		// An attempt counts under its attempt group (whose parent is the
 		// attempt's parent too): a group's spending is its attempts', and
 		// a budget on the group covers them together.
-		up := s.AttemptOf
-		if up == "" {
-			up = s.Parent
-		}
-		if up != "" && up != s.ID {
+		if up := s.TreeParent(); up != "" && up != s.ID {
 			t.parent[s.ID] = up
 			t.children[up] = append(t.children[up], s.ID)
 		}
@@ -58,8 +55,8 @@ func treeOf(sums []*gitstore.Summary) *Tree {
 	return t
 }
 
-// Summary is the listed task id.
-func (t *Tree) Summary(id string) (*gitstore.Summary, bool) {
+// Spending is the listed task id.
+func (t *Tree) Spending(id string) (*gitstore.Spending, bool) {
 	s, ok := t.nodes[id]
 	return s, ok
 }
@@ -69,9 +66,10 @@ func (t *Tree) Summary(id string) (*gitstore.Summary, bool) {
 func (t *Tree) Parent(id string) string { return t.parent[id] }
 
 // SetOwn replaces what the listing says id itself spent, with a record
-// the caller holds that is fresher than the listing.
+// the caller holds that is fresher than the listing (a flagged usage is
+// no spending).
 func (t *Tree) SetOwn(id string, u *gitstore.Usage) {
-	if u == nil {
+	if !u.Valid() {
 		delete(t.own, id)
 		return
 	}
@@ -122,12 +120,16 @@ const (
 
 // Trailers are the accept commit's cost trailers for u, each line ending
 // in a newline: "Lazy-Cost: $4.0213" when a cost was recorded, and
-// "Lazy-Tokens: 1000012 in, 0 cached, 1007 out" when tokens were (Codex
-// reports tokens and no price). Nothing recorded is no trailer. The
+// "Lazy-Tokens: 1000012 in, 0 cached, 1007 out" when tokens were (a
+// turn no price reached has tokens and no cost). Nothing recorded, or a
+// flagged usage, is no trailer. The
 // figures are plain decimals, so a script reads them with
 // git log --format='%(trailers:key=Lazy-Cost,valueonly)'.
 func Trailers(u gitstore.Usage) string {
 	var b strings.Builder
+	if !u.Valid() {
+		return ""
+	}
 	if u.CostUSD > 0 {
 		fmt.Fprintf(&b, "%s: $%.4f\n", TrailerCost, u.CostUSD)
 	}
@@ -135,4 +137,16 @@ func Trailers(u gitstore.Usage) string {
 		fmt.Fprintf(&b, "%s: %d in, %d cached, %d out\n", TrailerTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens)
 	}
 	return b.String()
+}
+
+// Flagged are the flags of the recorded usages under id (id included)
+// that the sums leave out.
+func (t *Tree) Flagged(id string) []gitstore.Flag {
+	var out []gitstore.Flag
+	for _, n := range t.Under(id) {
+		if s, ok := t.nodes[n]; ok && s.Usage != nil && s.Usage.Flagged != "" {
+			out = append(out, gitstore.Flag{TaskID: s.ID, Task: s.Slug, What: "usage", Reason: s.Usage.Flagged})
+		}
+	}
+	return out
 }

@@ -3,9 +3,9 @@ package gitstore
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -65,10 +65,12 @@ type Task struct {
 	// After are the tasks that must be complete before this one starts,
 	// on the pool and locally alike (lazy create --after).
 	After []string `json:"after,omitempty"`
-	// BudgetUSD, when not 0, is this task's own budget (lazy create/edit
+	// BudgetUSD, when set, is this task's own budget (lazy create/edit
 	// --budget, lazy unblock --budget +N): it replaces lazy.budget.task
-	// for the task, its turns and its subtasks' turns.
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// for the task, its turns and its subtasks' turns. 0 allows no
+	// spend; nil is no budget of its own. See OwnBudget for a figure out
+	// of bounds.
+	BudgetUSD *float64 `json:"budget_usd,omitempty"`
 	// Hold says why a blocked task waits other than for a review: a
 	// budget its turns reached, or a usage limit whose reset the daemon
 	// waits for. Any turn that starts clears it.
@@ -124,6 +126,10 @@ func (h *Hold) String() string {
 	}
 	switch h.Kind {
 	case HoldBudget:
+		if budget.CheckUSD("", h.SpentUSD) != nil || budget.CheckUSD("", h.LimitUSD) != nil {
+			// A record from elsewhere: its figures are not printed.
+			return fmt.Sprintf("over budget (%s budget; the recorded figures are out of bounds)", h.Scope)
+		}
 		return fmt.Sprintf("over budget: $%.2f spent of $%.2f (%s budget)", h.SpentUSD, h.LimitUSD, h.Scope)
 	case HoldLimit:
 		return "waiting for the limit to reset at " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC")
@@ -296,6 +302,10 @@ type Turn struct {
 	Usage *Usage `json:"usage,omitempty"`
 	Agent string `json:"agent,omitempty"`
 	Model string `json:"model,omitempty"`
+	// PricedBy says where Usage's dollars came from: the agent CLI's own
+	// report (budget.PricedByAgent), lazy's price table or a lazy.price
+	// setting, from the tokens; "" when nothing priced them.
+	PricedBy string `json:"priced_by,omitempty"`
 	// Tools counts the tool calls of an agent turn that returned, and
 	// how many failed (nil: none, or an agent lazy cannot read).
 	Tools *Tools `json:"tools,omitempty"`
@@ -334,48 +344,6 @@ func (t *Tools) String() string {
 
 func (t *Tools) sane() bool {
 	return t != nil && t.Calls > 0 && t.Failed >= 0 && t.Failed <= t.Calls
-}
-
-// Usage is cost and tokens as agent CLIs report them (Codex reports
-// tokens only).
-type Usage struct {
-	CostUSD           float64 `json:"cost_usd,omitempty"`
-	InputTokens       int64   `json:"input_tokens,omitempty"`
-	CachedInputTokens int64   `json:"cached_input_tokens,omitempty"`
-	OutputTokens      int64   `json:"output_tokens,omitempty"`
-}
-
-// String renders cost and tokens: "$0.4210, 12.3k in (+40.1k cached) /
-// 2.1k out tokens". Codex reports no price, so a zero cost is left out.
-func (u *Usage) String() string {
-	var parts []string
-	if u.CostUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
-	}
-	tokens := tokenCount(u.InputTokens) + " in"
-	if u.CachedInputTokens > 0 {
-		tokens += " (+" + tokenCount(u.CachedInputTokens) + " cached)"
-	}
-	parts = append(parts, tokens+" / "+tokenCount(u.OutputTokens)+" out tokens")
-	return strings.Join(parts, ", ")
-}
-
-func tokenCount(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
-
-// Add adds o to u.
-func (u *Usage) Add(o Usage) {
-	u.CostUSD += o.CostUSD
-	u.InputTokens += o.InputTokens
-	u.CachedInputTokens += o.CachedInputTokens
-	u.OutputTokens += o.OutputTokens
 }
 
 // Comment is comments/<seq>.json: a note on a task that is not delivered

@@ -682,7 +682,7 @@ type CreateSpec struct {
 	AllowedPaths []string
 	Metadata     map[string]string
 	After        []string // full ids of the tasks it waits for
-	BudgetUSD    float64  // the task's own budget (0: lazy.budget.task)
+	BudgetUSD    *float64 // the task's own budget (nil: lazy.budget.task; 0 allows no spend)
 	// AttemptOf and Attempt make the task attempt K of a group (see
 	// Task.AttemptOf).
 	AttemptOf string

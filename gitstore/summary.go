@@ -40,8 +40,9 @@ type Summary struct {
 	Pool *PoolSpec `json:"pool,omitempty"`
 	// After are the tasks it waits for.
 	After []string `json:"after,omitempty"`
-	// BudgetUSD is the task's own budget, when it has one.
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// BudgetUSD is the task's own budget, when it has one (0 allows no
+	// spend).
+	BudgetUSD *float64 `json:"budget_usd,omitempty"`
 	// Hold is why a parked task waits (a budget, a usage limit).
 	Hold *Hold `json:"hold,omitempty"`
 	// AttemptOf and Attempt: the task is attempt K of that group;

@@ -324,7 +324,7 @@ func (p *jsonScanner) time(t *Task, created bool) bool {
 // leaves out; ok is false if t has any of them. updated is t.UpdatedAt
 // as printed, which the caller has formatted already.
 func appendSummary(b []byte, t *Task, updated string) ([]byte, bool) {
-	if t.Forge != nil || t.Gate != nil || t.Pool != nil || t.After != nil || t.Usage != nil || t.Hold != nil || t.BudgetUSD != 0 || t.Metadata != nil || t.MergeRefused != nil || t.Accept != nil ||
+	if t.Forge != nil || t.Gate != nil || t.Pool != nil || t.After != nil || t.Usage != nil || t.Hold != nil || t.BudgetUSD != nil || t.Metadata != nil || t.MergeRefused != nil || t.Accept != nil ||
 		t.AttemptOf != "" || t.Attempts != nil {
 		return b, false
 	}

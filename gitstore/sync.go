@@ -48,8 +48,11 @@ type SyncReport struct {
 	// Unverified lists statuses taken in that this machine could not
 	// confirm (see Unverified).
 	Unverified []Unverified `json:"unverified"`
-	Skipped    []Skip       `json:"skipped"`
-	Renamed    []Rename     `json:"renamed"`
+	// Flagged lists the figures the pulled records brought that lazy
+	// does not believe (see Flag): taken in, left out of every sum.
+	Flagged []Flag   `json:"flagged"`
+	Skipped []Skip   `json:"skipped"`
+	Renamed []Rename `json:"renamed"`
 	// Pushed counts the refs a push moved on the remote (task records
 	// and their slug names); PushedTasks the task records among them,
 	// and NewOnRemote those of the task records the remote did not have.
@@ -295,6 +298,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 		if unverified != "" {
 			rep.Unverified = append(rep.Unverified, Unverified{Task: rs.Task.Slug, Reason: unverified})
 		}
+		rep.Flagged = append(rep.Flagged, s.newFlags(local, rs)...)
 		*kind = append(*kind, rs.Task.Slug)
 		if !have {
 			s.adoptSlug(rs, ns, rep)

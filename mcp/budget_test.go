@@ -28,6 +28,26 @@ func TestCreateWithABudget(t *testing.T) {
 	if _, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"bad","budget_usd":-1}`)); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Fatalf("a negative budget: %v", err)
 	}
+	// The CLI's bound holds here too: a number JSON can carry is not
+	// therefore a budget.
+	for _, huge := range []string{"1e308", "1000000000001"} {
+		_, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"huge","budget_usd":`+huge+`}`))
+		if err == nil || !strings.Contains(err.Error(), "more than the largest budget lazy takes ($1000000000000)") || !strings.Contains(err.Error(), "nothing was created") {
+			t.Fatalf("budget_usd %s: %v", huge, err)
+		}
+	}
+	// 0 is a budget that allows no spend, not "none".
+	if _, err := d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_create", json.RawMessage(`{"title":"frozen","budget_usd":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	out, err = d.Call(ctx, Caller{Actor: machine.Builder}, "lazy_show", json.RawMessage(`{"task":"frozen"}`))
+	if err != nil || !strings.Contains(string(out), `"budget_usd":0`) {
+		t.Fatalf("lazy_show of a $0 budget: %s %v", out, err)
+	}
+	entries, _ := d.Store.List()
+	if len(entries) != 2 {
+		t.Fatalf("%d tasks: a refused create made one", len(entries))
+	}
 }
 
 // repoDispatcher is a dispatcher over the real repository in dir, whose

@@ -61,7 +61,7 @@ type (
 		AllowedPaths []string `json:"allowed_paths,omitempty" jsonschema:"globs of files the task may change; others become violations"`
 		TargetBranch string   `json:"target_branch,omitempty" jsonschema:"existing branch a top-level task starts from and is accepted into (default: the repository's default branch)"`
 		RequestID    string   `json:"request_id,omitempty" jsonschema:"an id you choose for this create, unique to it (a UUID): calling lazy_create again with the same request_id returns the task the first call created instead of making another, so retrying a call whose answer was lost never duplicates the task"`
-		BudgetUSD    float64  `json:"budget_usd,omitempty" jsonschema:"the task's own budget in US dollars for its turns and its subtasks' (default: git config lazy.budget.task); a parent's budget still holds it"`
+		BudgetUSD    *float64 `json:"budget_usd,omitempty" jsonschema:"the task's own budget in US dollars for its turns and its subtasks', from 0 (no spend allowed) to 1000000000000 (default: git config lazy.budget.task); a parent's budget still holds it"`
 	}
 	// TaskIn names a task.
 	TaskIn struct {

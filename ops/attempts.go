@@ -258,8 +258,8 @@ func (a AttemptView) StatusCell() string {
 	return string(a.Status)
 }
 
-// CostCell is what the attempt cost: dollars when the CLI priced it,
-// else tokens in and out (Codex reports no price).
+// CostCell is what the attempt cost: dollars when its turns were priced
+// (by the CLI, or lazy's price table), else "unpriced".
 func (a AttemptView) CostCell() string {
 	return UsageCell(a.Usage)
 }
@@ -269,10 +269,17 @@ func UsageCell(u *gitstore.Usage) string {
 	switch {
 	case u == nil:
 		return "-"
+	case u.Flagged != "":
+		return "left out (out of bounds)"
+	case u.CostUSD > 0 && u.Unpriced > 0:
+		return fmt.Sprintf("$%.4f + unpriced", u.CostUSD)
 	case u.CostUSD > 0:
 		return fmt.Sprintf("$%.4f", u.CostUSD)
 	}
-	return fmt.Sprintf("%d/%d tok", u.InputTokens+u.CachedInputTokens, u.OutputTokens)
+	if u.Tokens() > 0 {
+		return "unpriced" // never $0.0000: show has the tokens
+	}
+	return "-"
 }
 
 // GateCell is the attempt's merge gate state.

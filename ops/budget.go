@@ -14,16 +14,17 @@ import (
 )
 
 // Budget settings: per task (each task, its turns and its subtasks'
-// turns) and per day (this machine's turns in this repository). 0 or
-// unset is no budget.
+// turns) and per day (this machine's turns in this repository). Unset
+// is no budget; 0 allows no spend.
 const (
 	KeyBudgetTask = "lazy.budget.task"
 	KeyBudgetDay  = "lazy.budget.day"
 )
 
-// BudgetSettings are the configured budgets.
+// BudgetSettings are the configured budgets; nil is a budget that is
+// not set.
 type BudgetSettings struct {
-	TaskUSD, DayUSD float64
+	TaskUSD, DayUSD *float64
 }
 
 // BudgetSettings reads lazy.budget.* from git config. A bad value is an
@@ -35,14 +36,17 @@ func (e *Env) BudgetSettings() (BudgetSettings, error) {
 		return BudgetSettings{}, fmt.Errorf("read git config: %w", err)
 	}
 	var s BudgetSettings
-	for key, dst := range map[string]*float64{KeyBudgetTask: &s.TaskUSD, KeyBudgetDay: &s.DayUSD} {
+	for key, dst := range map[string]**float64{KeyBudgetTask: &s.TaskUSD, KeyBudgetDay: &s.DayUSD} {
 		v, ok := cfg.Get(key)
 		if !ok {
 			continue
 		}
-		if *dst, err = budget.ParseUSD(key, v); err != nil {
-			return BudgetSettings{}, configkeys.Invalid(key, v, "is not an amount in US dollars")
+		k, _ := configkeys.Lookup(key)
+		if err := k.Check(v); err != nil {
+			return BudgetSettings{}, err
 		}
+		usd, _ := budget.ParseUSD(key, v)
+		*dst = &usd
 	}
 	return s, nil
 }
@@ -62,14 +66,15 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 		return nil, err
 	}
 	var lines []budget.Line
-	if set.DayUSD > 0 {
+	if set.DayUSD != nil {
 		spent, err := e.Ledger().Day(now)
 		if err != nil {
 			return nil, err
 		}
-		lines = append(lines, budget.Line{Scope: budget.ScopeDay, LimitUSD: set.DayUSD, SpentUSD: spent})
+		lines = append(lines, budget.Line{Scope: budget.ScopeDay, LimitUSD: *set.DayUSD, SpentUSD: spent})
 	}
-	if set.TaskUSD <= 0 && s.Task.BudgetUSD <= 0 && s.Task.Parent == "" && s.Task.AttemptOf == "" {
+	_, own, _ := s.Task.OwnBudget()
+	if set.TaskUSD == nil && !own && s.Task.Parent == "" && s.Task.AttemptOf == "" {
 		return lines, nil // no task budget can apply: no listing needed
 	}
 	entries, err := e.Store.List()
@@ -77,22 +82,27 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 		return nil, err
 	}
 	tree := cost.NewTree(entries)
+	// The task's own figures are fresher than the listing's. A figure out
+	// of bounds is left out here as everywhere: the budgets count only
+	// figures lazy believes (lazy doctor names the rest).
 	tree.SetOwn(s.Task.ID, s.Task.Usage)
 	scope := budget.ScopeTask
 	seen := map[string]bool{}
-	for id, limit := s.Task.ID, s.Task.BudgetUSD; id != "" && !seen[id]; {
+	limit, ok, _ := s.Task.OwnBudget()
+	for id := s.Task.ID; id != "" && !seen[id]; {
 		seen[id] = true
-		if limit <= 0 {
-			limit = set.TaskUSD
+		if !ok && set.TaskUSD != nil {
+			limit, ok = *set.TaskUSD, true
 		}
-		if limit > 0 {
+		if ok {
 			lines = append(lines, budget.Line{Scope: scope, LimitUSD: limit, SpentUSD: tree.Subtree(id).CostUSD})
 		}
-		n, ok := tree.Summary(tree.Parent(id))
-		if !ok {
+		n, found := tree.Spending(tree.Parent(id))
+		if !found {
 			break
 		}
-		id, limit, scope = n.ID, n.BudgetUSD, "parent "+n.Slug
+		id, scope = n.ID, "parent "+n.Slug
+		limit, ok, _ = n.OwnBudget()
 	}
 	return lines, nil
 }
@@ -220,23 +230,69 @@ func (e *Env) RaiseBudget(ctx context.Context, name string, add bool, usd float6
 		if s.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("raise the budget of %s: the task is %s; reopen it first", s.Task.Slug, s.Task.Status)
 		}
-		cur := s.Task.BudgetUSD
-		if cur <= 0 {
-			cur = set.TaskUSD
+		cur, ok, _ := s.Task.OwnBudget()
+		if !ok && set.TaskUSD != nil {
+			cur = *set.TaskUSD
 		}
 		limit = usd
 		if add {
 			limit = cur + usd
-			if h := sn.Task.Hold; h != nil && h.Kind == gitstore.HoldBudget && h.SpentUSD > cur {
+			if h := sn.Task.Hold; h != nil && h.Kind == gitstore.HoldBudget && h.SpentUSD > cur && budget.CheckUSD("", h.SpentUSD) == nil {
 				// Overspent (a turn ran past it): raise from what was spent.
 				limit = h.SpentUSD + usd
 			}
+			limit = budget.RoundUSD(limit)
 		}
-		s.Task.BudgetUSD = limit
+		if err := budget.CheckUSD("the raised budget", limit); err != nil {
+			return nil, err
+		}
+		s.Task.BudgetUSD = &limit
 		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: fmt.Sprintf("budget raised to $%.2f", limit)}, nil
 	})
 	if err != nil {
 		return "", 0, err
 	}
 	return updated.Task.Slug, limit, nil
+}
+
+// KeyPrice is the setting that prices a model over lazy's table.
+const KeyPrice = "lazy.price"
+
+// Prices is lazy's price table with this repository's lazy.price
+// settings over it. A bad value is an error naming the key and the fix.
+func (e *Env) Prices() (budget.Prices, error) {
+	cfg, err := e.Store.Repo().Config()
+	if err != nil {
+		return budget.Prices{}, fmt.Errorf("read git config: %w", err)
+	}
+	over := map[string]budget.Price{}
+	for _, v := range cfg.All(KeyPrice) {
+		model, p, err := budget.ParsePrice(v)
+		if err != nil {
+			return budget.Prices{}, configkeys.Invalid(KeyPrice, v, "is not a model and its prices")
+		}
+		over[model] = p
+	}
+	return budget.NewPrices(over), nil
+}
+
+// PriceTurn fills in what a turn cost when its agent CLI reported tokens
+// and no dollars: from lazy.price or lazy's table, by the turn's model.
+// A cost the CLI reported always wins. A turn no price reaches is
+// counted unpriced (never $0). It returns where the dollars came from
+// ("" when nothing priced them).
+func PriceTurn(prices budget.Prices, model string, u *gitstore.Usage) string {
+	switch {
+	case u.CostUSD > 0:
+		return budget.PricedByAgent
+	case u.Tokens() == 0:
+		return ""
+	}
+	p, by, ok := prices.Lookup(model)
+	if !ok {
+		u.Unpriced = 1
+		return ""
+	}
+	u.CostUSD = p.Cost(u.InputTokens, u.CachedInputTokens, u.OutputTokens)
+	return by
 }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Dir(e.Store.Repo().CommonDir)
 	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
-	root, _ := e.Create(ctx, CreateInput{Title: "root", BudgetUSD: 3})
+	root, _ := e.Create(ctx, CreateInput{Title: "root", BudgetUSD: ptr(3.0)})
 	mid, _ := e.Create(ctx, CreateInput{Title: "mid", Parent: root.Task.ID})
 	leaf, _ := e.Create(ctx, CreateInput{Title: "leaf", Parent: mid.Task.ID})
 	other, _ := e.Create(ctx, CreateInput{Title: "other"})
@@ -137,5 +138,134 @@ func TestHoldEndsWhenWorkResumes(t *testing.T) {
 	set(machine.Blocked, "unblock", true)
 	if sn := set(machine.Abandoned, "", true); sn.Task.Hold != nil {
 		t.Fatal("a closed task kept a hold")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Hostile figures among a task's subtasks: a sibling's -1e308 cannot
+// cancel another's spending, and a child's 1e308 is left out rather than
+// holding its parent for good; both are flagged under the parent.
+func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	parent, _ := e.Create(ctx, CreateInput{Title: "parent", BudgetUSD: ptr(10.0)})
+	spender, _ := e.Create(ctx, CreateInput{Title: "spender", Parent: parent.Task.ID})
+	canceller, _ := e.Create(ctx, CreateInput{Title: "canceller", Parent: parent.Task.ID})
+	hog, _ := e.Create(ctx, CreateInput{Title: "hog", Parent: parent.Task.ID})
+	spend(t, e, spender.Task.ID, 4)
+	spend(t, e, canceller.Task.ID, -1e308)
+	spend(t, e, hog.Task.ID, 1e308)
+
+	sn, _ := e.Store.Load(parent.Task.ID)
+	lines, err := e.BudgetLines(sn, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || lines[0].SpentUSD != 4 || lines[0].LimitUSD != 10 || lines[0].Over() {
+		t.Fatalf("lines %+v: want $4 of $10 spent, the hostile figures left out", lines)
+	}
+	spent, flags, err := e.Spending(sn)
+	if err != nil || spent.CostUSD != 4 || len(flags) != 2 {
+		t.Fatalf("spending %+v, flags %+v, %v", spent, flags, err)
+	}
+	for _, f := range flags {
+		if f.Task != canceller.Task.Slug && f.Task != hog.Task.Slug {
+			t.Errorf("flag of %s", f.Task)
+		}
+	}
+	if u, _ := e.Spent(sn); u.CostUSD != 4 {
+		t.Fatalf("the accept trailer's figure: %+v", u)
+	}
+}
+
+// A budget of 0 allows no spend, from a task or from git config; an
+// unset key is no budget; a budget that cannot be one is refused with
+// the fix.
+func TestZeroBudgetAllowsNoSpend(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
+	sn, err := e.Create(ctx, CreateInput{Title: "frozen", BudgetUSD: ptr(0.0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, _, err := e.overBudget(sn)
+	if err != nil || over == nil || over.LimitUSD != 0 || over.Scope != budget.ScopeTask {
+		t.Fatalf("a task budget of 0: over %+v, %v", over, err)
+	}
+	free, _ := e.Create(ctx, CreateInput{Title: "free"})
+	if over, left, err := e.overBudget(free); err != nil || over != nil || left != 0 {
+		t.Fatalf("no budget anywhere: %+v %v %v", over, left, err)
+	}
+	git("config", KeyBudgetDay, "0")
+	if over, _, err := e.overBudget(free); err != nil || over == nil || over.Scope != budget.ScopeDay {
+		t.Fatalf("lazy.budget.day 0: %+v %v", over, err)
+	}
+	git("config", "--unset", KeyBudgetDay)
+	for _, bad := range []string{"-1", "1e13", "NaN", "0x10", "five"} {
+		git("config", KeyBudgetTask, bad)
+		_, err := e.BudgetSettings()
+		if err == nil || !strings.Contains(err.Error(), "git config "+KeyBudgetTask+" 10") || !strings.Contains(err.Error(), "--unset") {
+			t.Errorf("lazy.budget.task %s: %v", bad, err)
+		}
+	}
+	for _, bad := range []float64{-1, 1e308, math.Inf(1)} {
+		if _, err := e.Create(ctx, CreateInput{Title: "bad budget", BudgetUSD: ptr(bad)}); err == nil || !strings.Contains(err.Error(), "nothing was created") {
+			t.Errorf("create with budget %v: %v", bad, err)
+		}
+	}
+	// Edit sets 0 and clears.
+	if _, err := e.Edit(ctx, free.Task.Slug, EditInput{BudgetUSD: ptr(0.0)}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.Store.Load(free.Task.ID)
+	if v, ok, _ := got.Task.OwnBudget(); !ok || v != 0 {
+		t.Fatalf("edit --budget 0: %v %v", v, ok)
+	}
+	if _, err := e.Edit(ctx, free.Task.Slug, EditInput{ClearBudget: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = e.Store.Load(free.Task.ID)
+	if got.Task.BudgetUSD != nil {
+		t.Fatalf("edit --budget none left %v", *got.Task.BudgetUSD)
+	}
+}
+
+// Turns are priced from their tokens when the CLI reported no cost: a
+// reported cost wins, a lazy.price setting beats the table, and a model
+// neither knows is unpriced, never $0.
+func TestPriceTurn(t *testing.T) {
+	e := env(t)
+	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	prices, err := e.Prices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := gitstore.Usage{InputTokens: 60000, OutputTokens: 2400}
+	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByTable || u.CostUSD != 0.099 || u.Unpriced != 0 {
+		t.Fatalf("codex 60000/2400: %s %+v", by, u)
+	}
+	u = gitstore.Usage{CostUSD: 0.5, InputTokens: 60000, OutputTokens: 2400}
+	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByAgent || u.CostUSD != 0.5 {
+		t.Fatalf("a reported cost: %s %+v", by, u)
+	}
+	u = gitstore.Usage{InputTokens: 60000, OutputTokens: 2400}
+	if by := PriceTurn(prices, "gpt-9-unheard-of", &u); by != "" || u.CostUSD != 0 || u.Unpriced != 1 || !strings.HasPrefix(u.String(), "unpriced, ") {
+		t.Fatalf("an unknown model: %s %+v %q", by, u, u.String())
+	}
+	testrepo.Git(t, dir, "config", "--add", KeyPrice, "gpt-9-unheard-of 2,0.5,20")
+	testrepo.Git(t, dir, "config", "--add", KeyPrice, "gpt-5-codex 1,0.1,8")
+	if prices, err = e.Prices(); err != nil {
+		t.Fatal(err)
+	}
+	u = gitstore.Usage{InputTokens: 60000, OutputTokens: 2400}
+	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByConfig || u.CostUSD != 0.0792 {
+		t.Fatalf("a lazy.price override: %s %+v", by, u)
+	}
+	testrepo.Git(t, dir, "config", "--add", KeyPrice, "gpt-5-codex cheap")
+	if _, err := e.Prices(); err == nil || !strings.Contains(err.Error(), "git config --add "+KeyPrice) {
+		t.Fatalf("a bad lazy.price: %v", err)
 	}
 }

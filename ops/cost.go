@@ -11,13 +11,28 @@ import (
 // (sn is fresher than the listing for its own) and its subtasks', rolled
 // up from the listing.
 func (e *Env) Spent(sn *gitstore.Snapshot) (gitstore.Usage, error) {
+	u, _, err := e.Spending(sn)
+	return u, err
+}
+
+// Spending is Spent with the recorded figures under the task that the
+// sum leaves out, flagged as out of bounds (the budgets leave them out
+// too).
+func (e *Env) Spending(sn *gitstore.Snapshot) (gitstore.Usage, []gitstore.Flag, error) {
 	entries, err := e.Store.List()
 	if err != nil {
-		return gitstore.Usage{}, fmt.Errorf("read the task list to total what %s cost: %w", sn.Task.Slug, err)
+		return gitstore.Usage{}, nil, fmt.Errorf("read the task list to total what %s cost: %w", sn.Task.Slug, err)
 	}
 	tree := cost.NewTree(entries)
 	tree.SetOwn(sn.Task.ID, sn.Task.Usage)
-	return tree.Subtree(sn.Task.ID), nil
+	var flags []gitstore.Flag
+	for _, f := range tree.Flagged(sn.Task.ID) {
+		if f.TaskID != sn.Task.ID {
+			flags = append(flags, f)
+		}
+	}
+	flags = append(gitstore.TaskFlags(&sn.Task), flags...)
+	return tree.Subtree(sn.Task.ID), flags, nil
 }
 
 // acceptMessage is the squash commit's message for sn, with what the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/worktree"
@@ -17,9 +18,10 @@ type EditInput struct {
 	Title        *string
 	Goal         *string
 	TargetBranch *string // "" clears it: the task then targets the default branch
-	// BudgetUSD sets the task's own budget; 0 clears it (lazy.budget.task
-	// applies again).
-	BudgetUSD *float64
+	// BudgetUSD sets the task's own budget (0 allows no spend);
+	// ClearBudget removes it, and lazy.budget.task applies again.
+	BudgetUSD   *float64
+	ClearBudget bool
 }
 
 // Edit changes a task's title, goal or target branch, recorded as one
@@ -28,11 +30,16 @@ type EditInput struct {
 // started yet may change it: a started task's branch was cut from the
 // old one, and a subtask merges into its parent.
 func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Snapshot, error) {
-	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil && in.BudgetUSD == nil {
+	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil && in.BudgetUSD == nil && !in.ClearBudget {
 		return nil, errors.New("nothing to edit: give a new title, goal, target branch or budget")
 	}
-	if in.BudgetUSD != nil && *in.BudgetUSD < 0 {
-		return nil, errors.New("a budget cannot be negative; give an amount in US dollars such as 5, or 0 for none")
+	if in.BudgetUSD != nil {
+		if err := budget.CheckUSD("the budget", *in.BudgetUSD); err != nil {
+			return nil, err
+		}
+		if in.ClearBudget {
+			return nil, errors.New("give a budget or clear it, not both")
+		}
 	}
 	var title, goal, target string
 	if in.Title != nil {
@@ -95,15 +102,29 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 			s.Task.TargetBranch = target
 			changed = append(changed, "target branch")
 		}
-		if in.BudgetUSD != nil && *in.BudgetUSD != s.Task.BudgetUSD {
-			s.Task.BudgetUSD = *in.BudgetUSD
-			changed = append(changed, fmt.Sprintf("budget to $%.2f", *in.BudgetUSD))
+		switch cur := s.Task.BudgetUSD; {
+		case in.BudgetUSD != nil && (cur == nil || *cur != *in.BudgetUSD):
+			v := *in.BudgetUSD
+			s.Task.BudgetUSD = &v
+			changed = append(changed, "budget to "+budgetWords(v))
+		case in.ClearBudget && cur != nil:
+			s.Task.BudgetUSD = nil
+			changed = append(changed, "budget cleared (lazy.budget.task applies)")
 		}
 		if len(changed) == 0 {
 			return nil, fmt.Errorf("edit %s: nothing changed; the task already says that", slug)
 		}
 		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: "changed " + strings.Join(changed, ", ")}, nil
 	})
+}
+
+// budgetWords is a budget as a change or a summary says it: "$5.00", or
+// "$0 (no spend allowed)".
+func budgetWords(v float64) string {
+	if v == 0 {
+		return "$0 (no spend allowed)"
+	}
+	return fmt.Sprintf("$%.2f", v)
 }
 
 // CheckTargetBranch is the one rule for the target branch a task is

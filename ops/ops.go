@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -238,8 +239,9 @@ type CreateInput struct {
 	RequestID string
 	// After names the tasks that must be complete before it starts.
 	After []string
-	// BudgetUSD is the task's own budget (0: lazy.budget.task applies).
-	BudgetUSD float64
+	// BudgetUSD is the task's own budget (nil: lazy.budget.task
+	// applies; 0 allows no spend).
+	BudgetUSD *float64
 }
 
 // MaxRequestID bounds a create's request id.
@@ -335,10 +337,15 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 		return nil, err
 	}
 	spec.After = after
-	if in.BudgetUSD < 0 {
-		return nil, errors.New("a budget cannot be negative; give an amount in US dollars such as 5, or 0 for none")
+	if in.BudgetUSD != nil {
+		// Checked here for every surface: the CLI parses its own, but an
+		// MCP caller's budget_usd is any number JSON can carry.
+		if err := budget.CheckUSD("budget_usd", *in.BudgetUSD); err != nil {
+			return nil, fmt.Errorf("%w; nothing was created", err)
+		}
+		v := *in.BudgetUSD
+		spec.BudgetUSD = &v
 	}
-	spec.BudgetUSD = in.BudgetUSD
 	for _, p := range sanitize.Fields(in.AllowedPaths) {
 		if err := ValidPattern(p); err != nil {
 			return nil, err

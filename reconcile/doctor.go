@@ -46,8 +46,8 @@ type Finding struct {
 	// orphaned-worktree, missing-worktree, orphaned-protocol,
 	// stale-ref-lock, stale-index-lock, stale-packed-refs-lock, orphaned-lock,
 	// foreign-session, slug-conflict,
-	// stray-turn, half-accepted-destination, orphaned-pack; the CLI adds
-	// gate-leftover and gate-survivor.
+	// stray-turn, half-accepted-destination, orphaned-pack,
+	// flagged-figure; the CLI adds gate-leftover and gate-survivor.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -55,6 +55,10 @@ type Finding struct {
 	Action   string `json:"action,omitempty"`
 	Repaired bool   `json:"repaired"`
 	Error    string `json:"error,omitempty"`
+	// Note marks a finding that needs neither a repair nor a human: what
+	// lazy already does about it (Action) is all there is to do, so it
+	// is not a problem left.
+	Note bool `json:"note,omitempty"`
 }
 
 // StaleRefLock is gitstore.StaleLockAge, which pull's lock error names: how
@@ -141,6 +145,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	findings = append(findings, r.checkLegacyWorktrees(ctx, entries, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
+	findings = append(findings, r.checkFigures(ctx, entries, repair)...)
 	return findings, nil
 }
 

@@ -161,19 +161,34 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			turn.Tools = &gitstore.Tools{Calls: t.Calls, Failed: t.Failed}
 		}
 		if u := resp.Usage; u != nil {
-			use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
-			turn.Usage, turn.Model = &use, u.Model
-			total := gitstore.Usage{}
-			if s.Task.Usage != nil {
-				total = *s.Task.Usage
+			use, model, pricedBy := r.turnUsage(s, u)
+			turn.Usage, turn.Model, turn.PricedBy = &use, model, pricedBy
+			if !use.Valid() && s.Task.Usage == nil {
+				// Nothing to add, but the task did record usage: the
+				// reports that read turns, and doctor, look at it.
+				s.Task.Usage = &gitstore.Usage{}
 			}
-			total.Add(use)
-			s.Task.Usage = &total
-			// This machine's day ledger, before the record: written twice
-			// (this closure retried, a crash before the commit), the turn
-			// still counts once.
-			if err := r.Env.Ledger().Add(budget.Entry{Task: id, Session: resp.Session, Seq: resp.Seq, At: now, CostUSD: u.CostUSD}); err != nil {
-				return nil, err
+			if use.Valid() {
+				total := gitstore.Usage{}
+				if t := s.Task.Usage; t.Valid() {
+					total = *t
+				} else if t != nil {
+					// A total lazy does not believe (a pulled record):
+					// summed again from the turns it does.
+					sum, serr := r.Env.Store.SumTurns(s)
+					if serr != nil {
+						return nil, serr
+					}
+					total = sum
+				}
+				total.Add(use)
+				s.Task.Usage = &total
+				// This machine's day ledger, before the record: written
+				// twice (this closure retried, a crash before the commit),
+				// the turn still counts once.
+				if err := r.Env.Ledger().Add(budget.Entry{Task: id, Session: resp.Session, Seq: resp.Seq, At: now, CostUSD: use.CostUSD}); err != nil {
+					return nil, err
+				}
 			}
 		}
 		s.AddTurn(turn)
@@ -252,6 +267,31 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		r.Env.NoteHold(recorded)
 	}
 	return act, nil
+}
+
+// turnUsage is a turn's usage as the record keeps it, from what the
+// supervisor says the CLI reported: held to what one turn can spend
+// (flagged, and counted nowhere, beyond it), and priced from its tokens
+// when the CLI reported no cost (lazy.price, then lazy's table). The
+// model is the one the CLI reported, else the one the session asked for.
+func (r *Reconciler) turnUsage(s *gitstore.Snapshot, u *proto.Usage) (gitstore.Usage, string, string) {
+	use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
+	model := u.Model
+	if model == "" {
+		model = s.Session.Model
+	}
+	if !use.CheckTurn() {
+		return use, model, ""
+	}
+	prices, err := r.Env.Prices()
+	if err != nil {
+		// A bad lazy.price is lazy config's to report; the turn is still
+		// priced from the table rather than not recorded.
+		prices = budget.NewPrices(nil)
+	}
+	by := ops.PriceTurn(prices, model, &use)
+	use.CostUSD = budget.RoundUSD(use.CostUSD)
+	return use, model, by
 }
 
 // budgetHold is the hold of a turn the CLI stopped at its budget: the

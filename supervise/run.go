@@ -435,7 +435,13 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	resp, wd := agentResponse(adapter, argv[0], output.stream, wd, w.retrying, code, out)
 	t := output.tools.Tally()
 	resp.Tools = (&proto.Tools{Calls: t.Calls, Failed: t.Failed}).Plus(nil)
-	return withUsage(resp, output.stream), wd
+	resp = withUsage(resp, output.stream)
+	if u := resp.Usage; u != nil && u.Model == "" && cmd.Model == "" && cmd.Agent == "codex" {
+		// Codex names no model in its output; the one its config chose
+		// is what lazy prices the turn by.
+		u.Model = agent.CodexConfiguredModel(c.Env)
+	}
+	return resp, wd
 }
 
 // endEscapees ends every process the agent or the setup left running

@@ -54,7 +54,7 @@ func TestAGroupPageComparesItsAttempts(t *testing.T) {
 		`<a href="/task/` + ids[0] + `">two-ways-a1</a>`,
 		`<a href="/task/` + ids[1] + `">two-ways-a2</a>`,
 		"claude --model &lt;b&gt;opus&lt;/b&gt;", "<td>codex</td>",
-		">blocked<", "<td>$0.2500</td>", "<td>300/30 tok</td>", "<td>passed</td>", "<td>-</td>",
+		">blocked<", "<td>$0.2500</td>", "<td>unpriced</td>", "<td>passed</td>", "<td>-</td>",
 		`<span class="plus">+1</span> <span class="minus">−0</span> in 1 file`,
 		`<span class="plus">+2</span> <span class="minus">−0</span> in 2 files`,
 		"lazy accept two-ways --attempt K",

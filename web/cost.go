@@ -118,7 +118,11 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 	p := &costPage{Query: q, Breakdowns: cost.Breakdowns, Report: rep, Turns: rep.Total.Turns != nil, Now: time.Now(),
 		Heading: strings.ToUpper(string(q.By[:1])) + string(q.By[1:])}
 	for _, row := range rep.Rows {
-		p.Rows = append(p.Rows, formatRow(row.Key, row.Totals, row))
+		key := row.Key
+		if row.Attempts > 0 {
+			key += fmt.Sprintf(" (%d attempts)", row.Attempts)
+		}
+		p.Rows = append(p.Rows, formatRow(key, row.Totals, row))
 	}
 	p.Total = formatRow("TOTAL", rep.Total, cost.Row{})
 	p.Chart = dayChart(cost.Aggregate(recs, fetch))
@@ -127,13 +131,13 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func formatRow(key string, t cost.Totals, r cost.Row) costRow {
-	c := costRow{Key: key, ID: r.ID, Outcome: r.Outcome, Cost: fmt.Sprintf("$%.4f", t.CostUSD), In: fmt.Sprint(t.InputTokens), Cached: fmt.Sprint(t.CachedInputTokens),
+	c := costRow{Key: key, ID: r.ID, Outcome: r.Outcome, Cost: t.Cell(), In: fmt.Sprint(t.InputTokens), Cached: fmt.Sprint(t.CachedInputTokens),
 		Out: fmt.Sprint(t.OutputTokens), Tasks: fmt.Sprint(t.Tasks)}
 	if t.Turns != nil {
 		c.Turns = fmt.Sprint(*t.Turns)
 	}
 	if w := r.WithSubtasks; w != nil {
-		c.WithSubtasks = fmt.Sprintf("$%.4f (%d tasks)", w.CostUSD, w.Tasks)
+		c.WithSubtasks = fmt.Sprintf("%s (%d tasks)", w.Cell(), w.Tasks)
 	}
 	return c
 }

@@ -23,7 +23,8 @@ const (
 	String   = "string"   // free text (a command, a path, a name)
 	List     = "list"     // multi-valued: one value per git config --add
 	Enum     = "enum"     // one of Values
-	USD      = "usd"      // an amount in US dollars: 5, 12.50, $5 (0: none)
+	USD      = "usd"      // an amount in US dollars: 5, 12.50, $5 (0 allows no spend; unset: no budget)
+	Price    = "price"    // a model and its dollars per million tokens in, cached and out: 'gpt-5-codex 1.25,0.125,10'; repeat the key
 )
 
 // Key is one git config key lazy reads.
@@ -99,9 +100,11 @@ var keys = []Key{
 	{Name: "lazy.runner.agents", Kind: List, Default: "none", Example: "claude,codex",
 		Help: "the agents a `lazy runner` here may run (`claude,codex,exec`); a pooled task asking for another is left to other runners"},
 	{Name: "lazy.budget.task", Kind: USD, Default: "none", Example: "10",
-		Help: "the budget of each task in US dollars: its turns and its subtasks' turns (`lazy create/edit --budget` sets one task's); a turn is not started over it, Claude gets what is left as `--max-budget-usd`, and the task parks held until `lazy unblock --budget +N`"},
+		Help: "the budget of each task in US dollars: its turns and its subtasks' turns (`lazy create/edit --budget` sets one task's); a turn is not started over it, Claude gets what is left as `--max-budget-usd`, and the task parks held until `lazy unblock --budget +N`; `0` allows no spend, and no budget is the key unset"},
 	{Name: "lazy.budget.day", Kind: USD, Default: "none", Example: "50",
-		Help: "what this machine's agent turns in this repository may cost per local day, in US dollars"},
+		Help: "what this machine's agent turns in this repository may cost per local day, in US dollars; `0` allows no spend, and no budget is the key unset"},
+	{Name: "lazy.price", Kind: Price, Default: "lazy's table", Example: "'gpt-5-codex 1.25,0.125,10'",
+		Help: "a model's price, over lazy's table: the model, then US dollars per million tokens in, cached and out; prices a turn whose CLI reported tokens and no cost (a reported cost wins); repeat the key, one model each"},
 	{Name: "lazy.notify", Kind: List, Default: "none", Example: "https://ntfy.sh/my-lazy-topic",
 		Help: "where to announce a task that needs a human or finished: `https://…` or `ntfy:https://…` (plain text, ntfy style), `json:https://…` (the event as JSON), `cmd:COMMAND` (the event as JSON on stdin), `desktop`; repeat the key"},
 	{Name: "lazy.notify.perMinute", Kind: Int, Default: "`10`", Example: "10",
@@ -163,6 +166,10 @@ func Lookup(name string) (Key, bool) {
 	return Key{}, false
 }
 
+// Multi reports whether the key takes several values, one per git
+// config --add.
+func (k Key) Multi() bool { return k.Kind == List || k.Kind == Price }
+
 // Fix is the command that sets key to its example value.
 func Fix(name string) string {
 	k, ok := Lookup(name)
@@ -170,7 +177,7 @@ func Fix(name string) string {
 		return "git config --unset " + name
 	}
 	add := ""
-	if k.Kind == List {
+	if k.Multi() {
 		add = "--add "
 	}
 	return "git config " + add + k.Name + " " + k.Example
@@ -212,8 +219,12 @@ func (k Key) Why(value string) string {
 			return "is not a whole number"
 		}
 	case USD:
-		if f, err := budget.ParseUSD(k.Name, v); err != nil || f > 1e12 {
-			return "is not an amount in US dollars"
+		if _, err := budget.ParseUSD(k.Name, v); err != nil {
+			return "is not an amount in US dollars from 0 (no spend allowed) to 1000000000000; unset the key for no budget"
+		}
+	case Price:
+		if _, _, err := budget.ParsePrice(v); err != nil {
+			return "is not a model and its prices: " + err.Error()
 		}
 	case Enum:
 		for _, c := range k.Values {
@@ -234,7 +245,7 @@ func SetCommand(name string) string {
 		return "lazy config " + name + " VALUE"
 	}
 	add := ""
-	if k.Kind == List {
+	if k.Multi() {
 		add = "--add "
 	}
 	return "lazy config " + add + k.Name + " " + k.Example

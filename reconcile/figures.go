@@ -1,0 +1,101 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/machine"
+)
+
+// checkFigures names every recorded figure lazy does not believe (see
+// gitstore.Flag): a cost or token count that is not a finite number, is
+// negative or is beyond the bounds of package budget, and a budget out
+// of those bounds. Such a figure is already left out of every sum; the
+// findings say which and where. A task total that is flagged is summed
+// again from the turns lazy believes, when repairing (the turns are what
+// a total adds up). A flagged turn is history and stays as it came (a
+// note); a budget out of bounds counts as none until a human sets one.
+func (r *Reconciler) checkFigures(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+	var out []Finding
+	for i := range entries {
+		e := &entries[i]
+		sp, err := e.Spending()
+		if err != nil {
+			continue // corrupt-record says so
+		}
+		_, _, budgetFlag := sp.OwnBudget()
+		if sp.Usage == nil && budgetFlag == "" && !holdFlagged(e) {
+			continue // nothing spent, nothing to doubt: no record read
+		}
+		sn, err := r.load(e.ID)
+		if err != nil {
+			continue
+		}
+		flags, _ := r.Env.Store.Flags(sn)
+		for _, fl := range flags {
+			f := Finding{TaskID: e.ID, Slug: sn.Task.Slug, Kind: "flagged-figure", Detail: fl.String()}
+			switch {
+			case fl.Turn > 0:
+				f.Note = true
+				f.Action = "left out of every budget and of lazy cost; the turn record stays as it came"
+			case fl.What == "usage":
+				f.Action = "would sum the task's total again from the turns lazy believes"
+				if repair {
+					f.Action, f.Repaired, f.Error = r.resumTotal(ctx, e.ID)
+				}
+			case fl.What == "budget_usd":
+				f.Detail += fmt.Sprintf("; give it one with lazy edit %s --budget N (0 allows no spend), or --budget none", sn.Task.Slug)
+			default:
+				f.Note = true
+				f.Action = "its figures are not shown; the hold itself stands until the task is unblocked"
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// holdFlagged reports whether the entry's budget hold may carry figures
+// out of bounds: only then is its record worth a read.
+func holdFlagged(e *gitstore.Entry) bool {
+	if e.Status != machine.Blocked && e.Status != machine.Conflict {
+		return false
+	}
+	s, err := e.Summary()
+	if err != nil || s.Hold == nil {
+		return false
+	}
+	return len(gitstore.TaskFlags(&gitstore.Task{Hold: s.Hold})) > 0
+}
+
+// resumTotal replaces task id's flagged usage total with the sum of the
+// turns lazy believes, under the task lock, as one operation whose
+// reason says what was replaced.
+func (r *Reconciler) resumTotal(ctx context.Context, id string) (action string, repaired bool, errText string) {
+	unlock, err := r.Env.LockTask(ctx, id)
+	if err != nil {
+		return "", false, err.Error()
+	}
+	defer unlock()
+	var sum gitstore.Usage
+	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		u := s.Task.Usage
+		if u == nil || u.Flagged == "" {
+			return nil, nil // repaired meanwhile
+		}
+		var serr error
+		if sum, serr = r.Env.Store.SumTurns(s); serr != nil {
+			return nil, serr
+		}
+		why := u.Flagged
+		// Kept even when nothing is left: the task did record usage, and
+		// its turns' flags stay for doctor to name.
+		s.Task.Usage = &sum
+		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: "usage total summed again from the turns: the recorded one was left out (" + why + ")"}, nil
+	})
+	if err != nil {
+		return "", false, err.Error()
+	}
+	return "summed the total again from the turns lazy believes: " + sum.String(), true, ""
+}
