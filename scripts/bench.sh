@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Times lazy against the git floor on this machine and prints ratios, each
 # measured in one interleaved run (medians): cold and warm list --json at
-# 10,000 packed tasks against for-each-ref | cat-file --batch, show against
+# 10,000 packed tasks against for-each-ref | cat-file --batch, lazy cost
+# against the same floor and, over 10,000 tasks that all spent, against a
+# warm list of them, show against
 # rev-parse + cat-file + log, create and a transition against the raw
 # 4-process git op and against lazy in an empty repository, show at 1x and
 # 10x the objects, and the peak RSS of a cold list. Then the gitstore Go

@@ -7,6 +7,11 @@
 // Usage: bench -lazy LAZY -seed SEED [-n 10000] [-runs 21] [-quick] [-peers]
 // [-list] [-base LAZY] [-dir DIR]
 //
+// The list rows include lazy cost by outcome and by task, against the
+// floor and, in a second repository whose every task spent (seed
+// -spent), against a warm list of the same tasks: the bar for cost is
+// 1.5x that list.
+//
 // -quick uses 1,000 tasks and fewer runs. -list runs only the list rows.
 // -base adds a second lazy binary (the one being compared against, built
 // from main) to the list rows, taking turns with the other two, so a
@@ -80,11 +85,12 @@ func main() {
 	row("warm", d[0], d[1])
 	// What work cost, by outcome and by task, reads the summaries the
 	// list reads and no turn record: it costs what a warm list does.
-	costBy := func(by string) func() { return func() { must(big, *lazyBin, "cost", "--by", by, "--json") } }
-	d = interleave(costBy("outcome"), floorList)
+	costBy := func(dir, by string) func() { return func() { must(dir, *lazyBin, "cost", "--by", by, "--json") } }
+	d = interleave(costBy(big, "outcome"), floorList)
 	row("lazy cost --by outcome", d[0], d[1])
-	d = interleave(costBy("task"), floorList)
+	d = interleave(costBy(big, "task"), floorList)
 	row("lazy cost --by task", d[0], d[1])
+	costRows(costBy)
 	rss := peakRSS(func() int64 {
 		check(os.RemoveAll(cache))
 		_, kb := run(big, nil, *lazyBin, "list", "--json")
@@ -200,6 +206,26 @@ func interleave(fns ...func()) []time.Duration {
 		out[k] = ds[k][len(ds[k])/2]
 	}
 	return out
+}
+
+// costRows times lazy cost against a warm list of the same repository,
+// one whose every task spent (seed -spent), as a lived-in one's have:
+// the bar is 1.5x the warm list.
+func costRows(costBy func(dir, by string) func()) {
+	spent := filepath.Join(*work, "spent")
+	if _, err := os.Stat(filepath.Join(spent, ".git", "packed-refs")); err != nil {
+		spent = newRepo("spent")
+		must(spent, *lazyBin, "init")
+		must(spent, *seedBin, "-C", spent, "-n", fmt.Sprint(*size), "-spent")
+		gitOut(spent, nil, "gc", "-q")
+	}
+	warm := func() { must(spent, *lazyBin, "list", "--json") }
+	warm()
+	fmt.Printf("lazy cost over %d packed tasks that all spent, against a warm list --json of them (bar: 1.5x)\n", *size)
+	for _, by := range []string{"outcome", "task"} {
+		d := interleave(costBy(spent, by), warm)
+		fmt.Printf("  %-40s %8.2f ms   warm list %8.2f ms   %6.2fx\n", "lazy cost --by "+by, ms(d[0]), ms(d[1]), ratio(d[0], d[1]))
+	}
 }
 
 func row(name string, lazy, floor time.Duration) {

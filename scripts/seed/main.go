@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 func main() {
 	dir := flag.String("C", ".", "repository")
 	n := flag.Int("n", 1000, "tasks to create")
+	spent := flag.Bool("spent", false, "give every task the usage of an agent turn, as a lived-in repository has")
 	flag.Parse()
 	repo, err := gitstore.Discover(*dir)
 	if err != nil {
@@ -23,7 +25,18 @@ func main() {
 	}
 	s := gitstore.Open(repo, gitstore.WithHost("seed"))
 	for i := 0; i < *n; i++ {
-		if _, err := s.Create(gitstore.CreateSpec{Title: fmt.Sprintf("seeded task %d", i), Goal: "seeded", Actor: machine.Human}); err != nil {
+		sn, err := s.Create(gitstore.CreateSpec{Title: fmt.Sprintf("seeded task %d", i), Goal: "seeded", Actor: machine.Human})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if !*spent {
+			continue
+		}
+		if _, _, err := s.Update(context.Background(), sn.Task.ID, func(t *gitstore.Snapshot) (*gitstore.Op, error) {
+			t.Task.Usage = &gitstore.Usage{CostUSD: float64(i%500) / 100, InputTokens: int64(1000 + i), CachedInputTokens: int64(i % 7 * 1000), OutputTokens: int64(100 + i%50)}
+			return &gitstore.Op{Name: "seed", Actor: machine.System}, nil
+		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
