@@ -39,7 +39,8 @@
 //	claude-init SID              the system/init event
 //	claude-say TEXT              an assistant text event
 //	claude-tool NAME JSON        an assistant tool_use event with input JSON
-//	claude-result TEXT           a successful result event
+//	claude-result TEXT           a successful result event (total_cost_usd 0.01, or claude-cost's)
+//	claude-cost COST             the total_cost_usd of the next result event (a JSON number)
 //	claude-api-error STATUS TEXT a result with is_error and api_error_status, then exit 1
 //
 // Installed as "codex" it requires `exec --json` and the prompt after
@@ -48,6 +49,7 @@
 //	codex-thread ID      the thread.started event
 //	codex-message TEXT   an agent_message item
 //	codex-fail TEXT      turn.failed with TEXT, then exit 1
+//	codex-usage IN CACHED OUT  turn.completed with that usage (input_tokens counts the cached ones, as Codex's does)
 package main
 
 import (
@@ -217,8 +219,10 @@ func main() {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+		case "claude-cost":
+			resultCost = json.RawMessage(rest)
 		case "claude-result":
-			emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest, "session_id": sessionID, "num_turns": 1, "total_cost_usd": 0.01})
+			emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest, "session_id": sessionID, "num_turns": 1, "total_cost_usd": resultCost})
 		case "claude-api-error":
 			status, text, _ := strings.Cut(rest, " ")
 			n, err := strconv.Atoi(status)
@@ -229,6 +233,11 @@ func main() {
 			emit(map[string]any{"type": "thread.started", "thread_id": rest})
 		case "codex-message":
 			emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "i1", "type": "agent_message", "text": rest}})
+		case "codex-usage":
+			var in, cached, out int64
+			_, err := fmt.Sscan(rest, &in, &cached, &out)
+			must(err)
+			emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": in, "cached_input_tokens": cached, "output_tokens": out}})
 		case "codex-fail":
 			emit(map[string]any{"type": "turn.failed", "error": map[string]any{"message": rest}})
 			os.Exit(1)
@@ -250,6 +259,9 @@ func main() {
 }
 
 var sessionID string
+
+// resultCost is the total_cost_usd claude-result reports.
+var resultCost = json.RawMessage("0.01")
 
 // replay prints a captured transcript, or its first N lines.
 func replay(args string) {
