@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // CostCmd reports what agent work cost, grouped one way.
@@ -113,7 +114,7 @@ func flaggedNote(w io.Writer, flags []gitstore.Flag) {
 	if len(flags) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "note: %d recorded figure(s) are out of bounds and not counted (lazy doctor names them all):\n", len(flags))
+	fmt.Fprintf(w, "note: %s out of bounds and not counted (lazy doctor names them all):\n", words.Count(len(flags), "recorded figure is", "recorded figures are"))
 	const shown = 5
 	for i, f := range flags {
 		if i == shown {

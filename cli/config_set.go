@@ -83,12 +83,12 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 	switch {
 	case c.Unset:
 		action = "unset"
-		if hasValue && k.Kind != configkeys.List {
+		if hasValue && !k.Multi() {
 			return fmt.Errorf("%s takes one value; remove it with lazy config --unset %s", k.Name, k.Name)
 		}
 	case !hasValue:
 		return fmt.Errorf("lazy config %s needs a value: %s (or lazy config --unset %s for the default)", k.Name, configkeys.SetCommand(k.Name), k.Name)
-	case (c.Add || c.ReplaceAll) && k.Kind != configkeys.List:
+	case (c.Add || c.ReplaceAll) && !k.Multi():
 		return fmt.Errorf("%s takes one value, so --add and --replace-all do not apply; set it with lazy config %s VALUE", k.Name, k.Name)
 	case c.Add:
 		action = "add"
@@ -129,7 +129,7 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 		}
 	default:
 		same := len(before) == 1 && before[0] == value
-		if k.Kind == configkeys.List && len(before) > 0 && !same {
+		if k.Multi() && len(before) > 0 && !same {
 			return fmt.Errorf("%s already has %s in the %s config; add this one beside them with lazy config --add %s VALUE, or replace them with lazy config --replace-all %s VALUE",
 				k.Name, countOf(len(before), "value"), scopeWord(scope), k.Name, k.Name)
 		}

@@ -145,7 +145,7 @@ func TestConfigSetsWhatItIsTold(t *testing.T) {
 
 	// A bad value is refused with the fix, and the config keeps 5.
 	for _, c := range []struct{ key, value, want string }{
-		{"lazy.budget.task", "five", `lazy.budget.task = "five" is not an amount in US dollars, so lazy config changed nothing; for example: lazy config lazy.budget.task 10`},
+		{"lazy.budget.task", "five", `lazy.budget.task = "five" is not an amount in US dollars from 0 (no spend allowed) to 1000000000000, so lazy config changed nothing; for example: lazy config lazy.budget.task 10`},
 		{"lazy.budget.task", "", "go back to the default with lazy config --unset lazy.budget.task"},
 		{"lazy.gate.timeout", "banana", `lazy.gate.timeout = "banana" is not a duration above 0, so lazy config changed nothing; for example: lazy config lazy.gate.timeout 10m`},
 		{"lazy.sandbox", "maybe", "is not one of on, off"},

@@ -163,7 +163,7 @@ func TestCostTableAttemptsUnpricedAndFlagged(t *testing.T) {
 	}
 	var note bytes.Buffer
 	flaggedNote(&note, rep.Flagged)
-	if note.String() != "note: 1 recorded figure(s) are out of bounds and not counted (lazy doctor names them all):\n  task hostile: usage left out: cost_usd 1e+308 is above the $1000000000000 a task can cost\n" {
+	if note.String() != "note: 1 recorded figure is out of bounds and not counted (lazy doctor names them all):\n  task hostile: usage left out: cost_usd 1e+308 is above the $1000000000000 a task can cost\n" {
 		t.Fatalf("note: %q", note.String())
 	}
 	out.Reset()

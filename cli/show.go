@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -259,7 +260,8 @@ func budgetNote(env *ops.Env, sn *gitstore.Snapshot) string {
 		}
 	}
 	if len(left) > 0 {
-		note += fmt.Sprintf("; left out as out of bounds: the figures of %s (lazy doctor names them)", strings.Join(left, ", "))
+		slices.Sort(left)
+		note += fmt.Sprintf("; left out as out of bounds: the figures of %s (lazy doctor names them)", words.List(left, ""))
 	}
 	return note
 }

@@ -170,7 +170,7 @@ func TestHostileFiguresAreFlaggedAndNeverSummed(t *testing.T) {
 	if longNumber.MatchString(res.Stdout) {
 		t.Errorf("lazy cost prints a huge amount:\n%s", res.Stdout)
 	}
-	if !strings.Contains(res.Stderr, "note: 4 recorded figure(s) are out of bounds and not counted") || !strings.Contains(res.Stderr, "task hog: usage left out") {
+	if !strings.Contains(res.Stderr, "note: 4 recorded figures are out of bounds and not counted") || !strings.Contains(res.Stderr, "task hog: usage left out") {
 		t.Errorf("lazy cost does not say what it left out:\n%s", res.Stderr)
 	}
 	var rep struct {
@@ -205,7 +205,7 @@ func TestHostileFiguresAreFlaggedAndNeverSummed(t *testing.T) {
 	}
 
 	// show says what the parent's budget counts.
-	if out := victim.ok("show", pay.Slug); !strings.Contains(out, "Budget:   $0.01 (its own, for it and its subtasks); $0.01 spent against it; left out as out of bounds: the figures of canceller, hog (lazy doctor names them)") {
+	if out := victim.ok("show", pay.Slug); !strings.Contains(out, "Budget:   $0.01 (its own, for it and its subtasks); $0.01 spent against it; left out as out of bounds: the figures of canceller and hog (lazy doctor names them)") {
 		t.Errorf("show of the parent:\n%s", out)
 	}
 	if out := victim.ok("show", hog.Slug); !strings.Contains(out, "Spent:    left out: cost_usd 1e+308 is above") || longNumber.MatchString(out) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // Usage is cost and tokens as agent CLIs report them (Codex reports
@@ -54,7 +55,7 @@ func (u *Usage) String() string {
 	var parts []string
 	switch {
 	case u.CostUSD > 0 && u.Unpriced > 0:
-		parts = append(parts, fmt.Sprintf("$%.4f + %d unpriced turn(s)", u.CostUSD, u.Unpriced))
+		parts = append(parts, fmt.Sprintf("$%.4f + %s", u.CostUSD, words.Count(int(u.Unpriced), "unpriced turn", "unpriced turns")))
 	case u.CostUSD > 0:
 		parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
 	case u.Tokens() > 0:

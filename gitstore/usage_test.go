@@ -16,7 +16,7 @@ func TestUsageString(t *testing.T) {
 	if got := (&Usage{InputTokens: 12, OutputTokens: 7}).String(); got != "unpriced, 12 in / 7 out tokens" {
 		t.Fatalf("%q", got)
 	}
-	if got := (&Usage{CostUSD: 1, InputTokens: 12, Unpriced: 2}).String(); got != "$1.0000 + 2 unpriced turn(s), 12 in / 0 out tokens" {
+	if got := (&Usage{CostUSD: 1, InputTokens: 12, Unpriced: 2}).String(); got != "$1.0000 + 2 unpriced turns, 12 in / 0 out tokens" {
 		t.Fatalf("%q", got)
 	}
 	var total Usage

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // costQuery is the cost page's GET parameters (lazy cost's flags).
@@ -43,10 +44,12 @@ type costPage struct {
 	Rows       []costRow
 	Total      costRow
 	Turns      bool // the report counted turns
-	Heading    string
-	Chart      chart
-	Now        time.Time
-	Took       time.Duration
+	// Flagged says how many recorded figures the report left out.
+	Flagged string
+	Heading string
+	Chart   chart
+	Now     time.Time
+	Took    time.Duration
 }
 
 // costRow is a report row with its figures formatted.
@@ -117,6 +120,9 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 	rep.Unreadable = unreadable
 	p := &costPage{Query: q, Breakdowns: cost.Breakdowns, Report: rep, Turns: rep.Total.Turns != nil, Now: time.Now(),
 		Heading: strings.ToUpper(string(q.By[:1])) + string(q.By[1:])}
+	if n := len(rep.Flagged); n > 0 {
+		p.Flagged = words.Count(n, "recorded figure is", "recorded figures are")
+	}
 	for _, row := range rep.Rows {
 		key := row.Key
 		if row.Attempts > 0 {

@@ -220,7 +220,7 @@ func (k Key) Why(value string) string {
 		}
 	case USD:
 		if _, err := budget.ParseUSD(k.Name, v); err != nil {
-			return "is not an amount in US dollars from 0 (no spend allowed) to 1000000000000; unset the key for no budget"
+			return "is not an amount in US dollars from 0 (no spend allowed) to 1000000000000"
 		}
 	case Price:
 		if _, _, err := budget.ParsePrice(v); err != nil {
