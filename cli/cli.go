@@ -101,6 +101,8 @@ var commands = []command{
 		new: func() any { return &GateCmd{} }},
 	{name: "queue", group: "review", help: "Show this machine's merge queues: what waits to land in each target branch, what its gate is doing, and why entries left.",
 		new: func() any { return &QueueCmd{} }},
+	{name: "stash", group: "review", help: "List the uncommitted changes of yours that interrupted accepts kept (one stash per checkout, oldest first), or give them back (lazy stash restore).",
+		new: func() any { return &StashCmd{} }},
 	{name: "submit", group: "review", help: "Push a blocked task's branch and open (or update) its pull request on the forge: blocked -> submitted.",
 		new: func() any { return &SubmitCmd{} }},
 	{name: "pool", group: "sync", help: "Show the runner pool on the remote: runners with their labels, claims with their leases, and the pooled tasks that wait, with why.",

@@ -132,13 +132,7 @@ released claim at the next generation, pushed leased on the claim lazy
 just fetched, so a runner that renewed or took the claim meanwhile makes
 it fail and nothing changes. A claim a runner holds live needs --force;
 that runner is then fenced: its next renewal fails, it ends the turn and
-pushes nothing more of it.
-
-Examples:
-  lazy pool
-  lazy pool --json
-  lazy pool release fix-login
-  lazy pool release --force --generation 3 fix-login`
+pushes nothing more of it.`
 }
 
 // poolView is lazy pool's JSON.

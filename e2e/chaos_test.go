@@ -532,7 +532,16 @@ waiting:
 	// in a stash doctor reports, with the command that restores it; and
 	// every stash left is one doctor reports.
 	owed := owedStashes(t, r)
-	if lost := user.lost(owed); len(lost) > 0 {
+	// However many accepts were killed, the changes owed in the one
+	// checkout are in one stash, the stashes folded into it its parents.
+	if len(owed) > 1 {
+		fatalf("%d stashes are owed in one checkout, want them folded into one: %v\ngit stash list:\n%s", len(owed), owed, r.git("stash", "list"))
+	}
+	var parts []string
+	for _, sha := range owed {
+		parts = append(parts, foldedParts(t, r.dir, sha)...)
+	}
+	if lost := user.lost(parts); len(lost) > 0 {
 		fatalf("the user's uncommitted changes are neither in the checkout nor in a stash doctor reports (%v):\n%s\ngit stash list:\n%s\ngit status:\n%s\nlast doctor:\n%s",
 			owed, strings.Join(lost, "\n"), r.git("stash", "list"), r.git("status", "--porcelain", "--untracked-files=all"), last.String())
 	}
@@ -556,8 +565,8 @@ waiting:
 	}
 	// Accepts were killed in every phase.
 	counts := accepts.counts()
-	t.Logf("killed accepts by crash-hook phase: %v; at random moments, by the phase they were in: %v; %d stashes owed and reported by doctor; user edits %d",
-		counts.hook, counts.random, len(owed), user.edits())
+	t.Logf("killed accepts by crash-hook phase: %v; at random moments, by the phase they were in: %v; %d stash(es) owed and reported by doctor, folding %d; user edits %d",
+		counts.hook, counts.random, len(owed), len(parts), user.edits())
 	for _, p := range chaosPhases {
 		if counts.hook[p] == 0 {
 			fatalf("no accept was killed as phase %s began (killed: %v)", p, counts.hook)

@@ -167,11 +167,18 @@ type AcceptResult struct {
 type StashOwedError struct {
 	Task, Dest, SHA string
 	Cause           error
+	// Folded says SHA also holds the changes owed there before: the
+	// stash was folded into theirs.
+	Folded bool
 }
 
 func (s *StashOwedError) Error() string {
-	return fmt.Sprintf("%s was accepted, but your uncommitted changes in %s were not put back because %v; they are kept in stash %s (nothing in your files was changed): commit or adjust your checkout, then run git -C %s stash apply %s (lazy doctor lists it until then)",
-		s.Task, s.Dest, s.Cause, s.SHA, shellQuote(s.Dest), s.SHA)
+	kept := "they are kept in stash " + s.SHA
+	if s.Folded {
+		kept = "they are kept, with your changes owed there before, in stash " + s.SHA
+	}
+	return fmt.Sprintf("%s was accepted, but your uncommitted changes in %s were not put back because %v; %s (nothing in your files was changed): commit or adjust your checkout, then run git -C %s stash apply %s (lazy doctor and lazy stash list it until then)",
+		s.Task, s.Dest, s.Cause, kept, shellQuote(s.Dest), s.SHA)
 }
 
 func (s *StashOwedError) Unwrap() error { return s.Cause }
@@ -322,6 +329,7 @@ func (a *localAccept) run(ctx context.Context) (res *AcceptResult, err error) {
 	if err := a.finish(ctx); err != nil {
 		return nil, err
 	}
+	a.foldOwedStash(ctx)
 	a.cleanup(ctx)
 	return a.res, nil
 }
@@ -606,16 +614,20 @@ func (a *localAccept) giveBackStash(ctx context.Context) {
 }
 
 // finish records the task complete, accepted, with the squash commit.
+// Its local record of the accept says first what the cleanup will
+// remove, and the task's comment where the branch was: a kill from here
+// on leaves both, and lazy doctor finishes the cleanup.
 func (a *localAccept) finish(ctx context.Context) error {
 	a.begin("finish")
 	e, into, commit, warnings := a.e, a.pre.into, a.res.Commit, a.res.Warnings
+	cl := e.markCleanup(ctx, &a.mine, a.sn, commit)
 	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		FinishAccepted(s, now)
-		text := fmt.Sprintf("accepted: squash-merged into %s as %s", into, commit)
+		text := fmt.Sprintf("accepted: squash-merged into %s as %s", into, commit) + cleanupNote(cl)
 		for _, w := range warnings {
 			text += "\n\nwarning: " + w
 		}
@@ -629,15 +641,28 @@ func (a *localAccept) finish(ctx context.Context) error {
 	}
 	a.sn = sn
 	a.res.Snapshot = sn
-	a.forget()
 	return nil
 }
 
+// foldOwedStash folds the stash this accept could not give back into
+// the one owed before in the same checkout, if any: the user's changes
+// stay in one place.
+func (a *localAccept) foldOwedStash(ctx context.Context) {
+	if a.res.StashOwed == nil {
+		return
+	}
+	if folded := a.e.foldOwed(ctx, a.pre.into, a.sn.Task.ID); folded != "" {
+		a.res.StashOwed.SHA, a.res.StashOwed.Folded = folded, true
+	}
+}
+
 // cleanup removes the task's worktree and branch, now that the merge is
-// recorded; what stays is a warning.
+// recorded; what stays is a warning. The local record of the accept
+// goes last: until then lazy doctor finishes a cleanup that was killed.
 func (a *localAccept) cleanup(ctx context.Context) {
 	a.begin("cleanup")
 	a.res.Warnings = append(a.res.Warnings, a.e.cleanupAccepted(ctx, a.sn)...)
+	a.forget()
 }
 
 // beginAccept records, on this machine only, the local accept of sn
@@ -873,6 +898,14 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
 		}
 		pre.temp = true
+	}
+	if !pre.temp && e.isAcceptCheckout(dest) {
+		// A checkout an accept that was killed made to merge into: no
+		// accept into the branch runs (its lock is held here), so it is
+		// a leftover, removed after this merge unless it holds changes.
+		if dirty, err := worktree.Dirty(ctx, dest); err == nil && !dirty {
+			pre.temp = true
+		}
 	}
 	pre.dest = dest
 	if pre.dirty, err = worktree.Dirty(ctx, dest); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -138,7 +139,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 	if err != nil {
 		return nil, false, "", err
 	}
-	note, owed := e.putBackDestination(ctx, sn, landed)
+	note, left, owed := e.putBackDestination(ctx, sn, landed)
 	if owed != nil {
 		// The stash could not be given back and nothing of it was
 		// applied: the task stays merging, so the next recovery (an
@@ -148,6 +149,12 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 		return nil, false, "", owed
 	}
 	now := time.Now().UTC().Truncate(time.Second)
+	var cl *owned.Cleanup
+	if local, err := e.Accepts().Match(sn.Task.ID, sn.Task.Accept.ID); err == nil && landed {
+		// As a finishing accept does: the cleanup to come is recorded
+		// before the task is complete.
+		cl = e.markCleanup(ctx, &local, sn, "")
+	}
 	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
 		if s.Task.Status != machine.Merging || s.Task.Accept == nil || s.Task.Accept.ID != sn.Task.Accept.ID {
 			return nil, nil
@@ -156,7 +163,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 		s.Task.Accept.From = sn.Task.Accept.From
 		text := "a stranded accept never merged; status before the accept restored"
 		if landed {
-			text = "a stranded accept had merged; finished as accepted"
+			text = "a stranded accept had merged; finished as accepted" + cleanupNote(cl)
 		}
 		if before != "" {
 			text += " before " + before
@@ -175,38 +182,48 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 	if err != nil {
 		return nil, false, "", err
 	}
-	if out != nil && out.Task.Status != machine.Merging {
-		e.Accepts().Forget(sn.Task.ID, sn.Task.Accept.ID)
-	}
 	if landed && out != nil && out.Task.Status == machine.Complete {
-		// The accept died before its cleanup: finish that too.
+		// The accept died before its cleanup: finish that too, before
+		// the local record of the accept goes.
 		for _, w := range e.cleanupAccepted(ctx, out) {
 			note = strings.TrimPrefix(note+"; "+w, "; ")
+		}
+	}
+	if out != nil && out.Task.Status != machine.Merging {
+		e.Accepts().Forget(sn.Task.ID, sn.Task.Accept.ID)
+		if left {
+			// The user's changes stay owed: with any owed before in that
+			// checkout, in one stash.
+			if folded := e.foldOwed(ctx, sn.Task.Accept.Into, sn.Task.ID); folded != "" {
+				note += "; it is folded with your changes owed before into stash " + folded + " (git stash apply " + folded + " restores them all)"
+			}
 		}
 	}
 	return out, landed, note, nil
 }
 
 // putBackDestination undoes what a dead accept left in its destination
-// and gives the user's stash back; it says what it could not do. owed is
-// set when the stash could not be re-applied and nothing of it was (a
-// git killed in that checkout left its index.lock, say): the stash is
-// still owed, and the recovery must run again.
-func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, landed bool) (note string, owed error) {
+// and gives the user's stash back; it says what it could not do, and
+// left says the stash stays owed to the user. owed is set when the stash
+// could not be re-applied and nothing of it was (a git killed in that
+// checkout left its index.lock, say): the stash is still owed, and the
+// recovery must run again.
+func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, landed bool) (note string, left bool, owed error) {
 	rec := sn.Task.Accept
 	dest, err := e.acceptDestination(ctx, sn)
 	if err != nil || dest == "" {
-		return e.stashNote(ctx, sn, ""), nil
+		note := e.stashNote(ctx, sn, "")
+		return note, note != "", nil
 	}
 	var notes []string
 	dirty, err := worktree.Dirty(ctx, dest)
 	if err != nil {
-		return fmt.Sprintf("could not inspect %s (%v); check it with git -C %s status", dest, err, dest), nil
+		return fmt.Sprintf("could not inspect %s (%v); check it with git -C %s status", dest, err, dest), e.acceptStash(ctx, sn, dest) != "", nil
 	}
 	if dirty && !landed {
 		if e.halfSquash(ctx, sn, dest) {
 			if err := worktree.UndoSquash(ctx, dest, rec.IntoSHA); err != nil {
-				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA), nil
+				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA), e.acceptStash(ctx, sn, dest) != "", nil
 			}
 			notes = append(notes, "undid the half-done squash merge in "+dest)
 			dirty = false
@@ -216,31 +233,31 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 	}
 	stash := e.acceptStash(ctx, sn, dest)
 	if stash == "" {
-		return strings.Join(notes, "; "), nil
+		return strings.Join(notes, "; "), false, nil
 	}
 	if dirty && worktree.StashInWorktree(ctx, dest, stash) {
 		// The accept died after giving the changes back, before dropping
 		// its stash: the checkout already holds all of it.
 		dropStash(ctx, dest, stash)
 		notes = append(notes, "your uncommitted changes were already back in "+dest+"; dropped lazy's copy of them (stash "+stash+")")
-		return strings.Join(notes, "; "), nil
+		return strings.Join(notes, "; "), false, nil
 	}
 	if dirty {
 		notes = append(notes, fmt.Sprintf("your uncommitted changes from before the accept are in stash %s; re-apply them with git -C %s stash apply %s once %s is clean", stash, dest, stash, dest))
-		return strings.Join(notes, "; "), nil
+		return strings.Join(notes, "; "), true, nil
 	}
 	if err := stashPop(ctx, dest, stash); err != nil {
 		// A stash that would conflict is never applied: it is kept under
 		// refs/lazy-kept/stash, which doctor and status report, so the
 		// recovery need not run again for it.
 		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still && !errors.Is(err, worktree.ErrStashConflicts) {
-			return "", fmt.Errorf("could not give your uncommitted changes (stash %s) back in %s yet: %w; nothing of them was applied and the recovery will run again (a git killed there leaves its index.lock, which lazy doctor removes once it is stale)", stash, dest, err)
+			return "", true, fmt.Errorf("could not give your uncommitted changes (stash %s) back in %s yet: %w; nothing of them was applied and the recovery will run again (a git killed there leaves its index.lock, which lazy doctor removes once it is stale)", stash, dest, err)
 		}
 		notes = append(notes, fmt.Sprintf("your uncommitted changes did not re-apply cleanly (%v); they are safe in stash %s (git -C %s stash apply %s)", err, stash, dest, stash))
-	} else {
-		notes = append(notes, "re-applied your uncommitted changes (stash "+stash+") in "+dest)
+		return strings.Join(notes, "; "), true, nil
 	}
-	return strings.Join(notes, "; "), nil
+	notes = append(notes, "re-applied your uncommitted changes (stash "+stash+") in "+dest)
+	return strings.Join(notes, "; "), false, nil
 }
 
 // stashNote points at a stash the accept made when its checkout is gone.

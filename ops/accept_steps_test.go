@@ -204,12 +204,23 @@ func TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack(t *testing.T) {
 	if sn := f.load(t); sn.Task.Status != machine.Complete || sn.Task.Outcome != gitstore.OutcomeAccepted {
 		t.Fatalf("finish: the task is %s/%s", sn.Task.Status, sn.Task.Outcome)
 	}
-	if _, err := f.e.Accepts().Match(a.sn.Task.ID, a.mine.ID); !errors.Is(err, owned.ErrNoAccept) {
-		t.Fatalf("finish: the local accept record stays: %v", err)
+	// Until the cleanup is done, the local record says what it removes,
+	// and the task's comment where the branch was.
+	tip := testrepo.Git(t, f.dir, "rev-parse", "lazy/"+a.sn.Task.Slug)
+	if local, err := f.e.Accepts().Match(a.sn.Task.ID, a.mine.ID); err != nil || local.Cleanup == nil || local.Cleanup.Worktree != f.wt ||
+		local.Cleanup.Branch != "lazy/"+a.sn.Task.Slug || local.Cleanup.Tip != tip || local.Cleanup.Commit != a.res.Commit {
+		t.Fatalf("finish: the local accept record %+v (%v) does not say what the cleanup removes", local.Cleanup, err)
+	}
+	comments, err := f.e.Store.Comments(f.load(t))
+	if err != nil || len(comments) == 0 || !strings.Contains(comments[len(comments)-1].Text, "git branch lazy/"+a.sn.Task.Slug+" "+tip+" recreates it") {
+		t.Fatalf("the completion's comment does not say where the branch was: %+v", comments)
 	}
 	a.cleanup(ctx)
 	if _, err := os.Stat(f.wt); !os.IsNotExist(err) || testrepo.Git(t, f.dir, "branch", "--list", "lazy/*") != "" || len(a.res.Warnings) > 0 {
 		t.Fatalf("cleanup left the worktree or branch (warnings %q)", a.res.Warnings)
+	}
+	if _, err := f.e.Accepts().Match(a.sn.Task.ID, a.mine.ID); !errors.Is(err, owned.ErrNoAccept) {
+		t.Fatalf("cleanup: the local accept record stays: %v", err)
 	}
 	if got := rec.count("step "); got != 6 || rec.last() != "step cleanup 6/6" {
 		t.Fatalf("heard %q", rec.heard)

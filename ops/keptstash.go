@@ -2,6 +2,8 @@ package ops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -20,23 +23,52 @@ import (
 // if the stash list is edited or cleared.
 const keptStashRefs = "refs/lazy-kept/stash/"
 
+// owedRefs holds, for each branch whose checkout accepts stashed, the
+// one stash lazy owes the user there once several were folded together:
+// refs/lazy-kept/owed/<16 hex of the branch name's SHA-256>. However many
+// accepts were killed, a checkout's changes are then in one place, one
+// git stash apply away.
+const owedRefs = "refs/lazy-kept/owed/"
+
+// owedRef is the ref of branch's folded stash.
+func owedRef(branch string) string {
+	sum := sha256.Sum256([]byte(branch))
+	return owedRefs + hex.EncodeToString(sum[:8])
+}
+
 // stashSubjectPrefix starts the message of every stash an accept makes.
 const stashSubjectPrefix = "lazy accept "
 
 // OwedStash is a stash of the user's uncommitted changes that an accept
-// made and has not given back: lazy doctor and lazy status report it,
-// with the command that restores it, until the changes are back.
+// made and has not given back: lazy doctor, lazy status and lazy stash
+// report it, with the command that restores it, until the changes are
+// back. Several owed in one checkout are folded into one (Parts).
 type OwedStash struct {
 	SHA    string    `json:"sha"`
 	TaskID string    `json:"task_id,omitempty"`
 	At     time.Time `json:"at"`
 	// Dir is the checkout the changes came from (where to restore them).
 	Dir string `json:"dir"`
+	// Target is the branch checked out there when they were stashed.
+	Target string `json:"target,omitempty"`
 	// Restore is the command that gives the changes back.
 	Restore string `json:"restore"`
-	// Ref is the record under refs/lazy-kept/stash/, or "" for a stash
-	// found only in the stash list (an accept killed before its record).
+	// Ref is the record under refs/lazy-kept/, or "" for a stash found
+	// only in the stash list (an accept killed before its record).
 	Ref string `json:"ref,omitempty"`
+	// Parts are the stashes folded into this one, oldest first; Restore
+	// gives them back in that order. Empty when none was folded.
+	Parts []StashPart `json:"parts,omitempty"`
+	// Conflicts are files two parts changed differently: the restore
+	// leaves both versions there between conflict markers.
+	Conflicts []string `json:"conflicts,omitempty"`
+}
+
+// StashPart is one stash folded into an owed one.
+type StashPart struct {
+	SHA    string    `json:"sha"`
+	TaskID string    `json:"task_id,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Describe is one sentence about the stash for a report.
@@ -45,8 +77,20 @@ func (o OwedStash) Describe() string {
 	if o.Ref != "" {
 		discard = "git update-ref -d " + o.Ref
 	}
-	return fmt.Sprintf("your uncommitted changes in %s from %s are only in stash %s, which lazy made during an accept; restore them with: %s (lazy forgets the stash once they are back; to discard them instead: %s)",
-		o.Dir, o.At.UTC().Format(time.RFC3339), o.SHA, o.Restore, discard)
+	if len(o.Parts) < 2 {
+		return fmt.Sprintf("your uncommitted changes in %s from %s are only in stash %s, which lazy made during an accept; restore them with: %s (lazy forgets the stash once they are back; to discard them instead: %s)",
+			o.Dir, o.At.UTC().Format(time.RFC3339), o.SHA, o.Restore, discard)
+	}
+	var parts []string
+	for _, p := range o.Parts {
+		parts = append(parts, p.SHA[:min(12, len(p.SHA))]+" "+p.At.UTC().Format(time.RFC3339))
+	}
+	clash := ""
+	if len(o.Conflicts) > 0 {
+		clash = "; " + strings.Join(o.Conflicts, ", ") + " will hold both versions between conflict markers, to resolve"
+	}
+	return fmt.Sprintf("your uncommitted changes in %s from %d interrupted accepts (oldest first: %s) are kept together in stash %s, which lazy folded them into; restore them all with: %s (the older changes first, the newer on top%s; lazy forgets the stash once they are back; to discard them instead: %s)",
+		o.Dir, len(o.Parts), strings.Join(parts, ", "), o.SHA, o.Restore, clash, discard)
 }
 
 // keepStash records stash sha of task id durably, before anything else
@@ -81,26 +125,67 @@ func keptFor(ctx context.Context, dir, id, sha string) bool {
 
 // forgetStash removes the record of stash sha: its changes are back.
 func forgetStash(ctx context.Context, dir, sha string) {
-	refs, err := worktree.RefsUnder(ctx, dir, keptStashRefs)
-	if err != nil {
-		return
-	}
-	for _, ref := range refs {
-		if strings.HasSuffix(ref.Name, "/"+sha) {
-			_ = worktree.DeleteRef(ctx, dir, ref.Name, sha)
+	for _, prefix := range []string{keptStashRefs, owedRefs} {
+		refs, err := worktree.RefsUnder(ctx, dir, prefix)
+		if err != nil {
+			continue
+		}
+		for _, ref := range refs {
+			if ref.SHA == sha || strings.HasSuffix(ref.Name, "/"+sha) {
+				_ = worktree.DeleteRef(ctx, dir, ref.Name, sha)
+			}
 		}
 	}
 }
 
 // OwedStashes lists the stashes accepts made of the user's changes and
-// have not given back: those recorded under refs/lazy-kept/stash/, and
-// any stash in the stash list with an accept's message (an accept killed
-// between its stash and its record). A stash whose accept is still
-// running is not owed yet: that accept holds the task lock and gives it
-// back itself. With mend, an unrecorded stash is recorded and a recorded
-// one whose changes are all back in its checkout is forgotten; without
-// it (lazy status, lazy doctor --dry-run) nothing is written.
+// have not given back, oldest first: those recorded under
+// refs/lazy-kept/, and any stash in the stash list with an accept's
+// message (an accept killed between its stash and its record). A stash
+// whose accept is still running is not owed yet: that accept holds the
+// task lock and gives it back itself. With mend, an unrecorded stash is
+// recorded, a recorded one whose changes are all back in its checkout
+// is forgotten, and the stashes owed in one checkout are folded into one
+// (see foldOwed); without it (lazy status, lazy doctor --dry-run)
+// nothing is written.
 func (e *Env) OwedStashes(ctx context.Context, mend bool) ([]OwedStash, error) {
+	out, err := e.owedStashes(ctx, mend, "")
+	if err != nil || !mend {
+		return out, err
+	}
+	folded := false
+	for _, target := range foldable(out) {
+		release, err := e.tryDestination(target)
+		if err != nil {
+			continue // an accept into it runs, and folds them when it can
+		}
+		folded = e.foldOwed(ctx, target, "") != "" || folded
+		release()
+	}
+	if !folded {
+		return out, nil
+	}
+	return e.owedStashes(ctx, false, "")
+}
+
+// foldable lists the targets with more than one owed stash.
+func foldable(owed []OwedStash) []string {
+	n := map[string]int{}
+	var out []string
+	for _, o := range owed {
+		if o.Target == "" {
+			continue
+		}
+		if n[o.Target]++; n[o.Target] == 2 {
+			out = append(out, o.Target)
+		}
+	}
+	return out
+}
+
+// owedStashes is OwedStashes without the folding; the stash of task
+// mine is owed even though this process holds its lock.
+func (e *Env) owedStashes(ctx context.Context, mend bool, mine string) ([]OwedStash, error) {
 	byRef, err := e.keptStashes(ctx)
 	if err != nil {
 		return nil, err
@@ -108,31 +193,64 @@ func (e *Env) OwedStashes(ctx context.Context, mend bool) ([]OwedStash, error) {
 	e.addUnrecordedStashes(ctx, byRef)
 	var out []OwedStash
 	for sha, ref := range byRef {
-		if o, owed := e.checkOwed(ctx, sha, ref, mend); owed {
+		if o, owed := e.checkOwed(ctx, sha, ref, mend, mine); owed {
 			out = append(out, o)
 		}
 	}
+	out = e.dropFolded(ctx, out, mend)
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].At.Before(out[j].At) || out[i].At.Equal(out[j].At) && out[i].SHA < out[j].SHA
 	})
 	return out, nil
 }
 
-// keptStashes maps each recorded stash to its ref under keptStashRefs.
-func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
-	refs, err := worktree.RefsUnder(ctx, e.repoDir(), keptStashRefs)
-	if err != nil {
-		return nil, fmt.Errorf("list the stashes lazy keeps: %w", err)
+// dropFolded leaves out the stashes already folded into their target's
+// owed stash (a fold killed before it let go of them): with mend, their
+// records and stash list entries go too.
+func (e *Env) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []OwedStash {
+	heads := map[string]string{} // target -> its folded stash
+	for _, o := range owed {
+		if o.Target != "" && o.Ref == owedRef(o.Target) {
+			heads[o.Target] = o.SHA
+		}
 	}
+	var out []OwedStash
+	for _, o := range owed {
+		head := heads[o.Target]
+		if head == "" || head == o.SHA || !worktree.IsAncestor(ctx, e.repoDir(), o.SHA, head) {
+			out = append(out, o)
+			continue
+		}
+		if mend {
+			if o.Ref != "" {
+				_ = worktree.DeleteRef(ctx, e.repoDir(), o.Ref, o.SHA)
+			}
+			_ = worktree.StashDrop(ctx, e.repoDir(), o.SHA)
+		}
+	}
+	return out
+}
+
+// keptStashes maps each recorded stash to its ref under keptStashRefs
+// or owedRefs.
+func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
 	byRef := map[string]string{}
-	for _, ref := range refs {
-		byRef[ref.SHA] = ref.Name
+	for _, prefix := range []string{keptStashRefs, owedRefs} {
+		refs, err := worktree.RefsUnder(ctx, e.repoDir(), prefix)
+		if err != nil {
+			return nil, fmt.Errorf("list the stashes lazy keeps: %w", err)
+		}
+		for _, ref := range refs {
+			byRef[ref.SHA] = ref.Name
+		}
 	}
 	return byRef, nil
 }
 
 // addUnrecordedStashes adds the accept stashes in the stash list that
-// have no record (byRef maps them to "" until one is written).
+// have no record (byRef maps them to the ref one would have, "" until it
+// is written): an accept's, by the task its message names, and a folded
+// one, by the branch its message names.
 func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string) {
 	list, err := worktree.Stashes(ctx, e.repoDir())
 	if err != nil {
@@ -140,19 +258,34 @@ func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string)
 	}
 	for _, st := range list {
 		sha, subject := st.SHA, st.Subject
-		if _, ok := byRef[sha]; ok || !gitstore.ValidHex(sha) || !isAcceptStash(subject) {
+		if _, ok := byRef[sha]; ok || !gitstore.ValidHex(sha) {
 			continue
 		}
-		byRef[sha] = keptStashRefs + stashTask(subject) + "/" + sha
+		switch {
+		case isAcceptStash(subject):
+			byRef[sha] = keptStashRefs + stashTask(subject) + "/" + sha
+		case foldedTarget(subject) != "":
+			byRef[sha] = owedRef(foldedTarget(subject))
+		}
 	}
+}
+
+// foldedTarget is the branch of a folded stash's subject, or "".
+func foldedTarget(subject string) string {
+	b, msg, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": ")
+	if !ok || !strings.HasPrefix(subject, "On ") || !strings.HasPrefix(msg, worktree.FoldedSubject) || ValidBranchName(b) != nil {
+		return ""
+	}
+	return b
 }
 
 // checkOwed decides whether stash sha is owed, under its task's lock so
 // that no accept of the task is between its stash and its record or
-// return meanwhile; with mend it records or forgets the stash.
-func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool) (OwedStash, bool) {
+// return meanwhile (this process holds the lock of task mine itself);
+// with mend it records or forgets the stash.
+func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool, mine string) (OwedStash, bool) {
 	o := e.describeStash(ctx, sha, ref)
-	if validRefPart(o.TaskID) {
+	if validRefPart(o.TaskID) && o.TaskID != mine {
 		unlock, err := e.TryLockTask(o.TaskID)
 		if errors.Is(err, flock.ErrHeld) {
 			return o, false // its accept is running and will give it back
@@ -168,10 +301,20 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool) (OwedSt
 		}
 		return o, false
 	}
-	if !refExists(ctx, e.repoDir(), ref) && (!mend || keepStash(ctx, e.repoDir(), o.TaskID, sha) != nil) {
+	if !refExists(ctx, e.repoDir(), ref) && (!mend || e.record(ctx, o) != nil) {
 		o.Ref = "" // in the stash list only
 	}
 	return o, true
+}
+
+// record writes the ref of an owed stash found only in the stash list:
+// an accept's under its task, a folded one as its target's owed stash
+// when that has none.
+func (e *Env) record(ctx context.Context, o OwedStash) error {
+	if strings.HasPrefix(o.Ref, owedRefs) {
+		return worktree.CreateRef(ctx, e.repoDir(), o.Ref, o.SHA, "lazy: folded stash kept")
+	}
+	return keepStash(ctx, e.repoDir(), o.TaskID, o.SHA)
 }
 
 // refExists is true when ref names an object.
@@ -181,22 +324,109 @@ func refExists(ctx context.Context, dir, ref string) bool {
 
 // describeStash reads what a kept stash is from the stash commit itself.
 func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
-	o := OwedStash{SHA: sha, Ref: ref, TaskID: strings.TrimSuffix(strings.TrimPrefix(ref, keptStashRefs), "/"+sha)}
+	o := OwedStash{SHA: sha, Ref: ref}
+	if !strings.HasPrefix(ref, owedRefs) {
+		o.TaskID = strings.TrimSuffix(strings.TrimPrefix(ref, keptStashRefs), "/"+sha)
+	}
 	dir := e.repoDir()
 	if at, subject, err := worktree.CommitInfo(ctx, dir, sha); err == nil {
 		o.At = at
 		// "On <branch>: lazy accept ...": the checkout of that branch.
 		if b, _, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": "); ok && strings.HasPrefix(subject, "On ") && ValidBranchName(b) == nil {
+			o.Target = b
 			if d, err := worktree.CheckedOutAt(ctx, dir, b); err == nil && d != "" {
 				o.Dir = d
 			}
 		}
+	}
+	if foldedTarget := strings.HasPrefix(ref, owedRefs); foldedTarget {
+		e.describeParts(ctx, &o)
 	}
 	if o.Dir == "" {
 		o.Dir = dir
 	}
 	o.Restore = "git -C " + shellQuote(o.Dir) + " stash apply " + sha
 	return o
+}
+
+// describeParts reads the stashes folded into o, oldest first: when
+// and for which task each was made, and where they clash.
+func (e *Env) describeParts(ctx context.Context, o *OwedStash) {
+	parts, conflicts, err := worktree.StashParts(ctx, e.repoDir(), o.SHA)
+	if err != nil || len(parts) < 2 {
+		return
+	}
+	o.Conflicts = conflicts
+	for _, p := range parts {
+		part := StashPart{SHA: p}
+		if at, subject, err := worktree.CommitInfo(ctx, e.repoDir(), p); err == nil {
+			part.At, part.TaskID = at, stashTask(subject)
+		}
+		o.Parts = append(o.Parts, part)
+	}
+	// The changes owed since the oldest of them.
+	o.At = o.Parts[0].At
+}
+
+// foldOwed folds the stashes owed in the checkout of target into one,
+// under target's accept lock, which the caller holds (so no accept
+// stashes or gives back there meanwhile); mine is a task whose lock the
+// caller holds and whose stash is owed. A stash of a task still merging
+// is left for its recovery, which may give it back whole. The stashes
+// are folded in order, the target's folded stash (if any) first and
+// then by age, and the result is recorded as target's owed stash before
+// any of them is let go: a kill at any point leaves every change
+// reachable from a record (see dropFolded). It returns the folded stash,
+// or "" when there was nothing to fold or it could not.
+func (e *Env) foldOwed(ctx context.Context, target, mine string) string {
+	ctx = context.WithoutCancel(ctx)
+	owed, err := e.owedStashes(ctx, true, mine)
+	if err != nil {
+		return ""
+	}
+	var list []OwedStash
+	for _, o := range owed {
+		if o.Target != target || o.Ref == "" {
+			continue
+		}
+		if o.TaskID != "" {
+			if sn, err := e.Store.Load(o.TaskID); err == nil && sn.Task.Status == machine.Merging {
+				continue
+			}
+		}
+		list = append(list, o)
+	}
+	if len(list) < 2 {
+		return ""
+	}
+	ref := owedRef(target)
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Ref == ref && list[j].Ref != ref })
+	cur := ""
+	if list[0].Ref == ref {
+		cur = list[0].SHA
+	}
+	acc, count := list[0].SHA, max(1, len(list[0].Parts))
+	conflicts := list[0].Conflicts
+	for _, o := range list[1:] {
+		count += max(1, len(o.Parts))
+		f, err := worktree.FoldStashes(ctx, e.repoDir(), target, acc, o.SHA, count, conflicts)
+		if err != nil {
+			return ""
+		}
+		acc, conflicts = f.SHA, f.Conflicts
+	}
+	// The record first: from here the folded stash holds every part.
+	if err := worktree.SwapRef(ctx, e.repoDir(), ref, acc, cur, "lazy: stashes folded"); err != nil {
+		return ""
+	}
+	_ = worktree.StashStore(ctx, e.repoDir(), acc, fmt.Sprintf("On %s: %s%d interrupted accepts, oldest first", target, worktree.FoldedSubject, count))
+	for _, o := range list {
+		if o.Ref != ref {
+			_ = worktree.DeleteRef(ctx, e.repoDir(), o.Ref, o.SHA)
+		}
+		_ = worktree.StashDrop(ctx, e.repoDir(), o.SHA)
+	}
+	return acc
 }
 
 // isAcceptStash is true of a stash subject an accept wrote.
@@ -233,3 +463,52 @@ func alnum(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
 
 // refPartRune is true of a rune lazy allows in one ref path component.
 func refPartRune(r rune) bool { return alnum(r) || r == '-' || r == '_' }
+
+// ErrNothingOwed says lazy keeps no changes of the user's for a branch.
+var ErrNothingOwed = errors.New("lazy keeps none of your uncommitted changes there")
+
+// RestoreOwed gives back the user's changes lazy keeps for the checkout
+// of target (lazy stash restore): its owed stashes are folded into one
+// first, then applied in that checkout if they apply without touching
+// anything the user has there now, and forgotten once they are back. It
+// returns what it restored (Conflicts: files that now hold two versions
+// between conflict markers).
+func (e *Env) RestoreOwed(ctx context.Context, target string) (*OwedStash, error) {
+	if err := ValidBranchName(target); err != nil {
+		return nil, err
+	}
+	release, err := e.tryDestination(target)
+	if errors.Is(err, flock.ErrHeld) {
+		return nil, fmt.Errorf("an accept into %s is running; run lazy stash restore %s again once it has finished", target, target)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	e.foldOwed(ctx, target, "")
+	owed, err := e.owedStashes(ctx, true, "")
+	if err != nil {
+		return nil, err
+	}
+	var mine []OwedStash
+	for _, o := range owed {
+		if o.Target == target {
+			mine = append(mine, o)
+		}
+	}
+	switch {
+	case len(mine) == 0:
+		return nil, fmt.Errorf("lazy stash restore %s: %w", target, ErrNothingOwed)
+	case len(mine) > 1:
+		return nil, fmt.Errorf("lazy stash restore %s: lazy keeps %d stashes there it could not fold into one (an accept's is still being recovered); run lazy doctor, then lazy stash restore %s again", target, len(mine), target)
+	}
+	o := mine[0]
+	if err := worktree.StashApplies(ctx, o.Dir, o.SHA); err != nil {
+		return nil, fmt.Errorf("lazy stash restore %s: the changes were not applied, since %s has uncommitted changes of its own or they would conflict with it (%w); commit or stash what is there, then run lazy stash restore %s again (nothing was changed)", target, o.Dir, err, target)
+	}
+	if err := worktree.StashApply(ctx, o.Dir, o.SHA); err != nil {
+		return nil, fmt.Errorf("lazy stash restore %s: git stash apply %s in %s: %w (lazy keeps the stash)", target, o.SHA, o.Dir, err)
+	}
+	dropStash(ctx, o.Dir, o.SHA)
+	return &o, nil
+}

@@ -47,7 +47,8 @@ type Finding struct {
 	// stale-ref-lock, stale-index-lock, stale-packed-refs-lock, orphaned-lock,
 	// foreign-session, slug-conflict,
 	// stray-turn, half-accepted-destination, orphaned-pack,
-	// flagged-figure; the CLI adds gate-leftover and gate-survivor.
+	// flagged-figure, interrupted-cleanup, left-accept-checkout,
+	// kept-branch; the CLI adds gate-leftover and gate-survivor.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	// Action is what was done (or, in a dry run, what would be); empty
@@ -141,7 +142,12 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 	findings = append(findings, r.checkSlugs(ctx, entries, repair)...)
 	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
 	findings = append(findings, r.checkOrphanSlugs(ctx, only, repair)...)
-	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair)...)
+	// An accept killed during its cleanup is finished first, from its
+	// record, so what it left is not reported again below.
+	cleanups, covered := r.checkCleanups(ctx, only, repair)
+	findings = append(findings, cleanups...)
+	findings = append(findings, r.checkLeftCheckouts(ctx, only, repair)...)
+	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair, covered)...)
 	findings = append(findings, r.checkLegacyWorktrees(ctx, entries, repair)...)
 	findings = append(findings, r.checkFiles(byID, only, repair)...)
 	findings = append(findings, r.checkTokens(only, repair)...)
@@ -403,8 +409,10 @@ func (r *Reconciler) foreign(sn *gitstore.Snapshot, f *Finding) *Finding {
 	return f
 }
 
-// checkWorktrees reports lazy worktrees that no unfinished task owns.
-func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
+// checkWorktrees reports lazy worktrees that no unfinished task owns;
+// covered are worktrees and branches an interrupted-cleanup finding
+// already names (in a dry run, where they are still there).
+func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitstore.Entry, only string, repair bool, covered map[string]bool) []Finding {
 	repoDir := r.Env.RepoDir
 	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
 	if err != nil {
@@ -418,6 +426,9 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 	}
 	var findings []Finding
 	prune := false
+	// freed are the branches whose worktree goes now (or would, in a dry
+	// run): checkBranches then decides them in the same run.
+	freed := map[string]bool{}
 	for _, block := range strings.Split(out, "\n\n") {
 		var path, branch string
 		prunable := false
@@ -431,7 +442,7 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 				prunable = true
 			}
 		}
-		if !strings.HasPrefix(branch, "lazy/") {
+		if !strings.HasPrefix(branch, "lazy/") || covered[path] {
 			continue
 		}
 		task := slugs[strings.TrimPrefix(branch, "lazy/")]
@@ -445,10 +456,11 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 		switch {
 		case prunable:
 			f.Kind, f.Detail = "missing-worktree", "git records a worktree at "+path+" but the directory is gone"
-			f.Action = "would prune the entry (the branch " + branch + " stays)"
+			f.Action = "would prune the entry (the branch " + branch + " is decided on its own)"
+			freed[branch] = true
 			if repair {
 				prune = true
-				f.Action, f.Repaired = "pruned the entry (the branch "+branch+" stays)", true
+				f.Action, f.Repaired = "pruned the entry (the branch "+branch+" is decided on its own)", true
 			}
 		case task == nil && only == "":
 			f.Kind, f.Detail = "orphaned-worktree", fmt.Sprintf("%s (branch %s) belongs to no task; remove it yourself when its work is not needed: git worktree remove %s", path, branch, path)
@@ -463,19 +475,21 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 			f.Detail = fmt.Sprintf("%s is still checked out although the task is %s", path, task.Status)
 			dirty, derr := worktree.Dirty(ctx, path)
 			if derr != nil || dirty {
-				f.Detail += "; it has uncommitted changes, so lazy leaves it (inspect it, then git worktree remove --force " + path + ")"
+				f.Detail += "; it has uncommitted changes, so lazy leaves it, and its branch " + branch + " with it (inspect it, then git worktree remove --force " + path + ")"
 				break
 			}
 			if ok, why := r.finishConfirmed(ctx, task.ID, branch); !ok {
-				f.Detail += "; lazy leaves it because this machine cannot confirm that status (" + why + "): remove it yourself once you have checked (git worktree remove " + path + ")"
+				f.Detail += "; lazy leaves it, and its branch " + branch + ", because this machine cannot confirm that status (" + why + "): remove it yourself once you have checked (git worktree remove " + path + ")"
 				break
 			}
-			f.Action = "would remove the clean worktree (the branch " + branch + " stays)"
+			f.Action = "would remove the clean worktree (its branch " + branch + " is decided on its own)"
+			freed[branch] = true
 			if repair {
 				if err := gitcli.New(repoDir, "worktree", "remove", path).Run(ctx); err != nil {
 					f.Error = err.Error()
+					delete(freed, branch)
 				} else {
-					f.Action, f.Repaired = "removed the clean worktree (the branch "+branch+" stays)", true
+					f.Action, f.Repaired = "removed the clean worktree (its branch "+branch+" is decided on its own)", true
 				}
 			}
 		default:
@@ -488,7 +502,14 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitsto
 			findings = append(findings, Finding{Kind: "worktree-error", Detail: "git worktree prune failed", Error: err.Error()})
 		}
 	}
-	return append(findings, r.checkBranches(ctx, slugs, checkedOut(out), only, repair)...)
+	busy := checkedOut(out)
+	for b := range freed {
+		delete(busy, b)
+	}
+	for b := range covered {
+		busy[b] = true // named by its interrupted cleanup
+	}
+	return append(findings, r.checkBranches(ctx, slugs, busy, only, repair)...)
 }
 
 // finishConfirmed reports whether this machine can confirm the terminal
@@ -579,13 +600,16 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitsto
 		}
 		// A record says accepted; only a branch this machine's own
 		// session made is deleted on its word (a record from a remote
-		// could name any slug).
+		// could name any slug). Another is not lazy's to judge.
 		if local, err := r.Env.Sessions().Load(task.ID); err != nil || local.Branch != branch {
 			continue
 		}
 		// And only when this machine can see the merge: the record's
-		// completion may have been pulled from anywhere.
-		if ok, _ := r.finishConfirmed(ctx, task.ID, branch); !ok {
+		// completion may have been pulled from anywhere. A branch of
+		// its own lazy keeps says why.
+		if ok, why := r.finishConfirmed(ctx, task.ID, branch); !ok {
+			findings = append(findings, Finding{TaskID: task.ID, Slug: task.Slug, Kind: "kept-branch",
+				Detail: fmt.Sprintf("the branch %s (at %s) of the accepted task stays: this machine cannot confirm the merge (%s); delete it yourself once you have checked (git branch -D %s)", branch, tip, why, branch)})
 			continue
 		}
 		f := Finding{TaskID: task.ID, Slug: task.Slug, Kind: "leftover-branch",

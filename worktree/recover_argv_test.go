@@ -35,6 +35,15 @@ func TestRecoverAndRefCommandsArgv(t *testing.T) {
 		{"refs under", refsUnderCmd("d", "refs/lazy-kept/"), []string{"for-each-ref", "--format=%(refname) %(objectname)", "refs/lazy-kept/"}},
 		{"commit info", commitInfoCmd("d", "abc"), []string{"log", "-1", "--format=%ct %s", "abc"}},
 		{"is ancestor", isAncestorCmd("r", "a", "b"), []string{"merge-base", "--is-ancestor", "a", "b"}},
+		{"swap ref", swapRefCmd("d", "refs/lazy-kept/owed/x", "abc", "", "why"), []string{"update-ref", "-m", "why", "refs/lazy-kept/owed/x", "abc", ""}},
+		{"current branch", currentBranchCmd("d"), []string{"symbolic-ref", "--quiet", "--short", "HEAD"}},
+		{"stash merge", stashMergeCmd("d", "a", "b", false), []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", "a", "b"}},
+		{"untracked merge", stashMergeCmd("d", "a^3", "b^3", true), []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", "--allow-unrelated-histories", "a^3", "b^3"}},
+		{"stash parents", parentsCmd("d", "abc"), []string{"log", "-1", "--format=%P%x00%s", "abc"}},
+		{"empty tree", emptyTreeCmd("d"), []string{"mktree"}},
+		{"stash commit", stashCommitCmd("d", "t", []string{"h", "i"}, "m"), []string{"commit-tree", "t", "-p", "h", "-p", "i", "-F", "-"}},
+		{"stash store", stashStoreCmd("d", "abc", "On main: x"), []string{"stash", "store", "-m", "On main: x", "abc"}},
+		{"stash conflicts", conflictsCmd("d", "abc"), []string{"log", "-1", "--format=%(trailers:key=Lazy-Conflict,valueonly,separator=%x00)", "abc"}},
 	} {
 		got, err := tc.cmd.Argv()
 		if err != nil || !reflect.DeepEqual(got, tc.want) {

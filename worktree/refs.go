@@ -29,6 +29,25 @@ func CreateRef(ctx context.Context, dir, ref, sha, why string) error {
 	return createRefCmd(dir, ref, sha, why).Run(ctx)
 }
 
+func swapRefCmd(dir, ref, sha, old, why string) *gitcli.Cmd {
+	return gitcli.New(dir, "update-ref", "-m", why, ref, sha, old)
+}
+
+// SwapRef points ref at sha, atomically, only if it still points at
+// old ("" : only if it does not exist); why goes to the reflog.
+func SwapRef(ctx context.Context, dir, ref, sha, old, why string) error {
+	if !plain(ref) {
+		return errOption("ref", ref)
+	}
+	if !isObjectID(sha) {
+		return errObjectID("commit", sha)
+	}
+	if old != "" && !isObjectID(old) {
+		return errObjectID("commit", old)
+	}
+	return swapRefCmd(dir, ref, sha, old, why).Run(ctx)
+}
+
 func deleteRefCmd(dir, ref, sha string) *gitcli.Cmd {
 	return gitcli.New(dir, "update-ref", "-d", ref, sha)
 }
@@ -98,4 +117,14 @@ func CommitInfo(ctx context.Context, dir, sha string) (time.Time, string, error)
 		return time.Time{}, subject, nil
 	}
 	return time.Unix(n, 0).UTC(), subject, nil
+}
+
+func currentBranchCmd(dir string) *gitcli.Cmd {
+	return gitcli.New(dir, "symbolic-ref", "--quiet", "--short", "HEAD")
+}
+
+// CurrentBranch is the branch checked out at dir ("" with an error on a
+// detached HEAD or no checkout).
+func CurrentBranch(ctx context.Context, dir string) (string, error) {
+	return currentBranchCmd(dir).String(ctx)
 }

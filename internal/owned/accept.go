@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -31,6 +32,24 @@ type Accept struct {
 	// the accept stashed them.
 	DestDirty bool      `json:"dest_dirty,omitempty"`
 	StartedAt time.Time `json:"started_at"`
+	// Cleanup is what the accept still has to remove once the merge is
+	// recorded: written before the task's record says complete and
+	// removed with the record once the cleanup is done, so an accept
+	// killed during its cleanup leaves it, and lazy doctor finishes it.
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
+}
+
+// Cleanup is the worktree and branch an accepted task's session made,
+// which its accept removes once the merge is recorded.
+type Cleanup struct {
+	Worktree string `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	// Tip is the branch's tip when the merge was recorded: git branch
+	// <Branch> <Tip> recreates it.
+	Tip string `json:"tip,omitempty"`
+	// Commit is the squash commit that landed the branch.
+	Commit string    `json:"commit,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // ErrNoAccept means this machine began no accept of the task (or none
@@ -95,6 +114,32 @@ func (d Accepts) Match(taskID, id string) (Accept, error) {
 		return Accept{}, ErrNoAccept
 	}
 	return a, nil
+}
+
+// All lists the accept records here, in task id order; a damaged one
+// is left out.
+func (d Accepts) All() ([]Accept, error) {
+	ents, err := os.ReadDir(string(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the local accept records: %w", err)
+	}
+	var out []Accept
+	for _, ent := range ents {
+		id, ok := strings.CutSuffix(ent.Name(), ".json")
+		if !ok || !validID(id) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(string(d), ent.Name()))
+		var a Accept
+		if err != nil || json.Unmarshal(b, &a) != nil || a.TaskID != id || !validID(a.ID) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // Forget removes the task's accept record if it is still accept id: the
