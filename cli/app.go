@@ -138,7 +138,7 @@ func (a *app) env() (*ops.Env, error) {
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
 	timing, policy, turnErr := a.turnSettings()
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
+	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CrashAt: a.crash, Launch: a.launchSupervisor, GateReaper: gateReaper()}, nil
 }
 
 // turnSettings reads what every turn's supervisor gets (timing and

@@ -141,6 +141,8 @@ var commands = []command{
 		new: func() any { return &HousekeepCmd{} }},
 	{name: "supervise", hidden: true, help: "Run one agent turn (started by lazy).",
 		new: func() any { return &SuperviseCmd{} }},
+	{name: "gate-reap", hidden: true, help: "Run one merge-gate command as its subreaper, and end whatever it leaves running (started by lazy).",
+		new: func() any { return &GateReapCmd{} }},
 	{name: "sandbox-forward", hidden: true, help: "Relay a sandboxed agent's proxy connections to lazy's allowlist proxy and run the agent (started by lazy).",
 		new: func() any { return &SandboxForwardCmd{} }},
 }

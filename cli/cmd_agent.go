@@ -476,7 +476,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor},
+		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor, GateReaper: gateReaper()},
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")

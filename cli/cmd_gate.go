@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 
+	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 )
@@ -53,4 +55,43 @@ func (c *GateCmd) Run(a *app, ctx context.Context) error {
 		return silentExit{code: 1, err: fmt.Errorf("the gate failed")}
 	}
 	return nil
+}
+
+// GateReapCmd runs one gate command under gate.Reap: its child
+// subreaper, which ends everything still running under it when the
+// command exits (lazy runs every gate command this way).
+type GateReapCmd struct {
+	Argv []string `arg:"" passthrough:"" help:"The gate command."`
+}
+
+// Run implements lazy gate-reap.
+func (c *GateReapCmd) Run() error {
+	argv := c.Argv
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	code, err := gate.Reap(argv)
+	if err != nil {
+		// Into the gate's output, where its log and tail show it.
+		fmt.Fprintf(os.Stderr, "lazy gate-reap: %v\n", err)
+	}
+	switch {
+	case code < 0 || err != nil && code == 0:
+		code = 1
+	case code == 0:
+		return nil
+	}
+	// The command's own status, said by the command itself already.
+	return silentExit{code: code, err: fmt.Errorf("the gate command exited with status %d", code)}
+}
+
+// gateReaper is the argv prefix every gate command runs under (lazy
+// gate-reap --), or nil when this binary cannot name itself (then the
+// gate ends what its commands leave by their group and mark only).
+func gateReaper() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, "gate-reap", "--"}
 }

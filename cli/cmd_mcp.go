@@ -67,7 +67,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor}, nil
+				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor, GateReaper: gateReaper()}, nil
 			},
 			StartInput: a.startInput,
 			Wait:       wait,

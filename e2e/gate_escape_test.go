@@ -105,8 +105,9 @@ func plant(t *testing.T, env ...string) *exec.Cmd {
 }
 
 // TestEverythingAGateStartsDiesWithIt: a gate command that starts a
-// setsid child leaves nothing running after the gate passes and the
-// accept lands, nor after the gate's timeout ends it; lazy doctor
+// setsid child (one keeping the run's mark, one with its environment
+// cleared) leaves nothing running after the gate passes and the accept
+// lands, nor after the gate's timeout ends it; lazy doctor
 // reports (and ends) a process that still carries a finished gate run's
 // mark, with its pid and command.
 func TestEverythingAGateStartsDiesWithIt(t *testing.T) {
@@ -116,13 +117,16 @@ func TestEverythingAGateStartsDiesWithIt(t *testing.T) {
 	r := newRepo(t)
 	lazyDir := lazyDirOf(t, r)
 	scope := "LAZY_GATE_REPO=" + lazyDir
-	passed := filepath.Join(t.TempDir(), "passed")
-	r.git("config", "lazy.gate", escapeTo(passed)+"; echo checked")
+	setsid, _ := exec.LookPath("setsid")
+	passed, bare := filepath.Join(t.TempDir(), "passed"), filepath.Join(t.TempDir(), "bare")
+	// One child keeps the run's mark; the other clears its environment,
+	// so only the reaper each gate command runs under finds it.
+	r.git("config", "lazy.gate", escapeTo(passed)+"; env -i "+setsid+" /bin/sh -c 'echo $$ > "+bare+"; exec /bin/sleep 1000' </dev/null >/dev/null 2>&1 & while ! grep -q . "+bare+" 2>/dev/null; do sleep 0.01; done; echo checked")
 	tk := workedTask(t, r, "gated work", "work.txt w")
 	if res := r.run(nil, "accept", tk.Slug); res.Code != 0 || !strings.Contains(res.Stdout, "gate passed") {
 		t.Fatalf("accept: %s", res)
 	}
-	noneAlive(t, "after the gate passed and the accept landed", readPids(t, passed)...)
+	noneAlive(t, "after the gate passed and the accept landed", append(readPids(t, passed), readPids(t, bare)...)...)
 	if left := proc.WithEnv(scope); len(left) > 0 {
 		t.Fatalf("processes of this repository's gates still run: %v", left)
 	}
@@ -131,8 +135,8 @@ func TestEverythingAGateStartsDiesWithIt(t *testing.T) {
 		t.Fatalf("gate record: %+v", g)
 	}
 	b, err := os.ReadFile(filepath.Join(lazyDir, "logs", tk.ID, "gate-"+g.Runs[0].ID+".log"))
-	if err != nil || !strings.Contains(string(b), "ended 1 process(es) the command left running outside its process group") {
-		t.Fatalf("the gate's log does not say it ended the escapee (%v):\n%s", err, b)
+	if err != nil || !strings.Contains(string(b), "checked\nlazy: ended 2 process(es) the gate command left running") {
+		t.Fatalf("the gate's log (%v):\n%s", err, b)
 	}
 
 	// At its timeout.

@@ -69,6 +69,11 @@ type Spec struct {
 	// MinDuration: a run whose commands all exit 0 in less time fails
 	// (lazy.gate.minDuration; 0: no minimum).
 	MinDuration time.Duration
+	// Reaper is the argv prefix of the reaper each command runs under
+	// (lazy gate-reap --, which calls Reap): everything still running
+	// under the command when it exits is ended, whatever it did to its
+	// group and environment. nil: the group and the Mark only.
+	Reaper []string
 }
 
 // How long the ending of a process group may take.
@@ -208,6 +213,9 @@ func (r *runner) run(c string) (Command, string, error) {
 		if len(argv) == 0 {
 			return res, "", fmt.Errorf("confine the gate command %q: the wrapper gave no argv", c)
 		}
+	}
+	if len(r.spec.Reaper) > 0 {
+		argv = append(slices.Clone(r.spec.Reaper), argv...)
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {

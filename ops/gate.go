@@ -210,7 +210,7 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 	}
 	defer func() { _ = log.Close() }()
 	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log, MinDuration: g.MinDuration,
-		Mark: gateMarker + runID, Scope: e.gateScope()}
+		Mark: gateMarker + runID, Scope: e.gateScope(), Reaper: e.GateReaper}
 	if opts.Sandbox != nil {
 		pol, err := sandbox.For(ctx, dir, "exec", "sh", false, opts.Sandbox)
 		if err != nil {

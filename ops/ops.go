@@ -57,6 +57,11 @@ type Env struct {
 	// CrashAt is the test-only crash hook (LAZY_TEST_CRASH_AT); nil,
 	// which does nothing, everywhere but in tests.
 	CrashAt *CrashPoint
+	// GateReaper is the argv prefix each merge-gate command runs under
+	// (lazy gate-reap --): its child subreaper, which ends everything the
+	// command leaves running. nil: the gate ends what its commands leave
+	// by their process group and the run's mark only.
+	GateReaper []string
 	// Launch starts the detached supervisor of a task's turn. It is set
 	// once, where the Env is built, by the process that can start
 	// supervisors (the CLI, lazy mcp, the daemon). nil: operations that
