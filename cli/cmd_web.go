@@ -181,13 +181,13 @@ func (w *webActions) Reject(ctx context.Context, id, reason string) error {
 // Accept merges as lazy accept does, without the configured pre-accept
 // agent turn (a browser request should not wait for an agent; the CLI
 // runs it), narrating its phases to the daemon's subscribers.
-func (w *webActions) Accept(ctx context.Context, id string) (string, error) {
+func (w *webActions) Accept(ctx context.Context, id string, approveProtected bool) (string, error) {
 	env, err := w.env()
 	if err != nil {
 		return "", err
 	}
 	display := &phaseDisplay{w: io.Discard, slug: id, relay: w.a.phaseRelay(id, "accept")}
-	res, err := env.Accept(ctx, id, display, ops.AcceptOptions{})
+	res, err := env.Accept(ctx, id, display, ops.AcceptOptions{ApproveProtected: approveProtected})
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,6 +188,26 @@ func TestATaskThatRewritesItsGateDoesNotLandWithoutAHuman(t *testing.T) {
 			t.Fatalf("the task page lacks %q:\n%s", want, page)
 		}
 	}
+
+	// The web accept page names them beside the box that approves them;
+	// an accept posted without the box is refused, naming the file.
+	actions, _ := webURL(t, r, "--actions")
+	_, actToken, _ := strings.Cut(actions, "?token=")
+	acceptPage := get(t, base+"/task/"+cheat.ID+"/accept?token="+actToken, "")
+	for _, want := range []string{"<li><code>check.sh</code></li>", `name="approve_protected" value="yes"`, "I reviewed them and approve them"} {
+		if !strings.Contains(acceptPage, want) {
+			t.Fatalf("the accept page lacks %q:\n%s", want, acceptPage)
+		}
+	}
+	m := csrfField.FindStringSubmatch(acceptPage)
+	if m == nil {
+		t.Fatal("the accept page has no CSRF token")
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if code, body := postForm(t, noRedirect, base+"/task/"+cheat.ID+"/accept", actToken, m[1], base, ""); code != http.StatusConflict || !strings.Contains(body, "(check.sh)") {
+		t.Fatalf("a web accept without the approval: %d\n%s", code, body)
+	}
+	notLanded("a web accept without the box")
 
 	// A builder over MCP sees it, and can never approve it.
 	s, _ := mcpClient(t, r, nil, "mcp")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 )
 
 // maxForm bounds a POST body: a comment or feedback, never a file.
@@ -103,7 +104,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	case "stop":
 		err = s.Actions.Stop(ctx, id, text)
 	case "accept":
-		_, err = s.Actions.Accept(ctx, id)
+		_, err = s.Actions.Accept(ctx, id, r.PostForm.Get("approve_protected") == "yes")
 	case "reject":
 		err = s.Actions.Reject(ctx, id, text)
 	}
@@ -160,6 +161,12 @@ func (s *Server) acceptPage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		data["Into"] = rg.Into
 		data["Diff"] = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, r.URL.Query().Get("diff") == "all")
+		// The protected paths it touches land only with this human's
+		// approval, given with the button.
+		env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+		if pv, err := env.ProtectedChanges(r.Context(), sn); err == nil && pv != nil {
+			data["Protected"] = pv
+		}
 	}
 	s.render(w, "accept.html", data)
 }

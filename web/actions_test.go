@@ -12,14 +12,19 @@ import (
 // recorder is an Actions that remembers what it was asked.
 type recorder struct{ calls []string }
 
-func (r *recorder) note(s string) error                                 { r.calls = append(r.calls, s); return nil }
-func (r *recorder) Comment(_ context.Context, id, t string) error       { return r.note("comment " + t) }
-func (r *recorder) Unblock(_ context.Context, id, t string) error       { return r.note("unblock " + t) }
-func (r *recorder) Ask(_ context.Context, id, t string) error           { return r.note("ask " + t) }
-func (r *recorder) Stop(_ context.Context, id, t string) error          { return r.note("stop " + t) }
-func (r *recorder) Reject(_ context.Context, id, t string) error        { return r.note("reject " + t) }
-func (r *recorder) Accept(_ context.Context, id string) (string, error) { return "", r.note("accept") }
-func (r *recorder) Into(context.Context, string) (string, error)        { return "main", nil }
+func (r *recorder) note(s string) error                           { r.calls = append(r.calls, s); return nil }
+func (r *recorder) Comment(_ context.Context, id, t string) error { return r.note("comment " + t) }
+func (r *recorder) Unblock(_ context.Context, id, t string) error { return r.note("unblock " + t) }
+func (r *recorder) Ask(_ context.Context, id, t string) error     { return r.note("ask " + t) }
+func (r *recorder) Stop(_ context.Context, id, t string) error    { return r.note("stop " + t) }
+func (r *recorder) Reject(_ context.Context, id, t string) error  { return r.note("reject " + t) }
+func (r *recorder) Accept(_ context.Context, id string, approve bool) (string, error) {
+	if approve {
+		return "", r.note("accept approving the protected paths")
+	}
+	return "", r.note("accept")
+}
+func (r *recorder) Into(context.Context, string) (string, error) { return "main", nil }
 
 func TestActionPostChecks(t *testing.T) {
 	s, st, _ := newServer(t)
@@ -65,5 +70,33 @@ func TestActionPostChecks(t *testing.T) {
 	}
 	if len(rec.calls) != 3 || rec.calls[0] != "comment hello" {
 		t.Fatalf("actions run: %q, want the three accepted comments only", rec.calls)
+	}
+}
+
+// TestAcceptPostCarriesTheApprovalBox: the accept form's box, and only
+// it, approves the protected paths.
+func TestAcceptPostCarriesTheApprovalBox(t *testing.T) {
+	s, st, _ := newServer(t)
+	rec := &recorder{}
+	s.Actions, s.ActionsToken = rec, "act"
+	id := create(t, st, "Accepted", "")
+	h := s.Handler()
+	for _, form := range []url.Values{
+		{"csrf": {csrf("act")}},
+		{"csrf": {csrf("act")}, "approve_protected": {"yes"}},
+		{"csrf": {csrf("act")}, "approve_protected": {"on"}},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://"+testAddr+"/task/"+id+"/accept", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+testAddr)
+		req.AddCookie(&http.Cookie{Name: cookieName, Value: "act"})
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusSeeOther {
+			t.Fatalf("accept %v: %d", form, w.Code)
+		}
+	}
+	if want := []string{"accept", "accept approving the protected paths", "accept"}; strings.Join(rec.calls, "|") != strings.Join(want, "|") {
+		t.Fatalf("actions run: %q, want %q", rec.calls, want)
 	}
 }

@@ -72,7 +72,9 @@ type Actions interface {
 	Unblock(ctx context.Context, id, feedback string) error
 	Ask(ctx context.Context, id, question string) error
 	Stop(ctx context.Context, id, reason string) error
-	Accept(ctx context.Context, id string) (string, error)
+	// Accept lands the task; approveProtected is the human's approval of
+	// the protected paths its change touches (the accept page's box).
+	Accept(ctx context.Context, id string, approveProtected bool) (string, error)
 	// Into names the branch an accept would merge into, for its dry run.
 	Into(ctx context.Context, id string) (string, error)
 	Reject(ctx context.Context, id, reason string) error
