@@ -260,16 +260,19 @@ func (r *runner) run(c string) (Command, string, error) {
 	// What left the group (setsid, a daemonizing double fork) still
 	// carries the run's mark: it goes too, before the output is drained
 	// (it may hold the pipe).
+	var escaped []int
 	if r.spec.Mark != "" {
-		if pids := proc.KillMarkedIn(r.spec.Mark, r.spec.Scope); len(pids) > 0 {
-			r.log.printf("ended %d process(es) the command left running outside its process group: %v\n", len(pids), pids)
-		}
+		escaped = proc.KillMarkedIn(r.spec.Mark, r.spec.Scope)
 	}
 	select {
 	case <-readDone:
 	case <-time.After(drainWait):
 		_ = pr.SetReadDeadline(time.Now())
 		<-readDone
+	}
+	// The log is the copy's until it ends: say it now.
+	if len(escaped) > 0 {
+		r.log.printf("ended %d process(es) the command left running outside its process group\n", len(escaped))
 	}
 	res.DurationMS = time.Since(began).Milliseconds()
 	switch {
