@@ -216,3 +216,30 @@ echo "did the work"
 	r.doctor(0)
 	noneAlive(t, "after doctor", survivor.Process.Pid)
 }
+
+// TestASubtaskTheAgentStartedOutlivesItsTurn: what an agent starts
+// detached through lazy itself (another task's supervisor, spawned by a
+// lazy start it ran) is not its leftover: the subtask's turn runs on
+// after the parent's turn ended, and completes.
+func TestASubtaskTheAgentStartedOutlivesItsTurn(t *testing.T) {
+	r := manualResume(newRepo(t))
+	parent := r.create("parent", "-m", "Start the subtask.")
+	sub := r.create("child", "--parent", parent.Slug, "-m", "Do the subtask.")
+	release := filepath.Join(t.TempDir(), "release")
+	subScript := script(t, "wait-file "+release, "write sub.txt s", "commit agent: sub", "print sub done")
+	agent := execAgent(t, `export `+subScript+`
+`+lazyBin+` start `+sub.Slug+` --command `+fakeAgentBin+` >/dev/null 2>&1
+printf 'p\n' > p.txt
+git add p.txt
+git commit -q -m "agent: parent work"
+echo "started the subtask"
+`)
+	startWith(t, r, parent.Slug, agent)
+	if st := r.showFull(sub.Slug).Status; st != "working" {
+		t.Fatalf("the subtask is %s after its parent's turn ended, want still working", st)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus(sub.Slug, "blocked")
+}

@@ -453,9 +453,34 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 func endEscapees(dir proto.Dir, cmd *proto.Command) []int {
 	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
 	killed := proc.KillMarkedIn(proto.TurnMarker(cmd.TaskID), proto.TurnScope(lazyDir))
-	killed = append(killed, proc.KillDescendants()...)
+	killed = append(killed, proc.KillDescendantsExcept(lazyDetached)...)
 	slices.Sort(killed)
 	return slices.Compact(killed)
+}
+
+// lazyDetached reports whether pid is a lazy process the agent started
+// detached on purpose: a daemon, or another task's supervisor, which a
+// lazy command the agent ran spawned (it runs lazy's own binary without
+// the turn's marker, which lazy strips from what it detaches and from
+// nothing else; see proto.WithoutTurnEnv). It outlives the turn, with
+// what it runs, as it would have without the subreaper. (An agent
+// outside a sandbox that runs lazy's binary on purpose to outlive its
+// turn is not stopped by this: SECURITY.md's limits.)
+func lazyDetached(pid int) bool {
+	if proc.EnvHas(pid, proto.TurnEnv) {
+		return false
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	exe := proc.Exe(pid)
+	if exe == "" {
+		return false
+	}
+	a, aerr := os.Stat(exe)
+	b, berr := os.Stat(self)
+	return aerr == nil && berr == nil && os.SameFile(a, b)
 }
 
 // noteEscapees says in the turn's log what endEscapees ended after what

@@ -247,9 +247,46 @@ func Descendants(pid int) []int {
 // The caller must have no child it means to keep: lazy calls it in a
 // turn's supervisor once the agent has exited, and nothing else of the
 // supervisor runs.
-func KillDescendants() []int {
+func KillDescendants() []int { return KillDescendantsExcept(nil) }
+
+// KillDescendantsExcept is KillDescendants sparing every descendant keep
+// reports (nil: none), with its own descendants and the processes
+// between it and this one: a process the agent had started detached on
+// purpose (lazy's own daemon or another task's supervisor) lives on with
+// what it runs.
+func KillDescendantsExcept(keep func(pid int) bool) []int {
 	self := os.Getpid()
-	pids := Descendants(self)
+	parent := parents()
+	spared := map[int]bool{}
+	all := Descendants(self)
+	if keep != nil {
+		byParent := map[int][]int{}
+		for p, pp := range parent {
+			byParent[pp] = append(byParent[pp], p)
+		}
+		for _, pid := range all {
+			if spared[pid] || !keep(pid) {
+				continue
+			}
+			for p := pid; p != self && p > 0 && !spared[p]; p = parent[p] {
+				spared[p] = true
+			}
+			for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+				for _, c := range byParent[queue[0]] {
+					if !spared[c] {
+						spared[c] = true
+						queue = append(queue, c)
+					}
+				}
+			}
+		}
+	}
+	var pids []int
+	for _, pid := range all {
+		if !spared[pid] {
+			pids = append(pids, pid)
+		}
+	}
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -262,4 +299,29 @@ func KillDescendants() []int {
 		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil) // ECHILD: not ours to reap
 	}
 	return pids
+}
+
+// Exe is the file pid runs ("" when /proc cannot tell).
+func Exe(pid int) string {
+	p, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// EnvHas reports whether pid's environment sets name (false when it
+// cannot be read).
+func EnvHas(pid int, name string) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	prefix := []byte(name + "=")
+	for _, entry := range bytes.Split(env, []byte{0}) {
+		if bytes.HasPrefix(entry, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -146,6 +146,10 @@ func TestKillDescendantsEndsOrphansASubreaperAdopted(t *testing.T) {
 	if !slices.Contains(Descendants(os.Getpid()), orphan) {
 		t.Fatalf("the orphan %d is not among this subreaper's descendants %v", orphan, Descendants(os.Getpid()))
 	}
+	// Sparing it keeps it, and its own children.
+	if got := KillDescendantsExcept(func(pid int) bool { return pid == orphan }); slices.Contains(got, orphan) || !Alive(orphan) {
+		t.Fatalf("KillDescendantsExcept killed %v, the spared orphan %d among them", got, orphan)
+	}
 	if got := KillDescendants(); !slices.Contains(got, orphan) || Alive(orphan) {
 		t.Fatalf("KillDescendants killed %v; the orphan %d alive: %v", got, orphan, Alive(orphan))
 	}
