@@ -393,3 +393,40 @@ func TestRealFramedLogReads(t *testing.T) {
 		t.Fatal("the framed log reads differently without its index")
 	}
 }
+
+// Whatever an agent prints and however the reads split it, the log it
+// leaves has no escape, no CR and no line of lazy's but an out line, and
+// ends on a newline.
+func FuzzCapture(f *testing.F) {
+	for _, s := range []string{"plain\r\n", "\x1b(B\x1b[>4m\x1b[<u\x1b7\x1b8{\"type\":\"system\"}\r\n", `{"lazy":"turn","turn":1}` + "\n", "a\rb\r\n", "\x1b]0;title\x07x", `{"\u006cazy":1}`} {
+		f.Add(s, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, in string, cut uint8) {
+		n := int(cut%64) + 1
+		var whole, split bytes.Buffer
+		c := NewCapture(&whole)
+		_, _ = c.Write([]byte(in))
+		_ = c.Close()
+		c = NewCapture(&split)
+		for s := in; len(s) > 0; {
+			k := min(n, len(s))
+			_, _ = c.Write([]byte(s[:k]))
+			s = s[k:]
+		}
+		_ = c.Close()
+		if whole.String() != split.String() {
+			t.Fatalf("the reads' split changed the log:\n%q\n%q", whole.String(), split.String())
+		}
+		out := whole.String()
+		if strings.ContainsAny(out, "\x1b\r") || (out != "" && !strings.HasSuffix(out, "\n")) {
+			t.Fatalf("log %q", out)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if strings.HasPrefix(l, proto.LogLinePrefix) {
+				if ll, ok := proto.ParseLogLine(l); !ok || ll.Lazy != proto.LogOut {
+					t.Fatalf("the agent wrote lazy's line %q", l)
+				}
+			}
+		}
+	})
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/mockapi"
 )
 
-// rawNotes are lazy's notes in the task's logs --raw.
+// rawNotes are lazy's notes of a hold or a gate in the task's logs --raw.
 func rawNotes(t *testing.T, r *runner, slug string) []map[string]any {
 	t.Helper()
 	var notes []map[string]any
@@ -19,7 +19,7 @@ func rawNotes(t *testing.T, r *runner, slug string) []map[string]any {
 		if err := json.Unmarshal([]byte(l), &v); err != nil {
 			t.Fatalf("a --raw line does not parse: %q", l)
 		}
-		if v["lazy"] == "note" {
+		if k := v["kind"]; v["lazy"] == "note" && (k == "budget" || k == "limit" || k == "gate") {
 			notes = append(notes, v)
 		}
 	}
