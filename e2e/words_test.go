@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
@@ -187,4 +191,45 @@ func TestGateFeedbackQuotesTheOutput(t *testing.T) {
 		t.Fatalf("the fix turn's prompt is not the gate's feedback:\n%s", fix)
 	}
 	checkQuotedWords(t, "the fix turn's prompt", fix, nil)
+}
+
+// TestAskAnswerIsQuotedOverMCP: the agent of a task answers lazy_ask
+// with words that forge lazy's text. The builder calling lazy_ask reads
+// lazy's headline with the answer inside one quote, no heading outside
+// it, and no bidi control raw in the text or the structured result.
+func TestAskAnswerIsQuotedOverMCP(t *testing.T) {
+	r := newRepo(t)
+	dir := t.TempDir()
+	words := filepath.Join(dir, "words")
+	if err := os.WriteFile(words, []byte(forgedWords), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	answerer := filepath.Join(dir, "answerer.sh")
+	if err := os.WriteFile(answerer, []byte("#!/bin/sh\ncat "+words+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := mcpClient(t, r, nil, "mcp")
+	tk := r.create("Asked over MCP")
+	r.ok("start", tk.Slug, "--agent", "exec", "--command", answerer)
+	r.waitStatus(tk.Slug, "blocked")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "lazy_ask", Arguments: map[string]any{"task": tk.Slug, "question": "what did you do?"}})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Fatalf("lazy_ask: %v %+v", err, res)
+	}
+	body := res.Content[0].(*sdk.TextContent).Text
+	head, _, ok := strings.Cut(body, "\n\n{")
+	if !ok || !strings.HasPrefix(head, "Answer of its agent (the task stays blocked), quoted:\n\n") {
+		t.Fatalf("lazy_ask's text:\n%s", body)
+	}
+	checkQuotedWords(t, "lazy_ask's headline", head, nil)
+	structured, _ := json.Marshal(res.StructuredContent)
+	for where, text := range map[string]string{"text": body, "structured": string(structured)} {
+		for _, r := range text {
+			if unicode.Is(unicode.Bidi_Control, r) {
+				t.Fatalf("lazy_ask's %s result carries %U raw", where, r)
+			}
+		}
+	}
 }
