@@ -373,3 +373,73 @@ func testGitOK(dir string, args ...string) string {
 	out, _ := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
 	return string(out)
 }
+
+// An accept into a branch no worktree has checked out merges in a
+// checkout of its own; killed before its record, or before it removed
+// that checkout, it leaves one nothing else accounts for: lazy doctor
+// names it and removes it (after recovering the accept), and the task
+// is then accepted normally. A branch of its own doctor keeps, it says
+// why.
+func TestDoctorFinishesWhatAKilledAcceptLeftOutsideTheCheckout(t *testing.T) {
+	r := newRepo(t)
+	r.git("branch", "release")
+	for _, phase := range []string{"record", "merge", "cleanup"} {
+		rr := r.with(script(t, "write rel-"+phase+".txt work", "commit agent: rel "+phase, "print done"))
+		tk := rr.create("into release "+phase, "-m", "Goal.", "--target-branch", "release")
+		rr.ok("start", tk.Slug, "--command", fakeAgentBin)
+		rr.waitStatus(tk.Slug, "blocked")
+		cmd := exec.Command(lazyBin, "accept", tk.Slug)
+		cmd.Dir, cmd.Env = r.dir, append(r.environ(), ops.CrashAtEnv+"="+phase)
+		out, _ := cmd.CombinedOutput()
+		if got := acceptPhaseOf(string(out)); got != phase {
+			t.Fatalf("accept with %s=%s died in %s:\n%s", ops.CrashAtEnv, phase, got, out)
+		}
+		left, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "tmp", "accept-*"))
+		if phase != "cleanup" && len(left) != 1 {
+			t.Fatalf("killed in %s, the accept left checkouts %v", phase, left)
+		}
+		rep := r.doctor(0)
+		saw := false
+		for _, f := range rep.Findings {
+			saw = saw || (f.Kind == "left-accept-checkout" || f.Kind == "interrupted-cleanup") && f.Repaired
+		}
+		if !saw && phase != "cleanup" {
+			t.Errorf("killed in %s: doctor did not remove the checkout it left: %+v", phase, rep.Findings)
+		}
+		if left, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "tmp", "accept-*")); len(left) != 0 {
+			t.Fatalf("killed in %s: after doctor the accept checkouts %v are left", phase, left)
+		}
+		if st := r.show(tk.Slug).Status; st != "complete" {
+			if res := r.run(nil, "accept", tk.Slug); res.Code != 0 {
+				t.Fatalf("accept after doctor (killed in %s): %s", phase, res)
+			}
+		}
+		if got := r.git("show", "release:rel-"+phase+".txt"); got != "work" {
+			t.Fatalf("release lacks the work of %s: %q", tk.Slug, got)
+		}
+		if b := r.git("branch", "--list", "lazy/"+tk.Slug); b != "" {
+			t.Fatalf("the branch of accepted %s is left: %q", tk.Slug, b)
+		}
+	}
+
+	// A branch of this machine's session whose merge it cannot see (the
+	// target was reset under it): kept, and doctor says why.
+	tk := workedTask(t, r, "reset away", "gone.txt gone")
+	tip := strings.TrimSpace(r.git("rev-parse", "lazy/"+tk.Slug))
+	r.ok("accept", tk.Slug)
+	r.git("reset", "-q", "--hard", "HEAD~1")
+	r.git("branch", "lazy/"+tk.Slug, tip)
+	rep := r.doctor(1)
+	kept := false
+	for _, f := range rep.Findings {
+		if f.Kind == "kept-branch" && f.Slug == tk.Slug && strings.Contains(f.Detail, "cannot confirm the merge") && strings.Contains(f.Detail, tip) && !f.Repaired {
+			kept = true
+		}
+	}
+	if !kept {
+		t.Fatalf("doctor keeps the branch of %s without saying why: %+v", tk.Slug, rep.Findings)
+	}
+	if got := strings.TrimSpace(r.git("rev-parse", "lazy/"+tk.Slug)); got != tip {
+		t.Fatalf("doctor deleted a branch whose merge it cannot confirm")
+	}
+}
