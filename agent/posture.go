@@ -85,6 +85,9 @@ type TaskPermissions struct {
 	Work        Permissions `json:"work"`
 	Ask         Permissions `json:"ask"`
 	Uncommitted string      `json:"uncommitted"`
+	// Network is what a sandboxed session's network reaches: on, off, or
+	// "only" and its allowlist ("" without the sandbox).
+	Network string `json:"network,omitempty"`
 	// Note says where the answer comes from when the task has no session
 	// of this machine's yet.
 	Note string `json:"note,omitempty"`
@@ -207,4 +210,67 @@ func (p Permissions) String() string {
 		return "(no flags)"
 	}
 	return strings.Join(parts, " ")
+}
+
+// Claude Code's permission modes, from the tightest to the loosest work
+// turn they give (ModeLooseness orders them).
+const (
+	ModePlan        = "plan"              // reads and plans; edits and commands refused
+	ModeDontAsk     = "dontAsk"           // only what is allowed; everything else refused
+	ModeDefault     = "default"           // asks, which a turn without a human refuses
+	ModeAcceptEdits = "acceptEdits"       // edits in its directory, allowed commands
+	ModeBypass      = "bypassPermissions" // everything, unchecked
+)
+
+// ModeLooseness orders permission modes for a work turn: the higher, the
+// more the agent may do without asking. "" is the posture's own mode
+// (acceptEdits without the sandbox, bypassPermissions in it). A mode lazy
+// does not know ranks as loose as bypassPermissions: what it allows is
+// unknown, so it is never taken for a tighter one.
+func ModeLooseness(mode string, sandboxed bool) int {
+	if mode == "" {
+		mode = ModeAcceptEdits
+		if sandboxed {
+			mode = ModeBypass
+		}
+	}
+	switch mode {
+	case ModePlan:
+		return 0
+	case ModeDontAsk:
+		return 1
+	case ModeDefault:
+		return 2
+	case ModeAcceptEdits:
+		return 3
+	}
+	return 4
+}
+
+// KnownMode reports whether mode is one of Claude Code's permission modes
+// lazy knows how to order.
+func KnownMode(mode string) bool {
+	switch mode {
+	case ModePlan, ModeDontAsk, ModeDefault, ModeAcceptEdits, ModeBypass:
+		return true
+	}
+	return false
+}
+
+// RunsAnyCommand reports whether agentName's work turns run any command as
+// the user with mode and no sandbox: the exec agent (lazy passes it no
+// permission flags), and Claude Code in bypassPermissions (or a mode lazy
+// does not know). Codex runs in its own workspace-write sandbox, and
+// Claude in the other modes within its allow-list.
+func RunsAnyCommand(agentName, mode string, sandboxed bool) bool {
+	if sandboxed {
+		return false
+	}
+	switch agentName {
+	case "codex":
+		return false
+	case "claude":
+		return ModeLooseness(mode, false) >= ModeLooseness(ModeBypass, false)
+	}
+	return true // exec, or an agent lazy does not know
 }

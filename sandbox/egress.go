@@ -11,43 +11,28 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/confine"
 )
 
 // NetworkAllow is the policy of an allowlist: the agent's network
 // namespace has only loopback, and its one way out is an HTTP CONNECT
 // proxy that the supervisor runs outside the sandbox and that admits only
 // the listed hosts.
-const NetworkAllow = "allow"
+const NetworkAllow = confine.NetworkAllow
 
 // ProxyPort is where, inside the sandbox's own loopback, the forwarder
 // listens for the agent's HTTPS_PROXY connections.
 const ProxyPort = 3128
 
 // Allowed reports whether host (no port) matches the allowlist: an exact
-// name, or "*.example.com" for its subdomains.
-func Allowed(allow []string, host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, a := range allow {
-		a = strings.ToLower(strings.TrimSpace(a))
-		if h, _, err := net.SplitHostPort(a); err == nil {
-			a = h
-		}
-		switch {
-		case a == "":
-		case strings.HasPrefix(a, "*."):
-			if strings.HasSuffix(host, a[1:]) {
-				return true
-			}
-		case a == host:
-			return true
-		}
-	}
-	return false
-}
+// name, or "*.example.com" for its subdomains (confine.HostAllowed, the
+// one matcher, which also decides whether one allowlist is within
+// another).
+func Allowed(allow []string, host string) bool { return confine.HostAllowed(allow, host) }
 
 // Egress is the allowlisting proxy of one sandboxed turn, serving HTTP
 // CONNECT on a unix socket that the sandbox exposes to its forwarder.

@@ -18,12 +18,14 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/confine"
 )
 
 // Network policies.
 const (
-	NetworkOn  = "on"  // the agent shares the host's network (it must reach its API)
-	NetworkOff = "off" // a new network namespace with loopback only
+	NetworkOn  = confine.NetworkOn  // the agent shares the host's network (it must reach its API)
+	NetworkOff = confine.NetworkOff // a new network namespace with loopback only
 )
 
 // DefaultHidden lists paths under $HOME that hold credentials an agent
