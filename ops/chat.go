@@ -127,31 +127,13 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 		if err := sandboxReady(ctx, local.Sandbox); err != nil {
 			return nil, fmt.Errorf("chat %s: %w", slug, err)
 		}
-		p, err := sandbox.For(ctx, c.Dir, s.Agent, c.Argv[0], true, local.Sandbox)
+		p, stop, err := sandbox.Prepare(ctx, c.Dir, s.Agent, c.Argv[0], true, local.Sandbox)
 		if err != nil {
 			return nil, fmt.Errorf("chat %s: %w", slug, err)
 		}
-		if p.Network == sandbox.NetworkAllow {
-			dir, err := os.MkdirTemp("", "lazy-egress-")
-			if err != nil {
-				return nil, err
-			}
-			eg, err := sandbox.StartEgress(filepath.Join(dir, "s"), local.Sandbox.Allow)
-			if err != nil {
-				_ = os.RemoveAll(dir)
-				return nil, fmt.Errorf("chat %s: %w", slug, err)
-			}
-			c.stopEgress = func() { eg.Close(); _ = os.RemoveAll(dir) }
-			p.Egress = filepath.Join(dir, "s")
-			if p.Forwarder, err = os.Executable(); err != nil {
-				c.stopEgress()
-				return nil, err
-			}
-		}
+		c.stopEgress = stop
 		if c.Argv, err = sandbox.Wrap(c.Argv, p); err != nil {
-			if c.stopEgress != nil {
-				c.stopEgress()
-			}
+			stop()
 			return nil, fmt.Errorf("chat %s: %w", slug, err)
 		}
 		c.Sandboxed = true

@@ -96,3 +96,34 @@ func resolved(path string) []string {
 	}
 	return out
 }
+
+// Prepare builds the policy of one confined run, as For does, and starts
+// what the policy needs to run: with a network allowlist, the egress
+// proxy outside the sandbox (on a short socket path: unix socket names
+// are limited to 108 bytes) and the forwarder inside it. stop ends them;
+// call it when the run is over, whatever happened (it is never nil).
+func Prepare(ctx context.Context, worktree, agent, argv0 string, readOnly bool, spec *proto.Sandbox) (p Policy, stop func(), err error) {
+	stop = func() {}
+	if p, err = For(ctx, worktree, agent, argv0, readOnly, spec); err != nil {
+		return p, stop, err
+	}
+	if p.Network != NetworkAllow {
+		return p, stop, nil
+	}
+	dir, err := os.MkdirTemp("", "lazy-egress-")
+	if err != nil {
+		return p, stop, err
+	}
+	eg, err := StartEgress(filepath.Join(dir, "s"), spec.Allow)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return p, stop, err
+	}
+	stop = func() { eg.Close(); _ = os.RemoveAll(dir) }
+	p.Egress = filepath.Join(dir, "s")
+	if p.Forwarder, err = os.Executable(); err != nil {
+		stop()
+		return p, func() {}, err
+	}
+	return p, stop, nil
+}
