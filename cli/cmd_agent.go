@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
@@ -33,7 +34,7 @@ type StartCmd struct {
 	Attempts *int   `help:"Try the task N ways side by side (2 to 8): N attempts, each a task of its own with its branch lazy/<slug>-a<K>, worktree, session and cost; lazy show compares them (--wait waits for every attempt and prints the comparison) and lazy accept TASK --attempt K lands one." placeholder:"N"`
 	Command  string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON     bool   `help:"Print the task as JSON."`
-	Sandbox  string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says." enum:",on,off" default:""`
+	Sandbox  string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says. Without it a subtask of a task sandboxed here runs sandboxed too; off is how a human lets one out (an agent never can)." enum:",on,off" default:""`
 	// TakeOver adopts a session this machine did not start.
 	TakeOver bool `name:"take-over" help:"Make this machine the owner of a task whose session was started on another machine (or whose local record was lost): a new session with the agent and command given here, in a worktree derived from its slug. No turn starts; resume or unblock it next."`
 	// Pool hands the tasks to the runner pool instead of starting them here.
@@ -279,47 +280,67 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 
 // startInput resolves the agent and command of a start with the
 // repository's defaults (lazy.agent, lazy.exec.command,
-// lazy.claude.permissionMode, lazy.worktreeDir).
+// lazy.claude.permissionMode, lazy.worktreeDir, lazy.sandbox.*).
 func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
+	return a.startInputFrom(a.cfg, agentName, command)
+}
+
+// freshConfig is the repository's git config as it is now: a long-lived
+// process (the daemon, lazy mcp) must start work under today's
+// lazy.sandbox, not the one it read when it began.
+func (a *app) freshConfig() *gitstore.Config {
+	if cfg, err := a.repo.Config(); err == nil {
+		return cfg
+	}
+	return a.cfg
+}
+
+// startInputFrom is startInput with the settings of cfg.
+func (a *app) startInputFrom(cfg *gitstore.Config, agentName, command string) (ops.StartInput, error) {
 	agentName, command = sanitize.Field(agentName), sanitize.Field(command)
 	explicit := command != ""
 	if command == "" {
-		command, _ = a.cfg.Get("lazy.exec.command")
+		command, _ = cfg.Get("lazy.exec.command")
 	}
 	if agentName == "" {
 		if explicit {
 			agentName = "exec"
-		} else if v, ok := a.cfg.Get("lazy.agent"); ok && v != "" {
+		} else if v, ok := cfg.Get("lazy.agent"); ok && v != "" {
 			agentName = v
 		} else {
 			agentName = "claude"
 		}
 	}
 	// Unset, the posture decides (agent.TurnPermissions).
-	mode, _ := a.cfg.Get("lazy.claude.permissionMode")
+	mode, _ := cfg.Get("lazy.claude.permissionMode")
 	mode = strings.TrimSpace(mode)
 	in := ops.StartInput{Agent: agentName, ExecCommand: strings.Fields(command), PermissionMode: mode, RepoDir: a.repoDir()}
-	if dir, ok := a.cfg.Get("lazy.worktreeDir"); ok && dir != "" {
+	if dir, ok := cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}
-	sb, err := a.sandboxConfig("")
+	sb, err := sandboxFrom(cfg, "")
 	if err != nil {
 		return in, err
 	}
 	in.Sandbox = sb
-	if in.SandboxIfAsked, err = a.sandboxConfig("on"); err != nil {
+	if in.SandboxIfAsked, err = sandboxFrom(cfg, "on"); err != nil {
 		return in, err
 	}
 	return in, nil
 }
 
-// sandboxConfig reads lazy.sandbox (off or on; override, from start
+// sandboxConfig reads the sandbox of git config (sandboxFrom).
+func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
+	return sandboxFrom(a.cfg, override)
+}
+
+// sandboxFrom reads lazy.sandbox (off or on; override, from start
 // --sandbox, wins), lazy.sandbox.network, and the multi-valued
 // lazy.sandbox.hide and lazy.sandbox.expose. nil means no sandbox.
-func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
+func sandboxFrom(cfg *gitstore.Config, override string) (*proto.Sandbox, error) {
 	mode := override
 	if mode == "" {
-		mode, _ = a.cfg.Get("lazy.sandbox")
+		mode, _ = cfg.Get("lazy.sandbox")
 	}
 	switch strings.ToLower(strings.TrimSpace(mode)) {
 	case "", "off", "false", "no":
@@ -329,7 +350,7 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 		return nil, configkeys.Invalid("lazy.sandbox", mode, "is not on or off")
 	}
 	sb := &proto.Sandbox{Network: "on"}
-	if v, ok := a.cfg.Get("lazy.sandbox.network"); ok && strings.TrimSpace(v) != "" {
+	if v, ok := cfg.Get("lazy.sandbox.network"); ok && strings.TrimSpace(v) != "" {
 		network, hosts, err := parseSandboxNetwork(v)
 		if err != nil {
 			return nil, err
@@ -337,7 +358,7 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 		sb.Network, sb.Allow = network, hosts
 	}
 	for _, key := range []string{"lazy.sandbox.hide", "lazy.sandbox.expose"} {
-		for _, p := range a.cfg.All(key) {
+		for _, p := range cfg.All(key) {
 			if key == "lazy.sandbox.expose" {
 				if err := checkExposed(p); err != nil {
 					return nil, err
@@ -357,22 +378,14 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 
 // parseSandboxNetwork reads a lazy.sandbox.network value: on, off, or
 // the hosts a sandboxed agent may reach (network "allow"), which it
-// reaches through the supervisor's allowlist proxy.
+// reaches through the supervisor's allowlist proxy. The reading is
+// confine's, the same as MCP lazy_start's network.
 func parseSandboxNetwork(v string) (network string, hosts []string, err error) {
-	switch v = strings.TrimSpace(v); v {
-	case "on", "off":
-		return v, nil, nil
+	network, hosts, err = confine.ParseNetwork(v)
+	if err != nil {
+		return "", nil, fmt.Errorf("git config lazy.sandbox.network: %w", err)
 	}
-	hosts = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
-	if len(hosts) == 0 {
-		return "", nil, fmt.Errorf("git config lazy.sandbox.network = %q names no host; give on, off, or hosts such as api.anthropic.com,*.github.com", v)
-	}
-	for _, h := range hosts {
-		if strings.ContainsAny(h, "/@?#") || strings.HasPrefix(h, "-") {
-			return "", nil, fmt.Errorf("git config lazy.sandbox.network: %q is not a host name; give on, off, or hosts such as api.anthropic.com,*.github.com", h)
-		}
-	}
-	return "allow", hosts, nil
+	return network, hosts, nil
 }
 
 // checkExposed refuses a lazy.sandbox.expose value that is not an

@@ -199,12 +199,16 @@ func (a *app) queueWork() func(ctx context.Context) {
 			if err != nil {
 				return
 			}
-			env.StartDeferred(ctx, func(ctx context.Context, id, agentName string, command []string) error {
-				in, err := a.startInput(agentName, strings.Join(command, " "))
+			env.StartDeferred(ctx, func(ctx context.Context, d ops.DeferredStart) error {
+				in, err := a.startInputFrom(a.freshConfig(), d.Agent, strings.Join(d.Command, " "))
 				if err != nil {
 					return err
 				}
-				_, err = env.Start(ctx, id, in)
+				in.Model = d.Model
+				if d.SandboxExplicit {
+					in.Sandbox, in.SandboxExplicit = d.Sandbox, true
+				}
+				_, err = env.Start(ctx, d.Task, in)
 				return err
 			})
 			for _, r := range env.ReadyToRequeue() {

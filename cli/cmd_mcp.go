@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // McpCmd serves the builder's MCP tools on stdio.
@@ -69,24 +71,30 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
 				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor, GateReaper: gateReaper()}, nil
 			},
-			StartInput: a.startInput,
-			Wait:       wait,
+			// Read afresh: work an agent starts is confined by today's
+			// lazy.sandbox, not the one this long-lived process began with.
+			StartInput: func(agentName, command string) (ops.StartInput, error) {
+				return a.startInputFrom(a.freshConfig(), agentName, command)
+			},
+			Wait: wait,
 		},
 	}
 	d.Hooks.Accept = func() ops.AcceptOptions {
 		opts := ops.AcceptOptions{Reconcile: a.reconcileTask}
 		// Read afresh: lazy mcp and the daemon live long, and a config
 		// change must apply to the next accept, not the next restart.
-		cfg := a.cfg
-		if fresh, err := a.repo.Config(); err == nil {
-			cfg = fresh
-		}
+		cfg := a.freshConfig()
 		if v, ok := cfg.Get("lazy.accept.preTurn"); ok {
 			opts.PreTurn = v
 		}
-		// The gate runs confined as agents do when lazy.sandbox is on; a
-		// bad sandbox setting fails the gate's run, which says so.
-		opts.Sandbox, _ = a.sandboxConfig("")
+		// The gate runs confined as agents do when lazy.sandbox is on. A
+		// sandbox setting lazy cannot read never lets the gate out: it
+		// runs in the tightest sandbox (no network) instead.
+		sb, err := sandboxFrom(cfg, "")
+		if err != nil {
+			sb = &proto.Sandbox{Network: confine.NetworkOff}
+		}
+		opts.Sandbox = sb
 		return opts
 	}
 	return d

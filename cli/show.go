@@ -331,6 +331,9 @@ func (v *showView) renderSession(w io.Writer) {
 func (v *showView) renderPermissions(w io.Writer) {
 	if perms := v.detail.Permissions; perms != nil {
 		fmt.Fprintf(w, "\nPermissions (%s, %s", perms.Agent, perms.Work.Posture)
+		if perms.Network != "" {
+			fmt.Fprintf(w, ", network %s", sanitize.Field(perms.Network))
+		}
 		if perms.Note != "" {
 			fmt.Fprintf(w, ": %s", perms.Note)
 		}

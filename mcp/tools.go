@@ -28,6 +28,8 @@ import (
 
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/confine"
+	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
@@ -75,6 +77,11 @@ type (
 		Model   string `json:"model,omitempty" jsonschema:"the model the agent runs (Claude's and Codex's --model, such as sonnet or gpt-5-codex); default: the CLI's own"`
 		// Attempts tries the task several ways side by side.
 		Attempts int `json:"attempts,omitempty" jsonschema:"try the task this many ways side by side (2 to 8): each attempt is a task of its own (branch, worktree, agent, cost); compare them with lazy_show on the task and land one with lazy_accept on the task with attempt K, which closes the others"`
+		// Sandbox, Network and PermissionMode ask for more confinement
+		// than the task gets anyway, never less (ops.startConfinement).
+		Sandbox        string `json:"sandbox,omitempty" jsonschema:"on: run the task's agent under bubblewrap (its worktree writable, the rest read-only, secrets and other worktrees hidden); off is refused wherever the task would run less confined than it must (the asking agent's session is sandboxed, or git config lazy.sandbox is on): only a human loosens confinement"`
+		Network        string `json:"network,omitempty" jsonschema:"the sandbox's network, no more open than the task gets anyway: off (loopback only), on, or the hosts it may reach (api.anthropic.com,*.github.com); asking for a network runs the task sandboxed"`
+		PermissionMode string `json:"permission_mode,omitempty" jsonschema:"Claude Code's permission mode for the task's work turns, no looser than it gets anyway: plan, dontAsk, default, acceptEdits or bypassPermissions"`
 	}
 	// StartOut is lazy_start's result: the task, and with attempts the
 	// attempts that started and why any did not.
@@ -293,7 +300,7 @@ var Tools = []Tool{
 	{Name: "lazy_create", Title: "Create task", Hints: additive, register: add[CreateIn, TaskOut],
 		Description: "Create a task in backlog (an agent's tasks are its subtasks). Changes nothing else. Next: lazy_start it, or lazy_create more first."},
 	{Name: "lazy_start", Title: "Start task", Hints: runsAgent, register: add[StartIn, StartOut],
-		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. With attempts: N, the task is tried N ways side by side, each attempt a task of its own that runs instead (agent may list agents to cycle, model picks the model). Next: lazy_wait until the turn ends (each attempt's)."},
+		Description: "Start a backlog task: create its branch and worktree and launch an agent turn (backlog -> working). Returns at once. With attempts: N, the task is tried N ways side by side, each attempt a task of its own that runs instead (agent may list agents to cycle, model picks the model). The task runs at least as confined as the session that asks and as lazy's config (sandbox, network, permission mode): sandbox, network and permission_mode may tighten that, never loosen it. Next: lazy_wait until the turn ends (each attempt's)."},
 	{Name: "lazy_wait", Title: "Wait for turn", Hints: readOnly, Long: true, register: add[WaitIn, WaitOut],
 		Description: "Wait until a working task's turn ends, then return its status and last turn (returns at once for a task that is not working). Sends progress with the agent's phase. After timeout_seconds it returns still_running: true; call it again to keep waiting. Next: review with lazy_show or lazy_diff, then lazy_unblock or lazy_accept."},
 	{Name: "lazy_show", Title: "Show task", Hints: readOnly, register: add[TaskIn, ShowOut],
@@ -720,6 +727,7 @@ func (d *Dispatcher) start(ctx context.Context, env *ops.Env, id string, in Star
 		return nil, err
 	}
 	si.Model = strings.TrimSpace(in.Model)
+	si.Request = confine.Request{Sandbox: sanitize.Field(in.Sandbox), Network: sanitize.Field(in.Network), PermissionMode: sanitize.Field(in.PermissionMode)}
 	if in.Attempts == 0 {
 		sn, err := env.Start(ctx, id, si)
 		if err != nil {

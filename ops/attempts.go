@@ -138,6 +138,18 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 	if err := e.DepsDone(sn); err != nil {
 		return nil, err
 	}
+	// Each attempt is confined as a start of the task would be (its
+	// parent's session, the asking agent's): refused here, before the
+	// group is recorded, rather than attempt by attempt.
+	for k := 1; k <= in.N; k++ {
+		s, err := e.startConfinement(sn, in.attemptInput(k))
+		if err != nil {
+			return nil, confinementRefusal("start", slug, err)
+		}
+		if err := sandboxReady(ctx, s.Sandbox); err != nil {
+			return nil, fmt.Errorf("start %s --attempts: %w; nothing was started", slug, err)
+		}
+	}
 	repoDir := in.Base.RepoDir
 	if repoDir == "" {
 		repoDir = e.repoDir()

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -295,4 +296,26 @@ func PriceTurn(prices budget.Prices, model string, u *gitstore.Usage) string {
 	}
 	u.CostUSD = p.Cost(u.InputTokens, u.CachedInputTokens, u.OutputTokens)
 	return by
+}
+
+// checkSubtaskBudget refuses a subtask budget, asked for by anyone but a
+// human, over what the parent has left. The parent's budget holds the
+// subtask anyway (its spending rolls up, and the tightest budget stops a
+// turn), so a bigger one escapes nothing; refusing it keeps an agent from
+// writing a budget no one granted, and says what is left instead.
+func (e *Env) checkSubtaskBudget(parent *gitstore.Snapshot, usd float64) error {
+	lines, err := e.BudgetLines(parent, time.Now())
+	if err != nil {
+		return err
+	}
+	tight, ok := budget.Tightest(lines)
+	switch {
+	case !ok:
+		return nil
+	case tight.Over():
+		return fmt.Errorf("a budget of $%.2f for a subtask of %s: the %s budget is spent (%s); leave the budget out, or ask a human to raise it (%s)", usd, parent.Task.Slug, tight.Scope, tight.String(), RaiseHint(parent.Task.Slug, tight))
+	case usd > tight.Left()+0.005:
+		return fmt.Errorf("a budget of $%.2f for a subtask of %s is more than it has left ($%.2f under the %s budget, %s); give $%.2f or less, or leave the budget out: the parent's budget holds the subtask either way", usd, parent.Task.Slug, tight.Left(), tight.Scope, tight.String(), math.Floor(tight.Left()*100)/100)
+	}
+	return nil
 }

@@ -144,7 +144,11 @@ func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c
 	}
 	run := gitstore.GateRun{ID: id, At: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Source: g.source,
 		Target: into, Base: c.base, Tree: c.tree, BranchTip: c.branchTip, Speculative: speculative, Log: e.GateLog(sn.Task.ID, id)}
-	res, err := e.runInScratch(ctx, g, c, opts, id, run.Log)
+	var res gate.Result
+	opts.Sandbox, err = e.gateSandbox(ctx, sn, opts.Sandbox)
+	if err == nil {
+		res, err = e.runInScratch(ctx, g, c, opts, id, run.Log)
+	}
 	if err != nil {
 		run.Error = err.Error()
 	}
@@ -212,7 +216,8 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 	spec := gate.Spec{Dir: dir, Commands: g.cmds, Timeout: g.Timeout, Log: log, MinDuration: g.MinDuration,
 		Mark: gateMarker + runID, Scope: e.gateScope(), Reaper: e.GateReaper}
 	if opts.Sandbox != nil {
-		pol, err := sandbox.For(ctx, dir, "exec", "sh", false, opts.Sandbox)
+		pol, stop, err := sandbox.Prepare(ctx, dir, "exec", "sh", false, opts.Sandbox)
+		defer stop()
 		if err != nil {
 			return gate.Result{}, fmt.Errorf("sandbox the gate: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact"
@@ -294,6 +295,26 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 	if err != nil {
 		return nil, fmt.Errorf("hand off %w", err)
 	}
+	// The new session keeps the old one's sandbox; a handoff that is not
+	// a human's is held to all of the old session's confinement and the
+	// asking agent's.
+	sandboxed, mode := local.Sandbox, in.PermissionMode
+	if e.Actor != machine.Human {
+		floor := local.Confinement()
+		if caller, ok, err := e.callerSession(); err != nil {
+			return nil, confinementRefusal("hand off", slug, err)
+		} else if ok {
+			floor = confine.Tightest(floor, caller.Confinement())
+		}
+		eff, err := e.held(confine.Tightest(floor, confine.Confinement{Sandbox: local.Sandbox, PermissionMode: in.PermissionMode, AnyCommand: true}), in.Agent, in.Request, in.SandboxIfAsked)
+		if err != nil {
+			return nil, confinementRefusal("hand off", slug, err)
+		}
+		sandboxed, mode = eff.Sandbox, eff.PermissionMode
+	}
+	if err := sandboxReady(ctx, sandboxed); err != nil {
+		return nil, fmt.Errorf("hand off %s: %w; nothing was recorded", slug, err)
+	}
 	record, err := e.HandoffRecord(ctx, sn, in.Agent, in.Note)
 	if err != nil {
 		return nil, err
@@ -309,8 +330,8 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 	// The same worktree and branch, decided here as before; the agent and
 	// its command are this handoff's.
 	if err := e.Sessions().Save(owned.Session{
-		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: in.PermissionMode, Model: in.Model,
-		Worktree: local.Worktree, Branch: local.Branch, StartedAt: time.Now().UTC(), Sandbox: local.Sandbox, Prepared: true,
+		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: mode, Model: in.Model,
+		Worktree: local.Worktree, Branch: local.Branch, StartedAt: time.Now().UTC(), Sandbox: sandboxed, Prepared: true,
 	}); err != nil {
 		return nil, err
 	}
@@ -328,7 +349,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 		s.Task.Sessions++
 		s.Session = &gitstore.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
-			PermissionMode: in.PermissionMode, Model: in.Model, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
+			PermissionMode: mode, Model: in.Model, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
 		}
 		// The record carries every pending message, so they are this
 		// turn's to deliver: it consumes them when it completes.

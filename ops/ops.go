@@ -318,6 +318,7 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 	if in.Sandbox {
 		spec.Metadata = map[string]string{MetaSandbox: "on"}
 	}
+	var parentSn *gitstore.Snapshot
 	if in.Parent != "" {
 		pid, err := e.Store.Resolve(in.Parent)
 		if err != nil {
@@ -331,6 +332,7 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 			return nil, fmt.Errorf("parent %s is %s; reopen it before adding subtasks", parent.Task.Slug, parent.Task.Status)
 		}
 		spec.Parent = pid
+		parentSn = parent
 	}
 	target := strings.TrimSpace(in.TargetBranch)
 	if err := CheckTargetBranch(ctx, e.repoDir(), target, spec.Parent != ""); err != nil {
@@ -349,6 +351,11 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 			return nil, fmt.Errorf("%w; nothing was created", err)
 		}
 		v := *in.BudgetUSD
+		if parentSn != nil && v > 0 && e.Actor != machine.Human {
+			if err := e.checkSubtaskBudget(parentSn, v); err != nil {
+				return nil, err
+			}
+		}
 		spec.BudgetUSD = &v
 	}
 	for _, p := range sanitize.Fields(in.AllowedPaths) {

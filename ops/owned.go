@@ -110,16 +110,23 @@ func (e *Env) bind(sn *gitstore.Snapshot) (owned.Session, error) {
 // MetaSandbox is the task metadata key of create --sandbox.
 const MetaSandbox = "sandbox"
 
-// sessionSandbox is the sandbox of a new session: the local decision,
-// made stricter (never looser) by a task created with --sandbox. The
-// record's wish is data from anywhere, so it can only add confinement,
-// and the hide and expose lists and network policy come from local
-// config; an explicit start --sandbox off by the local user still wins.
-func sessionSandbox(in StartInput, sn *gitstore.Snapshot) *proto.Sandbox {
-	if in.Sandbox == nil && !in.SandboxExplicit && sn.Task.Metadata[MetaSandbox] == "on" {
+// sessionSandbox is the sandbox local config gives a new session: the
+// local decision, made stricter (never looser) by a task created with
+// --sandbox. The record's wish is data from anywhere, so it can only add
+// confinement, and the hide and expose lists and network policy come
+// from local config; an explicit start --sandbox off by the local user
+// (human) still wins.
+func sessionSandbox(in StartInput, sn *gitstore.Snapshot, human bool) *proto.Sandbox {
+	if sn.Task.Metadata[MetaSandbox] != "on" || human && in.SandboxExplicit {
+		return in.Sandbox
+	}
+	switch {
+	case in.Sandbox != nil:
+		return in.Sandbox
+	case in.SandboxIfAsked != nil:
 		return in.SandboxIfAsked
 	}
-	return in.Sandbox
+	return &proto.Sandbox{Network: sandbox.NetworkOn}
 }
 
 // sandboxReady refuses a sandboxed turn where the sandbox cannot run:
@@ -129,7 +136,7 @@ func sandboxReady(ctx context.Context, sb *proto.Sandbox) error {
 		return nil
 	}
 	if err := sandbox.Check(ctx); err != nil {
-		return fmt.Errorf("the task runs sandboxed (lazy.sandbox), but %w", err)
+		return fmt.Errorf("the task runs sandboxed (lazy.sandbox, start or create --sandbox, or as the session that started it does), but %w", err)
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package ops
 
 import (
 	"context"
+	"strings"
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -24,12 +26,17 @@ func (e *Env) Permissions(ctx context.Context, sn *gitstore.Snapshot, in StartIn
 	case err == nil:
 		p.Agent = local.Agent
 		g.Sandboxed, g.PermissionMode = local.Sandbox != nil, local.PermissionMode
+		p.Network = networkOf(local.Sandbox)
 		if p.Agent == "codex" && !g.Sandboxed {
 			g.WritableRoots = worktree.CommitDirs(ctx, local.Worktree)
 		}
 	case sn.Session == nil:
 		p.Agent = in.Agent
-		g.Sandboxed, g.PermissionMode = sessionSandbox(in, sn) != nil, in.PermissionMode
+		if decided, err := e.startConfinement(sn, in); err == nil {
+			in = decided
+		}
+		g.Sandboxed, g.PermissionMode = in.Sandbox != nil, in.PermissionMode
+		p.Network = networkOf(in.Sandbox)
 		g.WritableRoots = []string{"<the git directories a commit in its worktree writes>"}
 		p.Note = "what lazy start would give it with today's settings"
 	default:
@@ -38,4 +45,18 @@ func (e *Env) Permissions(ctx context.Context, sn *gitstore.Snapshot, in StartIn
 	p.Work = agent.TurnPermissions(p.Agent, false, g)
 	p.Ask = agent.TurnPermissions(p.Agent, true, g)
 	return p
+}
+
+// networkOf says what network a sandboxed session reaches, as lazy show
+// prints it: "on", "off" or "only a.com,*.b.com" ("" without a sandbox).
+func networkOf(sb *proto.Sandbox) string {
+	switch {
+	case sb == nil:
+		return ""
+	case sb.Network == sandbox.NetworkAllow:
+		return "only " + strings.Join(sb.Allow, ",")
+	case sb.Network == "":
+		return sandbox.NetworkOn
+	}
+	return sb.Network
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // resolveAfter turns the names a create waits for into task ids.
@@ -123,10 +124,16 @@ var errNotPooled = errors.New("the task is not in the runner pool")
 // this machine until they are complete: the daemon then starts it with
 // the agent and command the user gave.
 type DeferredStart struct {
-	Task    string    `json:"task"`
-	Agent   string    `json:"agent"`
-	Command []string  `json:"command,omitempty"`
-	At      time.Time `json:"at"`
+	Task    string   `json:"task"`
+	Agent   string   `json:"agent"`
+	Command []string `json:"command,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	// Sandbox is the start's own --sandbox, when SandboxExplicit: kept
+	// so that the session starts as confined as the user said, not as
+	// git config says when the wait ends.
+	Sandbox         *proto.Sandbox `json:"sandbox,omitempty"`
+	SandboxExplicit bool           `json:"sandbox_explicit,omitempty"`
+	At              time.Time      `json:"at"`
 }
 
 func (e *Env) deferredPath(id string) string { return e.queueDir("deferred", id+".json") }
@@ -145,7 +152,10 @@ func (e *Env) DeferStart(name string, in StartInput) (*gitstore.Snapshot, error)
 	if sn.Task.Status != machine.Backlog {
 		return nil, notStartable(sn.Task.Slug, sn.Task.Status)
 	}
-	d := DeferredStart{Task: id, Agent: in.Agent, Command: in.ExecCommand, At: time.Now().UTC().Truncate(time.Second)}
+	d := DeferredStart{Task: id, Agent: in.Agent, Command: in.ExecCommand, Model: in.Model, At: time.Now().UTC().Truncate(time.Second)}
+	if in.SandboxExplicit {
+		d.Sandbox, d.SandboxExplicit = in.Sandbox, true
+	}
 	b, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
@@ -158,9 +168,9 @@ func (e *Env) DeferStart(name string, in StartInput) (*gitstore.Snapshot, error)
 }
 
 // StartDeferred starts the deferred tasks whose waits are over, with
-// start (the caller's way to start a task with an agent and command),
+// start (the caller's way to start a task as the deferred start says),
 // and drops those that can no longer start. It returns what it started.
-func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context, id, agent string, command []string) error) []string {
+func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context, d DeferredStart) error) []string {
 	paths, _ := filepath.Glob(e.queueDir("deferred", "*.json"))
 	var started []string
 	for _, p := range paths {
@@ -177,7 +187,7 @@ func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context,
 		if e.DepsDone(sn) != nil {
 			continue
 		}
-		if err := start(ctx, d.Task, d.Agent, d.Command); err == nil {
+		if err := start(ctx, d); err == nil {
 			started = append(started, sn.Task.Slug)
 		}
 		_ = os.Remove(p)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/proto"
 )
 
 // TestATaskCreatedAfterAnotherWaitsForItsAccept: --after holds a start
@@ -165,12 +166,17 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DeferStart(then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}}); err != nil {
+	if _, err := e.DeferStart(then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}, Sandbox: &proto.Sandbox{Network: "off"}, SandboxExplicit: true}); err != nil {
 		t.Fatal(err)
 	}
 	var started []string
-	start := func(_ context.Context, id, agent string, cmd []string) error {
-		started = append(started, id+" "+agent+" "+strings.Join(cmd, " "))
+	start := func(_ context.Context, d DeferredStart) error {
+		// start --sandbox travels with the deferred start: the session
+		// starts as confined as the user said.
+		if !d.SandboxExplicit || d.Sandbox == nil || d.Sandbox.Network != "off" {
+			t.Errorf("the deferred start lost its sandbox: %+v", d)
+		}
+		started = append(started, d.Task+" "+d.Agent+" "+strings.Join(d.Command, " "))
 		return nil
 	}
 	if got := e.StartDeferred(ctx, start); len(got) != 0 || len(started) != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -63,10 +64,15 @@ type StartInput struct {
 	WorktreeDir string // parent directory for worktrees ("" = default)
 	// Sandbox, when set, confines every turn of the session (lazy.sandbox
 	// or start --sandbox, which sets SandboxExplicit). SandboxIfAsked is
-	// the sandbox local config gives a task created with --sandbox.
+	// the sandbox local config gives a task created with --sandbox, or
+	// work whose caller asks for one.
 	Sandbox, SandboxIfAsked *proto.Sandbox
 	SandboxExplicit         bool
-	RepoDir                 string // the main checkout, where git worktree runs
+	// Request is what a caller that is not a human (an agent, a builder
+	// over MCP) asks of the session's confinement: it may only tighten
+	// what the session gets anyway (see startConfinement).
+	Request confine.Request
+	RepoDir string // the main checkout, where git worktree runs
 }
 
 // DefaultWorktreeRoot is where a repository's task worktrees live unless
@@ -184,7 +190,9 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	if err := agentRunnable(in); err != nil {
 		return nil, err
 	}
-	in.Sandbox = sessionSandbox(in, sn)
+	if in, err = e.startConfinement(sn, in); err != nil {
+		return nil, confinementRefusal("start", sn.Task.Slug, err)
+	}
 	if err := sandboxReady(ctx, in.Sandbox); err != nil {
 		return nil, fmt.Errorf("start %s: %w; nothing was started", sn.Task.Slug, err)
 	}

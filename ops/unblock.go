@@ -168,6 +168,9 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 	if _, err := os.Stat(local.Worktree); err != nil {
 		return fmt.Errorf("%s %s: its worktree %s is missing: %w", verb, s.Task.Slug, local.Worktree, err)
 	}
+	if err := e.callerMayDrive(verb, s.Task.Slug, local); err != nil {
+		return err
+	}
 	if err := sandboxReady(context.Background(), local.Sandbox); err != nil {
 		return fmt.Errorf("%s %s: %w; nothing was started", verb, s.Task.Slug, err)
 	}
@@ -188,6 +191,14 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 	local, err := e.bind(sn)
 	if err != nil {
 		return fmt.Errorf("the turn was recorded but not launched: %w", err)
+	}
+	// Checked before the turn was recorded too (checkResumable); this
+	// holds for every turn an agent causes, a pre-accept turn included.
+	if err := e.callerMayDrive(kind, sn.Task.Slug, local); err != nil {
+		if _, perr := e.parkBack(context.Background(), sn, turn.Seq, nil); perr != nil {
+			return fmt.Errorf("the turn was recorded but not launched: %w (and parking it failed: %w)", err, perr)
+		}
+		return err
 	}
 	if kind != "ask" && kind != "sync" && sn.Session.GoalEditedAfter > 0 {
 		goalNote, err := editedGoal(sn)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/proto"
 )
 
@@ -50,6 +51,16 @@ type Session struct {
 	// Prepared says the worktree's preparation (lazy.copyFiles,
 	// lazy.setup) succeeded; until then each turn tries it first.
 	Prepared bool `json:"prepared,omitempty"`
+}
+
+// Confinement is how the session's turns are confined: its sandbox, its
+// permission mode and whether its agent runs any command. This record is
+// where a session's confinement lives: host-local and written before the
+// session's first turn, so neither a pulled record nor the session's own
+// agent can lower it, and what the agent starts is held to it
+// (confine.Effective).
+func (s Session) Confinement() confine.Confinement {
+	return confine.Of(s.Agent, s.PermissionMode, s.Sandbox)
 }
 
 // ErrNotOwned means no session of the task was started on this machine.

@@ -28,9 +28,14 @@
 //	try-connect ADDR   try a TCP connection to ADDR; print the same
 //	try-proxy ADDR     ask $HTTPS_PROXY to tunnel to ADDR (HTTP CONNECT); print the same
 //	mcp-comment TEXT   call lazy_comment on its own task through LAZY_MCP_COMMAND
+//	mcp-call TOOL JSON call TOOL with the arguments JSON through LAZY_MCP_COMMAND;
+//	                   print "mcp-call TOOL: ok" or ": refused (the error)"
 //	replay FILE [N]    print FILE's lines (the first N only, if given): a
 //	                   transcript captured from a real CLI (agent/testdata),
 //	                   so tests of hangs and crashes use the real event shapes
+//
+// An exec agent's command "fakeagent --script=PATH" runs the script at
+// PATH instead of FAKE_AGENT_SCRIPT's.
 //
 // Installed as "claude" it first enforces Claude Code's argv contract
 // (-p, stream-json only with --verbose, the prompt after "--") and offers
@@ -82,6 +87,13 @@ func main() {
 		codexContract(os.Args[1:])
 	}
 	script := os.Getenv("FAKE_AGENT_SCRIPT")
+	// As an exec agent's command, "fakeagent --script=PATH" names its
+	// script itself: work an agent starts over MCP runs in the daemon's
+	// environment, and under bubblewrap a wrapper such as env(1) would be
+	// the only binary the sandbox exposes.
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "--script=") {
+		script = strings.TrimPrefix(os.Args[1], "--script=")
+	}
 	if script == "" {
 		fmt.Println("fakeagent: no FAKE_AGENT_SCRIPT; nothing to do")
 		return
@@ -171,6 +183,9 @@ func main() {
 			try(verb, rest, func() error { return proxyConnect(rest) })
 		case "mcp-comment":
 			try(verb, "", func() error { return mcpComment(rest) })
+		case "mcp-call":
+			tool, args, _ := strings.Cut(rest, " ")
+			try(verb, tool, func() error { return mcpCall(tool, args) })
 		case "", "#":
 		case "argv":
 			b, _ := json.Marshal(map[string]any{"argv": os.Args, "prompt_env": os.Getenv("LAZY_PROMPT"), "cwd": cwd()})
@@ -364,6 +379,21 @@ func proxyConnect(target string) error {
 // mcpComment calls lazy_comment on the agent's own task through the MCP
 // server lazy gave it (LAZY_MCP_COMMAND, a JSON argv).
 func mcpComment(text string) error {
+	b, err := json.Marshal(map[string]any{"task": os.Getenv("LAZY_TASK_ID"), "text": text})
+	if err != nil {
+		return err
+	}
+	return mcpCall("lazy_comment", string(b))
+}
+
+// mcpCall calls tool with the JSON arguments args through the MCP server
+// lazy gave this turn (LAZY_MCP_COMMAND), as an agent's CLI would; a
+// result marked as an error is returned as one, in its own words.
+func mcpCall(tool, args string) error {
+	var arguments map[string]any
+	if err := json.Unmarshal([]byte(args), &arguments); err != nil {
+		return fmt.Errorf("arguments %q are not a JSON object: %w", args, err)
+	}
 	var argv []string
 	if err := json.Unmarshal([]byte(os.Getenv("LAZY_MCP_COMMAND")), &argv); err != nil {
 		return fmt.Errorf("no LAZY_MCP_COMMAND: %w", err)
@@ -379,12 +409,18 @@ func mcpComment(text string) error {
 		return err
 	}
 	defer func() { _ = s.Close() }()
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "lazy_comment", Arguments: map[string]any{"task": os.Getenv("LAZY_TASK_ID"), "text": text}})
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
 	if err != nil {
 		return err
 	}
 	if res.IsError {
-		return fmt.Errorf("lazy_comment failed: %v", res.Content)
+		var text []string
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				text = append(text, t.Text)
+			}
+		}
+		return fmt.Errorf("%s failed: %s", tool, strings.Join(text, " "))
 	}
 	return nil
 }
