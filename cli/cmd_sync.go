@@ -93,6 +93,7 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	}
 	pooled := a.fetchPooledBranches(ctx, remote)
 	if c.JSON {
+		emptyLists(rep)
 		return a.printJSON(struct {
 			*gitstore.SyncReport
 			Foreign []string `json:"foreign_sessions"`
@@ -159,27 +160,7 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 
 func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) error {
 	if asJSON {
-		// Lists are [] rather than null, for scripts.
-		for _, l := range []*[]string{&rep.Created, &rep.FastForwarded, &rep.Merged, &rep.Rejected} {
-			if *l == nil {
-				*l = []string{}
-			}
-		}
-		if rep.Refused == nil {
-			rep.Refused = []gitstore.Refused{}
-		}
-		if rep.Unverified == nil {
-			rep.Unverified = []gitstore.Unverified{}
-		}
-		if rep.Skipped == nil {
-			rep.Skipped = []gitstore.Skip{}
-		}
-		if rep.Flagged == nil {
-			rep.Flagged = []gitstore.Flag{}
-		}
-		if rep.Renamed == nil {
-			rep.Renamed = []gitstore.Rename{}
-		}
+		emptyLists(rep)
 		return a.printJSON(rep)
 	}
 	if verb == "Pushed to" {
@@ -211,6 +192,31 @@ func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) err
 		fmt.Fprintf(a.stderr, "lazy: the remote rejected %s\n", r)
 	}
 	return nil
+}
+
+// emptyLists makes rep's lists [] rather than null, for scripts (pull
+// and push print the same shape).
+func emptyLists(rep *gitstore.SyncReport) {
+	for _, l := range []*[]string{&rep.Created, &rep.FastForwarded, &rep.Merged, &rep.Rejected} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if rep.Refused == nil {
+		rep.Refused = []gitstore.Refused{}
+	}
+	if rep.Unverified == nil {
+		rep.Unverified = []gitstore.Unverified{}
+	}
+	if rep.Skipped == nil {
+		rep.Skipped = []gitstore.Skip{}
+	}
+	if rep.Flagged == nil {
+		rep.Flagged = []gitstore.Flag{}
+	}
+	if rep.Renamed == nil {
+		rep.Renamed = []gitstore.Rename{}
+	}
 }
 
 // pullSummary says what a pull took in, in words: "2 new tasks, 1

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/jsondoc"
+	"github.com/lazyorch/lazy/ops"
+)
+
+// readDocs parses docs/json.md.
+func readDocs(t *testing.T) map[string]jsondoc.Spec {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	docs, err := jsondoc.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// listedTask is one element of lazy list --json as writeJSONList splices
+// it: the cached summary, a working task's live substate and a task's
+// overlaps.
+type listedTask struct {
+	gitstore.Summary
+	Live string `json:"live_substate,omitempty"`
+	ops.TaskOverlaps
+}
+
+// TestJSONDocCoversTheGoTypes holds docs/json.md to the Go types that
+// print them, field by field, rare fields included (the e2e test holds
+// every command's printed output to it): what each can print is what
+// the document says.
+func TestJSONDocCoversTheGoTypes(t *testing.T) {
+	docs := readDocs(t)
+	for cmd, typ := range map[string]reflect.Type{
+		"lazy show":              reflect.TypeFor[showJSON](),
+		"lazy list":              reflect.TypeFor[[]listedTask](),
+		"lazy blocked":           reflect.TypeFor[[]listedTask](),
+		"lazy active":            reflect.TypeFor[[]listedTask](),
+		"lazy push":              reflect.TypeFor[gitstore.SyncReport](),
+		"lazy diff":              reflect.TypeFor[diffJSON](),
+		"lazy status":            reflect.TypeFor[statusView](),
+		"lazy cost":              reflect.TypeFor[cost.Report](),
+		"lazy pool":              reflect.TypeFor[poolView](),
+		"lazy pool release TASK": reflect.TypeFor[ops.ClaimRelease](),
+		"lazy config":            reflect.TypeFor[[]configSetting](),
+		"lazy config KEY VALUE":  reflect.TypeFor[configChange](),
+		"lazy init":              reflect.TypeFor[initResult](),
+		"lazy version":           reflect.TypeFor[buildInfo](),
+		"lazy comment":           reflect.TypeFor[gitstore.Comment](),
+		"lazy ask":               reflect.TypeFor[gitstore.Turn](),
+		"lazy wait":              reflect.TypeFor[[]gitstore.Summary](),
+		"lazy create":            reflect.TypeFor[gitstore.Summary](),
+		"lazy accept --dry-run":  reflect.TypeFor[ops.AcceptPreview](),
+		"lazy queue":             reflect.TypeFor[[]ops.QueueView](),
+	} {
+		if os.Getenv("LAZY_JSONDOC_DUMP") != "" {
+			goes := jsondoc.GoPaths(typ)
+			var paths []string
+			for p := range goes {
+				paths = append(paths, p)
+			}
+			sort.Strings(paths)
+			var b strings.Builder
+			fmt.Fprintf(&b, "## %s --json\n", cmd)
+			for _, p := range paths {
+				var ks []string
+				for k := range goes[p].Kinds {
+					ks = append(ks, k)
+				}
+				sort.Strings(ks)
+				fmt.Fprintf(&b, "| `%s` | %s%s |\n", p, strings.Join(ks, " or "), map[bool]string{true: ", optional"}[goes[p].Optional])
+			}
+			t.Log(b.String())
+		}
+		for _, p := range jsondoc.CheckGo(cmd, docs[cmd], typ) {
+			t.Error(p)
+		}
+	}
+}
