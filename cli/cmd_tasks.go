@@ -107,7 +107,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	if strings.TrimSpace(c.Title) == "" && c.Message == nil && !readable(a.stdin) && !(isTerminal(a.stdin) && isTerminal(a.stdout)) {
+	if strings.TrimSpace(c.Title) == "" && c.Message == nil && !readable(a.stdin) && (!isTerminal(a.stdin) || !isTerminal(a.stdout)) {
 		// Nothing to take a title from: say how to give one.
 		return usageError{`a task needs a title: lazy create "TITLE" [-m GOAL] (or pipe its description on stdin); nothing was created`}
 	}

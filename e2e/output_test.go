@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +127,75 @@ func TestCreateValidatesTheTargetBranchAndCanStart(t *testing.T) {
 	}
 	if msg := r.fails(2, nil, "create", "x", "--agent", "codex"); !strings.Contains(msg, "go with --start") {
 		t.Fatalf("create --agent without --start: %s", msg)
+	}
+}
+
+// TestRenderedOutputsHaveNoGoSyntax runs the core flows as a person
+// does (no --json) and reads everything lazy printed, stdout and stderr:
+// no Go value leaks into a message (a slice's "[]" or "[a b]", a map, a
+// struct pointer, a bad verb) and no count says "(s)".
+func TestRenderedOutputsHaveNoGoSyntax(t *testing.T) {
+	f := newFakeForge(t)
+	r := manualResume(f.r)
+	t.Cleanup(func() { killTurns(r) })
+	r.git("config", "--add", "lazy.gate", "true")
+	r.git("config", "--add", "lazy.notify", "cmd:true")
+	var said strings.Builder
+	doWant := func(code int, rr *runner, args ...string) {
+		t.Helper()
+		res := rr.run(nil, args...)
+		if res.Code != code {
+			t.Fatalf("lazy %s: want exit %d, got %s", strings.Join(args, " "), code, res)
+		}
+		fmt.Fprintf(&said, "$ lazy %s\n%s%s", strings.Join(args, " "), res.Stdout, res.Stderr)
+	}
+	do := func(rr *runner, args ...string) { t.Helper(); doWant(0, rr, args...) }
+	do(r, "init")
+	do(r, "config")
+	do(r, "config", "lazy.watch.bell", "false")
+	do(r, "notify")
+	do(r, "notify", "test")
+	worker := r.with(script(t, "write shared.txt one", "write a.txt a", "commit agent: work", "print did the work"))
+	do(worker, "create", "Worked task", "-m", "Do the work.", "--slug", "worked")
+	do(r, "comment", "worked", "-m", "a comment")
+	do(r, "allow", "worked", "*.txt")
+	do(worker, "start", "worked", "--command", fakeAgentBin, "--wait")
+	other := r.with(script(t, "write shared.txt two", "commit agent: other", "print did other"))
+	do(other, "create", "Overlapping task", "--slug", "other")
+	do(other, "start", "other", "--command", fakeAgentBin, "--wait")
+	do(r.with(script(t, "write g.txt g", "commit agent: g", "print g")), "create", "Tried two ways", "--slug", "group")
+	do(r.with(script(t, "write g.txt g", "commit agent: g", "print g")), "start", "group", "--attempts", "2", "--command", fakeAgentBin)
+	r.waitStatus("group-a1", "blocked")
+	r.waitStatus("group-a2", "blocked")
+	for _, args := range [][]string{
+		{"list"}, {"blocked"}, {"active"}, {"status"}, {"cost"}, {"cost", "--by", "agent"}, {"queue"}, {"doctor", "--dry-run"},
+		{"show", "worked"}, {"show", "group"}, {"diff", "worked"}, {"diff", "group", "--attempts"}, {"logs", "worked"},
+		{"accept", "worked", "--dry-run"}, {"handoff", "worked", "--print"}, {"gate", "worked"}, {"version"}, {"pool"},
+	} {
+		do(r, args...)
+	}
+	do(r.with(script(t, "print The answer is 42.")), "ask", "worked", "-m", "What is it?")
+	do(r.with(script(t, "write b.txt b", "commit agent: more", "print more")), "unblock", "worked", "-m", "More.", "--wait")
+	do(r.with(script(t, "print something broke", "exit 3")), "create", "Crashes", "--slug", "crashes")
+	doWant(3, r.with(script(t, "print something broke", "exit 3")), "start", "crashes", "--command", fakeAgentBin, "--wait")
+	do(r.with(script(t, "print recovered")), "resume", "crashes")
+	do(r, "wait", "crashes")
+	do(r, "reject", "crashes", "-m", "not this way")
+	do(r, "accept", "other")
+	do(r, "accept", "group", "--attempt", "1")
+	do(r, "submit", "worked")
+	do(r, "push")
+	do(r, "pull")
+	do(r, "list")
+	do(r, "cost")
+	out := said.String()
+	if os.Getenv("LAZY_SHOW_OUTPUT") != "" {
+		t.Log(out)
+	}
+	for _, leak := range []string{"[]", "map[", "&{", "%!", "(s)", "[ ", " ]"} {
+		if i := strings.Index(out, leak); i >= 0 {
+			from := max(0, strings.LastIndex(out[:i], "\n$ lazy"))
+			t.Errorf("lazy printed %q:\n%s", leak, out[from:min(len(out), i+200)])
+		}
 	}
 }

@@ -102,12 +102,11 @@ func TestCheckGoReadsTheTags(t *testing.T) {
 	}
 	type get struct {
 		thing
-		Tags   []string       `json:"tags"`
-		By     map[string]int `json:"by,omitempty"`
-		Parts  []thing        `json:"parts"`
-		Owner  *string        `json:"owner"`
-		hidden int
-		Skip   string `json:"-"`
+		Tags  []string       `json:"tags"`
+		By    map[string]int `json:"by,omitempty"`
+		Parts []thing        `json:"parts"`
+		Owner *string        `json:"owner"`
+		Skip  string         `json:"-"`
 	}
 	spec := parse(t)["lazy get"]
 	if p := CheckGo("lazy get", spec, reflect.TypeFor[get]()); len(p) != 0 {

@@ -30,15 +30,15 @@ func TestCountAndList(t *testing.T) {
 func TestClosest(t *testing.T) {
 	names := []string{"accept", "status", "start", "wait", "fix-login", "fix-logout-flow"}
 	for word, want := range map[string][]string{
-		"acc":       {"accept"},
-		"statsu":    {"status"},
-		"wiat":      {"wait"},
-		"fix-logn":  {"fix-login"},
-		"fixlogin":  {"fix-login"},
-		"sta":       {"status", "start"},
-		"zzzzzz":    nil,
-		"x":         nil,
-		"fix-log":   {"fix-login", "fix-logout-flow"}, // a prefix of both
+		"acc":      {"accept"},
+		"statsu":   {"status"},
+		"wiat":     {"wait"},
+		"fix-logn": {"fix-login"},
+		"fixlogin": {"fix-login"},
+		"sta":      {"status", "start"},
+		"zzzzzz":   nil,
+		"x":        nil,
+		"fix-log":  {"fix-login", "fix-logout-flow"}, // a prefix of both
 	} {
 		if got := Closest(word, names); !slices.Equal(got, want) {
 			t.Errorf("Closest(%q) = %q, want %q", word, got, want)
