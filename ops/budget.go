@@ -86,7 +86,11 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 	// The task's own figures are fresher than the listing's. A figure out
 	// of bounds is left out here as everywhere: the budgets count only
 	// figures lazy believes (lazy doctor names the rest).
-	tree.SetOwn(s.Task.ID, s.Task.Usage)
+	ownUsage, err := e.ownUsage(s)
+	if err != nil {
+		return nil, err
+	}
+	tree.SetOwn(s.Task.ID, ownUsage)
 	scope := budget.ScopeTask
 	seen := map[string]bool{}
 	limit, ok, _ := s.Task.OwnBudget()
@@ -106,6 +110,21 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 		limit, ok, _ = n.OwnBudget()
 	}
 	return lines, nil
+}
+
+// ownUsage is what sn's task itself spent: its recorded total, or, when
+// lazy does not believe that total, the sum of the turns it does (a task
+// does not escape its budget by a poisoned total).
+func (e *Env) ownUsage(sn *gitstore.Snapshot) (*gitstore.Usage, error) {
+	u := sn.Task.Usage
+	if u == nil || u.Valid() {
+		return u, nil
+	}
+	sum, err := e.Store.SumTurns(sn)
+	if err != nil {
+		return nil, err
+	}
+	return &sum, nil
 }
 
 // overBudget returns the tightest budget of s's turns when it is spent,

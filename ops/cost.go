@@ -24,7 +24,11 @@ func (e *Env) Spending(sn *gitstore.Snapshot) (gitstore.Usage, []gitstore.Flag, 
 		return gitstore.Usage{}, nil, fmt.Errorf("read the task list to total what %s cost: %w", sn.Task.Slug, err)
 	}
 	tree := cost.NewTree(entries)
-	tree.SetOwn(sn.Task.ID, sn.Task.Usage)
+	own, err := e.ownUsage(sn)
+	if err != nil {
+		return gitstore.Usage{}, nil, err
+	}
+	tree.SetOwn(sn.Task.ID, own)
 	var flags []gitstore.Flag
 	for _, f := range tree.Flagged(sn.Task.ID) {
 		if f.TaskID != sn.Task.ID {

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,17 @@ func TestCrashLoopOnlyForFastUnknowns(t *testing.T) {
 	}
 	if d := pol.Decide(nil, now); d.Retry {
 		t.Fatal("no history retried")
+	}
+}
+
+// A retry may spend only what the earlier attempts left, and a cost no
+// turn can report (a hostile or broken CLI) leaves nothing.
+func TestLeftToRetry(t *testing.T) {
+	for _, tc := range []struct{ allowed, spent, want float64 }{
+		{5, 2, 3}, {5, 0, 5}, {5, 6, -1}, {5, -1e308, 0}, {5, math.NaN(), 0}, {5, math.Inf(1), 0}, {5, 2e6, 0},
+	} {
+		if got := leftToRetry(tc.allowed, tc.spent); got != tc.want {
+			t.Errorf("leftToRetry(%v, %v) = %v, want %v", tc.allowed, tc.spent, got, tc.want)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -223,6 +224,17 @@ func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	return again
 }
 
+// leftToRetry is what a retry may spend of allowed once the earlier
+// attempts reported spent. A figure no turn can cost (negative, not a
+// number, past budget's bound) spends it all: a hostile report never
+// buys a retry more than the budget left.
+func leftToRetry(allowed, spent float64) float64 {
+	if !(spent >= 0 && spent <= budget.MaxTurnUSD) {
+		return 0
+	}
+	return allowed - spent
+}
+
 // giveMCP mints the turn's MCP token and points the agent at lazy
 // mcp-proxy. The token lives in the agent's environment only and is
 // revoked when the turn ends. Without it the turn still runs: the agent
@@ -306,7 +318,7 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 		}
 		if allowed > 0 && spent != nil {
 			// A retry may spend only what the earlier attempts left.
-			if cmd.MaxBudgetUSD = allowed - spent.CostUSD; cmd.MaxBudgetUSD < 0.0001 {
+			if cmd.MaxBudgetUSD = leftToRetry(allowed, spent.CostUSD); cmd.MaxBudgetUSD < 0.0001 {
 				resp.FailureClass, resp.FailureReason = string(agent.Budget), fmt.Sprintf("the turn's attempts spent the $%.2f it was given", allowed)
 				resp.ResetAt = time.Time{}
 				return resp
