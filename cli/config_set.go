@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
@@ -318,6 +319,8 @@ func valueProblem(k configkeys.Key, value string) (why string, err error) {
 		err = checkExposed(value)
 	case "lazy.pushRefspec":
 		err = gitstore.CheckPushRefspec(value)
+	case "lazy.gate.protect":
+		err = gate.CheckProtect(value)
 	}
 	return "", err
 }

@@ -420,6 +420,10 @@ func TestAGateFasterThanItsMinimumFails(t *testing.T) {
 	if out := r.ok("show", tk.Slug); !strings.Contains(out, "not passed: its 1 command(s) all exited 0 in") {
 		t.Fatalf("show:\n%s", out)
 	}
-	r.git("config", "lazy.gate.minDuration", "0s")
+	// lazy config refuses a protect glob the gate would refuse to read.
+	if msg := r.fails(1, nil, "config", "lazy.gate.protect", "/etc/passwd"); !strings.Contains(msg, "absolute") || !strings.Contains(msg, "changed nothing") {
+		t.Fatalf("lazy config of an absolute protect glob: %s", msg)
+	}
+	r.git("config", "--unset", "lazy.gate.minDuration")
 	r.ok("accept", tk.Slug)
 }

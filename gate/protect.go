@@ -81,6 +81,13 @@ func protectGlobs(vals []string) ([]string, error) {
 	return out, nil
 }
 
+// CheckProtect checks one value of lazy.gate.protect as Load does (lazy
+// config refuses what the gate would refuse to read).
+func CheckProtect(value string) error {
+	_, err := protectGlobs([]string{value})
+	return err
+}
+
 // checkGlob holds a protect glob to what allowpath can match.
 func checkGlob(g string) error {
 	switch {

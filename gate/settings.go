@@ -142,8 +142,8 @@ func Load(cfg Config) (Settings, error) {
 		switch {
 		case err != nil:
 			return Settings{}, configkeys.Invalid(keyMinDuration, v, "is not a duration")
-		case d < 0 || d > MaxTimeout:
-			return Settings{}, configkeys.Invalid(keyMinDuration, v, "is out of range: a duration from 0 to 24h")
+		case d <= 0 || d > MaxTimeout:
+			return Settings{}, configkeys.Invalid(keyMinDuration, v, "is out of range: a duration above 0 and at most 24h (unset the key for no minimum)")
 		}
 		s.MinDuration = d
 	}

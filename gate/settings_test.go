@@ -116,6 +116,7 @@ func TestLoadRefusesEveryBadValue(t *testing.T) {
 		{"lazy.gate", tooMany, []string{"lazy.gate has 65 commands, more than 64"}},
 		{"lazy.gate.minDuration", []string{"quick"}, []string{`lazy.gate.minDuration = "quick" is not a duration`, "fix it with git config lazy.gate.minDuration"}},
 		{"lazy.gate.minDuration", []string{"-1s"}, []string{`"-1s" is out of range`}},
+		{"lazy.gate.minDuration", []string{"0s"}, []string{`"0s" is out of range`, "unset the key for no minimum"}},
 		{"lazy.gate.protect", []string{"/etc/passwd"}, []string{"lazy.gate.protect", "absolute", "relative to the repository's root"}},
 		{"lazy.gate.protect", []string{"../x"}, []string{"leaves the repository"}},
 		{"lazy.gate.protect", []string{"a/[b"}, []string{`"[b" is not a valid glob`}},
