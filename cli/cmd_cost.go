@@ -55,7 +55,7 @@ func (c *CostCmd) Run(a *app, _ context.Context) error {
 		return a.printCostJSON(rep)
 	}
 	if unreadable > 0 {
-		fmt.Fprintf(a.stderr, "note: %d task record(s) could not be read and are not counted; lazy doctor looks at them\n", unreadable)
+		fmt.Fprintf(a.stderr, "note: %s could not be read and %s not counted; lazy doctor looks at them\n", words.Count(unreadable, "task record", "task records"), words.Plural(unreadable, "is", "are"))
 	}
 	if err := costTable(a.stdout, rep); err != nil {
 		return err

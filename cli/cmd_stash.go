@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -86,7 +87,7 @@ func renderOwed(a *app, o ops.OwedStash) {
 	if len(parts) == 0 {
 		parts = []ops.StashPart{{SHA: o.SHA, TaskID: o.TaskID, At: o.At}}
 	}
-	fmt.Fprintf(a.stdout, "Your uncommitted changes of %s, from %d interrupted accept(s), oldest first, kept in stash %s:\n", where, len(parts), o.SHA)
+	fmt.Fprintf(a.stdout, "Your uncommitted changes of %s, from %s, oldest first, kept in stash %s:\n", where, words.Count(len(parts), "interrupted accept", "interrupted accepts"), o.SHA)
 	for i, p := range parts {
 		task := ""
 		if p.TaskID != "" {
@@ -137,7 +138,7 @@ func (c *StashCmd) restore(a *app, ctx context.Context, env *ops.Env) error {
 		return a.printJSON(map[string]any{"restored": o})
 	}
 	n := max(1, len(o.Parts))
-	fmt.Fprintf(a.stdout, "Restored your uncommitted changes from %d interrupted accept(s) in %s (stash %s); lazy keeps no copy now\n", n, sanitize.Field(o.Dir), o.SHA)
+	fmt.Fprintf(a.stdout, "Restored your uncommitted changes from %s in %s (stash %s); lazy keeps no copy now\n", words.Count(n, "interrupted accept", "interrupted accepts"), sanitize.Field(o.Dir), o.SHA)
 	if len(o.Conflicts) > 0 {
 		fmt.Fprintf(a.stdout, "%s hold two versions between conflict markers (<<<<<<< older, >>>>>>> newer): resolve them\n", sanitize.Field(strings.Join(o.Conflicts, ", ")))
 	}

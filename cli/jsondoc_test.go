@@ -2,12 +2,15 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
@@ -66,6 +69,7 @@ func TestJSONDocCoversTheGoTypes(t *testing.T) {
 		"lazy create":            reflect.TypeFor[gitstore.Summary](),
 		"lazy accept --dry-run":  reflect.TypeFor[ops.AcceptPreview](),
 		"lazy queue":             reflect.TypeFor[[]ops.QueueView](),
+		"lazy stash":             reflect.TypeFor[stashView](),
 	} {
 		if os.Getenv("LAZY_JSONDOC_DUMP") != "" {
 			goes := jsondoc.GoPaths(typ)
@@ -90,4 +94,37 @@ func TestJSONDocCoversTheGoTypes(t *testing.T) {
 			t.Error(p)
 		}
 	}
+}
+
+// TestEveryJSONFlagIsDocumented: each command that takes --json has its
+// section in docs/json.md ("## lazy CMD ... --json").
+func TestEveryJSONFlagIsDocumented(t *testing.T) {
+	docs := readDocs(t)
+	var g Globals
+	parser, err := newParser(&g, commands, build{version: "dev"}, io.Discard, io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, c := range n.Children {
+			path := "lazy " + commandPath(c)
+			for _, f := range c.Flags {
+				if f.Name != "json" {
+					continue
+				}
+				documented := false
+				for key := range docs {
+					if key == path || strings.HasPrefix(key, path+" ") {
+						documented = true
+					}
+				}
+				if !documented {
+					t.Errorf("%s takes --json, and docs/json.md has no section for it (## %s --json)", path, path)
+				}
+			}
+			walk(c)
+		}
+	}
+	walk(parser.Model.Node)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 )
 
@@ -331,7 +332,7 @@ func TestKilledAcceptsKeepTheUsersChangesInOnePlacePerCheckout(t *testing.T) {
 			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", o.Restore, err, out)
 			}
-		} else if out := r.ok("stash", "restore", "main"); !strings.Contains(out, fmt.Sprintf("from %d interrupted accept(s)", max(1, len(o.Parts)))) {
+		} else if out := r.ok("stash", "restore", "main"); !strings.Contains(out, "from "+words.Count(max(1, len(o.Parts)), "interrupted accept", "interrupted accepts")+" in ") {
 			t.Fatalf("lazy stash restore main: %s", out)
 		}
 		for _, part := range foldedParts(t, r.dir, o.SHA) {

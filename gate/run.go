@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // TailBytes is how much of the end of a command's output a Result keeps.
@@ -166,8 +167,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	res.DurationMS = took.Milliseconds()
 	if s.MinDuration > 0 && took < s.MinDuration {
 		res.Passed = false
-		res.Refused = fmt.Sprintf("its %d command(s) all exited 0 in %s, less than lazy.gate.minDuration (%s): a gate that fast is not trusted to have checked anything",
-			len(res.Commands), took.Round(time.Millisecond), s.MinDuration)
+		res.Refused = fmt.Sprintf("%s exited 0 in %s, less than lazy.gate.minDuration (%s): a gate that fast is not trusted to have checked anything",
+			words.Plural(len(res.Commands), "its one command", "all its "+words.Count(len(res.Commands), "command", "commands")), took.Round(time.Millisecond), s.MinDuration)
 		log.printf("not passed: %s\n", res.Refused)
 	}
 	return res, nil

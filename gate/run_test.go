@@ -392,7 +392,7 @@ func TestRunFasterThanMinDurationFails(t *testing.T) {
 	if err != nil || r.Passed || r.Commands[0].Exit != 0 || !strings.Contains(r.Refused, "less than lazy.gate.minDuration (1m0s)") {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if !strings.Contains(log.String(), "not passed: its 1 command(s) all exited 0") {
+	if !strings.Contains(log.String(), "not passed: its one command exited 0") {
 		t.Errorf("log %q", log.String())
 	}
 	r, err = run(t, context.Background(), Spec{Dir: t.TempDir(), Commands: []string{"sleep 0.3"}, MinDuration: 200 * time.Millisecond})

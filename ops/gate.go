@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -376,7 +377,7 @@ func gateFeedback(into string, r gitstore.GateRun) string {
 // gateTrailer is the squash commit's trailer naming the gate run that
 // passed on its tree.
 func gateTrailer(runID string, g *gatePlan) string {
-	return fmt.Sprintf("Lazy-Gate: passed %s (%d command(s) from %s)\n", runID, len(g.cmds), g.source)
+	return fmt.Sprintf("Lazy-Gate: passed %s (%s from %s)\n", runID, words.Count(len(g.cmds), "command", "commands"), g.source)
 }
 
 // skipTrailer records a human's decision to land without the gate.
