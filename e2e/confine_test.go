@@ -195,3 +195,21 @@ func TestDaemonReadsTheSandboxAfresh(t *testing.T) {
 		t.Fatalf("the subtask ran unconfined after lazy.sandbox was turned on (parent %s):\n%s", parent.Slug, log)
 	}
 }
+
+// A sandbox with a network allowlist confines the merge gate as it does
+// the agent: the gate's commands run with the allowlist's proxy as their
+// only way out (before, such a gate could not start at all).
+func TestGateRunsUnderTheAllowlist(t *testing.T) {
+	sandboxBase(t)
+	r := newRepo(t)
+	r.git("config", "lazy.sandbox", "on")
+	r.git("config", "lazy.sandbox.network", "example.com")
+	r.git("config", "lazy.gate", `test -n "$HTTPS_PROXY" && test -e g.txt`)
+	tk := workedTask(t, r, "gated behind the proxy", "g.txt gated")
+	if out := r.ok("accept", tk.Slug); !strings.Contains(out, "Accepted") {
+		t.Fatalf("accept: %s", out)
+	}
+	if got := r.git("show", "main:g.txt"); got != "gated" {
+		t.Fatalf("main:g.txt = %q", got)
+	}
+}

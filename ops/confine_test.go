@@ -439,3 +439,36 @@ func TestTheGateOfASandboxedTaskIsConfined(t *testing.T) {
 		t.Fatalf("an unsandboxed task's gate, lazy.sandbox off: %+v, %v", sb, err)
 	}
 }
+
+// The gate on a sandboxed task's tree runs in the task's sandbox though
+// lazy.sandbox is off, whoever accepts: a gate command that writes the
+// main checkout fails there (the same gate passes for a task that runs
+// unconfined).
+func TestTheGateRunsInTheTasksSandbox(t *testing.T) {
+	needBwrap(t)
+	ctx := context.Background()
+	for _, boxed := range []bool{false, true} {
+		r := newGateRepo(t)
+		escaped := filepath.Join(r.dir, "escaped-by-the-gate")
+		r.config(t, "lazy.gate", "touch "+escaped)
+		sn := r.task(t, "gated", map[string]string{"feature.txt": "ok\n"})
+		if boxed {
+			local, err := r.e.Sessions().Load(sn.Task.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			local.Sandbox = &proto.Sandbox{Network: confine.NetworkOff}
+			if err := r.e.Sessions().Save(local); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+		_, statErr := os.Stat(escaped)
+		switch {
+		case boxed && (err == nil || statErr == nil):
+			t.Fatalf("the sandboxed task's gate wrote the main checkout: accept %v, file %v", err, statErr)
+		case !boxed && (err != nil || statErr != nil):
+			t.Fatalf("the unconfined task's gate: accept %v, file %v", err, statErr)
+		}
+	}
+}
