@@ -472,3 +472,20 @@ func TestTheGateRunsInTheTasksSandbox(t *testing.T) {
 		}
 	}
 }
+
+// A session this machine takes over (lazy start --take-over, a pool
+// runner) is confined as a start here would be: a task created with
+// --sandbox runs sandboxed though lazy.sandbox is off on this machine.
+func TestATakenOverTaskKeepsItsSandbox(t *testing.T) {
+	e, _ := attemptsRepo(t)
+	ctx := context.Background()
+	tk := create(t, e, CreateInput{Title: "asks for a sandbox", Sandbox: true})
+	walk(t, e, tk.Task.ID, machine.Working, machine.Blocked) // a session another machine ran
+	testrepo.Git(t, e.RepoDir, "branch", "lazy/"+tk.Task.Slug)
+	if _, err := e.TakeOver(ctx, tk.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd, SandboxIfAsked: &proto.Sandbox{Network: "on"}}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.Sessions().Load(tk.Task.ID); err != nil || l.Sandbox == nil {
+		t.Fatalf("the taken-over session runs %+v (%v), want the sandbox its task asks for", l.Sandbox, err)
+	}
+}

@@ -44,6 +44,11 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()
 	}
+	// Confined as a start here would be: a task created with --sandbox
+	// (a pooled one, say) runs sandboxed on whichever machine takes it.
+	if in, err = e.startConfinement(sn, in); err != nil {
+		return nil, confinementRefusal("take over", slug, err)
+	}
 	root, err := e.worktreeRoot(in.WorktreeDir, in.RepoDir)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", slug, err)
