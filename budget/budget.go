@@ -73,6 +73,15 @@ func (l Line) String() string {
 	return fmt.Sprintf("$%.2f spent of $%.2f (%s budget)", l.SpentUSD, l.LimitUSD, l.Scope)
 }
 
+// Spent says what stops a turn under the line: "is spent", or, for a
+// budget of 0, "allows no spend".
+func (l Line) Spent() string {
+	if l.LimitUSD == 0 {
+		return "allows no spend"
+	}
+	return "is spent"
+}
+
 // Tightest returns the line with the least left, and false when no
 // budget applies (no line). Every line is a budget: one of 0 allows no
 // spend; "no budget" is a budget that is not set, and has no line.

@@ -252,7 +252,7 @@ func TestZeroBudgetBlocksATurn(t *testing.T) {
 	// The day's budget of 0 holds every task.
 	free := r.create("Free")
 	r.git("config", "lazy.budget.day", "0")
-	if msg := agent.fails(1, nil, "start", free.Slug, "--command", fakeAgentBin); !strings.Contains(msg, "(day budget: no spend allowed)") {
+	if msg := agent.fails(1, nil, "start", free.Slug, "--command", fakeAgentBin); !strings.Contains(msg, "the day budget allows no spend ($0.00 spent of $0 (day budget: no spend allowed))") || !strings.Contains(msg, "or unset it for no day budget (git config --unset lazy.budget.day)") {
 		t.Fatalf("start under lazy.budget.day 0: %s", msg)
 	}
 	if _, err := os.Stat(ran); err == nil {

@@ -89,7 +89,8 @@ func (s *Store) Flags(sn *Snapshot) ([]Flag, error) {
 
 // newFlags are the flags of the pulled record rs that the local record
 // (nil: none) did not have already, so a pull names a flagged figure
-// once, when it arrives. Turns are read only when the pull changed them.
+// once, when it arrives. Turns are read only when the pull changed them,
+// of a task that recorded usage.
 func (s *Store) newFlags(local, rs *Snapshot) []Flag {
 	key := func(f Flag) string { return fmt.Sprint(f.Turn, "\x00", f.What, "\x00", f.Reason) }
 	had := map[string]bool{}
@@ -104,7 +105,10 @@ func (s *Store) newFlags(local, rs *Snapshot) []Flag {
 			out = append(out, f)
 		}
 	}
-	if local != nil && local.entries[dirTurns].Hash == rs.entries[dirTurns].Hash {
+	if rs.Task.Usage == nil || (local != nil && local.entries[dirTurns].Hash == rs.entries[dirTurns].Hash) {
+		// A task that recorded no usage has no turn figure anything
+		// reads (lazy cost and doctor read the turns of tasks that
+		// spent), and unchanged turns were judged when they came.
 		return out
 	}
 	turns, err := s.Turns(rs)

@@ -148,11 +148,14 @@ func (e *Env) overBudget(s *gitstore.Snapshot) (over *budget.Line, left float64,
 // BudgetHold is the hold a task parks with when line is spent.
 func BudgetHold(line budget.Line, now time.Time) *gitstore.Hold {
 	return &gitstore.Hold{Kind: gitstore.HoldBudget, At: now.UTC().Truncate(time.Second), Scope: line.Scope, LimitUSD: line.LimitUSD, SpentUSD: line.SpentUSD,
-		Reason: "the " + line.Scope + " budget is spent: " + line.String()}
+		Reason: "the " + line.Scope + " budget " + line.Spent() + ": " + line.String()}
 }
 
 // RaiseHint is the one sentence that says how to carry on past line.
 func RaiseHint(slug string, line budget.Line) string {
+	if line.Scope == budget.ScopeDay && line.LimitUSD == 0 {
+		return fmt.Sprintf("give it an amount with git config %s <dollars>, or unset it for no day budget (git config --unset %s); then lazy unblock %s", KeyBudgetDay, KeyBudgetDay, slug)
+	}
 	if line.Scope == budget.ScopeDay {
 		return fmt.Sprintf("raise it with git config %s <dollars>, or wait for tomorrow (local time); then lazy unblock %s", KeyBudgetDay, slug)
 	}
@@ -332,7 +335,7 @@ func (e *Env) checkSubtaskBudget(parent *gitstore.Snapshot, usd float64) error {
 	case !ok:
 		return nil
 	case tight.Over():
-		return fmt.Errorf("a budget of $%.2f for a subtask of %s: the %s budget is spent (%s); leave the budget out, or ask a human to raise it (%s)", usd, parent.Task.Slug, tight.Scope, tight.String(), RaiseHint(parent.Task.Slug, tight))
+		return fmt.Errorf("a budget of $%.2f for a subtask of %s: the %s budget %s (%s); leave the budget out, or ask a human to raise it (%s)", usd, parent.Task.Slug, tight.Scope, tight.Spent(), tight.String(), RaiseHint(parent.Task.Slug, tight))
 	case usd > tight.Left()+0.005:
 		return fmt.Errorf("a budget of $%.2f for a subtask of %s is more than it has left ($%.2f under the %s budget, %s); give $%.2f or less, or leave the budget out: the parent's budget holds the subtask either way", usd, parent.Task.Slug, tight.Left(), tight.Scope, tight.String(), math.Floor(tight.Left()*100)/100)
 	}

@@ -179,7 +179,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 		return nil, fmt.Errorf("start %s: %w; nothing was started", sn.Task.Slug, err)
 	}
 	if over != nil {
-		return nil, fmt.Errorf("start %s: the %s budget is spent (%s); %s; nothing was started", sn.Task.Slug, over.Scope, over.String(), RaiseHint(sn.Task.Slug, *over))
+		return nil, fmt.Errorf("start %s: the %s budget %s (%s); %s; nothing was started", sn.Task.Slug, over.Scope, over.Spent(), over.String(), RaiseHint(sn.Task.Slug, *over))
 	}
 	if in.RepoDir == "" {
 		in.RepoDir = e.repoDir()

@@ -224,7 +224,7 @@ func (k Key) Why(value string) string {
 		}
 	case Price:
 		if _, _, err := budget.ParsePrice(v); err != nil {
-			return "is not a model and its prices: " + err.Error()
+			return "is not a model and its dollars per million tokens in, cached and out"
 		}
 	case Enum:
 		for _, c := range k.Values {
