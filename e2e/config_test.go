@@ -26,8 +26,8 @@ func TestBadConfigValueStopsOnlyItsUsers(t *testing.T) {
 	r.ok("show", tk.Slug)
 	r.ok("comment", tk.Slug, "-m", "the gate setting is wrong")
 	r.ok("diff", tk.Slug, "--stat")
-	if out := r.ok("config", "--set"); !strings.Contains(out, "! "+strings.Replace(sentence, "is not a duration", "is not a duration above 0", 1)) {
-		t.Errorf("lazy config --set:\n%s", out)
+	if out := r.ok("config", "--changed"); !strings.Contains(out, "! "+strings.Replace(sentence, "is not a duration", "is not a duration above 0", 1)) {
+		t.Errorf("lazy config --changed:\n%s", out)
 	}
 	r.git("config", "lazy.gate.timeout", "10m")
 	r.ok("accept", tk.Slug)

@@ -121,7 +121,7 @@ func TestDoctorKeepsTheWorktreeOfAPulledClose(t *testing.T) {
 		setJSON(t, f, "op.json", map[string]any{"op": "close", "actor": "human", "from": "blocked", "to": "abandoned"})
 	})
 	attacker.git("push", "-q", "origin", "refs/lazy/tasks/"+mine.ID+":refs/lazy/tasks/"+mine.ID)
-	if out := victim.ok("pull"); !strings.Contains(out, "1 fast-forwarded") {
+	if out := victim.ok("pull"); !strings.Contains(out, "1 updated") {
 		t.Fatalf("pull: %s", out)
 	}
 	res := victim.run(nil, "doctor")

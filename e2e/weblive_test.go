@@ -270,7 +270,7 @@ func TestWebAcceptShowsTheDryRunDiffFirst(t *testing.T) {
 		t.Fatalf("a read-only session reached the accept page:\n%s", body)
 	}
 	dry := get(t, base+"/task/"+tk.ID+"/accept?token="+token, "")
-	for _, want := range []string{"dry run", "merged.txt", `<span class="add">&#43;landed-line</span>`, "Accept and merge into main"} {
+	for _, want := range []string{"dry run", "merged.txt", `<span class="ln add">&#43;landed-line`, "Accept and merge into main"} {
 		if !strings.Contains(dry, want) {
 			t.Fatalf("the accept page lacks %q:\n%s", want, dry)
 		}
