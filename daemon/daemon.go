@@ -23,6 +23,7 @@ import (
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/internal/unixsock"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
@@ -89,7 +90,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// The lock is ours, so a socket file left here belongs to a dead
 	// daemon.
 	_ = os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
+	ln, err := unixsock.Listen(sock)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", sock, err)
 	}

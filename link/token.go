@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/lazyorch/lazy/internal/unixsock"
 )
 
 // TokenEnv is the environment variable that carries an agent's token to
@@ -110,7 +112,6 @@ const SocketFile = "daemon.sock"
 func Transport(lazyDir string) *http.Transport {
 	sock := filepath.Join(lazyDir, SocketFile)
 	return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
+		return unixsock.Dial(ctx, sock)
 	}}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/confine"
+	"github.com/lazyorch/lazy/internal/unixsock"
 )
 
 // NetworkAllow is the policy of an allowlist: the agent's network
@@ -48,7 +49,7 @@ type Egress struct {
 // StartEgress listens on the unix socket sock.
 func StartEgress(sock string, allow []string) (*Egress, error) {
 	_ = os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
+	ln, err := unixsock.Listen(sock)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start the network allowlist proxy: %w", err)
 	}
@@ -180,7 +181,7 @@ func Forward(ctx context.Context, listen, to string, argv []string) (int, error)
 
 func relay(c net.Conn, to string) {
 	defer func() { _ = c.Close() }()
-	up, err := net.Dial("unix", to)
+	up, err := unixsock.Dial(context.Background(), to)
 	if err != nil {
 		return
 	}
