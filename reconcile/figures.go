@@ -40,7 +40,7 @@ func (r *Reconciler) checkFigures(ctx context.Context, entries []gitstore.Entry,
 				f.Note = true
 				f.Action = "left out of every budget and of lazy cost; the turn record stays as it came"
 			case fl.What == "usage":
-				f.Action = "would sum the task's total again from the turns lazy believes"
+				f.Action = "would sum the task's total again from the turns lazy believes; until then it counts in no budget (its parents' included) and no lazy cost"
 				if repair {
 					f.Action, f.Repaired, f.Error = r.resumTotal(ctx, e.ID)
 				}
