@@ -83,9 +83,12 @@ func (c *ConfigCmd) Run(a *app, ctx context.Context) error {
 		if r.Scope != "default" {
 			sgr = "1"
 		}
-		table = append(table, []cell{{text: r.Name}, {text: r.shown(), sgr: sgr}, {text: r.origin()}})
+		// The value goes last: one long value (lazy.sandbox.hide's
+		// default names sixteen paths) then widens its own line only, not
+		// every row of the listing.
+		table = append(table, []cell{{text: r.Name}, {text: r.origin()}, {text: r.shown(), sgr: sgr}})
 	}
-	if err := st.table(a.stdout, []string{"KEY", "VALUE", "ORIGIN"}, table); err != nil {
+	if err := st.table(a.stdout, []string{"KEY", "ORIGIN", "VALUE"}, table); err != nil {
 		return err
 	}
 	for _, r := range out {

@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
@@ -304,8 +305,19 @@ func (e *Env) prBody(sn *gitstore.Snapshot) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return prDescription(sn, goal, turns), nil
+}
+
+// prDescription writes the pull request description of prBody.
+func prDescription(sn *gitstore.Snapshot, goal string, turns []gitstore.Turn) string {
 	var b strings.Builder
 	if g := strings.TrimSpace(goal); g != "" {
+		// A person's goal is markdown for the forge to render; a goal an
+		// agent or the builder wrote is their words, fenced, so it cannot
+		// hide or fake the rest of the description.
+		if sn.Task.CreatedBy != "" && sn.Task.CreatedBy != machine.Human {
+			g = quote.Block(g)
+		}
 		b.WriteString(forge.Bound(g, 20000) + "\n\n")
 	}
 	b.WriteString("### Turns\n\n")
@@ -318,6 +330,9 @@ func (e *Env) prBody(sn *gitstore.Snapshot) (string, error) {
 		if r := []rune(line); len(r) > 120 {
 			line = string(r[:119]) + "…"
 		}
+		// A turn's text is someone's words on a line of lazy's: plain text
+		// on the forge, never a link, HTML or a comment that hides the rest.
+		line = quote.Markdown(line)
 		kind := t.Kind
 		if kind == "" {
 			kind = "reply"
@@ -325,5 +340,5 @@ func (e *Env) prBody(sn *gitstore.Snapshot) (string, error) {
 		fmt.Fprintf(&b, "%d. **%s** (%s): %s\n", t.Seq, who, kind, line)
 	}
 	b.WriteString("\n" + AcceptTrailer(sn.Task.ID) + "\n" + forgeMarker + "\n")
-	return b.String(), nil
+	return b.String()
 }

@@ -56,6 +56,25 @@ func Inline(text string) string {
 	return escape(text, true)
 }
 
+// Markdown returns text for a place on one line of a markdown document
+// that a forge renders (a pull request's description): Inline's escapes,
+// and a backslash before every ASCII punctuation character, which
+// CommonMark reads as that character itself. So the text can open no
+// link, image, emphasis, code span, autolink or HTML (a "<!--" would hide
+// the rest of the description), and reads as written.
+func Markdown(text string) string {
+	in := Inline(text)
+	var b strings.Builder
+	b.Grow(len(in) + len(in)/4)
+	for _, r := range in {
+		if r < utf8.RuneSelf && unicode.IsPunct(r) || r < utf8.RuneSelf && unicode.IsSymbol(r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // Escape returns text with everything escaped that Block and Inline
 // escape but line breaks (a CRLF becomes LF): for text that stays in a
 // field of its own, never among lazy's lines, where only what a reader

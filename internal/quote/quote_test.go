@@ -2,6 +2,7 @@ package quote
 
 import (
 	"encoding/json"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -197,6 +198,7 @@ func FuzzBlock(f *testing.F) {
 		if root.ChildCount() != 1 || root.FirstChild().Kind() != ast.KindList {
 			t.Fatalf("Inline(%q) after a list label made %d blocks", s, root.ChildCount())
 		}
+		checkMarkdown(t, s)
 	})
 }
 
@@ -214,5 +216,54 @@ func TestBidiEscapesOnlyBidi(t *testing.T) {
 	}
 	if plain := []byte(`{"a":1}`); &BidiJSON(plain)[0] != &plain[0] {
 		t.Fatal("BidiJSON copied a document without bidi")
+	}
+}
+
+// checkMarkdown holds Markdown to its word: after a label of lazy's, the
+// text is plain text in one list item (no link, emphasis, code, HTML, no
+// line break), and a forge shows it as the escaped text, character for
+// character.
+func checkMarkdown(t *testing.T, s string) {
+	t.Helper()
+	const label = "1. **agent** (reply): "
+	src := label + Markdown(s) + "\n"
+	root, _ := parse(src)
+	if root.ChildCount() != 1 || root.FirstChild().Kind() != ast.KindList {
+		t.Fatalf("Markdown(%q) after a list label made %d blocks", s, root.ChildCount())
+	}
+	err := ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		switch n.Kind() {
+		case ast.KindDocument, ast.KindList, ast.KindListItem, ast.KindParagraph, ast.KindTextBlock, ast.KindText, ast.KindString:
+		case ast.KindEmphasis:
+			if n.Parent().Kind() != ast.KindParagraph && n.Parent().Kind() != ast.KindTextBlock || n.PreviousSibling() != nil {
+				t.Fatalf("Markdown(%q) made emphasis of its own: %q", s, src)
+			}
+		default:
+			if n.Parent() == nil || n.Parent().Kind() != ast.KindEmphasis {
+				t.Fatalf("Markdown(%q) made a %s: %q", s, n.Kind(), src)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := goldmark.Convert([]byte(src), &out); err != nil {
+		t.Fatal(err)
+	}
+	body, ok := strings.CutPrefix(out.String(), "<ol>\n<li><strong>agent</strong> (reply):")
+	body, ok2 := strings.CutSuffix(body, "</li>\n</ol>\n")
+	if !ok || !ok2 {
+		t.Fatalf("Markdown(%q) rendered as %q", s, out.String())
+	}
+	if got, want := strings.Trim(html.UnescapeString(body), " \t"), strings.Trim(Inline(s), " \t"); got != want {
+		t.Fatalf("Markdown(%q) shows as %q, not %q", s, got, want)
+	}
+}
+
+func TestMarkdownIsPlainText(t *testing.T) {
+	for _, s := range append(hostile, "<!-- hide the rest", "[click](https://evil.example)", "**bold** _it_ `code` <b>x</b>", "https://auto.link <https://x.example>", "![img](x.png)", "&amp; &#43;", "a\\b") {
+		checkMarkdown(t, s)
 	}
 }
