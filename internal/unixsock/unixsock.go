@@ -89,7 +89,7 @@ func viaDir(path string, fn func(addr string) error) error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("the socket path %s is %d bytes, longer than the %d this system allows; move the repository to a shorter path", path, len(path), maxPath())
 	}
-	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(filepath.Dir(path), dirFlags, 0)
 	if err != nil {
 		return fmt.Errorf("open the directory of %s: %w", path, err)
 	}
