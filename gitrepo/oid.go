@@ -1,6 +1,7 @@
 // Package gitrepo is lazy's access to a git repository's objects and refs:
-// one small interface (Repo) and its object id (OID), which holds a SHA-1
-// or a SHA-256 name. Implementations: the git-process one (Git, git.go)
+// one small interface (Repo) and its object id (OID, the value type of
+// internal/oid), which holds a SHA-1 or a SHA-256 name. Implementations:
+// the git-process one (Git, git.go)
 // for any repository git reads, and the in-process one (Local, local.go)
 // for repositories with the files ref backend, the fast path of list and
 // show; in a SHA-256 repository Local writes in process and reads through
@@ -14,98 +15,28 @@
 // both formats.
 package gitrepo
 
-import (
-	"encoding/hex"
-	"fmt"
-)
+import "github.com/lazyorch/lazy/internal/oid"
 
 // Object formats, as git rev-parse --show-object-format names them.
 const (
-	SHA1   = "sha1"
-	SHA256 = "sha256"
+	SHA1   = oid.SHA1
+	SHA256 = oid.SHA256
 )
 
 // OID is a git object id: 20 bytes (SHA-1) or 32 (SHA-256). The zero
-// value is no object.
-type OID struct {
-	b [32]byte
-	n int // 20 or 32; 0 unset
-}
+// value is no object. It is internal/oid's type, so the task model names
+// a record's version without importing this package.
+type OID = oid.OID
 
-// ParseOID reads a full hex object id of either format.
-func ParseOID(s string) (OID, error) {
-	var id OID
-	switch len(s) {
-	case 40, 64:
-	default:
-		return id, fmt.Errorf("%q is not a git object id (40 or 64 hex digits)", truncate(s, 80))
-	}
-	if _, err := hex.Decode(id.b[:len(s)/2], []byte(s)); err != nil {
-		return OID{}, fmt.Errorf("%q is not a git object id: %w", truncate(s, 80), err)
-	}
-	id.n = len(s) / 2
-	return id, nil
-}
+// ParseOID reads a full hex object id of either format (oid.Parse).
+func ParseOID(s string) (OID, error) { return oid.Parse(s) }
 
 // ParseOIDBytes reads a full hex object id of either format, without
-// allocating: the list cache holds one per task.
-func ParseOIDBytes(b []byte) (OID, bool) {
-	var id OID
-	if len(b) != 40 && len(b) != 64 {
-		return id, false
-	}
-	if _, err := hex.Decode(id.b[:len(b)/2], b); err != nil {
-		return OID{}, false
-	}
-	id.n = len(b) / 2
-	return id, true
-}
+// allocating (oid.ParseBytes).
+func ParseOIDBytes(b []byte) (OID, bool) { return oid.ParseBytes(b) }
 
-// AppendHex appends the id in lower-case hex to dst.
-func (id OID) AppendHex(dst []byte) []byte { return hex.AppendEncode(dst, id.b[:id.n]) }
-
-// FromBytes makes an id from its raw 20 or 32 bytes.
-func FromBytes(b []byte) (OID, bool) {
-	var id OID
-	if len(b) != 20 && len(b) != 32 {
-		return id, false
-	}
-	id.n = copy(id.b[:], b)
-	return id, true
-}
-
-// Bytes is the raw id.
-func (id OID) Bytes() []byte { return id.b[:id.n:id.n] }
-
-// IsZero reports whether id names nothing: unset, or git's all-zero id.
-func (id OID) IsZero() bool { return id.b == [32]byte{} }
-
-// Format is SHA1 or SHA256 ("" for the unset id).
-func (id OID) Format() string {
-	switch id.n {
-	case 20:
-		return SHA1
-	case 32:
-		return SHA256
-	}
-	return ""
-}
-
-// String is the id in lower-case hex ("" for the unset id).
-func (id OID) String() string { return hex.EncodeToString(id.Bytes()) }
-
-// MarshalText writes the hex id.
-func (id OID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
-
-// UnmarshalText reads a hex id.
-func (id *OID) UnmarshalText(b []byte) error {
-	v, err := ParseOID(string(b))
-	if err != nil {
-		return err
-	}
-	*id = v
-	return nil
-}
+// FromBytes makes an id from its raw 20 or 32 bytes (oid.FromBytes).
+func FromBytes(b []byte) (OID, bool) { return oid.FromBytes(b) }
 
 // zeroOID is git's all-zero id of a format, which update-ref reads as
 // "must not exist".

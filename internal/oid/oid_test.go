@@ -1,4 +1,4 @@
-package gitrepo
+package oid
 
 import (
 	"strings"
@@ -10,9 +10,9 @@ func TestOIDHoldsBothFormats(t *testing.T) {
 		{strings.Repeat("ab", 20), SHA1},
 		{strings.Repeat("cd", 32), SHA256},
 	} {
-		id, err := ParseOID(c.hex)
+		id, err := Parse(c.hex)
 		if err != nil || id.String() != c.hex || id.Format() != c.format || id.IsZero() {
-			t.Fatalf("ParseOID(%s) = %s (%s), %v", c.hex, id, id.Format(), err)
+			t.Fatalf("Parse(%s) = %s (%s), %v", c.hex, id, id.Format(), err)
 		}
 		back, ok := FromBytes(id.Bytes())
 		if !ok || back != id {
@@ -20,8 +20,8 @@ func TestOIDHoldsBothFormats(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "abc", strings.Repeat("g", 40), strings.Repeat("a", 41), strings.Repeat("a", 63)} {
-		if _, err := ParseOID(bad); err == nil {
-			t.Fatalf("ParseOID(%q) accepted", bad)
+		if _, err := Parse(bad); err == nil {
+			t.Fatalf("Parse(%q) accepted", bad)
 		}
 	}
 	if (OID{}).Format() != "" || !(OID{}).IsZero() {
