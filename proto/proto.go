@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -282,14 +283,37 @@ func (d Dir) Write(name string, v any) error {
 // ErrAbsent means the protocol file does not exist.
 var ErrAbsent = errors.New("protocol file absent")
 
-// Read loads name into v. A missing file is ErrAbsent.
+// MaxFile bounds what Read loads. The largest file lazy writes is a
+// command whose prompt carries a few texts of up to 16 MiB each, which
+// JSON may escape to six bytes a character; anything past the bound was
+// not written by lazy, and reading it would only exhaust memory.
+const MaxFile = 256 << 20
+
+// Read loads name into v. A missing file is ErrAbsent; a file over
+// MaxFile, or one that is not the JSON lazy wrote, is an error naming it.
 func (d Dir) Read(name string, v any) error {
-	b, err := os.ReadFile(d.Path(name))
+	f, err := os.Open(d.Path(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return ErrAbsent
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", d.Path(name), err)
+	}
+	defer func() { _ = f.Close() }()
+	tooBig := func() error {
+		return fmt.Errorf("%s is over %d MiB, more than lazy ever writes there, so lazy did not write it: move it away", d.Path(name), MaxFile>>20)
+	}
+	// The size first, so an oversized file is refused unread; the limit
+	// still holds for one that grows while it is read.
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxFile {
+		return tooBig()
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", d.Path(name), err)
+	}
+	if len(b) > MaxFile {
+		return tooBig()
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s is damaged: %w", d.Path(name), err)
@@ -452,13 +476,15 @@ type LogMark struct {
 
 // MarkLog records that an agent launch of turn seq starts at offset of
 // agent.log. Appends of one short line are atomic enough: a torn line is
-// skipped by LogMarks.
+// skipped by LogMarks, and ended first so that this one reads.
 func (d Dir) MarkLog(seq int, kind string, offset int64, at time.Time) error {
 	f, err := os.OpenFile(d.Path(LogIndexFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(f, "%d %s %d %s\n", seq, kind, offset, at.UTC().Format(time.RFC3339))
+	if _, err = endLine(f, d.Path(LogIndexFile)); err == nil {
+		_, err = fmt.Fprintf(f, "%d %s %d %s\n", seq, kind, offset, at.UTC().Format(time.RFC3339))
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
