@@ -11,6 +11,7 @@ package unixsock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -107,10 +108,12 @@ func viaDir(path string, fn func(addr string) error) error {
 // unwrapOp keeps the cause of a net.OpError, whose address would name the
 // descriptor path instead of the socket the caller asked for.
 func unwrapOp(err error) error {
-	if oe, ok := err.(*net.OpError); ok && oe.Err != nil {
-		if se, ok := oe.Err.(*os.SyscallError); ok {
-			return se
-		}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
 		return oe.Err
 	}
 	return err
