@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lazyorch/lazy/cost"
@@ -153,8 +152,14 @@ func costTable(w io.Writer, rep cost.Report) error {
 	if rep.By == cost.ByTask {
 		head = append(head, "WITH SUBTASKS")
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	line := func(cells []string) { fmt.Fprintln(tw, strings.TrimRight(strings.Join(cells, "\t"), "\t")) }
+	var rows [][]string
+	line := func(cells []string) {
+		// Trailing empty cells are left out, so a row ends on its last word.
+		for len(cells) > 0 && cells[len(cells)-1] == "" {
+			cells = cells[:len(cells)-1]
+		}
+		rows = append(rows, cells)
+	}
 	line(head)
 	figures := func(t cost.Totals) []string {
 		cells := []string{costCell(t), tokens(t.InputTokens), tokens(t.CachedInputTokens), tokens(t.OutputTokens)}
@@ -198,7 +203,8 @@ func costTable(w io.Writer, rep cost.Report) error {
 		total = append(total, fmt.Sprintf("%d tasks", rep.Total.Tasks))
 	}
 	line(total)
-	return tw.Flush()
+	columns(w, rows)
+	return nil
 }
 
 // outcomeLabel is how a table names a group: a closed task was abandoned.

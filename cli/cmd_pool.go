@@ -326,12 +326,12 @@ func renderPool(w io.Writer, v *poolView, now time.Time) {
 		if r.Stopped {
 			state = "stopped " + ago(now, r.Seen)
 		}
-		fmt.Fprintf(w, "  %-20s %s  agents %s  up to %d  holding %d  %s\n", sanitize.Field(r.ID), sanitize.Field(labelsOf(r.Labels)),
+		fmt.Fprintf(w, "  %s %s  agents %s  up to %d  holding %d  %s\n", padWidth(sanitize.Field(r.ID), 20), sanitize.Field(labelsOf(r.Labels)),
 			sanitize.Field(words.List(r.Agents, "none")), r.MaxTasks, len(r.Holding), state)
 	}
 	fmt.Fprintf(w, "\nClaims (%d):\n", len(v.Claims))
 	for _, h := range v.Claims {
-		fmt.Fprintf(w, "  %s  runner %-20s generation %d  lease %s left\n", h.Task, sanitize.Field(h.Runner), h.Generation, h.Expires.Sub(now).Round(time.Second))
+		fmt.Fprintf(w, "  %s  runner %s generation %d  lease %s left\n", h.Task, padWidth(sanitize.Field(h.Runner), 20), h.Generation, h.Expires.Sub(now).Round(time.Second))
 	}
 	fmt.Fprintf(w, "\nWaiting (%d):\n", len(v.Waiting))
 	for _, t := range v.Waiting {

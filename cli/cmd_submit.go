@@ -3,7 +3,6 @@ package cli
 import (
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"time"
 
@@ -99,8 +98,7 @@ func prBrief(s *gitstore.Summary) string {
 // printPRs lists the pull requests of submitted and forge-merging tasks,
 // for lazy status.
 func printPRs(w io.Writer, entries []gitstore.Entry) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := false
+	var rows [][]string
 	for _, e := range entries {
 		if e.Err != nil || (e.Status != machine.Submitted && e.Status != machine.Merging) {
 			continue
@@ -109,11 +107,13 @@ func printPRs(w io.Writer, entries []gitstore.Entry) {
 		if err != nil || prBrief(s) == "" {
 			continue
 		}
-		if !header {
-			fmt.Fprintln(tw, "\nSUBMITTED\tPULL REQUEST\tURL")
-			header = true
+		if rows == nil {
+			rows = [][]string{{"SUBMITTED", "PULL REQUEST", "URL"}}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Slug, prBrief(s), sanitize.Field(s.PR.URL))
+		rows = append(rows, []string{s.Slug, prBrief(s), sanitize.Field(s.PR.URL)})
 	}
-	_ = tw.Flush()
+	if rows != nil {
+		fmt.Fprintln(w)
+		columns(w, rows)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
@@ -402,15 +401,13 @@ func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView, pools []s
 	_, _ = io.WriteString(rawWriter(w), "\x1b[H\x1b[2J") // home, clear
 	var b strings.Builder
 	fmt.Fprintf(&b, "lazy watch  %s  (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	overlapping := false
 	for _, r := range rows {
 		overlapping = overlapping || r.overlaps != ""
 	}
+	table := [][]string{{"TASK", "STATUS", "TITLE"}}
 	if overlapping {
-		fmt.Fprintln(tw, "TASK\tSTATUS\tOVERLAPS\tTITLE")
-	} else {
-		fmt.Fprintln(tw, "TASK\tSTATUS\tTITLE")
+		table[0] = []string{"TASK", "STATUS", "OVERLAPS", "TITLE"}
 	}
 	for _, r := range rows {
 		if overlapping {
@@ -418,12 +415,12 @@ func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView, pools []s
 			if r.overlaps != "" {
 				mark = "⚠ " + termsafe.String(r.overlaps)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Slug, statusCell(r), mark, rowTitle(r))
+			table = append(table, []string{r.Slug, statusCell(r), mark, rowTitle(r)})
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Slug, statusCell(r), rowTitle(r))
+		table = append(table, []string{r.Slug, statusCell(r), rowTitle(r)})
 	}
-	_ = tw.Flush()
+	columns(&b, table)
 	if len(rows) == 0 {
 		b.WriteString("(no open tasks)\n")
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lazyorch/lazy/budget"
@@ -297,17 +296,16 @@ func attemptsHeading(av *ops.AttemptsView) string {
 // renderAttemptTable is the attempts' table of show, diff --attempts and
 // watch, its cells worded by ops (the web view's are the same).
 func renderAttemptTable(w io.Writer, av *ops.AttemptsView) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  K\tSLUG\tAGENT\tSTATUS\tCOST\tGATE\tDIFF")
+	rows := [][]string{{"  K", "SLUG", "AGENT", "STATUS", "COST", "GATE", "DIFF"}}
 	for _, at := range av.Attempts {
+		k := fmt.Sprintf("  %d", at.K)
 		if at.Missing {
-			fmt.Fprintf(tw, "  %d\t(missing: %s)\t-\t-\t-\t-\t-\n", at.K, shortID(at.ID))
+			rows = append(rows, []string{k, "(missing: " + shortID(at.ID) + ")", "-", "-", "-", "-", "-"})
 			continue
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", at.K, at.Slug, sanitize.Field(at.AgentCell()),
-			at.StatusCell(), at.CostCell(), at.GateCell(), at.DiffCell())
+		rows = append(rows, []string{k, at.Slug, sanitize.Field(at.AgentCell()), at.StatusCell(), at.CostCell(), at.GateCell(), at.DiffCell()})
 	}
-	_ = tw.Flush()
+	columns(w, rows)
 }
 
 // renderSession prints the current session, if any.
@@ -433,7 +431,7 @@ func (v *showView) renderNotes(w io.Writer) {
 // renderHistory prints the status history as a table.
 func (v *showView) renderHistory(w io.Writer) error {
 	fmt.Fprintf(w, "\nHistory\n")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var rows [][]string
 	for _, h := range v.detail.History {
 		from := string(h.From)
 		if from == "" {
@@ -443,9 +441,10 @@ func (v *showView) renderHistory(w io.Writer) error {
 		if h.From == h.To {
 			move = string(h.To)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", absTime(h.At), h.Op, actorOrHuman(h.Actor), move, h.Host)
+		rows = append(rows, []string{"  " + absTime(h.At), h.Op, string(actorOrHuman(h.Actor)), move, h.Host})
 	}
-	return tw.Flush()
+	columns(w, rows)
+	return nil
 }
 
 // renderGate prints the task's merge gate: its newest run with each
