@@ -199,7 +199,7 @@ func (c *ConfigCmd) reread(a *app) (*gitrepo.Config, error) {
 			return nil, err
 		}
 	}
-	return gitrepo.ReadConfig(a.repo.CommonDir)
+	return gitrepo.ReadRepoConfig(a.repo.CommonDir, a.repo.GitDir)
 }
 
 // scopeValues are the values of key in one scope's file, and that file.

@@ -1,9 +1,7 @@
 package gitrepo
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,10 +11,14 @@ import (
 )
 
 // Config is git configuration as lazy reads it: the user's global file
-// then the repository's, later values winning, as git resolves them.
-// Include directives are not followed.
+// then the repository's, later values winning, as git resolves them,
+// with include.path and includeIf followed where they stand (see
+// configinclude.go).
 type Config struct {
 	entries []configEntry
+	// read is every file the configuration was read from or looked for,
+	// as it was then: what Fresh compares.
+	read []fileStamp
 }
 
 // configEntry is one variable of a config file. key is its name as git
@@ -73,8 +75,15 @@ func (c *Config) Names(prefix string) []string {
 
 // ReadConfig reads the global configuration and that of the repository
 // whose common git directory is commonDir (only the global one when
-// commonDir is "": outside any repository).
-func ReadConfig(commonDir string) (*Config, error) {
+// commonDir is "": outside any repository), as git reads it for a
+// command run in that directory.
+func ReadConfig(commonDir string) (*Config, error) { return ReadRepoConfig(commonDir, commonDir) }
+
+// ReadRepoConfig is ReadConfig for a command run in the worktree whose
+// git directory is gitDir (.git, or .git/worktrees/x for a linked one):
+// an includeIf "gitdir:" condition matches gitDir, "onbranch:" the
+// branch its HEAD names.
+func ReadRepoConfig(commonDir, gitDir string) (*Config, error) {
 	var paths []string
 	if home, err := os.UserHomeDir(); err == nil {
 		xdg := os.Getenv("XDG_CONFIG_HOME")
@@ -91,29 +100,20 @@ func ReadConfig(commonDir string) (*Config, error) {
 		local = filepath.Join(commonDir, "config")
 		paths = append(paths, local)
 	}
-	c := &Config{}
+	rd := &configReader{gitDir: gitDir, c: &Config{}}
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read git config %s: %w", p, err)
-		}
-		entries, err := parseConfig(b)
-		if err != nil {
-			return nil, fmt.Errorf("parse git config %s: %w (git config --file %s --list says more)", p, err, p)
-		}
 		scope := ScopeGlobal
 		if p == local {
 			scope = ScopeLocal
 		}
-		for i := range entries {
-			entries[i].file, entries[i].scope = p, scope
+		if err := rd.file(p, scope, 0); err != nil {
+			return nil, err
 		}
-		c.entries = append(c.entries, entries...)
 	}
-	return c, nil
+	if rd.needGit {
+		return readConfigWithGit(gitDir, commonDir != "", rd.c.read)
+	}
+	return rd.c, nil
 }
 
 // Get returns the last value of key ("section.key" or

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/lazyorch/lazy/gitrepo"
 )
@@ -36,6 +37,16 @@ type Repo struct {
 	// repository's are read through git); copies of the Repo share its
 	// packed-refs map.
 	*gitrepo.Refs
+
+	// config is the configuration read last, kept while its files are
+	// unchanged; copies of the Repo share it.
+	config *configCache
+}
+
+// configCache holds a Repo's configuration between reads.
+type configCache struct {
+	mu  sync.Mutex
+	cfg *Config
 }
 
 // Discover finds the repository enclosing dir, honouring GIT_DIR the way
@@ -116,7 +127,7 @@ func fromGitDir(gitDir, workTree string) (*Repo, error) {
 		}
 		common = filepath.Clean(c)
 	}
-	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common}
+	r := &Repo{WorkTree: workTree, GitDir: gitDir, CommonDir: common, config: &configCache{}}
 	if err := r.checkFormat(); err != nil {
 		return nil, err
 	}
@@ -165,8 +176,27 @@ func (r *Repo) Name() string {
 // Config is git configuration as lazy reads it (see gitrepo.Config).
 type Config = gitrepo.Config
 
-// Config reads the global and repository configuration.
-func (r *Repo) Config() (*Config, error) { return gitrepo.ReadConfig(r.CommonDir) }
+// Config reads the global and repository configuration, as git reads it
+// in this worktree (includeIf "gitdir:" matches its git directory). A
+// process reads it once: the Config is kept, and read again only when
+// one of its files (an included one too) changed, so a daemon still
+// sees a change the moment it is made.
+func (r *Repo) Config() (*Config, error) {
+	if r.config == nil {
+		return gitrepo.ReadRepoConfig(r.CommonDir, r.GitDir)
+	}
+	r.config.mu.Lock()
+	defer r.config.mu.Unlock()
+	if c := r.config.cfg; c != nil && c.Fresh() {
+		return c, nil
+	}
+	c, err := gitrepo.ReadRepoConfig(r.CommonDir, r.GitDir)
+	if err != nil {
+		return nil, err
+	}
+	r.config.cfg = c
+	return c, nil
+}
 
 // LazyDir is the host-local runtime directory (locks, cache, logs).
 // Nothing in it is needed to rebuild task state.
