@@ -1,10 +1,11 @@
 // Package budget decides how much an agent turn may still spend: the
 // budgets that apply to a task (its own, each ancestor's, this machine's
 // day), and what this machine's turns spent each day, in a host-local
-// ledger. It also holds what lazy knows about money: the bounds a dollar
-// or token figure must keep to be believed, the micro-dollar rounding of
-// every sum, and the price table that turns token counts into dollars
-// (price.go). It reads and writes no task record: ops gathers the
+// ledger. It also holds the price table that turns token counts into
+// dollars (price.go) and reads budgets as people write them; the bounds
+// a dollar or token figure must keep to be believed, and the
+// micro-dollar rounding of every sum, belong to the records' figures
+// (package task). It reads and writes no task record: ops gathers the
 // figures.
 package budget
 
@@ -13,6 +14,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/lazyorch/lazy/task"
 )
 
 // Scope names of the budgets.
@@ -20,33 +23,6 @@ const (
 	ScopeTask = "task"
 	ScopeDay  = "day"
 )
-
-// The bounds of a figure lazy believes. A figure outside them (or not a
-// finite number) comes from a bug or a hostile record, never from an
-// agent CLI: it is flagged and left out of every sum.
-const (
-	// MaxUSD is the largest amount lazy takes: a budget, or what a
-	// task and its turns cost in all.
-	MaxUSD = 1e12
-	// MaxTurnUSD is the most one agent turn can cost.
-	MaxTurnUSD = 1e6
-	// MaxTurnTokens is the most tokens of one kind (in, cached, out)
-	// one agent turn can report.
-	MaxTurnTokens = 10_000_000_000
-	// MaxTotalTokens is the most tokens of one kind a task's turns can
-	// add up to.
-	MaxTotalTokens = 1_000_000_000_000_000
-)
-
-// RoundUSD rounds an amount to the micro-dollar. Every sum of money lazy
-// keeps or prints goes through it, so 0.1 + 0.2 is 0.3 and a JSON figure
-// has at most six decimals.
-func RoundUSD(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1e15 {
-		return v // beyond the micro-dollar's reach in a float; the bounds refuse it first
-	}
-	return math.Round(v*1e6) / 1e6
-}
 
 // Line is one budget that applies to a turn: what it allows and what
 // was spent against it so far. A budget of 0 allows nothing.
@@ -58,7 +34,7 @@ type Line struct {
 }
 
 // Left is what the line still allows (negative once overspent).
-func (l Line) Left() float64 { return RoundUSD(l.LimitUSD - l.SpentUSD) }
+func (l Line) Left() float64 { return task.RoundUSD(l.LimitUSD - l.SpentUSD) }
 
 // Over reports whether nothing is left. A cent's fraction left is
 // nothing: no turn can run on it.
@@ -110,24 +86,10 @@ func ParseUSD(key, s string) (float64, error) {
 		// neither.
 		return 0, fmt.Errorf("%s %q is not an amount in US dollars; give one such as 5 or 12.50 (0 allows no spend)", key, s)
 	}
-	if err := CheckUSD(key, v); err != nil {
+	if err := task.CheckUSD(key, v); err != nil {
 		return 0, err
 	}
 	return v, nil
-}
-
-// CheckUSD checks an amount given as a number (MCP's budget_usd, a
-// figure read back): finite, not negative, at most MaxUSD.
-func CheckUSD(key string, v float64) error {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return fmt.Errorf("%s is not a number; give an amount in US dollars such as 5 or 12.50", key)
-	case v < 0:
-		return fmt.Errorf("%s %s is negative; give an amount in US dollars such as 5 or 12.50 (0 allows no spend)", key, FormatUSD(v))
-	case v > MaxUSD:
-		return fmt.Errorf("%s %s is more than the largest budget lazy takes ($%s); give a smaller amount", key, FormatUSD(v), FormatUSD(MaxUSD))
-	}
-	return nil
 }
 
 // ParseLimit reads a budget flag that may also clear the budget: "none"
@@ -141,16 +103,6 @@ func ParseLimit(key, s string) (*float64, error) {
 		return nil, fmt.Errorf("%w, or %s to clear it", err, None)
 	}
 	return &v, nil
-}
-
-// FormatUSD is an amount as a plain decimal, without float noise or an
-// exponent: 1.2, 0.000001, 1000000000000. A number out of any bound is
-// shortened to its exponent form (1e+308) rather than printed in full.
-func FormatUSD(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1e15 {
-		return strconv.FormatFloat(v, 'g', 4, 64)
-	}
-	return strconv.FormatFloat(RoundUSD(v), 'f', -1, 64)
 }
 
 // ParseRaise reads lazy unblock --budget: "+N" raises a budget by N, "N"

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lazyorch/lazy/task"
 )
 
 // Ledger is this machine's record of what agent turns cost, a file of
@@ -79,7 +81,7 @@ func (l Ledger) Day(t time.Time) (float64, error) {
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
 		var e Entry
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.CostUSD < 0 || e.CostUSD > MaxTurnUSD {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.CostUSD < 0 || e.CostUSD > task.MaxTurnUSD {
 			continue // torn by a crash, or a figure no turn can cost
 		}
 		cost[key{e.Task, e.Session, e.Seq}] = e.CostUSD
@@ -89,7 +91,7 @@ func (l Ledger) Day(t time.Time) (float64, error) {
 	}
 	sum := 0.0
 	for _, c := range cost {
-		sum = RoundUSD(sum + c)
+		sum = task.RoundUSD(sum + c)
 	}
 	return sum, nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/lazyorch/lazy/task"
 )
 
 // Price is what a model's tokens cost, in US dollars per million tokens:
@@ -16,12 +18,12 @@ type Price struct {
 
 // Cost is what tokens cost at p, rounded to the micro-dollar.
 func (p Price) Cost(in, cached, out int64) float64 {
-	return RoundUSD((float64(in)*p.In + float64(cached)*p.Cached + float64(out)*p.Out) / 1e6)
+	return task.RoundUSD((float64(in)*p.In + float64(cached)*p.Cached + float64(out)*p.Out) / 1e6)
 }
 
 // String is "1.25,0.125,10", the form lazy.price takes.
 func (p Price) String() string {
-	return FormatUSD(p.In) + "," + FormatUSD(p.Cached) + "," + FormatUSD(p.Out)
+	return task.FormatUSD(p.In) + "," + task.FormatUSD(p.Cached) + "," + task.FormatUSD(p.Out)
 }
 
 // Where a turn's dollar figure came from.
@@ -145,7 +147,7 @@ func ParsePrice(v string) (model string, p Price, err error) {
 	var f [3]float64
 	for i, s := range parts {
 		x, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(s), "$"), 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > MaxTurnUSD || strings.ContainsAny(s, "xXpP_") {
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > task.MaxTurnUSD || strings.ContainsAny(s, "xXpP_") {
 			return "", Price{}, bad(fmt.Sprintf("%q is not a price", s))
 		}
 		f[i] = x

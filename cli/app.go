@@ -21,6 +21,7 @@ import (
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // app is the context every command's Run method receives.
@@ -63,7 +64,7 @@ func (a *app) open() error {
 
 // openTask opens the repository and loads the task name names (a slug
 // or an id prefix), for commands that read one task.
-func (a *app) openTask(name string) (*gitstore.Snapshot, error) {
+func (a *app) openTask(name string) (*task.Snapshot, error) {
 	if err := a.open(); err != nil {
 		return nil, err
 	}
@@ -393,7 +394,7 @@ func (a *app) editor() string {
 	return "vi"
 }
 
-func toJSON(t *gitstore.Task) gitstore.Summary { return gitstore.NewSummary(t) }
+func toJSON(t *task.Task) task.Summary { return task.NewSummary(t) }
 
 // exitCode maps an error to the process exit status: 2 for usage, 1
 // otherwise.

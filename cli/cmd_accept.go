@@ -12,11 +12,11 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // AcceptCmd merges a task's work.
@@ -162,7 +162,7 @@ func (c *AcceptCmd) options(a *app) (ops.AcceptOptions, error) {
 // pushPooled sends the accept of a pooled task to the pool's remote, so
 // the runner that holds it lets it go; a failure is a warning (lazy push
 // sends it later).
-func (a *app) pushPooled(ctx context.Context, sn *gitstore.Snapshot) {
+func (a *app) pushPooled(ctx context.Context, sn *task.Snapshot) {
 	if sn == nil || sn.Task.Pool == nil {
 		return
 	}
@@ -265,7 +265,7 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 // queueResultJSON is one element of lazy accept TASK... --json: the
 // task (as it now is) whether or not it was accepted, so every element
 // has one shape, and the error and gate run of one that was not.
-func queueResultJSON(task gitstore.Summary, r ops.Accepting) map[string]any {
+func queueResultJSON(task task.Summary, r ops.Accepting) map[string]any {
 	if r.Err != nil {
 		m := map[string]any{"task": task, "accepted": false, "error": r.Err.Error()}
 		var ge *ops.GateError
@@ -286,11 +286,11 @@ func queueResultJSON(task gitstore.Summary, r ops.Accepting) map[string]any {
 
 // taskSummary is task id as it now is, or only its id if it cannot be
 // read.
-func (a *app) taskSummary(id string) gitstore.Summary {
+func (a *app) taskSummary(id string) task.Summary {
 	if sn, err := a.store.Load(id); err == nil {
 		return toJSON(&sn.Task)
 	}
-	return gitstore.Summary{ID: id}
+	return task.Summary{ID: id}
 }
 
 func nonNil(s []string) []string {

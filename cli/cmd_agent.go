@@ -23,6 +23,7 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/supervise"
+	"github.com/lazyorch/lazy/task"
 )
 
 // StartCmd starts a backlog task.
@@ -169,7 +170,7 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in ops.St
 	}
 	if c.JSON {
 		out := map[string]any{"group": toJSON(&res.Group.Task)}
-		var started []gitstore.Summary
+		var started []task.Summary
 		for _, sn := range res.Started {
 			started = append(started, toJSON(&sn.Task))
 		}
@@ -199,7 +200,7 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *
 		return fmt.Errorf("every attempt of %s settled, but comparing them failed: %w", group, err)
 	}
 	attention := false
-	var settledOut []gitstore.Summary
+	var settledOut []task.Summary
 	for _, id := range ids {
 		sn := final[id]
 		if sn == nil {
@@ -249,7 +250,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 	if err != nil {
 		return err
 	}
-	var marked []*gitstore.Snapshot
+	var marked []*task.Snapshot
 	for _, name := range append([]string{c.Task}, c.More...) {
 		sn, err := env.MarkForPool(ctx, name, ops.PoolMark{Labels: c.Label, Priority: c.Priority, Agent: c.Agent})
 		if err != nil {
@@ -262,7 +263,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 		return fmt.Errorf("marked %s for the pool here, but pushing %s to %s failed (lazy push retries): %w", words.Count(len(marked), "task", "tasks"), words.Plural(len(marked), "it", "them"), remote, err)
 	}
 	if c.JSON {
-		out := make([]gitstore.Summary, len(marked))
+		out := make([]task.Summary, len(marked))
 		for i, sn := range marked {
 			out[i] = toJSON(&sn.Task)
 		}
@@ -429,7 +430,7 @@ func (c *SuperviseCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	if !gitstore.ValidID(c.Task) {
+	if !task.ValidID(c.Task) {
 		return usageError{fmt.Sprintf("supervise needs a full task id, not %q", c.Task)}
 	}
 	return supervise.Run(ctx, proto.ForTask(a.repo.LazyDir(), c.Task))
@@ -439,7 +440,7 @@ func (c *SuperviseCmd) Run(a *app, ctx context.Context) error {
 // what happened since the last command (spec: the reconciler runs before
 // list, blocked and active). Failures are reported, never fatal to the
 // read. It reports whether anything changed.
-func (a *app) reconcileBeforeRead(ctx context.Context, entries []gitstore.Entry) bool {
+func (a *app) reconcileBeforeRead(ctx context.Context, entries []task.Entry) bool {
 	r, err := a.reconciler()
 	if err != nil {
 		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)
@@ -464,12 +465,12 @@ func (a *app) reconcileTask(ctx context.Context, id string) {
 	if err != nil {
 		return
 	}
-	a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+	a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
 }
 
 // reconciledList lists the tasks after a reconcile pass, listing again
 // when the pass changed anything.
-func (a *app) reconciledList(ctx context.Context) ([]gitstore.Entry, error) {
+func (a *app) reconciledList(ctx context.Context) ([]task.Entry, error) {
 	entries, err := a.store.List()
 	if err != nil {
 		return nil, err
@@ -749,7 +750,7 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 // daemon alive, progress events are echoed to stderr, and a reconcile
 // event for the task ends the wait. Without one (or if the stream stops)
 // it reconciles the task itself.
-func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error) {
+func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var stream <-chan events.Event
@@ -767,7 +768,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 			return sn, nil
 		}
 		if stream == nil {
-			a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+			a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
 		}
 		poll := time.After(50 * time.Millisecond)
 		if stream != nil {
@@ -809,7 +810,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 
 // sendToRunner pushes feedback left for the runner that holds a pooled
 // task; it starts the turn after its next fetch.
-func (a *app) sendToRunner(ctx context.Context, sn *gitstore.Snapshot, left *ops.ErrLeftForRunner) error {
+func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *ops.ErrLeftForRunner) error {
 	remote, err := a.poolRemote(ctx, "")
 	if err != nil {
 		return err

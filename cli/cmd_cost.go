@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/cost"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 )
 
 // CostCmd reports what agent work cost, grouped one way.
@@ -109,7 +109,7 @@ func (a *app) printCostJSON(rep cost.Report) error {
 
 // flaggedNote says which recorded figures a report left out because lazy
 // does not believe them, at most a few by name.
-func flaggedNote(w io.Writer, flags []gitstore.Flag) {
+func flaggedNote(w io.Writer, flags []task.Flag) {
 	if len(flags) == 0 {
 		return
 	}

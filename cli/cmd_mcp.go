@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
@@ -15,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // McpCmd serves the builder's MCP tools on stdio.
@@ -62,7 +62,7 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 
 // dispatcher builds the MCP dispatcher of this repository; wait is how a
 // call waits for a turn.
-func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)) *mcp.Dispatcher {
+func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error)) *mcp.Dispatcher {
 	timing, policy, turnErr := a.turnSettings()
 	d := &mcp.Dispatcher{
 		Store: a.store,
@@ -102,7 +102,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 
 // pollTurn waits for task id's turn inside the daemon: it reconciles the
 // task itself between polls rather than wait for the next tick.
-func (a *app) pollTurn(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error) {
+func (a *app) pollTurn(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		sn, err := a.store.Load(id)
@@ -115,7 +115,7 @@ func (a *app) pollTurn(ctx context.Context, id string, timeout time.Duration) (*
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives", timeout, sn.Task.Slug)
 		}
-		a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+		a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

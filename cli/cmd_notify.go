@@ -7,12 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/task"
 )
 
 // NotifyCmd lists the notification targets, or tests them.
@@ -187,7 +187,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 // summary and, for a parked or interrupted task, its session (which
 // turn parked it, the circuit breaker's count) at the listed commit,
 // and for an ask that ended, whether it ended with an answer.
-func (a *app) observeTask(e *gitstore.Entry) (notify.Observation, error) {
+func (a *app) observeTask(e *task.Entry) (notify.Observation, error) {
 	s, err := e.Summary()
 	if err != nil {
 		return notify.Observation{}, err
@@ -207,7 +207,7 @@ func (a *app) observeTask(e *gitstore.Entry) (notify.Observation, error) {
 		if err != nil {
 			return o, err
 		}
-		o.AnswerFailed = answer == nil || answer.Role != gitstore.RoleAgent || answer.Error != ""
+		o.AnswerFailed = answer == nil || answer.Role != task.RoleAgent || answer.Error != ""
 	}
 	return o, nil
 }

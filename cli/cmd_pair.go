@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pair"
+	"github.com/lazyorch/lazy/task"
 )
 
 // interactive opens the repository for a command that hands the human's
@@ -79,7 +79,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 // pairs, revoked when it ends), the MCP flags of its CLI, and
 // LAZY_MCP_COMMAND for a shell. Without a daemon or a token the pairing
 // still runs, without lazy's tools, and says so.
-func (a *app) pairMCP(ctx context.Context, s *gitstore.Snapshot, argv []string) ([]string, []string, func()) {
+func (a *app) pairMCP(ctx context.Context, s *task.Snapshot, argv []string) ([]string, []string, func()) {
 	none := func() {}
 	lazyDir := a.repo.LazyDir()
 	if os.Getenv("LAZY_NO_DAEMON") == "" {

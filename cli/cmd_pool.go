@@ -13,12 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/task"
 )
 
 // poolRemote is the remote the pool lives on: the flag, else git config
@@ -81,7 +81,7 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	for _, l := range c.Label {
-		if !gitstore.PoolLabel.MatchString(l) {
+		if !task.PoolLabel.MatchString(l) {
 			return usageError{fmt.Sprintf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)}
 		}
 	}
@@ -279,7 +279,7 @@ func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote stri
 }
 
 // waitingWhy says what a pooled task that no runner holds waits for.
-func waitingWhy(env *ops.Env, sn *gitstore.Snapshot, runners []pool.Runner, now time.Time) string {
+func waitingWhy(env *ops.Env, sn *task.Snapshot, runners []pool.Runner, now time.Time) string {
 	if !env.PoolWork(sn) {
 		return "waits for you: review it (lazy diff " + sn.Task.Slug + "), then lazy unblock or lazy accept"
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/internal/redact"
@@ -28,6 +27,7 @@ import (
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -346,7 +346,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 
 // noLogWhy says why this machine has no agent output of sn: its turns
 // run on another host, or (a session of this host's) none was kept.
-func (a *app) noLogWhy(sn *gitstore.Snapshot) string {
+func (a *app) noLogWhy(sn *task.Snapshot) string {
 	if env, err := a.env(); err == nil && !env.Owns(sn) && sn.Session.Host != a.store.Host() {
 		return "no agent output on this machine (its turns run on host " + sn.Session.Host + "; run lazy logs there)"
 	}
@@ -365,7 +365,7 @@ func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.
 		}
 		settled := sn.Task.Status != machine.Working
 		if !settled {
-			a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}})
+			a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
 		}
 		lw.marks = pd.LogMarks()
 		n, err := lw.copyFrom(pd.Path(proto.LogFile), off, -1)
@@ -535,7 +535,7 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	code := 0
-	var out []gitstore.Summary
+	var out []task.Summary
 	for _, id := range ids {
 		sn, ok := final[id]
 		if !ok {
@@ -558,7 +558,7 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 	}
 	if c.JSON {
 		if out == nil {
-			out = []gitstore.Summary{}
+			out = []task.Summary{}
 		}
 		if err := a.printJSON(out); err != nil {
 			return err
@@ -585,7 +585,7 @@ func settled(st machine.Status) bool {
 // line (nil: none) shows what the pending tasks are doing; waitSettled
 // erases it before it returns, so what the caller prints next starts on
 // a clean line.
-func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeout time.Duration, line *progress.Line) (map[string]*gitstore.Snapshot, bool, error) {
+func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeout time.Duration, line *progress.Line) (map[string]*task.Snapshot, bool, error) {
 	defer line.Close()
 	var deadline <-chan time.Time
 	if timeout > 0 {
@@ -596,9 +596,9 @@ func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeou
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		final := map[string]*gitstore.Snapshot{}
-		var pending []gitstore.Entry
-		var running []*gitstore.Snapshot
+		final := map[string]*task.Snapshot{}
+		var pending []task.Entry
+		var running []*task.Snapshot
 		for _, id := range ids {
 			sn, err := a.store.Load(id)
 			if err != nil {
@@ -607,7 +607,7 @@ func (a *app) waitSettled(ctx context.Context, ids []string, anyOne bool, timeou
 			if settled(sn.Task.Status) {
 				final[id] = sn
 			} else {
-				pending = append(pending, gitstore.Entry{ID: id, Status: sn.Task.Status})
+				pending = append(pending, task.Entry{ID: id, Status: sn.Task.Status})
 				running = append(running, sn)
 			}
 		}
@@ -689,7 +689,7 @@ func (a *app) logSize(name string) int64 {
 }
 
 // stay follows or waits for a turn just launched, or says how to.
-func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, logOff int64) error {
+func (a *app) stay(ctx context.Context, f followFlags, sn *task.Snapshot, logOff int64) error {
 	slug := sn.Task.Slug
 	switch {
 	case f.Follow:
@@ -716,7 +716,7 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *gitstore.Snapshot, lo
 // fetchPoolLog brings the log of a pooled task a runner elsewhere ran:
 // the newest part it pushed to the pool, kept here where lazy logs reads
 // a log. A log of this machine's own session is never replaced.
-func (a *app) fetchPoolLog(ctx context.Context, sn *gitstore.Snapshot, pd proto.Dir) {
+func (a *app) fetchPoolLog(ctx context.Context, sn *task.Snapshot, pd proto.Dir) {
 	if sn.Task.Pool == nil || sn.Session == nil {
 		return
 	}

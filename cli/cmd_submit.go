@@ -6,10 +6,10 @@ import (
 
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 
 	"context"
 	"fmt"
@@ -77,7 +77,7 @@ func (a *app) forgeSync() (*reconcile.ForgeSync, error) {
 
 // prBrief is a task's pull request in a table cell ("PR #3 open,
 // checks failing"), "" without one.
-func prBrief(s *gitstore.Summary) string {
+func prBrief(s *task.Summary) string {
 	p := s.PR
 	if p == nil || p.Number <= 0 {
 		return ""
@@ -97,7 +97,7 @@ func prBrief(s *gitstore.Summary) string {
 
 // printPRs lists the pull requests of submitted and forge-merging tasks,
 // for lazy status.
-func printPRs(w io.Writer, entries []gitstore.Entry) {
+func printPRs(w io.Writer, entries []task.Entry) {
 	var rows [][]string
 	for _, e := range entries {
 		if e.Err != nil || (e.Status != machine.Submitted && e.Status != machine.Merging) {

@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -203,7 +204,7 @@ func emptyLists(rep *gitstore.SyncReport) {
 		}
 	}
 	if rep.Refused == nil {
-		rep.Refused = []gitstore.Refused{}
+		rep.Refused = []task.Refused{}
 	}
 	if rep.Unverified == nil {
 		rep.Unverified = []gitstore.Unverified{}
@@ -212,7 +213,7 @@ func emptyLists(rep *gitstore.SyncReport) {
 		rep.Skipped = []gitstore.Skip{}
 	}
 	if rep.Flagged == nil {
-		rep.Flagged = []gitstore.Flag{}
+		rep.Flagged = []task.Flag{}
 	}
 	if rep.Renamed == nil {
 		rep.Renamed = []gitstore.Rename{}

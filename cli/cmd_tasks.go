@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // InitCmd sets lazy up in the repository.
@@ -227,7 +227,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if err != nil {
 		return err
 	}
-	rows := make([]gitstore.Entry, 0, len(entries))
+	rows := make([]task.Entry, 0, len(entries))
 	var bad []listError
 	for _, e := range entries {
 		if e.Err != nil {
@@ -263,7 +263,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		// cached bytes and decodes no summary.
 		return writeJSONList(a.stdout, orderEntries(rows, f.Sort, f.Limit), bad, a.marks(), ov)
 	}
-	tasks := make([]*gitstore.Summary, 0, len(rows))
+	tasks := make([]*task.Summary, 0, len(rows))
 	rowOf := make(map[string]int, len(rows)) // task id -> index in rows
 	for i := range rows {
 		s, err := rows[i].Summary()
@@ -281,7 +281,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		ordered = ordered[:f.Limit]
 	}
 	if f.JSON {
-		kept := make([]gitstore.Entry, 0, len(ordered))
+		kept := make([]task.Entry, 0, len(ordered))
 		for _, r := range ordered {
 			kept = append(kept, rows[rowOf[r.Item.ID]])
 		}
@@ -306,7 +306,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 
 // substater is the live substate derivation (marks.Marks in the CLI).
 type substater interface {
-	Substate(*gitstore.Summary) string
+	Substate(*task.Summary) string
 }
 
 // taskTable renders list, blocked and active: ID, STATUS (coloured, with
@@ -331,7 +331,7 @@ func taskTable(w io.Writer, st style, rows []treeRow, marks substater, ov map[st
 		if pr := prBrief(row.Item); pr != "" {
 			status += " [" + pr + "]"
 		}
-		updated, _ := time.Parse(gitstore.TimeLayout, row.Item.UpdatedAt)
+		updated, _ := time.Parse(task.TimeLayout, row.Item.UpdatedAt)
 		r := []cell{
 			{text: shortID(row.Item.ID), sgr: "2"},
 			{text: status, sgr: statusSGR[row.Item.Status]},
@@ -396,9 +396,9 @@ func keyCompare(key string) func(a, b *orderKey) int {
 }
 
 // taskLess is the sibling order of a --sort key.
-func taskLess(key string) func(a, b *gitstore.Summary) bool {
+func taskLess(key string) func(a, b *task.Summary) bool {
 	if key == "title" {
-		return func(a, b *gitstore.Summary) bool {
+		return func(a, b *task.Summary) bool {
 			ta, tb := strings.ToLower(a.Title), strings.ToLower(b.Title)
 			if ta != tb {
 				return ta < tb
@@ -410,14 +410,14 @@ func taskLess(key string) func(a, b *gitstore.Summary) bool {
 	if cmp == nil {
 		return nil
 	}
-	return func(a, b *gitstore.Summary) bool {
+	return func(a, b *task.Summary) bool {
 		return cmp(&orderKey{a.Status, a.UpdatedAt, a.ID}, &orderKey{b.Status, b.UpdatedAt, b.ID}) < 0
 	}
 }
 
 // orderEntries puts entries in tree order under a --sort key other than
 // title, as treeOrder does summaries, and keeps the first limit (0: all).
-func orderEntries(rows []gitstore.Entry, key string, limit int) []gitstore.Entry {
+func orderEntries(rows []task.Entry, key string, limit int) []task.Entry {
 	keys := make([]orderKey, len(rows))
 	idx := make([]int, len(rows))
 	for i := range rows {
@@ -431,7 +431,7 @@ func orderEntries(rows []gitstore.Entry, key string, limit int) []gitstore.Entry
 	if limit > 0 && len(ordered) > limit {
 		ordered = ordered[:limit]
 	}
-	out := make([]gitstore.Entry, len(ordered))
+	out := make([]task.Entry, len(ordered))
 	for k, r := range ordered {
 		out[k] = rows[r.Item]
 	}
@@ -440,7 +440,7 @@ func orderEntries(rows []gitstore.Entry, key string, limit int) []gitstore.Entry
 
 // withLive adds a working task's derived substate to its cached summary
 // bytes; every other task is written as cached.
-func withLive(e gitstore.Entry, mk *marks.Marks) []byte {
+func withLive(e task.Entry, mk *marks.Marks) []byte {
 	if e.Status != machine.Working || len(e.JSON) < 2 || e.JSON[len(e.JSON)-1] != '}' {
 		return e.JSON
 	}
@@ -467,7 +467,7 @@ func (a *app) marks() *marks.Marks {
 // objects are the cached summary bytes, so listing thousands of tasks
 // decodes and re-encodes nothing; a working task gains its live
 // substate and an overlapping one its overlaps.
-func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, mk *marks.Marks, ov map[string]ops.TaskOverlaps) error {
+func writeJSONList(w io.Writer, rows []task.Entry, bad []listError, mk *marks.Marks, ov map[string]ops.TaskOverlaps) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString("[")
 	sep := "\n"
@@ -493,17 +493,17 @@ func writeJSONList(w io.Writer, rows []gitstore.Entry, bad []listError, mk *mark
 }
 
 // treeRow is a task placed in tree order.
-type treeRow = tasktree.Row[*gitstore.Summary]
+type treeRow = tasktree.Row[*task.Summary]
 
 // treeOrder puts each subtask right under its parent, siblings in less
 // order (nil: creation order). Tasks whose parent is not in the list are
 // roots.
-func treeOrder(tasks []*gitstore.Summary, less func(a, b *gitstore.Summary) bool) []treeRow {
+func treeOrder(tasks []*task.Summary, less func(a, b *task.Summary) bool) []treeRow {
 	if less != nil {
-		tasks = append([]*gitstore.Summary(nil), tasks...)
+		tasks = append([]*task.Summary(nil), tasks...)
 		sort.SliceStable(tasks, func(i, j int) bool { return less(tasks[i], tasks[j]) })
 	}
-	return tasktree.Order(tasks, func(t *gitstore.Summary) string { return t.ID }, func(t *gitstore.Summary) string { return t.TreeParent() })
+	return tasktree.Order(tasks, func(t *task.Summary) string { return t.ID }, func(t *task.Summary) string { return t.TreeParent() })
 }
 
 // maxFilesShown bounds the changed files show lists per turn.
@@ -511,7 +511,7 @@ const maxFilesShown = 20
 
 // permissions is what sn's agent may do here (lazy show), or nil when
 // another machine runs it or the configuration cannot say.
-func (a *app) permissions(ctx context.Context, sn *gitstore.Snapshot) *agent.TaskPermissions {
+func (a *app) permissions(ctx context.Context, sn *task.Snapshot) *agent.TaskPermissions {
 	env, err := a.env()
 	if err != nil {
 		return nil
@@ -592,7 +592,7 @@ type endCmd struct {
 	DeleteBranch bool `name:"delete-branch" help:"Also delete the task's branch when it holds work not merged into its base (its tip is recorded in a comment first). Without it such a branch is kept, and a comment says where; a branch with nothing unmerged is deleted either way."`
 }
 
-func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do func(ctx context.Context, name, reason string) (*gitstore.Snapshot, error)) error {
+func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do func(ctx context.Context, name, reason string) (*task.Snapshot, error)) error {
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err
 	}
@@ -608,7 +608,7 @@ func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do 
 	notes, cerr := env.CleanupAbandoned(ctx, sn, c.DeleteBranch)
 	if c.JSON {
 		out := struct {
-			gitstore.Summary
+			task.Summary
 			Cleanup []string `json:"cleanup"`
 		}{toJSON(&sn.Task), nonNil(notes)}
 		if err := a.printJSON(out); err != nil {
@@ -806,8 +806,8 @@ func (c *AllowCmd) Run(a *app, ctx context.Context) error {
 // agent "Interrupted", and a failure recorded before a later move
 // "Failed". A stop's own words come from its turn, since a stop records
 // no failure.
-func parkReason(status machine.Status, reason string, turns []gitstore.Turn) (string, string) {
-	var last *gitstore.Turn
+func parkReason(status machine.Status, reason string, turns []task.Turn) (string, string) {
+	var last *task.Turn
 	if len(turns) > 0 {
 		last = &turns[len(turns)-1]
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/lazyorch/lazy/daemon"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
@@ -24,6 +23,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -68,7 +68,7 @@ type tuiModel struct {
 	width, height int
 	// tasks is every task read, finished ones included; rows is those
 	// the filters let through, in tree order.
-	tasks []*gitstore.Summary
+	tasks []*task.Summary
 	rows  []treeRow
 	// overlaps is each listed task's overlaps (ops.Env.Overlaps), read
 	// with the list through overlapCache.
@@ -147,7 +147,7 @@ type (
 	tuiRefresh struct{} // the daemon reported something
 	tuiTick    struct{}
 	tuiLoaded  struct {
-		tasks    []*gitstore.Summary
+		tasks    []*task.Summary
 		overlaps map[string]ops.TaskOverlaps
 	}
 	tuiPreview struct {
@@ -188,7 +188,7 @@ func (m *tuiModel) load() tea.Cmd {
 		if err != nil {
 			return tuiErr{err}
 		}
-		var tasks []*gitstore.Summary
+		var tasks []*task.Summary
 		env, _ := quiet.env()
 		for i := range entries {
 			if s, err := entries[i].Summary(); err == nil {
@@ -212,7 +212,7 @@ func needsYou(st machine.Status) bool { return st.IsBlocked() || st == machine.I
 
 // keep reports whether the filters let t through: the status filter,
 // then the text, which matches the slug, the title or a pool label.
-func (m *tuiModel) keep(t *gitstore.Summary) bool {
+func (m *tuiModel) keep(t *task.Summary) bool {
 	switch m.show {
 	case showNeedsMe:
 		if !needsYou(t.Status) {
@@ -250,7 +250,7 @@ func (m *tuiModel) keep(t *gitstore.Summary) bool {
 // refilter puts the tasks the filters let through into rows, keeping
 // the selection when it is still listed.
 func (m *tuiModel) refilter() {
-	var kept []*gitstore.Summary
+	var kept []*task.Summary
 	for _, t := range m.tasks {
 		if m.keep(t) {
 			kept = append(kept, t)
@@ -267,7 +267,7 @@ func (m *tuiModel) refilter() {
 	}
 }
 
-func (m *tuiModel) current() *gitstore.Summary {
+func (m *tuiModel) current() *task.Summary {
 	for _, r := range m.rows {
 		if r.Item.ID == m.selected {
 			return r.Item
@@ -501,7 +501,7 @@ func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 
 // actionKey starts the action key stands for on task t: at once, or
 // after the prompt it opens.
-func (m *tuiModel) actionKey(key string, t *gitstore.Summary) tea.Cmd {
+func (m *tuiModel) actionKey(key string, t *task.Summary) tea.Cmd {
 	slug := termsafe.String(t.Slug)
 	switch key {
 	case "u", "enter":
@@ -899,7 +899,7 @@ func (m *tuiModel) renderList(w, h int) string {
 		return m.styles.dim.Render("no open tasks (lazy create \"...\")")
 	}
 	// A model without an app (in a test) has no markers to read.
-	substate := func(*gitstore.Summary) string { return "" }
+	substate := func(*task.Summary) string { return "" }
 	if m.a != nil {
 		substate = m.a.marks().Substate
 	}
@@ -1185,11 +1185,11 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 }
 
 // gateMark flags a task whose newest merge-gate run failed.
-func gateMark(g *gitstore.GateSummary) string {
-	if g != nil && g.Origin == gitstore.GateRemote && g.State == gitstore.GatePassed {
-		return "  ? gate: " + gitstore.GateRemote
+func gateMark(g *task.GateSummary) string {
+	if g != nil && g.Origin == task.GateRemote && g.State == task.GatePassed {
+		return "  ? gate: " + task.GateRemote
 	}
-	if g == nil || g.State != gitstore.GateFailed {
+	if g == nil || g.State != task.GateFailed {
 		return ""
 	}
 	return "  ✗ gate: " + termsafe.String(g.Failed)

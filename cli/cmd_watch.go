@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/task"
 )
 
 // StatusCmd summarizes the repository's tasks.
@@ -31,7 +31,7 @@ type statusView struct {
 	Active []statusRow            `json:"active"`
 	Daemon *daemon.Info           `json:"daemon,omitempty"`
 	// Usage totals what every task's agent turns cost.
-	Usage *gitstore.Usage `json:"usage,omitempty"`
+	Usage *task.Usage `json:"usage,omitempty"`
 	// OwedStashes are the user's uncommitted changes an accept stashed
 	// and has not given back, each with the command that restores it.
 	OwedStashes []ops.OwedStash `json:"owed_stashes"`
@@ -48,7 +48,7 @@ type statusView struct {
 }
 
 // overlapBriefs is each overlapping task's overlaps in brief, by slug.
-func overlapBriefs(entries []gitstore.Entry, ov map[string]ops.TaskOverlaps) map[string]string {
+func overlapBriefs(entries []task.Entry, ov map[string]ops.TaskOverlaps) map[string]string {
 	out := map[string]string{}
 	for i := range entries {
 		if o, ok := ov[entries[i].ID]; ok && !o.Empty() {
@@ -68,13 +68,13 @@ type gateFailure struct {
 }
 
 // gateFailures lists the open tasks whose newest gate run failed.
-func gateFailures(entries []gitstore.Entry) []gateFailure {
+func gateFailures(entries []task.Entry) []gateFailure {
 	out := []gateFailure{}
 	for i := range entries {
 		if entries[i].Err != nil || entries[i].Status.IsTerminal() {
 			continue
 		}
-		if s, err := entries[i].Summary(); err == nil && s.Gate != nil && s.Gate.State == gitstore.GateFailed {
+		if s, err := entries[i].Summary(); err == nil && s.Gate != nil && s.Gate.State == task.GateFailed {
 			out = append(out, gateFailure{Slug: s.Slug, Failed: s.Gate.Failed, At: s.Gate.At})
 		}
 	}
@@ -83,7 +83,7 @@ func gateFailures(entries []gitstore.Entry) []gateFailure {
 
 // foreignMerges describes the merging tasks whose accept this machine
 // did not begin (see ops.Env.ForeignMerge).
-func (a *app) foreignMerges(env *ops.Env, entries []gitstore.Entry) []string {
+func (a *app) foreignMerges(env *ops.Env, entries []task.Entry) []string {
 	var out []string
 	for i := range entries {
 		if entries[i].Err != nil || entries[i].Status != machine.Merging {
@@ -101,13 +101,13 @@ func (a *app) foreignMerges(env *ops.Env, entries []gitstore.Entry) []string {
 }
 
 type statusRow struct {
-	Slug     string          `json:"slug"`
-	Status   machine.Status  `json:"status"`
-	Substate string          `json:"substate,omitempty"`
-	Title    string          `json:"title"`
-	Usage    *gitstore.Usage `json:"usage,omitempty"`
+	Slug     string         `json:"slug"`
+	Status   machine.Status `json:"status"`
+	Substate string         `json:"substate,omitempty"`
+	Title    string         `json:"title"`
+	Usage    *task.Usage    `json:"usage,omitempty"`
 	// Gate is how its newest merge-gate run ended.
-	Gate *gitstore.GateSummary `json:"gate,omitempty"`
+	Gate *task.GateSummary `json:"gate,omitempty"`
 	// AttemptOf is the slug of the group an attempt belongs to, and
 	// Attempt its number: live views list attempts under their group.
 	AttemptOf string `json:"attempt_of,omitempty"`
@@ -120,7 +120,7 @@ type statusRow struct {
 
 // rows renders the tasks a live view shows: everything not finished, with
 // its substate from the one shared derivation.
-func (a *app) rows(entries []gitstore.Entry, keep func(machine.Status) bool) ([]statusRow, map[machine.Status]int) {
+func (a *app) rows(entries []task.Entry, keep func(machine.Status) bool) ([]statusRow, map[machine.Status]int) {
 	marks := a.marks()
 	counts := map[machine.Status]int{}
 	var rows []statusRow
@@ -168,15 +168,15 @@ func rowTitle(r statusRow) string {
 }
 
 // totalUsage sums what every listed task's agent turns cost.
-func totalUsage(entries []gitstore.Entry) *gitstore.Usage {
-	var total *gitstore.Usage
+func totalUsage(entries []task.Entry) *task.Usage {
+	var total *task.Usage
 	for i := range entries {
 		if entries[i].Err != nil {
 			continue
 		}
 		if s, err := entries[i].Summary(); err == nil && s.Usage != nil {
 			if total == nil {
-				total = &gitstore.Usage{}
+				total = &task.Usage{}
 			}
 			total.Add(*s.Usage)
 		}

@@ -12,27 +12,28 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // costRecords are an accepted task with a rejected subtask, an abandoned
 // one run by Codex (no price, no model) and an open one, over two days.
 func costRecords() []cost.Record {
 	day := func(d, h int) time.Time { return time.Date(2026, 5, d, h, 0, 0, 0, time.UTC) }
-	u := func(c float64, in, cached, out int64) *gitstore.Usage {
-		return &gitstore.Usage{CostUSD: c, InputTokens: in, CachedInputTokens: cached, OutputTokens: out}
+	u := func(c float64, in, cached, out int64) *task.Usage {
+		return &task.Usage{CostUSD: c, InputTokens: in, CachedInputTokens: cached, OutputTokens: out}
 	}
-	tn := func(agent, model string, at time.Time, us *gitstore.Usage) gitstore.Turn {
-		return gitstore.Turn{Role: gitstore.RoleAgent, Agent: agent, Model: model, At: at, Usage: us}
+	tn := func(agent, model string, at time.Time, us *task.Usage) task.Turn {
+		return task.Turn{Role: task.RoleAgent, Agent: agent, Model: model, At: at, Usage: us}
 	}
 	return []cost.Record{
-		{Spending: gitstore.Spending{ID: "aaaa1111", Slug: "fix-login", Status: machine.Complete, Outcome: gitstore.OutcomeAccepted, Usage: u(4.0213, 1000012, 20000, 1007)},
-			Turns: []gitstore.Turn{tn("claude", "claude-opus-4-1", day(1, 10), u(3, 900000, 20000, 900)), tn("claude", "claude-sonnet-4-5", day(2, 10), u(1.0213, 100012, 0, 107))}},
-		{Spending: gitstore.Spending{ID: "bbbb2222", Slug: "cover-logout", Parent: "aaaa1111", Status: machine.Abandoned, Outcome: gitstore.OutcomeRejected, Usage: u(0.75, 5000, 0, 300)},
-			Turns: []gitstore.Turn{tn("claude", "claude-opus-4-1", day(2, 11), u(0.75, 5000, 0, 300))}},
-		{Spending: gitstore.Spending{ID: "cccc3333", Slug: "port-\x1b[31mred", Status: machine.Abandoned, Outcome: gitstore.OutcomeClosed, Usage: u(0, 42000, 0, 512)},
-			Turns: []gitstore.Turn{tn("codex", "", day(1, 9), u(0, 42000, 0, 512))}},
-		{Spending: gitstore.Spending{ID: "dddd4444", Slug: "release-notes", Status: machine.Blocked, Usage: u(0.1, 800, 0, 90)},
-			Turns: []gitstore.Turn{tn("claude", "claude-sonnet-4-5", day(2, 12), u(0.1, 800, 0, 90))}},
+		{Spending: task.Spending{ID: "aaaa1111", Slug: "fix-login", Status: machine.Complete, Outcome: task.OutcomeAccepted, Usage: u(4.0213, 1000012, 20000, 1007)},
+			Turns: []task.Turn{tn("claude", "claude-opus-4-1", day(1, 10), u(3, 900000, 20000, 900)), tn("claude", "claude-sonnet-4-5", day(2, 10), u(1.0213, 100012, 0, 107))}},
+		{Spending: task.Spending{ID: "bbbb2222", Slug: "cover-logout", Parent: "aaaa1111", Status: machine.Abandoned, Outcome: task.OutcomeRejected, Usage: u(0.75, 5000, 0, 300)},
+			Turns: []task.Turn{tn("claude", "claude-opus-4-1", day(2, 11), u(0.75, 5000, 0, 300))}},
+		{Spending: task.Spending{ID: "cccc3333", Slug: "port-\x1b[31mred", Status: machine.Abandoned, Outcome: task.OutcomeClosed, Usage: u(0, 42000, 0, 512)},
+			Turns: []task.Turn{tn("codex", "", day(1, 9), u(0, 42000, 0, 512))}},
+		{Spending: task.Spending{ID: "dddd4444", Slug: "release-notes", Status: machine.Blocked, Usage: u(0.1, 800, 0, 90)},
+			Turns: []task.Turn{tn("claude", "claude-sonnet-4-5", day(2, 12), u(0.1, 800, 0, 90))}},
 	}
 }
 
@@ -69,7 +70,7 @@ func TestCostCommand(t *testing.T) {
 	ids := map[string]string{}
 	for _, r := range costRecords() {
 		parent := ids[r.Spending.Parent]
-		sn, err := st.Create(gitstore.CreateSpec{Title: r.Spending.Slug, Slug: strings.ReplaceAll(r.Spending.Slug, "\x1b[31m", ""), Parent: parent, Actor: machine.Human})
+		sn, err := st.Create(task.CreateSpec{Title: r.Spending.Slug, Slug: strings.ReplaceAll(r.Spending.Slug, "\x1b[31m", ""), Parent: parent, Actor: machine.Human})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,9 +78,9 @@ func TestCostCommand(t *testing.T) {
 		path := map[machine.Status][]machine.Status{machine.Complete: {machine.Working, machine.Blocked, machine.Merging, machine.Complete},
 			machine.Blocked: {machine.Working, machine.Blocked}, machine.Abandoned: {machine.Abandoned}}[r.Spending.Status]
 		for i, to := range path {
-			if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+			if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 				if s.Session == nil {
-					s.Session = &gitstore.Session{ID: "s1", Number: 1, Host: "h"}
+					s.Session = &task.Session{ID: "s1", Number: 1, Host: "h"}
 					s.Task.Sessions = 1
 				}
 				if i == 0 {
@@ -89,7 +90,7 @@ func TestCostCommand(t *testing.T) {
 					s.Task.Usage = r.Spending.Usage
 				}
 				s.Task.Status, s.Task.Outcome = to, r.Spending.Outcome
-				return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+				return &task.Op{Name: "test", Actor: machine.System}, nil
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -141,14 +142,14 @@ func TestCostCommand(t *testing.T) {
 // their group, "unpriced" for tokens without a price, never $0.0000, and
 // the flagged figure named on stderr, not summed.
 func TestCostTableAttemptsUnpricedAndFlagged(t *testing.T) {
-	u := func(c float64, in, out int64, unpriced int64) *gitstore.Usage {
-		return &gitstore.Usage{CostUSD: c, InputTokens: in, OutputTokens: out, Unpriced: unpriced}
+	u := func(c float64, in, out int64, unpriced int64) *task.Usage {
+		return &task.Usage{CostUSD: c, InputTokens: in, OutputTokens: out, Unpriced: unpriced}
 	}
 	recs := []cost.Record{
-		{Spending: gitstore.Spending{ID: "g", Slug: "fix-login", Status: machine.Backlog, Attempts: 2}},
-		{Spending: gitstore.Spending{ID: "a1", Slug: "fix-login-a1", AttemptOf: "g", Status: machine.Blocked, Usage: u(0.099, 60000, 2400, 0)}},
-		{Spending: gitstore.Spending{ID: "a2", Slug: "fix-login-a2", AttemptOf: "g", Status: machine.Blocked, Usage: u(0, 1000, 10, 1)}},
-		{Spending: gitstore.Spending{ID: "h", Slug: "hostile", Status: machine.Blocked, Usage: &gitstore.Usage{Flagged: "cost_usd 1e+308 is above the $1000000000000 a task can cost"}}},
+		{Spending: task.Spending{ID: "g", Slug: "fix-login", Status: machine.Backlog, Attempts: 2}},
+		{Spending: task.Spending{ID: "a1", Slug: "fix-login-a1", AttemptOf: "g", Status: machine.Blocked, Usage: u(0.099, 60000, 2400, 0)}},
+		{Spending: task.Spending{ID: "a2", Slug: "fix-login-a2", AttemptOf: "g", Status: machine.Blocked, Usage: u(0, 1000, 10, 1)}},
+		{Spending: task.Spending{ID: "h", Slug: "hostile", Status: machine.Blocked, Usage: &task.Usage{Flagged: "cost_usd 1e+308 is above the $1000000000000 a task can cost"}}},
 	}
 	var out bytes.Buffer
 	rep := cost.Aggregate(recs, cost.Query{By: cost.ByTask})

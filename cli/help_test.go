@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {
@@ -208,9 +209,9 @@ func TestCompletionValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, to := range []machine.Status{machine.Working, machine.Blocked} {
-		if _, _, err := st.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, err := st.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 			s.Task.Status = to
-			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+			return &task.Op{Name: "test", Actor: machine.System}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}

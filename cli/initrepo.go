@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Refspecs lazy configures. Fetched task state lands in its own
@@ -95,7 +96,7 @@ func containsLine(text, line string) bool {
 // hostname still differ.
 func newHostID() (string, error) {
 	name, _ := os.Hostname()
-	name = gitstore.Slugify(name)
+	name = task.Slugify(name)
 	if name == "task" {
 		name = "host"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/jsondoc"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // readDocs parses docs/json.md.
@@ -37,7 +38,7 @@ func readDocs(t *testing.T) map[string]jsondoc.Spec {
 // it: the cached summary, a working task's live substate and a task's
 // overlaps.
 type listedTask struct {
-	gitstore.Summary
+	task.Summary
 	Live string `json:"live_substate,omitempty"`
 	ops.TaskOverlaps
 }
@@ -63,10 +64,10 @@ func TestJSONDocCoversTheGoTypes(t *testing.T) {
 		"lazy config KEY VALUE":  reflect.TypeFor[configChange](),
 		"lazy init":              reflect.TypeFor[initResult](),
 		"lazy version":           reflect.TypeFor[buildInfo](),
-		"lazy comment":           reflect.TypeFor[gitstore.Comment](),
-		"lazy ask":               reflect.TypeFor[gitstore.Turn](),
-		"lazy wait":              reflect.TypeFor[[]gitstore.Summary](),
-		"lazy create":            reflect.TypeFor[gitstore.Summary](),
+		"lazy comment":           reflect.TypeFor[task.Comment](),
+		"lazy ask":               reflect.TypeFor[task.Turn](),
+		"lazy wait":              reflect.TypeFor[[]task.Summary](),
+		"lazy create":            reflect.TypeFor[task.Summary](),
 		"lazy accept --dry-run":  reflect.TypeFor[ops.AcceptPreview](),
 		"lazy queue":             reflect.TypeFor[[]ops.QueueView](),
 		"lazy stash":             reflect.TypeFor[stashView](),

@@ -7,10 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestListFitsA120ColumnTerminal renders lazy list's table for several
@@ -22,7 +22,7 @@ import (
 // are counted rather than listed (lazy show names them).
 func TestListFitsA120ColumnTerminal(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	at := now.Add(-3 * time.Hour).Format(gitstore.TimeLayout)
+	at := now.Add(-3 * time.Hour).Format(task.TimeLayout)
 	long := "Fix the login race that shows up one CI run in ten when the session cache is cold and the clock skews"
 	maxSlug := strings.Repeat("abcdefgh-", 6)[:53] // 48 + "-a7" + room, as attempts make them
 	many := map[string][]string{}
@@ -30,11 +30,11 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 		many[s] = []string{"auth/session.go", "auth/cache.go", "auth/token.go", "cmd/server/main.go"}
 	}
 	shapes := map[string]struct {
-		tasks []*gitstore.Summary
+		tasks []*task.Summary
 		ov    map[string]ops.TaskOverlaps
 	}{
 		"one attempts group and an overlap": {
-			tasks: []*gitstore.Summary{
+			tasks: []*task.Summary{
 				{ID: "g000000000000001", Slug: "fix-login", Title: long, Status: machine.Backlog, UpdatedAt: at, Attempts: []string{"a000000000000001", "a000000000000002"}},
 				{ID: "a000000000000001", Slug: "fix-login-a1", Title: long, Status: machine.Blocked, UpdatedAt: at, AttemptOf: "g000000000000001", Attempt: 1},
 				{ID: "a000000000000002", Slug: "fix-login-a2", Title: long, Status: machine.Working, UpdatedAt: at, AttemptOf: "g000000000000001", Attempt: 2},
@@ -46,10 +46,10 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 			},
 		},
 		"many overlaps, a hold, a pull request, a deep subtask, the longest slug": {
-			tasks: []*gitstore.Summary{
-				{ID: "p000000000000001", Slug: "release-2-0", Title: long, Status: machine.Submitted, UpdatedAt: at, PR: &gitstore.PRSummary{Forge: "github", Number: 1234, State: "open", Checks: "failing", Review: "changes_requested", Revising: true}},
+			tasks: []*task.Summary{
+				{ID: "p000000000000001", Slug: "release-2-0", Title: long, Status: machine.Submitted, UpdatedAt: at, PR: &task.PRSummary{Forge: "github", Number: 1234, State: "open", Checks: "failing", Review: "changes_requested", Revising: true}},
 				{ID: "c000000000000001", Slug: "cover-logout-too", Title: long, Status: machine.Blocked, UpdatedAt: at, Parent: "p000000000000001",
-					Hold: &gitstore.Hold{Kind: gitstore.HoldBudget, Scope: "parent release-2-0", LimitUSD: 25, SpentUSD: 25.31}},
+					Hold: &task.Hold{Kind: task.HoldBudget, Scope: "parent release-2-0", LimitUSD: 25, SpentUSD: 25.31}},
 				{ID: "d000000000000001", Slug: maxSlug, Title: long, Status: machine.Blocked, UpdatedAt: at, Parent: "c000000000000001"},
 				{ID: "e000000000000001", Slug: "docs", Title: "Docs", Status: machine.Conflict, UpdatedAt: at},
 			},

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestOrderEntriesMatchesTreeOrder holds the JSON listing's order, taken
@@ -19,10 +19,10 @@ func TestOrderEntriesMatchesTreeOrder(t *testing.T) {
 	statuses := machine.Statuses()
 	for round := range 500 {
 		n := r.IntN(40)
-		rows := make([]gitstore.Entry, n)
-		sums := make([]*gitstore.Summary, n)
+		rows := make([]task.Entry, n)
+		sums := make([]*task.Summary, n)
 		for i := range rows {
-			e := gitstore.Entry{
+			e := task.Entry{
 				ID:      fmt.Sprint(r.IntN(n + 3)),
 				Status:  statuses[r.IntN(len(statuses))],
 				Updated: fmt.Sprintf("2026-12-0%dT00:00:00Z", 1+r.IntN(4)),
@@ -31,7 +31,7 @@ func TestOrderEntriesMatchesTreeOrder(t *testing.T) {
 				e.Parent = fmt.Sprint(r.IntN(n + 3))
 			}
 			rows[i] = e
-			sums[i] = &gitstore.Summary{ID: e.ID, Status: e.Status, UpdatedAt: e.Updated, Parent: e.Parent}
+			sums[i] = &task.Summary{ID: e.ID, Status: e.Status, UpdatedAt: e.Updated, Parent: e.Parent}
 		}
 		for _, key := range []string{"attention", "updated", "created"} {
 			limit := 0

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // outcome is how a task a human waited for ended (start --wait, lazy
@@ -13,7 +13,7 @@ import (
 // limit) or the gate that failed on its work, and the commands that carry
 // it on, as "blocked; held: over budget: ...; next: lazy unblock ...".
 // facts says whether there was more to say than the status.
-func (a *app) outcome(ctx context.Context, sn *gitstore.Snapshot) (line string, facts bool) {
+func (a *app) outcome(ctx context.Context, sn *task.Snapshot) (line string, facts bool) {
 	t := &sn.Task
 	parts := []string{string(t.Status)}
 	next := strings.Join(nextSteps(t.Slug, t.Status, sn.PendingViolations() > 0), " | ")

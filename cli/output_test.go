@@ -15,8 +15,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -42,7 +42,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 type noMarks struct{}
 
-func (noMarks) Substate(s *gitstore.Summary) string {
+func (noMarks) Substate(s *task.Summary) string {
 	if s.Status == machine.Working {
 		return "agent: running tests"
 	}
@@ -51,8 +51,8 @@ func (noMarks) Substate(s *gitstore.Summary) string {
 
 func TestTaskTableGolden(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) string { return now.Add(-d).Format(gitstore.TimeLayout) }
-	tasks := []*gitstore.Summary{
+	at := func(d time.Duration) string { return now.Add(-d).Format(task.TimeLayout) }
+	tasks := []*task.Summary{
 		{ID: "aaaaaaaa1111", Slug: "fix-the-flaky-login-test", Title: "Fix the flaky login test that fails one run in twenty on CI under load", Status: machine.Working, UpdatedAt: at(3 * time.Minute)},
 		{ID: "bbbbbbbb2222", Slug: "cover-logout", Parent: "aaaaaaaa1111", Title: "Cover logout too", Status: machine.Blocked, UpdatedAt: at(2 * time.Hour)},
 		{ID: "cccccccc3333", Slug: "write-docs", Title: "Write the docs for the new review loop: diff, logs, wait and the TUI", Status: machine.Backlog, UpdatedAt: at(3 * 24 * time.Hour)},
@@ -196,8 +196,8 @@ func runewidth(r rune) int { return ansi.StringWidth(string(r)) }
 // line by the number of its wide runes.
 func TestTablesAlignWideRunes(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	at := now.Add(-3 * time.Minute).Format(gitstore.TimeLayout)
-	tasks := []*gitstore.Summary{
+	at := now.Add(-3 * time.Minute).Format(task.TimeLayout)
+	tasks := []*task.Summary{
 		{ID: "aaaaaaaa1111", Slug: "fix-login", Title: "ログインのバグを直す、セッションキャッシュが冷たいときに一度だけ失敗する", Status: machine.Blocked, UpdatedAt: at},
 		{ID: "bbbbbbbb2222", Slug: "emoji", Title: "Ship it 🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀", Status: machine.Working, UpdatedAt: at},
 		{ID: "cccccccc3333", Slug: "plain", Title: "A plain title", Status: machine.Backlog, UpdatedAt: at},

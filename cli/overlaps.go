@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -18,7 +18,7 @@ import (
 // ops.Env.Overlaps), keyed by task id. It never fails a view: a check
 // that cannot be made shows no overlaps. cache (nil: none) serves views
 // that refresh.
-func (a *app) overlaps(ctx context.Context, entries []gitstore.Entry, cache *ops.OverlapCache) map[string]ops.TaskOverlaps {
+func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *ops.OverlapCache) map[string]ops.TaskOverlaps {
 	// A read-only check needs neither the actor nor the turn policy, so a
 	// bad lazy.* setting does not hide it.
 	env := &ops.Env{Store: a.store, RepoDir: a.repoDir()}
@@ -32,7 +32,7 @@ func (a *app) overlaps(ctx context.Context, entries []gitstore.Entry, cache *ops
 // taskOverlaps is the check for one task (lazy show): only a task that
 // is unfinished and started on this machine can overlap, so any other
 // lists nothing.
-func (a *app) taskOverlaps(ctx context.Context, sn *gitstore.Snapshot) ops.TaskOverlaps {
+func (a *app) taskOverlaps(ctx context.Context, sn *task.Snapshot) ops.TaskOverlaps {
 	env := &ops.Env{Store: a.store, RepoDir: a.repoDir()}
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return ops.TaskOverlaps{}

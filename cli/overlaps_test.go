@@ -10,10 +10,10 @@ import (
 
 	"charm.land/lipgloss/v2"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestTaskTableShowsOverlapsOnlyWhenThereAreSome checks the OVERLAPS
@@ -21,10 +21,10 @@ import (
 // one does, and escaped.
 func TestTaskTableShowsOverlapsOnlyWhenThereAreSome(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	tasks := []*gitstore.Summary{
-		{ID: "aaaaaaaa1111", Slug: "add-login", Title: "Add login", Status: machine.Blocked, UpdatedAt: now.Format(gitstore.TimeLayout)},
-		{ID: "bbbbbbbb2222", Slug: "fix-logout", Title: "Fix logout", Status: machine.Working, UpdatedAt: now.Format(gitstore.TimeLayout)},
-		{ID: "cccccccc3333", Slug: "docs", Title: "Docs", Status: machine.Backlog, UpdatedAt: now.Format(gitstore.TimeLayout)},
+	tasks := []*task.Summary{
+		{ID: "aaaaaaaa1111", Slug: "add-login", Title: "Add login", Status: machine.Blocked, UpdatedAt: now.Format(task.TimeLayout)},
+		{ID: "bbbbbbbb2222", Slug: "fix-logout", Title: "Fix logout", Status: machine.Working, UpdatedAt: now.Format(task.TimeLayout)},
+		{ID: "cccccccc3333", Slug: "docs", Title: "Docs", Status: machine.Backlog, UpdatedAt: now.Format(task.TimeLayout)},
 	}
 	st := style{width: 0, now: now}
 	var plain bytes.Buffer

@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/progress"
+	"github.com/lazyorch/lazy/task"
 )
 
 // progressLine is the status line of a long command (start --wait, wait,
@@ -31,7 +31,7 @@ func (a *app) progressLine(asJSON bool) *progress.Line {
 // waitingLine is what the progress line of a wait says about the tasks
 // still running: each one's slug and what it is doing this second (its
 // substate, else its status).
-func (a *app) waitingLine(pending []*gitstore.Snapshot) string {
+func (a *app) waitingLine(pending []*task.Snapshot) string {
 	mk := a.marks()
 	parts := make([]string, 0, len(pending))
 	for _, sn := range pending {

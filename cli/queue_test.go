@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft, with names and
@@ -49,12 +49,12 @@ func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
 
 // TestStatusCellFlagsAFailedGate.
 func TestStatusCellFlagsAFailedGate(t *testing.T) {
-	r := statusRow{Status: "blocked", Gate: &gitstore.GateSummary{State: gitstore.GateFailed, Failed: "make\x1b[31m test"}}
+	r := statusRow{Status: "blocked", Gate: &task.GateSummary{State: task.GateFailed, Failed: "make\x1b[31m test"}}
 	got := statusCell(r)
 	if !strings.Contains(got, "✗ gate: make") || strings.ContainsRune(got, '\x1b') {
 		t.Fatalf("%q", got)
 	}
-	r.Gate.State = gitstore.GatePassed
+	r.Gate.State = task.GatePassed
 	if got := statusCell(r); got != "blocked" {
 		t.Fatalf("a passed gate is flagged: %q", got)
 	}

@@ -9,20 +9,20 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // showView is what lazy show prints, fetched once: the detail that
 // --json prints as it is, and the few things only the text adds. The
 // render reads it and fetches nothing.
 type showView struct {
-	sn     *gitstore.Snapshot
-	detail *gitstore.Detail
+	sn     *task.Snapshot
+	detail *task.Detail
 	// parent names the parent task as "slug (id)", or by id alone if it
 	// cannot be loaded; "" for a root task.
 	parent string
@@ -50,7 +50,7 @@ type showView struct {
 // showJSON is lazy show --json: the detail, with the overlaps' fields
 // beside its own, and a group's attempts compared.
 type showJSON struct {
-	*gitstore.Detail
+	*task.Detail
 	ops.TaskOverlaps
 	showAttempts
 	// ProtectedChanges names the protected paths the change touches.
@@ -62,7 +62,7 @@ type showJSON struct {
 // cost of them all and the attempt that landed.
 type showAttempts struct {
 	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
-	AttemptsUsage *gitstore.Usage   `json:"attempts_usage,omitempty"`
+	AttemptsUsage *task.Usage       `json:"attempts_usage,omitempty"`
 	AttemptChosen int               `json:"attempt_chosen,omitempty"`
 }
 
@@ -93,7 +93,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		return nil, err
 	}
 	id := sn.Task.ID
-	if a.reconcileBeforeRead(ctx, []gitstore.Entry{{ID: id, Status: sn.Task.Status}}) {
+	if a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}}) {
 		if sn, err = a.store.Load(id); err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 	if v.protected != nil && t.Status == machine.Blocked {
 		v.next = []string{"lazy diff " + t.Slug, v.protected.Approve + "   # a human, after reviewing them", "lazy unblock " + t.Slug + " -m TEXT", "lazy reject " + t.Slug}
 	}
-	if h := t.Hold; h != nil && h.Kind == gitstore.HoldBudget && !t.Status.IsTerminal() {
+	if h := t.Hold; h != nil && h.Kind == task.HoldBudget && !t.Status.IsTerminal() {
 		// Over budget, a plain unblock would only park it again.
 		v.next = []string{"lazy unblock " + t.Slug + " --budget +N", "lazy diff " + t.Slug, "lazy accept " + t.Slug, "lazy reject " + t.Slug}
 	}
@@ -243,7 +243,7 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 // because lazy does not believe it (out of bounds): such a figure counts
 // as nothing, so it can neither hold the budget for good nor pay for
 // another task's spending.
-func budgetNote(env *ops.Env, sn *gitstore.Snapshot) string {
+func budgetNote(env *ops.Env, sn *task.Snapshot) string {
 	spent, flags, err := env.Spending(sn)
 	if err != nil {
 		return ""
@@ -363,18 +363,18 @@ func (v *showView) renderTurns(w io.Writer) {
 	fmt.Fprintf(w, "\nTurns (%d)\n", len(turns))
 	for _, tn := range turns {
 		who := tn.Role
-		if tn.Role == gitstore.RoleHuman {
+		if tn.Role == task.RoleHuman {
 			who = string(actorOrHuman(tn.Actor))
 		}
 		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, absTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
-		if tn.Role == gitstore.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
+		if tn.Role == task.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
 			v.renderTurnWork(w, tn)
 		}
 	}
 }
 
 // renderTurnWork prints a turn's commits, exit and changed files.
-func (v *showView) renderTurnWork(w io.Writer, tn gitstore.Turn) {
+func (v *showView) renderTurnWork(w io.Writer, tn task.Turn) {
 	fmt.Fprintf(w, "      -- %s, %s changed", words.Count(len(tn.Commits), "commit", "commits"), words.Count(len(tn.ChangedFiles), "file", "files"))
 	if t := tn.Tools.String(); t != "" && !tn.Tools.AllFailed() {
 		fmt.Fprintf(w, ", %s", t)
@@ -463,10 +463,10 @@ func (v *showView) renderGate(w io.Writer) {
 		return
 	}
 	if g.Skipped != nil {
-		fmt.Fprintf(w, "  skipped by %s at %s: %s\n", sanitize.Field(g.Skipped.By), g.Skipped.At.UTC().Format(gitstore.TimeLayout), sanitize.Field(g.Skipped.Reason))
+		fmt.Fprintf(w, "  skipped by %s at %s: %s\n", sanitize.Field(g.Skipped.By), g.Skipped.At.UTC().Format(task.TimeLayout), sanitize.Field(g.Skipped.Reason))
 	}
 	if ap := g.Approved; ap != nil {
-		fmt.Fprintf(w, "  protected paths approved by %s at %s: %s\n", sanitize.Field(ap.By), ap.At.UTC().Format(gitstore.TimeLayout), strings.Join(sanitizeFields(ap.Files), ", "))
+		fmt.Fprintf(w, "  protected paths approved by %s at %s: %s\n", sanitize.Field(ap.By), ap.At.UTC().Format(task.TimeLayout), strings.Join(sanitizeFields(ap.Files), ", "))
 	}
 	for i, r := range g.Runs {
 		last := i == len(g.Runs)-1
@@ -475,7 +475,7 @@ func (v *showView) renderGate(w io.Writer) {
 		if r.Speculative {
 			spec = ", speculative"
 		}
-		fmt.Fprintf(w, "  run %s %s  %s  on %s at %s (tree %s%s), %.1fs\n", sanitize.Field(r.ID), verdict, r.At.UTC().Format(gitstore.TimeLayout),
+		fmt.Fprintf(w, "  run %s %s  %s  on %s at %s (tree %s%s), %.1fs\n", sanitize.Field(r.ID), verdict, r.At.UTC().Format(task.TimeLayout),
 			sanitize.Field(r.Target), shortSHA(sanitize.Field(r.Base)), shortSHA(sanitize.Field(r.Tree)), spec, float64(r.DurationMS)/1000)
 		if !last {
 			continue
@@ -500,7 +500,7 @@ func (v *showView) renderGate(w io.Writer) {
 		if r.Refused != "" {
 			fmt.Fprintf(w, "    not passed: %s\n", sanitize.Field(r.Refused))
 		}
-		if r.Log != "" && r.Origin == gitstore.GateHere {
+		if r.Log != "" && r.Origin == task.GateHere {
 			fmt.Fprintf(w, "    whole log: %s\n", sanitize.Field(r.Log))
 		}
 	}
@@ -511,15 +511,15 @@ func (v *showView) renderGate(w io.Writer) {
 
 // gateVerdict is how show words a run: passed or failed when this
 // machine ran it; anything else only says what its record claims.
-func gateVerdict(r gitstore.GateRun) string {
+func gateVerdict(r task.GateRun) string {
 	claim := "failed"
 	if r.Passed {
 		claim = "passed"
 	}
-	if r.Origin == gitstore.GateHere {
+	if r.Origin == task.GateHere {
 		return claim
 	}
-	return fmt.Sprintf("%s (its record says %s, host %q)", gitstore.GateRemote, claim, sanitize.Field(r.Host))
+	return fmt.Sprintf("%s (its record says %s, host %q)", task.GateRemote, claim, sanitize.Field(r.Host))
 }
 
 // sanitizeFields escapes each of ss for a terminal.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestShowRendersOnlyWhatWasFetched checks the split of lazy show: the
@@ -16,11 +16,11 @@ import (
 // cannot disagree.
 func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	sn := &gitstore.Snapshot{Task: gitstore.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task",
+	sn := &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task",
 		Status: machine.Blocked, CreatedAt: at, Parent: "fedcba9876543210"}}
-	sn.Session = &gitstore.Session{ID: "aaaabbbbccccdddd", Number: 2, Host: "here", Agent: "claude", Branch: "lazy/the-task"}
-	d := &gitstore.Detail{Summary: gitstore.NewSummary(&sn.Task), Live: "waiting on the user", Goal: "do it",
-		History: []gitstore.Change{{At: at, Op: "create", To: machine.Backlog, Host: "here"}}}
+	sn.Session = &task.Session{ID: "aaaabbbbccccdddd", Number: 2, Host: "here", Agent: "claude", Branch: "lazy/the-task"}
+	d := &task.Detail{Summary: task.NewSummary(&sn.Task), Live: "waiting on the user", Goal: "do it",
+		History: []task.Change{{At: at, Op: "create", To: machine.Backlog, Host: "here"}}}
 	v := &showView{sn: sn, detail: d, parent: "the-parent (fedcba98)", foreign: true, next: []string{"lazy accept the-task"}}
 	var out bytes.Buffer
 	if err := v.render(&out, style{}); err != nil {
@@ -61,13 +61,13 @@ func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 // counts do not add up says nothing.
 func TestShowFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	sn := &gitstore.Snapshot{Task: gitstore.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Blocked, CreatedAt: at}}
+	sn := &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Blocked, CreatedAt: at}}
 	zero := 0
-	d := &gitstore.Detail{Summary: gitstore.NewSummary(&sn.Task), TurnList: []gitstore.Turn{
-		{Seq: 2, Role: gitstore.RoleAgent, Kind: "agent", Content: "Done: the tests pass.", At: at, ExitCode: &zero, Tools: &gitstore.Tools{Calls: 5, Failed: 5}},
-		{Seq: 4, Role: gitstore.RoleAgent, Kind: "agent", Content: "Fixed.", At: at, ExitCode: &zero, Commits: []string{"abc"}, ChangedFiles: []string{"a.go", "b.go"}, Tools: &gitstore.Tools{Calls: 7, Failed: 2}},
-		{Seq: 6, Role: gitstore.RoleAgent, Kind: "agent", Content: "Hm.", At: at, ExitCode: &zero, Tools: &gitstore.Tools{Calls: 1, Failed: 1}},
-		{Seq: 8, Role: gitstore.RoleAgent, Kind: "agent", Content: "Odd.", At: at, ExitCode: &zero, Tools: &gitstore.Tools{Calls: 2, Failed: 9}},
+	d := &task.Detail{Summary: task.NewSummary(&sn.Task), TurnList: []task.Turn{
+		{Seq: 2, Role: task.RoleAgent, Kind: "agent", Content: "Done: the tests pass.", At: at, ExitCode: &zero, Tools: &task.Tools{Calls: 5, Failed: 5}},
+		{Seq: 4, Role: task.RoleAgent, Kind: "agent", Content: "Fixed.", At: at, ExitCode: &zero, Commits: []string{"abc"}, ChangedFiles: []string{"a.go", "b.go"}, Tools: &task.Tools{Calls: 7, Failed: 2}},
+		{Seq: 6, Role: task.RoleAgent, Kind: "agent", Content: "Hm.", At: at, ExitCode: &zero, Tools: &task.Tools{Calls: 1, Failed: 1}},
+		{Seq: 8, Role: task.RoleAgent, Kind: "agent", Content: "Odd.", At: at, ExitCode: &zero, Tools: &task.Tools{Calls: 2, Failed: 9}},
 	}}
 	var out bytes.Buffer
 	if err := (&showView{sn: sn, detail: d}).render(&out, style{}); err != nil {

@@ -12,8 +12,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // The actions of lazy watch. Each runs off the UI goroutine through the
@@ -62,7 +62,7 @@ func (m *tuiModel) create(title, goal string) tea.Cmd {
 }
 
 // start is lazy start TASK with the repository's agent settings.
-func (m *tuiModel) start(t *gitstore.Summary) tea.Cmd {
+func (m *tuiModel) start(t *task.Summary) tea.Cmd {
 	return m.act("start "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		in, err := a.startInput("", "")
 		if err != nil {
@@ -88,7 +88,7 @@ func (m *tuiModel) start(t *gitstore.Summary) tea.Cmd {
 }
 
 // startAttempts is lazy start TASK --attempts N --agent A,B.
-func (m *tuiModel) startAttempts(t *gitstore.Summary, n int, agents []string) tea.Cmd {
+func (m *tuiModel) startAttempts(t *task.Summary, n int, agents []string) tea.Cmd {
 	return m.act("start "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		first := ""
 		if len(agents) > 0 {
@@ -114,7 +114,7 @@ func (m *tuiModel) startAttempts(t *gitstore.Summary, n int, agents []string) te
 }
 
 // raiseBudget is the budget half of lazy unblock TASK --budget N.
-func (m *tuiModel) raiseBudget(t *gitstore.Summary, text string) tea.Cmd {
+func (m *tuiModel) raiseBudget(t *task.Summary, text string) tea.Cmd {
 	return m.act("budget "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		owner, limit, err := raise(ctx, env, t.ID, text)
 		if err != nil {
@@ -145,7 +145,7 @@ func parseAttemptsPrompt(text string) (int, []string, error) {
 }
 
 // unblock is lazy unblock TASK -m FEEDBACK.
-func (m *tuiModel) unblock(t *gitstore.Summary, feedback string) tea.Cmd {
+func (m *tuiModel) unblock(t *task.Summary, feedback string) tea.Cmd {
 	return m.act("unblock "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		sn, err := env.Unblock(ctx, t.ID, feedback, ops.Decisions{})
 		var left *ops.ErrLeftForRunner
@@ -162,7 +162,7 @@ func (m *tuiModel) unblock(t *gitstore.Summary, feedback string) tea.Cmd {
 
 // askAgent is lazy ask TASK -m QUESTION: the status line says the
 // question went, then shows the answer when it arrives.
-func (m *tuiModel) askAgent(t *gitstore.Summary, question string) tea.Cmd {
+func (m *tuiModel) askAgent(t *task.Summary, question string) tea.Cmd {
 	return m.act("ask "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		sn, err := env.Ask(ctx, t.ID, question)
 		if err != nil {
@@ -188,7 +188,7 @@ func (m *tuiModel) askAgent(t *gitstore.Summary, question string) tea.Cmd {
 
 // end is lazy reject or lazy close TASK -m REASON; the branch is kept
 // when it holds unmerged work, as without --delete-branch.
-func (m *tuiModel) end(t *gitstore.Summary, verb, reason string) tea.Cmd {
+func (m *tuiModel) end(t *task.Summary, verb, reason string) tea.Cmd {
 	return m.act(verb+" "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		do := env.Close
 		if verb == "reject" {
@@ -209,7 +209,7 @@ func (m *tuiModel) end(t *gitstore.Summary, verb, reason string) tea.Cmd {
 
 // accept is lazy accept TASK: the gate's and the merge's steps show in
 // the status line as they go.
-func (m *tuiModel) accept(t *gitstore.Summary) tea.Cmd {
+func (m *tuiModel) accept(t *task.Summary) tea.Cmd {
 	return m.act("accept "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
 		if err != nil {
@@ -234,7 +234,7 @@ func (m *tuiModel) accept(t *gitstore.Summary) tea.Cmd {
 }
 
 // stop is lazy stop TASK.
-func (m *tuiModel) stop(t *gitstore.Summary) tea.Cmd {
+func (m *tuiModel) stop(t *task.Summary) tea.Cmd {
 	return m.act("stop "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		sn, err := env.Stop(ctx, t.ID, "")
 		if err != nil {

@@ -13,9 +13,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -108,7 +108,7 @@ func TestWatchBellSetting(t *testing.T) {
 }
 
 // tuiTestModel is a model on a screen of w x h with tasks listed.
-func tuiTestModel(w, h int, tasks ...*gitstore.Summary) *tuiModel {
+func tuiTestModel(w, h int, tasks ...*task.Summary) *tuiModel {
 	m := &tuiModel{width: w, height: h, tasks: tasks, follow: true}
 	m.refilter()
 	return m
@@ -143,10 +143,10 @@ func press(m *tuiModel, keys ...string) tea.Cmd {
 	return last
 }
 
-func sampleTasks() []*gitstore.Summary {
-	return []*gitstore.Summary{
+func sampleTasks() []*task.Summary {
+	return []*task.Summary{
 		{ID: "1", Slug: "fix-login", Title: "Fix the login", Status: machine.Blocked},
-		{ID: "2", Slug: "add-api", Title: "Add the API", Status: machine.Working, Pool: &gitstore.PoolSpec{Labels: []string{"gpu"}}},
+		{ID: "2", Slug: "add-api", Title: "Add the API", Status: machine.Working, Pool: &task.PoolSpec{Labels: []string{"gpu"}}},
 		{ID: "3", Slug: "old-idea", Title: "An old idea", Status: machine.Abandoned},
 		{ID: "4", Slug: "new-thing", Title: "Something new", Status: machine.Backlog},
 		{ID: "5", Slug: "stuck", Title: "Stuck", Status: machine.Interrupted},
@@ -415,15 +415,15 @@ func TestTUIAttemptsAndBudgetPrompts(t *testing.T) {
 // status, cost, gate, diff stat), not an empty agent log, each line
 // through the terminal escaper; d still switches to the diff pane.
 func TestTUIGroupPaneComparesAttempts(t *testing.T) {
-	group := &gitstore.Summary{ID: "g", Slug: "two-ways", Title: "Two ways", Status: machine.Backlog, Attempts: []string{"a1", "a2"}}
+	group := &task.Summary{ID: "g", Slug: "two-ways", Title: "Two ways", Status: machine.Backlog, Attempts: []string{"a1", "a2"}}
 	m := tuiTestModel(160, 30, group)
 	if !m.comparing() {
 		t.Fatal("a selected group's pane does not compare its attempts")
 	}
-	v := &ops.AttemptsView{Group: "two-ways", Usage: &gitstore.Usage{CostUSD: 0.75}, Attempts: []ops.AttemptView{
+	v := &ops.AttemptsView{Group: "two-ways", Usage: &task.Usage{CostUSD: 0.75}, Attempts: []ops.AttemptView{
 		{K: 1, ID: "a1", Slug: "two-ways-a1", Agent: "claude", Model: "opus\x1b[2J", Status: machine.Blocked,
-			Usage: &gitstore.Usage{CostUSD: 0.25}, Gate: &gitstore.GateSummary{State: gitstore.GateFailed}, Diff: &worktree.DiffStat{Files: 1, Additions: 3}},
-		{K: 2, ID: "a2", Slug: "two-ways-a2", Agent: "codex", Status: machine.Working, Usage: &gitstore.Usage{InputTokens: 300, OutputTokens: 30}},
+			Usage: &task.Usage{CostUSD: 0.25}, Gate: &task.GateSummary{State: task.GateFailed}, Diff: &worktree.DiffStat{Files: 1, Additions: 3}},
+		{K: 2, ID: "a2", Slug: "two-ways-a2", Agent: "codex", Status: machine.Working, Usage: &task.Usage{InputTokens: 300, OutputTokens: 30}},
 	}}
 	m.preview = attemptPaneLines(v)
 	screen := m.screen()

@@ -10,10 +10,11 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
-func usage(cost float64, in, cached, out int64) *gitstore.Usage {
-	return &gitstore.Usage{CostUSD: cost, InputTokens: in, CachedInputTokens: cached, OutputTokens: out}
+func usage(cost float64, in, cached, out int64) *task.Usage {
+	return &task.Usage{CostUSD: cost, InputTokens: in, CachedInputTokens: cached, OutputTokens: out}
 }
 
 var utc = time.UTC
@@ -23,28 +24,28 @@ func at(day string, hour int) time.Time {
 	return t.Add(time.Duration(hour) * time.Hour)
 }
 
-func turn(agent, model string, when time.Time, u *gitstore.Usage) gitstore.Turn {
-	return gitstore.Turn{Role: gitstore.RoleAgent, Agent: agent, Model: model, At: when, Usage: u}
+func turn(agent, model string, when time.Time, u *task.Usage) task.Turn {
+	return task.Turn{Role: task.RoleAgent, Agent: agent, Model: model, At: when, Usage: u}
 }
 
 // records are four tasks: an accepted parent with a rejected subtask, a
 // closed one and an open one, spread over two days and two agents.
 func records() []Record {
-	sum := func(id, slug, parent string, st machine.Status, outcome string, u *gitstore.Usage) gitstore.Spending {
-		return gitstore.Spending{ID: id, Slug: slug, Title: "title " + slug, Parent: parent, Status: st, Outcome: outcome, Usage: u, UpdatedAt: "2026-05-02T12:00:00Z"}
+	sum := func(id, slug, parent string, st machine.Status, outcome string, u *task.Usage) task.Spending {
+		return task.Spending{ID: id, Slug: slug, Title: "title " + slug, Parent: parent, Status: st, Outcome: outcome, Usage: u, UpdatedAt: "2026-05-02T12:00:00Z"}
 	}
 	return []Record{
-		{Spending: sum("p1", "parent", "", machine.Complete, gitstore.OutcomeAccepted, usage(3, 300, 30, 3)), Turns: []gitstore.Turn{
+		{Spending: sum("p1", "parent", "", machine.Complete, task.OutcomeAccepted, usage(3, 300, 30, 3)), Turns: []task.Turn{
 			turn("claude", "claude-opus-4", at("2026-05-01", 10), usage(1, 100, 10, 1)),
 			turn("claude", "claude-sonnet-4", at("2026-05-02", 10), usage(2, 200, 20, 2)),
 		}},
-		{Spending: sum("c1", "child", "p1", machine.Abandoned, gitstore.OutcomeRejected, usage(0.5, 50, 0, 5)), Turns: []gitstore.Turn{
+		{Spending: sum("c1", "child", "p1", machine.Abandoned, task.OutcomeRejected, usage(0.5, 50, 0, 5)), Turns: []task.Turn{
 			turn("claude", "claude-opus-4", at("2026-05-02", 23), usage(0.5, 50, 0, 5)),
 		}},
-		{Spending: sum("x1", "thrown", "", machine.Abandoned, gitstore.OutcomeClosed, usage(0, 1000, 0, 10)), Turns: []gitstore.Turn{
+		{Spending: sum("x1", "thrown", "", machine.Abandoned, task.OutcomeClosed, usage(0, 1000, 0, 10)), Turns: []task.Turn{
 			turn("codex", "", at("2026-05-01", 9), usage(0, 1000, 0, 10)),
 		}},
-		{Spending: sum("o1", "going", "", machine.Blocked, "", usage(0.25, 10, 0, 1)), Turns: []gitstore.Turn{
+		{Spending: sum("o1", "going", "", machine.Blocked, "", usage(0.25, 10, 0, 1)), Turns: []task.Turn{
 			turn("", "", at("2026-05-02", 8), usage(0.25, 10, 0, 1)),
 		}},
 		{Spending: sum("n1", "idle", "", machine.Backlog, "", nil)},
@@ -137,7 +138,7 @@ func TestAggregateByTaskRollsUpSubtasks(t *testing.T) {
 }
 
 func TestTreeSubtreeAndCycles(t *testing.T) {
-	tr := treeOf([]*gitstore.Spending{
+	tr := treeOf([]*task.Spending{
 		{ID: "a", Usage: usage(1, 10, 0, 1)},
 		{ID: "b", Parent: "a", Usage: usage(2, 20, 0, 2)},
 		{ID: "c", Parent: "b", Usage: usage(4, 40, 0, 4)},
@@ -161,13 +162,13 @@ func TestTreeSubtreeAndCycles(t *testing.T) {
 
 func TestTrailers(t *testing.T) {
 	for _, tc := range []struct {
-		u    gitstore.Usage
+		u    task.Usage
 		want string
 	}{
-		{gitstore.Usage{CostUSD: 4.02134, InputTokens: 1000012, OutputTokens: 1007}, "Lazy-Cost: $4.0213\nLazy-Tokens: 1000012 in, 0 cached, 1007 out\n"},
-		{gitstore.Usage{InputTokens: 5, CachedInputTokens: 7, OutputTokens: 1}, "Lazy-Tokens: 5 in, 7 cached, 1 out\n"},
-		{gitstore.Usage{CostUSD: 0.5}, "Lazy-Cost: $0.5000\n"},
-		{gitstore.Usage{}, ""},
+		{task.Usage{CostUSD: 4.02134, InputTokens: 1000012, OutputTokens: 1007}, "Lazy-Cost: $4.0213\nLazy-Tokens: 1000012 in, 0 cached, 1007 out\n"},
+		{task.Usage{InputTokens: 5, CachedInputTokens: 7, OutputTokens: 1}, "Lazy-Tokens: 5 in, 7 cached, 1 out\n"},
+		{task.Usage{CostUSD: 0.5}, "Lazy-Cost: $0.5000\n"},
+		{task.Usage{}, ""},
 	} {
 		if got := Trailers(tc.u); got != tc.want {
 			t.Errorf("Trailers(%+v) = %q, want %q", tc.u, got, tc.want)
@@ -202,7 +203,7 @@ type counting struct {
 	loads int
 }
 
-func (c *counting) Load(id string) (*gitstore.Snapshot, error) {
+func (c *counting) Load(id string) (*task.Snapshot, error) {
 	c.loads++
 	return c.Store.Load(id)
 }
@@ -214,19 +215,19 @@ func TestFetchReadsTurnsOnlyWhenTheBreakdownNeedsThem(t *testing.T) {
 	}
 	st := gitstore.Open(repo, gitstore.WithHost("h"))
 	ctx := context.Background()
-	mk := func(title, parent string, u *gitstore.Usage) string {
-		sn, err := st.Create(gitstore.CreateSpec{Title: title, Parent: parent, Actor: machine.Human})
+	mk := func(title, parent string, u *task.Usage) string {
+		sn, err := st.Create(task.CreateSpec{Title: title, Parent: parent, Actor: machine.Human})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if u == nil {
 			return sn.Task.ID
 		}
-		_, _, err = st.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Kind: "start", Content: "go", At: at("2026-05-01", 9)})
-			s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "done", At: at("2026-05-01", 10), Agent: "claude", Model: "m1", Usage: u})
+		_, _, err = st.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+			s.AddTurn(task.Turn{Role: task.RoleHuman, Kind: "start", Content: "go", At: at("2026-05-01", 9)})
+			s.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "done", At: at("2026-05-01", 10), Agent: "claude", Model: "m1", Usage: u})
 			s.Task.Usage = u
-			return &gitstore.Op{Name: "turn", Actor: machine.System}, nil
+			return &task.Op{Name: "turn", Actor: machine.System}, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -262,10 +263,10 @@ func TestFetchReadsTurnsOnlyWhenTheBreakdownNeedsThem(t *testing.T) {
 // report of the group itself lists each attempt and their total.
 func TestAggregateRollsAttemptsUpUnderTheirGroup(t *testing.T) {
 	recs := []Record{
-		{Spending: gitstore.Spending{ID: "g", Slug: "fix", Status: machine.Backlog, Attempts: 2}},
-		{Spending: gitstore.Spending{ID: "a1", Slug: "fix-a1", AttemptOf: "g", Status: machine.Blocked, Usage: usage(1.5, 100, 0, 10)}},
-		{Spending: gitstore.Spending{ID: "a2", Slug: "fix-a2", AttemptOf: "g", Status: machine.Blocked, Usage: usage(0.25, 50, 0, 5)}},
-		{Spending: gitstore.Spending{ID: "o", Slug: "other", Status: machine.Blocked, Usage: usage(1, 1, 0, 1)}},
+		{Spending: task.Spending{ID: "g", Slug: "fix", Status: machine.Backlog, Attempts: 2}},
+		{Spending: task.Spending{ID: "a1", Slug: "fix-a1", AttemptOf: "g", Status: machine.Blocked, Usage: usage(1.5, 100, 0, 10)}},
+		{Spending: task.Spending{ID: "a2", Slug: "fix-a2", AttemptOf: "g", Status: machine.Blocked, Usage: usage(0.25, 50, 0, 5)}},
+		{Spending: task.Spending{ID: "o", Slug: "other", Status: machine.Blocked, Usage: usage(1, 1, 0, 1)}},
 	}
 	rep := Aggregate(recs, Query{By: ByTask})
 	if len(rep.Rows) != 2 {
@@ -297,16 +298,16 @@ func TestAggregateRollsAttemptsUpUnderTheirGroup(t *testing.T) {
 // A flagged figure (out of bounds, or not a number) is in no row and no
 // total, whichever breakdown reads it, and the report names it.
 func TestAggregateLeavesFlaggedFiguresOut(t *testing.T) {
-	bad := func(why string) *gitstore.Usage { return &gitstore.Usage{Flagged: why} }
+	bad := func(why string) *task.Usage { return &task.Usage{Flagged: why} }
 	recs := []Record{
-		{Spending: gitstore.Spending{ID: "p", Slug: "parent", Status: machine.Blocked, Usage: usage(2, 10, 0, 1)}, Turns: []gitstore.Turn{
+		{Spending: task.Spending{ID: "p", Slug: "parent", Status: machine.Blocked, Usage: usage(2, 10, 0, 1)}, Turns: []task.Turn{
 			turn("claude", "m", at("2026-05-01", 1), usage(2, 10, 0, 1)),
 		}},
-		{Spending: gitstore.Spending{ID: "c", Slug: "canceller", Parent: "p", Status: machine.Blocked, Usage: bad("cost_usd -1e+308 is negative")}, Turns: []gitstore.Turn{
+		{Spending: task.Spending{ID: "c", Slug: "canceller", Parent: "p", Status: machine.Blocked, Usage: bad("cost_usd -1e+308 is negative")}, Turns: []task.Turn{
 			{Seq: 2, Agent: "codex", At: at("2026-05-01", 2), Usage: bad("cost_usd -1e+308 is negative")},
 			{Seq: 3, Agent: "codex", At: at("2026-05-01", 3), Usage: usage(0.5, 1, 0, 1)},
 		}},
-		{Spending: gitstore.Spending{ID: "h", Slug: "hog", Parent: "p", Status: machine.Blocked, Usage: bad("cost_usd 1e+308 is above")}},
+		{Spending: task.Spending{ID: "h", Slug: "hog", Parent: "p", Status: machine.Blocked, Usage: bad("cost_usd 1e+308 is above")}},
 	}
 	rep := Aggregate(recs, Query{By: ByTask})
 	if len(rep.Rows) != 1 || rep.Rows[0].Key != "parent" || rep.Total.CostUSD != 2 || rep.Rows[0].WithSubtasks != nil || len(rep.Flagged) != 2 {
@@ -327,11 +328,11 @@ func TestAggregateLeavesFlaggedFiguresOut(t *testing.T) {
 // Money in the JSON has no float noise: 0.1 + 0.2 is 0.3.
 func TestReportMoneyIsExact(t *testing.T) {
 	recs := []Record{
-		{Spending: gitstore.Spending{ID: "a", Slug: "a", Status: machine.Blocked, Usage: usage(0.1, 1, 0, 1)}},
-		{Spending: gitstore.Spending{ID: "b", Slug: "b", Status: machine.Blocked, Usage: usage(0.2, 1, 0, 1)}},
-		{Spending: gitstore.Spending{ID: "c", Slug: "c", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
-		{Spending: gitstore.Spending{ID: "d", Slug: "d", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
-		{Spending: gitstore.Spending{ID: "e", Slug: "e", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
+		{Spending: task.Spending{ID: "a", Slug: "a", Status: machine.Blocked, Usage: usage(0.1, 1, 0, 1)}},
+		{Spending: task.Spending{ID: "b", Slug: "b", Status: machine.Blocked, Usage: usage(0.2, 1, 0, 1)}},
+		{Spending: task.Spending{ID: "c", Slug: "c", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
+		{Spending: task.Spending{ID: "d", Slug: "d", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
+		{Spending: task.Spending{ID: "e", Slug: "e", Status: machine.Blocked, Usage: usage(0.4, 1, 0, 1)}},
 	}
 	b, _ := json.Marshal(Aggregate(recs[:2], Query{By: ByOutcome}))
 	if !strings.Contains(string(b), `"total":{"cost_usd":0.3,`) {

@@ -3,14 +3,14 @@ package cost
 import (
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Source is where Fetch reads records: a *gitstore.Store.
 type Source interface {
-	List() ([]gitstore.Entry, error)
-	Load(id string) (*gitstore.Snapshot, error)
-	Turns(sn *gitstore.Snapshot) ([]gitstore.Turn, error)
+	List() ([]task.Entry, error)
+	Load(id string) (*task.Snapshot, error)
+	Turns(sn *task.Snapshot) ([]task.Turn, error)
 }
 
 // Fetch reads what a report of q needs: the listing's summaries, and
@@ -55,16 +55,16 @@ func Fetch(src Source, q Query) (recs []Record, unreadable int, err error) {
 }
 
 // olderThan reports whether s was last changed before since.
-func olderThan(s *gitstore.Spending, since time.Time) bool {
+func olderThan(s *task.Spending, since time.Time) bool {
 	if since.IsZero() {
 		return false
 	}
-	t, err := time.Parse(gitstore.TimeLayout, s.UpdatedAt)
+	t, err := time.Parse(task.TimeLayout, s.UpdatedAt)
 	return err == nil && t.Before(since)
 }
 
 // priced reads a task's agent turns that recorded usage.
-func priced(src Source, id string) ([]gitstore.Turn, error) {
+func priced(src Source, id string) ([]task.Turn, error) {
 	sn, err := src.Load(id)
 	if err != nil {
 		return nil, err

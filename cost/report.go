@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // By is what a report groups by.
@@ -30,9 +30,9 @@ var Breakdowns = []By{ByTask, ByAgent, ByModel, ByDay, ByOutcome}
 
 // Outcome groups: a finished task's outcome, or open.
 const (
-	OutcomeAccepted = gitstore.OutcomeAccepted
-	OutcomeRejected = gitstore.OutcomeRejected
-	OutcomeClosed   = gitstore.OutcomeClosed
+	OutcomeAccepted = task.OutcomeAccepted
+	OutcomeRejected = task.OutcomeRejected
+	OutcomeClosed   = task.OutcomeClosed
 	OutcomeOpen     = "open"
 )
 
@@ -117,15 +117,15 @@ func (q Query) loc() *time.Location {
 
 // Record is one task as a report reads it.
 type Record struct {
-	Spending gitstore.Spending
+	Spending task.Spending
 	// Turns are its agent turns that recorded usage, when the query
 	// needs them (Fetch reads them only then).
-	Turns []gitstore.Turn
+	Turns []task.Turn
 }
 
 // Totals are what a group spent. Turns is nil when the report read no
 // turn records (by task and by outcome, without --since). Dollars are
-// summed to the micro-dollar (budget.RoundUSD), so the JSON has at most
+// summed to the micro-dollar (task.RoundUSD), so the JSON has at most
 // six decimals and 0.1 + 0.2 is 0.3.
 type Totals struct {
 	CostUSD           float64 `json:"cost_usd"`
@@ -145,13 +145,13 @@ type Totals struct {
 	last string
 }
 
-func (t *Totals) add(u gitstore.Usage) {
+func (t *Totals) add(u task.Usage) {
 	sum := t.Usage()
 	sum.Add(u)
 	t.CostUSD, t.InputTokens, t.CachedInputTokens, t.OutputTokens, t.Unpriced = sum.CostUSD, sum.InputTokens, sum.CachedInputTokens, sum.OutputTokens, sum.Unpriced
 }
 
-func (t *Totals) addTurn(u gitstore.Usage, withTurns bool) {
+func (t *Totals) addTurn(u task.Usage, withTurns bool) {
 	t.add(u)
 	if withTurns {
 		if t.Turns == nil {
@@ -169,8 +169,8 @@ func (t *Totals) task(id string) {
 }
 
 // Usage is the totals as a usage record.
-func (t Totals) Usage() gitstore.Usage {
-	return gitstore.Usage{CostUSD: t.CostUSD, InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens, OutputTokens: t.OutputTokens, Unpriced: t.Unpriced}
+func (t Totals) Usage() task.Usage {
+	return task.Usage{CostUSD: t.CostUSD, InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens, OutputTokens: t.OutputTokens, Unpriced: t.Unpriced}
 }
 
 // Cell is what the totals cost as a table shows it (lazy cost, the web
@@ -229,11 +229,11 @@ type Report struct {
 	Unreadable int `json:"unreadable,omitempty"`
 	// Flagged are the figures of the covered tasks lazy did not believe
 	// (out of bounds, not numbers): left out of every row and the total.
-	Flagged []gitstore.Flag `json:"flagged,omitempty"`
+	Flagged []task.Flag `json:"flagged,omitempty"`
 }
 
 // OutcomeOf is the outcome group of a task.
-func OutcomeOf(s *gitstore.Spending) string {
+func OutcomeOf(s *task.Spending) string {
 	if !s.Status.IsTerminal() {
 		return OutcomeOpen
 	}
@@ -261,7 +261,7 @@ func Aggregate(recs []Record, q Query) Report {
 	// other breakdowns of every task need none of it.
 	var tree *Tree
 	if q.Task != "" || q.By == ByTask {
-		sums := make([]*gitstore.Spending, len(recs))
+		sums := make([]*task.Spending, len(recs))
 		for i := range recs {
 			sums[i] = &recs[i].Spending
 		}
@@ -280,7 +280,7 @@ func Aggregate(recs []Record, q Query) Report {
 	}
 	// rowOf is the task whose row a task's spending goes to, by task:
 	// an attempt's group, but for a report of the group itself.
-	rowOf := func(s *gitstore.Spending) string {
+	rowOf := func(s *task.Spending) string {
 		if q.By != ByTask {
 			return s.ID
 		}
@@ -294,7 +294,7 @@ func Aggregate(recs []Record, q Query) Report {
 	// spent is what each task spent in the query's window: its turns
 	// when they were read, its summary's total otherwise (each task
 	// counted once, should a record come twice).
-	spent := make(map[string]gitstore.Usage, len(recs))
+	spent := make(map[string]task.Usage, len(recs))
 	groups := map[string]*Row{}
 	group := func(key string) *Row {
 		r := groups[key]
@@ -320,16 +320,16 @@ func Aggregate(recs []Record, q Query) Report {
 			continue
 		}
 		if u := sp.Usage; u != nil && u.Flagged != "" {
-			rep.Flagged = append(rep.Flagged, gitstore.Flag{TaskID: id, Task: sp.Slug, What: "usage", Reason: u.Flagged})
+			rep.Flagged = append(rep.Flagged, task.Flag{TaskID: id, Task: sp.Slug, What: "usage", Reason: u.Flagged})
 		}
-		var u gitstore.Usage
+		var u task.Usage
 		if withTurns {
 			for _, tn := range rec.Turns {
 				if tn.Usage == nil || (!q.Since.IsZero() && tn.At.Before(q.Since)) {
 					continue
 				}
 				if !tn.Usage.Valid() {
-					rep.Flagged = append(rep.Flagged, gitstore.Flag{TaskID: id, Task: sp.Slug, Turn: tn.Seq, What: "usage", Reason: tn.Usage.Flagged})
+					rep.Flagged = append(rep.Flagged, task.Flag{TaskID: id, Task: sp.Slug, Turn: tn.Seq, What: "usage", Reason: tn.Usage.Flagged})
 					continue
 				}
 				tu := turnUsage(&tn)
@@ -409,7 +409,7 @@ func Aggregate(recs []Record, q Query) Report {
 // turnUsage is a turn's usage as a report counts it: a turn with tokens
 // and no dollars that nothing priced (recorded before lazy priced turns)
 // is an unpriced turn.
-func turnUsage(tn *gitstore.Turn) gitstore.Usage {
+func turnUsage(tn *task.Turn) task.Usage {
 	u := *tn.Usage
 	if u.CostUSD == 0 && u.Unpriced == 0 && tn.PricedBy == "" && u.Tokens() > 0 {
 		u.Unpriced = 1
@@ -417,7 +417,7 @@ func turnUsage(tn *gitstore.Turn) gitstore.Usage {
 	return u
 }
 
-func zero(u gitstore.Usage) bool { return u == gitstore.Usage{} }
+func zero(u task.Usage) bool { return u == task.Usage{} }
 
 func orElse(s, def string) string {
 	if strings.TrimSpace(s) == "" {

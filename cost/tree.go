@@ -9,23 +9,23 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Tree is the task forest with each task's own usage, from the listing
 // (summaries carry usage and parent). A usage flagged as out of bounds
-// (see gitstore.Usage) is no spending here: it is never summed.
+// (see task.Usage) is no spending here: it is never summed.
 type Tree struct {
-	nodes    map[string]*gitstore.Spending
+	nodes    map[string]*task.Spending
 	parent   map[string]string
 	children map[string][]string
-	own      map[string]gitstore.Usage
+	own      map[string]task.Usage
 }
 
 // NewTree builds the forest of the listed tasks; an entry that cannot be
 // read is left out (a corrupt record never hides the others).
-func NewTree(entries []gitstore.Entry) *Tree {
-	sums := make([]*gitstore.Spending, 0, len(entries))
+func NewTree(entries []task.Entry) *Tree {
+	sums := make([]*task.Spending, 0, len(entries))
 	for i := range entries {
 		if s, err := entries[i].Spending(); err == nil {
 			sums = append(sums, &s)
@@ -34,8 +34,8 @@ func NewTree(entries []gitstore.Entry) *Tree {
 	return treeOf(sums)
 }
 
-func treeOf(sums []*gitstore.Spending) *Tree {
-	t := &Tree{nodes: make(map[string]*gitstore.Spending, len(sums)), parent: map[string]string{}, children: map[string][]string{}, own: map[string]gitstore.Usage{}}
+func treeOf(sums []*task.Spending) *Tree {
+	t := &Tree{nodes: make(map[string]*task.Spending, len(sums)), parent: map[string]string{}, children: map[string][]string{}, own: map[string]task.Usage{}}
 	for _, s := range sums {
 		if _, dup := t.nodes[s.ID]; dup {
 			continue
@@ -56,7 +56,7 @@ func treeOf(sums []*gitstore.Spending) *Tree {
 }
 
 // Spending is the listed task id.
-func (t *Tree) Spending(id string) (*gitstore.Spending, bool) {
+func (t *Tree) Spending(id string) (*task.Spending, bool) {
 	s, ok := t.nodes[id]
 	return s, ok
 }
@@ -68,7 +68,7 @@ func (t *Tree) Parent(id string) string { return t.parent[id] }
 // SetOwn replaces what the listing says id itself spent, with a record
 // the caller holds that is fresher than the listing (a flagged usage is
 // no spending).
-func (t *Tree) SetOwn(id string, u *gitstore.Usage) {
+func (t *Tree) SetOwn(id string, u *task.Usage) {
 	if !u.Valid() {
 		delete(t.own, id)
 		return
@@ -77,7 +77,7 @@ func (t *Tree) SetOwn(id string, u *gitstore.Usage) {
 }
 
 // Own is what id's own turns spent.
-func (t *Tree) Own(id string) gitstore.Usage { return t.own[id] }
+func (t *Tree) Own(id string) task.Usage { return t.own[id] }
 
 // Under is id and every task under it, each once, id first (a cycle a
 // hostile record could write is walked once).
@@ -103,8 +103,8 @@ func (t *Tree) Under(id string) []string {
 func (t *Tree) HasSubtasks(id string) bool { return len(t.children[id]) > 0 }
 
 // Subtree sums what id and every task under it spent.
-func (t *Tree) Subtree(id string) gitstore.Usage {
-	var sum gitstore.Usage
+func (t *Tree) Subtree(id string) task.Usage {
+	var sum task.Usage
 	for _, n := range t.Under(id) {
 		sum.Add(t.own[n])
 	}
@@ -125,7 +125,7 @@ const (
 // flagged usage, is no trailer. The
 // figures are plain decimals, so a script reads them with
 // git log --format='%(trailers:key=Lazy-Cost,valueonly)'.
-func Trailers(u gitstore.Usage) string {
+func Trailers(u task.Usage) string {
 	var b strings.Builder
 	if !u.Valid() {
 		return ""
@@ -141,11 +141,11 @@ func Trailers(u gitstore.Usage) string {
 
 // Flagged are the flags of the recorded usages under id (id included)
 // that the sums leave out.
-func (t *Tree) Flagged(id string) []gitstore.Flag {
-	var out []gitstore.Flag
+func (t *Tree) Flagged(id string) []task.Flag {
+	var out []task.Flag
 	for _, n := range t.Under(id) {
 		if s, ok := t.nodes[n]; ok && s.Usage != nil && s.Usage.Flagged != "" {
-			out = append(out, gitstore.Flag{TaskID: s.ID, Task: s.Slug, What: "usage", Reason: s.Usage.Flagged})
+			out = append(out, task.Flag{TaskID: s.ID, Task: s.Slug, What: "usage", Reason: s.Usage.Flagged})
 		}
 	}
 	return out

@@ -28,6 +28,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Files under <git common dir>/lazy.
@@ -274,7 +275,7 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 
 // publishProgress reads each working task's status.json and publishes
 // what changed since the last tick.
-func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]events.Progress) {
+func (s *Server) publishProgress(entries []task.Entry, seen map[string]events.Progress) {
 	// entries holds only the watched tasks: a task missing from them is
 	// not working either.
 	working := make(map[string]bool, len(entries))
@@ -311,7 +312,7 @@ func (s *Server) publishProgress(entries []gitstore.Entry, seen map[string]event
 
 // busy reports whether any task needs the daemon: an active one, or a
 // submitted one whose pull request the forge sync follows.
-func busy(entries []gitstore.Entry) bool {
+func busy(entries []task.Entry) bool {
 	for _, e := range entries {
 		if e.Status.IsActive() || e.Status == machine.Submitted {
 			return true

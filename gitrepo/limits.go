@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/lazyorch/lazy/internal/words"
 )
 
 // The largest tree and commit the in-process reader reads: a task
@@ -34,20 +36,7 @@ func Oversize(what string, id OID, size, limit int64) error {
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	return fmt.Errorf("%s (object %s) is %s, %w of %s for it; it was not read", what, short, HumanBytes(size), ErrOversize, HumanBytes(limit))
-}
-
-// HumanBytes is n in the largest binary unit that reads well.
-func HumanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return fmt.Errorf("%s (object %s) is %s, %w of %s for it; it was not read", what, short, words.Bytes(size), ErrOversize, words.Bytes(limit))
 }
 
 // validHex reports whether s is a full hex object id of either format.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/task"
 )
 
 // batchThreshold is the number of cache misses above which List reads
@@ -146,7 +147,7 @@ func (s *Store) catFileSummaries(ids []string, commits []gitrepo.OID, recs []cac
 		}
 		if size > MaxMetaRecord {
 			h, _ := gitrepo.ParseOID(string(oid))
-			recs[i] = corruptRec(commits[i], &CorruptError{ID: id, Commit: commits[i], Err: oversize(fileTask, h, size, MaxMetaRecord)})
+			recs[i] = corruptRec(commits[i], corruptAt(id, commits[i], oversize(fileTask, h, size, MaxMetaRecord)))
 			continue
 		}
 		wanted = append(wanted, want{i: i, oid: append([]byte(nil), oid...), size: int(size)})
@@ -221,7 +222,7 @@ func decodeRec(dec *summaryDecoder, id string, commit gitrepo.OID, body []byte) 
 	if rec, ok := dec.decode(id, commit, body); ok {
 		return rec, false
 	}
-	var t Task
+	var t task.Task
 	if err := json.Unmarshal(body, &t); err != nil {
 		return cacheRec{}, true
 	}
@@ -242,7 +243,7 @@ func parseBatchHeader(line []byte) (oid []byte, blob bool, size int64, ok bool) 
 	}
 	oid, line = line[:sp], line[sp+1:]
 	sp = bytes.IndexByte(line, ' ')
-	if sp < 0 || (len(oid) != 40 && len(oid) != 64) || !allHex(oid) {
+	if sp < 0 || (len(oid) != 40 && len(oid) != 64) || !gitrepo.AllHex(oid) {
 		return nil, false, 0, false
 	}
 	digits := line[sp+1:]

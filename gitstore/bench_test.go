@@ -8,13 +8,14 @@ import (
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func BenchmarkCreate(b *testing.B) {
 	s, _ := open(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Create(CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human}); err != nil {
+		if _, err := s.Create(task.CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,26 +34,26 @@ func BenchmarkTransition(b *testing.B) {
 	}
 }
 
-func toggle(sn *Snapshot) (*Op, error) {
+func toggle(sn *task.Snapshot) (*task.Op, error) {
 	if sn.Task.Status == machine.Blocked {
 		sn.Task.Status = machine.Pairing
 	} else {
 		sn.Task.Status = machine.Blocked
 	}
-	return &Op{Name: "toggle", Actor: machine.Human}, nil
+	return &task.Op{Name: "toggle", Actor: machine.Human}, nil
 }
 
 // parkedTask creates a task and walks it to blocked.
 func parkedTask(tb testing.TB, s *Store) string {
 	tb.Helper()
-	sn, err := s.Create(CreateSpec{Title: "contended", Actor: machine.Human})
+	sn, err := s.Create(task.CreateSpec{Title: "contended", Actor: machine.Human})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, st := range []machine.Status{machine.Working, machine.Blocked} {
-		if _, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *Snapshot) (*Op, error) {
+		if _, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *task.Snapshot) (*task.Op, error) {
 			sn.Task.Status = st
-			return &Op{Name: "walk", Actor: machine.System}, nil
+			return &task.Op{Name: "walk", Actor: machine.System}, nil
 		}); err != nil {
 			tb.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func parkedTask(tb testing.TB, s *Store) string {
 func benchList(b *testing.B, n int, dropCache bool) {
 	s, dir := open(b)
 	for i := 0; i < n; i++ {
-		if _, err := s.Create(CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human}); err != nil {
+		if _, err := s.Create(task.CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,7 +117,7 @@ func benchCreate(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Open(repo).Create(CreateSpec{Title: fmt.Sprintf("bench task %d", i), Actor: "human"}); err != nil {
+		if _, err := Open(repo).Create(task.CreateSpec{Title: fmt.Sprintf("bench task %d", i), Actor: "human"}); err != nil {
 			b.Fatal(err)
 		}
 	}

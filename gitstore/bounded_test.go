@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // allocDuring reports the bytes the Go heap allocated while fn ran. Any
@@ -41,7 +42,7 @@ func plantHuge(t *testing.T, s *Store, id string, size int) gitrepo.OID {
 		t.Fatal(err)
 	}
 	var entries []treeEntry
-	for name, e := range sn.entries {
+	for name, e := range entriesOf(sn) {
 		if name == fileTask {
 			e.Hash = blob
 		}
@@ -100,7 +101,7 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 
 	check := func(what string, s *Store) {
 		t.Helper()
-		var list []Entry
+		var list []task.Entry
 		if n := allocDuring(func() { list, err = s.List() }); n > readBudget {
 			t.Fatalf("%s: list allocated %d MB: it read the huge record", what, n>>20)
 		}
@@ -158,16 +159,16 @@ func mustRef(t *testing.T, s *Store, id string) gitrepo.OID {
 func TestWritesStayUnderTheReadLimits(t *testing.T) {
 	s, _ := open(t)
 	id := mustCreate(t, s, "limits").Task.ID
-	_, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	_, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.AllowedPaths = []string{strings.Repeat("p", MaxMetaRecord)}
-		return &Op{Name: "allow", Actor: machine.Human}, nil
+		return &task.Op{Name: "allow", Actor: machine.Human}, nil
 	})
 	if err == nil || !strings.Contains(err.Error(), "over lazy's limit") || !strings.Contains(err.Error(), "nothing was saved") {
 		t.Fatalf("oversize task.json: %v", err)
 	}
-	_, _, err = s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	_, _, err = s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.SetGoal(strings.Repeat("g", MaxTextRecord+1))
-		return &Op{Name: "edit", Actor: machine.Human}, nil
+		return &task.Op{Name: "edit", Actor: machine.Human}, nil
 	})
 	if err == nil || !strings.Contains(err.Error(), "goal.md") {
 		t.Fatalf("oversize goal: %v", err)

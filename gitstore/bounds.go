@@ -3,10 +3,10 @@ package gitstore
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Bounds of one read of a whole record. limits.go bounds each object, but
@@ -39,17 +39,7 @@ type recordBounds struct {
 var defaultBounds = recordBounds{bytes: MaxRecordBytes, entries: MaxRecordEntries}
 
 func (b recordBounds) String() string {
-	return fmt.Sprintf("%s of content, %d turns and %d comments", gitrepo.HumanBytes(b.bytes), b.entries, b.entries)
-}
-
-// Texts are the goal, turns and comments of a record, read within the
-// bounds of one read. Truncated says, in words for a user, what was left
-// out; it is empty when nothing was.
-type Texts struct {
-	Goal      string
-	Turns     []Turn
-	Comments  []Comment
-	Truncated []string
+	return fmt.Sprintf("%s of content, %d turns and %d comments", words.Bytes(b.bytes), b.entries, b.entries)
 }
 
 // dirSizes are the entries of a turns/ or comments/ tree and the sizes of
@@ -86,22 +76,22 @@ func (d *dirSizes) need() int64 {
 // sizeDir reads dir's tree and the sizes of its newest entries from their
 // headers, up to the entry bound and until they add up to more than
 // budget: no read could take more.
-func (s *Store) sizeDir(sn *Snapshot, name string, budget int64) (*dirSizes, error) {
+func (s *Store) sizeDir(sn *task.Snapshot, name string, budget int64) (*dirSizes, error) {
 	d := &dirSizes{name: name}
-	e, ok := sn.entries[name]
+	e, ok := entriesOf(sn)[name]
 	if !ok {
 		return d, nil
 	}
 	t, err := s.objs.ReadTree(e.Hash)
 	if err != nil {
-		return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+		return nil, corruptAt(sn.Task.ID, sn.Commit, err)
 	}
 	d.entries = t.Entries
 	var total int64
 	for i := len(t.Entries) - 1; i >= 0 && len(d.sizes) < s.bounds.entries && total <= budget; i-- {
 		n, err := s.objs.BlobSize(t.Entries[i].Hash, name+"/"+t.Entries[i].Name)
 		if err != nil {
-			return nil, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+			return nil, corruptAt(sn.Task.ID, sn.Commit, err)
 		}
 		d.sizes = append(d.sizes, n)
 		total += n
@@ -127,14 +117,14 @@ func split(turns, comments *dirSizes, budget int64) (keepT, keepC int) {
 }
 
 // fixedSize is the header size of snapshot file name, 0 if absent.
-func (s *Store) fixedSize(sn *Snapshot, name string) (int64, error) {
-	e, ok := sn.entries[name]
+func (s *Store) fixedSize(sn *task.Snapshot, name string) (int64, error) {
+	e, ok := entriesOf(sn)[name]
 	if !ok {
 		return 0, nil
 	}
 	n, err := s.objs.BlobSize(e.Hash, name)
 	if err != nil {
-		return 0, &CorruptError{ID: sn.Task.ID, Commit: sn.Commit, Err: err}
+		return 0, corruptAt(sn.Task.ID, sn.Commit, err)
 	}
 	return n, nil
 }
@@ -142,8 +132,8 @@ func (s *Store) fixedSize(sn *Snapshot, name string) (int64, error) {
 // ReadTexts reads sn's goal, turns and comments within the bounds of one
 // read (MaxRecordBytes, MaxRecordEntries): past them it keeps the newest
 // turns and comments that fit and says so in Truncated.
-func (s *Store) ReadTexts(sn *Snapshot) (*Texts, error) {
-	tx := &Texts{}
+func (s *Store) ReadTexts(sn *task.Snapshot) (*task.Texts, error) {
+	tx := &task.Texts{}
 	left := s.bounds.bytes
 	viol, err := s.fixedSize(sn, fileViolations)
 	if err != nil {
@@ -168,27 +158,27 @@ func (s *Store) ReadTexts(sn *Snapshot) (*Texts, error) {
 	if tx.Comments, err = s.readComments(sn, comments.entries[len(comments.entries)-keepC:]); err != nil {
 		return nil, err
 	}
-	tx.note(turns, keepT, s.bounds)
-	tx.note(comments, keepC, s.bounds)
+	noteCut(tx, turns, keepT, s.bounds)
+	noteCut(tx, comments, keepC, s.bounds)
 	return tx, nil
 }
 
 // boundedGoal reads the goal if it fits in left bytes.
-func (s *Store) boundedGoal(sn *Snapshot, left int64, tx *Texts) (string, int64, error) {
+func (s *Store) boundedGoal(sn *task.Snapshot, left int64, tx *task.Texts) (string, int64, error) {
 	n, err := s.fixedSize(sn, fileGoal)
 	if err != nil || n == 0 {
 		return "", left, err
 	}
 	if n > left {
-		tx.Truncated = append(tx.Truncated, fmt.Sprintf("the goal (%s) is not shown; the record is over lazy's limits (%s per read)", gitrepo.HumanBytes(n), s.bounds))
+		tx.Truncated = append(tx.Truncated, fmt.Sprintf("the goal (%s) is not shown; the record is over lazy's limits (%s per read)", words.Bytes(n), s.bounds))
 		return "", left, nil
 	}
 	g, err := sn.Goal()
 	return g, left - int64(len(g)), err
 }
 
-// note records that a directory's read left entries out.
-func (tx *Texts) note(d *dirSizes, keep int, b recordBounds) {
+// noteCut records on tx that a directory's read left entries out.
+func noteCut(tx *task.Texts, d *dirSizes, keep int, b recordBounds) {
 	if keep == len(d.entries) {
 		return
 	}
@@ -207,7 +197,7 @@ func (s *Store) HistoryCut(n int) string {
 // CheckBounds reports, as ErrOverBounds, a record that one read could not
 // load whole: lazy pull refuses such a record, and a merge, which must
 // rewrite every entry, never starts on one.
-func (s *Store) CheckBounds(sn *Snapshot) error {
+func (s *Store) CheckBounds(sn *task.Snapshot) error {
 	left := s.bounds.bytes
 	for _, name := range []string{fileViolations, fileGoal} {
 		n, err := s.fixedSize(sn, name)
@@ -230,65 +220,7 @@ func (s *Store) CheckBounds(sn *Snapshot) error {
 		return fmt.Errorf("task %s: its goal and violations are %w (%s)", sn.Task.ID, ErrOverBounds, s.bounds)
 	case keepT < len(turns.entries) || keepC < len(comments.entries):
 		return fmt.Errorf("task %s has %d turns and %d comments (at least %s of content), %w (%s)",
-			sn.Task.ID, len(turns.entries), len(comments.entries), gitrepo.HumanBytes(turns.need()+comments.need()), ErrOverBounds, s.bounds)
+			sn.Task.ID, len(turns.entries), len(comments.entries), words.Bytes(turns.need()+comments.need()), ErrOverBounds, s.bounds)
 	}
 	return nil
-}
-
-// clipNote is what ClipText appends to a cut text.
-const clipNote = "\n… (truncated, %d bytes more%s)"
-
-// ClipText cuts s to about max bytes, at a character boundary, and says
-// visibly how much was cut; hint, if not empty, says how to see it all.
-func ClipText(s string, max int, hint string) (string, bool) {
-	if len(s) <= max {
-		return s, false
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	if hint != "" {
-		hint = "; " + hint
-	}
-	return s[:cut] + fmt.Sprintf(clipNote, len(s)-cut, hint), true
-}
-
-// Clip cuts every text of tx to max bytes (see ClipText) and notes it.
-func (tx *Texts) Clip(max int, hint string) {
-	n := clipAll(&tx.Goal, tx.Turns, tx.Comments, max, hint)
-	if n > 0 {
-		tx.Truncated = append(tx.Truncated, clipped(n, max))
-	}
-}
-
-func clipAll(goal *string, turns []Turn, comments []Comment, max int, hint string) int {
-	n := 0
-	clip := func(s *string) {
-		var cut bool
-		if *s, cut = ClipText(*s, max, hint); cut {
-			n++
-		}
-	}
-	clip(goal)
-	for i := range turns {
-		clip(&turns[i].Content)
-		clip(&turns[i].Error)
-	}
-	for i := range comments {
-		clip(&comments[i].Text)
-		if j := comments[i].Journal; j != nil {
-			for k := range j.Decisions {
-				clip(&j.Decisions[k])
-			}
-			for k := range j.Deferrals {
-				clip(&j.Deferrals[k])
-			}
-		}
-	}
-	return n
-}
-
-func clipped(n, max int) string {
-	return fmt.Sprintf("%s longer than %s %s shown cut", words.Count(n, "text", "texts"), gitrepo.HumanBytes(int64(max)), words.Plural(n, "is", "are"))
 }

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Scaled-down bounds: the same code paths as the real 64 MiB and 10,000
@@ -40,7 +40,7 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 		t.Fatal(err)
 	}
 	var entries []treeEntry
-	for name, e := range sn.entries {
+	for name, e := range entriesOf(sn) {
 		if name != dir {
 			entries = append(entries, e)
 		}
@@ -62,7 +62,7 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 // bigComment is a valid comment whose text is size bytes.
 func bigComment(t *testing.T, size int) []byte {
 	t.Helper()
-	b, err := json.Marshal(Comment{Seq: 1, Actor: machine.Human, Text: strings.Repeat("z", size)})
+	b, err := json.Marshal(task.Comment{Seq: 1, Actor: machine.Human, Text: strings.Repeat("z", size)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestRecordReadIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d *Detail
+	var d *task.Detail
 	if n := allocDuring(func() { d, err = s.Detail(sn, 0) }); n > 64<<20 {
 		t.Fatalf("Detail allocated %d MB for a record bounded at 4 MiB", n>>20)
 	}
@@ -97,7 +97,7 @@ func TestRecordReadIsBounded(t *testing.T) {
 	if len(d.Truncated) != 1 || !strings.Contains(d.Truncated[0], want) {
 		t.Fatalf("Detail.Truncated = %q, want %q", d.Truncated, want)
 	}
-	var cs []Comment
+	var cs []task.Comment
 	if n := allocDuring(func() { cs, err = s.Comments(sn) }); n > 64<<20 || err != nil || len(cs) > 4 {
 		t.Fatalf("Comments: %d comments, %d MB allocated, %v", len(cs), n>>20, err)
 	}
@@ -137,7 +137,7 @@ func TestRecordEntriesAreBounded(t *testing.T) {
 	// Both directories over the budget: each gets half of it.
 	both := mustCreate(t, s, "both").Task.ID
 	plantDir(t, s, both, dirComments, 50, bigComment(t, 512<<10))
-	turn, _ := json.Marshal(Turn{Seq: 1, Role: RoleAgent, Content: strings.Repeat("t", 512<<10)})
+	turn, _ := json.Marshal(task.Turn{Seq: 1, Role: task.RoleAgent, Content: strings.Repeat("t", 512<<10)})
 	plantDir(t, s, both, dirTurns, 50, turn)
 	if sn, err = s.Load(both); err != nil {
 		t.Fatal(err)
@@ -173,23 +173,6 @@ func TestPullRefusesOverBoundsRecord(t *testing.T) {
 	}
 	if !victim.Exists(honest) || victim.Exists(bomb) {
 		t.Fatalf("honest taken in: %v, bomb taken in: %v", victim.Exists(honest), victim.Exists(bomb))
-	}
-}
-
-// TestClipText cuts at a character boundary and says how much it cut.
-func TestClipText(t *testing.T) {
-	s := strings.Repeat("é", 10) // 20 bytes
-	got, cut := ClipText(s, 5, "run x")
-	if !cut || !strings.HasPrefix(got, "éé\n… (truncated, 16 bytes more; run x)") || !utf8.ValidString(got) {
-		t.Fatalf("ClipText = %q, %v", got, cut)
-	}
-	if got, cut := ClipText("short", 5, ""); cut || got != "short" {
-		t.Fatalf("ClipText of a short text = %q, %v", got, cut)
-	}
-	d := &Detail{Goal: strings.Repeat("g", 100), TurnList: []Turn{{Content: "ok"}}, Journal: []Comment{{Journal: &JournalEntry{Decisions: []string{strings.Repeat("d", 100)}}}}}
-	d.Clip(10, "")
-	if len(d.Goal) > 60 || len(d.Journal[0].Journal.Decisions[0]) > 60 || len(d.Truncated) != 1 || !strings.Contains(d.Truncated[0], "2 texts longer than 10 bytes are") {
-		t.Fatalf("Clip: %q %q %q", d.Goal, d.Journal[0].Journal.Decisions[0], d.Truncated)
 	}
 }
 
@@ -261,9 +244,9 @@ func TestPullRefusesAnEndlessHistory(t *testing.T) {
 	victim.bounds = small
 	long := mustCreate(t, attacker, "long history").Task.ID
 	for i := 0; i <= pulledHistoryFactor*small.entries; i++ {
-		if _, _, err := attacker.Update(context.Background(), long, func(x *Snapshot) (*Op, error) {
+		if _, _, err := attacker.Update(context.Background(), long, func(x *task.Snapshot) (*task.Op, error) {
 			x.SetGoal(fmt.Sprint("goal ", i))
-			return &Op{Name: "edit", Actor: machine.Human}, nil
+			return &task.Op{Name: "edit", Actor: machine.Human}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -116,7 +116,7 @@ func (r *bulkReader) summary(id string, commit gitrepo.OID) (cacheRec, uint8) {
 	case st == gitrepo.BulkFallback:
 		return cacheRec{}, bulkFallback
 	case size > MaxMetaRecord:
-		return corruptRec(commit, &CorruptError{ID: id, Commit: commit, Err: oversize(fileTask, blob, size, MaxMetaRecord)}), bulkDone
+		return corruptRec(commit, corruptAt(id, commit, oversize(fileTask, blob, size, MaxMetaRecord))), bulkDone
 	}
 	rec, retry := decodeRec(&r.dec, id, commit, content)
 	if retry {

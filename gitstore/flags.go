@@ -3,109 +3,39 @@ package gitstore
 import (
 	"fmt"
 
-	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/task"
 )
-
-// Flag is a figure of a task record lazy does not believe (see Usage): a
-// cost or token count that is not a finite number, is negative, or is
-// beyond the bounds of budget, or a budget out of those bounds. The
-// figure is left out of every sum, budget and report; pull and doctor
-// name it with this.
-type Flag struct {
-	// TaskID and Task (its slug) name the record.
-	TaskID string `json:"task_id"`
-	Task   string `json:"task"`
-	// Turn is the turn whose usage is flagged; 0 for the task's own
-	// figures (its usage total, its budget, its hold).
-	Turn int `json:"turn,omitempty"`
-	// What names the figure: "usage", "budget_usd" or "hold".
-	What   string `json:"what"`
-	Reason string `json:"reason"`
-}
-
-// String is the flag as pull and doctor print it: "task fix-login turn
-// 3: usage left out: cost_usd -1e+308 is negative".
-func (f Flag) String() string {
-	where := "task " + f.Task
-	if f.Turn > 0 {
-		where += fmt.Sprintf(" turn %d", f.Turn)
-	}
-	what := f.What + " left out"
-	if f.What == "budget_usd" {
-		what = "budget ignored"
-	}
-	return sanitize.Field(where + ": " + what + ": " + f.Reason)
-}
-
-// TaskFlags are the flags of a task's own figures: its usage total, its
-// budget and the figures of its budget hold.
-func TaskFlags(t *Task) []Flag {
-	var out []Flag
-	add := func(what, why string) {
-		out = append(out, Flag{TaskID: t.ID, Task: t.Slug, What: what, Reason: why})
-	}
-	if u := t.Usage; u != nil && u.Flagged != "" {
-		add("usage", u.Flagged)
-	}
-	if _, _, why := t.OwnBudget(); why != "" {
-		add("budget_usd", why)
-	}
-	if h := t.Hold; h != nil && h.Kind == HoldBudget {
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"limit_usd", h.LimitUSD}, {"spent_usd", h.SpentUSD}} {
-			if err := budget.CheckUSD(f.name, f.v); err != nil {
-				add("hold", err.Error())
-				break
-			}
-		}
-	}
-	return out
-}
-
-// TurnFlags are the flags of turns' usages.
-func TurnFlags(t *Task, turns []Turn) []Flag {
-	var out []Flag
-	for i := range turns {
-		if u := turns[i].Usage; u != nil && u.Flagged != "" {
-			out = append(out, Flag{TaskID: t.ID, Task: t.Slug, Turn: turns[i].Seq, What: "usage", Reason: u.Flagged})
-		}
-	}
-	return out
-}
 
 // Flags are every flag of sn: its own figures and its turns' (turns
 // the read's bounds leave out are not read).
-func (s *Store) Flags(sn *Snapshot) ([]Flag, error) {
-	out := TaskFlags(&sn.Task)
+func (s *Store) Flags(sn *task.Snapshot) ([]task.Flag, error) {
+	out := task.OwnFlags(&sn.Task)
 	turns, err := s.Turns(sn)
 	if err != nil {
 		return out, err
 	}
-	return append(out, TurnFlags(&sn.Task, turns)...), nil
+	return append(out, task.TurnFlags(&sn.Task, turns)...), nil
 }
 
 // newFlags are the flags of the pulled record rs that the local record
 // (nil: none) did not have already, so a pull names a flagged figure
 // once, when it arrives. Turns are read only when the pull changed them,
 // of a task that recorded usage.
-func (s *Store) newFlags(local, rs *Snapshot) []Flag {
-	key := func(f Flag) string { return fmt.Sprint(f.Turn, "\x00", f.What, "\x00", f.Reason) }
+func (s *Store) newFlags(local, rs *task.Snapshot) []task.Flag {
+	key := func(f task.Flag) string { return fmt.Sprint(f.Turn, "\x00", f.What, "\x00", f.Reason) }
 	had := map[string]bool{}
 	if local != nil {
-		for _, f := range TaskFlags(&local.Task) {
+		for _, f := range task.OwnFlags(&local.Task) {
 			had[key(f)] = true
 		}
 	}
-	var out []Flag
-	for _, f := range TaskFlags(&rs.Task) {
+	var out []task.Flag
+	for _, f := range task.OwnFlags(&rs.Task) {
 		if !had[key(f)] {
 			out = append(out, f)
 		}
 	}
-	if rs.Task.Usage == nil || (local != nil && local.entries[dirTurns].Hash == rs.entries[dirTurns].Hash) {
+	if rs.Task.Usage == nil || (local != nil && entriesOf(local)[dirTurns].Hash == entriesOf(rs)[dirTurns].Hash) {
 		// A task that recorded no usage has no turn figure anything
 		// reads (lazy cost and doctor read the turns of tasks that
 		// spent), and unchanged turns were judged when they came.
@@ -115,10 +45,10 @@ func (s *Store) newFlags(local, rs *Snapshot) []Flag {
 	if err != nil {
 		return out // an unreadable record is pull's own finding
 	}
-	flags := TurnFlags(&rs.Task, turns)
+	flags := task.TurnFlags(&rs.Task, turns)
 	if len(flags) > 0 && local != nil {
 		if lt, err := s.Turns(local); err == nil {
-			for _, f := range TurnFlags(&local.Task, lt) {
+			for _, f := range task.TurnFlags(&local.Task, lt) {
 				had[key(f)] = true
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Size limits of the objects of a task record. Records come from other
@@ -16,9 +18,6 @@ import (
 // stay under the same limits (see Store.commit), and the operations refuse
 // larger texts at intake.
 const (
-	// MaxText is the largest text (goal, comment, feedback, question,
-	// result) the operations accept at intake.
-	MaxText = 16 << 20
 	// MaxMetaRecord bounds task.json, session.json and op.json: fields,
 	// ids and a title, never long texts (goal.md holds the goal).
 	MaxMetaRecord = 1 << 20
@@ -27,7 +26,7 @@ const (
 	MaxViolationsRecord = 8 << 20
 	// MaxTextRecord bounds goal.md and each turns/*.json and
 	// comments/*.json: one or two texts of up to MaxText, JSON-escaped.
-	MaxTextRecord = 2*MaxText + 1<<20
+	MaxTextRecord = 2*task.MaxText + 1<<20
 	// MaxTree bounds a tree: the snapshot's entries, or one entry per
 	// turn or comment (about 40 bytes each).
 	MaxTree = gitrepo.MaxTree
@@ -78,7 +77,7 @@ func oversize(what string, h gitrepo.OID, size, limit int64) error {
 // back is refused before it is written.
 func checkSize(name string, n int) error {
 	if limit := limitFor(name); int64(n) > limit {
-		return fmt.Errorf("%s would be %s, over lazy's limit of %s for it; nothing was saved (shorten the text)", name, gitrepo.HumanBytes(int64(n)), gitrepo.HumanBytes(limit))
+		return fmt.Errorf("%s would be %s, over lazy's limit of %s for it; nothing was saved (shorten the text)", name, words.Bytes(int64(n)), words.Bytes(limit))
 	}
 	return nil
 }

@@ -18,61 +18,8 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
-
-// Entry is one task as seen by List: the fields listings filter and sort
-// on, its summary JSON, or why it could not be read. A corrupt record
-// never hides the others.
-type Entry struct {
-	ID      string
-	Commit  gitrepo.OID
-	Status  machine.Status
-	Parent  string
-	Created int64 // unix seconds
-	// Updated is the summary's updated_at, as printed: listings order by
-	// it without decoding JSON.
-	Updated string
-	// JSON is the task's Summary, compact.
-	JSON []byte
-	Err  error
-}
-
-// Summary decodes the entry's summary.
-func (e *Entry) Summary() (*Summary, error) {
-	if e.Err != nil {
-		return nil, e.Err
-	}
-	var s Summary
-	if err := json.Unmarshal(e.JSON, &s); err != nil {
-		return nil, fmt.Errorf("task %s: decode summary: %w", e.ID, err)
-	}
-	return &s, nil
-}
-
-// TreeParent is the task a listing shows the entry under: an attempt's
-// group (see Task.AttemptOf), else its parent. Only a summary that
-// names a group is decoded, so a listing of ordinary tasks pays nothing.
-func (e *Entry) TreeParent() string {
-	if e.Err != nil || !bytes.Contains(e.JSON, []byte(`"attempt_of":"`)) {
-		return e.Parent
-	}
-	var s struct {
-		AttemptOf string `json:"attempt_of"`
-	}
-	if json.Unmarshal(e.JSON, &s) != nil || s.AttemptOf == "" {
-		return e.Parent
-	}
-	return s.AttemptOf
-}
-
-// TreeParent is the task a listing shows the summary under: an
-// attempt's group, else its parent.
-func (s *Summary) TreeParent() string {
-	if s.AttemptOf != "" {
-		return s.AttemptOf
-	}
-	return s.Parent
-}
 
 // The cache is derived data keyed by each ref's commit hash: deleting it
 // only costs one slower list. Its format is a header line, then per task
@@ -108,8 +55,8 @@ type cached struct {
 }
 
 // entry is the listing entry of a cache record.
-func (c *cached) entry() Entry {
-	e := Entry{ID: c.id, Commit: c.commit, Status: machine.Status(c.status), Parent: c.parent, Created: c.created, Updated: c.updated, JSON: c.body}
+func (c *cached) entry() task.Entry {
+	e := task.Entry{ID: c.id, Commit: c.commit, Status: machine.Status(c.status), Parent: c.parent, Created: c.created, Updated: c.updated, JSON: c.body}
 	if c.status == "!" {
 		e.Status, e.JSON, e.Err = "", nil, errors.New(string(c.body))
 		if c.transient {
@@ -251,7 +198,7 @@ func appendCacheLine(dst []byte, id string, commit gitrepo.OID, status string, c
 // cacheRec). It is written through one reused buffer: a 10,000-task
 // cache is megabytes, and filling fresh memory that size cost more than
 // writing it.
-func writeCache(path string, out []Entry, transient map[string]bool) error {
+func writeCache(path string, out []task.Entry, transient map[string]bool) error {
 	// The temporary file goes beside the cache: without a directory,
 	// renameio creates and renames two more files to learn whether
 	// $TMPDIR is on the cache's file system.
@@ -264,7 +211,7 @@ func writeCache(path string, out []Entry, transient map[string]bool) error {
 	b := append(make([]byte, 0, flushAt+4<<10), cacheHeader...)
 	for i := range out {
 		e := &out[i]
-		if !ValidID(e.ID) || transient[e.ID] {
+		if !task.ValidID(e.ID) || transient[e.ID] {
 			continue
 		}
 		if e.Err != nil {
@@ -298,7 +245,7 @@ func writeCache(path string, out []Entry, transient map[string]bool) error {
 // matched to its ref through a map keyed by the id as a number (ids are
 // 16 hex digits), where maps keyed by strings, and the sort, were most
 // of the cost of listing 10,000 cached tasks.
-func (s *Store) List() ([]Entry, error) {
+func (s *Store) List() ([]task.Entry, error) {
 	refs, err := s.repo.SortedRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
@@ -308,7 +255,7 @@ func (s *Store) List() ([]Entry, error) {
 	if _, err := os.Stat(s.repo.LazyDir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("lazy directory: %w", err)
 	}
-	out := make([]Entry, 0, len(refs))
+	out := make([]task.Entry, 0, len(refs))
 	slot := make(map[uint64]int32, len(refs))
 	for i := range refs {
 		id := refs[i].Name[len(TasksPrefix):]
@@ -316,7 +263,7 @@ func (s *Store) List() ([]Entry, error) {
 			slot[key] = int32(i)
 			continue
 		}
-		out = append(out, Entry{ID: id, Commit: refs[i].Hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].Name)})
+		out = append(out, task.Entry{ID: id, Commit: refs[i].Hash, Err: fmt.Errorf("ref %s does not name a task id", refs[i].Name)})
 	}
 	bad := len(out)
 	ordered := true // the cached records came in the listing's order
@@ -336,7 +283,7 @@ func (s *Store) List() ([]Entry, error) {
 		}
 		found[i] = true
 		// As cached.entry makes it.
-		e := Entry{ID: refs[i].Name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
+		e := task.Entry{ID: refs[i].Name[len(TasksPrefix):], Commit: l.commit, Created: l.created}
 		if string(l.updated) != "-" {
 			e.Updated = string(l.updated)
 		}
@@ -366,7 +313,7 @@ func (s *Store) List() ([]Entry, error) {
 	missCommits := make([]gitrepo.OID, 0, misses)
 	for i := range refs {
 		id := refs[i].Name[len(TasksPrefix):]
-		if !found[i] && ValidID(id) {
+		if !found[i] && task.ValidID(id) {
 			missIDs = append(missIDs, id)
 			missCommits = append(missCommits, refs[i].Hash)
 		}
@@ -411,7 +358,7 @@ func (s *Store) List() ([]Entry, error) {
 // keys and then moves each entry once: sorting the entries themselves
 // moved 136-byte structs at every swap, most of the cost of sorting
 // 10,000 of them.
-func sortEntries(out []Entry) {
+func sortEntries(out []task.Entry) {
 	type key struct {
 		created int64
 		id      string
@@ -449,7 +396,7 @@ func sortEntries(out []Entry) {
 }
 
 // entryCompare orders entries by creation time, then id.
-func entryCompare(a, b *Entry) int {
+func entryCompare(a, b *task.Entry) int {
 	if c := cmp.Compare(a.Created, b.Created); c != 0 {
 		return c
 	}
@@ -459,7 +406,7 @@ func entryCompare(a, b *Entry) int {
 // idKey returns task id as a number, and whether it is a valid id: 16
 // lower-case hex digits, which the number holds exactly.
 func idKey(id string) (uint64, bool) {
-	if !ValidID(id) {
+	if !task.ValidID(id) {
 		return 0, false
 	}
 	var v uint64
@@ -479,8 +426,8 @@ func (s *Store) summarize(id string, h gitrepo.OID) cacheRec {
 }
 
 // taskRec is the cache record of a decoded task.
-func taskRec(h gitrepo.OID, t *Task) cacheRec {
-	return cacheRec{commit: h, status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(TimeLayout), parent: t.Parent, body: summaryJSON(t)}
+func taskRec(h gitrepo.OID, t *task.Task) cacheRec {
+	return cacheRec{commit: h, status: string(t.Status), created: t.CreatedAt.Unix(), updated: t.UpdatedAt.UTC().Format(task.TimeLayout), parent: t.Parent, body: summaryJSON(t)}
 }
 
 // corruptRec is the cache record of a task that cannot be read: the error
@@ -492,12 +439,12 @@ func corruptRec(h gitrepo.OID, err error) cacheRec {
 }
 
 // readSummary reads just task.json of a commit: three object reads.
-func (s *Store) readSummary(id string, h gitrepo.OID) (*Task, error) {
+func (s *Store) readSummary(id string, h gitrepo.OID) (*task.Task, error) {
 	tree, corrupt, err := s.snapshotTree(id, h)
 	if err != nil {
 		return nil, err
 	}
-	var t Task
+	var t task.Task
 	for _, e := range tree.Entries {
 		if e.Name != fileTask {
 			continue
@@ -515,4 +462,13 @@ func (s *Store) readSummary(id string, h gitrepo.OID) (*Task, error) {
 		return &t, nil
 	}
 	return nil, corrupt(fmt.Errorf("%s is missing", fileTask))
+}
+
+func summaryJSON(t *task.Task) []byte {
+	b, err := json.Marshal(task.NewSummary(t))
+	if err != nil {
+		// Summary holds only strings, ints and maps of strings.
+		panic("gitstore: encode summary: " + err.Error())
+	}
+	return b
 }

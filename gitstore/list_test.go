@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestBatchListMatchesInProcessReader lists varied tasks through the
@@ -23,7 +24,7 @@ func TestBatchListMatchesInProcessReader(t *testing.T) {
 	titles := []string{"plain", "ünïcödé 日本語", "<b>&amp;</b>", `quote " and \ backslash`, "sep \u2028\u2029", "emoji \U0001F600"}
 	var parent string
 	for i := 0; i < batchThreshold+20; i++ {
-		spec := CreateSpec{Title: fmt.Sprintf("%s %d", titles[i%len(titles)], i), Actor: machine.Human}
+		spec := task.CreateSpec{Title: fmt.Sprintf("%s %d", titles[i%len(titles)], i), Actor: machine.Human}
 		switch i % 5 {
 		case 1:
 			spec.Metadata = map[string]string{"z": "1", "a": "<2>"}
@@ -74,7 +75,7 @@ func TestBatchListMatchesInProcessReader(t *testing.T) {
 	}
 	for i, e := range cold {
 		c := cached{id: e.ID, cacheRec: Open(s.repo).summarize(e.ID, e.Commit)}
-		for what, got := range map[string]Entry{"cold": e, "warm": warm[i]} {
+		for what, got := range map[string]task.Entry{"cold": e, "warm": warm[i]} {
 			want := c.entry()
 			if fmt.Sprint(got.Err) != fmt.Sprint(want.Err) {
 				t.Fatalf("%s %s: error %v, want %v", what, e.ID, got.Err, want.Err)
@@ -172,7 +173,7 @@ func FuzzParseBatchHeader(f *testing.F) {
 	f.Add([]byte("x missing\n"))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		oid, _, size, ok := parseBatchHeader(line)
-		if ok && (size < 0 || !ValidHex(string(oid))) {
+		if ok && (size < 0 || !task.ValidHex(string(oid))) {
 			t.Fatalf("accepted %q: oid %q size %d", line, oid, size)
 		}
 	})
@@ -243,12 +244,12 @@ func mustRead(t *testing.T, path string) []byte {
 // TestSortEntries holds sortEntries to a plain sort of the entries.
 func TestSortEntries(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 10, 100, 1000} {
-		out := make([]Entry, n)
+		out := make([]task.Entry, n)
 		for i := range out {
-			out[i] = Entry{ID: fmt.Sprintf("%016x", (i*7919)%1009), Created: int64((i * 31) % 7), Updated: fmt.Sprint(i)}
+			out[i] = task.Entry{ID: fmt.Sprintf("%016x", (i*7919)%1009), Created: int64((i * 31) % 7), Updated: fmt.Sprint(i)}
 		}
 		want := slices.Clone(out)
-		slices.SortStableFunc(want, func(a, b Entry) int { return entryCompare(&a, &b) })
+		slices.SortStableFunc(want, func(a, b task.Entry) int { return entryCompare(&a, &b) })
 		sortEntries(out)
 		for i := range out {
 			if out[i].ID != want[i].ID || out[i].Created != want[i].Created {

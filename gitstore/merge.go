@@ -11,61 +11,39 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
-
-// Refused is an operation a merge could not replay: after ordering both
-// sides' operations, its transition was no longer valid. Its commit stays
-// in history; the task lists it so show and doctor report it.
-type Refused struct {
-	Commit string         `json:"commit"`
-	Op     string         `json:"op"`
-	Actor  machine.Actor  `json:"actor"`
-	From   machine.Status `json:"from,omitempty"`
-	To     machine.Status `json:"to"`
-	Clock  uint64         `json:"clock"`
-	Host   string         `json:"host"`
-	Reason string         `json:"reason"`
-	// Task and KeptLocal are set in a pull's report: the task's slug,
-	// and whether the whole pulled change was refused (the local record
-	// stayed where it was) rather than one operation of a merge.
-	Task      string `json:"task,omitempty"`
-	KeptLocal bool   `json:"kept_local,omitempty"`
-}
-
-// MergeHost is the host a merge commit is attributed to: not the machine
-// that computed it, so that every machine computes the same commit.
-const MergeHost = "merge"
 
 // opPatch is what one operation commit changed relative to its first
 // parent.
 type opPatch struct {
 	commit gitrepo.OID
-	op     Op
+	op     task.Op
 	task   map[string]json.RawMessage // changed task.json fields
 	status bool                       // the op changed the status (op.From -> op.To)
 	// session is the session after the op when it changed (nil with
 	// sessionGone false: unchanged); sessionTurn is the identity of the
 	// turn its Turn field points at.
-	session     *Session
+	session     *task.Session
 	sessionGone bool
 	sessionTurn string
-	violations  *Violations
+	violations  *task.Violations
 	goal        *string
-	turns       []Turn   // added, in order
-	consumed    []string // identities whose feedback became consumed
-	comments    []Comment
+	turns       []task.Turn // added, in order
+	consumed    []string    // identities whose feedback became consumed
+	comments    []task.Comment
 }
 
 // recordIdentity identifies a turn or comment independently of its
 // sequence number and of fields later edits change.
-func turnIdentity(t Turn) string {
+func turnIdentity(t task.Turn) string {
 	t.Seq, t.FeedbackDelivery = 0, ""
 	b, _ := json.Marshal(t)
 	sum := sha256.Sum256(b)
 	return string(sum[:])
 }
 
-func commentIdentity(c Comment) string {
+func commentIdentity(c task.Comment) string {
 	c.Seq = 0
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
@@ -74,9 +52,9 @@ func commentIdentity(c Comment) string {
 
 // fullSnapshot is a snapshot with its turns, comments and goal read.
 type fullSnapshot struct {
-	*Snapshot
-	turns    []Turn
-	comments []Comment
+	*task.Snapshot
+	turns    []task.Turn
+	comments []task.Comment
 	goal     string
 }
 
@@ -112,7 +90,7 @@ func (s *Store) loadFull(id string, h gitrepo.OID) (*fullSnapshot, error) {
 // An operation whose transition is invalid after reordering is refused
 // and listed on the task. The commit depends only on the two inputs, so
 // two machines merging the same pair produce the same hash.
-func (s *Store) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []Refused, error) {
+func (s *Store) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []task.Refused, error) {
 	m, refused, err := s.mergeState(id, local, remote)
 	if err != nil {
 		return gitrepo.OID{}, nil, err
@@ -144,7 +122,7 @@ func (s *Store) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []Refu
 
 // mergeState replays both histories of task id since their merge base
 // (see Merge) and returns the state they combine into, unwritten.
-func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []Refused, error) {
+func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []task.Refused, error) {
 	bases, err := s.mergeBases(local, remote)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
@@ -282,7 +260,7 @@ func (s *Store) walkOps(id string, tip gitrepo.OID, stop, seen map[gitrepo.OID]b
 		seen[h] = true
 		c, err := s.objs.ReadCommit(h)
 		if err != nil {
-			return &CorruptError{ID: id, Commit: h, Err: err}
+			return corruptAt(id, h, err)
 		}
 		queue = append(queue, c.ParentHashes...)
 		if len(c.ParentHashes) != 1 {
@@ -309,8 +287,8 @@ func (s *Store) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
 		return nil, err
 	}
 	p := &opPatch{commit: h, task: map[string]json.RawMessage{}}
-	if err := s.decodeEntry(cur.entries, fileOp, &p.op, true); err != nil {
-		return nil, &CorruptError{ID: id, Commit: h, Err: err}
+	if err := s.decodeEntry(entriesOf(cur.Snapshot), fileOp, &p.op, true); err != nil {
+		return nil, corruptAt(id, h, err)
 	}
 	p.op.Clock = cur.Task.Clock
 	p.status = prev.Task.Status != cur.Task.Status
@@ -345,7 +323,7 @@ func (s *Store) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
 		g := cur.goal
 		p.goal = &g
 	}
-	before := map[string]Turn{}
+	before := map[string]task.Turn{}
 	for _, t := range prev.turns {
 		before[turnIdentity(t)] = t
 	}
@@ -355,7 +333,7 @@ func (s *Store) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
 		switch {
 		case !ok:
 			p.turns = append(p.turns, t)
-		case old.FeedbackDelivery != FeedbackConsumed && t.FeedbackDelivery == FeedbackConsumed:
+		case old.FeedbackDelivery != task.FeedbackConsumed && t.FeedbackDelivery == task.FeedbackConsumed:
 			p.consumed = append(p.consumed, ident)
 		}
 	}
@@ -371,7 +349,7 @@ func (s *Store) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
 	return p, nil
 }
 
-func fields(t *Task) map[string]json.RawMessage {
+func fields(t *task.Task) map[string]json.RawMessage {
 	b, _ := json.Marshal(t)
 	m := map[string]json.RawMessage{}
 	_ = json.Unmarshal(b, &m)
@@ -388,16 +366,16 @@ func jsonEqual(a, b any) bool {
 type merged struct {
 	task       map[string]json.RawMessage
 	status     machine.Status
-	session    *Session
-	violations Violations
+	session    *task.Session
+	violations task.Violations
 	goal       string
-	turns      []Turn
+	turns      []task.Turn
 	index      map[string]int // turn identity -> position
-	comments   []Comment
+	comments   []task.Comment
 	known      map[string]bool // comment identities
 }
 
-func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
+func replay(base *fullSnapshot, patches []opPatch) (*merged, []task.Refused) {
 	m := &merged{task: fields(&base.Task), status: base.Task.Status, violations: base.Violations, goal: base.goal,
 		index: map[string]int{}, known: map[string]bool{}}
 	if base.Session != nil {
@@ -410,7 +388,7 @@ func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
 	for _, c := range base.comments {
 		m.addComment(c)
 	}
-	var refused []Refused
+	var refused []task.Refused
 	for _, p := range patches {
 		// A transition replays only from the status it was made in (or is
 		// a no-op when the other side already made it); anything else
@@ -446,7 +424,7 @@ func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
 		}
 		for _, ident := range p.consumed {
 			if i, ok := m.index[ident]; ok {
-				m.turns[i].FeedbackDelivery = FeedbackConsumed
+				m.turns[i].FeedbackDelivery = task.FeedbackConsumed
 			}
 		}
 		for _, c := range p.comments {
@@ -472,16 +450,16 @@ func replay(base *fullSnapshot, patches []opPatch) (*merged, []Refused) {
 	return m, refused
 }
 
-func refusal(p opPatch, reason string) Refused {
-	return Refused{Commit: p.commit.String(), Op: p.op.Name, Actor: p.op.Actor, From: p.op.From, To: p.op.To,
+func refusal(p opPatch, reason string) task.Refused {
+	return task.Refused{Commit: p.commit.String(), Op: p.op.Name, Actor: p.op.Actor, From: p.op.From, To: p.op.To,
 		Clock: p.op.Clock, Host: p.op.Host, Reason: reason}
 }
 
-func (m *merged) addTurn(t Turn) {
+func (m *merged) addTurn(t task.Turn) {
 	ident := turnIdentity(t)
 	if i, ok := m.index[ident]; ok {
-		if t.FeedbackDelivery == FeedbackConsumed {
-			m.turns[i].FeedbackDelivery = FeedbackConsumed
+		if t.FeedbackDelivery == task.FeedbackConsumed {
+			m.turns[i].FeedbackDelivery = task.FeedbackConsumed
 		}
 		return
 	}
@@ -490,7 +468,7 @@ func (m *merged) addTurn(t Turn) {
 	m.turns = append(m.turns, t)
 }
 
-func (m *merged) addComment(c Comment) {
+func (m *merged) addComment(c task.Comment) {
 	ident := commentIdentity(c)
 	if m.known[ident] {
 		return
@@ -502,25 +480,25 @@ func (m *merged) addComment(c Comment) {
 
 // writeMerge writes the merged snapshot as a commit with both parents,
 // in a byte-for-byte deterministic way.
-func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, at time.Time, refused []Refused) (gitrepo.OID, error) {
+func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, at time.Time, refused []task.Refused) (gitrepo.OID, error) {
 	raw, err := json.Marshal(m.task)
 	if err != nil {
 		return gitrepo.OID{}, err
 	}
-	var t Task
+	var t task.Task
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return gitrepo.OID{}, fmt.Errorf("merge task fields: %w", err)
 	}
 	t.Status = m.status
 	t.Clock = clock
 	t.UpdatedAt = at.Truncate(time.Second)
-	t.Version = SchemaVersion
+	t.Version = task.SchemaVersion
 	t.Turns, t.Comments = len(m.turns), len(m.comments)
 	t.MergeRefused = appendRefused(t.MergeRefused, refused)
 	if m.violations.Pending == nil {
 		m.violations.Pending = []string{}
 	}
-	op := Op{Name: "merge", Actor: machine.System, To: t.Status, Clock: clock, Host: MergeHost, At: t.UpdatedAt}
+	op := task.Op{Name: "merge", Actor: machine.System, To: t.Status, Clock: clock, Host: task.MergeHost, At: t.UpdatedAt}
 	if len(refused) > 0 {
 		op.Reason = fmt.Sprintf("%s refused after reordering", words.Count(len(refused), "operation", "operations"))
 	}
@@ -598,12 +576,12 @@ func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, a
 	for _, p := range parents {
 		fmt.Fprintf(&b, "parent %s\n", p)
 	}
-	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", MergeHost, t.UpdatedAt.Unix())
+	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", task.MergeHost, t.UpdatedAt.Unix())
 	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, commitMessage(&t, &op))
 	return s.objs.Write(gitrepo.Commit, b.Bytes())
 }
 
-func appendRefused(have []Refused, more []Refused) []Refused {
+func appendRefused(have []task.Refused, more []task.Refused) []task.Refused {
 	seen := map[string]bool{}
 	for _, r := range have {
 		seen[r.Commit] = true

@@ -8,27 +8,8 @@ import (
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
-
-// FuzzSlugify: every title yields a slug lazy accepts and can read back,
-// and none can be read as an id prefix.
-func FuzzSlugify(f *testing.F) {
-	for _, s := range []string{"", "@{-1}", "fix the flaky login test", "dc0a8c51", "Cafe", "42", "--", "-1", "a--b", "ÿ\x00\x1b[2J", strings.Repeat("ab-", 40), strings.Repeat("9", 60)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, title string) {
-		slug := Slugify(title)
-		if !ValidSlug(slug) {
-			t.Fatalf("Slugify(%q) = %q, which ValidSlug refuses", title, slug)
-		}
-		if ShadowsID(slug) {
-			t.Fatalf("Slugify(%q) = %q, which reads as an id prefix", title, slug)
-		}
-		if len(slug) > maxSlugLen+2 {
-			t.Fatalf("Slugify(%q) = %q: too long", title, slug)
-		}
-	})
-}
 
 // FuzzCreate: every created task can be shown by its slug (and its
 // suffixed twin too).
@@ -39,7 +20,7 @@ func FuzzCreate(f *testing.F) {
 	s, _ := open(f)
 	f.Fuzz(func(t *testing.T, title string) {
 		for i := 0; i < 2; i++ {
-			sn, err := s.Create(CreateSpec{Title: title, Actor: machine.Human})
+			sn, err := s.Create(task.CreateSpec{Title: title, Actor: machine.Human})
 			if err != nil {
 				t.Fatalf("create %q: %v", title, err)
 			}
@@ -60,7 +41,7 @@ func FuzzCreate(f *testing.F) {
 // prefix over either.
 func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 	s, dir := open(t)
-	var victims []*Snapshot
+	var victims []*task.Snapshot
 	for len(victims) < 8 {
 		sn := mustCreate(t, s, "victim")
 		victims = append(victims, sn)
@@ -68,7 +49,7 @@ func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 	for _, v := range victims {
 		prefix := v.Task.ID[:8]
 		sn := mustCreate(t, s, prefix)
-		if sn.Task.Slug == prefix || ShadowsID(sn.Task.Slug) {
+		if sn.Task.Slug == prefix || task.ShadowsID(sn.Task.Slug) {
 			t.Fatalf("title %q got slug %q", prefix, sn.Task.Slug)
 		}
 		if id, err := s.Resolve(prefix); err != nil || id != v.Task.ID {
@@ -77,7 +58,7 @@ func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 		if id, err := s.Resolve(sn.Task.Slug); err != nil || id != sn.Task.ID {
 			t.Fatalf("slug %s: %q %v", sn.Task.Slug, id, err)
 		}
-		if _, err := s.Create(CreateSpec{Title: "x", Slug: prefix, Actor: machine.Human}); err == nil || (!strings.Contains(err.Error(), "id prefix") && !strings.Contains(err.Error(), "starting with a letter")) {
+		if _, err := s.Create(task.CreateSpec{Title: "x", Slug: prefix, Actor: machine.Human}); err == nil || (!strings.Contains(err.Error(), "id prefix") && !strings.Contains(err.Error(), "starting with a letter")) {
 			t.Fatalf("--slug %s: %v", prefix, err)
 		}
 	}
@@ -91,7 +72,7 @@ func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 	}
 	// ... but a hex slug no id starts with still answers.
 	testrepo.Git(t, dir, "update-ref", SlugsPrefix+"fade", blob)
-	if _, err := s.byID("fade", "fade"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.byID("fade", "fade"); !errors.Is(err, task.ErrNotFound) {
 		t.Skip("an id happens to start with fade")
 	}
 	if id, err := s.Resolve("fade"); err != nil || id != planted.Task.ID {
@@ -117,7 +98,7 @@ func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
 	if err != nil {
 		t.Fatalf("push from b: %v (%+v)", err, rep)
 	}
-	loser := LoserSlug("dup-title", tb.ID)
+	loser := task.LoserSlug("dup-title", tb.ID)
 	if len(rep.Renamed) != 1 || rep.Renamed[0] != (Rename{ID: tb.ID, From: "dup-title", To: loser, Winner: ta.ID}) {
 		t.Fatalf("renamed %+v", rep.Renamed)
 	}
@@ -146,7 +127,7 @@ func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
 	}
 	converge(t, a, b)
 	// The same conflict settles to the same name everywhere.
-	if LoserSlug("dup-title", tb.ID) != "dup-title-"+tb.ID[:6] {
+	if task.LoserSlug("dup-title", tb.ID) != "dup-title-"+tb.ID[:6] {
 		t.Fatal("LoserSlug is not slug-<first 6 hex>")
 	}
 }
@@ -181,7 +162,7 @@ func TestBareSlugClaimTakesNoName(t *testing.T) {
 func TestResolveSaysDidYouMean(t *testing.T) {
 	s, _ := open(t)
 	for _, title := range []string{"fix login", "fix logout", "release notes", "cover the docs"} {
-		if _, err := s.Create(CreateSpec{Title: title, Actor: machine.Human}); err != nil {
+		if _, err := s.Create(task.CreateSpec{Title: title, Actor: machine.Human}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,12 +178,12 @@ func TestResolveSaysDidYouMean(t *testing.T) {
 		"":              `no task named: give a task's slug or id (lazy list shows them)`,
 	} {
 		_, err := s.Resolve(name)
-		if err == nil || err.Error() != want || !errors.Is(err, ErrNotFound) {
+		if err == nil || err.Error() != want || !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("Resolve(%q) = %v; want %q (and ErrNotFound)", name, err, want)
 		}
 	}
 	for i := 0; i < 7; i++ {
-		if _, err := s.Create(CreateSpec{Title: "cover the docs", Actor: machine.Human}); err != nil {
+		if _, err := s.Create(task.CreateSpec{Title: "cover the docs", Actor: machine.Human}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // A status that arrives from a remote is data anyone with push access
@@ -40,15 +41,15 @@ const pulledHistoryFactor = 10
 type pulledJudge struct {
 	s      *Store
 	id     string
-	snaps  map[gitrepo.OID]*Snapshot
+	snaps  map[gitrepo.OID]*task.Snapshot
 	states map[gitrepo.OID]*pulledState
 	// accept is the newest accept record the pulled commits carried: the
 	// branch a completion claims to be merged into.
-	accept *AcceptRecord
+	accept *task.AcceptRecord
 	clock  uint64
 }
 
-func (j *pulledJudge) load(h gitrepo.OID) (*Snapshot, error) {
+func (j *pulledJudge) load(h gitrepo.OID) (*task.Snapshot, error) {
 	if sn, ok := j.snaps[h]; ok {
 		return sn, nil
 	}
@@ -63,7 +64,7 @@ func (j *pulledJudge) load(h gitrepo.OID) (*Snapshot, error) {
 // checkHistory checks every commit reachable from tip and not from stop
 // (nil: the whole history, for a task new here). It returns the first
 // refusal, or nil.
-func (j *pulledJudge) checkHistory(tip gitrepo.OID, stop map[gitrepo.OID]bool) (*Refused, error) {
+func (j *pulledJudge) checkHistory(tip gitrepo.OID, stop map[gitrepo.OID]bool) (*task.Refused, error) {
 	seen := map[gitrepo.OID]bool{}
 	queue := []gitrepo.OID{tip}
 	for len(queue) > 0 {
@@ -78,7 +79,7 @@ func (j *pulledJudge) checkHistory(tip gitrepo.OID, stop map[gitrepo.OID]bool) (
 		}
 		c, err := j.s.objs.ReadCommit(h)
 		if err != nil {
-			return nil, &CorruptError{ID: j.id, Commit: h, Err: err}
+			return nil, corruptAt(j.id, h, err)
 		}
 		queue = append(queue, c.ParentHashes...)
 		r, err := j.checkCommit(h, c.ParentHashes)
@@ -92,9 +93,9 @@ func (j *pulledJudge) checkHistory(tip gitrepo.OID, stop map[gitrepo.OID]bool) (
 // pulledState is what judging a commit needs of its record.
 type pulledState struct {
 	entries map[string]treeEntry
-	Status  machine.Status `json:"status"`
-	Clock   uint64         `json:"clock"`
-	Accept  *AcceptRecord  `json:"accept"`
+	Status  machine.Status     `json:"status"`
+	Clock   uint64             `json:"clock"`
+	Accept  *task.AcceptRecord `json:"accept"`
 }
 
 // state reads commit h's status, clock and accept record, and no more:
@@ -122,7 +123,7 @@ func (j *pulledJudge) state(h gitrepo.OID) (*pulledState, error) {
 }
 
 // checkCommit judges one pulled commit against its parents.
-func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*Refused, error) {
+func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*task.Refused, error) {
 	st, err := j.state(h)
 	if err != nil {
 		return nil, err
@@ -130,10 +131,10 @@ func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*Refuse
 	if a := st.Accept; a != nil && st.Clock >= j.clock {
 		j.accept, j.clock = a, st.Clock
 	}
-	refuse := func(from machine.Status, why string) *Refused {
-		var op Op
+	refuse := func(from machine.Status, why string) *task.Refused {
+		var op task.Op
 		_ = j.s.decodeEntry(st.entries, fileOp, &op, false)
-		return &Refused{Commit: h.String(), Op: op.Name, Actor: op.Actor, From: from, To: st.Status,
+		return &task.Refused{Commit: h.String(), Op: op.Name, Actor: op.Actor, From: from, To: st.Status,
 			Clock: st.Clock, Host: op.Host, Reason: why}
 	}
 	switch len(parents) {
@@ -147,7 +148,7 @@ func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*Refuse
 			return nil, err
 		}
 		if prev.Status != st.Status {
-			var op Op
+			var op task.Op
 			if err := j.s.decodeEntry(st.entries, fileOp, &op, true); err != nil {
 				return refuse(prev.Status, "its operation record is unreadable: "+err.Error()), nil
 			}
@@ -174,8 +175,8 @@ func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*Refuse
 // judgePulled decides whether the pulled tip next of task id (local is
 // the local record, nil when the task is new here) may be taken in: it
 // returns a refusal, or a reason the result is taken in unverified.
-func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snapshot, next gitrepo.OID, history bool) (*Refused, string, error) {
-	j := &pulledJudge{s: s, id: id, snaps: map[gitrepo.OID]*Snapshot{}, states: map[gitrepo.OID]*pulledState{}}
+func (s *Store) judgePulled(ctx context.Context, remote, id string, local *task.Snapshot, next gitrepo.OID, history bool) (*task.Refused, string, error) {
+	j := &pulledJudge{s: s, id: id, snaps: map[gitrepo.OID]*task.Snapshot{}, states: map[gitrepo.OID]*pulledState{}}
 	nsn, err := j.load(next)
 	if err != nil {
 		return nil, "", err
@@ -191,10 +192,10 @@ func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snaps
 			return r, "", err
 		}
 	}
-	refuse := func(why string) *Refused {
-		var op Op
-		_ = s.decodeEntry(nsn.entries, fileOp, &op, false)
-		r := &Refused{Commit: next.String(), Op: op.Name, Actor: op.Actor, To: nsn.Task.Status, Clock: nsn.Task.Clock, Host: op.Host, Reason: why}
+	refuse := func(why string) *task.Refused {
+		var op task.Op
+		_ = s.decodeEntry(entriesOf(nsn), fileOp, &op, false)
+		r := &task.Refused{Commit: next.String(), Op: op.Name, Actor: op.Actor, To: nsn.Task.Status, Clock: nsn.Task.Clock, Host: op.Host, Reason: why}
 		if local != nil {
 			r.From = local.Task.Status
 		}
@@ -232,7 +233,7 @@ func (s *Store) judgePulled(ctx context.Context, remote, id string, local *Snaps
 
 // ownedSession is the local session of local's current session, when
 // this machine started it (nil otherwise).
-func (s *Store) ownedSession(local *Snapshot) *owned.Session {
+func (s *Store) ownedSession(local *task.Snapshot) *owned.Session {
 	if local == nil || local.Session == nil || s.host == "" || local.Session.Host != s.host {
 		return nil
 	}
@@ -246,7 +247,7 @@ func (s *Store) ownedSession(local *Snapshot) *owned.Session {
 // checkOwnSession refuses a pulled record that speaks for a session this
 // machine runs: only this machine starts, pairs or interrupts its turns,
 // and only it replaces its session with another of this host's.
-func (s *Store) checkOwnSession(local, next *Snapshot, mine *owned.Session) string {
+func (s *Store) checkOwnSession(local, next *task.Snapshot, mine *owned.Session) string {
 	if mine == nil {
 		return ""
 	}
@@ -281,7 +282,7 @@ type mergeVerdict struct {
 // as last fetched from remote) has a commit above since carrying the
 // task's Lazy-Task trailer, which lazy accept's squash commit does.
 func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remote string) mergeVerdict {
-	if into == "" || ValidBranchName(into) != nil {
+	if into == "" || task.ValidBranchName(into) != nil {
 		return mergeVerdict{unknown: "the record does not say which branch the task was merged into, so this machine cannot check the merge"}
 	}
 	var targets []string
@@ -297,10 +298,10 @@ func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remot
 		return mergeVerdict{unknown: fmt.Sprintf("the branch %s it was merged into is not here, so this machine cannot check the merge", into)}
 	}
 	tip := ""
-	if branch != "" && ValidBranchName(branch) == nil {
+	if branch != "" && task.ValidBranchName(branch) == nil {
 		tip = s.refCommit(ctx, "refs/heads/"+branch)
 	}
-	if since != "" && (!ValidHex(since) || s.refCommit(ctx, since) == "") {
+	if since != "" && (!task.ValidHex(since) || s.refCommit(ctx, since) == "") {
 		since = ""
 	}
 	for _, target := range targets {
@@ -341,7 +342,7 @@ func (s *Store) refCommit(ctx context.Context, rev string) string {
 // commit of it is on the local branch it was merged into. It says why
 // not. Cleanup acts on a completion only when this holds: the record may
 // have come from anywhere.
-func (s *Store) VerifyAccepted(ctx context.Context, sn *Snapshot, branch string) (bool, string) {
+func (s *Store) VerifyAccepted(ctx context.Context, sn *task.Snapshot, branch string) (bool, string) {
 	into, since := s.claimedInto(ctx, sn, s.lastAccept(sn))
 	v := s.verifyMerged(ctx, sn.Task.ID, branch, into, since, "")
 	if v.merged {
@@ -357,7 +358,7 @@ func (s *Store) VerifyAccepted(ctx context.Context, sn *Snapshot, branch string)
 // and that branch's tip before the merge: the accept record's, else the
 // task's target branch, else the branch checked out in the main work
 // tree (where lazy accept merges a task without either).
-func (s *Store) claimedInto(ctx context.Context, sn *Snapshot, acc *AcceptRecord) (into, since string) {
+func (s *Store) claimedInto(ctx context.Context, sn *task.Snapshot, acc *task.AcceptRecord) (into, since string) {
 	switch {
 	case acc != nil && acc.Into != "":
 		return acc.Into, acc.IntoSHA
@@ -373,8 +374,8 @@ func (s *Store) claimedInto(ctx context.Context, sn *Snapshot, acc *AcceptRecord
 
 // lastAccept finds the newest accept record in the commits behind sn (a
 // bounded walk: an accept writes it a commit or two before completing).
-func (s *Store) lastAccept(sn *Snapshot) *AcceptRecord {
-	var best *AcceptRecord
+func (s *Store) lastAccept(sn *task.Snapshot) *task.AcceptRecord {
+	var best *task.AcceptRecord
 	var clock uint64
 	seen := map[gitrepo.OID]bool{}
 	queue := []gitrepo.OID{sn.Commit}
@@ -408,7 +409,7 @@ const maxStatusWalk = 64
 // It is best effort: without it cleanup only keeps more.
 func (s *Store) noteFinished(id string, commit gitrepo.OID) {
 	dir := s.repo.LazyDir("finished")
-	if !ValidID(id) || os.MkdirAll(dir, 0o700) != nil {
+	if !task.ValidID(id) || os.MkdirAll(dir, 0o700) != nil {
 		return
 	}
 	_ = renameio.WriteFile(filepath.Join(dir, id), []byte(commit.String()+"\n"), 0o600)
@@ -419,8 +420,8 @@ func (s *Store) noteFinished(id string, commit gitrepo.OID) {
 // that introduced the status (found along the parents that already had
 // it) is the one this machine recorded when it wrote it (noteFinished).
 // What a record says about its host proves nothing: anyone can write it.
-func (s *Store) StatusMadeHere(sn *Snapshot) bool {
-	if !ValidID(sn.Task.ID) {
+func (s *Store) StatusMadeHere(sn *task.Snapshot) bool {
+	if !task.ValidID(sn.Task.ID) {
 		return false
 	}
 	b, err := os.ReadFile(filepath.Join(s.repo.LazyDir("finished"), sn.Task.ID))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/task"
 )
 
 // FuzzPulledRecord feeds arbitrary bytes as every file of a task record
@@ -22,7 +23,7 @@ func FuzzPulledRecord(f *testing.F) {
 		[]byte(`{"id":"-rf","agent_session_id":"--dangerous","worktree":"/a/../b"}`), []byte(`null`), []byte(`[]`), []byte(`{}`))
 	f.Add([]byte(`{`), []byte(`{"branch":"-x"}`), []byte(`{"decided":{"/etc/passwd":"approved"}}`), []byte(`1e999`), []byte("\xff\xfe"))
 	const id = "0123456789abcdef"
-	f.Fuzz(func(t *testing.T, task, session, violations, turn, op []byte) {
+	f.Fuzz(func(t *testing.T, record, session, violations, turn, op []byte) {
 		s, _ := open(t)
 		blob := func(b []byte) gitrepo.OID {
 			h, err := s.objs.Write(gitrepo.Blob, b)
@@ -40,7 +41,7 @@ func FuzzPulledRecord(f *testing.F) {
 			t.Fatal(err)
 		}
 		tree, err := s.objs.WriteTree([]treeEntry{
-			{Name: fileTask, Hash: blob(task)}, {Name: fileSession, Hash: blob(session)},
+			{Name: fileTask, Hash: blob(record)}, {Name: fileSession, Hash: blob(session)},
 			{Name: fileViolations, Hash: blob(violations)}, {Name: fileGoal, Hash: blob(turn)},
 			{Name: fileOp, Hash: blob(op)},
 			{Name: dirTurns, Hash: turnsTree, Dir: true}, {Name: dirComments, Hash: commentsTree, Dir: true},
@@ -56,7 +57,7 @@ func FuzzPulledRecord(f *testing.F) {
 		if err != nil {
 			return // refused as corrupt: what pull reports and skips
 		}
-		if err := validateRecord(sn); err != nil {
+		if err := task.ValidateRecord(sn); err != nil {
 			return // refused as malformed
 		}
 		_, _ = sn.Goal()
@@ -66,14 +67,14 @@ func FuzzPulledRecord(f *testing.F) {
 		_ = summaryJSON(&sn.Task)
 		// What survived validation is safe for argv and paths.
 		if ss := sn.Session; ss != nil {
-			if ss.Branch != "" && ValidBranchName(ss.Branch) != nil {
+			if ss.Branch != "" && task.ValidBranchName(ss.Branch) != nil {
 				t.Fatalf("an invalid branch %q passed validation", ss.Branch)
 			}
-			if ss.AgentSessionID != "" && !validAgentSession(ss.AgentSessionID) {
+			if ss.AgentSessionID != "" && !task.ValidAgentSession(ss.AgentSessionID) {
 				t.Fatalf("agent session %q passed validation", ss.AgentSessionID)
 			}
 		}
-		if a := sn.Task.Accept; a != nil && ValidBranchName(a.Into) != nil {
+		if a := sn.Task.Accept; a != nil && task.ValidBranchName(a.Into) != nil {
 			t.Fatalf("accept into %q passed validation", a.Into)
 		}
 	})

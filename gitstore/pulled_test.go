@@ -10,14 +10,15 @@ import (
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // move applies one status change as lazy would (the store validates it).
-func move(t *testing.T, s *Store, id string, actor machine.Actor, name string, fn func(sn *Snapshot)) {
+func move(t *testing.T, s *Store, id string, actor machine.Actor, name string, fn func(sn *task.Snapshot)) {
 	t.Helper()
-	if _, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	if _, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		fn(sn)
-		return &Op{Name: name, Actor: actor}, nil
+		return &task.Op{Name: name, Actor: actor}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func move(t *testing.T, s *Store, id string, actor machine.Actor, name string, f
 
 // ownedBlockedTask makes, on a, a blocked task whose session a runs, on a
 // branch with a commit main does not have, and publishes it to b.
-func ownedBlockedTask(t *testing.T, a, b *Store) *Snapshot {
+func ownedBlockedTask(t *testing.T, a, b *Store) *task.Snapshot {
 	t.Helper()
 	sn := mustCreate(t, a, "victim work")
 	id, branch := sn.Task.ID, "lazy/"+sn.Task.Slug
@@ -33,18 +34,18 @@ func ownedBlockedTask(t *testing.T, a, b *Store) *Snapshot {
 	testrepo.Git(t, dir, "checkout", "-q", "-b", branch)
 	testrepo.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "agent work")
 	testrepo.Git(t, dir, "checkout", "-q", "main")
-	sess := &Session{ID: "00000000000000a1", Number: 1, Host: a.Host(), Agent: "exec", Branch: branch, Worktree: dir, StartedAt: time.Now().UTC()}
+	sess := &task.Session{ID: "00000000000000a1", Number: 1, Host: a.Host(), Agent: "exec", Branch: branch, Worktree: dir, StartedAt: time.Now().UTC()}
 	if err := owned.For(a.repo.LazyDir()).Save(owned.Session{TaskID: id, SessionID: sess.ID, Agent: "exec", Worktree: dir, Branch: branch}); err != nil {
 		t.Fatal(err)
 	}
-	move(t, a, id, machine.Human, "start", func(s *Snapshot) { s.Task.Status, s.Session = machine.Working, sess })
-	move(t, a, id, machine.System, "turn-completed", func(s *Snapshot) { s.Task.Status = machine.Blocked })
+	move(t, a, id, machine.Human, "start", func(s *task.Snapshot) { s.Task.Status, s.Session = machine.Working, sess })
+	move(t, a, id, machine.System, "turn-completed", func(s *task.Snapshot) { s.Task.Status = machine.Blocked })
 	mustPush(t, a)
 	mustPull(t, b)
 	return sn
 }
 
-func refusedOf(t *testing.T, rep *SyncReport, slug string) Refused {
+func refusedOf(t *testing.T, rep *SyncReport, slug string) task.Refused {
 	t.Helper()
 	for _, r := range rep.Refused {
 		if r.Task == slug && r.KeptLocal {
@@ -52,7 +53,7 @@ func refusedOf(t *testing.T, rep *SyncReport, slug string) Refused {
 		}
 	}
 	t.Fatalf("no refusal of %s in %+v (fast-forwarded %v, merged %v)", slug, rep.Refused, rep.FastForwarded, rep.Merged)
-	return Refused{}
+	return task.Refused{}
 }
 
 // TestPulledCompletionWithoutMergeIsRefused: each step is a transition
@@ -65,12 +66,12 @@ func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
 	id := sn.Task.ID
 	before := refs(t, a)[TaskRef(id)]
 	intoSHA := testrepo.Git(t, a.repo.WorkTree, "rev-parse", "main")
-	move(t, b, id, machine.Human, "accept", func(s *Snapshot) {
+	move(t, b, id, machine.Human, "accept", func(s *task.Snapshot) {
 		s.Task.Status = machine.Merging
-		s.Task.Accept = &AcceptRecord{From: machine.Blocked, Into: "main", IntoSHA: intoSHA, Host: b.Host()}
+		s.Task.Accept = &task.AcceptRecord{From: machine.Blocked, Into: "main", IntoSHA: intoSHA, Host: b.Host()}
 	})
-	move(t, b, id, machine.Human, "accept", func(s *Snapshot) {
-		s.Task.Status, s.Task.Outcome, s.Task.Accept = machine.Complete, OutcomeAccepted, nil
+	move(t, b, id, machine.Human, "accept", func(s *task.Snapshot) {
+		s.Task.Status, s.Task.Outcome, s.Task.Accept = machine.Complete, task.OutcomeAccepted, nil
 	})
 	mustPush(t, b)
 
@@ -85,7 +86,7 @@ func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
 	if err != nil || cur.Task.Status != machine.Blocked {
 		t.Fatalf("after the pull: %v %v", cur.Task.Status, err)
 	}
-	if ok, why := a.VerifyAccepted(context.Background(), &Snapshot{Task: Task{ID: id, TargetBranch: "main"}, Commit: cur.Commit}, "lazy/"+sn.Task.Slug); ok || why == "" {
+	if ok, why := a.VerifyAccepted(context.Background(), &task.Snapshot{Task: task.Task{ID: id, TargetBranch: "main"}, Commit: cur.Commit}, "lazy/"+sn.Task.Slug); ok || why == "" {
 		t.Fatalf("VerifyAccepted of an unmerged branch: %v %q", ok, why)
 	}
 }
@@ -95,7 +96,7 @@ func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
 func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
 	a, b := twoClones(t)
 	sn := ownedBlockedTask(t, a, b)
-	move(t, b, sn.Task.ID, machine.Human, "unblock", func(s *Snapshot) { s.Task.Status = machine.Working })
+	move(t, b, sn.Task.ID, machine.Human, "unblock", func(s *task.Snapshot) { s.Task.Status = machine.Working })
 	mustPush(t, b)
 	rep := mustPull(t, a)
 	if r := refusedOf(t, rep, sn.Task.Slug); !strings.Contains(r.Reason, "started no such turn") {
@@ -103,8 +104,8 @@ func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
 	}
 	// A change this machine can take in still arrives: a close (its
 	// worktree is then kept until this machine confirms it, see doctor).
-	move(t, b, sn.Task.ID, machine.Human, "comment", func(s *Snapshot) { s.Task.Status = machine.Blocked })
-	move(t, b, sn.Task.ID, machine.Human, "close", func(s *Snapshot) { s.Task.Status, s.Task.Outcome = machine.Abandoned, OutcomeClosed })
+	move(t, b, sn.Task.ID, machine.Human, "comment", func(s *task.Snapshot) { s.Task.Status = machine.Blocked })
+	move(t, b, sn.Task.ID, machine.Human, "close", func(s *task.Snapshot) { s.Task.Status, s.Task.Outcome = machine.Abandoned, task.OutcomeClosed })
 	mustPush(t, b)
 	rep = mustPull(t, a)
 	if len(rep.FastForwarded) != 1 {
@@ -114,8 +115,8 @@ func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
 	if err != nil || cur.Task.Status != machine.Abandoned || a.StatusMadeHere(cur) {
 		t.Fatalf("after the close: %v, made here %v, %v", cur.Task.Status, a.StatusMadeHere(cur), err)
 	}
-	move(t, a, sn.Task.ID, machine.Human, "reopen", func(s *Snapshot) { s.Task.Status = machine.Blocked })
-	move(t, a, sn.Task.ID, machine.Human, "close", func(s *Snapshot) { s.Task.Status = machine.Abandoned })
+	move(t, a, sn.Task.ID, machine.Human, "reopen", func(s *task.Snapshot) { s.Task.Status = machine.Blocked })
+	move(t, a, sn.Task.ID, machine.Human, "close", func(s *task.Snapshot) { s.Task.Status = machine.Abandoned })
 	if cur, _ = a.Load(sn.Task.ID); !a.StatusMadeHere(cur) {
 		t.Fatal("a close made here does not count as made here")
 	}
@@ -125,8 +126,8 @@ func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
 // histories replays the remote's operations through the state machine,
 // so a blocked -> complete written with plumbing stays out of the result.
 func TestReplayRefusesATransitionTheMachineForbids(t *testing.T) {
-	base := &fullSnapshot{Snapshot: &Snapshot{Task: Task{ID: "0123456789abcdef", Slug: "x", Status: machine.Blocked}}}
-	patches := []opPatch{{op: Op{Name: "accept", Actor: machine.Human, From: machine.Blocked, To: machine.Complete, Clock: 5, Host: "evil"},
+	base := &fullSnapshot{Snapshot: &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "x", Status: machine.Blocked}}}
+	patches := []opPatch{{op: task.Op{Name: "accept", Actor: machine.Human, From: machine.Blocked, To: machine.Complete, Clock: 5, Host: "evil"},
 		status: true, task: map[string]json.RawMessage{}}}
 	m, refused := replay(base, patches)
 	if m.status != machine.Blocked || len(refused) != 1 || !strings.Contains(refused[0].Reason, "lazy accept") {
@@ -140,9 +141,9 @@ func TestReplayRefusesATransitionTheMachineForbids(t *testing.T) {
 func TestPulledTakeOverByAnotherHostArrives(t *testing.T) {
 	a, b := twoClones(t)
 	sn := ownedBlockedTask(t, a, b)
-	move(t, b, sn.Task.ID, machine.Human, "take-over", func(s *Snapshot) {
+	move(t, b, sn.Task.ID, machine.Human, "take-over", func(s *task.Snapshot) {
 		s.Task.Status = machine.Working
-		s.Session = &Session{ID: "00000000000000b2", Number: 2, Host: b.Host(), Agent: "exec", Branch: "lazy/" + s.Task.Slug, Worktree: b.repo.WorkTree, StartedAt: time.Now().UTC()}
+		s.Session = &task.Session{ID: "00000000000000b2", Number: 2, Host: b.Host(), Agent: "exec", Branch: "lazy/" + s.Task.Slug, Worktree: b.repo.WorkTree, StartedAt: time.Now().UTC()}
 	})
 	mustPush(t, b)
 	if rep := mustPull(t, a); len(rep.FastForwarded) != 1 || len(rep.Refused) != 0 {

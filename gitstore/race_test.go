@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // helperEnv makes this test binary act as a writer process.
@@ -215,9 +216,9 @@ func TestLockHeldByGitIsReported(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *Snapshot) (*Op, error) {
-		sn.AddComment(Comment{Actor: machine.Human, Text: "x"})
-		return &Op{Name: "comment", Actor: machine.Human}, nil
+	_, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *task.Snapshot) (*task.Op, error) {
+		sn.AddComment(task.Comment{Actor: machine.Human, Text: "x"})
+		return &task.Op{Name: "comment", Actor: machine.Human}, nil
 	})
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), ".lock") {
 		t.Fatalf("update under a stale lock: %v", err)
@@ -228,9 +229,9 @@ func TestLockHeldByGitIsReported(t *testing.T) {
 	}
 }
 
-func toggleComment(sn *Snapshot) (*Op, error) {
-	sn.AddComment(Comment{Actor: machine.Human, Text: "x"})
-	return &Op{Name: "comment", Actor: machine.Human}, nil
+func toggleComment(sn *task.Snapshot) (*task.Op, error) {
+	sn.AddComment(task.Comment{Actor: machine.Human, Text: "x"})
+	return &task.Op{Name: "comment", Actor: machine.Human}, nil
 }
 
 func TestCreateOnlyRefRefusesExisting(t *testing.T) {
@@ -355,7 +356,7 @@ func TestWritesSurvivePrunePacked(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 150; i++ {
-		if _, err := s.Create(CreateSpec{Title: fmt.Sprintf("t%d", i), Actor: machine.Human}); err != nil {
+		if _, err := s.Create(task.CreateSpec{Title: fmt.Sprintf("t%d", i), Actor: machine.Human}); err != nil {
 			close(done)
 			wg.Wait()
 			t.Fatalf("create %d during repack: %v", i, err)
@@ -442,7 +443,7 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 	reader := Open(s.repo) // a long-lived reader whose pack list goes stale
 	created := len(ids)    // acknowledged creates
 	step := func(i int) error {
-		sn, err := s.Create(CreateSpec{Title: fmt.Sprintf("t%d", i), Actor: machine.Human})
+		sn, err := s.Create(task.CreateSpec{Title: fmt.Sprintf("t%d", i), Actor: machine.Human})
 		if err != nil {
 			return fmt.Errorf("create %d during gc: %w", i, err)
 		}

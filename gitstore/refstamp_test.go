@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestRefStampMovesWithTheRefs: the stamp stays while no task ref moves,
@@ -42,7 +43,7 @@ func TestRefStampMovesWithTheRefs(t *testing.T) {
 		}
 	}
 	empty := stamp()
-	sn, err := s.Create(CreateSpec{Title: "one", Actor: machine.Human})
+	sn, err := s.Create(task.CreateSpec{Title: "one", Actor: machine.Human})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +55,9 @@ func TestRefStampMovesWithTheRefs(t *testing.T) {
 	if stamp() != created {
 		t.Fatal("the stamp moved while no ref did")
 	}
-	if _, _, err := s.Update(context.Background(), sn.Task.ID, func(x *Snapshot) (*Op, error) {
+	if _, _, err := s.Update(context.Background(), sn.Task.ID, func(x *task.Snapshot) (*task.Op, error) {
 		x.Task.Title = "two"
-		return &Op{Name: "edit", Actor: machine.Human}, nil
+		return &task.Op{Name: "edit", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,127 +7,20 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 )
-
-// ErrNotFound is matched by every "no such task" error.
-var ErrNotFound = errors.New("no such task")
-
-// ErrExists is a create of a task id that is taken.
-var ErrExists = errors.New("a task with that id exists")
-
-const maxSlugLen = 48
-
-// minPrefix is the shortest id prefix accepted, so that a typo of one or
-// two characters is not silently taken as an id.
-const minPrefix = 4
-
-// Slugify derives a slug from a title: lowercase ASCII letters and digits
-// joined by single dashes, starting with a letter, at most 48 characters
-// and cut at a word boundary when possible. A slug that would start with
-// a digit, or that could be read as an id prefix (see ShadowsID), starts
-// with "t-". The result always passes ValidSlug.
-func Slugify(title string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(title) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(r)
-		default:
-			dash = true
-		}
-	}
-	s := b.String()
-	if len(s) > maxSlugLen {
-		s = s[:maxSlugLen]
-		if i := strings.LastIndexByte(s, '-'); i > maxSlugLen/2 {
-			s = s[:i]
-		}
-		s = strings.TrimRight(s, "-")
-	}
-	switch {
-	case s == "":
-		s = "task"
-	case s[0] >= '0' && s[0] <= '9', ShadowsID(s):
-		s = "t-" + s
-	}
-	return s
-}
-
-// ShadowsID reports whether slug could be read as an id prefix: ids are
-// hex, and commands take any id prefix of minPrefix or more characters,
-// so a slug of that many hex digits (say "cafe" or "dc0a8c51") could
-// name another task. Such a slug is never given to a new task (Slugify
-// prefixes it with "t-", Create refuses it as --slug), and Resolve reads a
-// hex name as an id prefix before it reads it as a slug, so a slug that
-// arrived from elsewhere cannot redirect a command typed by id either.
-func ShadowsID(slug string) bool {
-	return len(slug) >= minPrefix && allHex(slug)
-}
-
-// ValidSlug reports whether s may be used as a slug (and so as a ref name
-// component and a branch name): it starts with a letter, uses lowercase
-// letters, digits and single dashes, and does not end with a dash.
-func ValidSlug(s string) bool {
-	if s == "" || len(s) > maxSlugLen+8 || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && s[i-1] != '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func withSuffix(base string, n int) string {
-	suf := "-" + strconv.Itoa(n)
-	if len(base)+len(suf) > maxSlugLen+8 {
-		base = strings.TrimRight(base[:maxSlugLen+8-len(suf)], "-")
-	}
-	return base + suf
-}
-
-// Candidate is one task an ambiguous name could mean.
-type Candidate struct {
-	ID, Slug, Title string
-}
-
-// AmbiguousError lists the tasks an id prefix matches.
-type AmbiguousError struct {
-	Input      string
-	Candidates []Candidate
-}
-
-func (e *AmbiguousError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%q is ambiguous: it matches %d tasks; use more characters or the slug:", e.Input, len(e.Candidates))
-	for _, c := range e.Candidates {
-		fmt.Fprintf(&b, "\n  %s  %s  %s", c.ID, c.Slug, c.Title)
-	}
-	return b.String()
-}
 
 // notFound is a name that names no task: one sentence that says what
 // to do, and errors.Is(err, ErrNotFound) holds.
 type notFound struct{ msg string }
 
 func (e *notFound) Error() string        { return e.msg }
-func (e *notFound) Is(target error) bool { return target == ErrNotFound }
+func (e *notFound) Is(target error) bool { return target == task.ErrNotFound }
 
 // Resolve turns what a user typed (a slug, a full id or a unique id
 // prefix of at least four characters) into a task id. The input is
@@ -145,15 +38,15 @@ func (s *Store) Resolve(name string) (string, error) {
 	// A hex name is read as an id first (see ShadowsID): a slug never
 	// redirects a command typed by id. A hex slug (from an older lazy, or
 	// another clone) still answers when no id starts with it.
-	hexName := len(lower) >= minPrefix && allHex(lower)
-	if ValidSlug(lower) && !hexName {
+	hexName := len(lower) >= task.MinIDPrefix && gitrepo.AllHex(lower)
+	if task.ValidSlug(lower) && !hexName {
 		if id, ok, err := s.bySlug(lower); err != nil || ok {
 			return id, err
 		}
 	}
 	if hexName {
 		id, err := s.byID(name, lower)
-		if err == nil || !errors.Is(err, ErrNotFound) || !ValidSlug(lower) {
+		if err == nil || !errors.Is(err, task.ErrNotFound) || !task.ValidSlug(lower) {
 			return id, err
 		}
 		if id, ok, err := s.bySlug(lower); err != nil || ok {
@@ -161,7 +54,7 @@ func (s *Store) Resolve(name string) (string, error) {
 		}
 		return "", s.notFound(name, "")
 	}
-	if !allHex(lower) {
+	if !gitrepo.AllHex(lower) {
 		return "", s.notFound(name, "")
 	}
 	return s.byID(name, lower)
@@ -179,7 +72,7 @@ func (s *Store) bySlug(slug string) (string, bool, error) {
 		return "", false, fmt.Errorf("slug %s: %w", slug, err)
 	}
 	id := strings.TrimSpace(string(b))
-	if !ValidID(id) {
+	if !task.ValidID(id) {
 		return "", false, fmt.Errorf("slug %s is corrupt (it names %q)", slug, truncate(id, 40))
 	}
 	if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil || !ok {
@@ -191,7 +84,7 @@ func (s *Store) bySlug(slug string) (string, bool, error) {
 // byID resolves a full id or a unique id prefix (lower is the lowercase
 // hex name the user typed as name).
 func (s *Store) byID(name, lower string) (string, error) {
-	if ValidID(lower) {
+	if task.ValidID(lower) {
 		if _, ok, err := s.repo.ReadRef(TaskRef(lower)); err != nil {
 			return "", err
 		} else if ok {
@@ -199,8 +92,8 @@ func (s *Store) byID(name, lower string) (string, error) {
 		}
 		return "", &notFound{fmt.Sprintf("no task has the id %s (lazy list shows the tasks)", lower)}
 	}
-	if len(lower) < minPrefix {
-		return "", s.notFound(name, fmt.Sprintf(" (an id prefix needs at least %d characters)", minPrefix))
+	if len(lower) < task.MinIDPrefix {
+		return "", s.notFound(name, fmt.Sprintf(" (an id prefix needs at least %d characters)", task.MinIDPrefix))
 	}
 	refs, err := s.repo.ListRefs(TasksPrefix)
 	if err != nil {
@@ -220,9 +113,9 @@ func (s *Store) byID(name, lower string) (string, error) {
 	case 1:
 		return ids[0], nil
 	}
-	amb := &AmbiguousError{Input: name}
+	amb := &task.AmbiguousError{Input: name}
 	for _, id := range ids {
-		c := Candidate{ID: id}
+		c := task.Candidate{ID: id}
 		if sn, err := s.Load(id); err == nil {
 			c.Slug, c.Title = sn.Task.Slug, sn.Task.Title
 		} else {
@@ -331,7 +224,7 @@ func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
 			continue // an unreadable slug is not provably an orphan
 		}
 		id := strings.TrimSpace(string(b))
-		if !ValidID(id) {
+		if !task.ValidID(id) {
 			continue
 		}
 		if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil || ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestSHA256Store: in a repository made by git init
@@ -53,10 +54,10 @@ func TestSHA256Store(t *testing.T) {
 	check("loose", machine.Backlog)
 	testrepo.Git(t, dir, "gc", "-q")
 	check("packed", machine.Backlog)
-	if _, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *Snapshot) (*Op, error) {
+	if _, _, err := s.Update(context.Background(), sn.Task.ID, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Status = machine.Abandoned
-		sn.Task.Outcome = OutcomeClosed
-		return &Op{Name: "close", Actor: machine.Human}, nil
+		sn.Task.Outcome = task.OutcomeClosed
+		return &task.Op{Name: "close", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatalf("update over a packed ref: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // SlugProblem is a task its own slug does not name.
@@ -40,7 +41,7 @@ func (p SlugProblem) Action() string {
 
 // CheckSlugs finds readable tasks their slug does not name: every task
 // must be reachable by its slug, and no two tasks may share one.
-func (s *Store) CheckSlugs(entries []Entry) []SlugProblem {
+func (s *Store) CheckSlugs(entries []task.Entry) []SlugProblem {
 	var out []SlugProblem
 	claims := map[string][]string{} // slug -> ids whose record has it
 	for i := range entries {
@@ -79,7 +80,7 @@ func (s *Store) CheckSlugs(entries []Entry) []SlugProblem {
 				owner = id
 				out = append(out, SlugProblem{ID: id, Slug: slug, To: slug})
 			default:
-				out = append(out, SlugProblem{ID: id, Slug: slug, Owner: owner, To: LoserSlug(slug, id)})
+				out = append(out, SlugProblem{ID: id, Slug: slug, Owner: owner, To: task.LoserSlug(slug, id)})
 			}
 		}
 	}
@@ -107,7 +108,7 @@ func (s *Store) RepairSlug(ctx context.Context, p SlugProblem) error {
 // first (so the task is never without a name), then a rename operation in
 // its history, which travels with the next push.
 func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool, error) {
-	if !ValidSlug(to) {
+	if !task.ValidSlug(to) {
 		return false, fmt.Errorf("cannot rename task %s to %q: not a valid slug", id, to)
 	}
 	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(id+"\n"))
@@ -120,13 +121,13 @@ func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool,
 		}
 	}
 	renamed := false
-	_, _, err = s.Update(ctx, id, func(sn *Snapshot) (*Op, error) {
+	_, _, err = s.Update(ctx, id, func(sn *task.Snapshot) (*task.Op, error) {
 		renamed = sn.Task.Slug == from
 		if !renamed {
 			return nil, nil // already renamed, or never had it
 		}
 		sn.Task.Slug = to
-		return &Op{Name: "rename", Actor: machine.System, Reason: strings.TrimSpace(why)}, nil
+		return &task.Op{Name: "rename", Actor: machine.System, Reason: strings.TrimSpace(why)}, nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("rename task %s to %s: %w", id, to, err)

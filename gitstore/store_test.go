@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func open(t testing.TB) (*Store, string) {
@@ -24,9 +25,9 @@ func open(t testing.TB) (*Store, string) {
 	return Open(repo, WithHost("test-host")), dir
 }
 
-func mustCreate(t testing.TB, s *Store, title string) *Snapshot {
+func mustCreate(t testing.TB, s *Store, title string) *task.Snapshot {
 	t.Helper()
-	sn, err := s.Create(CreateSpec{Title: title, Goal: "goal of " + title, Actor: machine.Human})
+	sn, err := s.Create(task.CreateSpec{Title: title, Goal: "goal of " + title, Actor: machine.Human})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func mustCreate(t testing.TB, s *Store, title string) *Snapshot {
 func TestCreateLoadRoundTrip(t *testing.T) {
 	s, dir := open(t)
 	sn := mustCreate(t, s, "Fix the flaky login test")
-	if sn.Task.Slug != "fix-the-flaky-login-test" || sn.Task.Status != machine.Backlog || !ValidID(sn.Task.ID) {
+	if sn.Task.Slug != "fix-the-flaky-login-test" || sn.Task.Status != machine.Backlog || !task.ValidID(sn.Task.ID) {
 		t.Fatalf("created %+v", sn.Task)
 	}
 	got, err := s.Load(sn.Task.ID)
@@ -75,10 +76,10 @@ func TestSlugsAreUnique(t *testing.T) {
 	if a.Task.Slug != "same-title" || b.Task.Slug != "same-title-2" || c.Task.Slug != "same-title-3" {
 		t.Fatalf("slugs %s %s %s", a.Task.Slug, b.Task.Slug, c.Task.Slug)
 	}
-	if _, err := s.Create(CreateSpec{Title: "x", Slug: "same-title", Actor: machine.Human}); err == nil || !strings.Contains(err.Error(), "already taken") {
+	if _, err := s.Create(task.CreateSpec{Title: "x", Slug: "same-title", Actor: machine.Human}); err == nil || !strings.Contains(err.Error(), "already taken") {
 		t.Fatalf("explicit duplicate slug: %v", err)
 	}
-	if _, err := s.Create(CreateSpec{Title: "x", Slug: "../../etc", Actor: machine.Human}); err == nil || !strings.Contains(err.Error(), "invalid slug") {
+	if _, err := s.Create(task.CreateSpec{Title: "x", Slug: "../../etc", Actor: machine.Human}); err == nil || !strings.Contains(err.Error(), "invalid slug") {
 		t.Fatalf("hostile slug: %v", err)
 	}
 }
@@ -87,18 +88,18 @@ func TestUpdateTransitionsThroughMachine(t *testing.T) {
 	s, dir := open(t)
 	sn := mustCreate(t, s, "task")
 	id := sn.Task.ID
-	_, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	_, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Status = machine.Merging
-		return &Op{Name: "bogus", Actor: machine.Human}, nil
+		return &task.Op{Name: "bogus", Actor: machine.Human}, nil
 	})
 	if !errors.Is(err, machine.ErrTransition) {
 		t.Fatalf("backlog -> merging: %v", err)
 	}
-	got, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	got, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Status = machine.Abandoned
-		sn.Task.Outcome = OutcomeClosed
-		sn.AddComment(Comment{Actor: machine.Human, Text: "dup"})
-		return &Op{Name: "close", Actor: machine.Human}, nil
+		sn.Task.Outcome = task.OutcomeClosed
+		sn.AddComment(task.Comment{Actor: machine.Human, Text: "dup"})
+		return &task.Op{Name: "close", Actor: machine.Human}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, bad := range []string{"", "nope", "../x", "-rf", "a\x00b", "ab", strings.Repeat("a", 1<<20)} {
 		_, err := s.Resolve(bad)
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, task.ErrNotFound) {
 			t.Errorf("Resolve(%.20q) = %v, want not found", bad, err)
 		}
 	}
@@ -178,7 +179,7 @@ func TestAmbiguousPrefixListsCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Resolve(ids[0][:4])
-	var amb *AmbiguousError
+	var amb *task.AmbiguousError
 	if !errors.As(err, &amb) || len(amb.Candidates) < 2 || !strings.Contains(err.Error(), ids[0]) || !strings.Contains(err.Error(), id2) {
 		t.Fatalf("ambiguous: %v", err)
 	}
@@ -192,9 +193,9 @@ func TestListCacheFollowsRefs(t *testing.T) {
 	if err != nil || len(l) != 2 {
 		t.Fatalf("list %v %v", l, err)
 	}
-	if _, _, err := s.Update(context.Background(), a.Task.ID, func(sn *Snapshot) (*Op, error) {
+	if _, _, err := s.Update(context.Background(), a.Task.ID, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Status = machine.Abandoned
-		return &Op{Name: "close", Actor: machine.Human}, nil
+		return &task.Op{Name: "close", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/lazyorch/lazy/task"
 )
 
 const decID = "0123456789abcdef"
@@ -15,7 +16,7 @@ var decCommit = newOID("89abcdef0123456789abcdef0123456789abcdef")
 // generalRec is what List recorded before summaryDecoder: encoding/json
 // into Task, checkTask, and the summary encoded by encoding/json.
 func generalRec(body []byte) (cacheRec, bool) {
-	var t Task
+	var t task.Task
 	if err := json.Unmarshal(body, &t); err != nil || checkTask(&t, decID) != nil {
 		return cacheRec{}, false
 	}
@@ -90,21 +91,12 @@ func TestSummaryDecoderAgreesWithEncodingJSON(t *testing.T) {
 func TestSummaryDecoderOnWrittenTasks(t *testing.T) {
 	titles := []string{"plain", "ünïcödé 日本語", "<script>&</script>", "quote \" and \\ backslash", "line\nbreak", "sep \u2028\u2029", strings.Repeat("long ", 2000)}
 	for _, title := range titles {
-		task := Task{Version: SchemaVersion, ID: decID, Slug: "s", Title: title, Status: "backlog", AllowedPaths: []string{"src/<x>"}}
+		task := task.Task{Version: task.SchemaVersion, ID: decID, Slug: "s", Title: title, Status: "backlog", AllowedPaths: []string{"src/<x>"}}
 		body, err := json.MarshalIndent(&task, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkDecoder(t, body)
-	}
-}
-
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "abc", "<>&", "\"\\", "\b\f\n\r\t\x00\x1f\x7f", "\u2028\u2029", "\xff\xfe", "é日\U0001F600", "a\xc3"} {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
 	}
 }
 
@@ -117,31 +109,5 @@ func FuzzSummaryDecoder(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkDecoder(t, body)
-	})
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "<a&b>", "\u2028", "\xff", "é"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
-// FuzzAppendUTC holds appendUTC to the Format it replaces.
-func FuzzAppendUTC(f *testing.F) {
-	f.Add(int64(1796304623), int64(0))
-	f.Add(int64(-62135596800), int64(5))
-	f.Add(int64(253402300799), int64(999999999))
-	f.Add(int64(253402300800), int64(0))
-	f.Fuzz(func(t *testing.T, sec, nsec int64) {
-		tm := time.Unix(sec, nsec).In(time.FixedZone("x", 3600))
-		if got, want := string(appendUTC(nil, tm)), tm.UTC().Format(TimeLayout); got != want {
-			t.Fatalf("appendUTC(%v) = %q, want %q", tm, got, want)
-		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 )
 
 // RemoteNamespace is where lazy pull fetches a remote's task refs: never
@@ -38,21 +39,21 @@ func isAlnum(c byte) bool {
 
 // SyncReport says what a pull or push did.
 type SyncReport struct {
-	Remote        string    `json:"remote"`
-	Created       []string  `json:"created"`
-	FastForwarded []string  `json:"fast_forwarded"`
-	Merged        []string  `json:"merged"`
-	LocalAhead    int       `json:"local_ahead"`
-	UpToDate      int       `json:"up_to_date"`
-	Refused       []Refused `json:"refused"`
+	Remote        string         `json:"remote"`
+	Created       []string       `json:"created"`
+	FastForwarded []string       `json:"fast_forwarded"`
+	Merged        []string       `json:"merged"`
+	LocalAhead    int            `json:"local_ahead"`
+	UpToDate      int            `json:"up_to_date"`
+	Refused       []task.Refused `json:"refused"`
 	// Unverified lists statuses taken in that this machine could not
 	// confirm (see Unverified).
 	Unverified []Unverified `json:"unverified"`
 	// Flagged lists the figures the pulled records brought that lazy
 	// does not believe (see Flag): taken in, left out of every sum.
-	Flagged []Flag   `json:"flagged"`
-	Skipped []Skip   `json:"skipped"`
-	Renamed []Rename `json:"renamed"`
+	Flagged []task.Flag `json:"flagged"`
+	Skipped []Skip      `json:"skipped"`
+	Renamed []Rename    `json:"renamed"`
 	// Pushed counts the refs a push moved on the remote (task records
 	// and their slug names); PushedTasks the task records among them,
 	// and NewOnRemote those of the task records the remote did not have.
@@ -194,7 +195,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 		}
 		id := strings.TrimPrefix(ref, ns+"tasks/")
 		rh := theirs[ref]
-		if !ValidID(id) {
+		if !task.ValidID(id) {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: ref, Reason: "not a task id"})
 			continue
 		}
@@ -220,7 +221,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 	if err != nil {
 		return err
 	}
-	if err := validateRecord(rs); err != nil {
+	if err := task.ValidateRecord(rs); err != nil {
 		return fmt.Errorf("malformed record: %w", err)
 	}
 	if err := s.CheckBounds(rs); err != nil {
@@ -231,7 +232,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 		if err != nil {
 			return err
 		}
-		var local *Snapshot
+		var local *task.Snapshot
 		if have {
 			if local, err = s.loadAt(id, lh); err != nil {
 				return err
@@ -239,7 +240,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 		}
 		var next gitrepo.OID
 		var kind *[]string
-		var refused []Refused
+		var refused []task.Refused
 		history := true
 		switch {
 		case !have:
@@ -308,17 +309,6 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 	return fmt.Errorf("task %s kept changing locally; pull again", id)
 }
 
-// LoserSlug is the slug a task that lost slug to a remote task gets: the
-// slug and the first six hex digits of its id, so every clone that
-// settles the same conflict picks the same name.
-func LoserSlug(slug, id string) string {
-	suf := "-" + id[:6]
-	if len(slug)+len(suf) > maxSlugLen+8 {
-		slug = strings.TrimRight(slug[:maxSlugLen+8-len(suf)], "-")
-	}
-	return slug + suf
-}
-
 // settleSlugs makes this clone agree with the remote on who owns each
 // slug. Two clones can each create a task with the same slug; the first
 // to push owns it on the remote. Here the remote's claim wins: a local
@@ -340,7 +330,7 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 		slug := strings.TrimPrefix(ref, ns+"slugs/")
 		rh := theirs[ref]
 		lh, have, err := s.repo.ReadRef(SlugsPrefix + slug)
-		if err != nil || !have || lh == rh || !ValidSlug(slug) {
+		if err != nil || !have || lh == rh || !task.ValidSlug(slug) {
 			continue
 		}
 		if err := s.yieldSlug(ns, slug, lh, rh, rep); err != nil {
@@ -360,7 +350,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 		return strings.TrimSpace(string(b))
 	}
 	local, winner := read(lh), read(rh)
-	if !ValidID(winner) {
+	if !task.ValidID(winner) {
 		return fmt.Errorf("the remote's slug ref does not name a task id; %s keeps naming the local task", slug)
 	}
 	// A claim counts only for a task the remote (or this clone) has: a
@@ -382,16 +372,16 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 	}
 	ws, err := s.loadAt(winner, wh)
 	if err == nil {
-		err = validateRecord(ws)
+		err = task.ValidateRecord(ws)
 	}
 	if err != nil || ws.Task.Slug != slug {
 		return fmt.Errorf("the remote's slug ref names task %s, whose record is unreadable or has another slug; %s keeps naming the local task", winner, slug)
 	}
-	if ValidID(local) && local != winner {
+	if task.ValidID(local) && local != winner {
 		if _, ok, err := s.repo.ReadRef(TaskRef(local)); err != nil {
 			return err
 		} else if ok {
-			to := LoserSlug(slug, local)
+			to := task.LoserSlug(slug, local)
 			why := fmt.Sprintf("slug %s went to task %s, created with the same slug on another clone", slug, winner)
 			renamed, err := s.renameTask(context.Background(), local, slug, to, why)
 			if err != nil {
@@ -407,7 +397,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 
 // adoptSlug gives a task that arrived from a remote its slug here, unless
 // a local task already has it (then the task answers to its id).
-func (s *Store) adoptSlug(sn *Snapshot, ns string, rep *SyncReport) {
+func (s *Store) adoptSlug(sn *task.Snapshot, ns string, rep *SyncReport) {
 	slug := sn.Task.Slug
 	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(sn.Task.ID+"\n"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // twoClones returns two stores on repositories that share a bare remote
@@ -35,9 +36,9 @@ func twoClones(t *testing.T) (*Store, *Store) {
 
 func comment(t *testing.T, s *Store, id, text string) {
 	t.Helper()
-	if _, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
-		sn.AddComment(Comment{Actor: machine.Human, Text: text})
-		return &Op{Name: "comment", Actor: machine.Human}, nil
+	if _, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
+		sn.AddComment(task.Comment{Actor: machine.Human, Text: text})
+		return &task.Op{Name: "comment", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +46,13 @@ func comment(t *testing.T, s *Store, id, text string) {
 
 func toggle2(t *testing.T, s *Store, id string) {
 	t.Helper()
-	if _, _, err := s.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	if _, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		if sn.Task.Status == machine.Backlog {
-			sn.Task.Status, sn.Task.Outcome = machine.Abandoned, OutcomeClosed
-			return &Op{Name: "close", Actor: machine.Human}, nil
+			sn.Task.Status, sn.Task.Outcome = machine.Abandoned, task.OutcomeClosed
+			return &task.Op{Name: "close", Actor: machine.Human}, nil
 		}
 		sn.Task.Status, sn.Task.Outcome = machine.Backlog, ""
-		return &Op{Name: "reopen", Actor: machine.Human}, nil
+		return &task.Op{Name: "reopen", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +183,9 @@ func TestMergeIsDeterministicAndRefusesStaleTransitions(t *testing.T) {
 	// kept in history and listed on the task.
 	toggle2(t, a, id) // alpha: backlog -> abandoned
 	comment(t, a, id, "alpha closed it")
-	if _, _, err := b.Update(context.Background(), id, func(sn *Snapshot) (*Op, error) {
+	if _, _, err := b.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Status = machine.Working
-		return &Op{Name: "start", Actor: machine.Human}, nil
+		return &task.Op{Name: "start", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

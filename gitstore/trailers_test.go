@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/lazyorch/lazy/task"
 )
 
 // scannerTrailers is how ParseTrailers read a message before it used
@@ -23,8 +25,8 @@ func scannerTrailers(msg string) map[string]string {
 }
 
 func TestParseTrailers(t *testing.T) {
-	op := &Op{Name: "unblock", Actor: "human", From: "blocked", To: "working", Clock: 7, Host: "h1"}
-	got := ParseTrailers(commitMessage(&Task{ID: "0123456789abcdef", Slug: "s"}, op))
+	op := &task.Op{Name: "unblock", Actor: "human", From: "blocked", To: "working", Clock: 7, Host: "h1"}
+	got := ParseTrailers(commitMessage(&task.Task{ID: "0123456789abcdef", Slug: "s"}, op))
 	want := map[string]string{
 		TrailerTask: "0123456789abcdef", TrailerOp: "unblock", TrailerActor: "human",
 		TrailerFrom: "blocked", TrailerTo: "working", TrailerClock: "7", TrailerHost: "h1",

@@ -4,15 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func TestTokenLiveOnlyForItsRunningTurnOrPairing(t *testing.T) {
-	snap := func(st machine.Status, session string, turn int) *gitstore.Snapshot {
-		sn := &gitstore.Snapshot{Task: gitstore.Task{Status: st, Slug: "fix-it"}}
+	snap := func(st machine.Status, session string, turn int) *task.Snapshot {
+		sn := &task.Snapshot{Task: task.Task{Status: st, Slug: "fix-it"}}
 		if session != "" {
-			sn.Session = &gitstore.Session{ID: session, Turn: turn}
+			sn.Session = &task.Session{ID: session, Turn: turn}
 		}
 		return sn
 	}
@@ -21,7 +21,7 @@ func TestTokenLiveOnlyForItsRunningTurnOrPairing(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		id   Identity
-		sn   *gitstore.Snapshot
+		sn   *task.Snapshot
 		dead string // "" if live, else a word the refusal must hold
 	}{
 		{"its turn runs", turn, snap(machine.Working, "s1", 3), ""},

@@ -19,11 +19,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Marker files, in a task's protocol directory.
@@ -113,7 +113,7 @@ func (m *Marks) appendInterval(l intervalLine) {
 // function settles it and must run however the wait ends (a finally):
 // clearing is on settle, not on the response reaching the client. A nil
 // Marks, or no task (a human caller), records nothing.
-func (m *Marks) StartWait(task string, sn *gitstore.Snapshot) func(err error) {
+func (m *Marks) StartWait(task string, sn *task.Snapshot) func(err error) {
 	if m == nil || task == "" {
 		return func(error) {}
 	}
@@ -273,7 +273,7 @@ func (m *Marks) Progress(task string) string {
 // Substate derives what a working task is doing this second from its
 // live files, through machine.Substate, and why a parked task is held (a
 // budget, a usage limit): the one derivation every surface uses.
-func (m *Marks) Substate(s *gitstore.Summary) string {
+func (m *Marks) Substate(s *task.Summary) string {
 	if s.Hold != nil && (s.Status == machine.Blocked || s.Status == machine.Conflict) {
 		// Why a parked task waits, when a human's review is not all of
 		// it: a budget, or a usage limit the daemon waits out.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // daemonLike starts a process whose command line names "daemon", as a
@@ -27,21 +27,21 @@ func TestWaitsAndProgressBelieveOnlyALiveWriter(t *testing.T) {
 	writer := daemonLike(t)
 	w := &Marks{LazyDir: dir, PID: writer.Process.Pid}
 	r := &Marks{LazyDir: dir} // a reader: lazy list, the web view
-	const task, sub = "0123456789abcdef", "fedcba9876543210"
+	const taskID, sub = "0123456789abcdef", "fedcba9876543210"
 
-	res, err := w.SetProgress(task, "  building\r\n the  index ")
+	res, err := w.SetProgress(taskID, "  building\r\n the  index ")
 	if err != nil || res.Recorded != "building the index" {
 		t.Fatalf("SetProgress: %+v %v", res, err)
 	}
-	if got := r.Progress(task); got != "building the index" {
+	if got := r.Progress(taskID); got != "building the index" {
 		t.Fatalf("progress read back as %q", got)
 	}
-	done := w.StartWait(task, &gitstore.Snapshot{Task: gitstore.Task{ID: sub, Slug: "the-sub"}})
-	if ws := r.Waits(task); len(ws) != 1 || ws[0].On != sub || ws[0].Slug != "the-sub" {
+	done := w.StartWait(taskID, &task.Snapshot{Task: task.Task{ID: sub, Slug: "the-sub"}})
+	if ws := r.Waits(taskID); len(ws) != 1 || ws[0].On != sub || ws[0].Slug != "the-sub" {
 		t.Fatalf("waits while waiting: %+v", ws)
 	}
 	done(context.Canceled)
-	if ws := r.Waits(task); len(ws) != 0 {
+	if ws := r.Waits(taskID); len(ws) != 0 {
 		t.Fatalf("waits after settling: %+v", ws)
 	}
 	ivs, err := Intervals(dir)
@@ -52,14 +52,14 @@ func TestWaitsAndProgressBelieveOnlyALiveWriter(t *testing.T) {
 	// The writer dies (a SIGKILLed daemon): its marker is disbelieved.
 	_ = writer.Process.Kill()
 	_ = writer.Wait()
-	if got := r.Progress(task); got != "" {
+	if got := r.Progress(taskID); got != "" {
 		t.Fatalf("a dead writer's progress is still believed: %q", got)
 	}
 }
 
 func TestNoTaskOrNoMarksRecordsNothing(t *testing.T) {
 	dir := t.TempDir()
-	sn := &gitstore.Snapshot{Task: gitstore.Task{ID: "fedcba9876543210"}}
+	sn := &task.Snapshot{Task: task.Task{ID: "fedcba9876543210"}}
 	var none *Marks
 	none.StartWait("0123456789abcdef", sn)(nil)
 	(&Marks{LazyDir: dir, PID: 1}).StartWait("", sn)(nil) // a human caller

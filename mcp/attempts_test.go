@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // lazy_accept with attempt K lands that attempt of a task tried two
@@ -40,9 +40,9 @@ func TestAcceptAnAttemptOfAGroup(t *testing.T) {
 		}
 		testrepo.Git(t, wt, "add", ".")
 		testrepo.Git(t, wt, "commit", "-q", "-m", "attempt work")
-		if _, _, err := store.Update(ctx, a.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, err := store.Update(ctx, a.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 			s.Task.Status = machine.Blocked
-			return &gitstore.Op{Name: "test-turn", Actor: machine.System}, nil
+			return &task.Op{Name: "test-turn", Actor: machine.System}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,9 +10,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestLazyCostIsTheBuildersReadOnlyReport: lazy_cost answers what lazy
@@ -23,20 +23,20 @@ func TestLazyCostIsTheBuildersReadOnlyReport(t *testing.T) {
 	d, store := repoDispatcher(t, dir)
 	ctx := context.Background()
 	var ids []string
-	for i, u := range []gitstore.Usage{{CostUSD: 2, InputTokens: 100, OutputTokens: 10}, {CostUSD: 0.5, InputTokens: 40, CachedInputTokens: 4, OutputTokens: 4}} {
+	for i, u := range []task.Usage{{CostUSD: 2, InputTokens: 100, OutputTokens: 10}, {CostUSD: 0.5, InputTokens: 40, CachedInputTokens: 4, OutputTokens: 4}} {
 		parent := ""
 		if i > 0 {
 			parent = ids[0]
 		}
-		sn, err := store.Create(gitstore.CreateSpec{Title: []string{"parent", "child"}[i], Parent: parent, Actor: machine.Human})
+		sn, err := store.Create(task.CreateSpec{Title: []string{"parent", "child"}[i], Parent: parent, Actor: machine.Human})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, sn.Task.ID)
-		if _, _, err := store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, At: time.Now().UTC(), Agent: "codex", Usage: &u})
+		if _, _, err := store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+			s.AddTurn(task.Turn{Role: task.RoleAgent, At: time.Now().UTC(), Agent: "codex", Usage: &u})
 			s.Task.Usage = &u
-			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+			return &task.Op{Name: "test", Actor: machine.System}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}

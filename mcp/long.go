@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Reporter hears one line of progress of the call it was given to.
@@ -69,7 +69,7 @@ func (d *Dispatcher) watch(ctx context.Context, id string) (stop func()) {
 }
 
 // describe is one progress line for a task: its status and substate.
-func (d *Dispatcher) describe(sn *gitstore.Snapshot) string {
+func (d *Dispatcher) describe(sn *task.Snapshot) string {
 	v := d.view(sn)
 	msg := sn.Task.Slug + ": " + string(sn.Task.Status)
 	if v.Live != "" {

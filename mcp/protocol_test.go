@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // rawClient speaks JSON-RPC lines to a Server, as a client would that
@@ -460,7 +460,7 @@ func TestServeEndsWithItsContext(t *testing.T) {
 type notFoundBackend struct{}
 
 func (notFoundBackend) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, fmt.Errorf("no task named %q: %w", "nope", gitstore.ErrNotFound)
+	return nil, fmt.Errorf("no task named %q: %w", "nope", task.ErrNotFound)
 }
 
 func TestAMissingTaskIsAResourceNotFound(t *testing.T) {
@@ -473,7 +473,7 @@ func TestAMissingTaskIsAResourceNotFound(t *testing.T) {
 	// Through the daemon, the error is text; whether it is a missing task
 	// travels beside it.
 	var e error = &remoteError{msg: "no task named \"nope\": no such task", notFound: true}
-	if !errors.Is(e, gitstore.ErrNotFound) || errors.Is(&remoteError{msg: "boom"}, gitstore.ErrNotFound) {
+	if !errors.Is(e, task.ErrNotFound) || errors.Is(&remoteError{msg: "boom"}, task.ErrNotFound) {
 		t.Fatal("remoteError does not carry ErrNotFound")
 	}
 }

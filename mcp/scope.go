@@ -9,6 +9,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // What a call may reach from an agent's task.
@@ -109,7 +110,7 @@ func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in As
 		return nil, fmt.Errorf("%s has no turns; the question was not recorded", final.Task.Slug)
 	}
 	answer := turns[len(turns)-1]
-	text, _ := gitstore.ClipText(answer.Content, showClip, "")
+	text, _ := task.ClipText(answer.Content, showClip, "")
 	return AskOut{Answer: text, Status: final.Task.Status, Error: answer.Error}, nil
 }
 
@@ -134,7 +135,7 @@ func (d *Dispatcher) wait(ctx context.Context, caller Caller, in WaitIn) (any, e
 	}
 	if turns, err := d.Store.Turns(final); err == nil && len(turns) > 0 {
 		last := turns[len(turns)-1]
-		last.Content, _ = gitstore.ClipText(last.Content, showClip, "")
+		last.Content, _ = task.ClipText(last.Content, showClip, "")
 		out.LastTurn = &last
 	}
 	return out, nil
@@ -150,7 +151,7 @@ func orWorking(live string) string {
 // waitTurn waits up to limit for sn's turn to end, reporting the task's
 // substate as progress meanwhile. running is true (with the task as it
 // is now) when the limit passed first: the turn goes on regardless.
-func (d *Dispatcher) waitTurn(ctx context.Context, caller Caller, sn *gitstore.Snapshot, limit time.Duration) (final *gitstore.Snapshot, running bool, err error) {
+func (d *Dispatcher) waitTurn(ctx context.Context, caller Caller, sn *task.Snapshot, limit time.Duration) (final *task.Snapshot, running bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	stop := d.watch(wctx, sn.Task.ID)
@@ -171,7 +172,7 @@ func (d *Dispatcher) waitTurn(ctx context.Context, caller Caller, sn *gitstore.S
 
 // tracked waits for sn's turn with the wait marked: the marker is
 // settled in a deferred call, however the wait ends.
-func (d *Dispatcher) tracked(ctx context.Context, caller Caller, sn *gitstore.Snapshot, timeout time.Duration) (final *gitstore.Snapshot, err error) {
+func (d *Dispatcher) tracked(ctx context.Context, caller Caller, sn *task.Snapshot, timeout time.Duration) (final *task.Snapshot, err error) {
 	done := d.Marks.StartWait(caller.Task, sn)
 	defer func() { done(err) }()
 	return d.Hooks.Wait(ctx, sn.Task.ID, timeout)
@@ -180,12 +181,12 @@ func (d *Dispatcher) tracked(ctx context.Context, caller Caller, sn *gitstore.Sn
 // View is a task as the tools show it: its summary plus the derived
 // substate.
 type View struct {
-	gitstore.Summary
+	task.Summary
 	Live string `json:"live_substate,omitempty" jsonschema:"what a working task is doing this second (agent phase, waiting on subtasks, progress)"`
 }
 
-func (d *Dispatcher) view(sn *gitstore.Snapshot) View {
-	v := View{Summary: gitstore.NewSummary(&sn.Task)}
+func (d *Dispatcher) view(sn *task.Snapshot) View {
+	v := View{Summary: task.NewSummary(&sn.Task)}
 	if d.Marks != nil {
 		v.Live = d.Marks.Substate(&v.Summary)
 	}
@@ -239,7 +240,7 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 // Truncated fields would hide both from the schema the SDK infers, and
 // the SDK then refuses the result it validates.
 type ShowOut struct {
-	gitstore.Detail
+	task.Detail
 	Overlaps          map[string][]string `json:"overlaps,omitempty"`
 	LandedOverlap     []string            `json:"landed_overlap,omitempty"`
 	OverlapsTruncated bool                `json:"overlaps_truncated,omitempty"`
@@ -247,7 +248,7 @@ type ShowOut struct {
 	// does: status, agent, model, cost, gate and diff stat of each, the
 	// cost of them all, and the attempt that landed.
 	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
-	AttemptsUsage *gitstore.Usage   `json:"attempts_usage,omitempty"`
+	AttemptsUsage *task.Usage       `json:"attempts_usage,omitempty"`
 	AttemptChosen int               `json:"attempt_chosen,omitempty"`
 	// ProtectedChanges names the protected paths the task's change
 	// touches: it lands only when a human approves them (lazy accept
@@ -257,7 +258,7 @@ type ShowOut struct {
 
 // overlapsOf is what a task started on this machine shares with the
 // other active tasks; any other task has no branch here to compare.
-func overlapsOf(ctx context.Context, env *ops.Env, st *gitstore.Store, sn *gitstore.Snapshot) ops.TaskOverlaps {
+func overlapsOf(ctx context.Context, env *ops.Env, st *gitstore.Store, sn *task.Snapshot) ops.TaskOverlaps {
 	if env == nil || sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return ops.TaskOverlaps{}
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Backend runs a tool call somewhere: in this process (the builder) or in
@@ -249,7 +249,7 @@ func schemaFor[T any]() (*jsonschema.Schema, error) {
 	return jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[machine.Status]():   {Type: "string", Enum: enum, Description: "task status"},
 		reflect.TypeFor[machine.Category](): {Type: "string", Enum: cats},
-		reflect.TypeFor[gitstore.Hex]():     {Type: "string", Pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$", Description: "git object id, hex"},
+		reflect.TypeFor[task.Hex]():         {Type: "string", Pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$", Description: "git object id, hex"},
 		reflect.TypeFor[time.Time]():        {Type: "string", Format: "date-time"},
 	}})
 }
@@ -269,12 +269,12 @@ type CallResponse struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	// NotFound: the error is that a task named does not exist
-	// (gitstore.ErrNotFound), which the proxy tells its client apart.
+	// (task.ErrNotFound), which the proxy tells its client apart.
 	NotFound bool `json:"not_found,omitempty"`
 }
 
 // remoteError is an error the daemon answered, as the proxy returns it:
-// its text, and whether it is gitstore.ErrNotFound.
+// its text, and whether it is task.ErrNotFound.
 type remoteError struct {
 	msg      string
 	notFound bool
@@ -282,8 +282,8 @@ type remoteError struct {
 
 func (e *remoteError) Error() string { return e.msg }
 
-// Is makes errors.Is(err, gitstore.ErrNotFound) hold across the daemon.
-func (e *remoteError) Is(target error) bool { return e.notFound && target == gitstore.ErrNotFound }
+// Is makes errors.Is(err, task.ErrNotFound) hold across the daemon.
+func (e *remoteError) Is(target error) bool { return e.notFound && target == task.ErrNotFound }
 
 // Remote forwards calls to the daemon of lazyDir with a bearer token.
 type Remote struct {
@@ -399,7 +399,7 @@ func Handler(lazyDir string, d *Dispatcher, live func(link.Identity) error) http
 		ctx := WithReporter(context.WithoutCancel(r.Context()), func(msg string) { line(CallResponse{Progress: msg}) })
 		out, err := d.Call(ctx, Caller{Actor: "agent", Task: id.Task}, req.Tool, req.Arguments)
 		if err != nil {
-			line(CallResponse{Error: err.Error(), NotFound: errors.Is(err, gitstore.ErrNotFound)})
+			line(CallResponse{Error: err.Error(), NotFound: errors.Is(err, task.ErrNotFound)})
 			return
 		}
 		line(CallResponse{Result: out})

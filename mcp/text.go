@@ -11,17 +11,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/marks"
+	"github.com/lazyorch/lazy/task"
 )
 
 // headline is the readable first line of a tool's text content; the
 // JSON follows it, so a host that shows only text still has everything.
 func headline(tool string, out any) string {
-	task := func(v View) string {
+	named := func(v View) string {
 		s := quote.Inline(v.Slug) + " is " + quote.Inline(string(v.Status))
 		if v.Live != "" {
 			s += " (" + quote.Inline(v.Live) + ")"
@@ -31,7 +31,7 @@ func headline(tool string, out any) string {
 	running := func(r Running) string { return "Still running: " + r.WaitingOn + ". " + r.Next + "." }
 	switch o := out.(type) {
 	case TaskOut:
-		return strings.TrimPrefix(tool, "lazy_") + ": " + task(o.Task) + "."
+		return strings.TrimPrefix(tool, "lazy_") + ": " + named(o.Task) + "."
 	case ListOut:
 		if o.Count == 0 {
 			return "No tasks."
@@ -39,14 +39,14 @@ func headline(tool string, out any) string {
 		lines := make([]string, 0, len(o.Tasks)+1)
 		lines = append(lines, fmt.Sprintf("%s:", words.Count(o.Count, "task", "tasks")))
 		for _, t := range o.Tasks {
-			lines = append(lines, "- "+task(t)+": "+quote.Inline(t.Title))
+			lines = append(lines, "- "+named(t)+": "+quote.Inline(t.Title))
 		}
 		return strings.Join(lines, "\n")
 	case WaitOut:
 		if o.StillRunning {
 			return running(o.Running)
 		}
-		return "The turn ended: " + task(o.Task) + "."
+		return "The turn ended: " + named(o.Task) + "."
 	case AskOut:
 		if o.StillRunning {
 			return running(o.Running)
@@ -68,9 +68,9 @@ func headline(tool string, out any) string {
 		}
 		return fmt.Sprintf("Submitted: pull request #%d %s", o.PRNumber, o.PRURL)
 	case EndOut:
-		return strings.TrimPrefix(tool, "lazy_") + ": " + task(o.Task) + "."
-	case gitstore.Detail:
-		return task(View{Summary: o.Summary, Live: o.Live}) + ": " + quote.Inline(o.Title)
+		return strings.TrimPrefix(tool, "lazy_") + ": " + named(o.Task) + "."
+	case task.Detail:
+		return named(View{Summary: o.Summary, Live: o.Live}) + ": " + quote.Inline(o.Title)
 	case DiffOut:
 		head := fmt.Sprintf("%s changed on %s since %s; %d uncommitted.", words.Count(len(o.Files), "file", "files"), o.Branch, o.Base, len(o.Uncommitted))
 		if o.ProtectedChanges != nil {
@@ -128,7 +128,7 @@ func readTask(ctx context.Context, b Backend, uri string) (*sdk.ReadResourceResu
 		return nil, err
 	}
 	raw, err := b.Call(WithReporter(ctx, func(string) {}), "lazy_show", args)
-	if errors.Is(err, gitstore.ErrNotFound) {
+	if errors.Is(err, task.ErrNotFound) {
 		return nil, resourceNotFound(uri, err.Error())
 	}
 	if err != nil {

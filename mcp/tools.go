@@ -33,6 +33,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Caller is who is calling: the builder (Task empty) or the agent of Task.
@@ -202,8 +203,8 @@ type (
 	}
 	// WaitOut is lazy_wait's result.
 	WaitOut struct {
-		Task     View           `json:"task"`
-		LastTurn *gitstore.Turn `json:"last_turn,omitempty"`
+		Task     View       `json:"task"`
+		LastTurn *task.Turn `json:"last_turn,omitempty"`
 		Running
 	}
 	// AskOut is lazy_ask's result.
@@ -259,8 +260,8 @@ type (
 	}
 	// JournalOut is lazy_journal's result.
 	JournalOut struct {
-		Task  View             `json:"task"`
-		Entry gitstore.Comment `json:"entry"`
+		Task  View         `json:"task"`
+		Entry task.Comment `json:"entry"`
 	}
 	// Running says a long call returned before what it waits on ended.
 	Running struct {
@@ -355,7 +356,7 @@ type Hooks struct {
 	// repository's defaults.
 	StartInput func(agent, command string) (ops.StartInput, error)
 	// Wait blocks until task id's turn is recorded or timeout.
-	Wait func(ctx context.Context, id string, timeout time.Duration) (*gitstore.Snapshot, error)
+	Wait func(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error)
 	// Accept returns the accept options (pre-accept turn) to use.
 	Accept func() ops.AcceptOptions
 }
@@ -772,7 +773,7 @@ func (in UnblockIn) approved() ([]string, error) {
 	return in.ApprovedFiles, nil
 }
 
-func (d *Dispatcher) taskOut(sn *gitstore.Snapshot, err error) (any, error) {
+func (d *Dispatcher) taskOut(sn *task.Snapshot, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -196,16 +196,16 @@ func TestADetachedRunIsJoinedNotRepeated(t *testing.T) {
 // share would vanish from that schema and fail this.
 func TestShowResultsPassTheirOwnSchema(t *testing.T) {
 	out := ShowOut{
-		Detail: gitstore.Detail{
-			Summary:           gitstore.Summary{ID: "0123456789abcdef", Slug: "a", Title: "A", Status: "blocked", Category: "blocked", CreatedAt: "2026-12-06T04:00:00Z", UpdatedAt: "2026-12-06T04:00:00Z"},
+		Detail: task.Detail{
+			Summary:           task.Summary{ID: "0123456789abcdef", Slug: "a", Title: "A", Status: "blocked", Category: "blocked", CreatedAt: "2026-12-06T04:00:00Z", UpdatedAt: "2026-12-06T04:00:00Z"},
 			Truncated:         []string{"its goal was cut"},
-			PendingViolations: []string{}, TurnList: []gitstore.Turn{}, CommentList: []gitstore.Comment{}, Journal: []gitstore.Comment{}, History: []gitstore.Change{},
-			GateRecord: &gitstore.GateRecord{Runs: []gitstore.GateRun{{ID: "r1", Commands: []gitstore.GateCommand{{Cmd: "make", Exit: 2}}}}},
+			PendingViolations: []string{}, TurnList: []task.Turn{}, CommentList: []task.Comment{}, Journal: []task.Comment{}, History: []task.Change{},
+			GateRecord: &task.GateRecord{Runs: []task.GateRun{{ID: "r1", Commands: []task.GateCommand{{Cmd: "make", Exit: 2}}}}},
 		},
 		Overlaps: map[string][]string{"b": {"x.go"}}, LandedOverlap: []string{"y.go"}, OverlapsTruncated: true,
 		Attempts: []ops.AttemptView{{K: 1, ID: "0123456789abcdef", Slug: "a-a1", Agent: "codex", Model: "gpt-5-codex", Status: "blocked",
-			Usage: &gitstore.Usage{InputTokens: 5}, Gate: &gitstore.GateSummary{State: "passed"}, Diff: &worktree.DiffStat{Files: 1, Additions: 2}}},
-		AttemptsUsage: &gitstore.Usage{InputTokens: 5}, AttemptChosen: 1,
+			Usage: &task.Usage{InputTokens: 5}, Gate: &task.GateSummary{State: "passed"}, Diff: &worktree.DiffStat{Files: 1, Additions: 2}}},
+		AttemptsUsage: &task.Usage{InputTokens: 5}, AttemptChosen: 1,
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

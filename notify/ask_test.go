@@ -81,13 +81,13 @@ func TestEnablingAnnouncesOnlyWhatFollows(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "notify")
 	w := newWorld()
 	now := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
-	fin := task("done", machine.Complete, 4)
+	fin := observation("done", machine.Complete, 4)
 	fin.Outcome = "accepted"
 	// All of these changed "just now" (after the daemon started), but
 	// before notifications were turned on.
-	w.set(task("parked", machine.Blocked, 2), now)
+	w.set(observation("parked", machine.Blocked, 2), now)
 	w.set(fin, now)
-	w.set(task("running", machine.Working, 1), now)
+	w.set(observation("running", machine.Working, 1), now)
 	pass := func(n *Notifier) []Event {
 		t.Helper()
 		evs, err := n.Pass(w.entries(), Policy{BreakerAt: 3}, nil, w.load)
@@ -111,7 +111,7 @@ func TestEnablingAnnouncesOnlyWhatFollows(t *testing.T) {
 	if evs := pass(&Notifier{Dir: dir, Repo: "app", Now: clock}); len(evs) != 0 {
 		t.Fatalf("a restarted daemon announced %+v", evs)
 	}
-	w.set(task("running", machine.Blocked, 2), now)
+	w.set(observation("running", machine.Blocked, 2), now)
 	evs := pass(&Notifier{Dir: dir, Repo: "app", Now: clock})
 	if len(evs) != 1 || evs[0].Slug != "task-running" || evs[0].Kind != KindBlocked {
 		t.Fatalf("what changed after: %+v", evs)
@@ -124,11 +124,11 @@ func TestEnablingAnnouncesOnlyWhatFollows(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, StateFile)); !os.IsNotExist(err) {
 		t.Fatalf("Off left the state: %v", err)
 	}
-	w.set(task("parked", machine.Blocked, 4), now) // its next turn ended while off
+	w.set(observation("parked", machine.Blocked, 4), now) // its next turn ended while off
 	if evs := pass(n); len(evs) != 0 {
 		t.Fatalf("turned on again: %+v", evs)
 	}
-	w.set(task("parked", machine.Blocked, 6), now)
+	w.set(observation("parked", machine.Blocked, 6), now)
 	if evs := pass(n); len(evs) != 1 || evs[0].Slug != "task-parked" {
 		t.Fatalf("after the new baseline: %+v", evs)
 	}

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Kind is what an event announces.
@@ -158,8 +158,8 @@ type Observation struct {
 	// rather than an answer.
 	AnswerFailed bool
 	// Gate is the newest gate run's summary, if any ran.
-	Gate *gitstore.GateSummary
-	// HoldKind is gitstore.HoldBudget or HoldLimit when a blocked task
+	Gate *task.GateSummary
+	// HoldKind is task.HoldBudget or HoldLimit when a blocked task
 	// is parked by its budget or waits for a usage limit to reset (the
 	// daemon resumes that one: not news); HoldReason says why.
 	HoldKind, HoldReason string
@@ -171,7 +171,7 @@ type Observation struct {
 }
 
 // Observe reads the observation of a summary.
-func Observe(s *gitstore.Summary) Observation {
+func Observe(s *task.Summary) Observation {
 	o := Observation{TaskID: s.ID, Slug: s.Slug, Title: s.Title, Status: s.Status, Substate: s.Substate, Outcome: s.Outcome,
 		Sessions: s.Sessions, Turns: s.Turns, Gate: s.Gate}
 	if s.Hold != nil {
@@ -181,7 +181,7 @@ func Observe(s *gitstore.Summary) Observation {
 }
 
 // AddSession adds what the session says about interruptions.
-func (o *Observation) AddSession(sess *gitstore.Session) {
+func (o *Observation) AddSession(sess *task.Session) {
 	if sess == nil {
 		return
 	}
@@ -237,7 +237,7 @@ func claims(o Observation, p Policy) []claim {
 		seq = o.Turns
 	}
 	turn := fmt.Sprintf("s%d.t%d", o.Sessions, seq)
-	if o.Status.IsBlocked() && o.Gate != nil && o.Gate.State == gitstore.GateFailed && o.Gate.Run != "" &&
+	if o.Status.IsBlocked() && o.Gate != nil && o.Gate.State == task.GateFailed && o.Gate.Run != "" &&
 		(p.GateFixRounds == 0 || o.Gate.Rounds >= p.GateFixRounds) {
 		why := "the merge gate failed"
 		if o.Gate.Failed != "" {
@@ -261,7 +261,7 @@ func claims(o Observation, p Policy) []claim {
 		// A sync or a pre-accept turn parked it back: nothing new.
 	case o.Status == machine.Conflict:
 		out = append(out, claim{slotPark, turn, KindConflict, "its turn changed files outside its allowed paths; approve or revert them"})
-	case o.Status == machine.Blocked && o.HoldKind == gitstore.HoldBudget:
+	case o.Status == machine.Blocked && o.HoldKind == task.HoldBudget:
 		why := "it is parked by its budget; raise it to carry on (lazy unblock --budget +N)"
 		if o.HoldReason != "" {
 			why = o.HoldReason + "; raise the budget to carry on (lazy unblock --budget +N)"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func obs(st machine.Status, sessions, turns int) Observation {
@@ -17,7 +17,7 @@ func obs(st machine.Status, sessions, turns int) Observation {
 func TestDerive(t *testing.T) {
 	policy := Policy{BreakerAt: 3}
 	failedGate := func(o Observation, run string, rounds int) Observation {
-		o.Gate = &gitstore.GateSummary{State: gitstore.GateFailed, Run: run, Failed: "go test ./...", Rounds: rounds}
+		o.Gate = &task.GateSummary{State: task.GateFailed, Run: run, Failed: "go test ./...", Rounds: rounds}
 		return o
 	}
 	held := func(o Observation, kind string) Observation {
@@ -80,8 +80,8 @@ func TestDerive(t *testing.T) {
 			{o: interrupted(1), p: &Policy{NoAutoResume: true}, want: KindInterrupted, reason: "autoResume is off"},
 		}},
 		{"finished: accepted, once", []step{
-			{o: finished(machine.Complete, gitstore.OutcomeAccepted), want: KindFinished},
-			{o: finished(machine.Complete, gitstore.OutcomeAccepted)},
+			{o: finished(machine.Complete, task.OutcomeAccepted), want: KindFinished},
+			{o: finished(machine.Complete, task.OutcomeAccepted)},
 		}},
 		{"backlog, working, submitted and a sessionless blocked say nothing", []step{
 			{o: obs(machine.Backlog, 0, 0)},
@@ -167,8 +167,8 @@ func TestCleanKeepsSecretsOut(t *testing.T) {
 // budget event in the hold's words; one waiting for a usage limit is no
 // event at all.
 func TestObserveReadsTheHold(t *testing.T) {
-	s := &gitstore.Summary{ID: "t1", Slug: "fix-login", Status: machine.Blocked, Sessions: 1, Turns: 2,
-		Hold: &gitstore.Hold{Kind: gitstore.HoldBudget, Scope: "task", LimitUSD: 0.5, SpentUSD: 4.02}}
+	s := &task.Summary{ID: "t1", Slug: "fix-login", Status: machine.Blocked, Sessions: 1, Turns: 2,
+		Hold: &task.Hold{Kind: task.HoldBudget, Scope: "task", LimitUSD: 0.5, SpentUSD: 4.02}}
 	ev, _ := Derive(nil, Observe(s), Policy{})
 	if ev == nil || ev.Kind != KindBudget || !strings.Contains(ev.Reason, "$4.02") || !strings.Contains(ev.Reason, "--budget") {
 		t.Fatalf("budget hold: %+v", ev)
@@ -176,7 +176,7 @@ func TestObserveReadsTheHold(t *testing.T) {
 	if !strings.Contains(ev.Headline(), "over its budget") {
 		t.Fatalf("headline %q", ev.Headline())
 	}
-	s.Hold = &gitstore.Hold{Kind: gitstore.HoldLimit, Reason: "usage limit"}
+	s.Hold = &task.Hold{Kind: task.HoldLimit, Reason: "usage limit"}
 	if ev, _ := Derive(nil, Observe(s), Policy{}); ev != nil {
 		t.Fatalf("a usage-limit hold announced %+v", *ev)
 	}

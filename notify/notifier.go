@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/redact"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Config keys.
@@ -196,7 +196,7 @@ func (n *Notifier) Off() error {
 // before the events are returned (the baseline's before any later
 // pass), so a crash after may lose an event but a restart never repeats
 // one.
-func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, load func(*gitstore.Entry) (Observation, error)) ([]Event, error) {
+func (n *Notifier) Pass(entries []task.Entry, p Policy, only map[Kind]bool, load func(*task.Entry) (Observation, error)) ([]Event, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now()
@@ -229,7 +229,7 @@ func (n *Notifier) Pass(entries []gitstore.Entry, p Policy, only map[Kind]bool, 
 		if baseline {
 			ev = nil // as it was when notifications began: taken, not announced
 		} else if !known {
-			if upd, err := time.Parse(gitstore.TimeLayout, e.Updated); err == nil && upd.Before(n.state.Since) {
+			if upd, err := time.Parse(task.TimeLayout, e.Updated); err == nil && upd.Before(n.state.Since) {
 				ev = nil // as it was before notifications began: taken, not announced
 			}
 		}

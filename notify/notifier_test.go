@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // world is a fake listing: tasks with observations and record commits.
@@ -40,19 +40,19 @@ func (w *world) set(o Observation, at time.Time) {
 	w.updated[o.TaskID] = at
 }
 
-func (w *world) entries() []gitstore.Entry {
-	var out []gitstore.Entry
+func (w *world) entries() []task.Entry {
+	var out []task.Entry
 	for id := range w.obs {
 		sum := sha1.Sum([]byte(fmt.Sprintf("%s/%d", id, w.version[id])))
 		oid, _ := gitrepo.FromBytes(sum[:])
-		out = append(out, gitstore.Entry{ID: id, Commit: oid, Status: w.obs[id].Status, Updated: w.updated[id].UTC().Format(gitstore.TimeLayout)})
+		out = append(out, task.Entry{ID: id, Commit: oid, Status: w.obs[id].Status, Updated: w.updated[id].UTC().Format(task.TimeLayout)})
 	}
 	return out
 }
 
-func (w *world) load(e *gitstore.Entry) (Observation, error) { return w.obs[e.ID], nil }
+func (w *world) load(e *task.Entry) (Observation, error) { return w.obs[e.ID], nil }
 
-func task(id string, st machine.Status, turns int) Observation {
+func observation(id string, st machine.Status, turns int) Observation {
 	return Observation{TaskID: id, Slug: "task-" + id, Title: "Task " + id, Status: st, Sessions: 1, Turns: turns}
 }
 
@@ -65,8 +65,8 @@ func TestPassAnnouncesOnceAcrossRestarts(t *testing.T) {
 	clock := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
 	now := func() time.Time { return clock }
 	w := newWorld()
-	w.set(task("old", machine.Blocked, 2), clock.Add(-time.Hour)) // blocked before notifications began
-	w.set(task("a", machine.Working, 1), clock.Add(-time.Minute))
+	w.set(observation("old", machine.Blocked, 2), clock.Add(-time.Hour)) // blocked before notifications began
+	w.set(observation("a", machine.Working, 1), clock.Add(-time.Minute))
 	pass := func(n *Notifier) []Event {
 		t.Helper()
 		evs, err := n.Pass(w.entries(), Policy{BreakerAt: 3}, nil, w.load)
@@ -80,7 +80,7 @@ func TestPassAnnouncesOnceAcrossRestarts(t *testing.T) {
 		t.Fatalf("first pass announced %+v; the old blocked task predates notifications", evs)
 	}
 	clock = clock.Add(time.Minute)
-	w.set(task("a", machine.Blocked, 2), clock)
+	w.set(observation("a", machine.Blocked, 2), clock)
 	evs := pass(n)
 	if len(evs) != 1 || evs[0].Slug != "task-a" || evs[0].Kind != KindBlocked || evs[0].Repo != "myrepo" || evs[0].Time != Stamp(clock) {
 		t.Fatalf("got %+v, want task-a blocked once", evs)
@@ -88,7 +88,7 @@ func TestPassAnnouncesOnceAcrossRestarts(t *testing.T) {
 	if evs := pass(n); len(evs) != 0 {
 		t.Fatalf("a second pass announced %+v", evs)
 	}
-	w.set(task("a", machine.Blocked, 2), clock) // a comment: a new record commit, the same state
+	w.set(observation("a", machine.Blocked, 2), clock) // a comment: a new record commit, the same state
 	if evs := pass(n); len(evs) != 0 {
 		t.Fatalf("a new commit of the same state announced %+v", evs)
 	}
@@ -103,7 +103,7 @@ func TestPassAnnouncesOnceAcrossRestarts(t *testing.T) {
 
 	// While the daemon was down, task a was accepted.
 	clock = clock.Add(time.Hour)
-	fin := task("a", machine.Complete, 3)
+	fin := observation("a", machine.Complete, 3)
 	fin.Outcome = "accepted"
 	w.set(fin, clock)
 	again := &Notifier{Dir: dir, Repo: "myrepo", Now: now}
@@ -112,7 +112,7 @@ func TestPassAnnouncesOnceAcrossRestarts(t *testing.T) {
 		t.Fatalf("after a restart, the change made while down: %+v", evs)
 	}
 	// A filter keeps a kind quiet but still remembers it.
-	w.set(task("b", machine.Conflict, 2), clock)
+	w.set(observation("b", machine.Conflict, 2), clock)
 	if evs, _ := again.Pass(w.entries(), Policy{}, map[Kind]bool{KindBlocked: true}, w.load); len(evs) != 0 {
 		t.Fatalf("lazy.notify.events blocked let %+v through", evs)
 	}

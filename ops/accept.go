@@ -11,11 +11,11 @@ import (
 
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -144,7 +144,7 @@ func safe(f func()) {
 
 // AcceptResult says what an accept did.
 type AcceptResult struct {
-	Snapshot *gitstore.Snapshot
+	Snapshot *task.Snapshot
 	Into     string // the branch merged into
 	Commit   string // the squash commit
 	// PR is the pull request of a merge through the forge, and Pending
@@ -263,7 +263,7 @@ type localAccept struct {
 	n    Narrator
 	opts AcceptOptions
 
-	sn   *gitstore.Snapshot
+	sn   *task.Snapshot
 	pre  *acceptPre
 	plan []Phase
 	step int // phases of plan begun so far
@@ -494,30 +494,30 @@ func (a *localAccept) record(ctx context.Context) error {
 	if len(a.approved) > 0 {
 		approvedTip, _ = worktree.BranchCommit(ctx, e.repoDir(), pre.branch)
 	}
-	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
 		}
 		if err := machine.Validate(s.Task.Status, machine.Merging, e.Actor); err != nil {
 			return nil, fmt.Errorf("accept %s: %w", s.Task.Slug, err)
 		}
-		s.Task.Accept = &gitstore.AcceptRecord{ID: mine.ID, From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: mine.StartedAt, Host: e.Store.Host(), Dest: pre.dest, DestDirty: pre.dirty}
+		s.Task.Accept = &task.AcceptRecord{ID: mine.ID, From: from, Into: pre.into, IntoSHA: pre.intoSHA, Started: mine.StartedAt, Host: e.Store.Host(), Dest: pre.dest, DestDirty: pre.dirty}
 		s.Task.Status = machine.Merging
 		if a.opts.SkipGate {
 			if s.Task.Gate == nil {
-				s.Task.Gate = &gitstore.GateRecord{}
+				s.Task.Gate = &task.GateRecord{}
 			}
-			s.Task.Gate.Skipped = &gitstore.GateSkip{By: string(e.Actor), At: mine.StartedAt, Reason: oneLineReason(a.opts.SkipReason)}
+			s.Task.Gate.Skipped = &task.GateSkip{By: string(e.Actor), At: mine.StartedAt, Reason: oneLineReason(a.opts.SkipReason)}
 		}
 		reason := "merging into " + pre.into
 		if len(a.approved) > 0 {
 			if s.Task.Gate == nil {
-				s.Task.Gate = &gitstore.GateRecord{}
+				s.Task.Gate = &task.GateRecord{}
 			}
 			s.Task.Gate.Approved = e.approval(a.approved, approvedTip, mine.StartedAt)
 			reason += "; a human approved the protected paths " + oneLineReason(listProtected(a.approved, false))
 		}
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
 	if err != nil {
 		a.forget()
@@ -565,12 +565,12 @@ func (a *localAccept) stashDest(ctx context.Context) error {
 		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash)
 	}
 	a.say(func(n Narrator) { n.Note("your uncommitted changes in " + dest + " are in stash " + stash) })
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Accept == nil {
 			return nil, errors.New("the accept record vanished")
 		}
 		s.Task.Accept.StashSHA = stash
-		return &gitstore.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
+		return &task.Op{Name: "accept-stash", Actor: e.Actor, Reason: "stash " + stash}, nil
 	})
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash)
@@ -621,7 +621,7 @@ func (a *localAccept) finish(ctx context.Context) error {
 	a.begin("finish")
 	e, into, commit, warnings := a.e, a.pre.into, a.res.Commit, a.res.Warnings
 	cl := e.markCleanup(ctx, &a.mine, a.sn, commit)
-	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
 		}
@@ -631,8 +631,8 @@ func (a *localAccept) finish(ctx context.Context) error {
 		for _, w := range warnings {
 			text += "\n\nwarning: " + w
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + into + " as " + commit}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: text})
+		return &task.Op{Name: "accept", Actor: e.Actor, Reason: "merged into " + into + " as " + commit}, nil
 	})
 	if err != nil {
 		// The merge landed; the reconciler's stranded-merge sweep finds
@@ -667,8 +667,8 @@ func (a *localAccept) cleanup(ctx context.Context) {
 
 // beginAccept records, on this machine only, the local accept of sn
 // about to begin: the trust anchor of its recovery (see package owned).
-func (e *Env) beginAccept(sn *gitstore.Snapshot, from machine.Status, pre *acceptPre) (owned.Accept, error) {
-	id, err := gitstore.NewID()
+func (e *Env) beginAccept(sn *task.Snapshot, from machine.Status, pre *acceptPre) (owned.Accept, error) {
+	id, err := task.NewID()
 	if err != nil {
 		return owned.Accept{}, fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
 	}
@@ -684,7 +684,7 @@ func (e *Env) beginAccept(sn *gitstore.Snapshot, from machine.Status, pre *accep
 // task lock the caller holds: the turn is launched, then recorded by the
 // reconciler that the accept itself runs (opts.Reconcile, under the
 // hold), and must end parked back where the task was, with no violation.
-func (e *Env) runPreAccept(ctx context.Context, sn *gitstore.Snapshot, opts AcceptOptions) (*gitstore.Snapshot, error) {
+func (e *Env) runPreAccept(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
 	from := sn.Task.Status
 	sn, err := e.preAcceptTurn(ctx, sn, opts)
 	if err != nil {
@@ -696,7 +696,7 @@ func (e *Env) runPreAccept(ctx context.Context, sn *gitstore.Snapshot, opts Acce
 // preAcceptTurn launches the configured agent turn before the merge. The
 // session records the status to park back to, so a submitted task comes
 // back submitted.
-func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts AcceptOptions) (*gitstore.Snapshot, error) {
+func (e *Env) preAcceptTurn(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
 	if err := e.requireLauncher("the pre-accept turn"); err != nil {
 		return nil, err
 	}
@@ -705,15 +705,15 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts Acc
 		return nil, err
 	}
 	from := sn.Task.Status
-	var turn gitstore.Turn
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	var turn task.Turn
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
 		}
 		if err := machine.Validate(s.Task.Status, machine.Working, e.Actor); err != nil {
 			return nil, fmt.Errorf("accept %s: %w", s.Task.Slug, err)
 		}
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "pre-accept", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		turn = s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "pre-accept", Content: prompt, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "pre-accept"
 		s.Session.ParkTo = ""
 		if from == machine.Submitted {
@@ -721,7 +721,7 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts Acc
 		}
 		s.Task.Status = machine.Working
 		s.Task.Substate = "agent:pre-accept"
-		return &gitstore.Op{Name: "pre-accept", Actor: e.Actor}, nil
+		return &task.Op{Name: "pre-accept", Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -736,7 +736,7 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *gitstore.Snapshot, opts Acc
 // lock, until the pre-accept turn is recorded, and checks how it ended.
 // On a timeout the task stays working; the reconciler records the turn
 // when it ends, once the accept has let go of the lock.
-func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from machine.Status, opts AcceptOptions) (*gitstore.Snapshot, error) {
+func (e *Env) awaitPreAccept(ctx context.Context, sn *task.Snapshot, from machine.Status, opts AcceptOptions) (*task.Snapshot, error) {
 	id, slug, seq := sn.Task.ID, sn.Task.Slug, sn.Session.Turn
 	limit := opts.PreTurnTimeout
 	if limit <= 0 {
@@ -767,7 +767,7 @@ func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from ma
 		return nil, err
 	}
 	for _, t := range turns {
-		if t.Seq > seq && t.Role == gitstore.RoleAgent && t.Error != "" {
+		if t.Seq > seq && t.Role == task.RoleAgent && t.Error != "" {
 			return nil, fmt.Errorf("accept %s: the pre-accept turn failed, nothing was merged (the task is %s): %s", slug, final.Task.Status, t.Error)
 		}
 	}
@@ -786,7 +786,7 @@ func (e *Env) awaitPreAccept(ctx context.Context, sn *gitstore.Snapshot, from ma
 // for a pooled task a runner elsewhere ran, the branch its slug derives
 // as lazy pull brought it from the pool's remote (never a name read
 // from the record).
-func (e *Env) acceptSource(ctx context.Context, sn *gitstore.Snapshot) (owned.Session, error) {
+func (e *Env) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Session, error) {
 	slug := sn.Task.Slug
 	local, err := e.Owned(sn)
 	if err != nil {
@@ -822,10 +822,10 @@ type acceptPre struct {
 
 // acceptPreflight checks everything that can be checked before anything
 // is written, and finds where the merge will run.
-func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acceptPre, error) {
+func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPre, error) {
 	slug := sn.Task.Slug
 	switch st := sn.Task.Status; {
-	case st == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted:
+	case st == machine.Complete && sn.Task.Outcome == task.OutcomeAccepted:
 		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
 	case st == machine.Conflict || sn.PendingViolations() > 0:
 		return nil, fmt.Errorf("accept %s: %s pending (%s); decide them with lazy unblock --approve-file PATH or --no-approve-files first",
@@ -917,7 +917,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *gitstore.Snapshot) (*acce
 // squash merges the task branch into the destination and commits with
 // the task's trailer. Any failure (conflicts, a pre-commit hook, no git
 // identity) leaves the destination as it was before the merge.
-func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre, trailer string) (string, error) {
+func (e *Env) squash(ctx context.Context, sn *task.Snapshot, pre *acceptPre, trailer string) (string, error) {
 	if conflicts, err := worktree.SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
 		return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(conflicts, ", "))
 	} else if err != nil {
@@ -938,7 +938,7 @@ func (e *Env) squash(ctx context.Context, sn *gitstore.Snapshot, pre *acceptPre,
 // goal, with trailers naming the task and its branch and saying what it
 // cost with its subtasks (spent; see cost.Trailers), so git log answers
 // what a change cost.
-func squashMessage(sn *gitstore.Snapshot, branch string, spent gitstore.Usage) string {
+func squashMessage(sn *task.Snapshot, branch string, spent task.Usage) string {
 	goal, _ := sn.Goal()
 	msg := sn.Task.Title
 	if g := strings.TrimSpace(goal); g != "" {
@@ -949,15 +949,15 @@ func squashMessage(sn *gitstore.Snapshot, branch string, spent gitstore.Usage) s
 
 // restoreAfterAbort puts the task back where it was before the accept:
 // the TRUE prior status, never a blanket blocked.
-func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*gitstore.Snapshot, error) {
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*task.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, nil
 		}
 		RestoreFromAccept(s)
 		reason := oneLineReason(cause.Error())
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "accept aborted: " + cause.Error()})
-		return &gitstore.Op{Name: "accept-abort", Actor: e.Actor, Reason: reason}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "accept aborted: " + cause.Error()})
+		return &task.Op{Name: "accept-abort", Actor: e.Actor, Reason: reason}, nil
 	})
 	return sn, err
 }
@@ -965,14 +965,14 @@ func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*g
 // FinishAccepted marks a task complete with outcome accepted and ends its
 // session: what a finished accept records, and what the reconciler
 // records for a merge that landed without its accept finishing.
-func FinishAccepted(s *gitstore.Snapshot, now time.Time) {
+func FinishAccepted(s *task.Snapshot, now time.Time) {
 	now = now.UTC().Truncate(time.Second)
 	s.Task.Status = machine.Complete
-	s.Task.Outcome = gitstore.OutcomeAccepted
+	s.Task.Outcome = task.OutcomeAccepted
 	s.Task.Accept = nil
 	if s.Session != nil && s.Session.EndedAt == nil {
 		s.Session.EndedAt = &now
-		s.Session.Outcome = gitstore.OutcomeAccepted
+		s.Session.Outcome = task.OutcomeAccepted
 	}
 }
 
@@ -981,7 +981,7 @@ func FinishAccepted(s *gitstore.Snapshot, now time.Time) {
 // status a status-neutral turn recorded it must go back to (a pre-accept
 // turn of a submitted task goes back to submitted). It clears that
 // record.
-func ParkBack(s *gitstore.Snapshot) machine.Status {
+func ParkBack(s *task.Snapshot) machine.Status {
 	to := machine.Park(s.PendingViolations())
 	if s.Session != nil {
 		if to == machine.Blocked && s.Session.ParkTo == machine.Submitted {
@@ -994,7 +994,7 @@ func ParkBack(s *gitstore.Snapshot) machine.Status {
 
 // RestoreFromAccept moves a merging task back to the status its accept
 // record says it had (conflict re-derived from pending violations).
-func RestoreFromAccept(s *gitstore.Snapshot) {
+func RestoreFromAccept(s *task.Snapshot) {
 	to := machine.Blocked
 	if s.Task.Accept != nil && s.Task.Accept.From != "" {
 		to = s.Task.Accept.From
@@ -1058,7 +1058,7 @@ func dropStash(ctx context.Context, dir, sha string) {
 // parentExempt is the spec's identity exemption: the parent's own agent,
 // proven by the MCP token the daemon resolved into CallerTask (the CLI
 // never sets it), may merge a subtask into its working or pairing parent.
-func (e *Env) parentExempt(parent *gitstore.Task) bool {
+func (e *Env) parentExempt(parent *task.Task) bool {
 	return e.Actor == machine.Agent && e.CallerTask != "" && e.CallerTask == parent.ID &&
 		(parent.Status == machine.Working || parent.Status == machine.Pairing)
 }
@@ -1066,7 +1066,7 @@ func (e *Env) parentExempt(parent *gitstore.Task) bool {
 // cleanupAccepted removes an accepted task's worktree and branch, which
 // is safe only now that the merge is recorded. Whatever cannot be
 // removed is left, reported, and recorded on the task with where it is.
-func (e *Env) cleanupAccepted(ctx context.Context, sn *gitstore.Snapshot) []string {
+func (e *Env) cleanupAccepted(ctx context.Context, sn *task.Snapshot) []string {
 	var kept []string
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {

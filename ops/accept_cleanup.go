@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -22,7 +22,7 @@ import (
 // record that lazy doctor finishes (FinishCleanup), never a worktree or
 // branch nothing accounts for. It returns what it recorded (nil when the
 // task has no session of this machine, so nothing is removed).
-func (e *Env) markCleanup(ctx context.Context, mine *owned.Accept, sn *gitstore.Snapshot, commit string) *owned.Cleanup {
+func (e *Env) markCleanup(ctx context.Context, mine *owned.Accept, sn *task.Snapshot, commit string) *owned.Cleanup {
 	s, err := e.Owned(sn)
 	if err != nil {
 		return nil
@@ -133,7 +133,7 @@ func (e *Env) FinishCleanup(ctx context.Context, p PendingCleanup) ([]string, er
 	switch {
 	case sn.Task.Status == machine.Merging:
 		return []string{"left to the recovery of its interrupted accept, which cleans up too"}, nil
-	case sn.Task.Status != machine.Complete || sn.Task.Outcome != gitstore.OutcomeAccepted:
+	case sn.Task.Status != machine.Complete || sn.Task.Outcome != task.OutcomeAccepted:
 		e.Accepts().Forget(p.TaskID, p.AcceptID)
 		return []string{fmt.Sprintf("the task is %s now, so its worktree and branch stay; dropped the record", sn.Task.Status)}, nil
 	}
@@ -174,7 +174,7 @@ func (e *Env) LeftCheckouts(ctx context.Context) []LeftCheckout {
 	var out []LeftCheckout
 	for _, dir := range dirs {
 		id := strings.TrimPrefix(filepath.Base(dir), acceptCheckoutPrefix)
-		if !gitstore.ValidID(id) {
+		if !task.ValidID(id) {
 			continue
 		}
 		unlock, err := e.TryLockTask(id)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -59,7 +59,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 // that very tree on this machine before (reused, nothing runs) or the
 // run made now, recorded on the task. starting hears the candidate
 // before a run begins.
-func (e *Env) gateTree(ctx context.Context, verb string, sn *gitstore.Snapshot, gp *gatePlan, base, branch, into string, opts AcceptOptions, starting func(*candidate)) (*candidate, string, *gitstore.GateRun, error) {
+func (e *Env) gateTree(ctx context.Context, verb string, sn *task.Snapshot, gp *gatePlan, base, branch, into string, opts AcceptOptions, starting func(*candidate)) (*candidate, string, *task.GateRun, error) {
 	slug := sn.Task.Slug
 	c, err := e.buildCandidate(ctx, base, branch, slug, into)
 	if err != nil {
@@ -196,12 +196,12 @@ func conflictFeedback(c *ConflictError) string {
 }
 
 func (e *Env) noteFixRound(ctx context.Context, id string, round int) {
-	_, _, _ = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, _ = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Gate == nil {
-			s.Task.Gate = &gitstore.GateRecord{}
+			s.Task.Gate = &task.GateRecord{}
 		}
 		s.Task.Gate.FixRounds = round
-		return &gitstore.Op{Name: "gate-fix", Actor: e.Actor, Reason: fmt.Sprintf("fix round %d", round)}, nil
+		return &task.Op{Name: "gate-fix", Actor: e.Actor, Reason: fmt.Sprintf("fix round %d", round)}, nil
 	})
 }
 
@@ -210,10 +210,10 @@ func (e *Env) noteGaveUp(ctx context.Context, name string, rounds int) {
 	if err != nil {
 		return
 	}
-	_, _, _ = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
+	_, _, _ = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
 			Text: fmt.Sprintf("the merge gate failed after %d automatic fix rounds (lazy.gate.maxAttempts); parked for a human: lazy show has every run", rounds)})
-		return &gitstore.Op{Name: "gate-gave-up", Actor: e.Actor}, nil
+		return &task.Op{Name: "gate-gave-up", Actor: e.Actor}, nil
 	})
 }
 
@@ -263,7 +263,7 @@ func (a *remoteAccept) gate(ctx context.Context) error {
 // GateCheck is what lazy gate did: the run (reused when this machine's
 // gate passed on the same tree before), or that there is no gate.
 type GateCheck struct {
-	Run    *gitstore.GateRun
+	Run    *task.GateRun
 	Reused string // the id of the earlier passing run on the same tree
 	Into   string
 	// NoGate says neither lazy.gate nor .lazy/gate at the target's tip

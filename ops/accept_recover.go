@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -87,7 +87,7 @@ func stashMessage(slug, id string) string {
 // checkout holds exactly the squash of the task branch onto it), and the
 // user's stash is re-applied. What cannot be proven is left alone and
 // explained in the note, with the commands to finish by hand.
-func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, bool, string, error) {
+func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, bool, string, error) {
 	return e.recoverStranded(ctx, sn, true)
 }
 
@@ -95,11 +95,11 @@ func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) 
 // when another accept into the same branch holds the destination, it
 // does nothing (that accept recovers this one before it merges) rather
 // than hold up a read.
-func (e *Env) TryRecoverStrandedAccept(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, bool, string, error) {
+func (e *Env) TryRecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, bool, string, error) {
 	return e.recoverStranded(ctx, sn, false)
 }
 
-func (e *Env) recoverStranded(ctx context.Context, sn *gitstore.Snapshot, wait bool) (*gitstore.Snapshot, bool, string, error) {
+func (e *Env) recoverStranded(ctx context.Context, sn *task.Snapshot, wait bool) (*task.Snapshot, bool, string, error) {
 	rec := sn.Task.Accept
 	if sn.Task.Status != machine.Merging || rec == nil {
 		return sn, false, "", nil
@@ -134,7 +134,7 @@ func (e *Env) recoverStranded(ctx context.Context, sn *gitstore.Snapshot, wait b
 
 // recoverLocked is RecoverStrandedAccept once the destination lock is
 // held; before names what the recovery makes way for, if anything.
-func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before string) (*gitstore.Snapshot, bool, string, error) {
+func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before string) (*task.Snapshot, bool, string, error) {
 	landed, err := MergeLanded(ctx, e.repoDir(), sn)
 	if err != nil {
 		return nil, false, "", err
@@ -155,7 +155,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 		// before the task is complete.
 		cl = e.markCleanup(ctx, &local, sn, "")
 	}
-	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging || s.Task.Accept == nil || s.Task.Accept.ID != sn.Task.Accept.ID {
 			return nil, nil
 		}
@@ -171,13 +171,13 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 		if note != "" {
 			text += "; " + note
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
+		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: text})
 		if landed {
 			FinishAccepted(s, now)
-			return &gitstore.Op{Name: "accept-recovered", Actor: e.Actor, Reason: "a stranded accept had merged"}, nil
+			return &task.Op{Name: "accept-recovered", Actor: e.Actor, Reason: "a stranded accept had merged"}, nil
 		}
 		RestoreFromAccept(s)
-		return &gitstore.Op{Name: "accept-abort", Actor: e.Actor, Reason: oneLineReason("stranded accept recovered " + before)}, nil
+		return &task.Op{Name: "accept-abort", Actor: e.Actor, Reason: oneLineReason("stranded accept recovered " + before)}, nil
 	})
 	if err != nil {
 		return nil, false, "", err
@@ -208,7 +208,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *gitstore.Snapshot, before s
 // could not be re-applied and nothing of it was (a git killed in that
 // checkout left its index.lock, say): the stash is still owed, and the
 // recovery must run again.
-func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, landed bool) (note string, left bool, owed error) {
+func (e *Env) putBackDestination(ctx context.Context, sn *task.Snapshot, landed bool) (note string, left bool, owed error) {
 	rec := sn.Task.Accept
 	dest, err := e.acceptDestination(ctx, sn)
 	if err != nil || dest == "" {
@@ -261,7 +261,7 @@ func (e *Env) putBackDestination(ctx context.Context, sn *gitstore.Snapshot, lan
 }
 
 // stashNote points at a stash the accept made when its checkout is gone.
-func (e *Env) stashNote(ctx context.Context, sn *gitstore.Snapshot, dest string) string {
+func (e *Env) stashNote(ctx context.Context, sn *task.Snapshot, dest string) string {
 	if stash := e.acceptStash(ctx, sn, dest); stash != "" {
 		return "your uncommitted changes from before the accept are in stash " + stash + " (git stash apply " + stash + ")"
 	}
@@ -271,7 +271,7 @@ func (e *Env) stashNote(ctx context.Context, sn *gitstore.Snapshot, dest string)
 // acceptDestination is where the dead accept merged: the checkout of the
 // branch it names now (never the path the record claims: the record is
 // data), or the temporary checkout lazy made for it.
-func (e *Env) acceptDestination(ctx context.Context, sn *gitstore.Snapshot) (string, error) {
+func (e *Env) acceptDestination(ctx context.Context, sn *task.Snapshot) (string, error) {
 	rec := sn.Task.Accept
 	if rec.Into == "" {
 		return "", nil
@@ -289,9 +289,9 @@ func (e *Env) acceptDestination(ctx context.Context, sn *gitstore.Snapshot) (str
 
 // halfSquash says whether dest holds exactly lazy's squash of the task
 // branch onto the recorded pre-accept tip, and nothing else.
-func (e *Env) halfSquash(ctx context.Context, sn *gitstore.Snapshot, dest string) bool {
+func (e *Env) halfSquash(ctx context.Context, sn *task.Snapshot, dest string) bool {
 	rec := sn.Task.Accept
-	if !gitstore.ValidHex(rec.IntoSHA) {
+	if !task.ValidHex(rec.IntoSHA) {
 		return false
 	}
 	local, err := e.Owned(sn)
@@ -308,7 +308,7 @@ func (e *Env) halfSquash(ctx context.Context, sn *gitstore.Snapshot, dest string
 // it was recorded, the one whose message names the task, if this
 // machine's own accept record says the checkout was dirty. Only a stash
 // still in the stash list counts (one given back is dropped from it).
-func (e *Env) acceptStash(ctx context.Context, sn *gitstore.Snapshot, dest string) string {
+func (e *Env) acceptStash(ctx context.Context, sn *task.Snapshot, dest string) string {
 	rec := sn.Task.Accept
 	dir := dest
 	if dir == "" {
@@ -371,7 +371,7 @@ func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []stri
 // DescribeDestination says, for lazy doctor, what a stranded local accept
 // left in its destination checkout and where the user's stash is; "" when
 // the checkout is clean and no stash is owed.
-func (e *Env) DescribeDestination(ctx context.Context, sn *gitstore.Snapshot) string {
+func (e *Env) DescribeDestination(ctx context.Context, sn *task.Snapshot) string {
 	if sn.Task.Accept == nil || sn.Task.ForgePending() || e.ownAccept(sn) != nil {
 		return ""
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gate"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -50,7 +50,7 @@ func RemoteAcceptPlan(preTurn, resubmit, reentry bool) []Phase {
 // Pending saying why; a later accept, or the daemon's forge sync,
 // finishes it. Failing checks or a refused merge restore submitted, the
 // status it actually had.
-func (e *Env) acceptRemote(ctx context.Context, sn *gitstore.Snapshot, say func(func(Narrator)), opts AcceptOptions) (res *AcceptResult, err error) {
+func (e *Env) acceptRemote(ctx context.Context, sn *task.Snapshot, say func(func(Narrator)), opts AcceptOptions) (res *AcceptResult, err error) {
 	if sn.Task.Status != machine.Merging {
 		// A task whose agent fixed what its gate found re-enters here.
 		if t := e.reenterThroughForge(sn.Task.ID); t != nil {
@@ -99,8 +99,8 @@ type remoteAccept struct {
 	opts AcceptOptions
 	slug string
 
-	sn  *gitstore.Snapshot
-	rec *gitstore.ForgeRecord // the pull request as recorded when the accept began
+	sn  *task.Snapshot
+	rec *task.ForgeRecord // the pull request as recorded when the accept began
 	fg  forge.Forge
 	// reentry: the task was merging already (a forge-pending merge); the
 	// merge was requested before, so only its outcome is checked.
@@ -122,7 +122,7 @@ type remoteAccept struct {
 // open finds the task's pull request and a forge that is ready to act on
 // it. A blocked task in a repository that merges through the forge is
 // submitted first.
-func (a *remoteAccept) open(ctx context.Context, sn *gitstore.Snapshot) error {
+func (a *remoteAccept) open(ctx context.Context, sn *task.Snapshot) error {
 	e, slug := a.e, a.slug
 	if sn.Task.Status == machine.Blocked {
 		// The repository merges through the forge, or the task's pull
@@ -277,7 +277,7 @@ func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
-	a.sn, _, err = e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	a.sn, _, err = e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Submitted || s.Task.Forge == nil {
 			return nil, fmt.Errorf("accept %s: the task became %s meanwhile", slug, s.Task.Status)
 		}
@@ -288,12 +288,12 @@ func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 		reason := fmt.Sprintf("merging pull request #%d on the forge (%s)", rec.Number, method)
 		if len(a.approved) > 0 {
 			if s.Task.Gate == nil {
-				s.Task.Gate = &gitstore.GateRecord{}
+				s.Task.Gate = &task.GateRecord{}
 			}
 			s.Task.Gate.Approved = e.approval(a.approved, a.approvedTip, time.Now())
 			reason += "; a human approved the protected paths " + oneLineReason(listProtected(a.approved, false))
 		}
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
 	if err != nil {
 		return err
@@ -363,12 +363,12 @@ func (a *remoteAccept) askAgain(ctx context.Context, pr *forge.PR) (*forge.PR, e
 func (a *remoteAccept) leaveMerging(ctx context.Context, pr *forge.PR) (*AcceptResult, error) {
 	e, res := a.e, a.res
 	res.Pending = pendingReason(pr)
-	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Forge == nil {
 			return nil, nil
 		}
 		RecordPR(s.Task.Forge, pr, time.Now())
-		return &gitstore.Op{Name: "pr-sync", Actor: e.Actor, Reason: res.Pending}, nil
+		return &task.Op{Name: "pr-sync", Actor: e.Actor, Reason: res.Pending}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -381,7 +381,7 @@ func (a *remoteAccept) leaveMerging(ctx context.Context, pr *forge.PR) (*AcceptR
 }
 
 // finishRemote runs the finalize and clean-up phases of a forge merge.
-func (e *Env) finishRemote(ctx context.Context, sn *gitstore.Snapshot, pr *forge.PR, res *AcceptResult, begin func(string)) (*AcceptResult, error) {
+func (e *Env) finishRemote(ctx context.Context, sn *task.Snapshot, pr *forge.PR, res *AcceptResult, begin func(string)) (*AcceptResult, error) {
 	begin("finish")
 	sn, err := e.finishForgeMerge(ctx, sn.Task.ID, pr)
 	if err != nil {
@@ -410,7 +410,7 @@ func Mergeable(pr *forge.PR) bool {
 
 // mergesThroughForge reports whether an accept of this blocked task
 // goes through the forge: git config lazy.accept.viaForge.
-func (e *Env) mergesThroughForge(sn *gitstore.Snapshot) (bool, error) {
+func (e *Env) mergesThroughForge(sn *task.Snapshot) (bool, error) {
 	if sn.Task.Status != machine.Blocked {
 		return false, nil
 	}
@@ -437,7 +437,7 @@ func (e *Env) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
 
 // requestMerge asks the forge to merge and records that it was asked; a
 // refusal restores submitted.
-func (e *Env) requestMerge(ctx context.Context, sn *gitstore.Snapshot, fg forge.Forge, method string) error {
+func (e *Env) requestMerge(ctx context.Context, sn *task.Snapshot, fg forge.Forge, method string) error {
 	n := sn.Task.Forge.Number
 	if err := fg.Merge(ctx, n, method); err != nil {
 		pr, verr := fg.View(ctx, n)
@@ -452,12 +452,12 @@ func (e *Env) requestMerge(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	_, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging || s.Task.Forge == nil {
 			return nil, nil
 		}
 		s.Task.Forge.MergeRequested = &now
-		return &gitstore.Op{Name: "merge-requested", Actor: e.Actor, Reason: fmt.Sprintf("asked the forge to %s-merge pull request #%d", method, n)}, nil
+		return &task.Op{Name: "merge-requested", Actor: e.Actor, Reason: fmt.Sprintf("asked the forge to %s-merge pull request #%d", method, n)}, nil
 	})
 	return err
 }
@@ -502,8 +502,8 @@ func pendingReason(pr *forge.PR) string {
 // forgeRestore moves a task off a forge merge to status to (submitted
 // after an aborted accept, blocked when the pull request was closed),
 // with the reason as a comment.
-func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr *forge.PR, why string) (*gitstore.Snapshot, error) {
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr *forge.PR, why string) (*task.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging && s.Task.Status != machine.Submitted || s.Task.Status == to {
 			return nil, nil
 		}
@@ -518,35 +518,35 @@ func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr
 			s.Task.Status = machine.Park(s.PendingViolations())
 			s.Task.Reason = why
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: why})
-		return &gitstore.Op{Name: "forge-restore", Actor: e.Actor, Reason: why}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: why})
+		return &task.Op{Name: "forge-restore", Actor: e.Actor, Reason: why}, nil
 	})
 	return sn, err
 }
 
 // ClosedOnForge returns a submitted or forge-merging task whose pull
 // request was closed unmerged to blocked, with the reason.
-func (e *Env) ClosedOnForge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
+func (e *Env) ClosedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
 	return e.forgeRestore(ctx, id, machine.Blocked, pr, fmt.Sprintf("pull request #%d (%s) was closed on the forge without merging", pr.Number, pr.URL))
 }
 
 // finishForgeMerge records a pull request the forge merged: the task
 // completes with outcome accepted and the merge commit recorded. A
 // submitted task passes through merging, as every accept does.
-func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
-	var sn *gitstore.Snapshot
-	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
+	var sn *task.Snapshot
+	_, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Submitted {
 			return nil, nil
 		}
 		s.Task.Status = machine.Merging
 		s.Task.Accept = nil
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d was merged on the forge", pr.Number)}, nil
+		return &task.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d was merged on the forge", pr.Number)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging || !s.Task.ForgePending() {
 			return nil, fmt.Errorf("the task is %s, not waiting for the forge", s.Task.Status)
 		}
@@ -557,8 +557,8 @@ func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*g
 		if s.Task.Forge.MergeCommit != "" {
 			text += " as " + s.Task.Forge.MergeCommit
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now.Truncate(time.Second), Text: text})
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d merged on the forge", pr.Number)}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: now.Truncate(time.Second), Text: text})
+		return &task.Op{Name: "accept", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d merged on the forge", pr.Number)}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pull request #%d is merged, but recording it failed; the daemon's forge sync retries: %w", pr.Number, err)
@@ -568,7 +568,7 @@ func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*g
 
 // MergedOnForge finishes a task whose pull request the forge merged and
 // cleans up its worktree and branch; it returns what was kept.
-func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, []string, error) {
+func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, []string, error) {
 	sn, err := e.finishForgeMerge(ctx, id, pr)
 	if err != nil {
 		return nil, nil, err
@@ -579,7 +579,7 @@ func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*gits
 // cleanupForge removes a forge-merged task's worktree and branch, unless
 // the branch holds commits the forge never saw (the agent kept working
 // after the last submit): those are kept and reported.
-func (e *Env) cleanupForge(ctx context.Context, sn *gitstore.Snapshot) []string {
+func (e *Env) cleanupForge(ctx context.Context, sn *task.Snapshot) []string {
 	f := sn.Task.Forge
 	if sn.Session == nil || f == nil {
 		return nil

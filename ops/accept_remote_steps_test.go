@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestRemoteAcceptNumbersAcrossARevisedPlan: when the pre-accept turn
@@ -44,7 +44,7 @@ func (viewFails) View(context.Context, int) (*forge.PR, error) {
 // that says the merge was asked for and that lazy accept checks again.
 func TestRemoteAcceptCheckRemoteSaysTheMergeWasRequested(t *testing.T) {
 	a := &remoteAccept{say: func(func(Narrator)) {}, slug: "fix-it", fg: viewFails{},
-		rec: &gitstore.ForgeRecord{Number: 7}, res: &AcceptResult{}}
+		rec: &task.ForgeRecord{Number: 7}, res: &AcceptResult{}}
 	_, err := a.checkRemote(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "merge of pull request #7 was requested") || !strings.Contains(err.Error(), "lazy accept fix-it checks again") {
 		t.Fatalf("got %v", err)

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -79,7 +79,7 @@ func TestAcceptBeginNumbersOnlyThePlannedPhases(t *testing.T) {
 // feature.txt, ready to be accepted into main, checked out at dir.
 type acceptFixture struct {
 	e   *Env
-	sn  *gitstore.Snapshot
+	sn  *task.Snapshot
 	dir string // the main checkout (the destination)
 	wt  string // the task's worktree
 }
@@ -103,16 +103,16 @@ func newAcceptFixture(t *testing.T, feature string) *acceptFixture {
 	write(t, wt, "feature.txt", feature)
 	testrepo.Git(t, wt, "add", ".")
 	testrepo.Git(t, wt, "commit", "-q", "-m", "feature")
-	sid, err := gitstore.NewID()
+	sid, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
 		t.Fatal(err)
 	}
-	if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Session.ID = sid
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func (f *acceptFixture) accept(n Narrator) *localAccept {
 }
 
 // load reloads the task.
-func (f *acceptFixture) load(t *testing.T) *gitstore.Snapshot {
+func (f *acceptFixture) load(t *testing.T) *task.Snapshot {
 	t.Helper()
 	sn, err := f.e.Store.Load(f.sn.Task.ID)
 	if err != nil {
@@ -201,7 +201,7 @@ func TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack(t *testing.T) {
 	if err := a.finish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if sn := f.load(t); sn.Task.Status != machine.Complete || sn.Task.Outcome != gitstore.OutcomeAccepted {
+	if sn := f.load(t); sn.Task.Status != machine.Complete || sn.Task.Outcome != task.OutcomeAccepted {
 		t.Fatalf("finish: the task is %s/%s", sn.Task.Status, sn.Task.Outcome)
 	}
 	// Until the cleanup is done, the local record says what it removes,
@@ -284,9 +284,9 @@ func TestAcceptStashStepWhoseRecordVanishedAborts(t *testing.T) {
 	if err := a.record(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.e.Store.Update(ctx, a.sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := f.e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Accept = nil
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

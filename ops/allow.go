@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/task"
 )
 
 // AllowMode says how SetAllowedPaths combines patterns with the policy.
@@ -22,7 +22,7 @@ const (
 
 // SetAllowedPaths edits a task's allowed-paths policy. It applies from
 // the next turn on; violations already pending keep owing a decision.
-func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []string, mode AllowMode) (*gitstore.Snapshot, error) {
+func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []string, mode AllowMode) (*task.Snapshot, error) {
 	var clean []string
 	for _, p := range sanitize.Fields(patterns) {
 		if err := ValidPattern(p); err != nil {
@@ -30,7 +30,7 @@ func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []strin
 		}
 		clean = append(clean, p)
 	}
-	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	return e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("allow %s: the task is %s; reopen it first", s.Task.Slug, s.Task.Status)
 		}
@@ -65,6 +65,6 @@ func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []strin
 		if next == nil {
 			reason = "no allowed-paths policy (every file allowed)"
 		}
-		return &gitstore.Op{Name: "allow", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "allow", Actor: e.Actor, Reason: reason}, nil
 	})
 }

@@ -4,15 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Ask resumes a parked task's agent read-only to answer one question.
 // It is status-neutral: the task reads working while the agent answers
 // (so the reconciler and other callers see it busy) and parks back as it
 // was when the answer, or an agent error, is recorded.
-func (e *Env) Ask(ctx context.Context, name, question string) (*gitstore.Snapshot, error) {
+func (e *Env) Ask(ctx context.Context, name, question string) (*task.Snapshot, error) {
 	if err := e.requireLauncher("ask"); err != nil {
 		return nil, err
 	}
@@ -25,14 +25,14 @@ func (e *Env) Ask(ctx context.Context, name, question string) (*gitstore.Snapsho
 
 // Sync merges upstream into the task branch as a turn of its own (no
 // agent runs) and parks the task back.
-func (e *Env) Sync(ctx context.Context, name string) (*gitstore.Snapshot, error) {
+func (e *Env) Sync(ctx context.Context, name string) (*task.Snapshot, error) {
 	if err := e.requireLauncher("sync"); err != nil {
 		return nil, err
 	}
 	return e.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true)
 }
 
-func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool) (*gitstore.Snapshot, error) {
+func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool) (*task.Snapshot, error) {
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -48,9 +48,9 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 			return nil, err
 		}
 	}
-	var turn gitstore.Turn
+	var turn task.Turn
 	prompt := content
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if err := e.checkNeutral(s, kind); err != nil {
 			return nil, err
 		}
@@ -60,9 +60,9 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 				return nil, err
 			}
 		}
-		t := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: kind, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID}
+		t := task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: kind, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID}
 		if kind == "ask" {
-			t.FeedbackDelivery = gitstore.FeedbackPending
+			t.FeedbackDelivery = task.FeedbackPending
 		}
 		turn = s.AddTurn(t)
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, kind
@@ -70,7 +70,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 		if kind == "ask" {
 			s.Task.Substate = "agent:answering" // not mistaken for a work turn
 		}
-		return &gitstore.Op{Name: kind, Actor: e.Actor}, nil
+		return &task.Op{Name: kind, Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -79,6 +79,6 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 }
 
 // checkNeutral allows ask and sync on parked tasks only.
-func (e *Env) checkNeutral(s *gitstore.Snapshot, kind string) error {
+func (e *Env) checkNeutral(s *task.Snapshot, kind string) error {
 	return e.checkResumable(s, kind, true, machine.Blocked, machine.Conflict)
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -37,7 +37,7 @@ import (
 
 // AttemptsInput is how to try a task several ways.
 type AttemptsInput struct {
-	// N is how many attempts (2 to gitstore.MaxAttempts).
+	// N is how many attempts (2 to task.MaxAttempts).
 	N int
 	// Agents are cycled over the attempts (attempt K runs
 	// Agents[(K-1) % len]); empty: Base.Agent for all.
@@ -50,8 +50,8 @@ type AttemptsInput struct {
 // AttemptsResult is what StartAttempts did: the group, the attempts it
 // started, and those it could not (each waits in backlog).
 type AttemptsResult struct {
-	Group    *gitstore.Snapshot
-	Started  []*gitstore.Snapshot
+	Group    *task.Snapshot
+	Started  []*task.Snapshot
 	NotStart []error
 }
 
@@ -60,7 +60,7 @@ type AttemptsResult struct {
 func attemptSlug(group string, k int) string {
 	suffix := "-a" + strconv.Itoa(k)
 	base := group
-	for base != "" && !gitstore.ValidSlug(base+suffix) {
+	for base != "" && !task.ValidSlug(base+suffix) {
 		base = strings.TrimRight(base[:len(base)-1], "-")
 	}
 	return base + suffix
@@ -71,9 +71,9 @@ func attemptSlug(group string, k int) string {
 func CheckAttempts(n int) error {
 	switch {
 	case n < 2:
-		return fmt.Errorf("--attempts %d: attempts try a task 2 to %d ways side by side; for one, lazy start it without --attempts", n, gitstore.MaxAttempts)
-	case n > gitstore.MaxAttempts:
-		return fmt.Errorf("--attempts %d: lazy runs at most %d attempts of one task (each is a worktree and an agent at work); ask for %d or fewer", n, gitstore.MaxAttempts, gitstore.MaxAttempts)
+		return fmt.Errorf("--attempts %d: attempts try a task 2 to %d ways side by side; for one, lazy start it without --attempts", n, task.MaxAttempts)
+	case n > task.MaxAttempts:
+		return fmt.Errorf("--attempts %d: lazy runs at most %d attempts of one task (each is a worktree and an agent at work); ask for %d or fewer", n, task.MaxAttempts, task.MaxAttempts)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 	}
 	ids := make([]string, in.N)
 	for i := range ids {
-		if ids[i], err = gitstore.NewID(); err != nil {
+		if ids[i], err = task.NewID(); err != nil {
 			return nil, err
 		}
 	}
@@ -177,21 +177,21 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 	for k := 1; k <= in.N; k++ {
 		plan = append(plan, fmt.Sprintf("attempt %d %s (%s)", k, attemptSlug(slug, k), AgentLabel(in.attemptInput(k).Agent, in.attemptInput(k).Model)))
 	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Backlog || s.Task.IsAttemptGroup() {
 			return nil, fmt.Errorf("start %s: the task changed meanwhile (it is %s); look at it again", s.Task.Slug, s.Task.Status)
 		}
 		s.Task.Attempts = ids
 		now := time.Now().UTC().Truncate(time.Second)
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: fmt.Sprintf("tried %d ways: %s", in.N, strings.Join(plan, ", "))})
-		return &gitstore.Op{Name: "attempts", Actor: e.Actor, Reason: fmt.Sprintf("tried %d ways", in.N)}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: fmt.Sprintf("tried %d ways: %s", in.N, strings.Join(plan, ", "))})
+		return &task.Op{Name: "attempts", Actor: e.Actor, Reason: fmt.Sprintf("tried %d ways", in.N)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	res := &AttemptsResult{Group: sn}
 	for k := 1; k <= in.N; k++ {
-		spec := gitstore.CreateSpec{
+		spec := task.CreateSpec{
 			ID: ids[k-1], Title: sn.Task.Title, Goal: goal, Slug: attemptSlug(slug, k),
 			Parent: sn.Task.Parent, TargetBranch: sn.Task.TargetBranch, AllowedPaths: sn.Task.AllowedPaths,
 			Metadata: maps.Clone(sn.Task.Metadata), AttemptOf: sn.Task.ID, Attempt: k, Actor: e.Actor,
@@ -225,16 +225,16 @@ func AgentLabel(agentName, model string) string {
 // AttemptView is one attempt as show, diff --attempts, MCP and the web
 // compare them.
 type AttemptView struct {
-	K       int                   `json:"attempt"`
-	ID      string                `json:"id"`
-	Slug    string                `json:"slug"`
-	Agent   string                `json:"agent,omitempty"`
-	Model   string                `json:"model,omitempty"`
-	Status  machine.Status        `json:"status"`
-	Outcome string                `json:"outcome,omitempty"`
-	Reason  string                `json:"reason,omitempty"`
-	Usage   *gitstore.Usage       `json:"usage,omitempty"`
-	Gate    *gitstore.GateSummary `json:"gate,omitempty"`
+	K       int               `json:"attempt"`
+	ID      string            `json:"id"`
+	Slug    string            `json:"slug"`
+	Agent   string            `json:"agent,omitempty"`
+	Model   string            `json:"model,omitempty"`
+	Status  machine.Status    `json:"status"`
+	Outcome string            `json:"outcome,omitempty"`
+	Reason  string            `json:"reason,omitempty"`
+	Usage   *task.Usage       `json:"usage,omitempty"`
+	Gate    *task.GateSummary `json:"gate,omitempty"`
 	// Diff measures the attempt's work against its merge base (nil
 	// while it has no branch here: not started, or landed).
 	Diff *worktree.DiffStat `json:"diff,omitempty"`
@@ -247,7 +247,7 @@ type AttemptView struct {
 
 // Landed reports whether the attempt is the one that landed.
 func (a AttemptView) Landed() bool {
-	return a.Status == machine.Complete && a.Outcome == gitstore.OutcomeAccepted
+	return a.Status == machine.Complete && a.Outcome == task.OutcomeAccepted
 }
 
 // The cells below are an attempt's comparison as text, worded once for
@@ -277,7 +277,7 @@ func (a AttemptView) CostCell() string {
 }
 
 // UsageCell is a usage in a table cell (see CostCell).
-func UsageCell(u *gitstore.Usage) string {
+func UsageCell(u *task.Usage) string {
 	switch {
 	case u == nil:
 		return "-"
@@ -320,7 +320,7 @@ type AttemptsView struct {
 	Group    string        `json:"group"`
 	Attempts []AttemptView `json:"attempts"`
 	// Usage totals every attempt's turns (the cost of trying).
-	Usage *gitstore.Usage `json:"usage,omitempty"`
+	Usage *task.Usage `json:"usage,omitempty"`
 	// Chosen is the attempt that landed, 0 while none has.
 	Chosen int `json:"chosen,omitempty"`
 }
@@ -344,9 +344,9 @@ func (e *Env) Attempts(ctx context.Context, name string) (*AttemptsView, error) 
 }
 
 // attemptsOf builds the view of group sn's attempts.
-func (e *Env) attemptsOf(ctx context.Context, sn *gitstore.Snapshot) *AttemptsView {
+func (e *Env) attemptsOf(ctx context.Context, sn *task.Snapshot) *AttemptsView {
 	v := &AttemptsView{Group: sn.Task.Slug}
-	var total gitstore.Usage
+	var total task.Usage
 	counted := false
 	for i, id := range sn.Task.Attempts {
 		k := i + 1
@@ -385,7 +385,7 @@ func (e *Env) attemptsOf(ctx context.Context, sn *gitstore.Snapshot) *AttemptsVi
 
 // AttemptID resolves attempt k of group name, refusing in one sentence a
 // task that is not a group or a k it does not have.
-func (e *Env) AttemptID(name string, k int) (group *gitstore.Snapshot, id string, err error) {
+func (e *Env) AttemptID(name string, k int) (group *task.Snapshot, id string, err error) {
 	sn, err := e.load(name)
 	if err != nil {
 		return nil, "", err
@@ -428,8 +428,8 @@ func (e *Env) AcceptAttempt(ctx context.Context, name string, k int, n Narrator,
 
 // landedAttempt reports whether sn is an attempt that landed, whose
 // group is then settled.
-func landedAttempt(sn *gitstore.Snapshot) bool {
-	return sn != nil && sn.Task.AttemptOf != "" && sn.Task.Status == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted
+func landedAttempt(sn *task.Snapshot) bool {
+	return sn != nil && sn.Task.AttemptOf != "" && sn.Task.Status == machine.Complete && sn.Task.Outcome == task.OutcomeAccepted
 }
 
 // SettleAttemptGroup settles the group of task id when id is an attempt
@@ -439,7 +439,7 @@ func landedAttempt(sn *gitstore.Snapshot) bool {
 // sweep, a stranded accept it finishes, a pull request the forge
 // merged), which must not leave the group waiting and the other
 // attempts running. group is the group if this call completed it.
-func (e *Env) SettleAttemptGroup(ctx context.Context, id string) (group *gitstore.Snapshot, warnings []string, err error) {
+func (e *Env) SettleAttemptGroup(ctx context.Context, id string) (group *task.Snapshot, warnings []string, err error) {
 	sn, err := e.Store.Load(id)
 	if err != nil || !landedAttempt(sn) {
 		return nil, nil, err
@@ -454,7 +454,7 @@ func (e *Env) SettleAttemptGroup(ctx context.Context, id string) (group *gitstor
 // (never destroy work: lazy diff and lazy reopen still reach it). What
 // could not be settled comes back as warnings; the landing stands.
 // group is the group if this call completed it (nil: it was already).
-func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) (group *gitstore.Snapshot, warnings []string, err error) {
+func (e *Env) finishAttemptGroup(ctx context.Context, a *task.Snapshot) (group *task.Snapshot, warnings []string, err error) {
 	k, slug := a.Task.Attempt, a.Task.Slug
 	var others []string
 	unlock, err := e.LockTask(ctx, a.Task.AttemptOf)
@@ -462,7 +462,7 @@ func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) (gro
 		return nil, nil, fmt.Errorf("attempt %d (%s) landed, but its group is busy; lazy accept GROUP --attempt %d again finishes it: %w", k, slug, k, err)
 	}
 	completed := false
-	sn, _, err := e.Store.Update(ctx, a.Task.AttemptOf, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, a.Task.AttemptOf, func(s *task.Snapshot) (*task.Op, error) {
 		others, completed = nil, false
 		for _, id := range s.Task.Attempts {
 			if id != a.Task.ID {
@@ -478,12 +478,12 @@ func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) (gro
 		now := time.Now().UTC().Truncate(time.Second)
 		reason := fmt.Sprintf("attempt %d (%s) landed", k, slug)
 		s.Task.Status = machine.Complete
-		s.Task.Outcome = gitstore.OutcomeAccepted
+		s.Task.Outcome = task.OutcomeAccepted
 		s.Task.Reason = reason
 		s.Task.Substate = ""
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: "accepted: " + reason})
+		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: "accepted: " + reason})
 		completed = true
-		return &gitstore.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
 	unlock()
 	if err != nil {
@@ -514,7 +514,7 @@ func (e *Env) finishAttemptGroup(ctx context.Context, a *gitstore.Snapshot) (gro
 // siblingChosen refuses to accept an attempt whose group another attempt
 // settled already (one named later in lazy accept A B C, say): landing
 // a second way of the same task would put both on the target.
-func (e *Env) siblingChosen(sn *gitstore.Snapshot) error {
+func (e *Env) siblingChosen(sn *task.Snapshot) error {
 	if sn.Task.AttemptOf == "" || landedAttempt(sn) {
 		return nil
 	}
@@ -527,7 +527,7 @@ func (e *Env) siblingChosen(sn *gitstore.Snapshot) error {
 
 // openAttempts lists the slugs of group sn's attempts that are not
 // finished.
-func (e *Env) openAttempts(sn *gitstore.Snapshot) []string {
+func (e *Env) openAttempts(sn *task.Snapshot) []string {
 	var open []string
 	for _, id := range sn.Task.Attempts {
 		if a, err := e.Store.Load(id); err == nil && !a.Task.Status.IsTerminal() {

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/cost"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // attemptsRepo is a real repository whose Env records launches instead
@@ -47,10 +47,10 @@ func playTurn(t *testing.T, e *Env, id string, files map[string]string, cost flo
 	}
 	testrepo.Git(t, wt, "add", ".")
 	testrepo.Git(t, wt, "commit", "-q", "-m", "attempt work")
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Status = machine.Blocked
-		s.Task.Usage = &gitstore.Usage{CostUSD: cost, InputTokens: 100, OutputTokens: 10}
-		return &gitstore.Op{Name: "test-turn", Actor: machine.System}, nil
+		s.Task.Usage = &task.Usage{CostUSD: cost, InputTokens: 100, OutputTokens: 10}
+		return &task.Op{Name: "test-turn", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestAttemptInputsCycleTheAgents(t *testing.T) {
 	if want := []string{"claude/m1/", "codex/m1/", "exec//x", "claude/m1/"}; !slices.Equal(got, want) {
 		t.Fatalf("attempt inputs %q, want %q", got, want)
 	}
-	if s := attemptSlug(strings.Repeat("abcd-", 9)+"xyz", 3); !gitstore.ValidSlug(s) || !strings.HasSuffix(s, "-a3") {
+	if s := attemptSlug(strings.Repeat("abcd-", 9)+"xyz", 3); !task.ValidSlug(s) || !strings.HasSuffix(s, "-a3") {
 		t.Fatalf("a long group's attempt slug %q", s)
 	}
 	for n, want := range map[int]string{0: "2 to 8", 1: "without --attempts", 9: "at most 8", 50: "at most 8"} {
@@ -172,11 +172,11 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 		t.Fatal("attempt 1's file landed too")
 	}
 	gs, _ := e.Store.Load(group.Task.ID)
-	if gs.Task.Status != machine.Complete || gs.Task.Outcome != gitstore.OutcomeAccepted || gs.Task.Reason != "attempt 2 ("+res.Started[1].Task.Slug+") landed" {
+	if gs.Task.Status != machine.Complete || gs.Task.Outcome != task.OutcomeAccepted || gs.Task.Reason != "attempt 2 ("+res.Started[1].Task.Slug+") landed" {
 		t.Fatalf("group %s %s %q", gs.Task.Status, gs.Task.Outcome, gs.Task.Reason)
 	}
 	s1, _ := e.Store.Load(a1)
-	if s1.Task.Status != machine.Abandoned || s1.Task.Outcome != gitstore.OutcomeClosed || s1.Task.Reason != "attempt 2 was chosen" {
+	if s1.Task.Status != machine.Abandoned || s1.Task.Outcome != task.OutcomeClosed || s1.Task.Reason != "attempt 2 was chosen" {
 		t.Fatalf("attempt 1: %s %s %q", s1.Task.Status, s1.Task.Outcome, s1.Task.Reason)
 	}
 	if tip := testrepo.Git(t, e.RepoDir, "rev-parse", "--verify", "-q", branches[0]); strings.TrimSpace(tip) == "" {
@@ -258,7 +258,7 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 		t.Fatalf("attempt 1 after attempt 2 was chosen: %v", err)
 	}
 	gs := r.load(t, g.Task.ID)
-	if gs.Task.Status != machine.Complete || gs.Task.Outcome != gitstore.OutcomeAccepted || !strings.Contains(gs.Task.Reason, "attempt 2") {
+	if gs.Task.Status != machine.Complete || gs.Task.Outcome != task.OutcomeAccepted || !strings.Contains(gs.Task.Reason, "attempt 2") {
 		t.Fatalf("group %s %s %q", gs.Task.Status, gs.Task.Outcome, gs.Task.Reason)
 	}
 	if s1 := r.load(t, a1.ID); s1.Task.Status != machine.Abandoned || s1.Task.Reason != "attempt 2 was chosen" {

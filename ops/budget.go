@@ -9,9 +9,9 @@ import (
 
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/cost"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Budget settings: per task (each task, its turns and its subtasks'
@@ -61,7 +61,7 @@ func (e *Env) Ledger() budget.Ledger {
 // own (its budget_usd, else lazy.budget.task), each ancestor's, and the
 // day's. Spending against a task's budget is what it and every task
 // under it cost; s is taken as fresher than the listing for its own.
-func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, error) {
+func (e *Env) BudgetLines(s *task.Snapshot, now time.Time) ([]budget.Line, error) {
 	set, err := e.BudgetSettings()
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (e *Env) BudgetLines(s *gitstore.Snapshot, now time.Time) ([]budget.Line, e
 // ownUsage is what sn's task itself spent: its recorded total, or, when
 // lazy does not believe that total, the sum of the turns it does (a task
 // does not escape its budget by a poisoned total).
-func (e *Env) ownUsage(sn *gitstore.Snapshot) (*gitstore.Usage, error) {
+func (e *Env) ownUsage(sn *task.Snapshot) (*task.Usage, error) {
 	u := sn.Task.Usage
 	if u == nil || u.Valid() {
 		return u, nil
@@ -130,7 +130,7 @@ func (e *Env) ownUsage(sn *gitstore.Snapshot) (*gitstore.Usage, error) {
 // overBudget returns the tightest budget of s's turns when it is spent,
 // nil when a turn may run; left is what the turn may spend (0: no
 // budget applies).
-func (e *Env) overBudget(s *gitstore.Snapshot) (over *budget.Line, left float64, err error) {
+func (e *Env) overBudget(s *task.Snapshot) (over *budget.Line, left float64, err error) {
 	lines, err := e.BudgetLines(s, time.Now())
 	if err != nil {
 		return nil, 0, err
@@ -146,8 +146,8 @@ func (e *Env) overBudget(s *gitstore.Snapshot) (over *budget.Line, left float64,
 }
 
 // BudgetHold is the hold a task parks with when line is spent.
-func BudgetHold(line budget.Line, now time.Time) *gitstore.Hold {
-	return &gitstore.Hold{Kind: gitstore.HoldBudget, At: now.UTC().Truncate(time.Second), Scope: line.Scope, LimitUSD: line.LimitUSD, SpentUSD: line.SpentUSD,
+func BudgetHold(line budget.Line, now time.Time) *task.Hold {
+	return &task.Hold{Kind: task.HoldBudget, At: now.UTC().Truncate(time.Second), Scope: line.Scope, LimitUSD: line.LimitUSD, SpentUSD: line.SpentUSD,
 		Reason: "the " + line.Scope + " budget " + line.Spent() + ": " + line.String()}
 }
 
@@ -165,8 +165,8 @@ func RaiseHint(slug string, line budget.Line) string {
 // parkBack parks a task whose turn was recorded but must not run: the
 // task goes back to where the turn found it, with hold (nil: none); the
 // turn's message stays pending, delivered by the next turn.
-func (e *Env) parkBack(ctx context.Context, sn *gitstore.Snapshot, seq int, hold *gitstore.Hold) (*gitstore.Snapshot, error) {
-	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+func (e *Env) parkBack(ctx context.Context, sn *task.Snapshot, seq int, hold *task.Hold) (*task.Snapshot, error) {
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Working || s.Session == nil || s.Session.Turn != seq {
 			return nil, nil
 		}
@@ -177,7 +177,7 @@ func (e *Env) parkBack(ctx context.Context, sn *gitstore.Snapshot, seq int, hold
 		if hold != nil {
 			reason = hold.Reason
 		}
-		return &gitstore.Op{Name: "park", Actor: machine.System, Reason: reason}, nil
+		return &task.Op{Name: "park", Actor: machine.System, Reason: reason}, nil
 	})
 	return sn, err
 }
@@ -196,7 +196,7 @@ func (e *ErrOverBudget) Error() string {
 // budgetForTurn is the budget check of a turn already recorded on an
 // existing session: what it may spend, or, when a budget is spent (or
 // cannot be read), the task parked back and an error that says why.
-func (e *Env) budgetForTurn(sn *gitstore.Snapshot, seq int) (float64, error) {
+func (e *Env) budgetForTurn(sn *task.Snapshot, seq int) (float64, error) {
 	over, left, err := e.overBudget(sn)
 	switch {
 	case err != nil:
@@ -231,7 +231,7 @@ func (e *Env) RaiseBudget(ctx context.Context, name string, add bool, usd float6
 		return "", 0, err
 	}
 	target := sn
-	if h := sn.Task.Hold; h != nil && h.Kind == gitstore.HoldBudget {
+	if h := sn.Task.Hold; h != nil && h.Kind == task.HoldBudget {
 		switch slug, ok := strings.CutPrefix(h.Scope, "parent "); {
 		case h.Scope == budget.ScopeDay:
 			return "", 0, fmt.Errorf("%s is held by this machine's day budget (%s), not a task's: raise it with git config %s <dollars>, then lazy unblock %s", sn.Task.Slug, h.Reason, KeyBudgetDay, sn.Task.Slug)
@@ -249,7 +249,7 @@ func (e *Env) RaiseBudget(ctx context.Context, name string, add bool, usd float6
 	if err != nil {
 		return "", 0, err
 	}
-	updated, err := e.update(ctx, target.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	updated, err := e.update(ctx, target.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("raise the budget of %s: the task is %s; reopen it first", s.Task.Slug, s.Task.Status)
 		}
@@ -260,17 +260,17 @@ func (e *Env) RaiseBudget(ctx context.Context, name string, add bool, usd float6
 		limit = usd
 		if add {
 			limit = cur + usd
-			if h := sn.Task.Hold; h != nil && h.Kind == gitstore.HoldBudget && h.SpentUSD > cur && budget.CheckUSD("", h.SpentUSD) == nil {
+			if h := sn.Task.Hold; h != nil && h.Kind == task.HoldBudget && h.SpentUSD > cur && task.CheckUSD("", h.SpentUSD) == nil {
 				// Overspent (a turn ran past it): raise from what was spent.
 				limit = h.SpentUSD + usd
 			}
-			limit = budget.RoundUSD(limit)
+			limit = task.RoundUSD(limit)
 		}
-		if err := budget.CheckUSD("the raised budget", limit); err != nil {
+		if err := task.CheckUSD("the raised budget", limit); err != nil {
 			return nil, err
 		}
 		s.Task.BudgetUSD = &limit
-		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: fmt.Sprintf("budget raised to $%.2f", limit)}, nil
+		return &task.Op{Name: "edit", Actor: e.Actor, Reason: fmt.Sprintf("budget raised to $%.2f", limit)}, nil
 	})
 	if err != nil {
 		return "", 0, err
@@ -304,7 +304,7 @@ func (e *Env) Prices() (budget.Prices, error) {
 // A cost the CLI reported always wins. A turn no price reaches is
 // counted unpriced (never $0). It returns where the dollars came from
 // ("" when nothing priced them).
-func PriceTurn(prices budget.Prices, model string, u *gitstore.Usage) string {
+func PriceTurn(prices budget.Prices, model string, u *task.Usage) string {
 	switch {
 	case u.CostUSD > 0:
 		return budget.PricedByAgent
@@ -325,7 +325,7 @@ func PriceTurn(prices budget.Prices, model string, u *gitstore.Usage) string {
 // subtask anyway (its spending rolls up, and the tightest budget stops a
 // turn), so a bigger one escapes nothing; refusing it keeps an agent from
 // writing a budget no one granted, and says what is left instead.
-func (e *Env) checkSubtaskBudget(parent *gitstore.Snapshot, usd float64) error {
+func (e *Env) checkSubtaskBudget(parent *task.Snapshot, usd float64) error {
 	lines, err := e.BudgetLines(parent, time.Now())
 	if err != nil {
 		return err

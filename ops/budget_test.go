@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // spend records usd as what task id's turns cost.
 func spend(t *testing.T, e *Env, id string, usd float64) {
 	t.Helper()
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Task.Usage = &gitstore.Usage{CostUSD: usd}
-		return &gitstore.Op{Name: "walk", Actor: machine.System}, nil
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Usage = &task.Usage{CostUSD: usd}
+		return &task.Op{Name: "walk", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,9 +74,9 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 
 	// Raising it raises the budget that holds: the hold names mid.
 	walk(t, e, leaf.Task.ID, machine.Working, machine.Blocked)
-	if _, _, err := e.Store.Update(ctx, leaf.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := e.Store.Update(ctx, leaf.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Hold = BudgetHold(budget.Line{Scope: "parent " + mid.Task.Slug, LimitUSD: 1, SpentUSD: 1.25}, time.Now())
-		return &gitstore.Op{Name: "walk", Actor: machine.System}, nil
+		return &task.Op{Name: "walk", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +92,9 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	// The day budget is not a task's to raise.
 	git("config", KeyBudgetTask, "1")
 	walk(t, e, other.Task.ID, machine.Working, machine.Blocked)
-	if _, _, err := e.Store.Update(ctx, other.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := e.Store.Update(ctx, other.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Hold = BudgetHold(budget.Line{Scope: budget.ScopeDay, LimitUSD: 20, SpentUSD: 21}, time.Now())
-		return &gitstore.Op{Name: "walk", Actor: machine.System}, nil
+		return &task.Op{Name: "walk", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +111,15 @@ func TestHoldEndsWhenWorkResumes(t *testing.T) {
 	sn, _ := e.Create(ctx, CreateInput{Title: "held"})
 	id := sn.Task.ID
 	walk(t, e, id, machine.Working, machine.Blocked)
-	set := func(st machine.Status, kind string, hold bool) *gitstore.Snapshot {
+	set := func(st machine.Status, kind string, hold bool) *task.Snapshot {
 		t.Helper()
-		sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			s.Session = &gitstore.Session{ID: "s1", Number: 1, Host: "ops-test", TurnKind: kind}
+		sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+			s.Session = &task.Session{ID: "s1", Number: 1, Host: "ops-test", TurnKind: kind}
 			s.Task.Status = st
 			if hold {
-				s.Task.Hold = &gitstore.Hold{Kind: gitstore.HoldLimit, Until: time.Now().Add(time.Hour)}
+				s.Task.Hold = &task.Hold{Kind: task.HoldLimit, Until: time.Now().Add(time.Hour)}
 			}
-			return &gitstore.Op{Name: "walk", Actor: machine.System}, nil
+			return &task.Op{Name: "walk", Actor: machine.System}, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -243,15 +243,15 @@ func TestPriceTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := gitstore.Usage{InputTokens: 60000, OutputTokens: 2400}
+	u := task.Usage{InputTokens: 60000, OutputTokens: 2400}
 	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByTable || u.CostUSD != 0.099 || u.Unpriced != 0 {
 		t.Fatalf("codex 60000/2400: %s %+v", by, u)
 	}
-	u = gitstore.Usage{CostUSD: 0.5, InputTokens: 60000, OutputTokens: 2400}
+	u = task.Usage{CostUSD: 0.5, InputTokens: 60000, OutputTokens: 2400}
 	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByAgent || u.CostUSD != 0.5 {
 		t.Fatalf("a reported cost: %s %+v", by, u)
 	}
-	u = gitstore.Usage{InputTokens: 60000, OutputTokens: 2400}
+	u = task.Usage{InputTokens: 60000, OutputTokens: 2400}
 	if by := PriceTurn(prices, "gpt-9-unheard-of", &u); by != "" || u.CostUSD != 0 || u.Unpriced != 1 || !strings.HasPrefix(u.String(), "unpriced, ") {
 		t.Fatalf("an unknown model: %s %+v %q", by, u, u.String())
 	}
@@ -260,7 +260,7 @@ func TestPriceTurn(t *testing.T) {
 	if prices, err = e.Prices(); err != nil {
 		t.Fatal(err)
 	}
-	u = gitstore.Usage{InputTokens: 60000, OutputTokens: 2400}
+	u = task.Usage{InputTokens: 60000, OutputTokens: 2400}
 	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByConfig || u.CostUSD != 0.0792 {
 		t.Fatalf("a lazy.price override: %s %+v", by, u)
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 )
 
 // LockWorktree takes the worktree lock of task id, which lazy chat holds
@@ -42,7 +42,7 @@ func (e *Env) worktreeFree(id, verb, slug string) error {
 
 // Chat is an open read-only conversation with a task's agent.
 type Chat struct {
-	Snapshot *gitstore.Snapshot
+	Snapshot *task.Snapshot
 	Argv     []string
 	Dir      string // where the agent runs
 	Env      []string
@@ -143,13 +143,13 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 
 // EndChat records the conversation as a turn without touching the status
 // and releases the worktree.
-func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*gitstore.Snapshot, error) {
+func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*task.Snapshot, error) {
 	defer c.release()
 	if c.stopEgress != nil {
 		defer c.stopEgress()
 	}
 	took := time.Since(c.Started).Round(time.Second)
-	sn, _, err := e.Store.Update(ctx, c.Snapshot.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, c.Snapshot.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		session := ""
 		if s.Session != nil {
 			session = s.Session.ID
@@ -158,8 +158,8 @@ func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*gitstore.Sna
 		if exitCode != 0 {
 			content += fmt.Sprintf(" (the agent exited with code %d)", exitCode)
 		}
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "chat", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: session})
-		return &gitstore.Op{Name: "chat", Actor: e.Actor}, nil
+		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "chat", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: session})
+		return &task.Op{Name: "chat", Actor: e.Actor}, nil
 	})
 	return sn, err
 }

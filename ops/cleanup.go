@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -20,7 +20,7 @@ import (
 // where the work is, in a comment on the task (the durable record), and
 // a deleted branch's tip is recorded before it is deleted. It returns
 // what it did, one line each.
-func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, deleteBranch bool) ([]string, error) {
+func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBranch bool) ([]string, error) {
 	if sn.Session == nil {
 		if deleteBranch {
 			return []string{"the task never ran; there is no branch to delete"}, nil
@@ -76,7 +76,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *gitstore.Snapshot, delet
 // unmergedWork reports whether branch changes anything relative to the
 // task's base (its parent's or target branch), and names the base. Any
 // doubt reads as unmerged: the branch is then kept.
-func (e *Env) unmergedWork(ctx context.Context, sn *gitstore.Snapshot, branch string) (string, bool) {
+func (e *Env) unmergedWork(ctx context.Context, sn *task.Snapshot, branch string) (string, bool) {
 	base, err := e.BaseBranch(ctx, sn, e.repoDir())
 	if err != nil || ValidBranchName(base) != nil {
 		return "its base", true
@@ -90,10 +90,10 @@ func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged
 	if unmerged {
 		what = "as --delete-branch decided"
 	}
-	if _, _, err := e.Store.Update(ctx, id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
-		x.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
+	if _, _, err := e.Store.Update(ctx, id, func(x *task.Snapshot) (*task.Op, error) {
+		x.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
 			Text: fmt.Sprintf("deleted the branch %s at %s, %s (recreate it with: git branch %s %s)", branch, tip, what, branch, tip)})
-		return &gitstore.Op{Name: "delete-branch", Actor: e.Actor, Reason: branch + " at " + tip}, nil
+		return &task.Op{Name: "delete-branch", Actor: e.Actor, Reason: branch + " at " + tip}, nil
 	}); err != nil {
 		return "", fmt.Errorf("record the branch tip before deleting it (nothing was deleted): %w", err)
 	}
@@ -115,9 +115,9 @@ func (e *Env) recordKept(ctx context.Context, id string, kept []string) []string
 	for i, k := range kept {
 		notes[i] = "kept " + k
 	}
-	if _, _, err := e.Store.Update(ctx, id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
-		x.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
-		return &gitstore.Op{Name: "cleanup-kept", Actor: e.Actor, Reason: oneLineReason(text)}, nil
+	if _, _, err := e.Store.Update(ctx, id, func(x *task.Snapshot) (*task.Op, error) {
+		x.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &task.Op{Name: "cleanup-kept", Actor: e.Actor, Reason: oneLineReason(text)}, nil
 	}); err != nil {
 		notes = append(notes, "this could not be recorded on the task, so note it: "+err.Error())
 	}

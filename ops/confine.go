@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Confinement is inherited, never lowered by an agent. Every session's
@@ -35,7 +35,7 @@ import (
 // startConfinement decides how a new session of sn, started with in by
 // e's actor, is confined: in comes back with its Sandbox and
 // PermissionMode set to the decision.
-func (e *Env) startConfinement(sn *gitstore.Snapshot, in StartInput) (StartInput, error) {
+func (e *Env) startConfinement(sn *task.Snapshot, in StartInput) (StartInput, error) {
 	human := e.Actor == machine.Human
 	floor := confine.Confinement{Sandbox: sessionSandbox(in, sn, human), PermissionMode: in.PermissionMode, AnyCommand: true}
 	if parent, ok := e.parentSession(sn); ok {
@@ -84,7 +84,7 @@ func (e *Env) held(floor confine.Confinement, agentName string, req confine.Requ
 
 // parentSession is the session of sn's parent task, when this machine
 // runs it.
-func (e *Env) parentSession(sn *gitstore.Snapshot) (owned.Session, bool) {
+func (e *Env) parentSession(sn *task.Snapshot) (owned.Session, bool) {
 	if sn.Task.Parent == "" {
 		return owned.Session{}, false
 	}
@@ -147,7 +147,7 @@ func (e *Env) callerMayDrive(verb, slug string, local owned.Session) error {
 // is its agent's work: a sandboxed task never runs anything unconfined,
 // its tests included), and as the session of the agent that asks for
 // the accept.
-func (e *Env) gateSandbox(ctx context.Context, sn *gitstore.Snapshot, configured *proto.Sandbox) (*proto.Sandbox, error) {
+func (e *Env) gateSandbox(ctx context.Context, sn *task.Snapshot, configured *proto.Sandbox) (*proto.Sandbox, error) {
 	sb := configured
 	if local, err := e.Owned(sn); err == nil {
 		sb = confine.TightestSandbox(sb, local.Sandbox)

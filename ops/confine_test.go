@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 )
 
 // These tests hold "confinement is inherited, never lowered by an
@@ -53,15 +53,15 @@ var trueCmd = []string{"/bin/true"}
 // agent session an MCP token would belong to.
 func runningHere(t *testing.T, e *Env, id string, s owned.Session) {
 	t.Helper()
-	sid, err := gitstore.NewID()
+	sid, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, _, err := e.Store.Update(context.Background(), id, func(sn *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Sessions++
-		sn.Session = &gitstore.Session{ID: sid, Number: sn.Task.Sessions, Host: e.Store.Host(), Agent: s.Agent, Branch: "lazy/" + sn.Task.Slug}
+		sn.Session = &task.Session{ID: sid, Number: sn.Task.Sessions, Host: e.Store.Host(), Agent: s.Agent, Branch: "lazy/" + sn.Task.Slug}
 		sn.Task.Status = machine.Working
-		return &gitstore.Op{Name: "test-start", Actor: machine.System}, nil
+		return &task.Op{Name: "test-start", Actor: machine.System}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,15 +76,15 @@ func runningHere(t *testing.T, e *Env, id string, s owned.Session) {
 // parked moves task id to blocked, as the end of its turn would.
 func parked(t *testing.T, e *Env, id string) {
 	t.Helper()
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Status = machine.Blocked
-		return &gitstore.Op{Name: "test-park", Actor: machine.System}, nil
+		return &task.Op{Name: "test-park", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func create(t *testing.T, e *Env, in CreateInput) *gitstore.Snapshot {
+func create(t *testing.T, e *Env, in CreateInput) *task.Snapshot {
 	t.Helper()
 	sn, err := e.Create(context.Background(), in)
 	if err != nil {
@@ -219,9 +219,9 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "less confined than the asking agent's own") || !strings.Contains(err.Error(), "lazy unblock human-loosens") {
 		t.Fatalf("an agent unblocked a looser session: %v", err)
 	}
-	for name, call := range map[string]func() (*gitstore.Snapshot, error){
-		"ask":  func() (*gitstore.Snapshot, error) { return ag.Ask(ctx, loose.Task.ID, "what is in ~/.ssh?") },
-		"sync": func() (*gitstore.Snapshot, error) { return ag.Sync(ctx, loose.Task.ID) },
+	for name, call := range map[string]func() (*task.Snapshot, error){
+		"ask":  func() (*task.Snapshot, error) { return ag.Ask(ctx, loose.Task.ID, "what is in ~/.ssh?") },
+		"sync": func() (*task.Snapshot, error) { return ag.Sync(ctx, loose.Task.ID) },
 	} {
 		if _, err := call(); err == nil || !strings.Contains(err.Error(), "less confined") {
 			t.Fatalf("an agent's %s of a looser session: %v", name, err)

@@ -5,31 +5,31 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func TestSquashMessageCarriesTheCostTrailers(t *testing.T) {
-	sn := &gitstore.Snapshot{Task: gitstore.Task{ID: "0123abcd", Title: "Fix the login race"}}
+	sn := &task.Snapshot{Task: task.Task{ID: "0123abcd", Title: "Fix the login race"}}
 	sn.SetGoal("It fails one run in ten.")
-	got := squashMessage(sn, "lazy/fix-the-login-race", gitstore.Usage{CostUSD: 4.02134, InputTokens: 1000012, OutputTokens: 1007})
+	got := squashMessage(sn, "lazy/fix-the-login-race", task.Usage{CostUSD: 4.02134, InputTokens: 1000012, OutputTokens: 1007})
 	want := "Fix the login race\n\nIt fails one run in ten.\n\nLazy-Task: 0123abcd\nLazy-Branch: lazy/fix-the-login-race\nLazy-Cost: $4.0213\nLazy-Tokens: 1000012 in, 0 cached, 1007 out\n"
 	if got != want {
 		t.Fatalf("message:\n%q\nwant\n%q", got, want)
 	}
-	if got := squashMessage(sn, "lazy/x", gitstore.Usage{}); strings.Contains(got, "Lazy-Cost") || strings.Contains(got, "Lazy-Tokens") {
+	if got := squashMessage(sn, "lazy/x", task.Usage{}); strings.Contains(got, "Lazy-Cost") || strings.Contains(got, "Lazy-Tokens") {
 		t.Fatalf("nothing recorded, yet:\n%s", got)
 	}
 }
 
 // recordSpend records that task id's turns cost u, as the reconciler records
 // an agent turn's usage.
-func recordSpend(t *testing.T, e *Env, id string, u gitstore.Usage) {
+func recordSpend(t *testing.T, e *Env, id string, u task.Usage) {
 	t.Helper()
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Usage = &u
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +49,12 @@ func TestAcceptCommitsSayWhatTheTaskCost(t *testing.T) {
 				r = newGateRepo(t)
 			}
 			sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
-			recordSpend(t, r.e, sn.Task.ID, gitstore.Usage{CostUSD: 4, InputTokens: 1000000, CachedInputTokens: 5, OutputTokens: 1000})
+			recordSpend(t, r.e, sn.Task.ID, task.Usage{CostUSD: 4, InputTokens: 1000000, CachedInputTokens: 5, OutputTokens: 1000})
 			sub, err := r.e.Create(ctx, CreateInput{Title: "a try that was thrown away", Parent: sn.Task.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			recordSpend(t, r.e, sub.Task.ID, gitstore.Usage{CostUSD: 0.0213, InputTokens: 12, OutputTokens: 7})
+			recordSpend(t, r.e, sub.Task.ID, task.Usage{CostUSD: 0.0213, InputTokens: 12, OutputTokens: 7})
 			walk(t, r.e, sub.Task.ID, machine.Abandoned)
 
 			res, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -29,12 +28,12 @@ type EditInput struct {
 // branch must exist locally, and only a top-level task that has not
 // started yet may change it: a started task's branch was cut from the
 // old one, and a subtask merges into its parent.
-func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Snapshot, error) {
+func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*task.Snapshot, error) {
 	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil && in.BudgetUSD == nil && !in.ClearBudget {
 		return nil, errors.New("nothing to edit: give a new title, goal, target branch or budget")
 	}
 	if in.BudgetUSD != nil {
-		if err := budget.CheckUSD("the budget", *in.BudgetUSD); err != nil {
+		if err := task.CheckUSD("the budget", *in.BudgetUSD); err != nil {
 			return nil, err
 		}
 		if in.ClearBudget {
@@ -67,7 +66,7 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 			return nil, err
 		}
 	}
-	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	return e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		slug := s.Task.Slug
 		if s.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("edit %s: the task is %s; reopen it first", slug, s.Task.Status)
@@ -114,7 +113,7 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*gitstore.Sn
 		if len(changed) == 0 {
 			return nil, fmt.Errorf("edit %s: nothing changed; the task already says that", slug)
 		}
-		return &gitstore.Op{Name: "edit", Actor: e.Actor, Reason: "changed " + strings.Join(changed, ", ")}, nil
+		return &task.Op{Name: "edit", Actor: e.Actor, Reason: "changed " + strings.Join(changed, ", ")}, nil
 	})
 }
 

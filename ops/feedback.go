@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Feedback delivery (spec: "Feedback Redelivery"). A human-role turn that
@@ -44,8 +44,8 @@ func DeliversAll(kind string) bool {
 // Delivered reports whether t, a turn recorded before (or as) the
 // launching turn seq of a turn of kind, was delivered by it: the
 // reconciler marks exactly these consumed when that turn completes.
-func Delivered(t gitstore.Turn, seq int, kind string) bool {
-	if t.FeedbackDelivery != gitstore.FeedbackPending || t.Seq > seq {
+func Delivered(t task.Turn, seq int, kind string) bool {
+	if t.FeedbackDelivery != task.FeedbackPending || t.Seq > seq {
 		return false
 	}
 	return DeliversAll(kind) || (kind == "ask" && t.Kind == "ask")
@@ -53,8 +53,8 @@ func Delivered(t gitstore.Turn, seq int, kind string) bool {
 
 // pendingBefore lists the pending messages a turn of kind launched as
 // seq delivers besides its own, oldest first.
-func pendingBefore(turns []gitstore.Turn, seq int, kind string) []gitstore.Turn {
-	var out []gitstore.Turn
+func pendingBefore(turns []task.Turn, seq int, kind string) []task.Turn {
+	var out []task.Turn
 	for _, t := range turns {
 		if t.Seq < seq && Delivered(t, seq, kind) {
 			out = append(out, t)
@@ -66,7 +66,7 @@ func pendingBefore(turns []gitstore.Turn, seq int, kind string) []gitstore.Turn 
 // withUndelivered appends to prompt, a turn's own message, every older
 // message that no agent has received: verbatim, oldest first, within
 // maxOlderFeedback; the rest by turn number, so none is silently dropped.
-func withUndelivered(prompt, slug string, older []gitstore.Turn) string {
+func withUndelivered(prompt, slug string, older []task.Turn) string {
 	if len(older) == 0 {
 		return prompt
 	}
@@ -93,7 +93,7 @@ func withUndelivered(prompt, slug string, older []gitstore.Turn) string {
 // person's verbatim, as the spec has it; an agent's (a parent task's
 // agent, the builder, over MCP) fenced (internal/quote), so it can never
 // pass for lazy's framing around it or for a person's message.
-func quotedMessage(t gitstore.Turn) string {
+func quotedMessage(t task.Turn) string {
 	if t.Actor == machine.Agent || t.Actor == machine.Builder {
 		return quote.Block(t.Content)
 	}
@@ -101,7 +101,7 @@ func quotedMessage(t gitstore.Turn) string {
 }
 
 // describe names what kind of message a pending turn holds.
-func describe(t gitstore.Turn) string {
+func describe(t task.Turn) string {
 	who := string(t.Actor)
 	if who == "" {
 		who = "human"

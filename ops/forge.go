@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // DefaultRemote is the remote lazy submit pushes to unless --remote or
@@ -20,7 +20,7 @@ const DefaultRemote = "origin"
 
 // submitRemote picks the remote: the flag, the task's earlier submission,
 // git config lazy.forge.remote, origin.
-func (e *Env) submitRemote(sn *gitstore.Snapshot, flag string) (string, error) {
+func (e *Env) submitRemote(sn *task.Snapshot, flag string) (string, error) {
 	r := strings.TrimSpace(flag)
 	if r == "" && sn.Task.Forge != nil {
 		r = sn.Task.Forge.Remote
@@ -83,7 +83,7 @@ func (e *Env) credentialFill(ctx context.Context, u *url.URL) (string, error) {
 }
 
 // forgeOf opens the forge a task was submitted to.
-func (e *Env) forgeOf(ctx context.Context, sn *gitstore.Snapshot) (forge.Forge, error) {
+func (e *Env) forgeOf(ctx context.Context, sn *task.Snapshot) (forge.Forge, error) {
 	if sn.Task.Forge == nil {
 		return nil, fmt.Errorf("%s was never submitted to a forge", sn.Task.Slug)
 	}
@@ -92,9 +92,9 @@ func (e *Env) forgeOf(ctx context.Context, sn *gitstore.Snapshot) (forge.Forge, 
 
 // RecordPR copies what the forge says about a pull request into the
 // task's forge record.
-func RecordPR(f *gitstore.ForgeRecord, pr *forge.PR, now time.Time) {
+func RecordPR(f *task.ForgeRecord, pr *forge.PR, now time.Time) {
 	f.Number, f.URL, f.State, f.Checks, f.Review, f.Draft = pr.Number, pr.URL, pr.State, pr.ChecksState(), pr.Review, pr.Draft
-	if gitstore.ValidHex(pr.MergeCommit) {
+	if task.ValidHex(pr.MergeCommit) {
 		f.MergeCommit = pr.MergeCommit
 	}
 	f.SyncedAt = now.UTC().Truncate(time.Second)
@@ -103,7 +103,7 @@ func RecordPR(f *gitstore.ForgeRecord, pr *forge.PR, now time.Time) {
 // ClosePR closes a task's open pull request with a comment saying why,
 // for reject and close. It records the outcome as a task comment: the
 // task is already abandoned, so a forge failure is reported, not fatal.
-func (e *Env) ClosePR(ctx context.Context, sn *gitstore.Snapshot, why string) error {
+func (e *Env) ClosePR(ctx context.Context, sn *task.Snapshot, why string) error {
 	f := sn.Task.Forge
 	if f == nil || f.Number <= 0 || f.State == forge.StateMerged || f.State == forge.StateClosed {
 		return nil
@@ -117,12 +117,12 @@ func (e *Env) ClosePR(ctx context.Context, sn *gitstore.Snapshot, why string) er
 	if err != nil {
 		text = fmt.Sprintf("could not close pull request #%d (%s); close it on the forge: %v", f.Number, f.URL, err)
 	}
-	_, _, uerr := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, uerr := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Forge != nil && err == nil {
 			s.Task.Forge.State = forge.StateClosed
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: text})
-		return &gitstore.Op{Name: "pr-close", Actor: e.Actor}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: text})
+		return &task.Op{Name: "pr-close", Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s is abandoned, but its pull request #%d is still open; close it on the forge (%s): %w", sn.Task.Slug, f.Number, f.URL, err)
@@ -140,11 +140,11 @@ func IsLazyComment(body string) bool { return strings.Contains(body, forgeMarker
 // reviseSubmission is the first step of an unblock on a submitted task:
 // back to blocked (so the ordinary unblock follows), the pull request
 // kept open and the record marked as being revised.
-func (e *Env) reviseSubmission(ctx context.Context, sn *gitstore.Snapshot) (*gitstore.Snapshot, error) {
+func (e *Env) reviseSubmission(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, error) {
 	if sn.Task.Status != machine.Submitted {
 		return sn, nil
 	}
-	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Submitted {
 			return nil, nil
 		}
@@ -156,8 +156,8 @@ func (e *Env) reviseSubmission(ctx context.Context, sn *gitstore.Snapshot) (*git
 				text = fmt.Sprintf("revising the submission; pull request #%d (%s) stays open and lazy submit updates it", f.Number, f.URL)
 			}
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
-		return &gitstore.Op{Name: "revise", Actor: e.Actor, Reason: "the submission is being revised"}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &task.Op{Name: "revise", Actor: e.Actor, Reason: "the submission is being revised"}, nil
 	})
 	return out, err
 }

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Bounds on forge feedback: one item, and one delivered turn.
@@ -24,7 +24,7 @@ const (
 // not been told yet: failing checks on the pushed commit, and reviews
 // and comments (lazy's own comments excluded). Keys are what
 // ForgeRecord.Delivered remembers.
-func ForgeFeedback(rec *gitstore.ForgeRecord, pr *forge.PR) (keys []string, text string) {
+func ForgeFeedback(rec *task.ForgeRecord, pr *forge.PR) (keys []string, text string) {
 	head := pr.HeadSHA
 	if head == "" {
 		head = rec.HeadSHA
@@ -91,15 +91,15 @@ func quoteLines(s, prefix string) string {
 // working, with the feedback as the agent's next prompt. It returns nil
 // when there was nothing new. An Env without a Launcher leaves a fix
 // recorded with the task blocked (revising), for a human to unblock.
-func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool) (*gitstore.Snapshot, error) {
+func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool) (*task.Snapshot, error) {
 	unlock, err := e.LockTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	var turn gitstore.Turn
+	var turn task.Turn
 	var text string
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Submitted || s.Task.Forge == nil || s.Task.Forge.Number != pr.Number || s.Session == nil {
 			return nil, nil
 		}
@@ -113,12 +113,12 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		RecordPR(s.Task.Forge, pr, now)
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.System, Kind: "forge-feedback", Content: text, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
+		turn = s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: machine.System, Kind: "forge-feedback", Content: text, At: now, Session: s.Session.ID, FeedbackDelivery: task.FeedbackPending})
 		if fix {
 			s.Task.Status = machine.Blocked
 			s.Task.Forge.Revising = true
 		}
-		return &gitstore.Op{Name: "forge-feedback", Actor: machine.System, Reason: fmt.Sprintf("%s from pull request #%d", words.Count(len(keys), "new item", "new items"), pr.Number)}, nil
+		return &task.Op{Name: "forge-feedback", Actor: machine.System, Reason: fmt.Sprintf("%s from pull request #%d", words.Count(len(keys), "new item", "new items"), pr.Number)}, nil
 	})
 	if err != nil || turn.Seq == 0 || !fix {
 		if turn.Seq == 0 {
@@ -134,7 +134,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 		return sn, err
 	}
 	var prompt string
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if err := e.checkResumable(s, "unblock", false, machine.Blocked); err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "unblock"
 		s.Session.ConsecutiveInterruptions = 0
 		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "unblock", Actor: machine.System, Reason: "lazy.forge.autoFix: the agent addresses the pull request's feedback"}, nil
+		return &task.Op{Name: "unblock", Actor: machine.System, Reason: "lazy.forge.autoFix: the agent addresses the pull request's feedback"}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 // SyncPR records what the forge says about a task's pull request when
 // it changed (state, checks, review, head), for show, list and status.
 func (e *Env) SyncPR(ctx context.Context, id string, pr *forge.PR) error {
-	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		f := s.Task.Forge
 		if f == nil || f.Number != pr.Number {
 			return nil, nil
@@ -168,7 +168,7 @@ func (e *Env) SyncPR(ctx context.Context, id string, pr *forge.PR) error {
 			return nil, nil
 		}
 		RecordPR(f, pr, time.Now())
-		return &gitstore.Op{Name: "pr-sync", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d: %s, checks %s, review %s", pr.Number, pr.State, orNone(f.Checks), orNone(f.Review))}, nil
+		return &task.Op{Name: "pr-sync", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d: %s, checks %s, review %s", pr.Number, pr.State, orNone(f.Checks), orNone(f.Review))}, nil
 	})
 	return err
 }
@@ -183,14 +183,14 @@ func orNone(s string) string {
 // ChecksFailedOnForge takes a forge-pending merge whose checks failed
 // back to submitted: the forge will not merge it, and the failing checks
 // are delivered as feedback from there.
-func (e *Env) ChecksFailedOnForge(ctx context.Context, id string, pr *forge.PR) (*gitstore.Snapshot, error) {
+func (e *Env) ChecksFailedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
 	return e.forgeRestore(ctx, id, machine.Submitted, pr, fmt.Sprintf("checks failed on pull request #%d (%s): %s; the forge will not merge it", pr.Number, pr.URL, strings.Join(failing(pr), ", ")))
 }
 
 // StrandedForgeAccept takes a forge-pending merge that never asked the
 // forge to merge (its accept died first) back to submitted. The caller
 // holds the task lock, so no accept is running.
-func (e *Env) StrandedForgeAccept(ctx context.Context, id string) (*gitstore.Snapshot, error) {
+func (e *Env) StrandedForgeAccept(ctx context.Context, id string) (*task.Snapshot, error) {
 	sn, err := e.Store.Load(id)
 	if err != nil || !sn.Task.ForgePending() || sn.Task.Status != machine.Merging || sn.Task.Forge.MergeRequested != nil {
 		return nil, err

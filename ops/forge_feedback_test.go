@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 func TestForgeFeedbackIsNewSanitizedBoundedAndNeverLazysOwn(t *testing.T) {
-	rec := &gitstore.ForgeRecord{HeadSHA: strings.Repeat("a", 40)}
+	rec := &task.ForgeRecord{HeadSHA: strings.Repeat("a", 40)}
 	pr := &forge.PR{Number: 4, URL: "https://github.com/o/r/pull/4", HeadSHA: strings.Repeat("b", 40),
 		Checks: []forge.Check{
 			{Name: "unit", State: forge.ChecksFailing, URL: "https://ci/1", Summary: strings.Repeat("x", 10000)},

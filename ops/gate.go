@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gate"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -120,7 +120,7 @@ func (e *Env) passedBefore(tree string, cmds []string) (string, bool) {
 		return "", false
 	}
 	id := strings.TrimSpace(string(b))
-	return id, gitstore.ValidID(id)
+	return id, task.ValidID(id)
 }
 
 func (e *Env) markPassed(tree string, cmds []string, id string) {
@@ -138,12 +138,12 @@ func (e *Env) GateLog(taskID, runID string) string {
 // gateRun runs the gate's commands on c's tree in a scratch worktree
 // and records the run on the task. A run that could not start at all is
 // recorded as failed with its error.
-func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c *candidate, into string, opts AcceptOptions, speculative bool) (gitstore.GateRun, error) {
-	id, err := gitstore.NewID()
+func (e *Env) gateRun(ctx context.Context, sn *task.Snapshot, g *gatePlan, c *candidate, into string, opts AcceptOptions, speculative bool) (task.GateRun, error) {
+	id, err := task.NewID()
 	if err != nil {
-		return gitstore.GateRun{}, err
+		return task.GateRun{}, err
 	}
-	run := gitstore.GateRun{ID: id, At: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Source: g.source,
+	run := task.GateRun{ID: id, At: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Source: g.source,
 		Target: into, Base: c.base, Tree: c.tree, BranchTip: c.branchTip, Speculative: speculative, Log: e.GateLog(sn.Task.ID, id)}
 	var res gate.Result
 	opts.Sandbox, err = e.gateSandbox(ctx, sn, opts.Sandbox)
@@ -160,7 +160,7 @@ func (e *Env) gateRun(ctx context.Context, sn *gitstore.Snapshot, g *gatePlan, c
 	run.Error = secrets.Text(run.Error)
 	for _, cmd := range res.Commands {
 		cmd.Cmd = secrets.Text(cmd.Cmd)
-		run.Commands = append(run.Commands, gitstore.GateCommand(cmd))
+		run.Commands = append(run.Commands, task.GateCommand(cmd))
 	}
 	// This process's own record of what it saw comes first: it is what
 	// makes the run "here" on every surface, and a pass without it is
@@ -285,17 +285,17 @@ func (e *Env) ownerFile(id string) string {
 }
 
 // recordGate adds run to the task's gate record.
-func (e *Env) recordGate(ctx context.Context, id string, run gitstore.GateRun) error {
+func (e *Env) recordGate(ctx context.Context, id string, run task.GateRun) error {
 	reason := "passed on " + short(run.Tree)
 	if !run.Passed {
 		reason = "failed: " + oneLineReason(run.Failed+" "+run.Error+" "+run.Refused)
 	}
-	_, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Gate == nil {
-			s.Task.Gate = &gitstore.GateRecord{}
+			s.Task.Gate = &task.GateRecord{}
 		}
 		s.Task.Gate.AddRun(run)
-		return &gitstore.Op{Name: "gate", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "gate", Actor: e.Actor, Reason: reason}, nil
 	})
 	return err
 }
@@ -303,7 +303,7 @@ func (e *Env) recordGate(ctx context.Context, id string, run gitstore.GateRun) e
 // GateError says the gate did not pass: nothing was merged.
 type GateError struct {
 	Task string
-	Run  gitstore.GateRun
+	Run  task.GateRun
 	// Fixing says the failure went to the agent as feedback and the task
 	// re-enters the queue after its turn (round Round of Max).
 	Fixing     bool
@@ -328,7 +328,7 @@ func (g *GateError) Error() string {
 }
 
 // describeFailure says how the failing command of r ended.
-func describeFailure(r gitstore.GateRun) string {
+func describeFailure(r task.GateRun) string {
 	cmd := sanitize.Field(r.Failed)
 	for _, c := range r.Commands {
 		if c.Cmd != r.Failed {
@@ -350,7 +350,7 @@ func describeFailure(r gitstore.GateRun) string {
 
 // gateFeedback is what the agent is told about a failed run: the failing
 // command, how it ended and its output's tail, sanitized and bounded.
-func gateFeedback(into string, r gitstore.GateRun) string {
+func gateFeedback(into string, r task.GateRun) string {
 	tail := r.Tail
 	if len(tail) > 3000 {
 		tail = tail[len(tail)-3000:]
@@ -435,7 +435,7 @@ func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
 		}
 		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(owner), "gate-"), ".pid")
 		dir, err := e.scratchDir(id)
-		if !gitstore.ValidID(id) || err != nil {
+		if !task.ValidID(id) || err != nil {
 			continue
 		}
 		killed := proc.KillMarked(gateMarker + id)
@@ -476,7 +476,7 @@ func (e *Env) GateSurvivors() []GateSurvivor {
 
 // gateInFlight reports whether a live process runs gate run id.
 func (e *Env) gateInFlight(id string) bool {
-	if !gitstore.ValidID(id) {
+	if !task.ValidID(id) {
 		return false
 	}
 	b, err := os.ReadFile(e.ownerFile(id))

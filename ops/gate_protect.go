@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gate"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -125,12 +125,12 @@ func (e *Env) checkProtected(ctx context.Context, slug string, gp *gatePlan, tip
 }
 
 // approval is the record of a human's approval of files on branchTip.
-func (e *Env) approval(files []string, branchTip string, at time.Time) *gitstore.ProtectedApproval {
-	if len(files) > gitstore.MaxApprovedFiles {
-		n := len(files) - gitstore.MaxApprovedFiles + 1
-		files = append(append([]string(nil), files[:gitstore.MaxApprovedFiles-1]...), fmt.Sprintf("(and %d more)", n))
+func (e *Env) approval(files []string, branchTip string, at time.Time) *task.ProtectedApproval {
+	if len(files) > task.MaxApprovedFiles {
+		n := len(files) - task.MaxApprovedFiles + 1
+		files = append(append([]string(nil), files[:task.MaxApprovedFiles-1]...), fmt.Sprintf("(and %d more)", n))
 	}
-	return &gitstore.ProtectedApproval{By: string(e.Actor), At: at.UTC().Truncate(time.Second), Files: files, BranchTip: branchTip}
+	return &task.ProtectedApproval{By: string(e.Actor), At: at.UTC().Truncate(time.Second), Files: files, BranchTip: branchTip}
 }
 
 // approvedTrailer is the landing commit's record of the approval: the
@@ -165,7 +165,7 @@ func (p *ProtectedView) Line() string {
 // ProtectedChanges reports the protected paths a started, unfinished
 // task's change touches against its target's tip now: nil when it
 // touches none, or nothing is protected, or it has no branch here.
-func (e *Env) ProtectedChanges(ctx context.Context, sn *gitstore.Snapshot) (*ProtectedView, error) {
+func (e *Env) ProtectedChanges(ctx context.Context, sn *task.Snapshot) (*ProtectedView, error) {
 	if sn.Session == nil || sn.Task.Status.IsTerminal() || sn.Task.IsAttemptGroup() {
 		return nil, nil
 	}

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gate"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -50,12 +50,12 @@ func (r *gateRepo) config(t *testing.T, key, value string) {
 
 // task creates a blocked task whose branch (from main as it is now)
 // commits files.
-func (r *gateRepo) task(t *testing.T, title string, files map[string]string) *gitstore.Snapshot {
+func (r *gateRepo) task(t *testing.T, title string, files map[string]string) *task.Snapshot {
 	t.Helper()
 	return startedWith(t, r.e, title, "", files)
 }
 
-func (r *gateRepo) load(t *testing.T, id string) *gitstore.Snapshot {
+func (r *gateRepo) load(t *testing.T, id string) *task.Snapshot {
 	t.Helper()
 	sn, err := r.e.Store.Load(id)
 	if err != nil {
@@ -123,11 +123,11 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 func TestGateFailuresRefuseTheAccept(t *testing.T) {
 	for _, tc := range []struct {
 		name, cmd string
-		check     func(c gitstore.GateCommand) bool
+		check     func(c task.GateCommand) bool
 	}{
-		{"exit", "echo the tests broke; exit 3", func(c gitstore.GateCommand) bool { return c.Exit == 3 }},
-		{"missing", "no-such-command-lazy-gate", func(c gitstore.GateCommand) bool { return c.Missing && c.Exit == 127 }},
-		{"timeout", "sleep 60", func(c gitstore.GateCommand) bool { return c.TimedOut }},
+		{"exit", "echo the tests broke; exit 3", func(c task.GateCommand) bool { return c.Exit == 3 }},
+		{"missing", "no-such-command-lazy-gate", func(c task.GateCommand) bool { return c.Missing && c.Exit == 127 }},
+		{"timeout", "sleep 60", func(c task.GateCommand) bool { return c.TimedOut }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -198,9 +198,9 @@ func TestARecordedPassDoesNotSkipTheGate(t *testing.T) {
 	r := newGateRepo(t, "exit 1")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
 	tree := strings.TrimSpace(testrepo.Git(t, r.dir, "merge-tree", "--write-tree", "main", "refs/heads/"+worktree.Branch(sn.Task.Slug)))
-	if _, _, err := r.e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Task.Gate = &gitstore.GateRecord{Runs: []gitstore.GateRun{{ID: "forged", Passed: true, Tree: tree, Base: r.tip(t), Host: "ops-test"}}}
-		return &gitstore.Op{Name: "forge", Actor: machine.Human}, nil
+	if _, _, err := r.e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Gate = &task.GateRecord{Runs: []task.GateRun{{ID: "forged", Passed: true, Tree: tree, Base: r.tip(t), Host: "ops-test"}}}
+		return &task.Op{Name: "forge", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func TestSweepGateLeftoversEndsWhatAKilledGateLeft(t *testing.T) {
 
 func mustID(t *testing.T) string {
 	t.Helper()
-	id, err := gitstore.NewID()
+	id, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,15 +552,15 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 	r.e.Launch = func(string) error { return nil }
 	local := r.task(t, "accepted locally", map[string]string{"a.txt": "a\n"})
 	sub := r.task(t, "accepted on the forge", map[string]string{"b.txt": "b\n"})
-	if _, _, err := r.e.Store.Update(ctx, sub.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := r.e.Store.Update(ctx, sub.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Status = machine.Submitted
-		s.Task.Forge = &gitstore.ForgeRecord{Kind: "github", Remote: "origin", Head: worktree.Branch(s.Task.Slug), Base: "main", Number: 1, URL: "https://github.com/acme/app/pull/1"}
-		return &gitstore.Op{Name: "submit", Actor: machine.Human}, nil
+		s.Task.Forge = &task.ForgeRecord{Kind: "github", Remote: "origin", Head: worktree.Branch(s.Task.Slug), Base: "main", Number: 1, URL: "https://github.com/acme/app/pull/1"}
+		return &task.Op{Name: "submit", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, sn := range []*gitstore.Snapshot{local, sub} {
-		err := r.e.handBack(ctx, &GateError{Task: sn.Task.Slug, Run: gitstore.GateRun{Target: "main", Failed: "exit 1"}}, AcceptOptions{})
+	for _, sn := range []*task.Snapshot{local, sub} {
+		err := r.e.handBack(ctx, &GateError{Task: sn.Task.Slug, Run: task.GateRun{Target: "main", Failed: "exit 1"}}, AcceptOptions{})
 		var ge *GateError
 		if !errors.As(err, &ge) || !ge.Fixing || ge.Round != 1 {
 			t.Fatalf("hand back %s: %v", sn.Task.Slug, err)

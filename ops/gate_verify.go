@@ -3,9 +3,9 @@ package ops
 import (
 	"errors"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/task"
 )
 
 // A gate run is evidence only on the machine that ran it: there lazy's
@@ -23,7 +23,7 @@ func (e *Env) GateRuns() owned.GateRuns { return owned.GateRunsFor(e.Store.Repo(
 
 // saveLocalRun records run as this process saw it, before the task's
 // record names it.
-func (e *Env) saveLocalRun(taskID string, run gitstore.GateRun) error {
+func (e *Env) saveLocalRun(taskID string, run task.GateRun) error {
 	r := owned.GateRun{ID: run.ID, TaskID: taskID, Target: run.Target, Base: run.Base, Tree: run.Tree,
 		Passed: run.Passed, DurationMS: run.DurationMS, At: run.At, Commands: []owned.GateCommand{}}
 	for _, c := range run.Commands {
@@ -37,7 +37,7 @@ func (e *Env) saveLocalRun(taskID string, run gitstore.GateRun) error {
 // base, the verdict, and each command's exit. A run made before lazy
 // kept these records counts when it passed and this machine's pass
 // mark for its tree and commands names it.
-func (e *Env) ranHere(taskID string, r gitstore.GateRun) bool {
+func (e *Env) ranHere(taskID string, r task.GateRun) bool {
 	local, err := e.GateRuns().Load(r.ID)
 	if errors.Is(err, owned.ErrNoGateRun) {
 		if !r.Passed || len(r.Commands) == 0 {
@@ -65,15 +65,15 @@ func (e *Env) ranHere(taskID string, r gitstore.GateRun) bool {
 // VerifyGate returns a copy of task taskID's gate record with each run's
 // Origin set: GateHere when this machine ran it, GateRemote otherwise.
 // nil for nil.
-func (e *Env) VerifyGate(taskID string, g *gitstore.GateRecord) *gitstore.GateRecord {
+func (e *Env) VerifyGate(taskID string, g *task.GateRecord) *task.GateRecord {
 	if g == nil {
 		return nil
 	}
 	c := g.Clone()
 	for i := range c.Runs {
-		c.Runs[i].Origin = gitstore.GateRemote
+		c.Runs[i].Origin = task.GateRemote
 		if e.ranHere(taskID, c.Runs[i]) {
-			c.Runs[i].Origin = gitstore.GateHere
+			c.Runs[i].Origin = task.GateHere
 		}
 	}
 	return c
@@ -81,7 +81,7 @@ func (e *Env) VerifyGate(taskID string, g *gitstore.GateRecord) *gitstore.GateRe
 
 // VerifySummary sets the origin of the gate run a task's summary shows
 // (its newest), reading g, the task's gate record.
-func (e *Env) VerifySummary(taskID string, g *gitstore.GateRecord, s *gitstore.GateSummary) {
+func (e *Env) VerifySummary(taskID string, g *task.GateRecord, s *task.GateSummary) {
 	if s == nil || s.Run == "" || g == nil {
 		return
 	}
@@ -89,15 +89,15 @@ func (e *Env) VerifySummary(taskID string, g *gitstore.GateRecord, s *gitstore.G
 	if last == nil || last.ID != s.Run {
 		return
 	}
-	s.Origin = gitstore.GateRemote
+	s.Origin = task.GateRemote
 	if e.ranHere(taskID, *last) {
-		s.Origin = gitstore.GateHere
+		s.Origin = task.GateHere
 	}
 }
 
 // VerifyDetail marks the origin of every gate run d shows (its gate
 // record and its summary's newest run) for a surface that prints it.
-func (e *Env) VerifyDetail(d *gitstore.Detail) {
+func (e *Env) VerifyDetail(d *task.Detail) {
 	if d == nil || d.GateRecord == nil {
 		return
 	}
@@ -112,14 +112,14 @@ func (e *Env) VerifyDetail(d *gitstore.Detail) {
 // remoteClaim says, when the task's record claims a passing run on tree
 // that this machine did not make, that the claim counts for nothing here
 // ("": no such claim).
-func (e *Env) remoteClaim(sn *gitstore.Snapshot, tree string) string {
+func (e *Env) remoteClaim(sn *task.Snapshot, tree string) string {
 	if sn.Task.Gate == nil {
 		return ""
 	}
 	for i := len(sn.Task.Gate.Runs) - 1; i >= 0; i-- {
 		r := sn.Task.Gate.Runs[i]
 		if r.Tree == tree && r.Passed && !e.ranHere(sn.Task.ID, r) {
-			return "the task's record says gate run " + sanitize.Field(r.ID) + " passed on this tree; it is " + gitstore.GateRemote + ", so the gate runs here"
+			return "the task's record says gate run " + sanitize.Field(r.ID) + " passed on this tree; it is " + task.GateRemote + ", so the gate runs here"
 		}
 	}
 	return ""
@@ -129,13 +129,13 @@ func (e *Env) remoteClaim(sn *gitstore.Snapshot, tree string) string {
 // summary alone (no record read): GateHere when this machine's own
 // record of the run names the task, the target and base, and the same
 // verdict.
-func (e *Env) VerifyGateSummary(taskID string, s *gitstore.GateSummary) {
+func (e *Env) VerifyGateSummary(taskID string, s *task.GateSummary) {
 	if s == nil || s.Run == "" {
 		return
 	}
-	s.Origin = gitstore.GateRemote
+	s.Origin = task.GateRemote
 	local, err := e.GateRuns().Load(s.Run)
-	if err == nil && local.TaskID == taskID && local.Base == s.Base && local.Target == s.Target && local.Passed == (s.State == gitstore.GatePassed) {
-		s.Origin = gitstore.GateHere
+	if err == nil && local.TaskID == taskID && local.Base == s.Base && local.Target == s.Target && local.Passed == (s.State == task.GatePassed) {
+		s.Origin = task.GateHere
 	}
 }

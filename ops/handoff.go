@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -39,7 +39,7 @@ const HandoffMark = "# Handoff"
 // decisions, what was tried and failed, the feedback still pending, the
 // last gate result and the next step. It reads the task, its turns and
 // its branch, and changes nothing.
-func (e *Env) HandoffRecord(ctx context.Context, sn *gitstore.Snapshot, to, note string) (string, error) {
+func (e *Env) HandoffRecord(ctx context.Context, sn *task.Snapshot, to, note string) (string, error) {
 	if sn.Session == nil {
 		return "", fmt.Errorf("%s has no session yet: there is nothing to hand off; use lazy start", sn.Task.Slug)
 	}
@@ -108,7 +108,7 @@ func clip(s string, n int) string {
 
 // handoffState is the branch as it stands: its commits since the task
 // began, the files they touched, and what is uncommitted.
-func (e *Env) handoffState(ctx context.Context, sn *gitstore.Snapshot) string {
+func (e *Env) handoffState(ctx context.Context, sn *task.Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "- Status: %s after %s, %s.\n", sn.Task.Status, words.Count(sn.Task.Turns, "turn", "turns"), words.Count(sn.Task.Sessions, "session", "sessions"))
 	dir := sn.Session.Worktree
@@ -155,9 +155,9 @@ func fileList(files []string) string {
 }
 
 // lastAgentWords is the newest agent turn with something to say, quoted.
-func lastAgentWords(turns []gitstore.Turn) string {
+func lastAgentWords(turns []task.Turn) string {
 	for i := len(turns) - 1; i >= 0; i-- {
-		if t := turns[i]; t.Role == gitstore.RoleAgent && strings.TrimSpace(t.Content) != "" && !strings.HasPrefix(strings.TrimSpace(t.Content), "{") {
+		if t := turns[i]; t.Role == task.RoleAgent && strings.TrimSpace(t.Content) != "" && !strings.HasPrefix(strings.TrimSpace(t.Content), "{") {
 			return fmt.Sprintf("Turn %d:\n\n%s", t.Seq, quote.Block(clip(t.Content, handoffSummary)))
 		}
 	}
@@ -166,10 +166,10 @@ func lastAgentWords(turns []gitstore.Turn) string {
 
 // humanDecisions are the human's messages that were delivered: the
 // feedback the work already follows, each quoted.
-func humanDecisions(turns []gitstore.Turn, sn *gitstore.Snapshot) string {
+func humanDecisions(turns []task.Turn, sn *task.Snapshot) string {
 	var out []string
 	for _, t := range turns {
-		if t.Role != gitstore.RoleHuman || t.FeedbackDelivery != gitstore.FeedbackConsumed || t.Kind == "start" || t.Actor == machine.System || t.Actor == machine.Supervisor {
+		if t.Role != task.RoleHuman || t.FeedbackDelivery != task.FeedbackConsumed || t.Kind == "start" || t.Actor == machine.System || t.Actor == machine.Supervisor {
 			continue
 		}
 		out = append(out, fmt.Sprintf("Turn %d (%s, by %s):\n\n%s", t.Seq, quote.Inline(t.Kind), author(t), quote.Block(clip(t.Content, handoffMessage))))
@@ -179,7 +179,7 @@ func humanDecisions(turns []gitstore.Turn, sn *gitstore.Snapshot) string {
 	}
 	var reverted []string
 	for f, d := range sn.Violations.Decided {
-		if d == gitstore.Reverted {
+		if d == task.Reverted {
 			reverted = append(reverted, f)
 		}
 	}
@@ -191,7 +191,7 @@ func humanDecisions(turns []gitstore.Turn, sn *gitstore.Snapshot) string {
 
 // author names who wrote a human-role turn: a person, or an agent or the
 // builder over MCP.
-func author(t gitstore.Turn) string {
+func author(t task.Turn) string {
 	if t.Actor == "" {
 		return string(machine.Human)
 	}
@@ -200,10 +200,10 @@ func author(t gitstore.Turn) string {
 
 // ruledOut lists the turns that ended in failure, and failed gates: what
 // was tried and did not work.
-func ruledOut(turns []gitstore.Turn, sn *gitstore.Snapshot, secrets *redact.Redactor) string {
+func ruledOut(turns []task.Turn, sn *task.Snapshot, secrets *redact.Redactor) string {
 	var out []string
 	for _, t := range turns {
-		if t.Role == gitstore.RoleAgent && (t.Error != "" || t.FailureClass != "") {
+		if t.Role == task.RoleAgent && (t.Error != "" || t.FailureClass != "") {
 			why := t.Error
 			if why == "" {
 				why = t.FailureClass
@@ -224,10 +224,10 @@ func ruledOut(turns []gitstore.Turn, sn *gitstore.Snapshot, secrets *redact.Reda
 	return strings.Join(out, "\n")
 }
 
-func pendingText(turns []gitstore.Turn) string {
+func pendingText(turns []task.Turn) string {
 	var out []string
 	for _, t := range turns {
-		if t.Role == gitstore.RoleHuman && t.FeedbackDelivery == gitstore.FeedbackPending && t.Kind != "start" {
+		if t.Role == task.RoleHuman && t.FeedbackDelivery == task.FeedbackPending && t.Kind != "start" {
 			out = append(out, fmt.Sprintf("Turn %d (%s, by %s, verbatim):\n\n%s", t.Seq, quote.Inline(t.Kind), author(t), quote.Block(t.Content)))
 		}
 	}
@@ -236,7 +236,7 @@ func pendingText(turns []gitstore.Turn) string {
 
 // lastGate is the newest gate run, its output's tail quoted with the
 // secrets taken out (a record pulled from elsewhere may hold them).
-func lastGate(g *gitstore.GateRecord, secrets *redact.Redactor) string {
+func lastGate(g *task.GateRecord, secrets *redact.Redactor) string {
 	if g == nil || len(g.Runs) == 0 {
 		return ""
 	}
@@ -263,7 +263,7 @@ type HandoffInput struct {
 // the handoff record (kept in the task as that turn). The previous
 // agent's conversation stays where it was; the new agent starts its own.
 // Messages still pending are in the record, and delivered with it.
-func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitstore.Snapshot, error) {
+func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.Snapshot, error) {
 	if err := e.requireLauncher("hand off"); err != nil {
 		return nil, err
 	}
@@ -323,7 +323,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 	if err != nil {
 		return nil, err
 	}
-	sessionID, err := gitstore.NewID()
+	sessionID, err := task.NewID()
 	if err != nil {
 		return nil, err
 	}
@@ -335,9 +335,9 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 	}); err != nil {
 		return nil, err
 	}
-	var turn gitstore.Turn
+	var turn task.Turn
 	from, prevID, prevStatus := sn.Session.Agent, sn.Session.ID, sn.Task.Status
-	updated, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	updated, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		// Checked above under the task lock; the local record names the
 		// new session by now, so only a change of the record itself (a
 		// pull) is looked for here.
@@ -347,16 +347,16 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*gitst
 		now := time.Now().UTC().Truncate(time.Second)
 		prev := s.Session
 		s.Task.Sessions++
-		s.Session = &gitstore.Session{
+		s.Session = &task.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
 			PermissionMode: mode, Model: in.Model, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
 		}
 		// The record carries every pending message, so they are this
 		// turn's to deliver: it consumes them when it completes.
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "handoff", Content: record, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
+		turn = s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "handoff", Content: record, At: now, Session: sessionID, FeedbackDelivery: task.FeedbackPending})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "handoff"
 		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "handoff", Actor: e.Actor, Reason: "from " + from + " to " + in.Agent}, nil
+		return &task.Op{Name: "handoff", Actor: e.Actor, Reason: "from " + from + " to " + in.Agent}, nil
 	})
 	if err != nil {
 		// Nothing was recorded: this machine keeps the session it had.
@@ -385,7 +385,7 @@ func (e *Env) saveHandoffFile(id, record string) {
 
 // WriteHandoffFile writes sn's handoff record for a human who takes the
 // task over (lazy pair) and returns its path.
-func (e *Env) WriteHandoffFile(ctx context.Context, sn *gitstore.Snapshot) (string, error) {
+func (e *Env) WriteHandoffFile(ctx context.Context, sn *task.Snapshot) (string, error) {
 	record, err := e.HandoffRecord(ctx, sn, "a human", "")
 	if err != nil {
 		return "", err

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -19,8 +19,8 @@ import (
 
 // HoldNext is the one sentence that carries a held task on, with its
 // command.
-func HoldNext(slug string, h *gitstore.Hold) string {
-	if h.Kind == gitstore.HoldLimit {
+func HoldNext(slug string, h *task.Hold) string {
+	if h.Kind == task.HoldLimit {
 		return "the daemon resumes it after " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC") + " (or lazy unblock " + slug + " now)"
 	}
 	return RaiseHint(slug, budget.Line{Scope: h.Scope, LimitUSD: h.LimitUSD, SpentUSD: h.SpentUSD})
@@ -28,9 +28,9 @@ func HoldNext(slug string, h *gitstore.Hold) string {
 
 // HoldText is a hold as a wait's summary and the log say it: what holds
 // the task, and in whose words.
-func HoldText(h *gitstore.Hold) string {
+func HoldText(h *task.Hold) string {
 	text := "held: " + h.String()
-	if why := sanitize.Field(h.Reason); h.Kind == gitstore.HoldLimit && why != "" && !strings.Contains(text, why) {
+	if why := sanitize.Field(h.Reason); h.Kind == task.HoldLimit && why != "" && !strings.Contains(text, why) {
 		text += " (the agent: " + clip(why, 200) + ")"
 	}
 	return text
@@ -38,27 +38,27 @@ func HoldText(h *gitstore.Hold) string {
 
 // NoteHold writes the hold sn parked with into its agent log. The log is
 // a reading aid: a note that cannot be written loses nothing recorded.
-func (e *Env) NoteHold(sn *gitstore.Snapshot) {
+func (e *Env) NoteHold(sn *task.Snapshot) {
 	h := sn.Task.Hold
 	if h == nil {
 		return
 	}
 	kind := proto.NoteBudget
-	if h.Kind == gitstore.HoldLimit {
+	if h.Kind == task.HoldLimit {
 		kind = proto.NoteLimit
 	}
 	e.note(sn, proto.LogLine{Kind: kind, Text: HoldText(h), Next: HoldNext(sn.Task.Slug, h), At: h.At})
 }
 
 // noteGate writes a failed gate run into the task's agent log.
-func (e *Env) noteGate(sn *gitstore.Snapshot, run gitstore.GateRun) {
+func (e *Env) noteGate(sn *task.Snapshot, run task.GateRun) {
 	if run.Passed || run.Speculative {
 		return // a speculative run failed on an assumption about the queue ahead
 	}
 	e.note(sn, proto.LogLine{Kind: proto.NoteGate, Text: GateFailure(run), Next: GateNext(sn.Task.Slug, run), At: run.At})
 }
 
-func (e *Env) note(sn *gitstore.Snapshot, l proto.LogLine) {
+func (e *Env) note(sn *task.Snapshot, l proto.LogLine) {
 	if sn.Session != nil {
 		l.Turn = sn.Session.Turn
 	}
@@ -67,7 +67,7 @@ func (e *Env) note(sn *gitstore.Snapshot, l proto.LogLine) {
 
 // GateFailure says how a gate run failed: "the merge gate failed on
 // main: "go test ./..." exited 1 (run 01J...)".
-func GateFailure(r gitstore.GateRun) string {
+func GateFailure(r task.GateRun) string {
 	what := "the merge gate did not pass"
 	switch {
 	case r.Error != "":
@@ -82,7 +82,7 @@ func GateFailure(r gitstore.GateRun) string {
 }
 
 // GateNext is what carries a task on after its gate failed.
-func GateNext(slug string, r gitstore.GateRun) string {
+func GateNext(slug string, r task.GateRun) string {
 	where := "lazy show " + slug + " has the output's tail"
 	if r.Log != "" {
 		where += " and " + sanitize.Field(r.Log) + " the whole log"
@@ -95,7 +95,7 @@ func GateNext(slug string, r gitstore.GateRun) string {
 // pass, makes it history), nil otherwise. A speculative run is about the
 // queue, not the task; a run only the task's record names is anyone's
 // claim (see gate_verify.go), and its words are never told as lazy's.
-func (e *Env) FailedGate(ctx context.Context, sn *gitstore.Snapshot) *gitstore.GateRun {
+func (e *Env) FailedGate(ctx context.Context, sn *task.Snapshot) *task.GateRun {
 	if sn.Task.Gate == nil || sn.Task.Status.IsTerminal() {
 		return nil
 	}

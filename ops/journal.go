@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/task"
 )
 
 // JournalInput is one journal entry: why a turn did what it did.
@@ -20,29 +20,29 @@ type JournalInput struct {
 // Journal appends an entry to a task's journal, stamped with the actor
 // and the turn it belongs to. Unlike a progress line it is durable
 // history: it changes no status and is kept in the task's record.
-func (e *Env) Journal(ctx context.Context, name string, in JournalInput) (*gitstore.Snapshot, gitstore.Comment, error) {
+func (e *Env) Journal(ctx context.Context, name string, in JournalInput) (*task.Snapshot, task.Comment, error) {
 	rationale, err := requiredProse("the rationale", in.Rationale, "a journal entry needs a rationale: why this turn did what it did")
 	if err != nil {
-		return nil, gitstore.Comment{}, err
+		return nil, task.Comment{}, err
 	}
 	decisions, deferrals := cleanItems(in.Decisions), cleanItems(in.Deferrals)
 	for _, s := range append(append([]string{rationale}, decisions...), deferrals...) {
 		if err := checkText("the journal entry", s); err != nil {
-			return nil, gitstore.Comment{}, err
+			return nil, task.Comment{}, err
 		}
 	}
 	if len(decisions)+len(deferrals) > 200 {
-		return nil, gitstore.Comment{}, errors.New("a journal entry holds at most 200 decisions and deferrals; summarize")
+		return nil, task.Comment{}, errors.New("a journal entry holds at most 200 decisions and deferrals; summarize")
 	}
-	var added gitstore.Comment
-	sn, err := e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	var added task.Comment
+	sn, err := e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		turn := 0
 		if s.Session != nil {
 			turn = s.Session.Turn
 		}
-		added = s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: rationale,
-			Journal: &gitstore.JournalEntry{Turn: turn, Decisions: decisions, Deferrals: deferrals}})
-		return &gitstore.Op{Name: "journal", Actor: e.Actor}, nil
+		added = s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: rationale,
+			Journal: &task.JournalEntry{Turn: turn, Decisions: decisions, Deferrals: deferrals}})
+		return &task.Op{Name: "journal", Actor: e.Actor}, nil
 	})
 	return sn, added, err
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -96,7 +96,7 @@ func (o OwedStash) Describe() string {
 // keepStash records stash sha of task id durably, before anything else
 // can lose it.
 func keepStash(ctx context.Context, dir, id, sha string) error {
-	if !gitstore.ValidHex(sha) || !validRefPart(id) {
+	if !task.ValidHex(sha) || !validRefPart(id) {
 		return fmt.Errorf("cannot record stash %q of task %q", sha, id)
 	}
 	return worktree.CreateRef(ctx, dir, keptStashRefs+id+"/"+sha, sha, "lazy: stash kept")
@@ -117,7 +117,7 @@ func validRefPart(s string) bool {
 
 // keptFor says whether stash sha is one this machine kept for task id.
 func keptFor(ctx context.Context, dir, id, sha string) bool {
-	if !gitstore.ValidHex(sha) || !validRefPart(id) {
+	if !task.ValidHex(sha) || !validRefPart(id) {
 		return false
 	}
 	return worktree.RefExists(ctx, dir, keptStashRefs+id+"/"+sha)
@@ -258,7 +258,7 @@ func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string)
 	}
 	for _, st := range list {
 		sha, subject := st.SHA, st.Subject
-		if _, ok := byRef[sha]; ok || !gitstore.ValidHex(sha) {
+		if _, ok := byRef[sha]; ok || !task.ValidHex(sha) {
 			continue
 		}
 		switch {

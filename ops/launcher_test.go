@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestNoLauncherRefusesBeforeRecording: an Env built without a Launcher
@@ -32,13 +32,13 @@ func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 	}
 	walk(t, e, interrupted.Task.ID, machine.Working, machine.Interrupted)
 
-	calls := map[string]func() (*gitstore.Snapshot, error){
-		"start":       func() (*gitstore.Snapshot, error) { return e.Start(ctx, backlog.Task.ID, StartInput{Agent: "exec"}) },
-		"unblock":     func() (*gitstore.Snapshot, error) { return e.Unblock(ctx, parked.Task.ID, "go on", Decisions{}) },
-		"ask":         func() (*gitstore.Snapshot, error) { return e.Ask(ctx, parked.Task.ID, "why?") },
-		"sync":        func() (*gitstore.Snapshot, error) { return e.Sync(ctx, parked.Task.ID) },
-		"resume":      func() (*gitstore.Snapshot, error) { return e.Resume(ctx, interrupted.Task.ID) },
-		"auto-resume": func() (*gitstore.Snapshot, error) { return e.AutoResume(ctx, interrupted.Task.ID) },
+	calls := map[string]func() (*task.Snapshot, error){
+		"start":       func() (*task.Snapshot, error) { return e.Start(ctx, backlog.Task.ID, StartInput{Agent: "exec"}) },
+		"unblock":     func() (*task.Snapshot, error) { return e.Unblock(ctx, parked.Task.ID, "go on", Decisions{}) },
+		"ask":         func() (*task.Snapshot, error) { return e.Ask(ctx, parked.Task.ID, "why?") },
+		"sync":        func() (*task.Snapshot, error) { return e.Sync(ctx, parked.Task.ID) },
+		"resume":      func() (*task.Snapshot, error) { return e.Resume(ctx, interrupted.Task.ID) },
+		"auto-resume": func() (*task.Snapshot, error) { return e.AutoResume(ctx, interrupted.Task.ID) },
 	}
 	ids := []string{backlog.Task.ID, parked.Task.ID, interrupted.Task.ID}
 	commits := func() string {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // LimitResumed opens the turn the daemon records when it resumes a task
@@ -17,9 +17,9 @@ const LimitResumed = "[system] The usage limit reset; resumed"
 const LimitPrompt = "The usage limit that stopped your last turn has reset. Continue the task where you left off; check the worktree first, since your last turn ended mid-way."
 
 // LimitDue says whether s is held by a usage limit that has reset by now.
-func LimitDue(s *gitstore.Snapshot, now time.Time) bool {
+func LimitDue(s *task.Snapshot, now time.Time) bool {
 	h := s.Task.Hold
-	return h != nil && h.Kind == gitstore.HoldLimit && !now.Before(h.Until)
+	return h != nil && h.Kind == task.HoldLimit && !now.Before(h.Until)
 }
 
 // ResumeAfterLimit is the daemon's resume of a task a usage limit held,
@@ -27,7 +27,7 @@ func LimitDue(s *gitstore.Snapshot, now time.Time) bool {
 // reset, with any message still pending. It is not an interruption and
 // does not reset or advance the circuit breaker. It refuses, changing
 // nothing, while the limit holds or when the task moved on.
-func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*gitstore.Snapshot, error) {
+func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*task.Snapshot, error) {
 	if err := e.requireLauncher("resume"); err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*
 		return nil, err
 	}
 	defer unlock()
-	check := func(s *gitstore.Snapshot) error {
+	check := func(s *task.Snapshot) error {
 		if !LimitDue(s, now) {
 			return fmt.Errorf("resume %s: it is not waiting for a usage limit that has reset", s.Task.Slug)
 		}
@@ -45,14 +45,14 @@ func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*
 		}
 		return e.checkResumable(s, "resume", false, machine.Blocked, machine.Conflict)
 	}
-	return e.continueSession(ctx, sn, "resume", check, func(s *gitstore.Snapshot, at time.Time) (gitstore.Turn, string, *gitstore.Op, error) {
+	return e.continueSession(ctx, sn, "resume", check, func(s *task.Snapshot, at time.Time) (task.Turn, string, *task.Op, error) {
 		prompt, err := e.deliveryPrompt(s, LimitPrompt, "resume")
 		if err != nil {
-			return gitstore.Turn{}, "", nil, err
+			return task.Turn{}, "", nil, err
 		}
 		// No message of its own, and not a human's: the breaker is left
 		// as it was.
-		turn := gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.System, Kind: "resume", Content: LimitResumed + "\n\n" + prompt, At: at}
-		return turn, prompt, &gitstore.Op{Name: "limit-resume", Actor: machine.System, Reason: "the usage limit reset"}, nil
+		turn := task.Turn{Role: task.RoleHuman, Actor: machine.System, Kind: "resume", Content: LimitResumed + "\n\n" + prompt, At: at}
+		return turn, prompt, &task.Op{Name: "limit-resume", Actor: machine.System, Reason: "the usage limit reset"}, nil
 	})
 }

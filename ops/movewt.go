@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -94,13 +94,13 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 	if err := e.Sessions().Save(local); err != nil {
 		return "", err
 	}
-	_, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Session == nil || s.Session.ID != local.SessionID {
 			return nil, nil
 		}
 		s.Session.Worktree = to
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "moved the worktree from " + from + " to " + to})
-		return &gitstore.Op{Name: "move-worktree", Actor: e.Actor, Reason: "out of the git directory"}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "moved the worktree from " + from + " to " + to})
+		return &task.Op{Name: "move-worktree", Actor: e.Actor, Reason: "out of the git directory"}, nil
 	})
 	return to, err
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // FuzzCreateIsReadableBySlug: whatever title lazy create accepts, through
@@ -31,7 +32,7 @@ func FuzzCreateIsReadableBySlug(f *testing.F) {
 			return
 		}
 		slug := sn.Task.Slug
-		if !gitstore.ValidSlug(slug) || gitstore.ShadowsID(slug) {
+		if !task.ValidSlug(slug) || task.ShadowsID(slug) {
 			t.Fatalf("create %q made slug %q", title, slug)
 		}
 		id, err := e.Store.Resolve(slug)

@@ -15,12 +15,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -29,7 +29,7 @@ import (
 // past what any agent accepts.
 const (
 	MaxTitle = 200
-	MaxText  = gitstore.MaxText
+	MaxText  = task.MaxText
 )
 
 // LockTimeout bounds the wait for another command working on the same task.
@@ -105,8 +105,8 @@ func (e *Env) withTask(ctx context.Context, name string, fn func(id string) erro
 
 // update resolves name, takes its lifecycle lock and applies fn through
 // the store's compare-and-swap loop.
-func (e *Env) update(ctx context.Context, name string, fn gitstore.UpdateFunc) (*gitstore.Snapshot, error) {
-	var sn *gitstore.Snapshot
+func (e *Env) update(ctx context.Context, name string, fn task.UpdateFunc) (*task.Snapshot, error) {
+	var sn *task.Snapshot
 	err := e.withTask(ctx, name, func(id string) error {
 		var err error
 		sn, _, err = e.Store.Update(ctx, id, fn)
@@ -133,7 +133,7 @@ func cleanReason(reason string) (string, error) {
 
 // lockedLoad resolves name, takes the task's lifecycle lock and loads
 // it. The caller must call unlock.
-func (e *Env) lockedLoad(ctx context.Context, name string) (sn *gitstore.Snapshot, unlock func(), err error) {
+func (e *Env) lockedLoad(ctx context.Context, name string) (sn *task.Snapshot, unlock func(), err error) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, nil, err
@@ -262,7 +262,7 @@ func (e *Env) requestTaskID(rid string) string {
 
 // Create records a new task in backlog. With a RequestID it is
 // idempotent: a repeat returns the task the first call created.
-func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, error) {
+func (e *Env) Create(ctx context.Context, in CreateInput) (*task.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, e
 	defer unlock()
 	if sn, err := e.Store.Load(id); err == nil {
 		return sn, nil
-	} else if !errors.Is(err, gitstore.ErrNotFound) {
+	} else if !errors.Is(err, task.ErrNotFound) {
 		return nil, err
 	}
 	return e.create(ctx, in, id)
@@ -291,7 +291,7 @@ func (e *Env) Create(ctx context.Context, in CreateInput) (*gitstore.Snapshot, e
 
 // create is Create's record of a new task, with the given id ("": a new
 // one).
-func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.Snapshot, error) {
+func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snapshot, error) {
 	title, goal := splitTitle(sanitize.Field(in.Title), sanitize.Prose(in.Goal))
 	if title == "" {
 		// A description alone is enough: its first line becomes the
@@ -314,11 +314,11 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 	if err := checkText("the description", goal); err != nil {
 		return nil, err
 	}
-	spec := gitstore.CreateSpec{ID: id, Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
+	spec := task.CreateSpec{ID: id, Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
 	if in.Sandbox {
 		spec.Metadata = map[string]string{MetaSandbox: "on"}
 	}
-	var parentSn *gitstore.Snapshot
+	var parentSn *task.Snapshot
 	if in.Parent != "" {
 		pid, err := e.Store.Resolve(in.Parent)
 		if err != nil {
@@ -347,7 +347,7 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*gitstore.
 	if in.BudgetUSD != nil {
 		// Checked here for every surface: the CLI parses its own, but an
 		// MCP caller's budget_usd is any number JSON can carry.
-		if err := budget.CheckUSD("budget_usd", *in.BudgetUSD); err != nil {
+		if err := task.CheckUSD("budget_usd", *in.BudgetUSD); err != nil {
 			return nil, fmt.Errorf("%w; nothing was created", err)
 		}
 		v := *in.BudgetUSD
@@ -379,38 +379,38 @@ func truncateRunes(s string, n int) string {
 }
 
 // ValidBranchName applies git's ref-name rules (see
-// gitstore.ValidBranchName).
-func ValidBranchName(b string) error { return gitstore.ValidBranchName(b) }
+// task.ValidBranchName).
+func ValidBranchName(b string) error { return task.ValidBranchName(b) }
 
-// ValidPattern checks an allowed-paths glob (see gitstore.ValidPattern).
-func ValidPattern(p string) error { return gitstore.ValidPattern(p) }
+// ValidPattern checks an allowed-paths glob (see task.ValidPattern).
+func ValidPattern(p string) error { return task.ValidPattern(p) }
 
 // Comment adds a comment to a task. Comments change no status.
-func (e *Env) Comment(ctx context.Context, name, text string) (*gitstore.Snapshot, gitstore.Comment, error) {
+func (e *Env) Comment(ctx context.Context, name, text string) (*task.Snapshot, task.Comment, error) {
 	text, err := requiredProse("the comment", text, "a comment needs text (-m, stdin or $EDITOR)")
 	if err != nil {
-		return nil, gitstore.Comment{}, err
+		return nil, task.Comment{}, err
 	}
-	var added gitstore.Comment
-	sn, err := e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		added = s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
-		return &gitstore.Op{Name: "comment", Actor: e.Actor}, nil
+	var added task.Comment
+	sn, err := e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+		added = s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &task.Op{Name: "comment", Actor: e.Actor}, nil
 	})
 	return sn, added, err
 }
 
 // hasAgentWork reports whether the task ever ran an agent session.
-func hasAgentWork(s *gitstore.Snapshot) bool {
+func hasAgentWork(s *task.Snapshot) bool {
 	return s.Session != nil || s.Task.Sessions > 0
 }
 
 // endTask moves a task to abandoned with an outcome and reason.
-func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string, allowed func(*gitstore.Snapshot) error) (*gitstore.Snapshot, error) {
+func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string, allowed func(*task.Snapshot) error) (*task.Snapshot, error) {
 	reason, err := cleanReason(reason)
 	if err != nil {
 		return nil, err
 	}
-	var sn *gitstore.Snapshot
+	var sn *task.Snapshot
 	err = e.withTask(ctx, name, func(id string) error {
 		cur, err := e.Store.Load(id)
 		if err != nil {
@@ -433,7 +433,7 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 		if _, err := e.escapeStranded(ctx, cur, opName); err != nil {
 			return err
 		}
-		sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 			return endOp(s, e, opName, outcome, reason, allowed)
 		})
 		return err
@@ -451,7 +451,7 @@ func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string,
 }
 
 // endOp is endTask's change to the record.
-func endOp(s *gitstore.Snapshot, e *Env, opName, outcome, reason string, allowed func(*gitstore.Snapshot) error) (*gitstore.Op, error) {
+func endOp(s *task.Snapshot, e *Env, opName, outcome, reason string, allowed func(*task.Snapshot) error) (*task.Op, error) {
 	if err := allowed(s); err != nil {
 		return nil, err
 	}
@@ -471,21 +471,21 @@ func endOp(s *gitstore.Snapshot, e *Env, opName, outcome, reason string, allowed
 	case opName == "reject" && s.Session != nil:
 		// Why the work was rejected is feedback for the agent: pending,
 		// so the first turn after a reopen delivers it.
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "reject", Content: reason, At: now, Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
+		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "reject", Content: reason, At: now, Session: s.Session.ID, FeedbackDelivery: task.FeedbackPending})
 	default:
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now, Text: opName + ": " + reason})
+		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: opName + ": " + reason})
 	}
-	return &gitstore.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
+	return &task.Op{Name: opName, Actor: e.Actor, Reason: reason}, nil
 }
 
 // Close abandons a task that will not be done ("won't do", duplicate).
-func (e *Env) Close(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
-	return e.endTask(ctx, name, "close", gitstore.OutcomeClosed, reason, func(*gitstore.Snapshot) error { return nil })
+func (e *Env) Close(ctx context.Context, name, reason string) (*task.Snapshot, error) {
+	return e.endTask(ctx, name, "close", task.OutcomeClosed, reason, func(*task.Snapshot) error { return nil })
 }
 
 // Reject abandons a task whose agent work is not wanted.
-func (e *Env) Reject(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
-	return e.endTask(ctx, name, "reject", gitstore.OutcomeRejected, reason, func(s *gitstore.Snapshot) error {
+func (e *Env) Reject(ctx context.Context, name, reason string) (*task.Snapshot, error) {
+	return e.endTask(ctx, name, "reject", task.OutcomeRejected, reason, func(s *task.Snapshot) error {
 		if s.Task.Status == machine.Backlog {
 			return fmt.Errorf("reject %s: the task never started, so there is no work to reject; use lazy close", s.Task.Slug)
 		}
@@ -497,7 +497,7 @@ func (e *Env) Reject(ctx context.Context, name, reason string) (*gitstore.Snapsh
 // to review again, to backlog when it never ran. A reopened task whose
 // worktree was removed (by accept or cleanup) gets it back: on its kept
 // branch, or on a new branch from its base when the branch is gone too.
-func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
+func (e *Env) Reopen(ctx context.Context, name, reason string) (*task.Snapshot, error) {
 	reason, err := cleanReason(reason)
 	if err != nil {
 		return nil, err
@@ -507,7 +507,7 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		return nil, err
 	}
 	defer unlock()
-	plan := func(s *gitstore.Snapshot) (machine.Status, error) {
+	plan := func(s *task.Snapshot) (machine.Status, error) {
 		if !s.Task.Status.IsTerminal() {
 			return "", fmt.Errorf("reopen %s: the task is %s, not finished; only complete or abandoned tasks can be reopened", s.Task.Slug, s.Task.Status)
 		}
@@ -548,7 +548,7 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 			}
 		}
 	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		to, err := plan(s)
 		if err != nil {
 			return nil, err
@@ -569,20 +569,20 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*gitstore.Snapsh
 		if reason != "" {
 			// Why the task came back is feedback for the agent: the next
 			// turn delivers it (with a reject's reason still pending).
-			t := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "reopen", Content: reason, At: time.Now().UTC().Truncate(time.Second), FeedbackDelivery: gitstore.FeedbackPending}
+			t := task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "reopen", Content: reason, At: time.Now().UTC().Truncate(time.Second), FeedbackDelivery: task.FeedbackPending}
 			if s.Session != nil {
 				t.Session = s.Session.ID
 			}
 			s.AddTurn(t)
 		}
-		return &gitstore.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "reopen", Actor: e.Actor, Reason: reason}, nil
 	})
 	return sn, err
 }
 
 // parentOpen refuses verb on a subtask whose parent is finished: its work
 // would merge into a branch that is gone or that nobody wants.
-func (e *Env) parentOpen(s *gitstore.Snapshot, verb string) error {
+func (e *Env) parentOpen(s *task.Snapshot, verb string) error {
 	if s.Task.Parent == "" {
 		return nil
 	}
@@ -597,7 +597,7 @@ func (e *Env) parentOpen(s *gitstore.Snapshot, verb string) error {
 }
 
 // NewestCommit is the last commit any of turns recorded, or "".
-func NewestCommit(turns []gitstore.Turn) string {
+func NewestCommit(turns []task.Turn) string {
 	newest := ""
 	for _, t := range turns {
 		if len(t.Commits) > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func env(t *testing.T) *Env {
@@ -27,13 +28,13 @@ func env(t *testing.T) *Env {
 func walk(t *testing.T, e *Env, id string, to ...machine.Status) {
 	t.Helper()
 	for _, st := range to {
-		if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 			if s.Session == nil {
-				s.Session = &gitstore.Session{ID: "s1", Number: 1, Host: "ops-test"}
+				s.Session = &task.Session{ID: "s1", Number: 1, Host: "ops-test"}
 				s.Task.Sessions = 1
 			}
 			s.Task.Status = st
-			return &gitstore.Op{Name: "walk", Actor: machine.System}, nil
+			return &task.Op{Name: "walk", Actor: machine.System}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +86,7 @@ func TestReopenWithAgentWorkGoesToBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Task.Outcome != gitstore.OutcomeRejected || got.Session.EndedAt == nil {
+	if got.Task.Outcome != task.OutcomeRejected || got.Session.EndedAt == nil {
 		t.Fatalf("after reject: %+v session %+v", got.Task, got.Session)
 	}
 	got, err = e.Reopen(ctx, sn.Task.Slug, "")
@@ -136,12 +137,12 @@ func TestTaskLockSerializesOperations(t *testing.T) {
 }
 
 func TestResumePromptRedeliversEveryPendingMessageVerbatim(t *testing.T) {
-	turns := []gitstore.Turn{
-		{Seq: 1, Content: "first", FeedbackDelivery: gitstore.FeedbackConsumed},
-		{Seq: 2, Kind: "unblock", Content: "older pending", FeedbackDelivery: gitstore.FeedbackPending},
+	turns := []task.Turn{
+		{Seq: 1, Content: "first", FeedbackDelivery: task.FeedbackConsumed},
+		{Seq: 2, Kind: "unblock", Content: "older pending", FeedbackDelivery: task.FeedbackPending},
 		{Seq: 3, Content: "agent reply"},
-		{Seq: 4, Kind: "unblock", Content: "newest\n  pending, exactly", FeedbackDelivery: gitstore.FeedbackPending},
-		{Seq: 5, Kind: "ask", Content: "a question", FeedbackDelivery: gitstore.FeedbackPending},
+		{Seq: 4, Kind: "unblock", Content: "newest\n  pending, exactly", FeedbackDelivery: task.FeedbackPending},
+		{Seq: 5, Kind: "ask", Content: "a question", FeedbackDelivery: task.FeedbackPending},
 		{Seq: 6, Content: "[system] resumed"},
 	}
 	pending := pendingBefore(turns, 7, "resume")
@@ -168,9 +169,9 @@ func TestResumePromptRedeliversEveryPendingMessageVerbatim(t *testing.T) {
 
 func TestOlderMessagesPastTheBudgetAreNamedNotDropped(t *testing.T) {
 	big := strings.Repeat("x", maxOlderFeedback)
-	older := []gitstore.Turn{
-		{Seq: 2, Kind: "unblock", Content: "small one", FeedbackDelivery: gitstore.FeedbackPending},
-		{Seq: 3, Kind: "unblock", Content: big, FeedbackDelivery: gitstore.FeedbackPending},
+	older := []task.Turn{
+		{Seq: 2, Kind: "unblock", Content: "small one", FeedbackDelivery: task.FeedbackPending},
+		{Seq: 3, Kind: "unblock", Content: big, FeedbackDelivery: task.FeedbackPending},
 	}
 	p := withUndelivered("new", "slug", older)
 	if !strings.HasPrefix(p, "new\n\n---") || !strings.Contains(p, "small one") || strings.Contains(p, big) || !strings.Contains(p, "turns 3; read them with lazy_show or lazy show slug") {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -121,7 +121,7 @@ func (e *Env) Overlaps(ctx context.Context) (map[string]TaskOverlaps, error) {
 // OverlapsOf is Overlaps over a task list the caller already read.
 // cache, when not nil, keeps the file lists of the last calls, so a view
 // that refreshes runs git only for the branches that moved.
-func (e *Env) OverlapsOf(ctx context.Context, entries []gitstore.Entry, cache *OverlapCache) (map[string]TaskOverlaps, error) {
+func (e *Env) OverlapsOf(ctx context.Context, entries []task.Entry, cache *OverlapCache) (map[string]TaskOverlaps, error) {
 	ids := e.localActive(entries)
 	if len(ids) == 0 {
 		return nil, nil
@@ -156,7 +156,7 @@ func (e *Env) OverlapsOf(ctx context.Context, entries []gitstore.Entry, cache *O
 // record on this machine, read from one directory listing, so a
 // repository whose active tasks all run elsewhere (or that has none)
 // costs no git and no task load.
-func (e *Env) localActive(entries []gitstore.Entry) []string {
+func (e *Env) localActive(entries []task.Entry) []string {
 	var active []string
 	for i := range entries {
 		if entries[i].Err == nil && !entries[i].Status.IsTerminal() {
@@ -187,11 +187,11 @@ func (e *Env) localActive(entries []gitstore.Entry) []string {
 
 // baseResolver is BaseBranch for many tasks at once: the repository's
 // default branch is asked of git once, not once per task.
-func (e *Env) baseResolver(ctx context.Context) func(*gitstore.Snapshot) (string, error) {
+func (e *Env) baseResolver(ctx context.Context) func(*task.Snapshot) (string, error) {
 	var def string
 	var defErr error
 	asked := false
-	return func(sn *gitstore.Snapshot) (string, error) {
+	return func(sn *task.Snapshot) (string, error) {
 		if sn.Task.Parent != "" || sn.Task.TargetBranch != "" {
 			return e.BaseBranch(ctx, sn, e.repoDir())
 		}
@@ -215,7 +215,7 @@ type overlapWork struct {
 // overlapWork finds task id's branch and target as accept would (the
 // branch this machine's session record names, never the record's copy),
 // with their commits; nil when the task has no branch or target here.
-func (e *Env) overlapWork(id string, base func(*gitstore.Snapshot) (string, error)) *overlapWork {
+func (e *Env) overlapWork(id string, base func(*task.Snapshot) (string, error)) *overlapWork {
 	sn, err := e.Store.Load(id)
 	if err != nil || sn.Task.Status.IsTerminal() {
 		return nil

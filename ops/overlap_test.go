@@ -6,15 +6,15 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // startedTask creates a task that this machine started, parked blocked,
 // whose branch (off target, "" for the default branch) commits files,
 // each holding the title.
-func startedTask(t *testing.T, e *Env, title, target string, files ...string) *gitstore.Snapshot {
+func startedTask(t *testing.T, e *Env, title, target string, files ...string) *task.Snapshot {
 	t.Helper()
 	content := map[string]string{}
 	for _, f := range files {
@@ -41,7 +41,7 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids := e.localActive([]gitstore.Entry{{ID: backlog.Task.ID, Status: machine.Backlog}}); ids != nil {
+	if ids := e.localActive([]task.Entry{{ID: backlog.Task.ID, Status: machine.Backlog}}); ids != nil {
 		t.Fatalf("a task never started here is a candidate: %v", ids)
 	}
 
@@ -97,7 +97,7 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 	}
 }
 
-func list(t *testing.T, e *Env) []gitstore.Entry {
+func list(t *testing.T, e *Env) []task.Entry {
 	t.Helper()
 	entries, err := e.Store.List()
 	if err != nil {
@@ -142,10 +142,10 @@ func TestAttemptsOfOneTaskDoNotOverlapEachOther(t *testing.T) {
 	a1 := startedTask(t, e, "fix a1", "", "shared.txt")
 	a2 := startedTask(t, e, "fix a2", "", "shared.txt")
 	other := startedTask(t, e, "other", "", "shared.txt")
-	for _, sn := range []*gitstore.Snapshot{a1, a2} {
-		if _, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	for _, sn := range []*task.Snapshot{a1, a2} {
+		if _, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 			s.Task.AttemptOf = "0123456789abcdef"
-			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+			return &task.Op{Name: "test", Actor: machine.System}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Sessions is this machine's record of the sessions it started: the only
@@ -19,7 +19,7 @@ func (e *Env) Sessions() owned.Dir { return owned.For(e.Store.Repo().LazyDir()) 
 // record's own copy of the session (host, agent, command, worktree,
 // branch) came from refs that a remote may have written, so it never
 // decides what runs, where, or what is deleted: this does.
-func (e *Env) Owned(sn *gitstore.Snapshot) (owned.Session, error) {
+func (e *Env) Owned(sn *task.Snapshot) (owned.Session, error) {
 	if sn.Session == nil {
 		return owned.Session{}, fmt.Errorf("%s has no session; use lazy start", sn.Task.Slug)
 	}
@@ -31,7 +31,7 @@ func (e *Env) Owned(sn *gitstore.Snapshot) (owned.Session, error) {
 }
 
 // Owns reports whether sn's current session was started on this machine.
-func (e *Env) Owns(sn *gitstore.Snapshot) bool {
+func (e *Env) Owns(sn *task.Snapshot) bool {
 	_, err := e.Owned(sn)
 	return err == nil
 }
@@ -53,7 +53,7 @@ func (e *NotOwnedError) Error() string {
 // Foreign reports whether sn claims a session of this host that this
 // machine never started: what pull, show and doctor report as hostile
 // or orphaned.
-func (e *Env) Foreign(sn *gitstore.Snapshot) bool {
+func (e *Env) Foreign(sn *task.Snapshot) bool {
 	return sn.Session != nil && sn.Session.Host == e.Store.Host() && !e.Owns(sn)
 }
 
@@ -81,7 +81,7 @@ func validAgentSessionID(id string) bool {
 // machine's supervisor reported, or the record's when it has the shape
 // of an id (a session paired or chatted before the local record kept
 // it).
-func resumeID(local owned.Session, sn *gitstore.Snapshot) string {
+func resumeID(local owned.Session, sn *task.Snapshot) string {
 	if local.AgentSessionID != "" {
 		return local.AgentSessionID
 	}
@@ -95,7 +95,7 @@ func resumeID(local owned.Session, sn *gitstore.Snapshot) string {
 // local session's, so code that reads sn.Session.Worktree and friends
 // acts on what this machine decided. It fails for a session this machine
 // did not start.
-func (e *Env) bind(sn *gitstore.Snapshot) (owned.Session, error) {
+func (e *Env) bind(sn *task.Snapshot) (owned.Session, error) {
 	local, err := e.Owned(sn)
 	if err != nil {
 		return local, err
@@ -116,7 +116,7 @@ const MetaSandbox = "sandbox"
 // confinement, and the hide and expose lists and network policy come
 // from local config; an explicit start --sandbox off by the local user
 // (human) still wins.
-func sessionSandbox(in StartInput, sn *gitstore.Snapshot, human bool) *proto.Sandbox {
+func sessionSandbox(in StartInput, sn *task.Snapshot, human bool) *proto.Sandbox {
 	if sn.Task.Metadata[MetaSandbox] != "on" || human && in.SandboxExplicit {
 		return in.Sandbox
 	}

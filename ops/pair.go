@@ -6,17 +6,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
 // Pairing is a pairing that began: what EndPair needs to wrap it up.
 type Pairing struct {
-	Snapshot *gitstore.Snapshot
+	Snapshot *task.Snapshot
 	Argv     []string // the interactive agent command
 	StartSHA string   // HEAD when pairing began
 	Started  time.Time
@@ -25,7 +25,7 @@ type Pairing struct {
 // PairArgv is the interactive command for a session's agent: the agent
 // CLI resumed in its own conversation, or the user's shell for an exec
 // agent (which has no interactive mode of its own).
-func PairArgv(s *gitstore.Session) []string {
+func PairArgv(s *task.Session) []string {
 	switch s.Agent {
 	case "claude":
 		if s.AgentSessionID != "" {
@@ -68,16 +68,16 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 	if err := pd.Write(proto.PairingFile, proto.Pairing{Session: sn.Session.ID, PID: os.Getpid(), StartedAt: now}); err != nil {
 		return nil, err
 	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if err := e.checkResumable(s, "pair", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 			return nil, err
 		}
 		if err := machine.Validate(s.Task.Status, machine.Pairing, e.Actor); err != nil {
 			return nil, err
 		}
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "pair", Content: "[pair] a human took over the worktree", At: now.Truncate(time.Second), Session: s.Session.ID})
+		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "pair", Content: "[pair] a human took over the worktree", At: now.Truncate(time.Second), Session: s.Session.ID})
 		s.Task.Status = machine.Pairing
-		return &gitstore.Op{Name: "pair", Actor: e.Actor}, nil
+		return &task.Op{Name: "pair", Actor: e.Actor}, nil
 	})
 	if err != nil {
 		pd.Remove(proto.PairingFile)
@@ -92,7 +92,7 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 // EndPair records what the pairing did as a turn, flags files changed
 // outside the allowed paths, and parks the task (blocked, or conflict
 // with violations pending).
-func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*gitstore.Snapshot, error) {
+func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*task.Snapshot, error) {
 	id := p.Snapshot.Task.ID
 	unlock, err := e.LockTask(ctx, id)
 	if err != nil {
@@ -107,19 +107,19 @@ func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*gitstore.
 	if exitCode != 0 {
 		summary += fmt.Sprintf("; the agent exited with code %d", exitCode)
 	}
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Pairing {
 			return nil, fmt.Errorf("pair %s: the task is %s, no longer pairing; the work in the worktree is kept", s.Task.Slug, s.Task.Status)
 		}
 		code := exitCode
 		// The human did this work, through the agent CLI: the turn is
 		// theirs, with what it produced.
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "pair", Content: summary, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID,
+		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "pair", Content: summary, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID,
 			Commits: commits, ChangedFiles: changed, ExitCode: &code})
 		// Flag passes over files already approved.
 		s.Violations.Flag(allowpath.Outside(s.Task.AllowedPaths, changed), p.StartSHA)
 		s.Task.Status = machine.Park(s.PendingViolations())
-		return &gitstore.Op{Name: "pair-end", Actor: e.Actor, Reason: summary}, nil
+		return &task.Op{Name: "pair-end", Actor: e.Actor, Reason: summary}, nil
 	})
 	proto.ForTask(e.Store.Repo().LazyDir(), id).Remove(proto.PairingFile)
 	return sn, err

@@ -5,9 +5,9 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -16,7 +16,7 @@ import (
 // read at every turn); for a task that has not started, what lazy start
 // with in would give it. Nil for a session another machine runs: that
 // machine decides.
-func (e *Env) Permissions(ctx context.Context, sn *gitstore.Snapshot, in StartInput) *agent.TaskPermissions {
+func (e *Env) Permissions(ctx context.Context, sn *task.Snapshot, in StartInput) *agent.TaskPermissions {
 	g := agent.Grants{Allow: e.Policy.Allow}
 	p := &agent.TaskPermissions{Uncommitted: e.Policy.Uncommitted}
 	if p.Uncommitted == "" {

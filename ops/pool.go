@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // resolveAfter turns the names a create waits for into task ids.
@@ -34,8 +34,8 @@ func (e *Env) resolveAfter(names []string) ([]string, error) {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) > gitstore.MaxAfter {
-		return nil, fmt.Errorf("a task may wait for at most %d others, not %d", gitstore.MaxAfter, len(ids))
+	if len(ids) > task.MaxAfter {
+		return nil, fmt.Errorf("a task may wait for at most %d others, not %d", task.MaxAfter, len(ids))
 	}
 	return ids, nil
 }
@@ -55,7 +55,7 @@ func (w *WaitingError) Error() string {
 // DepsDone checks that every task sn waits for is complete (accepted);
 // otherwise it says which are not, as a WaitingError. A task it waits for
 // that was rejected or closed will never be done: that is said too.
-func (e *Env) DepsDone(sn *gitstore.Snapshot) error {
+func (e *Env) DepsDone(sn *task.Snapshot) error {
 	var pending []string
 	for _, id := range sn.Task.After {
 		dep, err := e.Store.Load(id)
@@ -63,11 +63,11 @@ func (e *Env) DepsDone(sn *gitstore.Snapshot) error {
 			pending = append(pending, id+" (not in this repository: lazy pull?)")
 			continue
 		}
-		if dep.Task.Status == machine.Complete && dep.Task.Outcome == gitstore.OutcomeAccepted {
+		if dep.Task.Status == machine.Complete && dep.Task.Outcome == task.OutcomeAccepted {
 			continue
 		}
 		st := string(dep.Task.Status)
-		if dep.Task.Outcome != "" && dep.Task.Outcome != gitstore.OutcomeAccepted {
+		if dep.Task.Outcome != "" && dep.Task.Outcome != task.OutcomeAccepted {
 			st += ", " + dep.Task.Outcome + ": it will never be done"
 		}
 		pending = append(pending, dep.Task.Slug+" ("+st+")")
@@ -89,13 +89,13 @@ type PoolMark struct {
 // whose labels include Labels and whose configuration allows Agent may
 // claim it once the tasks it waits for are complete. It records only;
 // the caller pushes.
-func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*gitstore.Snapshot, error) {
+func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*task.Snapshot, error) {
 	for _, l := range m.Labels {
-		if !gitstore.PoolLabel.MatchString(l) {
+		if !task.PoolLabel.MatchString(l) {
 			return nil, fmt.Errorf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)
 		}
 	}
-	if m.Agent != "" && !gitstore.PoolLabel.MatchString(m.Agent) {
+	if m.Agent != "" && !task.PoolLabel.MatchString(m.Agent) {
 		return nil, fmt.Errorf("--agent %q is no agent name", m.Agent)
 	}
 	sn, unlock, err := e.lockedLoad(ctx, name)
@@ -103,16 +103,16 @@ func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*gitsto
 		return nil, err
 	}
 	defer unlock()
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Backlog {
 			return nil, fmt.Errorf("start --pool %s: the task is %s; only a backlog task goes to the pool", s.Task.Slug, s.Task.Status)
 		}
 		if s.Task.Pool != nil && s.Task.Pool.Runner != "" {
 			return nil, fmt.Errorf("start --pool %s: runner %s holds it already", s.Task.Slug, s.Task.Pool.Runner)
 		}
-		s.Task.Pool = &gitstore.PoolSpec{Labels: slices.Compact(slices.Sorted(slices.Values(m.Labels))), Priority: m.Priority, Agent: m.Agent,
+		s.Task.Pool = &task.PoolSpec{Labels: slices.Compact(slices.Sorted(slices.Values(m.Labels))), Priority: m.Priority, Agent: m.Agent,
 			MarkedAt: time.Now().UTC().Truncate(time.Second), MarkedBy: string(e.Actor)}
-		return &gitstore.Op{Name: "pool", Actor: e.Actor, Reason: "marked for the runner pool"}, nil
+		return &task.Op{Name: "pool", Actor: e.Actor, Reason: "marked for the runner pool"}, nil
 	})
 	return sn, err
 }
@@ -140,7 +140,7 @@ func (e *Env) deferredPath(id string) string { return e.queueDir("deferred", id+
 
 // DeferStart records that task name starts here, as in, once the tasks
 // it waits for are complete.
-func (e *Env) DeferStart(name string, in StartInput) (*gitstore.Snapshot, error) {
+func (e *Env) DeferStart(name string, in StartInput) (*task.Snapshot, error) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context,
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		var d DeferredStart
-		if err != nil || json.Unmarshal(b, &d) != nil || !gitstore.ValidID(d.Task) || filepath.Base(p) != d.Task+".json" {
+		if err != nil || json.Unmarshal(b, &d) != nil || !task.ValidID(d.Task) || filepath.Base(p) != d.Task+".json" {
 			continue
 		}
 		sn, err := e.Store.Load(d.Task)

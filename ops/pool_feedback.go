@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // ErrLeftForRunner is not a failure: feedback for a pooled task that a
@@ -23,18 +23,18 @@ func (e *ErrLeftForRunner) Error() string {
 
 // leaveForRunner records feedback on a pooled task this machine does not
 // run, pending delivery, without changing its status or starting a turn.
-func (e *Env) leaveForRunner(ctx context.Context, sn *gitstore.Snapshot, feedback string) (*gitstore.Snapshot, error) {
+func (e *Env) leaveForRunner(ctx context.Context, sn *task.Snapshot, feedback string) (*task.Snapshot, error) {
 	runner := sn.Session.Host
 	if sn.Task.Pool != nil && sn.Task.Pool.Runner != "" {
 		runner = sn.Task.Pool.Runner
 	}
-	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Blocked && s.Task.Status != machine.Working {
 			return nil, fmt.Errorf("unblock %s: the task is %s; feedback for its runner goes to a blocked or working task", s.Task.Slug, s.Task.Status)
 		}
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback,
-			At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID, FeedbackDelivery: gitstore.FeedbackPending})
-		return &gitstore.Op{Name: "feedback", Actor: e.Actor, Reason: "for runner " + runner}, nil
+		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback,
+			At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID, FeedbackDelivery: task.FeedbackPending})
+		return &task.Op{Name: "feedback", Actor: e.Actor, Reason: "for runner " + runner}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -44,28 +44,28 @@ func (e *Env) leaveForRunner(ctx context.Context, sn *gitstore.Snapshot, feedbac
 
 // forRunner reports whether an unblock of sn on this machine is
 // feedback for the runner that holds it elsewhere.
-func (e *Env) forRunner(sn *gitstore.Snapshot) bool {
+func (e *Env) forRunner(sn *task.Snapshot) bool {
 	return sn.Task.Pool != nil && sn.Session != nil && !e.Owns(sn)
 }
 
 // newFeedback returns the newest pending human message recorded after
 // the turn the session last ran (left by another clone for this
 // runner), or false.
-func (e *Env) newFeedback(sn *gitstore.Snapshot) (gitstore.Turn, bool, error) {
+func (e *Env) newFeedback(sn *task.Snapshot) (task.Turn, bool, error) {
 	turns, err := e.Store.Turns(sn)
 	if err != nil {
-		return gitstore.Turn{}, false, err
+		return task.Turn{}, false, err
 	}
 	for i := len(turns) - 1; i >= 0; i-- {
 		t := turns[i]
 		if t.Seq <= sn.Session.Turn {
 			break
 		}
-		if t.Role == gitstore.RoleHuman && t.Kind == "unblock" && t.FeedbackDelivery == gitstore.FeedbackPending {
+		if t.Role == task.RoleHuman && t.Kind == "unblock" && t.FeedbackDelivery == task.FeedbackPending {
 			return t, true, nil
 		}
 	}
-	return gitstore.Turn{}, false, nil
+	return task.Turn{}, false, nil
 }
 
 // DeliverLeft starts the turn that delivers feedback other clones left
@@ -96,7 +96,7 @@ func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	prompt := withUndelivered(t.Content, sn.Task.Slug, pendingBefore(turns, t.Seq, "unblock"))
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Blocked {
 			return nil, fmt.Errorf("deliver feedback to %s: the task became %s", s.Task.Slug, s.Task.Status)
 		}
@@ -106,7 +106,7 @@ func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
 		s.Session.Turn, s.Session.TurnKind = t.Seq, "unblock"
 		s.Session.ConsecutiveInterruptions = 0
 		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "unblock", Actor: e.Actor, Reason: "feedback left by another clone"}, nil
+		return &task.Op{Name: "unblock", Actor: e.Actor, Reason: "feedback left by another clone"}, nil
 	})
 	if err != nil {
 		return false, err

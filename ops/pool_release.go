@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/task"
 )
 
 // trustedGeneration is the newest claim generation this machine trusts
@@ -16,7 +16,7 @@ import (
 // last wrote under a claim, when it is in range. A claim lazy does not
 // accept is followed by the generation after it, never after the
 // claim's own (which anyone could have set to 2^64-1).
-func trustedGeneration(sn *gitstore.Snapshot) uint64 {
+func trustedGeneration(sn *task.Snapshot) uint64 {
 	if sn == nil || sn.Task.Pool == nil || sn.Task.Pool.Generation >= pool.MaxGeneration {
 		return 0
 	}
@@ -67,13 +67,13 @@ func (e *Env) ReleaseClaim(ctx context.Context, name string, o ReleaseOptions) (
 	if o.Now != nil {
 		now = o.Now
 	}
-	id, slug, sn := name, "", (*gitstore.Snapshot)(nil)
+	id, slug, sn := name, "", (*task.Snapshot)(nil)
 	if rid, err := e.Store.Resolve(name); err == nil {
 		id = rid
 		if s, err := e.Store.Load(rid); err == nil {
 			sn, slug = s, s.Task.Slug
 		}
-	} else if !gitstore.ValidID(name) {
+	} else if !task.ValidID(name) {
 		return nil, err
 	}
 	p, err := pool.New(e.repoDir(), o.Remote)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestATaskCreatedAfterAnotherWaitsForItsAccept: --after holds a start
@@ -77,7 +77,7 @@ func TestARunnerTakesOnlyWhatItsMachineAllows(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
 	r := &runner{e: e, o: RunnerOptions{Labels: []string{"gpu"}, Agents: []string{"exec"}}}
-	mk := func(title string, m PoolMark, after ...string) *gitstore.Snapshot {
+	mk := func(title string, m PoolMark, after ...string) *task.Snapshot {
 		sn, err := e.Create(ctx, CreateInput{Title: title, After: after})
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +92,7 @@ func TestARunnerTakesOnlyWhatItsMachineAllows(t *testing.T) {
 	agent := mk("wants claude", PoolMark{Agent: "claude"})
 	waits := mk("waits", PoolMark{}, label.Task.ID)
 	for _, tc := range []struct {
-		sn   *gitstore.Snapshot
+		sn   *task.Snapshot
 		want string
 	}{
 		{ok, ""}, {label, "label arm64"}, {agent, "agent claude"}, {waits, "waits for wants-arm"},
@@ -135,7 +135,7 @@ func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
 		t.Fatalf("status %s, launched %d", got.Task.Status, launched)
 	}
 	fb, ok, err := e.newFeedback(got)
-	if err != nil || !ok || fb.Content != "more tests please" || fb.FeedbackDelivery != gitstore.FeedbackPending {
+	if err != nil || !ok || fb.Content != "more tests please" || fb.FeedbackDelivery != task.FeedbackPending {
 		t.Fatalf("feedback left: %+v %v %v", fb, ok, err)
 	}
 	if !e.PoolWork(got) {
@@ -143,7 +143,7 @@ func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
 	}
 }
 
-func (e *Env) mustLoad(t *testing.T, id string) *gitstore.Snapshot {
+func (e *Env) mustLoad(t *testing.T, id string) *task.Snapshot {
 	t.Helper()
 	sn, err := e.Store.Load(id)
 	if err != nil {

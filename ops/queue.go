@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // The merge queue of a target branch is the accepts into it on this
@@ -117,7 +117,7 @@ type queueTicket struct {
 }
 
 // enterQueue puts the accept of task sn into target's queue, waiting.
-func (e *Env) enterQueue(sn *gitstore.Snapshot, target string) *queueTicket {
+func (e *Env) enterQueue(sn *task.Snapshot, target string) *queueTicket {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	t := &queueTicket{e: e, path: e.activePath(sn.Task.ID), en: QueueEntry{Task: sn.Task.ID, Slug: sn.Task.Slug,
 		Target: target, State: QueueWaiting, Entered: now, Since: now, PID: os.Getpid()}}
@@ -245,7 +245,7 @@ func (e *Env) readLeft() []QueueLeft {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var l QueueLeft
-		if json.Unmarshal(sc.Bytes(), &l) == nil && gitstore.ValidID(l.Task) {
+		if json.Unmarshal(sc.Bytes(), &l) == nil && task.ValidID(l.Task) {
 			out = append(out, l)
 		}
 	}
@@ -261,7 +261,7 @@ func readEntries(dir string) []QueueEntry {
 			continue
 		}
 		var en QueueEntry
-		if json.Unmarshal(b, &en) == nil && gitstore.ValidID(en.Task) && en.Task+".json" == filepath.Base(p) {
+		if json.Unmarshal(b, &en) == nil && task.ValidID(en.Task) && en.Task+".json" == filepath.Base(p) {
 			out = append(out, en)
 		}
 	}
@@ -325,7 +325,7 @@ func (e *Env) InQueue(id string) (QueueEntry, bool) {
 // requeue records that task sn re-enters target's queue once the turn
 // AfterTurn has ended (its agent is fixing what the gate found), through
 // the forge when viaForge.
-func (e *Env) requeue(sn *gitstore.Snapshot, target string, round, afterTurn int, viaForge bool) error {
+func (e *Env) requeue(sn *task.Snapshot, target string, round, afterTurn int, viaForge bool) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return writeEntry(e.fixingPath(sn.Task.ID), QueueEntry{Task: sn.Task.ID, Slug: sn.Task.Slug, Target: target, State: QueueFixing,
 		Detail:  fmt.Sprintf("the agent is fixing the gate's failure (round %d); re-enters after its turn", round),

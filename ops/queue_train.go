@@ -7,8 +7,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -46,7 +46,7 @@ func (e *Env) AcceptMany(ctx context.Context, names []string, narrate func(name 
 
 // trainCar is one task of a speculative train.
 type trainCar struct {
-	sn     *gitstore.Snapshot
+	sn     *task.Snapshot
 	branch string
 	ticket *queueTicket
 	cand   *candidate

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Reparent moves a task under another parent, or to the top level when
@@ -12,7 +12,7 @@ import (
 // must be unfinished, and no task may become its own ancestor. A started
 // task keeps its branch: from now on it merges upstream from, and is
 // accepted into, the new parent's branch.
-func (e *Env) Reparent(ctx context.Context, name, parent string) (*gitstore.Snapshot, error) {
+func (e *Env) Reparent(ctx context.Context, name, parent string) (*task.Snapshot, error) {
 	newParent := ""
 	if parent != "" {
 		p, err := e.Store.Resolve(parent)
@@ -21,7 +21,7 @@ func (e *Env) Reparent(ctx context.Context, name, parent string) (*gitstore.Snap
 		}
 		newParent = p
 	}
-	return e.update(ctx, name, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	return e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		slug := s.Task.Slug
 		switch {
 		case s.Task.Status.IsActive():
@@ -59,6 +59,6 @@ func (e *Env) Reparent(ctx context.Context, name, parent string) (*gitstore.Snap
 			}
 		}
 		s.Task.Parent = newParent
-		return &gitstore.Op{Name: "reparent", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "reparent", Actor: e.Actor, Reason: reason}, nil
 	})
 }

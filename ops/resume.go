@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -27,7 +27,7 @@ const (
 // newest verbatim and every older one after it (withUndelivered), so a
 // queue is never silently collapsed. pending is what the turn delivers,
 // oldest first.
-func ResumePrompt(dirty bool, slug string, pending []gitstore.Turn) string {
+func ResumePrompt(dirty bool, slug string, pending []task.Turn) string {
 	prompt := ResumeClean
 	if dirty {
 		prompt = ResumeDirty
@@ -45,7 +45,7 @@ const ResumeAsk = "You were interrupted while answering a question. This turn is
 
 // resumeAskPrompt is the prompt of a resumed ask: the question that was
 // never answered, verbatim, and any older unanswered ones.
-func resumeAskPrompt(slug string, pending []gitstore.Turn) string {
+func resumeAskPrompt(slug string, pending []task.Turn) string {
 	if len(pending) == 0 {
 		return ResumeAsk
 	}
@@ -63,7 +63,7 @@ const AutoResumedNote = "[system] Session interrupted and auto-resumed"
 
 // Resume restarts an interrupted task without new feedback. It resets
 // the consecutive-interruption counter: a human intervened.
-func (e *Env) Resume(ctx context.Context, name string) (*gitstore.Snapshot, error) {
+func (e *Env) Resume(ctx context.Context, name string) (*task.Snapshot, error) {
 	if err := e.requireLauncher("resume"); err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (e *Env) Resume(ctx context.Context, name string) (*gitstore.Snapshot, erro
 
 // AutoResumeRefusal says why an interrupted task is not auto-resumed, or
 // "" when it may be. The reconciler asks before every auto-resume.
-func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
+func (e *Env) AutoResumeRefusal(s *task.Snapshot) string {
 	switch {
 	case s.Task.Status != machine.Interrupted || s.Session == nil:
 		return "not interrupted"
@@ -104,7 +104,7 @@ func (e *Env) AutoResumeRefusal(s *gitstore.Snapshot) string {
 // AutoResume is the reconciler's resume of task id: the same turn as
 // lazy resume, recorded by the system, without resetting the circuit
 // breaker. It refuses with the reason from AutoResumeRefusal.
-func (e *Env) AutoResume(ctx context.Context, id string) (*gitstore.Snapshot, error) {
+func (e *Env) AutoResume(ctx context.Context, id string) (*task.Snapshot, error) {
 	if err := e.requireLauncher("auto-resume"); err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (e *Env) AutoResume(ctx context.Context, id string) (*gitstore.Snapshot, er
 // was. Messages never delivered are re-delivered (ResumePrompt). An
 // interrupted ask is resumed as the ask it was: read-only, its question
 // re-delivered, the task parked back where it was when it ends.
-func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gitstore.Snapshot, error) {
+func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.Snapshot, error) {
 	id := sn.Task.ID
 	verb := "resume"
 	if auto {
@@ -134,7 +134,7 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gi
 	if sn.Session != nil && sn.Session.TurnKind == "ask" {
 		kind = "ask"
 	}
-	check := func(s *gitstore.Snapshot) error {
+	check := func(s *task.Snapshot) error {
 		if auto {
 			if why := e.AutoResumeRefusal(s); why != "" {
 				return fmt.Errorf("auto-resume %s: %s", s.Task.Slug, why)
@@ -169,9 +169,9 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gi
 			return nil, err
 		}
 	}
-	var turn gitstore.Turn
+	var turn task.Turn
 	var prompt string
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if err := check(s); err != nil {
 			return nil, err
 		}
@@ -191,7 +191,7 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gi
 		}
 		// The resume turn carries no message of its own, so a crash
 		// during it re-delivers the same pending ones again.
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: verb, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		turn = s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: verb, Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, kind
 		s.Session.AutoResumed = auto
 		if !auto {
@@ -201,7 +201,7 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gi
 		if kind == "ask" {
 			s.Task.Substate = "agent:answering"
 		}
-		return &gitstore.Op{Name: verb, Actor: e.Actor}, nil
+		return &task.Op{Name: verb, Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (e *Env) resume(ctx context.Context, sn *gitstore.Snapshot, auto bool) (*gi
 // Stop ends a running turn: the task is parked first (blocked, or
 // conflict with pending violations), then its supervisor is told to stop,
 // which takes the agent's process group down with it. Work on disk stays.
-func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot, error) {
+func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, error) {
 	reason, err := cleanReason(reason)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 		return nil, err
 	}
 	defer unlock()
-	sn, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Working {
 			if _, running := e.SupervisorRunning(id); running || len(e.StrayAgents(id)) > 0 {
 				return nil, errStrays
@@ -240,10 +240,10 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*gitstore.Snapshot
 		if reason != "" {
 			content += ": " + reason
 		}
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "stop", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
+		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "stop", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
 		s.Task.Status = ParkBack(s)
 		s.Task.Substate = ""
-		return &gitstore.Op{Name: "stop", Actor: e.Actor, Reason: reason}, nil
+		return &task.Op{Name: "stop", Actor: e.Actor, Reason: reason}, nil
 	})
 	if errors.Is(err, errStrays) {
 		// Not a turn lazy accounts for: end it, and leave the status alone.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -36,7 +36,7 @@ func (e *Env) ReviewRange(ctx context.Context, name string) (*Review, error) {
 }
 
 // load resolves name and loads the task, without a lock: for reads.
-func (e *Env) load(name string) (*gitstore.Snapshot, error) {
+func (e *Env) load(name string) (*task.Snapshot, error) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (e *Env) load(name string) (*gitstore.Snapshot, error) {
 // record, so refs pulled from a remote cannot point git elsewhere. The
 // range is given as commits, not names, so callers read one consistent
 // state even if a branch moves meanwhile.
-func (e *Env) review(ctx context.Context, sn *gitstore.Snapshot, lacks string) (r *Review, wt string, err error) {
+func (e *Env) review(ctx context.Context, sn *task.Snapshot, lacks string) (r *Review, wt string, err error) {
 	slug := sn.Task.Slug
 	if sn.Session == nil {
 		return nil, "", fmt.Errorf("%s has not started, so it has %s; lazy start %s first", slug, lacks, slug)
@@ -125,7 +125,7 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 		return nil, err
 	}
 	slug := sn.Task.Slug
-	if sn.Task.Status == machine.Complete && sn.Task.Outcome == gitstore.OutcomeAccepted {
+	if sn.Task.Status == machine.Complete && sn.Task.Outcome == task.OutcomeAccepted {
 		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
 	}
 	if err := AcceptableStatus(slug, sn.Task.Status); err != nil {

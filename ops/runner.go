@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -309,7 +310,7 @@ func (r *runner) tend(ctx context.Context, id string) {
 
 // pushResults sends the task's record and branch, when the record here
 // differs from the remote's, in one push fenced by its claim.
-func (r *runner) pushResults(ctx context.Context, sn *gitstore.Snapshot) error {
+func (r *runner) pushResults(ctx context.Context, sn *task.Snapshot) error {
 	id := sn.Task.ID
 	local := sn.Commit.String()
 	remote, _ := worktree.RefCommit(ctx, r.e.repoDir(), gitstore.RemoteNamespace(r.o.Remote)+"tasks/"+id)
@@ -443,7 +444,7 @@ func (r *runner) stop() error {
 
 // poolCandidate is a pooled task this runner could take.
 type poolCandidate struct {
-	sn   *gitstore.Snapshot
+	sn   *task.Snapshot
 	prev *pool.Held
 }
 
@@ -495,7 +496,7 @@ func (r *runner) eligible() []poolCandidate {
 }
 
 // refuse says why this runner will not take sn ("" when it may).
-func (r *runner) refuse(sn *gitstore.Snapshot) string {
+func (r *runner) refuse(sn *task.Snapshot) string {
 	p := sn.Task.Pool
 	for _, l := range p.Labels {
 		if !slices.Contains(r.o.Labels, l) {
@@ -513,7 +514,7 @@ func (r *runner) refuse(sn *gitstore.Snapshot) string {
 
 // agentFor is the agent a pooled task runs with: the one it asks for,
 // else the first this runner allows.
-func (r *runner) agentFor(sn *gitstore.Snapshot) string {
+func (r *runner) agentFor(sn *task.Snapshot) string {
 	if a := sn.Task.Pool.Agent; a != "" {
 		return a
 	}
@@ -568,7 +569,7 @@ func (r *runner) claimMore(ctx context.Context) error {
 // begin runs a task this runner just claimed: a backlog task is started,
 // one another runner held is taken over (its branch fetched first) and
 // resumed if its turn was cut off. The record is pushed at once, fenced.
-func (r *runner) begin(ctx context.Context, sn *gitstore.Snapshot, h pool.Held) error {
+func (r *runner) begin(ctx context.Context, sn *task.Snapshot, h pool.Held) error {
 	in, err := r.o.Input(r.agentFor(sn))
 	if err != nil {
 		return err
@@ -603,19 +604,19 @@ func (r *runner) begin(ctx context.Context, sn *gitstore.Snapshot, h pool.Held) 
 
 // stamp records on the task the claim this runner writes under.
 func (r *runner) stamp(ctx context.Context, id string, h pool.Held) error {
-	_, _, err := r.e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err := r.e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Pool == nil {
 			return nil, errNotPooled
 		}
 		s.Task.Pool.Runner, s.Task.Pool.Generation = h.Runner, h.Generation
-		return &gitstore.Op{Name: "claim", Actor: r.e.Actor, Reason: fmt.Sprintf("runner %s, generation %d", h.Runner, h.Generation)}, nil
+		return &task.Op{Name: "claim", Actor: r.e.Actor, Reason: fmt.Sprintf("runner %s, generation %d", h.Runner, h.Generation)}, nil
 	})
 	return err
 }
 
 // takeOver makes a task another runner held run here: its branch as the
 // remote has it, a new session, and its cut-off turn resumed.
-func (r *runner) takeOver(ctx context.Context, sn *gitstore.Snapshot, in StartInput) error {
+func (r *runner) takeOver(ctx context.Context, sn *task.Snapshot, in StartInput) error {
 	branch := worktree.Branch(sn.Task.Slug)
 	if err := worktree.FetchBranch(ctx, r.e.repoDir(), r.o.Remote, branch); err != nil {
 		return fmt.Errorf("fetch its branch %s: %w", branch, err)
@@ -638,7 +639,7 @@ func (e *Env) PoolRunnerID() string { return e.Store.Host() }
 // for a runner: a backlog task to start, a turn cut off to resume, or
 // feedback another clone left for it. A task parked for a human's
 // review has none until the human gives it some.
-func (e *Env) PoolWork(sn *gitstore.Snapshot) bool {
+func (e *Env) PoolWork(sn *task.Snapshot) bool {
 	switch sn.Task.Status {
 	case machine.Backlog, machine.Working, machine.Interrupted:
 		return true

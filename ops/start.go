@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -138,7 +139,7 @@ func (e *Env) worktreeRoot(dir, repoDir string) (string, error) {
 
 // Start moves a backlog task to working: branch and worktree, the session
 // and the human turn recorded first, then the supervisor launched.
-func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.Snapshot, error) {
+func (e *Env) Start(ctx context.Context, name string, in StartInput) (*task.Snapshot, error) {
 	if err := e.requireLauncher("start"); err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 		taskPrompt += "\n\n" + goal
 	}
 	var prompt string
-	sessionID, err := gitstore.NewID()
+	sessionID, err := task.NewID()
 	if err != nil {
 		return nil, err
 	}
@@ -237,10 +238,10 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 	}); err != nil {
 		return nil, err
 	}
-	var turn gitstore.Turn
+	var turn task.Turn
 	// Save first: the session, the human turn and the transition are
 	// committed before anything can crash in the launch.
-	sn, _, err = e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Backlog {
 			return nil, fmt.Errorf("start %s: the task became %s meanwhile", s.Task.Slug, s.Task.Status)
 		}
@@ -252,14 +253,14 @@ func (e *Env) Start(ctx context.Context, name string, in StartInput) (*gitstore.
 		now := time.Now().UTC().Truncate(time.Second)
 		s.Task.Sessions++
 		s.Task.Host = e.Store.Host()
-		s.Session = &gitstore.Session{
+		s.Session = &task.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent,
 			ExecCommand: in.ExecCommand, PermissionMode: in.PermissionMode, Model: in.Model, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 		}
-		turn = s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "start", Content: taskPrompt, At: now, Session: sessionID, FeedbackDelivery: gitstore.FeedbackPending})
+		turn = s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "start", Content: taskPrompt, At: now, Session: sessionID, FeedbackDelivery: task.FeedbackPending})
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "start"
 		s.Task.Status = machine.Working
-		return &gitstore.Op{Name: "start", Actor: e.Actor}, nil
+		return &task.Op{Name: "start", Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -317,7 +318,7 @@ func (e *Env) prepare(repoDir string, prepared bool) *proto.Prepare {
 // BaseBranch is the branch a task starts from, merges upstream from and
 // is accepted into: its parent's branch, its target branch, or the
 // repository's default branch.
-func (e *Env) BaseBranch(ctx context.Context, sn *gitstore.Snapshot, repoDir string) (string, error) {
+func (e *Env) BaseBranch(ctx context.Context, sn *task.Snapshot, repoDir string) (string, error) {
 	if sn.Task.Parent != "" {
 		p, err := e.Store.Load(sn.Task.Parent)
 		if err != nil {

@@ -6,17 +6,17 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
 // startedWith creates a task that this machine started, parked blocked,
 // whose branch (off target, "" for main) commits files (path: content) in
 // a worktree of its own.
-func startedWith(t *testing.T, e *Env, title, target string, files map[string]string) *gitstore.Snapshot {
+func startedWith(t *testing.T, e *Env, title, target string, files map[string]string) *task.Snapshot {
 	t.Helper()
 	ctx := context.Background()
 	sn, err := e.Create(ctx, CreateInput{Title: title, TargetBranch: target})
@@ -41,16 +41,16 @@ func startedWith(t *testing.T, e *Env, title, target string, files map[string]st
 	}
 	testrepo.Git(t, wt, "add", ".")
 	testrepo.Git(t, wt, "commit", "-q", "-m", title)
-	sid, err := gitstore.NewID()
+	sid, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sid, Worktree: wt, Branch: branch}); err != nil {
 		t.Fatal(err)
 	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Session.ID = sid
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +63,9 @@ func startedWith(t *testing.T, e *Env, title, target string, files map[string]st
 func accepted(t *testing.T, e *Env, id string) {
 	t.Helper()
 	walk(t, e, id, machine.Working, machine.Blocked, machine.Merging)
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Task.Status, s.Task.Outcome = machine.Complete, gitstore.OutcomeAccepted
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Status, s.Task.Outcome = machine.Complete, task.OutcomeAccepted
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

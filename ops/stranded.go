@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -40,7 +40,7 @@ func (e *ForeignAcceptError) Error() string {
 // whether the checkout was dirty are what this machine decided, never
 // what the record says. It fails with ForeignAcceptError for an accept
 // this machine did not begin.
-func (e *Env) ownAccept(sn *gitstore.Snapshot) error {
+func (e *Env) ownAccept(sn *task.Snapshot) error {
 	local, err := e.localAccept(sn)
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func (e *Env) ownAccept(sn *gitstore.Snapshot) error {
 
 // localAccept returns this machine's record of sn's accept, which must
 // name the same accept id, branch and tip as the task's record.
-func (e *Env) localAccept(sn *gitstore.Snapshot) (owned.Accept, error) {
+func (e *Env) localAccept(sn *task.Snapshot) (owned.Accept, error) {
 	rec := sn.Task.Accept
 	if rec == nil {
 		return owned.Accept{}, owned.ErrNoAccept
@@ -78,7 +78,7 @@ func (e *Env) localAccept(sn *gitstore.Snapshot) (owned.Accept, error) {
 // ForeignMerge says why a merging task is left alone on this machine:
 // its local accept is not one this machine began (a ForeignAcceptError).
 // It is nil for a task not in a local merge, and for this machine's own.
-func (e *Env) ForeignMerge(sn *gitstore.Snapshot) error {
+func (e *Env) ForeignMerge(sn *task.Snapshot) error {
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (e *Env) ForeignMerge(sn *gitstore.Snapshot) error {
 
 // OwnsAccept reports whether sn's accept was begun on this machine: only
 // such a merging task is ever recovered here.
-func (e *Env) OwnsAccept(sn *gitstore.Snapshot) bool {
+func (e *Env) OwnsAccept(sn *task.Snapshot) bool {
 	_, err := e.localAccept(sn)
 	return err == nil
 }
@@ -96,12 +96,12 @@ func (e *Env) OwnsAccept(sn *gitstore.Snapshot) bool {
 // MergeLanded reports whether the local accept recorded on a merging
 // task committed its squash merge: a commit above the recorded tip of
 // the destination whose message carries the task's Lazy-Task trailer.
-func MergeLanded(ctx context.Context, repoDir string, sn *gitstore.Snapshot) (bool, error) {
+func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, error) {
 	rec := sn.Task.Accept
 	if rec == nil || rec.Into == "" || rec.IntoSHA == "" {
 		return false, nil
 	}
-	if err := ValidBranchName(rec.Into); err != nil || !gitstore.ValidHex(rec.IntoSHA) {
+	if err := ValidBranchName(rec.Into); err != nil || !task.ValidHex(rec.IntoSHA) {
 		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
 	}
 	landed, err := worktree.HasCommitWith(ctx, repoDir, AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)
@@ -121,7 +121,7 @@ func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
 // (spec: reject, close, submit and unblock escape a stranded merge). A
 // merge that landed is finished instead, and ErrAlreadyAccepted says so.
 // A forge-pending merge is left alone: it is not stranded.
-func (e *Env) escapeStranded(ctx context.Context, sn *gitstore.Snapshot, verb string) (*gitstore.Snapshot, error) {
+func (e *Env) escapeStranded(ctx context.Context, sn *task.Snapshot, verb string) (*task.Snapshot, error) {
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return sn, nil
 	}
@@ -143,7 +143,7 @@ func (e *Env) escapeStranded(ctx context.Context, sn *gitstore.Snapshot, verb st
 // of it runs anywhere, so the record goes back to blocked. Only the
 // record changes: no lock on the destination, no git in any checkout,
 // no stash, since nothing here is known to belong to that accept.
-func (e *Env) ReleaseForeignMerge(ctx context.Context, name string) (*gitstore.Snapshot, error) {
+func (e *Env) ReleaseForeignMerge(ctx context.Context, name string) (*task.Snapshot, error) {
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -155,12 +155,12 @@ func (e *Env) ReleaseForeignMerge(ctx context.Context, name string) (*gitstore.S
 	if err := machine.Validate(machine.Merging, machine.Blocked, e.Actor); err != nil {
 		return nil, fmt.Errorf("release %s: %w", sn.Task.Slug, err)
 	}
-	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(x *task.Snapshot) (*task.Op, error) {
 		if x.Task.Status != machine.Merging || e.ForeignMerge(x) == nil {
 			return nil, fmt.Errorf("release %s: it changed meanwhile (now %s); run lazy doctor again", x.Task.Slug, x.Task.Status)
 		}
 		x.Task.Status, x.Task.Accept = machine.Blocked, nil
-		return &gitstore.Op{Name: "release-merge", Actor: e.Actor, Reason: "a human released an accept this machine did not begin"}, nil
+		return &task.Op{Name: "release-merge", Actor: e.Actor, Reason: "a human released an accept this machine did not begin"}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -25,7 +25,7 @@ type SubmitOptions struct {
 
 // SubmitResult says what a submit did.
 type SubmitResult struct {
-	Snapshot *gitstore.Snapshot
+	Snapshot *task.Snapshot
 	PR       *forge.PR
 	Updated  bool // an open pull request was updated rather than opened
 }
@@ -55,7 +55,7 @@ func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*Sub
 }
 
 // submit is Submit under the task lock.
-func (e *Env) submit(ctx context.Context, sn *gitstore.Snapshot, opts SubmitOptions) (*SubmitResult, error) {
+func (e *Env) submit(ctx context.Context, sn *task.Snapshot, opts SubmitOptions) (*SubmitResult, error) {
 	if err := e.submitPreflight(ctx, sn); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (e *Env) submit(ctx context.Context, sn *gitstore.Snapshot, opts SubmitOpti
 }
 
 // submitPreflight refuses what cannot be submitted.
-func (e *Env) submitPreflight(ctx context.Context, sn *gitstore.Snapshot) error {
+func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
 	slug := sn.Task.Slug
 	switch st := sn.Task.Status; {
 	case st == machine.Merging && sn.Task.ForgePending():
@@ -145,22 +145,22 @@ func (e *Env) openSubtasks(id string) ([]string, error) {
 
 // submitLocked records, pushes and opens; the caller holds the lock and
 // has checked everything.
-func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.Forge, remote, base string, draft bool) (*SubmitResult, error) {
+func (e *Env) submitLocked(ctx context.Context, sn *task.Snapshot, fg forge.Forge, remote, base string, draft bool) (*SubmitResult, error) {
 	slug, head := sn.Task.Slug, sn.Session.Branch
 	from := sn.Task.Status
-	var prior *gitstore.ForgeRecord
+	var prior *task.ForgeRecord
 	if sn.Task.Forge != nil {
 		f := *sn.Task.Forge
 		prior = &f
 	}
 	// Record first: the task is submitted before anything leaves.
-	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != from {
 			return nil, fmt.Errorf("submit %s: the task became %s meanwhile", slug, s.Task.Status)
 		}
 		f := s.Task.Forge
 		if f == nil || f.Kind != fg.Kind() || f.Remote != remote || f.Head != head {
-			f = &gitstore.ForgeRecord{Kind: fg.Kind(), Remote: remote, Head: head}
+			f = &task.ForgeRecord{Kind: fg.Kind(), Remote: remote, Head: head}
 		}
 		f.Base, f.Revising, f.Draft = base, false, draft
 		if f.State == forge.StateClosed || f.State == forge.StateMerged {
@@ -168,7 +168,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 		}
 		s.Task.Forge = f
 		s.Task.Status = machine.Submitted
-		return &gitstore.Op{Name: "submit", Actor: e.Actor, Reason: "submitting to " + remote}, nil
+		return &task.Op{Name: "submit", Actor: e.Actor, Reason: "submitting to " + remote}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 	// nothing left the machine, so no task rests in submitted without
 	// a pull request because of a push that never happened.
 	undo := func(cause error) (*SubmitResult, error) {
-		if _, _, uerr := e.Store.Update(context.WithoutCancel(ctx), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, uerr := e.Store.Update(context.WithoutCancel(ctx), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 			if s.Task.Status != machine.Submitted {
 				return nil, nil
 			}
@@ -190,7 +190,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 				}
 			}
 			s.Task.Status, s.Task.Forge = from, prior
-			return &gitstore.Op{Name: "submit-undone", Actor: e.Actor, Reason: "nothing reached " + remote}, nil
+			return &task.Op{Name: "submit-undone", Actor: e.Actor, Reason: "nothing reached " + remote}, nil
 		}); uerr != nil {
 			return nil, fail(fmt.Errorf("%w (restoring the status before the submit also failed: %w)", cause, uerr))
 		}
@@ -216,7 +216,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 		return nil, fail(err)
 	}
 	now := time.Now().UTC()
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Forge == nil {
 			return nil, errors.New("the forge record vanished")
 		}
@@ -226,8 +226,8 @@ func (e *Env) submitLocked(ctx context.Context, sn *gitstore.Snapshot, fg forge.
 		if hadPR {
 			verb = "updated"
 		}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now.Truncate(time.Second), Text: fmt.Sprintf("submitted: %s pull request #%d (%s) at %s", verb, pr.Number, pr.URL, shortHash(tip))})
-		return &gitstore.Op{Name: "submit", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d", pr.Number)}, nil
+		s.AddComment(task.Comment{Actor: e.Actor, At: now.Truncate(time.Second), Text: fmt.Sprintf("submitted: %s pull request #%d (%s) at %s", verb, pr.Number, pr.URL, shortHash(tip))})
+		return &task.Op{Name: "submit", Actor: e.Actor, Reason: fmt.Sprintf("pull request #%d", pr.Number)}, nil
 	})
 	if err != nil {
 		return nil, fail(err)
@@ -248,7 +248,7 @@ func shortHash(s string) string {
 func (e *Env) push(ctx context.Context, remote, head, lease string) error {
 	ref := "refs/heads/" + head
 	args := []string{"push", "--quiet", "--no-verify"}
-	if lease != "" && gitstore.ValidHex(lease) {
+	if lease != "" && task.ValidHex(lease) {
 		args = append(args, "--force-with-lease="+ref+":"+lease)
 	}
 	args = append(args, remote, ref+":"+ref)
@@ -296,7 +296,7 @@ func unreachable(stderr string) bool {
 
 // prBody is the pull request description: the goal, the turns, and the
 // Lazy-Task trailer that ties the pull request to the task.
-func (e *Env) prBody(sn *gitstore.Snapshot) (string, error) {
+func (e *Env) prBody(sn *task.Snapshot) (string, error) {
 	goal, err := sn.Goal()
 	if err != nil {
 		return "", err
@@ -309,7 +309,7 @@ func (e *Env) prBody(sn *gitstore.Snapshot) (string, error) {
 }
 
 // prDescription writes the pull request description of prBody.
-func prDescription(sn *gitstore.Snapshot, goal string, turns []gitstore.Turn) string {
+func prDescription(sn *task.Snapshot, goal string, turns []task.Turn) string {
 	var b strings.Builder
 	if g := strings.TrimSpace(goal); g != "" {
 		// A person's goal is markdown for the forge to render; a goal an
@@ -323,7 +323,7 @@ func prDescription(sn *gitstore.Snapshot, goal string, turns []gitstore.Turn) st
 	b.WriteString("### Turns\n\n")
 	for _, t := range turns {
 		who := t.Role
-		if t.Role == gitstore.RoleHuman && t.Actor != "" {
+		if t.Role == task.RoleHuman && t.Actor != "" {
 			who = string(t.Actor)
 		}
 		line := strings.Join(strings.Fields(sanitize.Field(t.Content)), " ")

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -23,7 +23,7 @@ import (
 // decided here, in a worktree derived from the task's slug. No turn is
 // started; a task that read working elsewhere becomes interrupted, so
 // lazy resume or unblock (or auto-resume) runs its next turn here.
-func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitstore.Snapshot, error) {
+func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*task.Snapshot, error) {
 	sn, unlock, err := e.lockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -57,14 +57,14 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 	// machine's worktree directory.
 	dir := filepath.Join(root, slug)
 	branch := worktree.Branch(slug)
-	if err := gitstore.ValidBranchName(branch); err != nil {
+	if err := task.ValidBranchName(branch); err != nil {
 		return nil, fmt.Errorf("take over %s: %w", slug, err)
 	}
 	startSHA, how, err := e.takeOverWorktree(ctx, sn, in.RepoDir, dir, branch)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", slug, err)
 	}
-	sessionID, err := gitstore.NewID()
+	sessionID, err := task.NewID()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 	}); err != nil {
 		return nil, err
 	}
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Session == nil || e.Owns(s) {
 			return nil, fmt.Errorf("take over %s: the task changed meanwhile; look at it again", s.Task.Slug)
 		}
@@ -83,7 +83,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 		prev := s.Session
 		s.Task.Sessions++
 		s.Task.Host = e.Store.Host()
-		s.Session = &gitstore.Session{
+		s.Session = &task.Session{
 			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
 			PermissionMode: in.PermissionMode, Model: in.Model, Branch: branch, Worktree: dir, GitStartSHA: startSHA, StartedAt: now,
 			Turn: prev.Turn, TurnKind: prev.TurnKind,
@@ -96,9 +96,9 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 			s.Session.InterruptAt = &now
 		}
 		s.Task.Status = to
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: now,
+		s.AddComment(task.Comment{Actor: e.Actor, At: now,
 			Text: fmt.Sprintf("took the task over on host %s from host %s (%s); agent %s in %s", e.Store.Host(), prev.Host, how, in.Agent, dir)})
-		return &gitstore.Op{Name: "take-over", Actor: e.Actor, Reason: "from host " + prev.Host}, nil
+		return &task.Op{Name: "take-over", Actor: e.Actor, Reason: "from host " + prev.Host}, nil
 	})
 	return sn, err
 }
@@ -107,7 +107,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*gitsto
 // the local branch if there is one, else the task branch fetched from a
 // remote, else a new branch from the task's base. A path that exists is
 // reused only when it is already the worktree of that branch.
-func (e *Env) takeOverWorktree(ctx context.Context, sn *gitstore.Snapshot, repoDir, dir, branch string) (sha, how string, err error) {
+func (e *Env) takeOverWorktree(ctx context.Context, sn *task.Snapshot, repoDir, dir, branch string) (sha, how string, err error) {
 	if at, err := worktree.CheckedOutAt(ctx, repoDir, branch); err != nil {
 		return "", "", err
 	} else if at != "" {

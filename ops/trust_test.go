@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func TestParentExemptionNeedsProvenIdentityAndAnActiveParent(t *testing.T) {
-	parent := &gitstore.Task{ID: "00000000000000aa"}
+	parent := &task.Task{ID: "00000000000000aa"}
 	for _, c := range []struct {
 		actor  machine.Actor
 		caller string
@@ -76,13 +76,13 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 			t.Fatal(err)
 		}
 		id := sn.Task.ID
-		if _, _, err := e.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 			s.Task.Sessions, s.Task.Host = 1, e.Store.Host()
-			s.Session = &gitstore.Session{ID: sessionID, Number: 1, Host: e.Store.Host(), Agent: agentName,
+			s.Session = &task.Session{ID: sessionID, Number: 1, Host: e.Store.Host(), Agent: agentName,
 				ExecCommand: strings.Fields(command), Branch: branch, Worktree: wt, AgentSessionID: agentSession,
 				StartedAt: time.Now().UTC()}
 			s.Task.Status = status
-			return &gitstore.Op{Name: "craft", Actor: machine.System}, nil
+			return &task.Op{Name: "craft", Actor: machine.System}, nil
 		}); err != nil {
 			t.Skip("a record the store itself refuses to write is out of scope")
 		}

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Unblock gives a parked task human feedback and launches the next turn.
@@ -23,7 +23,7 @@ import (
 // Pending file-permission violations must be decided (d) first: the
 // decisions are recorded, reverted files restored, and only then does the
 // turn start.
-func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (*gitstore.Snapshot, error) {
+func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (*task.Snapshot, error) {
 	if err := e.requireLauncher("unblock"); err != nil {
 		return nil, err
 	}
@@ -65,31 +65,31 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 			return nil, err
 		}
 	}
-	check := func(s *gitstore.Snapshot) error {
+	check := func(s *task.Snapshot) error {
 		return e.checkResumable(s, "unblock", false, machine.Blocked, machine.Conflict, machine.Interrupted)
 	}
-	return e.continueSession(ctx, sn, "unblock", check, func(s *gitstore.Snapshot, now time.Time) (gitstore.Turn, string, *gitstore.Op, error) {
+	return e.continueSession(ctx, sn, "unblock", check, func(s *task.Snapshot, now time.Time) (task.Turn, string, *task.Op, error) {
 		prompt, err := e.deliveryPrompt(s, feedback, "unblock")
 		if err != nil {
-			return gitstore.Turn{}, "", nil, err
+			return task.Turn{}, "", nil, err
 		}
 		s.Session.ConsecutiveInterruptions = 0 // a human intervened
-		turn := gitstore.Turn{Role: gitstore.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback, At: now, FeedbackDelivery: gitstore.FeedbackPending}
-		return turn, prompt, &gitstore.Op{Name: "unblock", Actor: e.Actor}, nil
+		turn := task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "unblock", Content: feedback, At: now, FeedbackDelivery: task.FeedbackPending}
+		return turn, prompt, &task.Op{Name: "unblock", Actor: e.Actor}, nil
 	})
 }
 
 // nextTurnFunc builds the turn a command adds to a session under the
 // store's update: the turn (its Seq and Session are filled in), the
 // prompt it launches with, and the operation recorded.
-type nextTurnFunc func(s *gitstore.Snapshot, now time.Time) (gitstore.Turn, string, *gitstore.Op, error)
+type nextTurnFunc func(s *task.Snapshot, now time.Time) (task.Turn, string, *task.Op, error)
 
 // continueSession is the sequence every command that runs the next turn
 // of a parked task's session shares: check (before recording and again
 // under the update), the agent's credentials, the upstream to merge,
 // the turn recorded with the task working, then the launch. kind is the
 // turn's kind, which also names the command in errors.
-func (e *Env) continueSession(ctx context.Context, sn *gitstore.Snapshot, kind string, check func(*gitstore.Snapshot) error, next nextTurnFunc) (*gitstore.Snapshot, error) {
+func (e *Env) continueSession(ctx context.Context, sn *task.Snapshot, kind string, check func(*task.Snapshot) error, next nextTurnFunc) (*task.Snapshot, error) {
 	if err := check(sn); err != nil {
 		return nil, err
 	}
@@ -100,9 +100,9 @@ func (e *Env) continueSession(ctx context.Context, sn *gitstore.Snapshot, kind s
 	if err != nil {
 		return nil, err
 	}
-	var turn gitstore.Turn
+	var turn task.Turn
 	var prompt string
-	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if err := check(s); err != nil {
 			return nil, err
 		}
@@ -125,7 +125,7 @@ func (e *Env) continueSession(ctx context.Context, sn *gitstore.Snapshot, kind s
 // deliveryPrompt is the prompt of a turn of kind about to be added to s
 // with message as its own content: message first, then every older
 // message still pending that the turn delivers (withUndelivered).
-func (e *Env) deliveryPrompt(s *gitstore.Snapshot, message, kind string) (string, error) {
+func (e *Env) deliveryPrompt(s *task.Snapshot, message, kind string) (string, error) {
 	turns, err := e.Store.Turns(s)
 	if err != nil {
 		return "", err
@@ -139,7 +139,7 @@ func (e *Env) deliveryPrompt(s *gitstore.Snapshot, message, kind string) (string
 // Pending violations refuse a turn that would pile work onto files an
 // eventual decision may revert, unless allowPending (ask and sync decide
 // nothing, and the park re-derives conflict afterwards).
-func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending bool, from ...machine.Status) error {
+func (e *Env) checkResumable(s *task.Snapshot, verb string, allowPending bool, from ...machine.Status) error {
 	ok := false
 	for _, st := range from {
 		ok = ok || s.Task.Status == st
@@ -185,7 +185,7 @@ func (e *Env) checkResumable(s *gitstore.Snapshot, verb string, allowPending boo
 // launchTurn writes command.json for a turn of an existing session and
 // starts its supervisor. The turn's base is the worktree's HEAD after the
 // upstream merge, which the supervisor determines.
-func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt, syncFrom string) error {
+func (e *Env) launchTurn(sn *task.Snapshot, turn task.Turn, kind, prompt, syncFrom string) error {
 	// What runs, and where, comes from this machine's record of the
 	// session, never from the task record (which a fetch may have written).
 	local, err := e.bind(sn)
@@ -238,7 +238,7 @@ func (e *Env) launchTurn(sn *gitstore.Snapshot, turn gitstore.Turn, kind, prompt
 // editedGoal opens the prompt of the first work turn after lazy edit
 // changed the goal: the agent works from the goal it was started with,
 // so it is told, with the new text in full.
-func editedGoal(sn *gitstore.Snapshot) (string, error) {
+func editedGoal(sn *task.Snapshot) (string, error) {
 	goal, err := sn.Goal()
 	if err != nil {
 		return "", err

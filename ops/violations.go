@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -28,7 +28,7 @@ func (d Decisions) any() bool { return len(d.Approve) > 0 || d.RevertRest }
 // committed first (the durable record), then reverted files are restored
 // in the worktree and committed on the task branch. It returns the
 // snapshot after the record.
-func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*gitstore.Snapshot, error) {
+func (e *Env) decide(ctx context.Context, sn *task.Snapshot, d Decisions) (*task.Snapshot, error) {
 	if !d.any() {
 		return sn, nil
 	}
@@ -58,7 +58,7 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 	}
 	type revert struct{ path, base string }
 	var reverts []revert
-	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	sn, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		reverts = nil
 		if s.Violations.Decided == nil {
 			s.Violations.Decided = map[string]string{}
@@ -66,19 +66,19 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 		var kept, reverted []string
 		for _, p := range s.Violations.Pending {
 			if approve[p] {
-				s.Violations.Decided[p] = gitstore.Approved
+				s.Violations.Decided[p] = task.Approved
 				kept = append(kept, p)
 			} else {
-				s.Violations.Decided[p] = gitstore.Reverted
+				s.Violations.Decided[p] = task.Reverted
 				reverted = append(reverted, p)
 				reverts = append(reverts, revert{p, s.Violations.Bases[p]})
 			}
 			delete(s.Violations.Bases, p)
 		}
 		s.Violations.Pending = []string{}
-		s.AddComment(gitstore.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second),
 			Text: fmt.Sprintf("file-permission decisions: approved %s; reverted %s", listOrNone(kept), listOrNone(reverted))})
-		return &gitstore.Op{Name: "decide-violations", Actor: e.Actor}, nil
+		return &task.Op{Name: "decide-violations", Actor: e.Actor}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (e *Env) decide(ctx context.Context, sn *gitstore.Snapshot, d Decisions) (*
 // revertFile restores path in the worktree dir to its content at base
 // (see worktree.RevertFile); base must be a recorded commit.
 func revertFile(ctx context.Context, dir, path, base string) (bool, error) {
-	if !gitstore.ValidHex(base) {
+	if !task.ValidHex(base) {
 		return false, fmt.Errorf("no pre-turn commit is recorded for %s", path)
 	}
 	return worktree.RevertFile(ctx, dir, path, base)

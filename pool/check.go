@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/task"
 )
 
 // DefaultMaxLease is lazy.pool.maxLease when it is not set: five times a
@@ -131,12 +131,12 @@ func checkRunner(name string, rn Runner, now time.Time, maxLease time.Duration) 
 		return fmt.Sprintf("it says it was seen at %s, later than lazy.pool.maxLease (%s) from now", rn.Seen.UTC().Format(time.RFC3339), maxLease)
 	}
 	for _, l := range append(slices.Clone(rn.Labels), rn.Agents...) {
-		if !gitstore.PoolLabel.MatchString(l) {
+		if !task.PoolLabel.MatchString(l) {
 			return fmt.Sprintf("%.40q is not a label or agent name", l)
 		}
 	}
 	for _, id := range rn.Holding {
-		if !gitstore.ValidID(id) {
+		if !task.ValidID(id) {
 			return fmt.Sprintf("it holds %.40q, which is not a task id", id)
 		}
 	}

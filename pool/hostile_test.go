@@ -100,7 +100,7 @@ func hostileClaims(t *testing.T, a *attacker) map[string]string {
 		"claims/" + ids(8):  a.blob([]byte(`{"task":"` + ids(8) + `"}`)),
 		"claims/" + ids(9):  a.commit(a.git([]byte("040000 tree "+subtree+"\tclaim.json\n"), "mktree")),
 		"claims/" + ids(10): a.file("other.json", []byte("{}")),
-		"claims/" + ids(11): a.file("claim.json", []byte(`{"task":"`+task+`","runner":"evil","generation":1,"lease_expires":"2024-01-01T00:00:00Z"}`)),
+		"claims/" + ids(11): a.file("claim.json", []byte(`{"task":"`+taskID+`","runner":"evil","generation":1,"lease_expires":"2024-01-01T00:00:00Z"}`)),
 		"claims/" + ids(12): a.file("claim.json", []byte(`{"task":"`+ids(12)+`","runner":"evil","generation":0,"lease_expires":"2024-01-01T00:00:00Z"}`)),
 		"claims/" + ids(13): a.file("claim.json", []byte(`{"task":"`+ids(13)+`","runner":"ev\u001b[2Jil","generation":1,"lease_expires":"2024-01-01T00:00:00Z"}`)),
 		"claims/not-a-task": a.file("claim.json", []byte(`{"task":"not-a-task","runner":"evil","generation":1,"lease_expires":"2024-01-01T00:00:00Z"}`)),
@@ -119,7 +119,7 @@ func TestHostileClaimsAreSkippedAndReported(t *testing.T) {
 	ctx := context.Background()
 	r := clones(t, 1)[0]
 	now := time.Now()
-	good, err := r.Take(ctx, task, "runner-a", nil, time.Minute, now)
+	good, err := r.Take(ctx, taskID, "runner-a", nil, time.Minute, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestHostileClaimsAreSkippedAndReported(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
 		t.Errorf("reading the claims allocated %d bytes: the 10 MiB claim was read", alloc)
 	}
-	if c := claims[task]; !c.Live(now) || c.Commit != good.Commit || c.Problem != "" {
+	if c := claims[taskID]; !c.Live(now) || c.Commit != good.Commit || c.Problem != "" {
 		t.Errorf("the valid claim beside the hostile ones: %+v", c)
 	}
 	reported := map[string]string{}
@@ -197,18 +197,18 @@ func TestGenerationArithmeticIsBounded(t *testing.T) {
 	ctx := context.Background()
 	r := clones(t, 1)[0]
 	old := time.Now().Add(-time.Hour)
-	h, err := r.Take(ctx, task, "a", nil, time.Second, old)
+	h, err := r.Take(ctx, taskID, "a", nil, time.Second, old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Generation = math.MaxUint64 // a caller that trusted a hostile value
-	if _, err := r.Take(ctx, task, "b", &h, time.Minute, time.Now()); !errors.Is(err, ErrGenerations) {
+	if _, err := r.Take(ctx, taskID, "b", &h, time.Minute, time.Now()); !errors.Is(err, ErrGenerations) {
 		t.Fatalf("take-over after generation 2^64-1: %v", err)
 	}
 	if _, err := r.Free(ctx, h, "human", time.Now()); !errors.Is(err, ErrGenerations) {
 		t.Fatalf("release after generation 2^64-1: %v", err)
 	}
-	if c := fetchClaims(t, r)[task]; c.Generation != 1 || c.Runner != "a" {
+	if c := fetchClaims(t, r)[taskID]; c.Generation != 1 || c.Runner != "a" {
 		t.Fatalf("the claim after refused take-overs: %+v", c)
 	}
 }
@@ -219,14 +219,14 @@ func TestAbsurdLeaseCountsAsExpired(t *testing.T) {
 	ctx := context.Background()
 	r := clones(t, 1)[0]
 	now := time.Now()
-	if _, err := r.Take(ctx, task, "a", nil, 20*time.Minute, now); err != nil {
+	if _, err := r.Take(ctx, taskID, "a", nil, 20*time.Minute, now); err != nil {
 		t.Fatal(err)
 	}
-	if c := fetchClaims(t, r)[task]; c.Live(now) || !strings.Contains(c.Problem, "lazy.pool.maxLease (10m0s)") {
+	if c := fetchClaims(t, r)[taskID]; c.Live(now) || !strings.Contains(c.Problem, "lazy.pool.maxLease (10m0s)") {
 		t.Fatalf("a 20m lease under the default 10m maximum: %+v", c)
 	}
 	r.MaxLease = time.Hour
-	if c := fetchClaims(t, r)[task]; !c.Live(now) || c.Problem != "" || c.Generation != 1 {
+	if c := fetchClaims(t, r)[taskID]; !c.Live(now) || c.Problem != "" || c.Generation != 1 {
 		t.Fatalf("a 20m lease under a 1h maximum: %+v", c)
 	}
 }
@@ -287,11 +287,11 @@ func TestHumanReleaseIsFenced(t *testing.T) {
 	rs := clones(t, 2)
 	runner, human := rs[0], rs[1]
 	now := time.Now()
-	h, err := runner.Take(ctx, task, "a", nil, time.Minute, now)
+	h, err := runner.Take(ctx, taskID, "a", nil, time.Minute, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := fetchClaims(t, human)[task]
+	seen := fetchClaims(t, human)[taskID]
 	// The runner renews between the human's look and the release.
 	renewed, err := runner.Renew(ctx, []Held{h}, Runner{ID: "a"}, time.Minute, now.Add(time.Second))
 	if err != nil {
@@ -300,10 +300,10 @@ func TestHumanReleaseIsFenced(t *testing.T) {
 	if _, err := human.Free(ctx, seen, "human", now); !errors.Is(err, ErrLost) {
 		t.Fatalf("a release over a renewal: %v", err)
 	}
-	if c := fetchClaims(t, human)[task]; c.Commit != renewed[0].Commit || !c.Live(now) {
+	if c := fetchClaims(t, human)[taskID]; c.Commit != renewed[0].Commit || !c.Live(now) {
 		t.Fatalf("the renewed claim after the refused release: %+v", c)
 	}
-	seen = fetchClaims(t, human)[task]
+	seen = fetchClaims(t, human)[taskID]
 	freed, err := human.Free(ctx, seen, "human", now)
 	if err != nil || freed.Generation != 2 || !freed.Released {
 		t.Fatalf("release: %+v, %v", freed, err)
@@ -315,11 +315,11 @@ func TestHumanReleaseIsFenced(t *testing.T) {
 	if _, err := runner.Fenced(ctx, renewed[0], time.Minute, now, []Update{{Ref: "refs/heads/result", New: head}}); !errors.Is(err, ErrLost) {
 		t.Fatalf("the released runner pushed a result: %v", err)
 	}
-	prev := fetchClaims(t, runner)[task]
+	prev := fetchClaims(t, runner)[taskID]
 	if prev.Live(now) {
 		t.Fatalf("the released claim is live: %+v", prev)
 	}
-	if next, err := runner.Take(ctx, task, "b", &prev, time.Minute, now); err != nil || next.Generation != 3 {
+	if next, err := runner.Take(ctx, taskID, "b", &prev, time.Minute, now); err != nil || next.Generation != 3 {
 		t.Fatalf("take after the release: %+v, %v", next, err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Where the pool's refs live on the remote.
@@ -262,7 +263,7 @@ func (r *Remote) Claims(ctx context.Context, now time.Time) (map[string]Held, []
 	out := map[string]Held{}
 	for _, e := range ents {
 		ref := ClaimsPrefix + e.name
-		if !gitstore.ValidID(e.name) {
+		if !task.ValidID(e.name) {
 			problems = append(problems, Problem{Ref: ref, Object: e.object, Reason: "its name is not a task id"})
 			continue
 		}
@@ -479,13 +480,13 @@ func lockRace(msg string) bool {
 // MaxLog bounds the log of a task a runner pushes: its newest part.
 const MaxLog = 1 << 20
 
-// Log returns the newest log a runner pushed for task, as last fetched
+// Log returns the newest log a runner pushed for task id, as last fetched
 // (nil when there is none).
-func (r *Remote) Log(ctx context.Context, task string) ([]byte, error) {
-	if !gitstore.ValidID(task) {
-		return nil, fmt.Errorf("%q is not a task id", task)
+func (r *Remote) Log(ctx context.Context, id string) ([]byte, error) {
+	if !task.ValidID(id) {
+		return nil, fmt.Errorf("%q is not a task id", id)
 	}
-	ents, _, err := r.read(ctx, "logs/", "log.jsonl", MaxLog, task)
+	ents, _, err := r.read(ctx, "logs/", "log.jsonl", MaxLog, id)
 	if err != nil {
 		return nil, fmt.Errorf("read the pool's logs: %w", err)
 	}
@@ -493,7 +494,7 @@ func (r *Remote) Log(ctx context.Context, task string) ([]byte, error) {
 		return nil, nil
 	}
 	if e := ents[0]; e.problem != "" {
-		return nil, fmt.Errorf("the pool's log of %s (%s) was skipped: %s", task, LogsPrefix+task, e.problem)
+		return nil, fmt.Errorf("the pool's log of %s (%s) was skipped: %s", id, LogsPrefix+id, e.problem)
 	}
 	return ents[0].data, nil
 }

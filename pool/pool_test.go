@@ -13,7 +13,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
-const task = "0123456789abcdef"
+const taskID = "0123456789abcdef"
 
 // TestPoolCommandsArgv pins what the pool asks git.
 func TestPoolCommandsArgv(t *testing.T) {
@@ -33,13 +33,13 @@ func TestPoolCommandsArgv(t *testing.T) {
 		{"mktree", mktreeCmd("r", nil), []string{"mktree"}},
 		{"commit", commitTreeCmd("r", c1, "m"), []string{"commit-tree", c1, "-F", "-"}},
 		{"push", pushCmd("r", "origin", []Update{
-			{Ref: ClaimsPrefix + task, New: c2, Old: c1, Leased: true},
+			{Ref: ClaimsPrefix + taskID, New: c2, Old: c1, Leased: true},
 			{Ref: ClaimsPrefix + "new", New: c2, Leased: true},
-			{Ref: "refs/lazy/tasks/" + task, New: c1},
+			{Ref: "refs/lazy/tasks/" + taskID, New: c1},
 			{Ref: RunnersPrefix + "h1", New: c2, Force: true},
 		}), []string{"push", "--atomic", "--porcelain", "--no-verify",
-			"--force-with-lease=refs/lazy-pool/claims/" + task + ":" + c1, "--force-with-lease=refs/lazy-pool/claims/new:",
-			"origin", c2 + ":refs/lazy-pool/claims/" + task, c2 + ":refs/lazy-pool/claims/new", c1 + ":refs/lazy/tasks/" + task, "+" + c2 + ":refs/lazy-pool/runners/h1"}},
+			"--force-with-lease=refs/lazy-pool/claims/" + taskID + ":" + c1, "--force-with-lease=refs/lazy-pool/claims/new:",
+			"origin", c2 + ":refs/lazy-pool/claims/" + taskID, c2 + ":refs/lazy-pool/claims/new", c1 + ":refs/lazy/tasks/" + taskID, "+" + c2 + ":refs/lazy-pool/runners/h1"}},
 	} {
 		got, err := tc.cmd.Argv()
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -97,7 +97,7 @@ func TestExactlyOneRunnerWinsAClaim(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, results[i] = r.Take(context.Background(), task, "runner"+string(rune('a'+i)), nil, time.Minute, now)
+			_, results[i] = r.Take(context.Background(), taskID, "runner"+string(rune('a'+i)), nil, time.Minute, now)
 		}()
 	}
 	wg.Wait()
@@ -116,7 +116,7 @@ func TestExactlyOneRunnerWinsAClaim(t *testing.T) {
 		t.Fatal("nobody won")
 	}
 	for _, r := range rs {
-		c := fetchClaims(t, r)[task]
+		c := fetchClaims(t, r)[taskID]
 		if c.Runner != "runner"+string(rune('a'+won)) || c.Generation != 1 || !c.Live(time.Now()) {
 			t.Fatalf("claim as read: %+v", c)
 		}
@@ -132,16 +132,16 @@ func TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced(t *testing.T) {
 	rs := clones(t, 2)
 	a, b := rs[0], rs[1]
 	t0 := time.Now()
-	held, err := a.Take(ctx, task, "a", nil, time.Second, t0)
+	held, err := a.Take(ctx, taskID, "a", nil, time.Second, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev := fetchClaims(t, b)[task]
-	if _, err := b.Take(ctx, task, "b", &prev, time.Minute, t0); !errors.Is(err, ErrHeld) {
+	prev := fetchClaims(t, b)[taskID]
+	if _, err := b.Take(ctx, taskID, "b", &prev, time.Minute, t0); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a live claim was taken: %v", err)
 	}
 	later := t0.Add(2 * time.Second)
-	nb, err := b.Take(ctx, task, "b", &prev, time.Minute, later)
+	nb, err := b.Take(ctx, taskID, "b", &prev, time.Minute, later)
 	if err != nil || nb.Generation != 2 {
 		t.Fatalf("take-over: %+v, %v", nb, err)
 	}
@@ -159,10 +159,10 @@ func TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced(t *testing.T) {
 	if want := head + "\trefs/heads/result-b"; refs != want {
 		t.Fatalf("remote result refs %q, want only %q", refs, want)
 	}
-	if err := b.Release(ctx, fetchClaims(t, b)[task], later); err != nil {
+	if err := b.Release(ctx, fetchClaims(t, b)[taskID], later); err != nil {
 		t.Fatal(err)
 	}
-	if c := fetchClaims(t, a)[task]; c.Live(later) || c.Generation != 2 {
+	if c := fetchClaims(t, a)[taskID]; c.Live(later) || c.Generation != 2 {
 		t.Fatalf("released claim: %+v", c)
 	}
 }
@@ -174,7 +174,7 @@ func TestRenewIsOnePushForEveryClaimAndTheRunner(t *testing.T) {
 	r.MaxLease = 2 * time.Hour // the hour's lease below is within it
 	now := time.Now()
 	var held []Held
-	for _, id := range []string{task, "fedcba9876543210"} {
+	for _, id := range []string{taskID, "fedcba9876543210"} {
 		h, err := r.Take(ctx, id, "a", nil, time.Second, now)
 		if err != nil {
 			t.Fatal(err)

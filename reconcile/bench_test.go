@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // fixture is a repository of tasks for the pass benchmark and the
@@ -47,7 +48,7 @@ func newFixture(tb testing.TB) *fixture {
 func (f *fixture) create(tb testing.TB, n int) {
 	tb.Helper()
 	for i := 0; i < n; i++ {
-		sn, err := f.store.Create(gitstore.CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human})
+		sn, err := f.store.Create(task.CreateSpec{Title: fmt.Sprintf("task %d", i), Actor: machine.Human})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func (f *fixture) reconciler() *Reconciler {
 	return &Reconciler{Env: &ops.Env{Store: f.store, Actor: machine.System, RepoDir: f.dir}, StartGrace: time.Hour}
 }
 
-func (f *fixture) list(tb testing.TB) []gitstore.Entry {
+func (f *fixture) list(tb testing.TB) []task.Entry {
 	tb.Helper()
 	entries, err := f.store.List()
 	if err != nil {
@@ -114,15 +115,15 @@ func (f *fixture) list(tb testing.TB) []gitstore.Entry {
 func walk(tb testing.TB, s *gitstore.Store, id string, to ...machine.Status) {
 	tb.Helper()
 	for _, st := range to {
-		if _, _, err := s.Update(context.Background(), id, func(sn *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, err := s.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
 			if sn.Session == nil {
 				sn.Task.Sessions++
-				sn.Session = &gitstore.Session{ID: id, Host: s.Host(), Branch: "lazy/x" + id, StartedAt: time.Now()}
-				turn := sn.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Kind: "start", Content: "go"})
+				sn.Session = &task.Session{ID: id, Host: s.Host(), Branch: "lazy/x" + id, StartedAt: time.Now()}
+				turn := sn.AddTurn(task.Turn{Role: task.RoleHuman, Kind: "start", Content: "go"})
 				sn.Session.Turn = turn.Seq
 			}
 			sn.Task.Status = st
-			return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
+			return &task.Op{Name: "walk", Actor: machine.Human}, nil
 		}); err != nil {
 			tb.Fatal(err)
 		}
@@ -179,7 +180,7 @@ func BenchmarkSweep(b *testing.B) {
 	type pass struct {
 		name    string
 		r       *Reconciler
-		entries []gitstore.Entry // nil: Pass
+		entries []task.Entry // nil: Pass
 		took    []time.Duration
 	}
 	var cases []*pass

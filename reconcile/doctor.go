@@ -21,6 +21,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -73,7 +74,7 @@ const StaleRefLock = gitstore.StaleLockAge
 // directories are gone, removes clean worktrees of finished tasks (their
 // branches stay), and removes stale lock and protocol files. A dirty
 // worktree or an unmerged branch is only ever reported.
-func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only string, repair bool) ([]Finding, error) {
+func (r *Reconciler) Doctor(ctx context.Context, entries []task.Entry, only string, repair bool) ([]Finding, error) {
 	// Orphaned packs go first: their objects are invisible, so records
 	// read before the repair would look corrupt.
 	packs := r.checkPacks(ctx, repair)
@@ -88,7 +89,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 		}
 	}
 	if only != "" {
-		var kept []gitstore.Entry
+		var kept []task.Entry
 		for _, e := range entries {
 			if e.ID == only {
 				kept = append(kept, e)
@@ -96,7 +97,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 		}
 		entries = kept
 	}
-	byID := map[string]*gitstore.Entry{}
+	byID := map[string]*task.Entry{}
 	for i := range entries {
 		byID[entries[i].ID] = &entries[i]
 	}
@@ -159,7 +160,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []gitstore.Entry, only 
 // slug, a missing or stale slug ref) and, when repairing, renames the
 // task that does not own the slug (slug-<6 id hex>, the name a pull
 // would give it) or re-points the ref.
-func (r *Reconciler) checkSlugs(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+func (r *Reconciler) checkSlugs(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
 	for _, p := range r.Env.Store.CheckSlugs(entries) {
 		f := Finding{TaskID: p.ID, Slug: p.Slug, Kind: "slug-conflict", Detail: p.Detail(), Action: "would " + p.Action()}
@@ -202,7 +203,7 @@ func joinAction(prev string, a Action) string {
 }
 
 // diagnose inspects one task the way the sweeps would, without acting.
-func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
+func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 	if e.Err != nil {
 		return &Finding{TaskID: e.ID, Kind: "corrupt-record", Detail: e.Err.Error()}
 	}
@@ -310,7 +311,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *gitstore.Entry) *Finding {
 // (processes carrying a task's turn marker) with no supervisor holding the
 // task, and supervisors of tasks that are parked. A repair ends them,
 // under the task lock and after judging again.
-func (r *Reconciler) checkStrays(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	marked := proc.ByEnvIn(proto.TurnEnv, proto.TurnScope(r.Env.Store.Repo().LazyDir()))
 	var findings []Finding
 	for i := range entries {
@@ -399,7 +400,7 @@ func (r *Reconciler) checkOrphanSlugs(ctx context.Context, only string, repair b
 // foreign reports a task whose record claims a session of this host that
 // this machine never started: crafted on another machine (and fetched) or
 // left by lost local state. Nothing acts on it; a human decides.
-func (r *Reconciler) foreign(sn *gitstore.Snapshot, f *Finding) *Finding {
+func (r *Reconciler) foreign(sn *task.Snapshot, f *Finding) *Finding {
 	if !r.Env.Foreign(sn) {
 		return nil // another host's session: that host judges it
 	}
@@ -412,13 +413,13 @@ func (r *Reconciler) foreign(sn *gitstore.Snapshot, f *Finding) *Finding {
 // checkWorktrees reports lazy worktrees that no unfinished task owns;
 // covered are worktrees and branches an interrupted-cleanup finding
 // already names (in a dry run, where they are still there).
-func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*gitstore.Entry, only string, repair bool, covered map[string]bool) []Finding {
+func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*task.Entry, only string, repair bool, covered map[string]bool) []Finding {
 	repoDir := r.Env.RepoDir
 	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
 	if err != nil {
 		return []Finding{{Kind: "worktree-error", Detail: "cannot list worktrees", Error: err.Error()}}
 	}
-	slugs := map[string]*gitstore.Summary{}
+	slugs := map[string]*task.Summary{}
 	for _, e := range byID {
 		if s, err := e.Summary(); err == nil {
 			slugs[s.Slug] = s
@@ -539,7 +540,7 @@ func (r *Reconciler) finishConfirmed(ctx context.Context, id, branch string) (bo
 // edits nothing there), and when repairing moves each to where new
 // worktrees go (ops.MoveWorktree). A task whose turn runs is left for a
 // later doctor.
-func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
 	for _, e := range entries {
 		switch e.Status {
@@ -585,7 +586,7 @@ func checkedOut(porcelain string) map[string]bool {
 // checkBranches finds branches of accepted tasks that the accept did not
 // get to delete (killed during its cleanup): the merge is recorded, so the
 // branch goes, its tip named in the finding.
-func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitstore.Summary, busy map[string]bool, only string, repair bool) []Finding {
+func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*task.Summary, busy map[string]bool, only string, repair bool) []Finding {
 	repoDir := r.Env.RepoDir
 	out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/lazy/").String(ctx)
 	if err != nil || out == "" {
@@ -594,25 +595,25 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*gitsto
 	var findings []Finding
 	for _, line := range strings.Split(out, "\n") {
 		branch, tip, _ := strings.Cut(line, " ")
-		task := slugs[strings.TrimPrefix(branch, "lazy/")]
-		if task == nil || task.Status != machine.Complete || task.Outcome != gitstore.OutcomeAccepted || busy[branch] || (only != "" && task.ID != only) {
+		sum := slugs[strings.TrimPrefix(branch, "lazy/")]
+		if sum == nil || sum.Status != machine.Complete || sum.Outcome != task.OutcomeAccepted || busy[branch] || (only != "" && sum.ID != only) {
 			continue
 		}
 		// A record says accepted; only a branch this machine's own
 		// session made is deleted on its word (a record from a remote
 		// could name any slug). Another is not lazy's to judge.
-		if local, err := r.Env.Sessions().Load(task.ID); err != nil || local.Branch != branch {
+		if local, err := r.Env.Sessions().Load(sum.ID); err != nil || local.Branch != branch {
 			continue
 		}
 		// And only when this machine can see the merge: the record's
 		// completion may have been pulled from anywhere. A branch of
 		// its own lazy keeps says why.
-		if ok, why := r.finishConfirmed(ctx, task.ID, branch); !ok {
-			findings = append(findings, Finding{TaskID: task.ID, Slug: task.Slug, Kind: "kept-branch",
+		if ok, why := r.finishConfirmed(ctx, sum.ID, branch); !ok {
+			findings = append(findings, Finding{TaskID: sum.ID, Slug: sum.Slug, Kind: "kept-branch",
 				Detail: fmt.Sprintf("the branch %s (at %s) of the accepted task stays: this machine cannot confirm the merge (%s); delete it yourself once you have checked (git branch -D %s)", branch, tip, why, branch)})
 			continue
 		}
-		f := Finding{TaskID: task.ID, Slug: task.Slug, Kind: "leftover-branch",
+		f := Finding{TaskID: sum.ID, Slug: sum.Slug, Kind: "leftover-branch",
 			Detail: fmt.Sprintf("the branch %s (at %s) of an accepted task was not deleted", branch, tip), Action: "would delete it (git branch " + branch + " " + tip + " recreates it)"}
 		if repair {
 			if err := gitcli.New(repoDir, "branch", "-D", "--quiet", branch).Run(ctx); err != nil {
@@ -656,7 +657,7 @@ func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
 
 // checkRefLocks finds ref .lock files a killed process left behind:
 // each blocks every update of its ref until removed.
-func (r *Reconciler) checkRefLocks(byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
+func (r *Reconciler) checkRefLocks(byID map[string]*task.Entry, only string, repair bool) []Finding {
 	var findings []Finding
 	repo := r.Env.Store.Repo()
 	// Collect first, act after: the walk only reads. refs/lazy-remotes
@@ -732,7 +733,7 @@ func (r *Reconciler) checkGitLocks(repair bool) []Finding {
 
 // checkFiles finds task locks, protocol directories and agent logs of
 // tasks that no longer exist.
-func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, repair bool) []Finding {
+func (r *Reconciler) checkFiles(byID map[string]*task.Entry, only string, repair bool) []Finding {
 	if only != "" {
 		return nil
 	}
@@ -751,7 +752,7 @@ func (r *Reconciler) checkFiles(byID map[string]*gitstore.Entry, only string, re
 		}
 		for _, ent := range ents {
 			id := strings.TrimSuffix(strings.TrimPrefix(ent.Name(), dir.prefix), dir.suffix)
-			if !gitstore.ValidID(id) || byID[id] != nil {
+			if !task.ValidID(id) || byID[id] != nil {
 				continue
 			}
 			path := filepath.Join(dir.path, ent.Name())

@@ -4,19 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // checkFigures names every recorded figure lazy does not believe (see
-// gitstore.Flag): a cost or token count that is not a finite number, is
+// task.Flag): a cost or token count that is not a finite number, is
 // negative or is beyond the bounds of package budget, and a budget out
 // of those bounds. Such a figure is already left out of every sum; the
 // findings say which and where. A task total that is flagged is summed
 // again from the turns lazy believes, when repairing (the turns are what
 // a total adds up). A flagged turn is history and stays as it came (a
 // note); a budget out of bounds counts as none until a human sets one.
-func (r *Reconciler) checkFigures(ctx context.Context, entries []gitstore.Entry, repair bool) []Finding {
+func (r *Reconciler) checkFigures(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
 	for i := range entries {
 		e := &entries[i]
@@ -58,7 +58,7 @@ func (r *Reconciler) checkFigures(ctx context.Context, entries []gitstore.Entry,
 
 // holdFlagged reports whether the entry's budget hold may carry figures
 // out of bounds: only then is its record worth a read.
-func holdFlagged(e *gitstore.Entry) bool {
+func holdFlagged(e *task.Entry) bool {
 	if e.Status != machine.Blocked && e.Status != machine.Conflict {
 		return false
 	}
@@ -66,7 +66,7 @@ func holdFlagged(e *gitstore.Entry) bool {
 	if err != nil || s.Hold == nil {
 		return false
 	}
-	return len(gitstore.TaskFlags(&gitstore.Task{Hold: s.Hold})) > 0
+	return len(task.OwnFlags(&task.Task{Hold: s.Hold})) > 0
 }
 
 // resumTotal replaces task id's flagged usage total with the sum of the
@@ -78,8 +78,8 @@ func (r *Reconciler) resumTotal(ctx context.Context, id string) (action string, 
 		return "", false, err.Error()
 	}
 	defer unlock()
-	var sum gitstore.Usage
-	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	var sum task.Usage
+	_, _, err = r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		u := s.Task.Usage
 		if u == nil || u.Flagged == "" {
 			return nil, nil // repaired meanwhile
@@ -92,7 +92,7 @@ func (r *Reconciler) resumTotal(ctx context.Context, id string) (action string, 
 		// Kept even when nothing is left: the task did record usage, and
 		// its turns' flags stay for doctor to name.
 		s.Task.Usage = &sum
-		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: "usage total summed again from the turns: the recorded one was left out (" + why + ")"}, nil
+		return &task.Op{Name: "reconcile", Actor: machine.System, Reason: "usage total summed again from the turns: the recorded one was left out (" + why + ")"}, nil
 	})
 	if err != nil {
 		return "", false, err.Error()

@@ -9,10 +9,10 @@ import (
 
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // DefaultForgeInterval is how often the daemon asks each forge about its
@@ -105,7 +105,7 @@ type forgeKey struct {
 // (no forge is asked): one whose accept died before requesting the merge
 // is stranded and goes back to submitted; one the forge was asked to
 // merge is left for the forge sync. The caller holds the task lock.
-func (r *Reconciler) sweepForgePending(ctx context.Context, sn *gitstore.Snapshot) ([]Action, error) {
+func (r *Reconciler) sweepForgePending(ctx context.Context, sn *task.Snapshot) ([]Action, error) {
 	if sn.Task.Forge.MergeRequested != nil {
 		return nil, nil
 	}
@@ -154,7 +154,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 	for _, i := range v.forge {
 		e := &v.entries[i]
 		r.forgeLooks.Add(1)
-		var sn *gitstore.Snapshot
+		var sn *task.Snapshot
 		k, ok := old[e.ID]
 		if !ok || k.commit != e.Commit {
 			var err error
@@ -213,7 +213,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 }
 
 // syncTask follows one task's pull request.
-func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.Snapshot) ([]Action, error) {
+func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snapshot) ([]Action, error) {
 	id, slug, from := sn.Task.ID, sn.Task.Slug, sn.Task.Status
 	pr, err := fg.View(ctx, sn.Task.Forge.Number)
 	if err != nil {
@@ -228,7 +228,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.
 	if err != nil {
 		return nil, err
 	}
-	act := func(out *gitstore.Snapshot, why string) []Action {
+	act := func(out *task.Snapshot, why string) []Action {
 		if out == nil {
 			return nil
 		}
@@ -288,7 +288,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *gitstore.
 // readLogs adds the CI log tail to each failed check not delivered yet,
 // when the forge can read logs. A log that cannot be read is left out:
 // the check's summary and link still go.
-func (r *Reconciler) readLogs(ctx context.Context, fg forge.Forge, rec *gitstore.ForgeRecord, pr *forge.PR) {
+func (r *Reconciler) readLogs(ctx context.Context, fg forge.Forge, rec *task.ForgeRecord, pr *forge.PR) {
 	lr, ok := fg.(forge.LogReader)
 	if !ok {
 		return

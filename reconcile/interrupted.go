@@ -3,10 +3,10 @@ package reconcile
 import (
 	"context"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // sweepInterrupted handles one interrupted task of this host. A completed
@@ -37,7 +37,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 		if err != nil {
 			return nil, err
 		}
-		_, _, err = store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		_, _, err = store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 			if s.Task.Status != machine.Interrupted || s.Session == nil || s.Session.Turn != resp.Seq || s.Session.ID != resp.Session {
 				first = nil
 				return nil, nil
@@ -45,7 +45,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 			s.Task.Status = machine.Working
 			why := "a completed response arrived after the task was marked interrupted"
 			first = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Interrupted, To: machine.Working, Why: why}
-			return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
+			return &task.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 		})
 		unlock()
 		if err != nil || first == nil {
@@ -75,7 +75,7 @@ func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error
 
 // autoResumeFrom is autoResume judged first on a snapshot the caller
 // just loaded; the resume itself re-checks under the task lock.
-func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *gitstore.Snapshot) ([]Action, error) {
+func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]Action, error) {
 	id := sn.Task.ID
 	if r.Env.Launch == nil || r.NoAutoResume {
 		return nil, nil
@@ -99,10 +99,10 @@ func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *gitstore.Snapshot) 
 
 // mustLoad reloads a snapshot for a re-check; a failed load reads as a
 // snapshot that refuses everything.
-func mustLoad(r *Reconciler, id string) *gitstore.Snapshot {
+func mustLoad(r *Reconciler, id string) *task.Snapshot {
 	sn, err := r.load(id)
 	if err != nil {
-		return &gitstore.Snapshot{}
+		return &task.Snapshot{}
 	}
 	return sn
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -96,10 +96,10 @@ func testMergeSeenThroughTheMemo(t *testing.T, pass bool) {
 	testrepo.Git(t, f.dir, "commit", "-q", "--allow-empty", "-m", "work")
 	work := testrepo.Git(t, f.dir, "rev-parse", "HEAD")
 	testrepo.Git(t, f.dir, "checkout", "-q", "main")
-	if _, _, err := f.store.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "done", Commits: []string{work}})
+	if _, _, err := f.store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
+		s.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "done", Commits: []string{work}})
 		s.Task.Status = machine.Blocked
-		return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
+		return &task.Op{Name: "walk", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,22 +147,22 @@ func testMergeSeenThroughTheMemo(t *testing.T, pass bool) {
 func TestAMergedAttemptSettlesItsGroup(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	group, err := f.store.Create(gitstore.CreateSpec{Title: "two ways", Actor: machine.Human})
+	group, err := f.store.Create(task.CreateSpec{Title: "two ways", Actor: machine.Human})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for k := 1; k <= 2; k++ {
-		a, err := f.store.Create(gitstore.CreateSpec{Title: "two ways", Slug: fmt.Sprintf("two-ways-a%d", k), AttemptOf: group.Task.ID, Attempt: k, Actor: machine.Human})
+		a, err := f.store.Create(task.CreateSpec{Title: "two ways", Slug: fmt.Sprintf("two-ways-a%d", k), AttemptOf: group.Task.ID, Attempt: k, Actor: machine.Human})
 		if err != nil {
 			t.Fatal(err)
 		}
 		walk(t, f.store, a.Task.ID, machine.Working, machine.Blocked)
 		ids = append(ids, a.Task.ID)
 	}
-	if _, _, err := f.store.Update(ctx, group.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := f.store.Update(ctx, group.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Attempts = ids
-		return &gitstore.Op{Name: "attempts", Actor: machine.Human}, nil
+		return &task.Op{Name: "attempts", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +171,9 @@ func TestAMergedAttemptSettlesItsGroup(t *testing.T) {
 	testrepo.Git(t, f.dir, "commit", "-q", "--allow-empty", "-m", "attempt 1's work")
 	work := strings.TrimSpace(testrepo.Git(t, f.dir, "rev-parse", "HEAD"))
 	testrepo.Git(t, f.dir, "checkout", "-q", "main")
-	if _, _, err := f.store.Update(ctx, ids[0], func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "done", Commits: []string{work}})
-		return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
+	if _, _, err := f.store.Update(ctx, ids[0], func(s *task.Snapshot) (*task.Op, error) {
+		s.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "done", Commits: []string{work}})
+		return &task.Op{Name: "walk", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestAMergedAttemptSettlesItsGroup(t *testing.T) {
 		t.Fatalf("actions = %+v, want the group completed last", actions)
 	}
 	g, _ := f.store.Load(group.Task.ID)
-	if g.Task.Status != machine.Complete || g.Task.Outcome != gitstore.OutcomeAccepted {
+	if g.Task.Status != machine.Complete || g.Task.Outcome != task.OutcomeAccepted {
 		t.Fatalf("group %s %s", g.Task.Status, g.Task.Outcome)
 	}
 	a2, _ := f.store.Load(ids[1])

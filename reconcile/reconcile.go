@@ -42,6 +42,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // DefaultStartGrace is how long a newly working task is left alone before
@@ -119,7 +120,7 @@ type Reconciler struct {
 
 // load reads a task's full snapshot: the expensive read a pass avoids
 // for tasks the list summary already rules out.
-func (r *Reconciler) load(id string) (*gitstore.Snapshot, error) {
+func (r *Reconciler) load(id string) (*task.Snapshot, error) {
 	r.loads.Add(1)
 	return r.Env.Store.Load(id)
 }
@@ -170,7 +171,7 @@ func (c *fieldCache) replace(keep map[string]mergeFields) {
 
 // fieldsOf returns e's merge fields from old when its commit is the
 // same, else from its summary, and records them in keep.
-func fieldsOf(e *gitstore.Entry, old, keep map[string]mergeFields) (mergeFields, error) {
+func fieldsOf(e *task.Entry, old, keep map[string]mergeFields) (mergeFields, error) {
 	f, ok := old[e.ID]
 	if !ok || f.Commit != e.Commit {
 		s, err := e.Summary()
@@ -203,7 +204,7 @@ func (r *Reconciler) proto(id string) proto.Dir {
 
 // sweepable says whether a task's status gives a per-task sweep anything
 // to judge.
-func sweepable(e *gitstore.Entry) bool {
+func sweepable(e *task.Entry) bool {
 	if e.Err != nil {
 		return false
 	}
@@ -218,21 +219,21 @@ func sweepable(e *gitstore.Entry) bool {
 
 // limitHeld reads from the summary bytes whether a usage limit holds the
 // task: the daemon resumes it when the limit resets.
-func limitHeld(e *gitstore.Entry) bool {
+func limitHeld(e *task.Entry) bool {
 	return bytes.Contains(e.JSON, []byte(`"hold":{"kind":"limit"`))
 }
 
 // hasSession reads the session count from the summary bytes without
 // decoding them: the blocked-to-backlog check runs over every blocked
 // task on every pass.
-func hasSession(e *gitstore.Entry) bool {
+func hasSession(e *task.Entry) bool {
 	return !bytes.Contains(e.JSON, []byte(`"sessions":0,`))
 }
 
 // Sweep runs every sweep over entries (the output of Store.List). Errors
 // of one task never stop the others; they are joined in the result. It
 // walks every entry; Pass, which lists by itself, walks only what moved.
-func (r *Reconciler) Sweep(ctx context.Context, entries []gitstore.Entry) ([]Action, error) {
+func (r *Reconciler) Sweep(ctx context.Context, entries []task.Entry) ([]Action, error) {
 	return r.sweep(ctx, newView(entries, 0))
 }
 

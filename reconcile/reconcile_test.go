@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func TestExitReasonNamesTheSignal(t *testing.T) {
@@ -36,17 +36,17 @@ func TestHasSessionReadsTheSummaryBytes(t *testing.T) {
 		sessions int
 		want     bool
 	}{{0, false}, {1, true}, {10, true}} {
-		task := gitstore.Task{ID: "0123456789abcdef", Slug: "x", Status: machine.Blocked, Sessions: c.sessions}
-		e := gitstore.Entry{ID: task.ID, Status: task.Status, JSON: summaryBytes(t, &task)}
+		rec := task.Task{ID: "0123456789abcdef", Slug: "x", Status: machine.Blocked, Sessions: c.sessions}
+		e := task.Entry{ID: rec.ID, Status: rec.Status, JSON: summaryBytes(t, &rec)}
 		if hasSession(&e) != c.want {
 			t.Errorf("sessions %d: hasSession = %v", c.sessions, !c.want)
 		}
 	}
 }
 
-func summaryBytes(t *testing.T, task *gitstore.Task) []byte {
+func summaryBytes(t *testing.T, rec *task.Task) []byte {
 	t.Helper()
-	s := gitstore.NewSummary(task)
+	s := task.NewSummary(rec)
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

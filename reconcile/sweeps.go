@@ -9,19 +9,19 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
 // step applies one guarded system transition under the task lock. apply
 // returns "" to decline (the task is no longer what the sweep saw), or
 // the reason it recorded.
-func (r *Reconciler) step(ctx context.Context, id string, apply func(s *gitstore.Snapshot) string) (*Action, error) {
+func (r *Reconciler) step(ctx context.Context, id string, apply func(s *task.Snapshot) string) (*Action, error) {
 	unlock, err := r.Env.LockTask(ctx, id)
 	if err != nil {
 		return nil, err
@@ -30,9 +30,9 @@ func (r *Reconciler) step(ctx context.Context, id string, apply func(s *gitstore
 	return r.stepLocked(ctx, id, apply)
 }
 
-func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *gitstore.Snapshot) string) (*Action, error) {
+func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *task.Snapshot) string) (*Action, error) {
 	var act *Action
-	_, _, err := r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err := r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		from := s.Task.Status
 		why := apply(s)
 		if why == "" {
@@ -40,7 +40,7 @@ func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *gi
 			return nil, nil
 		}
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
-		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
+		return &task.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 	})
 	if err != nil {
 		return nil, err // the closure ran, but nothing was written
@@ -62,7 +62,7 @@ func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, err
 	} else if p.PID == 0 && r.now().Sub(sn.Task.UpdatedAt) < r.grace() {
 		return nil, nil // lazy pair may be starting up
 	}
-	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
 		if s.Task.Status != machine.Pairing {
 			return ""
 		}
@@ -79,7 +79,7 @@ func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, err
 // backlog: blocked means "waiting for review", and there is nothing to
 // review (spec: "Blocked-to-backlog migration").
 func (r *Reconciler) sweepSessionless(ctx context.Context, id string) ([]Action, error) {
-	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
 		if s.Task.Status != machine.Blocked || s.Session != nil || s.Task.Sessions > 0 {
 			return ""
 		}
@@ -92,7 +92,7 @@ func (r *Reconciler) sweepSessionless(ctx context.Context, id string) ([]Action,
 // completeZombie finishes a task whose work was found merged: zombie ->
 // complete with outcome accepted.
 func (r *Reconciler) completeZombie(ctx context.Context, id, why string) ([]Action, error) {
-	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
 		if s.Task.Status != machine.Zombie {
 			return ""
 		}
@@ -149,7 +149,7 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 
 // MergeLanded reports whether a stranded local accept committed its
 // squash merge (see ops.MergeLanded).
-func MergeLanded(ctx context.Context, repoDir string, sn *gitstore.Snapshot) (bool, error) {
+func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, error) {
 	return ops.MergeLanded(ctx, repoDir, sn)
 }
 
@@ -374,7 +374,7 @@ func (p *mergedPass) decodeParents() {
 	if len(p.parents) == 0 {
 		return
 	}
-	p.v.withSession(p.parents, func(e *gitstore.Entry) {
+	p.v.withSession(p.parents, func(e *task.Entry) {
 		if f, err := fieldsOf(e, p.old, p.keep); err == nil {
 			p.parents[e.ID] = &f
 		}
@@ -561,7 +561,7 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 		return nil, err
 	}
 	newest := ops.NewestCommit(turns)
-	if newest == "" || !gitstore.ValidHex(newest) {
+	if newest == "" || !task.ValidHex(newest) {
 		return nil, nil // no recorded work: an empty branch is not a merged one
 	}
 	if newest == sn.Task.ReopenedAt {
@@ -570,7 +570,7 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	if gitcli.New(r.Env.RepoDir, "merge-base", "--is-ancestor", newest, "refs/heads/"+target).Run(ctx) != nil {
 		return nil, nil
 	}
-	a, err := r.step(ctx, id, func(s *gitstore.Snapshot) string {
+	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
 		if !parkedStatus(s.Task.Status) || s.Session == nil {
 			return ""
 		}

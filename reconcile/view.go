@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // view is one listing of the tasks, sorted once into what each sweep
@@ -15,7 +16,7 @@ import (
 // task. Pass keeps its view across passes while no task ref moves; Sweep
 // builds one from its caller's list for that call alone.
 type view struct {
-	entries []gitstore.Entry
+	entries []task.Entry
 	// live are the tasks whose status a per-task sweep judges (sweepable).
 	live []int
 	// terminal are the finished tasks, whose protocol files the terminal
@@ -41,7 +42,7 @@ type view struct {
 
 // newView sorts entries into the sweeps' lists. It is the one walk over
 // every task; Pass does it only when a task ref moved.
-func newView(entries []gitstore.Entry, gen uint64) *view {
+func newView(entries []task.Entry, gen uint64) *view {
 	v := &view{entries: entries, gen: gen}
 	for i := range entries {
 		e := &entries[i]
@@ -100,7 +101,7 @@ func (v *view) finishedAmong(ran map[string]bool) []string {
 
 // withSession returns the entries of the wanted ids that had a session:
 // the parents the merged-branch sweep compares candidates with.
-func (v *view) withSession(wanted map[string]*mergeFields, fn func(e *gitstore.Entry)) {
+func (v *view) withSession(wanted map[string]*mergeFields, fn func(e *task.Entry)) {
 	if v.gen == 0 {
 		for i := range v.entries {
 			e := &v.entries[i]
@@ -200,7 +201,7 @@ func (r *Reconciler) current() (*view, error) {
 // moved since, so a caller that keeps its own view of the tasks (the
 // daemon's notifications) has nothing to look at. The entries are
 // shared: read them, never change them. Nil before the first Pass.
-func (r *Reconciler) Listing() ([]gitstore.Entry, uint64) {
+func (r *Reconciler) Listing() ([]task.Entry, uint64) {
 	r.pass.mu.Lock()
 	defer r.pass.mu.Unlock()
 	if r.pass.v == nil {
@@ -216,14 +217,14 @@ func (r *Reconciler) Listing() ([]gitstore.Entry, uint64) {
 // follows, in the list's order. It costs in proportion to them, so a
 // daemon that passes with Pass need not list every task each tick for
 // its own use. Nil before the first Pass.
-func (r *Reconciler) Watched() []gitstore.Entry {
+func (r *Reconciler) Watched() []task.Entry {
 	r.pass.mu.Lock()
 	defer r.pass.mu.Unlock()
 	v := r.pass.v
 	if v == nil {
 		return nil
 	}
-	out := make([]gitstore.Entry, 0, len(v.live)+len(v.forge))
+	out := make([]task.Entry, 0, len(v.live)+len(v.forge))
 	i, j := 0, 0
 	for i < len(v.live) || j < len(v.forge) {
 		// Both index lists ascend; merging them keeps the list's order

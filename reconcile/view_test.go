@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // settle ages the files the task refs and the merged-branch sweep's refs
@@ -184,9 +185,9 @@ func TestForgeSweepWalksOnlyWhenDue(t *testing.T) {
 	f.create(t, 4)
 	id := f.backlog[0]
 	walk(t, f.store, id, machine.Working, machine.Submitted)
-	if _, _, err := f.store.Update(context.Background(), id, func(sn *gitstore.Snapshot) (*gitstore.Op, error) {
-		sn.Task.Forge = &gitstore.ForgeRecord{Kind: "github", Remote: "origin", Head: "lazy/x", Base: "main", Number: 7, URL: "https://github.com/o/r/pull/7"}
-		return &gitstore.Op{Name: "walk", Actor: machine.Human}, nil
+	if _, _, err := f.store.Update(context.Background(), id, func(sn *task.Snapshot) (*task.Op, error) {
+		sn.Task.Forge = &task.ForgeRecord{Kind: "github", Remote: "origin", Head: "lazy/x", Base: "main", Number: 7, URL: "https://github.com/o/r/pull/7"}
+		return &task.Op{Name: "walk", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestTransientRecordIsListedAgain(t *testing.T) {
 		{fmt.Errorf("read: %w", fs.ErrNotExist), true},
 		{errors.New("task x is corrupt: task.json is missing"), false},
 	} {
-		v := newView([]gitstore.Entry{{ID: "0123456789abcdef", Err: c.err}}, 1)
+		v := newView([]task.Entry{{ID: "0123456789abcdef", Err: c.err}}, 1)
 		if v.transient != c.want || len(v.live) != 0 {
 			t.Errorf("%v: transient = %v, live %v", c.err, v.transient, v.live)
 		}

@@ -12,13 +12,13 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -72,7 +72,7 @@ func (r *Reconciler) thenAutoResume(ctx context.Context, a *Action, err error) (
 
 // currentResponse reads response.json if it answers the session's
 // current turn; a stale one (an older turn, another session) is ignored.
-func currentResponse(pd proto.Dir, s *gitstore.Session) (*proto.Response, bool) {
+func currentResponse(pd proto.Dir, s *task.Session) (*proto.Response, bool) {
 	var resp proto.Response
 	if pd.Read(proto.ResponseFile, &resp) != nil || resp.Session != s.ID || resp.Seq != s.Turn {
 		return nil, false
@@ -89,7 +89,7 @@ func exists(path string) bool {
 
 // supervisorStatus reads status.json of the session's current turn, for
 // its diagnostics (pids, phase, base); it says nothing about liveness.
-func supervisorStatus(pd proto.Dir, s *gitstore.Session) proto.Status {
+func supervisorStatus(pd proto.Dir, s *task.Session) proto.Status {
 	var st proto.Status
 	if pd.Read(proto.StatusFile, &st) != nil || st.Session != s.ID {
 		return proto.Status{}
@@ -107,7 +107,7 @@ func (r *Reconciler) supervised(id string) bool {
 // lastStart is when the current turn began, as far as the records tell:
 // the command's own timestamp when it belongs to this turn, else the
 // task's last update (a later comment only lengthens the grace).
-func lastStart(sn *gitstore.Snapshot, pd proto.Dir) time.Time {
+func lastStart(sn *task.Snapshot, pd proto.Dir) time.Time {
 	t := sn.Task.UpdatedAt
 	var cmd proto.Command
 	if pd.Read(proto.CommandFile, &cmd) == nil && cmd.Session == sn.Session.ID && cmd.Seq == sn.Session.Turn && cmd.Written.After(t) {
@@ -124,14 +124,14 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		return nil, err
 	}
 	defer unlock()
-	recorded, _, err := r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	recorded, _, err := r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Working || s.Session == nil || s.Session.ID != resp.Session || s.Session.Turn != resp.Seq {
 			act = nil
 			return nil, nil // someone else recorded it, or it is not ours
 		}
 		now := r.now().UTC().Truncate(time.Second)
 		code := resp.ExitCode
-		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: resp.Result, At: now, Session: resp.Session,
+		turn := task.Turn{Role: task.RoleAgent, Kind: "agent", Content: resp.Result, At: now, Session: resp.Session,
 			Commits: resp.Commits, ChangedFiles: resp.ChangedFiles, ExitCode: &code, Error: resp.Error, FailureClass: resp.FailureClass, Attempts: resp.Attempts}
 		from := s.Task.Status
 		if resp.AgentSessionID != "" {
@@ -152,13 +152,13 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// supervisor authored, delivered at once), then the rest of
 			// the turn, which carries its commits.
 			zero := 0
-			s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: pb.FirstResult, At: pb.At.Truncate(time.Second), Session: resp.Session, ExitCode: &zero})
-			s.AddTurn(gitstore.Turn{Role: gitstore.RoleHuman, Actor: machine.Supervisor, Kind: "push-back", Content: pb.Prompt, At: pb.At.Truncate(time.Second),
-				Session: resp.Session, FeedbackDelivery: gitstore.FeedbackConsumed})
+			s.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", Content: pb.FirstResult, At: pb.At.Truncate(time.Second), Session: resp.Session, ExitCode: &zero})
+			s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: machine.Supervisor, Kind: "push-back", Content: pb.Prompt, At: pb.At.Truncate(time.Second),
+				Session: resp.Session, FeedbackDelivery: task.FeedbackConsumed})
 		}
 		turn.Agent = s.Session.Agent
 		if t := resp.Tools; t != nil {
-			turn.Tools = &gitstore.Tools{Calls: t.Calls, Failed: t.Failed}
+			turn.Tools = &task.Tools{Calls: t.Calls, Failed: t.Failed}
 		}
 		if u := resp.Usage; u != nil {
 			use, model, pricedBy := r.turnUsage(s, u)
@@ -166,10 +166,10 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			if !use.Valid() && s.Task.Usage == nil {
 				// Nothing to add, but the task did record usage: the
 				// reports that read turns, and doctor, look at it.
-				s.Task.Usage = &gitstore.Usage{}
+				s.Task.Usage = &task.Usage{}
 			}
 			if use.Valid() {
-				total := gitstore.Usage{}
+				total := task.Usage{}
 				if t := s.Task.Usage; t.Valid() {
 					total = *t
 				} else if t != nil {
@@ -230,7 +230,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// A usage limit with a stated reset: not a failure and not an
 			// interruption. The daemon resumes the session after it.
 			s.Task.Status = ops.ParkBack(s)
-			s.Task.Hold = &gitstore.Hold{Kind: gitstore.HoldLimit, At: now, Until: resp.ResetAt.UTC().Truncate(time.Second), Reason: resp.FailureReason}
+			s.Task.Hold = &task.Hold{Kind: task.HoldLimit, At: now, Until: resp.ResetAt.UTC().Truncate(time.Second), Reason: resp.FailureReason}
 			why = "agent hit a usage limit: " + s.Task.Hold.String()
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
 			// The supervisor stopped on a classified condition (fatal, or
@@ -257,7 +257,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			}
 		}
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why, Neutral: neutral}
-		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
+		return &task.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
 	})
 	if err != nil {
 		return nil, err // the closure ran, but nothing was written
@@ -274,8 +274,8 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 // (flagged, and counted nowhere, beyond it), and priced from its tokens
 // when the CLI reported no cost (lazy.price, then lazy's table). The
 // model is the one the CLI reported, else the one the session asked for.
-func (r *Reconciler) turnUsage(s *gitstore.Snapshot, u *proto.Usage) (gitstore.Usage, string, string) {
-	use := gitstore.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
+func (r *Reconciler) turnUsage(s *task.Snapshot, u *proto.Usage) (task.Usage, string, string) {
+	use := task.Usage{CostUSD: u.CostUSD, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens}
 	model := u.Model
 	if model == "" {
 		model = s.Session.Model
@@ -290,14 +290,14 @@ func (r *Reconciler) turnUsage(s *gitstore.Snapshot, u *proto.Usage) (gitstore.U
 		prices = budget.NewPrices(nil)
 	}
 	by := ops.PriceTurn(prices, model, &use)
-	use.CostUSD = budget.RoundUSD(use.CostUSD)
+	use.CostUSD = task.RoundUSD(use.CostUSD)
 	return use, model, by
 }
 
 // budgetHold is the hold of a turn the CLI stopped at its budget: the
 // tightest budget's figures now that the turn's cost is counted, or the
 // CLI's own words if no budget reads as spent (one was raised meanwhile).
-func (r *Reconciler) budgetHold(s *gitstore.Snapshot, now time.Time, reason string) *gitstore.Hold {
+func (r *Reconciler) budgetHold(s *task.Snapshot, now time.Time, reason string) *task.Hold {
 	if lines, err := r.Env.BudgetLines(s, now); err == nil {
 		if line, ok := budget.Tightest(lines); ok {
 			h := ops.BudgetHold(line, now)
@@ -307,7 +307,7 @@ func (r *Reconciler) budgetHold(s *gitstore.Snapshot, now time.Time, reason stri
 			return h
 		}
 	}
-	return &gitstore.Hold{Kind: gitstore.HoldBudget, At: now, Reason: reason, Scope: budget.ScopeTask}
+	return &task.Hold{Kind: task.HoldBudget, At: now, Reason: reason, Scope: budget.ScopeTask}
 }
 
 // neutralKind says whether a turn kind is status-neutral: the task parks
@@ -318,13 +318,13 @@ func neutralKind(k string) bool { return k == "ask" || k == "sync" || k == "pre-
 // consumeDelivered marks consumed every pending message the session's
 // current turn delivered: its own, and every older one its prompt
 // carried, so redelivery is idempotent and nothing undelivered is lost.
-func consumeDelivered(s *gitstore.Snapshot) error {
+func consumeDelivered(s *task.Snapshot) error {
 	seq, kind := s.Session.Turn, s.Session.TurnKind
-	return s.EditTurns(func(t *gitstore.Turn) bool {
+	return s.EditTurns(func(t *task.Turn) bool {
 		if !ops.Delivered(*t, seq, kind) {
 			return false
 		}
-		t.FeedbackDelivery = gitstore.FeedbackConsumed
+		t.FeedbackDelivery = task.FeedbackConsumed
 		return true
 	})
 }
@@ -341,14 +341,14 @@ func reasonFor(resp *proto.Response) string {
 }
 
 // markInterrupted interrupts the task and records the diagnostics.
-func markInterrupted(s *gitstore.Snapshot, now time.Time, code int, reason, logs, phase string) {
+func markInterrupted(s *task.Snapshot, now time.Time, code int, reason, logs, phase string) {
 	s.Task.Status = machine.Interrupted
 	recordInterrupt(s, now, code, reason, logs, phase)
 }
 
 // recordInterrupt records the interrupt diagnostics (spec: "Recording the
 // Interrupt"); the counter it increments is the circuit breaker's.
-func recordInterrupt(s *gitstore.Snapshot, now time.Time, code int, reason, logs, phase string) {
+func recordInterrupt(s *task.Snapshot, now time.Time, code int, reason, logs, phase string) {
 	s.Session.InterruptReason = reason
 	s.Session.InterruptExitCode = &code
 	s.Session.InterruptAt = &now
@@ -417,7 +417,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
 		logs += "\n--- supervisor stderr ---\n" + sup
 	}
-	_, _, err = r.Env.Store.Update(ctx, id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	_, _, err = r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if !judged(s, session, seq) {
 			act = nil
 			return nil, nil
@@ -440,7 +440,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		if undone != "" {
 			reason += " " + undone
 		}
-		turn := gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
+		turn := task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
 		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn && s.Session.TurnKind != "ask" {
 			turn.Commits, _ = worktree.Commits(ctx, local.Worktree, st.BaseSHA)
 			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, local.Worktree, st.BaseSHA)
@@ -463,7 +463,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 			markInterrupted(s, now, code, reason, logs, st.Phase)
 		}
 		act = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Working, To: s.Task.Status, Why: reason}
-		return &gitstore.Op{Name: "reconcile", Actor: machine.System, Reason: reason}, nil
+		return &task.Op{Name: "reconcile", Actor: machine.System, Reason: reason}, nil
 	})
 	if err != nil {
 		return nil, err // the closure ran, but nothing was written
@@ -472,7 +472,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 }
 
 // judged says whether s is still the working turn a sweep judged.
-func judged(s *gitstore.Snapshot, session string, seq int) bool {
+func judged(s *task.Snapshot, session string, seq int) bool {
 	return s.Task.Status == machine.Working && s.Session != nil && s.Session.ID == session && s.Session.Turn == seq
 }
 

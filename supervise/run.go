@@ -19,7 +19,6 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/allowpath"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -28,6 +27,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -229,7 +229,7 @@ func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 // number, past budget's bound) spends it all: a hostile report never
 // buys a retry more than the budget left.
 func leftToRetry(allowed, spent float64) float64 {
-	if !(spent >= 0 && spent <= budget.MaxTurnUSD) {
+	if !(spent >= 0 && spent <= task.MaxTurnUSD) {
 		return 0
 	}
 	return allowed - spent

@@ -7,9 +7,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 // maxForm bounds a POST body: a comment or feedback, never a file.
@@ -153,7 +153,7 @@ func (s *Server) acceptPage(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "lazy could not read the task: "+err.Error())
 		return
 	}
-	data := map[string]any{"Task": gitstore.NewSummary(&sn.Task), "CSRF": csrf(s.session(r))}
+	data := map[string]any{"Task": task.NewSummary(&sn.Task), "CSRF": csrf(s.session(r))}
 	// What accept would merge: the range lazy diff and accept --dry-run
 	// measure.
 	if rg, _, err := s.reviewRange(r.Context(), id); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestAGroupPageComparesItsAttempts: the page of a task tried two ways
@@ -18,30 +19,30 @@ import (
 // from a pulled record escaped; an attempt's page leads back to it.
 func TestAGroupPageComparesItsAttempts(t *testing.T) {
 	s, st, dir := newServer(t)
-	group, err := st.Create(gitstore.CreateSpec{Title: "two ways", Actor: machine.Human})
+	group, err := st.Create(task.CreateSpec{Title: "two ways", Actor: machine.Human})
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := [][]string{{"one.txt"}, {"two.txt", "three.txt"}}
 	var ids []string
 	for k := 1; k <= 2; k++ {
-		spec := gitstore.CreateSpec{Title: "two ways", Slug: fmt.Sprintf("two-ways-a%d", k), AttemptOf: group.Task.ID, Attempt: k, Actor: machine.Human}
+		spec := task.CreateSpec{Title: "two ways", Slug: fmt.Sprintf("two-ways-a%d", k), AttemptOf: group.Task.ID, Attempt: k, Actor: machine.Human}
 		a := startedAs(t, st, dir, spec, files[k-1]...)
 		ids = append(ids, a.Task.ID)
 	}
 	// Attempt 1: claude, a model name with markup, priced, gate passed;
 	// attempt 2: codex, tokens only, no gate yet.
-	update(t, st, ids[0], func(s *gitstore.Snapshot) {
+	update(t, st, ids[0], func(s *task.Snapshot) {
 		s.Session.Agent, s.Session.Model = "claude", "<b>opus</b>"
-		s.Task.Usage = &gitstore.Usage{CostUSD: 0.25, InputTokens: 100, OutputTokens: 10}
-		s.Task.Gate = &gitstore.GateRecord{}
-		s.Task.Gate.AddRun(gitstore.GateRun{ID: "r1", At: time.Now().UTC(), Target: "main", Passed: true})
+		s.Task.Usage = &task.Usage{CostUSD: 0.25, InputTokens: 100, OutputTokens: 10}
+		s.Task.Gate = &task.GateRecord{}
+		s.Task.Gate.AddRun(task.GateRun{ID: "r1", At: time.Now().UTC(), Target: "main", Passed: true})
 	})
-	update(t, st, ids[1], func(s *gitstore.Snapshot) {
+	update(t, st, ids[1], func(s *task.Snapshot) {
 		s.Session.Agent = "codex"
-		s.Task.Usage = &gitstore.Usage{InputTokens: 300, OutputTokens: 30}
+		s.Task.Usage = &task.Usage{InputTokens: 300, OutputTokens: 30}
 	})
-	update(t, st, group.Task.ID, func(s *gitstore.Snapshot) { s.Task.Attempts = ids })
+	update(t, st, group.Task.ID, func(s *task.Snapshot) { s.Task.Attempts = ids })
 	h := s.Handler()
 
 	body := page(t, h, "/task/"+group.Task.ID)
@@ -75,11 +76,11 @@ func TestAGroupPageComparesItsAttempts(t *testing.T) {
 	}
 }
 
-func update(t *testing.T, st *gitstore.Store, id string, f func(*gitstore.Snapshot)) {
+func update(t *testing.T, st *gitstore.Store, id string, f func(*task.Snapshot)) {
 	t.Helper()
-	if _, _, err := st.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := st.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 		f(s)
-		return &gitstore.Op{Name: "test", Actor: machine.Human}, nil
+		return &task.Op{Name: "test", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

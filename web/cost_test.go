@@ -11,14 +11,15 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // spent gives task id an agent turn at at that cost u, as the
 // reconciler records one, and optionally ends the task.
-func spent(t *testing.T, st *gitstore.Store, id string, at time.Time, model string, u gitstore.Usage, end machine.Status, outcome string) {
+func spent(t *testing.T, st *gitstore.Store, id string, at time.Time, model string, u task.Usage, end machine.Status, outcome string) {
 	t.Helper()
-	if _, _, err := st.Update(context.Background(), id, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", At: at, Agent: "claude", Model: model, Usage: &u})
+	if _, _, err := st.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
+		s.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", At: at, Agent: "claude", Model: model, Usage: &u})
 		total := u
 		if s.Task.Usage != nil {
 			total.Add(*s.Task.Usage)
@@ -27,7 +28,7 @@ func spent(t *testing.T, st *gitstore.Store, id string, at time.Time, model stri
 		if end != "" {
 			s.Task.Status, s.Task.Outcome = end, outcome
 		}
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +47,9 @@ func TestCostPageShowsTheBreakdownsAndADayChart(t *testing.T) {
 	parent := create(t, st, "Parent <b>feature</b>", "")
 	child := create(t, st, "Thrown away try", parent)
 	other := create(t, st, "Other work", "")
-	spent(t, st, parent, day1, "claude-opus-4-1", gitstore.Usage{CostUSD: 3, InputTokens: 1000, OutputTokens: 10}, "", "")
-	spent(t, st, child, day1.AddDate(0, 0, 2), "<script>x</script>", gitstore.Usage{CostUSD: 0.5, InputTokens: 50, OutputTokens: 5}, machine.Abandoned, gitstore.OutcomeRejected)
-	spent(t, st, other, day1.AddDate(0, 0, 2), "", gitstore.Usage{CostUSD: 0.25, InputTokens: 20, OutputTokens: 2}, "", "")
+	spent(t, st, parent, day1, "claude-opus-4-1", task.Usage{CostUSD: 3, InputTokens: 1000, OutputTokens: 10}, "", "")
+	spent(t, st, child, day1.AddDate(0, 0, 2), "<script>x</script>", task.Usage{CostUSD: 0.5, InputTokens: 50, OutputTokens: 5}, machine.Abandoned, task.OutcomeRejected)
+	spent(t, st, other, day1.AddDate(0, 0, 2), "", task.Usage{CostUSD: 0.25, InputTokens: 20, OutputTokens: 2}, "", "")
 
 	body := page(t, h, "/cost")
 	for _, want := range []string{

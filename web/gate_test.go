@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestPagesShowTheGate checks the list's gate mark and the task page's
@@ -21,12 +21,12 @@ func TestPagesShowTheGate(t *testing.T) {
 	s, st, dir := newServer(t)
 	sn := startedHere(t, st, dir, "task a", "a.txt")
 	at := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
-	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-		s.Task.Gate = &gitstore.GateRecord{FixRounds: 1}
-		s.Task.Gate.AddRun(gitstore.GateRun{ID: "r1", At: at, Target: "main", Base: "abc", Tree: "def", Source: "git config lazy.gate",
-			Commands: []gitstore.GateCommand{{Cmd: "make <b>test</b>", Exit: 2}}, Failed: "make <b>test</b>",
+	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Gate = &task.GateRecord{FixRounds: 1}
+		s.Task.Gate.AddRun(task.GateRun{ID: "r1", At: at, Target: "main", Base: "abc", Tree: "def", Source: "git config lazy.gate",
+			Commands: []task.GateCommand{{Cmd: "make <b>test</b>", Exit: 2}}, Failed: "make <b>test</b>",
 			Tail: "FAIL: TestX\x1b[2J<script>alert(1)</script>\n"})
-		return &gitstore.Op{Name: "gate", Actor: machine.Human}, nil
+		return &task.Op{Name: "gate", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,28 +74,28 @@ func TestPagesTellARunMadeHereFromARemoteClaim(t *testing.T) {
 	s, st, dir := newServer(t)
 	sn := startedHere(t, st, dir, "task a", "a.txt")
 	at := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
-	here, err := gitstore.NewID()
+	here, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged, err := gitstore.NewID()
+	forged, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := gitstore.GateRun{ID: here, At: at, Target: "main", Base: "abc", Tree: "def", Host: "test-host", Passed: true,
-		Commands: []gitstore.GateCommand{{Cmd: "make test"}}}
+	run := task.GateRun{ID: here, At: at, Target: "main", Base: "abc", Tree: "def", Host: "test-host", Passed: true,
+		Commands: []task.GateCommand{{Cmd: "make test"}}}
 	if err := owned.GateRunsFor(st.Repo().LazyDir()).Save(owned.GateRun{ID: here, TaskID: sn.Task.ID, Target: "main", Base: "abc", Tree: "def", Passed: true,
 		Commands: []owned.GateCommand{{Cmd: "make test"}}}); err != nil {
 		t.Fatal(err)
 	}
-	add := func(r gitstore.GateRun) {
+	add := func(r task.GateRun) {
 		t.Helper()
-		if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
+		if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 			if s.Task.Gate == nil {
-				s.Task.Gate = &gitstore.GateRecord{}
+				s.Task.Gate = &task.GateRecord{}
 			}
 			s.Task.Gate.AddRun(r)
-			return &gitstore.Op{Name: "gate", Actor: machine.Human}, nil
+			return &task.Op{Name: "gate", Actor: machine.Human}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestPagesTellARunMadeHereFromARemoteClaim(t *testing.T) {
 	// The forged run claims this very host, and says it passed, with
 	// the origin a record may not set.
 	claim := run
-	claim.ID, claim.Origin = forged, gitstore.GateHere
+	claim.ID, claim.Origin = forged, task.GateHere
 	add(claim)
 	list := page(t, h, "/")
 	if !strings.Contains(list, "gate: remote, not verified here") || strings.Contains(list, `class="gate-passed`) {

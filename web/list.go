@@ -9,18 +9,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/task"
 )
 
 // overlaps is the overlap check of every active task (ops.Env.Overlaps),
 // keyed by task id, through the server's cache: a page costs git only
 // for branches that moved since the last one. A check that cannot be
 // made shows none.
-func (s *Server) overlaps(ctx context.Context, entries []gitstore.Entry) map[string]ops.TaskOverlaps {
+func (s *Server) overlaps(ctx context.Context, entries []task.Entry) map[string]ops.TaskOverlaps {
 	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
 	ov, err := env.OverlapsOf(ctx, entries, &s.overlapCache)
 	if err != nil {
@@ -31,7 +31,7 @@ func (s *Server) overlaps(ctx context.Context, entries []gitstore.Entry) map[str
 
 // row is one task on the list page.
 type row struct {
-	gitstore.Summary
+	task.Summary
 	Live  string
 	Depth int
 	// Overlaps is the task's overlaps in brief (ops.TaskOverlaps.Brief):
@@ -164,8 +164,8 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 			p.Queues = append(p.Queues, v)
 		}
 	}
-	titles := map[string]*gitstore.Summary{}
-	var keep []*gitstore.Entry
+	titles := map[string]*task.Summary{}
+	var keep []*task.Entry
 	for i := range entries {
 		e := &entries[i]
 		if e.Err != nil {
@@ -193,7 +193,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 	p.Pages = max(1, (len(keep)+size-1)/size)
 	p.Page = min(q.Page, p.Pages)
 	lo, hi := (p.Page-1)*size, min(p.Page*size, len(keep))
-	summary := func(e *gitstore.Entry, depth int) (row, bool) {
+	summary := func(e *task.Entry, depth int) (row, bool) {
 		sum := titles[e.ID]
 		if sum == nil {
 			var err error
@@ -211,7 +211,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 		return r, true
 	}
 	if q.View == "board" {
-		by := map[machine.Category][]*gitstore.Entry{}
+		by := map[machine.Category][]*task.Entry{}
 		for _, e := range keep {
 			by[e.Status.Category()] = append(by[e.Status.Category()], e)
 		}
@@ -248,14 +248,14 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 	return p, nil
 }
 
-func matchesSearch(sum *gitstore.Summary, q string) bool {
+func matchesSearch(sum *task.Summary, q string) bool {
 	q = strings.ToLower(q)
 	return strings.Contains(strings.ToLower(sum.Title), q) || strings.Contains(strings.ToLower(sum.Slug), q) || strings.HasPrefix(sum.ID, q)
 }
 
 // sortEntries puts unfinished tasks first, then newest first: the work a
 // person looks at, on top.
-func sortEntries(list []*gitstore.Entry) {
+func sortEntries(list []*task.Entry) {
 	sort.SliceStable(list, func(i, j int) bool {
 		a, b := list[i], list[j]
 		if a.Status.IsTerminal() != b.Status.IsTerminal() {
@@ -274,7 +274,7 @@ const maxDepth = 8
 
 // treeOrder lays the tasks out depth-first, each subtask under its
 // parent, siblings newest first with finished tasks last.
-func treeOrder(keep []*gitstore.Entry) []tasktree.Row[*gitstore.Entry] {
+func treeOrder(keep []*task.Entry) []tasktree.Row[*task.Entry] {
 	sortEntries(keep)
-	return tasktree.Order(keep, func(e *gitstore.Entry) string { return e.ID }, func(e *gitstore.Entry) string { return e.TreeParent() })
+	return tasktree.Order(keep, func(e *task.Entry) string { return e.ID }, func(e *task.Entry) string { return e.TreeParent() })
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
+	"github.com/lazyorch/lazy/task"
 )
 
 const testAddr = "127.0.0.1:7777"
@@ -31,7 +32,7 @@ func newServer(tb testing.TB) (*Server, *gitstore.Store, string) {
 
 func create(tb testing.TB, st *gitstore.Store, title, parent string) string {
 	tb.Helper()
-	sn, err := st.Create(gitstore.CreateSpec{Title: title, Goal: "goal of " + title, Parent: parent, Actor: machine.Human})
+	sn, err := st.Create(task.CreateSpec{Title: title, Goal: "goal of " + title, Parent: parent, Actor: machine.Human})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func BenchmarkListJSON10000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out := make([]*gitstore.Summary, 0, len(entries))
+		out := make([]*task.Summary, 0, len(entries))
 		for j := range entries {
 			sum, err := entries[j].Summary()
 			if err != nil {
@@ -188,9 +189,9 @@ func TestLiveStreamLooksOnlyAtShownTasks(t *testing.T) {
 	if again := s.states("", false, seen, shown); len(again) != 0 {
 		t.Fatalf("nothing moved, yet: %+v", again)
 	}
-	if _, _, err := st.Update(context.Background(), b, func(sn *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := st.Update(context.Background(), b, func(sn *task.Snapshot) (*task.Op, error) {
 		sn.Task.Title = "Elsewhere, renamed"
-		return &gitstore.Op{Name: "edit", Actor: machine.Human}, nil
+		return &task.Op{Name: "edit", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/events"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // taskState is what the live stream tells a page about one task.
@@ -74,7 +74,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if q.Has("ids") {
 		shown = map[string]bool{}
 		for _, id := range strings.SplitN(q.Get("ids"), ",", 1001) {
-			if gitstore.ValidID(id) {
+			if task.ValidID(id) {
 				shown[id] = true
 			}
 		}
@@ -175,7 +175,7 @@ func (s *Server) states(taskID string, first bool, seen map[string]taskState, sh
 		if err != nil {
 			return nil
 		}
-		sum := gitstore.NewSummary(&sn.Task)
+		sum := task.NewSummary(&sn.Task)
 		return []taskState{s.state(&sum, sn.Commit.String())}
 	}
 	entries, err := s.recentList()
@@ -214,7 +214,7 @@ func (s *Server) states(taskID string, first bool, seen map[string]taskState, sh
 	return out
 }
 
-func (s *Server) state(sum *gitstore.Summary, head string) taskState {
+func (s *Server) state(sum *task.Summary, head string) taskState {
 	st := taskState{ID: sum.ID, Status: sum.Status, Category: sum.Status.Category(), Live: s.Marks.Substate(sum), Turns: sum.Turns, Head: head}
 	st.Progress = s.progress(sum)
 	return st
@@ -222,7 +222,7 @@ func (s *Server) state(sum *gitstore.Summary, head string) taskState {
 
 // progress is a working task's latest agent line from its live
 // supervisor's status.json; empty otherwise.
-func (s *Server) progress(sum *gitstore.Summary) string {
+func (s *Server) progress(sum *task.Summary) string {
 	if sum.Status != machine.Working {
 		return ""
 	}

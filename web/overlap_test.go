@@ -11,17 +11,18 @@ import (
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // startedHere makes a blocked task whose session this machine started,
 // with a branch off main that commits files.
-func startedHere(t *testing.T, st *gitstore.Store, dir, title string, files ...string) *gitstore.Snapshot {
+func startedHere(t *testing.T, st *gitstore.Store, dir, title string, files ...string) *task.Snapshot {
 	t.Helper()
-	return startedAs(t, st, dir, gitstore.CreateSpec{Title: title, Actor: machine.Human}, files...)
+	return startedAs(t, st, dir, task.CreateSpec{Title: title, Actor: machine.Human}, files...)
 }
 
 // startedAs is startedHere for the task spec makes.
-func startedAs(t *testing.T, st *gitstore.Store, dir string, spec gitstore.CreateSpec, files ...string) *gitstore.Snapshot {
+func startedAs(t *testing.T, st *gitstore.Store, dir string, spec task.CreateSpec, files ...string) *task.Snapshot {
 	t.Helper()
 	title := spec.Title
 	sn, err := st.Create(spec)
@@ -38,7 +39,7 @@ func startedAs(t *testing.T, st *gitstore.Store, dir string, spec gitstore.Creat
 	testrepo.Git(t, dir, "add", ".")
 	testrepo.Git(t, dir, "commit", "-q", "-m", title)
 	testrepo.Git(t, dir, "switch", "-q", "main")
-	sid, err := gitstore.NewID()
+	sid, err := task.NewID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +47,11 @@ func startedAs(t *testing.T, st *gitstore.Store, dir string, spec gitstore.Creat
 		t.Fatal(err)
 	}
 	for _, to := range []machine.Status{machine.Working, machine.Blocked} {
-		sn, _, err = st.Update(context.Background(), sn.Task.ID, func(s *gitstore.Snapshot) (*gitstore.Op, error) {
-			s.Session = &gitstore.Session{ID: sid, Number: 1, Host: "test-host", Branch: branch}
+		sn, _, err = st.Update(context.Background(), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+			s.Session = &task.Session{ID: sid, Number: 1, Host: "test-host", Branch: branch}
 			s.Task.Sessions = 1
 			s.Task.Status = to
-			return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+			return &task.Op{Name: "test", Actor: machine.System}, nil
 		})
 		if err != nil {
 			t.Fatal(err)

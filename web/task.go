@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/task"
 )
 
 // Diff bounds: a page shows this much unless asked for all of it, so a
@@ -115,7 +115,7 @@ func (s *Server) reviewRange(ctx context.Context, id string) (*ops.Review, []str
 
 // branchDiff is the change from one commit to another.
 func (s *Server) branchDiff(ctx context.Context, from, to string, all bool) diff {
-	if !gitstore.ValidHex(from) || !gitstore.ValidHex(to) {
+	if !task.ValidHex(from) || !task.ValidHex(to) {
 		return diff{Empty: true}
 	}
 	out, err := gitcli.New(s.RepoDir, "diff", "--no-color", "--no-ext-diff", "--find-renames", from, to).String(ctx)
@@ -130,7 +130,7 @@ func (s *Server) branchDiff(ctx context.Context, from, to string, all bool) diff
 
 // diffStat is git's summary of the same change.
 func (s *Server) diffStat(ctx context.Context, from, to string) string {
-	if !gitstore.ValidHex(from) || !gitstore.ValidHex(to) {
+	if !task.ValidHex(from) || !task.ValidHex(to) {
 		return ""
 	}
 	out, err := gitcli.New(s.RepoDir, "diff", "--stat", from, to).String(ctx)
@@ -153,7 +153,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	tx, err := s.Store.ReadTexts(sn)
 	if err != nil {
 		// The page still shows the task: its status and actions matter most.
-		tx = &gitstore.Texts{Truncated: []string{"its goal, turns and comments could not be read: " + err.Error()}}
+		tx = &task.Texts{Truncated: []string{"its goal, turns and comments could not be read: " + err.Error()}}
 	}
 	tx.Clip(pageClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
 	goal, turns, comments := tx.Goal, tx.Turns, tx.Comments
@@ -161,7 +161,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	if cut := s.Store.HistoryCut(len(hist)); cut != "" {
 		tx.Truncated = append(tx.Truncated, cut)
 	}
-	sum := gitstore.NewSummary(&sn.Task)
+	sum := task.NewSummary(&sn.Task)
 	all := r.URL.Query().Get("diff") == "all"
 	d, stat := diff{Empty: true}, ""
 	var uncommitted []string
@@ -194,7 +194,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 // taskOverlaps is the task's overlaps: only an unfinished task started
 // on this machine has a branch here to compare, so any other has none
 // and costs no list.
-func (s *Server) taskOverlaps(ctx context.Context, sn *gitstore.Snapshot) ops.TaskOverlaps {
+func (s *Server) taskOverlaps(ctx context.Context, sn *task.Snapshot) ops.TaskOverlaps {
 	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return ops.TaskOverlaps{}
@@ -216,7 +216,7 @@ type attemptOf struct {
 // attempts is the comparison of a group's attempts (what lazy show
 // prints: ops builds it for every surface), or for an attempt its
 // group; nil for any other task.
-func (s *Server) attempts(ctx context.Context, sn *gitstore.Snapshot) (*ops.AttemptsView, *attemptOf) {
+func (s *Server) attempts(ctx context.Context, sn *task.Snapshot) (*ops.AttemptsView, *attemptOf) {
 	switch {
 	case sn.Task.IsAttemptGroup():
 		env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
@@ -235,7 +235,7 @@ func (s *Server) attempts(ctx context.Context, sn *gitstore.Snapshot) (*ops.Atte
 	return nil, nil
 }
 
-func headOf(sn *gitstore.Snapshot) string {
+func headOf(sn *task.Snapshot) string {
 	return sn.Commit.String()
 }
 

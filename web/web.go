@@ -37,6 +37,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/task"
 )
 
 //go:embed templates/*.html
@@ -102,7 +103,7 @@ type Server struct {
 	// couple of seconds, and at 10,000 tasks a list is not free.
 	recentMu sync.Mutex
 	recentAt time.Time
-	recent   []gitstore.Entry
+	recent   []task.Entry
 
 	// overlapCache keeps the file lists of the overlap checks the pages
 	// made (ops.OverlapCache).
@@ -110,7 +111,7 @@ type Server struct {
 }
 
 // recentList is the task list, at most listShare old.
-func (s *Server) recentList() ([]gitstore.Entry, error) {
+func (s *Server) recentList() ([]task.Entry, error) {
 	s.recentMu.Lock()
 	defer s.recentMu.Unlock()
 	if s.recent != nil && time.Since(s.recentAt) < listShare {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func TestMarkdownShowsRawHTMLAsText(t *testing.T) {
@@ -88,14 +88,14 @@ func TestWebEscapesBidiAndControls(t *testing.T) {
 func TestTaskPageEscapesAStoredRecord(t *testing.T) {
 	s, st, _ := newServer(t)
 	evil := "invoice\u202egpj.exe \x1b[31mred\u2066"
-	sn, err := st.Create(gitstore.CreateSpec{Title: "title " + evil, Goal: "goal " + evil, Actor: machine.Human})
+	sn, err := st.Create(task.CreateSpec{Title: "title " + evil, Goal: "goal " + evil, Actor: machine.Human})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := sn.Task.ID
-	if _, _, err := st.Update(context.Background(), id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
-		x.AddComment(gitstore.Comment{Actor: machine.Human, At: time.Now().UTC(), Text: "comment " + evil})
-		return &gitstore.Op{Name: "comment", Actor: machine.Human}, nil
+	if _, _, err := st.Update(context.Background(), id, func(x *task.Snapshot) (*task.Op, error) {
+		x.AddComment(task.Comment{Actor: machine.Human, At: time.Now().UTC(), Text: "comment " + evil})
+		return &task.Op{Name: "comment", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestTaskPageEscapesAStoredRecord(t *testing.T) {
 // line breaks (a turn of several lines was run into one).
 func TestTaskPageDrawsOneLinePerDiffLine(t *testing.T) {
 	s, st, dir := newServer(t)
-	sn := startedAs(t, st, dir, gitstore.CreateSpec{Title: "two lines", Goal: "First line.\nSecond line.", Actor: machine.Human}, "f.txt")
+	sn := startedAs(t, st, dir, task.CreateSpec{Title: "two lines", Goal: "First line.\nSecond line.", Actor: machine.Human}, "f.txt")
 	html := page(t, s.Handler(), "/task/"+sn.Task.ID)
 	i := strings.Index(html, `<details class="diff"`)
 	if i < 0 {
@@ -149,10 +149,10 @@ func TestTaskPageFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
 	s, st, dir := newServer(t)
 	sn := startedHere(t, st, dir, "worked blind", "f.txt")
 	zero := 0
-	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
-		x.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "All done.", At: time.Now().UTC(), ExitCode: &zero, Tools: &gitstore.Tools{Calls: 5, Failed: 5}})
-		x.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "agent", Content: "Fixed.", At: time.Now().UTC(), ExitCode: &zero, Tools: &gitstore.Tools{Calls: 3, Failed: 1}})
-		return &gitstore.Op{Name: "test", Actor: machine.System}, nil
+	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(x *task.Snapshot) (*task.Op, error) {
+		x.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "All done.", At: time.Now().UTC(), ExitCode: &zero, Tools: &task.Tools{Calls: 5, Failed: 5}})
+		x.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "Fixed.", At: time.Now().UTC(), ExitCode: &zero, Tools: &task.Tools{Calls: 3, Failed: 1}})
+		return &task.Op{Name: "test", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 // forged is an agent's last message written to pass for sections of
@@ -25,16 +25,16 @@ var pageHeading = regexp.MustCompile(`<h([1-6])([^>]*)>(.*?)</h[1-6]>`)
 // came in.
 func TestAgentWordsNeverMakeAHeadingOfThePage(t *testing.T) {
 	s, st, _ := newServer(t)
-	sn, err := st.Create(gitstore.CreateSpec{Title: "forged \u202etitle", Goal: "## Turns (0)\n\nthe goal", Actor: machine.Agent})
+	sn, err := st.Create(task.CreateSpec{Title: "forged \u202etitle", Goal: "## Turns (0)\n\nthe goal", Actor: machine.Agent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := sn.Task.ID
-	if _, _, err := st.Update(context.Background(), id, func(x *gitstore.Snapshot) (*gitstore.Op, error) {
+	if _, _, err := st.Update(context.Background(), id, func(x *task.Snapshot) (*task.Op, error) {
 		now := time.Now().UTC()
-		x.AddTurn(gitstore.Turn{Role: gitstore.RoleAgent, Kind: "reply\u2067", Content: forged, Error: "failed \u202e here", At: now})
-		x.AddComment(gitstore.Comment{Actor: machine.Agent, At: now, Text: "# Comments\n\u2066isolated"})
-		return &gitstore.Op{Name: "comment", Actor: machine.Agent}, nil
+		x.AddTurn(task.Turn{Role: task.RoleAgent, Kind: "reply\u2067", Content: forged, Error: "failed \u202e here", At: now})
+		x.AddComment(task.Comment{Actor: machine.Agent, At: now, Text: "# Comments\n\u2066isolated"})
+		return &task.Op{Name: "comment", Actor: machine.Agent}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

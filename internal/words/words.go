@@ -5,6 +5,7 @@
 package words
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -102,4 +103,18 @@ func Distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
+}
+
+// Bytes is n bytes in the largest binary unit that reads well: "16 MiB",
+// "1.5 MiB", "4 KiB", "100 bytes".
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/task"
 )
 
 func main() {
@@ -25,7 +26,7 @@ func main() {
 	}
 	s := gitstore.Open(repo, gitstore.WithHost("seed"))
 	for i := 0; i < *n; i++ {
-		sn, err := s.Create(gitstore.CreateSpec{Title: fmt.Sprintf("seeded task %d", i), Goal: "seeded", Actor: machine.Human})
+		sn, err := s.Create(task.CreateSpec{Title: fmt.Sprintf("seeded task %d", i), Goal: "seeded", Actor: machine.Human})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -33,9 +34,9 @@ func main() {
 		if !*spent {
 			continue
 		}
-		if _, _, err := s.Update(context.Background(), sn.Task.ID, func(t *gitstore.Snapshot) (*gitstore.Op, error) {
-			t.Task.Usage = &gitstore.Usage{CostUSD: float64(i%500) / 100, InputTokens: int64(1000 + i), CachedInputTokens: int64(i % 7 * 1000), OutputTokens: int64(100 + i%50)}
-			return &gitstore.Op{Name: "seed", Actor: machine.System}, nil
+		if _, _, err := s.Update(context.Background(), sn.Task.ID, func(t *task.Snapshot) (*task.Op, error) {
+			t.Task.Usage = &task.Usage{CostUSD: float64(i%500) / 100, InputTokens: int64(1000 + i), CachedInputTokens: int64(i % 7 * 1000), OutputTokens: int64(100 + i%50)}
+			return &task.Op{Name: "seed", Actor: machine.System}, nil
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

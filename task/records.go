@@ -1,11 +1,10 @@
-package gitstore
+package task
 
 import (
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 )
@@ -126,7 +125,7 @@ func (h *Hold) String() string {
 	}
 	switch h.Kind {
 	case HoldBudget:
-		if budget.CheckUSD("", h.SpentUSD) != nil || budget.CheckUSD("", h.LimitUSD) != nil {
+		if CheckUSD("", h.SpentUSD) != nil || CheckUSD("", h.LimitUSD) != nil {
 			// A record from elsewhere: its figures are not printed.
 			return fmt.Sprintf("over budget (%s budget; the recorded figures are out of bounds)", h.Scope)
 		}
@@ -137,11 +136,12 @@ func (h *Hold) String() string {
 	return h.Kind
 }
 
-// settleHold ends a hold the task has left: a hold lasts while the task
+// SettleHold ends a hold the task has left (a store calls it on every
+// snapshot it commits): a hold lasts while the task
 // is parked (blocked, conflict) or runs a status-neutral turn (an ask, a
 // sync) from there, after which it parks back held. Any work turn, and
 // any other status, ends it, whoever made the change.
-func (s *Snapshot) settleHold() {
+func (s *Snapshot) SettleHold() {
 	if s.Task.Hold == nil {
 		return
 	}

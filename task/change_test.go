@@ -1,9 +1,11 @@
-package gitstore
+package task
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/lazyorch/lazy/internal/oid"
 )
 
 func TestHexEncodesAsAHexString(t *testing.T) {
@@ -25,4 +27,10 @@ func TestHexEncodesAsAHexString(t *testing.T) {
 			t.Fatalf("%s decoded", bad)
 		}
 	}
+}
+
+// newOID reads a hex id: the zero id when it is not one.
+func newOID(s string) oid.OID {
+	id, _ := oid.Parse(s)
+	return id
 }

@@ -1,4 +1,4 @@
-package gitstore
+package task
 
 import (
 	"encoding/json"
@@ -107,7 +107,7 @@ func TestTaskFlags(t *testing.T) {
 	huge, neg := 1e308, -1.0
 	task := &Task{ID: "i", Slug: "s", BudgetUSD: &huge, Usage: &Usage{Flagged: "x"},
 		Hold: &Hold{Kind: HoldBudget, Scope: "task", LimitUSD: 1e308, SpentUSD: 2}}
-	flags := TaskFlags(task)
+	flags := OwnFlags(task)
 	if len(flags) != 3 || flags[0].What != "usage" || flags[1].What != "budget_usd" || flags[2].What != "hold" {
 		t.Fatalf("%+v", flags)
 	}

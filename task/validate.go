@@ -1,4 +1,4 @@
-package gitstore
+package task
 
 import (
 	"errors"
@@ -60,12 +60,12 @@ func ValidPattern(p string) error {
 	return nil
 }
 
-// validateRecord checks what a record from another machine could use to
+// ValidateRecord checks what a record from another machine could use to
 // reach git argv or the filesystem. Records are untrusted: a malformed
 // one is refused, never partially used.
-func validateRecord(sn *Snapshot) error {
+func ValidateRecord(sn *Snapshot) error {
 	t := &sn.Task
-	if err := checkTask(t, t.ID); err != nil {
+	if err := CheckTask(t); err != nil {
 		return err
 	}
 	if t.TargetBranch != "" {
@@ -116,7 +116,7 @@ func validateRecord(sn *Snapshot) error {
 		if s.ID != "" && !ValidID(s.ID) {
 			return fmt.Errorf("session id %q is not an id lazy mints", s.ID)
 		}
-		if s.AgentSessionID != "" && !validAgentSession(s.AgentSessionID) {
+		if s.AgentSessionID != "" && !ValidAgentSession(s.AgentSessionID) {
 			return fmt.Errorf("agent session id %q could be read as an option or a path", s.AgentSessionID)
 		}
 		if s.ParkTo != "" && s.ParkTo != machine.Blocked && s.ParkTo != machine.Submitted {
@@ -141,10 +141,10 @@ func validateRecord(sn *Snapshot) error {
 	return nil
 }
 
-// validAgentSession accepts the shape of an agent CLI's session or
+// ValidAgentSession accepts the shape of an agent CLI's session or
 // thread id: it goes into argv (--resume=<id>, codex resume <id>), so it
 // may not start with a dash or hold anything but id characters.
-func validAgentSession(id string) bool {
+func ValidAgentSession(id string) bool {
 	if id == "" || len(id) > 128 || id[0] == '-' || id[0] == '.' {
 		return false
 	}
@@ -168,4 +168,36 @@ func validHost(h string) bool {
 		}
 	}
 	return true
+}
+
+// CheckTask validates a decoded task.json; records come from other
+// machines and from hand edits, so nothing in them is trusted. That the
+// record names the id it is stored under is the store's to check.
+func CheckTask(t *Task) error {
+	switch {
+	case t.Version > SchemaVersion:
+		return fmt.Errorf("task.json has schema version %d; this lazy understands up to %d (upgrade lazy)", t.Version, SchemaVersion)
+	case !ValidSlug(t.Slug):
+		return fmt.Errorf("task.json has an invalid slug %q", t.Slug)
+	case !t.Status.Valid():
+		return fmt.Errorf("task.json has an unknown status %q", t.Status)
+	case t.Parent != "" && !ValidID(t.Parent):
+		return fmt.Errorf("task.json has an invalid parent id %q", t.Parent)
+	case t.AttemptOf != "" && !ValidID(t.AttemptOf):
+		return fmt.Errorf("task.json has an invalid attempt group id %q", t.AttemptOf)
+	case len(t.Attempts) > MaxAttempts:
+		return fmt.Errorf("task.json lists %d attempts; lazy allows at most %d", len(t.Attempts), MaxAttempts)
+	}
+	for _, id := range t.Attempts {
+		if !ValidID(id) {
+			return fmt.Errorf("task.json lists an invalid attempt id %q", id)
+		}
+	}
+	if err := checkGate(t.Gate); err != nil {
+		return err
+	}
+	if err := checkPool(t); err != nil {
+		return err
+	}
+	return checkForge(t.Forge)
 }

@@ -1,7 +1,6 @@
-package gitstore
+package task
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
@@ -83,15 +82,6 @@ func NewSummary(t *Task) Summary {
 		BudgetUSD: t.BudgetUSD, Hold: t.Hold,
 		AttemptOf: t.AttemptOf, Attempt: t.Attempt, Attempts: t.Attempts,
 	}
-}
-
-func summaryJSON(t *Task) []byte {
-	b, err := json.Marshal(NewSummary(t))
-	if err != nil {
-		// Summary holds only strings, ints and maps of strings.
-		panic("gitstore: encode summary: " + err.Error())
-	}
-	return b
 }
 
 // Created parses the summary's creation time.

@@ -1,4 +1,4 @@
-package gitstore
+package task
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 )
@@ -86,7 +85,7 @@ func (u *Usage) Add(o Usage) {
 	if o.Flagged != "" || u.Flagged != "" {
 		return
 	}
-	u.CostUSD = budget.RoundUSD(u.CostUSD + o.CostUSD)
+	u.CostUSD = RoundUSD(u.CostUSD + o.CostUSD)
 	u.InputTokens = satAdd(u.InputTokens, o.InputTokens)
 	u.CachedInputTokens = satAdd(u.CachedInputTokens, o.CachedInputTokens)
 	u.OutputTokens = satAdd(u.OutputTokens, o.OutputTokens)
@@ -108,7 +107,7 @@ func (u *Usage) CheckTurn() bool {
 	if u.Flagged != "" {
 		return false
 	}
-	if why := u.check(budget.MaxTurnUSD, budget.MaxTurnTokens, "a turn"); why != "" {
+	if why := u.check(MaxTurnUSD, MaxTurnTokens, "a turn"); why != "" {
 		*u = Usage{Flagged: why}
 		return false
 	}
@@ -121,7 +120,7 @@ func (u *Usage) CheckTotal() bool {
 	if u.Flagged != "" {
 		return false
 	}
-	if why := u.check(budget.MaxUSD, budget.MaxTotalTokens, "a task"); why != "" {
+	if why := u.check(MaxUSD, MaxTotalTokens, "a task"); why != "" {
 		*u = Usage{Flagged: why}
 		return false
 	}
@@ -133,9 +132,9 @@ func (u *Usage) check(maxUSD float64, maxTokens int64, of string) string {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "cost_usd is not a number"
 	case v < 0:
-		return "cost_usd " + budget.FormatUSD(v) + " is negative"
+		return "cost_usd " + FormatUSD(v) + " is negative"
 	case v > maxUSD:
-		return fmt.Sprintf("cost_usd %s is above the $%s %s can cost", budget.FormatUSD(v), budget.FormatUSD(maxUSD), of)
+		return fmt.Sprintf("cost_usd %s is above the $%s %s can cost", FormatUSD(v), FormatUSD(maxUSD), of)
 	}
 	for _, f := range []struct {
 		name string
@@ -280,7 +279,7 @@ func (t *Turn) UnmarshalJSON(b []byte) error {
 
 // OwnBudget is the task's own budget: ok is false when it has none.
 // A budget a record brought that is out of bounds (negative, above
-// budget.MaxUSD) is no budget, and flag says why.
+// MaxUSD) is no budget, and flag says why.
 func (t *Task) OwnBudget() (usd float64, ok bool, flag string) {
 	return ownBudget(t.BudgetUSD)
 }
@@ -294,26 +293,8 @@ func ownBudget(v *float64) (float64, bool, string) {
 	if v == nil {
 		return 0, false, ""
 	}
-	if err := budget.CheckUSD("budget_usd", *v); err != nil {
-		return 0, false, "its budget_usd " + budget.FormatUSD(*v) + " is out of bounds, so it has none"
+	if err := CheckUSD("budget_usd", *v); err != nil {
+		return 0, false, "its budget_usd " + FormatUSD(*v) + " is out of bounds, so it has none"
 	}
 	return *v, true, ""
-}
-
-// SumTurns adds up the usage of sn's turns that lazy believes: what the
-// task's total is when the recorded one is flagged. Turns beyond a
-// read's bounds are not read, so the sum can fall short of the truth,
-// never above it.
-func (s *Store) SumTurns(sn *Snapshot) (Usage, error) {
-	turns, err := s.Turns(sn)
-	if err != nil {
-		return Usage{}, err
-	}
-	var sum Usage
-	for i := range turns {
-		if u := turns[i].Usage; u.Valid() {
-			sum.Add(*u)
-		}
-	}
-	return sum, nil
 }

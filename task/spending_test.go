@@ -1,4 +1,4 @@
-package gitstore
+package task
 
 import (
 	"encoding/json"
@@ -53,7 +53,10 @@ func TestSpendingOnWrittenSummaries(t *testing.T) {
 	task := &Task{ID: "0123456789abcdef", Slug: "s", Title: "t", Status: machine.Blocked, Parent: "fedcba9876543210", CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(2, 0),
 		Usage: &Usage{CostUSD: 0.3, InputTokens: 5, CachedInputTokens: 6, OutputTokens: 7, Unpriced: 1}, BudgetUSD: &b, AttemptOf: "1111222233334444", Attempt: 2,
 		Gate: &GateRecord{}, Metadata: map[string]string{"k": "v"}}
-	body := summaryJSON(task)
+	body, err := json.Marshal(NewSummary(task))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sp, ok := scanSpending(body, &Entry{ID: "0123456789abcdef", Parent: "fedcba9876543210"})
 	if !ok {
 		t.Fatalf("not scanned: %s", body)

@@ -1,4 +1,4 @@
-package gitstore
+package task
 
 import (
 	"encoding/json"
