@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"syscall"
 	"time"
+
+	"github.com/lazyorch/lazy/task"
 )
 
 // RefStamp stamps the refs under prefix (which must end in "/") without
@@ -59,3 +61,22 @@ func fileID(fi fs.FileInfo) (dev, ino uint64, ok bool) {
 	}
 	return uint64(st.Dev), st.Ino, true //nolint:unconvert // Dev is int32 on darwin
 }
+
+// The git store is the task store the operations work on.
+var _ task.Store = (*Store)(nil)
+
+// Watch returns a watch of the task refs: RefStamp of TasksPrefix,
+// through a StampWatcher (see it for what it watches and for how long
+// it trusts a stamp). The caller closes it.
+func (s *Store) Watch() task.Watch {
+	return &refWatch{w: NewStampWatcher(), paths: s.repo.RefStampPaths(TasksPrefix)}
+}
+
+// refWatch is Store.Watch's watch.
+type refWatch struct {
+	w     *StampWatcher
+	paths []string
+}
+
+func (r *refWatch) Stamp() (string, time.Time, error) { return r.w.Stamp(r.paths...) }
+func (r *refWatch) Close() error                      { return r.w.Close() }

@@ -71,3 +71,57 @@ func TestRefStampMovesWithTheRefs(t *testing.T) {
 		t.Fatal("packing the refs left the stamp as it was")
 	}
 }
+
+// TestWatchIsTheRefStamp: the store's Watch, taken through the task.Store
+// port, stamps what RefStamp stamps: it stays while no task changes,
+// moves when one does, and answers the same once closed.
+func TestWatchIsTheRefStamp(t *testing.T) {
+	dir := testrepo.New(t)
+	repo, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st task.Store = Open(repo)
+	sn, err := st.Create(task.CreateSpec{Title: "one", Actor: machine.Human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Watch()
+	defer func() { _ = w.Close() }()
+	check := func() string {
+		t.Helper()
+		got, _, err := w.Stamp()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := repo.RefStamp(TasksPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("the watch stamps %q, RefStamp %q", got, want)
+		}
+		return got
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(repo.CommonDir, "refs", "lazy", "tasks"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	before := check()
+	if check() != before {
+		t.Fatal("the watch's stamp moved while no task did")
+	}
+	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(x *task.Snapshot) (*task.Op, error) {
+		x.Task.Title = "two"
+		return &task.Op{Name: "edit", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if check() == before {
+		t.Fatal("an update left the watch's stamp as it was")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check()
+}

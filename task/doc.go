@@ -5,9 +5,10 @@
 // rules that belong to them: ids and slugs, the validation of a record
 // that arrives from a remote, the bounds of its figures, clipping its
 // texts. It also holds the errors a store reports (ErrNotFound,
-// ErrExists, AmbiguousError, CorruptError).
+// ErrExists, AmbiguousError, CorruptError) and the Store port the
+// operations work on.
 //
-// It knows no storage: gitstore keeps the records in git refs, and a
+// It knows no storage: gitstore implements Store over git refs, and a
 // snapshot reads its long parts on demand through the Source a store
 // binds to it. So surfaces and capabilities import task for the types,
 // and only what wires a repository up imports a store.
