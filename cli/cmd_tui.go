@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -78,10 +80,11 @@ type tuiModel struct {
 	pane         int
 	focus        int
 	preview      []string
-	// top is the first line of the pane shown; with follow the pane
-	// shows the newest lines instead, whatever top says.
-	top    int
-	follow bool
+	// scroller scrolls the pane (bubbles' viewport): its offset is the
+	// first line shown; with follow the pane shows the newest lines
+	// instead, whatever the offset says.
+	scroller viewport.Model
+	follow   bool
 	// filter is the text / matches (slug, title, pool label); show is
 	// the status filter f cycles.
 	filter string
@@ -96,19 +99,6 @@ type tuiModel struct {
 	bell      bool // ring the terminal bell when a task starts needing a human
 	err       error
 	loading   *sync.Mutex
-}
-
-// tuiPrompt is a question on the bottom line: a text to type (a title,
-// feedback, a reason) or, with confirm, y or N.
-type tuiPrompt struct {
-	label   string
-	text    []rune
-	confirm bool
-	// cancel is said in the status line when the human backs out.
-	cancel string
-	// done gets what was typed ("y" for a confirmation) and returns the
-	// action, or sets the next prompt.
-	done func(text string) tea.Cmd
 }
 
 type tuiStyles struct {
@@ -356,7 +346,7 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.PasteMsg:
 		// A paste is text for an open prompt, never a command.
 		if p := m.prompt; p != nil && !p.confirm {
-			p.text = append(p.text, []rune(msg.Content)...)
+			p.paste(msg.Content)
 		}
 		return m, nil
 	case tea.KeyPressMsg:
@@ -434,7 +424,8 @@ func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "F":
 		m.follow = !m.follow
 		if !m.follow {
-			m.top = m.maxTop()
+			m.syncPane()
+			m.scroller.GotoBottom()
 		}
 		return m, nil
 	case "f":
@@ -462,11 +453,13 @@ func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.scroll(1)
 			return m, nil
 		case "home", "g":
-			m.follow, m.top = false, 0
+			m.follow = false
+			m.scroller.GotoTop()
 			return m, nil
 		case "end", "G":
 			m.follow = m.pane == paneLog
-			m.top = m.maxTop()
+			m.syncPane()
+			m.scroller.GotoBottom()
 			return m, nil
 		}
 	} else {
@@ -584,66 +577,6 @@ func (m *tuiModel) createPrompt() {
 	})
 }
 
-// ask opens a text prompt.
-func (m *tuiModel) ask(label, text, cancel string, done func(string) tea.Cmd) {
-	m.prompt = &tuiPrompt{label: label, text: []rune(text), cancel: cancel, done: done}
-}
-
-// confirm opens a y/N prompt: only y goes ahead.
-func (m *tuiModel) confirm(label, cancel string, yes func() tea.Cmd) {
-	m.prompt = &tuiPrompt{label: label, confirm: true, cancel: cancel, done: func(string) tea.Cmd { return yes() }}
-}
-
-// promptKey is a key while a prompt is open: text, editing, enter, esc.
-func (m *tuiModel) promptKey(k tea.KeyPressMsg) tea.Cmd {
-	p := m.prompt
-	s := k.String()
-	if s == "ctrl+c" {
-		return tea.Quit
-	}
-	if p.confirm {
-		m.prompt = nil
-		if s == "y" || s == "Y" {
-			return p.done("y")
-		}
-		if p.cancel != "" {
-			m.say(p.cancel)
-		}
-		return nil
-	}
-	switch s {
-	case "esc":
-		m.prompt = nil
-		if p.cancel != "" {
-			m.say(p.cancel)
-		}
-		return nil
-	case "enter":
-		m.prompt = nil
-		return p.done(string(p.text))
-	case "backspace", "ctrl+h":
-		if len(p.text) > 0 {
-			p.text = p.text[:len(p.text)-1]
-		}
-		return nil
-	case "ctrl+u":
-		p.text = nil
-		return nil
-	case "ctrl+w":
-		t := strings.TrimRight(string(p.text), " ")
-		if i := strings.LastIndex(t, " "); i >= 0 {
-			p.text = []rune(t[:i+1])
-		} else {
-			p.text = nil
-		}
-		return nil
-	}
-	if k.Text != "" && k.Mod&^tea.ModShift == 0 {
-		p.text = append(p.text, []rune(k.Text)...)
-	}
-	return nil
-}
-
 // say and bad set the status line: news, or an error.
 func (m *tuiModel) say(s string) { m.status, m.statusBad = s, false }
 func (m *tuiModel) bad(s string) { m.status, m.statusBad = s, true }
@@ -658,26 +591,32 @@ func capitalize(s string) string {
 // resetScroll is the scroll of a pane just opened: the log follows its
 // newest lines, a diff starts at its top.
 func (m *tuiModel) resetScroll() {
-	m.top, m.follow = 0, m.pane == paneLog
+	m.scroller.SetYOffset(0)
+	m.follow = m.pane == paneLog
 }
 
-// maxTop is the furthest the pane scrolls: its last page.
-func (m *tuiModel) maxTop() int {
+// syncPane gives the pane's viewport what the pane shows now (its size
+// and lines), so that a scroll stops at its last page.
+func (m *tuiModel) syncPane() {
 	w, h := m.paneSize()
-	return max(0, len(m.paneLines(w))-(h-1))
+	m.scroller.SetWidth(w)
+	m.scroller.SetHeight(max(h-1, 1))
+	m.scroller.SetContentLines(m.paneContent(w))
 }
 
 // scroll moves the pane by d lines; scrolling up leaves follow mode
 // (End or F comes back to it).
 func (m *tuiModel) scroll(d int) {
-	most := m.maxTop()
+	m.syncPane()
 	if m.follow {
-		m.top = most
+		m.scroller.GotoBottom()
 	}
 	if d < 0 {
 		m.follow = false
+		m.scroller.ScrollUp(-d)
+		return
 	}
-	m.top = min(max(m.top+d, 0), most)
+	m.scroller.ScrollDown(d)
 }
 
 // interactive hands the terminal to `lazy VERB TASK` (the editor for
@@ -771,18 +710,7 @@ func (m *tuiModel) footer() string {
 		}
 	}
 	if p := m.prompt; p != nil {
-		q := termsafe.String(p.label) + ": "
-		if p.confirm {
-			q = termsafe.String(p.label) + " "
-		} else {
-			text := strings.ReplaceAll(termsafe.String(string(p.text)), "\n", "⏎")
-			q += text + "█"
-			// The end of a long text, where the typing is, stays in sight.
-			if r := []rune(q); len(r) > w {
-				q = "…" + string(r[len(r)-w+1:])
-			}
-		}
-		lines = append(lines, m.styles.key.Render(cut(q, w)))
+		lines = append(lines, m.styles.key.Render(p.line(w)))
 		lines = append(lines, m.styles.dim.Render(cut("enter: done  esc: cancel  ctrl+u: clear", w)))
 		return strings.Join(lines, "\n")
 	}
@@ -867,16 +795,25 @@ func (m *tuiModel) screen() string {
 	return header + "\n" + body + "\n" + footer
 }
 
-// wrap breaks s into lines of at most w runes, at spaces where it can:
+// wrap breaks s into lines of at most w columns, at spaces where it can:
 // an error is shown whole, never cut.
 func wrap(s string, w int) []string {
 	w = max(w, 1)
 	var out []string
 	for _, line := range strings.Split(strings.ReplaceAll(s, "\t", "    "), "\n") {
 		r := []rune(line)
-		for len(r) > w {
-			i := w
-			for j := w; j > w/2; j-- {
+		for {
+			// fit: how many runes fill w columns (a wide rune takes two).
+			fit, cols := 0, 0
+			for fit < len(r) && cols+runeWidth(r[fit]) <= w {
+				cols += runeWidth(r[fit])
+				fit++
+			}
+			if fit == len(r) {
+				break
+			}
+			i := max(fit, 1) // a rune wider than the line still moves on
+			for j := fit; j > fit/2; j-- {
 				if r[j] == ' ' {
 					i = j
 					break
@@ -891,6 +828,14 @@ func wrap(s string, w int) []string {
 		out = append(out, string(r))
 	}
 	return out
+}
+
+// runeWidth is the terminal columns r takes.
+func runeWidth(r rune) int {
+	if r < utf8.RuneSelf {
+		return 1
+	}
+	return textWidth(string(r))
 }
 
 // renderList is the task tree, one task a line, the selection reversed.
@@ -1006,24 +951,32 @@ func (m *tuiModel) renderPane(w, h int) string {
 	if len(marks) > 0 {
 		head += " (" + strings.Join(marks, ", ") + ")"
 	}
-	out := []string{m.styles.header.Render(cut(head, w))}
-	lines := m.paneLines(w)
-	body := max(h-1, 1)
-	top := min(max(m.top, 0), max(0, len(lines)-body))
+	// A copy of the viewport: drawing the screen moves nothing, and the
+	// scroll kept is the one the keys set (clamped here to the lines
+	// there are now).
+	vp := m.scroller
+	vp.SetWidth(w)
+	vp.SetHeight(max(h-1, 1))
+	vp.SetContentLines(m.paneContent(w))
 	if m.follow {
-		top = max(0, len(lines)-body)
+		vp.GotoBottom()
 	}
-	end := min(top+body, len(lines))
-	for _, l := range lines[top:end] {
-		if strings.HasPrefix(l, turnRule) {
-			l = m.styles.dim.Render(l)
-		}
-		out = append(out, l)
-	}
+	return m.styles.header.Render(cut(head, w)) + "\n" + vp.View()
+}
+
+// paneContent is the pane's lines at width w as the viewport shows them:
+// turn rules dimmed, or a dim "(nothing yet)".
+func (m *tuiModel) paneContent(w int) []string {
 	if len(m.preview) == 0 {
-		out = append(out, m.styles.dim.Render("(nothing yet)"))
+		return []string{m.styles.dim.Render("(nothing yet)")}
 	}
-	return strings.Join(out, "\n")
+	lines := m.paneLines(w)
+	for i, l := range lines {
+		if strings.HasPrefix(l, turnRule) {
+			lines[i] = m.styles.dim.Render(l)
+		}
+	}
+	return lines
 }
 
 // logTail renders the last lines of a task's agent log as lazy logs
@@ -1163,7 +1116,7 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 		// No colour; bold, faint and reverse stay, so the selection shows.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}, follow: true}
+	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}, follow: true, scroller: viewport.New()}
 	p := tea.NewProgram(m, opts...)
 	m.send = p.Send
 	// The daemon's events (a turn ended, progress) refresh at once; the

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -181,7 +182,7 @@ func TestTUIFilters(t *testing.T) {
 	// needs me
 	for text, want := range map[string]string{"LOGIN": "fix-login", "stu": "stuck", "api": ""} {
 		press(m, "/")
-		m.prompt.text = nil
+		m.prompt.input.SetValue("")
 		press(m, text, "enter")
 		if got := slugs(m); got != want {
 			t.Errorf("needs me, /%s: %q, want %q", text, got, want)
@@ -323,7 +324,7 @@ func TestTUIPrompts(t *testing.T) {
 		t.Fatal("q in a prompt quit")
 	}
 	m.Update(tea.PasteMsg{Content: " now"})
-	if got := string(m.prompt.text); got != "quit now" {
+	if got := m.prompt.value(); got != "quit now" {
 		t.Fatalf("typed %q", got)
 	}
 	press(m, "enter")
@@ -381,7 +382,7 @@ func TestTUIAttemptsAndBudgetPrompts(t *testing.T) {
 	m := tuiTestModel(160, 30, sampleTasks()...)
 	m.selected = "1"
 	press(m, "S")
-	if m.prompt == nil || !strings.Contains(m.prompt.label, "how many (2-8)") || string(m.prompt.text) != "2" {
+	if m.prompt == nil || !strings.Contains(m.prompt.label, "how many (2-8)") || m.prompt.value() != "2" {
 		t.Fatalf("S opened %+v", m.prompt)
 	}
 	press(m, "backspace", "9", "enter")
@@ -393,7 +394,7 @@ func TestTUIAttemptsAndBudgetPrompts(t *testing.T) {
 		t.Fatalf("3 attempts: status %q", m.status)
 	}
 	press(m, "B")
-	if m.prompt == nil || string(m.prompt.text) != "+5" || !strings.Contains(m.prompt.label, "raise the budget") {
+	if m.prompt == nil || m.prompt.value() != "+5" || !strings.Contains(m.prompt.label, "raise the budget") {
 		t.Fatalf("B opened %+v", m.prompt)
 	}
 	if cmd := press(m, "enter"); cmd == nil || m.status != "Raising the budget of fix-login…" {
@@ -442,5 +443,124 @@ func TestTUIGroupPaneComparesAttempts(t *testing.T) {
 	}
 	if m2 := tuiTestModel(160, 30, sampleTasks()[0]); m2.comparing() {
 		t.Fatal("a task that is not a group compares attempts")
+	}
+}
+
+// key is one key press: a code with modifiers, or text.
+func key(code rune, mod tea.KeyMod) tea.KeyPressMsg { return tea.KeyPressMsg{Code: code, Mod: mod} }
+
+// TestTUIPromptEditsLikeALineEditor: the prompt is a line editor (bubbles'
+// textinput): the cursor moves and text goes in where it is, ctrl+w
+// deletes a word, ctrl+u what is before the cursor, home and end move to
+// the ends; the bottom line shows a block where the cursor is; a chord
+// types nothing, and ctrl+v runs no clipboard program.
+func TestTUIPromptEditsLikeALineEditor(t *testing.T) {
+	m := tuiTestModel(120, 30, sampleTasks()...)
+	var got string
+	m.ask("feedback for fix-login", "", "Not unblocked", func(text string) tea.Cmd { got = text; return nil })
+	press(m, "fix login")
+	for range 5 {
+		m.Update(key(tea.KeyLeft, 0))
+	}
+	press(m, "t", "h", "e", " ")
+	if v := m.prompt.value(); v != "fix the login" {
+		t.Fatalf("typed mid-line: %q", v)
+	}
+	if !strings.Contains(m.screen(), "feedback for fix-login: fix the █login") {
+		t.Fatalf("the cursor is not drawn where it is:\n%s", m.screen())
+	}
+	m.Update(key('x', tea.ModAlt))
+	m.Update(key('v', tea.ModCtrl))
+	if v := m.prompt.value(); v != "fix the login" {
+		t.Fatalf("a chord typed: %q", v)
+	}
+	m.Update(key(tea.KeyEnd, 0))
+	m.Update(key('w', tea.ModCtrl))
+	if v := m.prompt.value(); v != "fix the " {
+		t.Fatalf("ctrl+w at the end: %q", v)
+	}
+	m.Update(key(tea.KeyHome, 0))
+	press(m, ">")
+	m.Update(key(tea.KeyRight, 0))
+	m.Update(key('u', tea.ModCtrl))
+	if v := m.prompt.value(); v != "ix the " {
+		t.Fatalf("ctrl+u after the second character: %q", v)
+	}
+	press(m, "enter")
+	if got != "ix the " || m.prompt != nil {
+		t.Fatalf("enter gave %q (prompt %v)", got, m.prompt)
+	}
+}
+
+// TestTUIPastedTextKeepsItsLines: a paste into a prompt keeps its line
+// breaks (CRLF and CR read as one) and tabs, shown as ⏎ on the one line,
+// and given whole to the action; escape sequences in it never reach the
+// screen.
+func TestTUIPastedTextKeepsItsLines(t *testing.T) {
+	m := tuiTestModel(120, 30, sampleTasks()...)
+	var got string
+	m.ask("feedback for fix-login", "", "", func(text string) tea.Cmd { got = text; return nil })
+	m.Update(tea.PasteMsg{Content: "first\r\nsecond\tcol\rthird \x1b[2J\u202eend\ue00a"})
+	screen := m.screen()
+	if !strings.Contains(screen, "first⏎second col⏎third [2J\\u202eend█") || strings.Contains(screen, "\x1b[2J") || strings.Contains(screen, "\u202e") {
+		t.Fatalf("the pasted text on the bottom line:\n%q", screen)
+	}
+	press(m, "enter")
+	if got != "first\nsecond\tcol\nthird [2J\u202eend" {
+		t.Fatalf("the action got %q", got)
+	}
+}
+
+// TestTUIPromptLineFitsWideText: a long text of wide runes keeps the
+// bottom line within the terminal's width, the cursor's end in sight.
+func TestTUIPromptLineFitsWideText(t *testing.T) {
+	m := tuiTestModel(40, 20, sampleTasks()...)
+	m.ask("title", "", "", func(string) tea.Cmd { return nil })
+	m.Update(tea.PasteMsg{Content: strings.Repeat("日本語のタイトル", 6) + "終"})
+	for _, l := range strings.Split(m.screen(), "\n") {
+		if n := ansi.StringWidth(l); n > 40 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	if !strings.Contains(m.screen(), "…") || !strings.Contains(m.screen(), "終█") {
+		t.Errorf("the end of the text is not in sight:\n%s", m.screen())
+	}
+}
+
+// TestTUIPaneScrollsInItsViewport: the pane (bubbles' viewport) stops at
+// its last page however far it is paged down, shows "(nothing yet)"
+// while there is no output, and wraps a line of wide runes within its
+// width.
+func TestTUIPaneScrollsInItsViewport(t *testing.T) {
+	m := tuiTestModel(60, 20, sampleTasks()[0])
+	if !strings.Contains(m.screen(), "(nothing yet)") {
+		t.Fatalf("an empty pane:\n%s", m.screen())
+	}
+	for i := 1; i <= 40; i++ {
+		m.preview = append(m.preview, fmt.Sprintf("line %d", i))
+	}
+	m.preview = append(m.preview, strings.Repeat("出力", 50))
+	press(m, "tab", "g")
+	if s := m.screen(); !strings.Contains(s, "line 1 ") || strings.Contains(s, "line 40") {
+		t.Fatalf("g: not at the top:\n%s", s)
+	}
+	for range 20 {
+		m.Update(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	}
+	s := m.screen()
+	if !strings.Contains(s, "出力出力") || strings.Contains(s, "line 1 ") {
+		t.Fatalf("paged past the end, the pane does not show its last page:\n%s", s)
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if n := ansi.StringWidth(l); n > 60 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	if m.follow {
+		t.Error("paging down is not following")
+	}
+	press(m, "k")
+	if !strings.Contains(m.screen(), "line 40") && !strings.Contains(m.screen(), "line 39") {
+		t.Errorf("k did not scroll up a line:\n%s", m.screen())
 	}
 }
