@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/termsafe"
@@ -32,8 +33,8 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	repo  *gitstore.Repo
-	cfg   *gitstore.Config
+	repo  *gitrepo.Location
+	cfg   *gitrepo.Config
 	store *gitstore.Store
 	wrote bool // a command wrote records: consider housekeeping
 
@@ -54,7 +55,7 @@ func (a *app) open() error {
 	if a.store != nil {
 		return nil
 	}
-	repo, err := gitstore.Discover(a.dir)
+	repo, err := gitrepo.Discover(a.dir)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (a *app) loadConfig() error {
 
 // looseObjectLimit is git config lazy.gc.looseObjects (default 4000);
 // a bad value is the error, with 0 (no automatic housekeeping).
-func (a *app) looseObjectLimit(cfg *gitstore.Config) (int, error) {
+func (a *app) looseObjectLimit(cfg *gitrepo.Config) (int, error) {
 	n, err := cfg.Int("lazy.gc.looseObjects", 4000)
 	if err == nil && n < 0 {
 		v, _ := cfg.Get("lazy.gc.looseObjects")

@@ -12,7 +12,7 @@ import (
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/events"
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -289,7 +289,7 @@ func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
 // freshConfig is the repository's git config as it is now: a long-lived
 // process (the daemon, lazy mcp) must start work under today's
 // lazy.sandbox, not the one it read when it began.
-func (a *app) freshConfig() *gitstore.Config {
+func (a *app) freshConfig() *gitrepo.Config {
 	if cfg, err := a.repo.Config(); err == nil {
 		return cfg
 	}
@@ -297,7 +297,7 @@ func (a *app) freshConfig() *gitstore.Config {
 }
 
 // startInputFrom is startInput with the settings of cfg.
-func (a *app) startInputFrom(cfg *gitstore.Config, agentName, command string) (ops.StartInput, error) {
+func (a *app) startInputFrom(cfg *gitrepo.Config, agentName, command string) (ops.StartInput, error) {
 	agentName, command = sanitize.Field(agentName), sanitize.Field(command)
 	explicit := command != ""
 	if command == "" {
@@ -338,7 +338,7 @@ func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
 // sandboxFrom reads lazy.sandbox (off or on; override, from start
 // --sandbox, wins), lazy.sandbox.network, and the multi-valued
 // lazy.sandbox.hide and lazy.sandbox.expose. nil means no sandbox.
-func sandboxFrom(cfg *gitstore.Config, override string) (*proto.Sandbox, error) {
+func sandboxFrom(cfg *gitrepo.Config, override string) (*proto.Sandbox, error) {
 	mode := override
 	if mode == "" {
 		mode, _ = cfg.Get("lazy.sandbox")

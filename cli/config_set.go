@@ -191,7 +191,7 @@ func (c *ConfigCmd) target(a *app) (scope, dir string, cfg *gitrepo.Config, err 
 // the global one, or only the global one outside a repository.
 func (c *ConfigCmd) reread(a *app) (*gitrepo.Config, error) {
 	if a.repo == nil {
-		if repo, err := gitstore.Discover(a.dir); err == nil {
+		if repo, err := gitrepo.Discover(a.dir); err == nil {
 			a.repo = repo
 		} else if c.Global {
 			return gitrepo.ReadConfig("")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -62,7 +63,7 @@ func TestCostTableGolden(t *testing.T) {
 // field names, one task with its subtasks, and bad input.
 func TestCostCommand(t *testing.T) {
 	dir := testrepo.New(t)
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/willabides/kongplete"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/words"
@@ -230,7 +231,7 @@ func (c *CompletionCmd) Run(a *app) error {
 // one it offers nothing.
 func taskPredictor(keep func(machine.Status) bool) complete.Predictor {
 	return complete.PredictFunc(func(complete.Args) []string {
-		repo, err := gitstore.Discover(".")
+		repo, err := gitrepo.Discover(".")
 		if err != nil {
 			return nil
 		}

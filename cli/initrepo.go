@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/task"
@@ -36,7 +37,7 @@ type initResult struct {
 // The push refspec goes into lazy.pushRefspec, not remote.<name>.push: a
 // remote.<name>.push entry would silently change what a plain `git push`
 // pushes, and lazy must not alter the user's everyday git.
-func initRepo(repo *gitstore.Repo, cfg *gitstore.Config) (*initResult, error) {
+func initRepo(repo *gitrepo.Location, cfg *gitrepo.Config) (*initResult, error) {
 	ctx := context.Background()
 	dir := repo.CommonDir
 	res := &initResult{PushRefspec: pushRefspec, LazyDir: repo.LazyDir()}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -209,7 +210,7 @@ func (c *counting) Load(id string) (*task.Snapshot, error) {
 }
 
 func TestFetchReadsTurnsOnlyWhenTheBreakdownNeedsThem(t *testing.T) {
-	repo, err := gitstore.Discover(testrepo.New(t))
+	repo, err := gitrepo.Discover(testrepo.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/events"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/link"
@@ -27,7 +28,7 @@ import (
 func newServer(t *testing.T) (*Server, string) {
 	t.Helper()
 	dir := testrepo.New(t)
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

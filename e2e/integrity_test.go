@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/ops"
 )
@@ -406,7 +407,7 @@ func processesIn(dir string) []string {
 // that repository's own (other tests' repositories run at the same time).
 func gateScratchRoot(t testing.TB, dir string) string {
 	t.Helper()
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,13 +24,8 @@ import (
 // rename (by hand, or a tool that does), changes neither, so a caller
 // also bounds how long it trusts an equal stamp. Refs in subdirectories of prefix are not stamped: task refs
 // live directly under TasksPrefix.
-func (r *Repo) RefStamp(prefix string) (stamp string, newest time.Time, err error) {
+func RefStamp(r *Repo, prefix string) (stamp string, newest time.Time, err error) {
 	return FileStamp(r.RefStampPaths(prefix)...)
-}
-
-// RefStampPaths are the files RefStamp stamps, for a StampWatcher.
-func (r *Repo) RefStampPaths(prefix string) []string {
-	return r.StampPaths(prefix)
 }
 
 // FileStamp stamps files or directories by identity (device and inode),

@@ -27,7 +27,7 @@ func TestRefStampMovesWithTheRefs(t *testing.T) {
 	s := Open(repo)
 	stamp := func() string {
 		t.Helper()
-		st, _, err := repo.RefStamp(TasksPrefix)
+		st, _, err := RefStamp(repo, TasksPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestWatchIsTheRefStamp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _, err := repo.RefStamp(TasksPrefix)
+		want, _, err := RefStamp(repo, TasksPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -54,7 +55,7 @@ func TestCreateWithABudget(t *testing.T) {
 // operations run as the caller asks (the daemon's hooks, minus launching).
 func repoDispatcher(t *testing.T, dir string) (*Dispatcher, *gitstore.Store) {
 	t.Helper()
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

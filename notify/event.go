@@ -63,7 +63,7 @@ type Event struct {
 	// Time is when lazy noticed the change (RFC 3339, UTC).
 	Time string `json:"time"`
 	// Repo is the repository's name: the directory of its main worktree
-	// (gitstore.Repo.Name), the same in every event and in lazy notify
+	// (gitrepo.Location.Name), the same in every event and in lazy notify
 	// test.
 	Repo string `json:"repo"`
 	// Count is, for a "more" event, how many events it stands for.

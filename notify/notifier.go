@@ -136,7 +136,7 @@ const maxLog = 1 << 20
 type Notifier struct {
 	// Dir is the repository's notify directory (.git/lazy/notify).
 	Dir string
-	// Repo names the repository in events (gitstore.Repo.Name).
+	// Repo names the repository in events (gitrepo.Location.Name).
 	Repo string
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -18,7 +19,7 @@ func FuzzCreateIsReadableBySlug(f *testing.F) {
 	for _, s := range []string{"@{-1}", "dc0a8c51", "fix the flaky login test", "\x1b]52;c;Zm9v\x07", "a\rb", "1", "..", "-", "ÿ", "cafe\nbabe"} {
 		f.Add(s)
 	}
-	repo, err := gitstore.Discover(testrepo.New(f))
+	repo, err := gitrepo.Discover(testrepo.New(f))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
@@ -16,7 +17,7 @@ import (
 
 func env(t *testing.T) *Env {
 	t.Helper()
-	repo, err := gitstore.Discover(testrepo.New(t))
+	repo, err := gitrepo.Discover(testrepo.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

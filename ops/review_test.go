@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -31,7 +32,7 @@ func commitFile(t *testing.T, dir, branch, name string) {
 // branch left it never shows as the task's.
 func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
 	dir := testrepo.New(t)
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

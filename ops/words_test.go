@@ -12,6 +12,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact/redacttest"
@@ -81,7 +82,7 @@ func TestHandoffRecordQuotesEveryWord(t *testing.T) {
 	if out, err := exec.Command("git", "-C", dir, "config", "--add", "lazy.notify", "json:"+redacttest.HookTarget).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/owned"
@@ -26,7 +27,7 @@ import (
 // load-count tests.
 type fixture struct {
 	dir   string
-	repo  *gitstore.Repo
+	repo  *gitrepo.Location
 	store *gitstore.Store
 	// backlog holds ids of tasks never started, which activate turns
 	// into running turns.
@@ -36,7 +37,7 @@ type fixture struct {
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
 	dir := testrepo.New(tb)
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func copyFixture(tb testing.TB, f *fixture) *fixture {
 	if out, err := exec.Command("cp", "-a", f.dir, dir).CombinedOutput(); err != nil {
 		tb.Fatalf("copy %s: %v %s", f.dir, err, out)
 	}
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

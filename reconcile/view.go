@@ -133,7 +133,7 @@ type kept struct {
 	v  *view
 	// stamp is the stamp of the task refs read before the listing, and
 	// settled says it was old enough then to be trusted when it is seen
-	// again (see gitstore.Repo.RefStamp).
+	// again (see gitrepo.Location.RefStamp).
 	stamp    string
 	settled  bool
 	gen      uint64

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
@@ -115,7 +116,7 @@ func TestPassPicksUpARefMovedElsewhere(t *testing.T) {
 // dead.
 func startElsewhere(t *testing.T, f *fixture, id string) {
 	t.Helper()
-	other, err := gitstore.Discover(f.dir)
+	other, err := gitrepo.Discover(f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestPassDistrustsAStampWithinItsTick(t *testing.T) {
 	if err := os.Chtimes(dir, recent, recent); err != nil {
 		t.Fatal(err)
 	}
-	stamp, _, err := f.repo.RefStamp(gitstore.TasksPrefix)
+	stamp, _, err := gitstore.RefStamp(f.repo, gitstore.TasksPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestPassDistrustsAStampWithinItsTick(t *testing.T) {
 	if err := os.Chtimes(dir, recent, recent); err != nil {
 		t.Fatal(err)
 	}
-	if again, _, err := f.repo.RefStamp(gitstore.TasksPrefix); err != nil || again != stamp {
+	if again, _, err := gitstore.RefStamp(f.repo, gitstore.TasksPrefix); err != nil || again != stamp {
 		t.Skipf("this file system changed more than the directory's time (%v): the stamp moved anyway", err)
 	}
 	actions, err := r.Pass(context.Background())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
@@ -22,7 +23,7 @@ const testAddr = "127.0.0.1:7777"
 func newServer(tb testing.TB) (*Server, *gitstore.Store, string) {
 	tb.Helper()
 	dir := testrepo.New(tb)
-	repo, err := gitstore.Discover(dir)
+	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
@@ -19,7 +20,7 @@ func main() {
 	n := flag.Int("n", 1000, "tasks to create")
 	spent := flag.Bool("spent", false, "give every task the usage of an agent turn, as a lived-in repository has")
 	flag.Parse()
-	repo, err := gitstore.Discover(*dir)
+	repo, err := gitrepo.Discover(*dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
