@@ -188,6 +188,7 @@ func TestPinnedLayering(t *testing.T) {
 		"machine":  {"gitstore", "ops", "cli", "web", "mcp", "daemon"},
 		"gitstore": {"ops", "cli", "web", "mcp", "daemon"},
 		"ops":      {"cli", "web", "mcp", "daemon"},
+		"session":  {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"web":      {"daemon", "mcp", "cli"},
 		"mcp":      {"daemon", "web", "cli"},
 		"daemon":   {"web", "mcp", "cli"},

@@ -22,6 +22,7 @@ import (
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -131,7 +132,7 @@ func (a *app) openForWrite() error {
 }
 
 func (a *app) env() (*ops.Env, error) {
-	actor, err := ops.ActorFromEnv()
+	actor, err := session.ActorFromEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func (a *app) env() (*ops.Env, error) {
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
 	timing, policy, turnErr := a.turnSettings()
-	return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CrashAt: a.crash, Launch: a.launchSupervisor, GateReaper: gateReaper()}, nil
+	return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, gateReaper()), nil
 }
 
 // turnSettings reads what every turn's supervisor gets (timing and
@@ -324,12 +325,12 @@ func (a *app) readText(flag *string, what string, required bool) (string, func()
 		return *flag, noop, nil
 	}
 	if (flag != nil && *flag == "-") || readable(a.stdin) {
-		b, err := io.ReadAll(io.LimitReader(a.stdin, ops.MaxText+1))
+		b, err := io.ReadAll(io.LimitReader(a.stdin, session.MaxText+1))
 		if err != nil {
 			return "", noop, fmt.Errorf("read %s from stdin: %w", what, err)
 		}
-		if len(b) > ops.MaxText {
-			return "", noop, fmt.Errorf("%s on stdin is over %d MiB; nothing was saved", what, ops.MaxText>>20)
+		if len(b) > session.MaxText {
+			return "", noop, fmt.Errorf("%s on stdin is over %d MiB; nothing was saved", what, session.MaxText>>20)
 		}
 		return strings.TrimRight(string(b), "\n"), noop, nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/supervise"
 	"github.com/lazyorch/lazy/task"
 )
@@ -139,7 +140,7 @@ func splitAgents(s string) []string {
 }
 
 // attempts starts the task's attempts (start --attempts N).
-func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in ops.StartInput, agents []string) error {
+func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in session.StartInput, agents []string) error {
 	if c.Follow {
 		return usageError{"--follow prints one agent's output; with --attempts, --wait waits for every attempt and compares them, and lazy watch (or lazy logs -f SLUG-a1) follows them"}
 	}
@@ -282,7 +283,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 // startInput resolves the agent and command of a start with the
 // repository's defaults (lazy.agent, lazy.exec.command,
 // lazy.claude.permissionMode, lazy.worktreeDir, lazy.sandbox.*).
-func (a *app) startInput(agentName, command string) (ops.StartInput, error) {
+func (a *app) startInput(agentName, command string) (session.StartInput, error) {
 	return a.startInputFrom(a.cfg, agentName, command)
 }
 
@@ -297,7 +298,7 @@ func (a *app) freshConfig() *gitrepo.Config {
 }
 
 // startInputFrom is startInput with the settings of cfg.
-func (a *app) startInputFrom(cfg *gitrepo.Config, agentName, command string) (ops.StartInput, error) {
+func (a *app) startInputFrom(cfg *gitrepo.Config, agentName, command string) (session.StartInput, error) {
 	agentName, command = sanitize.Field(agentName), sanitize.Field(command)
 	explicit := command != ""
 	if command == "" {
@@ -315,7 +316,7 @@ func (a *app) startInputFrom(cfg *gitrepo.Config, agentName, command string) (op
 	// Unset, the posture decides (agent.TurnPermissions).
 	mode, _ := cfg.Get("lazy.claude.permissionMode")
 	mode = strings.TrimSpace(mode)
-	in := ops.StartInput{Agent: agentName, ExecCommand: strings.Fields(command), PermissionMode: mode, RepoDir: a.repoDir()}
+	in := session.StartInput{Agent: agentName, ExecCommand: strings.Fields(command), PermissionMode: mode, RepoDir: a.repoDir()}
 	if dir, ok := cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}
@@ -490,7 +491,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          &ops.Env{Store: a.store, Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor, GateReaper: gateReaper()},
+		Env:          ops.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(nil, gateReaper()),
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")

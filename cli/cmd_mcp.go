@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -69,11 +70,11 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return &ops.Env{Store: a.store, Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, CrashAt: a.crash, Launch: a.launchSupervisor, GateReaper: gateReaper()}, nil
+				return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor}).WithAccept(a.crash, gateReaper()), nil
 			},
 			// Read afresh: work an agent starts is confined by today's
 			// lazy.sandbox, not the one this long-lived process began with.
-			StartInput: func(agentName, command string) (ops.StartInput, error) {
+			StartInput: func(agentName, command string) (session.StartInput, error) {
 				return a.startInputFrom(a.freshConfig(), agentName, command)
 			},
 			Wait: wait,

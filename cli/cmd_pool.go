@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -98,7 +99,7 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	return env.RunPool(ctx, ops.RunnerOptions{
 		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll, MaxLease: maxLease,
 		Agents: a.runnerAgents(),
-		Input: func(agentName string) (ops.StartInput, error) {
+		Input: func(agentName string) (session.StartInput, error) {
 			// The agent's command and posture come from this machine's
 			// configuration, never from the task record.
 			return a.startInput(agentName, "")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -19,8 +20,8 @@ func (a *app) outcome(ctx context.Context, sn *task.Snapshot) (line string, fact
 	next := strings.Join(nextSteps(t.Slug, t.Status, sn.PendingViolations() > 0), " | ")
 	switch h := t.Hold; {
 	case h != nil && !t.Status.IsTerminal():
-		parts = append(parts, ops.HoldText(h))
-		next = ops.HoldNext(t.Slug, h)
+		parts = append(parts, session.HoldText(h))
+		next = session.HoldNext(t.Slug, h)
 	default:
 		env, err := a.env()
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -21,7 +22,7 @@ import (
 func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *ops.OverlapCache) map[string]ops.TaskOverlaps {
 	// A read-only check needs neither the actor nor the turn policy, so a
 	// bad lazy.* setting does not hide it.
-	env := &ops.Env{Store: a.store, RepoDir: a.repoDir()}
+	env := ops.New(a.store, session.Env{RepoDir: a.repoDir()})
 	ov, err := env.OverlapsOf(ctx, entries, cache)
 	if err != nil {
 		return nil
@@ -33,7 +34,7 @@ func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *ops.Ove
 // is unfinished and started on this machine can overlap, so any other
 // lists nothing.
 func (a *app) taskOverlaps(ctx context.Context, sn *task.Snapshot) ops.TaskOverlaps {
-	env := &ops.Env{Store: a.store, RepoDir: a.repoDir()}
+	env := ops.New(a.store, session.Env{RepoDir: a.repoDir()})
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return ops.TaskOverlaps{}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -231,7 +232,7 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	}
 	if h := t.Hold; h != nil {
 		fmt.Fprintf(w, "  Held:     %s\n", oneLine(sanitize.Field(h.Reason), 160))
-		fmt.Fprintf(w, "  Next:     %s\n", ops.HoldNext(t.Slug, h))
+		fmt.Fprintf(w, "  Next:     %s\n", session.HoldNext(t.Slug, h))
 	}
 	if d.Goal != "" {
 		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(d.Goal, "  "))

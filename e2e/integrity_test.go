@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 )
 
 // Integrity tests: one supervisor per task whatever runs concurrently,
@@ -411,7 +410,7 @@ func gateScratchRoot(t testing.TB, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := ops.DefaultWorktreeRoot(gitstore.Open(repo))
+	root, err := session.DefaultWorktreeRoot(repo)
 	if err != nil {
 		t.Fatal(err)
 	}

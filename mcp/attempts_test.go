@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -23,12 +24,12 @@ func TestAcceptAnAttemptOfAGroup(t *testing.T) {
 	dir := testrepo.New(t)
 	d, store := repoDispatcher(t, dir)
 	ctx := context.Background()
-	env := &ops.Env{Store: store, Actor: machine.Human, RepoDir: dir, Launch: func(string) error { return nil }}
+	env := ops.New(store, session.Env{Actor: machine.Human, RepoDir: dir, Launch: func(string) error { return nil }})
 	g, err := env.Create(ctx, ops.CreateInput{Title: "Two ways"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := env.StartAttempts(ctx, g.Task.Slug, ops.AttemptsInput{N: 2, Base: ops.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := env.StartAttempts(ctx, g.Task.Slug, ops.AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

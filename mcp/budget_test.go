@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 )
 
 // A builder gives a task a budget over MCP; lazy_show reads it back;
@@ -61,6 +62,6 @@ func repoDispatcher(t *testing.T, dir string) (*Dispatcher, *gitstore.Store) {
 	}
 	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
 	return &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-		return &ops.Env{Store: store, Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}, nil
+		return ops.New(store, session.Env{Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}), nil
 	}}}, store
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -354,7 +355,7 @@ type Hooks struct {
 	Env func(actor machine.Actor, caller string) (*ops.Env, error)
 	// StartInput resolves lazy_start's agent and command with the
 	// repository's defaults.
-	StartInput func(agent, command string) (ops.StartInput, error)
+	StartInput func(agent, command string) (session.StartInput, error)
 	// Wait blocks until task id's turn is recorded or timeout.
 	Wait func(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error)
 	// Accept returns the accept options (pre-accept turn) to use.

@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -89,7 +90,7 @@ type AcceptOptions struct {
 	// PreTurn, when set, is the prompt of an agent turn run before the
 	// merge (git config lazy.accept.preTurn); the task shows working with
 	// substate agent:pre-accept meanwhile. It runs only when the Env has a
-	// Launcher and Reconcile is set.
+	// session.Launcher and Reconcile is set.
 	PreTurn string
 	// Reconcile runs the reconciler once on task id. The accept holds the
 	// task lock through its pre-accept turn and calls it, with a context
@@ -232,7 +233,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
 	a := &localAccept{e: e, n: n, opts: opts, release: func() {}}
 	a.say(func(n Narrator) { n.Prelude("pre-flight checks") })
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +370,7 @@ func (a *localAccept) begin(id string) {
 // any accept into that branch that died.
 func (a *localAccept) lockDest(ctx context.Context) error {
 	e, slug := a.e, a.sn.Task.Slug
-	into, err := e.BaseBranch(ctx, a.sn, e.repoDir())
+	into, err := e.BaseBranch(ctx, a.sn, e.Dir())
 	if err != nil {
 		return err
 	}
@@ -492,7 +493,7 @@ func (a *localAccept) record(ctx context.Context) error {
 	a.mine = mine
 	approvedTip := ""
 	if len(a.approved) > 0 {
-		approvedTip, _ = worktree.BranchCommit(ctx, e.repoDir(), pre.branch)
+		approvedTip, _ = worktree.BranchCommit(ctx, e.Dir(), pre.branch)
 	}
 	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != from {
@@ -543,7 +544,7 @@ func (a *localAccept) abort(ctx context.Context, cause error) error {
 
 // removeTempDest removes the checkout pre-flight made to merge in.
 func (a *localAccept) removeTempDest(ctx context.Context) {
-	_ = worktree.ForceRemove(context.WithoutCancel(ctx), a.e.repoDir(), a.pre.dest)
+	_ = worktree.ForceRemove(context.WithoutCancel(ctx), a.e.Dir(), a.pre.dest)
 }
 
 // stashDest stashes the destination's uncommitted changes, if any, and
@@ -697,10 +698,10 @@ func (e *Env) runPreAccept(ctx context.Context, sn *task.Snapshot, opts AcceptOp
 // session records the status to park back to, so a submitted task comes
 // back submitted.
 func (e *Env) preAcceptTurn(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
-	if err := e.requireLauncher("the pre-accept turn"); err != nil {
+	if err := e.RequireLauncher("the pre-accept turn"); err != nil {
 		return nil, err
 	}
-	prompt, err := requiredProse("the pre-accept prompt", opts.PreTurn, "the pre-accept prompt is empty")
+	prompt, err := session.RequiredProse("the pre-accept prompt", opts.PreTurn, "the pre-accept prompt is empty")
 	if err != nil {
 		return nil, err
 	}
@@ -726,7 +727,7 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *task.Snapshot, opts AcceptO
 	if err != nil {
 		return nil, err
 	}
-	if err := e.launchTurn(sn, turn, "pre-accept", prompt, ""); err != nil {
+	if err := e.Turns().Launch(sn, turn, "pre-accept", prompt, ""); err != nil {
 		return nil, err
 	}
 	return sn, nil
@@ -742,7 +743,7 @@ func (e *Env) awaitPreAccept(ctx context.Context, sn *task.Snapshot, from machin
 	if limit <= 0 {
 		limit = DefaultPreTurnTimeout
 	}
-	held, deadline := holding(ctx, id), time.Now().Add(limit)
+	held, deadline := session.Holding(ctx, id), time.Now().Add(limit)
 	final := sn
 	for final.Task.Status == machine.Working && final.Session != nil && final.Session.Turn == seq {
 		if time.Now().After(deadline) {
@@ -794,12 +795,12 @@ func (e *Env) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Sessio
 			return owned.Session{}, fmt.Errorf("accept %w", err)
 		}
 		branch := worktree.Branch(slug)
-		if tip, berr := worktree.BranchTip(ctx, e.repoDir(), branch); berr != nil || tip == "" {
+		if tip, berr := worktree.BranchTip(ctx, e.Dir(), branch); berr != nil || tip == "" {
 			return owned.Session{}, fmt.Errorf("accept %s: a runner on host %s ran it, and its branch %s is not here yet; lazy pull brings it", slug, sn.Session.Host, branch)
 		}
 		return owned.Session{TaskID: sn.Task.ID, Branch: branch}, nil
 	}
-	if err := e.worktreeFree(sn.Task.ID, "accept", slug); err != nil {
+	if err := e.WorktreeFree(sn.Task.ID, "accept", slug); err != nil {
 		return owned.Session{}, err
 	}
 	if dirty, err := worktree.Dirty(ctx, local.Worktree); err != nil {
@@ -870,7 +871,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 			return nil, fmt.Errorf("accept %s: its parent %s is %s; the merge goes into the parent's branch, so wait until it is parked", slug, p.Task.Slug, p.Task.Status)
 		}
 	}
-	into, err := e.BaseBranch(ctx, sn, e.repoDir())
+	into, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -878,13 +879,13 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	pre := &acceptPre{into: into, branch: local.Branch}
-	if pre.intoSHA, err = worktree.BranchCommit(ctx, e.repoDir(), into); err != nil {
+	if pre.intoSHA, err = worktree.BranchCommit(ctx, e.Dir(), into); err != nil {
 		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
 	}
-	if worktree.ChangesNothing(ctx, e.repoDir(), pre.intoSHA, pre.branch) {
+	if worktree.ChangesNothing(ctx, e.Dir(), pre.intoSHA, pre.branch) {
 		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, pre.branch, into)
 	}
-	dest, err := worktree.CheckedOutAt(ctx, e.repoDir(), into)
+	dest, err := worktree.CheckedOutAt(ctx, e.Dir(), into)
 	if err != nil {
 		return nil, err
 	}
@@ -894,7 +895,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return nil, err
 		}
-		if err := worktree.Add(ctx, e.repoDir(), dest, into); err != nil {
+		if err := worktree.Add(ctx, e.Dir(), dest, into); err != nil {
 			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
 		}
 		pre.temp = true
@@ -976,22 +977,6 @@ func FinishAccepted(s *task.Snapshot, now time.Time) {
 	}
 }
 
-// ParkBack is the status a task parks in when its current turn ends:
-// conflict while violations are pending (derived), else blocked, or the
-// status a status-neutral turn recorded it must go back to (a pre-accept
-// turn of a submitted task goes back to submitted). It clears that
-// record.
-func ParkBack(s *task.Snapshot) machine.Status {
-	to := machine.Park(s.PendingViolations())
-	if s.Session != nil {
-		if to == machine.Blocked && s.Session.ParkTo == machine.Submitted {
-			to = machine.Submitted
-		}
-		s.Session.ParkTo = ""
-	}
-	return to
-}
-
 // RestoreFromAccept moves a merging task back to the status its accept
 // record says it had (conflict re-derived from pending violations).
 func RestoreFromAccept(s *task.Snapshot) {
@@ -1070,12 +1055,12 @@ func (e *Env) cleanupAccepted(ctx context.Context, sn *task.Snapshot) []string {
 	var kept []string
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
-			if err := worktree.Remove(ctx, e.repoDir(), s.Worktree); err != nil {
+			if err := worktree.Remove(ctx, e.Dir(), s.Worktree); err != nil {
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			}
 		}
-		if tip, err := worktree.BranchTip(ctx, e.repoDir(), s.Branch); err == nil && tip != "" {
-			if err := worktree.DeleteBranch(ctx, e.repoDir(), s.Branch); err != nil {
+		if tip, err := worktree.BranchTip(ctx, e.Dir(), s.Branch); err == nil && tip != "" {
+			if err := worktree.DeleteBranch(ctx, e.Dir(), s.Branch); err != nil {
 				kept = append(kept, fmt.Sprintf("the branch %s at %s (%v)", s.Branch, tip, err))
 			}
 		}

@@ -28,7 +28,7 @@ func (e *Env) markCleanup(ctx context.Context, mine *owned.Accept, sn *task.Snap
 		return nil
 	}
 	cl := &owned.Cleanup{Worktree: s.Worktree, Branch: s.Branch, Commit: commit, At: time.Now().UTC().Truncate(time.Second)}
-	if tip, err := worktree.BranchTip(ctx, e.repoDir(), s.Branch); err == nil {
+	if tip, err := worktree.BranchTip(ctx, e.Dir(), s.Branch); err == nil {
 		cl.Tip = tip
 	}
 	if mine.ID != "" {
@@ -201,5 +201,5 @@ func (e *Env) RemoveLeftCheckout(ctx context.Context, l LeftCheckout) error {
 	if !e.isAcceptCheckout(l.Dir) || l.Dirty {
 		return fmt.Errorf("%s is not a clean checkout an accept left", l.Dir)
 	}
-	return worktree.Remove(ctx, e.repoDir(), l.Dir)
+	return worktree.Remove(ctx, e.Dir(), l.Dir)
 }

@@ -108,12 +108,12 @@ func (a *localAccept) land(ctx context.Context) error {
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
 	}
-	commit, err := worktree.CommitTree(ctx, e.repoDir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
+	commit, err := worktree.CommitTree(ctx, e.Dir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash)
 	}
 	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
-		if tip, terr := worktree.BranchCommit(ctx, e.repoDir(), into); terr == nil && tip != a.pre.intoSHA {
+		if tip, terr := worktree.BranchCommit(ctx, e.Dir(), into); terr == nil && tip != a.pre.intoSHA {
 			return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash)
 		}
 		// The branch did not move, yet git could not move it: a lock a
@@ -134,7 +134,7 @@ func (a *localAccept) land(ctx context.Context) error {
 // tree on the untouched target tip, and nothing else: a fast-forward that
 // wrote the files and could not move the branch.
 func (a *localAccept) halfLanded(ctx context.Context) bool {
-	return worktree.HalfSquash(ctx, a.e.repoDir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
+	return worktree.HalfSquash(ctx, a.e.Dir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
 }
 
 // handBack gives a failed gate or a conflict to the task's agent when
@@ -229,7 +229,7 @@ func (e *Env) forgeGate(ctx context.Context, base string, opts AcceptOptions) (*
 	if err != nil || s.Forge == "checks" {
 		return nil, err
 	}
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), base)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return nil, fmt.Errorf("the branch %s the pull request merges into is not here to gate against (git fetch it, or set lazy.gate.forge to checks): %w", base, err)
 	}
@@ -244,7 +244,7 @@ func (a *remoteAccept) gate(ctx context.Context) error {
 	}
 	a.begin("gate")
 	e, base := a.e, a.rec.Base
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), base)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}
@@ -276,7 +276,7 @@ type GateCheck struct {
 // without landing anything: a check before accept. A pass is marked, so
 // an accept onto the same tip lands without running it again.
 func (e *Env) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateCheck, error) {
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +289,11 @@ func (e *Env) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateC
 	if err != nil {
 		return nil, fmt.Errorf("gate %w", err)
 	}
-	into, err := e.BaseBranch(ctx, sn, e.repoDir())
+	into, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil {
 		return nil, err
 	}
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), into)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), into)
 	if err != nil {
 		return nil, fmt.Errorf("gate %s: the branch %s it merges into does not exist", slug, into)
 	}

@@ -135,7 +135,7 @@ func (e *Env) recoverStranded(ctx context.Context, sn *task.Snapshot, wait bool)
 // recoverLocked is RecoverStrandedAccept once the destination lock is
 // held; before names what the recovery makes way for, if anything.
 func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before string) (*task.Snapshot, bool, string, error) {
-	landed, err := MergeLanded(ctx, e.repoDir(), sn)
+	landed, err := MergeLanded(ctx, e.Dir(), sn)
 	if err != nil {
 		return nil, false, "", err
 	}
@@ -276,7 +276,7 @@ func (e *Env) acceptDestination(ctx context.Context, sn *task.Snapshot) (string,
 	if rec.Into == "" {
 		return "", nil
 	}
-	dest, err := worktree.CheckedOutAt(ctx, e.repoDir(), rec.Into)
+	dest, err := worktree.CheckedOutAt(ctx, e.Dir(), rec.Into)
 	if err != nil || dest != "" {
 		return dest, err
 	}
@@ -298,7 +298,7 @@ func (e *Env) halfSquash(ctx context.Context, sn *task.Snapshot, dest string) bo
 	if err != nil {
 		return false
 	}
-	return worktree.HalfSquash(ctx, e.repoDir(), dest, rec.IntoSHA, local.Branch)
+	return worktree.HalfSquash(ctx, e.Dir(), dest, rec.IntoSHA, local.Branch)
 }
 
 // acceptStash finds the stash an accept made of the destination's
@@ -312,7 +312,7 @@ func (e *Env) acceptStash(ctx context.Context, sn *task.Snapshot, dest string) s
 	rec := sn.Task.Accept
 	dir := dest
 	if dir == "" {
-		dir = e.repoDir()
+		dir = e.Dir()
 	}
 	if rec.StashSHA != "" && !keptFor(ctx, dir, sn.Task.ID, rec.StashSHA) {
 		return ""

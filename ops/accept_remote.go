@@ -203,7 +203,7 @@ func (a *remoteAccept) branchMoved(ctx context.Context) (bool, error) {
 	if err := a.e.submitPreflight(ctx, a.sn); err != nil {
 		return false, fmt.Errorf("accept: %w", err)
 	}
-	tip, err := worktree.BranchCommit(ctx, a.e.repoDir(), a.sn.Session.Branch)
+	tip, err := worktree.BranchCommit(ctx, a.e.Dir(), a.sn.Session.Branch)
 	if err != nil {
 		return false, fmt.Errorf("accept %s: its branch %s is missing", a.slug, a.sn.Session.Branch)
 	}
@@ -236,7 +236,7 @@ func (a *remoteAccept) preAcceptTurn(ctx context.Context) error {
 // lazy.gate.forge checks: the task must not rewrite its CI either).
 func (a *remoteAccept) protect(ctx context.Context) error {
 	e, base := a.e, a.rec.Base
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), base)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return nil // no copy of the base here: the forge gate says so when it runs
 	}
@@ -248,7 +248,7 @@ func (a *remoteAccept) protect(ctx context.Context) error {
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}
 	a.approved, err = e.checkProtected(ctx, a.slug, gp, tip, a.sn.Session.Branch, gp.Forge == gate.ForgeChecks, a.opts)
-	a.approvedTip, _ = worktree.BranchCommit(ctx, e.repoDir(), a.sn.Session.Branch)
+	a.approvedTip, _ = worktree.BranchCommit(ctx, e.Dir(), a.sn.Session.Branch)
 	if err == nil && len(a.approved) > 0 {
 		files := listProtected(a.approved, false)
 		a.say(func(n Narrator) { n.Note("protected paths approved by a human: " + files) })
@@ -588,11 +588,11 @@ func (e *Env) cleanupForge(ctx context.Context, sn *task.Snapshot) []string {
 	if err != nil {
 		return []string{"its worktree and branch were left alone: " + err.Error()}
 	}
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), s.Branch)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), s.Branch)
 	if err != nil {
 		return e.cleanupAccepted(ctx, sn) // the branch is gone already
 	}
-	if f.HeadSHA == "" || (tip != f.HeadSHA && !worktree.IsAncestor(ctx, e.repoDir(), tip, f.HeadSHA)) {
+	if f.HeadSHA == "" || (tip != f.HeadSHA && !worktree.IsAncestor(ctx, e.Dir(), tip, f.HeadSHA)) {
 		return []string{fmt.Sprintf("the branch %s and its worktree %s were kept: they hold commits pull request #%d never had", s.Branch, s.Worktree, f.Number)}
 	}
 	return e.cleanupAccepted(ctx, sn)

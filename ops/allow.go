@@ -30,7 +30,7 @@ func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []strin
 		}
 		clean = append(clean, p)
 	}
-	return e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+	return e.Update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("allow %s: the task is %s; reopen it first", s.Task.Slug, s.Task.Status)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -13,10 +14,10 @@ import (
 // (so the reconciler and other callers see it busy) and parks back as it
 // was when the answer, or an agent error, is recorded.
 func (e *Env) Ask(ctx context.Context, name, question string) (*task.Snapshot, error) {
-	if err := e.requireLauncher("ask"); err != nil {
+	if err := e.RequireLauncher("ask"); err != nil {
 		return nil, err
 	}
-	question, err := requiredProse("the question", question, "ask needs a question (-m, stdin or $EDITOR)")
+	question, err := session.RequiredProse("the question", question, "ask needs a question (-m, stdin or $EDITOR)")
 	if err != nil {
 		return nil, err
 	}
@@ -26,14 +27,14 @@ func (e *Env) Ask(ctx context.Context, name, question string) (*task.Snapshot, e
 // Sync merges upstream into the task branch as a turn of its own (no
 // agent runs) and parks the task back.
 func (e *Env) Sync(ctx context.Context, name string) (*task.Snapshot, error) {
-	if err := e.requireLauncher("sync"); err != nil {
+	if err := e.RequireLauncher("sync"); err != nil {
 		return nil, err
 	}
 	return e.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true)
 }
 
 func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool) (*task.Snapshot, error) {
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 	}
 	syncFrom := ""
 	if merge {
-		if syncFrom, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
+		if syncFrom, err = e.BaseBranch(ctx, sn, e.Dir()); err != nil {
 			return nil, err
 		}
 	}
@@ -56,7 +57,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 		}
 		if kind == "ask" {
 			// Older questions no agent answered are asked again with it.
-			if prompt, err = e.deliveryPrompt(s, content, kind); err != nil {
+			if prompt, err = e.Turns().DeliveryPrompt(s, content, kind); err != nil {
 				return nil, err
 			}
 		}
@@ -75,10 +76,10 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom)
+	return sn, e.Turns().Launch(sn, turn, kind, prompt, syncFrom)
 }
 
 // checkNeutral allows ask and sync on parked tasks only.
 func (e *Env) checkNeutral(s *task.Snapshot, kind string) error {
-	return e.checkResumable(s, kind, true, machine.Blocked, machine.Conflict)
+	return e.Turns().CheckResumable(s, kind, true, machine.Blocked, machine.Conflict)
 }

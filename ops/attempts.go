@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -44,7 +45,7 @@ type AttemptsInput struct {
 	Agents []string
 	// Base is what every attempt starts with (its Agent the default,
 	// its Model the model each attempt asks for).
-	Base StartInput
+	Base session.StartInput
 }
 
 // AttemptsResult is what StartAttempts did: the group, the attempts it
@@ -79,7 +80,7 @@ func CheckAttempts(n int) error {
 }
 
 // attemptInput is attempt k's start settings.
-func (in AttemptsInput) attemptInput(k int) StartInput {
+func (in AttemptsInput) attemptInput(k int) session.StartInput {
 	s := in.Base
 	if len(in.Agents) > 0 {
 		s.Agent = in.Agents[(k-1)%len(in.Agents)]
@@ -101,7 +102,7 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 	if err := CheckAttempts(in.N); err != nil {
 		return nil, err
 	}
-	if err := e.requireLauncher("start"); err != nil {
+	if err := e.RequireLauncher("start"); err != nil {
 		return nil, err
 	}
 	if err := agent.ValidModel(in.Base.Model); err != nil {
@@ -114,11 +115,11 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 			continue
 		}
 		checked[s.Agent] = true
-		if err := agentRunnable(s); err != nil {
+		if err := session.AgentRunnable(s); err != nil {
 			return nil, err
 		}
 	}
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -142,17 +143,17 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 	// parent's session, the asking agent's): refused here, before the
 	// group is recorded, rather than attempt by attempt.
 	for k := 1; k <= in.N; k++ {
-		s, err := e.startConfinement(sn, in.attemptInput(k))
+		s, err := e.StartConfinement(sn, in.attemptInput(k))
 		if err != nil {
-			return nil, confinementRefusal("start", slug, err)
+			return nil, session.ConfinementRefusal("start", slug, err)
 		}
-		if err := sandboxReady(ctx, s.Sandbox); err != nil {
+		if err := session.SandboxReady(ctx, s.Sandbox); err != nil {
 			return nil, fmt.Errorf("start %s --attempts: %w; nothing was started", slug, err)
 		}
 	}
 	repoDir := in.Base.RepoDir
 	if repoDir == "" {
-		repoDir = e.repoDir()
+		repoDir = e.Dir()
 	}
 	if worktree.NoCommits(ctx, repoDir) {
 		return nil, fmt.Errorf("start %s: this repository has no commits yet, so there is nothing to branch from; make a first commit (git commit --allow-empty -m init), then start again", slug)
@@ -370,7 +371,7 @@ func (e *Env) attemptsOf(ctx context.Context, sn *task.Snapshot) *AttemptsView {
 		if a.Session != nil {
 			if r, _, err := e.review(ctx, a, "no work"); err == nil {
 				av.Review = r
-				if d, err := worktree.Numstat(ctx, e.repoDir(), r.MergeBase, r.BranchSHA); err == nil {
+				if d, err := worktree.Numstat(ctx, e.Dir(), r.MergeBase, r.BranchSHA); err == nil {
 					av.Diff = &d
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -57,7 +58,7 @@ func playTurn(t *testing.T, e *Env, id string, files map[string]string, cost flo
 }
 
 func TestAttemptInputsCycleTheAgents(t *testing.T) {
-	in := AttemptsInput{N: 3, Agents: []string{"claude", "codex", "exec"}, Base: StartInput{Agent: "claude", Model: "m1", ExecCommand: []string{"x"}}}
+	in := AttemptsInput{N: 3, Agents: []string{"claude", "codex", "exec"}, Base: session.StartInput{Agent: "claude", Model: "m1", ExecCommand: []string{"x"}}}
 	var got []string
 	for k := 1; k <= 4; k++ {
 		s := in.attemptInput(k)
@@ -87,7 +88,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := StartInput{Agent: "exec", ExecCommand: []string{"true"}, RepoDir: e.RepoDir}
+	base := session.StartInput{Agent: "exec", ExecCommand: []string{"true"}, RepoDir: e.RepoDir}
 	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: base})
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 3, Base: StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 3, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := r.e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

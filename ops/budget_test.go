@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -43,7 +44,7 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	spend(t, e, other.Task.ID, 100)
 
 	sn, _ := e.Store.Load(leaf.Task.ID)
-	lines, err := e.BudgetLines(sn, time.Now())
+	lines, err := e.Budgets().Lines(sn, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,12 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	if len(lines) != 1 || lines[0].Scope != "parent root" || lines[0].LimitUSD != 3 || lines[0].SpentUSD != 2.25 {
 		t.Fatalf("lines %+v", lines)
 	}
-	git("config", KeyBudgetTask, "1")
-	git("config", KeyBudgetDay, "$20")
-	if err := e.Ledger().Add(budget.Entry{Task: "x", Session: "s", Seq: 1, At: time.Now(), CostUSD: 19.5}); err != nil {
+	git("config", session.KeyBudgetTask, "1")
+	git("config", session.KeyBudgetDay, "$20")
+	if err := e.Budgets().Ledger().Add(budget.Entry{Task: "x", Session: "s", Seq: 1, At: time.Now(), CostUSD: 19.5}); err != nil {
 		t.Fatal(err)
 	}
-	lines, err = e.BudgetLines(sn, time.Now())
+	lines, err = e.Budgets().Lines(sn, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	// Raising it raises the budget that holds: the hold names mid.
 	walk(t, e, leaf.Task.ID, machine.Working, machine.Blocked)
 	if _, _, err := e.Store.Update(ctx, leaf.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
-		s.Task.Hold = BudgetHold(budget.Line{Scope: "parent " + mid.Task.Slug, LimitUSD: 1, SpentUSD: 1.25}, time.Now())
+		s.Task.Hold = session.BudgetHold(budget.Line{Scope: "parent " + mid.Task.Slug, LimitUSD: 1, SpentUSD: 1.25}, time.Now())
 		return &task.Op{Name: "walk", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -85,20 +86,20 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 		t.Fatalf("raise: %s %v %v, want mid raised from what it spent to 3.25", owner, limit, err)
 	}
 	// A bad setting is the key, the value and the fix.
-	git("config", KeyBudgetTask, "lots")
-	if _, err := e.BudgetLines(sn, time.Now()); err == nil || !strings.Contains(err.Error(), KeyBudgetTask) || !strings.Contains(err.Error(), "lots") || !strings.Contains(err.Error(), "git config "+KeyBudgetTask) {
+	git("config", session.KeyBudgetTask, "lots")
+	if _, err := e.Budgets().Lines(sn, time.Now()); err == nil || !strings.Contains(err.Error(), session.KeyBudgetTask) || !strings.Contains(err.Error(), "lots") || !strings.Contains(err.Error(), "git config "+session.KeyBudgetTask) {
 		t.Fatalf("bad setting: %v", err)
 	}
 	// The day budget is not a task's to raise.
-	git("config", KeyBudgetTask, "1")
+	git("config", session.KeyBudgetTask, "1")
 	walk(t, e, other.Task.ID, machine.Working, machine.Blocked)
 	if _, _, err := e.Store.Update(ctx, other.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
-		s.Task.Hold = BudgetHold(budget.Line{Scope: budget.ScopeDay, LimitUSD: 20, SpentUSD: 21}, time.Now())
+		s.Task.Hold = session.BudgetHold(budget.Line{Scope: budget.ScopeDay, LimitUSD: 20, SpentUSD: 21}, time.Now())
 		return &task.Op{Name: "walk", Actor: machine.System}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.RaiseBudget(ctx, other.Task.Slug, true, 5); err == nil || !strings.Contains(err.Error(), KeyBudgetDay) {
+	if _, _, err := e.RaiseBudget(ctx, other.Task.Slug, true, 5); err == nil || !strings.Contains(err.Error(), session.KeyBudgetDay) {
 		t.Fatalf("raising a day hold: %v", err)
 	}
 }
@@ -158,7 +159,7 @@ func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
 	spend(t, e, hog.Task.ID, 1e308)
 
 	sn, _ := e.Store.Load(parent.Task.ID)
-	lines, err := e.BudgetLines(sn, time.Now())
+	lines, err := e.Budgets().Lines(sn, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,23 +192,23 @@ func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	over, _, err := e.overBudget(sn)
+	over, _, err := e.Budgets().Over(sn)
 	if err != nil || over == nil || over.LimitUSD != 0 || over.Scope != budget.ScopeTask {
 		t.Fatalf("a task budget of 0: over %+v, %v", over, err)
 	}
 	free, _ := e.Create(ctx, CreateInput{Title: "free"})
-	if over, left, err := e.overBudget(free); err != nil || over != nil || left != 0 {
+	if over, left, err := e.Budgets().Over(free); err != nil || over != nil || left != 0 {
 		t.Fatalf("no budget anywhere: %+v %v %v", over, left, err)
 	}
-	git("config", KeyBudgetDay, "0")
-	if over, _, err := e.overBudget(free); err != nil || over == nil || over.Scope != budget.ScopeDay {
+	git("config", session.KeyBudgetDay, "0")
+	if over, _, err := e.Budgets().Over(free); err != nil || over == nil || over.Scope != budget.ScopeDay {
 		t.Fatalf("lazy.budget.day 0: %+v %v", over, err)
 	}
-	git("config", "--unset", KeyBudgetDay)
+	git("config", "--unset", session.KeyBudgetDay)
 	for _, bad := range []string{"-1", "1e13", "NaN", "0x10", "five"} {
-		git("config", KeyBudgetTask, bad)
-		_, err := e.BudgetSettings()
-		if err == nil || !strings.Contains(err.Error(), "git config "+KeyBudgetTask+" 10") || !strings.Contains(err.Error(), "--unset") {
+		git("config", session.KeyBudgetTask, bad)
+		_, err := e.Budgets().Settings()
+		if err == nil || !strings.Contains(err.Error(), "git config "+session.KeyBudgetTask+" 10") || !strings.Contains(err.Error(), "--unset") {
 			t.Errorf("lazy.budget.task %s: %v", bad, err)
 		}
 	}

@@ -2,43 +2,14 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
-
-// LockWorktree takes the worktree lock of task id, which lazy chat holds
-// while a human talks to the agent: commands that would start a turn in
-// that worktree refuse meanwhile. The kernel releases it if chat dies.
-func (e *Env) LockWorktree(id string) (func(), error) {
-	path := e.Store.Repo().LazyDir("locks", "worktree-"+id+".lock")
-	l, err := flock.TryLock(path)
-	if errors.Is(err, flock.ErrHeld) {
-		return nil, fmt.Errorf("a lazy chat (pid %s) is open on this task's worktree; wait until it ends", flock.Owner(path))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return func() { _ = l.Release() }, nil
-}
-
-// worktreeFree refuses while a chat holds the task's worktree.
-func (e *Env) worktreeFree(id, verb, slug string) error {
-	release, err := e.LockWorktree(id)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", verb, slug, err)
-	}
-	release()
-	return nil
-}
 
 // Chat is an open read-only conversation with a task's agent.
 type Chat struct {
@@ -90,7 +61,7 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 	case sn.Task.Status.IsActive():
 		return nil, fmt.Errorf("chat %s: the task is %s; its agent is busy (lazy ask queues nothing either: wait for it to park)", slug, sn.Task.Status)
 	}
-	local, err := e.bind(sn)
+	local, err := e.Bind(sn)
 	if err != nil {
 		return nil, fmt.Errorf("chat %w", err)
 	}
@@ -99,9 +70,9 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 		if !sn.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("chat %s: its worktree %s is missing", slug, s.Worktree)
 		}
-		c.Dir = e.repoDir()
+		c.Dir = e.Dir()
 		if s.Agent == "claude" && s.AgentSessionID != "" {
-			if err := rehydrateClaude(s.Worktree, c.Dir, s.AgentSessionID); err != nil {
+			if err := session.RehydrateClaude(s.Worktree, c.Dir, s.AgentSessionID); err != nil {
 				return nil, fmt.Errorf("chat %s: %w", slug, err)
 			}
 		}
@@ -124,7 +95,7 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 	if local.Sandbox != nil {
 		// Read-only is enforced, not requested: the chat runs in the
 		// session's sandbox with the worktree mounted read-only.
-		if err := sandboxReady(ctx, local.Sandbox); err != nil {
+		if err := session.SandboxReady(ctx, local.Sandbox); err != nil {
 			return nil, fmt.Errorf("chat %s: %w", slug, err)
 		}
 		p, stop, err := sandbox.Prepare(ctx, c.Dir, s.Agent, c.Argv[0], true, local.Sandbox)
@@ -162,64 +133,4 @@ func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*task.Snapsho
 		return &task.Op{Name: "chat", Actor: e.Actor}, nil
 	})
 	return sn, err
-}
-
-// claudeProjectDir is where Claude Code keeps the sessions of a working
-// directory: the realpath with every character outside [A-Za-z0-9]
-// replaced by '-'.
-func claudeProjectDir(cwd string) string {
-	if real, err := filepath.EvalSymlinks(cwd); err == nil {
-		cwd = real
-	}
-	var b strings.Builder
-	for _, r := range cwd {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	base := os.Getenv("CLAUDE_CONFIG_DIR")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".claude")
-	}
-	return filepath.Join(base, "projects", b.String())
-}
-
-// rehydrateClaude copies a session log recorded in the (gone) worktree to
-// the project root's session directory, since Claude resumes only from
-// the directory a conversation started in.
-func rehydrateClaude(worktreeDir, rootDir, sessionID string) error {
-	return copyClaudeSession(claudeProjectDir(worktreeDir), claudeProjectDir(rootDir), sessionID)
-}
-
-// copyClaudeSession copies a session log from one of Claude Code's
-// project directories to another.
-func copyClaudeSession(fromProject, toProject, sessionID string) error {
-	if strings.ContainsAny(sessionID, "/\\") || strings.HasPrefix(sessionID, ".") {
-		return fmt.Errorf("the recorded Claude session id %q is not a file name", sessionID)
-	}
-	src := filepath.Join(fromProject, sessionID+".jsonl")
-	dst := filepath.Join(toProject, sessionID+".jsonl")
-	if _, err := os.Stat(dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("the Claude session log %s is gone, so the conversation cannot be resumed: %w", src, err)
-	}
-	defer func() { _ = in.Close() }()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -33,7 +33,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 	if err != nil {
 		return []string{"left every worktree and branch alone: " + err.Error()}, nil
 	}
-	repo := e.repoDir()
+	repo := e.Dir()
 	_ = os.RemoveAll(string(proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)))
 	var notes, kept []string
 	worktreeGone := true
@@ -77,11 +77,11 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 // task's base (its parent's or target branch), and names the base. Any
 // doubt reads as unmerged: the branch is then kept.
 func (e *Env) unmergedWork(ctx context.Context, sn *task.Snapshot, branch string) (string, bool) {
-	base, err := e.BaseBranch(ctx, sn, e.repoDir())
+	base, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil || ValidBranchName(base) != nil {
 		return "its base", true
 	}
-	return base, !worktree.ChangesNothing(ctx, e.repoDir(), "refs/heads/"+base, branch)
+	return base, !worktree.ChangesNothing(ctx, e.Dir(), "refs/heads/"+base, branch)
 }
 
 // deleteBranch records branch's tip in a comment, then deletes it.
@@ -97,7 +97,7 @@ func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged
 	}); err != nil {
 		return "", fmt.Errorf("record the branch tip before deleting it (nothing was deleted): %w", err)
 	}
-	if err := worktree.DeleteBranch(ctx, e.repoDir(), branch); err != nil {
+	if err := worktree.DeleteBranch(ctx, e.Dir(), branch); err != nil {
 		return "", fmt.Errorf("delete the branch %s: %w", branch, err)
 	}
 	return fmt.Sprintf("deleted the branch %s (it was at %s; recorded in a comment)", branch, tip), nil

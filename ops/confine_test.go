@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -136,7 +137,7 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	sub := create(t, ag, CreateInput{Title: "sub", Parent: parent.Task.ID})
 	// What lazy.sandbox off and lazy.claude.permissionMode acceptEdits
 	// give a start.
-	config := StartInput{Agent: "exec", ExecCommand: trueCmd, PermissionMode: "acceptEdits", SandboxIfAsked: &proto.Sandbox{Network: "on"}}
+	config := session.StartInput{Agent: "exec", ExecCommand: trueCmd, PermissionMode: "acceptEdits", SandboxIfAsked: &proto.Sandbox{Network: "on"}}
 	for _, req := range []confine.Request{
 		{Sandbox: "off"},
 		{Network: "on"},
@@ -246,10 +247,10 @@ func TestAnAgentCannotStartAnyCommandOutsideTheSandbox(t *testing.T) {
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "claude"})
 	ag := asAgent(e, parent.Task.ID)
 	sub := create(t, ag, CreateInput{Title: "escape", Parent: parent.Task.ID})
-	_, err := ag.Start(ctx, sub.Task.ID, StartInput{Agent: "exec", ExecCommand: []string{"/bin/sh", "-c", "echo pwned > ~/.bashrc"}})
+	_, err := ag.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: []string{"/bin/sh", "-c", "echo pwned > ~/.bashrc"}})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "any command", "only a human loosens")
 	needBwrap(t)
-	if _, err := ag.Start(ctx, sub.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "on"}}); err != nil {
+	if _, err := ag.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "on"}}); err != nil {
 		t.Fatalf("the same command, sandboxed: %v", err)
 	}
 	if l, _ := e.Sessions().Load(sub.Task.ID); l.Sandbox == nil {
@@ -259,7 +260,7 @@ func TestAnAgentCannotStartAnyCommandOutsideTheSandbox(t *testing.T) {
 	execParent := create(t, e, CreateInput{Title: "exec parent"})
 	runningHere(t, e, execParent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd})
 	sub2 := create(t, asAgent(e, execParent.Task.ID), CreateInput{Title: "exec child", Parent: execParent.Task.ID})
-	if _, err := asAgent(e, execParent.Task.ID).Start(ctx, sub2.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
+	if _, err := asAgent(e, execParent.Task.ID).Start(ctx, sub2.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -283,21 +284,21 @@ func TestSandboxThatCannotRunRefusesTheWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
-	_, err = ag.Start(ctx, sub.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd})
+	_, err = ag.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "bwrap", "nothing was started")
-	_, err = ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: StartInput{Agent: "exec", ExecCommand: trueCmd}})
+	_, err = ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "bwrap", "nothing was started")
 	if sn, _ := e.Store.Load(sub.Task.ID); sn.Task.IsAttemptGroup() {
 		t.Fatal("refused attempts recorded the group")
 	}
 	psn, _ := e.Store.Load(parent.Task.ID)
-	if _, err := e.gateSandbox(ctx, psn, nil); err == nil || !strings.Contains(err.Error(), "bwrap") {
+	if _, err := e.GateSandbox(ctx, psn, nil); err == nil || !strings.Contains(err.Error(), "bwrap") {
 		t.Fatalf("the gate of a sandboxed task without bwrap: %v", err)
 	}
 	// An agent whose session this machine has no record of is not
 	// taken for an unconfined one.
 	stranger := asAgent(e, "0123456789abcdef")
-	_, err = stranger.Start(ctx, sub.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd})
+	_, err = stranger.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "unknown here")
 }
 
@@ -323,7 +324,7 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, Sandbox: &proto.Sandbox{Network: confine.NetworkOff}})
 	ag := asAgent(e, parent.Task.ID)
 	sub := create(t, ag, CreateInput{Title: "tried twice", Parent: parent.Task.ID})
-	base := StartInput{Agent: "exec", ExecCommand: trueCmd}
+	base := session.StartInput{Agent: "exec", ExecCommand: trueCmd}
 	loose := base
 	loose.Request = confine.Request{Network: "on"}
 	_, err := ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: loose})
@@ -339,12 +340,12 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 	}
 	a1 := res.Started[0].Task.ID
 	parked(t, e, a1)
-	_, err = ag.Handoff(ctx, a1, HandoffInput{StartInput: StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "off"}}})
+	_, err = ag.Handoff(ctx, a1, HandoffInput{StartInput: session.StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "off"}}})
 	if err == nil || !strings.Contains(err.Error(), "hand off") || !strings.Contains(err.Error(), "only a human loosens") {
 		t.Fatalf("an agent's handoff out of the sandbox: %v", err)
 	}
 	before, _ := e.Sessions().Load(a1)
-	if _, err := ag.Handoff(ctx, a1, HandoffInput{StartInput: StartInput{Agent: "exec", ExecCommand: trueCmd}}); err != nil {
+	if _, err := ag.Handoff(ctx, a1, HandoffInput{StartInput: session.StartInput{Agent: "exec", ExecCommand: trueCmd}}); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := e.Sessions().Load(a1)
@@ -386,7 +387,7 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 		id   string
 		want float64
 	}{{small.Task.ID, 0.05}, {none.Task.ID, 0.1}} {
-		if _, err := ag.Start(ctx, c.id, StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
+		if _, err := ag.Start(ctx, c.id, session.StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
 			t.Fatal(err)
 		}
 		if got := maxBudget(c.id); math.Abs(got-c.want) > 1e-9 {
@@ -394,7 +395,7 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 		}
 	}
 	tried := create(t, ag, CreateInput{Title: "tried", Parent: parent.Task.ID})
-	res, err := ag.StartAttempts(ctx, tried.Task.ID, AttemptsInput{N: 2, Base: StartInput{Agent: "exec", ExecCommand: trueCmd}})
+	res, err := ag.StartAttempts(ctx, tried.Task.ID, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 	// Once the parent's budget is spent, nothing under it starts.
 	spend(t, e, none.Task.ID, 0.1)
 	last := create(t, ag, CreateInput{Title: "last", Parent: parent.Task.ID})
-	_, err = ag.Start(ctx, last.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd})
+	_, err = ag.Start(ctx, last.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, last.Task.ID, err, "budget is spent")
 	if _, err := ag.Create(ctx, CreateInput{Title: "more", Parent: parent.Task.ID, BudgetUSD: ptr(0.01)}); err == nil || !strings.Contains(err.Error(), "is spent") {
 		t.Fatalf("a budget under a spent parent: %v", err)
@@ -424,18 +425,18 @@ func TestTheGateOfASandboxedTaskIsConfined(t *testing.T) {
 	sub := create(t, e, CreateInput{Title: "sub", Parent: parent.Task.ID})
 	runningHere(t, e, sub.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, Sandbox: &proto.Sandbox{Network: confine.NetworkOn, Hidden: []string{"/srv/b"}}})
 	sn, _ := e.Store.Load(sub.Task.ID)
-	sb, err := e.gateSandbox(ctx, sn, nil)
+	sb, err := e.GateSandbox(ctx, sn, nil)
 	if err != nil || sb == nil || sb.Network != confine.NetworkOn || !slices.Equal(sb.Hidden, []string{"/srv/b"}) {
 		t.Fatalf("a human's accept: the gate runs %+v, %v", sb, err)
 	}
-	sb, err = asAgent(e, parent.Task.ID).gateSandbox(ctx, sn, nil)
+	sb, err = asAgent(e, parent.Task.ID).GateSandbox(ctx, sn, nil)
 	if err != nil || sb == nil || sb.Network != confine.NetworkOff || !slices.Equal(sb.Hidden, []string{"/srv/b", "/srv/a"}) {
 		t.Fatalf("the parent agent's accept: the gate runs %+v, %v", sb, err)
 	}
 	plain := create(t, e, CreateInput{Title: "plain"})
 	runningHere(t, e, plain.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd})
 	psn, _ := e.Store.Load(plain.Task.ID)
-	if sb, err := e.gateSandbox(ctx, psn, nil); err != nil || sb != nil {
+	if sb, err := e.GateSandbox(ctx, psn, nil); err != nil || sb != nil {
 		t.Fatalf("an unsandboxed task's gate, lazy.sandbox off: %+v, %v", sb, err)
 	}
 }
@@ -482,7 +483,7 @@ func TestATakenOverTaskKeepsItsSandbox(t *testing.T) {
 	tk := create(t, e, CreateInput{Title: "asks for a sandbox", Sandbox: true})
 	walk(t, e, tk.Task.ID, machine.Working, machine.Blocked) // a session another machine ran
 	testrepo.Git(t, e.RepoDir, "branch", "lazy/"+tk.Task.Slug)
-	if _, err := e.TakeOver(ctx, tk.Task.ID, StartInput{Agent: "exec", ExecCommand: trueCmd, SandboxIfAsked: &proto.Sandbox{Network: "on"}}); err != nil {
+	if _, err := e.TakeOver(ctx, tk.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd, SandboxIfAsked: &proto.Sandbox{Network: "on"}}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := e.Sessions().Load(tk.Task.ID); err != nil || l.Sandbox == nil {

@@ -24,7 +24,7 @@ func (e *Env) Spending(sn *task.Snapshot) (task.Usage, []task.Flag, error) {
 		return task.Usage{}, nil, fmt.Errorf("read the task list to total what %s cost: %w", sn.Task.Slug, err)
 	}
 	tree := cost.NewTree(entries)
-	own, err := e.ownUsage(sn)
+	own, err := e.Budgets().OwnUsage(sn)
 	if err != nil {
 		return task.Usage{}, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -49,24 +50,24 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*task.Snapsh
 		if strings.ContainsAny(*in.Title, "\r\n") {
 			return nil, errors.New("a title is one line; put the details in the goal")
 		}
-		if n := utf8.RuneCountInString(title); n > MaxTitle {
-			return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the goal", n, MaxTitle)
+		if n := utf8.RuneCountInString(title); n > session.MaxTitle {
+			return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the goal", n, session.MaxTitle)
 		}
 	}
 	if in.Goal != nil {
 		goal = strings.TrimSpace(sanitize.Prose(*in.Goal))
-		if err := checkText("the goal", goal); err != nil {
+		if err := session.CheckText("the goal", goal); err != nil {
 			return nil, err
 		}
 	}
 	if in.TargetBranch != nil {
 		target = strings.TrimSpace(*in.TargetBranch)
 		// The subtask rule is checked below, against the task as it is.
-		if err := CheckTargetBranch(ctx, e.repoDir(), target, false); err != nil {
+		if err := CheckTargetBranch(ctx, e.Dir(), target, false); err != nil {
 			return nil, err
 		}
 	}
-	return e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+	return e.Update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		slug := s.Task.Slug
 		if s.Task.Status.IsTerminal() {
 			return nil, fmt.Errorf("edit %s: the task is %s; reopen it first", slug, s.Task.Status)

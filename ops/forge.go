@@ -51,11 +51,11 @@ func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error)
 	if err != nil {
 		return nil, err
 	}
-	u, err := gitcli.New(e.repoDir(), "remote", "get-url", remote).String(ctx)
+	u, err := gitcli.New(e.Dir(), "remote", "get-url", remote).String(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the repository has no remote %q; add it (git remote add %s URL) or pass --remote", remote, remote)
 	}
-	fc := forge.Config{RemoteURL: u, Dir: e.repoDir(), Credential: e.credentialFill}
+	fc := forge.Config{RemoteURL: u, Dir: e.Dir(), Credential: e.credentialFill}
 	fc.Kind, _ = cfg.Get("lazy.forge")
 	fc.Repo, _ = cfg.Get("lazy.forge.repo")
 	fc.Token, _ = cfg.Get("lazy.forge.token")
@@ -69,7 +69,7 @@ func (e *Env) credentialFill(ctx context.Context, u *url.URL) (string, error) {
 		return "", fmt.Errorf("malformed URL")
 	}
 	in := "protocol=" + u.Scheme + "\nhost=" + u.Host + "\npath=" + strings.TrimPrefix(u.Path, "/") + "\n\n"
-	out, err := gitcli.New(e.repoDir(), "credential", "fill").Env("GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "SSH_ASKPASS=true").Stdin([]byte(in)).String(ctx)
+	out, err := gitcli.New(e.Dir(), "credential", "fill").Env("GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "SSH_ASKPASS=true").Stdin([]byte(in)).String(ctx)
 	if err != nil {
 		return "", err
 	}

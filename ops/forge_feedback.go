@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -89,7 +90,7 @@ func quoteLines(s, prefix string) string {
 // nothing is lost to a crash. With fix set the task is then unblocked:
 // submitted -> blocked (revising, the pull request stays open) ->
 // working, with the feedback as the agent's next prompt. It returns nil
-// when there was nothing new. An Env without a Launcher leaves a fix
+// when there was nothing new. An Env without a session.Launcher leaves a fix
 // recorded with the task blocked (revising), for a human to unblock.
 func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool) (*task.Snapshot, error) {
 	unlock, err := e.LockTask(ctx, id)
@@ -129,13 +130,13 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 	if e.Launch == nil {
 		return sn, nil
 	}
-	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	upstream, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil {
 		return sn, err
 	}
 	var prompt string
 	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
-		if err := e.checkResumable(s, "unblock", false, machine.Blocked); err != nil {
+		if err := e.Turns().CheckResumable(s, "unblock", false, machine.Blocked); err != nil {
 			return nil, err
 		}
 		// The feedback turn is already recorded: what it delivers besides
@@ -144,7 +145,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 		if err != nil {
 			return nil, err
 		}
-		prompt = withUndelivered(text, s.Task.Slug, pendingBefore(turns, turn.Seq, "unblock"))
+		prompt = session.WithUndelivered(text, s.Task.Slug, session.PendingBefore(turns, turn.Seq, "unblock"))
 		s.Session.Turn, s.Session.TurnKind = turn.Seq, "unblock"
 		s.Session.ConsecutiveInterruptions = 0
 		s.Task.Status = machine.Working
@@ -153,7 +154,7 @@ func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR,
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, "unblock", prompt, upstream)
+	return sn, e.Turns().Launch(sn, turn, "unblock", prompt, upstream)
 }
 
 // SyncPR records what the forge says about a task's pull request when

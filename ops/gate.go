@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -56,7 +57,7 @@ func (e *Env) gateAt(ctx context.Context, into, tip string) (*gatePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	read := func(path string) ([]byte, bool, error) { return worktree.FileAt(ctx, e.repoDir(), tip, path) }
+	read := func(path string) ([]byte, bool, error) { return worktree.FileAt(ctx, e.Dir(), tip, path) }
 	cmds, source, err := s.Commands(read, into)
 	if err != nil {
 		return nil, err
@@ -86,18 +87,18 @@ func (c *ConflictError) Error() string {
 // buildCandidate merges the task branch onto base without touching any
 // checkout and commits the result provisionally.
 func (e *Env) buildCandidate(ctx context.Context, base, branch, slug, into string) (*candidate, error) {
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), branch)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), branch)
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: its branch %s is missing: %w", slug, branch, err)
 	}
-	tree, conflicts, err := worktree.MergeTree(ctx, e.repoDir(), base, branch)
+	tree, conflicts, err := worktree.MergeTree(ctx, e.Dir(), base, branch)
 	if errors.Is(err, worktree.ErrMergeConflict) {
 		return nil, &ConflictError{Task: slug, Into: into, Files: conflicts}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: merge %s onto %s: %w", slug, branch, into, err)
 	}
-	commit, err := worktree.CommitTree(ctx, e.repoDir(), tree, base, "lazy gate candidate: "+slug+"\n")
+	commit, err := worktree.CommitTree(ctx, e.Dir(), tree, base, "lazy gate candidate: "+slug+"\n")
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
@@ -146,7 +147,7 @@ func (e *Env) gateRun(ctx context.Context, sn *task.Snapshot, g *gatePlan, c *ca
 	run := task.GateRun{ID: id, At: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Source: g.source,
 		Target: into, Base: c.base, Tree: c.tree, BranchTip: c.branchTip, Speculative: speculative, Log: e.GateLog(sn.Task.ID, id)}
 	var res gate.Result
-	opts.Sandbox, err = e.gateSandbox(ctx, sn, opts.Sandbox)
+	opts.Sandbox, err = e.GateSandbox(ctx, sn, opts.Sandbox)
 	if err == nil {
 		res, err = e.runInScratch(ctx, g, c, opts, id, run.Log)
 	}
@@ -231,7 +232,7 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 // worktrees, outside .git (which the sandbox hides and tools treat as
 // special), so the gate sees an ordinary checkout.
 func (e *Env) scratchDir(id string) (string, error) {
-	root, err := DefaultWorktreeRoot(e.Store)
+	root, err := session.DefaultWorktreeRoot(e.Repo)
 	if err != nil {
 		return "", err
 	}
@@ -246,7 +247,7 @@ func (e *Env) scratchDir(id string) (string, error) {
 func (e *Env) addScratch(ctx context.Context, dir, commit string) error {
 	for wait := 50 * time.Millisecond; ; wait *= 2 {
 		_ = os.RemoveAll(dir)
-		err := worktree.AddDetached(ctx, e.repoDir(), dir, commit)
+		err := worktree.AddDetached(ctx, e.Dir(), dir, commit)
 		if err == nil {
 			return nil
 		}
@@ -269,13 +270,13 @@ func (e *Env) addScratch(ctx context.Context, dir, commit string) error {
 // git's record of a worktree whose directory is gone.
 func (e *Env) removeScratch(ctx context.Context, dir string) error {
 	ctx = context.WithoutCancel(ctx)
-	if worktree.RemoveScratch(ctx, e.repoDir(), dir) == nil {
+	if worktree.RemoveScratch(ctx, e.Dir(), dir) == nil {
 		return nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	_ = worktree.RemoveScratch(ctx, e.repoDir(), dir) // "not a working tree" when git never recorded it
+	_ = worktree.RemoveScratch(ctx, e.Dir(), dir) // "not a working tree" when git never recorded it
 	return nil
 }
 

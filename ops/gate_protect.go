@@ -71,7 +71,7 @@ func (e *Env) protectionOf(ctx context.Context, gp *gatePlan, tip string, forgeC
 	if gp == nil || !gp.Protecting(gp.cmds, forgeChecks) {
 		return nil, nil
 	}
-	existing, err := worktree.ExistingFiles(ctx, e.repoDir(), tip, gate.Named(gp.cmds))
+	existing, err := worktree.ExistingFiles(ctx, e.Dir(), tip, gate.Named(gp.cmds))
 	if err != nil {
 		return nil, fmt.Errorf("find the files the gate's commands name: %w", err)
 	}
@@ -86,7 +86,7 @@ func (e *Env) protectedTouched(ctx context.Context, p *gate.Protection, tip, bra
 	if p == nil {
 		return nil, false, nil
 	}
-	names, truncated, err := worktree.RangeFiles(ctx, e.repoDir(), tip, branchTip)
+	names, truncated, err := worktree.RangeFiles(ctx, e.Dir(), tip, branchTip)
 	if err != nil {
 		return nil, false, fmt.Errorf("list the files the change touches: %w", err)
 	}
@@ -104,7 +104,7 @@ func (e *Env) checkProtected(ctx context.Context, slug string, gp *gatePlan, tip
 		}
 		return nil, err
 	}
-	branchTip, err := worktree.BranchCommit(ctx, e.repoDir(), branch)
+	branchTip, err := worktree.BranchCommit(ctx, e.Dir(), branch)
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: its branch %s is missing: %w", slug, branch, err)
 	}
@@ -173,7 +173,7 @@ func (e *Env) ProtectedChanges(ctx context.Context, sn *task.Snapshot) (*Protect
 	if err != nil {
 		return nil, nil // no branch here: nothing to check
 	}
-	tip, err := worktree.BranchCommit(ctx, e.repoDir(), r.Into)
+	tip, err := worktree.BranchCommit(ctx, e.Dir(), r.Into)
 	if err != nil {
 		return nil, nil
 	}

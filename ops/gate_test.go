@@ -20,6 +20,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -107,7 +108,7 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 	if _, err := os.Stat(run.Log); err != nil {
 		t.Fatalf("the whole log is not on disk: %v", err)
 	}
-	root, _ := DefaultWorktreeRoot(r.e.Store)
+	root, _ := session.DefaultWorktreeRoot(r.e.Repo)
 	if scratch, _ := filepath.Glob(filepath.Join(root, ".gate-*")); len(scratch) > 0 {
 		t.Fatalf("scratch worktrees left behind: %v", scratch)
 	}

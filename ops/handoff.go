@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -98,14 +99,6 @@ func orNoneBlock(s string) string {
 	return s
 }
 
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if cut := truncateRunes(s, n); cut != s {
-		return cut + "… (cut)"
-	}
-	return s
-}
-
 // handoffState is the branch as it stands: its commits since the task
 // began, the files they touched, and what is uncommitted.
 func (e *Env) handoffState(ctx context.Context, sn *task.Snapshot) string {
@@ -158,7 +151,7 @@ func fileList(files []string) string {
 func lastAgentWords(turns []task.Turn) string {
 	for i := len(turns) - 1; i >= 0; i-- {
 		if t := turns[i]; t.Role == task.RoleAgent && strings.TrimSpace(t.Content) != "" && !strings.HasPrefix(strings.TrimSpace(t.Content), "{") {
-			return fmt.Sprintf("Turn %d:\n\n%s", t.Seq, quote.Block(clip(t.Content, handoffSummary)))
+			return fmt.Sprintf("Turn %d:\n\n%s", t.Seq, quote.Block(session.Clip(t.Content, handoffSummary)))
 		}
 	}
 	return ""
@@ -172,7 +165,7 @@ func humanDecisions(turns []task.Turn, sn *task.Snapshot) string {
 		if t.Role != task.RoleHuman || t.FeedbackDelivery != task.FeedbackConsumed || t.Kind == "start" || t.Actor == machine.System || t.Actor == machine.Supervisor {
 			continue
 		}
-		out = append(out, fmt.Sprintf("Turn %d (%s, by %s):\n\n%s", t.Seq, quote.Inline(t.Kind), author(t), quote.Block(clip(t.Content, handoffMessage))))
+		out = append(out, fmt.Sprintf("Turn %d (%s, by %s):\n\n%s", t.Seq, quote.Inline(t.Kind), author(t), quote.Block(session.Clip(t.Content, handoffMessage))))
 	}
 	if len(out) > handoffMessages {
 		out = append([]string{fmt.Sprintf("(%d older messages are in lazy show.)", len(out)-handoffMessages)}, out[len(out)-handoffMessages:]...)
@@ -208,7 +201,7 @@ func ruledOut(turns []task.Turn, sn *task.Snapshot, secrets *redact.Redactor) st
 			if why == "" {
 				why = t.FailureClass
 			}
-			out = append(out, fmt.Sprintf("- turn %d ended with an error: %s", t.Seq, quote.Inline(clip(oneLineReason(why), 300))))
+			out = append(out, fmt.Sprintf("- turn %d ended with an error: %s", t.Seq, quote.Inline(session.Clip(oneLineReason(why), 300))))
 		}
 	}
 	if g := sn.Task.Gate; g != nil {
@@ -219,7 +212,7 @@ func ruledOut(turns []task.Turn, sn *task.Snapshot, secrets *redact.Redactor) st
 		}
 	}
 	if r := sn.Session.InterruptReason; r != "" {
-		out = append(out, "- the last session was interrupted: "+quote.Inline(clip(oneLineReason(r), 300)))
+		out = append(out, "- the last session was interrupted: "+quote.Inline(session.Clip(oneLineReason(r), 300)))
 	}
 	return strings.Join(out, "\n")
 }
@@ -246,7 +239,7 @@ func lastGate(g *task.GateRecord, secrets *redact.Redactor) string {
 	}
 	s := fmt.Sprintf("failed at %s on %s: `%s`", r.At.UTC().Format("2006-01-02 15:04"), quote.Inline(r.Target), quote.Inline(secrets.Line(r.Failed)))
 	if tail := strings.TrimSpace(r.Tail); tail != "" {
-		s += "\n\nThe end of its output:\n\n" + quote.Block(clip(secrets.Text(tail), handoffTail))
+		s += "\n\nThe end of its output:\n\n" + quote.Block(session.Clip(secrets.Text(tail), handoffTail))
 	}
 	return s
 }
@@ -254,7 +247,7 @@ func lastGate(g *task.GateRecord, secrets *redact.Redactor) string {
 // HandoffInput is who takes a task over: the agent (and the exec
 // agent's command), and a note for the next step.
 type HandoffInput struct {
-	StartInput
+	session.StartInput
 	Note string
 }
 
@@ -264,7 +257,7 @@ type HandoffInput struct {
 // agent's conversation stays where it was; the new agent starts its own.
 // Messages still pending are in the record, and delivered with it.
 func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.Snapshot, error) {
-	if err := e.requireLauncher("hand off"); err != nil {
+	if err := e.RequireLauncher("hand off"); err != nil {
 		return nil, err
 	}
 	if _, err := agent.For(in.Agent); err != nil {
@@ -276,7 +269,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.
 	if in.Agent == "exec" {
 		in.Model = "" // the exec agent runs its command as given
 	}
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +278,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.
 	if sn.Session == nil {
 		return nil, fmt.Errorf("hand off %s: the task has no session yet; start it with lazy start %s --agent %s", slug, slug, in.Agent)
 	}
-	if err := e.checkResumable(sn, "hand off", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+	if err := e.Turns().CheckResumable(sn, "hand off", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}
 	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
@@ -301,25 +294,25 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.
 	sandboxed, mode := local.Sandbox, in.PermissionMode
 	if e.Actor != machine.Human {
 		floor := local.Confinement()
-		if caller, ok, err := e.callerSession(); err != nil {
-			return nil, confinementRefusal("hand off", slug, err)
+		if caller, ok, err := e.CallerSession(); err != nil {
+			return nil, session.ConfinementRefusal("hand off", slug, err)
 		} else if ok {
 			floor = confine.Tightest(floor, caller.Confinement())
 		}
-		eff, err := e.held(confine.Tightest(floor, confine.Confinement{Sandbox: local.Sandbox, PermissionMode: in.PermissionMode, AnyCommand: true}), in.Agent, in.Request, in.SandboxIfAsked)
+		eff, err := session.Held(confine.Tightest(floor, confine.Confinement{Sandbox: local.Sandbox, PermissionMode: in.PermissionMode, AnyCommand: true}), in.Agent, in.Request, in.SandboxIfAsked)
 		if err != nil {
-			return nil, confinementRefusal("hand off", slug, err)
+			return nil, session.ConfinementRefusal("hand off", slug, err)
 		}
 		sandboxed, mode = eff.Sandbox, eff.PermissionMode
 	}
-	if err := sandboxReady(ctx, sandboxed); err != nil {
+	if err := session.SandboxReady(ctx, sandboxed); err != nil {
 		return nil, fmt.Errorf("hand off %s: %w; nothing was recorded", slug, err)
 	}
 	record, err := e.HandoffRecord(ctx, sn, in.Agent, in.Note)
 	if err != nil {
 		return nil, err
 	}
-	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	upstream, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +360,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.
 	}
 	sn = updated
 	e.saveHandoffFile(sn.Task.ID, record)
-	return sn, e.launchTurn(sn, turn, "handoff", record, upstream)
+	return sn, e.Turns().Launch(sn, turn, "handoff", record, upstream)
 }
 
 // HandoffFile is where the newest handoff record of a task is kept on

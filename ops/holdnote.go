@@ -3,9 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/task"
@@ -17,52 +15,12 @@ import (
 // log, at the point it happened (lazy logs, watch, the web view), and in
 // the summary of a command that waited for it (--wait, lazy wait).
 
-// HoldNext is the one sentence that carries a held task on, with its
-// command.
-func HoldNext(slug string, h *task.Hold) string {
-	if h.Kind == task.HoldLimit {
-		return "the daemon resumes it after " + h.Until.UTC().Format("2006-01-02 15:04:05 UTC") + " (or lazy unblock " + slug + " now)"
-	}
-	return RaiseHint(slug, budget.Line{Scope: h.Scope, LimitUSD: h.LimitUSD, SpentUSD: h.SpentUSD})
-}
-
-// HoldText is a hold as a wait's summary and the log say it: what holds
-// the task, and in whose words.
-func HoldText(h *task.Hold) string {
-	text := "held: " + h.String()
-	if why := sanitize.Field(h.Reason); h.Kind == task.HoldLimit && why != "" && !strings.Contains(text, why) {
-		text += " (the agent: " + clip(why, 200) + ")"
-	}
-	return text
-}
-
-// NoteHold writes the hold sn parked with into its agent log. The log is
-// a reading aid: a note that cannot be written loses nothing recorded.
-func (e *Env) NoteHold(sn *task.Snapshot) {
-	h := sn.Task.Hold
-	if h == nil {
-		return
-	}
-	kind := proto.NoteBudget
-	if h.Kind == task.HoldLimit {
-		kind = proto.NoteLimit
-	}
-	e.note(sn, proto.LogLine{Kind: kind, Text: HoldText(h), Next: HoldNext(sn.Task.Slug, h), At: h.At})
-}
-
 // noteGate writes a failed gate run into the task's agent log.
 func (e *Env) noteGate(sn *task.Snapshot, run task.GateRun) {
 	if run.Passed || run.Speculative {
 		return // a speculative run failed on an assumption about the queue ahead
 	}
-	e.note(sn, proto.LogLine{Kind: proto.NoteGate, Text: GateFailure(run), Next: GateNext(sn.Task.Slug, run), At: run.At})
-}
-
-func (e *Env) note(sn *task.Snapshot, l proto.LogLine) {
-	if sn.Session != nil {
-		l.Turn = sn.Session.Turn
-	}
-	_ = proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID).AppendLogNote(l)
+	e.Note(sn, proto.LogLine{Kind: proto.NoteGate, Text: GateFailure(run), Next: GateNext(sn.Task.Slug, run), At: run.At})
 }
 
 // GateFailure says how a gate run failed: "the merge gate failed on
@@ -104,7 +62,7 @@ func (e *Env) FailedGate(ctx context.Context, sn *task.Snapshot) *task.GateRun {
 		return nil
 	}
 	if sn.Session != nil && sn.Session.Branch != "" && r.BranchTip != "" {
-		if tip, err := worktree.BranchCommit(ctx, e.repoDir(), sn.Session.Branch); err == nil && tip != r.BranchTip {
+		if tip, err := worktree.BranchCommit(ctx, e.Dir(), sn.Session.Branch); err == nil && tip != r.BranchTip {
 			return nil
 		}
 	}

@@ -51,12 +51,12 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 		return nil, err
 	}
 	out := &DiffResult{ID: sn.Task.ID, Slug: sn.Task.Slug, Branch: r.Branch, Base: r.Into, MergeBase: r.MergeBase, BranchSHA: r.BranchSHA, Files: []string{}, Uncommitted: []string{}}
-	stat, err := worktree.Stat(ctx, e.repoDir(), r.MergeBase, r.BranchSHA, true)
+	stat, err := worktree.Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, true)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
 	out.Stat = sanitize.Field(stat)
-	names, err := worktree.DiffNames(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
+	names, err := worktree.DiffNames(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
@@ -68,7 +68,7 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 			maxBytes = DefaultDiffBytes
 		}
 		maxBytes = min(maxBytes, MaxDiffBytes)
-		p, err := worktree.Patch(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
+		p, err := worktree.Patch(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -21,13 +22,13 @@ type JournalInput struct {
 // and the turn it belongs to. Unlike a progress line it is durable
 // history: it changes no status and is kept in the task's record.
 func (e *Env) Journal(ctx context.Context, name string, in JournalInput) (*task.Snapshot, task.Comment, error) {
-	rationale, err := requiredProse("the rationale", in.Rationale, "a journal entry needs a rationale: why this turn did what it did")
+	rationale, err := session.RequiredProse("the rationale", in.Rationale, "a journal entry needs a rationale: why this turn did what it did")
 	if err != nil {
 		return nil, task.Comment{}, err
 	}
 	decisions, deferrals := cleanItems(in.Decisions), cleanItems(in.Deferrals)
 	for _, s := range append(append([]string{rationale}, decisions...), deferrals...) {
-		if err := checkText("the journal entry", s); err != nil {
+		if err := session.CheckText("the journal entry", s); err != nil {
 			return nil, task.Comment{}, err
 		}
 	}
@@ -35,7 +36,7 @@ func (e *Env) Journal(ctx context.Context, name string, in JournalInput) (*task.
 		return nil, task.Comment{}, errors.New("a journal entry holds at most 200 decisions and deferrals; summarize")
 	}
 	var added task.Comment
-	sn, err := e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+	sn, err := e.Update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		turn := 0
 		if s.Session != nil {
 			turn = s.Session.Turn

@@ -217,15 +217,15 @@ func (e *Env) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []Owe
 	var out []OwedStash
 	for _, o := range owed {
 		head := heads[o.Target]
-		if head == "" || head == o.SHA || !worktree.IsAncestor(ctx, e.repoDir(), o.SHA, head) {
+		if head == "" || head == o.SHA || !worktree.IsAncestor(ctx, e.Dir(), o.SHA, head) {
 			out = append(out, o)
 			continue
 		}
 		if mend {
 			if o.Ref != "" {
-				_ = worktree.DeleteRef(ctx, e.repoDir(), o.Ref, o.SHA)
+				_ = worktree.DeleteRef(ctx, e.Dir(), o.Ref, o.SHA)
 			}
-			_ = worktree.StashDrop(ctx, e.repoDir(), o.SHA)
+			_ = worktree.StashDrop(ctx, e.Dir(), o.SHA)
 		}
 	}
 	return out
@@ -236,7 +236,7 @@ func (e *Env) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []Owe
 func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
 	byRef := map[string]string{}
 	for _, prefix := range []string{keptStashRefs, owedRefs} {
-		refs, err := worktree.RefsUnder(ctx, e.repoDir(), prefix)
+		refs, err := worktree.RefsUnder(ctx, e.Dir(), prefix)
 		if err != nil {
 			return nil, fmt.Errorf("list the stashes lazy keeps: %w", err)
 		}
@@ -252,7 +252,7 @@ func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
 // is written): an accept's, by the task its message names, and a folded
 // one, by the branch its message names.
 func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string) {
-	list, err := worktree.Stashes(ctx, e.repoDir())
+	list, err := worktree.Stashes(ctx, e.Dir())
 	if err != nil {
 		return
 	}
@@ -301,7 +301,7 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool, mine st
 		}
 		return o, false
 	}
-	if !refExists(ctx, e.repoDir(), ref) && (!mend || e.record(ctx, o) != nil) {
+	if !refExists(ctx, e.Dir(), ref) && (!mend || e.record(ctx, o) != nil) {
 		o.Ref = "" // in the stash list only
 	}
 	return o, true
@@ -312,9 +312,9 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool, mine st
 // when that has none.
 func (e *Env) record(ctx context.Context, o OwedStash) error {
 	if strings.HasPrefix(o.Ref, owedRefs) {
-		return worktree.CreateRef(ctx, e.repoDir(), o.Ref, o.SHA, "lazy: folded stash kept")
+		return worktree.CreateRef(ctx, e.Dir(), o.Ref, o.SHA, "lazy: folded stash kept")
 	}
-	return keepStash(ctx, e.repoDir(), o.TaskID, o.SHA)
+	return keepStash(ctx, e.Dir(), o.TaskID, o.SHA)
 }
 
 // refExists is true when ref names an object.
@@ -328,7 +328,7 @@ func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
 	if !strings.HasPrefix(ref, owedRefs) {
 		o.TaskID = strings.TrimSuffix(strings.TrimPrefix(ref, keptStashRefs), "/"+sha)
 	}
-	dir := e.repoDir()
+	dir := e.Dir()
 	if at, subject, err := worktree.CommitInfo(ctx, dir, sha); err == nil {
 		o.At = at
 		// "On <branch>: lazy accept ...": the checkout of that branch.
@@ -352,14 +352,14 @@ func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
 // describeParts reads the stashes folded into o, oldest first: when
 // and for which task each was made, and where they clash.
 func (e *Env) describeParts(ctx context.Context, o *OwedStash) {
-	parts, conflicts, err := worktree.StashParts(ctx, e.repoDir(), o.SHA)
+	parts, conflicts, err := worktree.StashParts(ctx, e.Dir(), o.SHA)
 	if err != nil || len(parts) < 2 {
 		return
 	}
 	o.Conflicts = conflicts
 	for _, p := range parts {
 		part := StashPart{SHA: p}
-		if at, subject, err := worktree.CommitInfo(ctx, e.repoDir(), p); err == nil {
+		if at, subject, err := worktree.CommitInfo(ctx, e.Dir(), p); err == nil {
 			part.At, part.TaskID = at, stashTask(subject)
 		}
 		o.Parts = append(o.Parts, part)
@@ -409,22 +409,22 @@ func (e *Env) foldOwed(ctx context.Context, target, mine string) string {
 	conflicts := list[0].Conflicts
 	for _, o := range list[1:] {
 		count += max(1, len(o.Parts))
-		f, err := worktree.FoldStashes(ctx, e.repoDir(), target, acc, o.SHA, count, conflicts)
+		f, err := worktree.FoldStashes(ctx, e.Dir(), target, acc, o.SHA, count, conflicts)
 		if err != nil {
 			return ""
 		}
 		acc, conflicts = f.SHA, f.Conflicts
 	}
 	// The record first: from here the folded stash holds every part.
-	if err := worktree.SwapRef(ctx, e.repoDir(), ref, acc, cur, "lazy: stashes folded"); err != nil {
+	if err := worktree.SwapRef(ctx, e.Dir(), ref, acc, cur, "lazy: stashes folded"); err != nil {
 		return ""
 	}
-	_ = worktree.StashStore(ctx, e.repoDir(), acc, fmt.Sprintf("On %s: %s%d interrupted accepts, oldest first", target, worktree.FoldedSubject, count))
+	_ = worktree.StashStore(ctx, e.Dir(), acc, fmt.Sprintf("On %s: %s%d interrupted accepts, oldest first", target, worktree.FoldedSubject, count))
 	for _, o := range list {
 		if o.Ref != ref {
-			_ = worktree.DeleteRef(ctx, e.repoDir(), o.Ref, o.SHA)
+			_ = worktree.DeleteRef(ctx, e.Dir(), o.Ref, o.SHA)
 		}
-		_ = worktree.StashDrop(ctx, e.repoDir(), o.SHA)
+		_ = worktree.StashDrop(ctx, e.Dir(), o.SHA)
 	}
 	return acc
 }

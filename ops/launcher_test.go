@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
-// TestNoLauncherRefusesBeforeRecording: an Env built without a Launcher
-// refuses every operation that launches a turn with ErrNoLauncher (not a
+// TestNoLauncherRefusesBeforeRecording: an Env built without a session.Launcher
+// refuses every operation that launches a turn with session.ErrNoLauncher (not a
 // nil-function panic), and records nothing: the task stays as it was.
 func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 	e := env(t)
@@ -33,7 +34,9 @@ func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 	walk(t, e, interrupted.Task.ID, machine.Working, machine.Interrupted)
 
 	calls := map[string]func() (*task.Snapshot, error){
-		"start":       func() (*task.Snapshot, error) { return e.Start(ctx, backlog.Task.ID, StartInput{Agent: "exec"}) },
+		"start": func() (*task.Snapshot, error) {
+			return e.Start(ctx, backlog.Task.ID, session.StartInput{Agent: "exec"})
+		},
 		"unblock":     func() (*task.Snapshot, error) { return e.Unblock(ctx, parked.Task.ID, "go on", Decisions{}) },
 		"ask":         func() (*task.Snapshot, error) { return e.Ask(ctx, parked.Task.ID, "why?") },
 		"sync":        func() (*task.Snapshot, error) { return e.Sync(ctx, parked.Task.ID) },
@@ -55,14 +58,14 @@ func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 	for name, call := range calls {
 		before := commits()
 		sn, err := call()
-		if !errors.Is(err, ErrNoLauncher) || sn != nil {
-			t.Errorf("%s without a Launcher: got (%v, %v), want ErrNoLauncher", name, sn, err)
+		if !errors.Is(err, session.ErrNoLauncher) || sn != nil {
+			t.Errorf("%s without a Launcher: got (%v, %v), want session.ErrNoLauncher", name, sn, err)
 		}
 		if after := commits(); after != before {
-			t.Errorf("%s without a Launcher recorded something (%s -> %s)", name, before, after)
+			t.Errorf("%s without a session.Launcher recorded something (%s -> %s)", name, before, after)
 		}
 	}
-	if err := e.launch("any"); !errors.Is(err, ErrNoLauncher) {
-		t.Errorf("launch without a Launcher: %v, want ErrNoLauncher", err)
+	if err := e.Turns().Spawn("any"); !errors.Is(err, session.ErrNoLauncher) {
+		t.Errorf("launch without a Launcher: %v, want session.ErrNoLauncher", err)
 	}
 }

@@ -28,10 +28,10 @@ func LimitDue(s *task.Snapshot, now time.Time) bool {
 // does not reset or advance the circuit breaker. It refuses, changing
 // nothing, while the limit holds or when the task moved on.
 func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*task.Snapshot, error) {
-	if err := e.requireLauncher("resume"); err != nil {
+	if err := e.RequireLauncher("resume"); err != nil {
 		return nil, err
 	}
-	sn, unlock, err := e.lockedLoad(ctx, id)
+	sn, unlock, err := e.LockedLoad(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +43,10 @@ func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*
 		if !e.Owns(s) {
 			return fmt.Errorf("resume %s: its session was not started on this machine", s.Task.Slug)
 		}
-		return e.checkResumable(s, "resume", false, machine.Blocked, machine.Conflict)
+		return e.Turns().CheckResumable(s, "resume", false, machine.Blocked, machine.Conflict)
 	}
-	return e.continueSession(ctx, sn, "resume", check, func(s *task.Snapshot, at time.Time) (task.Turn, string, *task.Op, error) {
-		prompt, err := e.deliveryPrompt(s, LimitPrompt, "resume")
+	return e.Turns().Continue(ctx, sn, "resume", check, func(s *task.Snapshot, at time.Time) (task.Turn, string, *task.Op, error) {
+		prompt, err := e.Turns().DeliveryPrompt(s, LimitPrompt, "resume")
 		if err != nil {
 			return task.Turn{}, "", nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -31,7 +32,7 @@ func (e *Env) InGitDir(path string) bool {
 // session record and the task's record name the new path. It returns the
 // new path.
 func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) {
-	sn, unlock, err := e.lockedLoad(ctx, id)
+	sn, unlock, err := e.LockedLoad(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -49,13 +50,13 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 	if !e.InGitDir(local.Worktree) {
 		return "", fmt.Errorf("move the worktree of %s: %s is not inside the git directory", slug, local.Worktree)
 	}
-	if pid, running := e.SupervisorRunning(sn.Task.ID); running {
+	if pid, running := e.Supervisors().Running(sn.Task.ID); running {
 		return "", fmt.Errorf("move the worktree of %s: a supervisor (pid %d) still runs in it", slug, pid)
 	}
-	if err := e.worktreeFree(sn.Task.ID, "move the worktree of", slug); err != nil {
+	if err := e.WorktreeFree(sn.Task.ID, "move the worktree of", slug); err != nil {
 		return "", err
 	}
-	root, err := e.worktreeRoot(dir, e.repoDir())
+	root, err := e.WorktreeRoot(dir, e.Dir())
 	if err != nil {
 		return "", err
 	}
@@ -74,19 +75,19 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 	// directory a conversation started in: read it while that exists.
 	sid, project := "", ""
 	if local.Agent == "claude" {
-		if sid = resumeID(local, sn); sid != "" {
-			project = claudeProjectDir(from)
+		if sid = session.ResumeID(local, sn); sid != "" {
+			project = session.ClaudeProjectDir(from)
 			if _, err := os.Stat(filepath.Join(project, sid+".jsonl")); err != nil {
 				project = "" // no conversation kept here to carry over
 			}
 		}
 	}
-	if err := worktree.Move(ctx, e.repoDir(), from, to); err != nil {
+	if err := worktree.Move(ctx, e.Dir(), from, to); err != nil {
 		return "", fmt.Errorf("move the worktree of %s: %w", slug, err)
 	}
 	if project != "" {
-		if err := copyClaudeSession(project, claudeProjectDir(to), sid); err != nil {
-			_ = worktree.Move(ctx, e.repoDir(), to, from)
+		if err := session.CopyClaudeSession(project, session.ClaudeProjectDir(to), sid); err != nil {
+			_ = worktree.Move(ctx, e.Dir(), to, from)
 			return "", fmt.Errorf("move the worktree of %s: its Claude Code conversation could not follow, so it stays where it was: %w", slug, err)
 		}
 	}

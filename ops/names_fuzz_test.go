@@ -8,6 +8,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -23,7 +24,7 @@ func FuzzCreateIsReadableBySlug(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	e := &Env{Store: gitstore.Open(repo, gitstore.WithHost("ops-fuzz")), Actor: machine.Human}
+	e := New(gitstore.Open(repo, gitstore.WithHost("ops-fuzz")), session.Env{Actor: machine.Human})
 	f.Fuzz(func(t *testing.T, title string) {
 		sn, err := e.Create(context.Background(), CreateInput{Title: title, Goal: "fuzzed"})
 		if err != nil {

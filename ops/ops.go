@@ -1,7 +1,8 @@
-// Package ops holds lazy's lifecycle operations. Each operation takes the
-// task's lifecycle lock, loads, validates against the state machine,
-// records first and acts second, with the actor of the channel that asked.
-// The CLI and the MCP server both call these functions.
+// Package ops holds the lifecycle operations not yet carved into
+// capability packages over the core (package session). Each operation
+// takes the task's lifecycle lock, loads, validates against the state
+// machine, records first and acts second, with the actor of the channel
+// that asked. The CLI and the MCP server both call these functions.
 package ops
 
 import (
@@ -16,44 +17,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
-// Limits on user text. Titles are table cells; long texts are blobs and
-// may be large, but not unboundedly so: a 16 MiB prompt is already far
-// past what any agent accepts.
-const (
-	MaxTitle = 200
-	MaxText  = task.MaxText
-)
-
-// LockTimeout bounds the wait for another command working on the same task.
-const LockTimeout = 30 * time.Second
-
-// Env is what every operation needs: where to write and who is asking.
+// Env is what the operations still in ops need: the shared core
+// (session.Env: the store, who is asking, how turns run; embedded by
+// value, so a copy of an Env is a copy of its settings) and the
+// settings only accept uses. The capabilities carved out of ops take the
+// core itself.
 type Env struct {
+	session.Env
+	// Store is the task store over git, with what only it has (its Repo,
+	// pull); the core's Store is the same store, through the task.Store
+	// port.
 	Store *gitstore.Store
-	Actor machine.Actor
-	// RepoDir is the main checkout, where branch lookups run ("" means
-	// the git directory).
-	RepoDir string
-	// CallerTask is the task whose agent is asking (actor agent), for the
-	// spec's identity exemption: a parent's own agent may accept its
-	// subtasks while the parent is working.
-	CallerTask string
-	// Timing and Policy are passed to every turn's supervisor.
-	Timing proto.Timing
-	Policy proto.Policy
-	// TurnConfigErr is a bad turn setting met while Timing and Policy
-	// were read (lazy.watchdogTimeout = banana): every operation that
-	// would launch a turn refuses with it before recording anything, and
-	// the others, which do not use those settings, run as usual.
-	TurnConfigErr error
 	// CrashAt is the test-only crash hook (LAZY_TEST_CRASH_AT); nil,
 	// which does nothing, everywhere but in tests.
 	CrashAt *CrashPoint
@@ -62,152 +43,13 @@ type Env struct {
 	// command leaves running. nil: the gate ends what its commands leave
 	// by their process group and the run's mark only.
 	GateReaper []string
-	// Launch starts the detached supervisor of a task's turn. It is set
-	// once, where the Env is built, by the process that can start
-	// supervisors (the CLI, lazy mcp, the daemon). nil: operations that
-	// would launch a turn refuse with ErrNoLauncher before recording
-	// anything, and the reconciler does not auto-resume.
-	Launch Launcher
 }
 
-// ActorFromEnv returns the CLI's actor: human, unless LAZY_ACTOR names
-// another (tests and wrappers use it, as the spec describes).
-func ActorFromEnv() (machine.Actor, error) {
-	v := os.Getenv("LAZY_ACTOR")
-	if v == "" {
-		return machine.Human, nil
-	}
-	a, err := machine.ParseActor(v)
-	if err != nil {
-		return "", fmt.Errorf("LAZY_ACTOR: %w", err)
-	}
-	if a == machine.System {
-		// system may take the reconciler's system-only transitions; a
-		// label from the environment must never widen what a command may do.
-		return "", errors.New("LAZY_ACTOR=system is reserved for the daemon's reconciler; use human, builder, agent or supervisor to label a command")
-	}
-	return a, nil
-}
-
-// withTask resolves name, takes the task's lifecycle lock and runs fn.
-func (e *Env) withTask(ctx context.Context, name string, fn func(id string) error) error {
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return err
-	}
-	unlock, err := e.LockTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return fn(id)
-}
-
-// update resolves name, takes its lifecycle lock and applies fn through
-// the store's compare-and-swap loop.
-func (e *Env) update(ctx context.Context, name string, fn task.UpdateFunc) (*task.Snapshot, error) {
-	var sn *task.Snapshot
-	err := e.withTask(ctx, name, func(id string) error {
-		var err error
-		sn, _, err = e.Store.Update(ctx, id, fn)
-		return err
-	})
-	return sn, err
-}
-
-// requiredProse sanitizes a prose text that must not be empty and bounds
-// its size; missing is the error for an empty one.
-func requiredProse(what, text, missing string) (string, error) {
-	text = sanitize.Prose(text)
-	if strings.TrimSpace(text) == "" {
-		return "", errors.New(missing)
-	}
-	return text, checkText(what, text)
-}
-
-// cleanReason sanitizes and bounds a reason text.
-func cleanReason(reason string) (string, error) {
-	reason = strings.TrimSpace(sanitize.Prose(reason))
-	return reason, checkText("the reason", reason)
-}
-
-// lockedLoad resolves name, takes the task's lifecycle lock and loads
-// it. The caller must call unlock.
-func (e *Env) lockedLoad(ctx context.Context, name string) (sn *task.Snapshot, unlock func(), err error) {
-	id, err := e.Store.Resolve(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	unlock, err = e.LockTask(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err = e.Store.Load(id)
-	if err != nil {
-		unlock()
-		return nil, nil, err
-	}
-	return sn, unlock, nil
-}
-
-// heldTask is the context key of a task lock the caller holds.
-type heldTask struct{}
-
-// holding returns ctx marked as running for a caller that holds task
-// id's lock: LockTask of id under it takes nothing. Accept holds the
-// lock through its pre-accept turn and reconciles that turn itself,
-// under this context, instead of releasing the lock for the reconciler.
-func holding(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, heldTask{}, id)
-}
-
-// LockTask takes the lifecycle lock of task id, shared by the CLI, the
-// daemon and MCP. The kernel releases it if the holder dies. Under a
-// context of a caller that already holds it (holding), it takes nothing.
-func (e *Env) LockTask(ctx context.Context, id string) (func(), error) {
-	if held, _ := ctx.Value(heldTask{}).(string); held == id {
-		return func() {}, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, LockTimeout)
-	defer cancel()
-	path := e.Store.Repo().LazyDir("locks", "task-"+id+".lock")
-	l, err := flock.Acquire(ctx, path)
-	if err != nil {
-		return nil, fmt.Errorf("task %s is busy: another lazy process (pid %s) is working on it; try again when it finishes: %w", id, flock.Owner(path), err)
-	}
-	return func() { _ = l.Release() }, nil
-}
-
-// LockHeldElsewhere reports whether another caller than ctx's holds task
-// id's lock right now (an accept running its pre-accept turn, say).
-func (e *Env) LockHeldElsewhere(ctx context.Context, id string) bool {
-	if held, _ := ctx.Value(heldTask{}).(string); held == id {
-		return false
-	}
-	unlock, err := e.TryLockTask(id)
-	if err != nil {
-		return errors.Is(err, flock.ErrHeld)
-	}
-	unlock()
-	return false
-}
-
-// TryLockTask takes the task lock without waiting; flock.ErrHeld means
-// another lazy process (an accept in flight, say) holds it.
-func (e *Env) TryLockTask(id string) (func(), error) {
-	l, err := flock.TryLock(e.Store.Repo().LazyDir("locks", "task-"+id+".lock"))
-	if err != nil {
-		return nil, err
-	}
-	return func() { _ = l.Release() }, nil
-}
-
-// checkText enforces the size limit on a long text after sanitizing.
-func checkText(what, s string) error {
-	if len(s) > MaxText {
-		return fmt.Errorf("%s is %d bytes; lazy stores at most %d MiB per text (nothing was saved)", what, len(s), MaxText>>20)
-	}
-	return nil
+// New is the Env over st with the core settings of core (its Store and
+// Repo are st's).
+func New(st *gitstore.Store, core session.Env) *Env {
+	core.Store, core.Repo = st, st.Repo()
+	return &Env{Env: core, Store: st}
 }
 
 // splitTitle keeps a title to one line: anything after the first line
@@ -299,8 +141,8 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snap
 		first, rest, _ := strings.Cut(strings.TrimSpace(goal), "\n")
 		title = strings.TrimSpace(first)
 		switch {
-		case utf8.RuneCountInString(title) > MaxTitle:
-			title = truncateRunes(title, MaxTitle-3) + "..." // the full text stays in the goal
+		case utf8.RuneCountInString(title) > session.MaxTitle:
+			title = session.TruncateRunes(title, session.MaxTitle-3) + "..." // the full text stays in the goal
 		case strings.TrimSpace(rest) == "":
 			goal = ""
 		}
@@ -308,15 +150,15 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snap
 	if title == "" {
 		return nil, errors.New("a task needs a title: lazy create \"TITLE\" [-m GOAL]; nothing was created")
 	}
-	if n := utf8.RuneCountInString(title); n > MaxTitle {
-		return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the description (-m)", n, MaxTitle)
+	if n := utf8.RuneCountInString(title); n > session.MaxTitle {
+		return nil, fmt.Errorf("the title is %d characters; keep it under %d and put the details in the description (-m)", n, session.MaxTitle)
 	}
-	if err := checkText("the description", goal); err != nil {
+	if err := session.CheckText("the description", goal); err != nil {
 		return nil, err
 	}
 	spec := task.CreateSpec{ID: id, Title: title, Goal: goal, Slug: strings.TrimSpace(in.Slug), Actor: e.Actor}
 	if in.Sandbox {
-		spec.Metadata = map[string]string{MetaSandbox: "on"}
+		spec.Metadata = map[string]string{session.MetaSandbox: "on"}
 	}
 	var parentSn *task.Snapshot
 	if in.Parent != "" {
@@ -335,7 +177,7 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snap
 		parentSn = parent
 	}
 	target := strings.TrimSpace(in.TargetBranch)
-	if err := CheckTargetBranch(ctx, e.repoDir(), target, spec.Parent != ""); err != nil {
+	if err := CheckTargetBranch(ctx, e.Dir(), target, spec.Parent != ""); err != nil {
 		return nil, err
 	}
 	spec.TargetBranch = target
@@ -352,7 +194,7 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snap
 		}
 		v := *in.BudgetUSD
 		if parentSn != nil && v > 0 && e.Actor != machine.Human {
-			if err := e.checkSubtaskBudget(parentSn, v); err != nil {
+			if err := e.Budgets().CheckSubtask(parentSn, v); err != nil {
 				return nil, err
 			}
 		}
@@ -367,17 +209,6 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snap
 	return e.Store.Create(spec)
 }
 
-func truncateRunes(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
-}
-
 // ValidBranchName applies git's ref-name rules (see
 // task.ValidBranchName).
 func ValidBranchName(b string) error { return task.ValidBranchName(b) }
@@ -387,12 +218,12 @@ func ValidPattern(p string) error { return task.ValidPattern(p) }
 
 // Comment adds a comment to a task. Comments change no status.
 func (e *Env) Comment(ctx context.Context, name, text string) (*task.Snapshot, task.Comment, error) {
-	text, err := requiredProse("the comment", text, "a comment needs text (-m, stdin or $EDITOR)")
+	text, err := session.RequiredProse("the comment", text, "a comment needs text (-m, stdin or $EDITOR)")
 	if err != nil {
 		return nil, task.Comment{}, err
 	}
 	var added task.Comment
-	sn, err := e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+	sn, err := e.Update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		added = s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
 		return &task.Op{Name: "comment", Actor: e.Actor}, nil
 	})
@@ -406,12 +237,12 @@ func hasAgentWork(s *task.Snapshot) bool {
 
 // endTask moves a task to abandoned with an outcome and reason.
 func (e *Env) endTask(ctx context.Context, name, opName, outcome, reason string, allowed func(*task.Snapshot) error) (*task.Snapshot, error) {
-	reason, err := cleanReason(reason)
+	reason, err := session.CleanReason(reason)
 	if err != nil {
 		return nil, err
 	}
 	var sn *task.Snapshot
-	err = e.withTask(ctx, name, func(id string) error {
+	err = e.WithTask(ctx, name, func(id string) error {
 		cur, err := e.Store.Load(id)
 		if err != nil {
 			return err
@@ -498,11 +329,11 @@ func (e *Env) Reject(ctx context.Context, name, reason string) (*task.Snapshot, 
 // worktree was removed (by accept or cleanup) gets it back: on its kept
 // branch, or on a new branch from its base when the branch is gone too.
 func (e *Env) Reopen(ctx context.Context, name, reason string) (*task.Snapshot, error) {
-	reason, err := cleanReason(reason)
+	reason, err := session.CleanReason(reason)
 	if err != nil {
 		return nil, err
 	}
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -534,11 +365,11 @@ func (e *Env) Reopen(ctx context.Context, name, reason string) (*task.Snapshot, 
 	// path this machine chose.
 	if s, err := e.Owned(sn); to != machine.Backlog && err == nil {
 		if _, err := os.Stat(s.Worktree); os.IsNotExist(err) {
-			base, err := e.BaseBranch(ctx, sn, e.repoDir())
+			base, err := e.BaseBranch(ctx, sn, e.Dir())
 			if err != nil {
 				return nil, err
 			}
-			if _, err := worktree.Create(ctx, e.repoDir(), s.Worktree, s.Branch, base); err != nil {
+			if _, err := worktree.Create(ctx, e.Dir(), s.Worktree, s.Branch, base); err != nil {
 				return nil, fmt.Errorf("reopen %s: recreate its worktree: %w", sn.Task.Slug, err)
 			}
 			// A new worktree: its next turn prepares it again.
@@ -605,4 +436,11 @@ func NewestCommit(turns []task.Turn) string {
 		}
 	}
 	return newest
+}
+
+// WithAccept sets what only accept uses: the crash hook and the gate's
+// reaper. It returns e.
+func (e *Env) WithAccept(crash *CrashPoint, gateReaper []string) *Env {
+	e.CrashAt, e.GateReaper = crash, gateReaper
+	return e
 }

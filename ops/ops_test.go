@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -21,7 +22,7 @@ func env(t *testing.T) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Store: gitstore.Open(repo, gitstore.WithHost("ops-test")), Actor: machine.Human}
+	return New(gitstore.Open(repo, gitstore.WithHost("ops-test")), session.Env{Actor: machine.Human})
 }
 
 // walk moves a task through statuses as the system would, giving it a
@@ -53,7 +54,7 @@ func TestCreateTitleRules(t *testing.T) {
 	if sn.Task.Title != "first line" || goal != "second line\n\nbody" {
 		t.Fatalf("title %q goal %q: text after the title's line break must move to the goal", sn.Task.Title, goal)
 	}
-	long := strings.Repeat("w", MaxTitle+50)
+	long := strings.Repeat("w", session.MaxTitle+50)
 	sn, err = e.Create(ctx, CreateInput{Goal: long})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestResumePromptRedeliversEveryPendingMessageVerbatim(t *testing.T) {
 		{Seq: 5, Kind: "ask", Content: "a question", FeedbackDelivery: task.FeedbackPending},
 		{Seq: 6, Content: "[system] resumed"},
 	}
-	pending := pendingBefore(turns, 7, "resume")
+	pending := session.PendingBefore(turns, 7, "resume")
 	if len(pending) != 3 {
 		t.Fatalf("a work turn delivers every pending message, questions too: %+v", pending)
 	}
@@ -157,29 +158,14 @@ func TestResumePromptRedeliversEveryPendingMessageVerbatim(t *testing.T) {
 	if p := ResumePrompt(true, "t", nil); p != ResumeDirty {
 		t.Fatalf("nothing pending: %q", p)
 	}
-	if asks := pendingBefore(turns, 7, "ask"); len(asks) != 1 || asks[0].Seq != 5 {
+	if asks := session.PendingBefore(turns, 7, "ask"); len(asks) != 1 || asks[0].Seq != 5 {
 		t.Fatalf("an ask delivers the pending questions only: %+v", asks)
 	}
-	if none := pendingBefore(turns, 7, "sync"); len(none) != 0 {
+	if none := session.PendingBefore(turns, 7, "sync"); len(none) != 0 {
 		t.Fatalf("a sync delivers nothing: %+v", none)
 	}
-	if pendingBefore(turns, 4, "unblock")[0].Seq != 2 || len(pendingBefore(turns, 4, "unblock")) != 1 {
+	if session.PendingBefore(turns, 4, "unblock")[0].Seq != 2 || len(session.PendingBefore(turns, 4, "unblock")) != 1 {
 		t.Fatalf("a turn delivers only what was pending before it")
-	}
-}
-
-func TestOlderMessagesPastTheBudgetAreNamedNotDropped(t *testing.T) {
-	big := strings.Repeat("x", maxOlderFeedback)
-	older := []task.Turn{
-		{Seq: 2, Kind: "unblock", Content: "small one", FeedbackDelivery: task.FeedbackPending},
-		{Seq: 3, Kind: "unblock", Content: big, FeedbackDelivery: task.FeedbackPending},
-	}
-	p := withUndelivered("new", "slug", older)
-	if !strings.HasPrefix(p, "new\n\n---") || !strings.Contains(p, "small one") || strings.Contains(p, big) || !strings.Contains(p, "turns 3; read them with lazy_show or lazy show slug") {
-		t.Fatalf("prompt %.300q", p)
-	}
-	if withUndelivered("only", "slug", nil) != "only" {
-		t.Fatal("nothing pending must leave the prompt as it was")
 	}
 }
 
@@ -213,7 +199,7 @@ func TestCreateWithARequestIDIsIdempotentPerCaller(t *testing.T) {
 	if entries, _ := e.Store.List(); len(entries) != 1 {
 		t.Fatalf("%d tasks after four creates with one request id", len(entries))
 	}
-	other := &Env{Store: e.Store, Actor: machine.Agent, CallerTask: ids[0]}
+	other := New(e.Store, session.Env{Actor: machine.Agent, CallerTask: ids[0]})
 	sn, err := other.Create(ctx, in)
 	if err != nil || sn.Task.ID == ids[0] {
 		t.Fatalf("another caller's create with the same request id: %v, %v", sn, err)

@@ -141,7 +141,7 @@ func (e *Env) OverlapsOf(ctx context.Context, entries []task.Entry, cache *Overl
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			w.read(ctx, e.repoDir(), cache, gen)
+			w.read(ctx, e.Dir(), cache, gen)
 		}()
 	}
 	wg.Wait()
@@ -193,10 +193,10 @@ func (e *Env) baseResolver(ctx context.Context) func(*task.Snapshot) (string, er
 	asked := false
 	return func(sn *task.Snapshot) (string, error) {
 		if sn.Task.Parent != "" || sn.Task.TargetBranch != "" {
-			return e.BaseBranch(ctx, sn, e.repoDir())
+			return e.BaseBranch(ctx, sn, e.Dir())
 		}
 		if !asked {
-			def, defErr = worktree.DefaultBranch(ctx, e.repoDir())
+			def, defErr = worktree.DefaultBranch(ctx, e.Dir())
 			asked = true
 		}
 		return def, defErr

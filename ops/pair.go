@@ -48,15 +48,15 @@ func PairArgv(s *task.Session) []string {
 // lock (pairing.json naming this process) is written first, so a pairing
 // whose process dies is recovered by the reconciler.
 func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := e.checkResumable(sn, "pair", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+	if err := e.Turns().CheckResumable(sn, "pair", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 		return nil, err
 	}
-	if _, err := e.bind(sn); err != nil {
+	if _, err := e.Bind(sn); err != nil {
 		return nil, fmt.Errorf("pair %w", err)
 	}
 	head, err := worktree.Head(ctx, sn.Session.Worktree)
@@ -69,7 +69,7 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 		return nil, err
 	}
 	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
-		if err := e.checkResumable(s, "pair", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
+		if err := e.Turns().CheckResumable(s, "pair", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 			return nil, err
 		}
 		if err := machine.Validate(s.Task.Status, machine.Pairing, e.Actor); err != nil {
@@ -83,7 +83,7 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 		pd.Remove(proto.PairingFile)
 		return nil, err
 	}
-	if _, err := e.bind(sn); err != nil { // sn is the record as just written
+	if _, err := e.Bind(sn); err != nil { // sn is the record as just written
 		return nil, fmt.Errorf("pair %w", err)
 	}
 	return &Pairing{Snapshot: sn, Argv: PairArgv(sn.Session), StartSHA: head, Started: now}, nil

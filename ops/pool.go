@@ -15,6 +15,7 @@ import (
 
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -98,7 +99,7 @@ func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*task.S
 	if m.Agent != "" && !task.PoolLabel.MatchString(m.Agent) {
 		return nil, fmt.Errorf("--agent %q is no agent name", m.Agent)
 	}
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func (e *Env) deferredPath(id string) string { return e.queueDir("deferred", id+
 
 // DeferStart records that task name starts here, as in, once the tasks
 // it waits for are complete.
-func (e *Env) DeferStart(name string, in StartInput) (*task.Snapshot, error) {
+func (e *Env) DeferStart(name string, in session.StartInput) (*task.Snapshot, error) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err

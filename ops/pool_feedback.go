@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -72,7 +73,7 @@ func (e *Env) newFeedback(sn *task.Snapshot) (task.Turn, bool, error) {
 // for this runner's blocked task: the newest message, with every older
 // undelivered one. It reports whether a turn started.
 func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
-	sn, unlock, err := e.lockedLoad(ctx, id)
+	sn, unlock, err := e.LockedLoad(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -84,10 +85,10 @@ func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	if err := e.checkResumable(sn, "unblock", false, machine.Blocked); err != nil {
+	if err := e.Turns().CheckResumable(sn, "unblock", false, machine.Blocked); err != nil {
 		return false, err
 	}
-	upstream, err := e.BaseBranch(ctx, sn, e.repoDir())
+	upstream, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil {
 		return false, err
 	}
@@ -95,7 +96,7 @@ func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	prompt := withUndelivered(t.Content, sn.Task.Slug, pendingBefore(turns, t.Seq, "unblock"))
+	prompt := session.WithUndelivered(t.Content, sn.Task.Slug, session.PendingBefore(turns, t.Seq, "unblock"))
 	sn, _, err = e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Blocked {
 			return nil, fmt.Errorf("deliver feedback to %s: the task became %s", s.Task.Slug, s.Task.Status)
@@ -111,5 +112,5 @@ func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, e.launchTurn(sn, t, "unblock", prompt, upstream)
+	return true, e.Turns().Launch(sn, t, "unblock", prompt, upstream)
 }

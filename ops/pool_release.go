@@ -76,7 +76,7 @@ func (e *Env) ReleaseClaim(ctx context.Context, name string, o ReleaseOptions) (
 	} else if !task.ValidID(name) {
 		return nil, err
 	}
-	p, err := pool.New(e.repoDir(), o.Remote)
+	p, err := pool.New(e.Dir(), o.Remote)
 	if err != nil {
 		return nil, err
 	}

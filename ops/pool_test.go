@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -34,7 +35,7 @@ func TestATaskCreatedAfterAnotherWaitsForItsAccept(t *testing.T) {
 	if err := e.DepsDone(then); !errors.As(err, &we) || !strings.Contains(err.Error(), "build-the-api (backlog)") {
 		t.Fatalf("deps: %v", err)
 	}
-	if _, err := e.Start(ctx, then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"true"}}); !errors.As(err, &we) {
+	if _, err := e.Start(ctx, then.Task.Slug, session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}); !errors.As(err, &we) {
 		t.Fatalf("start of a waiting task: %v", err)
 	}
 	accepted(t, e, first.Task.ID)
@@ -166,7 +167,7 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DeferStart(then.Task.Slug, StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}, Sandbox: &proto.Sandbox{Network: "off"}, SandboxExplicit: true}); err != nil {
+	if _, err := e.DeferStart(then.Task.Slug, session.StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}, Sandbox: &proto.Sandbox{Network: "off"}, SandboxExplicit: true}); err != nil {
 		t.Fatal(err)
 	}
 	var started []string

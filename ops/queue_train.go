@@ -63,7 +63,7 @@ func (e *Env) speculate(ctx context.Context, names []string, opts AcceptOptions)
 		if len(cars) < 2 {
 			continue
 		}
-		tip, err := worktree.BranchCommit(ctx, e.repoDir(), into)
+		tip, err := worktree.BranchCommit(ctx, e.Dir(), into)
 		if err != nil {
 			continue
 		}
@@ -92,7 +92,7 @@ func (e *Env) trains(ctx context.Context, names []string) ([]string, map[string]
 		if err != nil {
 			continue
 		}
-		into, err := e.BaseBranch(ctx, sn, e.repoDir())
+		into, err := e.BaseBranch(ctx, sn, e.Dir())
 		if err != nil || ValidBranchName(into) != nil {
 			continue
 		}

@@ -21,7 +21,7 @@ func (e *Env) Reparent(ctx context.Context, name, parent string) (*task.Snapshot
 		}
 		newParent = p
 	}
-	return e.update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+	return e.Update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
 		slug := s.Task.Slug
 		switch {
 		case s.Task.Status.IsActive():

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -36,8 +35,8 @@ func ResumePrompt(dirty bool, slug string, pending []task.Turn) string {
 		return prompt
 	}
 	newest := pending[len(pending)-1]
-	prompt += "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + quotedMessage(newest)
-	return withUndelivered(prompt, slug, pending[:len(pending)-1])
+	prompt += "\n\nThis feedback was given to you before the interruption and you never received it. Here it is, verbatim:\n\n" + session.QuotedMessage(newest)
+	return session.WithUndelivered(prompt, slug, pending[:len(pending)-1])
 }
 
 // ResumeAsk opens the prompt of a resumed ask.
@@ -50,7 +49,7 @@ func resumeAskPrompt(slug string, pending []task.Turn) string {
 		return ResumeAsk
 	}
 	newest := pending[len(pending)-1]
-	return withUndelivered(ResumeAsk+" The question, verbatim:\n\n"+quotedMessage(newest), slug, pending[:len(pending)-1])
+	return session.WithUndelivered(ResumeAsk+" The question, verbatim:\n\n"+session.QuotedMessage(newest), slug, pending[:len(pending)-1])
 }
 
 // MaxConsecutiveInterruptions is the circuit breaker: after this many
@@ -64,10 +63,10 @@ const AutoResumedNote = "[system] Session interrupted and auto-resumed"
 // Resume restarts an interrupted task without new feedback. It resets
 // the consecutive-interruption counter: a human intervened.
 func (e *Env) Resume(ctx context.Context, name string) (*task.Snapshot, error) {
-	if err := e.requireLauncher("resume"); err != nil {
+	if err := e.RequireLauncher("resume"); err != nil {
 		return nil, err
 	}
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +91,7 @@ func (e *Env) AutoResumeRefusal(s *task.Snapshot) string {
 		// work onto files a decision may revert.
 		return "file-permission violations are pending"
 	}
-	if _, running := e.SupervisorRunning(s.Task.ID); running {
+	if _, running := e.Supervisors().Running(s.Task.ID); running {
 		return "a supervisor still runs it"
 	}
 	if err := agent.CheckCredentials(s.Session.Agent, agent.HostEnvironment()); err != nil {
@@ -105,10 +104,10 @@ func (e *Env) AutoResumeRefusal(s *task.Snapshot) string {
 // lazy resume, recorded by the system, without resetting the circuit
 // breaker. It refuses with the reason from AutoResumeRefusal.
 func (e *Env) AutoResume(ctx context.Context, id string) (*task.Snapshot, error) {
-	if err := e.requireLauncher("auto-resume"); err != nil {
+	if err := e.RequireLauncher("auto-resume"); err != nil {
 		return nil, err
 	}
-	sn, unlock, err := e.lockedLoad(ctx, id)
+	sn, unlock, err := e.LockedLoad(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +143,7 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 			return fmt.Errorf("%s %s: the interrupted turn changed meanwhile; try again", verb, s.Task.Slug)
 		}
 		// An ask decides nothing, so pending violations do not hold it up.
-		return e.checkResumable(s, verb, kind == "ask", machine.Interrupted)
+		return e.Turns().CheckResumable(s, verb, kind == "ask", machine.Interrupted)
 	}
 	if err := check(sn); err != nil {
 		return nil, err
@@ -165,7 +164,7 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 		// A clean worktree merges upstream first; merging into a dirty one
 		// would fail or tangle the interrupted edits, and an ask changes
 		// nothing.
-		if syncFrom, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
+		if syncFrom, err = e.BaseBranch(ctx, sn, e.Dir()); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +178,7 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 		if err != nil {
 			return nil, err
 		}
-		pending := pendingBefore(turns, s.Task.Turns+1, kind)
+		pending := session.PendingBefore(turns, s.Task.Turns+1, kind)
 		if kind == "ask" {
 			prompt = resumeAskPrompt(s.Task.Slug, pending)
 		} else {
@@ -206,14 +205,14 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 	if err != nil {
 		return nil, err
 	}
-	return sn, e.launchTurn(sn, turn, kind, prompt, syncFrom)
+	return sn, e.Turns().Launch(sn, turn, kind, prompt, syncFrom)
 }
 
 // Stop ends a running turn: the task is parked first (blocked, or
 // conflict with pending violations), then its supervisor is told to stop,
 // which takes the agent's process group down with it. Work on disk stays.
 func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, error) {
-	reason, err := cleanReason(reason)
+	reason, err := session.CleanReason(reason)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +227,7 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, er
 	defer unlock()
 	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Working {
-			if _, running := e.SupervisorRunning(id); running || len(e.StrayAgents(id)) > 0 {
+			if _, running := e.Supervisors().Running(id); running || len(e.Supervisors().Strays(id)) > 0 {
 				return nil, errStrays
 			}
 			return nil, fmt.Errorf("stop %s: the task is %s; only a working task has a turn to stop", s.Task.Slug, s.Task.Status)
@@ -241,13 +240,13 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, er
 			content += ": " + reason
 		}
 		s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "stop", Content: content, At: time.Now().UTC().Truncate(time.Second), Session: s.Session.ID})
-		s.Task.Status = ParkBack(s)
+		s.Task.Status = session.ParkBack(s)
 		s.Task.Substate = ""
 		return &task.Op{Name: "stop", Actor: e.Actor, Reason: reason}, nil
 	})
 	if errors.Is(err, errStrays) {
 		// Not a turn lazy accounts for: end it, and leave the status alone.
-		if _, err := e.StopTurnProcesses(ctx, id); err != nil {
+		if _, err := e.Supervisors().StopTurn(ctx, id); err != nil {
 			return nil, fmt.Errorf("stop: %w", err)
 		}
 		return e.Store.Load(id)
@@ -259,7 +258,7 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, er
 	// then StopTurnProcesses finds nothing to stop: without its command it
 	// exits as soon as it looks again, before any agent runs.
 	proto.ForTask(e.Store.Repo().LazyDir(), id).Remove(proto.CommandFile)
-	if _, err := e.StopTurnProcesses(ctx, id); err != nil {
+	if _, err := e.Supervisors().StopTurn(ctx, id); err != nil {
 		return sn, fmt.Errorf("the task is parked, but its turn did not stop: %w", err)
 	}
 	// The agent may have been stopped inside a git command: the lock it
@@ -273,33 +272,3 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, er
 // errStrays says that a task which is not working still has turn
 // processes running: Stop ends them without recording a stop.
 var errStrays = errors.New("turn processes of a task that is not working")
-
-// StopSupervisor sends a supervisor SIGTERM (it takes its agent's process
-// group down with it) and waits for it to exit, past its own kill grace,
-// before SIGKILL.
-func (e *Env) StopSupervisor(ctx context.Context, pid int) error {
-	return stopProcess(ctx, pid, e.Timing.WithDefaults().KillGrace+2*time.Second)
-}
-
-// stopProcess sends SIGTERM and waits for the process to exit.
-func stopProcess(ctx context.Context, pid int, wait time.Duration) error {
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return err
-	}
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if !proc.Alive(pid) { // a zombie is gone too
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	return nil
-}

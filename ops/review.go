@@ -65,19 +65,19 @@ func (e *Env) review(ctx context.Context, sn *task.Snapshot, lacks string) (r *R
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	r = &Review{Slug: slug, Branch: branch, Worktree: wt}
-	if r.BranchSHA, err = worktree.BranchCommit(ctx, e.repoDir(), branch); err != nil || r.BranchSHA == "" {
+	if r.BranchSHA, err = worktree.BranchCommit(ctx, e.Dir(), branch); err != nil || r.BranchSHA == "" {
 		if sn.Task.Status == machine.Complete {
 			return nil, "", fmt.Errorf("%s is complete and its branch %s is gone; its work is in the squash commit (git log --grep='Lazy-Task: %s')", slug, branch, sn.Task.ID)
 		}
 		return nil, "", fmt.Errorf("%s: its branch %s does not exist on this machine; lazy pull, or run this where the task runs", slug, branch)
 	}
-	if r.Into, err = e.BaseBranch(ctx, sn, e.repoDir()); err != nil {
+	if r.Into, err = e.BaseBranch(ctx, sn, e.Dir()); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	if err := ValidBranchName(r.Into); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
-	if r.MergeBase, err = worktree.MergeBase(ctx, e.repoDir(), r.Into, r.BranchSHA); err != nil {
+	if r.MergeBase, err = worktree.MergeBase(ctx, e.Dir(), r.Into, r.BranchSHA); err != nil {
 		return nil, "", fmt.Errorf("%s: the branch %s it merges into does not exist or shares no history with %s", slug, r.Into, branch)
 	}
 	return r, wt, nil
@@ -136,17 +136,17 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 		return nil, fmt.Errorf("accept %w", err)
 	}
 	p := &AcceptPreview{Review: *r, Commits: []string{}, Files: []string{}}
-	commits, err := worktree.CommitLog(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
+	commits, err := worktree.CommitLog(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
 	p.Commits = append(p.Commits, commits...)
-	files, err := worktree.NameStatus(ctx, e.repoDir(), r.MergeBase, r.BranchSHA)
+	files, err := worktree.NameStatus(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
 	p.Files = append(p.Files, files...)
-	if p.Stat, err = worktree.Stat(ctx, e.repoDir(), r.MergeBase, r.BranchSHA, false); err != nil {
+	if p.Stat, err = worktree.Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, false); err != nil {
 		return nil, err
 	}
 	// The very message the accept writes.

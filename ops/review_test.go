@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -36,7 +37,7 @@ func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{Store: gitstore.Open(repo, gitstore.WithHost("ops-test")), Actor: machine.Human}
+	e := New(gitstore.Open(repo, gitstore.WithHost("ops-test")), session.Env{Actor: machine.Human})
 	ctx := context.Background()
 	sn, err := e.Create(ctx, CreateInput{Title: "measure me"})
 	if err != nil {

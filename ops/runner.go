@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -35,7 +36,7 @@ type RunnerOptions struct {
 	Agents []string
 	// Input is how this machine runs agent: its command, permissions,
 	// sandbox and worktree directory, from its own configuration.
-	Input func(agent string) (StartInput, error)
+	Input func(agent string) (session.StartInput, error)
 	// Reconcile records the turns of this runner's tasks that ended.
 	Reconcile func(ctx context.Context, id string)
 	// Say tells the user what the runner does, a line at a time.
@@ -147,7 +148,7 @@ func (e *Env) newRunner(o RunnerOptions) (*runner, error) {
 	if len(o.Agents) == 0 {
 		return nil, errors.New("this machine allows its runner no agent: set git config lazy.runner.agents (claude, codex or exec, comma-separated)")
 	}
-	p, err := pool.New(e.repoDir(), o.Remote)
+	p, err := pool.New(e.Dir(), o.Remote)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +245,7 @@ func (r *runner) checkHeld(ctx context.Context) {
 
 func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
 	delete(r.held, id)
-	_, _ = r.e.StopTurnProcesses(ctx, id)
+	_, _ = r.e.Supervisors().StopTurn(ctx, id)
 	_ = r.e.Sessions().Forget(id)
 	name := id
 	if sn, err := r.e.Store.Load(id); err == nil {
@@ -313,13 +314,13 @@ func (r *runner) tend(ctx context.Context, id string) {
 func (r *runner) pushResults(ctx context.Context, sn *task.Snapshot) error {
 	id := sn.Task.ID
 	local := sn.Commit.String()
-	remote, _ := worktree.RefCommit(ctx, r.e.repoDir(), gitstore.RemoteNamespace(r.o.Remote)+"tasks/"+id)
+	remote, _ := worktree.RefCommit(ctx, r.e.Dir(), gitstore.RemoteNamespace(r.o.Remote)+"tasks/"+id)
 	if local == remote || local == r.pushed[id] {
 		return nil
 	}
 	ups := []pool.Update{{Ref: gitstore.TaskRef(id), New: local}}
 	if s, err := r.e.Owned(sn); err == nil {
-		if tip, err := worktree.BranchTip(ctx, r.e.repoDir(), s.Branch); err == nil && tip != "" {
+		if tip, err := worktree.BranchTip(ctx, r.e.Dir(), s.Branch); err == nil && tip != "" {
 			ups = append(ups, pool.Update{Ref: "refs/heads/" + s.Branch, New: tip})
 		}
 	}
@@ -616,9 +617,9 @@ func (r *runner) stamp(ctx context.Context, id string, h pool.Held) error {
 
 // takeOver makes a task another runner held run here: its branch as the
 // remote has it, a new session, and its cut-off turn resumed.
-func (r *runner) takeOver(ctx context.Context, sn *task.Snapshot, in StartInput) error {
+func (r *runner) takeOver(ctx context.Context, sn *task.Snapshot, in session.StartInput) error {
 	branch := worktree.Branch(sn.Task.Slug)
-	if err := worktree.FetchBranch(ctx, r.e.repoDir(), r.o.Remote, branch); err != nil {
+	if err := worktree.FetchBranch(ctx, r.e.Dir(), r.o.Remote, branch); err != nil {
 		return fmt.Errorf("fetch its branch %s: %w", branch, err)
 	}
 	taken, err := r.e.TakeOver(ctx, sn.Task.ID, in)

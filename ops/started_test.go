@@ -30,7 +30,7 @@ func startedWith(t *testing.T, e *Env, title, target string, files map[string]st
 	}
 	branch := worktree.Branch(sn.Task.Slug)
 	wt := filepath.Join(t.TempDir(), sn.Task.Slug)
-	if _, err := worktree.Create(ctx, e.repoDir(), wt, branch, base); err != nil {
+	if _, err := worktree.Create(ctx, e.Dir(), wt, branch, base); err != nil {
 		t.Fatal(err)
 	}
 	for name, content := range files {

@@ -144,7 +144,7 @@ func (e *Env) escapeStranded(ctx context.Context, sn *task.Snapshot, verb string
 // record changes: no lock on the destination, no git in any checkout,
 // no stash, since nothing here is known to belong to that accept.
 func (e *Env) ReleaseForeignMerge(ctx context.Context, name string) (*task.Snapshot, error) {
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ type SubmitResult struct {
 // fails (an unreachable remote, a rejected push) puts the record back as
 // it was, since nothing left the machine.
 func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*SubmitResult, error) {
-	sn, unlock, err := e.lockedLoad(ctx, name)
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (e *Env) submit(ctx context.Context, sn *task.Snapshot, opts SubmitOptions)
 	if err := fg.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("submit %s: nothing was pushed: %w", slug, err)
 	}
-	base, err := e.BaseBranch(ctx, sn, e.repoDir())
+	base, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (e *Env) submit(ctx context.Context, sn *task.Snapshot, opts SubmitOptions)
 	if sn.Task.Parent != "" {
 		// A subtask's pull request targets its parent's branch, which
 		// must be on the forge: submit the parent first (stacking).
-		if gitcli.New(e.repoDir(), "ls-remote", "--exit-code", "--heads", remote, "refs/heads/"+base).Run(ctx) != nil {
+		if gitcli.New(e.Dir(), "ls-remote", "--exit-code", "--heads", remote, "refs/heads/"+base).Run(ctx) != nil {
 			return nil, fmt.Errorf("submit %s: its parent's branch %s is not on %s; submit the parent task first, then this one (its pull request stacks on the parent's)", slug, base, remote)
 		}
 	}
@@ -105,10 +105,10 @@ func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
 	// The branch pushed and the worktree checked are this machine's
 	// record of the session, never the task record's (a fetch may have
 	// written it): bind puts them into sn for what follows.
-	if _, err := e.bind(sn); err != nil {
+	if _, err := e.Bind(sn); err != nil {
 		return fmt.Errorf("submit %w", err)
 	}
-	if err := e.worktreeFree(sn.Task.ID, "submit", slug); err != nil {
+	if err := e.WorktreeFree(sn.Task.ID, "submit", slug); err != nil {
 		return err
 	}
 	if dirty, err := worktree.Dirty(ctx, sn.Session.Worktree); err != nil {
@@ -196,7 +196,7 @@ func (e *Env) submitLocked(ctx context.Context, sn *task.Snapshot, fg forge.Forg
 		}
 		return nil, fmt.Errorf("submit %s: %w; the task is %s again, as before the submit", slug, cause, from)
 	}
-	tip, err := gitcli.New(e.repoDir(), "rev-parse", "--verify", "refs/heads/"+head+"^{commit}").String(ctx)
+	tip, err := gitcli.New(e.Dir(), "rev-parse", "--verify", "refs/heads/"+head+"^{commit}").String(ctx)
 	if err != nil {
 		return undo(fmt.Errorf("its branch %s is missing: %w", head, err))
 	}
@@ -252,7 +252,7 @@ func (e *Env) push(ctx context.Context, remote, head, lease string) error {
 		args = append(args, "--force-with-lease="+ref+":"+lease)
 	}
 	args = append(args, remote, ref+":"+ref)
-	if err := gitcli.New(e.repoDir(), args...).Env("GIT_TERMINAL_PROMPT=0").Run(ctx); err != nil {
+	if err := gitcli.New(e.Dir(), args...).Env("GIT_TERMINAL_PROMPT=0").Run(ctx); err != nil {
 		return pushError(head, remote, err)
 	}
 	return nil

@@ -65,13 +65,13 @@ func TestStopRightAfterStart(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if pid, held := e.SupervisorRunning(id); !held || pid != 0 {
+	if pid, held := e.Supervisors().Running(id); !held || pid != 0 {
 		t.Fatalf("before the pid is written: pid %d, held %v; want 0, true", pid, held)
 	}
 	if !proc.Runs(helper.Process.Pid, "supervise", id) {
 		t.Fatal("the helper does not look like a supervisor of the task")
 	}
-	if _, err := e.StopTurnProcesses(context.Background(), id); err != nil {
+	if _, err := e.Supervisors().StopTurn(context.Background(), id); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	select {
@@ -80,7 +80,7 @@ func TestStopRightAfterStart(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the stop returned but the supervisor runs on")
 	}
-	if _, held := e.SupervisorRunning(id); held {
+	if _, held := e.Supervisors().Running(id); held {
 		t.Fatal("the lock is still held after the stop")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -23,8 +24,8 @@ import (
 // decided here, in a worktree derived from the task's slug. No turn is
 // started; a task that read working elsewhere becomes interrupted, so
 // lazy resume or unblock (or auto-resume) runs its next turn here.
-func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*task.Snapshot, error) {
-	sn, unlock, err := e.lockedLoad(ctx, name)
+func (e *Env) TakeOver(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
+	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -42,14 +43,14 @@ func (e *Env) TakeOver(ctx context.Context, name string, in StartInput) (*task.S
 		return nil, fmt.Errorf("take over %s: the task is %s; only a blocked, conflict, interrupted or working task can be taken over", slug, sn.Task.Status)
 	}
 	if in.RepoDir == "" {
-		in.RepoDir = e.repoDir()
+		in.RepoDir = e.Dir()
 	}
 	// Confined as a start here would be: a task created with --sandbox
 	// (a pooled one, say) runs sandboxed on whichever machine takes it.
-	if in, err = e.startConfinement(sn, in); err != nil {
-		return nil, confinementRefusal("take over", slug, err)
+	if in, err = e.StartConfinement(sn, in); err != nil {
+		return nil, session.ConfinementRefusal("take over", slug, err)
 	}
-	root, err := e.worktreeRoot(in.WorktreeDir, in.RepoDir)
+	root, err := e.WorktreeRoot(in.WorktreeDir, in.RepoDir)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", slug, err)
 	}

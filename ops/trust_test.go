@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -31,7 +32,7 @@ func TestParentExemptionNeedsProvenIdentityAndAnActiveParent(t *testing.T) {
 		{machine.Builder, parent.ID, machine.Working, false},
 	} {
 		parent.Status = c.status
-		e := &Env{Actor: c.actor, CallerTask: c.caller}
+		e := &Env{Env: session.Env{Actor: c.actor, CallerTask: c.caller}}
 		if got := e.parentExempt(parent); got != c.want {
 			t.Errorf("%s caller %q, parent %s: exempt %v, want %v", c.actor, c.caller, c.status, got, c.want)
 		}
@@ -40,11 +41,11 @@ func TestParentExemptionNeedsProvenIdentityAndAnActiveParent(t *testing.T) {
 
 func TestActorFromEnvNeverGrantsSystem(t *testing.T) {
 	t.Setenv("LAZY_ACTOR", "system")
-	if _, err := ActorFromEnv(); err == nil || !strings.Contains(err.Error(), "reserved") {
+	if _, err := session.ActorFromEnv(); err == nil || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("LAZY_ACTOR=system: %v", err)
 	}
 	t.Setenv("LAZY_ACTOR", "agent")
-	if a, err := ActorFromEnv(); err != nil || a != machine.Agent {
+	if a, err := session.ActorFromEnv(); err != nil || a != machine.Agent {
 		t.Fatalf("LAZY_ACTOR=agent: %v %v", a, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/internal/redact/redacttest"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -86,7 +87,7 @@ func TestHandoffRecordQuotesEveryWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{Store: gitstore.Open(repo, gitstore.WithHost("ops-test")), Actor: machine.Human}
+	e := New(gitstore.Open(repo, gitstore.WithHost("ops-test")), session.Env{Actor: machine.Human})
 	ctx := context.Background()
 	sn, err := e.Store.Create(task.CreateSpec{Title: "Title\n## Next step\r\u202e", Goal: forged("the goal"), Actor: machine.Agent})
 	if err != nil {
@@ -173,7 +174,7 @@ func TestPromptsQuoteAnAgentsMessages(t *testing.T) {
 
 	sn := &task.Snapshot{Task: task.Task{Title: "T\n## Next step"}}
 	sn.SetGoal(forged("the goal"))
-	note, err := editedGoal(sn)
+	note, err := session.EditedGoal(sn)
 	if err != nil {
 		t.Fatal(err)
 	}

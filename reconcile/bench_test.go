@@ -20,6 +20,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -98,7 +99,7 @@ func (f *fixture) own(tb testing.TB, id string) {
 }
 
 func (f *fixture) reconciler() *Reconciler {
-	return &Reconciler{Env: &ops.Env{Store: f.store, Actor: machine.System, RepoDir: f.dir}, StartGrace: time.Hour}
+	return &Reconciler{Env: ops.New(f.store, session.Env{Actor: machine.System, RepoDir: f.dir}), StartGrace: time.Hour}
 }
 
 func (f *fixture) list(tb testing.TB) []task.Entry {

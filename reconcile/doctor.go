@@ -320,7 +320,7 @@ func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repa
 			continue
 		}
 		pids := marked[e.ID]
-		_, running := r.Env.SupervisorRunning(e.ID)
+		_, running := r.Env.Supervisors().Running(e.ID)
 		active := e.Status == machine.Working || e.Status == machine.Merging
 		var detail string
 		switch {
@@ -363,7 +363,7 @@ func (r *Reconciler) endStrays(ctx context.Context, id string) error {
 	if sn.Task.Status == machine.Working || sn.Task.Status == machine.Merging {
 		return nil
 	}
-	_, err = r.Env.StopTurnProcesses(ctx, id)
+	_, err = r.Env.Supervisors().StopTurn(ctx, id)
 	return err
 }
 

@@ -32,7 +32,7 @@ func killGroup(pgid int) {
 // caller removing the protocol directory next does not race that write.
 func (r *Reconciler) stopSupervisor(pid int, taskID string) {
 	if isSupervisor(pid, taskID) {
-		_ = r.Env.StopSupervisor(context.Background(), pid)
+		_ = r.Env.Supervisors().Stop(context.Background(), pid)
 		supervisorExit(r.proto(taskID))
 	}
 }

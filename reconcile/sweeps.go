@@ -241,11 +241,11 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 	}
 	pd := r.proto(id)
 	why := "removed the protocol files of a finished task"
-	pid, running := r.Env.SupervisorRunning(id)
+	pid, running := r.Env.Supervisors().Running(id)
 	if running {
 		why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", pid)
 	}
-	if _, err := r.Env.StopTurnProcesses(ctx, id); err != nil {
+	if _, err := r.Env.Supervisors().StopTurn(ctx, id); err != nil {
 		return nil, err
 	}
 	if running {

@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -186,7 +187,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				// This machine's day ledger, before the record: written
 				// twice (this closure retried, a crash before the commit),
 				// the turn still counts once.
-				if err := r.Env.Ledger().Add(budget.Entry{Task: id, Session: resp.Session, Seq: resp.Seq, At: now, CostUSD: use.CostUSD}); err != nil {
+				if err := r.Env.Budgets().Ledger().Add(budget.Entry{Task: id, Session: resp.Session, Seq: resp.Seq, At: now, CostUSD: use.CostUSD}); err != nil {
 					return nil, err
 				}
 			}
@@ -202,11 +203,11 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		case neutral && resp.Status != proto.Completed:
 			// An ask or sync restores the status it came from on an agent
 			// error too; only a dead supervisor (no response) interrupts.
-			s.Task.Status = ops.ParkBack(s)
+			s.Task.Status = session.ParkBack(s)
 			why = s.Session.TurnKind + " ended with an error: " + reasonFor(resp)
 		case resp.Status == proto.Completed:
 			// Messages are consumed only when a response completes
-			// normally, and only those the turn delivered (ops.Delivered):
+			// normally, and only those the turn delivered (session.Delivered):
 			// one no agent received stays pending for the next turn.
 			if err := consumeDelivered(s); err != nil {
 				return nil, err
@@ -218,18 +219,18 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// The reason explained the last park; a completed turn ends it,
 			// so show does not keep presenting an old failure.
 			s.Session.InterruptReason = ""
-			s.Task.Status = ops.ParkBack(s)
+			s.Task.Status = session.ParkBack(s)
 			why = fmt.Sprintf("agent turn completed (%d commits)", len(resp.Commits))
 		case resp.FailureClass == string(agent.Budget):
 			// The CLI stopped itself at the budget lazy gave it: parked,
 			// held with the figures, until a human raises it.
-			s.Task.Status = ops.ParkBack(s)
+			s.Task.Status = session.ParkBack(s)
 			s.Task.Hold = r.budgetHold(s, now, resp.FailureReason)
 			why = "agent stopped at its budget: " + s.Task.Hold.Reason
 		case !resp.ResetAt.IsZero() && agent.Class(resp.FailureClass).Transient():
 			// A usage limit with a stated reset: not a failure and not an
 			// interruption. The daemon resumes the session after it.
-			s.Task.Status = ops.ParkBack(s)
+			s.Task.Status = session.ParkBack(s)
 			s.Task.Hold = &task.Hold{Kind: task.HoldLimit, At: now, Until: resp.ResetAt.UTC().Truncate(time.Second), Reason: resp.FailureReason}
 			why = "agent hit a usage limit: " + s.Task.Hold.String()
 		case resp.FailureClass != "" && resp.FailureClass != "unknown":
@@ -240,7 +241,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 			// lists (reason, exit code, time, logs, the counter), though
 			// the task parks: auto-resume must not relaunch into it.
 			recordInterrupt(s, now, resp.ExitCode, resp.FailureClass+": "+resp.FailureReason, resp.StderrTail, resp.Phase)
-			s.Task.Status = ops.ParkBack(s)
+			s.Task.Status = session.ParkBack(s)
 			why = "agent failure the supervisor stopped on: " + s.Session.InterruptReason
 		default:
 			markInterrupted(s, now, resp.ExitCode, reasonFor(resp), resp.StderrTail, resp.Phase)
@@ -249,9 +250,9 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		if s.Task.Hold == nil && (s.Task.Status == machine.Blocked || s.Task.Status == machine.Conflict) && resp.Usage != nil {
 			// A turn that ran past a budget (no CLI flag stops Codex or
 			// a command) parks held too, so the next turn asks a human.
-			if lines, _ := r.Env.BudgetLines(s, now); lines != nil {
+			if lines, _ := r.Env.Budgets().Lines(s, now); lines != nil {
 				if line, ok := budget.Tightest(lines); ok && line.Over() {
-					s.Task.Hold = ops.BudgetHold(line, now)
+					s.Task.Hold = session.BudgetHold(line, now)
 					why += "; " + s.Task.Hold.Reason
 				}
 			}
@@ -298,9 +299,9 @@ func (r *Reconciler) turnUsage(s *task.Snapshot, u *proto.Usage) (task.Usage, st
 // tightest budget's figures now that the turn's cost is counted, or the
 // CLI's own words if no budget reads as spent (one was raised meanwhile).
 func (r *Reconciler) budgetHold(s *task.Snapshot, now time.Time, reason string) *task.Hold {
-	if lines, err := r.Env.BudgetLines(s, now); err == nil {
+	if lines, err := r.Env.Budgets().Lines(s, now); err == nil {
 		if line, ok := budget.Tightest(lines); ok {
-			h := ops.BudgetHold(line, now)
+			h := session.BudgetHold(line, now)
 			if reason != "" {
 				h.Reason += " (the agent: " + reason + ")"
 			}
@@ -321,7 +322,7 @@ func neutralKind(k string) bool { return k == "ask" || k == "sync" || k == "pre-
 func consumeDelivered(s *task.Snapshot) error {
 	seq, kind := s.Session.Turn, s.Session.TurnKind
 	return s.EditTurns(func(t *task.Turn) bool {
-		if !ops.Delivered(*t, seq, kind) {
+		if !session.Delivered(*t, seq, kind) {
 			return false
 		}
 		t.FeedbackDelivery = task.FeedbackConsumed
@@ -377,7 +378,7 @@ func exitReason(code int) string {
 // commit made just before the crash is not invisible; an agent the dead
 // supervisor left running is stopped, so a resume never puts two agents
 // in one worktree.
-func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, session string, seq int) (*Action, error) {
+func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, sessionID string, seq int) (*Action, error) {
 	var act *Action
 	unlock, err := r.Env.LockTask(ctx, id)
 	if err != nil {
@@ -392,7 +393,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	if err != nil {
 		return nil, err
 	}
-	if !judged(sn, session, seq) || r.supervised(id) || r.now().Sub(lastStart(sn, pd)) < r.grace() {
+	if !judged(sn, sessionID, seq) || r.supervised(id) || r.now().Sub(lastStart(sn, pd)) < r.grace() {
 		return nil, nil
 	}
 	if _, ok := currentResponse(pd, sn.Session); ok {
@@ -418,7 +419,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		logs += "\n--- supervisor stderr ---\n" + sup
 	}
 	_, _, err = r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
-		if !judged(s, session, seq) {
+		if !judged(s, sessionID, seq) {
 			act = nil
 			return nil, nil
 		}
@@ -452,7 +453,7 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		if k := s.Session.TurnKind; k == "sync" || k == "pre-accept" {
 			// A sync or pre-accept turn is status-neutral even when it dies:
 			// the task goes back to where it was.
-			s.Task.Status = ops.ParkBack(s)
+			s.Task.Status = session.ParkBack(s)
 			reason = k + " ended: " + reason
 		} else {
 			// Any other turn, an ask included (spec: "if the agent crashes

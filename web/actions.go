@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -163,7 +164,7 @@ func (s *Server) acceptPage(w http.ResponseWriter, r *http.Request) {
 		data["Diff"] = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, r.URL.Query().Get("diff") == "all")
 		// The protected paths it touches land only with this human's
 		// approval, given with the button.
-		env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+		env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 		if pv, err := env.ProtectedChanges(r.Context(), sn); err == nil && pv != nil {
 			data["Protected"] = pv
 		}

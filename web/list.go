@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -21,7 +22,7 @@ import (
 // for branches that moved since the last one. A check that cannot be
 // made shows none.
 func (s *Server) overlaps(ctx context.Context, entries []task.Entry) map[string]ops.TaskOverlaps {
-	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 	ov, err := env.OverlapsOf(ctx, entries, &s.overlapCache)
 	if err != nil {
 		return nil
@@ -159,7 +160,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 			}
 		}
 	}
-	for _, v := range (&ops.Env{Store: s.Store, RepoDir: s.RepoDir}).Queues() {
+	for _, v := range (ops.New(s.Store, session.Env{RepoDir: s.RepoDir})).Queues() {
 		if len(v.Entries) > 0 {
 			p.Queues = append(p.Queues, v)
 		}
@@ -205,7 +206,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 		if sum.Gate != nil {
 			// A gate run is this machine's only if its own record says so.
 			g := *sum.Gate
-			(&ops.Env{Store: s.Store, RepoDir: s.RepoDir}).VerifyGateSummary(e.ID, &g)
+			(ops.New(s.Store, session.Env{RepoDir: s.RepoDir})).VerifyGateSummary(e.ID, &g)
 			r.Gate = &g
 		}
 		return r, true

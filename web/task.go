@@ -9,6 +9,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -101,7 +102,7 @@ func parseDiff(out string, maxFiles, maxLines int) diff {
 // it merges into, so work merged in from upstream is not counted as the
 // task's. The worktree's uncommitted files come with it.
 func (s *Server) reviewRange(ctx context.Context, id string) (*ops.Review, []string, error) {
-	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 	r, err := env.ReviewRange(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -171,7 +172,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	overlaps := s.taskOverlaps(r.Context(), sn)
 	// A gate run is this machine's only if its own record says so; the
 	// protected paths the change touches wait for a human.
-	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 	protected, _ := env.ProtectedChanges(r.Context(), sn)
 	attempts, of := s.attempts(r.Context(), sn)
 	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID), logPageEntries)
@@ -195,7 +196,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 // on this machine has a branch here to compare, so any other has none
 // and costs no list.
 func (s *Server) taskOverlaps(ctx context.Context, sn *task.Snapshot) ops.TaskOverlaps {
-	env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return ops.TaskOverlaps{}
 	}
@@ -219,7 +220,7 @@ type attemptOf struct {
 func (s *Server) attempts(ctx context.Context, sn *task.Snapshot) (*ops.AttemptsView, *attemptOf) {
 	switch {
 	case sn.Task.IsAttemptGroup():
-		env := &ops.Env{Store: s.Store, RepoDir: s.RepoDir}
+		env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 		v, err := env.Attempts(ctx, sn.Task.ID)
 		if err != nil {
 			return nil, nil

@@ -1,4 +1,4 @@
-package ops
+package session
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (e *Env) Permissions(ctx context.Context, sn *task.Snapshot, in StartInput)
 		}
 	case sn.Session == nil:
 		p.Agent = in.Agent
-		if decided, err := e.startConfinement(sn, in); err == nil {
+		if decided, err := e.StartConfinement(sn, in); err == nil {
 			in = decided
 		}
 		g.Sandboxed, g.PermissionMode = in.Sandbox != nil, in.PermissionMode

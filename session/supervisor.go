@@ -1,9 +1,11 @@
-package ops
+package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/lazyorch/lazy/internal/flock"
@@ -11,13 +13,14 @@ import (
 	"github.com/lazyorch/lazy/proto"
 )
 
-// SupervisorRunning reports whether a supervisor of task id is alive, and
+// Running reports whether a supervisor of task id is alive, and
 // its pid when the lock file names it (0 when not). Liveness is the
 // supervisor's own flock, which the kernel drops when it dies: a pid read
 // from a status file earlier proves nothing once that process is gone
 // and its pid is reused.
-func (e *Env) SupervisorRunning(id string) (int, bool) {
-	path := proto.SupervisorLock(e.Store.Repo().LazyDir(), id)
+func (s Supervisors) Running(id string) (int, bool) {
+	e := s.e
+	path := proto.SupervisorLock(e.Repo.LazyDir(), id)
 	if !flock.Held(path) {
 		return 0, false
 	}
@@ -25,30 +28,32 @@ func (e *Env) SupervisorRunning(id string) (int, bool) {
 	return pid, true
 }
 
-// StrayAgents returns the pids of processes carrying task id's turn
+// Strays returns the pids of processes carrying task id's turn
 // marker. With no supervisor running they are leftovers of a dead one.
-func (e *Env) StrayAgents(id string) []int {
-	return proc.WithEnvIn(proto.TurnMarker(id), proto.TurnScope(e.Store.Repo().LazyDir()))
+func (s Supervisors) Strays(id string) []int {
+	e := s.e
+	return proc.WithEnvIn(proto.TurnMarker(id), proto.TurnScope(e.Repo.LazyDir()))
 }
 
-// StopTurnProcesses ends everything that runs a turn of task id: its
+// StopTurn ends everything that runs a turn of task id: its
 // supervisor (SIGTERM, which takes its agent down, then SIGKILL past the
 // kill grace), then any agent process a dead supervisor left behind. It
 // returns the pids of the leftovers it killed.
-func (e *Env) StopTurnProcesses(ctx context.Context, id string) ([]int, error) {
+func (s Supervisors) StopTurn(ctx context.Context, id string) ([]int, error) {
+	e := s.e
 	var deadline time.Time
 	signalled := map[int]bool{}
 	for {
 		// The pid is read again each time: a supervisor that has just
 		// taken the lock (a stop right after a start) has not written it
 		// yet, and one that would not die may have been replaced.
-		pid, ok := e.SupervisorRunning(id)
+		pid, ok := e.Supervisors().Running(id)
 		if !ok {
 			break
 		}
 		if pid > 0 && !signalled[pid] && proc.Runs(pid, "supervise", id) {
 			signalled[pid] = true
-			if err := e.StopSupervisor(ctx, pid); err != nil {
+			if err := e.Supervisors().Stop(ctx, pid); err != nil {
 				return nil, err
 			}
 			continue
@@ -70,5 +75,36 @@ func (e *Env) StopTurnProcesses(ctx context.Context, id string) ([]int, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return proc.KillMarkedIn(proto.TurnMarker(id), proto.TurnScope(e.Store.Repo().LazyDir())), nil
+	return proc.KillMarkedIn(proto.TurnMarker(id), proto.TurnScope(e.Repo.LazyDir())), nil
+}
+
+// Stop sends a supervisor SIGTERM (it takes its agent's process
+// group down with it) and waits for it to exit, past its own kill grace,
+// before SIGKILL.
+func (s Supervisors) Stop(ctx context.Context, pid int) error {
+	e := s.e
+	return stopProcess(ctx, pid, e.Timing.WithDefaults().KillGrace+2*time.Second)
+}
+
+// stopProcess sends SIGTERM and waits for the process to exit.
+func stopProcess(ctx context.Context, pid int, wait time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if !proc.Alive(pid) { // a zombie is gone too
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return nil
 }

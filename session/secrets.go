@@ -1,4 +1,4 @@
-package ops
+package session
 
 import (
 	"github.com/lazyorch/lazy/internal/redact"
@@ -10,7 +10,7 @@ import (
 // the URLs lazy.notify names. A gate's output goes through it before it
 // is recorded (the record is pushed), shown or sent.
 func (e *Env) Secrets() *redact.Redactor {
-	cfg, err := e.Store.Repo().Config()
+	cfg, err := e.Repo.Config()
 	if err != nil {
 		return redact.New()
 	}

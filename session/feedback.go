@@ -1,4 +1,4 @@
-package ops
+package session
 
 import (
 	"fmt"
@@ -51,9 +51,9 @@ func Delivered(t task.Turn, seq int, kind string) bool {
 	return DeliversAll(kind) || (kind == "ask" && t.Kind == "ask")
 }
 
-// pendingBefore lists the pending messages a turn of kind launched as
+// PendingBefore lists the pending messages a turn of kind launched as
 // seq delivers besides its own, oldest first.
-func pendingBefore(turns []task.Turn, seq int, kind string) []task.Turn {
+func PendingBefore(turns []task.Turn, seq int, kind string) []task.Turn {
 	var out []task.Turn
 	for _, t := range turns {
 		if t.Seq < seq && Delivered(t, seq, kind) {
@@ -63,10 +63,10 @@ func pendingBefore(turns []task.Turn, seq int, kind string) []task.Turn {
 	return out
 }
 
-// withUndelivered appends to prompt, a turn's own message, every older
+// WithUndelivered appends to prompt, a turn's own message, every older
 // message that no agent has received: verbatim, oldest first, within
 // maxOlderFeedback; the rest by turn number, so none is silently dropped.
-func withUndelivered(prompt, slug string, older []task.Turn) string {
+func WithUndelivered(prompt, slug string, older []task.Turn) string {
 	if len(older) == 0 {
 		return prompt
 	}
@@ -81,7 +81,7 @@ func withUndelivered(prompt, slug string, older []task.Turn) string {
 			continue
 		}
 		used += len(t.Content)
-		fmt.Fprintf(&b, "\n\n[turn %d: %s]\n%s", t.Seq, describe(t), quotedMessage(t))
+		fmt.Fprintf(&b, "\n\n[turn %d: %s]\n%s", t.Seq, describe(t), QuotedMessage(t))
 	}
 	if len(unsent) > 0 {
 		fmt.Fprintf(&b, "\n\n(%d more were too long to repeat here: turns %s; read them with lazy_show or lazy show %s.)", len(unsent), strings.Join(unsent, ", "), slug)
@@ -89,11 +89,11 @@ func withUndelivered(prompt, slug string, older []task.Turn) string {
 	return b.String()
 }
 
-// quotedMessage is t's message as a prompt of lazy's carries it: a
+// QuotedMessage is t's message as a prompt of lazy's carries it: a
 // person's verbatim, as the spec has it; an agent's (a parent task's
 // agent, the builder, over MCP) fenced (internal/quote), so it can never
 // pass for lazy's framing around it or for a person's message.
-func quotedMessage(t task.Turn) string {
+func QuotedMessage(t task.Turn) string {
 	if t.Actor == machine.Agent || t.Actor == machine.Builder {
 		return quote.Block(t.Content)
 	}

@@ -1,4 +1,4 @@
-package ops
+package session
 
 import (
 	"context"
@@ -32,10 +32,10 @@ import (
 // A human's start still inherits the parent's sandbox unless told
 // otherwise.
 
-// startConfinement decides how a new session of sn, started with in by
+// StartConfinement decides how a new session of sn, started with in by
 // e's actor, is confined: in comes back with its Sandbox and
 // PermissionMode set to the decision.
-func (e *Env) startConfinement(sn *task.Snapshot, in StartInput) (StartInput, error) {
+func (e *Env) StartConfinement(sn *task.Snapshot, in StartInput) (StartInput, error) {
 	human := e.Actor == machine.Human
 	floor := confine.Confinement{Sandbox: sessionSandbox(in, sn, human), PermissionMode: in.PermissionMode, AnyCommand: true}
 	if parent, ok := e.parentSession(sn); ok {
@@ -51,14 +51,14 @@ func (e *Env) startConfinement(sn *task.Snapshot, in StartInput) (StartInput, er
 		in.Sandbox, in.PermissionMode = floor.Sandbox, floor.PermissionMode
 		return in, nil
 	}
-	caller, ok, err := e.callerSession()
+	caller, ok, err := e.CallerSession()
 	if err != nil {
 		return in, err
 	}
 	if ok {
 		floor = confine.Tightest(floor, caller.Confinement())
 	}
-	eff, err := e.held(floor, in.Agent, in.Request, in.SandboxIfAsked)
+	eff, err := Held(floor, in.Agent, in.Request, in.SandboxIfAsked)
 	if err != nil {
 		return in, err
 	}
@@ -66,12 +66,12 @@ func (e *Env) startConfinement(sn *task.Snapshot, in StartInput) (StartInput, er
 	return in, nil
 }
 
-// held is floor made tighter by req, for a session of agentName: what a
+// Held is floor made tighter by req, for a session of agentName: what a
 // caller that is not a human gets. Anything looser than floor, asked for
 // or implied by the agent (the exec agent outside the sandbox, where the
 // floor holds the agent to its CLI's permissions), is a
 // *confine.LooserError.
-func (e *Env) held(floor confine.Confinement, agentName string, req confine.Request, ifAsked *proto.Sandbox) (confine.Confinement, error) {
+func Held(floor confine.Confinement, agentName string, req confine.Request, ifAsked *proto.Sandbox) (confine.Confinement, error) {
 	eff, err := confine.Effective(floor, req, ifAsked)
 	if err != nil {
 		return eff, err
@@ -96,11 +96,11 @@ func (e *Env) parentSession(sn *task.Snapshot) (owned.Session, bool) {
 	return local, err == nil
 }
 
-// callerSession is the session of the agent that asks (CallerTask, from
+// CallerSession is the session of the agent that asks (CallerTask, from
 // its MCP token); ok is false for a caller that is no agent of a task.
 // An agent whose session this machine has no record of cannot say how
 // confined it is, and gets nothing started.
-func (e *Env) callerSession() (s owned.Session, ok bool, err error) {
+func (e *Env) CallerSession() (s owned.Session, ok bool, err error) {
 	if e.CallerTask == "" {
 		return owned.Session{}, false, nil
 	}
@@ -111,8 +111,8 @@ func (e *Env) callerSession() (s owned.Session, ok bool, err error) {
 	return s, true, nil
 }
 
-// confinementRefusal words a refusal of verb on slug for confinement.
-func confinementRefusal(verb, slug string, err error) error {
+// ConfinementRefusal words a refusal of verb on slug for confinement.
+func ConfinementRefusal(verb, slug string, err error) error {
 	var looser *confine.LooserError
 	if errors.As(err, &looser) {
 		human := "lazy start " + slug + " --sandbox off"
@@ -124,11 +124,11 @@ func confinementRefusal(verb, slug string, err error) error {
 	return fmt.Errorf("%s %s: %w; nothing was started", verb, slug, err)
 }
 
-// callerMayDrive refuses a turn an agent asks for (unblock, resume, sync,
+// CallerMayDrive refuses a turn an agent asks for (unblock, resume, sync,
 // ask, handoff) on a session less confined than the agent's own: a human
 // started that session so, and only a human drives it.
-func (e *Env) callerMayDrive(verb, slug string, local owned.Session) error {
-	caller, ok, err := e.callerSession()
+func (e *Env) CallerMayDrive(verb, slug string, local owned.Session) error {
+	caller, ok, err := e.CallerSession()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, slug, err)
 	}
@@ -141,18 +141,18 @@ func (e *Env) callerMayDrive(verb, slug string, local owned.Session) error {
 	return nil
 }
 
-// gateSandbox is the sandbox a gate run on sn's tree gets: the one the
+// GateSandbox is the sandbox a gate run on sn's tree gets: the one the
 // gate is configured with (lazy.sandbox), made at least as confined as
 // the session of the task, when this machine runs it sandboxed (the tree
 // is its agent's work: a sandboxed task never runs anything unconfined,
 // its tests included), and as the session of the agent that asks for
 // the accept.
-func (e *Env) gateSandbox(ctx context.Context, sn *task.Snapshot, configured *proto.Sandbox) (*proto.Sandbox, error) {
+func (e *Env) GateSandbox(ctx context.Context, sn *task.Snapshot, configured *proto.Sandbox) (*proto.Sandbox, error) {
 	sb := configured
 	if local, err := e.Owned(sn); err == nil {
 		sb = confine.TightestSandbox(sb, local.Sandbox)
 	}
-	caller, ok, err := e.callerSession()
+	caller, ok, err := e.CallerSession()
 	if err != nil {
 		return nil, err
 	}

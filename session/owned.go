@@ -1,4 +1,4 @@
-package ops
+package session
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // Sessions is this machine's record of the sessions it started: the only
 // source of what a turn runs and where (see package owned).
-func (e *Env) Sessions() owned.Dir { return owned.For(e.Store.Repo().LazyDir()) }
+func (e *Env) Sessions() owned.Dir { return owned.For(e.Repo.LazyDir()) }
 
 // Owned returns the local session behind sn's current session. The
 // record's own copy of the session (host, agent, command, worktree,
@@ -77,11 +77,11 @@ func validAgentSessionID(id string) bool {
 	return true
 }
 
-// resumeID is the agent session a new turn resumes: the one this
+// ResumeID is the agent session a new turn resumes: the one this
 // machine's supervisor reported, or the record's when it has the shape
 // of an id (a session paired or chatted before the local record kept
 // it).
-func resumeID(local owned.Session, sn *task.Snapshot) string {
+func ResumeID(local owned.Session, sn *task.Snapshot) string {
 	if local.AgentSessionID != "" {
 		return local.AgentSessionID
 	}
@@ -91,11 +91,11 @@ func resumeID(local owned.Session, sn *task.Snapshot) string {
 	return ""
 }
 
-// bind replaces the execution fields of sn's session, in memory, with the
+// Bind replaces the execution fields of sn's session, in memory, with the
 // local session's, so code that reads sn.Session.Worktree and friends
 // acts on what this machine decided. It fails for a session this machine
 // did not start.
-func (e *Env) bind(sn *task.Snapshot) (owned.Session, error) {
+func (e *Env) Bind(sn *task.Snapshot) (owned.Session, error) {
 	local, err := e.Owned(sn)
 	if err != nil {
 		return local, err
@@ -103,7 +103,7 @@ func (e *Env) bind(sn *task.Snapshot) (owned.Session, error) {
 	s := sn.Session
 	s.Agent, s.ExecCommand, s.PermissionMode, s.Model = local.Agent, local.Exec, local.PermissionMode, local.Model
 	s.Worktree, s.Branch = local.Worktree, local.Branch
-	s.AgentSessionID = resumeID(local, sn)
+	s.AgentSessionID = ResumeID(local, sn)
 	return local, nil
 }
 
@@ -129,9 +129,9 @@ func sessionSandbox(in StartInput, sn *task.Snapshot, human bool) *proto.Sandbox
 	return &proto.Sandbox{Network: sandbox.NetworkOn}
 }
 
-// sandboxReady refuses a sandboxed turn where the sandbox cannot run:
+// SandboxReady refuses a sandboxed turn where the sandbox cannot run:
 // lazy never runs a confined task unconfined.
-func sandboxReady(ctx context.Context, sb *proto.Sandbox) error {
+func SandboxReady(ctx context.Context, sb *proto.Sandbox) error {
 	if sb == nil {
 		return nil
 	}
