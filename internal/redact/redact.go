@@ -16,9 +16,12 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -204,37 +207,77 @@ func (r *Redactor) Log(b []byte) []byte {
 	return out.Bytes()
 }
 
-// jsonLine redacts the strings of line when it is a JSON value, and
-// returns asText otherwise.
+// jsonLine redacts the strings of line when it is one JSON value, and
+// returns asText otherwise. The value is rewritten token by token, so its
+// keys keep their order and everything but a redacted string stays as the
+// agent wrote it, to the byte where the encoding allows: a reader of
+// lazy logs --raw gets the agent's event with only the secrets gone.
 func (r *Redactor) jsonLine(line, asText string) string {
 	body := strings.TrimRight(line, "\r\n")
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return asText
-	}
 	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r.walk(v)); err != nil {
+	out.Grow(len(body))
+	// Each open container: whether it is an object, and how many keys and
+	// values it has had so far.
+	type open struct {
+		object bool
+		n      int
+	}
+	var stack []open
+	values := 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return asText
+		}
+		closing := tok == json.Delim('}') || tok == json.Delim(']')
+		key := false
+		if len(stack) == 0 {
+			if values++; values > 1 {
+				return asText
+			}
+		} else if top := &stack[len(stack)-1]; !closing {
+			switch {
+			case top.object && top.n%2 == 1:
+				out.WriteByte(':')
+			case top.n > 0:
+				out.WriteByte(',')
+			}
+			key = top.object && top.n%2 == 0
+			top.n++
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			out.WriteRune(rune(t))
+			if closing {
+				stack = stack[:len(stack)-1]
+			} else {
+				stack = append(stack, open{object: t == '{'})
+			}
+		case string:
+			if !key {
+				t = r.Text(t)
+			}
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(t); err != nil {
+				return asText
+			}
+			out.Truncate(out.Len() - 1) // Encode's newline
+		case json.Number:
+			out.WriteString(t.String())
+		case bool:
+			out.WriteString(strconv.FormatBool(t))
+		case nil:
+			out.WriteString("null")
+		}
+	}
+	if len(stack) != 0 || values != 1 {
 		return asText
 	}
-	return strings.TrimSuffix(out.String(), "\n") + line[len(body):]
-}
-
-func (r *Redactor) walk(v any) any {
-	switch v := v.(type) {
-	case string:
-		return r.Text(v)
-	case []any:
-		for i := range v {
-			v[i] = r.walk(v[i])
-		}
-	case map[string]any:
-		for k, x := range v {
-			v[k] = r.walk(x)
-		}
-	}
-	return v
+	return out.String() + line[len(body):]
 }

@@ -143,7 +143,7 @@ func TestLogStaysJSON(t *testing.T) {
 	}
 	for i, k := range redacttest.Kinds() {
 		var v map[string]any
-		if err := json.Unmarshal([]byte(lines[i]), &v); err != nil || v["type"] != "assistant" || !strings.Contains(lines[i], `"n":1.50`) {
+		if err := json.Unmarshal([]byte(lines[i]), &v); err != nil || v["type"] != "assistant" || !strings.HasPrefix(lines[i], `{"type":"assistant","text":"`) || !strings.HasSuffix(lines[i], `,"n":1.50}`) {
 			t.Fatalf("line %d is no longer the JSON it was: %s (%v)", i, lines[i], err)
 		}
 		if strings.Contains(lines[i], k.Secret) || strings.Contains(lines[i], "XXXXSECRETPATH") {
@@ -155,5 +155,22 @@ func TestLogStaysJSON(t *testing.T) {
 	}
 	if plain := "nothing secret\n{\"a\":1}\n"; string(r.Log([]byte(plain))) != plain {
 		t.Error("a log without secrets changed")
+	}
+}
+
+// A redacted event keeps its keys in the agent's order and the rest of
+// its bytes: lazy logs --raw is the agent's stream with only the secrets
+// gone (Claude's init event leads with "type" and "subtype").
+func TestLogKeepsTheEventsOrder(t *testing.T) {
+	in := `{"type":"system","subtype":"init","z":[1,2.50,true,null,{"b":"x","a":"<&>"}],"apiKeySource":"token=` + "sk-ant-api03-" + strings.Repeat("aB3x", 12) + `","a":{},"e":[]}` + "\n"
+	got := string(New().Log([]byte(in)))
+	want := `{"type":"system","subtype":"init","z":[1,2.50,true,null,{"b":"x","a":"<&>"}],"apiKeySource":"token=` + Mark + `","a":{},"e":[]}` + "\n"
+	if got != want {
+		t.Fatalf("Log rewrote the event:\n got %s\nwant %s", got, want)
+	}
+	for _, notOne := range []string{`{"a":1} {"b":2}`, `{"a":`, `[1,2`, `"sk-ant-api03-` + strings.Repeat("aB3x", 12) + `"]`} {
+		if got := New().Log([]byte(notOne)); strings.Contains(string(got), "aB3xaB3x") {
+			t.Errorf("Log(%q) kept the key: %s", notOne, got)
+		}
 	}
 }
