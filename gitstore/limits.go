@@ -1,11 +1,7 @@
 package gitstore
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -20,20 +16,20 @@ import (
 const (
 	// MaxMetaRecord bounds task.json, session.json and op.json: fields,
 	// ids and a title, never long texts (goal.md holds the goal).
-	MaxMetaRecord = 1 << 20
+	MaxMetaRecord = task.MaxMetaRecord
 	// MaxViolationsRecord bounds violations.json: paths an agent changed
 	// outside its allowed paths, which an agent decides the number of.
-	MaxViolationsRecord = 8 << 20
+	MaxViolationsRecord = task.MaxViolationsRecord
 	// MaxTextRecord bounds goal.md and each turns/*.json and
 	// comments/*.json: one or two texts of up to MaxText, JSON-escaped.
-	MaxTextRecord = 2*task.MaxText + 1<<20
+	MaxTextRecord = task.MaxTextRecord
 	// MaxTree bounds a tree: the snapshot's entries, or one entry per
 	// turn or comment (about 40 bytes each).
 	MaxTree = gitrepo.MaxTree
 	// MaxCommit bounds a commit: a human line and lazy's trailers.
 	MaxCommit = gitrepo.MaxCommit
 	// MaxSlugRecord bounds a slug ref's blob: one id and a newline.
-	MaxSlugRecord = 1 << 10
+	MaxSlugRecord = task.MaxSlugRecord
 )
 
 // Errors of the repository layer, for errors.Is.
@@ -53,31 +49,10 @@ var (
 )
 
 // limitFor returns the size limit of a snapshot file by its tree name
-// (the turns/ and comments/ entries by their directory).
-func limitFor(name string) int64 {
-	switch {
-	case name == fileTask, name == fileSession, name == fileOp:
-		return MaxMetaRecord
-	case name == fileViolations:
-		return MaxViolationsRecord
-	case name == fileGoal, strings.HasPrefix(name, dirTurns+"/"), strings.HasPrefix(name, dirComments+"/"):
-		return MaxTextRecord
-	case name == "slug":
-		return MaxSlugRecord
-	}
-	return MaxMetaRecord
-}
+// (the turns/ and comments/ entries by their directory): task.PartLimit.
+func limitFor(name string) int64 { return task.PartLimit(name) }
 
 // oversize is the error for an object of size bytes over limit.
 func oversize(what string, h gitrepo.OID, size, limit int64) error {
 	return gitrepo.Oversize(what, h, size, limit)
-}
-
-// checkSize keeps lazy's own writes readable: a record it could not read
-// back is refused before it is written.
-func checkSize(name string, n int) error {
-	if limit := limitFor(name); int64(n) > limit {
-		return fmt.Errorf("%s would be %s, over lazy's limit of %s for it; nothing was saved (shorten the text)", name, words.Bytes(int64(n)), words.Bytes(limit))
-	}
-	return nil
 }

@@ -396,12 +396,7 @@ func sortEntries(out []task.Entry) {
 }
 
 // entryCompare orders entries by creation time, then id.
-func entryCompare(a, b *task.Entry) int {
-	if c := cmp.Compare(a.Created, b.Created); c != 0 {
-		return c
-	}
-	return strings.Compare(a.ID, b.ID)
-}
+func entryCompare(a, b *task.Entry) int { return task.CompareEntries(a, b) }
 
 // idKey returns task id as a number, and whether it is a valid id: 16
 // lower-case hex digits, which the number holds exactly.
@@ -464,11 +459,4 @@ func (s *Store) readSummary(id string, h gitrepo.OID) (*task.Task, error) {
 	return nil, corrupt(fmt.Errorf("%s is missing", fileTask))
 }
 
-func summaryJSON(t *task.Task) []byte {
-	b, err := json.Marshal(task.NewSummary(t))
-	if err != nil {
-		// Summary holds only strings, ints and maps of strings.
-		panic("gitstore: encode summary: " + err.Error())
-	}
-	return b
-}
+func summaryJSON(t *task.Task) []byte { return task.SummaryJSON(t) }

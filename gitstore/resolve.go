@@ -1,63 +1,55 @@
 package gitstore
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/task"
 )
 
-// notFound is a name that names no task: one sentence that says what
-// to do, and errors.Is(err, ErrNotFound) holds.
-type notFound struct{ msg string }
-
-func (e *notFound) Error() string        { return e.msg }
-func (e *notFound) Is(target error) bool { return target == task.ErrNotFound }
-
 // Resolve turns what a user typed (a slug, a full id or a unique id
-// prefix of at least four characters) into a task id. The input is
-// checked before it is used to build any path. A name that names no task
-// gets the slugs nearest to it ("did you mean").
-func (s *Store) Resolve(name string) (string, error) {
-	in := strings.TrimSpace(name)
-	if in == "" {
-		return "", &notFound{"no task named: give a task's slug or id (lazy list shows them)"}
+// prefix of at least four characters) into a task id, by the rules of
+// task.Resolve over the slug and task refs.
+func (s *Store) Resolve(name string) (string, error) { return task.Resolve(names{s}, name) }
+
+// names is the store's slugs and ids, as task.Resolve reads them.
+type names struct{ s *Store }
+
+func (n names) BySlug(slug string) (string, bool, error) { return n.s.bySlug(slug) }
+
+func (n names) HasID(id string) (bool, error) {
+	_, ok, err := n.s.repo.ReadRef(TaskRef(id))
+	return ok, err
+}
+
+func (n names) IDs() ([]string, error) { return n.s.refNames(TasksPrefix) }
+
+func (n names) Slugs() ([]string, error) { return n.s.refNames(SlugsPrefix) }
+
+func (n names) Candidate(id string) (slug, title string, ok bool) {
+	sn, err := n.s.Load(id)
+	if err != nil {
+		return "", "", false
 	}
-	if !plausibleName(in) {
-		return "", s.notFound(name, " (slugs are lowercase letters, digits and dashes; ids are hex)")
+	return sn.Task.Slug, sn.Task.Title, true
+}
+
+// refNames lists the names of the refs under prefix, without it.
+func (s *Store) refNames(prefix string) ([]string, error) {
+	refs, err := s.repo.ListRefs(prefix)
+	if err != nil {
+		return nil, err
 	}
-	lower := strings.ToLower(in)
-	// A hex name is read as an id first (see ShadowsID): a slug never
-	// redirects a command typed by id. A hex slug (from an older lazy, or
-	// another clone) still answers when no id starts with it.
-	hexName := len(lower) >= task.MinIDPrefix && gitrepo.AllHex(lower)
-	if task.ValidSlug(lower) && !hexName {
-		if id, ok, err := s.bySlug(lower); err != nil || ok {
-			return id, err
-		}
+	out := make([]string, 0, len(refs))
+	for ref := range refs {
+		out = append(out, strings.TrimPrefix(ref, prefix))
 	}
-	if hexName {
-		id, err := s.byID(name, lower)
-		if err == nil || !errors.Is(err, task.ErrNotFound) || !task.ValidSlug(lower) {
-			return id, err
-		}
-		if id, ok, err := s.bySlug(lower); err != nil || ok {
-			return id, err
-		}
-		return "", s.notFound(name, "")
-	}
-	if !gitrepo.AllHex(lower) {
-		return "", s.notFound(name, "")
-	}
-	return s.byID(name, lower)
+	return out, nil
 }
 
 // bySlug looks a slug up in refs/lazy/slugs; ok is false when no task
@@ -79,123 +71,6 @@ func (s *Store) bySlug(slug string) (string, bool, error) {
 		return "", false, err
 	}
 	return id, true, nil
-}
-
-// byID resolves a full id or a unique id prefix (lower is the lowercase
-// hex name the user typed as name).
-func (s *Store) byID(name, lower string) (string, error) {
-	if task.ValidID(lower) {
-		if _, ok, err := s.repo.ReadRef(TaskRef(lower)); err != nil {
-			return "", err
-		} else if ok {
-			return lower, nil
-		}
-		return "", &notFound{fmt.Sprintf("no task has the id %s (lazy list shows the tasks)", lower)}
-	}
-	if len(lower) < task.MinIDPrefix {
-		return "", s.notFound(name, fmt.Sprintf(" (an id prefix needs at least %d characters)", task.MinIDPrefix))
-	}
-	refs, err := s.repo.ListRefs(TasksPrefix)
-	if err != nil {
-		return "", err
-	}
-	var ids []string
-	for ref := range refs {
-		id := strings.TrimPrefix(ref, TasksPrefix)
-		if strings.HasPrefix(id, lower) {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	switch len(ids) {
-	case 0:
-		return "", s.notFound(name, "")
-	case 1:
-		return ids[0], nil
-	}
-	amb := &task.AmbiguousError{Input: name}
-	for _, id := range ids {
-		c := task.Candidate{ID: id}
-		if sn, err := s.Load(id); err == nil {
-			c.Slug, c.Title = sn.Task.Slug, sn.Task.Title
-		} else {
-			c.Slug = "(unreadable)"
-		}
-		amb.Candidates = append(amb.Candidates, c)
-	}
-	return "", amb
-}
-
-func plausibleName(s string) bool {
-	if len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return s[0] != '-'
-}
-
-// maxSuggestions is how many slugs a "did you mean" names at most.
-const maxSuggestions = 5
-
-// notFound says that name names no task, with why (when not "") and the
-// slugs nearest to it, or where to look when none is near: "no task
-// named "fix-logn"; did you mean fix-login?".
-func (s *Store) notFound(name, why string) error {
-	msg := fmt.Sprintf("no task named %q%s", truncate(name, 80), why)
-	hits := s.suggest(name)
-	switch len(hits) {
-	case 0:
-		return &notFound{msg + "; lazy list shows the tasks"}
-	case 1:
-		return &notFound{msg + "; did you mean " + hits[0] + "?"}
-	}
-	more := ""
-	if len(hits) > maxSuggestions {
-		more = fmt.Sprintf(" (and %d more: lazy list -q %s)", len(hits)-maxSuggestions, strings.ToLower(strings.TrimSpace(name)))
-		hits = hits[:maxSuggestions]
-	}
-	return &notFound{msg + "; did you mean " + words.Or(hits) + "?" + more}
-}
-
-// suggest lists the slugs a name that names no task may have meant,
-// nearest first: those within a few typos of it or that it is a prefix
-// of (see words.Closest), then those that contain it. The name is
-// compared lowercased, with '_', '.' and spaces read as dashes. It runs
-// only on the "no task named" error path.
-func (s *Store) suggest(name string) []string {
-	in := strings.Map(func(r rune) rune {
-		switch r {
-		case '_', '.', ' ':
-			return '-'
-		}
-		return r
-	}, strings.ToLower(strings.TrimSpace(name)))
-	if len(in) < 2 || len(in) > 128 {
-		return nil
-	}
-	refs, err := s.repo.ListRefs(SlugsPrefix)
-	if err != nil {
-		return nil
-	}
-	slugs := make([]string, 0, len(refs))
-	for ref := range refs {
-		slugs = append(slugs, strings.TrimPrefix(ref, SlugsPrefix))
-	}
-	sort.Strings(slugs)
-	hits := words.Closest(in, slugs)
-	if len(in) >= 3 {
-		for _, slug := range slugs {
-			if strings.Contains(slug, in) && !slices.Contains(hits, slug) {
-				hits = append(hits, slug)
-			}
-		}
-	}
-	return hits
 }
 
 // OrphanSlug is a slug reservation that names no task.

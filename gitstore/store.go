@@ -3,12 +3,10 @@ package gitstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,13 +25,13 @@ const (
 
 // Tree entry names of a task snapshot.
 const (
-	fileTask       = "task.json"
-	fileGoal       = "goal.md"
-	fileSession    = "session.json"
-	fileViolations = "violations.json"
-	fileOp         = "op.json"
-	dirTurns       = "turns"
-	dirComments    = "comments"
+	fileTask       = task.PartTask
+	fileGoal       = task.PartGoal
+	fileSession    = task.PartSession
+	fileViolations = task.PartViolations
+	fileOp         = task.PartOp
+	dirTurns       = task.PartTurns
+	dirComments    = task.PartComments
 )
 
 // Store reads and writes task records in one repository.
@@ -210,134 +208,81 @@ func checkTask(t *task.Task, id string) error {
 	return task.CheckTask(t)
 }
 
-// maxAttempts bounds the reload-and-reapply loop. Each attempt costs a
-// millisecond or so; 200 is far beyond any contention a repository sees
-// and still ends a livelock with a clear error.
-const maxAttempts = 200
-
 // maxLockedAttempts is how many lock timeouts (100 ms each) in a row an
 // Update waits out before reporting the lock.
 const maxLockedAttempts = 5
 
 // Update applies fn to the latest snapshot of task id and commits the
 // result with compare-and-swap, reloading and re-applying fn whenever
-// another writer moved the ref first.
+// another writer moved the ref first (task.RunUpdate).
 func (s *Store) Update(ctx context.Context, id string, fn task.UpdateFunc) (*task.Snapshot, task.UpdateStats, error) {
-	var st task.UpdateStats
-	locked := 0
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, st, err
-		}
-		cur, err := s.Load(id)
-		if err != nil {
-			return nil, st, err
-		}
-		next := cur.Clone()
-		op, err := fn(next)
-		if err != nil {
-			return nil, st, err
-		}
-		if op == nil {
-			return cur, st, nil // nothing to do
-		}
-		next.SettleHold()
-		js, j := s.journaled()
-		commit, entries, err := js.commit(cur, next, op)
-		if err != nil {
-			return nil, st, err
-		}
-		err = s.casWritten(TaskRef(id), cur.Commit, commit, j)
-		if err == nil {
-			next.Commit = commit
-			next.Bind(s, entries)
-			s.heal(cur.Commit, j)
-			if next.Task.Status != cur.Task.Status && next.Task.Status.IsTerminal() {
-				s.noteFinished(id, commit)
-			}
-			return next, st, nil
-		}
-		if errors.Is(err, ErrMissingObject) {
-			// A concurrent gc pruned what this attempt wrote; the next
-			// attempt writes it again.
-			st.Retries++
-			continue
-		}
-		if errors.Is(err, ErrLocked) {
-			// A lock held across several timeouts is a stuck or crashed
-			// writer, not contention: say so rather than spin.
-			if locked++; locked >= maxLockedAttempts {
-				return nil, st, fmt.Errorf("task %s: %w", id, err)
-			}
-		} else if !errors.Is(err, ErrStale) {
-			return nil, st, err
-		}
-		st.Retries++
-		backoff(attempt)
-	}
-	return nil, st, fmt.Errorf("task %s: gave up after %d attempts: other writers keep changing it", id, maxAttempts)
+	return task.RunUpdate(ctx, &updater{s: s}, id, fn)
 }
 
-// backoff sleeps a short random time so racing writers spread out instead
-// of colliding again in lockstep.
-func backoff(attempt int) {
-	limit := int64(200 * (attempt + 1))
-	if limit > 5000 {
-		limit = 5000
-	}
-	n, err := rand.Int(rand.Reader, big.NewInt(limit))
+// updater commits the attempts of one Update.
+type updater struct {
+	s      *Store
+	locked int // lock timeouts met in a row
+}
+
+func (u *updater) Load(id string) (*task.Snapshot, error) { return u.s.Load(id) }
+
+// CommitNext writes next's objects and moves the task's ref from cur's
+// commit to the new one. A ref another writer moved first, objects a
+// concurrent gc pruned (the next attempt writes them again) and a lock
+// held for a moment are a conflict the next attempt settles; a lock
+// held across several timeouts is a stuck or crashed writer, not
+// contention, and is reported rather than waited on.
+func (u *updater) CommitNext(cur, next *task.Snapshot, op *task.Op) (*task.Snapshot, error) {
+	s := u.s
+	id := cur.Task.ID
+	js, j := s.journaled()
+	commit, entries, err := js.commit(cur, next, op)
 	if err != nil {
-		return
+		return nil, err
 	}
-	time.Sleep(time.Duration(n.Int64()) * time.Microsecond)
+	err = s.casWritten(TaskRef(id), cur.Commit, commit, j)
+	switch {
+	case err == nil:
+		u.locked = 0
+		next.Commit = commit
+		next.Bind(s, entries)
+		s.heal(cur.Commit, j)
+		if next.Task.Status != cur.Task.Status && next.Task.Status.IsTerminal() {
+			s.noteFinished(id, commit)
+		}
+		return next, nil
+	case errors.Is(err, ErrLocked):
+		if u.locked++; u.locked >= maxLockedAttempts {
+			return nil, fmt.Errorf("task %s: %w", id, err)
+		}
+		return nil, fmt.Errorf("%w: %w", task.ErrConflict, err)
+	case errors.Is(err, ErrMissingObject), errors.Is(err, ErrStale):
+		return nil, fmt.Errorf("%w: %w", task.ErrConflict, err)
+	}
+	return nil, err
 }
 
 // commit writes the objects for next (relative to prev) and returns the
 // new commit's hash and the entries of its tree, for the caller to bind
 // to next once the commit is the task's. prev is nil when creating.
 func (s *Store) commit(prev, next *task.Snapshot, op *task.Op) (gitrepo.OID, map[string]treeEntry, error) {
-	var from machine.Status
 	var parent gitrepo.OID
 	if prev != nil {
-		from = prev.Task.Status
 		parent = prev.Commit
 	}
-	to := next.Task.Status
-	if prev != nil && from != to {
-		if err := machine.Validate(from, to, op.Actor); err != nil {
-			return gitrepo.OID{}, nil, err
-		}
+	if err := task.Seal(prev, next, op, s.host, s.now()); err != nil {
+		return gitrepo.OID{}, nil, err
 	}
-	if prev == nil && to != machine.Backlog {
-		return gitrepo.OID{}, nil, fmt.Errorf("a new task starts in backlog, not %s", to)
-	}
-	if !op.Actor.Valid() {
-		return gitrepo.OID{}, nil, fmt.Errorf("operation %s has no valid actor (%q)", op.Name, op.Actor)
-	}
-	now := s.now().UTC().Truncate(time.Second)
-	op.From, op.To = from, to
-	op.Host = s.host
-	op.At = now
-	if prev != nil {
-		next.Task.Clock = prev.Task.Clock + 1
-	} else {
-		next.Task.Clock = 1
-	}
-	op.Clock = next.Task.Clock
-	next.Task.UpdatedAt = now
-	next.Task.Version = task.SchemaVersion
+	now := op.At
 	entries := maps.Clone(entriesOf(next))
 	if entries == nil {
 		entries = map[string]treeEntry{}
 	}
 
 	put := func(name string, v any) error {
-		b, err := json.MarshalIndent(v, "", "  ")
+		b, err := task.EncodePart(name, v)
 		if err != nil {
-			return fmt.Errorf("encode %s: %w", name, err)
-		}
-		b = append(b, '\n')
-		if err := checkSize(name, len(b)); err != nil {
 			return err
 		}
 		h := s.objs.Hash(gitrepo.Blob, b)
@@ -360,9 +305,6 @@ func (s *Store) commit(prev, next *task.Snapshot, op *task.Op) (gitrepo.OID, map
 	} else {
 		delete(entries, fileSession)
 	}
-	if next.Violations.Pending == nil {
-		next.Violations.Pending = []string{}
-	}
 	if err := put(fileViolations, &next.Violations); err != nil {
 		return gitrepo.OID{}, nil, err
 	}
@@ -370,7 +312,7 @@ func (s *Store) commit(prev, next *task.Snapshot, op *task.Op) (gitrepo.OID, map
 		return gitrepo.OID{}, nil, err
 	}
 	if goal, changed := next.GoalChange(); changed {
-		if err := checkSize(fileGoal, len(goal)); err != nil {
+		if err := task.CheckPartSize(fileGoal, len(goal)); err != nil {
 			return gitrepo.OID{}, nil, err
 		}
 		h, err := s.objs.Write(gitrepo.Blob, []byte(goal))
@@ -422,14 +364,11 @@ func (s *Store) appendDir(next *task.Snapshot, tree map[string]treeEntry, name s
 	}
 	for i := 0; i < n; i++ {
 		seq, v := item(i)
-		b, err := json.MarshalIndent(v, "", "  ")
+		b, err := task.EncodePart(name+"/"+seqName(seq), v)
 		if err != nil {
-			return fmt.Errorf("encode %s/%d: %w", name, seq, err)
-		}
-		if err := checkSize(name+"/"+seqName(seq), len(b)+1); err != nil {
 			return err
 		}
-		h, err := s.objs.Write(gitrepo.Blob, append(b, '\n'))
+		h, err := s.objs.Write(gitrepo.Blob, b)
 		if err != nil {
 			return err
 		}
@@ -448,8 +387,8 @@ func (s *Store) appendDir(next *task.Snapshot, tree map[string]treeEntry, name s
 	return nil
 }
 
-// seqName zero-pads so that plain `git ls-tree` lists records in order.
-func seqName(seq int) string { return fmt.Sprintf("%06d.json", seq) }
+// seqName is a turn's or comment's entry name (task.SeqName).
+func seqName(seq int) string { return task.SeqName(seq) }
 
 func encodeCommit(tree, parent gitrepo.OID, host string, at time.Time, msg string) []byte {
 	var b bytes.Buffer
@@ -475,11 +414,7 @@ const (
 
 func commitMessage(t *task.Task, op *task.Op) string {
 	var b strings.Builder
-	if op.From == "" || op.From == op.To {
-		fmt.Fprintf(&b, "%s %s: %s\n\n", op.Name, t.Slug, op.To)
-	} else {
-		fmt.Fprintf(&b, "%s %s: %s -> %s\n\n", op.Name, t.Slug, op.From, op.To)
-	}
+	b.WriteString(task.Subject(t, op) + "\n\n")
 	fmt.Fprintf(&b, "%s: %s\n%s: %s\n%s: %s\n", TrailerTask, t.ID, TrailerOp, op.Name, TrailerActor, op.Actor)
 	if op.From != "" {
 		fmt.Fprintf(&b, "%s: %s\n", TrailerFrom, op.From)
@@ -503,71 +438,34 @@ func ParseTrailers(msg string) map[string]string {
 	return out
 }
 
-// maxSlugTries bounds the search for a free "-N" suffix.
-const maxSlugTries = 1000
-
 // Create records a new task in backlog and returns its snapshot. The slug
 // is reserved first with a create-only ref, which makes it unique across
 // concurrent creators without a global lock.
 func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
-	id := spec.ID
-	if id == "" {
-		var err error
-		if id, err = task.NewID(); err != nil {
-			return nil, err
-		}
-	} else if !task.ValidID(id) {
-		return nil, fmt.Errorf("task id %q is not an id lazy mints", id)
-	} else if s.Exists(id) {
-		return nil, fmt.Errorf("task %s: %w", id, task.ErrExists)
-	}
-	base := spec.Slug
-	explicit := base != ""
-	if !explicit {
-		base = task.Slugify(spec.Title)
-	} else if !task.ValidSlug(base) {
-		return nil, fmt.Errorf("invalid slug %q: use lowercase letters, digits and single dashes, starting with a letter, at most %d characters", base, task.MaxSlugLen)
-	} else if task.ShadowsID(base) {
-		return nil, fmt.Errorf("slug %q could be read as a task id prefix (it is all hex digits); add a non-hex letter or a dash, for example t-%s", base, base)
-	}
-	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(id+"\n"))
+	id, err := task.NewTaskID(spec, s.Exists)
 	if err != nil {
 		return nil, err
 	}
-	slug := ""
-	for n := 1; n <= maxSlugTries; n++ {
-		cand := base
-		if n > 1 {
-			cand = task.SlugWithSuffix(base, n)
+	var idBlob gitrepo.OID
+	slug, err := task.SettleSlug(spec, func(slug string) error {
+		if idBlob.IsZero() {
+			var err error
+			if idBlob, err = s.objs.Write(gitrepo.Blob, []byte(id+"\n")); err != nil {
+				return err
+			}
 		}
-		err := s.casBlob(SlugsPrefix+cand, idBlob, []byte(id+"\n"))
-		if err == nil {
-			slug = cand
-			break
+		err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
+		if errors.Is(err, ErrStale) {
+			return fmt.Errorf("%w: %w", task.ErrSlugTaken, err)
 		}
-		if !errors.Is(err, ErrStale) {
-			return nil, err
-		}
-		if explicit {
-			return nil, fmt.Errorf("slug %q is already taken by another task", base)
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if slug == "" {
-		return nil, fmt.Errorf("no free slug for %q after %d tries", base, maxSlugTries)
-	}
-	now := s.now().UTC().Truncate(time.Second)
-	sn := &task.Snapshot{}
-	sn.Task = task.Task{
-		ID: id, Slug: slug, Title: spec.Title, Status: machine.Backlog,
-		Parent: spec.Parent, TargetBranch: spec.TargetBranch,
-		CreatedAt: now, CreatedBy: spec.Actor, AllowedPaths: spec.AllowedPaths, Metadata: spec.Metadata, After: spec.After, BudgetUSD: spec.BudgetUSD,
-		AttemptOf: spec.AttemptOf, Attempt: spec.Attempt,
-	}
-	if spec.Goal != "" {
-		sn.SetGoal(spec.Goal)
-	}
+	sn := task.NewRecord(spec, id, slug, s.now().UTC().Truncate(time.Second))
 	js, j := s.journaled()
-	commit, entries, err := js.commit(nil, sn, &task.Op{Name: "create", Actor: spec.Actor})
+	commit, entries, err := js.commit(nil, sn, task.CreateOp(spec))
 	if err != nil {
 		return nil, err
 	}

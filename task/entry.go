@@ -2,8 +2,10 @@ package task
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/lazyorch/lazy/internal/oid"
 	"github.com/lazyorch/lazy/machine"
@@ -61,4 +63,28 @@ func (s *Summary) TreeParent() string {
 		return s.AttemptOf
 	}
 	return s.Parent
+}
+
+// EntryOf is the listing entry of task t, read from version commit.
+func EntryOf(commit oid.OID, t *Task) Entry {
+	return Entry{ID: t.ID, Commit: commit, Status: t.Status, Parent: t.Parent, Created: t.CreatedAt.Unix(), Updated: t.UpdatedAt.UTC().Format(TimeLayout), JSON: SummaryJSON(t)}
+}
+
+// SummaryJSON is the compact JSON of t's Summary, as an Entry holds it.
+func SummaryJSON(t *Task) []byte {
+	b, err := json.Marshal(NewSummary(t))
+	if err != nil {
+		// Summary holds only strings, numbers, and maps and slices of them.
+		panic("task: encode summary: " + err.Error())
+	}
+	return b
+}
+
+// CompareEntries orders entries as List returns them: by creation time,
+// then id.
+func CompareEntries(a, b *Entry) int {
+	if c := cmp.Compare(a.Created, b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
