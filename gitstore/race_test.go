@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(helper(spec))
 	}
+	if spec := os.Getenv(crashEnv); spec != "" {
+		os.Exit(crashWriter(spec))
+	}
 	os.Exit(m.Run())
 }
 
