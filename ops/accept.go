@@ -374,7 +374,7 @@ func (a *localAccept) lockDest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ValidBranchName(into); err != nil {
+	if err := task.ValidBranchName(into); err != nil {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
 	if a.ticket == nil {
@@ -875,7 +875,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidBranchName(into); err != nil {
+	if err := task.ValidBranchName(into); err != nil {
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	pre := &acceptPre{into: into, branch: local.Branch}

@@ -111,7 +111,7 @@ func (e *Env) recoverStranded(ctx context.Context, sn *task.Snapshot, wait bool)
 	}
 	rec = sn.Task.Accept
 	if rec.Into != "" {
-		if err := ValidBranchName(rec.Into); err != nil {
+		if err := task.ValidBranchName(rec.Into); err != nil {
 			return nil, false, "", fmt.Errorf("the accept record of %s is damaged: %w", sn.Task.Slug, err)
 		}
 		var release func()

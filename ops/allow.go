@@ -25,7 +25,7 @@ const (
 func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []string, mode AllowMode) (*task.Snapshot, error) {
 	var clean []string
 	for _, p := range sanitize.Fields(patterns) {
-		if err := ValidPattern(p); err != nil {
+		if err := task.ValidPattern(p); err != nil {
 			return nil, err
 		}
 		clean = append(clean, p)

@@ -78,7 +78,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 // doubt reads as unmerged: the branch is then kept.
 func (e *Env) unmergedWork(ctx context.Context, sn *task.Snapshot, branch string) (string, bool) {
 	base, err := e.BaseBranch(ctx, sn, e.Dir())
-	if err != nil || ValidBranchName(base) != nil {
+	if err != nil || task.ValidBranchName(base) != nil {
 		return "its base", true
 	}
 	return base, !worktree.ChangesNothing(ctx, e.Dir(), "refs/heads/"+base, branch)

@@ -135,7 +135,7 @@ func CheckTargetBranch(ctx context.Context, repoDir, target string, subtask bool
 	if target == "" {
 		return nil
 	}
-	if err := ValidBranchName(target); err != nil {
+	if err := task.ValidBranchName(target); err != nil {
 		return fmt.Errorf("target branch: %w", err)
 	}
 	if err := targetForSubtask(target, subtask); err != nil {

@@ -33,7 +33,7 @@ func (e *Env) submitRemote(sn *task.Snapshot, flag string) (string, error) {
 	if r == "" {
 		r = DefaultRemote
 	}
-	if err := ValidBranchName(r); err != nil {
+	if err := task.ValidBranchName(r); err != nil {
 		return "", fmt.Errorf("remote %q is not a remote name: %w", r, err)
 	}
 	return r, nil
@@ -44,7 +44,7 @@ func (e *Env) submitRemote(sn *task.Snapshot, flag string) (string, error) {
 // lazy.forge.repo and lazy.forge.token. GitHub and GitLab run the gh and
 // glab found on PATH.
 func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error) {
-	if err := ValidBranchName(remote); err != nil {
+	if err := task.ValidBranchName(remote); err != nil {
 		return nil, fmt.Errorf("remote %q is not a remote name: %w", remote, err)
 	}
 	cfg, err := e.Store.Repo().Config()

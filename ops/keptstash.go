@@ -273,7 +273,7 @@ func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string)
 // foldedTarget is the branch of a folded stash's subject, or "".
 func foldedTarget(subject string) string {
 	b, msg, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": ")
-	if !ok || !strings.HasPrefix(subject, "On ") || !strings.HasPrefix(msg, worktree.FoldedSubject) || ValidBranchName(b) != nil {
+	if !ok || !strings.HasPrefix(subject, "On ") || !strings.HasPrefix(msg, worktree.FoldedSubject) || task.ValidBranchName(b) != nil {
 		return ""
 	}
 	return b
@@ -332,7 +332,7 @@ func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
 	if at, subject, err := worktree.CommitInfo(ctx, dir, sha); err == nil {
 		o.At = at
 		// "On <branch>: lazy accept ...": the checkout of that branch.
-		if b, _, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": "); ok && strings.HasPrefix(subject, "On ") && ValidBranchName(b) == nil {
+		if b, _, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": "); ok && strings.HasPrefix(subject, "On ") && task.ValidBranchName(b) == nil {
 			o.Target = b
 			if d, err := worktree.CheckedOutAt(ctx, dir, b); err == nil && d != "" {
 				o.Dir = d
@@ -474,7 +474,7 @@ var ErrNothingOwed = errors.New("lazy keeps none of your uncommitted changes the
 // returns what it restored (Conflicts: files that now hold two versions
 // between conflict markers).
 func (e *Env) RestoreOwed(ctx context.Context, target string) (*OwedStash, error) {
-	if err := ValidBranchName(target); err != nil {
+	if err := task.ValidBranchName(target); err != nil {
 		return nil, err
 	}
 	release, err := e.tryDestination(target)

@@ -201,20 +201,13 @@ func (e *Env) create(ctx context.Context, in CreateInput, id string) (*task.Snap
 		spec.BudgetUSD = &v
 	}
 	for _, p := range sanitize.Fields(in.AllowedPaths) {
-		if err := ValidPattern(p); err != nil {
+		if err := task.ValidPattern(p); err != nil {
 			return nil, err
 		}
 		spec.AllowedPaths = append(spec.AllowedPaths, p)
 	}
 	return e.Store.Create(spec)
 }
-
-// ValidBranchName applies git's ref-name rules (see
-// task.ValidBranchName).
-func ValidBranchName(b string) error { return task.ValidBranchName(b) }
-
-// ValidPattern checks an allowed-paths glob (see task.ValidPattern).
-func ValidPattern(p string) error { return task.ValidPattern(p) }
 
 // Comment adds a comment to a task. Comments change no status.
 func (e *Env) Comment(ctx context.Context, name, text string) (*task.Snapshot, task.Comment, error) {

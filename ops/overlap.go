@@ -221,11 +221,11 @@ func (e *Env) overlapWork(id string, base func(*task.Snapshot) (string, error)) 
 		return nil
 	}
 	local, err := e.Owned(sn)
-	if err != nil || ValidBranchName(local.Branch) != nil {
+	if err != nil || task.ValidBranchName(local.Branch) != nil {
 		return nil
 	}
 	into, err := base(sn)
-	if err != nil || ValidBranchName(into) != nil {
+	if err != nil || task.ValidBranchName(into) != nil {
 		return nil
 	}
 	refs := e.Store.Repo()

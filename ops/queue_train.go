@@ -93,7 +93,7 @@ func (e *Env) trains(ctx context.Context, names []string) ([]string, map[string]
 			continue
 		}
 		into, err := e.BaseBranch(ctx, sn, e.Dir())
-		if err != nil || ValidBranchName(into) != nil {
+		if err != nil || task.ValidBranchName(into) != nil {
 			continue
 		}
 		if trains[into] == nil {

@@ -61,7 +61,7 @@ func (e *Env) review(ctx context.Context, sn *task.Snapshot, lacks string) (r *R
 	if local, err := e.Owned(sn); err == nil {
 		branch, wt = local.Branch, local.Worktree
 	}
-	if err := ValidBranchName(branch); err != nil {
+	if err := task.ValidBranchName(branch); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	r = &Review{Slug: slug, Branch: branch, Worktree: wt}
@@ -74,7 +74,7 @@ func (e *Env) review(ctx context.Context, sn *task.Snapshot, lacks string) (r *R
 	if r.Into, err = e.BaseBranch(ctx, sn, e.Dir()); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
-	if err := ValidBranchName(r.Into); err != nil {
+	if err := task.ValidBranchName(r.Into); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", slug, err)
 	}
 	if r.MergeBase, err = worktree.MergeBase(ctx, e.Dir(), r.Into, r.BranchSHA); err != nil {

@@ -101,7 +101,7 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 	if rec == nil || rec.Into == "" || rec.IntoSHA == "" {
 		return false, nil
 	}
-	if err := ValidBranchName(rec.Into); err != nil || !task.ValidHex(rec.IntoSHA) {
+	if err := task.ValidBranchName(rec.Into); err != nil || !task.ValidHex(rec.IntoSHA) {
 		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
 	}
 	landed, err := worktree.HasCommitWith(ctx, repoDir, AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)

@@ -75,7 +75,7 @@ func (e *Env) submit(ctx context.Context, sn *task.Snapshot, opts SubmitOptions)
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidBranchName(base); err != nil {
+	if err := task.ValidBranchName(base); err != nil {
 		return nil, fmt.Errorf("submit %s: %w", slug, err)
 	}
 	if sn.Task.Parent != "" {

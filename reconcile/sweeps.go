@@ -407,7 +407,7 @@ func (p *mergedPass) byTarget(ctx context.Context, candidates []mergeFields) (ma
 			}
 			target = defaultBranch
 		}
-		if ops.ValidBranchName(target) != nil {
+		if task.ValidBranchName(target) != nil {
 			continue
 		}
 		groups[target] = append(groups[target], c)
