@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
@@ -89,7 +90,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		return c.attempts(a, ctx, env, in, agents)
 	}
 	if c.TakeOver {
-		sn, err := env.TakeOver(ctx, c.Task, in)
+		sn, err := env.Lifecycle().TakeOver(ctx, c.Task, in)
 		if err != nil {
 			return err
 		}
@@ -105,8 +106,8 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		return a.handoff(ctx, env, c.Task, ops.HandoffInput{StartInput: in}, c.JSON, c.followFlags)
 	}
 	logOff := a.logSize(c.Task)
-	sn, err := env.Start(ctx, c.Task, in)
-	var waiting *ops.WaitingError
+	sn, err := env.Lifecycle().Start(ctx, c.Task, in)
+	var waiting *lifecycle.WaitingError
 	if errors.As(err, &waiting) && !c.Wait && !c.Follow {
 		if _, derr := env.DeferStart(c.Task, in); derr != nil {
 			return fmt.Errorf("%w; and it could not be kept to start later: %w", err, derr)
@@ -551,11 +552,11 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 		}
 	}
 	logOff := a.logSize(c.Task)
-	sn, err := env.Unblock(ctx, c.Task, feedback, ops.Decisions{Approve: c.Approve, RevertRest: c.NoApprove})
+	sn, err := env.Lifecycle().Unblock(ctx, c.Task, feedback, lifecycle.Decisions{Approve: c.Approve, RevertRest: c.NoApprove})
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch
 	}
-	var left *ops.ErrLeftForRunner
+	var left *lifecycle.ErrLeftForRunner
 	if errors.As(err, &left) {
 		return a.sendToRunner(ctx, sn, left)
 	}
@@ -613,7 +614,7 @@ func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Resume(ctx, c.Task)
+	sn, err := env.Lifecycle().Resume(ctx, c.Task)
 	if err != nil {
 		return err
 	}
@@ -645,7 +646,7 @@ func (c *StopCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Stop(ctx, c.Task, reason)
+	sn, err := env.Lifecycle().Stop(ctx, c.Task, reason)
 	if err != nil {
 		return err
 	}
@@ -811,7 +812,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 
 // sendToRunner pushes feedback left for the runner that holds a pooled
 // task; it starts the turn after its next fetch.
-func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *ops.ErrLeftForRunner) error {
+func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *lifecycle.ErrLeftForRunner) error {
 	remote, err := a.poolRemote(ctx, "")
 	if err != nil {
 		return err

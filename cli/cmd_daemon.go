@@ -208,7 +208,7 @@ func (a *app) queueWork() func(ctx context.Context) {
 				if d.SandboxExplicit {
 					in.Sandbox, in.SandboxExplicit = d.Sandbox, true
 				}
-				_, err = env.Start(ctx, d.Task, in)
+				_, err = env.Lifecycle().Start(ctx, d.Task, in)
 				return err
 			})
 			for _, r := range env.ReadyToRequeue() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/lifecycle"
 )
 
 // EditCmd changes a task's title, goal or target branch.
@@ -44,7 +44,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 		}
 		c.Goal = &text
 	}
-	in := ops.EditInput{Title: c.Title, Goal: c.Goal, TargetBranch: c.TargetBranch}
+	in := lifecycle.EditInput{Title: c.Title, Goal: c.Goal, TargetBranch: c.TargetBranch}
 	if c.Budget != nil {
 		usd, err := parseBudgetFlag(*c.Budget)
 		if err != nil {
@@ -56,7 +56,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Edit(ctx, c.Task, in)
+	sn, err := env.Lifecycle().Edit(ctx, c.Task, in)
 	if err != nil {
 		return err
 	}

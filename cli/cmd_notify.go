@@ -9,8 +9,8 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/notify"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/task"
 )
@@ -159,7 +159,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			var evs []notify.Event
 			switch {
 			case gen != lastGen || !n.Active():
-				policy := notify.Policy{BreakerAt: ops.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
+				policy := notify.Policy{BreakerAt: lifecycle.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
 				if env, err := a.env(); err == nil {
 					if gs, err := env.GateSettings(); err == nil && gs.AutoFix {
 						policy.GateFixRounds = gs.MaxAttempts

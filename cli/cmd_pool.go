@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/session"
@@ -284,8 +285,8 @@ func waitingWhy(env *ops.Env, sn *task.Snapshot, runners []pool.Runner, now time
 	if !env.PoolWork(sn) {
 		return "waits for you: review it (lazy diff " + sn.Task.Slug + "), then lazy unblock or lazy accept"
 	}
-	var we *ops.WaitingError
-	if err := env.DepsDone(sn); errors.As(err, &we) {
+	var we *lifecycle.WaitingError
+	if err := lifecycle.DepsDone(env.Store, sn); errors.As(err, &we) {
 		return "waits for " + strings.Join(we.On, ", ")
 	}
 	for _, r := range runners {

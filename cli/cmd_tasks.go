@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
@@ -97,7 +98,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	}
 	// Checked before the description is read (it may be stdin); create
 	// applies the same rule again.
-	if err := ops.CheckTargetBranch(ctx, a.repoDir(), strings.TrimSpace(c.TargetBranch), c.Parent != ""); err != nil {
+	if err := lifecycle.CheckTargetBranch(ctx, a.repoDir(), strings.TrimSpace(c.TargetBranch), c.Parent != ""); err != nil {
 		return fmt.Errorf("%w; nothing was created", err)
 	}
 	var usd *float64
@@ -121,7 +122,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	}
 	in := opsCreateInput(c, goal)
 	in.BudgetUSD = usd
-	sn, err := env.Create(ctx, in)
+	sn, err := env.Lifecycle().Create(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -571,7 +572,7 @@ func (c *CommentCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, cm, err := env.Comment(ctx, c.Task, text)
+	sn, cm, err := env.Lifecycle().Comment(ctx, c.Task, text)
 	if err != nil {
 		return err
 	}
@@ -645,7 +646,7 @@ func (c *CloseCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.run(a, ctx, env, "close", env.Close)
+	return c.run(a, ctx, env, "close", env.Lifecycle().Close)
 }
 
 // RejectCmd abandons a task, rejecting its work.
@@ -660,7 +661,7 @@ func (c *RejectCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.run(a, ctx, env, "reject", env.Reject)
+	return c.run(a, ctx, env, "reject", env.Lifecycle().Reject)
 }
 
 // ReopenCmd reopens a finished task.
@@ -679,7 +680,7 @@ func (c *ReopenCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Reopen(ctx, c.Task, c.Reason)
+	sn, err := env.Lifecycle().Reopen(ctx, c.Task, c.Reason)
 	if err != nil {
 		return err
 	}
@@ -736,7 +737,7 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Reparent(ctx, c.Task, c.Parent)
+	sn, err := env.Lifecycle().Reparent(ctx, c.Task, c.Parent)
 	if err != nil {
 		return err
 	}
@@ -779,14 +780,14 @@ func (c *AllowCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mode := ops.AllowReplace
+	mode := lifecycle.AllowReplace
 	switch {
 	case c.Add:
-		mode = ops.AllowAdd
+		mode = lifecycle.AllowAdd
 	case c.Remove:
-		mode = ops.AllowRemove
+		mode = lifecycle.AllowRemove
 	}
-	sn, err := env.SetAllowedPaths(ctx, c.Task, c.Patterns, mode)
+	sn, err := env.Lifecycle().SetAllowedPaths(ctx, c.Task, c.Patterns, mode)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/web"
@@ -127,7 +128,7 @@ func (w *webActions) Comment(ctx context.Context, id, text string) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = env.Comment(ctx, id, text)
+	_, _, err = env.Lifecycle().Comment(ctx, id, text)
 	return err
 }
 
@@ -136,7 +137,7 @@ func (w *webActions) Unblock(ctx context.Context, id, feedback string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := env.Unblock(ctx, id, feedback, ops.Decisions{}); err != nil {
+	if _, err := env.Lifecycle().Unblock(ctx, id, feedback, lifecycle.Decisions{}); err != nil {
 		return err
 	}
 	w.a.daemonAfterLaunch(ctx)
@@ -160,7 +161,7 @@ func (w *webActions) Stop(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	_, err = env.Stop(ctx, id, reason)
+	_, err = env.Lifecycle().Stop(ctx, id, reason)
 	return err
 }
 
@@ -169,7 +170,7 @@ func (w *webActions) Reject(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Reject(ctx, id, reason)
+	sn, err := env.Lifecycle().Reject(ctx, id, reason)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
 )
@@ -53,7 +54,7 @@ func (m *tuiModel) progress(line string) {
 // create is lazy create TITLE -m GOAL.
 func (m *tuiModel) create(title, goal string) tea.Cmd {
 	return m.act("create", func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
-		sn, err := env.Create(ctx, ops.CreateInput{Title: title, Goal: goal})
+		sn, err := env.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: title, Goal: goal})
 		if err != nil {
 			return "", err
 		}
@@ -68,8 +69,8 @@ func (m *tuiModel) start(t *task.Summary) tea.Cmd {
 		if err != nil {
 			return "", err
 		}
-		sn, err := env.Start(ctx, t.ID, in)
-		var waiting *ops.WaitingError
+		sn, err := env.Lifecycle().Start(ctx, t.ID, in)
+		var waiting *lifecycle.WaitingError
 		if errors.As(err, &waiting) {
 			if _, derr := env.DeferStart(t.ID, in); derr != nil {
 				return "", fmt.Errorf("%w; and it could not be kept to start later: %w", err, derr)
@@ -147,8 +148,8 @@ func parseAttemptsPrompt(text string) (int, []string, error) {
 // unblock is lazy unblock TASK -m FEEDBACK.
 func (m *tuiModel) unblock(t *task.Summary, feedback string) tea.Cmd {
 	return m.act("unblock "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
-		sn, err := env.Unblock(ctx, t.ID, feedback, ops.Decisions{})
-		var left *ops.ErrLeftForRunner
+		sn, err := env.Lifecycle().Unblock(ctx, t.ID, feedback, lifecycle.Decisions{})
+		var left *lifecycle.ErrLeftForRunner
 		if errors.As(err, &left) {
 			return "", a.sendToRunner(ctx, sn, left) // its sentence is on a.stdout
 		}
@@ -190,9 +191,9 @@ func (m *tuiModel) askAgent(t *task.Summary, question string) tea.Cmd {
 // when it holds unmerged work, as without --delete-branch.
 func (m *tuiModel) end(t *task.Summary, verb, reason string) tea.Cmd {
 	return m.act(verb+" "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
-		do := env.Close
+		do := env.Lifecycle().Close
 		if verb == "reject" {
-			do = env.Reject
+			do = env.Lifecycle().Reject
 		}
 		sn, err := do(ctx, t.ID, reason)
 		if err != nil {
@@ -236,7 +237,7 @@ func (m *tuiModel) accept(t *task.Summary) tea.Cmd {
 // stop is lazy stop TASK.
 func (m *tuiModel) stop(t *task.Summary) tea.Cmd {
 	return m.act("stop "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
-		sn, err := env.Stop(ctx, t.ID, "")
+		sn, err := env.Lifecycle().Stop(ctx, t.ID, "")
 		if err != nil {
 			return "", err
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/session"
@@ -25,7 +26,7 @@ func TestAcceptAnAttemptOfAGroup(t *testing.T) {
 	d, store := repoDispatcher(t, dir)
 	ctx := context.Background()
 	env := ops.New(store, session.Env{Actor: machine.Human, RepoDir: dir, Launch: func(string) error { return nil }})
-	g, err := env.Create(ctx, ops.CreateInput{Title: "Two ways"})
+	g, err := env.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Two ways"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
@@ -71,7 +72,7 @@ func (d *Dispatcher) create(ctx context.Context, env *ops.Env, caller Caller, in
 		}
 		parent = caller.Task
 	}
-	sn, err := env.Create(ctx, ops.CreateInput{Title: in.Title, Goal: in.Goal, Parent: parent, TargetBranch: in.TargetBranch, AllowedPaths: in.AllowedPaths, RequestID: in.RequestID, BudgetUSD: in.BudgetUSD})
+	sn, err := env.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: in.Title, Goal: in.Goal, Parent: parent, TargetBranch: in.TargetBranch, AllowedPaths: in.AllowedPaths, RequestID: in.RequestID, BudgetUSD: in.BudgetUSD})
 	return d.taskOut(sn, err)
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
@@ -541,7 +542,7 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return d.taskOut(env.Unblock(ctx, id, in.Feedback, ops.Decisions{Approve: approved, RevertRest: in.NoApproveFiles}))
+			return d.taskOut(env.Lifecycle().Unblock(ctx, id, in.Feedback, lifecycle.Decisions{Approve: approved, RevertRest: in.NoApproveFiles}))
 		}))
 	case "lazy_ask":
 		return handled(run(args, func(in AskIn) (any, error) { return d.ask(ctx, env, c.caller, in) }))
@@ -555,11 +556,11 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in EndIn) (any, error) { return c.end(ctx, id, in) }))
 	case "lazy_resume":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, _ TaskIn) (any, error) {
-			return d.taskOut(env.Resume(ctx, id))
+			return d.taskOut(env.Lifecycle().Resume(ctx, id))
 		}))
 	case "lazy_stop":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in ReasonIn) (any, error) {
-			return d.taskOut(env.Stop(ctx, id, in.Reason))
+			return d.taskOut(env.Lifecycle().Stop(ctx, id, in.Reason))
 		}))
 	case "lazy_sync":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, _ TaskIn) (any, error) {
@@ -567,7 +568,7 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 		}))
 	case "lazy_reopen":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in ReasonIn) (any, error) {
-			return d.taskOut(env.Reopen(ctx, id, in.Reason))
+			return d.taskOut(env.Lifecycle().Reopen(ctx, id, in.Reason))
 		}))
 	}
 	return nil, false, nil
@@ -576,9 +577,9 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 // end rejects or closes task id, as the tool says, and cleans up what
 // the ended session leaves (a branch with unmerged work is kept).
 func (c *toolCall) end(ctx context.Context, id string, in EndIn) (any, error) {
-	end := c.env.Close
+	end := c.env.Lifecycle().Close
 	if c.tool == "lazy_reject" {
-		end = c.env.Reject
+		end = c.env.Lifecycle().Reject
 	}
 	sn, err := end(ctx, id, in.Reason)
 	if err != nil {
@@ -601,7 +602,7 @@ func (c *toolCall) recordTool(ctx context.Context) (out any, ok bool, err error)
 		return handled(run(args, func(in CreateIn) (any, error) { return d.create(ctx, env, c.caller, in) }))
 	case "lazy_comment":
 		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in CommentIn) (any, error) {
-			sn, _, err := env.Comment(ctx, id, in.Text)
+			sn, _, err := env.Lifecycle().Comment(ctx, id, in.Text)
 			return d.taskOut(sn, err)
 		}))
 	case "lazy_journal":
@@ -610,7 +611,7 @@ func (c *toolCall) recordTool(ctx context.Context) (out any, ok bool, err error)
 		return handled(run(args, func(in ReparentIn) (any, error) { return c.reparent(ctx, in) }))
 	case "lazy_edit":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in EditIn) (any, error) {
-			return d.taskOut(env.Edit(ctx, id, ops.EditInput{Title: in.Title, Goal: in.Goal, TargetBranch: in.TargetBranch}))
+			return d.taskOut(env.Lifecycle().Edit(ctx, id, lifecycle.EditInput{Title: in.Title, Goal: in.Goal, TargetBranch: in.TargetBranch}))
 		}))
 	case "lazy_update_progress":
 		return handled(run(args, func(in ProgressIn) (any, error) {
@@ -654,7 +655,7 @@ func (c *toolCall) reparent(ctx context.Context, in ReparentIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.d.taskOut(c.env.Reparent(ctx, id, in.Parent))
+	return c.d.taskOut(c.env.Lifecycle().Reparent(ctx, id, in.Parent))
 }
 
 // readTool runs the tools that only read (show, list, diff, logs); ok is
@@ -731,7 +732,7 @@ func (d *Dispatcher) start(ctx context.Context, env *ops.Env, id string, in Star
 	si.Model = strings.TrimSpace(in.Model)
 	si.Request = confine.Request{Sandbox: sanitize.Field(in.Sandbox), Network: sanitize.Field(in.Network), PermissionMode: sanitize.Field(in.PermissionMode)}
 	if in.Attempts == 0 {
-		sn, err := env.Start(ctx, id, si)
+		sn, err := env.Lifecycle().Start(ctx, id, si)
 		if err != nil {
 			return nil, err
 		}

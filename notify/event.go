@@ -121,7 +121,7 @@ func (e Event) Text() string {
 // itself: the repository's settings.
 type Policy struct {
 	// BreakerAt is the count of consecutive interruptions at which the
-	// reconciler stops resuming a task by itself (ops.MaxConsecutiveInterruptions).
+	// reconciler stops resuming a task by itself (lifecycle.MaxConsecutiveInterruptions).
 	BreakerAt int
 	// NoAutoResume: every interrupted task waits for a human (lazy.autoResume false).
 	NoAutoResume bool

@@ -90,7 +90,7 @@ type AcceptOptions struct {
 	// PreTurn, when set, is the prompt of an agent turn run before the
 	// merge (git config lazy.accept.preTurn); the task shows working with
 	// substate agent:pre-accept meanwhile. It runs only when the Env has a
-	// session.Launcher and Reconcile is set.
+	// Launcher and Reconcile is set.
 	PreTurn string
 	// Reconcile runs the reconciler once on task id. The accept holds the
 	// task lock through its pre-accept turn and calls it, with a context
@@ -240,7 +240,7 @@ func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	defer func() { unlock() }()
 	// An accept of it that was killed left it merging: finish that one
 	// (its merge landed: already accepted) or undo it, then go on.
-	if sn, err = e.escapeStranded(ctx, sn, "accept"); err != nil {
+	if sn, err = e.EscapeStranded(ctx, sn, "accept"); err != nil {
 		return nil, err
 	}
 	viaForge, err := e.mergesThroughForge(sn)
@@ -791,7 +791,7 @@ func (e *Env) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Sessio
 	slug := sn.Task.Slug
 	local, err := e.Owned(sn)
 	if err != nil {
-		if !e.forRunner(sn) {
+		if !e.Lifecycle().ForRunner(sn) {
 			return owned.Session{}, fmt.Errorf("accept %w", err)
 		}
 		branch := worktree.Branch(slug)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -174,7 +175,7 @@ func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error
 			viaForge = true
 		}
 	}
-	sn, uerr := e.Unblock(ctx, slug, feedback, Decisions{})
+	sn, uerr := e.Lifecycle().Unblock(ctx, slug, feedback, lifecycle.Decisions{})
 	if uerr != nil {
 		return fmt.Errorf("%w; handing it to the agent (lazy.gate.autoFix) failed too: %w", err, uerr)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -90,7 +91,7 @@ func newAcceptFixture(t *testing.T, feature string) *acceptFixture {
 	e := env(t)
 	dir := filepath.Dir(e.Store.Repo().CommonDir)
 	e.RepoDir = dir
-	sn, err := e.Create(ctx, CreateInput{Title: "add the feature", Goal: "so that it exists"})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "add the feature", Goal: "so that it exists"})
 	if err != nil {
 		t.Fatal(err)
 	}

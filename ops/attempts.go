@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -131,12 +132,12 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 	case sn.Task.IsAttemptGroup():
 		return nil, fmt.Errorf("start %s --attempts: the task is already tried %d ways; lazy show %s compares them", slug, len(sn.Task.Attempts), slug)
 	case sn.Task.Status != machine.Backlog:
-		return nil, notStartable(slug, sn.Task.Status)
+		return nil, lifecycle.NotStartable(slug, sn.Task.Status)
 	}
-	if err := e.parentOpen(sn, "start"); err != nil {
+	if err := lifecycle.ParentOpen(e.Store, sn, "start"); err != nil {
 		return nil, err
 	}
-	if err := e.DepsDone(sn); err != nil {
+	if err := lifecycle.DepsDone(e.Store, sn); err != nil {
 		return nil, err
 	}
 	// Each attempt is confined as a start of the task would be (its
@@ -201,7 +202,7 @@ func (e *Env) StartAttempts(ctx context.Context, name string, in AttemptsInput) 
 			res.NotStart = append(res.NotStart, fmt.Errorf("attempt %d (%s) was not created: %w", k, spec.Slug, err))
 			continue
 		}
-		started, err := e.Start(ctx, ids[k-1], in.attemptInput(k))
+		started, err := e.Lifecycle().Start(ctx, ids[k-1], in.attemptInput(k))
 		if err != nil {
 			res.NotStart = append(res.NotStart, fmt.Errorf("attempt %d (%s) did not start (it waits in backlog; lazy start %s starts it): %w", k, spec.Slug, spec.Slug, err))
 			continue
@@ -500,12 +501,12 @@ func (e *Env) finishAttemptGroup(ctx context.Context, a *task.Snapshot) (group *
 			continue
 		}
 		if o.Task.Status == machine.Working {
-			if _, err := e.Stop(ctx, id, why); err != nil {
+			if _, err := e.Lifecycle().Stop(ctx, id, why); err != nil {
 				warnings = append(warnings, fmt.Sprintf("attempt %d (%s) still runs: %v; lazy stop and lazy close it", o.Task.Attempt, o.Task.Slug, err))
 				continue
 			}
 		}
-		if _, err := e.Close(ctx, id, why); err != nil {
+		if _, err := e.Lifecycle().Close(ctx, id, why); err != nil {
 			warnings = append(warnings, fmt.Sprintf("attempt %d (%s) was not closed: %v; lazy close %s -m %q closes it", o.Task.Attempt, o.Task.Slug, err, o.Task.Slug, why))
 		}
 	}
@@ -524,16 +525,4 @@ func (e *Env) siblingChosen(sn *task.Snapshot) error {
 		return nil
 	}
 	return fmt.Errorf("accept %s: it is attempt %d of %s, which is complete already (%s); lazy reopen %s first to choose again", sn.Task.Slug, sn.Task.Attempt, g.Task.Slug, g.Task.Reason, g.Task.Slug)
-}
-
-// openAttempts lists the slugs of group sn's attempts that are not
-// finished.
-func (e *Env) openAttempts(sn *task.Snapshot) []string {
-	var open []string
-	for _, id := range sn.Task.Attempts {
-		if a, err := e.Store.Load(id); err == nil && !a.Task.Status.IsTerminal() {
-			open = append(open, a.Task.Slug)
-		}
-	}
-	return open
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -84,7 +85,7 @@ func TestAttemptInputsCycleTheAgents(t *testing.T) {
 func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	ctx := context.Background()
 	e, launched := attemptsRepo(t)
-	g, err := e.Create(ctx, CreateInput{Title: "Fix the login race", Goal: "It fails one run in ten."})
+	g, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Fix the login race", Goal: "It fails one run in ten."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +118,10 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	a1, a2 := res.Started[0].Task.ID, res.Started[1].Task.ID
 
 	// The group cannot be started, accepted or closed as a task of its own.
-	if _, err := e.Start(ctx, group.Task.ID, base); err == nil || !strings.Contains(err.Error(), "tried 2 ways") {
+	if _, err := e.Lifecycle().Start(ctx, group.Task.ID, base); err == nil || !strings.Contains(err.Error(), "tried 2 ways") {
 		t.Fatalf("start of the group: %v", err)
 	}
-	if _, err := e.Close(ctx, group.Task.ID, "nah"); err == nil || !strings.Contains(err.Error(), "attempts") {
+	if _, err := e.Lifecycle().Close(ctx, group.Task.ID, "nah"); err == nil || !strings.Contains(err.Error(), "attempts") {
 		t.Fatalf("close of the group under running attempts: %v", err)
 	}
 	if _, err := e.StartAttempts(ctx, res.Started[0].Task.Slug, AttemptsInput{N: 2, Base: base}); err == nil || !strings.Contains(err.Error(), "itself an attempt") {
@@ -204,7 +205,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 	ctx := context.Background()
 	e, _ := attemptsRepo(t)
-	g, err := e.Create(ctx, CreateInput{Title: "Speed up the build"})
+	g, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Speed up the build"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 	r := newGateRepo(t, "true")
 	r.config(t, "lazy.gate.parallel", "2")
 	r.e.Launch = func(string) error { return nil }
-	g, err := r.e.Create(ctx, CreateInput{Title: "Try the cache two ways"})
+	g, err := r.e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Try the cache two ways"})
 	if err != nil {
 		t.Fatal(err)
 	}

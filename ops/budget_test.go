@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -34,10 +35,10 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Dir(e.Store.Repo().CommonDir)
 	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
-	root, _ := e.Create(ctx, CreateInput{Title: "root", BudgetUSD: ptr(3.0)})
-	mid, _ := e.Create(ctx, CreateInput{Title: "mid", Parent: root.Task.ID})
-	leaf, _ := e.Create(ctx, CreateInput{Title: "leaf", Parent: mid.Task.ID})
-	other, _ := e.Create(ctx, CreateInput{Title: "other"})
+	root, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "root", BudgetUSD: ptr(3.0)})
+	mid, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "mid", Parent: root.Task.ID})
+	leaf, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "leaf", Parent: mid.Task.ID})
+	other, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "other"})
 	spend(t, e, root.Task.ID, 1)
 	spend(t, e, mid.Task.ID, 0.5)
 	spend(t, e, leaf.Task.ID, 0.75)
@@ -109,7 +110,7 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 func TestHoldEndsWhenWorkResumes(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	sn, _ := e.Create(ctx, CreateInput{Title: "held"})
+	sn, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "held"})
 	id := sn.Task.ID
 	walk(t, e, id, machine.Working, machine.Blocked)
 	set := func(st machine.Status, kind string, hold bool) *task.Snapshot {
@@ -150,10 +151,10 @@ func ptr[T any](v T) *T { return &v }
 func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	parent, _ := e.Create(ctx, CreateInput{Title: "parent", BudgetUSD: ptr(10.0)})
-	spender, _ := e.Create(ctx, CreateInput{Title: "spender", Parent: parent.Task.ID})
-	canceller, _ := e.Create(ctx, CreateInput{Title: "canceller", Parent: parent.Task.ID})
-	hog, _ := e.Create(ctx, CreateInput{Title: "hog", Parent: parent.Task.ID})
+	parent, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "parent", BudgetUSD: ptr(10.0)})
+	spender, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "spender", Parent: parent.Task.ID})
+	canceller, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "canceller", Parent: parent.Task.ID})
+	hog, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "hog", Parent: parent.Task.ID})
 	spend(t, e, spender.Task.ID, 4)
 	spend(t, e, canceller.Task.ID, -1e308)
 	spend(t, e, hog.Task.ID, 1e308)
@@ -188,7 +189,7 @@ func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Dir(e.Store.Repo().CommonDir)
 	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
-	sn, err := e.Create(ctx, CreateInput{Title: "frozen", BudgetUSD: ptr(0.0)})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "frozen", BudgetUSD: ptr(0.0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 	if err != nil || over == nil || over.LimitUSD != 0 || over.Scope != budget.ScopeTask {
 		t.Fatalf("a task budget of 0: over %+v, %v", over, err)
 	}
-	free, _ := e.Create(ctx, CreateInput{Title: "free"})
+	free, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "free"})
 	if over, left, err := e.Budgets().Over(free); err != nil || over != nil || left != 0 {
 		t.Fatalf("no budget anywhere: %+v %v %v", over, left, err)
 	}
@@ -213,19 +214,19 @@ func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 		}
 	}
 	for _, bad := range []float64{-1, 1e308, math.Inf(1)} {
-		if _, err := e.Create(ctx, CreateInput{Title: "bad budget", BudgetUSD: ptr(bad)}); err == nil || !strings.Contains(err.Error(), "nothing was created") {
+		if _, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "bad budget", BudgetUSD: ptr(bad)}); err == nil || !strings.Contains(err.Error(), "nothing was created") {
 			t.Errorf("create with budget %v: %v", bad, err)
 		}
 	}
 	// Edit sets 0 and clears.
-	if _, err := e.Edit(ctx, free.Task.Slug, EditInput{BudgetUSD: ptr(0.0)}); err != nil {
+	if _, err := e.Lifecycle().Edit(ctx, free.Task.Slug, lifecycle.EditInput{BudgetUSD: ptr(0.0)}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := e.Store.Load(free.Task.ID)
 	if v, ok, _ := got.Task.OwnBudget(); !ok || v != 0 {
 		t.Fatalf("edit --budget 0: %v %v", v, ok)
 	}
-	if _, err := e.Edit(ctx, free.Task.Slug, EditInput{ClearBudget: true}); err != nil {
+	if _, err := e.Lifecycle().Edit(ctx, free.Task.Slug, lifecycle.EditInput{ClearBudget: true}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = e.Store.Load(free.Task.ID)

@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/sandbox"
@@ -85,9 +86,9 @@ func parked(t *testing.T, e *Env, id string) {
 	}
 }
 
-func create(t *testing.T, e *Env, in CreateInput) *task.Snapshot {
+func create(t *testing.T, e *Env, in lifecycle.CreateInput) *task.Snapshot {
 	t.Helper()
-	sn, err := e.Create(context.Background(), in)
+	sn, err := e.Lifecycle().Create(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +131,11 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	needBwrap(t)
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
-	parent := create(t, e, CreateInput{Title: "parent"})
+	parent := create(t, e, lifecycle.CreateInput{Title: "parent"})
 	boxed := &proto.Sandbox{Network: confine.NetworkOff, Hidden: []string{"/srv/keys"}}
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, PermissionMode: "default", Sandbox: boxed})
 	ag := asAgent(e, parent.Task.ID)
-	sub := create(t, ag, CreateInput{Title: "sub", Parent: parent.Task.ID})
+	sub := create(t, ag, lifecycle.CreateInput{Title: "sub", Parent: parent.Task.ID})
 	// What lazy.sandbox off and lazy.claude.permissionMode acceptEdits
 	// give a start.
 	config := session.StartInput{Agent: "exec", ExecCommand: trueCmd, PermissionMode: "acceptEdits", SandboxIfAsked: &proto.Sandbox{Network: "on"}}
@@ -146,13 +147,13 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	} {
 		in := config
 		in.Request = req
-		_, err := ag.Start(ctx, sub.Task.ID, in)
+		_, err := ag.Lifecycle().Start(ctx, sub.Task.ID, in)
 		refusedUntouched(t, e, launched, sub.Task.ID, err, "start sub", "less confined", "only a human loosens", "nothing was started")
 	}
 	// The human's explicit --sandbox off does not come through an agent.
 	in := config
 	in.SandboxExplicit = true
-	if _, err := ag.Start(ctx, sub.Task.ID, in); err != nil {
+	if _, err := ag.Lifecycle().Start(ctx, sub.Task.ID, in); err != nil {
 		t.Fatal(err)
 	}
 	local, err := e.Sessions().Load(sub.Task.ID)
@@ -175,10 +176,10 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	}
 
 	// Tighter is granted: an allowlist becomes off, bypass becomes plan.
-	tight := create(t, ag, CreateInput{Title: "tight", Parent: parent.Task.ID})
+	tight := create(t, ag, lifecycle.CreateInput{Title: "tight", Parent: parent.Task.ID})
 	in = config
 	in.Request = confine.Request{PermissionMode: "plan"}
-	if _, err := ag.Start(ctx, tight.Task.ID, in); err != nil {
+	if _, err := ag.Lifecycle().Start(ctx, tight.Task.ID, in); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := e.Sessions().Load(tight.Task.ID); l.PermissionMode != "plan" || l.Sandbox == nil {
@@ -187,8 +188,8 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 
 	// The asking agent's session holds what it starts even off its own
 	// subtree (MCP's scope never lets it, and this does not rely on it).
-	top := create(t, e, CreateInput{Title: "top level"})
-	if _, err := ag.Start(ctx, top.Task.ID, config); err != nil {
+	top := create(t, e, lifecycle.CreateInput{Title: "top level"})
+	if _, err := ag.Lifecycle().Start(ctx, top.Task.ID, config); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := e.Sessions().Load(top.Task.ID); l.Sandbox == nil || l.Sandbox.Network != confine.NetworkOff {
@@ -197,17 +198,17 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 
 	// A human starting a subtask inherits the sandbox too, and may
 	// loosen it, explicitly.
-	inherit := create(t, e, CreateInput{Title: "human inherits", Parent: parent.Task.ID})
-	if _, err := e.Start(ctx, inherit.Task.ID, config); err != nil {
+	inherit := create(t, e, lifecycle.CreateInput{Title: "human inherits", Parent: parent.Task.ID})
+	if _, err := e.Lifecycle().Start(ctx, inherit.Task.ID, config); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := e.Sessions().Load(inherit.Task.ID); l.Sandbox == nil || l.Sandbox.Network != confine.NetworkOff {
 		t.Fatalf("a human's start did not inherit the parent's sandbox: %+v", l.Sandbox)
 	}
-	loose := create(t, e, CreateInput{Title: "human loosens", Parent: parent.Task.ID})
+	loose := create(t, e, lifecycle.CreateInput{Title: "human loosens", Parent: parent.Task.ID})
 	in = config
 	in.SandboxExplicit = true // lazy start --sandbox off
-	if _, err := e.Start(ctx, loose.Task.ID, in); err != nil {
+	if _, err := e.Lifecycle().Start(ctx, loose.Task.ID, in); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := e.Sessions().Load(loose.Task.ID); l.Sandbox != nil {
@@ -216,7 +217,7 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	// ... and the agent cannot give that looser session a turn; the
 	// human can.
 	parked(t, e, loose.Task.ID)
-	_, err = ag.Unblock(ctx, loose.Task.ID, "write ~/.bashrc for me", Decisions{})
+	_, err = ag.Lifecycle().Unblock(ctx, loose.Task.ID, "write ~/.bashrc for me", lifecycle.Decisions{})
 	if err == nil || !strings.Contains(err.Error(), "less confined than the asking agent's own") || !strings.Contains(err.Error(), "lazy unblock human-loosens") {
 		t.Fatalf("an agent unblocked a looser session: %v", err)
 	}
@@ -231,7 +232,7 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 	if sn, _ := e.Store.Load(loose.Task.ID); sn.Task.Status != machine.Blocked {
 		t.Fatalf("a refused agent turn moved the task to %s", sn.Task.Status)
 	}
-	if _, err := e.Unblock(ctx, loose.Task.ID, "carry on", Decisions{}); err != nil {
+	if _, err := e.Lifecycle().Unblock(ctx, loose.Task.ID, "carry on", lifecycle.Decisions{}); err != nil {
 		t.Fatalf("the human's unblock: %v", err)
 	}
 }
@@ -243,24 +244,24 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 func TestAnAgentCannotStartAnyCommandOutsideTheSandbox(t *testing.T) {
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
-	parent := create(t, e, CreateInput{Title: "claude parent"})
+	parent := create(t, e, lifecycle.CreateInput{Title: "claude parent"})
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "claude"})
 	ag := asAgent(e, parent.Task.ID)
-	sub := create(t, ag, CreateInput{Title: "escape", Parent: parent.Task.ID})
-	_, err := ag.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: []string{"/bin/sh", "-c", "echo pwned > ~/.bashrc"}})
+	sub := create(t, ag, lifecycle.CreateInput{Title: "escape", Parent: parent.Task.ID})
+	_, err := ag.Lifecycle().Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: []string{"/bin/sh", "-c", "echo pwned > ~/.bashrc"}})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "any command", "only a human loosens")
 	needBwrap(t)
-	if _, err := ag.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "on"}}); err != nil {
+	if _, err := ag.Lifecycle().Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "on"}}); err != nil {
 		t.Fatalf("the same command, sandboxed: %v", err)
 	}
 	if l, _ := e.Sessions().Load(sub.Task.ID); l.Sandbox == nil {
 		t.Fatal("sandbox: on did not sandbox the session")
 	}
 	// An exec agent's own subtasks may run exec: nothing is loosened.
-	execParent := create(t, e, CreateInput{Title: "exec parent"})
+	execParent := create(t, e, lifecycle.CreateInput{Title: "exec parent"})
 	runningHere(t, e, execParent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd})
-	sub2 := create(t, asAgent(e, execParent.Task.ID), CreateInput{Title: "exec child", Parent: execParent.Task.ID})
-	if _, err := asAgent(e, execParent.Task.ID).Start(ctx, sub2.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
+	sub2 := create(t, asAgent(e, execParent.Task.ID), lifecycle.CreateInput{Title: "exec child", Parent: execParent.Task.ID})
+	if _, err := asAgent(e, execParent.Task.ID).Lifecycle().Start(ctx, sub2.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -271,10 +272,10 @@ func TestAnAgentCannotStartAnyCommandOutsideTheSandbox(t *testing.T) {
 func TestSandboxThatCannotRunRefusesTheWork(t *testing.T) {
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
-	parent := create(t, e, CreateInput{Title: "parent"})
+	parent := create(t, e, lifecycle.CreateInput{Title: "parent"})
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, Sandbox: &proto.Sandbox{Network: "on"}})
 	ag := asAgent(e, parent.Task.ID)
-	sub := create(t, ag, CreateInput{Title: "sub", Parent: parent.Task.ID})
+	sub := create(t, ag, lifecycle.CreateInput{Title: "sub", Parent: parent.Task.ID})
 	bin := t.TempDir()
 	git, err := lookBin("git")
 	if err != nil {
@@ -284,7 +285,7 @@ func TestSandboxThatCannotRunRefusesTheWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
-	_, err = ag.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
+	_, err = ag.Lifecycle().Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "bwrap", "nothing was started")
 	_, err = ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "bwrap", "nothing was started")
@@ -298,7 +299,7 @@ func TestSandboxThatCannotRunRefusesTheWork(t *testing.T) {
 	// An agent whose session this machine has no record of is not
 	// taken for an unconfined one.
 	stranger := asAgent(e, "0123456789abcdef")
-	_, err = stranger.Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
+	_, err = stranger.Lifecycle().Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "unknown here")
 }
 
@@ -320,10 +321,10 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 	needBwrap(t)
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
-	parent := create(t, e, CreateInput{Title: "parent"})
+	parent := create(t, e, lifecycle.CreateInput{Title: "parent"})
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, Sandbox: &proto.Sandbox{Network: confine.NetworkOff}})
 	ag := asAgent(e, parent.Task.ID)
-	sub := create(t, ag, CreateInput{Title: "tried twice", Parent: parent.Task.ID})
+	sub := create(t, ag, lifecycle.CreateInput{Title: "tried twice", Parent: parent.Task.ID})
 	base := session.StartInput{Agent: "exec", ExecCommand: trueCmd}
 	loose := base
 	loose.Request = confine.Request{Network: "on"}
@@ -360,21 +361,21 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
-	parent := create(t, e, CreateInput{Title: "parent", BudgetUSD: ptr(1.0)})
+	parent := create(t, e, lifecycle.CreateInput{Title: "parent", BudgetUSD: ptr(1.0)})
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd})
 	spend(t, e, parent.Task.ID, 0.9)
 	ag := asAgent(e, parent.Task.ID)
-	if _, err := ag.Create(ctx, CreateInput{Title: "rich", Parent: parent.Task.ID, BudgetUSD: ptr(5.0)}); err == nil || !strings.Contains(err.Error(), "more than it has left ($0.10") {
+	if _, err := ag.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "rich", Parent: parent.Task.ID, BudgetUSD: ptr(5.0)}); err == nil || !strings.Contains(err.Error(), "more than it has left ($0.10") {
 		t.Fatalf("an agent's subtask with more budget than its parent has left: %v", err)
 	}
-	if _, err := ag.Create(ctx, CreateInput{Title: "huge", Parent: parent.Task.ID, BudgetUSD: ptr(1e308)}); err == nil {
+	if _, err := ag.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "huge", Parent: parent.Task.ID, BudgetUSD: ptr(1e308)}); err == nil {
 		t.Fatal("an agent's subtask with a budget of 1e308 was created")
 	}
-	if _, err := e.Create(ctx, CreateInput{Title: "human's", Parent: parent.Task.ID, BudgetUSD: ptr(5.0)}); err != nil {
+	if _, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "human's", Parent: parent.Task.ID, BudgetUSD: ptr(5.0)}); err != nil {
 		t.Fatalf("a human may give any budget: %v", err)
 	}
-	small := create(t, ag, CreateInput{Title: "small", Parent: parent.Task.ID, BudgetUSD: ptr(0.05)})
-	none := create(t, ag, CreateInput{Title: "none", Parent: parent.Task.ID})
+	small := create(t, ag, lifecycle.CreateInput{Title: "small", Parent: parent.Task.ID, BudgetUSD: ptr(0.05)})
+	none := create(t, ag, lifecycle.CreateInput{Title: "none", Parent: parent.Task.ID})
 	maxBudget := func(id string) float64 {
 		t.Helper()
 		var cmd proto.Command
@@ -387,14 +388,14 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 		id   string
 		want float64
 	}{{small.Task.ID, 0.05}, {none.Task.ID, 0.1}} {
-		if _, err := ag.Start(ctx, c.id, session.StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
+		if _, err := ag.Lifecycle().Start(ctx, c.id, session.StartInput{Agent: "exec", ExecCommand: trueCmd}); err != nil {
 			t.Fatal(err)
 		}
 		if got := maxBudget(c.id); math.Abs(got-c.want) > 1e-9 {
 			t.Fatalf("the turn may spend $%v, want $%v", got, c.want)
 		}
 	}
-	tried := create(t, ag, CreateInput{Title: "tried", Parent: parent.Task.ID})
+	tried := create(t, ag, lifecycle.CreateInput{Title: "tried", Parent: parent.Task.ID})
 	res, err := ag.StartAttempts(ctx, tried.Task.ID, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
 	if err != nil {
 		t.Fatal(err)
@@ -406,10 +407,10 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 	}
 	// Once the parent's budget is spent, nothing under it starts.
 	spend(t, e, none.Task.ID, 0.1)
-	last := create(t, ag, CreateInput{Title: "last", Parent: parent.Task.ID})
-	_, err = ag.Start(ctx, last.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
+	last := create(t, ag, lifecycle.CreateInput{Title: "last", Parent: parent.Task.ID})
+	_, err = ag.Lifecycle().Start(ctx, last.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, last.Task.ID, err, "budget is spent")
-	if _, err := ag.Create(ctx, CreateInput{Title: "more", Parent: parent.Task.ID, BudgetUSD: ptr(0.01)}); err == nil || !strings.Contains(err.Error(), "is spent") {
+	if _, err := ag.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "more", Parent: parent.Task.ID, BudgetUSD: ptr(0.01)}); err == nil || !strings.Contains(err.Error(), "is spent") {
 		t.Fatalf("a budget under a spent parent: %v", err)
 	}
 }
@@ -420,9 +421,9 @@ func TestTheGateOfASandboxedTaskIsConfined(t *testing.T) {
 	needBwrap(t)
 	e, _ := attemptsRepo(t)
 	ctx := context.Background()
-	parent := create(t, e, CreateInput{Title: "parent"})
+	parent := create(t, e, lifecycle.CreateInput{Title: "parent"})
 	runningHere(t, e, parent.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, Sandbox: &proto.Sandbox{Network: confine.NetworkOff, Hidden: []string{"/srv/a"}}})
-	sub := create(t, e, CreateInput{Title: "sub", Parent: parent.Task.ID})
+	sub := create(t, e, lifecycle.CreateInput{Title: "sub", Parent: parent.Task.ID})
 	runningHere(t, e, sub.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd, Sandbox: &proto.Sandbox{Network: confine.NetworkOn, Hidden: []string{"/srv/b"}}})
 	sn, _ := e.Store.Load(sub.Task.ID)
 	sb, err := e.GateSandbox(ctx, sn, nil)
@@ -433,7 +434,7 @@ func TestTheGateOfASandboxedTaskIsConfined(t *testing.T) {
 	if err != nil || sb == nil || sb.Network != confine.NetworkOff || !slices.Equal(sb.Hidden, []string{"/srv/b", "/srv/a"}) {
 		t.Fatalf("the parent agent's accept: the gate runs %+v, %v", sb, err)
 	}
-	plain := create(t, e, CreateInput{Title: "plain"})
+	plain := create(t, e, lifecycle.CreateInput{Title: "plain"})
 	runningHere(t, e, plain.Task.ID, owned.Session{Agent: "exec", Exec: trueCmd})
 	psn, _ := e.Store.Load(plain.Task.ID)
 	if sb, err := e.GateSandbox(ctx, psn, nil); err != nil || sb != nil {
@@ -480,10 +481,10 @@ func TestTheGateRunsInTheTasksSandbox(t *testing.T) {
 func TestATakenOverTaskKeepsItsSandbox(t *testing.T) {
 	e, _ := attemptsRepo(t)
 	ctx := context.Background()
-	tk := create(t, e, CreateInput{Title: "asks for a sandbox", Sandbox: true})
+	tk := create(t, e, lifecycle.CreateInput{Title: "asks for a sandbox", Sandbox: true})
 	walk(t, e, tk.Task.ID, machine.Working, machine.Blocked) // a session another machine ran
 	testrepo.Git(t, e.RepoDir, "branch", "lazy/"+tk.Task.Slug)
-	if _, err := e.TakeOver(ctx, tk.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd, SandboxIfAsked: &proto.Sandbox{Network: "on"}}); err != nil {
+	if _, err := e.Lifecycle().TakeOver(ctx, tk.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd, SandboxIfAsked: &proto.Sandbox{Network: "on"}}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := e.Sessions().Load(tk.Task.ID); err != nil || l.Sandbox == nil {

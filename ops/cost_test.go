@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 )
@@ -50,7 +51,7 @@ func TestAcceptCommitsSayWhatTheTaskCost(t *testing.T) {
 			}
 			sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
 			recordSpend(t, r.e, sn.Task.ID, task.Usage{CostUSD: 4, InputTokens: 1000000, CachedInputTokens: 5, OutputTokens: 1000})
-			sub, err := r.e.Create(ctx, CreateInput{Title: "a try that was thrown away", Parent: sn.Task.ID})
+			sub, err := r.e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "a try that was thrown away", Parent: sn.Task.ID})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/internal/gitcli"
-	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -136,28 +135,3 @@ const forgeMarker = "<!-- lazy -->"
 
 // IsLazyComment reports whether a forge comment was written by lazy.
 func IsLazyComment(body string) bool { return strings.Contains(body, forgeMarker) }
-
-// reviseSubmission is the first step of an unblock on a submitted task:
-// back to blocked (so the ordinary unblock follows), the pull request
-// kept open and the record marked as being revised.
-func (e *Env) reviseSubmission(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, error) {
-	if sn.Task.Status != machine.Submitted {
-		return sn, nil
-	}
-	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
-		if s.Task.Status != machine.Submitted {
-			return nil, nil
-		}
-		s.Task.Status = machine.Blocked
-		text := "revising the submission; the pull request stays open and lazy submit updates it"
-		if f := s.Task.Forge; f != nil {
-			f.Revising = true
-			if f.URL != "" {
-				text = fmt.Sprintf("revising the submission; pull request #%d (%s) stays open and lazy submit updates it", f.Number, f.URL)
-			}
-		}
-		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
-		return &task.Op{Name: "revise", Actor: e.Actor, Reason: "the submission is being revised"}, nil
-	})
-	return out, err
-}

@@ -90,7 +90,7 @@ func quoteLines(s, prefix string) string {
 // nothing is lost to a crash. With fix set the task is then unblocked:
 // submitted -> blocked (revising, the pull request stays open) ->
 // working, with the feedback as the agent's next prompt. It returns nil
-// when there was nothing new. An Env without a session.Launcher leaves a fix
+// when there was nothing new. An Env without a Launcher leaves a fix
 // recorded with the task blocked (revising), for a human to unblock.
 func (e *Env) DeliverForgeFeedback(ctx context.Context, id string, pr *forge.PR, fix bool) (*task.Snapshot, error) {
 	unlock, err := e.LockTask(ctx, id)

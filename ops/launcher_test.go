@@ -7,27 +7,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
-// TestNoLauncherRefusesBeforeRecording: an Env built without a session.Launcher
-// refuses every operation that launches a turn with session.ErrNoLauncher (not a
+// TestNoLauncherRefusesBeforeRecording: an Env built without a Launcher
+// refuses every operation that launches a turn with ErrNoLauncher (not a
 // nil-function panic), and records nothing: the task stays as it was.
 func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	backlog, err := e.Create(ctx, CreateInput{Title: "never started"})
+	backlog, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "never started"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parked, err := e.Create(ctx, CreateInput{Title: "parked"})
+	parked, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "parked"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	walk(t, e, parked.Task.ID, machine.Working, machine.Blocked)
-	interrupted, err := e.Create(ctx, CreateInput{Title: "interrupted"})
+	interrupted, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "interrupted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +36,15 @@ func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 
 	calls := map[string]func() (*task.Snapshot, error){
 		"start": func() (*task.Snapshot, error) {
-			return e.Start(ctx, backlog.Task.ID, session.StartInput{Agent: "exec"})
+			return e.Lifecycle().Start(ctx, backlog.Task.ID, session.StartInput{Agent: "exec"})
 		},
-		"unblock":     func() (*task.Snapshot, error) { return e.Unblock(ctx, parked.Task.ID, "go on", Decisions{}) },
+		"unblock": func() (*task.Snapshot, error) {
+			return e.Lifecycle().Unblock(ctx, parked.Task.ID, "go on", lifecycle.Decisions{})
+		},
 		"ask":         func() (*task.Snapshot, error) { return e.Ask(ctx, parked.Task.ID, "why?") },
 		"sync":        func() (*task.Snapshot, error) { return e.Sync(ctx, parked.Task.ID) },
-		"resume":      func() (*task.Snapshot, error) { return e.Resume(ctx, interrupted.Task.ID) },
-		"auto-resume": func() (*task.Snapshot, error) { return e.AutoResume(ctx, interrupted.Task.ID) },
+		"resume":      func() (*task.Snapshot, error) { return e.Lifecycle().Resume(ctx, interrupted.Task.ID) },
+		"auto-resume": func() (*task.Snapshot, error) { return e.Lifecycle().AutoResume(ctx, interrupted.Task.ID) },
 	}
 	ids := []string{backlog.Task.ID, parked.Task.ID, interrupted.Task.ID}
 	commits := func() string {
@@ -59,13 +62,13 @@ func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 		before := commits()
 		sn, err := call()
 		if !errors.Is(err, session.ErrNoLauncher) || sn != nil {
-			t.Errorf("%s without a Launcher: got (%v, %v), want session.ErrNoLauncher", name, sn, err)
+			t.Errorf("%s without a Launcher: got (%v, %v), want ErrNoLauncher", name, sn, err)
 		}
 		if after := commits(); after != before {
-			t.Errorf("%s without a session.Launcher recorded something (%s -> %s)", name, before, after)
+			t.Errorf("%s without a Launcher recorded something (%s -> %s)", name, before, after)
 		}
 	}
 	if err := e.Turns().Spawn("any"); !errors.Is(err, session.ErrNoLauncher) {
-		t.Errorf("launch without a Launcher: %v, want session.ErrNoLauncher", err)
+		t.Errorf("launch without a Launcher: %v, want ErrNoLauncher", err)
 	}
 }

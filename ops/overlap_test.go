@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 )
@@ -37,7 +38,7 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 	if got, err := e.Overlaps(ctx); err != nil || got != nil {
 		t.Fatalf("no tasks: %v %v", got, err)
 	}
-	backlog, err := e.Create(ctx, CreateInput{Title: "not started"})
+	backlog, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "not started"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
@@ -20,29 +21,29 @@ func TestATaskCreatedAfterAnotherWaitsForItsAccept(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
 	e.Launch = func(string) error { return nil }
-	first, err := e.Create(ctx, CreateInput{Title: "build the api"})
+	first, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "build the api"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	then, err := e.Create(ctx, CreateInput{Title: "use the api", After: []string{first.Task.Slug, first.Task.ID}})
+	then, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "use the api", After: []string{first.Task.Slug, first.Task.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(then.Task.After) != 1 || then.Task.After[0] != first.Task.ID {
 		t.Fatalf("after: %v", then.Task.After)
 	}
-	var we *WaitingError
-	if err := e.DepsDone(then); !errors.As(err, &we) || !strings.Contains(err.Error(), "build-the-api (backlog)") {
+	var we *lifecycle.WaitingError
+	if err := lifecycle.DepsDone(e.Store, then); !errors.As(err, &we) || !strings.Contains(err.Error(), "build-the-api (backlog)") {
 		t.Fatalf("deps: %v", err)
 	}
-	if _, err := e.Start(ctx, then.Task.Slug, session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}); !errors.As(err, &we) {
+	if _, err := e.Lifecycle().Start(ctx, then.Task.Slug, session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}); !errors.As(err, &we) {
 		t.Fatalf("start of a waiting task: %v", err)
 	}
 	accepted(t, e, first.Task.ID)
-	if err := e.DepsDone(then); err != nil {
+	if err := lifecycle.DepsDone(e.Store, then); err != nil {
 		t.Fatalf("after the accept: %v", err)
 	}
-	if _, err := e.Create(ctx, CreateInput{Title: "x", After: []string{"no-such-task"}}); err == nil || !strings.Contains(err.Error(), "--after no-such-task") {
+	if _, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "x", After: []string{"no-such-task"}}); err == nil || !strings.Contains(err.Error(), "--after no-such-task") {
 		t.Fatalf("an unknown --after: %v", err)
 	}
 }
@@ -51,7 +52,7 @@ func TestATaskCreatedAfterAnotherWaitsForItsAccept(t *testing.T) {
 func TestMarkForPoolChecksWhatItRecords(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	sn, err := e.Create(ctx, CreateInput{Title: "train it"})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "train it"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestARunnerTakesOnlyWhatItsMachineAllows(t *testing.T) {
 	e := env(t)
 	r := &runner{e: e, o: RunnerOptions{Labels: []string{"gpu"}, Agents: []string{"exec"}}}
 	mk := func(title string, m PoolMark, after ...string) *task.Snapshot {
-		sn, err := e.Create(ctx, CreateInput{Title: title, After: after})
+		sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: title, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
 	e := env(t)
 	launched := 0
 	e.Launch = func(string) error { launched++; return nil }
-	sn, err := e.Create(ctx, CreateInput{Title: "remote work"})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "remote work"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +128,8 @@ func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
 	if e.PoolWork(e.mustLoad(t, sn.Task.ID)) {
 		t.Fatal("a task parked for review is work for a runner")
 	}
-	got, err := e.Unblock(ctx, sn.Task.Slug, "more tests please", Decisions{})
-	var left *ErrLeftForRunner
+	got, err := e.Lifecycle().Unblock(ctx, sn.Task.Slug, "more tests please", lifecycle.Decisions{})
+	var left *lifecycle.ErrLeftForRunner
 	if !errors.As(err, &left) || got == nil {
 		t.Fatalf("unblock: %v", err)
 	}
@@ -159,11 +160,11 @@ func (e *Env) mustLoad(t *testing.T, id string) *task.Snapshot {
 func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	first, err := e.Create(ctx, CreateInput{Title: "first"})
+	first, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	then, err := e.Create(ctx, CreateInput{Title: "then", After: []string{first.Task.ID}})
+	then, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "then", After: []string{first.Task.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestARunnerIsIdleWithOnlyTasksItCouldNotRun(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
 	r := &runner{e: e, o: RunnerOptions{Agents: []string{"exec"}, Now: time.Now}, backoff: map[string]time.Time{}}
-	sn, err := e.Create(ctx, CreateInput{Title: "cannot run here"})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "cannot run here"})
 	if err != nil {
 		t.Fatal(err)
 	}

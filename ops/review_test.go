@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/worktree"
@@ -39,7 +40,7 @@ func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
 	}
 	e := New(gitstore.Open(repo, gitstore.WithHost("ops-test")), session.Env{Actor: machine.Human})
 	ctx := context.Background()
-	sn, err := e.Create(ctx, CreateInput{Title: "measure me"})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "measure me"})
 	if err != nil {
 		t.Fatal(err)
 	}

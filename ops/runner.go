@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
@@ -418,7 +419,7 @@ func (r *runner) stop() error {
 	defer cancel()
 	for id := range r.held {
 		if sn, err := r.e.Store.Load(id); err == nil && sn.Task.Status == machine.Working {
-			if _, err := r.e.Stop(ctx, id, "the runner that ran it stopped"); err != nil {
+			if _, err := r.e.Lifecycle().Stop(ctx, id, "the runner that ran it stopped"); err != nil {
 				r.say("stop the turn of %s: %v (its claim runs out; the turn goes on here)", sn.Task.Slug, err)
 			}
 		}
@@ -507,7 +508,7 @@ func (r *runner) refuse(sn *task.Snapshot) string {
 	if a := r.agentFor(sn); !slices.Contains(r.o.Agents, a) {
 		return "it asks for the agent " + a + ", which lazy.runner.agents does not allow here"
 	}
-	if err := r.e.DepsDone(sn); err != nil {
+	if err := lifecycle.DepsDone(r.e.Store, sn); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -580,14 +581,14 @@ func (r *runner) begin(ctx context.Context, sn *task.Snapshot, h pool.Held) erro
 	}
 	switch {
 	case sn.Task.Status == machine.Backlog:
-		if _, err := r.e.Start(ctx, sn.Task.ID, in); err != nil {
+		if _, err := r.e.Lifecycle().Start(ctx, sn.Task.ID, in); err != nil {
 			return err
 		}
 	case r.e.Owns(sn):
 		// This machine runs its session already (it held the task before
 		// and let it go): it goes on here with the same session.
 		if sn.Task.Status == machine.Interrupted {
-			if _, err := r.e.Resume(ctx, sn.Task.ID); err != nil {
+			if _, err := r.e.Lifecycle().Resume(ctx, sn.Task.ID); err != nil {
 				return err
 			}
 		}
@@ -622,13 +623,13 @@ func (r *runner) takeOver(ctx context.Context, sn *task.Snapshot, in session.Sta
 	if err := worktree.FetchBranch(ctx, r.e.Dir(), r.o.Remote, branch); err != nil {
 		return fmt.Errorf("fetch its branch %s: %w", branch, err)
 	}
-	taken, err := r.e.TakeOver(ctx, sn.Task.ID, in)
+	taken, err := r.e.Lifecycle().TakeOver(ctx, sn.Task.ID, in)
 	if err != nil {
 		return err
 	}
 	r.say("took %s over from host %s", sn.Task.Slug, sn.Session.Host)
 	if taken.Task.Status == machine.Interrupted {
-		_, err = r.e.Resume(ctx, sn.Task.ID)
+		_, err = r.e.Lifecycle().Resume(ctx, sn.Task.ID)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -19,7 +20,7 @@ import (
 func startedWith(t *testing.T, e *Env, title, target string, files map[string]string) *task.Snapshot {
 	t.Helper()
 	ctx := context.Background()
-	sn, err := e.Create(ctx, CreateInput{Title: title, TargetBranch: target})
+	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: title, TargetBranch: target})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,13 +115,13 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 // and lazy submit in a pull request's description.
 func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
 
-// escapeStranded returns a task stranded in a local merge (merging with
+// EscapeStranded returns a task stranded in a local merge (merging with
 // an accept record, while the caller holds the lifecycle lock, so no
 // accept is running) to a resting status before a command does its job
 // (spec: reject, close, submit and unblock escape a stranded merge). A
 // merge that landed is finished instead, and ErrAlreadyAccepted says so.
 // A forge-pending merge is left alone: it is not stranded.
-func (e *Env) escapeStranded(ctx context.Context, sn *task.Snapshot, verb string) (*task.Snapshot, error) {
+func (e *Env) EscapeStranded(ctx context.Context, sn *task.Snapshot, verb string) (*task.Snapshot, error) {
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return sn, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -48,7 +49,7 @@ func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*Sub
 		return nil, err
 	}
 	defer unlock()
-	if sn, err = e.escapeStranded(ctx, sn, "submit"); err != nil {
+	if sn, err = e.EscapeStranded(ctx, sn, "submit"); err != nil {
 		return nil, err
 	}
 	return e.submit(ctx, sn, opts)
@@ -116,7 +117,7 @@ func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
 	} else if dirty {
 		return fmt.Errorf("submit %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, sn.Session.Worktree)
 	}
-	open, err := e.openSubtasks(sn.Task.ID)
+	open, err := lifecycle.OpenSubtasks(e.Store, sn.Task.ID)
 	if err != nil {
 		return err
 	}
@@ -124,23 +125,6 @@ func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
 		return fmt.Errorf("submit %s: its subtasks %s are not finished; accept, reject or close them first so the pull request holds the whole work", slug, strings.Join(open, ", "))
 	}
 	return nil
-}
-
-// openSubtasks lists the slugs of a task's unfinished subtasks.
-func (e *Env) openSubtasks(id string) ([]string, error) {
-	entries, err := e.Store.List()
-	if err != nil {
-		return nil, err
-	}
-	var open []string
-	for _, en := range entries {
-		if en.Parent == id && !en.Status.IsTerminal() {
-			if s, err := en.Summary(); err == nil {
-				open = append(open, s.Slug)
-			}
-		}
-	}
-	return open, nil
 }
 
 // submitLocked records, pushes and opens; the caller holds the lock and

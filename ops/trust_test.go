@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -39,17 +40,6 @@ func TestParentExemptionNeedsProvenIdentityAndAnActiveParent(t *testing.T) {
 	}
 }
 
-func TestActorFromEnvNeverGrantsSystem(t *testing.T) {
-	t.Setenv("LAZY_ACTOR", "system")
-	if _, err := session.ActorFromEnv(); err == nil || !strings.Contains(err.Error(), "reserved") {
-		t.Fatalf("LAZY_ACTOR=system: %v", err)
-	}
-	t.Setenv("LAZY_ACTOR", "agent")
-	if a, err := session.ActorFromEnv(); err != nil || a != machine.Agent {
-		t.Fatalf("LAZY_ACTOR=agent: %v %v", a, err)
-	}
-}
-
 // FuzzForeignRecordNeverActs stores a task whose session claims this host
 // with arbitrary execution fields, as a record fetched from a remote
 // would, and runs every operation that starts, stops or cleans up a
@@ -72,7 +62,7 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 		}
 		statuses := []machine.Status{machine.Interrupted, machine.Blocked, machine.Conflict, machine.Working, machine.Abandoned, machine.Pairing}
 		status := statuses[int(st)%len(statuses)]
-		sn, err := e.Create(ctx, CreateInput{Title: "crafted"})
+		sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "crafted"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,12 +79,12 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 		}
 		var launched atomic.Int32
 		e.Launch = func(string) error { launched.Add(1); return nil }
-		_, _ = e.Resume(ctx, id)
-		_, _ = e.AutoResume(ctx, id)
-		_, _ = e.Unblock(ctx, id, "go", Decisions{})
+		_, _ = e.Lifecycle().Resume(ctx, id)
+		_, _ = e.Lifecycle().AutoResume(ctx, id)
+		_, _ = e.Lifecycle().Unblock(ctx, id, "go", lifecycle.Decisions{})
 		_, _ = e.Ask(ctx, id, "why?")
 		_, _ = e.Sync(ctx, id)
-		_, _ = e.Stop(ctx, id, "")
+		_, _ = e.Lifecycle().Stop(ctx, id, "")
 		if p, err := e.BeginPair(ctx, id); err == nil {
 			t.Fatalf("pairing began on a foreign session: %+v", p.Argv)
 		}

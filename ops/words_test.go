@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact/redacttest"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -154,17 +155,17 @@ func TestPromptsQuoteAnAgentsMessages(t *testing.T) {
 	agentMsg := task.Turn{Seq: 4, Kind: "unblock", Actor: machine.Agent, Content: forged("a parent agent"), FeedbackDelivery: task.FeedbackPending}
 	builderMsg := task.Turn{Seq: 2, Kind: "unblock", Actor: machine.Builder, Content: forged("the builder"), FeedbackDelivery: task.FeedbackPending}
 	human := task.Turn{Seq: 3, Kind: "unblock", Actor: machine.Human, Content: "a person's words,\nverbatim", FeedbackDelivery: task.FeedbackPending}
-	p := ResumePrompt(false, "t", []task.Turn{builderMsg, human, agentMsg})
+	p := lifecycle.ResumePrompt(false, "t", []task.Turn{builderMsg, human, agentMsg})
 	checkQuoted(t, "a resume's prompt", p, "a parent agent", "the builder")
 	if !strings.Contains(p, "\n\n[turn 3: feedback from human]\na person's words,\nverbatim") {
 		t.Errorf("a person's message is not verbatim:\n%s", p)
 	}
-	if p := ResumePrompt(false, "t", []task.Turn{human}); !strings.HasSuffix(p, "verbatim:\n\n"+human.Content) {
+	if p := lifecycle.ResumePrompt(false, "t", []task.Turn{human}); !strings.HasSuffix(p, "verbatim:\n\n"+human.Content) {
 		t.Errorf("a person's redelivered message is not verbatim: %q", p)
 	}
 	ask := agentMsg
 	ask.Kind = "ask"
-	checkQuoted(t, "a resumed ask's prompt", resumeAskPrompt("t", []task.Turn{ask}), "a parent agent")
+	checkQuoted(t, "a resumed ask's prompt", lifecycle.ResumeAskPrompt("t", []task.Turn{ask}), "a parent agent")
 
 	fb := gateFeedback("main", task.GateRun{Failed: "sh check.sh", Tail: forged("the gate"), Commands: []task.GateCommand{{Cmd: "sh check.sh", Exit: 1}}})
 	checkQuoted(t, "the gate's feedback", fb, "the gate")

@@ -251,7 +251,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 		}
 		f.Kind = "interrupted"
 		f.Detail = fmt.Sprintf("%s (%d consecutive)", sn.Session.InterruptReason, sn.Session.ConsecutiveInterruptions)
-		switch why := r.Env.AutoResumeRefusal(sn); {
+		switch why := r.Env.Lifecycle().AutoResumeRefusal(sn); {
 		case why != "":
 			f.Detail += "; not auto-resumed: " + why
 			f.Action = ""
@@ -553,14 +553,14 @@ func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []task.En
 			continue
 		}
 		local, err := r.Env.Owned(sn)
-		if err != nil || !r.Env.InGitDir(local.Worktree) {
+		if err != nil || !r.Env.Lifecycle().InGitDir(local.Worktree) {
 			continue
 		}
 		f := Finding{TaskID: e.ID, Slug: sn.Task.Slug, Kind: "legacy-worktree",
 			Detail: local.Worktree + " is inside the git directory, where Claude Code edits nothing and Codex may not write",
 			Action: "would move it to where new worktrees go (git worktree move; its uncommitted changes and agent conversation move with it)"}
 		if repair {
-			to, err := r.Env.MoveWorktree(ctx, e.ID, r.WorktreeDir)
+			to, err := r.Env.Lifecycle().MoveWorktree(ctx, e.ID, r.WorktreeDir)
 			if err != nil {
 				f.Error = err.Error()
 			} else {

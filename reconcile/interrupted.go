@@ -3,8 +3,8 @@ package reconcile
 import (
 	"context"
 
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/task"
 )
@@ -80,15 +80,15 @@ func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]A
 	if r.Env.Launch == nil || r.NoAutoResume {
 		return nil, nil
 	}
-	if r.Env.AutoResumeRefusal(sn) != "" {
+	if r.Env.Lifecycle().AutoResumeRefusal(sn) != "" {
 		return nil, nil
 	}
 	if r.supervised(id) {
 		return nil, nil
 	}
-	sn, err := r.Env.AutoResume(ctx, id)
+	sn, err := r.Env.Lifecycle().AutoResume(ctx, id)
 	if sn == nil {
-		if r.Env.AutoResumeRefusal(mustLoad(r, id)) != "" {
+		if r.Env.Lifecycle().AutoResumeRefusal(mustLoad(r, id)) != "" {
 			return nil, nil // refused under the lock: someone else acted first
 		}
 		return nil, err
@@ -120,13 +120,13 @@ func (r *Reconciler) sweepLimit(ctx context.Context, id string) ([]Action, error
 		return nil, err
 	}
 	now := r.now()
-	if !ops.LimitDue(sn, now) || !r.Env.Owns(sn) {
+	if !lifecycle.LimitDue(sn, now) || !r.Env.Owns(sn) {
 		return nil, nil
 	}
 	from := sn.Task.Status
-	sn, err = r.Env.ResumeAfterLimit(ctx, id, now)
+	sn, err = r.Env.Lifecycle().ResumeAfterLimit(ctx, id, now)
 	if sn == nil {
-		if !ops.LimitDue(mustLoad(r, id), now) {
+		if !lifecycle.LimitDue(mustLoad(r, id), now) {
 			return nil, nil // someone else acted first
 		}
 		return nil, err

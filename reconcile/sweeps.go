@@ -11,6 +11,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
@@ -560,7 +561,7 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	if err != nil {
 		return nil, err
 	}
-	newest := ops.NewestCommit(turns)
+	newest := lifecycle.NewestCommit(turns)
 	if newest == "" || !task.ValidHex(newest) {
 		return nil, nil // no recorded work: an empty branch is not a merged one
 	}

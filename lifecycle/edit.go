@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // EditInput is what an edit changes; a nil field is left as it is.
@@ -29,7 +28,8 @@ type EditInput struct {
 // branch must exist locally, and only a top-level task that has not
 // started yet may change it: a started task's branch was cut from the
 // old one, and a subtask merges into its parent.
-func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*task.Snapshot, error) {
+func (l *Service) Edit(ctx context.Context, name string, in EditInput) (*task.Snapshot, error) {
+	e := l.Env
 	if in.Title == nil && in.Goal == nil && in.TargetBranch == nil && in.BudgetUSD == nil && !in.ClearBudget {
 		return nil, errors.New("nothing to edit: give a new title, goal, target branch or budget")
 	}
@@ -63,7 +63,7 @@ func (e *Env) Edit(ctx context.Context, name string, in EditInput) (*task.Snapsh
 	if in.TargetBranch != nil {
 		target = strings.TrimSpace(*in.TargetBranch)
 		// The subtask rule is checked below, against the task as it is.
-		if err := CheckTargetBranch(ctx, e.Dir(), target, false); err != nil {
+		if err := checkTargetBranch(ctx, l.worktrees(), e.Dir(), target, false); err != nil {
 			return nil, err
 		}
 	}
@@ -132,6 +132,11 @@ func budgetWords(v float64) string {
 // MCP, web): a valid name of a branch that exists in this repository,
 // and none at all for a subtask, which merges into its parent's branch.
 func CheckTargetBranch(ctx context.Context, repoDir, target string, subtask bool) error {
+	return checkTargetBranch(ctx, Git{}, repoDir, target, subtask)
+}
+
+// checkTargetBranch is CheckTargetBranch with wt looking the branch up.
+func checkTargetBranch(ctx context.Context, wt Worktree, repoDir, target string, subtask bool) error {
 	if target == "" {
 		return nil
 	}
@@ -141,7 +146,7 @@ func CheckTargetBranch(ctx context.Context, repoDir, target string, subtask bool
 	if err := targetForSubtask(target, subtask); err != nil {
 		return err
 	}
-	if _, err := worktree.BranchCommit(ctx, repoDir, target); err != nil {
+	if _, err := wt.BranchCommit(ctx, repoDir, target); err != nil {
 		return fmt.Errorf("target branch %q does not exist in this repository; create it first (git branch %s) or pick another", target, target)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -24,9 +24,10 @@ func FuzzCreateIsReadableBySlug(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	e := New(gitstore.Open(repo, gitstore.WithHost("ops-fuzz")), session.Env{Actor: machine.Human})
+	st := gitstore.Open(repo, gitstore.WithHost("ops-fuzz"))
+	e := &testEnv{session.Env{Store: st, Repo: repo, Actor: machine.Human}}
 	f.Fuzz(func(t *testing.T, title string) {
-		sn, err := e.Create(context.Background(), CreateInput{Title: title, Goal: "fuzzed"})
+		sn, err := e.Lifecycle().Create(context.Background(), CreateInput{Title: title, Goal: "fuzzed"})
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatalf("create %q failed without saying why", title)

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // InGitDir reports whether a worktree path lies inside the repository's
 // git directory, where lazy put worktrees before they moved to the
 // per-user data directory (and where Claude Code edits nothing).
-func (e *Env) InGitDir(path string) bool {
-	rel, err := filepath.Rel(e.Store.Repo().CommonDir, path)
+func (l *Service) InGitDir(path string) bool {
+	e := l.Env
+	rel, err := filepath.Rel(e.Repo.CommonDir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
@@ -31,7 +31,8 @@ func (e *Env) InGitDir(path string) bool {
 // session only from the directory it started in), and this machine's
 // session record and the task's record name the new path. It returns the
 // new path.
-func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) {
+func (l *Service) MoveWorktree(ctx context.Context, id, dir string) (string, error) {
+	e := l.Env
 	sn, unlock, err := e.LockedLoad(ctx, id)
 	if err != nil {
 		return "", err
@@ -47,7 +48,7 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("move the worktree of %w", err)
 	}
-	if !e.InGitDir(local.Worktree) {
+	if !l.InGitDir(local.Worktree) {
 		return "", fmt.Errorf("move the worktree of %s: %s is not inside the git directory", slug, local.Worktree)
 	}
 	if pid, running := e.Supervisors().Running(sn.Task.ID); running {
@@ -61,7 +62,7 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 		return "", err
 	}
 	to := filepath.Join(root, slug)
-	if e.InGitDir(to) {
+	if l.InGitDir(to) {
 		return "", fmt.Errorf("move the worktree of %s: lazy.worktreeDir puts it inside the git directory again (%s)", slug, to)
 	}
 	if _, err := os.Lstat(to); !errors.Is(err, os.ErrNotExist) {
@@ -82,12 +83,12 @@ func (e *Env) MoveWorktree(ctx context.Context, id, dir string) (string, error) 
 			}
 		}
 	}
-	if err := worktree.Move(ctx, e.Dir(), from, to); err != nil {
+	if err := l.worktrees().Move(ctx, e.Dir(), from, to); err != nil {
 		return "", fmt.Errorf("move the worktree of %s: %w", slug, err)
 	}
 	if project != "" {
 		if err := session.CopyClaudeSession(project, session.ClaudeProjectDir(to), sid); err != nil {
-			_ = worktree.Move(ctx, e.Dir(), to, from)
+			_ = l.worktrees().Move(ctx, e.Dir(), to, from)
 			return "", fmt.Errorf("move the worktree of %s: its Claude Code conversation could not follow, so it stays where it was: %w", slug, err)
 		}
 	}

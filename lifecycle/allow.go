@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -22,7 +22,8 @@ const (
 
 // SetAllowedPaths edits a task's allowed-paths policy. It applies from
 // the next turn on; violations already pending keep owing a decision.
-func (e *Env) SetAllowedPaths(ctx context.Context, name string, patterns []string, mode AllowMode) (*task.Snapshot, error) {
+func (l *Service) SetAllowedPaths(ctx context.Context, name string, patterns []string, mode AllowMode) (*task.Snapshot, error) {
+	e := l.Env
 	var clean []string
 	for _, p := range sanitize.Fields(patterns) {
 		if err := task.ValidPattern(p); err != nil {

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 // must be unfinished, and no task may become its own ancestor. A started
 // task keeps its branch: from now on it merges upstream from, and is
 // accepted into, the new parent's branch.
-func (e *Env) Reparent(ctx context.Context, name, parent string) (*task.Snapshot, error) {
+func (l *Service) Reparent(ctx context.Context, name, parent string) (*task.Snapshot, error) {
+	e := l.Env
 	newParent := ""
 	if parent != "" {
 		p, err := e.Store.Resolve(parent)

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -11,6 +11,32 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
+// reviseSubmission is the first step of an unblock on a submitted task:
+// back to blocked (so the ordinary unblock follows), the pull request
+// kept open and the record marked as being revised.
+func (l *Service) reviseSubmission(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, error) {
+	e := l.Env
+	if sn.Task.Status != machine.Submitted {
+		return sn, nil
+	}
+	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+		if s.Task.Status != machine.Submitted {
+			return nil, nil
+		}
+		s.Task.Status = machine.Blocked
+		text := "revising the submission; the pull request stays open and lazy submit updates it"
+		if f := s.Task.Forge; f != nil {
+			f.Revising = true
+			if f.URL != "" {
+				text = fmt.Sprintf("revising the submission; pull request #%d (%s) stays open and lazy submit updates it", f.Number, f.URL)
+			}
+		}
+		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
+		return &task.Op{Name: "revise", Actor: e.Actor, Reason: "the submission is being revised"}, nil
+	})
+	return out, err
+}
+
 // Unblock gives a parked task human feedback and launches the next turn.
 // The feedback is recorded (pending delivery) before anything is
 // launched, and the supervisor merges upstream into the task branch
@@ -19,7 +45,8 @@ import (
 // Pending file-permission violations must be decided (d) first: the
 // decisions are recorded, reverted files restored, and only then does the
 // turn start.
-func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (*task.Snapshot, error) {
+func (l *Service) Unblock(ctx context.Context, name, feedback string, d Decisions) (*task.Snapshot, error) {
+	e := l.Env
 	if err := e.RequireLauncher("unblock"); err != nil {
 		return nil, err
 	}
@@ -32,11 +59,11 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 		return nil, err
 	}
 	defer unlock()
-	if sn, err = e.escapeStranded(ctx, sn, "unblock"); err != nil {
+	if sn, err = l.escapeStranded(ctx, sn, "unblock"); err != nil {
 		return nil, err
 	}
-	if e.forRunner(sn) && !d.any() {
-		return e.leaveForRunner(ctx, sn, feedback)
+	if l.ForRunner(sn) && !d.any() {
+		return l.leaveForRunner(ctx, sn, feedback)
 	}
 	if sn.Task.Status == machine.Submitted {
 		// Everything that can refuse is checked before the submission is
@@ -50,14 +77,14 @@ func (e *Env) Unblock(ctx context.Context, name, feedback string, d Decisions) (
 			return nil, fmt.Errorf("unblock %s: %w; nothing was recorded and it stays submitted", sn.Task.Slug, err)
 		}
 	}
-	if sn, err = e.reviseSubmission(ctx, sn); err != nil {
+	if sn, err = l.reviseSubmission(ctx, sn); err != nil {
 		return nil, err
 	}
 	if d.any() {
 		if err := e.Turns().CheckResumable(sn, "unblock", true, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
 			return nil, err
 		}
-		if sn, err = e.decide(ctx, sn, d); err != nil {
+		if sn, err = l.decide(ctx, sn, d); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -24,7 +24,8 @@ import (
 // decided here, in a worktree derived from the task's slug. No turn is
 // started; a task that read working elsewhere becomes interrupted, so
 // lazy resume or unblock (or auto-resume) runs its next turn here.
-func (e *Env) TakeOver(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
+func (l *Service) TakeOver(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
+	e := l.Env
 	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -61,7 +62,7 @@ func (e *Env) TakeOver(ctx context.Context, name string, in session.StartInput) 
 	if err := task.ValidBranchName(branch); err != nil {
 		return nil, fmt.Errorf("take over %s: %w", slug, err)
 	}
-	startSHA, how, err := e.takeOverWorktree(ctx, sn, in.RepoDir, dir, branch)
+	startSHA, how, err := l.takeOverWorktree(ctx, sn, in.RepoDir, dir, branch)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", slug, err)
 	}
@@ -108,14 +109,15 @@ func (e *Env) TakeOver(ctx context.Context, name string, in session.StartInput) 
 // the local branch if there is one, else the task branch fetched from a
 // remote, else a new branch from the task's base. A path that exists is
 // reused only when it is already the worktree of that branch.
-func (e *Env) takeOverWorktree(ctx context.Context, sn *task.Snapshot, repoDir, dir, branch string) (sha, how string, err error) {
-	if at, err := worktree.CheckedOutAt(ctx, repoDir, branch); err != nil {
+func (l *Service) takeOverWorktree(ctx context.Context, sn *task.Snapshot, repoDir, dir, branch string) (sha, how string, err error) {
+	e := l.Env
+	if at, err := l.worktrees().CheckedOutAt(ctx, repoDir, branch); err != nil {
 		return "", "", err
 	} else if at != "" {
 		if filepath.Clean(at) != dir {
 			return "", "", fmt.Errorf("its branch %s is checked out at %s; remove that worktree or check out another branch there first", branch, at)
 		}
-		sha, err := worktree.Head(ctx, dir)
+		sha, err := l.worktrees().Head(ctx, dir)
 		return sha, "reused the worktree of " + branch, err
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -123,15 +125,15 @@ func (e *Env) takeOverWorktree(ctx context.Context, sn *task.Snapshot, repoDir, 
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", "", err
 	}
-	_, tipErr := worktree.BranchTip(ctx, repoDir, branch)
+	_, tipErr := l.worktrees().BranchTip(ctx, repoDir, branch)
 	local := tipErr == nil
 	if !local {
-		remote, err := remoteBranch(ctx, repoDir, branch)
+		remote, err := remoteBranch(ctx, l.worktrees(), repoDir, branch)
 		if err != nil {
 			return "", "", err
 		}
 		if remote != "" {
-			if err := worktree.CreateBranch(ctx, repoDir, branch, remote); err != nil {
+			if err := l.worktrees().CreateBranch(ctx, repoDir, branch, remote); err != nil {
 				return "", "", fmt.Errorf("create %s from %s: %w", branch, remote, err)
 			}
 			how = "branch from " + strings.TrimPrefix(remote, "refs/remotes/")
@@ -146,14 +148,14 @@ func (e *Env) takeOverWorktree(ctx context.Context, sn *task.Snapshot, repoDir, 
 		}
 		how = "new branch from " + base + " (no copy of its branch was found here; fetch it first to keep the agent's work)"
 	}
-	sha, err = worktree.Create(ctx, repoDir, dir, branch, base)
+	sha, err = l.worktrees().Create(ctx, repoDir, dir, branch, base)
 	return sha, how, err
 }
 
 // remoteBranch finds branch among the remote-tracking branches; more than
 // one copy is ambiguous and refused.
-func remoteBranch(ctx context.Context, repoDir, branch string) (string, error) {
-	refs, err := worktree.RefsUnder(ctx, repoDir, "refs/remotes/")
+func remoteBranch(ctx context.Context, wt Worktree, repoDir, branch string) (string, error) {
+	refs, err := wt.RefsUnder(ctx, repoDir, "refs/remotes/")
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package ops
+package session
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/proto"
 )
@@ -41,9 +42,9 @@ func TestHelperLateSupervisor(t *testing.T) {
 // is known. (Read once, it was 0, the supervisor was never signalled,
 // and the stop failed after the kill grace with "end it with kill 0".)
 func TestStopRightAfterStart(t *testing.T) {
-	e := env(t)
+	e := &Env{Repo: &gitrepo.Location{CommonDir: t.TempDir()}}
 	id := "0123456789abcdef"
-	lock := proto.SupervisorLock(e.Store.Repo().LazyDir(), id)
+	lock := proto.SupervisorLock(e.Repo.LazyDir(), id)
 	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Decisions settle a task's pending file-permission violations: each
@@ -28,7 +27,8 @@ func (d Decisions) any() bool { return len(d.Approve) > 0 || d.RevertRest }
 // committed first (the durable record), then reverted files are restored
 // in the worktree and committed on the task branch. It returns the
 // snapshot after the record.
-func (e *Env) decide(ctx context.Context, sn *task.Snapshot, d Decisions) (*task.Snapshot, error) {
+func (l *Service) decide(ctx context.Context, sn *task.Snapshot, d Decisions) (*task.Snapshot, error) {
+	e := l.Env
 	if !d.any() {
 		return sn, nil
 	}
@@ -90,7 +90,7 @@ func (e *Env) decide(ctx context.Context, sn *task.Snapshot, d Decisions) (*task
 	dir := local.Worktree
 	var commit []string
 	for _, r := range reverts {
-		staged, err := revertFile(ctx, dir, r.path, r.base)
+		staged, err := revertFile(ctx, l.worktrees(), dir, r.path, r.base)
 		if err != nil {
 			return nil, fmt.Errorf("the decisions are recorded, but reverting %s failed (restore it by hand: git -C %s checkout %s -- %s): %w", r.path, dir, r.base, r.path, err)
 		}
@@ -99,7 +99,7 @@ func (e *Env) decide(ctx context.Context, sn *task.Snapshot, d Decisions) (*task
 		}
 	}
 	msg := "lazy: revert files outside the allowed paths\n\nNot approved: " + strings.Join(commit, ", ")
-	if err := worktree.CommitAsLazy(ctx, dir, msg, commit); err != nil {
+	if err := l.worktrees().CommitAsLazy(ctx, dir, msg, commit); err != nil {
 		return nil, fmt.Errorf("the files are reverted, but committing the revert failed: %w", err)
 	}
 	return sn, nil
@@ -107,11 +107,11 @@ func (e *Env) decide(ctx context.Context, sn *task.Snapshot, d Decisions) (*task
 
 // revertFile restores path in the worktree dir to its content at base
 // (see worktree.RevertFile); base must be a recorded commit.
-func revertFile(ctx context.Context, dir, path, base string) (bool, error) {
+func revertFile(ctx context.Context, wt Worktree, dir, path, base string) (bool, error) {
 	if !task.ValidHex(base) {
 		return false, fmt.Errorf("no pre-turn commit is recorded for %s", path)
 	}
-	return worktree.RevertFile(ctx, dir, path, base)
+	return wt.RevertFile(ctx, dir, path, base)
 }
 
 func listOrNone(l []string) string {

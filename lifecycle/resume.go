@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Crash-context prompts (spec: "Auto-Resume: Clean Worktree Path" and
@@ -42,9 +41,9 @@ func ResumePrompt(dirty bool, slug string, pending []task.Turn) string {
 // ResumeAsk opens the prompt of a resumed ask.
 const ResumeAsk = "You were interrupted while answering a question. This turn is read-only: answer it, and change nothing in the worktree or the repository."
 
-// resumeAskPrompt is the prompt of a resumed ask: the question that was
+// ResumeAskPrompt is the prompt of a resumed ask: the question that was
 // never answered, verbatim, and any older unanswered ones.
-func resumeAskPrompt(slug string, pending []task.Turn) string {
+func ResumeAskPrompt(slug string, pending []task.Turn) string {
 	if len(pending) == 0 {
 		return ResumeAsk
 	}
@@ -62,7 +61,8 @@ const AutoResumedNote = "[system] Session interrupted and auto-resumed"
 
 // Resume restarts an interrupted task without new feedback. It resets
 // the consecutive-interruption counter: a human intervened.
-func (e *Env) Resume(ctx context.Context, name string) (*task.Snapshot, error) {
+func (l *Service) Resume(ctx context.Context, name string) (*task.Snapshot, error) {
+	e := l.Env
 	if err := e.RequireLauncher("resume"); err != nil {
 		return nil, err
 	}
@@ -71,12 +71,13 @@ func (e *Env) Resume(ctx context.Context, name string) (*task.Snapshot, error) {
 		return nil, err
 	}
 	defer unlock()
-	return e.resume(ctx, sn, false)
+	return l.resume(ctx, sn, false)
 }
 
 // AutoResumeRefusal says why an interrupted task is not auto-resumed, or
 // "" when it may be. The reconciler asks before every auto-resume.
-func (e *Env) AutoResumeRefusal(s *task.Snapshot) string {
+func (l *Service) AutoResumeRefusal(s *task.Snapshot) string {
+	e := l.Env
 	switch {
 	case s.Task.Status != machine.Interrupted || s.Session == nil:
 		return "not interrupted"
@@ -103,7 +104,8 @@ func (e *Env) AutoResumeRefusal(s *task.Snapshot) string {
 // AutoResume is the reconciler's resume of task id: the same turn as
 // lazy resume, recorded by the system, without resetting the circuit
 // breaker. It refuses with the reason from AutoResumeRefusal.
-func (e *Env) AutoResume(ctx context.Context, id string) (*task.Snapshot, error) {
+func (l *Service) AutoResume(ctx context.Context, id string) (*task.Snapshot, error) {
+	e := l.Env
 	if err := e.RequireLauncher("auto-resume"); err != nil {
 		return nil, err
 	}
@@ -112,10 +114,10 @@ func (e *Env) AutoResume(ctx context.Context, id string) (*task.Snapshot, error)
 		return nil, err
 	}
 	defer unlock()
-	if why := e.AutoResumeRefusal(sn); why != "" {
+	if why := l.AutoResumeRefusal(sn); why != "" {
 		return nil, fmt.Errorf("auto-resume %s: %s", sn.Task.Slug, why)
 	}
-	return e.resume(ctx, sn, true)
+	return l.resume(ctx, sn, true)
 }
 
 // resume runs under the task lock. The clean-worktree path merges
@@ -123,7 +125,8 @@ func (e *Env) AutoResume(ctx context.Context, id string) (*task.Snapshot, error)
 // was. Messages never delivered are re-delivered (ResumePrompt). An
 // interrupted ask is resumed as the ask it was: read-only, its question
 // re-delivered, the task parked back where it was when it ends.
-func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.Snapshot, error) {
+func (l *Service) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.Snapshot, error) {
+	e := l.Env
 	id := sn.Task.ID
 	verb := "resume"
 	if auto {
@@ -135,7 +138,7 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 	}
 	check := func(s *task.Snapshot) error {
 		if auto {
-			if why := e.AutoResumeRefusal(s); why != "" {
+			if why := l.AutoResumeRefusal(s); why != "" {
 				return fmt.Errorf("auto-resume %s: %s", s.Task.Slug, why)
 			}
 		}
@@ -155,7 +158,7 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 	if err != nil {
 		return nil, fmt.Errorf("%s %w", verb, err)
 	}
-	dirty, err := worktree.Dirty(ctx, local.Worktree)
+	dirty, err := l.worktrees().Dirty(ctx, local.Worktree)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: inspect the worktree: %w", verb, sn.Task.Slug, err)
 	}
@@ -180,7 +183,7 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 		}
 		pending := session.PendingBefore(turns, s.Task.Turns+1, kind)
 		if kind == "ask" {
-			prompt = resumeAskPrompt(s.Task.Slug, pending)
+			prompt = ResumeAskPrompt(s.Task.Slug, pending)
 		} else {
 			prompt = ResumePrompt(dirty, s.Task.Slug, pending)
 		}
@@ -211,7 +214,8 @@ func (e *Env) resume(ctx context.Context, sn *task.Snapshot, auto bool) (*task.S
 // Stop ends a running turn: the task is parked first (blocked, or
 // conflict with pending violations), then its supervisor is told to stop,
 // which takes the agent's process group down with it. Work on disk stays.
-func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, error) {
+func (l *Service) Stop(ctx context.Context, name, reason string) (*task.Snapshot, error) {
+	e := l.Env
 	reason, err := session.CleanReason(reason)
 	if err != nil {
 		return nil, err
@@ -257,14 +261,14 @@ func (e *Env) Stop(ctx context.Context, name, reason string) (*task.Snapshot, er
 	// A supervisor launched a moment ago may not hold its lock yet, and
 	// then StopTurnProcesses finds nothing to stop: without its command it
 	// exits as soon as it looks again, before any agent runs.
-	proto.ForTask(e.Store.Repo().LazyDir(), id).Remove(proto.CommandFile)
+	proto.ForTask(e.Repo.LazyDir(), id).Remove(proto.CommandFile)
 	if _, err := e.Supervisors().StopTurn(ctx, id); err != nil {
 		return sn, fmt.Errorf("the task is parked, but its turn did not stop: %w", err)
 	}
 	// The agent may have been stopped inside a git command: the lock it
 	// held would fail every later turn and revert in the worktree.
 	if local, err := e.Owned(sn); err == nil {
-		worktree.ClearKilledIndexLock(ctx, local.Worktree)
+		l.worktrees().ClearKilledIndexLock(ctx, local.Worktree)
 	}
 	return sn, nil
 }

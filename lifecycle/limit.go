@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -27,7 +27,8 @@ func LimitDue(s *task.Snapshot, now time.Time) bool {
 // reset, with any message still pending. It is not an interruption and
 // does not reset or advance the circuit breaker. It refuses, changing
 // nothing, while the limit holds or when the task moved on.
-func (e *Env) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*task.Snapshot, error) {
+func (l *Service) ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*task.Snapshot, error) {
+	e := l.Env
 	if err := e.RequireLauncher("resume"); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package ops
+package lifecycle
 
 import (
 	"context"
@@ -17,7 +17,8 @@ import (
 
 // Start moves a backlog task to working: branch and worktree, the session
 // and the human turn recorded first, then the supervisor launched.
-func (e *Env) Start(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
+func (l *Service) Start(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
+	e := l.Env
 	if err := e.RequireLauncher("start"); err != nil {
 		return nil, err
 	}
@@ -42,15 +43,15 @@ func (e *Env) Start(ctx context.Context, name string, in session.StartInput) (*t
 	// this machine: installing claude would not make a finished task
 	// startable.
 	if sn.Task.Status != machine.Backlog {
-		return nil, notStartable(sn.Task.Slug, sn.Task.Status)
+		return nil, NotStartable(sn.Task.Slug, sn.Task.Status)
 	}
 	if sn.Task.IsAttemptGroup() {
 		return nil, fmt.Errorf("start %s: the task is being tried %d ways (its attempts run instead); lazy show %s compares them", sn.Task.Slug, len(sn.Task.Attempts), sn.Task.Slug)
 	}
-	if err := e.parentOpen(sn, "start"); err != nil {
+	if err := ParentOpen(e.Store, sn, "start"); err != nil {
 		return nil, err
 	}
-	if err := e.DepsDone(sn); err != nil {
+	if err := DepsDone(e.Store, sn); err != nil {
 		return nil, err
 	}
 	over, left, err := e.Budgets().Over(sn)
@@ -63,7 +64,7 @@ func (e *Env) Start(ctx context.Context, name string, in session.StartInput) (*t
 	if in.RepoDir == "" {
 		in.RepoDir = e.Dir()
 	}
-	if worktree.NoCommits(ctx, in.RepoDir) {
+	if l.worktrees().NoCommits(ctx, in.RepoDir) {
 		return nil, fmt.Errorf("start %s: this repository has no commits yet, so there is nothing to branch from; make a first commit (git commit --allow-empty -m init), then start again", sn.Task.Slug)
 	}
 	if err := session.AgentRunnable(in); err != nil {
@@ -91,7 +92,7 @@ func (e *Env) Start(ctx context.Context, name string, in session.StartInput) (*t
 	}
 	dir := filepath.Join(root, sn.Task.Slug)
 	branch := worktree.Branch(sn.Task.Slug)
-	startSHA, err := worktree.Create(ctx, in.RepoDir, dir, branch, base)
+	startSHA, err := l.worktrees().Create(ctx, in.RepoDir, dir, branch, base)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (e *Env) Start(ctx context.Context, name string, in session.StartInput) (*t
 	if err != nil {
 		return nil, err
 	}
-	pd := proto.ForTask(e.Store.Repo().LazyDir(), id)
+	pd := proto.ForTask(e.Repo.LazyDir(), id)
 	pd.Remove(proto.ResponseFile)
 	pd.Remove(proto.ProgressFile) // a new turn begins with no progress line
 	cmd := proto.Command{
@@ -162,9 +163,9 @@ func (e *Env) Start(ctx context.Context, name string, in session.StartInput) (*t
 	return sn, nil
 }
 
-// notStartable says why a task that is not in backlog cannot be
+// NotStartable says why a task that is not in backlog cannot be
 // started, and what to run instead.
-func notStartable(slug string, st machine.Status) error {
+func NotStartable(slug string, st machine.Status) error {
 	next := ""
 	switch st {
 	case machine.Working:
