@@ -41,10 +41,24 @@ type app struct {
 
 	// noColor is --no-color or NO_COLOR: no colour even on a terminal.
 	noColor bool
+	// getenv reads the environment and now tells the time: the
+	// process's in a run, a test's own in the tests.
+	getenv func(string) string
+	now    func() time.Time
+	// terminal, when set, is the terminal stdout is taken to be (the
+	// tests'); nil asks the OS.
+	terminal *terminal
+	// noSpawn refuses to start lazy processes (a daemon, a supervisor,
+	// housekeeping): a run in a test's process would start the test
+	// binary.
+	noSpawn bool
 	// crash is the test-only crash hook (ops.CrashAtEnv), one per
 	// process so that its count spans the process; nil outside tests.
 	crash *ops.CrashPoint
 }
+
+// terminal is a terminal stdout is taken to be: its width.
+type terminal struct{ width int }
 
 // usageError makes main exit with status 2.
 type usageError struct{ msg string }
@@ -141,7 +155,7 @@ func (a *app) env() (*ops.Env, error) {
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
 	timing, policy, turnErr := a.turnSettings()
-	return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, gateReaper()), nil
+	return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
 }
 
 // turnSettings reads what every turn's supervisor gets (timing and
@@ -208,7 +222,7 @@ func (a *app) timing() (proto.Timing, error) {
 			*dst = d
 		}
 	}
-	if v := os.Getenv("LAZY_RETRY_SCALE"); v != "" {
+	if v := a.getenv("LAZY_RETRY_SCALE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {
 			return t, fmt.Errorf("LAZY_RETRY_SCALE=%q is not a positive number", v)
@@ -244,6 +258,9 @@ const exitRecorder = `"$0" "$@"; code=$?; printf '%s\n' "$code" > "$LAZY_EXIT_FI
 // spawn starts lazy detached; with exitFile set, under a shell that
 // records its exit status there.
 func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
+	if a.noSpawn {
+		return fmt.Errorf("lazy %s: this run starts no lazy process (a test's own process runs it; the e2e tests run the real binary)", strings.Join(args, " "))
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the lazy binary: %w", err)
@@ -382,14 +399,14 @@ func (a *app) editText(what string) (string, func(), error) {
 
 // editor follows git's order: GIT_EDITOR, core.editor, VISUAL, EDITOR.
 func (a *app) editor() string {
-	if e := os.Getenv("GIT_EDITOR"); e != "" {
+	if e := a.getenv("GIT_EDITOR"); e != "" {
 		return e
 	}
 	if e, ok := a.cfg.Get("core.editor"); ok && e != "" {
 		return e
 	}
 	for _, k := range []string{"VISUAL", "EDITOR"} {
-		if e := os.Getenv(k); e != "" {
+		if e := a.getenv(k); e != "" {
 			return e
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -163,6 +164,7 @@ func (c command) tags() []string {
 // they name one, else all of them (lazy --help, an unknown word whose
 // error suggests the nearest command, shell completion).
 func invoked(args []string) []command {
+	// Shell completion (kongplete) reads the process's environment.
 	if os.Getenv("COMP_LINE") != "" {
 		return commands
 	}
@@ -237,11 +239,35 @@ func (versionFlag) BeforeReset(k *kong.Kong, b build) error {
 // is testable: 0 ok, 1 error, 2 usage. version is the version stamped at
 // build time ("dev" if none).
 func Run(version string, args []string, stdin io.Reader, rawStdout, rawStderr io.Writer) int {
+	return run(version, args, runIO{stdin: stdin, stdout: rawStdout, stderr: rawStderr})
+}
+
+// runIO is what a run reads and writes besides the repository: its
+// standard streams, its environment, the clock and the terminal. Run
+// gives the process's; the tests give their own (gh's IOStreams), so a
+// command runs end to end in the test's process.
+type runIO struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string // nil: os.Getenv
+	now            func() time.Time    // nil: time.Now
+	terminal       *terminal           // nil: stdout is a terminal if the OS says so
+	noSpawn        bool                // start no lazy process (a daemon, a supervisor)
+}
+
+func run(version string, args []string, o runIO) int {
+	if o.getenv == nil {
+		o.getenv = os.Getenv
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
 	// The one escaping boundary (SECURITY.md rule 2): everything lazy
 	// prints goes through termsafe, so text from a record, an agent or a
 	// remote cannot drive the terminal. pair and chat hand their pty to the
 	// agent through Unwrap, by design.
-	stdout, stderr := termsafe.New(rawStdout), termsafe.New(rawStderr)
+	stdin := o.stdin
+	stdout, stderr := termsafe.New(o.stdout), termsafe.New(o.stderr)
 	defer func() {
 		_ = stdout.Flush()
 		_ = stderr.Flush()
@@ -279,7 +305,8 @@ func Run(version string, args []string, stdin io.Reader, rawStdout, rawStderr io
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{dir: g.Dir, build: b, stdin: stdin, stdout: stdout, stderr: stderr, noColor: g.NoColor || os.Getenv("NO_COLOR") != "", crash: ops.CrashPointFromEnv()}
+	a := &app{dir: g.Dir, build: b, stdin: stdin, stdout: stdout, stderr: stderr, noColor: g.NoColor || o.getenv("NO_COLOR") != "",
+		getenv: o.getenv, now: o.now, terminal: o.terminal, noSpawn: o.noSpawn, crash: ops.CrashPointFromEnv()}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	a.afterWrite()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -311,7 +310,7 @@ func shortSHA(s string) string {
 // progress events for every subscriber (lazy daemon --events, and the
 // clients that follow it). It never starts a daemon and never waits long.
 func (a *app) phaseRelay(id, op string) func(events.Phase) {
-	if os.Getenv("LAZY_NO_DAEMON") != "" {
+	if a.getenv("LAZY_NO_DAEMON") != "" {
 		return func(events.Phase) {}
 	}
 	client := daemon.Dial(a.repo.LazyDir())

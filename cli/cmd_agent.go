@@ -492,7 +492,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          ops.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(nil, gateReaper()),
+		Env:          ops.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(nil, a.gateReaper()),
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")
@@ -756,7 +756,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var stream <-chan events.Event
-	if os.Getenv("LAZY_NO_DAEMON") == "" {
+	if a.getenv("LAZY_NO_DAEMON") == "" {
 		stream, _ = daemon.Dial(a.repo.LazyDir()).Subscribe(ctx)
 	}
 	deadline := time.After(timeout)

@@ -32,7 +32,7 @@ func (c *CostCmd) Run(a *app, _ context.Context) error {
 	}
 	q := cost.Query{By: by, Loc: time.Local}
 	if c.Since != "" {
-		if q.Since, err = cost.ParseSince(c.Since, time.Now(), time.Local); err != nil {
+		if q.Since, err = cost.ParseSince(c.Since, a.now(), time.Local); err != nil {
 			return usageError{err.Error()}
 		}
 	}

@@ -157,7 +157,7 @@ func waitFor(cond func() bool) bool {
 // the command: the next read reconciles anyway. LAZY_NO_DAEMON=1 turns
 // it off.
 func (a *app) daemonAfterLaunch(ctx context.Context) {
-	if os.Getenv("LAZY_NO_DAEMON") != "" {
+	if a.getenv("LAZY_NO_DAEMON") != "" {
 		return
 	}
 	if _, err := a.ensureDaemon(ctx); err != nil {

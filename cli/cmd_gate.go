@@ -86,9 +86,13 @@ func (c *GateReapCmd) Run() error {
 }
 
 // gateReaper is the argv prefix every gate command runs under (lazy
-// gate-reap --), or nil when this binary cannot name itself (then the
-// gate ends what its commands leave by their group and mark only).
-func gateReaper() []string {
+// gate-reap --), or nil when this binary cannot name itself or may start
+// no lazy process (then the gate ends what its commands leave by their
+// group and mark only).
+func (a *app) gateReaper() []string {
+	if a.noSpawn {
+		return nil
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil

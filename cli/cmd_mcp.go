@@ -31,7 +31,9 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = srv.Serve(ctx, os.Stdin, os.Stdout)
+	// The protocol's stream is JSON-RPC, not text for a terminal: it goes
+	// out raw, past the escaper.
+	err = srv.Serve(ctx, a.stdin, rawWriter(a.stdout))
 	d.Drain(ctx) // an accept the client stopped waiting for still finishes
 	return err
 }
@@ -45,11 +47,11 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	token := os.Getenv(link.TokenEnv)
+	token := a.getenv(link.TokenEnv)
 	if token == "" {
 		return errors.New("lazy mcp-proxy is started by an agent lazy runs: " + link.TokenEnv + " is not set")
 	}
-	if os.Getenv("LAZY_NO_DAEMON") == "" {
+	if a.getenv("LAZY_NO_DAEMON") == "" {
 		if _, err := a.ensureDaemon(ctx); err != nil {
 			fmt.Fprintf(a.stderr, "lazy mcp-proxy: %v\n", err)
 		}
@@ -58,7 +60,7 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return srv.Serve(ctx, os.Stdin, os.Stdout)
+	return srv.Serve(ctx, a.stdin, rawWriter(a.stdout))
 }
 
 // dispatcher builds the MCP dispatcher of this repository; wait is how a
@@ -70,7 +72,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor}).WithAccept(a.crash, gateReaper()), nil
+				return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
 			},
 			// Read afresh: work an agent starts is confined by today's
 			// lazy.sandbox, not the one this long-lived process began with.

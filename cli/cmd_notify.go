@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
@@ -85,7 +84,7 @@ func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
 	if len(s.Targets) == 0 {
 		return errors.New("no notification targets to test: add one with git config --add lazy.notify VALUE (lazy help notify)")
 	}
-	results := notify.Test(ctx, s.Targets, a.repo.Name(), time.Now())
+	results := notify.Test(ctx, s.Targets, a.repo.Name(), a.now())
 	failed := 0
 	for _, r := range results {
 		if !r.OK {

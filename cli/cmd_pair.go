@@ -82,7 +82,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 func (a *app) pairMCP(ctx context.Context, s *task.Snapshot, argv []string) ([]string, []string, func()) {
 	none := func() {}
 	lazyDir := a.repo.LazyDir()
-	if os.Getenv("LAZY_NO_DAEMON") == "" {
+	if a.getenv("LAZY_NO_DAEMON") == "" {
 		if _, err := a.ensureDaemon(ctx); err != nil {
 			fmt.Fprintf(a.stderr, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
 			return argv, nil, none

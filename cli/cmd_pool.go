@@ -197,7 +197,7 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	if c.JSON {
 		return a.printJSON(v)
 	}
-	renderPool(a.stdout, v, time.Now())
+	renderPool(a.stdout, v, a.now())
 	return nil
 }
 
@@ -237,7 +237,7 @@ func (c *PoolCmd) release(a *app, ctx context.Context, remote string, maxLease t
 }
 
 func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote string) (*poolView, error) {
-	now := time.Now()
+	now := a.now()
 	runners, rp, err := p.Runners(ctx, now)
 	if err != nil {
 		return nil, err

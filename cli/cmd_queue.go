@@ -40,7 +40,7 @@ func (c *QueueCmd) Run(a *app, ctx context.Context) error {
 		}
 		return a.printJSON(queues)
 	}
-	renderQueues(a.stdout, queues, time.Now())
+	renderQueues(a.stdout, queues, a.now())
 	return nil
 }
 

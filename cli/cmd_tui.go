@@ -1112,7 +1112,7 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 		return fmt.Errorf("find the lazy binary: %w", err)
 	}
 	opts := []tea.ProgramOption{tea.WithContext(ctx)}
-	if a.noColor || os.Getenv("TERM") == "dumb" {
+	if a.noColor || a.getenv("TERM") == "dumb" {
 		// No colour; bold, faint and reverse stay, so the selection shows.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
@@ -1121,7 +1121,7 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 	m.send = p.Send
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.
-	if os.Getenv("LAZY_NO_DAEMON") == "" {
+	if a.getenv("LAZY_NO_DAEMON") == "" {
 		if events, err := daemon.Dial(a.repo.LazyDir()).Subscribe(ctx); err == nil {
 			go func() {
 				for range events {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -307,14 +306,14 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if isTerminal(a.stdout) && isTerminal(a.stdin) {
-		if os.Getenv("LAZY_NO_DAEMON") == "" {
+		if a.getenv("LAZY_NO_DAEMON") == "" {
 			if _, err := a.ensureDaemon(ctx); err != nil {
 				return err
 			}
 		}
 		return a.runTUI(ctx, c.All, c.bell(a))
 	}
-	if os.Getenv("LAZY_NO_DAEMON") != "" {
+	if a.getenv("LAZY_NO_DAEMON") != "" {
 		return errors.New("lazy watch follows the daemon's events, and LAZY_NO_DAEMON is set")
 	}
 	if _, err := a.ensureDaemon(ctx); err != nil {

@@ -54,7 +54,7 @@ func (a *app) webView(addr string, srv *daemon.Server) (http.Handler, daemon.Web
 		Token: read, ActionsToken: act, Actions: &webActions{a: a},
 		Events: srv.Subscribe,
 	}
-	if n, err := strconv.Atoi(os.Getenv("LAZY_WEB_PAGE_SIZE")); err == nil && n > 0 {
+	if n, err := strconv.Atoi(a.getenv("LAZY_WEB_PAGE_SIZE")); err == nil && n > 0 {
 		w.PageSize = n // tests page small lists
 	}
 	base := "http://" + addr + "/?token="

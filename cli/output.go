@@ -31,11 +31,13 @@ type style struct {
 
 // style decides the output conventions for stdout.
 func (a *app) style() style {
-	s := style{now: time.Now()}
-	tty := isTerminal(a.stdout)
-	s.color = tty && !a.noColor && os.Getenv("TERM") != "dumb"
-	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+	s := style{now: a.now()}
+	tty := a.terminal != nil || isTerminal(a.stdout)
+	s.color = tty && !a.noColor && a.getenv("TERM") != "dumb"
+	if n, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && n > 0 {
 		s.width = n
+	} else if a.terminal != nil {
+		s.width = a.terminal.width
 	} else if f, ok := raw(a.stdout).(*os.File); ok && tty {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			s.width = w

@@ -16,7 +16,7 @@ import (
 // script never sees it. It is off (nil) otherwise; every method of an
 // off line does nothing.
 func (a *app) progressLine(asJSON bool) *progress.Line {
-	if asJSON || !isTerminal(a.stderr) || os.Getenv("TERM") == "dumb" {
+	if asJSON || !isTerminal(a.stderr) || a.getenv("TERM") == "dumb" {
 		return nil
 	}
 	width := 0
