@@ -184,14 +184,10 @@ func (s *StashOwedError) Error() string {
 
 func (s *StashOwedError) Unwrap() error { return s.Cause }
 
-// ErrAlreadyAccepted is returned by an accept of a task another accept
-// finished first.
-var ErrAlreadyAccepted = errors.New("already accepted")
-
 // Accept squash-merges a task's branch into its parent's branch (a
 // subtask) or its target branch, then finishes the task and removes its
 // worktree and branch. It holds the task lock from start to finish, so a
-// second accept waits and then reports ErrAlreadyAccepted, and a task in
+// second accept waits and then reports session.ErrAlreadyAccepted, and a task in
 // merging whose lock is free is known to be stranded.
 func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
 	if opts.SkipGate {
@@ -508,7 +504,7 @@ func (a *localAccept) record(ctx context.Context) error {
 			if s.Task.Gate == nil {
 				s.Task.Gate = &task.GateRecord{}
 			}
-			s.Task.Gate.Skipped = &task.GateSkip{By: string(e.Actor), At: mine.StartedAt, Reason: oneLineReason(a.opts.SkipReason)}
+			s.Task.Gate.Skipped = &task.GateSkip{By: string(e.Actor), At: mine.StartedAt, Reason: session.OneLine(a.opts.SkipReason)}
 		}
 		reason := "merging into " + pre.into
 		if len(a.approved) > 0 {
@@ -516,7 +512,7 @@ func (a *localAccept) record(ctx context.Context) error {
 				s.Task.Gate = &task.GateRecord{}
 			}
 			s.Task.Gate.Approved = e.approval(a.approved, approvedTip, mine.StartedAt)
-			reason += "; a human approved the protected paths " + oneLineReason(listProtected(a.approved, false))
+			reason += "; a human approved the protected paths " + session.OneLine(listProtected(a.approved, false))
 		}
 		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
@@ -827,7 +823,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 	slug := sn.Task.Slug
 	switch st := sn.Task.Status; {
 	case st == machine.Complete && sn.Task.Outcome == task.OutcomeAccepted:
-		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
+		return nil, fmt.Errorf("accept %s: %w", slug, session.ErrAlreadyAccepted)
 	case st == machine.Conflict || sn.PendingViolations() > 0:
 		return nil, fmt.Errorf("accept %s: %s pending (%s); decide them with lazy unblock --approve-file PATH or --no-approve-files first",
 			slug, words.Count(sn.PendingViolations(), "file-permission violation is", "file-permission violations are"), strings.Join(sn.Violations.Pending, ", "))
@@ -890,7 +886,7 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 		return nil, err
 	}
 	if dest == "" {
-		dest = e.Store.Repo().LazyDir("tmp", "accept-"+sn.Task.ID)
+		dest = e.Repo.LazyDir("tmp", "accept-"+sn.Task.ID)
 		_ = os.RemoveAll(dest)
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return nil, err
@@ -956,7 +952,7 @@ func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*t
 			return nil, nil
 		}
 		RestoreFromAccept(s)
-		reason := oneLineReason(cause.Error())
+		reason := session.OneLine(cause.Error())
 		s.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: "accept aborted: " + cause.Error()})
 		return &task.Op{Name: "accept-abort", Actor: e.Actor, Reason: reason}, nil
 	})
@@ -989,14 +985,6 @@ func RestoreFromAccept(s *task.Snapshot) {
 	}
 	s.Task.Status = to
 	s.Task.Accept = nil
-}
-
-func oneLineReason(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // withStash re-applies a stash after a failed merge and adds where the
@@ -1065,6 +1053,6 @@ func (e *Env) cleanupAccepted(ctx context.Context, sn *task.Snapshot) []string {
 			}
 		}
 	}
-	_ = os.RemoveAll(string(proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)))
+	_ = os.RemoveAll(string(proto.ForTask(e.Repo.LazyDir(), sn.Task.ID)))
 	return e.recordKept(ctx, sn.Task.ID, kept)
 }

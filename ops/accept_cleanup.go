@@ -152,7 +152,7 @@ const acceptCheckoutPrefix = "accept-"
 
 // isAcceptCheckout reports whether dir is a checkout an accept made.
 func (e *Env) isAcceptCheckout(dir string) bool {
-	tmp := e.Store.Repo().LazyDir("tmp")
+	tmp := e.Repo.LazyDir("tmp")
 	return filepath.Dir(dir) == tmp && strings.HasPrefix(filepath.Base(dir), acceptCheckoutPrefix)
 }
 
@@ -170,7 +170,7 @@ type LeftCheckout struct {
 // accept runs now and whose accept is not waiting for its recovery (the
 // recovery merges there).
 func (e *Env) LeftCheckouts(ctx context.Context) []LeftCheckout {
-	dirs, _ := filepath.Glob(e.Store.Repo().LazyDir("tmp", acceptCheckoutPrefix+"*"))
+	dirs, _ := filepath.Glob(e.Repo.LazyDir("tmp", acceptCheckoutPrefix+"*"))
 	var out []LeftCheckout
 	for _, dir := range dirs {
 		id := strings.TrimPrefix(filepath.Base(dir), acceptCheckoutPrefix)

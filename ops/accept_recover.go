@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -59,7 +60,7 @@ func (e *Env) destinationWait() time.Duration {
 // destinationLock is the lock file of accepts into branch into.
 func (e *Env) destinationLock(into string) string {
 	sum := sha256.Sum256([]byte(into))
-	return e.Store.Repo().LazyDir("locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
+	return e.Repo.LazyDir("locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
 }
 
 // tryDestination takes the accept lock of into without waiting;
@@ -177,7 +178,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before strin
 			return &task.Op{Name: "accept-recovered", Actor: e.Actor, Reason: "a stranded accept had merged"}, nil
 		}
 		RestoreFromAccept(s)
-		return &task.Op{Name: "accept-abort", Actor: e.Actor, Reason: oneLineReason("stranded accept recovered " + before)}, nil
+		return &task.Op{Name: "accept-abort", Actor: e.Actor, Reason: session.OneLine("stranded accept recovered " + before)}, nil
 	})
 	if err != nil {
 		return nil, false, "", err
@@ -280,7 +281,7 @@ func (e *Env) acceptDestination(ctx context.Context, sn *task.Snapshot) (string,
 	if err != nil || dest != "" {
 		return dest, err
 	}
-	tmp := e.Store.Repo().LazyDir("tmp", "accept-"+sn.Task.ID)
+	tmp := e.Repo.LazyDir("tmp", "accept-"+sn.Task.ID)
 	if _, err := os.Stat(tmp); err == nil {
 		return tmp, nil
 	}

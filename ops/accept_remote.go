@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -291,7 +292,7 @@ func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 				s.Task.Gate = &task.GateRecord{}
 			}
 			s.Task.Gate.Approved = e.approval(a.approved, a.approvedTip, time.Now())
-			reason += "; a human approved the protected paths " + oneLineReason(listProtected(a.approved, false))
+			reason += "; a human approved the protected paths " + session.OneLine(listProtected(a.approved, false))
 		}
 		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
 	})
@@ -414,7 +415,7 @@ func (e *Env) mergesThroughForge(sn *task.Snapshot) (bool, error) {
 	if sn.Task.Status != machine.Blocked {
 		return false, nil
 	}
-	cfg, err := e.Store.Repo().Config()
+	cfg, err := e.Repo.Config()
 	if err != nil {
 		return false, err
 	}
@@ -425,7 +426,7 @@ func (e *Env) mergesThroughForge(sn *task.Snapshot) (bool, error) {
 // or the first method the repository allows when that one is not.
 func (e *Env) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
 	want := ""
-	if cfg, err := e.Store.Repo().Config(); err == nil {
+	if cfg, err := e.Repo.Config(); err == nil {
 		want, _ = cfg.Get("lazy.forge.mergeMethod")
 	}
 	allowed, err := fg.Methods(ctx)

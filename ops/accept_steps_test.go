@@ -89,7 +89,7 @@ func newAcceptFixture(t *testing.T, feature string) *acceptFixture {
 	t.Helper()
 	ctx := context.Background()
 	e := env(t)
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
 	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "add the feature", Goal: "so that it exists"})
 	if err != nil {

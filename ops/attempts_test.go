@@ -23,7 +23,7 @@ func attemptsRepo(t *testing.T) (*Env, *[]string) {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	e := env(t)
-	e.RepoDir = filepath.Dir(e.Store.Repo().CommonDir)
+	e.RepoDir = filepath.Dir(e.Repo.CommonDir)
 	var mu sync.Mutex
 	launched := &[]string{}
 	e.Launch = func(id string) error {

@@ -78,7 +78,7 @@ const KeyPrice = "lazy.price"
 // Prices is lazy's price table with this repository's lazy.price
 // settings over it. A bad value is an error naming the key and the fix.
 func (e *Env) Prices() (budget.Prices, error) {
-	cfg, err := e.Store.Repo().Config()
+	cfg, err := e.Repo.Config()
 	if err != nil {
 		return budget.Prices{}, fmt.Errorf("read git config: %w", err)
 	}

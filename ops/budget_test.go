@@ -33,7 +33,7 @@ func spend(t *testing.T, e *Env, id string, usd float64) {
 func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
 	root, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "root", BudgetUSD: ptr(3.0)})
 	mid, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "mid", Parent: root.Task.ID})
@@ -187,7 +187,7 @@ func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
 func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
 	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "frozen", BudgetUSD: ptr(0.0)})
 	if err != nil {
@@ -240,7 +240,7 @@ func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 // neither knows is unpriced, never $0.
 func TestPriceTurn(t *testing.T) {
 	e := env(t)
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	prices, err := e.Prices()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -34,7 +35,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 		return []string{"left every worktree and branch alone: " + err.Error()}, nil
 	}
 	repo := e.Dir()
-	_ = os.RemoveAll(string(proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)))
+	_ = os.RemoveAll(string(proto.ForTask(e.Repo.LazyDir(), sn.Task.ID)))
 	var notes, kept []string
 	worktreeGone := true
 	if _, err := os.Stat(s.Worktree); err == nil {
@@ -117,7 +118,7 @@ func (e *Env) recordKept(ctx context.Context, id string, kept []string) []string
 	}
 	if _, _, err := e.Store.Update(ctx, id, func(x *task.Snapshot) (*task.Op, error) {
 		x.AddComment(task.Comment{Actor: e.Actor, At: time.Now().UTC().Truncate(time.Second), Text: text})
-		return &task.Op{Name: "cleanup-kept", Actor: e.Actor, Reason: oneLineReason(text)}, nil
+		return &task.Op{Name: "cleanup-kept", Actor: e.Actor, Reason: session.OneLine(text)}, nil
 	}); err != nil {
 		notes = append(notes, "this could not be recorded on the task, so note it: "+err.Error())
 	}

@@ -164,7 +164,7 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 		t.Fatalf("the subtask's session is %+v (sandbox %+v), want the agent's sandbox and mode", local, local.Sandbox)
 	}
 	var cmd proto.Command
-	if err := proto.ForTask(e.Store.Repo().LazyDir(), sub.Task.ID).Read(proto.CommandFile, &cmd); err != nil {
+	if err := proto.ForTask(e.Repo.LazyDir(), sub.Task.ID).Read(proto.CommandFile, &cmd); err != nil {
 		t.Fatal(err)
 	}
 	if cmd.Sandbox == nil || cmd.Sandbox.Network != confine.NetworkOff || cmd.PermissionMode != "default" {
@@ -379,7 +379,7 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 	maxBudget := func(id string) float64 {
 		t.Helper()
 		var cmd proto.Command
-		if err := proto.ForTask(e.Store.Repo().LazyDir(), id).Read(proto.CommandFile, &cmd); err != nil {
+		if err := proto.ForTask(e.Repo.LazyDir(), id).Read(proto.CommandFile, &cmd); err != nil {
 			t.Fatal(err)
 		}
 		return cmd.MaxBudgetUSD

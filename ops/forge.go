@@ -25,7 +25,7 @@ func (e *Env) submitRemote(sn *task.Snapshot, flag string) (string, error) {
 		r = sn.Task.Forge.Remote
 	}
 	if r == "" {
-		if cfg, err := e.Store.Repo().Config(); err == nil {
+		if cfg, err := e.Repo.Config(); err == nil {
 			r, _ = cfg.Get("lazy.forge.remote")
 		}
 	}
@@ -46,7 +46,7 @@ func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error)
 	if err := task.ValidBranchName(remote); err != nil {
 		return nil, fmt.Errorf("remote %q is not a remote name: %w", remote, err)
 	}
-	cfg, err := e.Store.Repo().Config()
+	cfg, err := e.Repo.Config()
 	if err != nil {
 		return nil, err
 	}

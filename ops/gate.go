@@ -42,7 +42,7 @@ func (g *gatePlan) enabled() bool { return g != nil && len(g.cmds) > 0 }
 
 // GateSettings reads lazy.gate.* from the repository's git config.
 func (e *Env) GateSettings() (gate.Settings, error) {
-	cfg, err := e.Store.Repo().Config()
+	cfg, err := e.Repo.Config()
 	if err != nil {
 		return gate.Settings{}, fmt.Errorf("read git config: %w", err)
 	}
@@ -110,7 +110,7 @@ func (e *Env) buildCandidate(ctx context.Context, base, branch, slug, into strin
 // again.
 func (e *Env) passMark(tree string, cmds []string) string {
 	sum := sha256.Sum256([]byte(strings.Join(cmds, "\x00")))
-	return e.Store.Repo().LazyDir("gate", "passed", tree+"-"+hex.EncodeToString(sum[:8]))
+	return e.Repo.LazyDir("gate", "passed", tree+"-"+hex.EncodeToString(sum[:8]))
 }
 
 // passedBefore returns the id of a run that passed on tree with cmds on
@@ -133,7 +133,7 @@ func (e *Env) markPassed(tree string, cmds []string, id string) {
 
 // GateLog is where the whole output of a task's gate run is kept.
 func (e *Env) GateLog(taskID, runID string) string {
-	return e.Store.Repo().LazyDir("logs", taskID, "gate-"+runID+".log")
+	return e.Repo.LazyDir("logs", taskID, "gate-"+runID+".log")
 }
 
 // gateRun runs the gate's commands on c's tree in a scratch worktree
@@ -282,14 +282,14 @@ func (e *Env) removeScratch(ctx context.Context, dir string) error {
 
 // ownerFile names the process that runs gate run id.
 func (e *Env) ownerFile(id string) string {
-	return e.Store.Repo().LazyDir("tmp", "gate-"+id+".pid")
+	return e.Repo.LazyDir("tmp", "gate-"+id+".pid")
 }
 
 // recordGate adds run to the task's gate record.
 func (e *Env) recordGate(ctx context.Context, id string, run task.GateRun) error {
 	reason := "passed on " + short(run.Tree)
 	if !run.Passed {
-		reason = "failed: " + oneLineReason(run.Failed+" "+run.Error+" "+run.Refused)
+		reason = "failed: " + session.OneLine(run.Failed+" "+run.Error+" "+run.Refused)
 	}
 	_, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Gate == nil {
@@ -383,7 +383,7 @@ func gateTrailer(runID string, g *gatePlan) string {
 
 // skipTrailer records a human's decision to land without the gate.
 func skipTrailer(reason string) string {
-	return "Lazy-Gate: skipped by human: " + oneLineReason(reason) + "\n"
+	return "Lazy-Gate: skipped by human: " + session.OneLine(reason) + "\n"
 }
 
 func short(id string) string {
@@ -411,7 +411,7 @@ const gateMarker = "LAZY_GATE_RUN="
 const gateScopeEnv = "LAZY_GATE_REPO"
 
 func (e *Env) gateScope() string {
-	dir := e.Store.Repo().LazyDir()
+	dir := e.Repo.LazyDir()
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
@@ -423,7 +423,7 @@ func (e *Env) gateScope() string {
 // its marker are killed and the worktree removed. It returns what it
 // did, a line each.
 func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
-	owners, _ := filepath.Glob(e.Store.Repo().LazyDir("tmp", "gate-*.pid"))
+	owners, _ := filepath.Glob(e.Repo.LazyDir("tmp", "gate-*.pid"))
 	var done []string
 	for _, owner := range owners {
 		b, err := os.ReadFile(owner)

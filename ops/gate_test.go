@@ -36,7 +36,7 @@ func newGateRepo(t *testing.T, gate ...string) *gateRepo {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir()) // where the gate's scratch worktrees go
 	e := env(t)
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
 	for _, g := range gate {
 		testrepo.Git(t, dir, "config", "--add", "lazy.gate", g)

@@ -19,7 +19,7 @@ import (
 // (passedBefore).
 
 // GateRuns is this machine's own record of the gate runs it made.
-func (e *Env) GateRuns() owned.GateRuns { return owned.GateRunsFor(e.Store.Repo().LazyDir()) }
+func (e *Env) GateRuns() owned.GateRuns { return owned.GateRunsFor(e.Repo.LazyDir()) }
 
 // saveLocalRun records run as this process saw it, before the task's
 // record names it.

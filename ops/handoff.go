@@ -201,7 +201,7 @@ func ruledOut(turns []task.Turn, sn *task.Snapshot, secrets *redact.Redactor) st
 			if why == "" {
 				why = t.FailureClass
 			}
-			out = append(out, fmt.Sprintf("- turn %d ended with an error: %s", t.Seq, quote.Inline(session.Clip(oneLineReason(why), 300))))
+			out = append(out, fmt.Sprintf("- turn %d ended with an error: %s", t.Seq, quote.Inline(session.Clip(session.OneLine(why), 300))))
 		}
 	}
 	if g := sn.Task.Gate; g != nil {
@@ -212,7 +212,7 @@ func ruledOut(turns []task.Turn, sn *task.Snapshot, secrets *redact.Redactor) st
 		}
 	}
 	if r := sn.Session.InterruptReason; r != "" {
-		out = append(out, "- the last session was interrupted: "+quote.Inline(session.Clip(oneLineReason(r), 300)))
+		out = append(out, "- the last session was interrupted: "+quote.Inline(session.Clip(session.OneLine(r), 300)))
 	}
 	return strings.Join(out, "\n")
 }
@@ -366,7 +366,7 @@ func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.
 // HandoffFile is where the newest handoff record of a task is kept on
 // this machine as a file, for a human taking over with lazy pair.
 func (e *Env) HandoffFile(id string) string {
-	return e.Store.Repo().LazyDir("handoff", id+".md")
+	return e.Repo.LazyDir("handoff", id+".md")
 }
 
 func (e *Env) saveHandoffFile(id, record string) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -29,7 +30,7 @@ func GateFailure(r task.GateRun) string {
 	what := "the merge gate did not pass"
 	switch {
 	case r.Error != "":
-		what = "the merge gate could not run: " + oneLineReason(r.Error)
+		what = "the merge gate could not run: " + session.OneLine(r.Error)
 	case r.Failed != "":
 		what = "the merge gate failed: " + describeFailure(r)
 	}

@@ -105,7 +105,7 @@ func (e *Env) Logs(_ context.Context, name string, lines int) (*LogTail, error) 
 		lines = DefaultLogLines
 	}
 	lines = min(lines, MaxLogLines)
-	path := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID).Path(proto.LogFile)
+	path := proto.ForTask(e.Repo.LazyDir(), sn.Task.ID).Path(proto.LogFile)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &LogTail{Lines: []string{}, Path: path}, nil

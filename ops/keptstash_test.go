@@ -40,7 +40,7 @@ func keptStashOf(t *testing.T, e *Env, dir, id string, files map[string]string) 
 func TestOwedStashesFoldIntoOnePerCheckout(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
 	ids := []string{"00000000000000a1", "00000000000000a2", "00000000000000a3"}
 	s1 := keptStashOf(t, e, dir, ids[0], map[string]string{"README.md": "# test\nedit 1\n", "n1.txt": "note 1\n"})

@@ -228,7 +228,7 @@ func (e *Env) overlapWork(id string, base func(*task.Snapshot) (string, error)) 
 	if err != nil || task.ValidBranchName(into) != nil {
 		return nil
 	}
-	refs := e.Store.Repo()
+	refs := e.Repo
 	tip, ok, err := refs.ReadRef("refs/heads/" + local.Branch)
 	if err != nil || !ok {
 		return nil

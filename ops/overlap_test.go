@@ -32,7 +32,7 @@ func startedTask(t *testing.T, e *Env, title, target string, files ...string) *t
 func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	dir := filepath.Dir(e.Store.Repo().CommonDir)
+	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
 
 	if got, err := e.Overlaps(ctx); err != nil || got != nil {
@@ -139,7 +139,7 @@ func TestOverlapsBrief(t *testing.T) {
 func TestAttemptsOfOneTaskDoNotOverlapEachOther(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	e.RepoDir = filepath.Dir(e.Store.Repo().CommonDir)
+	e.RepoDir = filepath.Dir(e.Repo.CommonDir)
 	a1 := startedTask(t, e, "fix a1", "", "shared.txt")
 	a2 := startedTask(t, e, "fix a2", "", "shared.txt")
 	other := startedTask(t, e, "other", "", "shared.txt")

@@ -63,7 +63,7 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pair %s: read its worktree: %w", sn.Task.Slug, err)
 	}
-	pd := proto.ForTask(e.Store.Repo().LazyDir(), sn.Task.ID)
+	pd := proto.ForTask(e.Repo.LazyDir(), sn.Task.ID)
 	now := time.Now().UTC()
 	if err := pd.Write(proto.PairingFile, proto.Pairing{Session: sn.Session.ID, PID: os.Getpid(), StartedAt: now}); err != nil {
 		return nil, err
@@ -121,6 +121,6 @@ func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*task.Snap
 		s.Task.Status = machine.Park(s.PendingViolations())
 		return &task.Op{Name: "pair-end", Actor: e.Actor, Reason: summary}, nil
 	})
-	proto.ForTask(e.Store.Repo().LazyDir(), id).Remove(proto.PairingFile)
+	proto.ForTask(e.Repo.LazyDir(), id).Remove(proto.PairingFile)
 	return sn, err
 }

@@ -77,7 +77,7 @@ type DeferredStart struct {
 	At              time.Time      `json:"at"`
 }
 
-func (e *Env) deferredPath(id string) string { return e.queueDir("deferred", id+".json") }
+func (e *Env) deferredPath(id string) string { return e.Repo.LazyDir("queue", "deferred", id+".json") }
 
 // DeferStart records that task name starts here, as in, once the tasks
 // it waits for are complete.
@@ -112,7 +112,7 @@ func (e *Env) DeferStart(name string, in session.StartInput) (*task.Snapshot, er
 // start (the caller's way to start a task as the deferred start says),
 // and drops those that can no longer start. It returns what it started.
 func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context, d DeferredStart) error) []string {
-	paths, _ := filepath.Glob(e.queueDir("deferred", "*.json"))
+	paths, _ := filepath.Glob(e.Repo.LazyDir("queue", "deferred", "*.json"))
 	var started []string
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -91,7 +92,7 @@ type QueueView struct {
 const maxLeft = 50
 
 func (e *Env) queueDir(parts ...string) string {
-	return e.Store.Repo().LazyDir(append([]string{"queue"}, parts...)...)
+	return e.Repo.LazyDir(append([]string{"queue"}, parts...)...)
 }
 
 func (e *Env) activePath(id string) string { return e.queueDir("active", id+".json") }
@@ -149,7 +150,7 @@ func (t *queueTicket) leave(outcome, why, commit string) {
 		return
 	}
 	_ = os.Remove(t.path)
-	t.e.logLeft(QueueLeft{Task: t.en.Task, Slug: t.en.Slug, Target: t.en.Target, Outcome: outcome, Why: oneLineReason(why), Commit: commit,
+	t.e.logLeft(QueueLeft{Task: t.en.Task, Slug: t.en.Slug, Target: t.en.Target, Outcome: outcome, Why: session.OneLine(why), Commit: commit,
 		At: time.Now().UTC().Truncate(time.Second)})
 }
 

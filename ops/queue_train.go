@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -137,7 +138,7 @@ func (e *Env) gateTrain(ctx context.Context, into, tip string, cars []*trainCar,
 			run, err := e.gateRun(ctx, car.sn, gp, car.cand, into, opts, true)
 			switch {
 			case err != nil:
-				car.ticket.set(QueueWaiting, "the speculative gate run was not recorded: "+oneLineReason(err.Error()))
+				car.ticket.set(QueueWaiting, "the speculative gate run was not recorded: "+session.OneLine(err.Error()))
 			case run.Passed:
 				car.ticket.set(QueueWaiting, "passed the gate speculatively (run "+run.ID+"); lands when the entries ahead have")
 			default:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -126,7 +127,7 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 	}
 	slug := sn.Task.Slug
 	if sn.Task.Status == machine.Complete && sn.Task.Outcome == task.OutcomeAccepted {
-		return nil, fmt.Errorf("accept %s: %w", slug, ErrAlreadyAccepted)
+		return nil, fmt.Errorf("accept %s: %w", slug, session.ErrAlreadyAccepted)
 	}
 	if err := AcceptableStatus(slug, sn.Task.Status); err != nil {
 		return nil, err

@@ -656,7 +656,7 @@ func (e *Env) PoolWork(sn *task.Snapshot) bool {
 // pool.MaxLog bytes), so lazy logs on any clone can show a turn a runner
 // ran.
 func (r *runner) logUpdate(ctx context.Context, id string) (pool.Update, bool) {
-	b, err := os.ReadFile(proto.ForTask(r.e.Store.Repo().LazyDir(), id).Path(proto.LogFile))
+	b, err := os.ReadFile(proto.ForTask(r.e.Repo.LazyDir(), id).Path(proto.LogFile))
 	if err != nil || len(b) == 0 {
 		return pool.Update{}, false
 	}

@@ -7,13 +7,14 @@ import (
 
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
 
 // Accepts is this machine's record of the local accepts it began and
 // has not ended (see package owned): what makes a merging task its own.
-func (e *Env) Accepts() owned.Accepts { return owned.AcceptsFor(e.Store.Repo().LazyDir()) }
+func (e *Env) Accepts() owned.Accepts { return owned.AcceptsFor(e.Repo.LazyDir()) }
 
 // ForeignAcceptError refuses to recover a merging task whose accept this
 // machine did not begin. A host id is public (every record commit names
@@ -104,22 +105,18 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 	if err := task.ValidBranchName(rec.Into); err != nil || !task.ValidHex(rec.IntoSHA) {
 		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
 	}
-	landed, err := worktree.HasCommitWith(ctx, repoDir, AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)
+	landed, err := worktree.HasCommitWith(ctx, repoDir, session.AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)
 	if err != nil {
 		return false, fmt.Errorf("look for the merge of %s on %s: %w", sn.Task.Slug, rec.Into, err)
 	}
 	return landed, nil
 }
 
-// AcceptTrailer is the trailer line lazy accept puts in a squash commit
-// and lazy submit in a pull request's description.
-func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
-
 // EscapeStranded returns a task stranded in a local merge (merging with
 // an accept record, while the caller holds the lifecycle lock, so no
 // accept is running) to a resting status before a command does its job
 // (spec: reject, close, submit and unblock escape a stranded merge). A
-// merge that landed is finished instead, and ErrAlreadyAccepted says so.
+// merge that landed is finished instead, and session.ErrAlreadyAccepted says so.
 // A forge-pending merge is left alone: it is not stranded.
 func (e *Env) EscapeStranded(ctx context.Context, sn *task.Snapshot, verb string) (*task.Snapshot, error) {
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
@@ -133,7 +130,7 @@ func (e *Env) EscapeStranded(ctx context.Context, sn *task.Snapshot, verb string
 		return nil, fmt.Errorf("%s %s: recover its interrupted accept first: %w", verb, sn.Task.Slug, err)
 	}
 	if landed {
-		return nil, fmt.Errorf("%s %s: a stranded accept had already merged it; it is now complete: %w", verb, sn.Task.Slug, ErrAlreadyAccepted)
+		return nil, fmt.Errorf("%s %s: a stranded accept had already merged it; it is now complete: %w", verb, sn.Task.Slug, session.ErrAlreadyAccepted)
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -323,6 +324,6 @@ func prDescription(sn *task.Snapshot, goal string, turns []task.Turn) string {
 		}
 		fmt.Fprintf(&b, "%d. **%s** (%s): %s\n", t.Seq, who, kind, line)
 	}
-	b.WriteString("\n" + AcceptTrailer(sn.Task.ID) + "\n" + forgeMarker + "\n")
+	b.WriteString("\n" + session.AcceptTrailer(sn.Task.ID) + "\n" + forgeMarker + "\n")
 	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -155,7 +156,7 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 }
 
 // AcceptTrailer is the trailer line lazy accept puts in a squash commit.
-func AcceptTrailer(taskID string) string { return ops.AcceptTrailer(taskID) }
+func AcceptTrailer(taskID string) string { return session.AcceptTrailer(taskID) }
 
 // sweepTerminal stops supervisors that finished tasks left behind and
 // removes their protocol files (spec: "Terminal container sweep"). It

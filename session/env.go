@@ -123,3 +123,21 @@ func Clip(s string, n int) string {
 	}
 	return s
 }
+
+// ErrAlreadyAccepted is returned by an accept of a task another accept
+// finished first.
+var ErrAlreadyAccepted = errors.New("already accepted")
+
+// OneLine is s on one line (runs of white space made one space), cut to
+// 200 bytes: a reason as a record or a summary quotes it.
+func OneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// AcceptTrailer is the trailer line lazy accept puts in a squash commit
+// and lazy submit in a pull request's description.
+func AcceptTrailer(taskID string) string { return "Lazy-Task: " + taskID }
