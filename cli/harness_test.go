@@ -308,3 +308,6 @@ func (l *lazyT) worked(title, file, content string) taskJSON {
 	})
 	return l.show(tk.Slug)
 }
+
+// jsonDecode decodes a command's JSON output.
+func jsonDecode(out string, v any) error { return json.Unmarshal([]byte(out), v) }
