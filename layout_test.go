@@ -190,6 +190,7 @@ func TestPinnedLayering(t *testing.T) {
 		"ops":       {"cli", "web", "mcp", "daemon"},
 		"session":   {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
 		"lifecycle": {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
+		"spending":  {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
 		"web":       {"daemon", "mcp", "cli"},
 		"mcp":       {"daemon", "web", "cli"},
 		"daemon":    {"web", "mcp", "cli"},

@@ -589,7 +589,7 @@ func raise(ctx context.Context, env *ops.Env, task, text string) (owner string, 
 	if err != nil {
 		return "", 0, usageError{err.Error()}
 	}
-	return env.RaiseBudget(ctx, task, add, usd)
+	return env.Spending().RaiseBudget(ctx, task, add, usd)
 }
 
 func (a *app) repoDir() string {

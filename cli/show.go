@@ -245,7 +245,7 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 // as nothing, so it can neither hold the budget for good nor pay for
 // another task's spending.
 func budgetNote(env *ops.Env, sn *task.Snapshot) string {
-	spent, flags, err := env.Spending(sn)
+	spent, flags, err := env.Spending().Spending(sn)
 	if err != nil {
 		return ""
 	}

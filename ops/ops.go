@@ -9,6 +9,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/spending"
 )
 
 // Env is what the operations still in ops need: the shared core
@@ -51,3 +52,7 @@ func (e *Env) WithAccept(crash *CrashPoint, gateReaper []string) *Env {
 func (e *Env) Lifecycle() *lifecycle.Service {
 	return lifecycle.New(&e.Env, e, e)
 }
+
+// Spending is the spending capability over e's core: what a task spent,
+// raising the budget that holds it, the prices of turns.
+func (e *Env) Spending() *spending.Service { return spending.New(&e.Env) }

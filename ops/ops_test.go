@@ -38,3 +38,16 @@ func walk(t *testing.T, e *Env, id string, to ...machine.Status) {
 		}
 	}
 }
+
+// spend records usd as what task id's turns cost.
+func spend(t *testing.T, e *Env, id string, usd float64) {
+	t.Helper()
+	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Usage = &task.Usage{CostUSD: usd}
+		return &task.Op{Name: "walk", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -16,9 +16,9 @@ import (
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/spending"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -284,13 +284,13 @@ func (r *Reconciler) turnUsage(s *task.Snapshot, u *proto.Usage) (task.Usage, st
 	if !use.CheckTurn() {
 		return use, model, ""
 	}
-	prices, err := r.Env.Prices()
+	prices, err := r.Env.Spending().Prices()
 	if err != nil {
 		// A bad lazy.price is lazy config's to report; the turn is still
 		// priced from the table rather than not recorded.
 		prices = budget.NewPrices(nil)
 	}
-	by := ops.PriceTurn(prices, model, &use)
+	by := spending.PriceTurn(prices, model, &use)
 	use.CostUSD = task.RoundUSD(use.CostUSD)
 	return use, model, by
 }

@@ -1,31 +1,18 @@
-package ops
+package spending
 
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lazyorch/lazy/budget"
-	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
-
-// spend records usd as what task id's turns cost.
-func spend(t *testing.T, e *Env, id string, usd float64) {
-	t.Helper()
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
-		s.Task.Usage = &task.Usage{CostUSD: usd}
-		return &task.Op{Name: "walk", Actor: machine.System}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // A task's budget counts it and everything under it; a subtask's turns
 // run under its own budget, each ancestor's and the day's; the tightest
@@ -33,8 +20,7 @@ func spend(t *testing.T, e *Env, id string, usd float64) {
 func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	dir := filepath.Dir(e.Repo.CommonDir)
-	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
+	git := func(args ...string) { t.Helper(); e.gitConfig(t, args[1:]...) }
 	root, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "root", BudgetUSD: ptr(3.0)})
 	mid, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "mid", Parent: root.Task.ID})
 	leaf, _ := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "leaf", Parent: mid.Task.ID})
@@ -82,7 +68,7 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	owner, limit, err := e.RaiseBudget(ctx, leaf.Task.Slug, true, 2)
+	owner, limit, err := e.Spending().RaiseBudget(ctx, leaf.Task.Slug, true, 2)
 	if err != nil || owner != mid.Task.Slug || limit != 3.25 {
 		t.Fatalf("raise: %s %v %v, want mid raised from what it spent to 3.25", owner, limit, err)
 	}
@@ -100,7 +86,7 @@ func TestBudgetLinesRollUpSubtasks(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.RaiseBudget(ctx, other.Task.Slug, true, 5); err == nil || !strings.Contains(err.Error(), session.KeyBudgetDay) {
+	if _, _, err := e.Spending().RaiseBudget(ctx, other.Task.Slug, true, 5); err == nil || !strings.Contains(err.Error(), session.KeyBudgetDay) {
 		t.Fatalf("raising a day hold: %v", err)
 	}
 }
@@ -143,8 +129,6 @@ func TestHoldEndsWhenWorkResumes(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // Hostile figures among a task's subtasks: a sibling's -1e308 cannot
 // cancel another's spending, and a child's 1e308 is left out rather than
 // holding its parent for good; both are flagged under the parent.
@@ -167,7 +151,7 @@ func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
 	if len(lines) != 1 || lines[0].SpentUSD != 4 || lines[0].LimitUSD != 10 || lines[0].Over() {
 		t.Fatalf("lines %+v: want $4 of $10 spent, the hostile figures left out", lines)
 	}
-	spent, flags, err := e.Spending(sn)
+	spent, flags, err := e.Spending().Spending(sn)
 	if err != nil || spent.CostUSD != 4 || len(flags) != 2 {
 		t.Fatalf("spending %+v, flags %+v, %v", spent, flags, err)
 	}
@@ -176,7 +160,7 @@ func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
 			t.Errorf("flag of %s", f.Task)
 		}
 	}
-	if u, _ := e.Spent(sn); u.CostUSD != 4 {
+	if u, _ := e.Spending().Spent(sn); u.CostUSD != 4 {
 		t.Fatalf("the accept trailer's figure: %+v", u)
 	}
 }
@@ -187,8 +171,7 @@ func TestBudgetLinesLeaveOutHostileFigures(t *testing.T) {
 func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
-	dir := filepath.Dir(e.Repo.CommonDir)
-	git := func(args ...string) { t.Helper(); testrepo.Git(t, dir, args...) }
+	git := func(args ...string) { t.Helper(); e.gitConfig(t, args[1:]...) }
 	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "frozen", BudgetUSD: ptr(0.0)})
 	if err != nil {
 		t.Fatal(err)
@@ -240,8 +223,7 @@ func TestZeroBudgetAllowsNoSpend(t *testing.T) {
 // neither knows is unpriced, never $0.
 func TestPriceTurn(t *testing.T) {
 	e := env(t)
-	dir := filepath.Dir(e.Repo.CommonDir)
-	prices, err := e.Prices()
+	prices, err := e.Spending().Prices()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,17 +239,17 @@ func TestPriceTurn(t *testing.T) {
 	if by := PriceTurn(prices, "gpt-9-unheard-of", &u); by != "" || u.CostUSD != 0 || u.Unpriced != 1 || !strings.HasPrefix(u.String(), "unpriced, ") {
 		t.Fatalf("an unknown model: %s %+v %q", by, u, u.String())
 	}
-	testrepo.Git(t, dir, "config", "--add", KeyPrice, "gpt-9-unheard-of 2,0.5,20")
-	testrepo.Git(t, dir, "config", "--add", KeyPrice, "gpt-5-codex 1,0.1,8")
-	if prices, err = e.Prices(); err != nil {
+	e.gitConfig(t, "--add", KeyPrice, "gpt-9-unheard-of 2,0.5,20")
+	e.gitConfig(t, "--add", KeyPrice, "gpt-5-codex 1,0.1,8")
+	if prices, err = e.Spending().Prices(); err != nil {
 		t.Fatal(err)
 	}
 	u = task.Usage{InputTokens: 60000, OutputTokens: 2400}
 	if by := PriceTurn(prices, "gpt-5-codex", &u); by != budget.PricedByConfig || u.CostUSD != 0.0792 {
 		t.Fatalf("a lazy.price override: %s %+v", by, u)
 	}
-	testrepo.Git(t, dir, "config", "--add", KeyPrice, "gpt-5-codex cheap")
-	if _, err := e.Prices(); err == nil || !strings.Contains(err.Error(), "git config --add "+KeyPrice) {
+	e.gitConfig(t, "--add", KeyPrice, "gpt-5-codex cheap")
+	if _, err := e.Spending().Prices(); err == nil || !strings.Contains(err.Error(), "git config --add "+KeyPrice) {
 		t.Fatalf("a bad lazy.price: %v", err)
 	}
 }
