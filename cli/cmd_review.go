@@ -27,6 +27,7 @@ import (
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -65,7 +66,7 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 	if c.JSON {
 		return c.json(a, ctx, env)
 	}
-	r, err := env.ReviewRange(ctx, c.Task)
+	r, err := env.Review().ReviewRange(ctx, c.Task)
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 // changed reports whether lazy diff has anything to show: the branch's
 // commits change something (in the paths asked for), or, unless
 // --committed, the worktree holds uncommitted changes there.
-func (c *DiffCmd) changed(ctx context.Context, a *app, r *ops.Review) (bool, error) {
+func (c *DiffCmd) changed(ctx context.Context, a *app, r *review.Review) (bool, error) {
 	err := gitcli.New(a.repoDir(), "diff", "--quiet", "--no-ext-diff", r.MergeBase, r.BranchSHA).Paths(c.Paths...).Run(ctx)
 	var ge *gitcli.Error
 	switch {
@@ -131,7 +132,7 @@ func (c *DiffCmd) changed(ctx context.Context, a *app, r *ops.Review) (bool, err
 }
 
 // nothing is what an empty lazy diff says.
-func (c *DiffCmd) nothing(r *ops.Review) string {
+func (c *DiffCmd) nothing(r *review.Review) string {
 	msg := noChanges(r, c.Committed)
 	if len(c.Paths) > 0 {
 		msg = strings.TrimSuffix(msg, ".") + " in " + words.List(quotedNames(c.Paths), "") + "."
@@ -173,7 +174,7 @@ func (c *DiffCmd) json(a *app, ctx context.Context, env *ops.Env) error {
 	if len(c.Paths) > 0 {
 		return usageError{"--json gives the task's whole diff; leave out the paths (its files list says which changed)"}
 	}
-	d, err := env.Diff(ctx, c.Task, true, ops.MaxDiffBytes)
+	d, err := env.Review().Diff(ctx, c.Task, true, review.MaxDiffBytes)
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
 // uncommitted shows, after the branch's diff and under a header that
 // says so, what the task's worktree changed but did not commit: git diff
 // HEAD for tracked files, and each untracked file against nothing.
-func (c *DiffCmd) uncommitted(ctx context.Context, a *app, r *ops.Review, form []string) error {
+func (c *DiffCmd) uncommitted(ctx context.Context, a *app, r *review.Review, form []string) error {
 	st, err := gitcli.New(r.Worktree, "status", "--porcelain", "-z", "--untracked-files=all").Env("GIT_OPTIONAL_LOCKS=0").Paths(c.Paths...).Output(ctx)
 	if err != nil || len(st) == 0 {
 		return nil // a worktree git cannot read has nothing to add here

@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -315,7 +316,7 @@ type substater interface {
 // OVERLAPS (only when a listed task has one: the other active tasks and
 // the target's new commits that changed its files too) and TITLE (cut to
 // the width left).
-func taskTable(w io.Writer, st style, rows []treeRow, marks substater, ov map[string]ops.TaskOverlaps) error {
+func taskTable(w io.Writer, st style, rows []treeRow, marks substater, ov map[string]review.TaskOverlaps) error {
 	overlapping := false
 	for _, row := range rows {
 		if !ov[row.Item.ID].Empty() {
@@ -468,7 +469,7 @@ func (a *app) marks() *marks.Marks {
 // objects are the cached summary bytes, so listing thousands of tasks
 // decodes and re-encodes nothing; a working task gains its live
 // substate and an overlapping one its overlaps.
-func writeJSONList(w io.Writer, rows []task.Entry, bad []listError, mk *marks.Marks, ov map[string]ops.TaskOverlaps) error {
+func writeJSONList(w io.Writer, rows []task.Entry, bad []listError, mk *marks.Marks, ov map[string]review.TaskOverlaps) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString("[")
 	sep := "\n"

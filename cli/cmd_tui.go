@@ -25,6 +25,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -74,8 +75,8 @@ type tuiModel struct {
 	rows  []treeRow
 	// overlaps is each listed task's overlaps (ops.Env.Overlaps), read
 	// with the list through overlapCache.
-	overlaps     map[string]ops.TaskOverlaps
-	overlapCache *ops.OverlapCache
+	overlaps     map[string]review.TaskOverlaps
+	overlapCache *review.OverlapCache
 	selected     string // task id, kept across refreshes
 	pane         int
 	focus        int
@@ -138,7 +139,7 @@ type (
 	tuiTick    struct{}
 	tuiLoaded  struct {
 		tasks    []*task.Summary
-		overlaps map[string]ops.TaskOverlaps
+		overlaps map[string]review.TaskOverlaps
 	}
 	tuiPreview struct {
 		id    string
@@ -1026,7 +1027,7 @@ func (a *app) diffLines(ctx context.Context, id string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	r, err := env.ReviewRange(ctx, id)
+	r, err := env.Review().ReviewRange(ctx, id)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -1070,7 +1071,7 @@ const uncommittedRule = "── uncommitted in the worktree ──"
 
 // noChanges is what lazy diff and watch's diff pane say for a task whose
 // branch and worktree change nothing against the branch it merges into.
-func noChanges(r *ops.Review, committedOnly bool) string {
+func noChanges(r *review.Review, committedOnly bool) string {
 	what := "No changes"
 	if committedOnly {
 		what = "No committed changes"
@@ -1116,7 +1117,7 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 		// No colour; bold, faint and reverse stay, so the selection shows.
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{}, follow: true, scroller: viewport.New()}
+	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &review.OverlapCache{}, follow: true, scroller: viewport.New()}
 	p := tea.NewProgram(m, opts...)
 	m.send = p.Send
 	// The daemon's events (a turn ended, progress) refresh at once; the

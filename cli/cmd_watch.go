@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -47,7 +48,7 @@ type statusView struct {
 }
 
 // overlapBriefs is each overlapping task's overlaps in brief, by slug.
-func overlapBriefs(entries []task.Entry, ov map[string]ops.TaskOverlaps) map[string]string {
+func overlapBriefs(entries []task.Entry, ov map[string]review.TaskOverlaps) map[string]string {
 	out := map[string]string{}
 	for i := range entries {
 		if o, ok := ov[entries[i].ID]; ok && !o.Empty() {
@@ -328,7 +329,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	bell := tty && c.bell(a)
 	var prevStatus map[string]machine.Status
 	last := map[string]string{}
-	cache := &ops.OverlapCache{}
+	cache := &review.OverlapCache{}
 	draw := func() error {
 		entries, err := a.store.List()
 		if err != nil {

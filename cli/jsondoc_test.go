@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/jsondoc"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -40,7 +41,7 @@ func readDocs(t *testing.T) map[string]jsondoc.Spec {
 type listedTask struct {
 	task.Summary
 	Live string `json:"live_substate,omitempty"`
-	ops.TaskOverlaps
+	review.TaskOverlaps
 }
 
 // TestJSONDocCoversTheGoTypes holds docs/json.md to the Go types that

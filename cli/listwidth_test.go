@@ -9,7 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -31,7 +31,7 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 	}
 	shapes := map[string]struct {
 		tasks []*task.Summary
-		ov    map[string]ops.TaskOverlaps
+		ov    map[string]review.TaskOverlaps
 	}{
 		"one attempts group and an overlap": {
 			tasks: []*task.Summary{
@@ -40,7 +40,7 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 				{ID: "a000000000000002", Slug: "fix-login-a2", Title: long, Status: machine.Working, UpdatedAt: at, AttemptOf: "g000000000000001", Attempt: 2},
 				{ID: "r000000000000001", Slug: "refactor-the-session-cache-so-logout-invalidates", Title: "Refactor the session cache so logout invalidates every token it handed out", Status: machine.Blocked, UpdatedAt: at},
 			},
-			ov: map[string]ops.TaskOverlaps{
+			ov: map[string]review.TaskOverlaps{
 				"a000000000000001": {With: map[string][]string{"refactor-the-session-cache-so-logout-invalidates": {"auth/session.go", "auth/cache.go", "auth/token.go"}}},
 				"r000000000000001": {With: map[string][]string{"fix-login-a1": {"auth/session.go", "auth/cache.go", "auth/token.go"}}},
 			},
@@ -53,7 +53,7 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 				{ID: "d000000000000001", Slug: maxSlug, Title: long, Status: machine.Blocked, UpdatedAt: at, Parent: "c000000000000001"},
 				{ID: "e000000000000001", Slug: "docs", Title: "Docs", Status: machine.Conflict, UpdatedAt: at},
 			},
-			ov: map[string]ops.TaskOverlaps{
+			ov: map[string]review.TaskOverlaps{
 				"d000000000000001": {With: many, Landed: []string{"auth/session.go", "go.mod"}, Truncated: true},
 				"e000000000000001": {Landed: []string{"README.md"}},
 			},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -19,11 +20,11 @@ import (
 // ops.Env.Overlaps), keyed by task id. It never fails a view: a check
 // that cannot be made shows no overlaps. cache (nil: none) serves views
 // that refresh.
-func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *ops.OverlapCache) map[string]ops.TaskOverlaps {
+func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *review.OverlapCache) map[string]review.TaskOverlaps {
 	// A read-only check needs neither the actor nor the turn policy, so a
 	// bad lazy.* setting does not hide it.
 	env := ops.New(a.store, session.Env{RepoDir: a.repoDir()})
-	ov, err := env.OverlapsOf(ctx, entries, cache)
+	ov, err := env.Review().OverlapsOf(ctx, entries, cache)
 	if err != nil {
 		return nil
 	}
@@ -33,22 +34,22 @@ func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *ops.Ove
 // taskOverlaps is the check for one task (lazy show): only a task that
 // is unfinished and started on this machine can overlap, so any other
 // lists nothing.
-func (a *app) taskOverlaps(ctx context.Context, sn *task.Snapshot) ops.TaskOverlaps {
+func (a *app) taskOverlaps(ctx context.Context, sn *task.Snapshot) review.TaskOverlaps {
 	env := ops.New(a.store, session.Env{RepoDir: a.repoDir()})
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
 	entries, err := a.store.List()
 	if err != nil {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
 	return a.overlaps(ctx, entries, nil)[sn.Task.ID]
 }
 
 // withOverlaps adds a task's overlaps to its summary's JSON object
-// (lazy list --json), as the fields ops.TaskOverlaps names; a task
+// (lazy list --json), as the fields review.TaskOverlaps names; a task
 // without any is written as it was.
-func withOverlaps(obj []byte, o ops.TaskOverlaps) []byte {
+func withOverlaps(obj []byte, o review.TaskOverlaps) []byte {
 	if o.Empty() || len(obj) < 2 || obj[len(obj)-1] != '}' {
 		return obj
 	}
@@ -77,7 +78,7 @@ func fileName(f string) string {
 
 // renderOverlaps prints lazy show's Overlaps section: per other task and
 // for what landed on the target, the files, at most maxFilesShown each.
-func renderOverlaps(w io.Writer, slug string, o ops.TaskOverlaps) {
+func renderOverlaps(w io.Writer, slug string, o review.TaskOverlaps) {
 	if o.Empty() {
 		return
 	}

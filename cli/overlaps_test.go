@@ -12,7 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -28,13 +28,13 @@ func TestTaskTableShowsOverlapsOnlyWhenThereAreSome(t *testing.T) {
 	}
 	st := style{width: 0, now: now}
 	var plain bytes.Buffer
-	if err := taskTable(&plain, st, treeOrder(tasks, nil), noMarks{}, map[string]ops.TaskOverlaps{"cccccccc3333": {}}); err != nil {
+	if err := taskTable(&plain, st, treeOrder(tasks, nil), noMarks{}, map[string]review.TaskOverlaps{"cccccccc3333": {}}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(plain.String(), "OVERLAPS") {
 		t.Fatalf("a column for no overlaps:\n%s", plain.String())
 	}
-	ov := map[string]ops.TaskOverlaps{
+	ov := map[string]review.TaskOverlaps{
 		"aaaaaaaa1111": {With: map[string][]string{"fix-logout": {"auth.go", "session.go"}}, Landed: []string{"auth.go"}},
 		"bbbbbbbb2222": {With: map[string][]string{"add-login\x1b[2J": {"auth.go", "session.go"}}},
 	}
@@ -61,7 +61,7 @@ func TestTaskTableShowsOverlapsOnlyWhenThereAreSome(t *testing.T) {
 
 // TestListJSONGainsOverlapFields checks the splice into a cached summary.
 func TestListJSONGainsOverlapFields(t *testing.T) {
-	o := ops.TaskOverlaps{With: map[string][]string{"b": {"x\ny"}}, Landed: []string{"z"}, Truncated: true, Into: "main"}
+	o := review.TaskOverlaps{With: map[string][]string{"b": {"x\ny"}}, Landed: []string{"z"}, Truncated: true, Into: "main"}
 	for _, obj := range []string{`{"id":"a","slug":"a"}`, `{}`} {
 		out := withOverlaps([]byte(obj), o)
 		var got map[string]any
@@ -72,7 +72,7 @@ func TestListJSONGainsOverlapFields(t *testing.T) {
 			t.Fatalf("%s: %s", obj, out)
 		}
 	}
-	if out := withOverlaps([]byte(`{"id":"a"}`), ops.TaskOverlaps{}); string(out) != `{"id":"a"}` {
+	if out := withOverlaps([]byte(`{"id":"a"}`), review.TaskOverlaps{}); string(out) != `{"id":"a"}` {
 		t.Fatalf("no overlaps changed the object: %s", out)
 	}
 }
@@ -84,7 +84,7 @@ func TestShowOverlapsSectionEscapesFileNames(t *testing.T) {
 	for i := range many {
 		many[i] = "f" + strings.Repeat("x", i)
 	}
-	o := ops.TaskOverlaps{
+	o := review.TaskOverlaps{
 		With:   map[string][]string{"other": {"plain.go", "two\nlines.go", "esc\x1b]0;owned\a.go", "rtl\u202egnp.go"}, "third": many},
 		Landed: []string{"plain.go"},
 		Into:   "main",
@@ -107,7 +107,7 @@ func TestShowOverlapsSectionEscapesFileNames(t *testing.T) {
 		t.Errorf("the section is not terminal-safe: %q", out)
 	}
 	var none bytes.Buffer
-	renderOverlaps(&none, "mine", ops.TaskOverlaps{})
+	renderOverlaps(&none, "mine", review.TaskOverlaps{})
 	if none.Len() != 0 {
 		t.Fatalf("a section for no overlaps: %q", none.String())
 	}

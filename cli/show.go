@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -34,7 +35,7 @@ type showView struct {
 	foreign bool
 	// overlaps is what the task's branch shares with other active tasks
 	// and with what landed on its target (--json prints it too).
-	overlaps ops.TaskOverlaps
+	overlaps review.TaskOverlaps
 	next     []string
 	// attempts compares a group's attempts (nil for any other task);
 	// attemptOf names an attempt's group as "attempt K of slug".
@@ -52,7 +53,7 @@ type showView struct {
 // beside its own, and a group's attempts compared.
 type showJSON struct {
 	*task.Detail
-	ops.TaskOverlaps
+	review.TaskOverlaps
 	showAttempts
 	// ProtectedChanges names the protected paths the change touches.
 	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`

@@ -14,7 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 )
 
 // tuiOn is lazy watch's model on l's repository, as runTUI makes it, on
@@ -26,7 +26,7 @@ func tuiOn(t *testing.T, l *lazyT) *tuiModel {
 	if err := a.open(); err != nil {
 		t.Fatal(err)
 	}
-	return &tuiModel{a: a, ctx: context.Background(), styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &ops.OverlapCache{},
+	return &tuiModel{a: a, ctx: context.Background(), styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &review.OverlapCache{},
 		follow: true, scroller: viewport.New(), width: 120, height: 30}
 }
 

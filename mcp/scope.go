@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -237,7 +238,7 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 
 // ShowOut is lazy_show's result: the shape of lazy show --json, the
 // detail with the task's overlaps with other active tasks. The overlap
-// fields are spelled out (not ops.TaskOverlaps embedded): two embedded
+// fields are spelled out (not review.TaskOverlaps embedded): two embedded
 // Truncated fields would hide both from the schema the SDK infers, and
 // the SDK then refuses the result it validates.
 type ShowOut struct {
@@ -259,17 +260,17 @@ type ShowOut struct {
 
 // overlapsOf is what a task started on this machine shares with the
 // other active tasks; any other task has no branch here to compare.
-func overlapsOf(ctx context.Context, env *ops.Env, st *gitstore.Store, sn *task.Snapshot) ops.TaskOverlaps {
+func overlapsOf(ctx context.Context, env *ops.Env, st *gitstore.Store, sn *task.Snapshot) review.TaskOverlaps {
 	if env == nil || sn.Task.Status.IsTerminal() || !env.Owns(sn) {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
 	entries, err := st.List()
 	if err != nil {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
-	ov, err := env.OverlapsOf(ctx, entries, nil)
+	ov, err := env.Review().OverlapsOf(ctx, entries, nil)
 	if err != nil {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
 	return ov[sn.Task.ID]
 }

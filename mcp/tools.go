@@ -681,7 +681,7 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 		return handled(run(args, func(in CostIn) (any, error) { return costReport(d.Store, in, time.Now()) }))
 	case "lazy_diff":
 		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in DiffIn) (any, error) {
-			r, err := env.Diff(ctx, id, in.Patch, in.MaxBytes)
+			r, err := env.Review().Diff(ctx, id, in.Patch, in.MaxBytes)
 			if err != nil {
 				return nil, err
 			}
@@ -693,7 +693,7 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 		}))
 	case "lazy_logs":
 		return handled(runOnTask(args, c.task, scopeSelfOrChild, func(id string, in LogsIn) (any, error) {
-			r, err := env.Logs(ctx, id, in.Lines)
+			r, err := env.Review().Logs(ctx, id, in.Lines)
 			if err != nil {
 				return nil, err
 			}

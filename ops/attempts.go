@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -244,7 +245,7 @@ type AttemptView struct {
 	// (a crash between the two, or a pull that has not brought it).
 	Missing bool `json:"missing,omitempty"`
 	// Review is the range lazy diff --attempts shows ("" fields: none).
-	Review *Review `json:"-"`
+	Review *review.Review `json:"-"`
 }
 
 // Landed reports whether the attempt is the one that landed.
@@ -370,7 +371,7 @@ func (e *Env) attemptsOf(ctx context.Context, sn *task.Snapshot) *AttemptsView {
 			v.Chosen = k
 		}
 		if a.Session != nil {
-			if r, _, err := e.review(ctx, a, "no work"); err == nil {
+			if r, _, err := e.Review().Measure(ctx, a, "no work"); err == nil {
 				av.Review = r
 				if d, err := worktree.Numstat(ctx, e.Dir(), r.MergeBase, r.BranchSHA); err == nil {
 					av.Diff = &d

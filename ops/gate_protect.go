@@ -169,7 +169,7 @@ func (e *Env) ProtectedChanges(ctx context.Context, sn *task.Snapshot) (*Protect
 	if sn.Session == nil || sn.Task.Status.IsTerminal() || sn.Task.IsAttemptGroup() {
 		return nil, nil
 	}
-	r, _, err := e.review(ctx, sn, "no work")
+	r, _, err := e.Review().Measure(ctx, sn, "no work")
 	if err != nil {
 		return nil, nil // no branch here: nothing to check
 	}

@@ -8,6 +8,7 @@ package ops
 import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/lifecycle"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/spending"
 )
@@ -56,3 +57,9 @@ func (e *Env) Lifecycle() *lifecycle.Service {
 // Spending is the spending capability over e's core: what a task spent,
 // raising the budget that holds it, the prices of turns.
 func (e *Env) Spending() *spending.Service { return spending.New(&e.Env) }
+
+// Review is the review capability over e's core: the range a task's
+// work is measured on, its diff and log, and the overlaps.
+func (e *Env) Review() *review.Service {
+	return review.New(&e.Env)
+}

@@ -46,15 +46,15 @@ func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
 	}
 	slug := sn.Task.Slug
 
-	if _, err := e.Diff(ctx, slug, false, 0); err == nil || !strings.Contains(err.Error(), slug+" has not started, so it has no branch to diff; lazy start "+slug+" first") {
+	if _, err := e.Review().Diff(ctx, slug, false, 0); err == nil || !strings.Contains(err.Error(), slug+" has not started, so it has no branch to diff; lazy start "+slug+" first") {
 		t.Fatalf("diff of a backlog task: %v", err)
 	}
-	if _, err := e.ReviewRange(ctx, slug); err == nil || !strings.Contains(err.Error(), slug+" has not started, so it has no work to review") {
+	if _, err := e.Review().ReviewRange(ctx, slug); err == nil || !strings.Contains(err.Error(), slug+" has not started, so it has no work to review") {
 		t.Fatalf("review of a backlog task: %v", err)
 	}
 
 	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked)
-	if _, err := e.Diff(ctx, slug, false, 0); err == nil || !strings.Contains(err.Error(), "does not exist on this machine") {
+	if _, err := e.Review().Diff(ctx, slug, false, 0); err == nil || !strings.Contains(err.Error(), "does not exist on this machine") {
 		t.Fatalf("diff without the branch: %v", err)
 	}
 
@@ -63,14 +63,14 @@ func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
 	commitFile(t, dir, worktree.Branch(slug), "task.txt")
 	commitFile(t, dir, "main", "later-on-main.txt")
 
-	r, err := e.ReviewRange(ctx, slug)
+	r, err := e.Review().ReviewRange(ctx, slug)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.MergeBase != fork || r.Into != "main" || r.Branch != worktree.Branch(slug) {
 		t.Fatalf("review range %+v, want merge base %s into main", r, fork)
 	}
-	d, err := e.Diff(ctx, slug, true, 0)
+	d, err := e.Review().Diff(ctx, slug, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

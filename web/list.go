@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -21,9 +22,9 @@ import (
 // keyed by task id, through the server's cache: a page costs git only
 // for branches that moved since the last one. A check that cannot be
 // made shows none.
-func (s *Server) overlaps(ctx context.Context, entries []task.Entry) map[string]ops.TaskOverlaps {
+func (s *Server) overlaps(ctx context.Context, entries []task.Entry) map[string]review.TaskOverlaps {
 	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
-	ov, err := env.OverlapsOf(ctx, entries, &s.overlapCache)
+	ov, err := env.Review().OverlapsOf(ctx, entries, &s.overlapCache)
 	if err != nil {
 		return nil
 	}
@@ -35,7 +36,7 @@ type row struct {
 	task.Summary
 	Live  string
 	Depth int
-	// Overlaps is the task's overlaps in brief (ops.TaskOverlaps.Brief):
+	// Overlaps is the task's overlaps in brief (review.TaskOverlaps.Brief):
 	// other active tasks and new commits on its target that changed its
 	// files too. "" for none.
 	Overlaps string

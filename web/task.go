@@ -9,6 +9,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -101,14 +102,14 @@ func parseDiff(out string, maxFiles, maxLines int) diff {
 // never a name from the record) against its merge base with the branch
 // it merges into, so work merged in from upstream is not counted as the
 // task's. The worktree's uncommitted files come with it.
-func (s *Server) reviewRange(ctx context.Context, id string) (*ops.Review, []string, error) {
+func (s *Server) reviewRange(ctx context.Context, id string) (*review.Review, []string, error) {
 	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
-	r, err := env.ReviewRange(ctx, id)
+	r, err := env.Review().ReviewRange(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	var uncommitted []string
-	if d, err := env.Diff(ctx, id, false, 0); err == nil {
+	if d, err := env.Review().Diff(ctx, id, false, 0); err == nil {
 		uncommitted = d.Uncommitted
 	}
 	return r, uncommitted, nil
@@ -195,14 +196,14 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 // taskOverlaps is the task's overlaps: only an unfinished task started
 // on this machine has a branch here to compare, so any other has none
 // and costs no list.
-func (s *Server) taskOverlaps(ctx context.Context, sn *task.Snapshot) ops.TaskOverlaps {
+func (s *Server) taskOverlaps(ctx context.Context, sn *task.Snapshot) review.TaskOverlaps {
 	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
 	entries, err := s.recentList()
 	if err != nil {
-		return ops.TaskOverlaps{}
+		return review.TaskOverlaps{}
 	}
 	return s.overlaps(ctx, entries)[sn.Task.ID]
 }

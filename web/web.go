@@ -36,7 +36,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -106,8 +106,8 @@ type Server struct {
 	recent   []task.Entry
 
 	// overlapCache keeps the file lists of the overlap checks the pages
-	// made (ops.OverlapCache).
-	overlapCache ops.OverlapCache
+	// made (review.OverlapCache).
+	overlapCache review.OverlapCache
 }
 
 // recentList is the task list, at most listShare old.

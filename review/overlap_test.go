@@ -1,4 +1,4 @@
-package ops
+package review
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // startedTask creates a task that this machine started, parked blocked,
 // whose branch (off target, "" for the default branch) commits files,
 // each holding the title.
-func startedTask(t *testing.T, e *Env, title, target string, files ...string) *task.Snapshot {
+func startedTask(t *testing.T, e *testEnv, title, target string, files ...string) *task.Snapshot {
 	t.Helper()
 	content := map[string]string{}
 	for _, f := range files {
@@ -35,14 +35,14 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
 
-	if got, err := e.Overlaps(ctx); err != nil || got != nil {
+	if got, err := e.Review().Overlaps(ctx); err != nil || got != nil {
 		t.Fatalf("no tasks: %v %v", got, err)
 	}
 	backlog, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "not started"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids := e.localActive([]task.Entry{{ID: backlog.Task.ID, Status: machine.Backlog}}); ids != nil {
+	if ids := e.Review().localActive([]task.Entry{{ID: backlog.Task.ID, Status: machine.Backlog}}); ids != nil {
 		t.Fatalf("a task never started here is a candidate: %v", ids)
 	}
 
@@ -55,7 +55,7 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 
 	cache := &OverlapCache{}
 	for _, run := range []string{"first", "cached"} {
-		got, err := e.OverlapsOf(ctx, list(t, e), cache)
+		got, err := e.Review().OverlapsOf(ctx, list(t, e), cache)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,14 +83,14 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	testrepo.Git(t, cs.Worktree, "merge", "-q", "-X", "theirs", "--no-edit", "main")
-	got, err := e.OverlapsOf(ctx, list(t, e), cache)
+	got, err := e.Review().OverlapsOf(ctx, list(t, e), cache)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("after b closed and c synced: %+v %v", got, err)
 	}
 	// Two checks later, the cache holds only the ranges still in use: a's
 	// and d's two each, c's one (it changes nothing now, so nothing is
 	// compared with what landed).
-	if _, err := e.OverlapsOf(ctx, list(t, e), cache); err != nil {
+	if _, err := e.Review().OverlapsOf(ctx, list(t, e), cache); err != nil {
 		t.Fatal(err)
 	}
 	if len(cache.ranges) != 5 {
@@ -98,7 +98,7 @@ func TestOverlapsFlagSharedFilesAndWhatLanded(t *testing.T) {
 	}
 }
 
-func list(t *testing.T, e *Env) []task.Entry {
+func list(t *testing.T, e *testEnv) []task.Entry {
 	t.Helper()
 	entries, err := e.Store.List()
 	if err != nil {
@@ -151,7 +151,7 @@ func TestAttemptsOfOneTaskDoNotOverlapEachOther(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := e.Overlaps(ctx)
+	got, err := e.Review().Overlaps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ops
+package review
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // TaskOverlaps is what one active task's changes share, before accept,
@@ -110,27 +109,29 @@ const overlapWorkers = 4
 // here (a task running elsewhere is skipped). It costs one git diff per
 // task, and one more for what landed on its target, never one per pair;
 // with no such task it runs no git at all.
-func (e *Env) Overlaps(ctx context.Context) (map[string]TaskOverlaps, error) {
+func (rv *Service) Overlaps(ctx context.Context) (map[string]TaskOverlaps, error) {
+	e := rv.Env
 	entries, err := e.Store.List()
 	if err != nil {
 		return nil, err
 	}
-	return e.OverlapsOf(ctx, entries, nil)
+	return rv.OverlapsOf(ctx, entries, nil)
 }
 
 // OverlapsOf is Overlaps over a task list the caller already read.
 // cache, when not nil, keeps the file lists of the last calls, so a view
 // that refreshes runs git only for the branches that moved.
-func (e *Env) OverlapsOf(ctx context.Context, entries []task.Entry, cache *OverlapCache) (map[string]TaskOverlaps, error) {
-	ids := e.localActive(entries)
+func (rv *Service) OverlapsOf(ctx context.Context, entries []task.Entry, cache *OverlapCache) (map[string]TaskOverlaps, error) {
+	e := rv.Env
+	ids := rv.localActive(entries)
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	gen := cache.begin()
-	base := e.baseResolver(ctx)
+	base := rv.baseResolver(ctx)
 	var work []*overlapWork
 	for _, id := range ids {
-		if w := e.overlapWork(id, base); w != nil {
+		if w := rv.overlapWork(id, base); w != nil {
 			work = append(work, w)
 		}
 	}
@@ -141,7 +142,7 @@ func (e *Env) OverlapsOf(ctx context.Context, entries []task.Entry, cache *Overl
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			w.read(ctx, e.Dir(), cache, gen)
+			w.read(ctx, rv.worktrees(), e.Dir(), cache, gen)
 		}()
 	}
 	wg.Wait()
@@ -156,7 +157,8 @@ func (e *Env) OverlapsOf(ctx context.Context, entries []task.Entry, cache *Overl
 // record on this machine, read from one directory listing, so a
 // repository whose active tasks all run elsewhere (or that has none)
 // costs no git and no task load.
-func (e *Env) localActive(entries []task.Entry) []string {
+func (rv *Service) localActive(entries []task.Entry) []string {
+	e := rv.Env
 	var active []string
 	for i := range entries {
 		if entries[i].Err == nil && !entries[i].Status.IsTerminal() {
@@ -187,7 +189,8 @@ func (e *Env) localActive(entries []task.Entry) []string {
 
 // baseResolver is BaseBranch for many tasks at once: the repository's
 // default branch is asked of git once, not once per task.
-func (e *Env) baseResolver(ctx context.Context) func(*task.Snapshot) (string, error) {
+func (rv *Service) baseResolver(ctx context.Context) func(*task.Snapshot) (string, error) {
+	e := rv.Env
 	var def string
 	var defErr error
 	asked := false
@@ -196,7 +199,7 @@ func (e *Env) baseResolver(ctx context.Context) func(*task.Snapshot) (string, er
 			return e.BaseBranch(ctx, sn, e.Dir())
 		}
 		if !asked {
-			def, defErr = worktree.DefaultBranch(ctx, e.Dir())
+			def, defErr = rv.worktrees().DefaultBranch(ctx, e.Dir())
 			asked = true
 		}
 		return def, defErr
@@ -215,7 +218,8 @@ type overlapWork struct {
 // overlapWork finds task id's branch and target as accept would (the
 // branch this machine's session record names, never the record's copy),
 // with their commits; nil when the task has no branch or target here.
-func (e *Env) overlapWork(id string, base func(*task.Snapshot) (string, error)) *overlapWork {
+func (rv *Service) overlapWork(id string, base func(*task.Snapshot) (string, error)) *overlapWork {
+	e := rv.Env
 	sn, err := e.Store.Load(id)
 	if err != nil || sn.Task.Status.IsTerminal() {
 		return nil
@@ -228,7 +232,7 @@ func (e *Env) overlapWork(id string, base func(*task.Snapshot) (string, error)) 
 	if err != nil || task.ValidBranchName(into) != nil {
 		return nil
 	}
-	refs := e.Repo
+	refs := rv.refs()
 	tip, ok, err := refs.ReadRef("refs/heads/" + local.Branch)
 	if err != nil || !ok {
 		return nil
@@ -242,12 +246,12 @@ func (e *Env) overlapWork(id string, base func(*task.Snapshot) (string, error)) 
 
 // read lists what the branch changed since it forked, and what landed on
 // the target since then (only when the branch changed something).
-func (w *overlapWork) read(ctx context.Context, repoDir string, cache *OverlapCache, gen uint64) {
+func (w *overlapWork) read(ctx context.Context, git Worktree, repoDir string, cache *OverlapCache, gen uint64) {
 	files := func(base, tip string) ([]string, bool, error) {
 		if r, ok := cache.get(base, tip, gen); ok {
 			return r.names, r.cut, nil
 		}
-		names, cut, err := worktree.RangeFiles(ctx, repoDir, base, tip)
+		names, cut, err := git.RangeFiles(ctx, repoDir, base, tip)
 		if err == nil {
 			cache.put(base, tip, gen, rangeResult{names: names, cut: cut})
 		}

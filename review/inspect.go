@@ -1,4 +1,4 @@
-package ops
+package review
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Bounds of what Diff and Logs return, so one call never floods a
@@ -41,22 +40,23 @@ type DiffResult struct {
 // Diff reports the changes on a task's branch since it left its base
 // branch (the range `lazy diff` shows), with the full patch when patch
 // is set, cut at maxBytes (0: DefaultDiffBytes).
-func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (*DiffResult, error) {
-	sn, err := e.load(name)
+func (rv *Service) Diff(ctx context.Context, name string, patch bool, maxBytes int) (*DiffResult, error) {
+	e := rv.Env
+	sn, err := rv.load(name)
 	if err != nil {
 		return nil, err
 	}
-	r, wt, err := e.review(ctx, sn, "no branch to diff")
+	r, wt, err := rv.Measure(ctx, sn, "no branch to diff")
 	if err != nil {
 		return nil, err
 	}
 	out := &DiffResult{ID: sn.Task.ID, Slug: sn.Task.Slug, Branch: r.Branch, Base: r.Into, MergeBase: r.MergeBase, BranchSHA: r.BranchSHA, Files: []string{}, Uncommitted: []string{}}
-	stat, err := worktree.Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, true)
+	stat, err := rv.worktrees().Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, true)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
 	out.Stat = sanitize.Field(stat)
-	names, err := worktree.DiffNames(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
+	names, err := rv.worktrees().DiffNames(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 	}
@@ -68,7 +68,7 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 			maxBytes = DefaultDiffBytes
 		}
 		maxBytes = min(maxBytes, MaxDiffBytes)
-		p, err := worktree.Patch(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
+		p, err := rv.worktrees().Patch(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s: %w", sn.Task.Slug, err)
 		}
@@ -78,7 +78,7 @@ func (e *Env) Diff(ctx context.Context, name string, patch bool, maxBytes int) (
 		out.Patch = sanitize.Field(string(p))
 	}
 	if wt != "" {
-		if files, err := worktree.Uncommitted(ctx, wt); err == nil {
+		if files, err := rv.worktrees().Uncommitted(ctx, wt); err == nil {
 			for _, f := range files {
 				out.Uncommitted = append(out.Uncommitted, sanitize.Field(f))
 			}
@@ -96,8 +96,9 @@ type LogTail struct {
 
 // Logs returns the last lines (0: DefaultLogLines) of the agent log of a
 // task's latest turn on this machine, escaped for display.
-func (e *Env) Logs(_ context.Context, name string, lines int) (*LogTail, error) {
-	sn, err := e.load(name)
+func (rv *Service) Logs(_ context.Context, name string, lines int) (*LogTail, error) {
+	e := rv.Env
+	sn, err := rv.load(name)
 	if err != nil {
 		return nil, err
 	}
