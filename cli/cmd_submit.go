@@ -9,14 +9,13 @@ import (
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/submission"
 	"github.com/lazyorch/lazy/task"
 
 	"context"
 	"fmt"
 
 	"github.com/lazyorch/lazy/reconcile"
-
-	"github.com/lazyorch/lazy/ops"
 )
 
 // SubmitCmd pushes a task's branch and opens or updates its pull request.
@@ -36,7 +35,7 @@ func (c *SubmitCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := env.Submit(ctx, c.Task, ops.SubmitOptions{Draft: c.Draft, Remote: c.Remote})
+	res, err := env.Submission().Submit(ctx, c.Task, submission.SubmitOptions{Draft: c.Draft, Remote: c.Remote})
 	if err != nil {
 		return err
 	}

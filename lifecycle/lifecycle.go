@@ -95,6 +95,13 @@ func (l *Service) escapeStranded(ctx context.Context, sn *task.Snapshot, verb st
 	if l.Landing != nil {
 		return l.Landing.EscapeStranded(ctx, sn, verb)
 	}
+	return RefuseStranded(sn, verb)
+}
+
+// RefuseStranded is what a command does with a task stranded in a local
+// merge when no landing capability can recover it: it refuses, naming
+// lazy doctor; any other task comes back as it is.
+func RefuseStranded(sn *task.Snapshot, verb string) (*task.Snapshot, error) {
 	if sn.Task.Status == machine.Merging && sn.Task.Accept != nil && !sn.Task.ForgePending() {
 		return nil, fmt.Errorf("%s %s: an interrupted accept holds it in a merge; recover it first with lazy doctor", verb, sn.Task.Slug)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/submission"
 )
 
 // SubmitIn is lazy_submit's input.
@@ -34,7 +35,7 @@ func (d *Dispatcher) callForge(ctx context.Context, env *ops.Env, caller Caller,
 	}
 	Report(ctx, "submit: pushing the branch and opening the pull request")
 	out, running, latest, err := d.detached(ctx, "submit\x00"+id, timeout(in.TimeoutSeconds), func(ctx context.Context) (any, error) {
-		res, err := env.Submit(ctx, id, ops.SubmitOptions{Draft: in.Draft, Remote: in.Remote})
+		res, err := env.Submission().Submit(ctx, id, submission.SubmitOptions{Draft: in.Draft, Remote: in.Remote})
 		if err != nil {
 			return nil, err
 		}

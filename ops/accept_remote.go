@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/submission"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -134,7 +135,7 @@ func (a *remoteAccept) open(ctx context.Context, sn *task.Snapshot) error {
 			why = "the task goes back to its pull request with its agent's fix"
 		}
 		a.say(func(n Narrator) { n.Note(why + "; submitting first") })
-		sub, err := e.submit(ctx, sn, SubmitOptions{})
+		sub, err := e.Submission().SubmitLocked(ctx, sn, submission.SubmitOptions{})
 		if err != nil {
 			return fmt.Errorf("accept: %w", err)
 		}
@@ -144,7 +145,7 @@ func (a *remoteAccept) open(ctx context.Context, sn *task.Snapshot) error {
 	if a.rec == nil || a.rec.Number <= 0 {
 		return fmt.Errorf("accept %s: the task is submitted but has no pull request yet; run lazy submit %s to finish opening it", slug, slug)
 	}
-	fg, err := e.forgeOf(ctx, sn)
+	fg, err := e.Submission().ForgeOf(ctx, sn)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
@@ -201,7 +202,7 @@ func (a *remoteAccept) begin(id string) {
 // branchMoved reports whether the task's branch moved since the pull
 // request was opened, after the same pre-flight as a submit.
 func (a *remoteAccept) branchMoved(ctx context.Context) (bool, error) {
-	if err := a.e.submitPreflight(ctx, a.sn); err != nil {
+	if err := a.e.Submission().Preflight(ctx, a.sn); err != nil {
 		return false, fmt.Errorf("accept: %w", err)
 	}
 	tip, err := worktree.BranchCommit(ctx, a.e.Dir(), a.sn.Session.Branch)
@@ -260,7 +261,7 @@ func (a *remoteAccept) protect(ctx context.Context) error {
 // resubmitBranch pushes the branch that moved to the pull request.
 func (a *remoteAccept) resubmitBranch(ctx context.Context) error {
 	a.begin("resubmit")
-	sub, err := a.e.submitLocked(ctx, a.sn, a.fg, a.rec.Remote, a.rec.Base, a.rec.Draft)
+	sub, err := a.e.Submission().SubmitTo(ctx, a.sn, a.fg, a.rec.Remote, a.rec.Base, a.rec.Draft)
 	if err != nil {
 		return fmt.Errorf("accept: %w", err)
 	}
@@ -368,7 +369,7 @@ func (a *remoteAccept) leaveMerging(ctx context.Context, pr *forge.PR) (*AcceptR
 		if s.Task.Forge == nil {
 			return nil, nil
 		}
-		RecordPR(s.Task.Forge, pr, time.Now())
+		submission.RecordPR(s.Task.Forge, pr, time.Now())
 		return &task.Op{Name: "pr-sync", Actor: e.Actor, Reason: res.Pending}, nil
 	})
 	if err != nil {
@@ -511,7 +512,7 @@ func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr
 		if f := s.Task.Forge; f != nil {
 			f.MergeRequested = nil
 			if pr != nil {
-				RecordPR(f, pr, time.Now())
+				submission.RecordPR(f, pr, time.Now())
 			}
 		}
 		s.Task.Status = to
@@ -552,7 +553,7 @@ func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*t
 			return nil, fmt.Errorf("the task is %s, not waiting for the forge", s.Task.Status)
 		}
 		now := time.Now().UTC()
-		RecordPR(s.Task.Forge, pr, now)
+		submission.RecordPR(s.Task.Forge, pr, now)
 		FinishAccepted(s, now)
 		text := fmt.Sprintf("accepted: pull request #%d (%s) merged into %s", pr.Number, pr.URL, s.Task.Forge.Base)
 		if s.Task.Forge.MergeCommit != "" {

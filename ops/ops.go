@@ -11,6 +11,7 @@ import (
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/spending"
+	"github.com/lazyorch/lazy/submission"
 )
 
 // Env is what the operations still in ops need: the shared core
@@ -49,9 +50,17 @@ func (e *Env) WithAccept(crash *CrashPoint, gateReaper []string) *Env {
 }
 
 // Lifecycle is the lifecycle capability over e's core, asking e what is
-// still ops' own (a stranded accept's recovery, closing a pull request).
+// still ops' own (a stranded accept's recovery) and submission to close
+// a pull request.
 func (e *Env) Lifecycle() *lifecycle.Service {
-	return lifecycle.New(&e.Env, e, e)
+	return lifecycle.New(&e.Env, e, e.Submission())
+}
+
+// Submission is the forge capability (submit, a pull request's feedback
+// and state) over e's core, asking e what is still ops' own (a stranded
+// accept's recovery).
+func (e *Env) Submission() *submission.Service {
+	return submission.New(&e.Env, e)
 }
 
 // Spending is the spending capability over e's core: what a task spent,

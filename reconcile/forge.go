@@ -186,7 +186,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 				continue
 			}
 			g = &group{}
-			g.fg, g.err = r.Env.OpenForge(ctx, k.remote)
+			g.fg, g.err = r.Env.Submission().OpenForge(ctx, k.remote)
 			if g.err == nil {
 				g.err = g.fg.Ready(ctx)
 			}
@@ -268,13 +268,13 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 			}
 		}
 	}
-	err = r.Env.SyncPR(ctx, id, pr)
+	err = r.Env.Submission().SyncPR(ctx, id, pr)
 	unlock()
 	if err != nil || from != machine.Submitted || !r.Forge.AutoDeliver {
 		return nil, err
 	}
 	r.readLogs(ctx, fg, sn.Task.Forge, pr)
-	out, err := r.Env.DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && r.Env.Launch != nil)
+	out, err := r.Env.Submission().DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && r.Env.Launch != nil)
 	if out == nil {
 		return nil, err
 	}

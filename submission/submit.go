@@ -1,4 +1,4 @@
-package ops
+package submission
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // SubmitOptions configure a submit.
@@ -44,29 +43,32 @@ type SubmitResult struct {
 // finishes the job without opening a second pull request. A push that
 // fails (an unreachable remote, a rejected push) puts the record back as
 // it was, since nothing left the machine.
-func (e *Env) Submit(ctx context.Context, name string, opts SubmitOptions) (*SubmitResult, error) {
+func (sv *Service) Submit(ctx context.Context, name string, opts SubmitOptions) (*SubmitResult, error) {
+	e := sv.Env
 	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if sn, err = e.EscapeStranded(ctx, sn, "submit"); err != nil {
+	if sn, err = sv.escapeStranded(ctx, sn, "submit"); err != nil {
 		return nil, err
 	}
-	return e.submit(ctx, sn, opts)
+	return sv.SubmitLocked(ctx, sn, opts)
 }
 
-// submit is Submit under the task lock.
-func (e *Env) submit(ctx context.Context, sn *task.Snapshot, opts SubmitOptions) (*SubmitResult, error) {
-	if err := e.submitPreflight(ctx, sn); err != nil {
+// SubmitLocked is Submit under the task lock, for an accept that
+// submits first.
+func (sv *Service) SubmitLocked(ctx context.Context, sn *task.Snapshot, opts SubmitOptions) (*SubmitResult, error) {
+	e := sv.Env
+	if err := sv.Preflight(ctx, sn); err != nil {
 		return nil, err
 	}
 	slug := sn.Task.Slug
-	remote, err := e.submitRemote(sn, opts.Remote)
+	remote, err := sv.submitRemote(sn, opts.Remote)
 	if err != nil {
 		return nil, err
 	}
-	fg, err := e.OpenForge(ctx, remote)
+	fg, err := sv.OpenForge(ctx, remote)
 	if err != nil {
 		return nil, fmt.Errorf("submit %s: %w", slug, err)
 	}
@@ -83,15 +85,17 @@ func (e *Env) submit(ctx context.Context, sn *task.Snapshot, opts SubmitOptions)
 	if sn.Task.Parent != "" {
 		// A subtask's pull request targets its parent's branch, which
 		// must be on the forge: submit the parent first (stacking).
-		if gitcli.New(e.Dir(), "ls-remote", "--exit-code", "--heads", remote, "refs/heads/"+base).Run(ctx) != nil {
+		if !sv.git().RemoteHasBranch(ctx, e.Dir(), remote, base) {
 			return nil, fmt.Errorf("submit %s: its parent's branch %s is not on %s; submit the parent task first, then this one (its pull request stacks on the parent's)", slug, base, remote)
 		}
 	}
-	return e.submitLocked(ctx, sn, fg, remote, base, opts.Draft)
+	return sv.SubmitTo(ctx, sn, fg, remote, base, opts.Draft)
 }
 
-// submitPreflight refuses what cannot be submitted.
-func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
+// Preflight refuses what cannot be submitted; the caller holds the
+// task lock.
+func (sv *Service) Preflight(ctx context.Context, sn *task.Snapshot) error {
+	e := sv.Env
 	slug := sn.Task.Slug
 	switch st := sn.Task.Status; {
 	case st == machine.Merging && sn.Task.ForgePending():
@@ -113,7 +117,7 @@ func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
 	if err := e.WorktreeFree(sn.Task.ID, "submit", slug); err != nil {
 		return err
 	}
-	if dirty, err := worktree.Dirty(ctx, sn.Session.Worktree); err != nil {
+	if dirty, err := sv.git().Dirty(ctx, sn.Session.Worktree); err != nil {
 		return fmt.Errorf("submit %s: inspect its worktree %s: %w", slug, sn.Session.Worktree, err)
 	} else if dirty {
 		return fmt.Errorf("submit %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, sn.Session.Worktree)
@@ -128,9 +132,10 @@ func (e *Env) submitPreflight(ctx context.Context, sn *task.Snapshot) error {
 	return nil
 }
 
-// submitLocked records, pushes and opens; the caller holds the lock and
-// has checked everything.
-func (e *Env) submitLocked(ctx context.Context, sn *task.Snapshot, fg forge.Forge, remote, base string, draft bool) (*SubmitResult, error) {
+// SubmitTo records, pushes and opens on fg; the caller holds the lock
+// and has checked everything (Preflight).
+func (sv *Service) SubmitTo(ctx context.Context, sn *task.Snapshot, fg forge.Forge, remote, base string, draft bool) (*SubmitResult, error) {
+	e := sv.Env
 	slug, head := sn.Task.Slug, sn.Session.Branch
 	from := sn.Task.Status
 	var prior *task.ForgeRecord
@@ -181,17 +186,17 @@ func (e *Env) submitLocked(ctx context.Context, sn *task.Snapshot, fg forge.Forg
 		}
 		return nil, fmt.Errorf("submit %s: %w; the task is %s again, as before the submit", slug, cause, from)
 	}
-	tip, err := gitcli.New(e.Dir(), "rev-parse", "--verify", "refs/heads/"+head+"^{commit}").String(ctx)
+	tip, err := sv.git().BranchCommit(ctx, e.Dir(), head)
 	if err != nil {
 		return undo(fmt.Errorf("its branch %s is missing: %w", head, err))
 	}
-	if err := e.push(ctx, remote, head, sn.Task.Forge.HeadSHA); err != nil {
+	if err := sv.push(ctx, remote, head, sn.Task.Forge.HeadSHA); err != nil {
 		if ctx.Err() != nil {
 			return nil, fail(err) // interrupted: the push may have gone through
 		}
 		return undo(err)
 	}
-	body, err := e.prBody(sn)
+	body, err := sv.prBody(sn)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -230,14 +235,15 @@ func shortHash(s string) string {
 // push sends the task branch to remote. Never forced without a lease:
 // with the commit lazy pushed last as the lease a rewritten branch may
 // replace exactly that commit; without one only a fast-forward goes.
-func (e *Env) push(ctx context.Context, remote, head, lease string) error {
+func (sv *Service) push(ctx context.Context, remote, head, lease string) error {
+	e := sv.Env
 	ref := "refs/heads/" + head
-	args := []string{"push", "--quiet", "--no-verify"}
+	args := []string{"--quiet", "--no-verify"}
 	if lease != "" && task.ValidHex(lease) {
 		args = append(args, "--force-with-lease="+ref+":"+lease)
 	}
 	args = append(args, remote, ref+":"+ref)
-	if err := gitcli.New(e.Dir(), args...).Env("GIT_TERMINAL_PROMPT=0").Run(ctx); err != nil {
+	if err := sv.git().Push(ctx, e.Dir(), args); err != nil {
 		return pushError(head, remote, err)
 	}
 	return nil
@@ -281,7 +287,8 @@ func unreachable(stderr string) bool {
 
 // prBody is the pull request description: the goal, the turns, and the
 // Lazy-Task trailer that ties the pull request to the task.
-func (e *Env) prBody(sn *task.Snapshot) (string, error) {
+func (sv *Service) prBody(sn *task.Snapshot) (string, error) {
+	e := sv.Env
 	goal, err := sn.Goal()
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package ops
+package submission
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
-	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -19,7 +18,8 @@ const DefaultRemote = "origin"
 
 // submitRemote picks the remote: the flag, the task's earlier submission,
 // git config lazy.forge.remote, origin.
-func (e *Env) submitRemote(sn *task.Snapshot, flag string) (string, error) {
+func (sv *Service) submitRemote(sn *task.Snapshot, flag string) (string, error) {
+	e := sv.Env
 	r := strings.TrimSpace(flag)
 	if r == "" && sn.Task.Forge != nil {
 		r = sn.Task.Forge.Remote
@@ -42,7 +42,8 @@ func (e *Env) submitRemote(sn *task.Snapshot, flag string) (string, error) {
 // (github, gitlab, gitea, forgejo; inferred from the remote URL when unset),
 // lazy.forge.repo and lazy.forge.token. GitHub and GitLab run the gh and
 // glab found on PATH.
-func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error) {
+func (sv *Service) OpenForge(ctx context.Context, remote string) (forge.Forge, error) {
+	e := sv.Env
 	if err := task.ValidBranchName(remote); err != nil {
 		return nil, fmt.Errorf("remote %q is not a remote name: %w", remote, err)
 	}
@@ -50,25 +51,26 @@ func (e *Env) OpenForge(ctx context.Context, remote string) (forge.Forge, error)
 	if err != nil {
 		return nil, err
 	}
-	u, err := gitcli.New(e.Dir(), "remote", "get-url", remote).String(ctx)
+	u, err := sv.git().RemoteURL(ctx, e.Dir(), remote)
 	if err != nil {
 		return nil, fmt.Errorf("the repository has no remote %q; add it (git remote add %s URL) or pass --remote", remote, remote)
 	}
-	fc := forge.Config{RemoteURL: u, Dir: e.Dir(), Credential: e.credentialFill}
+	fc := forge.Config{RemoteURL: u, Dir: e.Dir(), Credential: sv.credentialFill}
 	fc.Kind, _ = cfg.Get("lazy.forge")
 	fc.Repo, _ = cfg.Get("lazy.forge.repo")
 	fc.Token, _ = cfg.Get("lazy.forge.token")
-	return forge.Open(fc)
+	return sv.openForge(fc)
 }
 
 // credentialFill asks git's credential helpers for u's password (the
 // token), never prompting.
-func (e *Env) credentialFill(ctx context.Context, u *url.URL) (string, error) {
+func (sv *Service) credentialFill(ctx context.Context, u *url.URL) (string, error) {
+	e := sv.Env
 	if strings.ContainsAny(u.Host+u.Path, "\n\x00") {
 		return "", fmt.Errorf("malformed URL")
 	}
 	in := "protocol=" + u.Scheme + "\nhost=" + u.Host + "\npath=" + strings.TrimPrefix(u.Path, "/") + "\n\n"
-	out, err := gitcli.New(e.Dir(), "credential", "fill").Env("GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "SSH_ASKPASS=true").Stdin([]byte(in)).String(ctx)
+	out, err := sv.git().CredentialFill(ctx, e.Dir(), []byte(in))
 	if err != nil {
 		return "", err
 	}
@@ -81,12 +83,12 @@ func (e *Env) credentialFill(ctx context.Context, u *url.URL) (string, error) {
 	return "", fmt.Errorf("no credential for %s", u.Host)
 }
 
-// forgeOf opens the forge a task was submitted to.
-func (e *Env) forgeOf(ctx context.Context, sn *task.Snapshot) (forge.Forge, error) {
+// ForgeOf opens the forge a task was submitted to.
+func (sv *Service) ForgeOf(ctx context.Context, sn *task.Snapshot) (forge.Forge, error) {
 	if sn.Task.Forge == nil {
 		return nil, fmt.Errorf("%s was never submitted to a forge", sn.Task.Slug)
 	}
-	return e.OpenForge(ctx, sn.Task.Forge.Remote)
+	return sv.OpenForge(ctx, sn.Task.Forge.Remote)
 }
 
 // RecordPR copies what the forge says about a pull request into the
@@ -102,12 +104,13 @@ func RecordPR(f *task.ForgeRecord, pr *forge.PR, now time.Time) {
 // ClosePR closes a task's open pull request with a comment saying why,
 // for reject and close. It records the outcome as a task comment: the
 // task is already abandoned, so a forge failure is reported, not fatal.
-func (e *Env) ClosePR(ctx context.Context, sn *task.Snapshot, why string) error {
+func (sv *Service) ClosePR(ctx context.Context, sn *task.Snapshot, why string) error {
+	e := sv.Env
 	f := sn.Task.Forge
 	if f == nil || f.Number <= 0 || f.State == forge.StateMerged || f.State == forge.StateClosed {
 		return nil
 	}
-	fg, err := e.forgeOf(ctx, sn)
+	fg, err := sv.ForgeOf(ctx, sn)
 	if err == nil {
 		err = fg.Close(ctx, f.Number, "lazy: "+why+"\n\n"+forgeMarker)
 	}
