@@ -246,7 +246,7 @@ func TestPoolShowsAnEmptyPool(t *testing.T) {
 // that file as where it comes from; a repository the condition does not
 // match does not get it.
 func TestConfigNamesAnIncludedFileAsTheOrigin(t *testing.T) {
-	l := newLazy(t)
+	l := ownHomeLazy(t)
 	work := filepath.Join(l.home, "work.inc")
 	always := filepath.Join(l.home, "always.inc")
 	global := "[include]\n\tpath = always.inc\n[includeIf \"gitdir:" + l.dir + "/\"]\n\tpath = work.inc\n"
@@ -274,7 +274,7 @@ func TestConfigNamesAnIncludedFileAsTheOrigin(t *testing.T) {
 	out := l.ok("config", "--changed")
 	has(t, "lazy config --changed", out, "global "+work, "global "+always)
 
-	other := newLazy(t)
+	other := ownHomeLazy(t)
 	if err := os.WriteFile(filepath.Join(other.home, ".gitconfig"), []byte(global), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -49,18 +49,43 @@ type result struct {
 var gitVars = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
 	"GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CEILING_DIRECTORIES", "LAZY_ACTOR"}
 
-// newLazy is a lazy in a new repository (one commit on main), with an
-// empty HOME and no git identity but the repository's own.
+// TestMain gives the package's tests an empty HOME of their own and a
+// git that reads no system file and none of the user's GIT_* variables,
+// so that they pass on any machine, and so that tests that need nothing
+// more can run in parallel.
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "lazy-cli-test-home")
+	if err != nil {
+		panic(err)
+	}
+	_ = os.Setenv("HOME", home)
+	_ = os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	_ = os.Unsetenv("XDG_CONFIG_HOME")
+	for _, k := range gitVars {
+		_ = os.Unsetenv(k)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(home)
+	os.Exit(code)
+}
+
+// newLazy is a lazy in a new repository (one commit on main), with the
+// package's empty HOME and no git identity but the repository's own. Its
+// test runs in parallel with the other tests that use one: each has its
+// repository, and the process's environment is the same for all.
 func newLazy(t *testing.T) *lazyT {
+	t.Helper()
+	t.Parallel()
+	home := os.Getenv("HOME")
+	return &lazyT{t: t, dir: testrepo.New(t), home: home, env: map[string]string{"LAZY_NO_DAEMON": "1", "HOME": home}}
+}
+
+// ownHomeLazy is newLazy with a HOME of the test's own, for a test that
+// writes the user's global config; such a test does not run in parallel.
+func ownHomeLazy(t *testing.T) *lazyT {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	for _, k := range gitVars {
-		t.Setenv(k, "")
-		_ = os.Unsetenv(k)
-	}
 	return &lazyT{t: t, dir: testrepo.New(t), home: home, env: map[string]string{"LAZY_NO_DAEMON": "1", "HOME": home}}
 }
 
