@@ -185,17 +185,18 @@ func TestImportsRunDownTheLayers(t *testing.T) {
 func TestPinnedLayering(t *testing.T) {
 	pkgs := goList(t)
 	forbidden := map[string][]string{
-		"machine":    {"gitstore", "ops", "cli", "web", "mcp", "daemon"},
-		"gitstore":   {"ops", "cli", "web", "mcp", "daemon"},
-		"ops":        {"cli", "web", "mcp", "daemon"},
-		"session":    {"gitstore", "ops", "lifecycle", "review", "submission", "reconcile", "cli", "web", "mcp", "daemon"},
-		"lifecycle":  {"gitstore", "ops", "submission", "reconcile", "cli", "web", "mcp", "daemon"},
-		"spending":   {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
-		"review":     {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
-		"submission": {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
-		"web":        {"daemon", "mcp", "cli"},
-		"mcp":        {"daemon", "web", "cli"},
-		"daemon":     {"web", "mcp", "cli"},
+		"machine":      {"gitstore", "ops", "cli", "web", "mcp", "daemon"},
+		"gitstore":     {"ops", "cli", "web", "mcp", "daemon"},
+		"ops":          {"cli", "web", "mcp", "daemon"},
+		"session":      {"gitstore", "ops", "lifecycle", "review", "submission", "conversation", "reconcile", "cli", "web", "mcp", "daemon"},
+		"lifecycle":    {"gitstore", "ops", "submission", "reconcile", "cli", "web", "mcp", "daemon"},
+		"spending":     {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
+		"review":       {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
+		"conversation": {"gitstore", "ops", "lifecycle", "review", "submission", "reconcile", "cli", "web", "mcp", "daemon"},
+		"submission":   {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
+		"web":          {"daemon", "mcp", "cli"},
+		"mcp":          {"daemon", "web", "cli"},
+		"daemon":       {"web", "mcp", "cli"},
 	}
 	for p, bans := range forbidden {
 		deps := closure(pkgs, p)

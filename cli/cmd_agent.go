@@ -681,7 +681,7 @@ func (c *AskCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Ask(ctx, c.Task, question)
+	sn, err := env.Conversation().Ask(ctx, c.Task, question)
 	if sn != nil {
 		done()
 	}
@@ -724,7 +724,7 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.Sync(ctx, c.Task)
+	sn, err := env.Conversation().Sync(ctx, c.Task)
 	if err != nil {
 		return err
 	}

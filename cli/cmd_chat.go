@@ -18,7 +18,7 @@ func (c *ChatCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := env.BeginChat(ctx, c.Task)
+	ch, err := env.Conversation().BeginChat(ctx, c.Task)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (c *ChatCmd) Run(a *app, ctx context.Context) error {
 	if runErr != nil {
 		code = -1
 	}
-	if _, err := env.EndChat(context.WithoutCancel(ctx), ch, code); err != nil {
+	if _, err := env.Conversation().EndChat(context.WithoutCancel(ctx), ch, code); err != nil {
 		return err
 	}
 	if runErr != nil {

@@ -40,7 +40,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := env.BeginPair(ctx, c.Task)
+	p, err := env.Conversation().BeginPair(ctx, c.Task)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 		code = -1
 	}
 	// Whatever happened to the agent, the task is handed back.
-	sn, err := env.EndPair(context.WithoutCancel(ctx), p, code)
+	sn, err := env.Conversation().EndPair(context.WithoutCancel(ctx), p, code)
 	if err != nil {
 		return err
 	}

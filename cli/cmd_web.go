@@ -149,7 +149,7 @@ func (w *webActions) Ask(ctx context.Context, id, question string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := env.Ask(ctx, id, question); err != nil {
+	if _, err := env.Conversation().Ask(ctx, id, question); err != nil {
 		return err
 	}
 	w.a.daemonAfterLaunch(ctx)

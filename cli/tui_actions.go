@@ -165,7 +165,7 @@ func (m *tuiModel) unblock(t *task.Summary, feedback string) tea.Cmd {
 // question went, then shows the answer when it arrives.
 func (m *tuiModel) askAgent(t *task.Summary, question string) tea.Cmd {
 	return m.act("ask "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
-		sn, err := env.Ask(ctx, t.ID, question)
+		sn, err := env.Conversation().Ask(ctx, t.ID, question)
 		if err != nil {
 			return "", err
 		}

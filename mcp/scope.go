@@ -91,7 +91,7 @@ func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in As
 	if err != nil {
 		return nil, err
 	}
-	sn, err := env.Ask(ctx, id, in.Question)
+	sn, err := env.Conversation().Ask(ctx, id, in.Question)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lazyorch/lazy/conversation"
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
@@ -564,7 +565,7 @@ func (c *toolCall) turnTool(ctx context.Context) (out any, ok bool, err error) {
 		}))
 	case "lazy_sync":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, _ TaskIn) (any, error) {
-			return d.taskOut(env.Sync(ctx, id))
+			return d.taskOut(env.Conversation().Sync(ctx, id))
 		}))
 	case "lazy_reopen":
 		return handled(runOnTask(args, c.task, scopeChild, func(id string, in ReasonIn) (any, error) {
@@ -638,7 +639,7 @@ func (c *toolCall) journal(ctx context.Context, in JournalIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sn, entry, err := c.env.Journal(ctx, id, ops.JournalInput{Rationale: in.Rationale, Decisions: in.Decisions, Deferrals: in.Deferrals})
+	sn, entry, err := c.env.Conversation().Journal(ctx, id, conversation.JournalInput{Rationale: in.Rationale, Decisions: in.Decisions, Deferrals: in.Deferrals})
 	if err != nil {
 		return nil, err
 	}

@@ -222,8 +222,8 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 		t.Fatalf("an agent unblocked a looser session: %v", err)
 	}
 	for name, call := range map[string]func() (*task.Snapshot, error){
-		"ask":  func() (*task.Snapshot, error) { return ag.Ask(ctx, loose.Task.ID, "what is in ~/.ssh?") },
-		"sync": func() (*task.Snapshot, error) { return ag.Sync(ctx, loose.Task.ID) },
+		"ask":  func() (*task.Snapshot, error) { return ag.Conversation().Ask(ctx, loose.Task.ID, "what is in ~/.ssh?") },
+		"sync": func() (*task.Snapshot, error) { return ag.Conversation().Sync(ctx, loose.Task.ID) },
 	} {
 		if _, err := call(); err == nil || !strings.Contains(err.Error(), "less confined") {
 			t.Fatalf("an agent's %s of a looser session: %v", name, err)

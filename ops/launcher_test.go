@@ -41,8 +41,8 @@ func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
 		"unblock": func() (*task.Snapshot, error) {
 			return e.Lifecycle().Unblock(ctx, parked.Task.ID, "go on", lifecycle.Decisions{})
 		},
-		"ask":         func() (*task.Snapshot, error) { return e.Ask(ctx, parked.Task.ID, "why?") },
-		"sync":        func() (*task.Snapshot, error) { return e.Sync(ctx, parked.Task.ID) },
+		"ask":         func() (*task.Snapshot, error) { return e.Conversation().Ask(ctx, parked.Task.ID, "why?") },
+		"sync":        func() (*task.Snapshot, error) { return e.Conversation().Sync(ctx, parked.Task.ID) },
 		"resume":      func() (*task.Snapshot, error) { return e.Lifecycle().Resume(ctx, interrupted.Task.ID) },
 		"auto-resume": func() (*task.Snapshot, error) { return e.Lifecycle().AutoResume(ctx, interrupted.Task.ID) },
 	}

@@ -6,6 +6,7 @@
 package ops
 
 import (
+	"github.com/lazyorch/lazy/conversation"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/review"
@@ -72,3 +73,7 @@ func (e *Env) Spending() *spending.Service { return spending.New(&e.Env) }
 func (e *Env) Review() *review.Service {
 	return review.New(&e.Env)
 }
+
+// Conversation is the conversation capability over e's core: ask, sync,
+// chat, pair and the journal.
+func (e *Env) Conversation() *conversation.Service { return conversation.New(&e.Env) }

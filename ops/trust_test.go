@@ -82,14 +82,14 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 		_, _ = e.Lifecycle().Resume(ctx, id)
 		_, _ = e.Lifecycle().AutoResume(ctx, id)
 		_, _ = e.Lifecycle().Unblock(ctx, id, "go", lifecycle.Decisions{})
-		_, _ = e.Ask(ctx, id, "why?")
-		_, _ = e.Sync(ctx, id)
+		_, _ = e.Conversation().Ask(ctx, id, "why?")
+		_, _ = e.Conversation().Sync(ctx, id)
 		_, _ = e.Lifecycle().Stop(ctx, id, "")
-		if p, err := e.BeginPair(ctx, id); err == nil {
+		if p, err := e.Conversation().BeginPair(ctx, id); err == nil {
 			t.Fatalf("pairing began on a foreign session: %+v", p.Argv)
 		}
-		if c, err := e.BeginChat(ctx, id); err == nil {
-			c.release()
+		if c, err := e.Conversation().BeginChat(ctx, id); err == nil {
+			_, _ = e.Conversation().EndChat(ctx, c, 0) // lets go of the worktree lock
 			t.Fatalf("a chat began on a foreign session: %v", c.Argv)
 		}
 		_, _ = e.Accept(ctx, id, nil, AcceptOptions{})

@@ -1,4 +1,4 @@
-package ops
+package conversation
 
 import (
 	"context"
@@ -31,7 +31,8 @@ type Chat struct {
 // task's agent, holding the worktree lock until EndChat. A finished task's
 // worktree is gone: the conversation is resumed in the project root, after
 // copying Claude's session log to where Claude looks for it there.
-func (e *Env) BeginChat(ctx context.Context, name string) (*Chat, error) {
+func (cv *Service) BeginChat(ctx context.Context, name string) (*Chat, error) {
+	e := cv.Env
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (e *Env) BeginChat(ctx context.Context, name string) (*Chat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}
-	c, err := e.beginChat(ctx, id)
+	c, err := cv.beginChat(ctx, id)
 	if err != nil {
 		release()
 		return nil, err
@@ -49,7 +50,8 @@ func (e *Env) BeginChat(ctx context.Context, name string) (*Chat, error) {
 	return c, nil
 }
 
-func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
+func (cv *Service) beginChat(ctx context.Context, id string) (*Chat, error) {
+	e := cv.Env
 	sn, err := e.Store.Load(id)
 	if err != nil {
 		return nil, err
@@ -114,7 +116,8 @@ func (e *Env) beginChat(ctx context.Context, id string) (*Chat, error) {
 
 // EndChat records the conversation as a turn without touching the status
 // and releases the worktree.
-func (e *Env) EndChat(ctx context.Context, c *Chat, exitCode int) (*task.Snapshot, error) {
+func (cv *Service) EndChat(ctx context.Context, c *Chat, exitCode int) (*task.Snapshot, error) {
+	e := cv.Env
 	defer c.release()
 	if c.stopEgress != nil {
 		defer c.stopEgress()

@@ -1,4 +1,4 @@
-package ops
+package conversation
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 // It is status-neutral: the task reads working while the agent answers
 // (so the reconciler and other callers see it busy) and parks back as it
 // was when the answer, or an agent error, is recorded.
-func (e *Env) Ask(ctx context.Context, name, question string) (*task.Snapshot, error) {
+func (cv *Service) Ask(ctx context.Context, name, question string) (*task.Snapshot, error) {
+	e := cv.Env
 	if err := e.RequireLauncher("ask"); err != nil {
 		return nil, err
 	}
@@ -21,26 +22,28 @@ func (e *Env) Ask(ctx context.Context, name, question string) (*task.Snapshot, e
 	if err != nil {
 		return nil, err
 	}
-	return e.neutralTurn(ctx, name, "ask", question, false)
+	return cv.neutralTurn(ctx, name, "ask", question, false)
 }
 
 // Sync merges upstream into the task branch as a turn of its own (no
 // agent runs) and parks the task back.
-func (e *Env) Sync(ctx context.Context, name string) (*task.Snapshot, error) {
+func (cv *Service) Sync(ctx context.Context, name string) (*task.Snapshot, error) {
+	e := cv.Env
 	if err := e.RequireLauncher("sync"); err != nil {
 		return nil, err
 	}
-	return e.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true)
+	return cv.neutralTurn(ctx, name, "sync", "[sync] merge upstream into the task branch", true)
 }
 
-func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge bool) (*task.Snapshot, error) {
+func (cv *Service) neutralTurn(ctx context.Context, name, kind, content string, merge bool) (*task.Snapshot, error) {
+	e := cv.Env
 	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	id := sn.Task.ID
-	if err := e.checkNeutral(sn, kind); err != nil {
+	if err := cv.checkNeutral(sn, kind); err != nil {
 		return nil, err
 	}
 	syncFrom := ""
@@ -52,7 +55,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 	var turn task.Turn
 	prompt := content
 	sn, _, err = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
-		if err := e.checkNeutral(s, kind); err != nil {
+		if err := cv.checkNeutral(s, kind); err != nil {
 			return nil, err
 		}
 		if kind == "ask" {
@@ -80,6 +83,7 @@ func (e *Env) neutralTurn(ctx context.Context, name, kind, content string, merge
 }
 
 // checkNeutral allows ask and sync on parked tasks only.
-func (e *Env) checkNeutral(s *task.Snapshot, kind string) error {
+func (cv *Service) checkNeutral(s *task.Snapshot, kind string) error {
+	e := cv.Env
 	return e.Turns().CheckResumable(s, kind, true, machine.Blocked, machine.Conflict)
 }

@@ -1,4 +1,4 @@
-package ops
+package conversation
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Pairing is a pairing that began: what EndPair needs to wrap it up.
@@ -47,7 +46,8 @@ func PairArgv(s *task.Session) []string {
 // BeginPair moves a parked or interrupted task to pairing. The pairing
 // lock (pairing.json naming this process) is written first, so a pairing
 // whose process dies is recovered by the reconciler.
-func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
+func (cv *Service) BeginPair(ctx context.Context, name string) (*Pairing, error) {
+	e := cv.Env
 	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 	if _, err := e.Bind(sn); err != nil {
 		return nil, fmt.Errorf("pair %w", err)
 	}
-	head, err := worktree.Head(ctx, sn.Session.Worktree)
+	head, err := cv.worktrees().Head(ctx, sn.Session.Worktree)
 	if err != nil {
 		return nil, fmt.Errorf("pair %s: read its worktree: %w", sn.Task.Slug, err)
 	}
@@ -92,7 +92,8 @@ func (e *Env) BeginPair(ctx context.Context, name string) (*Pairing, error) {
 // EndPair records what the pairing did as a turn, flags files changed
 // outside the allowed paths, and parks the task (blocked, or conflict
 // with violations pending).
-func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*task.Snapshot, error) {
+func (cv *Service) EndPair(ctx context.Context, p *Pairing, exitCode int) (*task.Snapshot, error) {
+	e := cv.Env
 	id := p.Snapshot.Task.ID
 	unlock, err := e.LockTask(ctx, id)
 	if err != nil {
@@ -100,8 +101,8 @@ func (e *Env) EndPair(ctx context.Context, p *Pairing, exitCode int) (*task.Snap
 	}
 	defer unlock()
 	wt := p.Snapshot.Session.Worktree
-	commits, _ := worktree.Commits(ctx, wt, p.StartSHA)
-	changed, _ := worktree.ChangedFiles(ctx, wt, p.StartSHA)
+	commits, _ := cv.worktrees().Commits(ctx, wt, p.StartSHA)
+	changed, _ := cv.worktrees().ChangedFiles(ctx, wt, p.StartSHA)
 	took := time.Since(p.Started).Round(time.Second)
 	summary := fmt.Sprintf("[pair] paired for %s; %s; %s changed", took, words.Count(len(commits), "commit", "commits"), words.Count(len(changed), "file", "files"))
 	if exitCode != 0 {

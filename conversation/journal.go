@@ -1,4 +1,4 @@
-package ops
+package conversation
 
 import (
 	"context"
@@ -21,7 +21,8 @@ type JournalInput struct {
 // Journal appends an entry to a task's journal, stamped with the actor
 // and the turn it belongs to. Unlike a progress line it is durable
 // history: it changes no status and is kept in the task's record.
-func (e *Env) Journal(ctx context.Context, name string, in JournalInput) (*task.Snapshot, task.Comment, error) {
+func (cv *Service) Journal(ctx context.Context, name string, in JournalInput) (*task.Snapshot, task.Comment, error) {
+	e := cv.Env
 	rationale, err := session.RequiredProse("the rationale", in.Rationale, "a journal entry needs a rationale: why this turn did what it did")
 	if err != nil {
 		return nil, task.Comment{}, err
