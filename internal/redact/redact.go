@@ -33,6 +33,7 @@ const Mark = "…"
 var shapes = sync.OnceValue(func() *patterns {
 	return &patterns{
 		assign:  regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*)(\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'\\]+)`),
+		key:     regexp.MustCompile(`(?i)\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|AUTH|CREDENTIAL|PRIVATE)[A-Z0-9_]*\s*[=:]`),
 		user:    regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@"'\\]+@`),
 		bearer:  regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`),
 		aws:     regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
@@ -44,7 +45,7 @@ var shapes = sync.OnceValue(func() *patterns {
 })
 
 type patterns struct {
-	assign, user, bearer, aws, known, pem, run, urlLike *regexp.Regexp
+	assign, key, user, bearer, aws, known, pem, run, urlLike *regexp.Regexp
 }
 
 // Redactor takes secrets out of text. The zero value knows the shapes of
@@ -83,7 +84,7 @@ func New(values ...string) *Redactor {
 	for _, v := range values {
 		for _, raw := range shapes().urlLike.FindAllString(v, -1) {
 			u, err := url.Parse(raw)
-			if err != nil || u.Host == "" {
+			if err != nil || u.Hostname() == "" {
 				continue
 			}
 			path := u.EscapedPath()
@@ -97,7 +98,9 @@ func New(values ...string) *Redactor {
 			if u.RawQuery != "" {
 				rest += "?" + u.RawQuery
 			}
-			add(u.Host+rest, u.Host)
+			if len(u.Host+rest) >= minPart {
+				add(u.Host+rest, u.Host)
+			}
 			for _, p := range []string{rest, path, u.Path, u.RawQuery} {
 				if len(p) >= minPart {
 					add(p, "")
@@ -139,13 +142,47 @@ func (r *Redactor) common(s string) string {
 		}
 	}
 	p := shapes()
-	s = p.pem.ReplaceAllString(s, Mark)
 	s = p.user.ReplaceAllString(s, "$1"+Mark+"@")
 	s = p.bearer.ReplaceAllString(s, "$1 "+Mark)
-	s = p.assign.ReplaceAllString(s, "$1$2"+Mark)
+	s = redactAssignments(p, s)
 	s = p.aws.ReplaceAllString(s, Mark)
 	s = p.known.ReplaceAllString(s, Mark)
+	// A private key block last: an unended one runs to the end of its
+	// string and would otherwise swallow the name of a secret after it.
+	s = p.pem.ReplaceAllString(s, Mark)
 	return s
+}
+
+// redactAssignments replaces the value of every NAME=value whose name
+// says it is a secret. A quoted value that runs into another such
+// assignment (an opening quote never closed before it) is cut there, and
+// the assignment it ran into is redacted in its turn: otherwise the
+// unclosed quote would swallow the next name and leave its value bare.
+func redactAssignments(p *patterns, s string) string {
+	var b strings.Builder
+	for {
+		m := p.assign.FindStringSubmatchIndex(s)
+		if m == nil {
+			if b.Len() == 0 {
+				return s
+			}
+			b.WriteString(s)
+			return b.String()
+		}
+		valStart, valEnd := m[6], m[7]
+		end := valEnd
+		if q := s[valStart]; q == '"' || q == '\'' {
+			if inner := p.key.FindStringIndex(s[valStart+1 : valEnd]); inner != nil {
+				end = valStart + 1 + inner[0]
+				for end > valStart+1 && (s[end-1] == ' ' || s[end-1] == '\t') {
+					end--
+				}
+			}
+		}
+		b.WriteString(s[:valStart])
+		b.WriteString(Mark)
+		s = s[end:]
+	}
 }
 
 // randomLooking reports whether a run of token alphabet has a stretch
