@@ -47,17 +47,38 @@ func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 		for _, t := range s.Targets {
 			out = append(out, notifyTargetView{Target: t.String(), Kind: t.Kind})
 		}
-		return a.printJSON(map[string]any{"targets": out, "per_minute": s.PerMinute, "events": eventKinds(s)})
+		problems := []string{}
+		for _, p := range s.Problems {
+			problems = append(problems, sanitize.Field(p))
+		}
+		if err := a.printJSON(map[string]any{"targets": out, "per_minute": s.PerMinute, "events": eventKinds(s), "problems": problems}); err != nil {
+			return err
+		}
+		return notifyProblems(s)
 	}
-	if len(s.Targets) == 0 {
+	switch {
+	case len(s.Targets) == 0 && len(s.Problems) > 0:
+		fmt.Fprintln(a.stdout, "No valid notification targets: fix the values above with lazy config lazy.notify (lazy help notify).")
+	case len(s.Targets) == 0:
 		fmt.Fprintln(a.stdout, "No notification targets: add one with git config --add lazy.notify VALUE (lazy help notify).")
+	default:
+		for _, t := range s.Targets {
+			fmt.Fprintln(a.stdout, sanitize.Field(t.String()))
+		}
+		fmt.Fprintf(a.stdout, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
+	}
+	return notifyProblems(s)
+}
+
+// notifyProblems is the exit of a listing that found settings it cannot
+// use (each printed on stderr): when not one target is left, a script
+// checking its setup must not read a status of 0 while its notifications
+// go nowhere. With valid targets beside them they are warnings.
+func notifyProblems(s notify.Settings) error {
+	if len(s.Problems) == 0 || len(s.Targets) > 0 {
 		return nil
 	}
-	for _, t := range s.Targets {
-		fmt.Fprintln(a.stdout, sanitize.Field(t.String()))
-	}
-	fmt.Fprintf(a.stdout, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
-	return nil
+	return silentExit{code: 1, err: fmt.Errorf("%s not valid", words.Count(len(s.Problems), "notification setting is", "notification settings are"))}
 }
 
 // kindList names event kinds as a list a person reads: "blocked,

@@ -146,6 +146,24 @@ func TestNotifyListsAndTestsTargets(t *testing.T) {
 		r.err != "lazy: lazy.notify \"carrier-pigeon\" is not a target: write cmd:COMMAND, desktop, an http(s) URL, or json:URL\n" {
 		t.Errorf("notify with a bad value: %+v", r)
 	}
+	// With only values that are no target, nothing is announced: the
+	// listing says to fix them, not to add one, and exits 1, its --json
+	// naming them.
+	testrepo.Git(t, l.dir, "config", "--unset-all", "lazy.notify", "^cmd:")
+	r = l.run("notify")
+	if r.code != 1 || !strings.HasPrefix(r.out, "No valid notification targets: fix the values above with lazy config lazy.notify") ||
+		!strings.Contains(r.err, "carrier-pigeon") {
+		t.Errorf("notify with only a bad value: %+v", r)
+	}
+	r = l.run("notify", "--json")
+	var bad struct {
+		Targets  []any    `json:"targets"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &bad); err != nil || r.code != 1 || len(bad.Targets) != 0 ||
+		len(bad.Problems) != 1 || !strings.Contains(bad.Problems[0], "carrier-pigeon") {
+		t.Errorf("notify --json with only a bad value: %+v (%v)", r, err)
+	}
 }
 
 // clone is a second machine's clone of the remote at bare: its own
