@@ -57,7 +57,7 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if c.Attempt != 0 {
 		// The chosen attempt is the task from here on: a dry run
 		// previews it, and the accept below lands it.
-		if _, id, err := env.AttemptID(c.Tasks[0], c.Attempt); err != nil {
+		if _, id, err := env.Attempts().Resolve(c.Tasks[0], c.Attempt); err != nil {
 			return err
 		} else if c.DryRun {
 			c.Tasks[0] = id
@@ -82,7 +82,7 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	}
 	var res *ops.AcceptResult
 	if c.Attempt != 0 {
-		_, aid, _ := env.AttemptID(id, c.Attempt)
+		_, aid, _ := env.Attempts().Resolve(id, c.Attempt)
 		res, err = env.AcceptAttempt(ctx, id, c.Attempt, a.acceptDisplay(aid), opts)
 	} else {
 		res, err = env.Accept(ctx, id, a.acceptDisplay(id), opts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,13 +146,13 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in sessio
 	if c.Follow {
 		return usageError{"--follow prints one agent's output; with --attempts, --wait waits for every attempt and compares them, and lazy watch (or lazy logs -f SLUG-a1) follows them"}
 	}
-	if err := ops.CheckAttempts(*c.Attempts); err != nil {
+	if err := attempts.Check(*c.Attempts); err != nil {
 		return usageError{err.Error()}
 	}
 	if len(agents) > 0 {
 		agents[0] = in.Agent
 	}
-	res, err := env.StartAttempts(ctx, c.Task, ops.AttemptsInput{N: *c.Attempts, Agents: agents, Base: in})
+	res, err := env.Attempts().Start(ctx, c.Task, attempts.Input{N: *c.Attempts, Agents: agents, Base: in})
 	if res != nil && len(res.Started) > 0 {
 		a.daemonAfterLaunch(ctx)
 	}
@@ -164,7 +165,7 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in sessio
 	if !c.JSON {
 		fmt.Fprintf(a.stdout, "Trying %s %d ways:\n", res.Group.Task.Slug, *c.Attempts)
 		for _, sn := range res.Started {
-			fmt.Fprintf(a.stdout, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, ops.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
+			fmt.Fprintf(a.stdout, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, attempts.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
 		}
 	}
 	if c.Wait {
@@ -187,7 +188,7 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in sessio
 // --attempts N --wait), then compares them as lazy show GROUP does and
 // says how each ended: held, its gate failed, what carries it on. The
 // exit code is lazy wait's: 3 when an attempt needs attention.
-func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *ops.AttemptsResult) error {
+func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *attempts.Result) error {
 	ids := make([]string, 0, len(res.Started))
 	for _, sn := range res.Started {
 		ids = append(ids, sn.Task.ID)
@@ -197,7 +198,7 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *
 		return err
 	}
 	group := res.Group.Task.Slug
-	av, err := env.Attempts(ctx, res.Group.Task.ID)
+	av, err := env.Attempts().Compare(ctx, res.Group.Task.ID)
 	if err != nil {
 		return fmt.Errorf("every attempt of %s settled, but comparing them failed: %w", group, err)
 	}

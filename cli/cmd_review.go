@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"io"
 	"os"
 	"os/exec"
@@ -199,14 +200,14 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
 	if c.Tool || len(c.Paths) > 0 {
 		return usageError{"--attempts shows every attempt's whole work; for --tool or paths, lazy diff SLUG-aK one attempt"}
 	}
-	v, err := env.Attempts(ctx, c.Task)
+	v, err := env.Attempts().Compare(ctx, c.Task)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "# %s, tried %d ways\n", v.Group, len(v.Attempts))
 	renderAttemptTable(a.stdout, v)
 	for _, at := range v.Attempts {
-		head := fmt.Sprintf("\n# attempt %d: %s (%s, %s", at.K, orDash(at.Slug), orDash(sanitize.Field(ops.AgentLabel(at.Agent, at.Model))), at.Status)
+		head := fmt.Sprintf("\n# attempt %d: %s (%s, %s", at.K, orDash(at.Slug), orDash(sanitize.Field(attempts.AgentLabel(at.Agent, at.Model))), at.Status)
 		if at.Diff != nil {
 			head += ", " + at.Diff.String()
 		}

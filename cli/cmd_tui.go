@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"io"
 	"os"
 	"os/exec"
@@ -23,7 +24,6 @@ import (
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
@@ -1086,7 +1086,7 @@ func (a *app) attemptLines(ctx context.Context, id string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	v, err := env.Attempts(ctx, id)
+	v, err := env.Attempts().Compare(ctx, id)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -1096,7 +1096,7 @@ func (a *app) attemptLines(ctx context.Context, id string) []string {
 // attemptPaneLines is the comparison as the pane shows it: the heading
 // and table of lazy show's Attempts section, then how to go on. The
 // pane escapes every line for the terminal.
-func attemptPaneLines(v *ops.AttemptsView) []string {
+func attemptPaneLines(v *attempts.Comparison) []string {
 	var b strings.Builder
 	fmt.Fprintln(&b, attemptsHeading(v))
 	renderAttemptTable(&b, v)

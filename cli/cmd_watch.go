@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"io"
 	"sort"
 	"strings"
@@ -164,7 +165,7 @@ func rowTitle(r statusRow) string {
 	if r.AttemptOf == "" {
 		return oneLine(r.Title, 60)
 	}
-	return fmt.Sprintf("└ attempt %d of %s, %s", r.Attempt, r.AttemptOf, ops.UsageCell(r.Usage))
+	return fmt.Sprintf("└ attempt %d of %s, %s", r.Attempt, r.AttemptOf, attempts.UsageCell(r.Usage))
 }
 
 // totalUsage sums what every listed task's agent turns cost.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"io"
 	"slices"
 	"strings"
@@ -39,7 +40,7 @@ type showView struct {
 	next     []string
 	// attempts compares a group's attempts (nil for any other task);
 	// attemptOf names an attempt's group as "attempt K of slug".
-	attempts  *ops.AttemptsView
+	attempts  *attempts.Comparison
 	attemptOf string
 	// protected names the protected paths the task's change touches
 	// (nil: none), which need a human's accept --approve-protected.
@@ -63,12 +64,12 @@ type showJSON struct {
 // entry per attempt (status, agent, model, cost, gate, diff stat), the
 // cost of them all and the attempt that landed.
 type showAttempts struct {
-	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
-	AttemptsUsage *task.Usage       `json:"attempts_usage,omitempty"`
-	AttemptChosen int               `json:"attempt_chosen,omitempty"`
+	Attempts      []attempts.Attempt `json:"attempts,omitempty"`
+	AttemptsUsage *task.Usage        `json:"attempts_usage,omitempty"`
+	AttemptChosen int                `json:"attempt_chosen,omitempty"`
 }
 
-func attemptsJSON(v *ops.AttemptsView) showAttempts {
+func attemptsJSON(v *attempts.Comparison) showAttempts {
 	if v == nil {
 		return showAttempts{}
 	}
@@ -115,7 +116,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		env.VerifyDetail(d)
 		v.protected, _ = env.ProtectedChanges(ctx, sn)
 		if sn.Task.IsAttemptGroup() {
-			v.attempts, _ = env.Attempts(ctx, id)
+			v.attempts, _ = env.Attempts().Compare(ctx, id)
 		}
 	}
 	if c.JSON {
@@ -287,7 +288,7 @@ func (v *showView) renderAttempts(w io.Writer) {
 }
 
 // attemptsHeading is "Attempts (N; spent X in all)" over the table.
-func attemptsHeading(av *ops.AttemptsView) string {
+func attemptsHeading(av *attempts.Comparison) string {
 	h := fmt.Sprintf("Attempts (%d", len(av.Attempts))
 	if av.Usage != nil {
 		h += "; spent " + av.Usage.String() + " in all"
@@ -297,7 +298,7 @@ func attemptsHeading(av *ops.AttemptsView) string {
 
 // renderAttemptTable is the attempts' table of show, diff --attempts and
 // watch, its cells worded by ops (the web view's are the same).
-func renderAttemptTable(w io.Writer, av *ops.AttemptsView) {
+func renderAttemptTable(w io.Writer, av *attempts.Comparison) {
 	rows := [][]string{{"  K", "SLUG", "AGENT", "STATUS", "COST", "GATE", "DIFF"}}
 	for _, at := range av.Attempts {
 		k := fmt.Sprintf("  %d", at.K)
@@ -316,7 +317,7 @@ func (v *showView) renderSession(w io.Writer) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, sanitize.Field(ops.AgentLabel(s.Agent, s.Model)))
+	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, sanitize.Field(attempts.AgentLabel(s.Agent, s.Model)))
 	fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
 	if label, reason := parkReason(t.Status, s.InterruptReason, v.detail.TurnList); reason != "" {
 		fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)

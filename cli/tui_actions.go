@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"io"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ func (m *tuiModel) startAttempts(t *task.Summary, n int, agents []string) tea.Cm
 		if err != nil {
 			return "", err
 		}
-		res, err := env.StartAttempts(ctx, t.ID, ops.AttemptsInput{N: n, Agents: agents, Base: in})
+		res, err := env.Attempts().Start(ctx, t.ID, attempts.Input{N: n, Agents: agents, Base: in})
 		if res != nil && len(res.Started) > 0 {
 			a.daemonAfterLaunch(ctx)
 		}
@@ -135,7 +136,7 @@ func parseAttemptsPrompt(text string) (int, []string, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("%q is not a number of attempts; give one such as 3", fields[0])
 	}
-	if err := ops.CheckAttempts(n); err != nil {
+	if err := attempts.Check(n); err != nil {
 		return 0, nil, err
 	}
 	var agents []string

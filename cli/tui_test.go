@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -421,7 +421,7 @@ func TestTUIGroupPaneComparesAttempts(t *testing.T) {
 	if !m.comparing() {
 		t.Fatal("a selected group's pane does not compare its attempts")
 	}
-	v := &ops.AttemptsView{Group: "two-ways", Usage: &task.Usage{CostUSD: 0.75}, Attempts: []ops.AttemptView{
+	v := &attempts.Comparison{Group: "two-ways", Usage: &task.Usage{CostUSD: 0.75}, Attempts: []attempts.Attempt{
 		{K: 1, ID: "a1", Slug: "two-ways-a1", Agent: "claude", Model: "opus\x1b[2J", Status: machine.Blocked,
 			Usage: &task.Usage{CostUSD: 0.25}, Gate: &task.GateSummary{State: task.GateFailed}, Diff: &worktree.DiffStat{Files: 1, Additions: 3}},
 		{K: 2, ID: "a2", Slug: "two-ways-a2", Agent: "codex", Status: machine.Working, Usage: &task.Usage{InputTokens: 300, OutputTokens: 30}},

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"github.com/lazyorch/lazy/attempts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestAcceptAnAttemptOfAGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := env.StartAttempts(ctx, g.Task.Slug, ops.AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := env.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,7 +196,7 @@ func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in Acc
 	// through the group or on the attempt itself, picks the same one up.
 	landing := id
 	if in.Attempt != 0 {
-		_, aid, err := env.AttemptID(id, in.Attempt)
+		_, aid, err := env.Attempts().Resolve(id, in.Attempt)
 		if err != nil {
 			return nil, err
 		}

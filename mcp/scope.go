@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"time"
 
 	"github.com/lazyorch/lazy/gitstore"
@@ -229,7 +230,7 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 	}
 	out := &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated, ProtectedChanges: protected}
 	if env != nil && sn.Task.IsAttemptGroup() {
-		if v, err := env.Attempts(ctx, sn.Task.ID); err == nil {
+		if v, err := env.Attempts().Compare(ctx, sn.Task.ID); err == nil {
 			out.Attempts, out.AttemptsUsage, out.AttemptChosen = v.Attempts, v.Usage, v.Chosen
 		}
 	}
@@ -249,9 +250,9 @@ type ShowOut struct {
 	// Attempts compares an attempt group's attempts as lazy show --json
 	// does: status, agent, model, cost, gate and diff stat of each, the
 	// cost of them all, and the attempt that landed.
-	Attempts      []ops.AttemptView `json:"attempts,omitempty"`
-	AttemptsUsage *task.Usage       `json:"attempts_usage,omitempty"`
-	AttemptChosen int               `json:"attempt_chosen,omitempty"`
+	Attempts      []attempts.Attempt `json:"attempts,omitempty"`
+	AttemptsUsage *task.Usage        `json:"attempts_usage,omitempty"`
+	AttemptChosen int                `json:"attempt_chosen,omitempty"`
 	// ProtectedChanges names the protected paths the task's change
 	// touches: it lands only when a human approves them (lazy accept
 	// TASK --approve-protected), never through this server.

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"slices"
 	"strings"
 	"sync"
@@ -742,7 +743,7 @@ func (d *Dispatcher) start(ctx context.Context, env *ops.Env, id string, in Star
 	if len(agents) > 0 {
 		agents[0] = si.Agent
 	}
-	res, err := env.StartAttempts(ctx, id, ops.AttemptsInput{N: in.Attempts, Agents: agents, Base: si})
+	res, err := env.Attempts().Start(ctx, id, attempts.Input{N: in.Attempts, Agents: agents, Base: si})
 	if err != nil {
 		return nil, err
 	}

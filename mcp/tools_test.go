@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/lazyorch/lazy/attempts"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -203,7 +203,7 @@ func TestShowResultsPassTheirOwnSchema(t *testing.T) {
 			GateRecord: &task.GateRecord{Runs: []task.GateRun{{ID: "r1", Commands: []task.GateCommand{{Cmd: "make", Exit: 2}}}}},
 		},
 		Overlaps: map[string][]string{"b": {"x.go"}}, LandedOverlap: []string{"y.go"}, OverlapsTruncated: true,
-		Attempts: []ops.AttemptView{{K: 1, ID: "0123456789abcdef", Slug: "a-a1", Agent: "codex", Model: "gpt-5-codex", Status: "blocked",
+		Attempts: []attempts.Attempt{{K: 1, ID: "0123456789abcdef", Slug: "a-a1", Agent: "codex", Model: "gpt-5-codex", Status: "blocked",
 			Usage: &task.Usage{InputTokens: 5}, Gate: &task.GateSummary{State: "passed"}, Diff: &worktree.DiffStat{Files: 1, Additions: 2}}},
 		AttemptsUsage: &task.Usage{InputTokens: 5}, AttemptChosen: 1,
 	}

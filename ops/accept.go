@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/attempts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,7 +206,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if sn.Task.IsAttemptGroup() {
 			return nil, fmt.Errorf("accept %s: the task is tried %d ways and has no work of its own; land one of its attempts with lazy accept %s --attempt K (lazy show %s compares them)", sn.Task.Slug, len(sn.Task.Attempts), sn.Task.Slug, sn.Task.Slug)
 		}
-		if err := e.siblingChosen(sn); err != nil {
+		if err := e.Attempts().SiblingChosen(sn); err != nil {
 			return nil, err
 		}
 	}
@@ -215,8 +216,8 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	}
 	// An attempt that landed settles its group, however it was accepted
 	// (lazy accept GROUP --attempt K, or lazy accept on the attempt).
-	if err == nil && res != nil && landedAttempt(res.Snapshot) {
-		_, warnings, ferr := e.finishAttemptGroup(ctx, res.Snapshot)
+	if err == nil && res != nil && attempts.Landed(res.Snapshot) {
+		_, warnings, ferr := e.Attempts().Settle(ctx, res.Snapshot)
 		res.Warnings = append(res.Warnings, warnings...)
 		if ferr != nil {
 			res.Warnings = append(res.Warnings, ferr.Error())

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"github.com/lazyorch/lazy/attempts"
 	"math"
 	"os"
 	"path/filepath"
@@ -287,7 +288,7 @@ func TestSandboxThatCannotRunRefusesTheWork(t *testing.T) {
 	t.Setenv("PATH", bin)
 	_, err = ag.Lifecycle().Start(ctx, sub.Task.ID, session.StartInput{Agent: "exec", ExecCommand: trueCmd})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "bwrap", "nothing was started")
-	_, err = ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
+	_, err = ag.Attempts().Start(ctx, sub.Task.ID, attempts.Input{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "bwrap", "nothing was started")
 	if sn, _ := e.Store.Load(sub.Task.ID); sn.Task.IsAttemptGroup() {
 		t.Fatal("refused attempts recorded the group")
@@ -328,9 +329,9 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 	base := session.StartInput{Agent: "exec", ExecCommand: trueCmd}
 	loose := base
 	loose.Request = confine.Request{Network: "on"}
-	_, err := ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: loose})
+	_, err := ag.Attempts().Start(ctx, sub.Task.ID, attempts.Input{N: 2, Base: loose})
 	refusedUntouched(t, e, launched, sub.Task.ID, err, "less confined")
-	res, err := ag.StartAttempts(ctx, sub.Task.ID, AttemptsInput{N: 2, Base: base})
+	res, err := ag.Attempts().Start(ctx, sub.Task.ID, attempts.Input{N: 2, Base: base})
 	if err != nil || len(res.Started) != 2 {
 		t.Fatalf("attempts: %+v, %v", res, err)
 	}
@@ -396,7 +397,7 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 		}
 	}
 	tried := create(t, ag, lifecycle.CreateInput{Title: "tried", Parent: parent.Task.ID})
-	res, err := ag.StartAttempts(ctx, tried.Task.ID, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
+	res, err := ag.Attempts().Start(ctx, tried.Task.ID, attempts.Input{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: trueCmd}})
 	if err != nil {
 		t.Fatal(err)
 	}

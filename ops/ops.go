@@ -6,6 +6,7 @@
 package ops
 
 import (
+	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/conversation"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/lifecycle"
@@ -77,3 +78,10 @@ func (e *Env) Review() *review.Service {
 // Conversation is the conversation capability over e's core: ask, sync,
 // chat, pair and the journal.
 func (e *Env) Conversation() *conversation.Service { return conversation.New(&e.Env) }
+
+// Attempts is the attempts capability over e's core: a task tried N
+// ways, starting and ending its attempts through e's lifecycle and
+// comparing them through e's review.
+func (e *Env) Attempts() *attempts.Service {
+	return attempts.New(&e.Env, e.Lifecycle(), e.Review())
+}

@@ -304,7 +304,7 @@ func (r *Reconciler) settleGroups(ctx context.Context, done []Action) ([]Action,
 		if a.To != machine.Complete || a.From == machine.Complete {
 			continue
 		}
-		g, warnings, err := r.Env.SettleAttemptGroup(ctx, a.TaskID)
+		g, warnings, err := r.Env.Attempts().SettleGroup(ctx, a.TaskID)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", a.Slug, err))
 			continue

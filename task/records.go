@@ -79,7 +79,7 @@ type Task struct {
 	// is a full task of its own (branch, worktree, session, turns,
 	// cost); it is not a subtask of the group: it has the group's Parent
 	// and TargetBranch, so it starts from and lands on the branch the
-	// group itself would have (see ops.StartAttempts).
+	// group itself would have (see attempts.Service.Start).
 	AttemptOf string `json:"attempt_of,omitempty"`
 	Attempt   int    `json:"attempt,omitempty"`
 	// Attempts, on an attempt group, are its attempts' ids in order

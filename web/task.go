@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/lazyorch/lazy/attempts"
 	"net/http"
 	"strings"
 
@@ -218,11 +219,11 @@ type attemptOf struct {
 // attempts is the comparison of a group's attempts (what lazy show
 // prints: ops builds it for every surface), or for an attempt its
 // group; nil for any other task.
-func (s *Server) attempts(ctx context.Context, sn *task.Snapshot) (*ops.AttemptsView, *attemptOf) {
+func (s *Server) attempts(ctx context.Context, sn *task.Snapshot) (*attempts.Comparison, *attemptOf) {
 	switch {
 	case sn.Task.IsAttemptGroup():
 		env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
-		v, err := env.Attempts(ctx, sn.Task.ID)
+		v, err := env.Attempts().Compare(ctx, sn.Task.ID)
 		if err != nil {
 			return nil, nil
 		}

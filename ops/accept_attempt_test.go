@@ -2,9 +2,9 @@ package ops
 
 import (
 	"context"
+	"github.com/lazyorch/lazy/attempts"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,26 +58,6 @@ func playTurn(t *testing.T, e *Env, id string, files map[string]string, cost flo
 	}
 }
 
-func TestAttemptInputsCycleTheAgents(t *testing.T) {
-	in := AttemptsInput{N: 3, Agents: []string{"claude", "codex", "exec"}, Base: session.StartInput{Agent: "claude", Model: "m1", ExecCommand: []string{"x"}}}
-	var got []string
-	for k := 1; k <= 4; k++ {
-		s := in.attemptInput(k)
-		got = append(got, s.Agent+"/"+s.Model+"/"+strings.Join(s.ExecCommand, " "))
-	}
-	if want := []string{"claude/m1/", "codex/m1/", "exec//x", "claude/m1/"}; !slices.Equal(got, want) {
-		t.Fatalf("attempt inputs %q, want %q", got, want)
-	}
-	if s := attemptSlug(strings.Repeat("abcd-", 9)+"xyz", 3); !task.ValidSlug(s) || !strings.HasSuffix(s, "-a3") {
-		t.Fatalf("a long group's attempt slug %q", s)
-	}
-	for n, want := range map[int]string{0: "2 to 8", 1: "without --attempts", 9: "at most 8", 50: "at most 8"} {
-		if err := CheckAttempts(n); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("CheckAttempts(%d) = %v, want it to say %q", n, err, want)
-		}
-	}
-}
-
 // TestAcceptAttemptLandsItAndClosesTheOthers: two attempts of one task,
 // each its own task, branch and worktree; accepting attempt 2 lands its
 // work (and only its) on main, completes the group with the reason and
@@ -90,7 +70,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := session.StartInput{Agent: "exec", ExecCommand: []string{"true"}, RepoDir: e.RepoDir}
-	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: base})
+	res, err := e.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +84,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	var branches []string
 	for i, a := range res.Started {
 		k := i + 1
-		if a.Task.AttemptOf != group.Task.ID || a.Task.Attempt != k || a.Task.Parent != "" || a.Task.Slug != attemptSlug(group.Task.Slug, k) {
+		if a.Task.AttemptOf != group.Task.ID || a.Task.Attempt != k || a.Task.Parent != "" || a.Task.Slug != attempts.Slug(group.Task.Slug, k) {
 			t.Fatalf("attempt %d: %+v", k, a.Task)
 		}
 		if a.Task.Status != machine.Working || a.Session == nil || a.Session.Branch != "lazy/"+a.Task.Slug || a.Session.Agent != "exec" {
@@ -124,14 +104,14 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	if _, err := e.Lifecycle().Close(ctx, group.Task.ID, "nah"); err == nil || !strings.Contains(err.Error(), "attempts") {
 		t.Fatalf("close of the group under running attempts: %v", err)
 	}
-	if _, err := e.StartAttempts(ctx, res.Started[0].Task.Slug, AttemptsInput{N: 2, Base: base}); err == nil || !strings.Contains(err.Error(), "itself an attempt") {
+	if _, err := e.Attempts().Start(ctx, res.Started[0].Task.Slug, attempts.Input{N: 2, Base: base}); err == nil || !strings.Contains(err.Error(), "itself an attempt") {
 		t.Fatalf("attempts of an attempt: %v", err)
 	}
 
 	playTurn(t, e, a1, map[string]string{"one.txt": "the first way\n"}, 0.25)
 	playTurn(t, e, a2, map[string]string{"two.txt": "the second way\nin two lines\n"}, 0.5)
 
-	v, err := e.Attempts(ctx, group.Task.Slug)
+	v, err := e.Attempts().Compare(ctx, group.Task.Slug)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +167,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	if s2, _ := e.Store.Load(a2); s2.Task.Usage == nil || s2.Task.Usage.CostUSD != 0.5 {
 		t.Fatal("the landed attempt lost its cost")
 	}
-	if v, err := e.Attempts(ctx, group.Task.Slug); err != nil || v.Chosen != 2 || v.Usage == nil || v.Usage.CostUSD != 0.75 {
+	if v, err := e.Attempts().Compare(ctx, group.Task.Slug); err != nil || v.Chosen != 2 || v.Usage == nil || v.Usage.CostUSD != 0.75 {
 		t.Fatalf("after the accept: %+v %v", v, err)
 	}
 	// Asked again (a crash after the merge, say), it lands nothing twice.
@@ -209,7 +189,7 @@ func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 3, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := e.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 3, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +223,7 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.e.StartAttempts(ctx, g.Task.Slug, AttemptsInput{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := r.e.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
