@@ -211,7 +211,7 @@ func (a *app) queueWork() func(ctx context.Context) {
 				_, err = env.Lifecycle().Start(ctx, d.Task, in)
 				return err
 			})
-			for _, r := range env.ReadyToRequeue() {
+			for _, r := range env.Queue().ReadyToRequeue() {
 				opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
 				if err != nil {
 					return

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/queue"
 )
 
 // QueueCmd shows this machine's merge queues.
@@ -26,17 +26,17 @@ func (c *QueueCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.Remove != "" {
-		en, err := env.Dequeue(c.Remove)
+		en, err := env.Queue().Dequeue(c.Remove)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "Took %s out of the queue of %s; lazy accept %s puts it back\n", en.Slug, en.Target, en.Slug)
 		return nil
 	}
-	queues := env.Queues()
+	queues := env.Queue().Queues()
 	if c.JSON {
 		if queues == nil {
-			queues = []ops.QueueView{}
+			queues = []queue.View{}
 		}
 		return a.printJSON(queues)
 	}
@@ -46,7 +46,7 @@ func (c *QueueCmd) Run(a *app, ctx context.Context) error {
 
 // renderQueues prints each target's queue: the entries in order with
 // what each is doing, then the newest that left and why.
-func renderQueues(w io.Writer, queues []ops.QueueView, now time.Time) {
+func renderQueues(w io.Writer, queues []queue.View, now time.Time) {
 	if len(queues) == 0 {
 		fmt.Fprintln(w, "No merge queue on this machine: lazy accept TASK... forms one per target branch.")
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
@@ -40,7 +41,7 @@ type statusView struct {
 	// did not begin, that lazy leaves it alone here.
 	ForeignMerges []string `json:"foreign_merges,omitempty"`
 	// Queues are this machine's merge queues (see lazy queue).
-	Queues []ops.QueueView `json:"queues"`
+	Queues []queue.View `json:"queues"`
 	// GateFailed are the open tasks whose newest gate run failed.
 	GateFailed []gateFailure `json:"gate_failed"`
 	// Overlaps are the active tasks whose changes overlap another's or
@@ -202,10 +203,10 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
-	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}, Queues: []ops.QueueView{}, GateFailed: gateFailures(entries),
+	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}, Queues: []queue.View{}, GateFailed: gateFailures(entries),
 		Overlaps: overlapBriefs(entries, a.overlaps(ctx, entries, nil))}
 	if env, err := a.env(); err == nil {
-		if q := env.Queues(); q != nil {
+		if q := env.Queue().Queues(); q != nil {
 			v.Queues = q
 		}
 		if owed, err := env.OwedStashes(ctx, false); err == nil && owed != nil {
@@ -341,9 +342,9 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		for i := range rows {
 			rows[i].overlaps = ov[rows[i].id].Short()
 		}
-		var queues []ops.QueueView
+		var queues []queue.View
 		if env, err := a.env(); err == nil {
-			queues = env.Queues()
+			queues = env.Queue().Queues()
 		}
 		if tty {
 			drawScreen(a.stdout, rows, queues, a.poolLines(ctx))
@@ -396,7 +397,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	}
 }
 
-func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView, pools []string) {
+func drawScreen(w io.Writer, rows []statusRow, queues []queue.View, pools []string) {
 	// lazy's own redraw sequence goes raw; the frame, which carries
 	// titles and progress from records, goes through the escaper.
 	_, _ = io.WriteString(rawWriter(w), "\x1b[H\x1b[2J") // home, clear
@@ -433,7 +434,7 @@ func drawScreen(w io.Writer, rows []statusRow, queues []ops.QueueView, pools []s
 }
 
 // queueLines says, a line per target, what each merge queue holds.
-func queueLines(queues []ops.QueueView) string {
+func queueLines(queues []queue.View) string {
 	var b strings.Builder
 	for _, q := range queues {
 		if len(q.Entries) == 0 {

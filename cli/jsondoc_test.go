@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/jsondoc"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
@@ -70,7 +71,7 @@ func TestJSONDocCoversTheGoTypes(t *testing.T) {
 		"lazy wait":              reflect.TypeFor[[]task.Summary](),
 		"lazy create":            reflect.TypeFor[task.Summary](),
 		"lazy accept --dry-run":  reflect.TypeFor[ops.AcceptPreview](),
-		"lazy queue":             reflect.TypeFor[[]ops.QueueView](),
+		"lazy queue":             reflect.TypeFor[[]queue.View](),
 		"lazy stash":             reflect.TypeFor[stashView](),
 	} {
 		if os.Getenv("LAZY_JSONDOC_DUMP") != "" {

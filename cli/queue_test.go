@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -14,14 +14,14 @@ import (
 // reasons that try terminal control.
 func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
 	now := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
-	q := []ops.QueueView{{Target: "main",
-		Entries: []ops.QueueEntry{
-			{Slug: "fix-login", State: ops.QueueGating, Detail: "on main at abc123", Since: now.Add(-5 * time.Second)},
-			{Slug: "cover-logout", State: ops.QueueFixing, Detail: "the agent is fixing\x1b[2J", Since: now.Add(-time.Minute)},
+	q := []queue.View{{Target: "main",
+		Entries: []queue.Entry{
+			{Slug: "fix-login", State: queue.Gating, Detail: "on main at abc123", Since: now.Add(-5 * time.Second)},
+			{Slug: "cover-logout", State: queue.Fixing, Detail: "the agent is fixing\x1b[2J", Since: now.Add(-time.Minute)},
 		},
-		Left: []ops.QueueLeft{
-			{Slug: "add-metrics", Outcome: ops.LeftLanded, Commit: "0123456789abcdef", At: now.Add(-2 * time.Minute)},
-			{Slug: "bad\x1b]0;pwned\x07", Outcome: ops.LeftFailed, Why: "the gate failed: \"go test\" exited 1", At: now.Add(-time.Minute)},
+		Left: []queue.Left{
+			{Slug: "add-metrics", Outcome: queue.LeftLanded, Commit: "0123456789abcdef", At: now.Add(-2 * time.Minute)},
+			{Slug: "bad\x1b]0;pwned\x07", Outcome: queue.LeftFailed, Why: "the gate failed: \"go test\" exited 1", At: now.Add(-time.Minute)},
 		}}}
 	var b bytes.Buffer
 	renderQueues(&b, q, now)
@@ -63,7 +63,7 @@ func TestStatusCellFlagsAFailedGate(t *testing.T) {
 // TestWatchScreenShowsTheQueue.
 func TestWatchScreenShowsTheQueue(t *testing.T) {
 	var b bytes.Buffer
-	drawScreen(&b, nil, []ops.QueueView{{Target: "main", Entries: []ops.QueueEntry{{Slug: "a", State: ops.QueueGating}, {Slug: "b\x1b[2J", State: ops.QueueWaiting}}}}, nil)
+	drawScreen(&b, nil, []queue.View{{Target: "main", Entries: []queue.Entry{{Slug: "a", State: queue.Gating}, {Slug: "b\x1b[2J", State: queue.Waiting}}}}, nil)
 	out := b.String()
 	if !strings.Contains(out, "merge queue into main: a gating, b") || strings.Count(out, "\x1b[2J") != 1 {
 		t.Fatalf("%q", out)

@@ -36,6 +36,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -196,7 +197,7 @@ type (
 	QueueIn struct{}
 	// QueueOut is lazy_queue's result: this machine's merge queues.
 	QueueOut struct {
-		Queues []ops.QueueView `json:"queues"`
+		Queues []queue.View `json:"queues"`
 	}
 	// CostOut is lazy_cost's result: what lazy cost --json prints.
 	CostOut = cost.Report
@@ -673,9 +674,9 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 		return handled(run(args, func(in ListIn) (any, error) { return d.list(c.caller, in) }))
 	case "lazy_queue":
 		return handled(run(args, func(QueueIn) (any, error) {
-			q := env.Queues()
+			q := env.Queue().Queues()
 			if q == nil {
-				q = []ops.QueueView{}
+				q = []queue.View{}
 			}
 			return QueueOut{Queues: q}, nil
 		}))

@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -277,7 +278,7 @@ type localAccept struct {
 
 	// ticket is the accept's place in its target's queue; gp the gate it
 	// runs, cand the tree that passed it and run the passing run's id.
-	ticket *queueTicket
+	ticket *queue.Ticket
 	gp     *gatePlan
 	cand   *candidate
 	runID  string
@@ -293,9 +294,9 @@ type localAccept struct {
 func (a *localAccept) run(ctx context.Context) (res *AcceptResult, err error) {
 	defer func() {
 		if res != nil {
-			a.ticket.leaveWith(err, res.Commit)
+			a.ticket.LeaveWith(err, res.Commit)
 		} else {
-			a.ticket.leaveWith(err, "")
+			a.ticket.LeaveWith(err, "")
 		}
 	}()
 	if err := a.preflight(ctx); err != nil {
@@ -310,7 +311,7 @@ func (a *localAccept) run(ctx context.Context) (res *AcceptResult, err error) {
 	if err := a.recheckDest(ctx); err != nil {
 		return nil, err
 	}
-	a.ticket.set(QueueLanding, "")
+	a.ticket.Set(queue.Landing, "")
 	if err := a.record(ctx); err != nil {
 		return nil, err
 	}
@@ -375,10 +376,10 @@ func (a *localAccept) lockDest(ctx context.Context) error {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
 	if a.ticket == nil {
-		a.ticket = e.enterQueue(a.sn, into)
+		a.ticket = e.Queue().Enter(a.sn, into)
 	}
 	rel, err := e.lockDestination(ctx, into, func(pid string) {
-		a.ticket.set(QueueWaiting, "behind the accept of pid "+pid)
+		a.ticket.Set(queue.Waiting, "behind the accept of pid "+pid)
 		a.say(func(n Narrator) {
 			n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
 		})

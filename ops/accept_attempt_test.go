@@ -246,7 +246,7 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 	if s1 := r.load(t, a1.ID); s1.Task.Status != machine.Abandoned || s1.Task.Reason != "attempt 2 was chosen" {
 		t.Fatalf("attempt 1: %s %q", s1.Task.Status, s1.Task.Reason)
 	}
-	for _, q := range r.e.Queues() {
+	for _, q := range r.e.Queue().Queues() {
 		if len(q.Entries) != 0 {
 			t.Fatalf("the queue into %s still holds %+v", q.Target, q.Entries)
 		}

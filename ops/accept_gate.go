@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -26,10 +27,10 @@ func (a *localAccept) gate(ctx context.Context) error {
 	a.begin("gate")
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
 	e.SweepGateLeftovers(ctx)
-	a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA))
+	a.ticket.Set(queue.Gating, "on "+into+" at "+short(a.pre.intoSHA))
 	c, reused, run, err := e.gateTree(ctx, "accept", a.sn, a.gp, a.pre.intoSHA, a.pre.branch, into, a.opts, func(c *candidate) {
 		if claim := e.remoteClaim(a.sn, c.tree); claim != "" {
-			a.ticket.set(QueueGating, "on "+into+" at "+short(a.pre.intoSHA)+"; "+claim)
+			a.ticket.Set(queue.Gating, "on "+into+" at "+short(a.pre.intoSHA)+"; "+claim)
 			a.say(func(n Narrator) { n.Note(claim) })
 		}
 		a.say(func(n Narrator) {
@@ -179,7 +180,7 @@ func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error
 	if uerr != nil {
 		return fmt.Errorf("%w; handing it to the agent (lazy.gate.autoFix) failed too: %w", err, uerr)
 	}
-	if qerr := e.requeue(sn, into, round, sn.Session.Turn, viaForge); qerr != nil {
+	if qerr := e.Queue().Requeue(sn, into, round, sn.Session.Turn, viaForge); qerr != nil {
 		return fmt.Errorf("%w; the agent is fixing it, but the task could not be queued to re-enter: %w", err, qerr)
 	}
 	e.noteFixRound(ctx, sn.Task.ID, round)

@@ -55,8 +55,8 @@ func RemoteAcceptPlan(preTurn, resubmit, reentry bool) []Phase {
 func (e *Env) acceptRemote(ctx context.Context, sn *task.Snapshot, say func(func(Narrator)), opts AcceptOptions) (res *AcceptResult, err error) {
 	if sn.Task.Status != machine.Merging {
 		// A task whose agent fixed what its gate found re-enters here.
-		if t := e.reenterThroughForge(sn.Task.ID); t != nil {
-			defer func() { t.leaveThroughForge(res, err) }()
+		if t := e.Queue().ReenterThroughForge(sn.Task.ID); t != nil {
+			defer func() { t.LeaveThroughForge(forgedResult(res), err) }()
 		}
 	}
 	a := &remoteAccept{e: e, say: say, opts: opts, slug: sn.Task.Slug}

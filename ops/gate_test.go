@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -112,8 +113,8 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 	if scratch, _ := filepath.Glob(filepath.Join(root, ".gate-*")); len(scratch) > 0 {
 		t.Fatalf("scratch worktrees left behind: %v", scratch)
 	}
-	left := r.e.Queues()
-	if len(left) != 1 || len(left[0].Entries) != 0 || len(left[0].Left) != 1 || left[0].Left[0].Outcome != LeftLanded || left[0].Left[0].Commit != res.Commit {
+	left := r.e.Queue().Queues()
+	if len(left) != 1 || len(left[0].Entries) != 0 || len(left[0].Left) != 1 || left[0].Left[0].Outcome != queue.LeftLanded || left[0].Left[0].Commit != res.Commit {
 		t.Fatalf("queue after the accept: %+v", left)
 	}
 }
@@ -155,8 +156,8 @@ func TestGateFailuresRefuseTheAccept(t *testing.T) {
 			if !strings.Contains(err.Error(), "nothing was merged") {
 				t.Fatalf("error %q does not say nothing was merged", err)
 			}
-			q := r.e.Queues()
-			if len(q) != 1 || len(q[0].Left) != 1 || q[0].Left[0].Outcome != LeftFailed {
+			q := r.e.Queue().Queues()
+			if len(q) != 1 || len(q[0].Left) != 1 || q[0].Left[0].Outcome != queue.LeftFailed {
 				t.Fatalf("queue: %+v", q)
 			}
 		})
@@ -284,11 +285,11 @@ func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
 	if len(cr) != 2 || !cr[0].Speculative || cr[0].Passed || cr[1].Speculative || !cr[1].Passed {
 		t.Fatalf("c's runs: %+v", cr)
 	}
-	q := r.e.Queues()
+	q := r.e.Queue().Queues()
 	if len(q) != 1 || len(q[0].Entries) != 0 || len(q[0].Left) != 3 {
 		t.Fatalf("queue: %+v", q)
 	}
-	for i, want := range []string{LeftLanded, LeftFailed, LeftLanded} {
+	for i, want := range []string{queue.LeftLanded, queue.LeftFailed, queue.LeftLanded} {
 		if q[0].Left[i].Outcome != want {
 			t.Fatalf("left[%d] = %+v, want %s", i, q[0].Left[i], want)
 		}
@@ -310,8 +311,8 @@ func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
 	if st := r.load(t, b.Task.ID).Task.Status; st != machine.Blocked {
 		t.Fatalf("b is %s", st)
 	}
-	q := r.e.Queues()
-	if q[0].Left[1].Outcome != LeftConflict {
+	q := r.e.Queue().Queues()
+	if q[0].Left[1].Outcome != queue.LeftConflict {
 		t.Fatalf("queue: %+v", q)
 	}
 }
@@ -347,15 +348,15 @@ func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
 	if !strings.Contains(feedback, "boom") || strings.Contains(feedback, "\x1b") || !strings.Contains(feedback, "exited 1") {
 		t.Fatalf("feedback to the agent: %q", feedback)
 	}
-	en, ok := r.e.InQueue(id)
-	if !ok || en.State != QueueFixing || en.Round != 1 {
+	en, ok := r.e.Queue().InQueue(id)
+	if !ok || en.State != queue.Fixing || en.Round != 1 {
 		t.Fatalf("queue entry: %+v, %v", en, ok)
 	}
-	if ready := r.e.ReadyToRequeue(); len(ready) != 0 {
+	if ready := r.e.Queue().ReadyToRequeue(); len(ready) != 0 {
 		t.Fatalf("re-entered while its agent works: %+v", ready)
 	}
 	walk(t, r.e, id, machine.Blocked) // the fix turn ends
-	ready := r.e.ReadyToRequeue()
+	ready := r.e.Queue().ReadyToRequeue()
 	if len(ready) != 1 || ready[0].Task != id || ready[0].Round != 1 {
 		t.Fatalf("ready: %+v", ready)
 	}
@@ -372,7 +373,7 @@ func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
 	if got.Task.Status != machine.Blocked || len(launched) != 2 || len(got.Task.Gate.Runs) != 3 {
 		t.Fatalf("status %s, launched %d, runs %d", got.Task.Status, len(launched), len(got.Task.Gate.Runs))
 	}
-	if _, ok := r.e.InQueue(id); ok {
+	if _, ok := r.e.Queue().InQueue(id); ok {
 		t.Fatal("still queued after giving up")
 	}
 }
@@ -387,18 +388,18 @@ func TestDequeueTakesAFixingTaskOut(t *testing.T) {
 	if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{}); err == nil {
 		t.Fatal("the gate passed")
 	}
-	if _, err := r.e.Dequeue(sn.Task.Slug); err != nil {
+	if _, err := r.e.Queue().Dequeue(sn.Task.Slug); err != nil {
 		t.Fatal(err)
 	}
 	walk(t, r.e, sn.Task.ID, machine.Blocked)
-	if ready := r.e.ReadyToRequeue(); len(ready) != 0 {
+	if ready := r.e.Queue().ReadyToRequeue(); len(ready) != 0 {
 		t.Fatalf("a removed task re-entered: %+v", ready)
 	}
-	q := r.e.Queues()
-	if last := q[0].Left[len(q[0].Left)-1]; last.Outcome != LeftRemoved {
+	q := r.e.Queue().Queues()
+	if last := q[0].Left[len(q[0].Left)-1]; last.Outcome != queue.LeftRemoved {
 		t.Fatalf("left: %+v", q[0].Left)
 	}
-	if _, err := r.e.Dequeue(sn.Task.Slug); err == nil || !strings.Contains(err.Error(), "no merge queue") {
+	if _, err := r.e.Queue().Dequeue(sn.Task.Slug); err == nil || !strings.Contains(err.Error(), "no merge queue") {
 		t.Fatalf("second dequeue: %v", err)
 	}
 }
@@ -573,7 +574,7 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 	walk(t, r.e, local.Task.ID, machine.Blocked)
 	walk(t, r.e, sub.Task.ID, machine.Blocked)
 	viaForge := map[string]bool{}
-	for _, q := range r.e.ReadyToRequeue() {
+	for _, q := range r.e.Queue().ReadyToRequeue() {
 		viaForge[q.Task] = q.ViaForge
 	}
 	if len(viaForge) != 2 || viaForge[local.Task.ID] || !viaForge[sub.Task.ID] {
@@ -582,24 +583,24 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 
 	// Its accept through the forge takes it out of the fixing entries for
 	// as long as it gates, and logs how it left.
-	ticket := r.e.reenterThroughForge(sub.Task.ID)
-	if en, ok := r.e.InQueue(sub.Task.ID); ticket == nil || !ok || en.State != QueueGating {
+	ticket := r.e.Queue().ReenterThroughForge(sub.Task.ID)
+	if en, ok := r.e.Queue().InQueue(sub.Task.ID); ticket == nil || !ok || en.State != queue.Gating {
 		t.Fatalf("re-entered through the forge: %+v, %v", en, ok)
 	}
-	ticket.leaveThroughForge(&AcceptResult{Pending: "1 check pending"}, nil)
-	if _, ok := r.e.InQueue(sub.Task.ID); ok {
+	ticket.LeaveThroughForge(&queue.Forged{Pending: "1 check pending"}, nil)
+	if _, ok := r.e.Queue().InQueue(sub.Task.ID); ok {
 		t.Fatal("still queued after its merge was requested")
 	}
-	for _, q := range r.e.ReadyToRequeue() {
+	for _, q := range r.e.Queue().ReadyToRequeue() {
 		if q.Task == sub.Task.ID {
 			t.Fatal("the task re-entered a second time")
 		}
 	}
-	left := r.e.Queues()[0].Left
-	if last := left[len(left)-1]; last.Task != sub.Task.ID || last.Outcome != LeftLanded || !strings.Contains(last.Why, "through the forge") {
+	left := r.e.Queue().Queues()[0].Left
+	if last := left[len(left)-1]; last.Task != sub.Task.ID || last.Outcome != queue.LeftLanded || !strings.Contains(last.Why, "through the forge") {
 		t.Fatalf("left: %+v", last)
 	}
-	if r.e.reenterThroughForge(sub.Task.ID) != nil {
+	if r.e.Queue().ReenterThroughForge(sub.Task.ID) != nil {
 		t.Fatal("a task that waits for nothing re-entered")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/conversation"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/lifecycle"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/spending"
@@ -85,3 +86,7 @@ func (e *Env) Conversation() *conversation.Service { return conversation.New(&e.
 func (e *Env) Attempts() *attempts.Service {
 	return attempts.New(&e.Env, e.Lifecycle(), e.Review())
 }
+
+// Queue is this machine's merge queues of e's repository: what they
+// hold, taking a task out, the train of several accepts.
+func (e *Env) Queue() *queue.Service { return queue.New(&e.Env) }

@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -113,7 +114,7 @@ func (s *Server) pageSize() int {
 // listPage is everything the list template shows.
 type listPage struct {
 	// Queues are this machine's merge queues with an entry in them.
-	Queues []ops.QueueView
+	Queues []queue.View
 	// Pools are the runner pools as last fetched, a line each.
 	Pools    []string
 	Query    listQuery
@@ -161,7 +162,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 			}
 		}
 	}
-	for _, v := range (ops.New(s.Store, session.Env{RepoDir: s.RepoDir})).Queues() {
+	for _, v := range (ops.New(s.Store, session.Env{RepoDir: s.RepoDir})).Queue().Queues() {
 		if len(v.Entries) > 0 {
 			p.Queues = append(p.Queues, v)
 		}

@@ -1,0 +1,451 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/memstore"
+	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/task"
+)
+
+// The tests in this file run the queue on its seams alone: the task
+// store in memory, git's side of branches faked (fakeGit), the accept
+// step and its gate faked (fakeLander), and PATH emptied so that any git
+// process a step would start fails the test.
+
+// fixture is a queue over a store in memory and a lazy directory of its
+// own, on a clock that moves a millisecond each time it is read (so
+// entries are ordered as they entered, however fast).
+type fixture struct {
+	env *session.Env
+	q   *Service
+	git *fakeGit
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	t.Setenv("PATH", t.TempDir()) // no git: nothing may need one
+	env := &session.Env{
+		Store: memstore.New(memstore.WithHost("queue-test")),
+		Repo:  &gitrepo.Location{CommonDir: t.TempDir()},
+		Actor: machine.Human,
+	}
+	var mu sync.Mutex
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	g := &fakeGit{tips: map[string]string{"main": "a000000000000000000000000000000000000000"}}
+	q := New(env)
+	q.Worktrees = g
+	q.Now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}
+	return &fixture{env: env, q: q, git: g}
+}
+
+// task creates a task into target, blocked on a session this machine
+// started (an accept's starting point).
+func (f *fixture) task(t *testing.T, slug, target string) *task.Snapshot {
+	t.Helper()
+	sn, err := f.env.Store.Create(task.CreateSpec{Title: slug, Slug: slug, TargetBranch: target, Actor: machine.Human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []machine.Status{machine.Working, machine.Blocked} {
+		sn, _, err = f.env.Store.Update(context.Background(), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+			if s.Session == nil {
+				s.Session = &task.Session{ID: sessionID, Number: 1, Host: "queue-test", Turn: 1}
+				s.Task.Sessions = 1
+			}
+			s.Task.Status = st
+			return &task.Op{Name: "walk", Actor: machine.System}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.env.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sessionID, Agent: "exec",
+		Worktree: filepath.Join(f.env.Repo.CommonDir, "wt", slug), Branch: "lazy/" + slug}); err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+func (f *fixture) setStatus(t *testing.T, id string, st machine.Status, turn int) {
+	t.Helper()
+	if _, _, err := f.env.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Status = st
+		s.Session.Turn = turn
+		return &task.Op{Name: "walk", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sessionID is every test task's session.
+const sessionID = "5e55105e55105e55"
+
+// fakeGit is the Worktree of a repository with the branches it names.
+type fakeGit struct{ tips map[string]string }
+
+func (g *fakeGit) BranchCommit(_ context.Context, _, branch string) (string, error) {
+	if tip, ok := g.tips[branch]; ok {
+		return tip, nil
+	}
+	return "", fmt.Errorf("no branch %s", branch)
+}
+
+// outcomeError is an accept's error that says why its entry left, as
+// landing's gate failure, conflict and protected paths do.
+type outcomeError struct{ outcome, why string }
+
+func (o *outcomeError) Error() string                       { return "accept: " + o.why }
+func (o *outcomeError) QueueOutcome() (outcome, why string) { return o.outcome, o.why }
+
+// Entries enter in order and show in the order they entered whatever
+// their state; one that moves keeps its place; each that leaves is
+// logged with the outcome its error says, and what is left is listed by
+// target in name order.
+func TestQueueOrderAndOutcomes(t *testing.T) {
+	f := newFixture(t)
+	a, b, c := f.task(t, "a", "main"), f.task(t, "b", "main"), f.task(t, "c", "main")
+	d := f.task(t, "d", "dev")
+	ta, tb, tc := f.q.Enter(a, "main"), f.q.Enter(b, "main"), f.q.Enter(c, "main")
+	td := f.q.Enter(d, "dev")
+	tb.Set(Gating, "on main at a000")
+	ta.Set(Landing, "")
+
+	views := f.q.Queues()
+	if len(views) != 2 || views[0].Target != "dev" || views[1].Target != "main" {
+		t.Fatalf("queues: %+v", views)
+	}
+	var slugs, states []string
+	for _, en := range views[1].Entries {
+		slugs, states = append(slugs, en.Slug), append(states, en.State)
+	}
+	if !slices.Equal(slugs, []string{"a", "b", "c"}) || !slices.Equal(states, []string{Landing, Gating, Waiting}) {
+		t.Fatalf("main's queue: %v %v", slugs, states)
+	}
+	if en, ok := f.q.InQueue(b.Task.ID); !ok || en.Detail != "on main at a000" || en.PID != os.Getpid() {
+		t.Fatalf("b's entry: %+v %v", en, ok)
+	}
+
+	ta.LeaveWith(nil, "c0ffee")
+	tb.LeaveWith(fmt.Errorf("accept b: %w", &outcomeError{LeftConflict, "conflicts in x.go"}), "ignored")
+	tc.LeaveWith(errors.New("the lock\nwas lost"), "")
+	td.Leave(LeftRemoved, "by hand", "")
+	var nilTicket *Ticket
+	nilTicket.Set(Gating, "")          // no place: nothing happens
+	nilTicket.LeaveWith(nil, "c0ffee") // nor here
+
+	views = f.q.Queues()
+	main := views[1]
+	if len(main.Entries) != 0 || len(main.Left) != 3 {
+		t.Fatalf("main after: %+v", main)
+	}
+	want := []Left{
+		{Slug: "a", Outcome: LeftLanded, Commit: "c0ffee"},
+		{Slug: "b", Outcome: LeftConflict, Why: "conflicts in x.go"},
+		{Slug: "c", Outcome: LeftError, Why: "the lock was lost"},
+	}
+	for i, w := range want {
+		l := main.Left[i]
+		if l.Slug != w.Slug || l.Outcome != w.Outcome || l.Why != w.Why || l.Commit != w.Commit || l.Target != "main" {
+			t.Fatalf("left[%d] = %+v, want %+v", i, l, w)
+		}
+	}
+}
+
+// An entry whose accept process died leaves with an error the next time
+// the queue is read; the log of entries that left keeps the newest.
+func TestDeadEntriesLeaveAndTheLogIsBounded(t *testing.T) {
+	f := newFixture(t)
+	a := f.task(t, "a", "main")
+	if err := writeEntry(f.q.activePath(a.Task.ID), Entry{Task: a.Task.ID, Slug: "a", Target: "main", State: Gating, PID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	views := f.q.Queues()
+	if len(views) != 1 || len(views[0].Entries) != 0 || len(views[0].Left) != 1 || views[0].Left[0].Outcome != LeftError ||
+		!strings.Contains(views[0].Left[0].Why, "ended without leaving the queue") {
+		t.Fatalf("queues: %+v", views)
+	}
+	var log strings.Builder
+	for range 2 * maxLeft {
+		fmt.Fprintf(&log, "{\"task\":%q,\"slug\":\"a\",\"target\":\"main\",\"outcome\":\"landed\",\"at\":\"2026-01-02T03:04:05Z\"}\n", a.Task.ID)
+	}
+	if err := os.WriteFile(f.q.dir("left.jsonl"), []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.q.Enter(a, "main").Leave(LeftLanded, "", "") // one past twice the bound: the log is rewritten
+	if left := f.q.Queues()[0].Left; len(left) != maxLeft {
+		t.Fatalf("%d entries left are listed, want %d", len(left), maxLeft)
+	}
+	if n := len(f.q.readLeft()); n != maxLeft {
+		t.Fatalf("the log holds %d, want %d", n, maxLeft)
+	}
+}
+
+// A task whose gate failed waits, fixing, until its agent's turn ends;
+// then it is ready to re-enter (through the forge when so recorded); one
+// that ended meanwhile is dropped; one taken out by hand never re-enters;
+// one in flight is another process's to stop.
+func TestRequeueAndDequeue(t *testing.T) {
+	f := newFixture(t)
+	a, b, c := f.task(t, "a", "main"), f.task(t, "b", "main"), f.task(t, "c", "main")
+	for _, sn := range []*task.Snapshot{a, b, c} {
+		if err := f.q.Requeue(sn, "main", 1, 2, sn == b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ready := f.q.ReadyToRequeue(); len(ready) != 0 {
+		t.Fatalf("ready before the fix turn ended: %+v", ready)
+	}
+	f.setStatus(t, a.Task.ID, machine.Blocked, 2)
+	f.setStatus(t, b.Task.ID, machine.Blocked, 2)
+	f.setStatus(t, c.Task.ID, machine.Abandoned, 2)
+	ready := f.q.ReadyToRequeue()
+	if len(ready) != 2 {
+		t.Fatalf("ready: %+v", ready)
+	}
+	for _, r := range ready {
+		if r.Round != 1 || r.ViaForge != (r.Task == b.Task.ID) {
+			t.Fatalf("ready: %+v", ready)
+		}
+	}
+	if _, ok := f.q.InQueue(c.Task.ID); ok {
+		t.Fatal("a rejected task still waits to re-enter")
+	}
+
+	en, err := f.q.Dequeue("a")
+	if err != nil || en.State != Fixing {
+		t.Fatalf("dequeue: %+v %v", en, err)
+	}
+	if _, err := f.q.Dequeue("a"); err == nil || !strings.Contains(err.Error(), "no merge queue") {
+		t.Fatalf("second dequeue: %v", err)
+	}
+	left := f.q.Queues()[0].Left
+	if l := left[len(left)-1]; l.Outcome != LeftRemoved || l.Why != "taken out by human" {
+		t.Fatalf("left: %+v", left)
+	}
+
+	t2 := f.q.ReenterThroughForge(b.Task.ID)
+	if en, ok := f.q.InQueue(b.Task.ID); t2 == nil || !ok || en.State != Gating || en.Detail != "through the forge" {
+		t.Fatalf("b re-entered: %+v %v", en, ok)
+	}
+	if _, err := f.q.Dequeue("b"); err == nil || !strings.Contains(err.Error(), "interrupt that command") {
+		t.Fatalf("dequeue in flight: %v", err)
+	}
+	t2.LeaveThroughForge(&Forged{Commit: "c0ffee", Pending: "1 check pending"}, nil)
+	left = f.q.Queues()[0].Left
+	if l := left[len(left)-1]; l.Outcome != LeftLanded || l.Commit != "c0ffee" || !strings.Contains(l.Why, "1 check pending") {
+		t.Fatalf("left: %+v", left)
+	}
+	if f.q.ReenterThroughForge(b.Task.ID) != nil {
+		t.Fatal("re-entered twice")
+	}
+}
+
+// fakeLander is the accept step: each accept enters the queue and leaves
+// it as landing does, failing for the tasks in fail; its gate builds
+// candidates as "base+slug" and passes all but the trees in failGate.
+type fakeLander struct {
+	q        *Service
+	fail     map[string]bool // slug -> its accept fails
+	conflict map[string]bool // slug -> it does not merge onto the train
+	failGate map[string]bool // slug -> its speculative run fails
+	passed   map[string]bool // tree -> passed before
+	parallel int
+
+	mu       sync.Mutex
+	accepted []string
+	gates    int
+	runs     []string // slug@base of each speculative run
+	seen     map[string]Entry
+	running  int
+	peak     int
+}
+
+func (l *fakeLander) Accept(_ context.Context, name string) (string, error) {
+	sn, err := l.q.Env.Store.Load(name)
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.accepted = append(l.accepted, sn.Task.Slug)
+	if en, ok := l.q.InQueue(sn.Task.ID); ok {
+		l.seen[sn.Task.Slug] = en
+	}
+	l.mu.Unlock()
+	if l.fail[sn.Task.Slug] {
+		// failed before it took its place: the train takes it out
+		return "", &outcomeError{LeftFailed, "the gate did not pass"}
+	}
+	t := l.q.Enter(sn, "main")
+	t.Set(Landing, "")
+	t.LeaveWith(nil, "landed-"+sn.Task.Slug)
+	return "landed-" + sn.Task.Slug, nil
+}
+
+func (l *fakeLander) Gate(_ context.Context, into, tip string) (Gate, error) {
+	l.mu.Lock()
+	l.gates++
+	l.mu.Unlock()
+	if into != "main" || tip != "a000000000000000000000000000000000000000" {
+		return nil, fmt.Errorf("gate of %s at %s", into, tip)
+	}
+	return l, nil
+}
+
+func (l *fakeLander) Parallel() int { return l.parallel }
+
+func (l *fakeLander) Candidate(_ context.Context, base, branch, slug string) (Candidate, error) {
+	if branch != "lazy/"+slug {
+		return Candidate{}, fmt.Errorf("branch %s", branch)
+	}
+	if l.conflict[slug] {
+		return Candidate{}, &outcomeError{LeftConflict, "conflicts"}
+	}
+	return Candidate{Base: base, Tree: "tree-" + slug, Commit: base + "+" + slug}, nil
+}
+
+func (l *fakeLander) PassedBefore(tree string) bool { return l.passed[tree] }
+
+func (l *fakeLander) Run(_ context.Context, sn *task.Snapshot, c Candidate) (string, bool, error) {
+	l.mu.Lock()
+	l.runs = append(l.runs, sn.Task.Slug+"@"+c.Base)
+	l.running++
+	l.peak = max(l.peak, l.running)
+	l.mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // long enough for the runs allowed at once to overlap
+	l.mu.Lock()
+	l.running--
+	l.mu.Unlock()
+	return "run-" + sn.Task.Slug, !l.failGate[sn.Task.Slug], nil
+}
+
+func newLander(q *Service, parallel int) *fakeLander {
+	return &fakeLander{q: q, parallel: parallel, fail: map[string]bool{}, conflict: map[string]bool{}, failGate: map[string]bool{},
+		passed: map[string]bool{}, seen: map[string]Entry{}}
+}
+
+// Tasks are accepted in the order given; one that fails does not hold
+// back those after it, and the entry the train put in the queue for it
+// leaves with the outcome its error says.
+func TestAFailingEntryDoesNotBlockTheRest(t *testing.T) {
+	f := newFixture(t)
+	var ids []string
+	for _, s := range []string{"a", "b", "c"} {
+		ids = append(ids, f.task(t, s, "main").Task.ID)
+	}
+	l := newLander(f.q, 2)
+	l.fail["b"] = true
+	res := AcceptMany(context.Background(), f.q, ids, l, true)
+	if !slices.Equal(l.accepted, []string{"a", "b", "c"}) {
+		t.Fatalf("accepted in order %v", l.accepted)
+	}
+	if len(res) != 3 || res[0].Result != "landed-a" || res[0].Err != nil || res[1].Err == nil || res[2].Result != "landed-c" || res[2].Err != nil {
+		t.Fatalf("results: %+v", res)
+	}
+	for i, r := range res {
+		if r.Name != ids[i] {
+			t.Fatalf("result %d is %s", i, r.Name)
+		}
+	}
+	q := f.q.Queues()
+	if len(q) != 1 || len(q[0].Entries) != 0 || len(q[0].Left) != 3 {
+		t.Fatalf("queue: %+v", q)
+	}
+	for i, want := range []string{LeftLanded, LeftFailed, LeftLanded} {
+		if q[0].Left[i].Outcome != want {
+			t.Fatalf("left[%d] = %+v, want %s", i, q[0].Left[i], want)
+		}
+	}
+}
+
+// A train with parallel gates is gated ahead of its accepts: each tree
+// on the target plus every task ahead that merges (one that conflicts is
+// left out of the chain), a tree that passed before not run again, no
+// more runs at once than the gate allows; each accept finds its entry
+// saying how its speculative run went, in the place it entered.
+func TestATrainIsGatedSpeculativelyInOrder(t *testing.T) {
+	f := newFixture(t)
+	var ids []string
+	for _, s := range []string{"a", "b", "c", "d", "e"} {
+		ids = append(ids, f.task(t, s, "main").Task.ID)
+	}
+	l := newLander(f.q, 2)
+	l.conflict["b"] = true
+	l.failGate["c"] = true
+	l.passed["tree-e"] = true
+	AcceptMany(context.Background(), f.q, ids, l, true)
+
+	slices.Sort(l.runs)
+	tip := "a000000000000000000000000000000000000000"
+	if want := []string{"a@" + tip, "c@" + tip + "+a", "d@" + tip + "+a+c"}; !slices.Equal(l.runs, want) {
+		t.Fatalf("speculative runs %v, want %v", l.runs, want)
+	}
+	if l.peak > 2 || l.peak < 1 {
+		t.Fatalf("%d runs at once", l.peak)
+	}
+	for slug, want := range map[string]string{
+		"a": "passed the gate speculatively (run run-a)",
+		"b": "does not merge onto the train ahead",
+		"c": "failed the gate speculatively",
+		"d": "passed the gate speculatively (run run-d)",
+		"e": "its tree passed the gate already",
+	} {
+		if en := l.seen[slug]; en.State != Waiting || !strings.HasPrefix(en.Detail, want) {
+			t.Fatalf("%s's entry as its accept began: %+v, want %q", slug, en, want)
+		}
+	}
+	if !l.seen["a"].Entered.Before(l.seen["e"].Entered) {
+		t.Fatalf("a entered at %v, e at %v", l.seen["a"].Entered, l.seen["e"].Entered)
+	}
+}
+
+// No train is gated ahead when the gate is skipped, allows one run at
+// a time, or there is one task per target; the accepts alone gate.
+func TestNoSpeculationWithoutAParallelTrain(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		parallel  int
+		speculate bool
+		targets   []string
+		gates     int
+	}{
+		{"skipped", 2, false, []string{"main", "main"}, 0},
+		{"one at a time", 1, true, []string{"main", "main"}, 1},
+		{"one per target", 2, true, []string{"main", "dev"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			var ids []string
+			for i, into := range tc.targets {
+				ids = append(ids, f.task(t, fmt.Sprintf("t%d", i), into).Task.ID)
+			}
+			l := newLander(f.q, tc.parallel)
+			res := AcceptMany(context.Background(), f.q, ids, l, tc.speculate)
+			if l.gates != tc.gates || len(l.runs) != 0 || len(l.seen) != 0 {
+				t.Fatalf("gates %d, runs %v, entries seen %v", l.gates, l.runs, l.seen)
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}
