@@ -196,6 +196,7 @@ func TestPinnedLayering(t *testing.T) {
 		"submission":   {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"attempts":     {"gitstore", "ops", "submission", "conversation", "reconcile", "cli", "web", "mcp", "daemon"},
 		"queue":        {"gitstore", "ops", "lifecycle", "review", "submission", "conversation", "spending", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
+		"runner":       {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"web":          {"daemon", "mcp", "cli"},
 		"mcp":          {"daemon", "web", "cli"},
 		"daemon":       {"web", "mcp", "cli"},

@@ -24,6 +24,7 @@ import (
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/runner"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/supervise"
 	"github.com/lazyorch/lazy/task"
@@ -110,7 +111,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	sn, err := env.Lifecycle().Start(ctx, c.Task, in)
 	var waiting *lifecycle.WaitingError
 	if errors.As(err, &waiting) && !c.Wait && !c.Follow {
-		if _, derr := env.DeferStart(c.Task, in); derr != nil {
+		if _, derr := env.Runner().DeferStart(c.Task, in); derr != nil {
 			return fmt.Errorf("%w; and it could not be kept to start later: %w", err, derr)
 		}
 		if _, derr := a.ensureDaemon(ctx); derr != nil {
@@ -255,7 +256,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
 	}
 	var marked []*task.Snapshot
 	for _, name := range append([]string{c.Task}, c.More...) {
-		sn, err := env.MarkForPool(ctx, name, ops.PoolMark{Labels: c.Label, Priority: c.Priority, Agent: c.Agent})
+		sn, err := env.Runner().MarkForPool(ctx, name, runner.PoolMark{Labels: c.Label, Priority: c.Priority, Agent: c.Agent})
 		if err != nil {
 			return err
 		}

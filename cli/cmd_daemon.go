@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/runner"
 )
 
 // DaemonCmd runs or manages the repository's daemon.
@@ -199,7 +200,7 @@ func (a *app) queueWork() func(ctx context.Context) {
 			if err != nil {
 				return
 			}
-			env.StartDeferred(ctx, func(ctx context.Context, d ops.DeferredStart) error {
+			env.Runner().StartDeferred(ctx, func(ctx context.Context, d runner.DeferredStart) error {
 				in, err := a.startInputFrom(a.freshConfig(), d.Agent, strings.Join(d.Command, " "))
 				if err != nil {
 					return err

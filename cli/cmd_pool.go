@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/runner"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -94,10 +95,10 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	say := func(msg string) {
-		fmt.Fprintf(a.stderr, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.PoolRunnerID(), sanitize.Field(msg))
+		fmt.Fprintf(a.stderr, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.Runner().PoolRunnerID(), sanitize.Field(msg))
 	}
 	say(fmt.Sprintf("on %s, %s, agents %s, up to %s at once", remote, labelsOf(c.Label), words.List(a.runnerAgents(), "none"), words.Count(c.MaxTasks, "turn", "turns")))
-	return env.RunPool(ctx, ops.RunnerOptions{
+	return env.Runner().RunPool(ctx, runner.Options{
 		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll, MaxLease: maxLease,
 		Agents: a.runnerAgents(),
 		Input: func(agentName string) (session.StartInput, error) {
@@ -216,7 +217,7 @@ func (c *PoolCmd) release(a *app, ctx context.Context, remote string, maxLease t
 	if err != nil {
 		return err
 	}
-	res, err := env.ReleaseClaim(ctx, c.Task, ops.ReleaseOptions{Remote: remote, MaxLease: maxLease, Force: c.Force, Generation: c.Generation})
+	res, err := env.Runner().ReleaseClaim(ctx, c.Task, runner.ReleaseOptions{Remote: remote, MaxLease: maxLease, Force: c.Force, Generation: c.Generation})
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote stri
 
 // waitingWhy says what a pooled task that no runner holds waits for.
 func waitingWhy(env *ops.Env, sn *task.Snapshot, runners []pool.Runner, now time.Time) string {
-	if !env.PoolWork(sn) {
+	if !env.Runner().PoolWork(sn) {
 		return "waits for you: review it (lazy diff " + sn.Task.Slug + "), then lazy unblock or lazy accept"
 	}
 	var we *lifecycle.WaitingError

@@ -18,6 +18,7 @@ import (
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
+	"github.com/lazyorch/lazy/runner"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -61,7 +62,7 @@ func TestJSONDocCoversTheGoTypes(t *testing.T) {
 		"lazy status":            reflect.TypeFor[statusView](),
 		"lazy cost":              reflect.TypeFor[cost.Report](),
 		"lazy pool":              reflect.TypeFor[poolView](),
-		"lazy pool release TASK": reflect.TypeFor[ops.ClaimRelease](),
+		"lazy pool release TASK": reflect.TypeFor[runner.ClaimRelease](),
 		"lazy config":            reflect.TypeFor[[]configSetting](),
 		"lazy config KEY VALUE":  reflect.TypeFor[configChange](),
 		"lazy init":              reflect.TypeFor[initResult](),

@@ -73,7 +73,7 @@ func (m *tuiModel) start(t *task.Summary) tea.Cmd {
 		sn, err := env.Lifecycle().Start(ctx, t.ID, in)
 		var waiting *lifecycle.WaitingError
 		if errors.As(err, &waiting) {
-			if _, derr := env.DeferStart(t.ID, in); derr != nil {
+			if _, derr := env.Runner().DeferStart(t.ID, in); derr != nil {
 				return "", fmt.Errorf("%w; and it could not be kept to start later: %w", err, derr)
 			}
 			if _, derr := a.ensureDaemon(ctx); derr != nil {

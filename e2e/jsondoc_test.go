@@ -15,7 +15,7 @@ import (
 // notRunHere are the sections of docs/json.md this test does not run,
 // and what holds them instead.
 var notRunHere = map[string]string{
-	"lazy pool release TASK":           "needs a claim a runner holds; cli/jsondoc_test.go holds it to ops.ClaimRelease",
+	"lazy pool release TASK":           "needs a claim a runner holds; cli/jsondoc_test.go holds it to runner.ClaimRelease",
 	"lazy doctor --release-merge TASK": "needs an accept another machine began; two fields, checked by hand",
 	"lazy stash restore":               "needs a stash an interrupted accept kept; what it prints is an Owed stash, as lazy stash lists it (cli/jsondoc_test.go holds that type)",
 }

@@ -199,7 +199,7 @@ func TestPoolSurvivesHostileRefs(t *testing.T) {
 
 // A --once runner always ends: here its every push is refused (a remote
 // that takes nothing), so every round fails; it stops after
-// ops.OnceRounds of them, failing, and says why.
+// runner.OnceRounds of them, failing, and says why.
 func TestPoolOnceRunnerEndsWhenEveryRoundFails(t *testing.T) {
 	n := newPoolNet(t)
 	n.queue(2, "refused", "--agent", "exec")

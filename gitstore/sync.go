@@ -22,19 +22,7 @@ func RemoteNamespace(remote string) string { return "refs/lazy-remotes/" + remot
 // ValidRemote checks a remote name before it reaches git argv: a letter
 // or digit, then letters, digits, '.', '_' and '-', and no "..".
 func ValidRemote(name string) error {
-	ok := name != "" && isAlnum(name[0]) && !strings.Contains(name, "..")
-	for i := 1; ok && i < len(name); i++ {
-		c := name[i]
-		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
-	}
-	if !ok {
-		return fmt.Errorf("invalid remote name %q", name)
-	}
-	return nil
-}
-
-func isAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	return gitrepo.ValidRemote(name)
 }
 
 // SyncReport says what a pull or push did.

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/task"
@@ -93,7 +93,7 @@ type Remote struct {
 
 // New returns the pool on remote, after checking the name.
 func New(dir, remote string) (*Remote, error) {
-	if err := gitstore.ValidRemote(remote); err != nil {
+	if err := gitrepo.ValidRemote(remote); err != nil {
 		return nil, err
 	}
 	return &Remote{Dir: dir, Name: remote}, nil
@@ -549,7 +549,7 @@ func Fetched(ctx context.Context, dir string) ([]string, error) {
 			continue
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(ref, "refs/lazy-pool-remotes/"), "/")
-		if gitstore.ValidRemote(name) == nil && !slices.Contains(remotes, name) {
+		if gitrepo.ValidRemote(name) == nil && !slices.Contains(remotes, name) {
 			remotes = append(remotes, name)
 		}
 	}

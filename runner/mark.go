@@ -1,4 +1,4 @@
-package ops
+package runner
 
 import (
 	"context"
@@ -30,7 +30,8 @@ type PoolMark struct {
 // whose labels include Labels and whose configuration allows Agent may
 // claim it once the tasks it waits for are complete. It records only;
 // the caller pushes.
-func (e *Env) MarkForPool(ctx context.Context, name string, m PoolMark) (*task.Snapshot, error) {
+func (s *Service) MarkForPool(ctx context.Context, name string, m PoolMark) (*task.Snapshot, error) {
+	e := s.Env
 	for _, l := range m.Labels {
 		if !task.PoolLabel.MatchString(l) {
 			return nil, fmt.Errorf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)
@@ -77,11 +78,14 @@ type DeferredStart struct {
 	At              time.Time      `json:"at"`
 }
 
-func (e *Env) deferredPath(id string) string { return e.Repo.LazyDir("queue", "deferred", id+".json") }
+func (s *Service) deferredPath(id string) string {
+	return s.Env.Repo.LazyDir("queue", "deferred", id+".json")
+}
 
 // DeferStart records that task name starts here, as in, once the tasks
 // it waits for are complete.
-func (e *Env) DeferStart(name string, in session.StartInput) (*task.Snapshot, error) {
+func (s *Service) DeferStart(name string, in session.StartInput) (*task.Snapshot, error) {
+	e := s.Env
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err
@@ -101,7 +105,7 @@ func (e *Env) DeferStart(name string, in session.StartInput) (*task.Snapshot, er
 	if err != nil {
 		return nil, err
 	}
-	p := e.deferredPath(id)
+	p := s.deferredPath(id)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, err
 	}
@@ -111,7 +115,8 @@ func (e *Env) DeferStart(name string, in session.StartInput) (*task.Snapshot, er
 // StartDeferred starts the deferred tasks whose waits are over, with
 // start (the caller's way to start a task as the deferred start says),
 // and drops those that can no longer start. It returns what it started.
-func (e *Env) StartDeferred(ctx context.Context, start func(ctx context.Context, d DeferredStart) error) []string {
+func (s *Service) StartDeferred(ctx context.Context, start func(ctx context.Context, d DeferredStart) error) []string {
+	e := s.Env
 	paths, _ := filepath.Glob(e.Repo.LazyDir("queue", "deferred", "*.json"))
 	var started []string
 	for _, p := range paths {

@@ -1,4 +1,4 @@
-package ops
+package runner
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 // newFeedback returns the newest pending human message recorded after
 // the turn the session last ran (left by another clone for this
 // runner), or false.
-func (e *Env) newFeedback(sn *task.Snapshot) (task.Turn, bool, error) {
+func (s *Service) newFeedback(sn *task.Snapshot) (task.Turn, bool, error) {
+	e := s.Env
 	turns, err := e.Store.Turns(sn)
 	if err != nil {
 		return task.Turn{}, false, err
@@ -32,7 +33,8 @@ func (e *Env) newFeedback(sn *task.Snapshot) (task.Turn, bool, error) {
 // DeliverLeft starts the turn that delivers feedback other clones left
 // for this runner's blocked task: the newest message, with every older
 // undelivered one. It reports whether a turn started.
-func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
+func (s *Service) DeliverLeft(ctx context.Context, id string) (bool, error) {
+	e := s.Env
 	sn, unlock, err := e.LockedLoad(ctx, id)
 	if err != nil {
 		return false, err
@@ -41,7 +43,7 @@ func (e *Env) DeliverLeft(ctx context.Context, id string) (bool, error) {
 	if sn.Task.Status != machine.Blocked || sn.Session == nil {
 		return false, nil
 	}
-	t, ok, err := e.newFeedback(sn)
+	t, ok, err := s.newFeedback(sn)
 	if err != nil || !ok {
 		return false, err
 	}

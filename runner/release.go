@@ -1,4 +1,4 @@
-package ops
+package runner
 
 import (
 	"context"
@@ -59,7 +59,8 @@ var ErrHumanOnly = errors.New("only a human may do this")
 // nothing changes. A claim a runner holds live is released only with
 // Force: that runner is then fenced (its next renewal and result push are
 // refused), ends its turn at its next round and pushes nothing more.
-func (e *Env) ReleaseClaim(ctx context.Context, name string, o ReleaseOptions) (*ClaimRelease, error) {
+func (s *Service) ReleaseClaim(ctx context.Context, name string, o ReleaseOptions) (*ClaimRelease, error) {
+	e := s.Env
 	if e.Actor != machine.Human {
 		return nil, fmt.Errorf("lazy pool release %s: %w (the actor is %s): releasing a claim can end a runner's turn; ask the human to run it", name, ErrHumanOnly, e.Actor)
 	}
@@ -76,11 +77,10 @@ func (e *Env) ReleaseClaim(ctx context.Context, name string, o ReleaseOptions) (
 	} else if !task.ValidID(name) {
 		return nil, err
 	}
-	p, err := pool.New(e.Dir(), o.Remote)
+	p, err := s.openPool(o.Remote, o.MaxLease)
 	if err != nil {
 		return nil, err
 	}
-	p.MaxLease = o.MaxLease
 	if err := p.Fetch(ctx); err != nil {
 		return nil, err
 	}

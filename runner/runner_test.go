@@ -1,4 +1,4 @@
-package ops
+package runner
 
 import (
 	"context"
@@ -56,10 +56,10 @@ func TestMarkForPoolChecksWhatItRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{Labels: []string{"GPU; rm -rf"}}); err == nil {
+	if _, err := e.Runner().MarkForPool(ctx, sn.Task.Slug, PoolMark{Labels: []string{"GPU; rm -rf"}}); err == nil {
 		t.Fatal("a bad label was recorded")
 	}
-	got, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{Labels: []string{"gpu", "linux", "gpu"}, Priority: 3, Agent: "codex"})
+	got, err := e.Runner().MarkForPool(ctx, sn.Task.Slug, PoolMark{Labels: []string{"gpu", "linux", "gpu"}, Priority: 3, Agent: "codex"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestMarkForPoolChecksWhatItRecords(t *testing.T) {
 		t.Fatalf("pool mark: %+v", got.Task.Pool)
 	}
 	walk(t, e, sn.Task.ID, machine.Working)
-	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err == nil || !strings.Contains(err.Error(), "only a backlog task") {
+	if _, err := e.Runner().MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err == nil || !strings.Contains(err.Error(), "only a backlog task") {
 		t.Fatalf("a working task was pooled: %v", err)
 	}
 }
@@ -78,13 +78,13 @@ func TestMarkForPoolChecksWhatItRecords(t *testing.T) {
 func TestARunnerTakesOnlyWhatItsMachineAllows(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	r := &runner{e: e, o: RunnerOptions{Labels: []string{"gpu"}, Agents: []string{"exec"}}}
+	r := &runner{s: e.Runner(), e: &e.Env, o: Options{Labels: []string{"gpu"}, Agents: []string{"exec"}}}
 	mk := func(title string, m PoolMark, after ...string) *task.Snapshot {
 		sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: title, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sn, err = e.MarkForPool(ctx, sn.Task.Slug, m); err != nil {
+		if sn, err = e.Runner().MarkForPool(ctx, sn.Task.Slug, m); err != nil {
 			t.Fatal(err)
 		}
 		return sn
@@ -121,11 +121,11 @@ func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err != nil {
+	if _, err := e.Runner().MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err != nil {
 		t.Fatal(err)
 	}
 	walk(t, e, sn.Task.ID, machine.Working, machine.Blocked) // a session this machine never started
-	if e.PoolWork(e.mustLoad(t, sn.Task.ID)) {
+	if e.Runner().PoolWork(e.mustLoad(t, sn.Task.ID)) {
 		t.Fatal("a task parked for review is work for a runner")
 	}
 	got, err := e.Lifecycle().Unblock(ctx, sn.Task.Slug, "more tests please", lifecycle.Decisions{})
@@ -136,22 +136,13 @@ func TestFeedbackForARunnersTaskIsLeftForIt(t *testing.T) {
 	if got.Task.Status != machine.Blocked || launched != 0 {
 		t.Fatalf("status %s, launched %d", got.Task.Status, launched)
 	}
-	fb, ok, err := e.newFeedback(got)
+	fb, ok, err := e.Runner().newFeedback(got)
 	if err != nil || !ok || fb.Content != "more tests please" || fb.FeedbackDelivery != task.FeedbackPending {
 		t.Fatalf("feedback left: %+v %v %v", fb, ok, err)
 	}
-	if !e.PoolWork(got) {
+	if !e.Runner().PoolWork(got) {
 		t.Fatal("feedback left for the runner is not work for it")
 	}
-}
-
-func (e *Env) mustLoad(t *testing.T, id string) *task.Snapshot {
-	t.Helper()
-	sn, err := e.Store.Load(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sn
 }
 
 // TestADeferredStartRunsOnceItsWaitIsOver: lazy start of a task that
@@ -168,7 +159,7 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DeferStart(then.Task.Slug, session.StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}, Sandbox: &proto.Sandbox{Network: "off"}, SandboxExplicit: true}); err != nil {
+	if _, err := e.Runner().DeferStart(then.Task.Slug, session.StartInput{Agent: "exec", ExecCommand: []string{"make", "it"}, Sandbox: &proto.Sandbox{Network: "off"}, SandboxExplicit: true}); err != nil {
 		t.Fatal(err)
 	}
 	var started []string
@@ -181,14 +172,14 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 		started = append(started, d.Task+" "+d.Agent+" "+strings.Join(d.Command, " "))
 		return nil
 	}
-	if got := e.StartDeferred(ctx, start); len(got) != 0 || len(started) != 0 {
+	if got := e.Runner().StartDeferred(ctx, start); len(got) != 0 || len(started) != 0 {
 		t.Fatalf("started while it waits: %v", started)
 	}
 	accepted(t, e, first.Task.ID)
-	if got := e.StartDeferred(ctx, start); len(got) != 1 || started[0] != then.Task.ID+" exec make it" {
+	if got := e.Runner().StartDeferred(ctx, start); len(got) != 1 || started[0] != then.Task.ID+" exec make it" {
 		t.Fatalf("started %v (%v)", started, got)
 	}
-	if got := e.StartDeferred(ctx, start); len(got) != 0 {
+	if got := e.Runner().StartDeferred(ctx, start); len(got) != 0 {
 		t.Fatalf("started twice: %v", got)
 	}
 }
@@ -199,12 +190,12 @@ func TestADeferredStartRunsOnceItsWaitIsOver(t *testing.T) {
 func TestARunnerIsIdleWithOnlyTasksItCouldNotRun(t *testing.T) {
 	ctx := context.Background()
 	e := env(t)
-	r := &runner{e: e, o: RunnerOptions{Agents: []string{"exec"}, Now: time.Now}, backoff: map[string]time.Time{}}
+	r := &runner{s: e.Runner(), e: &e.Env, o: Options{Agents: []string{"exec"}, Now: time.Now}, backoff: map[string]time.Time{}}
 	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "cannot run here"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err != nil {
+	if _, err := e.Runner().MarkForPool(ctx, sn.Task.Slug, PoolMark{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.idle() {

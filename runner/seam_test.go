@@ -1,0 +1,513 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/owned"
+	"github.com/lazyorch/lazy/lifecycle"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/task"
+)
+
+// The tests in this file hold the runner's decisions on its seams alone:
+// the task store in memory, the claims on the remote faked (fakePool),
+// the sessions' lifecycle recorded (fakeLifecycle), and no git on PATH.
+
+// fakePool is the claims on a remote, with package pool's rules for
+// generations and leases, and a record of each call.
+type fakePool struct {
+	claims map[string]pool.Held
+	probs  []pool.Problem
+	calls  []string
+	// takeErr, fencedErr and renewErr are what those calls fail with.
+	takeErr, fencedErr, renewErr error
+	pushed                       [][]pool.Update
+	commits                      int
+}
+
+func newFakePool() *fakePool { return &fakePool{claims: map[string]pool.Held{}} }
+
+func (p *fakePool) commit() string { p.commits++; return fmt.Sprintf("%040x", p.commits) }
+
+func (p *fakePool) Fetch(context.Context) error { p.calls = append(p.calls, "fetch"); return nil }
+
+func (p *fakePool) Claims(context.Context, time.Time) (map[string]pool.Held, []pool.Problem, error) {
+	return maps(p.claims), p.probs, nil
+}
+
+func maps(m map[string]pool.Held) map[string]pool.Held {
+	out := make(map[string]pool.Held, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (p *fakePool) Take(_ context.Context, id, runner string, prev *pool.Held, lease time.Duration, now time.Time) (pool.Held, error) {
+	p.calls = append(p.calls, "take "+id)
+	if p.takeErr != nil {
+		return pool.Held{}, p.takeErr
+	}
+	c := pool.Claim{Task: id, Runner: runner, Generation: 1, Expires: now.Add(lease), ClaimedAt: now, RenewedAt: now}
+	if prev != nil {
+		g, err := pool.NextGeneration(prev.Generation)
+		if err != nil {
+			return pool.Held{}, err
+		}
+		c.Generation = g
+	}
+	h := pool.Held{Claim: c, Commit: p.commit()}
+	p.claims[id] = h
+	return h, nil
+}
+
+func (p *fakePool) Renew(_ context.Context, held []pool.Held, rn pool.Runner, lease time.Duration, now time.Time) ([]pool.Held, error) {
+	p.calls = append(p.calls, fmt.Sprintf("renew %d stopped=%v", len(held), rn.Stopped))
+	if p.renewErr != nil {
+		return nil, p.renewErr
+	}
+	var out []pool.Held
+	for _, h := range held {
+		if p.claims[h.Task].Commit != h.Commit {
+			return nil, pool.ErrLost
+		}
+		h.Expires, h.Commit = now.Add(lease), p.commit()
+		p.claims[h.Task] = h
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+func (p *fakePool) Fenced(_ context.Context, h pool.Held, lease time.Duration, now time.Time, ups []pool.Update) (pool.Held, error) {
+	p.calls = append(p.calls, "fenced "+h.Task)
+	if p.fencedErr != nil {
+		return pool.Held{}, p.fencedErr
+	}
+	if p.claims[h.Task].Commit != h.Commit {
+		return pool.Held{}, pool.ErrLost
+	}
+	p.pushed = append(p.pushed, ups)
+	h.Expires, h.Commit = now.Add(lease), p.commit()
+	p.claims[h.Task] = h
+	return h, nil
+}
+
+func (p *fakePool) Release(_ context.Context, h pool.Held, now time.Time) error {
+	p.calls = append(p.calls, "release "+h.Task)
+	if p.claims[h.Task].Commit != h.Commit {
+		return pool.ErrLost
+	}
+	h.Released, h.Commit = true, p.commit()
+	p.claims[h.Task] = h
+	return nil
+}
+
+func (p *fakePool) Free(_ context.Context, h pool.Held, by string, now time.Time) (pool.Held, error) {
+	p.calls = append(p.calls, fmt.Sprintf("free %s from generation %d", h.Task, h.Generation))
+	if p.claims[h.Task].Commit != h.Commit {
+		return pool.Held{}, pool.ErrLost
+	}
+	g, err := pool.NextGeneration(h.Generation)
+	if err != nil {
+		return pool.Held{}, err
+	}
+	next := pool.Held{Claim: pool.Claim{Task: h.Task, Runner: by, Generation: g, Expires: now, Released: true}, Commit: p.commit()}
+	p.claims[h.Task] = next
+	return next, nil
+}
+
+func (p *fakePool) WriteLog(_ context.Context, id string, _ []byte) (string, error) {
+	return p.commit(), nil
+}
+
+// fakeLifecycle records what the runner asks of lifecycle; a start
+// moves the task to working with a session this machine owns.
+type fakeLifecycle struct {
+	e        *testEnv
+	calls    []string
+	startErr error
+}
+
+func (l *fakeLifecycle) Start(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
+	l.calls = append(l.calls, "start "+name+" "+in.Agent)
+	if l.startErr != nil {
+		return nil, l.startErr
+	}
+	sn, _, err := l.e.Store.Update(ctx, name, func(s *task.Snapshot) (*task.Op, error) {
+		s.Session = &task.Session{ID: "5e551040000000aa", Number: 1, Host: l.e.Store.Host(), Branch: "lazy/" + s.Task.Slug}
+		s.Task.Sessions, s.Task.Status = 1, machine.Working
+		return &task.Op{Name: "start", Actor: machine.System}, nil
+	})
+	if err == nil {
+		err = l.e.Sessions().Save(owned.Session{TaskID: sn.Task.ID, SessionID: sn.Session.ID, Branch: sn.Session.Branch, Worktree: l.e.Repo.LazyDir("wt", sn.Task.Slug)})
+	}
+	return sn, err
+}
+
+func (l *fakeLifecycle) Resume(_ context.Context, name string) (*task.Snapshot, error) {
+	l.calls = append(l.calls, "resume "+name)
+	return nil, nil
+}
+
+func (l *fakeLifecycle) Stop(_ context.Context, name, reason string) (*task.Snapshot, error) {
+	l.calls = append(l.calls, "stop "+name)
+	return nil, nil
+}
+
+func (l *fakeLifecycle) TakeOver(_ context.Context, name string, _ session.StartInput) (*task.Snapshot, error) {
+	l.calls = append(l.calls, "take over "+name)
+	return nil, errors.New("not in these tests")
+}
+
+// fakeBranches is git's side of task branches: every branch at one tip.
+type fakeBranches struct{ fetched []string }
+
+func (*fakeBranches) BranchTip(context.Context, string, string) (string, error) {
+	return strings.Repeat("b", 40), nil
+}
+
+func (g *fakeBranches) FetchBranch(_ context.Context, _, _, branch string) error {
+	g.fetched = append(g.fetched, branch)
+	return nil
+}
+
+// seam is a runner's service over e with the pool, lifecycle and
+// branches faked, and a clock the test moves.
+type seam struct {
+	e    *testEnv
+	s    *Service
+	p    *fakePool
+	l    *fakeLifecycle
+	now  time.Time
+	said []string
+}
+
+func newSeam(t *testing.T) *seam {
+	e := env(t)
+	x := &seam{e: e, p: newFakePool(), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	x.l = &fakeLifecycle{e: e}
+	x.s = New(&e.Env, x.l, e.sync)
+	x.s.Worktrees = &fakeBranches{}
+	x.s.OpenPool = func(remote string, _ time.Duration) (Pool, error) {
+		if remote != "origin" {
+			return nil, fmt.Errorf("no remote %s", remote)
+		}
+		return x.p, nil
+	}
+	return x
+}
+
+func (x *seam) runner(t *testing.T, o Options) *runner {
+	t.Helper()
+	o.Remote, o.Now = "origin", func() time.Time { return x.now }
+	if o.Agents == nil {
+		o.Agents = []string{"exec"}
+	}
+	o.Input = func(a string) (session.StartInput, error) { return session.StartInput{Agent: a}, nil }
+	o.Reconcile = func(context.Context, string) {}
+	o.Say = func(m string) { x.said = append(x.said, m) }
+	r, err := x.s.newRunner(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (x *seam) pooled(t *testing.T, title string, m PoolMark) *task.Snapshot {
+	t.Helper()
+	sn, err := x.e.Lifecycle().Create(context.Background(), lifecycle.CreateInput{Title: title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn, err = x.s.MarkForPool(context.Background(), sn.Task.Slug, m); err != nil {
+		t.Fatal(err)
+	}
+	return sn
+}
+
+// TestARunnerClaimsStartsAndPushesUnderItsClaim: a round pulls the
+// records, claims the best eligible task, stamps the claim's generation
+// on the record before the session starts, and pushes the record, its
+// branch and nothing else, fenced by the claim; a task over the room the
+// runner has waits.
+func TestARunnerClaimsStartsAndPushesUnderItsClaim(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	low := x.pooled(t, "low", PoolMark{Priority: 1})
+	high := x.pooled(t, "high", PoolMark{Priority: 5})
+	r := x.runner(t, Options{MaxTasks: 1})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if x.e.sync.pulls != 1 {
+		t.Fatalf("pulls: %d", x.e.sync.pulls)
+	}
+	if want := []string{"start " + high.Task.ID + " exec"}; !slices.Equal(x.l.calls, want) {
+		t.Fatalf("lifecycle: %v, want %v", x.l.calls, want)
+	}
+	if _, ok := r.held[low.Task.ID]; ok {
+		t.Fatal("a runner with room for one claimed two")
+	}
+	sn := x.e.mustLoad(t, high.Task.ID)
+	if sn.Task.Pool.Runner != r.id || sn.Task.Pool.Generation != 1 {
+		t.Fatalf("stamp: %+v", sn.Task.Pool)
+	}
+	if len(x.p.pushed) != 1 {
+		t.Fatalf("pushes: %v", x.p.pushed)
+	}
+	ups := x.p.pushed[0]
+	if len(ups) != 2 || ups[0].Ref != "refs/lazy/tasks/"+high.Task.ID || ups[0].New != sn.Commit.String() || ups[1].Ref != "refs/heads/lazy/high" {
+		t.Fatalf("pushed under the claim: %+v", ups)
+	}
+	// Nothing changed: the next round pushes nothing again.
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(x.p.pushed) != 1 {
+		t.Fatalf("an unchanged record was pushed again: %v", x.p.pushed)
+	}
+}
+
+// TestARunnerLosesATaskWhoseClaimMoved: a claim another runner took over
+// (or a human released) ends the turn here and drops the session record;
+// nothing more of it is pushed.
+func TestARunnerLosesATaskWhoseClaimMoved(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	sn := x.pooled(t, "contested", PoolMark{})
+	r := x.runner(t, Options{})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.held[sn.Task.ID]; !ok {
+		t.Fatal("not claimed")
+	}
+	h := x.p.claims[sn.Task.ID]
+	x.p.claims[sn.Task.ID] = pool.Held{Claim: pool.Claim{Task: sn.Task.ID, Runner: "elsewhere", Generation: h.Generation + 1, Expires: x.now.Add(time.Hour)}, Commit: x.p.commit()}
+	pushes := len(x.p.pushed)
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.held[sn.Task.ID]; ok {
+		t.Fatal("a lost claim is still held")
+	}
+	if _, err := x.e.Sessions().Load(sn.Task.ID); err == nil {
+		t.Fatal("the lost task's session record is kept")
+	}
+	if len(x.p.pushed) != pushes {
+		t.Fatal("a lost task was pushed")
+	}
+	if !slices.ContainsFunc(x.said, func(s string) bool {
+		return strings.Contains(s, "lost contested: runner elsewhere holds it (generation 2)")
+	}) {
+		t.Fatalf("said: %q", x.said)
+	}
+}
+
+// TestARunnerTakesAHostileClaimOverAtTheGenerationItTrusts: a claim lazy
+// does not accept is taken over at the generation after the task's own
+// stamp, never the claim's, and a stamp at or past pool.MaxGeneration
+// counts for nothing, so the arithmetic never wraps.
+func TestARunnerTakesAHostileClaimOverAtTheGenerationItTrusts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		stamp, want uint64
+	}{{7, 8}, {pool.MaxGeneration, 1}, {1<<64 - 1, 1}} {
+		x := newSeam(t)
+		sn := x.pooled(t, "forged", PoolMark{})
+		if _, _, err := x.e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+			s.Task.Pool.Generation = tc.stamp
+			return &task.Op{Name: "test", Actor: machine.System}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		x.p.claims[sn.Task.ID] = pool.Held{Claim: pool.Claim{Task: sn.Task.ID, Generation: 1<<64 - 1}, Commit: x.p.commit(), Problem: "its lease runs out too late"}
+		r := x.runner(t, Options{})
+		if err := r.round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := r.held[sn.Task.ID]; !ok || h.Generation != tc.want {
+			t.Fatalf("stamp %d: held %+v (%v), want generation %d", tc.stamp, h, ok, tc.want)
+		}
+	}
+}
+
+// TestARunnerLeavesALiveClaimAndWhatItCannotRun: a task another runner
+// holds live is not taken; one whose start fails here is released and
+// left to others for a lease, and a --once runner is then idle.
+func TestARunnerLeavesALiveClaimAndWhatItCannotRun(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	held := x.pooled(t, "held elsewhere", PoolMark{})
+	x.p.claims[held.Task.ID] = pool.Held{Claim: pool.Claim{Task: held.Task.ID, Runner: "other", Generation: 3, Expires: x.now.Add(time.Minute)}, Commit: x.p.commit()}
+	broken := x.pooled(t, "broken", PoolMark{})
+	x.l.startErr = errors.New("no such agent here")
+	r := x.runner(t, Options{Once: true})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(x.p.calls, "take "+held.Task.ID) {
+		t.Fatalf("a live claim was taken: %v", x.p.calls)
+	}
+	if !slices.Contains(x.p.calls, "release "+broken.Task.ID) || len(r.held) != 0 {
+		t.Fatalf("a task that could not start was kept: %v %v", x.p.calls, r.held)
+	}
+	if _, ok := r.backoff[broken.Task.ID]; !ok || !r.idle() {
+		t.Fatal("a task this runner could not run keeps it going")
+	}
+}
+
+// TestARunnerRenewsOnceAThirdOfItsLeaseHasPassed.
+func TestARunnerRenewsOnceAThirdOfItsLeaseHasPassed(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	r := x.runner(t, Options{Lease: 3 * time.Minute, Poll: time.Minute})
+	renews := func() int {
+		n := 0
+		for _, c := range x.p.calls {
+			if strings.HasPrefix(c, "renew") {
+				n++
+			}
+		}
+		return n
+	}
+	for i, want := range []int{1, 1, 2} {
+		if err := r.round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if renews() != want {
+			t.Fatalf("round %d: %d renewals, want %d", i, renews(), want)
+		}
+		x.now = x.now.Add(30 * time.Second)
+	}
+}
+
+// TestAOnceRunnerStopsOnRoundsThatCameToNothing: a --once runner that
+// keeps losing the race for the work it sees, or whose rounds keep
+// failing, stops after OnceRounds of them, failing only for failures.
+func TestAOnceRunnerStopsOnRoundsThatCameToNothing(t *testing.T) {
+	x := newSeam(t)
+	r := x.runner(t, Options{Once: true})
+	for i := 1; i <= OnceRounds; i++ {
+		done, err := r.onceBound(nil, r.won)
+		if err != nil || done != (i == OnceRounds) {
+			t.Fatalf("fruitless round %d: %v %v", i, done, err)
+		}
+	}
+	r = x.runner(t, Options{Once: true})
+	boom := errors.New("the remote refused")
+	for i := 1; i <= OnceRounds; i++ {
+		done, err := r.onceBound(boom, r.won)
+		if done != (i == OnceRounds) || done && !errors.Is(err, boom) {
+			t.Fatalf("failed round %d: %v %v", i, done, err)
+		}
+	}
+}
+
+// TestARunnerReleasesAFinishedTaskAndTellsThePoolWhenItStops.
+func TestARunnerReleasesAFinishedTaskAndTellsThePoolWhenItStops(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	sn := x.pooled(t, "short", PoolMark{})
+	r := x.runner(t, Options{})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	accepted(t, x.e, sn.Task.ID)
+	x.now = x.now.Add(time.Minute)
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.held) != 0 || !x.p.claims[sn.Task.ID].Released {
+		t.Fatalf("a finished task is still held: %v %+v", r.held, x.p.claims[sn.Task.ID])
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if last := x.p.calls[len(x.p.calls)-1]; last != "renew 0 stopped=true" {
+		t.Fatalf("the pool was not told: %v", x.p.calls)
+	}
+}
+
+// TestARunnerAdoptsOnlyTheClaimsWhoseSessionsItOwns: a claim naming this
+// runner proves nothing; only a task whose session this machine started
+// is held again after a restart.
+func TestARunnerAdoptsOnlyTheClaimsWhoseSessionsItOwns(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	mine := x.pooled(t, "mine", PoolMark{})
+	forged := x.pooled(t, "forged", PoolMark{})
+	if _, err := x.l.Start(ctx, mine.Task.ID, session.StartInput{}); err != nil {
+		t.Fatal(err)
+	}
+	walk(t, x.e, forged.Task.ID, machine.Working)
+	for _, id := range []string{mine.Task.ID, forged.Task.ID} {
+		x.p.claims[id] = pool.Held{Claim: pool.Claim{Task: id, Runner: x.e.Store.Host(), Generation: 2, Expires: x.now.Add(time.Minute)}, Commit: x.p.commit()}
+	}
+	r := x.runner(t, Options{MaxTasks: 5})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.held[mine.Task.ID]; !ok {
+		t.Fatal("its own claim was not taken back")
+	}
+	if _, ok := r.held[forged.Task.ID]; ok {
+		t.Fatal("a claim naming this runner, on a session it does not own, was adopted")
+	}
+}
+
+// TestPoolReleaseIsAHumansFencedDecision: an agent may not release a
+// claim; a live claim needs --force; a claim that moved since the human
+// looked is refused; a claim lazy does not accept is freed at the
+// generation after the task's own stamp; a claim that changed during the
+// release changes nothing.
+func TestPoolReleaseIsAHumansFencedDecision(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	sn := x.pooled(t, "stuck", PoolMark{})
+	id := sn.Task.ID
+	o := ReleaseOptions{Remote: "origin", Now: func() time.Time { return x.now }}
+	if _, err := x.s.ReleaseClaim(ctx, "stuck", o); err == nil || !strings.Contains(err.Error(), "has no claim on origin") {
+		t.Fatalf("no claim: %v", err)
+	}
+	agent := *x.e
+	agent.Actor = machine.Agent
+	if _, err := New(&agent.Env, x.l, x.e.sync).ReleaseClaim(ctx, "stuck", o); !errors.Is(err, ErrHumanOnly) {
+		t.Fatalf("an agent released a claim: %v", err)
+	}
+	x.p.claims[id] = pool.Held{Claim: pool.Claim{Task: id, Runner: "r1", Generation: 4, Expires: x.now.Add(time.Minute)}, Commit: x.p.commit()}
+	if _, err := x.s.ReleaseClaim(ctx, "stuck", o); err == nil || !strings.Contains(err.Error(), "lazy pool release --force stuck") {
+		t.Fatalf("a live claim without --force: %v", err)
+	}
+	o.Force, o.Generation = true, 3
+	if _, err := x.s.ReleaseClaim(ctx, "stuck", o); err == nil || !strings.Contains(err.Error(), "at generation 4 now, not 3") {
+		t.Fatalf("a claim that moved: %v", err)
+	}
+	o.Generation = 4
+	res, err := x.s.ReleaseClaim(ctx, "stuck", o)
+	if err != nil || res.Was.Generation != 4 || res.Now.Generation != 5 || !res.Now.Released || res.Slug != "stuck" {
+		t.Fatalf("release: %+v %v", res, err)
+	}
+	if _, err := x.s.ReleaseClaim(ctx, "stuck", ReleaseOptions{Remote: "origin"}); err == nil || !strings.Contains(err.Error(), "released already") {
+		t.Fatalf("released twice: %v", err)
+	}
+	// A forged claim: freed after the generation the task's record trusts.
+	if _, _, err := x.e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Pool.Generation = 9
+		return &task.Op{Name: "test", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	x.p.claims[id] = pool.Held{Claim: pool.Claim{Task: id}, Commit: x.p.commit(), Problem: "not a claim"}
+	if res, err = x.s.ReleaseClaim(ctx, "stuck", ReleaseOptions{Remote: "origin"}); err != nil || res.Now.Generation != 10 {
+		t.Fatalf("forged: %+v %v", res, err)
+	}
+}
