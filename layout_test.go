@@ -209,6 +209,20 @@ func TestPinnedLayering(t *testing.T) {
 			}
 		}
 	}
+	// Imports of its own, for a package that consumes what it needs of
+	// the banned one through interfaces it declares, whose adapters sit
+	// below it: the reconciler reads git and the store's files through
+	// adapters in ops, and calls the capabilities' steps.
+	direct := map[string][]string{
+		"reconcile": {"gitstore", "worktree"},
+	}
+	for p, bans := range direct {
+		for _, q := range bans {
+			if slices.Contains(pkgs[p], q) {
+				t.Errorf("%s imports %s: declare what it consumes as an interface and put the adapter below it", p, q)
+			}
+		}
+	}
 }
 
 // closure is every package p depends on within the module.

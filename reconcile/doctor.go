@@ -13,16 +13,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/proc"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // pidList names processes for a person: "pid 41" or "pids 41, 42".
@@ -63,10 +62,10 @@ type Finding struct {
 	Note bool `json:"note,omitempty"`
 }
 
-// StaleRefLock is gitstore.StaleLockAge, which pull's lock error names: how
+// StaleRefLock is the store's StaleLockAge, which pull's lock error names: how
 // old a ref's .lock file must be before doctor takes it for a killed
 // process's leftover.
-const StaleRefLock = gitstore.StaleLockAge
+const StaleRefLock = ops.StaleRefLock
 
 // Doctor reports what is wrong in the repository (or, when only is a task
 // id, with that task) and, when repair is set, repairs what the
@@ -80,7 +79,7 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []task.Entry, only stri
 	packs := r.checkPacks(ctx, repair)
 	for _, f := range packs {
 		if f.Repaired {
-			fresh, err := r.Env.Store.List()
+			fresh, err := r.store().List()
 			if err != nil {
 				return nil, err
 			}
@@ -222,7 +221,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 			return nil // the common case, checked before loading anything
 		}
 	}
-	sn, err := r.Env.Store.Load(e.ID)
+	sn, err := r.store().Load(e.ID)
 	if err != nil {
 		return &Finding{TaskID: e.ID, Kind: "corrupt-record", Detail: err.Error()}
 	}
@@ -251,7 +250,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 		}
 		f.Kind = "interrupted"
 		f.Detail = fmt.Sprintf("%s (%d consecutive)", sn.Session.InterruptReason, sn.Session.ConsecutiveInterruptions)
-		switch why := r.Env.Lifecycle().AutoResumeRefusal(sn); {
+		switch why := r.lifecycle().AutoResumeRefusal(sn); {
 		case why != "":
 			f.Detail += "; not auto-resumed: " + why
 			f.Action = ""
@@ -312,7 +311,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 // task, and supervisors of tasks that are parked. A repair ends them,
 // under the task lock and after judging again.
 func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repair bool) []Finding {
-	marked := proc.ByEnvIn(proto.TurnEnv, proto.TurnScope(r.Env.Store.Repo().LazyDir()))
+	marked := proc.ByEnvIn(proto.TurnEnv, proto.TurnScope(r.Env.Repo.LazyDir()))
 	var findings []Finding
 	for i := range entries {
 		e := &entries[i]
@@ -356,7 +355,7 @@ func (r *Reconciler) endStrays(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
-	sn, err := r.Env.Store.Load(id)
+	sn, err := r.store().Load(id)
 	if err != nil {
 		return err
 	}
@@ -386,7 +385,7 @@ func (r *Reconciler) checkOrphanSlugs(ctx context.Context, only string, repair b
 	for _, o := range orphans {
 		f := Finding{Slug: o.Slug, Kind: "orphaned-slug", Detail: fmt.Sprintf("the slug %s is reserved (%s) but names no task: a create died halfway", o.Slug, o.Ref), Action: "would release it"}
 		if repair {
-			if err := gitcli.New(r.Env.Store.Repo().CommonDir, "update-ref", "-d", o.Ref, o.Hash.String()).Run(ctx); err != nil {
+			if err := gitcli.New(r.Env.Repo.CommonDir, "update-ref", "-d", o.Ref, o.Hash.String()).Run(ctx); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "released it", true
@@ -474,7 +473,7 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*task.E
 		case task != nil && task.Status.IsTerminal():
 			f.Kind = "orphaned-worktree"
 			f.Detail = fmt.Sprintf("%s is still checked out although the task is %s", path, task.Status)
-			dirty, derr := worktree.Dirty(ctx, path)
+			dirty, derr := r.git().Dirty(ctx, path)
 			if derr != nil || dirty {
 				f.Detail += "; it has uncommitted changes, so lazy leaves it, and its branch " + branch + " with it (inspect it, then git worktree remove --force " + path + ")"
 				break
@@ -659,7 +658,7 @@ func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
 // each blocks every update of its ref until removed.
 func (r *Reconciler) checkRefLocks(byID map[string]*task.Entry, only string, repair bool) []Finding {
 	var findings []Finding
-	repo := r.Env.Store.Repo()
+	repo := r.Env.Repo
 	// Collect first, act after: the walk only reads. refs/lazy-remotes
 	// holds the remote-tracking refs a pull's git fetch writes; a fetch
 	// killed mid-update leaves its lock there, and every pull after it
@@ -710,7 +709,7 @@ func (r *Reconciler) checkRefLocks(byID map[string]*task.Entry, only string, rep
 // each is taken for a leftover at the age of a stale ref lock, which no
 // git operation on them comes near.
 func (r *Reconciler) checkGitLocks(repair bool) []Finding {
-	repo := r.Env.Store.Repo()
+	repo := r.Env.Repo
 	var findings []Finding
 	for _, l := range []struct{ path, kind, why string }{
 		{filepath.Join(repo.GitDir, "index.lock"), "stale-index-lock", "git writes no index in that checkout while it exists (no accept can merge there)"},
@@ -738,7 +737,7 @@ func (r *Reconciler) checkFiles(byID map[string]*task.Entry, only string, repair
 		return nil
 	}
 	var findings []Finding
-	repo := r.Env.Store.Repo()
+	repo := r.Env.Repo
 	for _, dir := range []struct{ path, prefix, suffix, kind string }{
 		{repo.LazyDir("locks"), "task-", ".lock", "orphaned-lock"},
 		{repo.LazyDir("proto"), "", "", "orphaned-protocol"},
@@ -790,7 +789,7 @@ func (r *Reconciler) checkFiles(byID map[string]*task.Entry, only string, repair
 // that was killed never revoked its token). They are already refused, as
 // the daemon accepts a token only while its turn runs; this is tidying.
 func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
-	dir := r.Env.Store.Repo().LazyDir("tokens")
+	dir := r.Env.Repo.LazyDir("tokens")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -811,7 +810,7 @@ func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
 		if only != "" && id.Task != only {
 			continue
 		}
-		if sn, err := r.Env.Store.Load(id.Task); err == nil && sn.Task.Status == machine.Working && sn.Session != nil && sn.Session.ID == id.Session && sn.Session.Turn == id.Turn {
+		if sn, err := r.store().Load(id.Task); err == nil && sn.Task.Status == machine.Working && sn.Session != nil && sn.Session.ID == id.Session && sn.Session.Turn == id.Turn {
 			continue // its turn runs
 		}
 		f := Finding{TaskID: id.Task, Kind: "stale-token", Detail: "an MCP token record of a turn that has ended (" + ent.Name() + ")", Action: "would remove it"}

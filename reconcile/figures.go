@@ -79,7 +79,7 @@ func (r *Reconciler) resumTotal(ctx context.Context, id string) (action string, 
 	}
 	defer unlock()
 	var sum task.Usage
-	_, _, err = r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+	_, _, err = r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		u := s.Task.Usage
 		if u == nil || u.Flagged == "" {
 			return nil, nil // repaired meanwhile

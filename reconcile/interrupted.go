@@ -16,7 +16,6 @@ import (
 // other guards allow it; an interrupt recorded by a process that could
 // not launch (or that died before it did) is picked up here too.
 func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action, error) {
-	store := r.Env.Store
 	// Without a response to record, the task waits for a supervisor
 	// still running, or for a human when nothing may auto-resume it:
 	// neither needs its snapshot.
@@ -37,7 +36,7 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 		if err != nil {
 			return nil, err
 		}
-		_, _, err = store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+		_, _, err = r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 			if s.Task.Status != machine.Interrupted || s.Session == nil || s.Session.Turn != resp.Seq || s.Session.ID != resp.Session {
 				first = nil
 				return nil, nil
@@ -80,15 +79,15 @@ func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]A
 	if r.Env.Launch == nil || r.NoAutoResume {
 		return nil, nil
 	}
-	if r.Env.Lifecycle().AutoResumeRefusal(sn) != "" {
+	if r.lifecycle().AutoResumeRefusal(sn) != "" {
 		return nil, nil
 	}
 	if r.supervised(id) {
 		return nil, nil
 	}
-	sn, err := r.Env.Lifecycle().AutoResume(ctx, id)
+	sn, err := r.lifecycle().AutoResume(ctx, id)
 	if sn == nil {
-		if r.Env.Lifecycle().AutoResumeRefusal(mustLoad(r, id)) != "" {
+		if r.lifecycle().AutoResumeRefusal(mustLoad(r, id)) != "" {
 			return nil, nil // refused under the lock: someone else acted first
 		}
 		return nil, err
@@ -124,7 +123,7 @@ func (r *Reconciler) sweepLimit(ctx context.Context, id string) ([]Action, error
 		return nil, nil
 	}
 	from := sn.Task.Status
-	sn, err = r.Env.Lifecycle().ResumeAfterLimit(ctx, id, now)
+	sn, err = r.lifecycle().ResumeAfterLimit(ctx, id, now)
 	if sn == nil {
 		if !lifecycle.LimitDue(mustLoad(r, id), now) {
 			return nil, nil // someone else acted first

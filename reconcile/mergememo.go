@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // mergeMemo keeps the answers of the merged-branch sweep's git processes
@@ -47,7 +45,7 @@ func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string,
 		return b, nil
 	}
 	m.mu.Unlock()
-	b, err := worktree.DefaultBranch(ctx, r.Env.RepoDir)
+	b, err := r.git().DefaultBranch(ctx, r.Env.RepoDir)
 	if err != nil {
 		return "", err
 	}
@@ -62,7 +60,7 @@ func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string,
 // headKey is the content of the files the default branch is read from
 // (origin/HEAD and HEAD), or "" when one cannot be read.
 func headKey(r *Reconciler) string {
-	repo := r.Env.Store.Repo()
+	repo := r.Env.Repo
 	var key []byte
 	for _, p := range []string{filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"), filepath.Join(repo.GitDir, "HEAD")} {
 		b, err := os.ReadFile(p)
@@ -88,7 +86,7 @@ const racyWindow = 2 * time.Second
 // when it cannot be told, or a change is too recent to trust the stamp;
 // that disables the memo for the pass.
 func lazyTips(r *Reconciler) string {
-	common := r.Env.Store.Repo().CommonDir
+	common := r.Env.Repo.CommonDir
 	stamp, settled := r.fileStamps(filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy"))
 	if !settled {
 		return ""
@@ -114,7 +112,7 @@ func targetKey(r *Reconciler, target, tips string) string {
 	if tips == "" {
 		return ""
 	}
-	h, ok, err := r.Env.Store.Repo().ReadRef("refs/heads/" + target)
+	h, ok, err := r.Env.Repo.ReadRef("refs/heads/" + target)
 	if err != nil {
 		return ""
 	}

@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
@@ -80,6 +79,12 @@ type Reconciler struct {
 	// Forge, when set (the daemon), follows submitted tasks' pull
 	// requests on their forge; nil leaves the forge alone (CLI reads).
 	Forge *ForgeSync
+	// Git is what the reconciler reads and repairs of git (nil:
+	// ops.ReconcileGit, package worktree's functions).
+	Git Git
+	// Lifecycle is the lifecycle steps the reconciler takes (nil:
+	// Env.Lifecycle()).
+	Lifecycle Lifecycle
 
 	// loads counts full snapshot loads, so that tests can show what a
 	// pass reads without timing it.
@@ -118,11 +123,66 @@ type Reconciler struct {
 	forgeKeys map[string]forgeKey
 }
 
+// What the reconciler consumes, besides the capabilities it calls
+// through Env: git's side of branches and worktrees (Git), and a
+// watcher of the files a pass stamps (stampWatcher), whose adapters are
+// in ops, so that reconcile imports neither worktree nor gitstore.
+
+// Git is what the reconciler reads and repairs of git: ops.ReconcileGit
+// (package worktree's functions of the same names), or a fake in tests.
+type Git interface {
+	// Branch is the branch lazy names after a task's slug.
+	Branch(slug string) string
+	DefaultBranch(ctx context.Context, repoDir string) (string, error)
+	Dirty(ctx context.Context, dir string) (bool, error)
+	ClearKilledIndexLock(ctx context.Context, dir string) bool
+	UndoReadOnly(ctx context.Context, dir string, before proto.TreeState, keep string) string
+	Commits(ctx context.Context, dir, base string) ([]string, error)
+	ChangedFiles(ctx context.Context, dir, base string) ([]string, error)
+}
+
+func (r *Reconciler) git() Git {
+	if r.Git == nil {
+		return ops.ReconcileGit{}
+	}
+	return r.Git
+}
+
+// Lifecycle is what the reconciler asks of the lifecycle capability:
+// whether the circuit breaker and the other guards let an interrupted
+// task auto-resume, the auto-resume itself, and the resume of a task
+// whose usage limit reset. lifecycle.Service, or a fake in tests.
+type Lifecycle interface {
+	AutoResumeRefusal(sn *task.Snapshot) string
+	AutoResume(ctx context.Context, id string) (*task.Snapshot, error)
+	ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*task.Snapshot, error)
+}
+
+func (r *Reconciler) lifecycle() Lifecycle {
+	if r.Lifecycle == nil {
+		return r.Env.Lifecycle()
+	}
+	return r.Lifecycle
+}
+
+// store is the task store through the port the capabilities share (the
+// store's own fast paths, SumTurns and the like, go through Env.Store).
+func (r *Reconciler) store() task.Store { return r.Env.Env.Store }
+
+// stampWatcher stamps files (ops.NewStampWatcher: gitstore's, which
+// watches them to answer unchanged ones without a stat).
+type stampWatcher interface {
+	Stamp(paths ...string) (stamp string, newest time.Time, err error)
+	// Watching reports whether it still watches (false once closed).
+	Watching() bool
+	Close() error
+}
+
 // load reads a task's full snapshot: the expensive read a pass avoids
 // for tasks the list summary already rules out.
 func (r *Reconciler) load(id string) (*task.Snapshot, error) {
 	r.loads.Add(1)
-	return r.Env.Store.Load(id)
+	return r.store().Load(id)
 }
 
 // owned reports whether this machine started a session of task id: its
@@ -199,7 +259,7 @@ func (r *Reconciler) grace() time.Duration {
 }
 
 func (r *Reconciler) proto(id string) proto.Dir {
-	return proto.ForTask(r.Env.Store.Repo().LazyDir(), id)
+	return proto.ForTask(r.Env.Repo.LazyDir(), id)
 }
 
 // sweepable says whether a task's status gives a per-task sweep anything
@@ -344,7 +404,7 @@ func (r *Reconciler) Close() error {
 // stamping is the reconciler's StampWatcher with the paths every pass
 // stamps, joined once.
 type stamping struct {
-	*gitstore.StampWatcher
+	stampWatcher
 	taskRefFiles []string
 	protoRoot    string
 }
@@ -356,13 +416,12 @@ func (r *Reconciler) stamper() *stamping {
 	r.stampMu.Lock()
 	defer r.stampMu.Unlock()
 	if r.stamps == nil {
-		repo := r.Env.Store.Repo()
-		w := gitstore.NewStampWatcher()
-		r.stamps = &stamping{StampWatcher: w, taskRefFiles: repo.RefStampPaths(gitstore.TasksPrefix), protoRoot: repo.LazyDir("proto")}
+		var w stampWatcher = ops.NewStampWatcher()
+		r.stamps = &stamping{stampWatcher: w, taskRefFiles: r.Env.TaskRefStampPaths(), protoRoot: r.Env.Repo.LazyDir("proto")}
 		if r.stampClosed {
 			_ = w.Close()
 		} else {
-			runtime.AddCleanup(r, func(w *gitstore.StampWatcher) { _ = w.Close() }, w)
+			runtime.AddCleanup(r, func(w stampWatcher) { _ = w.Close() }, w)
 		}
 	}
 	return r.stamps

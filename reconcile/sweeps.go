@@ -17,7 +17,6 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // step applies one guarded system transition under the task lock. apply
@@ -34,7 +33,7 @@ func (r *Reconciler) step(ctx context.Context, id string, apply func(s *task.Sna
 
 func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *task.Snapshot) string) (*Action, error) {
 	var act *Action
-	_, _, err := r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+	_, _, err := r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		from := s.Task.Status
 		why := apply(s)
 		if why == "" {
@@ -397,7 +396,7 @@ func (p *mergedPass) byTarget(ctx context.Context, candidates []mergeFields) (ma
 			if parent == nil {
 				continue // the parent is gone or has no branch: nothing to compare with
 			}
-			target = worktree.Branch(parent.Slug)
+			target = p.r.git().Branch(parent.Slug)
 		} else if target == "" {
 			if defaultBranch == "" {
 				b, err := p.r.merged.defaultBranchOf(ctx, p.r)
@@ -470,7 +469,7 @@ func (p *mergedPass) finishGroup(ctx context.Context, target string, cs []mergeF
 		return
 	}
 	for _, c := range cs {
-		if !set.merged[worktree.Branch(c.Slug)] {
+		if !set.merged[p.r.git().Branch(c.Slug)] {
 			continue
 		}
 		mine := ""
@@ -517,7 +516,7 @@ type quietMerged struct {
 // view's stamp covers it: while the view is kept, packed-refs has not
 // changed since it was listed.
 func (r *Reconciler) mergedRefFiles(dst []string) []string {
-	repo := r.Env.Store.Repo()
+	repo := r.Env.Repo
 	return append(dst,
 		filepath.Join(repo.GitDir, "HEAD"),
 		filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"),
@@ -527,7 +526,7 @@ func (r *Reconciler) mergedRefFiles(dst []string) []string {
 // targetRefFiles are the loose ref files of target branches; a packed
 // one is stamped by packed-refs.
 func (r *Reconciler) targetRefFiles(dst, targets []string) []string {
-	common := r.Env.Store.Repo().CommonDir
+	common := r.Env.Repo.CommonDir
 	for _, t := range targets {
 		dst = append(dst, filepath.Join(common, "refs", "heads", filepath.FromSlash(t)))
 	}
@@ -558,7 +557,7 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	if err != nil {
 		return nil, err
 	}
-	turns, err := r.Env.Store.Turns(sn)
+	turns, err := r.store().Turns(sn)
 	if err != nil {
 		return nil, err
 	}

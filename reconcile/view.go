@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -47,7 +47,7 @@ func newView(entries []task.Entry, gen uint64) *view {
 	for i := range entries {
 		e := &entries[i]
 		if e.Err != nil {
-			v.transient = v.transient || gitstore.TransientReadError(e.Err)
+			v.transient = v.transient || ops.TransientReadError(e.Err)
 			continue
 		}
 		if sweepable(e) {
@@ -178,7 +178,7 @@ func (r *Reconciler) current() (*view, error) {
 	// before the list: a ref moved after this moment lands in a later
 	// timestamp tick than newest, so it changes the stamp.
 	settled := err == nil && time.Since(newest) > racyWindow
-	entries, lerr := r.Env.Store.List()
+	entries, lerr := r.store().List()
 	if lerr != nil {
 		k.v = nil
 		return nil, lerr

@@ -20,7 +20,6 @@ import (
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/spending"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // sweepWorking judges one working task of this host: its response is
@@ -102,7 +101,7 @@ func supervisorStatus(pd proto.Dir, s *task.Session) proto.Status {
 // its flock. Whatever turn it runs, nothing else may start or judge one
 // until it is gone.
 func (r *Reconciler) supervised(id string) bool {
-	return flock.Held(proto.SupervisorLock(r.Env.Store.Repo().LazyDir(), id))
+	return flock.Held(proto.SupervisorLock(r.Env.Repo.LazyDir(), id))
 }
 
 // lastStart is when the current turn began, as far as the records tell:
@@ -125,7 +124,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 		return nil, err
 	}
 	defer unlock()
-	recorded, _, err := r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+	recorded, _, err := r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Working || s.Session == nil || s.Session.ID != resp.Session || s.Session.Turn != resp.Seq {
 			act = nil
 			return nil, nil // someone else recorded it, or it is not ours
@@ -402,23 +401,23 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 	st := supervisorStatus(pd, sn.Session)
 	// No supervisor holds the task, so whatever carries its turn marker
 	// was left by a dead one: end it before a resume starts another.
-	stray := proc.KillMarkedIn(proto.TurnMarker(id), proto.TurnScope(r.Env.Store.Repo().LazyDir()))
+	stray := proc.KillMarkedIn(proto.TurnMarker(id), proto.TurnScope(r.Env.Repo.LazyDir()))
 	// A git the dead turn was running (the agent's commit, the
 	// supervisor's upstream merge) leaves index.lock behind, and every
 	// later turn, revert and resume would fail on it.
 	unlocked, undone := false, ""
 	if local, err := r.Env.Owned(sn); err == nil {
-		unlocked = worktree.ClearKilledIndexLock(ctx, local.Worktree)
+		unlocked = r.git().ClearKilledIndexLock(ctx, local.Worktree)
 		// An ask that died could not put back what its agent wrote.
 		if sn.Session.TurnKind == "ask" && st.ReadOnly != nil && st.Seq == seq {
-			undone = worktree.UndoReadOnly(ctx, local.Worktree, worktree.State(*st.ReadOnly), proto.KeptRef(id, seq))
+			undone = r.git().UndoReadOnly(ctx, local.Worktree, *st.ReadOnly, proto.KeptRef(id, seq))
 		}
 	}
 	logs := lastLogLines(pd.Path(proto.LogFile))
 	if sup := lastLogLines(pd.Path(proto.SupervisorLogFile)); sup != "" {
 		logs += "\n--- supervisor stderr ---\n" + sup
 	}
-	_, _, err = r.Env.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+	_, _, err = r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if !judged(s, sessionID, seq) {
 			act = nil
 			return nil, nil
@@ -443,8 +442,8 @@ func (r *Reconciler) interrupt(ctx context.Context, id string, pd proto.Dir, ses
 		}
 		turn := task.Turn{Role: task.RoleAgent, Kind: "agent", Content: "[system] " + reason, At: now, Session: s.Session.ID, ExitCode: &code, Error: reason}
 		if local, err := r.Env.Owned(s); err == nil && st.BaseSHA != "" && st.Seq == s.Session.Turn && s.Session.TurnKind != "ask" {
-			turn.Commits, _ = worktree.Commits(ctx, local.Worktree, st.BaseSHA)
-			turn.ChangedFiles, _ = worktree.ChangedFiles(ctx, local.Worktree, st.BaseSHA)
+			turn.Commits, _ = r.git().Commits(ctx, local.Worktree, st.BaseSHA)
+			turn.ChangedFiles, _ = r.git().ChangedFiles(ctx, local.Worktree, st.BaseSHA)
 			// Flag passes over files already approved.
 			s.Violations.Flag(allowpath.Outside(s.Task.AllowedPaths, turn.ChangedFiles), st.BaseSHA)
 		}
