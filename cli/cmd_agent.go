@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/handoff"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	}
 	if cur, err := a.openTask(c.Task); err == nil && cur.Session != nil && c.Agent != "" && handsOff(cur.Task.Status, cur.Session.Agent, in.Agent) {
 		// A parked task another agent worked: start hands it over.
-		return a.handoff(ctx, env, c.Task, ops.HandoffInput{StartInput: in}, c.JSON, c.followFlags)
+		return a.handoff(ctx, env, c.Task, handoff.Input{StartInput: in}, c.JSON, c.followFlags)
 	}
 	logOff := a.logSize(c.Task)
 	sn, err := env.Lifecycle().Start(ctx, c.Task, in)

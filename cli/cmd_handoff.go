@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/lazyorch/lazy/handoff"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
@@ -62,13 +63,13 @@ func (c *HandoffCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	return a.handoff(ctx, env, c.Task, ops.HandoffInput{StartInput: in, Note: note}, c.JSON, c.followFlags)
+	return a.handoff(ctx, env, c.Task, handoff.Input{StartInput: in, Note: note}, c.JSON, c.followFlags)
 }
 
 // handoff runs a handoff and reports it as start and unblock do.
-func (a *app) handoff(ctx context.Context, env *ops.Env, task string, in ops.HandoffInput, asJSON bool, ff followFlags) error {
+func (a *app) handoff(ctx context.Context, env *ops.Env, task string, in handoff.Input, asJSON bool, ff followFlags) error {
 	logOff := a.logSize(task)
-	sn, err := env.Handoff(ctx, task, in)
+	sn, err := env.Handoff().HandOff(ctx, task, in)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (c *HandoffCmd) print(a *app, ctx context.Context) error {
 	if c.Message != nil {
 		note = *c.Message
 	}
-	record, err := env.HandoffRecord(ctx, sn, c.To, note)
+	record, err := env.Handoff().Record(ctx, sn, c.To, note)
 	if err != nil {
 		return err
 	}

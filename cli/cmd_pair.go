@@ -45,7 +45,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	s := p.Snapshot
-	if path, err := env.WriteHandoffFile(ctx, s); err == nil {
+	if path, err := env.Handoff().WriteFile(ctx, s); err == nil {
 		fmt.Fprintf(a.stderr, "· where the work stands, for you: %s (lazy handoff %s --print)\n", path, s.Task.Slug)
 	}
 	fmt.Fprintf(a.stderr, "· pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])

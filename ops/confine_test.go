@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/handoff"
 	"math"
 	"os"
 	"path/filepath"
@@ -342,12 +343,12 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 	}
 	a1 := res.Started[0].Task.ID
 	parked(t, e, a1)
-	_, err = ag.Handoff(ctx, a1, HandoffInput{StartInput: session.StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "off"}}})
+	_, err = ag.Handoff().HandOff(ctx, a1, handoff.Input{StartInput: session.StartInput{Agent: "exec", ExecCommand: trueCmd, Request: confine.Request{Sandbox: "off"}}})
 	if err == nil || !strings.Contains(err.Error(), "hand off") || !strings.Contains(err.Error(), "only a human loosens") {
 		t.Fatalf("an agent's handoff out of the sandbox: %v", err)
 	}
 	before, _ := e.Sessions().Load(a1)
-	if _, err := ag.Handoff(ctx, a1, HandoffInput{StartInput: session.StartInput{Agent: "exec", ExecCommand: trueCmd}}); err != nil {
+	if _, err := ag.Handoff().HandOff(ctx, a1, handoff.Input{StartInput: session.StartInput{Agent: "exec", ExecCommand: trueCmd}}); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := e.Sessions().Load(a1)

@@ -9,6 +9,7 @@ import (
 	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/conversation"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/handoff"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
@@ -90,3 +91,8 @@ func (e *Env) Attempts() *attempts.Service {
 // Queue is this machine's merge queues of e's repository: what they
 // hold, taking a task out, the train of several accepts.
 func (e *Env) Queue() *queue.Service { return queue.New(&e.Env) }
+
+// Handoff is the handoff capability over e's core: a parked task handed
+// to another agent (or a human pairing) with the record of where its
+// work stands.
+func (e *Env) Handoff() *handoff.Service { return handoff.New(&e.Env) }

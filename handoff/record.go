@@ -1,24 +1,17 @@
-package ops
+package handoff
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/internal/confine"
-	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/redact"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Bounds of a handoff record: it goes into a prompt, whole.
@@ -31,16 +24,17 @@ const (
 	handoffTail     = 1200 // a failed gate's output
 )
 
-// HandoffMark opens a handoff record, so it is found in a task's turns.
-const HandoffMark = "# Handoff"
+// Mark opens a handoff record, so it is found in a task's turns.
+const Mark = "# Handoff"
 
-// HandoffRecord is what the next worker of a task (another agent, or a
+// Record is what the next worker of a task (another agent, or a
 // human pairing) needs to carry on: the goal, where the work stands
 // (commits, files), what the last agent said it did, the human's
 // decisions, what was tried and failed, the feedback still pending, the
 // last gate result and the next step. It reads the task, its turns and
 // its branch, and changes nothing.
-func (e *Env) HandoffRecord(ctx context.Context, sn *task.Snapshot, to, note string) (string, error) {
+func (h *Service) Record(ctx context.Context, sn *task.Snapshot, to, note string) (string, error) {
+	e := h.Env
 	if sn.Session == nil {
 		return "", fmt.Errorf("%s has no session yet: there is nothing to hand off; use lazy start", sn.Task.Slug)
 	}
@@ -54,13 +48,13 @@ func (e *Env) HandoffRecord(ctx context.Context, sn *task.Snapshot, to, note str
 	}
 	var b strings.Builder
 	from := quote.Inline(sn.Session.Agent)
-	fmt.Fprintf(&b, "%s: %s\n\nYou are taking over a task that the %s agent worked on", HandoffMark, quote.Inline(sn.Task.Title), from)
+	fmt.Fprintf(&b, "%s: %s\n\nYou are taking over a task that the %s agent worked on", Mark, quote.Inline(sn.Task.Title), from)
 	if to != "" && to != sn.Session.Agent {
 		fmt.Fprintf(&b, " (you are %s)", quote.Inline(to))
 	}
 	fmt.Fprintf(&b, ". The work is in this worktree, on branch %s. lazy kept this record of it.\n\n%s\n", quote.Inline(sn.Session.Branch), handoffQuoting)
 	section(&b, "Goal", orNoneBlock(quoted(sn.Task.Title+"\n\n"+strings.TrimSpace(goal))))
-	section(&b, "Where the work stands", e.handoffState(ctx, sn))
+	section(&b, "Where the work stands", h.state(ctx, sn))
 	section(&b, "What the previous agent said last", orNoneBlock(lastAgentWords(turns)))
 	section(&b, "Decisions the human made (their messages, oldest first)", orNoneBlock(humanDecisions(turns, sn)))
 	secrets := e.Secrets()
@@ -99,9 +93,10 @@ func orNoneBlock(s string) string {
 	return s
 }
 
-// handoffState is the branch as it stands: its commits since the task
+// state is the branch as it stands: its commits since the task
 // began, the files they touched, and what is uncommitted.
-func (e *Env) handoffState(ctx context.Context, sn *task.Snapshot) string {
+func (h *Service) state(ctx context.Context, sn *task.Snapshot) string {
+	e := h.Env
 	var b strings.Builder
 	fmt.Fprintf(&b, "- Status: %s after %s, %s.\n", sn.Task.Status, words.Count(sn.Task.Turns, "turn", "turns"), words.Count(sn.Task.Sessions, "session", "sessions"))
 	dir := sn.Session.Worktree
@@ -112,7 +107,7 @@ func (e *Env) handoffState(ctx context.Context, sn *task.Snapshot) string {
 	if base == "" {
 		return b.String()
 	}
-	if commits, err := worktree.CommitLog(ctx, dir, base, "HEAD"); err == nil && len(commits) > 0 {
+	if commits, err := h.worktrees().CommitLog(ctx, dir, base, "HEAD"); err == nil && len(commits) > 0 {
 		fmt.Fprintf(&b, "- Commits on the branch since it began (%d, newest first):\n", len(commits))
 		for i, c := range commits {
 			if i == handoffCommits {
@@ -124,10 +119,10 @@ func (e *Env) handoffState(ctx context.Context, sn *task.Snapshot) string {
 	} else {
 		b.WriteString("- No commits on the branch yet.\n")
 	}
-	if files, err := worktree.DiffNames(ctx, dir, base, "HEAD"); err == nil && len(files) > 0 {
+	if files, err := h.worktrees().DiffNames(ctx, dir, base, "HEAD"); err == nil && len(files) > 0 {
 		fmt.Fprintf(&b, "- Files the commits touched: %s\n", fileList(files))
 	}
-	if files, err := worktree.Uncommitted(ctx, dir); err == nil && len(files) > 0 {
+	if files, err := h.worktrees().Uncommitted(ctx, dir); err == nil && len(files) > 0 {
 		fmt.Fprintf(&b, "- Uncommitted in the worktree: %s\n", fileList(files))
 	}
 	return b.String()
@@ -242,147 +237,4 @@ func lastGate(g *task.GateRecord, secrets *redact.Redactor) string {
 		s += "\n\nThe end of its output:\n\n" + quote.Block(session.Clip(secrets.Text(tail), handoffTail))
 	}
 	return s
-}
-
-// HandoffInput is who takes a task over: the agent (and the exec
-// agent's command), and a note for the next step.
-type HandoffInput struct {
-	session.StartInput
-	Note string
-}
-
-// Handoff gives a parked task to another agent: a new session on the
-// same branch and worktree, with in.Agent, whose first turn's prompt is
-// the handoff record (kept in the task as that turn). The previous
-// agent's conversation stays where it was; the new agent starts its own.
-// Messages still pending are in the record, and delivered with it.
-func (e *Env) Handoff(ctx context.Context, name string, in HandoffInput) (*task.Snapshot, error) {
-	if err := e.RequireLauncher("hand off"); err != nil {
-		return nil, err
-	}
-	if _, err := agent.For(in.Agent); err != nil {
-		return nil, err
-	}
-	if err := agent.ValidModel(in.Model); err != nil {
-		return nil, err
-	}
-	if in.Agent == "exec" {
-		in.Model = "" // the exec agent runs its command as given
-	}
-	sn, unlock, err := e.LockedLoad(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	slug := sn.Task.Slug
-	if sn.Session == nil {
-		return nil, fmt.Errorf("hand off %s: the task has no session yet; start it with lazy start %s --agent %s", slug, slug, in.Agent)
-	}
-	if err := e.Turns().CheckResumable(sn, "hand off", false, machine.Blocked, machine.Conflict, machine.Interrupted); err != nil {
-		return nil, err
-	}
-	if err := agent.CheckCredentials(in.Agent, agent.HostEnvironment()); err != nil {
-		return nil, fmt.Errorf("hand off %s: %w; nothing was recorded", slug, err)
-	}
-	local, err := e.Owned(sn)
-	if err != nil {
-		return nil, fmt.Errorf("hand off %w", err)
-	}
-	// The new session keeps the old one's sandbox; a handoff that is not
-	// a human's is held to all of the old session's confinement and the
-	// asking agent's.
-	sandboxed, mode := local.Sandbox, in.PermissionMode
-	if e.Actor != machine.Human {
-		floor := local.Confinement()
-		if caller, ok, err := e.CallerSession(); err != nil {
-			return nil, session.ConfinementRefusal("hand off", slug, err)
-		} else if ok {
-			floor = confine.Tightest(floor, caller.Confinement())
-		}
-		eff, err := session.Held(confine.Tightest(floor, confine.Confinement{Sandbox: local.Sandbox, PermissionMode: in.PermissionMode, AnyCommand: true}), in.Agent, in.Request, in.SandboxIfAsked)
-		if err != nil {
-			return nil, session.ConfinementRefusal("hand off", slug, err)
-		}
-		sandboxed, mode = eff.Sandbox, eff.PermissionMode
-	}
-	if err := session.SandboxReady(ctx, sandboxed); err != nil {
-		return nil, fmt.Errorf("hand off %s: %w; nothing was recorded", slug, err)
-	}
-	record, err := e.HandoffRecord(ctx, sn, in.Agent, in.Note)
-	if err != nil {
-		return nil, err
-	}
-	upstream, err := e.BaseBranch(ctx, sn, e.Dir())
-	if err != nil {
-		return nil, err
-	}
-	sessionID, err := task.NewID()
-	if err != nil {
-		return nil, err
-	}
-	// The same worktree and branch, decided here as before; the agent and
-	// its command are this handoff's.
-	if err := e.Sessions().Save(owned.Session{
-		TaskID: sn.Task.ID, SessionID: sessionID, Agent: in.Agent, Exec: in.ExecCommand, PermissionMode: mode, Model: in.Model,
-		Worktree: local.Worktree, Branch: local.Branch, StartedAt: time.Now().UTC(), Sandbox: sandboxed, Prepared: true,
-	}); err != nil {
-		return nil, err
-	}
-	var turn task.Turn
-	from, prevID, prevStatus := sn.Session.Agent, sn.Session.ID, sn.Task.Status
-	updated, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
-		// Checked above under the task lock; the local record names the
-		// new session by now, so only a change of the record itself (a
-		// pull) is looked for here.
-		if s.Session == nil || s.Session.ID != prevID || s.Task.Status != prevStatus {
-			return nil, fmt.Errorf("hand off %s: the task changed meanwhile; look at it again", s.Task.Slug)
-		}
-		now := time.Now().UTC().Truncate(time.Second)
-		prev := s.Session
-		s.Task.Sessions++
-		s.Session = &task.Session{
-			ID: sessionID, Number: s.Task.Sessions, Host: e.Store.Host(), Agent: in.Agent, ExecCommand: in.ExecCommand,
-			PermissionMode: mode, Model: in.Model, Branch: prev.Branch, Worktree: prev.Worktree, GitStartSHA: prev.GitStartSHA, StartedAt: now,
-		}
-		// The record carries every pending message, so they are this
-		// turn's to deliver: it consumes them when it completes.
-		turn = s.AddTurn(task.Turn{Role: task.RoleHuman, Actor: e.Actor, Kind: "handoff", Content: record, At: now, Session: sessionID, FeedbackDelivery: task.FeedbackPending})
-		s.Session.Turn, s.Session.TurnKind = turn.Seq, "handoff"
-		s.Task.Status = machine.Working
-		return &task.Op{Name: "handoff", Actor: e.Actor, Reason: "from " + from + " to " + in.Agent}, nil
-	})
-	if err != nil {
-		// Nothing was recorded: this machine keeps the session it had.
-		if rerr := e.Sessions().Save(local); rerr != nil {
-			return nil, fmt.Errorf("%w (and restoring this machine's record of the session failed: %w; lazy start --take-over %s repairs it)", err, rerr, slug)
-		}
-		return nil, err
-	}
-	sn = updated
-	e.saveHandoffFile(sn.Task.ID, record)
-	return sn, e.Turns().Launch(sn, turn, "handoff", record, upstream)
-}
-
-// HandoffFile is where the newest handoff record of a task is kept on
-// this machine as a file, for a human taking over with lazy pair.
-func (e *Env) HandoffFile(id string) string {
-	return e.Repo.LazyDir("handoff", id+".md")
-}
-
-func (e *Env) saveHandoffFile(id, record string) {
-	p := e.HandoffFile(id)
-	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
-		_ = os.WriteFile(p, []byte(record), 0o644)
-	}
-}
-
-// WriteHandoffFile writes sn's handoff record for a human who takes the
-// task over (lazy pair) and returns its path.
-func (e *Env) WriteHandoffFile(ctx context.Context, sn *task.Snapshot) (string, error) {
-	record, err := e.HandoffRecord(ctx, sn, "a human", "")
-	if err != nil {
-		return "", err
-	}
-	e.saveHandoffFile(sn.Task.ID, record)
-	return e.HandoffFile(sn.Task.ID), nil
 }
