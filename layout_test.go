@@ -198,6 +198,8 @@ func TestPinnedLayering(t *testing.T) {
 		"queue":        {"gitstore", "ops", "lifecycle", "review", "submission", "conversation", "spending", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
 		"runner":       {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"handoff":      {"gitstore", "ops", "lifecycle", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
+		"render":       {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon", "tui"},
+		"tui":          {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"web":          {"daemon", "mcp", "cli"},
 		"mcp":          {"daemon", "web", "cli"},
 		"daemon":       {"web", "mcp", "cli"},

@@ -425,14 +425,6 @@ func exitCode(err error) int {
 	return 1
 }
 
-// shortID is the display form of an id.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
-
 // oneLine flattens text for a table cell.
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")

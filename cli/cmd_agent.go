@@ -25,10 +25,12 @@ import (
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/runner"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/supervise"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/tui"
 )
 
 // StartCmd starts a backlog task.
@@ -67,7 +69,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if len(c.More) > 0 || len(c.Label) > 0 || c.Priority != 0 || c.Remote != "" {
 		return usageError{"more than one task, --label, --priority and --remote go with --pool"}
 	}
-	agents := splitAgents(c.Agent)
+	agents := tui.SplitAgents(c.Agent)
 	if len(agents) > 1 && c.Attempts == nil {
 		return usageError{"a list of agents (--agent " + c.Agent + ") goes with --attempts N, which cycles it over the attempts"}
 	}
@@ -130,17 +132,6 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
 	return a.stay(ctx, c.followFlags, sn, logOff)
-}
-
-// splitAgents reads --agent: one agent, or a comma-separated list.
-func splitAgents(s string) []string {
-	var out []string
-	for _, a := range strings.Split(sanitize.Field(s), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // attempts starts the task's attempts (start --attempts N).
@@ -222,8 +213,8 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *
 			return err
 		}
 	} else {
-		fmt.Fprintf(a.stdout, "\n%s\n", attemptsHeading(av))
-		renderAttemptTable(a.stdout, av)
+		fmt.Fprintf(a.stdout, "\n%s\n", render.AttemptsHeading(av))
+		render.AttemptTable(a.stdout, av)
 		fmt.Fprintln(a.stdout)
 		// The table says each status; an attempt held, whose gate
 		// failed or that needs attention says more, with what carries it

@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/render"
 )
 
 // ConfigCmd is lazy config: the effective settings and where each comes
@@ -77,7 +78,7 @@ func (c *ConfigCmd) Run(a *app, ctx context.Context) error {
 		return a.printJSON(out)
 	}
 	st := a.style()
-	var table [][]cell
+	var table [][]render.Cell
 	for _, r := range out {
 		sgr := ""
 		if r.Scope != "default" {
@@ -86,9 +87,9 @@ func (c *ConfigCmd) Run(a *app, ctx context.Context) error {
 		// The value goes last: one long value (lazy.sandbox.hide's
 		// default names sixteen paths) then widens its own line only, not
 		// every row of the listing.
-		table = append(table, []cell{{text: r.Name}, {text: r.origin()}, {text: r.shown(), sgr: sgr}})
+		table = append(table, []render.Cell{{Text: r.Name}, {Text: r.origin()}, {Text: r.shown(), SGR: sgr}})
 	}
-	if err := st.table(a.stdout, []string{"KEY", "ORIGIN", "VALUE"}, table); err != nil {
+	if err := st.Table(a.stdout, []string{"KEY", "ORIGIN", "VALUE"}, table); err != nil {
 		return err
 	}
 	for _, r := range out {

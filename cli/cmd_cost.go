@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -203,7 +204,7 @@ func costTable(w io.Writer, rep cost.Report) error {
 		total = append(total, fmt.Sprintf("%d tasks", rep.Total.Tasks))
 	}
 	line(total)
-	columns(w, rows)
+	render.Columns(w, rows)
 	return nil
 }
 

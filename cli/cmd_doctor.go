@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/sandbox"
 )
 
@@ -97,7 +98,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		for _, f := range findings {
 			who := f.Slug
 			if who == "" {
-				who = shortID(f.TaskID)
+				who = render.ShortID(f.TaskID)
 			}
 			if who != "" {
 				who += ": "

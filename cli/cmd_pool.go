@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/runner"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -329,12 +330,12 @@ func renderPool(w io.Writer, v *poolView, now time.Time) {
 		if r.Stopped {
 			state = "stopped " + ago(now, r.Seen)
 		}
-		fmt.Fprintf(w, "  %s %s  agents %s  up to %d  holding %d  %s\n", padWidth(sanitize.Field(r.ID), 20), sanitize.Field(labelsOf(r.Labels)),
+		fmt.Fprintf(w, "  %s %s  agents %s  up to %d  holding %d  %s\n", render.PadWidth(sanitize.Field(r.ID), 20), sanitize.Field(labelsOf(r.Labels)),
 			sanitize.Field(words.List(r.Agents, "none")), r.MaxTasks, len(r.Holding), state)
 	}
 	fmt.Fprintf(w, "\nClaims (%d):\n", len(v.Claims))
 	for _, h := range v.Claims {
-		fmt.Fprintf(w, "  %s  runner %s generation %d  lease %s left\n", h.Task, padWidth(sanitize.Field(h.Runner), 20), h.Generation, h.Expires.Sub(now).Round(time.Second))
+		fmt.Fprintf(w, "  %s  runner %s generation %d  lease %s left\n", h.Task, render.PadWidth(sanitize.Field(h.Runner), 20), h.Generation, h.Expires.Sub(now).Round(time.Second))
 	}
 	fmt.Fprintf(w, "\nWaiting (%d):\n", len(v.Waiting))
 	for _, t := range v.Waiting {

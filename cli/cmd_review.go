@@ -28,6 +28,7 @@ import (
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -205,7 +206,7 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "# %s, tried %d ways\n", v.Group, len(v.Attempts))
-	renderAttemptTable(a.stdout, v)
+	render.AttemptTable(a.stdout, v)
 	for _, at := range v.Attempts {
 		head := fmt.Sprintf("\n# attempt %d: %s (%s, %s", at.K, orDash(at.Slug), orDash(sanitize.Field(attempts.AgentLabel(at.Agent, at.Model))), at.Status)
 		if at.Diff != nil {
@@ -434,10 +435,6 @@ func (a *app) secrets() *redact.Redactor {
 	}
 	return redact.New(cfg.All(notify.KeyTargets)...)
 }
-
-// turnRule begins the line lazy logs (and lazy watch's pane) prints
-// where an agent launch begins.
-const turnRule = agent.TurnRule
 
 // logWriter renders agent.log line by line: each line through the one
 // renderer (agent.RenderLine), or, raw, as one JSON value a line

@@ -10,6 +10,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -114,7 +115,7 @@ func (a *app) slugOf(id string) string {
 	if sn, err := a.store.Load(id); err == nil {
 		return sanitize.Field(sn.Task.Slug)
 	}
-	return shortID(id)
+	return render.ShortID(id)
 }
 
 // restore runs lazy stash restore [BRANCH].

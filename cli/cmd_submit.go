@@ -2,13 +2,13 @@ package cli
 
 import (
 	"io"
-	"strings"
 
 	"time"
 
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/submission"
 	"github.com/lazyorch/lazy/task"
 
@@ -74,26 +74,6 @@ func (a *app) forgeSync() (*reconcile.ForgeSync, error) {
 	return fs, nil
 }
 
-// prBrief is a task's pull request in a table cell ("PR #3 open,
-// checks failing"), "" without one.
-func prBrief(s *task.Summary) string {
-	p := s.PR
-	if p == nil || p.Number <= 0 {
-		return ""
-	}
-	out := fmt.Sprintf("PR #%d %s", p.Number, p.State)
-	if p.Checks != "" {
-		out += ", checks " + p.Checks
-	}
-	if p.Review != "" {
-		out += ", " + strings.ReplaceAll(p.Review, "_", " ")
-	}
-	if p.Revising {
-		out += ", revising"
-	}
-	return out
-}
-
 // printPRs lists the pull requests of submitted and forge-merging tasks,
 // for lazy status.
 func printPRs(w io.Writer, entries []task.Entry) {
@@ -103,16 +83,16 @@ func printPRs(w io.Writer, entries []task.Entry) {
 			continue
 		}
 		s, err := e.Summary()
-		if err != nil || prBrief(s) == "" {
+		if err != nil || render.PRBrief(s) == "" {
 			continue
 		}
 		if rows == nil {
 			rows = [][]string{{"SUBMITTED", "PULL REQUEST", "URL"}}
 		}
-		rows = append(rows, []string{s.Slug, prBrief(s), sanitize.Field(s.PR.URL)})
+		rows = append(rows, []string{s.Slug, render.PRBrief(s), sanitize.Field(s.PR.URL)})
 	}
 	if rows != nil {
 		fmt.Fprintln(w)
-		columns(w, rows)
+		render.Columns(w, rows)
 	}
 }

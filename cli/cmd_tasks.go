@@ -6,18 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/lazyorch/lazy/agent"
-	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
@@ -130,7 +127,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	done()
 	if c.Start {
 		if !c.JSON {
-			fmt.Fprintf(a.stdout, "Created %s (%s)\n", sn.Task.Slug, shortID(sn.Task.ID))
+			fmt.Fprintf(a.stdout, "Created %s (%s)\n", sn.Task.Slug, render.ShortID(sn.Task.ID))
 		}
 		start := &StartCmd{Task: sn.Task.ID, Agent: c.Agent, Command: c.Command, JSON: c.JSON, followFlags: c.followFlags}
 		if err := start.Run(a, ctx); err != nil {
@@ -141,7 +138,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	if c.JSON {
 		return a.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Created %s (%s) in backlog\n", sn.Task.Slug, shortID(sn.Task.ID))
+	fmt.Fprintf(a.stdout, "Created %s (%s) in backlog\n", sn.Task.Slug, render.ShortID(sn.Task.ID))
 	return nil
 }
 
@@ -263,7 +260,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	if f.JSON && q == "" && f.Sort != "title" {
 		// Ordered by fields every entry carries, a JSON listing prints the
 		// cached bytes and decodes no summary.
-		return writeJSONList(a.stdout, orderEntries(rows, f.Sort, f.Limit), bad, a.marks(), ov)
+		return writeJSONList(a.stdout, render.OrderEntries(rows, f.Sort, f.Limit), bad, a.marks(), ov)
 	}
 	tasks := make([]*task.Summary, 0, len(rows))
 	rowOf := make(map[string]int, len(rows)) // task id -> index in rows
@@ -278,7 +275,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		tasks = append(tasks, s)
 		rowOf[s.ID] = i
 	}
-	ordered := treeOrder(tasks, taskLess(f.Sort))
+	ordered := render.TreeOrder(tasks, render.TaskLess(f.Sort))
 	if f.Limit > 0 && len(ordered) > f.Limit {
 		ordered = ordered[:f.Limit]
 	}
@@ -294,7 +291,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		return nil
 	}
 	st := a.style()
-	if err := taskTable(a.stdout, st, ordered, a.marks(), ov); err != nil {
+	if err := render.TaskTable(a.stdout, st, ordered, a.marks(), ov); err != nil {
 		return err
 	}
 	if f.next {
@@ -304,140 +301,6 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		}
 	}
 	return nil
-}
-
-// substater is the live substate derivation (marks.Marks in the CLI).
-type substater interface {
-	Substate(*task.Summary) string
-}
-
-// taskTable renders list, blocked and active: ID, STATUS (coloured, with
-// substate and PR), SLUG (indented under its parent), UPDATED (relative),
-// OVERLAPS (only when a listed task has one: the other active tasks and
-// the target's new commits that changed its files too) and TITLE (cut to
-// the width left).
-func taskTable(w io.Writer, st style, rows []treeRow, marks substater, ov map[string]review.TaskOverlaps) error {
-	overlapping := false
-	for _, row := range rows {
-		if !ov[row.Item.ID].Empty() {
-			overlapping = true
-			break
-		}
-	}
-	cells := make([][]cell, 0, len(rows))
-	for _, row := range rows {
-		status := string(row.Item.Status)
-		if sub := marks.Substate(row.Item); sub != "" {
-			status += " (" + sub + ")"
-		}
-		if pr := prBrief(row.Item); pr != "" {
-			status += " [" + pr + "]"
-		}
-		updated, _ := time.Parse(task.TimeLayout, row.Item.UpdatedAt)
-		r := []cell{
-			{text: shortID(row.Item.ID), sgr: "2"},
-			{text: status, sgr: statusSGR[row.Item.Status]},
-			{text: strings.Repeat("  ", row.Depth) + row.Item.Slug},
-			{text: relTime(updated, st.now)},
-		}
-		if overlapping {
-			r = append(r, cell{text: ov[row.Item.ID].Short(), sgr: "33"})
-		}
-		cells = append(cells, append(r, cell{text: row.Item.Title}))
-	}
-	header := []string{"ID", "STATUS", "SLUG", "UPDATED", "TITLE"}
-	if overlapping {
-		header = []string{"ID", "STATUS", "SLUG", "UPDATED", "OVERLAPS", "TITLE"}
-	}
-	return st.table(w, header, cells, "ID", "UPDATED")
-}
-
-// attentionRank orders statuses by how much they need a human now.
-func attentionRank(s machine.Status) int {
-	switch s {
-	case machine.Conflict, machine.Blocked:
-		return 0
-	case machine.Interrupted:
-		return 1
-	case machine.Submitted, machine.Pairing, machine.Merging, machine.Working:
-		return 2
-	case machine.Backlog:
-		return 3
-	}
-	return 4
-}
-
-// orderKey is what every --sort but title compares: fields each list
-// entry carries, so ordering entries decodes no summary.
-type orderKey struct {
-	status      machine.Status
-	updated, id string
-}
-
-// keyCompare is the sibling order of a --sort key other than title, as a
-// comparison; nil for created (creation order, as listed).
-func keyCompare(key string) func(a, b *orderKey) int {
-	newer := func(a, b *orderKey) int {
-		if c := strings.Compare(b.updated, a.updated); c != 0 {
-			return c // newest first; the layout sorts as text
-		}
-		return strings.Compare(a.id, b.id)
-	}
-	switch key {
-	case "updated":
-		return newer
-	case "created":
-		return nil
-	}
-	return func(a, b *orderKey) int {
-		if c := attentionRank(a.status) - attentionRank(b.status); c != 0 {
-			return c
-		}
-		return newer(a, b)
-	}
-}
-
-// taskLess is the sibling order of a --sort key.
-func taskLess(key string) func(a, b *task.Summary) bool {
-	if key == "title" {
-		return func(a, b *task.Summary) bool {
-			ta, tb := strings.ToLower(a.Title), strings.ToLower(b.Title)
-			if ta != tb {
-				return ta < tb
-			}
-			return a.ID < b.ID
-		}
-	}
-	cmp := keyCompare(key)
-	if cmp == nil {
-		return nil
-	}
-	return func(a, b *task.Summary) bool {
-		return cmp(&orderKey{a.Status, a.UpdatedAt, a.ID}, &orderKey{b.Status, b.UpdatedAt, b.ID}) < 0
-	}
-}
-
-// orderEntries puts entries in tree order under a --sort key other than
-// title, as treeOrder does summaries, and keeps the first limit (0: all).
-func orderEntries(rows []task.Entry, key string, limit int) []task.Entry {
-	keys := make([]orderKey, len(rows))
-	idx := make([]int, len(rows))
-	for i := range rows {
-		keys[i] = orderKey{rows[i].Status, rows[i].Updated, rows[i].ID}
-		idx[i] = i
-	}
-	if cmp := keyCompare(key); cmp != nil {
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp(&keys[a], &keys[b]) })
-	}
-	ordered := tasktree.Order(idx, func(i int) string { return rows[i].ID }, func(i int) string { return rows[i].TreeParent() })
-	if limit > 0 && len(ordered) > limit {
-		ordered = ordered[:limit]
-	}
-	out := make([]task.Entry, len(ordered))
-	for k, r := range ordered {
-		out[k] = rows[r.Item]
-	}
-	return out
 }
 
 // withLive adds a working task's derived substate to its cached summary
@@ -492,20 +355,6 @@ func writeJSONList(w io.Writer, rows []task.Entry, bad []listError, mk *marks.Ma
 	}
 	bw.WriteString("]\n")
 	return bw.Flush()
-}
-
-// treeRow is a task placed in tree order.
-type treeRow = tasktree.Row[*task.Summary]
-
-// treeOrder puts each subtask right under its parent, siblings in less
-// order (nil: creation order). Tasks whose parent is not in the list are
-// roots.
-func treeOrder(tasks []*task.Summary, less func(a, b *task.Summary) bool) []treeRow {
-	if less != nil {
-		tasks = append([]*task.Summary(nil), tasks...)
-		sort.SliceStable(tasks, func(i, j int) bool { return less(tasks[i], tasks[j]) })
-	}
-	return tasktree.Order(tasks, func(t *task.Summary) string { return t.ID }, func(t *task.Summary) string { return t.TreeParent() })
 }
 
 // maxFilesShown bounds the changed files show lists per turn.
@@ -747,7 +596,7 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 	}
 	where := "now a top-level task"
 	if sn.Task.Parent != "" {
-		where = "now a subtask of " + shortID(sn.Task.Parent)
+		where = "now a subtask of " + render.ShortID(sn.Task.Parent)
 		if p, err := a.store.Load(sn.Task.Parent); err == nil {
 			where = "now a subtask of " + p.Task.Slug
 		}

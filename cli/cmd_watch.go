@@ -18,8 +18,10 @@ import (
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/queue"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/tui"
 )
 
 // StatusCmd summarizes the repository's tasks.
@@ -154,7 +156,7 @@ func (a *app) rows(entries []task.Entry, keep func(machine.Status) bool) ([]stat
 	sort.SliceStable(rows, func(i, j int) bool { return key(&rows[i]) < key(&rows[j]) })
 	for i := range rows {
 		if rows[i].AttemptOf != "" {
-			rows[i].AttemptOf = cmp.Or(slugs[rows[i].AttemptOf], shortID(rows[i].AttemptOf))
+			rows[i].AttemptOf = cmp.Or(slugs[rows[i].AttemptOf], render.ShortID(rows[i].AttemptOf))
 		}
 	}
 	return rows, counts
@@ -188,9 +190,9 @@ func totalUsage(entries []task.Entry) *task.Usage {
 
 func statusCell(r statusRow) string {
 	if r.Substate == "" {
-		return string(r.Status) + gateMark(r.Gate)
+		return string(r.Status) + render.GateMark(r.Gate)
 	}
-	return string(r.Status) + " (" + r.Substate + ")" + gateMark(r.Gate)
+	return string(r.Status) + " (" + r.Substate + ")" + render.GateMark(r.Gate)
 }
 
 // Run implements lazy status.
@@ -274,11 +276,11 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	}
 	if len(rows) > 0 {
 		fmt.Fprintln(a.stdout)
-		cells := make([][]cell, 0, len(rows))
+		cells := make([][]render.Cell, 0, len(rows))
 		for _, r := range rows {
-			cells = append(cells, []cell{{text: r.Slug}, {text: statusCell(r), sgr: statusSGR[r.Status]}, {text: r.Title}})
+			cells = append(cells, []render.Cell{{Text: r.Slug}, {Text: statusCell(r), SGR: render.StatusSGR[r.Status]}, {Text: r.Title}})
 		}
-		return a.style().table(a.stdout, []string{"ACTIVE", "STATUS", "TITLE"}, cells)
+		return a.style().Table(a.stdout, []string{"ACTIVE", "STATUS", "TITLE"}, cells)
 	}
 	return nil
 }
@@ -352,7 +354,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 			for _, r := range rows {
 				now[r.id] = r.Status
 			}
-			if bell && newlyNeedsYou(prevStatus, now) {
+			if bell && tui.NewlyNeedsYou(prevStatus, now) {
 				_, _ = io.WriteString(rawWriter(a.stdout), "\a")
 			}
 			prevStatus = now
@@ -422,7 +424,7 @@ func drawScreen(w io.Writer, rows []statusRow, queues []queue.View, pools []stri
 		}
 		table = append(table, []string{r.Slug, statusCell(r), rowTitle(r)})
 	}
-	columns(&b, table)
+	render.Columns(&b, table)
 	if len(rows) == 0 {
 		b.WriteString("(no open tasks)\n")
 	}

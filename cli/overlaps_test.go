@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
@@ -26,9 +25,9 @@ func TestTaskTableShowsOverlapsOnlyWhenThereAreSome(t *testing.T) {
 		{ID: "bbbbbbbb2222", Slug: "fix-logout", Title: "Fix logout", Status: machine.Working, UpdatedAt: now.Format(task.TimeLayout)},
 		{ID: "cccccccc3333", Slug: "docs", Title: "Docs", Status: machine.Backlog, UpdatedAt: now.Format(task.TimeLayout)},
 	}
-	st := style{width: 0, now: now}
+	st := render.Style{Width: 0, Now: now}
 	var plain bytes.Buffer
-	if err := taskTable(&plain, st, treeOrder(tasks, nil), noMarks{}, map[string]review.TaskOverlaps{"cccccccc3333": {}}); err != nil {
+	if err := render.TaskTable(&plain, st, render.TreeOrder(tasks, nil), noMarks{}, map[string]review.TaskOverlaps{"cccccccc3333": {}}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(plain.String(), "OVERLAPS") {
@@ -39,7 +38,7 @@ func TestTaskTableShowsOverlapsOnlyWhenThereAreSome(t *testing.T) {
 		"bbbbbbbb2222": {With: map[string][]string{"add-login\x1b[2J": {"auth.go", "session.go"}}},
 	}
 	var b bytes.Buffer
-	if err := taskTable(&b, st, treeOrder(tasks, nil), noMarks{}, ov); err != nil {
+	if err := render.TaskTable(&b, st, render.TreeOrder(tasks, nil), noMarks{}, ov); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -113,8 +112,8 @@ func TestShowOverlapsSectionEscapesFileNames(t *testing.T) {
 	}
 }
 
-// TestWatchScreenMarksOverlaps checks the plain redraw's column and the
-// TUI line's painting, which must keep the cut line's text.
+// TestWatchScreenMarksOverlaps checks the plain redraw's column (the TUI
+// line's painting is tui's TestPaintKeepsTheCutLine).
 func TestWatchScreenMarksOverlaps(t *testing.T) {
 	var b bytes.Buffer
 	drawScreen(&b, []statusRow{{Slug: "a", Status: machine.Blocked, Title: "A", overlaps: "b (1 file)"}, {Slug: "b", Status: machine.Working, Title: "B"}}, nil, nil)
@@ -125,11 +124,5 @@ func TestWatchScreenMarksOverlaps(t *testing.T) {
 	drawScreen(&b, []statusRow{{Slug: "b", Status: machine.Working, Title: "B"}}, nil, nil)
 	if strings.Contains(b.String(), "OVERLAPS") {
 		t.Fatalf("a column for no overlaps:\n%s", b.String())
-	}
-	plain := lipgloss.NewStyle()
-	for _, line := range []string{"  a  blocked  ⚠ b (1 file)", "  a  bloc", "  a"} {
-		if got := paint(line, "  a  ", "blocked", plain, plain); got != line {
-			t.Errorf("paint(%q) = %q", line, got)
-		}
 	}
 }

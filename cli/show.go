@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -128,11 +129,11 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		}
 	}
 	t := &sn.Task
-	v.pr = prBrief(&d.Summary)
+	v.pr = render.PRBrief(&d.Summary)
 	if t.Parent != "" {
 		v.parent = t.Parent
 		if p, err := a.store.Load(t.Parent); err == nil {
-			v.parent = p.Task.Slug + " (" + shortID(t.Parent) + ")"
+			v.parent = p.Task.Slug + " (" + render.ShortID(t.Parent) + ")"
 		}
 	}
 	if sn.Session != nil {
@@ -141,7 +142,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 		}
 	}
 	if t.AttemptOf != "" {
-		v.attemptOf = fmt.Sprintf("%d of %s", t.Attempt, shortID(t.AttemptOf))
+		v.attemptOf = fmt.Sprintf("%d of %s", t.Attempt, render.ShortID(t.AttemptOf))
 		if g, err := a.store.Load(t.AttemptOf); err == nil {
 			v.attemptOf = fmt.Sprintf("%d of %s (lazy show %s compares the attempts)", t.Attempt, g.Task.Slug, g.Task.Slug)
 		}
@@ -161,7 +162,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 }
 
 // render prints the view as text, section by section.
-func (v *showView) render(w io.Writer, st style) error {
+func (v *showView) render(w io.Writer, st render.Style) error {
 	v.renderHeader(w, st)
 	v.renderAttempts(w)
 	v.renderSession(w)
@@ -184,12 +185,12 @@ func (v *showView) render(w io.Writer, st style) error {
 }
 
 // renderHeader prints the task's fields and its goal.
-func (v *showView) renderHeader(w io.Writer, st style) {
+func (v *showView) renderHeader(w io.Writer, st render.Style) {
 	t, d := &v.sn.Task, v.detail
 	fmt.Fprintf(w, "%s  (%s)\n", t.Slug, t.ID)
 	fmt.Fprintf(w, "  Title:    %s\n", t.Title)
 	fmt.Fprint(w, "  Status:   ")
-	st.print(w, statusSGR[t.Status], string(t.Status))
+	st.Print(w, render.StatusSGR[t.Status], string(t.Status))
 	if d.Live != "" {
 		fmt.Fprintf(w, " (%s)", d.Live)
 	}
@@ -215,7 +216,7 @@ func (v *showView) renderHeader(w io.Writer, st style) {
 	if len(t.AllowedPaths) > 0 {
 		fmt.Fprintf(w, "  Allowed:  %s\n", strings.Join(t.AllowedPaths, ", "))
 	}
-	fmt.Fprintf(w, "  Created:  %s by %s\n", absTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
+	fmt.Fprintf(w, "  Created:  %s by %s\n", render.AbsTime(t.CreatedAt), actorOrHuman(t.CreatedBy))
 	for _, why := range d.Truncated {
 		fmt.Fprintf(w, "  Cut:      %s\n", why)
 	}
@@ -283,32 +284,8 @@ func (v *showView) renderAttempts(w io.Writer) {
 	if av == nil {
 		return
 	}
-	fmt.Fprintf(w, "\n%s\n", attemptsHeading(av))
-	renderAttemptTable(w, av)
-}
-
-// attemptsHeading is "Attempts (N; spent X in all)" over the table.
-func attemptsHeading(av *attempts.Comparison) string {
-	h := fmt.Sprintf("Attempts (%d", len(av.Attempts))
-	if av.Usage != nil {
-		h += "; spent " + av.Usage.String() + " in all"
-	}
-	return h + ")"
-}
-
-// renderAttemptTable is the attempts' table of show, diff --attempts and
-// watch, its cells worded by ops (the web view's are the same).
-func renderAttemptTable(w io.Writer, av *attempts.Comparison) {
-	rows := [][]string{{"  K", "SLUG", "AGENT", "STATUS", "COST", "GATE", "DIFF"}}
-	for _, at := range av.Attempts {
-		k := fmt.Sprintf("  %d", at.K)
-		if at.Missing {
-			rows = append(rows, []string{k, "(missing: " + shortID(at.ID) + ")", "-", "-", "-", "-", "-"})
-			continue
-		}
-		rows = append(rows, []string{k, at.Slug, sanitize.Field(at.AgentCell()), at.StatusCell(), at.CostCell(), at.GateCell(), at.DiffCell()})
-	}
-	columns(w, rows)
+	fmt.Fprintf(w, "\n%s\n", render.AttemptsHeading(av))
+	render.AttemptTable(w, av)
 }
 
 // renderSession prints the current session, if any.
@@ -317,8 +294,8 @@ func (v *showView) renderSession(w io.Writer) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, shortID(s.ID), s.Host, sanitize.Field(attempts.AgentLabel(s.Agent, s.Model)))
-	fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, shortID(s.GitStartSHA), s.Worktree)
+	fmt.Fprintf(w, "\nSession %d (%s) on %s, agent %s\n", s.Number, render.ShortID(s.ID), s.Host, sanitize.Field(attempts.AgentLabel(s.Agent, s.Model)))
+	fmt.Fprintf(w, "  Branch:   %s (from %s)\n  Worktree: %s\n", s.Branch, render.ShortID(s.GitStartSHA), s.Worktree)
 	if label, reason := parkReason(t.Status, s.InterruptReason, v.detail.TurnList); reason != "" {
 		fmt.Fprintf(w, "  %-9s %s\n", label+":", reason)
 	}
@@ -369,7 +346,7 @@ func (v *showView) renderTurns(w io.Writer) {
 		if tn.Role == task.RoleHuman {
 			who = string(actorOrHuman(tn.Actor))
 		}
-		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, absTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
+		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, render.AbsTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
 		if tn.Role == task.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
 			v.renderTurnWork(w, tn)
 		}
@@ -414,7 +391,7 @@ func (v *showView) renderNotes(w io.Writer) {
 	if comments := v.detail.CommentList; len(comments) > 0 {
 		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
 		for _, cm := range comments {
-			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, absTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
+			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, render.AbsTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
 		}
 	}
 	if journal := v.detail.Journal; len(journal) > 0 {
@@ -444,9 +421,9 @@ func (v *showView) renderHistory(w io.Writer) error {
 		if h.From == h.To {
 			move = string(h.To)
 		}
-		rows = append(rows, []string{"  " + absTime(h.At), h.Op, string(actorOrHuman(h.Actor)), move, h.Host})
+		rows = append(rows, []string{"  " + render.AbsTime(h.At), h.Op, string(actorOrHuman(h.Actor)), move, h.Host})
 	}
-	columns(w, rows)
+	render.Columns(w, rows)
 	return nil
 }
 

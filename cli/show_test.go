@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -23,7 +24,7 @@ func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 		History: []task.Change{{At: at, Op: "create", To: machine.Backlog, Host: "here"}}}
 	v := &showView{sn: sn, detail: d, parent: "the-parent (fedcba98)", foreign: true, next: []string{"lazy accept the-task"}}
 	var out bytes.Buffer
-	if err := v.render(&out, style{}); err != nil {
+	if err := v.render(&out, render.Style{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -47,7 +48,7 @@ func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 	}
 	v.detail.Live, v.foreign, v.next = "", false, nil
 	out.Reset()
-	if err := v.render(&out, style{}); err != nil {
+	if err := v.render(&out, render.Style{}); err != nil {
 		t.Fatal(err)
 	}
 	if text := out.String(); !strings.Contains(text, "  Status:   blocked\n") || strings.Contains(text, "Warning:") || strings.Contains(text, "\nNext\n") {
@@ -70,7 +71,7 @@ func TestShowFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
 		{Seq: 8, Role: task.RoleAgent, Kind: "agent", Content: "Odd.", At: at, ExitCode: &zero, Tools: &task.Tools{Calls: 2, Failed: 9}},
 	}}
 	var out bytes.Buffer
-	if err := (&showView{sn: sn, detail: d}).render(&out, style{}); err != nil {
+	if err := (&showView{sn: sn, detail: d}).render(&out, render.Style{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()

@@ -5,67 +5,61 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lazyorch/lazy/attempts"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-
+	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 )
 
-// The actions of lazy watch. Each runs off the UI goroutine through the
-// same ops.Env calls as its CLI command, on a copy of the app whose
-// output is captured (the TUI owns the screen), and ends in a tuiDone
-// whose sentence is the one the command prints.
+// tuiBackend is lazy watch's tui.Backend: what the TUI reads and does,
+// through the same code as the CLI's commands. Each action runs on a
+// copy of the app whose output is captured (the TUI owns the screen),
+// and returns the sentence the command prints.
+type tuiBackend struct {
+	a    *app
+	self string // this binary, for the actions that need the terminal
+}
 
 // askTimeout is how long the TUI waits for an answer to a; the task
 // records it whenever it arrives.
 const askTimeout = 10 * time.Minute
 
-// act runs do as the action what.
-func (m *tuiModel) act(what string, do func(ctx context.Context, a *app, env *ops.Env) (string, error)) tea.Cmd {
-	return func() tea.Msg {
-		quiet := *m.a
-		var out bytes.Buffer
-		quiet.stdout, quiet.stderr, quiet.stdin = &out, io.Discard, strings.NewReader("")
-		env, err := quiet.env()
-		if err != nil {
-			return tuiDone{what: what, err: err}
-		}
-		line, err := do(m.ctx, &quiet, env)
-		if line == "" {
-			line = out.String()
-		}
-		return tuiDone{what: what, err: err, out: line}
+// act runs do on a quiet copy of the app: what it prints is the
+// sentence when it returns none.
+func (b *tuiBackend) act(ctx context.Context, do func(ctx context.Context, a *app, env *ops.Env) (string, error)) (string, error) {
+	quiet := *b.a
+	var out bytes.Buffer
+	quiet.stdout, quiet.stderr, quiet.stdin = &out, io.Discard, strings.NewReader("")
+	env, err := quiet.env()
+	if err != nil {
+		return "", err
 	}
+	line, err := do(ctx, &quiet, env)
+	if line == "" {
+		line = out.String()
+	}
+	return line, err
 }
 
-// progress shows a line of a running action, when the program listens.
-func (m *tuiModel) progress(line string) {
-	if m.send != nil {
-		m.send(tuiProgress{line: line})
-	}
-}
-
-// create is lazy create TITLE -m GOAL.
-func (m *tuiModel) create(title, goal string) tea.Cmd {
-	return m.act("create", func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+// Create is lazy create TITLE -m GOAL.
+func (b *tuiBackend) Create(ctx context.Context, title, goal string) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		sn, err := env.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: title, Goal: goal})
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Created %s (%s) in backlog: s starts it", sn.Task.Slug, shortID(sn.Task.ID)), nil
+		return fmt.Sprintf("Created %s (%s) in backlog: s starts it", sn.Task.Slug, render.ShortID(sn.Task.ID)), nil
 	})
 }
 
-// start is lazy start TASK with the repository's agent settings.
-func (m *tuiModel) start(t *task.Summary) tea.Cmd {
-	return m.act("start "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+// Start is lazy start TASK with the repository's agent settings.
+func (b *tuiBackend) Start(ctx context.Context, t *task.Summary) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		in, err := a.startInput("", "")
 		if err != nil {
 			return "", err
@@ -89,9 +83,9 @@ func (m *tuiModel) start(t *task.Summary) tea.Cmd {
 	})
 }
 
-// startAttempts is lazy start TASK --attempts N --agent A,B.
-func (m *tuiModel) startAttempts(t *task.Summary, n int, agents []string) tea.Cmd {
-	return m.act("start "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+// StartAttempts is lazy start TASK --attempts N --agent A,B.
+func (b *tuiBackend) StartAttempts(ctx context.Context, t *task.Summary, n int, agents []string) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		first := ""
 		if len(agents) > 0 {
 			first = agents[0]
@@ -115,9 +109,9 @@ func (m *tuiModel) startAttempts(t *task.Summary, n int, agents []string) tea.Cm
 	})
 }
 
-// raiseBudget is the budget half of lazy unblock TASK --budget N.
-func (m *tuiModel) raiseBudget(t *task.Summary, text string) tea.Cmd {
-	return m.act("budget "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+// RaiseBudget is the budget half of lazy unblock TASK --budget N.
+func (b *tuiBackend) RaiseBudget(ctx context.Context, t *task.Summary, text string) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		owner, limit, err := raise(ctx, env, t.ID, text)
 		if err != nil {
 			return "", err
@@ -126,29 +120,9 @@ func (m *tuiModel) raiseBudget(t *task.Summary, text string) tea.Cmd {
 	})
 }
 
-// parseAttemptsPrompt reads "3" or "3 claude,codex".
-func parseAttemptsPrompt(text string) (int, []string, error) {
-	fields := strings.Fields(text)
-	if len(fields) == 0 || len(fields) > 2 {
-		return 0, nil, errors.New("give a number of attempts, then optionally the agents, such as 3 claude,codex")
-	}
-	n, err := strconv.Atoi(fields[0])
-	if err != nil {
-		return 0, nil, fmt.Errorf("%q is not a number of attempts; give one such as 3", fields[0])
-	}
-	if err := attempts.Check(n); err != nil {
-		return 0, nil, err
-	}
-	var agents []string
-	if len(fields) == 2 {
-		agents = splitAgents(fields[1])
-	}
-	return n, agents, nil
-}
-
-// unblock is lazy unblock TASK -m FEEDBACK.
-func (m *tuiModel) unblock(t *task.Summary, feedback string) tea.Cmd {
-	return m.act("unblock "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+// Unblock is lazy unblock TASK -m FEEDBACK.
+func (b *tuiBackend) Unblock(ctx context.Context, t *task.Summary, feedback string) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		sn, err := env.Lifecycle().Unblock(ctx, t.ID, feedback, lifecycle.Decisions{})
 		var left *lifecycle.ErrLeftForRunner
 		if errors.As(err, &left) {
@@ -162,16 +136,16 @@ func (m *tuiModel) unblock(t *task.Summary, feedback string) tea.Cmd {
 	})
 }
 
-// askAgent is lazy ask TASK -m QUESTION: the status line says the
+// Ask is lazy ask TASK -m QUESTION: the status line says the
 // question went, then shows the answer when it arrives.
-func (m *tuiModel) askAgent(t *task.Summary, question string) tea.Cmd {
-	return m.act("ask "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+func (b *tuiBackend) Ask(ctx context.Context, t *task.Summary, question string, progress func(string)) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		sn, err := env.Conversation().Ask(ctx, t.ID, question)
 		if err != nil {
 			return "", err
 		}
 		a.daemonAfterLaunch(ctx)
-		m.progress(fmt.Sprintf("Asked %s: waiting for the answer (lazy show %s has it when it arrives)", sn.Task.Slug, sn.Task.Slug))
+		progress(fmt.Sprintf("Asked %s: waiting for the answer (lazy show %s has it when it arrives)", sn.Task.Slug, sn.Task.Slug))
 		final, err := a.waitTurn(ctx, sn.Task.ID, askTimeout)
 		if err != nil {
 			return "", err
@@ -188,10 +162,10 @@ func (m *tuiModel) askAgent(t *task.Summary, question string) tea.Cmd {
 	})
 }
 
-// end is lazy reject or lazy close TASK -m REASON; the branch is kept
+// End is lazy reject or lazy close TASK -m REASON; the branch is kept
 // when it holds unmerged work, as without --delete-branch.
-func (m *tuiModel) end(t *task.Summary, verb, reason string) tea.Cmd {
-	return m.act(verb+" "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+func (b *tuiBackend) End(ctx context.Context, t *task.Summary, verb, reason string) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		do := env.Lifecycle().Close
 		if verb == "reject" {
 			do = env.Lifecycle().Reject
@@ -209,16 +183,16 @@ func (m *tuiModel) end(t *task.Summary, verb, reason string) tea.Cmd {
 	})
 }
 
-// accept is lazy accept TASK: the gate's and the merge's steps show in
+// Accept is lazy accept TASK: the gate's and the merge's steps show in
 // the status line as they go.
-func (m *tuiModel) accept(t *task.Summary) tea.Cmd {
-	return m.act("accept "+t.Slug, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+func (b *tuiBackend) Accept(ctx context.Context, t *task.Summary, progress func(string)) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
 		opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
 		if err != nil {
 			return "", err
 		}
 		narrate := a.acceptDisplay(t.ID)
-		narrate.w, narrate.tty = lineFunc(func(l string) { m.progress(strings.TrimPrefix(l, "· ")) }), false
+		narrate.w, narrate.tty = lineFunc(func(l string) { progress(strings.TrimPrefix(l, "· ")) }), false
 		res, err := env.Accept(ctx, t.ID, narrate, opts)
 		if err != nil {
 			return "", err
@@ -235,9 +209,9 @@ func (m *tuiModel) accept(t *task.Summary) tea.Cmd {
 	})
 }
 
-// stop is lazy stop TASK.
-func (m *tuiModel) stop(t *task.Summary) tea.Cmd {
-	return m.act("stop "+t.Slug, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+// Stop is lazy stop TASK.
+func (b *tuiBackend) Stop(ctx context.Context, t *task.Summary) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
 		sn, err := env.Lifecycle().Stop(ctx, t.ID, "")
 		if err != nil {
 			return "", err

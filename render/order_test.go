@@ -1,4 +1,4 @@
-package cli
+package render
 
 import (
 	"fmt"
@@ -38,11 +38,11 @@ func TestOrderEntriesMatchesTreeOrder(t *testing.T) {
 			if round%3 == 0 {
 				limit = r.IntN(n + 1)
 			}
-			want := treeOrder(sums, taskLess(key))
+			want := TreeOrder(sums, TaskLess(key))
 			if limit > 0 && len(want) > limit {
 				want = want[:limit]
 			}
-			got := orderEntries(rows, key, limit)
+			got := OrderEntries(rows, key, limit)
 			if len(got) != len(want) {
 				t.Fatalf("round %d %s: %d entries, want %d", round, key, len(got), len(want))
 			}

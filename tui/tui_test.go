@@ -1,20 +1,19 @@
-package cli
+package tui
 
 import (
 	"errors"
 	"fmt"
-	"github.com/lazyorch/lazy/attempts"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"unicode"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
@@ -40,7 +39,7 @@ func quits(cmd tea.Cmd) bool {
 
 // Text of several characters is a key per character: "xyzq" still quits.
 func TestTUIKeysInOneReadAreEachAKey(t *testing.T) {
-	m := &tuiModel{}
+	m := &Model{}
 	if _, cmd := m.key(tea.KeyPressMsg{Code: 'x', Text: "xyzq"}); !quits(cmd) {
 		t.Fatal("q in a run of keys did not quit")
 	}
@@ -72,50 +71,20 @@ func TestBellRingsWhenATaskStartsNeedingYou(t *testing.T) {
 		{"a new task appears blocked", map[string]machine.Status{}, map[string]machine.Status{"a": machine.Blocked}, false},
 		{"work starts", map[string]machine.Status{"a": machine.Blocked}, map[string]machine.Status{"a": machine.Working}, false},
 	} {
-		if got := newlyNeedsYou(c.prev, c.now); got != c.want {
+		if got := NewlyNeedsYou(c.prev, c.now); got != c.want {
 			t.Errorf("%s: rang %v, want %v", c.name, got, c.want)
 		}
 	}
 }
 
-// TestWatchBellSetting: the bell is on unless --no-bell or git config
-// lazy.watch.bell false.
-func TestWatchBellSetting(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	for _, c := range []struct {
-		config string
-		noBell bool
-		want   bool
-	}{
-		{"", false, true},
-		{"", true, false},
-		{"[lazy \"watch\"]\n\tbell = false\n", false, false},
-		{"[lazy \"watch\"]\n\tbell = true\n", false, true},
-		{"[lazy \"watch\"]\n\tbell = true\n", true, false},
-	} {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "config"), []byte(c.config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := gitrepo.ReadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := (&WatchCmd{NoBell: c.noBell}).bell(&app{cfg: cfg}); got != c.want {
-			t.Errorf("config %q, --no-bell %v: bell %v, want %v", c.config, c.noBell, got, c.want)
-		}
-	}
-}
-
 // tuiTestModel is a model on a screen of w x h with tasks listed.
-func tuiTestModel(w, h int, tasks ...*task.Summary) *tuiModel {
-	m := &tuiModel{width: w, height: h, tasks: tasks, follow: true}
+func tuiTestModel(w, h int, tasks ...*task.Summary) *Model {
+	m := &Model{width: w, height: h, tasks: tasks, follow: true}
 	m.refilter()
 	return m
 }
 
-func press(m *tuiModel, keys ...string) tea.Cmd {
+func press(m *Model, keys ...string) tea.Cmd {
 	var last tea.Cmd
 	for _, k := range keys {
 		var msg tea.KeyPressMsg
@@ -154,7 +123,7 @@ func sampleTasks() []*task.Summary {
 	}
 }
 
-func slugs(m *tuiModel) string {
+func slugs(m *Model) string {
 	var out []string
 	for _, r := range m.rows {
 		out = append(out, r.Item.Slug)
@@ -258,7 +227,7 @@ func TestTUIFollowAndScroll(t *testing.T) {
 func TestTUITurnRulesAndWrap(t *testing.T) {
 	m := tuiTestModel(120, 30, sampleTasks()[0])
 	long := "error: " + strings.Repeat("word ", 30) + "END"
-	m.preview = []string{turnRule + "1 (start) · 2026-01-01 ──", "hello", long}
+	m.preview = []string{agent.TurnRule + "1 (start) · 2026-01-01 ──", "hello", long}
 	w, _ := m.paneSize()
 	lines := m.paneLines(w)
 	if len([]rune(lines[0])) != w || !strings.HasSuffix(lines[0], "──────") {
@@ -562,5 +531,16 @@ func TestTUIPaneScrollsInItsViewport(t *testing.T) {
 	press(m, "k")
 	if !strings.Contains(m.screen(), "line 40") && !strings.Contains(m.screen(), "line 39") {
 		t.Errorf("k did not scroll up a line:\n%s", m.screen())
+	}
+}
+
+// TestPaintKeepsTheCutLine: the TUI line's painting (status, then the
+// overlap mark, each in its style) must keep the cut line's text.
+func TestPaintKeepsTheCutLine(t *testing.T) {
+	plain := lipgloss.NewStyle()
+	for _, line := range []string{"  a  blocked  ⚠ b (1 file)", "  a  bloc", "  a"} {
+		if got := paint(line, "  a  ", "blocked", plain, plain); got != line {
+			t.Errorf("paint(%q) = %q", line, got)
+		}
 	}
 }

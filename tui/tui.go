@@ -1,13 +1,17 @@
-package cli
+// Package tui is lazy watch on a terminal: a full-screen Bubble Tea
+// program with the task tree, the selected task's live agent output, its
+// diff or its attempts compared, and keys for the review loop (create,
+// start, unblock, ask, accept, reject, close, stop). What it reads and
+// does goes through a Backend the CLI implements over the same code its
+// commands run, so the surfaces stay apart: this package imports no
+// other surface.
+package tui
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"github.com/lazyorch/lazy/attempts"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -16,18 +20,15 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/colorprofile"
 
-	"github.com/lazyorch/lazy/daemon"
-	"github.com/lazyorch/lazy/internal/gitcli"
-	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // The TUI's panes.
@@ -54,15 +55,15 @@ const (
 
 var showNames = [showFilters]string{"all", "needs me", "working", "finished"}
 
-// tuiModel is lazy watch on a terminal: the task tree on the left (or
+// Model is lazy watch on a terminal: the task tree on the left (or
 // top, when narrow), the selected task's live agent output or diff on the
-// right, keys for the review loop. Every action goes through the same ops
-// the CLI commands use, and says how it ended in the status line.
-type tuiModel struct {
-	a      *app
+// right, keys for the review loop. Every action goes through the Backend,
+// the same operations the CLI commands use, and says how it ended in the
+// status line.
+type Model struct {
+	b      Backend // nil in tests of the screen alone
 	ctx    context.Context
 	all    bool
-	self   string // this binary, for the actions that need the terminal
 	styles tuiStyles
 	// send delivers a message from work running off the UI (an accept's
 	// progress, an ask that waits for its answer); nil in tests.
@@ -72,8 +73,8 @@ type tuiModel struct {
 	// tasks is every task read, finished ones included; rows is those
 	// the filters let through, in tree order.
 	tasks []*task.Summary
-	rows  []treeRow
-	// overlaps is each listed task's overlaps (ops.Env.Overlaps), read
+	rows  []render.TreeRow
+	// overlaps is each listed task's overlaps (Backend.Load), read
 	// with the list through overlapCache.
 	overlaps     map[string]review.TaskOverlaps
 	overlapCache *review.OverlapCache
@@ -109,7 +110,7 @@ type tuiStyles struct {
 
 // newTUIStyles are the TUI's styles. They are written in full colour;
 // Bubble Tea brings them down to what the terminal can show, or to none
-// (see runTUI).
+// (see Run).
 func newTUIStyles() tuiStyles {
 	st := tuiStyles{
 		header:  lipgloss.NewStyle().Bold(true),
@@ -158,43 +159,26 @@ type (
 	tuiErr      struct{ err error }
 )
 
-func (m *tuiModel) Init() tea.Cmd { return tea.Batch(m.load(), m.tick()) }
+// Init loads the list and starts the one-second tick.
+func (m *Model) Init() tea.Cmd { return tea.Batch(m.load(), m.tick()) }
 
 // tick refreshes once a second: the list reconciles (so a finished turn
 // shows up without a daemon) and the preview follows the agent's log.
-func (m *tuiModel) tick() tea.Cmd {
+func (m *Model) tick() tea.Cmd {
 	return tea.Tick(time.Second, func(time.Time) tea.Msg { return tuiTick{} })
 }
 
-func (m *tuiModel) load() tea.Cmd {
+func (m *Model) load() tea.Cmd {
 	return func() tea.Msg {
 		// Loads overlap (the tick, a daemon event, an action's end): one
-		// reconciles at a time, on a copy of the app whose stderr is
-		// discarded, because the TUI owns the screen.
+		// reconciles at a time.
 		m.loading.Lock()
 		defer m.loading.Unlock()
-		quiet := *m.a
-		quiet.stderr = io.Discard
-		entries, err := quiet.reconciledList(m.ctx)
+		tasks, overlaps, err := m.b.Load(m.ctx, m.overlapCache)
 		if err != nil {
 			return tuiErr{err}
 		}
-		var tasks []*task.Summary
-		env, _ := quiet.env()
-		for i := range entries {
-			if s, err := entries[i].Summary(); err == nil {
-				if s.Gate != nil && env != nil {
-					// A gate run is this machine's only if its own
-					// record says so (a copy: the summary is cached).
-					c, g := *s, *s.Gate
-					env.VerifyGateSummary(s.ID, &g)
-					c.Gate = &g
-					s = &c
-				}
-				tasks = append(tasks, s)
-			}
-		}
-		return tuiLoaded{tasks: tasks, overlaps: quiet.overlaps(m.ctx, entries, m.overlapCache)}
+		return tuiLoaded{tasks: tasks, overlaps: overlaps}
 	}
 }
 
@@ -203,7 +187,7 @@ func needsYou(st machine.Status) bool { return st.IsBlocked() || st == machine.I
 
 // keep reports whether the filters let t through: the status filter,
 // then the text, which matches the slug, the title or a pool label.
-func (m *tuiModel) keep(t *task.Summary) bool {
+func (m *Model) keep(t *task.Summary) bool {
 	switch m.show {
 	case showNeedsMe:
 		if !needsYou(t.Status) {
@@ -240,14 +224,14 @@ func (m *tuiModel) keep(t *task.Summary) bool {
 
 // refilter puts the tasks the filters let through into rows, keeping
 // the selection when it is still listed.
-func (m *tuiModel) refilter() {
+func (m *Model) refilter() {
 	var kept []*task.Summary
 	for _, t := range m.tasks {
 		if m.keep(t) {
 			kept = append(kept, t)
 		}
 	}
-	m.rows = treeOrder(kept, taskLess("attention"))
+	m.rows = render.TreeOrder(kept, render.TaskLess("attention"))
 	if m.current() == nil {
 		m.selected = ""
 		if len(m.rows) > 0 {
@@ -258,7 +242,7 @@ func (m *tuiModel) refilter() {
 	}
 }
 
-func (m *tuiModel) current() *task.Summary {
+func (m *Model) current() *task.Summary {
 	for _, r := range m.rows {
 		if r.Item.ID == m.selected {
 			return r.Item
@@ -267,7 +251,7 @@ func (m *tuiModel) current() *task.Summary {
 	return nil
 }
 
-func (m *tuiModel) index() int {
+func (m *Model) index() int {
 	for i, r := range m.rows {
 		if r.Item.ID == m.selected {
 			return i
@@ -279,16 +263,16 @@ func (m *tuiModel) index() int {
 // comparing reports whether the pane compares the selected group's
 // attempts: a group never runs, so it has no agent output of its own,
 // and what a human looks at it for is how its attempts compare.
-func (m *tuiModel) comparing() bool {
+func (m *Model) comparing() bool {
 	t := m.current()
 	return t != nil && m.pane == paneLog && len(t.Attempts) > 0
 }
 
 // loadPreview reads the selected task's log tail or its diff, or for a
 // group its attempts compared.
-func (m *tuiModel) loadPreview() tea.Cmd {
+func (m *Model) loadPreview() tea.Cmd {
 	t := m.current()
-	if t == nil || m.a == nil {
+	if t == nil || m.b == nil {
 		return nil
 	}
 	id, pane, comparing := t.ID, m.pane, m.comparing()
@@ -296,17 +280,19 @@ func (m *tuiModel) loadPreview() tea.Cmd {
 		var lines []string
 		switch {
 		case pane == paneDiff:
-			lines = m.a.diffLines(m.ctx, id)
+			lines = m.b.Diff(m.ctx, id)
 		case comparing:
-			lines = m.a.attemptLines(m.ctx, id)
+			lines = attemptLines(m.b.Attempts(m.ctx, id))
 		default:
-			lines = m.a.logTail(id, 2000)
+			lines = m.b.LogTail(id, 2000)
 		}
 		return tuiPreview{id: id, pane: pane, lines: lines}
 	}
 }
 
-func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// Update is the model after msg: a key, the terminal's size, a load,
+// a preview, an action's progress or end.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -327,7 +313,7 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				now[t.ID] = t.Status
 			}
 		}
-		if m.bell && newlyNeedsYou(m.prev, now) {
+		if m.bell && NewlyNeedsYou(m.prev, now) {
 			bell = ringBell // a task just started needing a human
 		}
 		m.prev, m.tasks, m.overlaps = now, msg.tasks, msg.overlaps
@@ -358,7 +344,7 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // finished puts how an action ended in the status line: the confirming
 // sentence, or the whole error.
-func (m *tuiModel) finished(msg tuiDone) {
+func (m *Model) finished(msg tuiDone) {
 	switch {
 	case msg.err != nil && msg.out != "":
 		m.status, m.statusBad = msg.what+": "+lastLine(msg.out), true
@@ -373,7 +359,7 @@ func (m *tuiModel) finished(msg tuiDone) {
 	}
 }
 
-func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.prompt != nil {
 		return m, m.promptKey(k)
 	}
@@ -495,7 +481,7 @@ func (m *tuiModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 
 // actionKey starts the action key stands for on task t: at once, or
 // after the prompt it opens.
-func (m *tuiModel) actionKey(key string, t *task.Summary) tea.Cmd {
+func (m *Model) actionKey(key string, t *task.Summary) tea.Cmd {
 	slug := termsafe.String(t.Slug)
 	switch key {
 	case "u", "enter":
@@ -563,7 +549,7 @@ func (m *tuiModel) actionKey(key string, t *task.Summary) tea.Cmd {
 }
 
 // createPrompt asks for a title, then an optional goal, then creates.
-func (m *tuiModel) createPrompt() {
+func (m *Model) createPrompt() {
 	m.ask("new task: title", "", "Nothing created", func(title string) tea.Cmd {
 		title = strings.TrimSpace(title)
 		if title == "" {
@@ -579,8 +565,8 @@ func (m *tuiModel) createPrompt() {
 }
 
 // say and bad set the status line: news, or an error.
-func (m *tuiModel) say(s string) { m.status, m.statusBad = s, false }
-func (m *tuiModel) bad(s string) { m.status, m.statusBad = s, true }
+func (m *Model) say(s string) { m.status, m.statusBad = s, false }
+func (m *Model) bad(s string) { m.status, m.statusBad = s, true }
 
 func capitalize(s string) string {
 	if s == "" {
@@ -591,14 +577,14 @@ func capitalize(s string) string {
 
 // resetScroll is the scroll of a pane just opened: the log follows its
 // newest lines, a diff starts at its top.
-func (m *tuiModel) resetScroll() {
+func (m *Model) resetScroll() {
 	m.scroller.SetYOffset(0)
 	m.follow = m.pane == paneLog
 }
 
 // syncPane gives the pane's viewport what the pane shows now (its size
 // and lines), so that a scroll stops at its last page.
-func (m *tuiModel) syncPane() {
+func (m *Model) syncPane() {
 	w, h := m.paneSize()
 	m.scroller.SetWidth(w)
 	m.scroller.SetHeight(max(h-1, 1))
@@ -607,7 +593,7 @@ func (m *tuiModel) syncPane() {
 
 // scroll moves the pane by d lines; scrolling up leaves follow mode
 // (End or F comes back to it).
-func (m *tuiModel) scroll(d int) {
+func (m *Model) scroll(d int) {
 	m.syncPane()
 	if m.follow {
 		m.scroller.GotoBottom()
@@ -622,16 +608,15 @@ func (m *tuiModel) scroll(d int) {
 
 // interactive hands the terminal to `lazy VERB TASK` (the editor for
 // feedback, or the agent CLI for pair) and comes back.
-func (m *tuiModel) interactive(verb, id string) tea.Cmd {
-	cmd := exec.Command(m.self, "-C", m.a.repoDir(), verb, id)
-	return tea.ExecProcess(cmd, func(err error) tea.Msg { return tuiDone{what: verb, err: err} })
+func (m *Model) interactive(verb, id string) tea.Cmd {
+	return tea.ExecProcess(m.b.Interactive(verb, id), func(err error) tea.Msg { return tuiDone{what: verb, err: err} })
 }
 
-// newlyNeedsYou reports whether a task seen before in prev now has a
+// NewlyNeedsYou reports whether a task seen before in prev now has a
 // status that waits for a human (blocked, conflict, interrupted) it did
 // not have: the moment lazy watch rings the bell. The first load rings
 // nothing: what needed you before you looked is on the screen.
-func newlyNeedsYou(prev, now map[string]machine.Status) bool {
+func NewlyNeedsYou(prev, now map[string]machine.Status) bool {
 	waits := func(st machine.Status) bool { return st.IsBlocked() || st == machine.Interrupted }
 	for id, st := range now {
 		if old, ok := prev[id]; ok && waits(st) && !waits(old) {
@@ -652,7 +637,7 @@ func lastLine(s string) string {
 }
 
 // View is the whole screen, on the alternate screen.
-func (m *tuiModel) View() tea.View {
+func (m *Model) View() tea.View {
 	v := tea.NewView(m.screen())
 	v.AltScreen = true
 	return v
@@ -688,7 +673,7 @@ var tuiHelp = []string{
 
 // footer is the bottom of the screen: the error of the last load, the
 // status line (wrapped, never cut), the open prompt, the key help.
-func (m *tuiModel) footer() string {
+func (m *Model) footer() string {
 	w := max(m.width, 10)
 	var lines []string
 	if m.err != nil {
@@ -712,10 +697,10 @@ func (m *tuiModel) footer() string {
 	}
 	if p := m.prompt; p != nil {
 		lines = append(lines, m.styles.key.Render(p.line(w)))
-		lines = append(lines, m.styles.dim.Render(cut("enter: done  esc: cancel  ctrl+u: clear", w)))
+		lines = append(lines, m.styles.dim.Render(render.Cut("enter: done  esc: cancel  ctrl+u: clear", w)))
 		return strings.Join(lines, "\n")
 	}
-	lines = append(lines, m.styles.dim.Render(cut(tuiKeys, w)))
+	lines = append(lines, m.styles.dim.Render(render.Cut(tuiKeys, w)))
 	return strings.Join(lines, "\n")
 }
 
@@ -727,7 +712,7 @@ type tuiLayout struct {
 	paneW, paneH int
 }
 
-func (m *tuiModel) layout(footer string) tuiLayout {
+func (m *Model) layout(footer string) tuiLayout {
 	w, h := m.width, m.height
 	l := tuiLayout{bodyH: max(3, h-2-strings.Count(footer, "\n"))}
 	if w >= 100 {
@@ -745,12 +730,12 @@ func (m *tuiModel) layout(footer string) tuiLayout {
 }
 
 // paneSize is the pane's width and height, its title line included.
-func (m *tuiModel) paneSize() (int, int) {
+func (m *Model) paneSize() (int, int) {
 	l := m.layout(m.footer())
 	return max(l.paneW, 1), max(l.paneH, 2)
 }
 
-func (m *tuiModel) screen() string {
+func (m *Model) screen() string {
 	if m.width == 0 {
 		return "loading…"
 	}
@@ -768,7 +753,7 @@ func (m *tuiModel) screen() string {
 	if m.filter != "" {
 		title += " · /" + termsafe.String(m.filter)
 	}
-	header := m.styles.header.Render(cut(title, w))
+	header := m.styles.header.Render(render.Cut(title, w))
 	footer := m.footer()
 	l := m.layout(footer)
 	var body string
@@ -776,7 +761,7 @@ func (m *tuiModel) screen() string {
 	case m.help:
 		var lines []string
 		for _, h := range tuiHelp {
-			lines = append(lines, cut(h, w))
+			lines = append(lines, render.Cut(h, w))
 		}
 		if len(lines) > l.bodyH {
 			lines = lines[:l.bodyH]
@@ -836,18 +821,18 @@ func runeWidth(r rune) int {
 	if r < utf8.RuneSelf {
 		return 1
 	}
-	return textWidth(string(r))
+	return render.TextWidth(string(r))
 }
 
 // renderList is the task tree, one task a line, the selection reversed.
-func (m *tuiModel) renderList(w, h int) string {
+func (m *Model) renderList(w, h int) string {
 	if len(m.rows) == 0 {
 		return m.styles.dim.Render("no open tasks (lazy create \"...\")")
 	}
-	// A model without an app (in a test) has no markers to read.
+	// A model without a backend (in a test) has no markers to read.
 	substate := func(*task.Summary) string { return "" }
-	if m.a != nil {
-		substate = m.a.marks().Substate
+	if m.b != nil {
+		substate = m.b.Substate
 	}
 	first := 0
 	if i := m.index(); i >= h {
@@ -869,8 +854,8 @@ func (m *tuiModel) renderList(w, h int) string {
 		if o := m.overlaps[t.ID]; !o.Empty() {
 			mark = "  ⚠ " + o.Short()
 		}
-		mark += gateMark(t.Gate)
-		plain := cut(text+status+mark, w)
+		mark += render.GateMark(t.Gate)
+		plain := render.Cut(text+status+mark, w)
 		if t.ID == m.selected {
 			lines = append(lines, m.styles.sel.Render(plain))
 			continue
@@ -900,16 +885,16 @@ func paint(line, text, status string, statusStyle, markStyle lipgloss.Style) str
 // paneLines is the pane's text as shown at width w: the agent's output
 // wrapped (an error in it is read whole) with a rule at each turn, or
 // the diff cut at the width, every line through the terminal escaper.
-func (m *tuiModel) paneLines(w int) []string {
+func (m *Model) paneLines(w int) []string {
 	var out []string
 	table := m.pane == paneDiff || m.comparing() // columns: cut, never wrapped
 	for _, l := range m.preview {
 		l = termsafe.String(l)
 		if table {
-			out = append(out, cut(l, w))
+			out = append(out, render.Cut(l, w))
 			continue
 		}
-		if strings.HasPrefix(l, turnRule) {
+		if strings.HasPrefix(l, agent.TurnRule) {
 			out = append(out, rule(l, w))
 			continue
 		}
@@ -920,7 +905,7 @@ func (m *tuiModel) paneLines(w int) []string {
 
 // rule pads a turn header with ─ to the width, so turns read apart.
 func rule(l string, w int) string {
-	l = cut(l, w)
+	l = render.Cut(l, w)
 	if n := w - len([]rune(l)); n > 0 {
 		l += strings.Repeat("─", n)
 	}
@@ -929,7 +914,7 @@ func rule(l string, w int) string {
 
 // renderPane is the preview: the agent's output, newest last, or the
 // diff, scrolled to top (or following the newest lines).
-func (m *tuiModel) renderPane(w, h int) string {
+func (m *Model) renderPane(w, h int) string {
 	t := m.current()
 	if t == nil {
 		return ""
@@ -962,131 +947,28 @@ func (m *tuiModel) renderPane(w, h int) string {
 	if m.follow {
 		vp.GotoBottom()
 	}
-	return m.styles.header.Render(cut(head, w)) + "\n" + vp.View()
+	return m.styles.header.Render(render.Cut(head, w)) + "\n" + vp.View()
 }
 
 // paneContent is the pane's lines at width w as the viewport shows them:
 // turn rules dimmed, or a dim "(nothing yet)".
-func (m *tuiModel) paneContent(w int) []string {
+func (m *Model) paneContent(w int) []string {
 	if len(m.preview) == 0 {
 		return []string{m.styles.dim.Render("(nothing yet)")}
 	}
 	lines := m.paneLines(w)
 	for i, l := range lines {
-		if strings.HasPrefix(l, turnRule) {
+		if strings.HasPrefix(l, agent.TurnRule) {
 			lines[i] = m.styles.dim.Render(l)
 		}
 	}
 	return lines
 }
 
-// logTail renders the last lines of a task's agent log as lazy logs
-// does, a "── turn N (kind) ──" line where each agent launch begins.
-func (a *app) logTail(id string, max int) []string {
-	pd := proto.ForTask(a.repo.LazyDir(), id)
-	path := pd.Path(proto.LogFile)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil
-	}
-	// The last 256 KiB, from the first whole line in it.
-	const window = 256 << 10
-	from := int64(0)
-	if fi.Size() > window {
-		from = fi.Size() - window
-		f, err := os.Open(path)
-		if err != nil {
-			return nil
-		}
-		b := make([]byte, 64<<10)
-		n, _ := f.ReadAt(b, from)
-		_ = f.Close()
-		if i := bytes.IndexByte(b[:n], '\n'); i >= 0 {
-			from += int64(i + 1)
-		}
-	}
-	var buf bytes.Buffer
-	lw := &logWriter{w: &buf, marks: pd.LogMarks(), secrets: a.secrets()}
-	if _, err := lw.copyFrom(path, from, -1); err != nil {
-		return nil
-	}
-	lw.flush()
-	out := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	if len(out) > max {
-		out = out[len(out)-max:]
-	}
-	return out
-}
-
-// diffLines is a task's diff for the diff pane: the branch's stat and
-// patch, then under a rule what its worktree has not committed yet (an
-// agent mid-turn, or work left uncommitted), or a line that says there
-// is no change at all.
-func (a *app) diffLines(ctx context.Context, id string) []string {
-	env, err := a.env()
-	if err != nil {
-		return []string{err.Error()}
-	}
-	r, err := env.Review().ReviewRange(ctx, id)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	out, err := gitcli.New(a.repoDir(), "diff", "--no-color", "--no-ext-diff", "--stat", "--patch", r.MergeBase, r.BranchSHA).Output(ctx)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var lines []string
-	if sn, err := a.store.Load(id); err == nil {
-		if pv, _ := env.ProtectedChanges(ctx, sn); pv != nil {
-			lines = append(lines, "⚠ This change "+pv.Line(), "")
-		}
-	}
-	protectedLines := len(lines)
-	add := func(out []byte) {
-		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-			lines = append(lines, sanitize.Display(strings.ReplaceAll(l, "\t", "    ")))
-		}
-	}
-	if len(out) > 0 {
-		add(out)
-	}
-	if r.Worktree != "" {
-		if un, err := worktree.UncommittedPatch(ctx, r.Worktree); err == nil && len(un) > 0 {
-			if len(lines) > 0 {
-				lines = append(lines, "")
-			}
-			lines = append(lines, uncommittedRule)
-			add(un)
-		}
-	}
-	if len(lines) == protectedLines {
-		return []string{noChanges(r, false)}
-	}
-	return lines
-}
-
-// uncommittedRule heads what a task's worktree changed and has not
-// committed, below the branch's own diff (short: the pane is narrow).
-const uncommittedRule = "── uncommitted in the worktree ──"
-
-// noChanges is what lazy diff and watch's diff pane say for a task whose
-// branch and worktree change nothing against the branch it merges into.
-func noChanges(r *review.Review, committedOnly bool) string {
-	what := "No changes"
-	if committedOnly {
-		what = "No committed changes"
-	}
-	return fmt.Sprintf("%s on %s against %s.", what, r.Branch, r.Into)
-}
-
-// attemptLines is group id's attempts for the pane, as lazy show
-// compares them (ops builds the rows for every surface).
-func (a *app) attemptLines(ctx context.Context, id string) []string {
-	env, err := a.env()
-	if err != nil {
-		return []string{err.Error()}
-	}
-	v, err := env.Attempts().Compare(ctx, id)
+// attemptLines is a group's attempts for the pane, as lazy show
+// compares them (package attempts words the rows for every surface),
+// or the error that kept them from being read.
+func attemptLines(v *attempts.Comparison, err error) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -1098,53 +980,10 @@ func (a *app) attemptLines(ctx context.Context, id string) []string {
 // pane escapes every line for the terminal.
 func attemptPaneLines(v *attempts.Comparison) []string {
 	var b strings.Builder
-	fmt.Fprintln(&b, attemptsHeading(v))
-	renderAttemptTable(&b, v)
+	fmt.Fprintln(&b, render.AttemptsHeading(v))
+	render.AttemptTable(&b, v)
 	if v.Chosen == 0 {
 		fmt.Fprintf(&b, "\nlazy diff %s --attempts shows their diffs; lazy accept %s --attempt K (or A on an attempt here) lands one and closes the others\n", v.Group, v.Group)
 	}
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-}
-
-// runTUI runs lazy watch as a full-screen program.
-func (a *app) runTUI(ctx context.Context, all, bell bool) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the lazy binary: %w", err)
-	}
-	opts := []tea.ProgramOption{tea.WithContext(ctx)}
-	if a.noColor || a.getenv("TERM") == "dumb" {
-		// No colour; bold, faint and reverse stay, so the selection shows.
-		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
-	}
-	m := &tuiModel{a: a, ctx: ctx, all: all, bell: bell, self: self, styles: newTUIStyles(), loading: &sync.Mutex{}, overlapCache: &review.OverlapCache{}, follow: true, scroller: viewport.New()}
-	p := tea.NewProgram(m, opts...)
-	m.send = p.Send
-	// The daemon's events (a turn ended, progress) refresh at once; the
-	// one-second tick covers the rest, daemon or not.
-	if a.getenv("LAZY_NO_DAEMON") == "" {
-		if events, err := daemon.Dial(a.repo.LazyDir()).Subscribe(ctx); err == nil {
-			go func() {
-				for range events {
-					p.Send(tuiRefresh{})
-				}
-			}()
-		}
-	}
-	_, err = p.Run()
-	if err != nil && ctx.Err() != nil {
-		return nil // interrupted: not an error
-	}
-	return err
-}
-
-// gateMark flags a task whose newest merge-gate run failed.
-func gateMark(g *task.GateSummary) string {
-	if g != nil && g.Origin == task.GateRemote && g.State == task.GatePassed {
-		return "  ? gate: " + task.GateRemote
-	}
-	if g == nil || g.State != task.GateFailed {
-		return ""
-	}
-	return "  ✗ gate: " + termsafe.String(g.Failed)
 }

@@ -1,4 +1,4 @@
-package cli
+package tui
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lazyorch/lazy/internal/termsafe"
+	"github.com/lazyorch/lazy/render"
 )
 
 // tuiPrompt is a question on the bottom line: a text to type (a title,
@@ -84,7 +85,7 @@ func (p *tuiPrompt) paste(text string) {
 // the cursor stays in sight.
 func (p *tuiPrompt) line(w int) string {
 	if p.confirm {
-		return cut(termsafe.String(p.label)+" ", w)
+		return render.Cut(termsafe.String(p.label)+" ", w)
 	}
 	show := func(s string) string {
 		s = strings.NewReplacer(string(promptNewline), "⏎", string(promptTab), " ").Replace(s)
@@ -93,7 +94,7 @@ func (p *tuiPrompt) line(w int) string {
 	typed := []rune(p.input.Value())
 	pos := min(p.input.Position(), len(typed))
 	head := termsafe.String(p.label) + ": " + show(string(typed[:pos])) + "█"
-	if textWidth(head) > w {
+	if render.TextWidth(head) > w {
 		r := []rune(head)
 		from, cols := len(r), 1 // the "…" in front
 		for from > 0 && cols+runeWidth(r[from-1]) <= w {
@@ -102,23 +103,23 @@ func (p *tuiPrompt) line(w int) string {
 		}
 		return "…" + string(r[from:])
 	}
-	return cutWidth(head+show(string(typed[pos:])), w)
+	return render.CutWidth(head+show(string(typed[pos:])), w)
 }
 
 // ask opens a text prompt.
-func (m *tuiModel) ask(label, text, cancel string, done func(string) tea.Cmd) {
+func (m *Model) ask(label, text, cancel string, done func(string) tea.Cmd) {
 	m.prompt = &tuiPrompt{label: label, input: newPromptInput(text), cancel: cancel, done: done}
 }
 
 // confirm opens a y/N prompt: only y goes ahead.
-func (m *tuiModel) confirm(label, cancel string, yes func() tea.Cmd) {
+func (m *Model) confirm(label, cancel string, yes func() tea.Cmd) {
 	m.prompt = &tuiPrompt{label: label, confirm: true, cancel: cancel, done: func(string) tea.Cmd { return yes() }}
 }
 
 // promptKey is a key while a prompt is open: enter and esc here, the
 // editing (backspace, ctrl+u, ctrl+w, the arrows...) and the text
 // itself in textinput.
-func (m *tuiModel) promptKey(k tea.KeyPressMsg) tea.Cmd {
+func (m *Model) promptKey(k tea.KeyPressMsg) tea.Cmd {
 	p := m.prompt
 	s := k.String()
 	if s == "ctrl+c" {

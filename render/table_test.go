@@ -1,4 +1,4 @@
-package cli
+package render
 
 import (
 	"bytes"
@@ -62,8 +62,8 @@ func TestTaskTableGolden(t *testing.T) {
 	for _, width := range []int{60, 100, 200} {
 		for _, color := range []bool{false, true} {
 			var b bytes.Buffer
-			st := style{color: color, width: width, now: now}
-			if err := taskTable(&b, st, treeOrder(tasks, taskLess("attention")), noMarks{}, nil); err != nil {
+			st := Style{Color: color, Width: width, Now: now}
+			if err := TaskTable(&b, st, TreeOrder(tasks, TaskLess("attention")), noMarks{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			name := fmt.Sprintf("list-%d-color-%v.golden", width, color)
@@ -84,24 +84,24 @@ func TestTaskTableGolden(t *testing.T) {
 func TestRelTime(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	for d, want := range map[time.Duration]string{10 * time.Second: "just now", 3 * time.Minute: "3m ago", 5 * time.Hour: "5h ago", 50 * time.Hour: "2d ago"} {
-		if got := relTime(now.Add(-d), now); got != want {
-			t.Errorf("relTime(-%s) = %q, want %q", d, got, want)
+		if got := RelTime(now.Add(-d), now); got != want {
+			t.Errorf("RelTime(-%s) = %q, want %q", d, got, want)
 		}
 	}
 }
 
 // randomRows is a table of random ASCII cells: rows of 0 to 5 cells,
 // some cells empty, some long.
-func randomRows(r *rand.Rand) [][]cell {
+func randomRows(r *rand.Rand) [][]Cell {
 	words := []string{"", "a", "id", "blocked", "fix-the-login", "3m ago", "$4.0213 + unpriced", "  K", "x y z", "\\u001b[31m"}
-	rows := make([][]cell, 1+r.IntN(8))
+	rows := make([][]Cell, 1+r.IntN(8))
 	for i := range rows {
 		n := r.IntN(6)
 		if r.IntN(3) > 0 && i > 0 {
 			n = len(rows[i-1]) // mostly uniform, as tables are
 		}
 		for range n {
-			rows[i] = append(rows[i], cell{text: words[r.IntN(len(words))], sgr: []string{"", "1", "1;33"}[r.IntN(3)]})
+			rows[i] = append(rows[i], Cell{Text: words[r.IntN(len(words))], SGR: []string{"", "1", "1;33"}[r.IntN(3)]})
 		}
 	}
 	return rows
@@ -120,13 +120,13 @@ func TestGridMatchesTabwriter(t *testing.T) {
 		for _, row := range rows {
 			var texts []string
 			for _, c := range row {
-				texts = append(texts, c.text)
+				texts = append(texts, c.Text)
 			}
 			fmt.Fprintln(tw, strings.Join(texts, "\t"))
 		}
 		_ = tw.Flush()
 		var got bytes.Buffer
-		style{}.grid(&got, rows, nil)
+		Style{}.Grid(&got, rows, nil)
 		if got.String() != want.String() {
 			t.Fatalf("case %d: %q\ngrid:\n%s\ntabwriter:\n%s", i, rows, got.String(), want.String())
 		}
@@ -140,7 +140,7 @@ func TestGridMatchesLipglossTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 2000 {
 		rows := randomRows(r)
-		st := style{color: r.IntN(2) == 0}
+		st := Style{Color: r.IntN(2) == 0}
 		per := blockWidths(rows)
 		var widths []int
 		if r.IntN(2) == 0 {
@@ -150,7 +150,7 @@ func TestGridMatchesLipglossTable(t *testing.T) {
 					if k == len(widths) {
 						widths = append(widths, 0)
 					}
-					widths[k] = max(widths[k], len(row[k].text)+r.IntN(3))
+					widths[k] = max(widths[k], len(row[k].Text)+r.IntN(3))
 				}
 			}
 			for k, row := range rows {
@@ -158,7 +158,7 @@ func TestGridMatchesLipglossTable(t *testing.T) {
 			}
 		}
 		var fast bytes.Buffer
-		st.grid(&fast, rows, widths)
+		st.Grid(&fast, rows, widths)
 		want := strings.Join(st.gridLines(rows, per), "\n") + "\n"
 		if fast.String() != want {
 			t.Fatalf("case %d: %q widths %v\nby hand:\n%q\nlipgloss:\n%q", i, rows, widths, fast.String(), want)
@@ -204,7 +204,7 @@ func TestTablesAlignWideRunes(t *testing.T) {
 	}
 	for _, width := range []int{60, 80} {
 		var b bytes.Buffer
-		if err := taskTable(&b, style{width: width, now: now}, treeOrder(tasks, nil), noMarks{}, nil); err != nil {
+		if err := TaskTable(&b, Style{Width: width, Now: now}, TreeOrder(tasks, nil), noMarks{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -219,18 +219,18 @@ func TestTablesAlignWideRunes(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	rows := [][]cell{
-		{{text: "lazy.agent"}, {text: "global (/home/山田太郎/.gitconfig)"}, {text: "codex"}},
-		{{text: "lazy.budget"}, {text: "local"}, {text: "5"}},
-		{{text: "lazy.notify"}, {text: "global (/home/🐱/.gitconfig)"}, {text: "desktop"}},
+	rows := [][]Cell{
+		{{Text: "lazy.agent"}, {Text: "global (/home/山田太郎/.gitconfig)"}, {Text: "codex"}},
+		{{Text: "lazy.budget"}, {Text: "local"}, {Text: "5"}},
+		{{Text: "lazy.notify"}, {Text: "global (/home/🐱/.gitconfig)"}, {Text: "desktop"}},
 	}
-	if err := (style{width: 120}).table(&b, []string{"KEY", "ORIGIN", "VALUE"}, rows); err != nil {
+	if err := (Style{Width: 120}).Table(&b, []string{"KEY", "ORIGIN", "VALUE"}, rows); err != nil {
 		t.Fatal(err)
 	}
 	assertAligned(t, "config", b.String())
 
 	b.Reset()
-	columns(&b, [][]string{
+	Columns(&b, [][]string{
 		{"MODEL", "COST", "IN", "TURNS"},
 		{"通義千問-max", "$1.0000", "12.3k", "2"},
 		{"claude-opus-4-1", "$3.7500", "905.0k", "2"},
@@ -270,14 +270,14 @@ func TestCutWidth(t *testing.T) {
 		{"日本語", 4, "日…"},
 		{"🚀🚀", 3, "🚀…"},
 	} {
-		if got := cutWidth(c.in, c.max); got != c.want {
-			t.Errorf("cutWidth(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		if got := CutWidth(c.in, c.max); got != c.want {
+			t.Errorf("CutWidth(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
 		}
-		if c.max > 0 && ansi.StringWidth(cutWidth(c.in, c.max)) > c.max {
-			t.Errorf("cutWidth(%q, %d) is wider than %d", c.in, c.max, c.max)
+		if c.max > 0 && ansi.StringWidth(CutWidth(c.in, c.max)) > c.max {
+			t.Errorf("CutWidth(%q, %d) is wider than %d", c.in, c.max, c.max)
 		}
 	}
-	if got := padWidth("山田", 6) + "|"; got != "山田  |" {
+	if got := PadWidth("山田", 6) + "|"; got != "山田  |" {
 		t.Errorf("padWidth = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package render
 
 import (
 	"bytes"
@@ -61,8 +61,8 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 	}
 	for name, shape := range shapes {
 		var b bytes.Buffer
-		st := style{width: 120, now: now}
-		if err := taskTable(&b, st, treeOrder(shape.tasks, nil), &marks.Marks{LazyDir: t.TempDir()}, shape.ov); err != nil {
+		st := Style{Width: 120, Now: now}
+		if err := TaskTable(&b, st, TreeOrder(shape.tasks, nil), &marks.Marks{LazyDir: t.TempDir()}, shape.ov); err != nil {
 			t.Fatal(err)
 		}
 		out := b.String()
@@ -90,7 +90,7 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 	}
 	var b bytes.Buffer
 	s := shapes["one attempts group and an overlap"]
-	_ = taskTable(&b, style{width: 120, now: now}, treeOrder(s.tasks, nil), &marks.Marks{LazyDir: t.TempDir()}, s.ov)
+	_ = TaskTable(&b, Style{Width: 120, Now: now}, TreeOrder(s.tasks, nil), &marks.Marks{LazyDir: t.TempDir()}, s.ov)
 	for _, want := range []string{"backlog (tried 2 ways)", "3 files with 1 task"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
@@ -98,10 +98,22 @@ func TestListFitsA120ColumnTerminal(t *testing.T) {
 	}
 	b.Reset()
 	s = shapes["many overlaps, a hold, a pull request, a deep subtask, the longest slug"]
-	_ = taskTable(&b, style{width: 0, now: now}, treeOrder(s.tasks, nil), &marks.Marks{LazyDir: t.TempDir()}, s.ov)
+	_ = TaskTable(&b, Style{Width: 0, Now: now}, TreeOrder(s.tasks, nil), &marks.Marks{LazyDir: t.TempDir()}, s.ov)
 	for _, want := range []string{"4+ files with 3 tasks, 2 landed", "1 file landed"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// checkNoGoSyntax fails when text shows what Go's fmt leaves in a
+// message that printed a value instead of words: a slice, a map, a
+// struct pointer, a bad verb (as cli's messages test holds its own).
+func checkNoGoSyntax(t *testing.T, what, text string) {
+	t.Helper()
+	for _, g := range []string{"[]", "map[", "&{", "%!", "(s)"} {
+		if strings.Contains(text, g) {
+			t.Errorf("%s shows %q: %q", what, g, text)
 		}
 	}
 }

@@ -1,11 +1,15 @@
-package cli
+// Package render is how lazy's surfaces lay out what they print: tables
+// measured in terminal columns (lipgloss's table for wide runes), the
+// status colours, relative times, text cut to a width, the task tree's
+// order and the tables lazy list, show, diff and watch share. It reads
+// nothing and writes only to the writer it is given; every cell goes
+// through the terminal escaper.
+package render
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,41 +17,23 @@ import (
 	"charm.land/lipgloss/v2"
 	"charm.land/lipgloss/v2/table"
 	"github.com/charmbracelet/x/ansi"
-	"golang.org/x/term"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
 )
 
-// style is how one command's output looks: colour (a terminal, no
-// NO_COLOR, no --no-color, TERM not dumb) and the width titles are cut
-// to (0: no limit, as in a pipe).
-type style struct {
-	color bool
-	width int
-	now   time.Time
+// Style is how one command's output looks: colour (a terminal, no
+// NO_COLOR, no --no-color, TERM not dumb), the width titles are cut to
+// (0: no limit, as in a pipe) and the time relative times count from.
+type Style struct {
+	Color bool
+	Width int
+	Now   time.Time
 }
 
-// style decides the output conventions for stdout.
-func (a *app) style() style {
-	s := style{now: a.now()}
-	tty := a.terminal != nil || isTerminal(a.stdout)
-	s.color = tty && !a.noColor && a.getenv("TERM") != "dumb"
-	if n, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && n > 0 {
-		s.width = n
-	} else if a.terminal != nil {
-		s.width = a.terminal.width
-	} else if f, ok := raw(a.stdout).(*os.File); ok && tty {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-			s.width = w
-		}
-	}
-	return s
-}
-
-// ANSI SGR codes per status: what needs a human stands out.
-var statusSGR = map[machine.Status]string{
+// StatusSGR is the ANSI SGR code of each status: what needs a human stands out.
+var StatusSGR = map[machine.Status]string{
 	machine.Backlog:     "",
 	machine.Working:     "36",   // cyan
 	machine.Blocked:     "1;33", // bold yellow
@@ -60,9 +46,9 @@ var statusSGR = map[machine.Status]string{
 	machine.Abandoned:   "2",  // dim
 }
 
-// relTime is a table's time: "just now", "3m ago", "5h ago", "2d ago",
+// RelTime is a table's time: "just now", "3m ago", "5h ago", "2d ago",
 // then the date.
-func relTime(t, now time.Time) string {
+func RelTime(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
@@ -80,13 +66,13 @@ func relTime(t, now time.Time) string {
 	return t.Local().Format("2006-01-02")
 }
 
-// absTime is a full time with its zone, as show prints it.
-func absTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") }
+// AbsTime is a full time with its zone, as show prints it.
+func AbsTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") }
 
-// cell is one table cell: plain text, and the SGR code it is painted in.
-type cell struct {
-	text string
-	sgr  string
+// Cell is one table cell: plain text, and the SGR code it is painted in.
+type Cell struct {
+	Text string
+	SGR  string
 }
 
 // minTitle is the least a title column keeps before other columns give
@@ -94,29 +80,29 @@ type cell struct {
 // for titles (24 columns of 120), or a title's whole length when less.
 const minTitle = 16
 
-// table writes rows in aligned columns, two spaces apart. The last column
+// Table writes rows in aligned columns, two spaces apart. The last column
 // (a title) takes the width that is left and is cut to it with "…", so a
 // row never wraps. On a narrow terminal the columns named in drop go
 // first (in that order), then the widest remaining columns are cut.
 // Widths are terminal columns (a wide rune takes two), computed on the
 // visible text, so colour never breaks the alignment. Every cell is
 // escaped for the terminal.
-func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string) error {
+func (s Style) Table(w io.Writer, header []string, rows [][]Cell, drop ...string) error {
 	for _, r := range rows {
 		for i := range r {
 			// Leading spaces are a tree's indentation; the rest is flattened.
-			indent := r[i].text[:len(r[i].text)-len(strings.TrimLeft(r[i].text, " "))]
-			r[i].text = indent + sanitize.Field(strings.Join(strings.Fields(r[i].text), " "))
+			indent := r[i].Text[:len(r[i].Text)-len(strings.TrimLeft(r[i].Text, " "))]
+			r[i].Text = indent + sanitize.Field(strings.Join(strings.Fields(r[i].Text), " "))
 		}
 	}
-	widthsOf := func(header []string, rows [][]cell) []int {
+	widthsOf := func(header []string, rows [][]Cell) []int {
 		widths := make([]int, len(header))
 		for i, h := range header {
-			widths[i] = textWidth(h)
+			widths[i] = TextWidth(h)
 		}
 		for _, r := range rows {
 			for i := range r {
-				if l := textWidth(r[i].text); i < len(header)-1 && l > widths[i] {
+				if l := TextWidth(r[i].Text); i < len(header)-1 && l > widths[i] {
 					widths[i] = l
 				}
 			}
@@ -131,25 +117,25 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 		return used
 	}
 	widths := widthsOf(header, rows)
-	want := max(minTitle, s.width/5)
+	want := max(minTitle, s.Width/5)
 	if longest := widths[len(widths)-1]; longest < want {
 		// widthsOf measures only the header of the last column.
 		longest = 0
 		for _, r := range rows {
-			longest = max(longest, textWidth(r[len(r)-1].text))
+			longest = max(longest, TextWidth(r[len(r)-1].Text))
 		}
 		want = max(min(want, longest), minTitle)
 	}
-	if s.width > 0 {
+	if s.Width > 0 {
 		for _, name := range drop {
-			if fixed(widths)+want <= s.width {
+			if fixed(widths)+want <= s.Width {
 				break
 			}
 			for i, h := range header {
 				if h == name && i < len(header)-1 {
 					header = append(append([]string(nil), header[:i]...), header[i+1:]...)
 					for k, r := range rows {
-						rows[k] = append(append([]cell(nil), r[:i]...), r[i+1:]...)
+						rows[k] = append(append([]Cell(nil), r[:i]...), r[i+1:]...)
 					}
 					break
 				}
@@ -161,7 +147,7 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 		// evenly rather than one of them to nothing. A SLUG, the name a
 		// person types next, is cut last: only once every other column
 		// is down to 12.
-		for fixed(widths)+want > s.width {
+		for fixed(widths)+want > s.Width {
 			widest := -1
 			for pass := 0; pass < 2 && widest < 0; pass++ {
 				for i := 0; i < len(widths)-1; i++ {
@@ -181,42 +167,42 @@ func (s style) table(w io.Writer, header []string, rows [][]cell, drop ...string
 	}
 	n := len(header)
 	last := 0 // 0: unlimited
-	if s.width > 0 {
-		last = s.width - fixed(widths)
+	if s.Width > 0 {
+		last = s.Width - fixed(widths)
 		if last < 8 {
 			last = 8 // a very narrow terminal wraps rather than lose the title
 		}
 	}
-	all := make([][]cell, 0, len(rows)+1)
-	hdr := make([]cell, n)
+	all := make([][]Cell, 0, len(rows)+1)
+	hdr := make([]Cell, n)
 	for i, h := range header {
-		hdr[i] = cell{text: h, sgr: "1"}
+		hdr[i] = Cell{Text: h, SGR: "1"}
 	}
-	for _, r := range append([][]cell{hdr}, rows...) {
-		out := make([]cell, len(r))
+	for _, r := range append([][]Cell{hdr}, rows...) {
+		out := make([]Cell, len(r))
 		for i, c := range r {
 			switch {
 			case i < n-1:
-				c.text = cutWidth(c.text, widths[i])
+				c.Text = CutWidth(c.Text, widths[i])
 			case last > 0:
-				c.text = cutWidth(c.text, last)
+				c.Text = CutWidth(c.Text, last)
 			}
 			out[i] = c
 		}
 		all = append(all, out)
 	}
-	s.grid(w, all, widths[:n-1])
+	s.Grid(w, all, widths[:n-1])
 	return nil
 }
 
-// grid writes rows in columns two spaces apart, as text/tabwriter lays
+// Grid writes rows in columns two spaces apart, as text/tabwriter lays
 // out "a\tb\tc" lines (see blockWidths): every cell but a row's last is
 // padded to its column's width, and a row's last cell runs on unpadded.
 // widths, when given, are every row's column widths instead. Widths are
 // terminal columns, so a wide rune (CJK, emoji) takes two and the
 // columns still line up. Every cell is escaped for the terminal, and
 // painted in its SGR code when colour is on.
-func (s style) grid(w io.Writer, rows [][]cell, widths []int) {
+func (s Style) Grid(w io.Writer, rows [][]Cell, widths []int) {
 	var per [][]int
 	if widths != nil {
 		per = make([][]int, len(rows))
@@ -229,12 +215,12 @@ func (s style) grid(w io.Writer, rows [][]cell, widths []int) {
 	ascii := true
 	for _, r := range rows {
 		for _, c := range r {
-			ascii = ascii && isASCII(c.text)
+			ascii = ascii && isASCII(c.Text)
 		}
 	}
 	if !ascii {
 		// The cells are escaped already; only lazy's own SGR codes remain.
-		_, _ = io.WriteString(rawWriter(w), strings.Join(s.gridLines(rows, per), "\n")+"\n")
+		_, _ = io.WriteString(Raw(w), strings.Join(s.gridLines(rows, per), "\n")+"\n")
 		return
 	}
 	// Plain ASCII, nearly every table lazy prints: a rune is a column, and
@@ -242,9 +228,9 @@ func (s style) grid(w io.Writer, rows [][]cell, widths []int) {
 	// its cost (TestGridMatchesLipglossTable holds the two together).
 	for k, r := range rows {
 		for i, c := range r {
-			s.print(w, c.sgr, c.text)
+			s.Print(w, c.SGR, c.Text)
 			if i < len(r)-1 {
-				_, _ = io.WriteString(w, strings.Repeat(" ", max(per[k][i]-len(c.text), 0)+2))
+				_, _ = io.WriteString(w, strings.Repeat(" ", max(per[k][i]-len(c.Text), 0)+2))
 			}
 		}
 		_, _ = io.WriteString(w, "\n")
@@ -256,7 +242,7 @@ func (s style) grid(w io.Writer, rows [][]cell, widths []int) {
 // a cell in it (a row's last cell is in no column), so a row with fewer
 // cells ends the blocks of the columns it lacks, and the rows after it
 // are measured afresh.
-func blockWidths(rows [][]cell) [][]int {
+func blockWidths(rows [][]Cell) [][]int {
 	out := make([][]int, len(rows))
 	var walk func(col, from, to int)
 	walk = func(col, from, to int) {
@@ -267,7 +253,7 @@ func blockWidths(rows [][]cell) [][]int {
 			}
 			j, width := i, 0
 			for ; j < to && col < len(rows[j])-1; j++ {
-				width = max(width, textWidth(rows[j][col].text))
+				width = max(width, TextWidth(rows[j][col].Text))
 			}
 			for k := i; k < j; k++ {
 				out[k] = append(out[k], width)
@@ -283,13 +269,13 @@ func blockWidths(rows [][]cell) [][]int {
 // gridLines renders rows through lipgloss's table, which measures each
 // cell in terminal columns: a table for each run of rows whose columns
 // have the same widths (each padded two more), then each row's last cell.
-func (s style) gridLines(rows [][]cell, per [][]int) []string {
-	paint := func(c cell) string {
-		text := termsafe.String(c.text)
-		if !s.color || c.sgr == "" || text == "" {
+func (s Style) gridLines(rows [][]Cell, per [][]int) []string {
+	paint := func(c Cell) string {
+		text := termsafe.String(c.Text)
+		if !s.Color || c.SGR == "" || text == "" {
 			return text
 		}
-		return "\x1b[" + c.sgr + "m" + text + "\x1b[0m"
+		return "\x1b[" + c.SGR + "m" + text + "\x1b[0m"
 	}
 	lines := make([]string, 0, len(rows))
 	for from := 0; from < len(rows); {
@@ -324,29 +310,29 @@ func (s style) gridLines(rows [][]cell, per [][]int) []string {
 	return lines
 }
 
-// columns writes rows of plain cells as grid lays them out: the
+// Columns writes rows of plain cells as grid lays them out: the
 // tabwriter layout lazy's tables had (two spaces between columns, a row's
 // last cell unpadded), measured in terminal columns.
-func columns(w io.Writer, rows [][]string) {
-	cells := make([][]cell, len(rows))
+func Columns(w io.Writer, rows [][]string) {
+	cells := make([][]Cell, len(rows))
 	for i, r := range rows {
-		cells[i] = make([]cell, len(r))
+		cells[i] = make([]Cell, len(r))
 		for k, text := range r {
-			cells[i][k] = cell{text: text}
+			cells[i][k] = Cell{Text: text}
 		}
 	}
-	style{}.grid(w, cells, nil)
+	Style{}.Grid(w, cells, nil)
 }
 
-// padWidth pads s with spaces to n terminal columns, as %-Ns pads to n
+// PadWidth pads s with spaces to n terminal columns, as %-Ns pads to n
 // runes: a runner's name in wide runes lines up too.
-func padWidth(s string, n int) string {
-	return s + strings.Repeat(" ", max(n-textWidth(termsafe.String(s)), 0))
+func PadWidth(s string, n int) string {
+	return s + strings.Repeat(" ", max(n-TextWidth(termsafe.String(s)), 0))
 }
 
-// textWidth is how many terminal columns s takes: a wide rune (CJK, most
+// TextWidth is how many terminal columns s takes: a wide rune (CJK, most
 // emoji) two, a combining mark none.
-func textWidth(s string) int {
+func TextWidth(s string) int {
 	if isASCII(s) {
 		return len(s)
 	}
@@ -362,10 +348,10 @@ func isASCII(s string) bool {
 	return true
 }
 
-// cutWidth shortens s to at most max terminal columns, ending in "…"
+// CutWidth shortens s to at most max terminal columns, ending in "…"
 // when it was longer (cut, measured in columns).
-func cutWidth(s string, max int) string {
-	if textWidth(s) <= max {
+func CutWidth(s string, max int) string {
+	if TextWidth(s) <= max {
 		return s
 	}
 	if max <= 1 {
@@ -374,21 +360,21 @@ func cutWidth(s string, max int) string {
 	return ansi.Truncate(s, max, "…")
 }
 
-// print writes text through w (lazy's output escaper) and, with colour
+// Print writes text through w (lazy's output escaper) and, with colour
 // on, the SGR codes around it past the escaper: lazy's own fixed
 // sequences are the only escapes that reach the terminal.
-func (s style) print(w io.Writer, sgr, text string) {
-	if !s.color || sgr == "" || text == "" {
+func (s Style) Print(w io.Writer, sgr, text string) {
+	if !s.Color || sgr == "" || text == "" {
 		_, _ = io.WriteString(w, text)
 		return
 	}
-	_, _ = io.WriteString(rawWriter(w), "\x1b["+sgr+"m")
+	_, _ = io.WriteString(Raw(w), "\x1b["+sgr+"m")
 	_, _ = io.WriteString(w, text)
-	_, _ = io.WriteString(rawWriter(w), "\x1b[0m")
+	_, _ = io.WriteString(Raw(w), "\x1b[0m")
 }
 
-// cut shortens s to max runes, ending in "…" when it was longer.
-func cut(s string, max int) string {
+// Cut shortens s to max runes, ending in "…" when it was longer.
+func Cut(s string, max int) string {
 	r := []rune(s)
 	if len(r) <= max {
 		return s
@@ -397,4 +383,15 @@ func cut(s string, max int) string {
 		return "…"
 	}
 	return string(r[:max-1]) + "…"
+}
+
+// Raw is the writer under lazy's output escaper, for lazy's own fixed
+// sequences (colour, watch's redraw) that must reach the terminal
+// unescaped. It flushes the escaper first so the order of bytes is kept.
+func Raw(w io.Writer) io.Writer {
+	if t, ok := w.(*termsafe.Writer); ok {
+		_ = t.Flush()
+		return t.Unwrap()
+	}
+	return w
 }
