@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/web"
 )
 
@@ -50,7 +51,8 @@ func randomToken() string {
 func (a *app) webView(addr string, srv *daemon.Server) (http.Handler, daemon.WebInfo) {
 	read, act := randomToken(), randomToken()
 	w := &web.Server{
-		Store: a.store, Marks: a.marks(), RepoDir: a.repoDir(), Addr: addr,
+		Store: a.store, Marks: a.marks(), RepoDir: a.repoDir(), LazyDir: a.repo.LazyDir(), Addr: addr,
+		Env:   func() *ops.Env { return ops.New(a.store, session.Env{RepoDir: a.repoDir()}) },
 		Token: read, ActionsToken: act, Actions: &webActions{a: a},
 		Events: srv.Subscribe,
 	}

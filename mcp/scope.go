@@ -7,7 +7,6 @@ import (
 	"github.com/lazyorch/lazy/attempts"
 	"time"
 
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -261,7 +260,7 @@ type ShowOut struct {
 
 // overlapsOf is what a task started on this machine shares with the
 // other active tasks; any other task has no branch here to compare.
-func overlapsOf(ctx context.Context, env *ops.Env, st *gitstore.Store, sn *task.Snapshot) review.TaskOverlaps {
+func overlapsOf(ctx context.Context, env *ops.Env, st task.Store, sn *task.Snapshot) review.TaskOverlaps {
 	if env == nil || sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return review.TaskOverlaps{}
 	}

@@ -29,7 +29,6 @@ import (
 
 	"github.com/lazyorch/lazy/conversation"
 	"github.com/lazyorch/lazy/cost"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/lifecycle"
@@ -366,9 +365,17 @@ type Hooks struct {
 	Accept func() ops.AcceptOptions
 }
 
+// Store is the task store the tools read: the task.Store port and a
+// task's detail (goal, turns, comments) in one bounded read
+// (gitstore.Store in lazy).
+type Store interface {
+	task.Store
+	Detail(sn *task.Snapshot, lastTurns int) (*task.Detail, error)
+}
+
 // Dispatcher runs tool calls.
 type Dispatcher struct {
-	Store *gitstore.Store
+	Store Store
 	Hooks Hooks
 	Marks *marks.Marks // wait and progress markers; nil disables them
 	// Tick is how often a long call looks at its task to report progress
@@ -787,7 +794,7 @@ func (d *Dispatcher) taskOut(sn *task.Snapshot, err error) (any, error) {
 
 // costReport is lazy_cost: lazy cost's fetch and aggregation, the
 // builder's view of every task.
-func costReport(store *gitstore.Store, in CostIn, now time.Time) (CostOut, error) {
+func costReport(store Store, in CostIn, now time.Time) (CostOut, error) {
 	q := cost.Query{By: cost.ByTask, Loc: time.Local}
 	if strings.TrimSpace(in.By) != "" {
 		by, err := cost.ParseBy(in.By)

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
-	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -164,7 +162,7 @@ func (s *Server) acceptPage(w http.ResponseWriter, r *http.Request) {
 		data["Diff"] = s.branchDiff(r.Context(), rg.MergeBase, rg.BranchSHA, r.URL.Query().Get("diff") == "all")
 		// The protected paths it touches land only with this human's
 		// approval, given with the button.
-		env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
+		env := s.Env()
 		if pv, err := env.ProtectedChanges(r.Context(), sn); err == nil && pv != nil {
 			data["Protected"] = pv
 		}

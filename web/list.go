@@ -11,11 +11,9 @@ import (
 
 	"github.com/lazyorch/lazy/internal/tasktree"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
-	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -24,7 +22,7 @@ import (
 // for branches that moved since the last one. A check that cannot be
 // made shows none.
 func (s *Server) overlaps(ctx context.Context, entries []task.Entry) map[string]review.TaskOverlaps {
-	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
+	env := s.Env()
 	ov, err := env.Review().OverlapsOf(ctx, entries, &s.overlapCache)
 	if err != nil {
 		return nil
@@ -162,7 +160,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 			}
 		}
 	}
-	for _, v := range (ops.New(s.Store, session.Env{RepoDir: s.RepoDir})).Queue().Queues() {
+	for _, v := range s.Env().Queue().Queues() {
 		if len(v.Entries) > 0 {
 			p.Queues = append(p.Queues, v)
 		}
@@ -208,7 +206,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 		if sum.Gate != nil {
 			// A gate run is this machine's only if its own record says so.
 			g := *sum.Gate
-			(ops.New(s.Store, session.Env{RepoDir: s.RepoDir})).VerifyGateSummary(e.ID, &g)
+			s.Env().VerifyGateSummary(e.ID, &g)
 			r.Gate = &g
 		}
 		return r, true

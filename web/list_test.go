@@ -15,6 +15,8 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
+	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -28,7 +30,8 @@ func newServer(tb testing.TB) (*Server, *gitstore.Store, string) {
 		tb.Fatal(err)
 	}
 	st := gitstore.Open(repo, gitstore.WithHost("test-host"))
-	return &Server{Store: st, Marks: &marks.Marks{LazyDir: repo.LazyDir(), Host: "test-host"}, RepoDir: dir, Token: "tok", Addr: testAddr}, st, dir
+	return &Server{Store: st, Marks: &marks.Marks{LazyDir: repo.LazyDir(), Host: "test-host"}, RepoDir: dir, LazyDir: repo.LazyDir(), Token: "tok", Addr: testAddr,
+		Env: func() *ops.Env { return ops.New(st, session.Env{RepoDir: dir}) }}, st, dir
 }
 
 func create(tb testing.TB, st *gitstore.Store, title, parent string) string {
@@ -142,7 +145,8 @@ func BenchmarkWebFirstPage10000(b *testing.B) {
 	h := s.Handler()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.Store = gitstore.Open(s.Store.Repo(), gitstore.WithHost("test-host")) // no in-memory state, as a fresh request
+		st := gitstore.Open(s.Store.(*gitstore.Store).Repo(), gitstore.WithHost("test-host")) // no in-memory state, as a fresh request
+		s.Store, s.Env = st, func() *ops.Env { return ops.New(st, session.Env{RepoDir: s.RepoDir}) }
 		if body := page(b, h, "/"); !strings.Contains(body, "page 1 of 100") {
 			b.Fatal("not paged")
 		}
@@ -156,7 +160,7 @@ func BenchmarkListJSON10000(b *testing.B) {
 	s, _ := seed(b, 10000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		st := gitstore.Open(s.Store.Repo(), gitstore.WithHost("test-host"))
+		st := gitstore.Open(s.Store.(*gitstore.Store).Repo(), gitstore.WithHost("test-host"))
 		entries, err := st.List()
 		if err != nil {
 			b.Fatal(err)

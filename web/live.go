@@ -81,7 +81,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	var logDir proto.Dir
 	if taskID != "" {
-		logDir = proto.ForTask(s.Store.Repo().LazyDir(), taskID)
+		logDir = proto.ForTask(s.LazyDir, taskID)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -227,7 +227,7 @@ func (s *Server) progress(sum *task.Summary) string {
 		return ""
 	}
 	var st proto.Status
-	if proto.ForTask(s.Store.Repo().LazyDir(), sum.ID).Read(proto.StatusFile, &st) != nil || st.TaskID != sum.ID {
+	if proto.ForTask(s.LazyDir, sum.ID).Read(proto.StatusFile, &st) != nil || st.TaskID != sum.ID {
 		return ""
 	}
 	return agent.Plain(st.Progress, 200)

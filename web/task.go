@@ -8,10 +8,8 @@ import (
 
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/review"
-	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -104,7 +102,7 @@ func parseDiff(out string, maxFiles, maxLines int) diff {
 // it merges into, so work merged in from upstream is not counted as the
 // task's. The worktree's uncommitted files come with it.
 func (s *Server) reviewRange(ctx context.Context, id string) (*review.Review, []string, error) {
-	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
+	env := s.Env()
 	r, err := env.Review().ReviewRange(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -147,7 +145,7 @@ func (s *Server) diffStat(ctx context.Context, from, to string) string {
 const pageClip = 64 << 10
 
 // taskData is what the task page shows: the record as one bounded read
-// loads it (gitstore.ReadTexts), every text cut to pageClip.
+// loads it (Store.ReadTexts), every text cut to pageClip.
 func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	sn, err := s.Store.Load(id)
 	if err != nil {
@@ -174,10 +172,10 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	overlaps := s.taskOverlaps(r.Context(), sn)
 	// A gate run is this machine's only if its own record says so; the
 	// protected paths the change touches wait for a human.
-	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
+	env := s.Env()
 	protected, _ := env.ProtectedChanges(r.Context(), sn)
 	attempts, of := s.attempts(r.Context(), sn)
-	entries, offset := readLog(proto.ForTask(s.Store.Repo().LazyDir(), sn.Task.ID), logPageEntries)
+	entries, offset := readLog(proto.ForTask(s.LazyDir, sn.Task.ID), logPageEntries)
 	session := s.session(r)
 	act := s.canAct(r)
 	data := map[string]any{
@@ -198,7 +196,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 // on this machine has a branch here to compare, so any other has none
 // and costs no list.
 func (s *Server) taskOverlaps(ctx context.Context, sn *task.Snapshot) review.TaskOverlaps {
-	env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
+	env := s.Env()
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return review.TaskOverlaps{}
 	}
@@ -222,7 +220,7 @@ type attemptOf struct {
 func (s *Server) attempts(ctx context.Context, sn *task.Snapshot) (*attempts.Comparison, *attemptOf) {
 	switch {
 	case sn.Task.IsAttemptGroup():
-		env := ops.New(s.Store, session.Env{RepoDir: s.RepoDir})
+		env := s.Env()
 		v, err := env.Attempts().Compare(ctx, sn.Task.ID)
 		if err != nil {
 			return nil, nil

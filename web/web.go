@@ -30,12 +30,12 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/events"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
+	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
@@ -81,9 +81,24 @@ type Actions interface {
 	Reject(ctx context.Context, id, reason string) error
 }
 
+// Store is the task store the pages read: the task.Store port, a
+// record's texts in one bounded read, and the note a page shows where
+// the history it lists was cut (gitstore.Store in lazy).
+type Store interface {
+	task.Store
+	ReadTexts(sn *task.Snapshot) (*task.Texts, error)
+	HistoryCut(n int) string
+}
+
 // Server renders the pages of one repository.
 type Server struct {
-	Store   *gitstore.Store
+	Store Store
+	// LazyDir is lazy's host-local directory of the repository (agent
+	// logs, status files).
+	LazyDir string
+	// Env makes the operations' environment over Store a request reads
+	// through (the CLI's ops.New with RepoDir), a fresh one each time.
+	Env     func() *ops.Env
 	Marks   *marks.Marks
 	RepoDir string
 	// Token lets a browser read; ActionsToken, when set with Actions,
