@@ -200,6 +200,7 @@ func TestPinnedLayering(t *testing.T) {
 		"handoff":      {"gitstore", "ops", "lifecycle", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
 		"render":       {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon", "tui"},
 		"tui":          {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
+		"demo":         {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"web":          {"daemon", "mcp", "cli"},
 		"mcp":          {"daemon", "web", "cli"},
 		"daemon":       {"web", "mcp", "cli"},

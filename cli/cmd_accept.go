@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -416,9 +417,9 @@ func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *ops.Env) error {
 		fmt.Fprintf(w, "  %s\n", sanitize.Field(f))
 	}
 	if p.Stat != "" {
-		fmt.Fprintf(w, "\n%s\n", indentText(sanitize.Prose(p.Stat), " "))
+		fmt.Fprintf(w, "\n%s\n", render.Indent(sanitize.Prose(p.Stat), " "))
 	}
-	fmt.Fprintf(w, "\nCommit message:\n%s\n", indentText(sanitize.Prose(p.Message), "  "))
+	fmt.Fprintf(w, "\nCommit message:\n%s\n", render.Indent(sanitize.Prose(p.Message), "  "))
 	if p.Blocker != "" {
 		fmt.Fprintf(w, "\nAccept would refuse now: %s\n", p.Blocker)
 		return silentExit{code: 1, err: errors.New(p.Blocker)}

@@ -391,14 +391,6 @@ func actorOrHuman(a machine.Actor) machine.Actor {
 	return a
 }
 
-func indentText(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = prefix + l
-	}
-	return strings.Join(lines, "\n")
-}
-
 // CommentCmd adds a comment.
 type CommentCmd struct {
 	Task    string  `arg:"" help:"Slug or id prefix." predictor:"task"`

@@ -19,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/render"
 )
 
 // commandGroups are the headings of lazy --help, in order.
@@ -91,7 +92,7 @@ func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
 	}
 	path := commandPath(ctx.Selected())
 	if ex, ok := examples[path]; ok {
-		fmt.Fprintf(ctx.Stdout, "\nExamples:\n%s\n", indentText(ex, "  "))
+		fmt.Fprintf(ctx.Stdout, "\nExamples:\n%s\n", render.Indent(ex, "  "))
 	}
 	return nil
 }

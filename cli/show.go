@@ -238,7 +238,7 @@ func (v *showView) renderHeader(w io.Writer, st render.Style) {
 		fmt.Fprintf(w, "  Next:     %s\n", session.HoldNext(t.Slug, h))
 	}
 	if d.Goal != "" {
-		fmt.Fprintf(w, "\nGoal:\n%s\n", indentText(d.Goal, "  "))
+		fmt.Fprintf(w, "\nGoal:\n%s\n", render.Indent(d.Goal, "  "))
 	}
 }
 
@@ -346,7 +346,7 @@ func (v *showView) renderTurns(w io.Writer) {
 		if tn.Role == task.RoleHuman {
 			who = string(actorOrHuman(tn.Actor))
 		}
-		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, render.AbsTime(tn.At), who, tn.Kind, indentText(tn.Content, "      "))
+		fmt.Fprintf(w, "  #%d %s %s %s\n%s\n", tn.Seq, render.AbsTime(tn.At), who, tn.Kind, render.Indent(tn.Content, "      "))
 		if tn.Role == task.RoleAgent || len(tn.Commits) > 0 || len(tn.ChangedFiles) > 0 {
 			v.renderTurnWork(w, tn)
 		}
@@ -391,13 +391,13 @@ func (v *showView) renderNotes(w io.Writer) {
 	if comments := v.detail.CommentList; len(comments) > 0 {
 		fmt.Fprintf(w, "\nComments (%d)\n", len(comments))
 		for _, cm := range comments {
-			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, render.AbsTime(cm.At), cm.Actor, indentText(cm.Text, "      "))
+			fmt.Fprintf(w, "  #%d %s %s\n%s\n", cm.Seq, render.AbsTime(cm.At), cm.Actor, render.Indent(cm.Text, "      "))
 		}
 	}
 	if journal := v.detail.Journal; len(journal) > 0 {
 		fmt.Fprintf(w, "\nJournal (%d)\n", len(journal))
 		for _, j := range journal {
-			fmt.Fprintf(w, "  %s %s, turn %d\n%s\n", j.At.Format(time.DateTime), actorOrHuman(j.Actor), j.Journal.Turn, indentText(j.Text, "      "))
+			fmt.Fprintf(w, "  %s %s, turn %d\n%s\n", j.At.Format(time.DateTime), actorOrHuman(j.Actor), j.Journal.Turn, render.Indent(j.Text, "      "))
 			for _, x := range j.Journal.Decisions {
 				fmt.Fprintf(w, "      decided: %s\n", oneLine(x, 200))
 			}
@@ -475,7 +475,7 @@ func (v *showView) renderGate(w io.Writer) {
 			fmt.Fprintf(w, "    could not run: %s\n", sanitize.Field(r.Error))
 		}
 		if !r.Passed && strings.TrimSpace(r.Tail) != "" {
-			fmt.Fprintf(w, "    output (tail):\n%s\n", indentText(sanitize.Prose(redact.Text(r.Tail)), "      "))
+			fmt.Fprintf(w, "    output (tail):\n%s\n", render.Indent(sanitize.Prose(redact.Text(r.Tail)), "      "))
 		}
 		if r.Refused != "" {
 			fmt.Fprintf(w, "    not passed: %s\n", sanitize.Field(r.Refused))

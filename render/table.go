@@ -395,3 +395,13 @@ func Raw(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// Indent puts prefix before each line of s, its trailing line breaks
+// dropped.
+func Indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
