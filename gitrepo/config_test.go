@@ -89,6 +89,7 @@ func listed(entries []configEntry) string {
 // the files git accepts and reads the same variables and values from
 // them.
 func TestParseConfigAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}

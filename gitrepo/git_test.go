@@ -19,7 +19,8 @@ func openGit(t testing.TB, gitDir string) gitrepo.Repo {
 // TestGitConformance runs the shared suite on the git-process
 // implementation, for both object formats.
 func TestGitConformance(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{gitrepo.SHA1, gitrepo.SHA256} {
-		t.Run(format, func(t *testing.T) { repotest.Run(t, format, openGit) })
+		t.Run(format, func(t *testing.T) { t.Parallel(); repotest.Run(t, format, openGit) })
 	}
 }

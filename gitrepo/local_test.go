@@ -12,6 +12,7 @@ import (
 // TestLocalConformance runs the shared suite, hostile packs and indexes
 // included, on the in-process reader.
 func TestLocalConformance(t *testing.T) {
+	t.Parallel()
 	repotest.Run(t, gitrepo.SHA1, func(_ testing.TB, gitDir string) gitrepo.Repo {
 		return gitrepo.OpenLocal(gitDir)
 	})
@@ -47,6 +48,7 @@ func TestOpenChoosesByFormat(t *testing.T) {
 // task store in a SHA-256 repository: Local for that format, writing in
 // process and reading through git.
 func TestLocalConformanceSHA256(t *testing.T) {
+	t.Parallel()
 	repotest.Run(t, gitrepo.SHA256, func(_ testing.TB, gitDir string) gitrepo.Repo {
 		return gitrepo.OpenLocalFor(gitDir, gitrepo.SHA256)
 	})

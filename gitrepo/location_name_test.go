@@ -12,6 +12,7 @@ import (
 // checkout, a subdirectory, a linked worktree or the git directory (as
 // the daemon does); a bare repository is named without ".git".
 func TestRepoNameIsTheSameFromEverywhere(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	main := filepath.Join(parent, "myapp")
 	testrepo.Git(t, parent, "init", "-q", "-b", "main", main)

@@ -38,6 +38,7 @@ func gitLoose(t *testing.T, dir string, typ plumbing.ObjectType, content []byte)
 // Loose objects git wrote read back as git reads them, of every type and
 // size, and an object over the limit is refused after its header alone.
 func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	o := NewObjects(filepath.Join(dir, ".git"))
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -80,6 +81,7 @@ func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
 // bytes, or a read past what the header says. read then asks git, which
 // fails too, and the damage is what it reports.
 func TestCorruptLooseObjectsFailCleanly(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	o := NewObjects(filepath.Join(dir, ".git"))
 	content := bytes.Repeat([]byte("lazy keeps its records in git\n"), 50)

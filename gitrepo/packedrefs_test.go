@@ -170,6 +170,7 @@ func TestReadRefFollowsRewrittenPackedRefs(t *testing.T) {
 
 // packedSearch agrees with git about every ref git packed.
 func TestPackedSearchGitFile(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	head := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
 	var in strings.Builder

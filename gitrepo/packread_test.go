@@ -175,6 +175,7 @@ func TestPackIndexFindsEveryObject(t *testing.T) {
 // With offset threshold 1, git writes every offset but the first to the
 // 64-bit table, the layout of packs over 2 GiB.
 func TestPackIndexLargeOffsets(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(9, 10)), 300)
 	hs := packBlobs(t, dir, contents, "--index-version=2,0x1")
@@ -188,6 +189,7 @@ func TestPackIndexLargeOffsets(t *testing.T) {
 // An index of version 1, which go-git cannot read ("malformed IDX
 // file"), is read by the fast reader.
 func TestPackIndexVersion1(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(11, 12)), 500)
 	hs := packBlobs(t, dir, contents, "--index-version=1")
@@ -216,6 +218,7 @@ func deltaTypes(t *testing.T, p *pack, hs []plumbing.Hash) map[int]int {
 }
 
 func TestPackDeltaChains(t *testing.T) {
+	t.Parallel()
 	contents := similarBlobs(400)
 	for _, tc := range []struct {
 		name  string
@@ -266,6 +269,7 @@ func TestPackDeltaChains(t *testing.T) {
 // The size limit is checked before any content is read: from the entry
 // header of a whole object, from the delta's header for a delta.
 func TestPackReadChecksSizeFirst(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	contents := similarBlobs(60)
 	hs := packBlobs(t, dir, contents, "--delta-base-offset")
@@ -298,6 +302,7 @@ func TestPackReadChecksSizeFirst(t *testing.T) {
 // A pack listed before a concurrent git repack deleted it: the read
 // re-scans the pack directory and finds the object in the new pack.
 func TestPackReadAfterConcurrentRepack(t *testing.T) {
+	t.Parallel()
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(13, 14)), 100)
 	hs := packBlobs(t, dir, contents)

@@ -152,6 +152,7 @@ func TestRecordEntriesAreBounded(t *testing.T) {
 // an attacker's clone, is reported by pull and not taken in; the pull
 // reads none of its entries' content.
 func TestPullRefusesOverBoundsRecord(t *testing.T) {
+	t.Parallel()
 	victim, attacker := twoClones(t)
 	victim.bounds, attacker.bounds = testBounds, testBounds
 	honest := mustCreate(t, attacker, "honest").Task.ID
@@ -239,6 +240,7 @@ func TestHistoryNamesACommitLazyDidNotWrite(t *testing.T) {
 // longer than anything a read shows (each operation is a commit) is
 // refused by pull before it judges every commit, and nothing is taken in.
 func TestPullRefusesAnEndlessHistory(t *testing.T) {
+	t.Parallel()
 	victim, attacker := twoClones(t)
 	small := recordBounds{bytes: 4 << 20, entries: 3}
 	victim.bounds = small

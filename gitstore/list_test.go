@@ -20,6 +20,7 @@ import (
 // against the in-process reader, which decodes with encoding/json: the
 // fast decoder and its fallbacks must not change a byte.
 func TestBatchListMatchesInProcessReader(t *testing.T) {
+	t.Parallel()
 	s, _ := open(t)
 	titles := []string{"plain", "ünïcödé 日本語", "<b>&amp;</b>", `quote " and \ backslash`, "sep \u2028\u2029", "emoji \U0001F600"}
 	var parent string
@@ -184,6 +185,7 @@ func FuzzParseBatchHeader(f *testing.F) {
 // older lazy wrote records in map order) lists the same and is rewritten
 // in order.
 func TestListCacheInListingOrder(t *testing.T) {
+	t.Parallel()
 	s, _ := open(t)
 	for i := 0; i < 30; i++ {
 		mustCreate(t, s, fmt.Sprintf("t%d", i))

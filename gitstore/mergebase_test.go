@@ -23,6 +23,7 @@ import (
 // criss-crosses among them) and asks both for the merge bases of random
 // pairs, and whether one is the other's ancestor.
 func TestMergeBasesMatchGoGit(t *testing.T) {
+	t.Parallel()
 	s, _ := open(t)
 	empty, err := s.objs.WriteTree(nil)
 	if err != nil {

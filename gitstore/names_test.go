@@ -73,6 +73,7 @@ func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 // clone's task is renamed to LoserSlug on pull, pushes succeed, and every
 // clone resolves both names to the same tasks.
 func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
+	t.Parallel()
 	a, b := twoClones(t)
 	ta := mustCreate(t, a, "dup title").Task
 	tb := mustCreate(t, b, "dup title").Task
@@ -123,6 +124,7 @@ func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
 // TestBareSlugClaimTakesNoName: a remote slug ref naming a task the
 // remote does not have cannot rename a local task.
 func TestBareSlugClaimTakesNoName(t *testing.T) {
+	t.Parallel()
 	victim, attacker := twoClones(t)
 	mine := mustCreate(t, victim, "my task").Task
 	mustPush(t, victim)

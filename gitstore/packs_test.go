@@ -16,6 +16,7 @@ import (
 // already pruned) and checks that OrphanPacks finds it only once it is
 // old enough and IndexPack makes every task readable again.
 func TestOrphanedPackIsFoundAndIndexed(t *testing.T) {
+	t.Parallel()
 	s, dir := open(t)
 	var ids []string
 	for _, title := range []string{"one", "two", "three"} {
@@ -63,6 +64,7 @@ func TestOrphanedPackIsFoundAndIndexed(t *testing.T) {
 // deleted the loose copies. git counts that pack, go-git does not; lazy
 // must neither call the task corrupt nor a ref update's objects missing.
 func TestObjectsOnlyInARepacksTemporaryPackAreRead(t *testing.T) {
+	t.Parallel()
 	s, dir := open(t)
 	sn := mustCreate(t, s, "in flight")
 	testrepo.Git(t, dir, "gc", "-q", "--prune=now")

@@ -61,6 +61,7 @@ func refusedOf(t *testing.T, rep *SyncReport, slug string) task.Refused {
 // check against this machine's branches catches it: the task's branch is
 // here and its target has no trace of it.
 func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
+	t.Parallel()
 	a, b := twoClones(t)
 	sn := ownedBlockedTask(t, a, b)
 	id := sn.Task.ID
@@ -94,6 +95,7 @@ func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
 // TestPulledTurnOfMySessionIsRefused: another machine cannot start a
 // turn of a session this machine runs.
 func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
+	t.Parallel()
 	a, b := twoClones(t)
 	sn := ownedBlockedTask(t, a, b)
 	move(t, b, sn.Task.ID, machine.Human, "unblock", func(s *task.Snapshot) { s.Task.Status = machine.Working })
@@ -139,6 +141,7 @@ func TestReplayRefusesATransitionTheMachineForbids(t *testing.T) {
 // gives the task a session of that host; its turn is that host's, so the
 // change arrives.
 func TestPulledTakeOverByAnotherHostArrives(t *testing.T) {
+	t.Parallel()
 	a, b := twoClones(t)
 	sn := ownedBlockedTask(t, a, b)
 	move(t, b, sn.Task.ID, machine.Human, "take-over", func(s *task.Snapshot) {

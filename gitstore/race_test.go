@@ -126,6 +126,7 @@ func contend(tb testing.TB, s *Store, dir, id string, procs, n int) int {
 }
 
 func TestConcurrentProcessesLoseNoUpdate(t *testing.T) {
+	t.Parallel()
 	s, dir := open(t)
 	id := parkedTask(t, s)
 	retries := contend(t, s, dir, id, 4, 25)
@@ -249,6 +250,7 @@ func TestCreateOnlyRefRefusesExisting(t *testing.T) {
 // TestGCKeepsEverything runs an aggressive gc with immediate pruning and
 // checks that every record, turn, comment and history entry survives.
 func TestGCKeepsEverything(t *testing.T) {
+	t.Parallel()
 	s, dir := open(t)
 	type want struct {
 		clock    uint64
@@ -341,6 +343,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 // TestWritesSurvivePrunePacked writes objects while git repack and
 // prune-packed run, which delete the fan-out directories they empty.
 func TestWritesSurvivePrunePacked(t *testing.T) {
+	t.Parallel()
 	s, dir := open(t)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -499,6 +502,7 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 // Reading packed-refs before the loose files (the order git's iterator
 // avoids) loses a ref that pack-refs packs in between.
 func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
+	t.Parallel()
 	s, dir := open(t)
 	const n = 30
 	for i := 0; i < n; i++ {

@@ -16,6 +16,7 @@ import (
 // records named by SHA-256, with loose and packed objects and refs, and
 // git finds every object it wrote well formed.
 func TestSHA256Store(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

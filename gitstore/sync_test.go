@@ -144,6 +144,7 @@ func TestConcurrentEditsConverge(t *testing.T) {
 }
 
 func TestMergeIsDeterministicAndRefusesStaleTransitions(t *testing.T) {
+	t.Parallel()
 	a, b := twoClones(t)
 	id := mustCreate(t, a, "raced").Task.ID
 	mustPush(t, a)
@@ -206,22 +207,30 @@ func TestMergeIsDeterministicAndRefusesStaleTransitions(t *testing.T) {
 
 // TestRandomInterleavingsConverge is the property test: 100 tasks, random
 // operations on both machines interleaved with random pushes and pulls,
-// always end in identical records holding every comment.
+// always end in identical records holding every comment. The fast lane
+// runs one seed over 20 tasks and 80 steps (a few pushes and pulls each
+// way); the full suite runs both seeds at full size.
 func TestRandomInterleavingsConverge(t *testing.T) {
-	for _, seed := range []int64{1, 2} {
+	t.Parallel()
+	seeds, tasks, steps := []int64{1, 2}, 100, 300
+	if testing.Short() {
+		seeds, tasks, steps = []int64{1}, 20, 80
+	}
+	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
 			a, b := twoClones(t)
 			sides := []*Store{a, b}
 			known := map[*Store][]string{}
 			want := map[string]map[string]bool{} // id -> comments
-			for i := 0; i < 100; i++ {
+			for i := 0; i < tasks; i++ {
 				s := sides[rng.Intn(2)]
 				sn := mustCreate(t, s, fmt.Sprintf("task %d", i))
 				known[s] = append(known[s], sn.Task.ID)
 				want[sn.Task.ID] = map[string]bool{}
 			}
-			for step := 0; step < 300; step++ {
+			for step := 0; step < steps; step++ {
 				s := sides[rng.Intn(2)]
 				switch op := rng.Intn(10); {
 				case op < 5 && len(known[s]) > 0:
@@ -294,6 +303,7 @@ func TestValidRemoteMatchesItsPattern(t *testing.T) {
 // also send this machine's own refs (the stashes lazy keeps of the
 // user's changes, under refs/lazy-kept/) is refused before git runs.
 func TestPushNeverSendsLocalRefs(t *testing.T) {
+	t.Parallel()
 	a, _ := twoClones(t)
 	dir := a.repo.WorkTree
 	base := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
