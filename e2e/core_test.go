@@ -10,6 +10,7 @@ import (
 )
 
 func TestInitConfiguresRefspecsIdempotently(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	bare := t.TempDir()
 	r.git("init", "-q", "--bare", bare)
@@ -61,6 +62,7 @@ func (r *runner) gitErr(args ...string) (string, error) {
 }
 
 func TestCreateListShow(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	a := r.create("Fix the flaky login test", "-m", "It fails one run in ten.\n\nSee CI.")
 	if a.Slug != "fix-the-flaky-login-test" || a.Status != "backlog" || a.Category != "resting" || len(a.ID) != 16 {
@@ -115,6 +117,7 @@ func TestCreateListShow(t *testing.T) {
 }
 
 func TestCloseRejectReopenAndComment(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	a := r.create("to close")
 	errText := r.fails(1, nil, "reject", a.Slug, "-m", "no")
@@ -169,6 +172,7 @@ func TestActorFromEnvironment(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	if res := r.run(nil, "--help"); res.Code != 0 || !strings.Contains(res.Stdout, "create") {
 		t.Fatalf("--help: %s", res)
@@ -267,6 +271,7 @@ func TestBadInputNeverPanicsNorLoses(t *testing.T) {
 }
 
 func TestAmbiguousPrefixListsCandidates(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	a := r.create("first")
 	// A second ref sharing a's first 6 characters, written with git.

@@ -48,6 +48,7 @@ func noClaude(t *testing.T, r *runner) *runner {
 }
 
 func TestErrorsSayWhatIsWrongAndWhatToDo(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	t.Run("start on an unknown task names the task before the agent binary", func(t *testing.T) {
 		msg := noClaude(t, r).fails(1, nil, "start", "nosuch", "--agent", "claude")

@@ -13,6 +13,7 @@ import (
 // command's exit and its output's tail with terminal escapes made
 // harmless.
 func TestMergeGateCLI(t *testing.T) {
+	t.Parallel() // a repository and worktrees of its own
 	r := newRepo(t)
 	if msg := r.fails(2, nil, "accept", "any-task", "--skip-gate"); !strings.Contains(msg, "--skip-gate needs --reason") {
 		t.Fatalf("--skip-gate without --reason: %s", msg)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
@@ -28,32 +29,40 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	lazyBin = filepath.Join(dir, "lazy")
-	build := exec.Command("go", "build", "-race", "-o", lazyBin, "..")
-	if os.Getenv("LAZY_E2E_NORACE") != "" || testing.Short() {
-		build = exec.Command("go", "build", "-o", lazyBin, "..")
-	}
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build lazy:", err)
-		os.Exit(1)
-	}
 	fakeAgentBin = filepath.Join(dir, "fakeagent")
-	fb := exec.Command("go", "build", "-o", fakeAgentBin, "../internal/testfakes/fakeagent")
-	fb.Stdout, fb.Stderr = os.Stderr, os.Stderr
-	if err := fb.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build fakeagent:", err)
-		os.Exit(1)
-	}
 	// The fake gh and glab are installed as "gh" and "glab" in a
 	// directory of their own, which the forge tests put first on PATH.
 	fakeGHDir = filepath.Join(dir, "gh-bin")
-	for name, pkg := range map[string]string{"gh": "../internal/testfakes/fakegh", "glab": "../internal/testfakes/fakeglab"} {
-		gb := exec.Command("go", "build", "-o", filepath.Join(fakeGHDir, name), pkg)
-		gb.Stdout, gb.Stderr = os.Stderr, os.Stderr
-		if err := gb.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build fake "+name+":", err)
-			os.Exit(1)
-		}
+	// The four builds run side by side: linking is most of each, and
+	// one at a time it was most of the fast lane's wait for this
+	// package.
+	lazyBuild := []string{"build", "-race", "-o", lazyBin, ".."}
+	if os.Getenv("LAZY_E2E_NORACE") != "" || testing.Short() {
+		lazyBuild = []string{"build", "-o", lazyBin, ".."}
+	}
+	builds := []struct {
+		what string
+		args []string
+	}{
+		{"lazy", lazyBuild},
+		{"fakeagent", []string{"build", "-o", fakeAgentBin, "../internal/testfakes/fakeagent"}},
+		{"fake gh", []string{"build", "-o", filepath.Join(fakeGHDir, "gh"), "../internal/testfakes/fakegh"}},
+		{"fake glab", []string{"build", "-o", filepath.Join(fakeGHDir, "glab"), "../internal/testfakes/fakeglab"}},
+	}
+	errs := make([]error, len(builds))
+	var wg sync.WaitGroup
+	for i, b := range builds {
+		wg.Go(func() {
+			out, err := exec.Command("go", b.args...).CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("build %s: %w\n%s", b.what, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	// Task worktrees go to $XDG_DATA_HOME/lazy/worktrees by default: the
 	// tests' go to a directory of their own, never the user's.

@@ -116,6 +116,7 @@ func hostileClaims(t *testing.T, a *attacker) map[string]string {
 // at a generation that does not wrap; a valid claim beside them stays
 // live.
 func TestHostileClaimsAreSkippedAndReported(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := clones(t, 1)[0]
 	now := time.Now()
@@ -233,6 +234,7 @@ func TestAbsurdLeaseCountsAsExpired(t *testing.T) {
 
 // TestHostileRunnerRecordsAreSkippedAndReported.
 func TestHostileRunnerRecordsAreSkippedAndReported(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := clones(t, 1)[0]
 	now := time.Now()
@@ -283,6 +285,7 @@ func TestHostileRunnerRecordsAreSkippedAndReported(t *testing.T) {
 // fences the runner it released: its renewal and its result push are
 // refused, and the next runner takes the task at the next generation.
 func TestHumanReleaseIsFenced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rs := clones(t, 2)
 	runner, human := rs[0], rs[1]

@@ -85,11 +85,16 @@ func fetchClaims(t *testing.T, r *Remote) map[string]Held {
 	return claims
 }
 
-// TestExactlyOneRunnerWinsAClaim: eight clones race for one task; the
-// remote's compare-and-swap lets exactly one through, and every clone
-// then reads that one claim.
+// TestExactlyOneRunnerWinsAClaim: eight clones race for one task (three
+// in the fast lane); the remote's compare-and-swap lets exactly one
+// through, and every clone then reads that one claim.
 func TestExactlyOneRunnerWinsAClaim(t *testing.T) {
-	rs := clones(t, 8)
+	t.Parallel()
+	n := 8
+	if testing.Short() {
+		n = 3
+	}
+	rs := clones(t, n)
 	now := time.Now()
 	var wg sync.WaitGroup
 	results := make([]error, len(rs))
@@ -128,6 +133,7 @@ func TestExactlyOneRunnerWinsAClaim(t *testing.T) {
 // old holder's renewal and its result push are refused whole, and the
 // new holder's go through.
 func TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rs := clones(t, 2)
 	a, b := rs[0], rs[1]
@@ -169,6 +175,7 @@ func TestAnExpiredClaimIsTakenOverAndTheOldHolderIsFenced(t *testing.T) {
 
 // TestRenewIsOnePushForEveryClaimAndTheRunner.
 func TestRenewIsOnePushForEveryClaimAndTheRunner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := clones(t, 1)[0]
 	r.MaxLease = 2 * time.Hour // the hour's lease below is within it
