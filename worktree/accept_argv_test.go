@@ -77,6 +77,7 @@ func TestAcceptCommandsRefuseOptionLikeValues(t *testing.T) {
 // on a real repository: a conflicting squash names the files and resets
 // the checkout; a clean one stages and commits with the message intact.
 func TestSquashMergeConflictLeavesTheCheckoutAsItWas(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "switch", "-q", "-c", "lazy/x")
@@ -120,6 +121,7 @@ func TestSquashMergeConflictLeavesTheCheckoutAsItWas(t *testing.T) {
 // TestCommitStagedRefusedByAHookUndoesTheMerge checks that a commit git
 // refuses leaves nothing staged.
 func TestCommitStagedRefusedByAHookUndoesTheMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "switch", "-q", "-c", "lazy/x")
@@ -150,6 +152,7 @@ func TestCommitStagedRefusedByAHookUndoesTheMerge(t *testing.T) {
 // TestStashDropDropsExactlyThatStash checks that a stash pushed on top
 // meanwhile survives, and that a stash no longer listed is reported.
 func TestStashDropDropsExactlyThatStash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	argvWrite(t, dir, "README.md", "mine\n")
@@ -178,6 +181,7 @@ func TestStashDropDropsExactlyThatStash(t *testing.T) {
 
 // TestCheckedOutAtFindsTheLinkedWorktree checks the porcelain parsing.
 func TestCheckedOutAtFindsTheLinkedWorktree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "branch", "side")

@@ -35,6 +35,7 @@ func TestBranchCommandsArgv(t *testing.T) {
 // has no commits, a grep finds only commits after since, a move and a
 // branch land where asked.
 func TestBranchCommandsOnARealRepository(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	unborn := t.TempDir()
 	testrepo.Git(t, unborn, "init", "-q", "-b", "main")

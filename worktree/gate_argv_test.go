@@ -105,6 +105,7 @@ func commitFile(t *testing.T, dir, name, content string) string {
 // merged tree computed without a checkout, committed on the target's
 // tip, and the checkout fast-forwarded to exactly that tree.
 func TestMergeTreeCommitTreeFastForward(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "switch", "-q", "-c", "lazy/x")
@@ -150,6 +151,7 @@ func TestMergeTreeCommitTreeFastForward(t *testing.T) {
 }
 
 func TestMergeTreeConflictListsThePaths(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "switch", "-q", "-c", "lazy/x")
@@ -180,6 +182,7 @@ func TestMergeTreeConflictListsThePaths(t *testing.T) {
 // TestFastForwardChangesNothingWhenItCannot: a commit that does not
 // descend from the checkout's is refused, and the checkout stays.
 func TestFastForwardChangesNothingWhenItCannot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	testrepo.Git(t, dir, "switch", "-q", "-c", "side")
@@ -195,6 +198,7 @@ func TestFastForwardChangesNothingWhenItCannot(t *testing.T) {
 }
 
 func TestUpdateBranchIsACompareAndSwap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	old := testrepo.Git(t, dir, "rev-parse", "HEAD")
@@ -225,6 +229,7 @@ func TestUpdateBranchIsACompareAndSwap(t *testing.T) {
 }
 
 func TestFileAt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	commitFile(t, dir, ".lazy/gate", "go test ./...\n")
@@ -264,6 +269,7 @@ func TestFileAt(t *testing.T) {
 }
 
 func TestAddDetachedChecksOutTheCommitWithNoBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	first := testrepo.Git(t, dir, "rev-parse", "HEAD")
@@ -294,6 +300,7 @@ func TestAddDetachedChecksOutTheCommitWithNoBranch(t *testing.T) {
 // branch (or HEAD); ResetToHead puts the checkout back with the lock
 // still there.
 func TestResetToHeadUndoesAFastForwardALockStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {
 		dir := testrepo.New(t)
@@ -323,6 +330,7 @@ func TestResetToHeadUndoesAFastForwardALockStopped(t *testing.T) {
 // git still marks locked (a worktree add killed midway) and one whose
 // directory is gone are both removed, with git's record of them.
 func TestRemoveScratchRemovesWhatAKilledGateLeft(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	head := testrepo.Git(t, dir, "rev-parse", "HEAD")

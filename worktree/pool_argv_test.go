@@ -37,6 +37,7 @@ func TestPoolCommandsArgv(t *testing.T) {
 // TestFetchBranchOnlyFastForwards: a branch the remote moved ahead
 // comes in; a local branch with commits the remote lacks is kept.
 func TestFetchBranchOnlyFastForwards(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := testrepo.New(t)
 	testrepo.Git(t, src, "branch", "lazy/x")

@@ -40,6 +40,7 @@ func TestRangeFilesCommandArgv(t *testing.T) {
 // branch changed since it left main, and what landed on main since; a
 // rename is its two names, and odd names survive.
 func TestRangeFilesOnARealRepository(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	argvWrite(t, dir, "old.txt", "old\n")

@@ -28,6 +28,7 @@ func read(t *testing.T, dir, name string) string {
 // A read-only turn that commits, edits, stages, deletes, adds files and
 // switches branches is undone exactly, and what it wrote is kept.
 func TestRestoreUndoesAReadOnlyTurnAndKeepsWhatItWrote(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	write(t, dir, "tracked.txt", "one\n")

@@ -55,6 +55,7 @@ func TestRecoverAndRefCommandsArgv(t *testing.T) {
 // TestHalfSquashOnlyForExactlyTheSquash runs the proof a recovery needs
 // before it resets a checkout: the squash alone, nothing of the user's.
 func TestHalfSquashOnlyForExactlyTheSquash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T) (string, string) {
 		dir := testrepo.New(t)
@@ -112,6 +113,7 @@ func TestHalfSquashOnlyForExactlyTheSquash(t *testing.T) {
 // TestStashAppliesRefusesWhatWouldConflict checks the dry run before a
 // stash is given back.
 func TestStashAppliesRefusesWhatWouldConflict(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	argvWrite(t, dir, "README.md", "mine\n")
@@ -141,6 +143,7 @@ func TestStashAppliesRefusesWhatWouldConflict(t *testing.T) {
 // TestRefsRoundTrip creates, lists, checks and deletes a ref; a second
 // create of the same ref is refused.
 func TestRefsRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	head := testrepo.Git(t, dir, "rev-parse", "HEAD")

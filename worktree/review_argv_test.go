@@ -40,6 +40,7 @@ func TestReviewCommandsArgv(t *testing.T) {
 // TestReviewCommandsOnARealRepository checks the parsing: names with
 // spaces and newlines survive, untracked files are listed one by one.
 func TestReviewCommandsOnARealRepository(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	base := testrepo.Git(t, dir, "rev-parse", "HEAD")

@@ -33,6 +33,7 @@ func stashOf(t *testing.T, dir, msg string, files map[string]string) string {
 // that changes a line the others changed keeps every version between
 // conflict markers, older first, and names the file.
 func TestFoldedStashRestoresBothInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := testrepo.New(t)
 	if err := os.WriteFile(filepath.Join(dir, "other.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
