@@ -425,16 +425,6 @@ func exitCode(err error) int {
 	return 1
 }
 
-// oneLine flattens text for a table cell.
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
-}
-
 // info prints a progress or status line on stderr. It starts with "· ",
 // never "lazy:", so it does not read like the error lines that do.
 func (a *app) info(format string, args ...any) {

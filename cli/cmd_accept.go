@@ -134,9 +134,9 @@ func acceptedLine(res *ops.AcceptResult) string {
 		if res.Pending != "" {
 			return fmt.Sprintf("Merging %s: pull request #%d %s is not merged yet (%s); lazy accept %s again (or the daemon) finishes it", slug, res.PR.Number, res.PR.URL, res.Pending, slug)
 		}
-		return fmt.Sprintf("Accepted %s: pull request #%d merged into %s as %s", slug, res.PR.Number, res.Into, shortSHA(res.Commit))
+		return fmt.Sprintf("Accepted %s: pull request #%d merged into %s as %s", slug, res.PR.Number, res.Into, render.ShortSHA(res.Commit))
 	}
-	return fmt.Sprintf("Accepted %s: squash-merged into %s as %s%s", slug, res.Into, shortSHA(res.Commit), gateNote(res))
+	return fmt.Sprintf("Accepted %s: squash-merged into %s as %s%s", slug, res.Into, render.ShortSHA(res.Commit), gateNote(res))
 }
 
 // options are the accept options of this command and the repository's
@@ -241,7 +241,7 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 		case r.Result.Pending != "":
 			fmt.Fprintf(a.stdout, "Merging %s: %s\n", r.Result.Snapshot.Task.Slug, r.Result.Pending)
 		default:
-			fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", r.Result.Snapshot.Task.Slug, r.Result.Into, shortSHA(r.Result.Commit), gateNote(r.Result))
+			fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", r.Result.Snapshot.Task.Slug, r.Result.Into, render.ShortSHA(r.Result.Commit), gateNote(r.Result))
 		}
 		// What landed but was not fully settled (an attempt's group, say)
 		// is said here as for one task.
@@ -296,13 +296,6 @@ func (a *app) taskSummary(id string) task.Summary {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
-	}
-	return s
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
 	}
 	return s
 }

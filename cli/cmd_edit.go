@@ -7,6 +7,7 @@ import (
 
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/lifecycle"
+	"github.com/lazyorch/lazy/render"
 )
 
 // EditCmd changes a task's title, goal or target branch.
@@ -75,7 +76,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 	}
 	if c.Budget != nil {
 		if usd, ok, _ := sn.Task.OwnBudget(); ok {
-			changed = append(changed, "budget ("+budgetAmount(usd)+")")
+			changed = append(changed, "budget ("+render.BudgetAmount(usd)+")")
 		} else {
 			changed = append(changed, "budget (none of its own)")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/queue"
+	"github.com/lazyorch/lazy/render"
 )
 
 // QueueCmd shows this machine's merge queues.
@@ -73,7 +74,7 @@ func renderQueues(w io.Writer, queues []queue.View, now time.Time) {
 		for _, l := range left {
 			line := fmt.Sprintf("    %-28s %-8s %s", sanitize.Field(l.Slug), l.Outcome, ago(now, l.At))
 			if l.Commit != "" {
-				line += "  as " + shortSHA(l.Commit)
+				line += "  as " + render.ShortSHA(l.Commit)
 			}
 			if l.Why != "" {
 				line += "  " + sanitize.Field(clip(l.Why, 160))

@@ -146,7 +146,7 @@ func (c *DiffCmd) nothing(r *review.Review) string {
 func quotedNames(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = fileName(n)
+		out[i] = render.FileName(n)
 	}
 	return out
 }
@@ -218,7 +218,7 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
 			fmt.Fprintf(a.stdout, "%s\n(no branch here to diff: %s)\n", head, at.DiffCell())
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s %s..%s on %s\n", head, shortSHA(r.MergeBase), shortSHA(r.BranchSHA), r.Branch)
+		fmt.Fprintf(a.stdout, "%s %s..%s on %s\n", head, render.ShortSHA(r.MergeBase), render.ShortSHA(r.BranchSHA), r.Branch)
 		var out string
 		switch {
 		case c.Stat:

@@ -12,6 +12,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -232,7 +233,7 @@ func pullSummary(rep *gitstore.SyncReport) string {
 		rest = append(rest, fmt.Sprintf("%s unchanged", words.Count(rep.UpToDate, "task", "tasks")))
 	}
 	if n := rep.LocalAhead; n > 0 {
-		rest = append(rest, fmt.Sprintf("%d newer here (lazy push sends %s)", n, plural(n, "it", "them")))
+		rest = append(rest, fmt.Sprintf("%d newer here (lazy push sends %s)", n, render.Plural(n, "it", "them")))
 	}
 	if len(rest) == 0 {
 		return took

@@ -357,9 +357,6 @@ func writeJSONList(w io.Writer, rows []task.Entry, bad []listError, mk *marks.Ma
 	return bw.Flush()
 }
 
-// maxFilesShown bounds the changed files show lists per turn.
-const maxFilesShown = 20
-
 // permissions is what sn's agent may do here (lazy show), or nil when
 // another machine runs it or the configuration cannot say.
 func (a *app) permissions(ctx context.Context, sn *task.Snapshot) *agent.TaskPermissions {
@@ -382,13 +379,6 @@ type ShowCmd struct {
 	Task string `arg:"" help:"Slug or id prefix." predictor:"task"`
 	JSON bool   `help:"Print the task as JSON."`
 	Full bool   `help:"Print every text whole (lazy show cuts texts over 64 KiB); a record over lazy's limits is still read only in part."`
-}
-
-func actorOrHuman(a machine.Actor) machine.Actor {
-	if a == "" {
-		return machine.Human
-	}
-	return a
 }
 
 // CommentCmd adds a comment.
@@ -642,26 +632,4 @@ func (c *AllowCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "%s: allowed paths %s\n", sn.Task.Slug, strings.Join(sn.Task.AllowedPaths, ", "))
 	return nil
-}
-
-// parkReason labels why the task is where it is by its status: a stop
-// reads "Stopped", a classified failure that parked it "Blocked", a dead
-// agent "Interrupted", and a failure recorded before a later move
-// "Failed". A stop's own words come from its turn, since a stop records
-// no failure.
-func parkReason(status machine.Status, reason string, turns []task.Turn) (string, string) {
-	var last *task.Turn
-	if len(turns) > 0 {
-		last = &turns[len(turns)-1]
-	}
-	switch status {
-	case machine.Interrupted:
-		return "Interrupted", reason
-	case machine.Blocked, machine.Conflict:
-		if last != nil && last.Kind == "stop" {
-			return "Stopped", strings.TrimPrefix(strings.TrimPrefix(last.Content, "[stop] "), "the human stopped this turn: ")
-		}
-		return "Blocked", reason
-	}
-	return "Failed", reason
 }

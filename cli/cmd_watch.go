@@ -166,7 +166,7 @@ func (a *app) rows(entries []task.Entry, keep func(machine.Status) bool) ([]stat
 // it is and what it has cost so far.
 func rowTitle(r statusRow) string {
 	if r.AttemptOf == "" {
-		return oneLine(r.Title, 60)
+		return render.OneLine(r.Title, 60)
 	}
 	return fmt.Sprintf("└ attempt %d of %s, %s", r.Attempt, r.AttemptOf, attempts.UsageCell(r.Usage))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/notify"
+	"github.com/lazyorch/lazy/render"
 )
 
 // isChange reports whether the command line changes a key rather than
@@ -263,7 +264,7 @@ func scopeWord(scope string) string {
 
 // countOf is "1 value", "2 values".
 func countOf(n int, what string) string {
-	return fmt.Sprintf("%d %s", n, plural(n, what, what+"s"))
+	return fmt.Sprintf("%d %s", n, render.Plural(n, what, what+"s"))
 }
 
 // checkNewValue refuses a value lazy would refuse to read, worded for

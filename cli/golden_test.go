@@ -6,9 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/task"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -30,15 +27,4 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
-}
-
-// noMarks is a substate derivation with no markers to read: a working
-// task is running its tests.
-type noMarks struct{}
-
-func (noMarks) Substate(s *task.Summary) string {
-	if s.Status == machine.Working {
-		return "agent: running tests"
-	}
-	return ""
 }

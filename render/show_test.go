@@ -1,4 +1,4 @@
-package cli
+package render
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -22,9 +21,9 @@ func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 	sn.Session = &task.Session{ID: "aaaabbbbccccdddd", Number: 2, Host: "here", Agent: "claude", Branch: "lazy/the-task"}
 	d := &task.Detail{Summary: task.NewSummary(&sn.Task), Live: "waiting on the user", Goal: "do it",
 		History: []task.Change{{At: at, Op: "create", To: machine.Backlog, Host: "here"}}}
-	v := &showView{sn: sn, detail: d, parent: "the-parent (fedcba98)", foreign: true, next: []string{"lazy accept the-task"}}
+	v := &Show{Snapshot: sn, Detail: d, Parent: "the-parent (fedcba98)", Foreign: true, Next: []string{"lazy accept the-task"}}
 	var out bytes.Buffer
-	if err := v.render(&out, render.Style{}); err != nil {
+	if err := v.Render(&out, Style{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -46,9 +45,9 @@ func TestShowRendersOnlyWhatWasFetched(t *testing.T) {
 	if strings.Contains(text, "PR:") {
 		t.Errorf("a PR line without a pull request:\n%s", text)
 	}
-	v.detail.Live, v.foreign, v.next = "", false, nil
+	v.Detail.Live, v.Foreign, v.Next = "", false, nil
 	out.Reset()
-	if err := v.render(&out, render.Style{}); err != nil {
+	if err := v.Render(&out, Style{}); err != nil {
 		t.Fatal(err)
 	}
 	if text := out.String(); !strings.Contains(text, "  Status:   blocked\n") || strings.Contains(text, "Warning:") || strings.Contains(text, "\nNext\n") {
@@ -71,7 +70,7 @@ func TestShowFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
 		{Seq: 8, Role: task.RoleAgent, Kind: "agent", Content: "Odd.", At: at, ExitCode: &zero, Tools: &task.Tools{Calls: 2, Failed: 9}},
 	}}
 	var out bytes.Buffer
-	if err := (&showView{sn: sn, detail: d}).render(&out, render.Style{}); err != nil {
+	if err := (&Show{Snapshot: sn, Detail: d}).Render(&out, Style{}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
