@@ -55,6 +55,7 @@ type Repo interface {
 	ReadRef(name string) (OID, bool, error)
 	// ListRefs returns every ref whose name starts with prefix.
 	ListRefs(prefix string) (map[string]OID, error)
+	FileReader
 	// CompareAndSwap points name at new (not zero) if it now names old
 	// (the zero OID: does not exist); otherwise ErrStale.
 	CompareAndSwap(name string, old, new OID) error

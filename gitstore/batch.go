@@ -1,17 +1,10 @@
 package gitstore
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
 
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -24,14 +17,9 @@ import (
 // exact errors, as they always did.
 const batchThreshold = 64
 
-// batchReadBuffer is the read buffer over cat-file's output: large enough
-// that almost every task.json is parsed in place in it, and that the
-// multi-megabyte stream is read in pipe-sized chunks without growing a
-// buffer for the whole of it.
-const batchReadBuffer = 256 << 10
-
-// batchSummaries reads task.json of each commit through `git cat-file
-// --batch-command --buffer` and returns one cache record per id. Each
+// batchSummaries reads task.json of each commit through gitrepo's file
+// reader (`git cat-file --batch-command --buffer`, see
+// gitrepo.Git.ReadFiles) and returns one cache record per id. Each
 // process asks in two rounds: "info" for every commit:task.json first, so
 // an oversize blob is reported from its size without git ever printing
 // it, then "contents" for the others, parsed as git streams them. A large
@@ -79,139 +67,27 @@ func (s *Store) batchParts(ids []string, commits []gitrepo.OID, parts int) ([]ca
 const batchSplit = 2000
 
 // catFileSummaries fills recs[i] with the cache record of ids[i] read
-// through one cat-file process, or sets retry[i] for the in-process
-// reader.
-func (s *Store) catFileSummaries(ids []string, commits []gitrepo.OID, recs []cacheRec, retry []bool) (err error) {
-	argv, err := gitcli.New(s.repo.CommonDir, "cat-file", "--batch-command", "--buffer").Argv()
-	if err != nil {
-		return err
+// through gitrepo's file reader (one cat-file process of its own), or
+// sets retry[i] for the in-process reader.
+func (s *Store) catFileSummaries(ids []string, commits []gitrepo.OID, recs []cacheRec, retry []bool) error {
+	if s.git == nil {
+		for i := range retry {
+			retry[i] = true
+		}
+		return nil
 	}
-	cmd := exec.Command("git", argv...)
-	cmd.Dir = s.repo.CommonDir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return fmt.Errorf("git cat-file: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("git cat-file: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start git cat-file: %w", err)
-	}
-	// Commands are written from their own goroutine: git answers while it
-	// reads, and a writer blocked on a full pipe must never wait for the
-	// reader below.
-	written := make(chan error, 1)
-	finished := false
-	defer func() {
-		if !finished {
-			_ = stdin.Close()
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		if err != nil {
-			err = &gitcli.Error{Args: argv, Stderr: stderr.String(), Err: err}
-		}
-	}()
-	go func() {
-		w := bufio.NewWriterSize(stdin, 64<<10)
-		for _, h := range commits {
-			w.WriteString("info ")
-			w.WriteString(h.String())
-			w.WriteString(":" + fileTask + "\n")
-		}
-		w.WriteString("flush\n")
-		written <- w.Flush()
-	}()
-
-	r := bufio.NewReaderSize(stdout, batchReadBuffer)
-	type want struct {
-		i    int
-		oid  []byte
-		size int
-	}
-	wanted := make([]want, 0, len(ids))
-	for i, id := range ids {
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return fmt.Errorf("reading its answer: %w", err)
-		}
-		oid, blob, size, ok := parseBatchHeader(line)
-		if !ok || !blob {
-			retry[i] = true // missing, not a blob, ...
-			continue
-		}
-		if size > MaxMetaRecord {
-			h, _ := gitrepo.ParseOID(string(oid))
-			recs[i] = corruptRec(commits[i], corruptAt(id, commits[i], oversize(fileTask, h, size, MaxMetaRecord)))
-			continue
-		}
-		wanted = append(wanted, want{i: i, oid: append([]byte(nil), oid...), size: int(size)})
-	}
-	if err := <-written; err != nil {
-		return fmt.Errorf("writing its commands: %w", err)
-	}
-	go func() {
-		w := bufio.NewWriterSize(stdin, 64<<10)
-		for _, x := range wanted {
-			w.WriteString("contents ")
-			w.Write(x.oid)
-			w.WriteByte('\n')
-		}
-		err := w.Flush()
-		if cerr := stdin.Close(); err == nil {
-			err = cerr
-		}
-		written <- err
-	}()
-
 	var dec summaryDecoder
-	var big []byte // the rare task.json larger than r's buffer
-	for _, x := range wanted {
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return fmt.Errorf("reading its answer: %w", err)
+	return s.git.ReadFiles(commits, fileTask, MaxMetaRecord, func(i int, f gitrepo.File) error {
+		switch {
+		case errors.Is(f.Err, gitrepo.ErrOversize) && f.Type == gitrepo.Blob:
+			recs[i] = corruptRec(commits[i], corruptAt(ids[i], commits[i], oversize(fileTask, f.ID, f.Size, MaxMetaRecord)))
+		case f.Err != nil:
+			retry[i] = true // missing, not a blob, ...
+		default:
+			recs[i], retry[i] = decodeRec(&dec, ids[i], commits[i], f.Content)
 		}
-		oid, blob, size, ok := parseBatchHeader(line)
-		if !ok || !blob || size != int64(x.size) || !bytes.Equal(oid, x.oid) {
-			return fmt.Errorf("unexpected answer %q for object %s", bytes.TrimSpace(line), x.oid)
-		}
-		// The body is parsed in place in r's buffer when it fits, and read
-		// into one reused buffer when it does not.
-		var body []byte
-		if x.size+1 <= batchReadBuffer {
-			if body, err = r.Peek(x.size + 1); err != nil {
-				return fmt.Errorf("reading object %s: %w", x.oid, err)
-			}
-		} else {
-			if cap(big) < x.size+1 {
-				big = make([]byte, x.size+1)
-			}
-			body = big[:x.size+1]
-			if _, err := io.ReadFull(r, body); err != nil {
-				return fmt.Errorf("reading object %s: %w", x.oid, err)
-			}
-		}
-		if body[x.size] != '\n' {
-			return fmt.Errorf("object %s is not followed by a newline", x.oid)
-		}
-		recs[x.i], retry[x.i] = decodeRec(&dec, ids[x.i], commits[x.i], body[:x.size])
-		if x.size+1 <= batchReadBuffer {
-			_, _ = r.Discard(x.size + 1)
-		}
-	}
-	if err := <-written; err != nil {
-		return fmt.Errorf("writing its commands: %w", err)
-	}
-	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
-		return errors.New("it printed more than was asked")
-	}
-	finished = true
-	return cmd.Wait()
+		return nil
+	})
 }
 
 // decodeRec turns the task.json blob of commit into a cache record. The
@@ -230,31 +106,4 @@ func decodeRec(dec *summaryDecoder, id string, commit gitrepo.OID, body []byte) 
 		return cacheRec{}, true
 	}
 	return taskRec(commit, &t), false
-}
-
-// parseBatchHeader parses cat-file's "<oid> <type> <size>\n" in place,
-// without allocating (it runs twice per task); ok is false for any other
-// line ("<name> missing", ...).
-func parseBatchHeader(line []byte) (oid []byte, blob bool, size int64, ok bool) {
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	sp := bytes.IndexByte(line, ' ')
-	if sp < 0 {
-		return nil, false, 0, false
-	}
-	oid, line = line[:sp], line[sp+1:]
-	sp = bytes.IndexByte(line, ' ')
-	if sp < 0 || (len(oid) != 40 && len(oid) != 64) || !gitrepo.AllHex(oid) {
-		return nil, false, 0, false
-	}
-	digits := line[sp+1:]
-	if len(digits) == 0 || len(digits) > 18 { // 18 digits cannot overflow
-		return nil, false, 0, false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return nil, false, 0, false
-		}
-		size = size*10 + int64(c-'0')
-	}
-	return oid, string(line[:sp]) == "blob", size, true
 }

@@ -142,44 +142,6 @@ func FuzzParseCache(f *testing.F) {
 	})
 }
 
-func TestParseBatchHeader(t *testing.T) {
-	oid := "89abcdef0123456789abcdef0123456789abcdef"
-	for _, c := range []struct {
-		line       string
-		blob, ok   bool
-		size       int64
-		wantOIDLen int
-	}{
-		{oid + " blob 123\n", true, true, 123, 40},
-		{oid + " tree 0\n", false, true, 0, 40},
-		{oid + " blob 123", true, true, 123, 40},
-		{oid + ":task.json missing\n", false, false, 0, 0},
-		{"abc blob 1\n", false, false, 0, 0},
-		{oid + " blob -1\n", false, false, 0, 0},
-		{oid + " blob 1x\n", false, false, 0, 0},
-		{oid + " blob \n", false, false, 0, 0},
-		{oid + " blob 9999999999999999999\n", false, false, 0, 0},
-		{"", false, false, 0, 0},
-	} {
-		o, blob, size, ok := parseBatchHeader([]byte(c.line))
-		if ok != c.ok || blob != c.blob || size != c.size || len(o) != c.wantOIDLen {
-			t.Errorf("parseBatchHeader(%q) = %q %v %d %v", c.line, o, blob, size, ok)
-		}
-	}
-}
-
-// FuzzParseBatchHeader: a header from git is never trusted to be sane.
-func FuzzParseBatchHeader(f *testing.F) {
-	f.Add([]byte("89abcdef0123456789abcdef0123456789abcdef blob 123\n"))
-	f.Add([]byte("x missing\n"))
-	f.Fuzz(func(t *testing.T, line []byte) {
-		oid, _, size, ok := parseBatchHeader(line)
-		if ok && (size < 0 || !task.ValidHex(string(oid))) {
-			t.Fatalf("accepted %q: oid %q size %d", line, oid, size)
-		}
-	})
-}
-
 // TestListCacheInListingOrder: List writes its cache in the listing's
 // order and a second list rewrites nothing; a cache in another order (an
 // older lazy wrote records in map order) lists the same and is rewritten

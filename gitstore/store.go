@@ -38,6 +38,11 @@ const (
 type Store struct {
 	repo *Repo
 	objs *gitrepo.Objects
+	// git is the repository served by git processes: the bulk read of a
+	// cold listing's records (ReadFiles) goes through it, so that one
+	// object reader, held to gitrepo's conformance suite, answers for
+	// git's side (nil: the records are read in process).
+	git  gitrepo.Repo
 	host string
 	now  func() time.Time
 	// bounds bound one read of a whole record (see MaxRecordBytes).
@@ -59,6 +64,9 @@ func WithHost(host string) Option { return func(s *Store) { s.host = host } }
 // Open returns a Store on repo.
 func Open(repo *Repo, opts ...Option) *Store {
 	s := &Store{repo: repo, objs: gitrepo.NewObjectsFor(repo.CommonDir, repo.ObjectFormat), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
+	if g, err := gitrepo.OpenGitFor(repo.CommonDir, repo.ObjectFormat); err == nil {
+		s.git = g
+	}
 	for _, o := range opts {
 		o(s)
 	}

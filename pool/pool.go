@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,16 +120,6 @@ func typedListCmd(dir, prefix string, count int) *gitcli.Cmd {
 	return gitcli.New(dir, "for-each-ref", fmt.Sprintf("--count=%d", count), "--format=%(objectname) %(objecttype) %(refname)", prefix)
 }
 
-// checkCmd asks git the type and size of each object named on its
-// input, reading only their headers.
-func checkCmd(dir string, in []byte) *gitcli.Cmd {
-	return gitcli.New(dir, "cat-file", "--batch-check").Stdin(in)
-}
-
-func batchCmd(dir string, in []byte) *gitcli.Cmd {
-	return gitcli.New(dir, "cat-file", "--batch").Stdin(in)
-}
-
 // MaxRefs bounds how many refs of one kind (claims, runners, logs) lazy
 // reads from a pool: anyone who can push can add refs.
 const MaxRefs = 10000
@@ -149,8 +138,9 @@ type entry struct {
 // ref is data anyone who can push wrote: a ref that is not a commit, a
 // commit without the file, or a file over limit is returned with its
 // problem, and only what is within limit is ever read, its size taken
-// from the object's header first (git cat-file --batch-check). Three git
-// processes in all, whatever the number of refs.
+// from the object's header first (gitrepo's ReadFiles, the one object
+// reader held to git's answers). Two git processes in all, whatever the
+// number of refs.
 func (r *Remote) read(ctx context.Context, kind, file string, limit int, only string) ([]entry, []Problem, error) {
 	prefix := TrackPrefix(r.Name) + kind
 	pattern := prefix
@@ -163,7 +153,6 @@ func (r *Remote) read(ctx context.Context, kind, file string, limit int, only st
 	}
 	var ents []entry
 	var problems []Problem
-	var check bytes.Buffer
 	var commits []int // the entries whose file is asked of git
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
@@ -183,64 +172,51 @@ func (r *Remote) read(ctx context.Context, kind, file string, limit int, only st
 			e.problem = fmt.Sprintf("it points at a %s, not a commit lazy writes", f[1])
 		} else {
 			commits = append(commits, len(ents))
-			fmt.Fprintf(&check, "%s:%s\n", f[0], file)
 		}
 		ents = append(ents, e)
 	}
 	if len(commits) == 0 {
 		return ents, problems, nil
 	}
-	sizes, err := checkCmd(r.Dir, check.Bytes()).Output(ctx)
+	files, err := r.files()
 	if err != nil {
 		return nil, nil, err
 	}
-	lines := strings.Split(strings.TrimSuffix(string(sizes), "\n"), "\n")
-	if len(lines) != len(commits) {
-		return nil, nil, fmt.Errorf("git cat-file --batch-check answered %d lines for %d objects", len(lines), len(commits))
-	}
-	var want bytes.Buffer
-	var reads []int // the entries whose file is read, in order
+	ids := make([]gitrepo.OID, len(commits))
 	for k, i := range commits {
-		e := &ents[i]
-		f := strings.Fields(lines[k])
-		switch {
-		case len(f) == 2 && f[1] == "missing":
-			e.problem = "its commit holds no " + file
-		case len(f) != 3 || !hexID(f[0]):
-			e.problem = "git could not read it (" + lines[k] + ")"
-		case f[1] != "blob":
-			e.problem = fmt.Sprintf("its %s is a %s, not a file", file, f[1])
-		default:
-			n, err := strconv.ParseInt(f[2], 10, 64)
-			if err != nil || n < 0 || n > int64(limit) {
-				e.problem = fmt.Sprintf("its %s is %s bytes, over lazy's limit of %d (lazy did not read it)", file, f[2], limit)
-				continue
-			}
-			reads = append(reads, i)
-			fmt.Fprintf(&want, "%s\n", f[0])
+		if ids[k], err = gitrepo.ParseOID(ents[i].object); err != nil {
+			return nil, nil, fmt.Errorf("git for-each-ref answered %q: %w", ents[i].object, err)
 		}
 	}
-	if len(reads) == 0 {
-		return ents, problems, nil
-	}
-	raw, err := batchCmd(r.Dir, want.Bytes()).Output(ctx)
+	err = files.ReadFiles(ids, file, int64(limit), func(k int, f gitrepo.File) error {
+		e := &ents[commits[k]]
+		switch {
+		case errors.Is(f.Err, gitrepo.ErrMissing):
+			e.problem = "its commit holds no " + file
+		case errors.Is(f.Err, gitrepo.ErrWrongType):
+			e.problem = fmt.Sprintf("its %s is a %s, not a file", file, f.Type)
+		case errors.Is(f.Err, gitrepo.ErrOversize):
+			e.problem = fmt.Sprintf("its %s is %d bytes, over lazy's limit of %d (lazy did not read it)", file, f.Size, limit)
+		case f.Err != nil:
+			e.problem = "git could not read it (" + f.Err.Error() + ")"
+		default:
+			e.data = bytes.Clone(f.Content)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	for _, i := range reads {
-		header, rest, ok := bytes.Cut(raw, []byte{'\n'})
-		f := strings.Fields(string(header))
-		if !ok || len(f) != 3 || f[1] != "blob" {
-			return nil, nil, fmt.Errorf("git cat-file --batch answered %q", header)
-		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 || n > limit || n+1 > len(rest) {
-			return nil, nil, fmt.Errorf("git cat-file --batch answered %q, not the object it sized", header)
-		}
-		ents[i].data = rest[:n]
-		raw = rest[n+1:]
 	}
 	return ents, problems, nil
+}
+
+// files is the object reader of the repository at r.Dir.
+func (r *Remote) files() (gitrepo.FileReader, error) {
+	loc, err := gitrepo.Discover(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return gitrepo.OpenGitFor(loc.CommonDir, loc.ObjectFormat)
 }
 
 // maxRecord bounds a claim or runner record: they come from anyone who

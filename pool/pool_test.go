@@ -26,8 +26,6 @@ func TestPoolCommandsArgv(t *testing.T) {
 		{"fetch", fetchCmd("r", "origin"), []string{"fetch", "--quiet", "--no-tags", "--prune", "origin", "+refs/lazy-pool/*:refs/lazy-pool-remotes/origin/*"}},
 		{"list", listCmd("r", "refs/lazy-pool-remotes/origin/claims/"), []string{"for-each-ref", "--format=%(objectname) %(refname)", "refs/lazy-pool-remotes/origin/claims/"}},
 		{"typed list", typedListCmd("r", "refs/lazy-pool-remotes/origin/claims/", 10001), []string{"for-each-ref", "--count=10001", "--format=%(objectname) %(objecttype) %(refname)", "refs/lazy-pool-remotes/origin/claims/"}},
-		{"check", checkCmd("r", nil), []string{"cat-file", "--batch-check"}},
-		{"batch", batchCmd("r", nil), []string{"cat-file", "--batch"}},
 		{"max lease", maxLeaseCmd("r"), []string{"config", "--get", "lazy.pool.maxLease"}},
 		{"hash", hashCmd("r", nil), []string{"hash-object", "-w", "--stdin"}},
 		{"mktree", mktreeCmd("r", nil), []string{"mktree"}},

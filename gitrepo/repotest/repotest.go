@@ -52,6 +52,93 @@ func Run(t *testing.T, format string, open Open) {
 		testHostile(t, fresh, open)
 	})
 	t.Run("hostile ref names", func(t *testing.T) { testRefNames(t, fresh, open) })
+	t.Run("read files", func(t *testing.T) { testReadFiles(t, format, fresh, open) })
+}
+
+// testReadFiles asks ReadFiles for every name of the fixture's tree (and
+// one it lacks) in every object (commits, the tag, trees, blobs, an
+// absent id), at the limits around each file's size, and holds every
+// answer to git cat-file's for "<object>:<name>".
+func testReadFiles(t *testing.T, format string, fresh func(testing.TB) *Fixture, open Open) {
+	fx := fresh(t)
+	r := open(t, fx.GitDir)
+	t.Cleanup(func() { _ = r.Close() })
+	objs := append(append([]gitrepo.OID(nil), fx.IDs...), absentID(t, fx, format))
+	for _, name := range []string{"f0", "f3", "f5", "nope"} {
+		var in bytes.Buffer
+		for _, id := range objs {
+			in.WriteString(id.String() + ":" + name + "\n")
+		}
+		type answer struct {
+			id      string
+			typ     gitrepo.Type
+			size    int64
+			missing bool
+		}
+		var want []answer
+		for _, line := range strings.Split(Git(t, fx.GitDir, in.Bytes(), "cat-file", "--batch-check"), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 2 && f[1] == "missing" {
+				want = append(want, answer{missing: true})
+				continue
+			}
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			want = append(want, answer{id: f[0], typ: gitrepo.Type(f[1]), size: n})
+		}
+		if len(want) != len(objs) {
+			t.Fatalf("git cat-file answered %d lines for %d objects", len(want), len(objs))
+		}
+		var size int64 // the file's size in the commits that hold it
+		for _, w := range want {
+			if w.typ == gitrepo.Blob {
+				size = w.size
+			}
+		}
+		for _, slack := range []int64{0, -1} {
+			limit := size + slack
+			got := 0
+			_, err := within(t, "ReadFiles", func() (struct{}, error) {
+				return struct{}{}, r.ReadFiles(objs, name, limit, func(i int, f gitrepo.File) error {
+					if i != got {
+						t.Fatalf("ReadFiles answered %d before %d", i, got)
+					}
+					got++
+					w := want[i]
+					switch {
+					case w.missing:
+						if !errors.Is(f.Err, gitrepo.ErrMissing) {
+							t.Fatalf("%s:%s: %+v, want ErrMissing as git says", objs[i], name, f)
+						}
+					case f.ID.String() != w.id || f.Type != w.typ:
+						t.Fatalf("%s:%s: %s %s, git says %s %s", objs[i], name, f.ID, f.Type, w.id, w.typ)
+					case w.typ != gitrepo.Blob:
+						if !errors.Is(f.Err, gitrepo.ErrWrongType) {
+							t.Fatalf("%s:%s is a %s: %v, want ErrWrongType", objs[i], name, w.typ, f.Err)
+						}
+					case w.size > limit:
+						if !errors.Is(f.Err, gitrepo.ErrOversize) || f.Size != w.size || f.Content != nil {
+							t.Fatalf("%s:%s over the limit: %+v", objs[i], name, f)
+						}
+					default:
+						c := Git(t, fx.GitDir, nil, "cat-file", "blob", w.id)
+						if f.Err != nil || f.Size != w.size || strings.TrimSpace(string(f.Content)) != c {
+							t.Fatalf("%s:%s: %v, %d bytes; git says %d", objs[i], name, f.Err, len(f.Content), w.size)
+						}
+					}
+					return nil
+				})
+			})
+			if err != nil || got != len(objs) {
+				t.Fatalf("ReadFiles(%s): %v after %d of %d", name, err, got, len(objs))
+			}
+		}
+	}
+	stop := errors.New("enough")
+	n := 0
+	err := r.ReadFiles(fx.IDs, "f0", 1<<20, func(int, gitrepo.File) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("a callback's error: %v after %d answers, want it back after one", err, n)
+	}
 }
 
 // Copy is a copy of the fixture in a new temporary directory.
