@@ -29,15 +29,11 @@ const memSession = "5e55105e55105e55"
 // the resume itself recorded instead of run (it would merge upstream in
 // a worktree and launch a supervisor).
 type fakeLifecycle struct {
-	real    *lifecycle.Service
-	resumed []string
+	*lifecycle.Service // the breaker's judgement and the system's steps
+	resumed            []string
 	// refuse makes the resume refuse, as it does under the lock when
 	// another process acted first.
 	refuse func(id string)
-}
-
-func (l *fakeLifecycle) AutoResumeRefusal(sn *task.Snapshot) string {
-	return l.real.AutoResumeRefusal(sn)
 }
 
 func (l *fakeLifecycle) AutoResume(ctx context.Context, id string) (*task.Snapshot, error) {
@@ -46,7 +42,7 @@ func (l *fakeLifecycle) AutoResume(ctx context.Context, id string) (*task.Snapsh
 		return nil, errors.New("auto-resume: refused under the lock")
 	}
 	l.resumed = append(l.resumed, id)
-	sn, err := l.real.Env.Store.Load(id)
+	sn, err := l.Env.Store.Load(id)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +69,7 @@ func memReconciler(t *testing.T) (*Reconciler, *fakeLifecycle) {
 			return nil
 		},
 	}}
-	fl := &fakeLifecycle{real: lifecycle.New(&env.Env, nil, nil)}
+	fl := &fakeLifecycle{Service: lifecycle.New(&env.Env, nil, nil)}
 	return &Reconciler{Env: env, Lifecycle: fl}, fl
 }
 

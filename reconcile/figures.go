@@ -69,31 +69,11 @@ func holdFlagged(e *task.Entry) bool {
 	return len(task.OwnFlags(&task.Task{Hold: s.Hold})) > 0
 }
 
-// resumTotal replaces task id's flagged usage total with the sum of the
-// turns lazy believes, under the task lock, as one operation whose
-// reason says what was replaced.
+// resumTotal is doctor's repair of task id's flagged usage total: the
+// spending capability sums the turns lazy believes again and records
+// it.
 func (r *Reconciler) resumTotal(ctx context.Context, id string) (action string, repaired bool, errText string) {
-	unlock, err := r.Env.LockTask(ctx, id)
-	if err != nil {
-		return "", false, err.Error()
-	}
-	defer unlock()
-	var sum task.Usage
-	_, _, err = r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
-		u := s.Task.Usage
-		if u == nil || u.Flagged == "" {
-			return nil, nil // repaired meanwhile
-		}
-		var serr error
-		if sum, serr = r.Env.Store.SumTurns(s); serr != nil {
-			return nil, serr
-		}
-		why := u.Flagged
-		// Kept even when nothing is left: the task did record usage, and
-		// its turns' flags stay for doctor to name.
-		s.Task.Usage = &sum
-		return &task.Op{Name: "reconcile", Actor: machine.System, Reason: "usage total summed again from the turns: the recorded one was left out (" + why + ")"}, nil
-	})
+	sum, err := r.Env.Spending().ResumTotal(ctx, id)
 	if err != nil {
 		return "", false, err.Error()
 	}

@@ -31,24 +31,10 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 	}
 	pd := r.proto(id)
 	if resp, ok := currentResponse(pd, sn.Session); ok && resp.Status == "completed" {
-		var first *Action
-		unlock, err := r.Env.LockTask(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		_, _, err = r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
-			if s.Task.Status != machine.Interrupted || s.Session == nil || s.Session.Turn != resp.Seq || s.Session.ID != resp.Session {
-				first = nil
-				return nil, nil
-			}
-			s.Task.Status = machine.Working
-			why := "a completed response arrived after the task was marked interrupted"
-			first = &Action{TaskID: id, Slug: s.Task.Slug, From: machine.Interrupted, To: machine.Working, Why: why}
-			return &task.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
-		})
-		unlock()
+		step, err := r.lifecycle().ReviveLateResponse(ctx, id, resp.Session, resp.Seq)
+		first := stepAction(step)
 		if err != nil || first == nil {
-			return nil, err // on an error the closure's action was not written
+			return nil, err // on an error the step was not written
 		}
 		a, err := r.record(ctx, id, resp)
 		return append(one(first), one(a)...), err

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
@@ -150,12 +151,18 @@ func (r *Reconciler) git() Git {
 
 // Lifecycle is what the reconciler asks of the lifecycle capability:
 // whether the circuit breaker and the other guards let an interrupted
-// task auto-resume, the auto-resume itself, and the resume of a task
-// whose usage limit reset. lifecycle.Service, or a fake in tests.
+// task auto-resume, the auto-resume itself, the resume of a task whose
+// usage limit reset, and the system's steps the sweeps take. lifecycle.Service, or a fake in tests.
 type Lifecycle interface {
 	AutoResumeRefusal(sn *task.Snapshot) string
 	AutoResume(ctx context.Context, id string) (*task.Snapshot, error)
 	ResumeAfterLimit(ctx context.Context, id string, now time.Time) (*task.Snapshot, error)
+	// The system's steps, each recorded under the task lock when the
+	// task is still what the sweep saw (nil Step otherwise).
+	ParkGonePairing(ctx context.Context, id string) (*lifecycle.Step, error)
+	BacklogSessionless(ctx context.Context, id string) (*lifecycle.Step, error)
+	MergedOutside(ctx context.Context, id, target string) (*lifecycle.Step, error)
+	ReviveLateResponse(ctx context.Context, id, session string, seq int) (*lifecycle.Step, error)
 }
 
 func (r *Reconciler) lifecycle() Lifecycle {
@@ -166,7 +173,7 @@ func (r *Reconciler) lifecycle() Lifecycle {
 }
 
 // store is the task store through the port the capabilities share (the
-// store's own fast paths, SumTurns and the like, go through Env.Store).
+// store's own paths, doctor's repairs and the like, go through Env.Store).
 func (r *Reconciler) store() task.Store { return r.Env.Env.Store }
 
 // stampWatcher stamps files (ops.NewStampWatcher: gitstore's, which

@@ -19,34 +19,13 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
-// step applies one guarded system transition under the task lock. apply
-// returns "" to decline (the task is no longer what the sweep saw), or
-// the reason it recorded.
-func (r *Reconciler) step(ctx context.Context, id string, apply func(s *task.Snapshot) string) (*Action, error) {
-	unlock, err := r.Env.LockTask(ctx, id)
-	if err != nil {
-		return nil, err
+// stepAction is the Action of a system step a capability took; nil
+// when it declined.
+func stepAction(s *lifecycle.Step) *Action {
+	if s == nil {
+		return nil
 	}
-	defer unlock()
-	return r.stepLocked(ctx, id, apply)
-}
-
-func (r *Reconciler) stepLocked(ctx context.Context, id string, apply func(s *task.Snapshot) string) (*Action, error) {
-	var act *Action
-	_, _, err := r.store().Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
-		from := s.Task.Status
-		why := apply(s)
-		if why == "" {
-			act = nil
-			return nil, nil
-		}
-		act = &Action{TaskID: id, Slug: s.Task.Slug, From: from, To: s.Task.Status, Why: why}
-		return &task.Op{Name: "reconcile", Actor: machine.System, Reason: why}, nil
-	})
-	if err != nil {
-		return nil, err // the closure ran, but nothing was written
-	}
-	return act, nil
+	return &Action{TaskID: s.ID, Slug: s.Slug, From: s.From, To: s.To, Why: s.Why}
 }
 
 // sweepPairing parks a pairing task whose pairing process is gone (spec:
@@ -63,13 +42,8 @@ func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, err
 	} else if p.PID == 0 && r.now().Sub(sn.Task.UpdatedAt) < r.grace() {
 		return nil, nil // lazy pair may be starting up
 	}
-	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
-		if s.Task.Status != machine.Pairing {
-			return ""
-		}
-		s.Task.Status = machine.Park(s.PendingViolations())
-		return "the pairing process is gone"
-	})
+	step, err := r.lifecycle().ParkGonePairing(ctx, id)
+	a := stepAction(step)
 	if err == nil && a != nil {
 		pd.Remove(proto.PairingFile)
 	}
@@ -80,30 +54,15 @@ func (r *Reconciler) sweepPairing(ctx context.Context, id string) ([]Action, err
 // backlog: blocked means "waiting for review", and there is nothing to
 // review (spec: "Blocked-to-backlog migration").
 func (r *Reconciler) sweepSessionless(ctx context.Context, id string) ([]Action, error) {
-	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
-		if s.Task.Status != machine.Blocked || s.Session != nil || s.Task.Sessions > 0 {
-			return ""
-		}
-		s.Task.Status = machine.Backlog
-		return "blocked without a session: nothing to review, back to backlog"
-	})
-	return one(a), err
+	step, err := r.lifecycle().BacklogSessionless(ctx, id)
+	return one(stepAction(step)), err
 }
 
 // completeZombie finishes a task whose work was found merged: zombie ->
 // complete with outcome accepted.
 func (r *Reconciler) completeZombie(ctx context.Context, id, why string) ([]Action, error) {
-	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
-		if s.Task.Status != machine.Zombie {
-			return ""
-		}
-		ops.FinishAccepted(s, r.now())
-		if why == "" {
-			why = "its branch was merged; finished as accepted"
-		}
-		return why
-	})
-	return one(a), err
+	step, err := r.Env.FinishZombie(ctx, id, why, r.now())
+	return one(stepAction(step)), err
 }
 
 // sweepMerging recovers a stranded accept: a task in merging whose lock
@@ -571,27 +530,11 @@ func (r *Reconciler) finishMerged(ctx context.Context, id, target string) ([]Act
 	if gitcli.New(r.Env.RepoDir, "merge-base", "--is-ancestor", newest, "refs/heads/"+target).Run(ctx) != nil {
 		return nil, nil
 	}
-	a, err := r.step(ctx, id, func(s *task.Snapshot) string {
-		if !parkedStatus(s.Task.Status) || s.Session == nil {
-			return ""
-		}
-		s.Task.Status = machine.Zombie
-		return fmt.Sprintf("its branch %s was merged into %s outside lazy", s.Session.Branch, target)
-	})
+	step, err := r.lifecycle().MergedOutside(ctx, id, target)
+	a := stepAction(step)
 	if err != nil || a == nil {
 		return one(a), err
 	}
 	more, err := r.completeZombie(ctx, id, "")
 	return append(one(a), more...), err
-}
-
-// parkedStatus: parked statuses are where a branch merged outside lazy is
-// looked for; a working task's branch is moving, and judging it would
-// yank a live turn.
-func parkedStatus(s machine.Status) bool {
-	switch s {
-	case machine.Blocked, machine.Conflict, machine.Interrupted, machine.Submitted:
-		return true
-	}
-	return false
 }

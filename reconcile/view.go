@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
@@ -56,7 +57,7 @@ func newView(entries []task.Entry, gen uint64) *view {
 		switch {
 		case e.Status.IsTerminal():
 			v.terminal = append(v.terminal, i)
-		case parkedStatus(e.Status) && hasSession(e):
+		case lifecycle.ParkedStatus(e.Status) && hasSession(e):
 			v.parked = append(v.parked, i)
 		}
 		if e.Status == machine.Submitted || e.Status == machine.Merging {

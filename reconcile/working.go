@@ -175,7 +175,7 @@ func (r *Reconciler) record(ctx context.Context, id string, resp *proto.Response
 				} else if t != nil {
 					// A total lazy does not believe (a pulled record):
 					// summed again from the turns it does.
-					sum, serr := r.Env.Store.SumTurns(s)
+					sum, serr := r.Env.Spending().SumTurns(s)
 					if serr != nil {
 						return nil, serr
 					}
