@@ -194,6 +194,7 @@ func TestPinnedLayering(t *testing.T) {
 		"review":       {"gitstore", "ops", "lifecycle", "reconcile", "cli", "web", "mcp", "daemon"},
 		"conversation": {"gitstore", "ops", "lifecycle", "review", "submission", "reconcile", "cli", "web", "mcp", "daemon"},
 		"submission":   {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
+		"landing":      {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},
 		"attempts":     {"gitstore", "ops", "submission", "conversation", "reconcile", "cli", "web", "mcp", "daemon"},
 		"queue":        {"gitstore", "ops", "lifecycle", "review", "submission", "conversation", "spending", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
 		"runner":       {"gitstore", "ops", "reconcile", "cli", "web", "mcp", "daemon"},

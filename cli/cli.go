@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lazyorch/lazy/landing"
 	"io"
 	"os"
 	"os/signal"
@@ -17,7 +18,6 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/lazyorch/lazy/internal/termsafe"
-	"github.com/lazyorch/lazy/ops"
 )
 
 // Globals are the flags every command takes, before or after its name.
@@ -306,7 +306,7 @@ func run(version string, args []string, o runIO) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{dir: g.Dir, build: b, stdin: stdin, stdout: stdout, stderr: stderr, noColor: g.NoColor || o.getenv("NO_COLOR") != "",
-		getenv: o.getenv, now: o.now, terminal: o.terminal, noSpawn: o.noSpawn, crash: ops.CrashPointFromEnv()}
+		getenv: o.getenv, now: o.now, terminal: o.terminal, noSpawn: o.noSpawn, crash: landing.CrashPointFromEnv()}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	a.afterWrite()

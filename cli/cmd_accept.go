@@ -13,6 +13,7 @@ import (
 	"github.com/lazyorch/lazy/events"
 	"github.com/lazyorch/lazy/internal/progress"
 	"github.com/lazyorch/lazy/internal/sanitize"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
@@ -81,12 +82,12 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var res *ops.AcceptResult
+	var res *landing.AcceptResult
 	if c.Attempt != 0 {
 		_, aid, _ := env.Attempts().Resolve(id, c.Attempt)
-		res, err = env.AcceptAttempt(ctx, id, c.Attempt, a.acceptDisplay(aid), opts)
+		res, err = env.Landing().AcceptAttempt(ctx, id, c.Attempt, a.acceptDisplay(aid), opts)
 	} else {
-		res, err = env.Accept(ctx, id, a.acceptDisplay(id), opts)
+		res, err = env.Landing().Accept(ctx, id, a.acceptDisplay(id), opts)
 	}
 	if err != nil {
 		return err
@@ -128,7 +129,7 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 
 // acceptedLine is the sentence that says where an accept landed (lazy
 // accept prints it, lazy watch shows it).
-func acceptedLine(res *ops.AcceptResult) string {
+func acceptedLine(res *landing.AcceptResult) string {
 	slug := res.Snapshot.Task.Slug
 	if res.PR != nil {
 		if res.Pending != "" {
@@ -141,9 +142,9 @@ func acceptedLine(res *ops.AcceptResult) string {
 
 // options are the accept options of this command and the repository's
 // configuration.
-func (c *AcceptCmd) options(a *app) (ops.AcceptOptions, error) {
+func (c *AcceptCmd) options(a *app) (landing.AcceptOptions, error) {
 	var once sync.Once
-	opts := ops.AcceptOptions{PreTurnTimeout: c.Timeout, SkipGate: c.SkipGate, SkipReason: c.Reason, ApproveProtected: c.ApproveProtected,
+	opts := landing.AcceptOptions{PreTurnTimeout: c.Timeout, SkipGate: c.SkipGate, SkipReason: c.Reason, ApproveProtected: c.ApproveProtected,
 		Reconcile: func(ctx context.Context, id string) {
 			once.Do(func() { a.daemonAfterLaunch(ctx) })
 			a.reconcileTask(ctx, id)
@@ -186,7 +187,7 @@ func (a *app) acceptDisplay(id string) *phaseDisplay {
 }
 
 // acceptJSON is the JSON of one accept's result.
-func acceptJSON(res *ops.AcceptResult) map[string]any {
+func acceptJSON(res *landing.AcceptResult) map[string]any {
 	out := map[string]any{"task": toJSON(&res.Snapshot.Task), "into": res.Into, "commit": res.Commit, "pending": res.Pending, "warnings": nonNil(res.Warnings)}
 	if res.Gate != "" {
 		out["gate_run"] = res.Gate
@@ -195,7 +196,7 @@ func acceptJSON(res *ops.AcceptResult) map[string]any {
 }
 
 // gateNote says which gate run let the commit land.
-func gateNote(res *ops.AcceptResult) string {
+func gateNote(res *landing.AcceptResult) string {
 	if res.Gate == "" {
 		return ""
 	}
@@ -204,7 +205,7 @@ func gateNote(res *ops.AcceptResult) string {
 
 // queue accepts several tasks as a merge queue and reports each; it
 // fails if any did not land.
-func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.AcceptOptions) error {
+func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts landing.AcceptOptions) error {
 	ids := make([]string, len(c.Tasks))
 	for i, name := range c.Tasks {
 		id, err := a.store.Resolve(name)
@@ -217,7 +218,7 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 	line.Start(time.Second)
 	line.Set(fmt.Sprintf("accept: %d tasks in the queue; checking and gating them", len(ids)))
 	pos := 0
-	results := env.AcceptMany(ctx, ids, func(id string) ops.Narrator {
+	results := env.Landing().AcceptMany(ctx, ids, func(id string) landing.Narrator {
 		pos++
 		d := a.acceptDisplay(id)
 		d.line, d.pos = line, fmt.Sprintf("%d of %d", pos, len(ids))
@@ -265,15 +266,15 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts ops.Ac
 // queueResultJSON is one element of lazy accept TASK... --json: the
 // task (as it now is) whether or not it was accepted, so every element
 // has one shape, and the error and gate run of one that was not.
-func queueResultJSON(task task.Summary, r ops.Accepting) map[string]any {
+func queueResultJSON(task task.Summary, r landing.Accepting) map[string]any {
 	if r.Err != nil {
 		m := map[string]any{"task": task, "accepted": false, "error": r.Err.Error()}
-		var ge *ops.GateError
+		var ge *landing.GateError
 		if errors.As(r.Err, &ge) {
 			m["gate"] = ge.Run
 			m["fixing"] = ge.Fixing
 		}
-		var pe *ops.ProtectedError
+		var pe *landing.ProtectedError
 		if errors.As(r.Err, &pe) {
 			m["protected"] = nonNil(pe.Files)
 		}
@@ -358,7 +359,7 @@ func (d *phaseDisplay) Prelude(msg string) {
 	fmt.Fprintf(d.w, "· accept %s: %s\n", d.slug, msg)
 }
 
-func (d *phaseDisplay) Plan(plan []ops.Phase) {
+func (d *phaseDisplay) Plan(plan []landing.Phase) {
 	labels := make([]string, len(plan))
 	for i, p := range plan {
 		labels[i] = p.Label
@@ -371,7 +372,7 @@ func (d *phaseDisplay) Plan(plan []ops.Phase) {
 	fmt.Fprintf(d.w, "· accept %s: plan: %s\n", d.slug, strings.Join(labels, "; "))
 }
 
-func (d *phaseDisplay) Step(n, m int, p ops.Phase) {
+func (d *phaseDisplay) Step(n, m int, p landing.Phase) {
 	d.relay(events.Phase{Step: n, Of: m, Label: p.Label})
 	if d.tty {
 		d.say(fmt.Sprintf("[%d/%d] %s", n, m, p.Label))
@@ -392,7 +393,7 @@ func (d *phaseDisplay) Note(msg string) {
 
 // dryRun prints what accept would squash-merge, writing nothing.
 func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *ops.Env) error {
-	p, err := env.PreviewAccept(ctx, c.Tasks[0])
+	p, err := env.Landing().PreviewAccept(ctx, c.Tasks[0])
 	if err != nil {
 		return err
 	}

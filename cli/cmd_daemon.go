@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/mcp"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/runner"
 )
 
@@ -213,12 +213,12 @@ func (a *app) queueWork() func(ctx context.Context) {
 				return err
 			})
 			for _, r := range env.Queue().ReadyToRequeue() {
-				opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
+				opts, err := (&AcceptCmd{Timeout: landing.DefaultPreTurnTimeout}).options(a)
 				if err != nil {
 					return
 				}
 				opts.FixRound, opts.ViaForge = r.Round, r.ViaForge
-				_, _ = env.Accept(ctx, r.Task, nil, opts)
+				_, _ = env.Landing().Accept(ctx, r.Task, nil, opts)
 			}
 		}()
 	}

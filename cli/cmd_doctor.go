@@ -69,7 +69,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	findings = append(findings, a.owedStashFindings(ctx, only, !c.DryRun)...)
 	if env, err := a.env(); err == nil && only == "" {
 		if !c.DryRun {
-			for _, d := range env.SweepGateLeftovers(ctx) {
+			for _, d := range env.Landing().Gates().SweepGateLeftovers(ctx) {
 				findings = append(findings, reconcile.Finding{Kind: "gate-leftover", Detail: d, Repaired: true})
 			}
 		}
@@ -164,7 +164,7 @@ func (a *app) owedStashFindings(ctx context.Context, only string, mend bool) []r
 	if err != nil {
 		return nil
 	}
-	owed, err := env.OwedStashes(ctx, mend)
+	owed, err := env.Landing().Stashes().OwedStashes(ctx, mend)
 	if err != nil {
 		return []reconcile.Finding{{Kind: "owed-stash", Detail: "could not list the stashes lazy keeps", Error: err.Error()}}
 	}
@@ -187,7 +187,7 @@ func (c *DoctorCmd) releaseMerge(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sn, err := env.ReleaseForeignMerge(ctx, c.ReleaseMerge)
+	sn, err := env.Landing().Recovery().ReleaseForeignMerge(ctx, c.ReleaseMerge)
 	if err != nil {
 		return err
 	}
@@ -202,12 +202,12 @@ func (c *DoctorCmd) releaseMerge(a *app, ctx context.Context) error {
 // (gate-survivor), with its pid and command, and ends it when repairing.
 func gateSurvivorFindings(env *ops.Env, repair bool) []reconcile.Finding {
 	var out []reconcile.Finding
-	for _, s := range env.GateSurvivors() {
+	for _, s := range env.Landing().Gates().GateSurvivors() {
 		f := reconcile.Finding{Kind: "gate-survivor",
 			Detail: fmt.Sprintf("process %d (%s) of gate run %s is still running after its gate ended", s.PID, s.Cmd, s.Run),
 			Action: "would end it"}
 		if repair {
-			if env.EndGateSurvivor(s) {
+			if env.Landing().Gates().EndGateSurvivor(s) {
 				f.Action, f.Repaired = "ended it", true
 			} else {
 				f.Action = "it was gone, or its gate runs again, when doctor came to end it"

@@ -29,7 +29,7 @@ func (c *GateCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := env.Gate(ctx, c.Task, opts)
+	res, err := env.Landing().Gates().Gate(ctx, c.Task, opts)
 	if err != nil {
 		return err
 	}

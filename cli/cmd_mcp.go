@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/confine"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
@@ -82,8 +83,8 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 			Wait: wait,
 		},
 	}
-	d.Hooks.Accept = func() ops.AcceptOptions {
-		opts := ops.AcceptOptions{Reconcile: a.reconcileTask}
+	d.Hooks.Accept = func() landing.AcceptOptions {
+		opts := landing.AcceptOptions{Reconcile: a.reconcileTask}
 		// Read afresh: lazy mcp and the daemon live long, and a config
 		// change must apply to the next accept, not the next restart.
 		cfg := a.freshConfig()

@@ -181,7 +181,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			case gen != lastGen || !n.Active():
 				policy := notify.Policy{BreakerAt: lifecycle.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
 				if env, err := a.env(); err == nil {
-					if gs, err := env.GateSettings(); err == nil && gs.AutoFix {
+					if gs, err := env.Landing().Gates().GateSettings(); err == nil && gs.AutoFix {
 						policy.GateFixRounds = gs.MaxAttempts
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 	"io"
 	"os"
 	"os/exec"
@@ -83,7 +84,7 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 	}
 	// Said on stderr, so a patch piped to a file stays exact.
 	if sn, err := a.openTask(c.Task); err == nil {
-		if pv, _ := env.ProtectedChanges(ctx, sn); pv != nil {
+		if pv, _ := env.Landing().Gates().ProtectedChanges(ctx, sn); pv != nil {
 			fmt.Fprintf(a.stderr, "lazy: this change %s\n", pv.Line())
 		}
 	}
@@ -167,7 +168,7 @@ type diffJSON struct {
 	Uncommitted []string `json:"uncommitted"`
 	// ProtectedChanges names the protected paths the change touches,
 	// which only a human can approve (lazy accept --approve-protected).
-	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
+	ProtectedChanges *landing.ProtectedView `json:"protected_changes,omitempty"`
 }
 
 // json prints lazy diff --json. A task with no change is the same shape
@@ -189,7 +190,7 @@ func (c *DiffCmd) json(a *app, ctx context.Context, env *ops.Env) error {
 		out.Files = []string{}
 	}
 	if sn, err := a.openTask(c.Task); err == nil {
-		out.ProtectedChanges, _ = env.ProtectedChanges(ctx, sn)
+		out.ProtectedChanges, _ = env.Landing().Gates().ProtectedChanges(ctx, sn)
 	}
 	return a.printJSON(out)
 }

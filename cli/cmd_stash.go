@@ -9,6 +9,7 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/worktree"
@@ -37,7 +38,7 @@ markers.`
 
 // stashView is lazy stash --json.
 type stashView struct {
-	Owed []ops.OwedStash `json:"owed"`
+	Owed []landing.OwedStash `json:"owed"`
 }
 
 // Run implements lazy stash.
@@ -55,13 +56,13 @@ func (c *StashCmd) Run(a *app, ctx context.Context) error {
 	if c.Branch != "" {
 		return usageError{"lazy stash lists every checkout's changes; BRANCH goes with lazy stash restore BRANCH"}
 	}
-	owed, err := env.OwedStashes(ctx, true)
+	owed, err := env.Landing().Stashes().OwedStashes(ctx, true)
 	if err != nil {
 		return err
 	}
 	if c.JSON {
 		if owed == nil {
-			owed = []ops.OwedStash{}
+			owed = []landing.OwedStash{}
 		}
 		return a.printJSON(stashView{Owed: owed})
 	}
@@ -79,14 +80,14 @@ func (c *StashCmd) Run(a *app, ctx context.Context) error {
 }
 
 // renderOwed prints one checkout's kept changes, oldest first.
-func renderOwed(a *app, o ops.OwedStash) {
+func renderOwed(a *app, o landing.OwedStash) {
 	where := sanitize.Field(o.Dir)
 	if o.Target != "" {
 		where = sanitize.Field(o.Target) + " in " + where
 	}
 	parts := o.Parts
 	if len(parts) == 0 {
-		parts = []ops.StashPart{{SHA: o.SHA, TaskID: o.TaskID, At: o.At}}
+		parts = []landing.StashPart{{SHA: o.SHA, TaskID: o.TaskID, At: o.At}}
 	}
 	fmt.Fprintf(a.stdout, "Your uncommitted changes of %s, from %s, oldest first, kept in stash %s:\n", where, words.Count(len(parts), "interrupted accept", "interrupted accepts"), o.SHA)
 	for i, p := range parts {
@@ -128,8 +129,8 @@ func (c *StashCmd) restore(a *app, ctx context.Context, env *ops.Env) error {
 		}
 		branch = b
 	}
-	o, err := env.RestoreOwed(ctx, branch)
-	if errors.Is(err, ops.ErrNothingOwed) && !c.JSON {
+	o, err := env.Landing().Stashes().RestoreOwed(ctx, branch)
+	if errors.Is(err, landing.ErrNothingOwed) && !c.JSON {
 		return fmt.Errorf("%w; lazy stash lists what it keeps", err)
 	}
 	if err != nil {

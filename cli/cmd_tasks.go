@@ -438,7 +438,7 @@ func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do 
 		return err
 	}
 	done()
-	notes, cerr := env.CleanupAbandoned(ctx, sn, c.DeleteBranch)
+	notes, cerr := env.Landing().Cleanups().CleanupAbandoned(ctx, sn, c.DeleteBranch)
 	if c.JSON {
 		out := struct {
 			task.Summary

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 	"io"
 	"sort"
 	"strings"
@@ -38,7 +39,7 @@ type statusView struct {
 	Usage *task.Usage `json:"usage,omitempty"`
 	// OwedStashes are the user's uncommitted changes an accept stashed
 	// and has not given back, each with the command that restores it.
-	OwedStashes []ops.OwedStash `json:"owed_stashes"`
+	OwedStashes []landing.OwedStash `json:"owed_stashes"`
 	// ForeignMerges say, for each task merging by an accept this machine
 	// did not begin, that lazy leaves it alone here.
 	ForeignMerges []string `json:"foreign_merges,omitempty"`
@@ -97,7 +98,7 @@ func (a *app) foreignMerges(env *ops.Env, entries []task.Entry) []string {
 		if err != nil {
 			continue
 		}
-		if err := env.ForeignMerge(sn); err != nil {
+		if err := env.Landing().Recovery().ForeignMerge(sn); err != nil {
 			out = append(out, err.Error())
 		}
 	}
@@ -205,13 +206,13 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	rows, counts := a.rows(entries, machine.Status.IsActive)
-	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []ops.OwedStash{}, Queues: []queue.View{}, GateFailed: gateFailures(entries),
+	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []landing.OwedStash{}, Queues: []queue.View{}, GateFailed: gateFailures(entries),
 		Overlaps: overlapBriefs(entries, a.overlaps(ctx, entries, nil))}
 	if env, err := a.env(); err == nil {
 		if q := env.Queue().Queues(); q != nil {
 			v.Queues = q
 		}
-		if owed, err := env.OwedStashes(ctx, false); err == nil && owed != nil {
+		if owed, err := env.Landing().Stashes().OwedStashes(ctx, false); err == nil && owed != nil {
 			v.OwedStashes = owed
 		}
 		v.ForeignMerges = a.foreignMerges(env, entries)

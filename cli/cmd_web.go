@@ -14,6 +14,7 @@ import (
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/internal/configkeys"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
@@ -177,7 +178,7 @@ func (w *webActions) Reject(ctx context.Context, id, reason string) error {
 		return err
 	}
 	// As lazy reject without --delete-branch: a branch with unmerged work is kept.
-	_, err = env.CleanupAbandoned(ctx, sn, false)
+	_, err = env.Landing().Cleanups().CleanupAbandoned(ctx, sn, false)
 	return err
 }
 
@@ -190,7 +191,7 @@ func (w *webActions) Accept(ctx context.Context, id string, approveProtected boo
 		return "", err
 	}
 	display := &phaseDisplay{w: io.Discard, slug: id, relay: w.a.phaseRelay(id, "accept")}
-	res, err := env.Accept(ctx, id, display, ops.AcceptOptions{ApproveProtected: approveProtected})
+	res, err := env.Landing().Accept(ctx, id, display, landing.AcceptOptions{ApproveProtected: approveProtected})
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/lazyorch/lazy/cost"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/jsondoc"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/runner"
@@ -71,7 +71,7 @@ func TestJSONDocCoversTheGoTypes(t *testing.T) {
 		"lazy ask":               reflect.TypeFor[task.Turn](),
 		"lazy wait":              reflect.TypeFor[[]task.Summary](),
 		"lazy create":            reflect.TypeFor[task.Summary](),
-		"lazy accept --dry-run":  reflect.TypeFor[ops.AcceptPreview](),
+		"lazy accept --dry-run":  reflect.TypeFor[landing.AcceptPreview](),
 		"lazy queue":             reflect.TypeFor[[]queue.View](),
 		"lazy stash":             reflect.TypeFor[stashView](),
 	} {

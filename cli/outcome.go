@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -27,9 +27,9 @@ func (a *app) outcome(ctx context.Context, sn *task.Snapshot) (line string, fact
 		if err != nil {
 			break
 		}
-		if r := env.FailedGate(ctx, sn); r != nil {
-			parts = append(parts, ops.GateFailure(*r))
-			next = ops.GateNext(t.Slug, *r)
+		if r := env.Landing().Gates().FailedGate(ctx, sn); r != nil {
+			parts = append(parts, landing.GateFailure(*r))
+			next = landing.GateNext(t.Slug, *r)
 		}
 	}
 	line = strings.Join(parts, "; ")

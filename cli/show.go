@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 	"slices"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -19,7 +20,7 @@ import (
 // (render.Show), and the protected paths' view --json prints whole.
 type showView struct {
 	render.Show
-	protected *ops.ProtectedView
+	protected *landing.ProtectedView
 }
 
 // showJSON is lazy show --json: the detail, with the overlaps' fields
@@ -29,7 +30,7 @@ type showJSON struct {
 	review.TaskOverlaps
 	showAttempts
 	// ProtectedChanges names the protected paths the change touches.
-	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
+	ProtectedChanges *landing.ProtectedView `json:"protected_changes,omitempty"`
 }
 
 // showAttempts is what show --json adds for an attempt group: one
@@ -85,8 +86,8 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 	v := &showView{Show: render.Show{Snapshot: sn, Detail: d, Overlaps: a.taskOverlaps(ctx, sn)}}
 	if env, err := a.env(); err == nil {
 		// A gate run is this machine's only if its own record says so.
-		env.VerifyDetail(d)
-		v.protected, _ = env.ProtectedChanges(ctx, sn)
+		env.Landing().Gates().VerifyDetail(d)
+		v.protected, _ = env.Landing().Gates().ProtectedChanges(ctx, sn)
 		if v.protected != nil {
 			v.Protected = v.protected.Line()
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
@@ -175,7 +176,7 @@ func (b *tuiBackend) End(ctx context.Context, t *task.Summary, verb, reason stri
 			return "", err
 		}
 		line := fmt.Sprintf("%s %s: now %s", verbPast(verb), sn.Task.Slug, sn.Task.Status)
-		notes, err := env.CleanupAbandoned(ctx, sn, false)
+		notes, err := env.Landing().Cleanups().CleanupAbandoned(ctx, sn, false)
 		for _, n := range notes {
 			line += "; " + n
 		}
@@ -187,13 +188,13 @@ func (b *tuiBackend) End(ctx context.Context, t *task.Summary, verb, reason stri
 // the status line as they go.
 func (b *tuiBackend) Accept(ctx context.Context, t *task.Summary, progress func(string)) (string, error) {
 	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
-		opts, err := (&AcceptCmd{Timeout: ops.DefaultPreTurnTimeout}).options(a)
+		opts, err := (&AcceptCmd{Timeout: landing.DefaultPreTurnTimeout}).options(a)
 		if err != nil {
 			return "", err
 		}
 		narrate := a.acceptDisplay(t.ID)
 		narrate.w, narrate.tty = lineFunc(func(l string) { progress(strings.TrimPrefix(l, "· ")) }), false
-		res, err := env.Accept(ctx, t.ID, narrate, opts)
+		res, err := env.Landing().Accept(ctx, t.ID, narrate, opts)
 		if err != nil {
 			return "", err
 		}

@@ -67,7 +67,7 @@ func (b *tuiBackend) Load(ctx context.Context, cache *review.OverlapCache) ([]*t
 				// A gate run is this machine's only if its own
 				// record says so (a copy: the summary is cached).
 				c, g := *s, *s.Gate
-				env.VerifyGateSummary(s.ID, &g)
+				env.Landing().Gates().VerifyGateSummary(s.ID, &g)
 				c.Gate = &g
 				s = &c
 			}
@@ -153,7 +153,7 @@ func (b *tuiBackend) Diff(ctx context.Context, id string) []string {
 	}
 	var lines []string
 	if sn, err := a.store.Load(id); err == nil {
-		if pv, _ := env.ProtectedChanges(ctx, sn); pv != nil {
+		if pv, _ := env.Landing().Gates().ProtectedChanges(ctx, sn); pv != nil {
 			lines = append(lines, "⚠ This change "+pv.Line(), "")
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/landing"
 )
 
 // workedTask creates a task whose first turn commits the files given as
@@ -654,7 +654,7 @@ func TestAcceptAgainAfterAKilledAccept(t *testing.T) {
 		{"finish", "already accepted", 1},       // killed after it: finished
 	} {
 		tk := workedTask(t, r, "killed at "+tc.phase, tc.phase+".txt work")
-		if res := r.with(ops.CrashAtEnv+"="+tc.phase).run(nil, "accept", tk.Slug); res.Code != -1 && res.Code != 137 {
+		if res := r.with(landing.CrashAtEnv+"="+tc.phase).run(nil, "accept", tk.Slug); res.Code != -1 && res.Code != 137 {
 			t.Fatalf("accept with the crash hook at %s was not killed: %s", tc.phase, res)
 		}
 		if got := r.refStatus(tk.ID); got != "merging" {

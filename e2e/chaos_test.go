@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/flock"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/landing"
 )
 
 // TestChaos runs many lazy processes at once (create, start, unblock,
@@ -156,7 +156,7 @@ func TestChaos(t *testing.T) {
 		phase, random := accepts.arm(rng)
 		var env []string
 		if phase != "" {
-			env = []string{ops.CrashAtEnv + "=" + phase}
+			env = []string{landing.CrashAtEnv + "=" + phase}
 		}
 		// A random kill lands within the phases, mostly: between the
 		// crash hook's boundaries, in the middle of a git command.
@@ -619,7 +619,7 @@ func onlyWorkLeftForAHuman(r *runner) bool {
 // accept into a dirty checkout without a pre-accept turn.
 var chaosPhases = func() []string {
 	var ids []string
-	for _, p := range ops.AcceptPlan(false, true) {
+	for _, p := range landing.AcceptPlan(false, true) {
 		ids = append(ids, p.ID)
 	}
 	return ids
@@ -720,7 +720,7 @@ func (k *acceptKiller) counts() killCounts {
 func acceptPhaseOf(out string) string {
 	phase := "pre-flight"
 	for _, line := range strings.Split(out, "\n") {
-		for _, p := range ops.AcceptPhases {
+		for _, p := range landing.AcceptPhases {
 			if strings.Contains(line, " step ") && strings.HasSuffix(strings.TrimSpace(line), ": "+p.Label) {
 				phase = p.ID
 			}

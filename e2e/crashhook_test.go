@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/landing"
 )
 
 // The test-only crash hook kills an accept exactly as the phase it names
@@ -21,18 +21,18 @@ func TestCrashHookKillsAnAcceptAsEachPhaseBegins(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(lazyBin, "accept", tk.Slug)
-		cmd.Dir, cmd.Env = r.dir, append(r.environ(), ops.CrashAtEnv+"="+phase)
+		cmd.Dir, cmd.Env = r.dir, append(r.environ(), landing.CrashAtEnv+"="+phase)
 		out, _ := cmd.CombinedOutput()
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("accept with %s=%s was not SIGKILLed (%v):\n%s", ops.CrashAtEnv, phase, cmd.ProcessState, out)
+			t.Fatalf("accept with %s=%s was not SIGKILLed (%v):\n%s", landing.CrashAtEnv, phase, cmd.ProcessState, out)
 		}
 		if got := acceptPhaseOf(string(out)); got != phase {
-			t.Fatalf("accept with %s=%s died in phase %s:\n%s", ops.CrashAtEnv, phase, got, out)
+			t.Fatalf("accept with %s=%s died in phase %s:\n%s", landing.CrashAtEnv, phase, got, out)
 		}
 	}
 	tk := workedTask(t, r, "no crash", "g.txt work")
-	if res := r.with(ops.CrashAtEnv+"=nosuch-phase").run(nil, "accept", tk.Slug); res.Code != 0 {
-		t.Fatalf("accept with %s naming no phase did not run to its end: %s", ops.CrashAtEnv, res)
+	if res := r.with(landing.CrashAtEnv+"=nosuch-phase").run(nil, "accept", tk.Slug); res.Code != 0 {
+		t.Fatalf("accept with %s naming no phase did not run to its end: %s", landing.CrashAtEnv, res)
 	}
 }

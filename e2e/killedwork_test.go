@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/internal/words"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/landing"
 )
 
 // killedTarget is a branch accepts merge into and the checkout where the
@@ -165,18 +165,18 @@ func TestKilledAcceptsKeepTheUsersChangesInOnePlacePerCheckout(t *testing.T) {
 			args = append(args, tk.Slug)
 		}
 		cmd := exec.Command(lazyBin, args...)
-		cmd.Dir, cmd.Env = r.dir, append(r.environ(), ops.CrashAtEnv+"="+crashAt)
+		cmd.Dir, cmd.Env = r.dir, append(r.environ(), landing.CrashAtEnv+"="+crashAt)
 		out, _ := cmd.CombinedOutput()
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		phase, _, _ := strings.Cut(crashAt, ":")
 		if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || acceptPhaseOf(string(out)) != phase {
-			t.Fatalf("lazy %s with %s=%s was not killed in %s (%v):\n%s", strings.Join(args, " "), ops.CrashAtEnv, crashAt, phase, cmd.ProcessState, out)
+			t.Fatalf("lazy %s with %s=%s was not killed in %s (%v):\n%s", strings.Join(args, " "), landing.CrashAtEnv, crashAt, phase, cmd.ProcessState, out)
 		}
 		kills[phase]++
 	}
 	phases := func(gate bool) []string {
 		var ids []string
-		plan := ops.AcceptPlan(false, true)
+		plan := landing.AcceptPlan(false, true)
 		if gate {
 			ids = append(ids, "gate")
 		}
@@ -390,10 +390,10 @@ func TestDoctorFinishesWhatAKilledAcceptLeftOutsideTheCheckout(t *testing.T) {
 		rr.ok("start", tk.Slug, "--command", fakeAgentBin)
 		rr.waitStatus(tk.Slug, "blocked")
 		cmd := exec.Command(lazyBin, "accept", tk.Slug)
-		cmd.Dir, cmd.Env = r.dir, append(r.environ(), ops.CrashAtEnv+"="+phase)
+		cmd.Dir, cmd.Env = r.dir, append(r.environ(), landing.CrashAtEnv+"="+phase)
 		out, _ := cmd.CombinedOutput()
 		if got := acceptPhaseOf(string(out)); got != phase {
-			t.Fatalf("accept with %s=%s died in %s:\n%s", ops.CrashAtEnv, phase, got, out)
+			t.Fatalf("accept with %s=%s died in %s:\n%s", landing.CrashAtEnv, phase, got, out)
 		}
 		left, _ := filepath.Glob(filepath.Join(r.dir, ".git", "lazy", "tmp", "accept-*"))
 		if phase != "cleanup" && len(left) != 1 {

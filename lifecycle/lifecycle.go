@@ -7,7 +7,7 @@
 // the state machine, records first and acts second, with the actor of the
 // channel that asked (see package session, the core it runs on).
 //
-// Accepting a task is package landing's (for now still ops): lifecycle
+// Accepting a task is package landing's: lifecycle
 // sits below it, and asks it only through the Landing interface, so the
 // imports run one way (landing hands a failed gate back with Unblock).
 package lifecycle

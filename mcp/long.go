@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
@@ -175,20 +176,20 @@ func (d *Dispatcher) detached(ctx context.Context, key string, limit time.Durati
 type narrator struct{ ctx context.Context }
 
 func (n narrator) Prelude(msg string) { Report(n.ctx, "accept: "+msg) }
-func (n narrator) Plan(plan []ops.Phase) {
+func (n narrator) Plan(plan []landing.Phase) {
 	names := make([]string, len(plan))
 	for i, p := range plan {
 		names[i] = p.Label
 	}
 	Report(n.ctx, "accept plan: "+strings.Join(names, ", "))
 }
-func (n narrator) Step(i, m int, p ops.Phase) {
+func (n narrator) Step(i, m int, p landing.Phase) {
 	Report(n.ctx, fmt.Sprintf("accept step %d/%d: %s", i, m, p.Label))
 }
 func (n narrator) Note(msg string) { Report(n.ctx, "accept: "+msg) }
 
 func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in AcceptIn) (any, error) {
-	var opts ops.AcceptOptions
+	var opts landing.AcceptOptions
 	if d.Hooks.Accept != nil {
 		opts = d.Hooks.Accept()
 	}
@@ -223,11 +224,11 @@ func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in Acc
 
 // acceptOne lands task id, or its attempt k when k is not 0, through the
 // same ops as lazy accept and lazy accept GROUP --attempt K.
-func (d *Dispatcher) acceptOne(ctx context.Context, env *ops.Env, id string, k int, opts ops.AcceptOptions) (*ops.AcceptResult, error) {
+func (d *Dispatcher) acceptOne(ctx context.Context, env *ops.Env, id string, k int, opts landing.AcceptOptions) (*landing.AcceptResult, error) {
 	if k != 0 {
-		return env.AcceptAttempt(ctx, id, k, narrator{ctx}, opts)
+		return env.Landing().AcceptAttempt(ctx, id, k, narrator{ctx}, opts)
 	}
-	return env.Accept(ctx, id, narrator{ctx}, opts)
+	return env.Landing().Accept(ctx, id, narrator{ctx}, opts)
 }
 
 // stillRunning is the result of a detached op that has not ended yet.

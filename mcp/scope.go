@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 	"time"
 
 	"github.com/lazyorch/lazy/lifecycle"
@@ -221,11 +222,11 @@ func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOu
 		}
 	}
 	ov := overlapsOf(ctx, env, d.Store, sn)
-	var protected *ops.ProtectedView
+	var protected *landing.ProtectedView
 	if env != nil {
 		// A gate run is this machine's only if its own record says so.
-		env.VerifyDetail(det)
-		protected, _ = env.ProtectedChanges(ctx, sn)
+		env.Landing().Gates().VerifyDetail(det)
+		protected, _ = env.Landing().Gates().ProtectedChanges(ctx, sn)
 	}
 	out := &ShowOut{Detail: *det, Overlaps: ov.With, LandedOverlap: ov.Landed, OverlapsTruncated: ov.Truncated, ProtectedChanges: protected}
 	if env != nil && sn.Task.IsAttemptGroup() {
@@ -255,7 +256,7 @@ type ShowOut struct {
 	// ProtectedChanges names the protected paths the task's change
 	// touches: it lands only when a human approves them (lazy accept
 	// TASK --approve-protected), never through this server.
-	ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
+	ProtectedChanges *landing.ProtectedView `json:"protected_changes,omitempty"`
 }
 
 // overlapsOf is what a task started on this machine shares with the

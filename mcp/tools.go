@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 	"slices"
 	"strings"
 	"sync"
@@ -254,7 +255,7 @@ type (
 		Uncommitted []string `json:"uncommitted"`
 		// ProtectedChanges names the protected paths the change touches,
 		// which only a human can approve.
-		ProtectedChanges *ops.ProtectedView `json:"protected_changes,omitempty"`
+		ProtectedChanges *landing.ProtectedView `json:"protected_changes,omitempty"`
 	}
 	// LogsOut is lazy_logs's result.
 	LogsOut struct {
@@ -362,7 +363,7 @@ type Hooks struct {
 	// Wait blocks until task id's turn is recorded or timeout.
 	Wait func(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error)
 	// Accept returns the accept options (pre-accept turn) to use.
-	Accept func() ops.AcceptOptions
+	Accept func() landing.AcceptOptions
 }
 
 // Store is the task store the tools read: the task.Store port and a
@@ -595,7 +596,7 @@ func (c *toolCall) end(ctx context.Context, id string, in EndIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	notes, err := c.env.CleanupAbandoned(ctx, sn, false)
+	notes, err := c.env.Landing().Cleanups().CleanupAbandoned(ctx, sn, false)
 	if err != nil {
 		return nil, err
 	}
@@ -697,7 +698,7 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 			}
 			out := DiffOut{Task: id, Branch: r.Branch, Base: r.Base, Stat: r.Stat, Files: r.Files, Patch: r.Patch, Truncated: r.Truncated, Uncommitted: r.Uncommitted}
 			if sn, err := d.Store.Load(id); err == nil {
-				out.ProtectedChanges, _ = env.ProtectedChanges(ctx, sn)
+				out.ProtectedChanges, _ = env.Landing().Gates().ProtectedChanges(ctx, sn)
 			}
 			return out, nil
 		}))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/handoff"
+	"github.com/lazyorch/lazy/landing"
 	"math"
 	"os"
 	"path/filepath"
@@ -466,7 +467,7 @@ func TestTheGateRunsInTheTasksSandbox(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{})
+		_, err := r.e.Landing().Accept(ctx, sn.Task.ID, nil, landing.AcceptOptions{})
 		_, statErr := os.Stat(escaped)
 		switch {
 		case boxed && (err == nil || statErr == nil):

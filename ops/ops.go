@@ -57,14 +57,14 @@ func (e *Env) WithAccept(crash *CrashPoint, gateReaper []string) *Env {
 // still ops' own (a stranded accept's recovery) and submission to close
 // a pull request.
 func (e *Env) Lifecycle() *lifecycle.Service {
-	return lifecycle.New(&e.Env, e, e.Submission())
+	return lifecycle.New(&e.Env, e.Landing(), e.Submission())
 }
 
 // Submission is the forge capability (submit, a pull request's feedback
 // and state) over e's core, asking e what is still ops' own (a stranded
 // accept's recovery).
 func (e *Env) Submission() *submission.Service {
-	return submission.New(&e.Env, e)
+	return submission.New(&e.Env, e.Landing())
 }
 
 // Spending is the spending capability over e's core: what a task spent,

@@ -77,7 +77,7 @@ func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
 	if d.Base != r.Into || d.Branch != r.Branch || !slices.Equal(d.Files, []string{"task.txt"}) || !strings.Contains(d.Patch, "+task.txt") || d.Truncated {
 		t.Fatalf("lazy_diff %+v differs from lazy diff's range %+v", d, r)
 	}
-	p, err := e.PreviewAccept(ctx, slug)
+	p, err := e.Landing().PreviewAccept(ctx, slug)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,36 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
-
-func TestParentExemptionNeedsProvenIdentityAndAnActiveParent(t *testing.T) {
-	parent := &task.Task{ID: "00000000000000aa"}
-	for _, c := range []struct {
-		actor  machine.Actor
-		caller string
-		status machine.Status
-		want   bool
-	}{
-		{machine.Agent, parent.ID, machine.Working, true},
-		{machine.Agent, parent.ID, machine.Pairing, true},
-		{machine.Agent, parent.ID, machine.Interrupted, false}, // the spec: working or pairing only
-		{machine.Agent, parent.ID, machine.Merging, false},
-		{machine.Agent, "", machine.Working, false},                 // identity not proven
-		{machine.Agent, "00000000000000bb", machine.Working, false}, // another task's agent
-		{machine.Human, parent.ID, machine.Working, false},
-		{machine.Builder, parent.ID, machine.Working, false},
-	} {
-		parent.Status = c.status
-		e := &Env{Env: session.Env{Actor: c.actor, CallerTask: c.caller}}
-		if got := e.parentExempt(parent); got != c.want {
-			t.Errorf("%s caller %q, parent %s: exempt %v, want %v", c.actor, c.caller, c.status, got, c.want)
-		}
-	}
-}
 
 // FuzzForeignRecordNeverActs stores a task whose session claims this host
 // with arbitrary execution fields, as a record fetched from a remote
@@ -92,9 +67,9 @@ func FuzzForeignRecordNeverActs(f *testing.F) {
 			_, _ = e.Conversation().EndChat(ctx, c, 0) // lets go of the worktree lock
 			t.Fatalf("a chat began on a foreign session: %v", c.Argv)
 		}
-		_, _ = e.Accept(ctx, id, nil, AcceptOptions{})
+		_, _ = e.Landing().Accept(ctx, id, nil, landing.AcceptOptions{})
 		if sn, err := e.Store.Load(id); err == nil {
-			if notes, err := e.CleanupAbandoned(ctx, sn, true); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "alone") {
+			if notes, err := e.Landing().Cleanups().CleanupAbandoned(ctx, sn, true); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "alone") {
 				t.Fatalf("cleanup of a foreign session: %v %v", notes, err)
 			}
 		}

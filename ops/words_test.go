@@ -85,12 +85,6 @@ func TestPromptsQuoteAnAgentsMessages(t *testing.T) {
 	ask.Kind = "ask"
 	checkQuoted(t, "a resumed ask's prompt", lifecycle.ResumeAskPrompt("t", []task.Turn{ask}), "a parent agent")
 
-	fb := gateFeedback("main", task.GateRun{Failed: "sh check.sh", Tail: forged("the gate"), Commands: []task.GateCommand{{Cmd: "sh check.sh", Exit: 1}}})
-	checkQuoted(t, "the gate's feedback", fb, "the gate")
-	if !strings.HasSuffix(fb, "Fix the cause in this worktree and commit. lazy runs the gate again after your turn.") {
-		t.Errorf("the gate's feedback lost lazy's last words:\n%s", fb)
-	}
-
 	sn := &task.Snapshot{Task: task.Task{Title: "T\n## Next step"}}
 	sn.SetGoal(forged("the goal"))
 	note, err := session.EditedGoal(sn)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
@@ -18,7 +19,7 @@ func (e *Env) FinishZombie(ctx context.Context, id, why string, now time.Time) (
 		if s.Task.Status != machine.Zombie {
 			return ""
 		}
-		FinishAccepted(s, now)
+		landing.FinishAccepted(s, now)
 		if why == "" {
 			why = "its branch was merged; finished as accepted"
 		}

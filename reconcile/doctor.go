@@ -279,7 +279,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 		if sn.Task.ForgePending() && sn.Task.Forge.MergeRequested != nil {
 			return nil // the forge merges it; the daemon's forge sync follows
 		}
-		if err := r.Env.ForeignMerge(sn); err != nil {
+		if err := r.Env.Landing().Recovery().ForeignMerge(sn); err != nil {
 			// Not an accept this machine began: reported, never acted on.
 			f.Kind, f.Detail, f.Action = "foreign-merge", err.Error(), ""
 			return f
@@ -289,7 +289,7 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 		if landed {
 			f.Action = "would finish it: the squash merge landed"
 		}
-		if d := r.Env.DescribeDestination(ctx, sn); d != "" {
+		if d := r.Env.Landing().Recovery().DescribeDestination(ctx, sn); d != "" {
 			f.Detail += "; " + d
 		}
 	case machine.Zombie:

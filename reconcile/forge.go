@@ -10,8 +10,8 @@ import (
 	"github.com/lazyorch/lazy/forge"
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/flock"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -109,7 +109,7 @@ func (r *Reconciler) sweepForgePending(ctx context.Context, sn *task.Snapshot) (
 	if sn.Task.Forge.MergeRequested != nil {
 		return nil, nil
 	}
-	out, err := r.Env.StrandedForgeAccept(ctx, sn.Task.ID)
+	out, err := r.Env.Landing().Remote().StrandedForgeAccept(ctx, sn.Task.ID)
 	if err != nil || out == nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 	}
 	switch pr.State {
 	case forge.StateMerged:
-		out, kept, err := r.Env.MergedOnForge(ctx, id, pr)
+		out, kept, err := r.Env.Landing().Remote().MergedOnForge(ctx, id, pr)
 		unlock()
 		why := fmt.Sprintf("pull request #%d was merged on the forge", pr.Number)
 		for _, k := range kept {
@@ -244,21 +244,21 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 		}
 		return act(out, why), err
 	case forge.StateClosed:
-		out, err := r.Env.ClosedOnForge(ctx, id, pr)
+		out, err := r.Env.Landing().Remote().ClosedOnForge(ctx, id, pr)
 		unlock()
 		return act(out, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number)), err
 	}
 	if from == machine.Merging && pr.ChecksState() == forge.ChecksFailing {
-		out, err := r.Env.ChecksFailedOnForge(ctx, id, pr)
+		out, err := r.Env.Landing().Remote().ChecksFailedOnForge(ctx, id, pr)
 		unlock()
 		return act(out, fmt.Sprintf("checks failed on pull request #%d; the forge will not merge it", pr.Number)), err
 	}
-	if from == machine.Merging && ops.Mergeable(pr) {
+	if from == machine.Merging && landing.Mergeable(pr) {
 		// Ready, but the forge did not merge it by itself (no
 		// auto-merge): ask again, as the accept did.
 		if merr := fg.Merge(ctx, pr.Number, sn.Task.Forge.MergeMethod); merr == nil {
 			if again, verr := fg.View(ctx, pr.Number); verr == nil && again.State == forge.StateMerged {
-				out, kept, err := r.Env.MergedOnForge(ctx, id, again)
+				out, kept, err := r.Env.Landing().Remote().MergedOnForge(ctx, id, again)
 				unlock()
 				why := fmt.Sprintf("pull request #%d was ready; merged on the forge", pr.Number)
 				for _, k := range kept {

@@ -15,7 +15,7 @@ import (
 // checks after it leave to them.
 func (r *Reconciler) checkCleanups(ctx context.Context, only string, repair bool) ([]Finding, map[string]bool) {
 	covered := map[string]bool{}
-	pending, err := r.Env.PendingCleanups()
+	pending, err := r.Env.Landing().Cleanups().PendingCleanups()
 	if err != nil {
 		return []Finding{{Kind: "interrupted-cleanup", Detail: "could not list this machine's accept records", Error: err.Error()}}, covered
 	}
@@ -30,7 +30,7 @@ func (r *Reconciler) checkCleanups(ctx context.Context, only string, repair bool
 		f := Finding{TaskID: p.TaskID, Slug: p.Slug, Kind: "interrupted-cleanup", Detail: p.Describe(),
 			Action: "would remove them, as the accept would have (a worktree with uncommitted changes stays, recorded on the task)"}
 		if repair {
-			done, err := r.Env.FinishCleanup(ctx, p)
+			done, err := r.Env.Landing().Cleanups().FinishCleanup(ctx, p)
 			if err != nil {
 				f.Error = err.Error()
 			} else {
@@ -47,7 +47,7 @@ func (r *Reconciler) checkCleanups(ctx context.Context, only string, repair bool
 // a clean one is removed, one with changes is reported.
 func (r *Reconciler) checkLeftCheckouts(ctx context.Context, only string, repair bool) []Finding {
 	var out []Finding
-	for _, l := range r.Env.LeftCheckouts(ctx) {
+	for _, l := range r.Env.Landing().Cleanups().LeftCheckouts(ctx) {
 		if only != "" && l.TaskID != only {
 			continue
 		}
@@ -63,7 +63,7 @@ func (r *Reconciler) checkLeftCheckouts(ctx context.Context, only string, repair
 		f.Detail = fmt.Sprintf("%s is a checkout of %s an accept made to merge in and left when it was killed", l.Dir, l.Branch)
 		f.Action = "would remove it (it holds no changes)"
 		if repair {
-			if err := r.Env.RemoveLeftCheckout(ctx, l); err != nil {
+			if err := r.Env.Landing().Cleanups().RemoveLeftCheckout(ctx, l); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "removed it (it held no changes)", true

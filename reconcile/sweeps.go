@@ -11,9 +11,9 @@ import (
 
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
+	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -86,14 +86,14 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 	if sn.Task.ForgePending() {
 		return r.sweepForgePending(ctx, sn)
 	}
-	if !r.Env.OwnsAccept(sn) {
+	if !r.Env.Landing().Recovery().OwnsAccept(sn) {
 		// Not an accept this machine began (whatever host the record
 		// names: a host id is public): doctor reports it, nothing acts.
 		return nil, nil
 	}
 	// The destination is put back (or the accept finished) and the user's
 	// stash given back, under the destination's accept lock.
-	out, landed, note, err := r.Env.TryRecoverStrandedAccept(ctx, sn)
+	out, landed, note, err := r.Env.Landing().Recovery().TryRecoverStrandedAccept(ctx, sn)
 	if err != nil || out == nil || out.Task.Status == machine.Merging {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 // MergeLanded reports whether a stranded local accept committed its
 // squash merge (see ops.MergeLanded).
 func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, error) {
-	return ops.MergeLanded(ctx, repoDir, sn)
+	return landing.MergeLanded(ctx, repoDir, sn)
 }
 
 // AcceptTrailer is the trailer line lazy accept puts in a squash commit.

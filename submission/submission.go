@@ -7,8 +7,8 @@
 // task lock, this machine's record of the session, records first and
 // acts second.
 //
-// Accepting a task through its pull request is package landing's (for
-// now still ops): landing sits above this package and submits through it
+// Accepting a task through its pull request is package landing's:
+// landing sits above this package and submits through it
 // (a blocked task accepted in a repository that merges through the forge,
 // a branch that moved since it was submitted). What submission needs of
 // landing, an accept stranded in a merge, it asks through the Landing

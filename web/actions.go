@@ -163,7 +163,7 @@ func (s *Server) acceptPage(w http.ResponseWriter, r *http.Request) {
 		// The protected paths it touches land only with this human's
 		// approval, given with the button.
 		env := s.Env()
-		if pv, err := env.ProtectedChanges(r.Context(), sn); err == nil && pv != nil {
+		if pv, err := env.Landing().Gates().ProtectedChanges(r.Context(), sn); err == nil && pv != nil {
 			data["Protected"] = pv
 		}
 	}

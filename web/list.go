@@ -206,7 +206,7 @@ func (s *Server) listData(ctx context.Context, q listQuery) (*listPage, error) {
 		if sum.Gate != nil {
 			// A gate run is this machine's only if its own record says so.
 			g := *sum.Gate
-			s.Env().VerifyGateSummary(e.ID, &g)
+			s.Env().Landing().Gates().VerifyGateSummary(e.ID, &g)
 			r.Gate = &g
 		}
 		return r, true

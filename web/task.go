@@ -173,7 +173,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	// A gate run is this machine's only if its own record says so; the
 	// protected paths the change touches wait for a human.
 	env := s.Env()
-	protected, _ := env.ProtectedChanges(r.Context(), sn)
+	protected, _ := env.Landing().Gates().ProtectedChanges(r.Context(), sn)
 	attempts, of := s.attempts(r.Context(), sn)
 	entries, offset := readLog(proto.ForTask(s.LazyDir, sn.Task.ID), logPageEntries)
 	session := s.session(r)
@@ -181,7 +181,7 @@ func (s *Server) taskData(r *http.Request, id string) (map[string]any, error) {
 	data := map[string]any{
 		"Task": sum, "Live": s.Marks.Substate(&sum), "Progress": s.progress(&sum), "Goal": goal, "Session": sn.Session,
 		"Turns": turns, "Comments": comments, "Truncated": tx.Truncated, "History": hist, "Diff": d, "DiffStat": stat, "Uncommitted": uncommitted,
-		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "GateRecord": env.VerifyGate(sn.Task.ID, sn.Task.Gate), "Protected": protected, "Log": entries, "LogOffset": offset,
+		"DiffAll": all, "Pending": sn.Violations.Pending, "Overlaps": overlaps, "GateRecord": env.Landing().Gates().VerifyGate(sn.Task.ID, sn.Task.Gate), "Protected": protected, "Log": entries, "LogOffset": offset,
 		"Working": sn.Task.Status == machine.Working, "Head": headOf(sn), "Attempts": attempts, "AttemptOf": of,
 		"Actions": act, "CSRF": "", "Can": allowed(sn.Task.Status),
 		"Flash": actionWords[r.URL.Query().Get("done")], "Error": "", "Draft": map[string]string{},

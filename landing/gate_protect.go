@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -67,11 +67,11 @@ func listProtected(files []string, truncated bool) string {
 // protectionOf is what an accept into a target whose tip is tip protects
 // with gate plan gp, or nil when nothing is (no gate, no forge checks and
 // no lazy.gate.protect).
-func (e *Env) protectionOf(ctx context.Context, gp *gatePlan, tip string, forgeChecks bool) (*gate.Protection, error) {
+func (e *Gates) protectionOf(ctx context.Context, gp *gatePlan, tip string, forgeChecks bool) (*gate.Protection, error) {
 	if gp == nil || !gp.Protecting(gp.cmds, forgeChecks) {
 		return nil, nil
 	}
-	existing, err := worktree.ExistingFiles(ctx, e.Dir(), tip, gate.Named(gp.cmds))
+	existing, err := e.git().ExistingFiles(ctx, e.Dir(), tip, gate.Named(gp.cmds))
 	if err != nil {
 		return nil, fmt.Errorf("find the files the gate's commands name: %w", err)
 	}
@@ -82,11 +82,11 @@ func (e *Env) protectionOf(ctx context.Context, gp *gatePlan, tip string, forgeC
 // protectedTouched lists the protected files among what branchTip
 // changed since it forked from tip (what an accept onto tip would land
 // of it), and whether the change had more files than lazy reads.
-func (e *Env) protectedTouched(ctx context.Context, p *gate.Protection, tip, branchTip string) ([]string, bool, error) {
+func (e *Gates) protectedTouched(ctx context.Context, p *gate.Protection, tip, branchTip string) ([]string, bool, error) {
 	if p == nil {
 		return nil, false, nil
 	}
-	names, truncated, err := worktree.RangeFiles(ctx, e.Dir(), tip, branchTip)
+	names, truncated, err := e.git().RangeFiles(ctx, e.Dir(), tip, branchTip)
 	if err != nil {
 		return nil, false, fmt.Errorf("list the files the change touches: %w", err)
 	}
@@ -96,7 +96,7 @@ func (e *Env) protectedTouched(ctx context.Context, p *gate.Protection, tip, bra
 // checkProtected refuses an accept of slug whose change (branch onto
 // the target at tip) touches protected paths, unless a human approves
 // them with this very accept. It returns the files approved ("" none).
-func (e *Env) checkProtected(ctx context.Context, slug string, gp *gatePlan, tip, branch string, forgeChecks bool, opts AcceptOptions) ([]string, error) {
+func (e *Gates) checkProtected(ctx context.Context, slug string, gp *gatePlan, tip, branch string, forgeChecks bool, opts AcceptOptions) ([]string, error) {
 	p, err := e.protectionOf(ctx, gp, tip, forgeChecks)
 	if err != nil || p == nil {
 		if err != nil {
@@ -104,7 +104,7 @@ func (e *Env) checkProtected(ctx context.Context, slug string, gp *gatePlan, tip
 		}
 		return nil, err
 	}
-	branchTip, err := worktree.BranchCommit(ctx, e.Dir(), branch)
+	branchTip, err := e.git().BranchCommit(ctx, e.Dir(), branch)
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: its branch %s is missing: %w", slug, branch, err)
 	}
@@ -125,7 +125,7 @@ func (e *Env) checkProtected(ctx context.Context, slug string, gp *gatePlan, tip
 }
 
 // approval is the record of a human's approval of files on branchTip.
-func (e *Env) approval(files []string, branchTip string, at time.Time) *task.ProtectedApproval {
+func (e *Gates) approval(files []string, branchTip string, at time.Time) *task.ProtectedApproval {
 	if len(files) > task.MaxApprovedFiles {
 		n := len(files) - task.MaxApprovedFiles + 1
 		files = append(append([]string(nil), files[:task.MaxApprovedFiles-1]...), fmt.Sprintf("(and %d more)", n))
@@ -165,15 +165,15 @@ func (p *ProtectedView) Line() string {
 // ProtectedChanges reports the protected paths a started, unfinished
 // task's change touches against its target's tip now: nil when it
 // touches none, or nothing is protected, or it has no branch here.
-func (e *Env) ProtectedChanges(ctx context.Context, sn *task.Snapshot) (*ProtectedView, error) {
+func (e *Gates) ProtectedChanges(ctx context.Context, sn *task.Snapshot) (*ProtectedView, error) {
 	if sn.Session == nil || sn.Task.Status.IsTerminal() || sn.Task.IsAttemptGroup() {
 		return nil, nil
 	}
-	r, _, err := e.Review().Measure(ctx, sn, "no work")
+	r, _, err := e.review().Measure(ctx, sn, "no work")
 	if err != nil {
 		return nil, nil // no branch here: nothing to check
 	}
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), r.Into)
+	tip, err := e.git().BranchCommit(ctx, e.Dir(), r.Into)
 	if err != nil {
 		return nil, nil
 	}

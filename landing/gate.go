@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type gatePlan struct {
 func (g *gatePlan) enabled() bool { return g != nil && len(g.cmds) > 0 }
 
 // GateSettings reads lazy.gate.* from the repository's git config.
-func (e *Env) GateSettings() (gate.Settings, error) {
+func (e *Gates) GateSettings() (gate.Settings, error) {
 	cfg, err := e.Repo.Config()
 	if err != nil {
 		return gate.Settings{}, fmt.Errorf("read git config: %w", err)
@@ -52,12 +52,12 @@ func (e *Env) GateSettings() (gate.Settings, error) {
 // gateAt is the gate of an accept into branch into at commit tip: the
 // commands of git config lazy.gate, else the .lazy/gate file committed at
 // that tip (never the task branch's copy, which the agent could edit).
-func (e *Env) gateAt(ctx context.Context, into, tip string) (*gatePlan, error) {
+func (e *Gates) gateAt(ctx context.Context, into, tip string) (*gatePlan, error) {
 	s, err := e.GateSettings()
 	if err != nil {
 		return nil, err
 	}
-	read := func(path string) ([]byte, bool, error) { return worktree.FileAt(ctx, e.Dir(), tip, path) }
+	read := func(path string) ([]byte, bool, error) { return e.git().FileAt(ctx, e.Dir(), tip, path) }
 	cmds, source, err := s.Commands(read, into)
 	if err != nil {
 		return nil, err
@@ -86,19 +86,19 @@ func (c *ConflictError) Error() string {
 
 // buildCandidate merges the task branch onto base without touching any
 // checkout and commits the result provisionally.
-func (e *Env) buildCandidate(ctx context.Context, base, branch, slug, into string) (*candidate, error) {
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), branch)
+func (e *Gates) buildCandidate(ctx context.Context, base, branch, slug, into string) (*candidate, error) {
+	tip, err := e.git().BranchCommit(ctx, e.Dir(), branch)
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: its branch %s is missing: %w", slug, branch, err)
 	}
-	tree, conflicts, err := worktree.MergeTree(ctx, e.Dir(), base, branch)
+	tree, conflicts, err := e.git().MergeTree(ctx, e.Dir(), base, branch)
 	if errors.Is(err, worktree.ErrMergeConflict) {
 		return nil, &ConflictError{Task: slug, Into: into, Files: conflicts}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: merge %s onto %s: %w", slug, branch, into, err)
 	}
-	commit, err := worktree.CommitTree(ctx, e.Dir(), tree, base, "lazy gate candidate: "+slug+"\n")
+	commit, err := e.git().CommitTree(ctx, e.Dir(), tree, base, "lazy gate candidate: "+slug+"\n")
 	if err != nil {
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
@@ -108,14 +108,14 @@ func (e *Env) buildCandidate(ctx context.Context, base, branch, slug, into strin
 // passMark is this machine's mark that the gate's commands passed on
 // tree: the only thing that lets an accept land without running them
 // again.
-func (e *Env) passMark(tree string, cmds []string) string {
+func (e *Gates) passMark(tree string, cmds []string) string {
 	sum := sha256.Sum256([]byte(strings.Join(cmds, "\x00")))
 	return e.Repo.LazyDir("gate", "passed", tree+"-"+hex.EncodeToString(sum[:8]))
 }
 
 // passedBefore returns the id of a run that passed on tree with cmds on
 // this machine, if one did.
-func (e *Env) passedBefore(tree string, cmds []string) (string, bool) {
+func (e *Gates) passedBefore(tree string, cmds []string) (string, bool) {
 	b, err := os.ReadFile(e.passMark(tree, cmds))
 	if err != nil {
 		return "", false
@@ -124,7 +124,7 @@ func (e *Env) passedBefore(tree string, cmds []string) (string, bool) {
 	return id, task.ValidID(id)
 }
 
-func (e *Env) markPassed(tree string, cmds []string, id string) {
+func (e *Gates) markPassed(tree string, cmds []string, id string) {
 	p := e.passMark(tree, cmds)
 	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
 		_ = os.WriteFile(p, []byte(id+"\n"), 0o644)
@@ -132,14 +132,14 @@ func (e *Env) markPassed(tree string, cmds []string, id string) {
 }
 
 // GateLog is where the whole output of a task's gate run is kept.
-func (e *Env) GateLog(taskID, runID string) string {
+func (e *Gates) GateLog(taskID, runID string) string {
 	return e.Repo.LazyDir("logs", taskID, "gate-"+runID+".log")
 }
 
 // gateRun runs the gate's commands on c's tree in a scratch worktree
 // and records the run on the task. A run that could not start at all is
 // recorded as failed with its error.
-func (e *Env) gateRun(ctx context.Context, sn *task.Snapshot, g *gatePlan, c *candidate, into string, opts AcceptOptions, speculative bool) (task.GateRun, error) {
+func (e *Gates) gateRun(ctx context.Context, sn *task.Snapshot, g *gatePlan, c *candidate, into string, opts AcceptOptions, speculative bool) (task.GateRun, error) {
 	id, err := task.NewID()
 	if err != nil {
 		return task.GateRun{}, err
@@ -185,7 +185,7 @@ func (e *Env) gateRun(ctx context.Context, sn *task.Snapshot, g *gatePlan, c *ca
 // runInScratch checks the candidate out in a detached scratch worktree,
 // runs the commands there (in the sandbox when lazy.sandbox is on) and
 // removes the worktree.
-func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts AcceptOptions, runID, logPath string) (gate.Result, error) {
+func (e *Gates) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts AcceptOptions, runID, logPath string) (gate.Result, error) {
 	dir, err := e.scratchDir(runID)
 	if err != nil {
 		return gate.Result{}, err
@@ -231,7 +231,7 @@ func (e *Env) runInScratch(ctx context.Context, g *gatePlan, c *candidate, opts 
 // scratchDir is where gate run id checks its tree out: beside the task
 // worktrees, outside .git (which the sandbox hides and tools treat as
 // special), so the gate sees an ordinary checkout.
-func (e *Env) scratchDir(id string) (string, error) {
+func (e *Gates) scratchDir(id string) (string, error) {
 	root, err := session.DefaultWorktreeRoot(e.Repo)
 	if err != nil {
 		return "", err
@@ -244,10 +244,10 @@ func (e *Env) scratchDir(id string) (string, error) {
 // another accept's, a lazy start) makes git fail on its half-written
 // record under .git/worktrees ("failed to read .../commondir"), so a
 // failed checkout is cleaned up and tried again a few times.
-func (e *Env) addScratch(ctx context.Context, dir, commit string) error {
+func (e *Gates) addScratch(ctx context.Context, dir, commit string) error {
 	for wait := 50 * time.Millisecond; ; wait *= 2 {
 		_ = os.RemoveAll(dir)
-		err := worktree.AddDetached(ctx, e.Dir(), dir, commit)
+		err := e.git().AddDetached(ctx, e.Dir(), dir, commit)
 		if err == nil {
 			return nil
 		}
@@ -268,25 +268,25 @@ func (e *Env) addScratch(ctx context.Context, dir, commit string) error {
 // worktree it cannot validate (its .git file not written yet, the record
 // locked "initializing"), so then the directory goes first, and after it
 // git's record of a worktree whose directory is gone.
-func (e *Env) removeScratch(ctx context.Context, dir string) error {
+func (e *Gates) removeScratch(ctx context.Context, dir string) error {
 	ctx = context.WithoutCancel(ctx)
-	if worktree.RemoveScratch(ctx, e.Dir(), dir) == nil {
+	if e.git().RemoveScratch(ctx, e.Dir(), dir) == nil {
 		return nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	_ = worktree.RemoveScratch(ctx, e.Dir(), dir) // "not a working tree" when git never recorded it
+	_ = e.git().RemoveScratch(ctx, e.Dir(), dir) // "not a working tree" when git never recorded it
 	return nil
 }
 
 // ownerFile names the process that runs gate run id.
-func (e *Env) ownerFile(id string) string {
+func (e *Gates) ownerFile(id string) string {
 	return e.Repo.LazyDir("tmp", "gate-"+id+".pid")
 }
 
 // recordGate adds run to the task's gate record.
-func (e *Env) recordGate(ctx context.Context, id string, run task.GateRun) error {
+func (e *Gates) recordGate(ctx context.Context, id string, run task.GateRun) error {
 	reason := "passed on " + short(run.Tree)
 	if !run.Passed {
 		reason = "failed: " + session.OneLine(run.Failed+" "+run.Error+" "+run.Refused)
@@ -410,7 +410,7 @@ const gateMarker = "LAZY_GATE_RUN="
 // one machine never take each other's gate processes for leftovers.
 const gateScopeEnv = "LAZY_GATE_REPO"
 
-func (e *Env) gateScope() string {
+func (e *Gates) gateScope() string {
 	dir := e.Repo.LazyDir()
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
@@ -422,7 +422,7 @@ func (e *Env) gateScope() string {
 // scratch worktree whose owner process is gone, the processes carrying
 // its marker are killed and the worktree removed. It returns what it
 // did, a line each.
-func (e *Env) SweepGateLeftovers(ctx context.Context) []string {
+func (e *Gates) SweepGateLeftovers(ctx context.Context) []string {
 	owners, _ := filepath.Glob(e.Repo.LazyDir("tmp", "gate-*.pid"))
 	var done []string
 	for _, owner := range owners {
@@ -461,7 +461,7 @@ type GateSurvivor struct {
 // carry a gate run's mark when that run is not in flight (its owner file
 // gone, or its owner dead). A run ends what it started, so each is
 // something that got past that: lazy doctor reports it and ends it.
-func (e *Env) GateSurvivors() []GateSurvivor {
+func (e *Gates) GateSurvivors() []GateSurvivor {
 	var out []GateSurvivor
 	for run, pids := range proc.ByEnvStrict(strings.TrimSuffix(gateMarker, "="), e.gateScope()) {
 		if e.gateInFlight(run) {
@@ -476,7 +476,7 @@ func (e *Env) GateSurvivors() []GateSurvivor {
 }
 
 // gateInFlight reports whether a live process runs gate run id.
-func (e *Env) gateInFlight(id string) bool {
+func (e *Gates) gateInFlight(id string) bool {
 	if !task.ValidID(id) {
 		return false
 	}
@@ -490,7 +490,7 @@ func (e *Env) gateInFlight(id string) bool {
 
 // EndGateSurvivor ends survivor s if it still is one (the same run's
 // mark, the run still not in flight) and reports whether it was ended.
-func (e *Env) EndGateSurvivor(s GateSurvivor) bool {
+func (e *Gates) EndGateSurvivor(s GateSurvivor) bool {
 	if e.gateInFlight(s.Run) {
 		return false
 	}

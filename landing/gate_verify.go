@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"errors"
@@ -19,11 +19,11 @@ import (
 // (passedBefore).
 
 // GateRuns is this machine's own record of the gate runs it made.
-func (e *Env) GateRuns() owned.GateRuns { return owned.GateRunsFor(e.Repo.LazyDir()) }
+func (e *Gates) GateRuns() owned.GateRuns { return owned.GateRunsFor(e.Repo.LazyDir()) }
 
 // saveLocalRun records run as this process saw it, before the task's
 // record names it.
-func (e *Env) saveLocalRun(taskID string, run task.GateRun) error {
+func (e *Gates) saveLocalRun(taskID string, run task.GateRun) error {
 	r := owned.GateRun{ID: run.ID, TaskID: taskID, Target: run.Target, Base: run.Base, Tree: run.Tree,
 		Passed: run.Passed, DurationMS: run.DurationMS, At: run.At, Commands: []owned.GateCommand{}}
 	for _, c := range run.Commands {
@@ -37,7 +37,7 @@ func (e *Env) saveLocalRun(taskID string, run task.GateRun) error {
 // base, the verdict, and each command's exit. A run made before lazy
 // kept these records counts when it passed and this machine's pass
 // mark for its tree and commands names it.
-func (e *Env) ranHere(taskID string, r task.GateRun) bool {
+func (e *Gates) ranHere(taskID string, r task.GateRun) bool {
 	local, err := e.GateRuns().Load(r.ID)
 	if errors.Is(err, owned.ErrNoGateRun) {
 		if !r.Passed || len(r.Commands) == 0 {
@@ -65,7 +65,7 @@ func (e *Env) ranHere(taskID string, r task.GateRun) bool {
 // VerifyGate returns a copy of task taskID's gate record with each run's
 // Origin set: GateHere when this machine ran it, GateRemote otherwise.
 // nil for nil.
-func (e *Env) VerifyGate(taskID string, g *task.GateRecord) *task.GateRecord {
+func (e *Gates) VerifyGate(taskID string, g *task.GateRecord) *task.GateRecord {
 	if g == nil {
 		return nil
 	}
@@ -81,7 +81,7 @@ func (e *Env) VerifyGate(taskID string, g *task.GateRecord) *task.GateRecord {
 
 // VerifySummary sets the origin of the gate run a task's summary shows
 // (its newest), reading g, the task's gate record.
-func (e *Env) VerifySummary(taskID string, g *task.GateRecord, s *task.GateSummary) {
+func (e *Gates) VerifySummary(taskID string, g *task.GateRecord, s *task.GateSummary) {
 	if s == nil || s.Run == "" || g == nil {
 		return
 	}
@@ -97,7 +97,7 @@ func (e *Env) VerifySummary(taskID string, g *task.GateRecord, s *task.GateSumma
 
 // VerifyDetail marks the origin of every gate run d shows (its gate
 // record and its summary's newest run) for a surface that prints it.
-func (e *Env) VerifyDetail(d *task.Detail) {
+func (e *Gates) VerifyDetail(d *task.Detail) {
 	if d == nil || d.GateRecord == nil {
 		return
 	}
@@ -112,7 +112,7 @@ func (e *Env) VerifyDetail(d *task.Detail) {
 // remoteClaim says, when the task's record claims a passing run on tree
 // that this machine did not make, that the claim counts for nothing here
 // ("": no such claim).
-func (e *Env) remoteClaim(sn *task.Snapshot, tree string) string {
+func (e *Gates) remoteClaim(sn *task.Snapshot, tree string) string {
 	if sn.Task.Gate == nil {
 		return ""
 	}
@@ -129,7 +129,7 @@ func (e *Env) remoteClaim(sn *task.Snapshot, tree string) string {
 // summary alone (no record read): GateHere when this machine's own
 // record of the run names the task, the target and base, and the same
 // verdict.
-func (e *Env) VerifyGateSummary(taskID string, s *task.GateSummary) {
+func (e *Gates) VerifyGateSummary(taskID string, s *task.GateSummary) {
 	if s == nil || s.Run == "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/submission"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // RemoteAcceptPlan is the plan of an accept through the forge, built from
@@ -52,14 +51,14 @@ func RemoteAcceptPlan(preTurn, resubmit, reentry bool) []Phase {
 // Pending saying why; a later accept, or the daemon's forge sync,
 // finishes it. Failing checks or a refused merge restore submitted, the
 // status it actually had.
-func (e *Env) acceptRemote(ctx context.Context, sn *task.Snapshot, say func(func(Narrator)), opts AcceptOptions) (res *AcceptResult, err error) {
+func (e *Remote) acceptRemote(ctx context.Context, sn *task.Snapshot, say func(func(Narrator)), opts AcceptOptions) (res *AcceptResult, err error) {
 	if sn.Task.Status != machine.Merging {
 		// A task whose agent fixed what its gate found re-enters here.
-		if t := e.Queue().ReenterThroughForge(sn.Task.ID); t != nil {
+		if t := e.queue().ReenterThroughForge(sn.Task.ID); t != nil {
 			defer func() { t.LeaveThroughForge(forgedResult(res), err) }()
 		}
 	}
-	a := &remoteAccept{e: e, say: say, opts: opts, slug: sn.Task.Slug}
+	a := &remoteAccept{e: e.Service, say: say, opts: opts, slug: sn.Task.Slug}
 	if err := a.open(ctx, sn); err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func (e *Env) acceptRemote(ctx context.Context, sn *task.Snapshot, say func(func
 // far it has got. Each phase is one method; acceptRemote calls them in
 // order.
 type remoteAccept struct {
-	e    *Env
+	e    *Service
 	say  func(func(Narrator))
 	opts AcceptOptions
 	slug string
@@ -135,7 +134,7 @@ func (a *remoteAccept) open(ctx context.Context, sn *task.Snapshot) error {
 			why = "the task goes back to its pull request with its agent's fix"
 		}
 		a.say(func(n Narrator) { n.Note(why + "; submitting first") })
-		sub, err := e.Submission().SubmitLocked(ctx, sn, submission.SubmitOptions{})
+		sub, err := e.submission().SubmitLocked(ctx, sn, submission.SubmitOptions{})
 		if err != nil {
 			return fmt.Errorf("accept: %w", err)
 		}
@@ -145,7 +144,7 @@ func (a *remoteAccept) open(ctx context.Context, sn *task.Snapshot) error {
 	if a.rec == nil || a.rec.Number <= 0 {
 		return fmt.Errorf("accept %s: the task is submitted but has no pull request yet; run lazy submit %s to finish opening it", slug, slug)
 	}
-	fg, err := e.Submission().ForgeOf(ctx, sn)
+	fg, err := e.submission().ForgeOf(ctx, sn)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
@@ -168,7 +167,7 @@ func (a *remoteAccept) announcePlan(ctx context.Context) error {
 		if a.resubmit, err = a.branchMoved(ctx); err != nil {
 			return err
 		}
-		if a.gp, err = a.e.forgeGate(ctx, a.rec.Base, a.opts); err != nil {
+		if a.gp, err = a.e.Gates().forgeGate(ctx, a.rec.Base, a.opts); err != nil {
 			return fmt.Errorf("accept %s: %w", a.slug, err)
 		}
 		if err := a.protect(ctx); err != nil {
@@ -202,10 +201,10 @@ func (a *remoteAccept) begin(id string) {
 // branchMoved reports whether the task's branch moved since the pull
 // request was opened, after the same pre-flight as a submit.
 func (a *remoteAccept) branchMoved(ctx context.Context) (bool, error) {
-	if err := a.e.Submission().Preflight(ctx, a.sn); err != nil {
+	if err := a.e.submission().Preflight(ctx, a.sn); err != nil {
 		return false, fmt.Errorf("accept: %w", err)
 	}
-	tip, err := worktree.BranchCommit(ctx, a.e.Dir(), a.sn.Session.Branch)
+	tip, err := a.e.git().BranchCommit(ctx, a.e.Dir(), a.sn.Session.Branch)
 	if err != nil {
 		return false, fmt.Errorf("accept %s: its branch %s is missing", a.slug, a.sn.Session.Branch)
 	}
@@ -238,19 +237,19 @@ func (a *remoteAccept) preAcceptTurn(ctx context.Context) error {
 // lazy.gate.forge checks: the task must not rewrite its CI either).
 func (a *remoteAccept) protect(ctx context.Context) error {
 	e, base := a.e, a.rec.Base
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), base)
+	tip, err := a.e.git().BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return nil // no copy of the base here: the forge gate says so when it runs
 	}
-	gp, err := e.gateAt(ctx, base, tip)
+	gp, err := e.Gates().gateAt(ctx, base, tip)
 	if err != nil {
 		if a.opts.SkipGate {
 			return nil
 		}
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}
-	a.approved, err = e.checkProtected(ctx, a.slug, gp, tip, a.sn.Session.Branch, gp.Forge == gate.ForgeChecks, a.opts)
-	a.approvedTip, _ = worktree.BranchCommit(ctx, e.Dir(), a.sn.Session.Branch)
+	a.approved, err = e.Gates().checkProtected(ctx, a.slug, gp, tip, a.sn.Session.Branch, gp.Forge == gate.ForgeChecks, a.opts)
+	a.approvedTip, _ = a.e.git().BranchCommit(ctx, e.Dir(), a.sn.Session.Branch)
 	if err == nil && len(a.approved) > 0 {
 		files := listProtected(a.approved, false)
 		a.say(func(n Narrator) { n.Note("protected paths approved by a human: " + files) })
@@ -261,7 +260,7 @@ func (a *remoteAccept) protect(ctx context.Context) error {
 // resubmitBranch pushes the branch that moved to the pull request.
 func (a *remoteAccept) resubmitBranch(ctx context.Context) error {
 	a.begin("resubmit")
-	sub, err := a.e.Submission().SubmitTo(ctx, a.sn, a.fg, a.rec.Remote, a.rec.Base, a.rec.Draft)
+	sub, err := a.e.submission().SubmitTo(ctx, a.sn, a.fg, a.rec.Remote, a.rec.Base, a.rec.Draft)
 	if err != nil {
 		return fmt.Errorf("accept: %w", err)
 	}
@@ -275,7 +274,7 @@ func (a *remoteAccept) resubmitBranch(ctx context.Context) error {
 func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 	e, slug, rec := a.e, a.slug, a.rec
 	a.begin("record")
-	method, err := e.mergeMethod(ctx, a.fg)
+	method, err := e.Remote().mergeMethod(ctx, a.fg)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
@@ -292,7 +291,7 @@ func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 			if s.Task.Gate == nil {
 				s.Task.Gate = &task.GateRecord{}
 			}
-			s.Task.Gate.Approved = e.approval(a.approved, a.approvedTip, time.Now())
+			s.Task.Gate.Approved = e.Gates().approval(a.approved, a.approvedTip, time.Now())
 			reason += "; a human approved the protected paths " + session.OneLine(listProtected(a.approved, false))
 		}
 		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
@@ -301,7 +300,7 @@ func (a *remoteAccept) recordAndRequest(ctx context.Context) error {
 		return err
 	}
 	a.begin("request-merge")
-	return e.requestMerge(ctx, a.sn, a.fg, method)
+	return e.Remote().requestMerge(ctx, a.sn, a.fg, method)
 }
 
 // checkRemote reads the pull request back from the forge once its merge
@@ -324,12 +323,12 @@ func (a *remoteAccept) settle(ctx context.Context, pr *forge.PR) (*AcceptResult,
 	e, slug, id := a.e, a.slug, a.sn.Task.ID
 	switch pr.State {
 	case forge.StateClosed:
-		_, _ = e.forgeRestore(ctx, id, machine.Blocked, pr, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number))
+		_, _ = e.Remote().forgeRestore(ctx, id, machine.Blocked, pr, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number))
 		return nil, fmt.Errorf("accept %s: pull request #%d (%s) was closed on the forge without merging; the task is blocked again (lazy submit opens a new one)", slug, pr.Number, pr.URL)
 	case forge.StateOpen:
 		if pr.ChecksState() == forge.ChecksFailing {
 			why := fmt.Sprintf("checks failed on pull request #%d: %s", pr.Number, strings.Join(failing(pr), ", "))
-			_, _ = e.forgeRestore(ctx, id, machine.Submitted, pr, "accept aborted: "+why)
+			_, _ = e.Remote().forgeRestore(ctx, id, machine.Submitted, pr, "accept aborted: "+why)
 			return nil, fmt.Errorf("accept %s: %s; nothing was merged and the task is submitted again (fix them with lazy unblock, then lazy submit)", slug, why)
 		}
 		if a.reentry && Mergeable(pr) {
@@ -338,19 +337,19 @@ func (a *remoteAccept) settle(ctx context.Context, pr *forge.PR) (*AcceptResult,
 				return nil, err
 			}
 			if pr.State == forge.StateMerged {
-				return e.finishRemote(ctx, a.sn, pr, a.res, a.begin)
+				return e.Remote().finishRemote(ctx, a.sn, pr, a.res, a.begin)
 			}
 		}
 		return a.leaveMerging(ctx, pr)
 	}
-	return e.finishRemote(ctx, a.sn, pr, a.res, a.begin)
+	return e.Remote().finishRemote(ctx, a.sn, pr, a.res, a.begin)
 }
 
 // askAgain requests the merge again of a pull request that is ready now
 // but was not merged by the forge itself (no auto-merge), and reads it
 // back; a failed read keeps what was known.
 func (a *remoteAccept) askAgain(ctx context.Context, pr *forge.PR) (*forge.PR, error) {
-	if err := a.e.requestMerge(ctx, a.sn, a.fg, a.sn.Task.Forge.MergeMethod); err != nil {
+	if err := a.e.Remote().requestMerge(ctx, a.sn, a.fg, a.sn.Task.Forge.MergeMethod); err != nil {
 		return nil, err
 	}
 	if again, err := a.fg.View(ctx, a.rec.Number); err == nil {
@@ -383,7 +382,7 @@ func (a *remoteAccept) leaveMerging(ctx context.Context, pr *forge.PR) (*AcceptR
 }
 
 // finishRemote runs the finalize and clean-up phases of a forge merge.
-func (e *Env) finishRemote(ctx context.Context, sn *task.Snapshot, pr *forge.PR, res *AcceptResult, begin func(string)) (*AcceptResult, error) {
+func (e *Remote) finishRemote(ctx context.Context, sn *task.Snapshot, pr *forge.PR, res *AcceptResult, begin func(string)) (*AcceptResult, error) {
 	begin("finish")
 	sn, err := e.finishForgeMerge(ctx, sn.Task.ID, pr)
 	if err != nil {
@@ -412,7 +411,7 @@ func Mergeable(pr *forge.PR) bool {
 
 // mergesThroughForge reports whether an accept of this blocked task
 // goes through the forge: git config lazy.accept.viaForge.
-func (e *Env) mergesThroughForge(sn *task.Snapshot) (bool, error) {
+func (e *Remote) mergesThroughForge(sn *task.Snapshot) (bool, error) {
 	if sn.Task.Status != machine.Blocked {
 		return false, nil
 	}
@@ -425,7 +424,7 @@ func (e *Env) mergesThroughForge(sn *task.Snapshot) (bool, error) {
 
 // mergeMethod is git config lazy.forge.mergeMethod (default squash),
 // or the first method the repository allows when that one is not.
-func (e *Env) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
+func (e *Remote) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
 	want := ""
 	if cfg, err := e.Repo.Config(); err == nil {
 		want, _ = cfg.Get("lazy.forge.mergeMethod")
@@ -439,7 +438,7 @@ func (e *Env) mergeMethod(ctx context.Context, fg forge.Forge) (string, error) {
 
 // requestMerge asks the forge to merge and records that it was asked; a
 // refusal restores submitted.
-func (e *Env) requestMerge(ctx context.Context, sn *task.Snapshot, fg forge.Forge, method string) error {
+func (e *Remote) requestMerge(ctx context.Context, sn *task.Snapshot, fg forge.Forge, method string) error {
 	n := sn.Task.Forge.Number
 	if err := fg.Merge(ctx, n, method); err != nil {
 		pr, verr := fg.View(ctx, n)
@@ -504,7 +503,7 @@ func pendingReason(pr *forge.PR) string {
 // forgeRestore moves a task off a forge merge to status to (submitted
 // after an aborted accept, blocked when the pull request was closed),
 // with the reason as a comment.
-func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr *forge.PR, why string) (*task.Snapshot, error) {
+func (e *Remote) forgeRestore(ctx context.Context, id string, to machine.Status, pr *forge.PR, why string) (*task.Snapshot, error) {
 	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging && s.Task.Status != machine.Submitted || s.Task.Status == to {
 			return nil, nil
@@ -528,14 +527,14 @@ func (e *Env) forgeRestore(ctx context.Context, id string, to machine.Status, pr
 
 // ClosedOnForge returns a submitted or forge-merging task whose pull
 // request was closed unmerged to blocked, with the reason.
-func (e *Env) ClosedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
+func (e *Remote) ClosedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
 	return e.forgeRestore(ctx, id, machine.Blocked, pr, fmt.Sprintf("pull request #%d (%s) was closed on the forge without merging", pr.Number, pr.URL))
 }
 
 // finishForgeMerge records a pull request the forge merged: the task
 // completes with outcome accepted and the merge commit recorded. A
 // submitted task passes through merging, as every accept does.
-func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
+func (e *Remote) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, error) {
 	var sn *task.Snapshot
 	_, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Submitted {
@@ -570,7 +569,7 @@ func (e *Env) finishForgeMerge(ctx context.Context, id string, pr *forge.PR) (*t
 
 // MergedOnForge finishes a task whose pull request the forge merged and
 // cleans up its worktree and branch; it returns what was kept.
-func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, []string, error) {
+func (e *Remote) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*task.Snapshot, []string, error) {
 	sn, err := e.finishForgeMerge(ctx, id, pr)
 	if err != nil {
 		return nil, nil, err
@@ -581,7 +580,7 @@ func (e *Env) MergedOnForge(ctx context.Context, id string, pr *forge.PR) (*task
 // cleanupForge removes a forge-merged task's worktree and branch, unless
 // the branch holds commits the forge never saw (the agent kept working
 // after the last submit): those are kept and reported.
-func (e *Env) cleanupForge(ctx context.Context, sn *task.Snapshot) []string {
+func (e *Remote) cleanupForge(ctx context.Context, sn *task.Snapshot) []string {
 	f := sn.Task.Forge
 	if sn.Session == nil || f == nil {
 		return nil
@@ -590,11 +589,11 @@ func (e *Env) cleanupForge(ctx context.Context, sn *task.Snapshot) []string {
 	if err != nil {
 		return []string{"its worktree and branch were left alone: " + err.Error()}
 	}
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), s.Branch)
+	tip, err := e.git().BranchCommit(ctx, e.Dir(), s.Branch)
 	if err != nil {
 		return e.cleanupAccepted(ctx, sn) // the branch is gone already
 	}
-	if f.HeadSHA == "" || (tip != f.HeadSHA && !worktree.IsAncestor(ctx, e.Dir(), tip, f.HeadSHA)) {
+	if f.HeadSHA == "" || (tip != f.HeadSHA && !e.git().IsAncestor(ctx, e.Dir(), tip, f.HeadSHA)) {
 		return []string{fmt.Sprintf("the branch %s and its worktree %s were kept: they hold commits pull request #%d never had", s.Branch, s.Worktree, f.Number)}
 	}
 	return e.cleanupAccepted(ctx, sn)

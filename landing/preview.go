@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -10,11 +10,10 @@ import (
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // load resolves name and loads the task, without a lock: for reads.
-func (e *Env) load(name string) (*task.Snapshot, error) {
+func (e *Service) load(name string) (*task.Snapshot, error) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return nil, err
@@ -58,7 +57,7 @@ func AcceptableStatus(slug string, st machine.Status) error {
 
 // PreviewAccept computes what accept would merge without writing
 // anything: no record, no worktree, no merge.
-func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, error) {
+func (e *Service) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, error) {
 	sn, err := e.load(name)
 	if err != nil {
 		return nil, err
@@ -70,22 +69,22 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 	if err := AcceptableStatus(slug, sn.Task.Status); err != nil {
 		return nil, err
 	}
-	r, wt, err := e.Review().Measure(ctx, sn, "no work to review")
+	r, wt, err := e.review().Measure(ctx, sn, "no work to review")
 	if err != nil {
 		return nil, fmt.Errorf("accept %w", err)
 	}
 	p := &AcceptPreview{Review: *r, Commits: []string{}, Files: []string{}}
-	commits, err := worktree.CommitLog(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
+	commits, err := e.git().CommitLog(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
 	p.Commits = append(p.Commits, commits...)
-	files, err := worktree.NameStatus(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
+	files, err := e.git().NameStatus(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
 	p.Files = append(p.Files, files...)
-	if p.Stat, err = worktree.Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, false); err != nil {
+	if p.Stat, err = e.git().Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, false); err != nil {
 		return nil, err
 	}
 	// The very message the accept writes.
@@ -100,14 +99,14 @@ func (e *Env) PreviewAccept(ctx context.Context, name string) (*AcceptPreview, e
 	case len(p.Files) == 0:
 		p.Blocker = "the branch changes nothing relative to " + r.Into + "; lazy close it instead"
 	}
-	if p.Protected, err = e.ProtectedChanges(ctx, sn); err != nil {
+	if p.Protected, err = e.Gates().ProtectedChanges(ctx, sn); err != nil {
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	if p.Protected != nil && p.Blocker == "" {
 		p.Blocker = "its change " + p.Protected.Line()
 	}
 	if wt != "" && p.Blocker == "" {
-		if dirty, err := worktree.Dirty(ctx, wt); err == nil && dirty {
+		if dirty, err := e.git().Dirty(ctx, wt); err == nil && dirty {
 			p.Blocker = "its worktree " + wt + " has uncommitted changes; commit or discard them first"
 		}
 	}

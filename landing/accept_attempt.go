@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import "context"
 
@@ -7,8 +7,8 @@ import "context"
 // and closes the other attempts (see Accept). Run again after a crash,
 // it finishes what the first run left: an attempt already accepted is
 // not merged twice (attempts.Service.Choose).
-func (e *Env) AcceptAttempt(ctx context.Context, name string, k int, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
-	c, err := e.Attempts().Choose(ctx, name, k)
+func (e *Service) AcceptAttempt(ctx context.Context, name string, k int, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
+	c, err := e.attempts().Choose(ctx, name, k)
 	if c != nil && c.Landed {
 		return &AcceptResult{Snapshot: c.Attempt, Warnings: c.Warnings}, err
 	}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // CleanupAbandoned tidies a task that was just closed or rejected (spec:
@@ -21,7 +20,7 @@ import (
 // where the work is, in a comment on the task (the durable record), and
 // a deleted branch's tip is recorded before it is deleted. It returns
 // what it did, one line each.
-func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBranch bool) ([]string, error) {
+func (e *Cleanups) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBranch bool) ([]string, error) {
 	if sn.Session == nil {
 		if deleteBranch {
 			return []string{"the task never ran; there is no branch to delete"}, nil
@@ -39,13 +38,13 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 	var notes, kept []string
 	worktreeGone := true
 	if _, err := os.Stat(s.Worktree); err == nil {
-		dirty, err := worktree.Dirty(ctx, s.Worktree)
+		dirty, err := e.git().Dirty(ctx, s.Worktree)
 		switch {
 		case err != nil || dirty:
 			worktreeGone = false
 			kept = append(kept, fmt.Sprintf("the worktree %s, which has uncommitted changes (inspect them, then git worktree remove --force %s)", s.Worktree, s.Worktree))
 		default:
-			if err := worktree.Remove(ctx, repo, s.Worktree); err != nil {
+			if err := e.git().Remove(ctx, repo, s.Worktree); err != nil {
 				worktreeGone = false
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			} else {
@@ -53,7 +52,7 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 			}
 		}
 	}
-	tip, err := worktree.BranchTip(ctx, repo, s.Branch)
+	tip, err := e.git().BranchTip(ctx, repo, s.Branch)
 	switch {
 	case err != nil || tip == "":
 		// no branch (already deleted)
@@ -77,16 +76,16 @@ func (e *Env) CleanupAbandoned(ctx context.Context, sn *task.Snapshot, deleteBra
 // unmergedWork reports whether branch changes anything relative to the
 // task's base (its parent's or target branch), and names the base. Any
 // doubt reads as unmerged: the branch is then kept.
-func (e *Env) unmergedWork(ctx context.Context, sn *task.Snapshot, branch string) (string, bool) {
+func (e *Cleanups) unmergedWork(ctx context.Context, sn *task.Snapshot, branch string) (string, bool) {
 	base, err := e.BaseBranch(ctx, sn, e.Dir())
 	if err != nil || task.ValidBranchName(base) != nil {
 		return "its base", true
 	}
-	return base, !worktree.ChangesNothing(ctx, e.Dir(), "refs/heads/"+base, branch)
+	return base, !e.git().ChangesNothing(ctx, e.Dir(), "refs/heads/"+base, branch)
 }
 
 // deleteBranch records branch's tip in a comment, then deletes it.
-func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged bool) (string, error) {
+func (e *Cleanups) deleteBranch(ctx context.Context, id, branch, tip string, unmerged bool) (string, error) {
 	what := "it held nothing that is not in its base"
 	if unmerged {
 		what = "as --delete-branch decided"
@@ -98,7 +97,7 @@ func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged
 	}); err != nil {
 		return "", fmt.Errorf("record the branch tip before deleting it (nothing was deleted): %w", err)
 	}
-	if err := worktree.DeleteBranch(ctx, e.Dir(), branch); err != nil {
+	if err := e.git().DeleteBranch(ctx, e.Dir(), branch); err != nil {
 		return "", fmt.Errorf("delete the branch %s: %w", branch, err)
 	}
 	return fmt.Sprintf("deleted the branch %s (it was at %s; recorded in a comment)", branch, tip), nil
@@ -107,7 +106,7 @@ func (e *Env) deleteBranch(ctx context.Context, id, branch, tip string, unmerged
 // recordKept writes what a cleanup kept, and where the work is, as a
 // comment on the task: the durable record that keeping it needs. It
 // returns the notes to print.
-func (e *Env) recordKept(ctx context.Context, id string, kept []string) []string {
+func (e *Cleanups) recordKept(ctx context.Context, id string, kept []string) []string {
 	if len(kept) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // attemptsRepo is a real repository whose Env records launches instead
 // of running supervisors: a test plays each attempt's agent itself.
-func attemptsRepo(t *testing.T) (*Env, *[]string) {
+func attemptsRepo(t *testing.T) (*Service, *[]string) {
 	t.Helper()
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	e := env(t)
@@ -37,7 +37,7 @@ func attemptsRepo(t *testing.T) (*Env, *[]string) {
 
 // playTurn does what attempt id's agent would: commits files in its
 // worktree, reports usage, and parks the task blocked.
-func playTurn(t *testing.T, e *Env, id string, files map[string]string, cost float64) {
+func playTurn(t *testing.T, e *Service, id string, files map[string]string, cost float64) {
 	t.Helper()
 	sn, err := e.Store.Load(id)
 	if err != nil {
@@ -65,12 +65,12 @@ func playTurn(t *testing.T, e *Env, id string, files map[string]string, cost flo
 func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	ctx := context.Background()
 	e, launched := attemptsRepo(t)
-	g, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Fix the login race", Goal: "It fails one run in ten."})
+	g, err := e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Fix the login race", Goal: "It fails one run in ten."})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := session.StartInput{Agent: "exec", ExecCommand: []string{"true"}, RepoDir: e.RepoDir}
-	res, err := e.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: base})
+	res, err := e.attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,20 +98,20 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	a1, a2 := res.Started[0].Task.ID, res.Started[1].Task.ID
 
 	// The group cannot be started, accepted or closed as a task of its own.
-	if _, err := e.Lifecycle().Start(ctx, group.Task.ID, base); err == nil || !strings.Contains(err.Error(), "tried 2 ways") {
+	if _, err := e.lifecycle().Start(ctx, group.Task.ID, base); err == nil || !strings.Contains(err.Error(), "tried 2 ways") {
 		t.Fatalf("start of the group: %v", err)
 	}
-	if _, err := e.Lifecycle().Close(ctx, group.Task.ID, "nah"); err == nil || !strings.Contains(err.Error(), "attempts") {
+	if _, err := e.lifecycle().Close(ctx, group.Task.ID, "nah"); err == nil || !strings.Contains(err.Error(), "attempts") {
 		t.Fatalf("close of the group under running attempts: %v", err)
 	}
-	if _, err := e.Attempts().Start(ctx, res.Started[0].Task.Slug, attempts.Input{N: 2, Base: base}); err == nil || !strings.Contains(err.Error(), "itself an attempt") {
+	if _, err := e.attempts().Start(ctx, res.Started[0].Task.Slug, attempts.Input{N: 2, Base: base}); err == nil || !strings.Contains(err.Error(), "itself an attempt") {
 		t.Fatalf("attempts of an attempt: %v", err)
 	}
 
 	playTurn(t, e, a1, map[string]string{"one.txt": "the first way\n"}, 0.25)
 	playTurn(t, e, a2, map[string]string{"two.txt": "the second way\nin two lines\n"}, 0.5)
 
-	v, err := e.Attempts().Compare(ctx, group.Task.Slug)
+	v, err := e.attempts().Compare(ctx, group.Task.Slug)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 	if s2, _ := e.Store.Load(a2); s2.Task.Usage == nil || s2.Task.Usage.CostUSD != 0.5 {
 		t.Fatal("the landed attempt lost its cost")
 	}
-	if v, err := e.Attempts().Compare(ctx, group.Task.Slug); err != nil || v.Chosen != 2 || v.Usage == nil || v.Usage.CostUSD != 0.75 {
+	if v, err := e.attempts().Compare(ctx, group.Task.Slug); err != nil || v.Chosen != 2 || v.Usage == nil || v.Usage.CostUSD != 0.75 {
 		t.Fatalf("after the accept: %+v %v", v, err)
 	}
 	// Asked again (a crash after the merge, say), it lands nothing twice.
@@ -185,11 +185,11 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 	ctx := context.Background()
 	e, _ := attemptsRepo(t)
-	g, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Speed up the build"})
+	g, err := e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Speed up the build"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 3, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := e.attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 3, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +219,11 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 	r := newGateRepo(t, "true")
 	r.config(t, "lazy.gate.parallel", "2")
 	r.e.Launch = func(string) error { return nil }
-	g, err := r.e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Try the cache two ways"})
+	g, err := r.e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Try the cache two ways"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.e.Attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
+	res, err := r.e.attempts().Start(ctx, g.Task.Slug, attempts.Input{N: 2, Base: session.StartInput{Agent: "exec", ExecCommand: []string{"true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
 	if s1 := r.load(t, a1.ID); s1.Task.Status != machine.Abandoned || s1.Task.Reason != "attempt 2 was chosen" {
 		t.Fatalf("attempt 1: %s %q", s1.Task.Status, s1.Task.Reason)
 	}
-	for _, q := range r.e.Queue().Queues() {
+	for _, q := range r.e.queue().Queues() {
 		if len(q.Entries) != 0 {
 			t.Fatalf("the queue into %s still holds %+v", q.Target, q.Entries)
 		}

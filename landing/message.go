@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"github.com/lazyorch/lazy/task"
@@ -6,8 +6,8 @@ import (
 
 // acceptMessage is the squash commit's message for sn, with what the
 // task and its subtasks cost in its trailers.
-func (e *Env) acceptMessage(sn *task.Snapshot, branch string) (string, error) {
-	spent, err := e.Spending().Spent(sn)
+func (e *Service) acceptMessage(sn *task.Snapshot, branch string) (string, error) {
+	spent, err := e.spending().Spent(sn)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // gate runs the gate on the exact tree the accept would land: the task's
@@ -26,10 +25,10 @@ func (a *localAccept) gate(ctx context.Context) error {
 	}
 	a.begin("gate")
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
-	e.SweepGateLeftovers(ctx)
+	e.Gates().SweepGateLeftovers(ctx)
 	a.ticket.Set(queue.Gating, "on "+into+" at "+short(a.pre.intoSHA))
-	c, reused, run, err := e.gateTree(ctx, "accept", a.sn, a.gp, a.pre.intoSHA, a.pre.branch, into, a.opts, func(c *candidate) {
-		if claim := e.remoteClaim(a.sn, c.tree); claim != "" {
+	c, reused, run, err := e.Gates().gateTree(ctx, "accept", a.sn, a.gp, a.pre.intoSHA, a.pre.branch, into, a.opts, func(c *candidate) {
+		if claim := e.Gates().remoteClaim(a.sn, c.tree); claim != "" {
 			a.ticket.Set(queue.Gating, "on "+into+" at "+short(a.pre.intoSHA)+"; "+claim)
 			a.say(func(n Narrator) { n.Note(claim) })
 		}
@@ -61,7 +60,7 @@ func (a *localAccept) gate(ctx context.Context) error {
 // that very tree on this machine before (reused, nothing runs) or the
 // run made now, recorded on the task. starting hears the candidate
 // before a run begins.
-func (e *Env) gateTree(ctx context.Context, verb string, sn *task.Snapshot, gp *gatePlan, base, branch, into string, opts AcceptOptions, starting func(*candidate)) (*candidate, string, *task.GateRun, error) {
+func (e *Gates) gateTree(ctx context.Context, verb string, sn *task.Snapshot, gp *gatePlan, base, branch, into string, opts AcceptOptions, starting func(*candidate)) (*candidate, string, *task.GateRun, error) {
 	slug := sn.Task.Slug
 	c, err := e.buildCandidate(ctx, base, branch, slug, into)
 	if err != nil {
@@ -87,7 +86,7 @@ func (a *localAccept) recheckDest(ctx context.Context) error {
 	if !a.gp.enabled() || a.pre.dirty {
 		return nil
 	}
-	dirty, err := worktree.Dirty(ctx, a.pre.dest)
+	dirty, err := a.e.git().Dirty(ctx, a.pre.dest)
 	if err != nil {
 		return fmt.Errorf("accept %s: inspect %s: %w", a.sn.Task.Slug, a.pre.dest, err)
 	}
@@ -110,19 +109,19 @@ func (a *localAccept) land(ctx context.Context) error {
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
 	}
-	commit, err := worktree.CommitTree(ctx, e.Dir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
+	commit, err := a.e.git().CommitTree(ctx, e.Dir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash)
 	}
-	if err := worktree.FastForward(ctx, a.pre.dest, commit); err != nil {
-		if tip, terr := worktree.BranchCommit(ctx, e.Dir(), into); terr == nil && tip != a.pre.intoSHA {
+	if err := a.e.git().FastForward(ctx, a.pre.dest, commit); err != nil {
+		if tip, terr := a.e.git().BranchCommit(ctx, e.Dir(), into); terr == nil && tip != a.pre.intoSHA {
 			return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash)
 		}
 		// The branch did not move, yet git could not move it: a lock a
 		// killed git left on it or on HEAD. git writes the files before
 		// the ref, so the checkout holds the gated tree: put it back.
 		if a.halfLanded(ctx) {
-			if rerr := worktree.ResetToHead(context.WithoutCancel(ctx), a.pre.dest); rerr != nil {
+			if rerr := a.e.git().ResetToHead(context.WithoutCancel(ctx), a.pre.dest); rerr != nil {
 				return fmt.Errorf("accept %s: %s could not be moved to the gated commit (%w), and the files it left in %s could not be put back (%w); nothing was merged: lazy doctor removes a stale lock and undoes it", slug, into, err, a.pre.dest, rerr)
 			}
 		}
@@ -136,7 +135,7 @@ func (a *localAccept) land(ctx context.Context) error {
 // tree on the untouched target tip, and nothing else: a fast-forward that
 // wrote the files and could not move the branch.
 func (a *localAccept) halfLanded(ctx context.Context) bool {
-	return worktree.HalfSquash(ctx, a.e.Dir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
+	return a.e.git().HalfSquash(ctx, a.e.Dir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
 }
 
 // handBack gives a failed gate or a conflict to the task's agent when
@@ -144,7 +143,7 @@ func (a *localAccept) halfLanded(ctx context.Context) bool {
 // task re-enters the queue after its turn, for at most
 // lazy.gate.maxAttempts rounds; after that it stays parked for a human,
 // with the history. err is returned, saying which it was.
-func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error {
+func (e *Service) handBack(ctx context.Context, err error, opts AcceptOptions) error {
 	var ge *GateError
 	var ce *ConflictError
 	var slug, into, feedback string
@@ -156,7 +155,7 @@ func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error
 	default:
 		return err
 	}
-	s, serr := e.GateSettings()
+	s, serr := e.Gates().GateSettings()
 	if serr != nil || !s.AutoFix {
 		return err
 	}
@@ -176,11 +175,11 @@ func (e *Env) handBack(ctx context.Context, err error, opts AcceptOptions) error
 			viaForge = true
 		}
 	}
-	sn, uerr := e.Lifecycle().Unblock(ctx, slug, feedback, lifecycle.Decisions{})
+	sn, uerr := e.lifecycle().Unblock(ctx, slug, feedback, lifecycle.Decisions{})
 	if uerr != nil {
 		return fmt.Errorf("%w; handing it to the agent (lazy.gate.autoFix) failed too: %w", err, uerr)
 	}
-	if qerr := e.Queue().Requeue(sn, into, round, sn.Session.Turn, viaForge); qerr != nil {
+	if qerr := e.queue().Requeue(sn, into, round, sn.Session.Turn, viaForge); qerr != nil {
 		return fmt.Errorf("%w; the agent is fixing it, but the task could not be queued to re-enter: %w", err, qerr)
 	}
 	e.noteFixRound(ctx, sn.Task.ID, round)
@@ -197,7 +196,7 @@ func conflictFeedback(c *ConflictError) string {
 		c.Into, strings.Join(sanitizeAll(c.Files), ", "), c.Into)
 }
 
-func (e *Env) noteFixRound(ctx context.Context, id string, round int) {
+func (e *Service) noteFixRound(ctx context.Context, id string, round int) {
 	_, _, _ = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Gate == nil {
 			s.Task.Gate = &task.GateRecord{}
@@ -207,7 +206,7 @@ func (e *Env) noteFixRound(ctx context.Context, id string, round int) {
 	})
 }
 
-func (e *Env) noteGaveUp(ctx context.Context, name string, rounds int) {
+func (e *Service) noteGaveUp(ctx context.Context, name string, rounds int) {
 	id, err := e.Store.Resolve(name)
 	if err != nil {
 		return
@@ -223,7 +222,7 @@ func (e *Env) noteGaveUp(ctx context.Context, name string, rounds int) {
 // same gate, run locally before the merge is requested, unless the
 // repository says the forge's required checks are its gate
 // (lazy.gate.forge = checks) or a human skips it.
-func (e *Env) forgeGate(ctx context.Context, base string, opts AcceptOptions) (*gatePlan, error) {
+func (e *Gates) forgeGate(ctx context.Context, base string, opts AcceptOptions) (*gatePlan, error) {
 	if opts.SkipGate {
 		return nil, nil
 	}
@@ -231,7 +230,7 @@ func (e *Env) forgeGate(ctx context.Context, base string, opts AcceptOptions) (*
 	if err != nil || s.Forge == "checks" {
 		return nil, err
 	}
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), base)
+	tip, err := e.git().BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return nil, fmt.Errorf("the branch %s the pull request merges into is not here to gate against (git fetch it, or set lazy.gate.forge to checks): %w", base, err)
 	}
@@ -246,11 +245,11 @@ func (a *remoteAccept) gate(ctx context.Context) error {
 	}
 	a.begin("gate")
 	e, base := a.e, a.rec.Base
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), base)
+	tip, err := a.e.git().BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}
-	_, reused, run, err := e.gateTree(ctx, "accept", a.sn, a.gp, tip, a.sn.Session.Branch, base, a.opts, nil)
+	_, reused, run, err := e.Gates().gateTree(ctx, "accept", a.sn, a.gp, tip, a.sn.Session.Branch, base, a.opts, nil)
 	switch {
 	case err != nil:
 		return err
@@ -277,7 +276,7 @@ type GateCheck struct {
 // (its squash onto the target's current tip) and records the run,
 // without landing anything: a check before accept. A pass is marked, so
 // an accept onto the same tip lands without running it again.
-func (e *Env) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateCheck, error) {
+func (e *Gates) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateCheck, error) {
 	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err
@@ -295,7 +294,7 @@ func (e *Env) Gate(ctx context.Context, name string, opts AcceptOptions) (*GateC
 	if err != nil {
 		return nil, err
 	}
-	tip, err := worktree.BranchCommit(ctx, e.Dir(), into)
+	tip, err := e.git().BranchCommit(ctx, e.Dir(), into)
 	if err != nil {
 		return nil, fmt.Errorf("gate %s: the branch %s it merges into does not exist", slug, into)
 	}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // gateRepo is a repository with a main checkout and blocked tasks of
 // this machine, each with a branch that commits some files.
 type gateRepo struct {
-	e   *Env
+	e   *Service
 	dir string
 }
 
@@ -113,7 +113,7 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 	if scratch, _ := filepath.Glob(filepath.Join(root, ".gate-*")); len(scratch) > 0 {
 		t.Fatalf("scratch worktrees left behind: %v", scratch)
 	}
-	left := r.e.Queue().Queues()
+	left := r.e.queue().Queues()
 	if len(left) != 1 || len(left[0].Entries) != 0 || len(left[0].Left) != 1 || left[0].Left[0].Outcome != queue.LeftLanded || left[0].Left[0].Commit != res.Commit {
 		t.Fatalf("queue after the accept: %+v", left)
 	}
@@ -156,7 +156,7 @@ func TestGateFailuresRefuseTheAccept(t *testing.T) {
 			if !strings.Contains(err.Error(), "nothing was merged") {
 				t.Fatalf("error %q does not say nothing was merged", err)
 			}
-			q := r.e.Queue().Queues()
+			q := r.e.queue().Queues()
 			if len(q) != 1 || len(q[0].Left) != 1 || q[0].Left[0].Outcome != queue.LeftFailed {
 				t.Fatalf("queue: %+v", q)
 			}
@@ -216,8 +216,10 @@ func TestSkippingTheGateIsAHumanDecisionWithAReason(t *testing.T) {
 	ctx := context.Background()
 	r := newGateRepo(t, "exit 1")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
+	core := *r.e.Env
+	core.Actor = machine.Builder
 	builder := *r.e
-	builder.Actor = machine.Builder
+	builder.Env = &core
 	if _, err := builder.Accept(ctx, sn.Task.ID, nil, AcceptOptions{SkipGate: true, SkipReason: "trust me"}); err == nil || !strings.Contains(err.Error(), "only a human") {
 		t.Fatalf("a builder skipped the gate: %v", err)
 	}
@@ -269,7 +271,7 @@ func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
 		if !strings.Contains(msg, "Lazy-Gate: passed ") {
 			t.Fatalf("%s has no gate trailer:\n%s", commit, msg)
 		}
-		if _, ok := r.e.passedBefore(tree, []string{"test ! -e bad.txt"}); !ok {
+		if _, ok := r.e.Gates().passedBefore(tree, []string{"test ! -e bad.txt"}); !ok {
 			t.Fatalf("main moved to tree %s, which no gate passed", tree)
 		}
 	}
@@ -285,7 +287,7 @@ func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
 	if len(cr) != 2 || !cr[0].Speculative || cr[0].Passed || cr[1].Speculative || !cr[1].Passed {
 		t.Fatalf("c's runs: %+v", cr)
 	}
-	q := r.e.Queue().Queues()
+	q := r.e.queue().Queues()
 	if len(q) != 1 || len(q[0].Entries) != 0 || len(q[0].Left) != 3 {
 		t.Fatalf("queue: %+v", q)
 	}
@@ -311,7 +313,7 @@ func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
 	if st := r.load(t, b.Task.ID).Task.Status; st != machine.Blocked {
 		t.Fatalf("b is %s", st)
 	}
-	q := r.e.Queue().Queues()
+	q := r.e.queue().Queues()
 	if q[0].Left[1].Outcome != queue.LeftConflict {
 		t.Fatalf("queue: %+v", q)
 	}
@@ -348,15 +350,15 @@ func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
 	if !strings.Contains(feedback, "boom") || strings.Contains(feedback, "\x1b") || !strings.Contains(feedback, "exited 1") {
 		t.Fatalf("feedback to the agent: %q", feedback)
 	}
-	en, ok := r.e.Queue().InQueue(id)
+	en, ok := r.e.queue().InQueue(id)
 	if !ok || en.State != queue.Fixing || en.Round != 1 {
 		t.Fatalf("queue entry: %+v, %v", en, ok)
 	}
-	if ready := r.e.Queue().ReadyToRequeue(); len(ready) != 0 {
+	if ready := r.e.queue().ReadyToRequeue(); len(ready) != 0 {
 		t.Fatalf("re-entered while its agent works: %+v", ready)
 	}
 	walk(t, r.e, id, machine.Blocked) // the fix turn ends
-	ready := r.e.Queue().ReadyToRequeue()
+	ready := r.e.queue().ReadyToRequeue()
 	if len(ready) != 1 || ready[0].Task != id || ready[0].Round != 1 {
 		t.Fatalf("ready: %+v", ready)
 	}
@@ -373,7 +375,7 @@ func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
 	if got.Task.Status != machine.Blocked || len(launched) != 2 || len(got.Task.Gate.Runs) != 3 {
 		t.Fatalf("status %s, launched %d, runs %d", got.Task.Status, len(launched), len(got.Task.Gate.Runs))
 	}
-	if _, ok := r.e.Queue().InQueue(id); ok {
+	if _, ok := r.e.queue().InQueue(id); ok {
 		t.Fatal("still queued after giving up")
 	}
 }
@@ -388,18 +390,18 @@ func TestDequeueTakesAFixingTaskOut(t *testing.T) {
 	if _, err := r.e.Accept(ctx, sn.Task.ID, nil, AcceptOptions{}); err == nil {
 		t.Fatal("the gate passed")
 	}
-	if _, err := r.e.Queue().Dequeue(sn.Task.Slug); err != nil {
+	if _, err := r.e.queue().Dequeue(sn.Task.Slug); err != nil {
 		t.Fatal(err)
 	}
 	walk(t, r.e, sn.Task.ID, machine.Blocked)
-	if ready := r.e.Queue().ReadyToRequeue(); len(ready) != 0 {
+	if ready := r.e.queue().ReadyToRequeue(); len(ready) != 0 {
 		t.Fatalf("a removed task re-entered: %+v", ready)
 	}
-	q := r.e.Queue().Queues()
+	q := r.e.queue().Queues()
 	if last := q[0].Left[len(q[0].Left)-1]; last.Outcome != queue.LeftRemoved {
 		t.Fatalf("left: %+v", q[0].Left)
 	}
-	if _, err := r.e.Queue().Dequeue(sn.Task.Slug); err == nil || !strings.Contains(err.Error(), "no merge queue") {
+	if _, err := r.e.queue().Dequeue(sn.Task.Slug); err == nil || !strings.Contains(err.Error(), "no merge queue") {
 		t.Fatalf("second dequeue: %v", err)
 	}
 }
@@ -412,14 +414,14 @@ func TestGateChecksWithoutLandingAndTheAcceptReusesThePass(t *testing.T) {
 	r := newGateRepo(t, "test -f feature.txt")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
 	before := r.tip(t)
-	chk, err := r.e.Gate(ctx, sn.Task.Slug, AcceptOptions{})
+	chk, err := r.e.Gates().Gate(ctx, sn.Task.Slug, AcceptOptions{})
 	if err != nil || chk.Run == nil || !chk.Run.Passed || chk.NoGate {
 		t.Fatalf("gate: %+v, %v", chk, err)
 	}
 	if r.tip(t) != before || r.load(t, sn.Task.ID).Task.Status != machine.Blocked {
 		t.Fatal("lazy gate landed something or changed the status")
 	}
-	again, err := r.e.Gate(ctx, sn.Task.Slug, AcceptOptions{})
+	again, err := r.e.Gates().Gate(ctx, sn.Task.Slug, AcceptOptions{})
 	if err != nil || again.Reused != chk.Run.ID {
 		t.Fatalf("second gate: %+v, %v", again, err)
 	}
@@ -433,7 +435,7 @@ func TestGateChecksWithoutLandingAndTheAcceptReusesThePass(t *testing.T) {
 
 	bare := newGateRepo(t)
 	other := bare.task(t, "no gate here", map[string]string{"x.txt": "x\n"})
-	if chk, err := bare.e.Gate(ctx, other.Task.Slug, AcceptOptions{}); err != nil || !chk.NoGate {
+	if chk, err := bare.e.Gates().Gate(ctx, other.Task.Slug, AcceptOptions{}); err != nil || !chk.NoGate {
 		t.Fatalf("no gate: %+v, %v", chk, err)
 	}
 }
@@ -450,11 +452,11 @@ func TestSweepGateLeftoversEndsWhatAKilledGateLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	scratch := func(id string, owner int) (string, *exec.Cmd) {
-		dir, err := r.e.scratchDir(id)
+		dir, err := r.e.Gates().scratchDir(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range []string{filepath.Dir(dir), filepath.Dir(r.e.ownerFile(id))} {
+		for _, d := range []string{filepath.Dir(dir), filepath.Dir(r.e.Gates().ownerFile(id))} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -462,7 +464,7 @@ func TestSweepGateLeftoversEndsWhatAKilledGateLeft(t *testing.T) {
 		if err := worktree.AddDetached(ctx, r.dir, dir, r.tip(t)); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(r.e.ownerFile(id), []byte(strconv.Itoa(owner)+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(r.e.Gates().ownerFile(id), []byte(strconv.Itoa(owner)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command("sh", "-c", "sleep 300 & wait")
@@ -480,7 +482,7 @@ func TestSweepGateLeftoversEndsWhatAKilledGateLeft(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- orphan.Wait() }()
 
-	done := r.e.SweepGateLeftovers(ctx)
+	done := r.e.Gates().SweepGateLeftovers(ctx)
 	if len(done) != 1 || !strings.Contains(done[0], orphanID) {
 		t.Fatalf("sweep: %v", done)
 	}
@@ -530,7 +532,7 @@ func TestTheGateRunsInTheSandbox(t *testing.T) {
 	check := fmt.Sprintf("! cat %s && ! sh -c 'echo x >> %s/README.md' && echo built > out.txt && grep -q built out.txt", secret, r.dir)
 	r.config(t, "lazy.gate", check)
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
-	if chk, err := r.e.Gate(ctx, sn.Task.Slug, AcceptOptions{}); err != nil || chk.Run == nil || chk.Run.Passed {
+	if chk, err := r.e.Gates().Gate(ctx, sn.Task.Slug, AcceptOptions{}); err != nil || chk.Run == nil || chk.Run.Passed {
 		t.Fatalf("unconfined, the gate should fail (it reads the secret): %+v, %v", chk, err)
 	}
 	sb := &proto.Sandbox{Network: "off", Hidden: []string{secret}}
@@ -574,7 +576,7 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 	walk(t, r.e, local.Task.ID, machine.Blocked)
 	walk(t, r.e, sub.Task.ID, machine.Blocked)
 	viaForge := map[string]bool{}
-	for _, q := range r.e.Queue().ReadyToRequeue() {
+	for _, q := range r.e.queue().ReadyToRequeue() {
 		viaForge[q.Task] = q.ViaForge
 	}
 	if len(viaForge) != 2 || viaForge[local.Task.ID] || !viaForge[sub.Task.ID] {
@@ -583,24 +585,24 @@ func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
 
 	// Its accept through the forge takes it out of the fixing entries for
 	// as long as it gates, and logs how it left.
-	ticket := r.e.Queue().ReenterThroughForge(sub.Task.ID)
-	if en, ok := r.e.Queue().InQueue(sub.Task.ID); ticket == nil || !ok || en.State != queue.Gating {
+	ticket := r.e.queue().ReenterThroughForge(sub.Task.ID)
+	if en, ok := r.e.queue().InQueue(sub.Task.ID); ticket == nil || !ok || en.State != queue.Gating {
 		t.Fatalf("re-entered through the forge: %+v, %v", en, ok)
 	}
 	ticket.LeaveThroughForge(&queue.Forged{Pending: "1 check pending"}, nil)
-	if _, ok := r.e.Queue().InQueue(sub.Task.ID); ok {
+	if _, ok := r.e.queue().InQueue(sub.Task.ID); ok {
 		t.Fatal("still queued after its merge was requested")
 	}
-	for _, q := range r.e.Queue().ReadyToRequeue() {
+	for _, q := range r.e.queue().ReadyToRequeue() {
 		if q.Task == sub.Task.ID {
 			t.Fatal("the task re-entered a second time")
 		}
 	}
-	left := r.e.Queue().Queues()[0].Left
+	left := r.e.queue().Queues()[0].Left
 	if last := left[len(left)-1]; last.Task != sub.Task.ID || last.Outcome != queue.LeftLanded || !strings.Contains(last.Why, "through the forge") {
 		t.Fatalf("left: %+v", last)
 	}
-	if r.e.Queue().ReenterThroughForge(sub.Task.ID) != nil {
+	if r.e.queue().ReenterThroughForge(sub.Task.ID) != nil {
 		t.Fatal("a task that waits for nothing re-entered")
 	}
 }
@@ -618,11 +620,11 @@ func TestSweepGateLeftoversRemovesAHalfAddedWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := mustID(t)
-	dir, err := r.e.scratchDir(id)
+	dir, err := r.e.Gates().scratchDir(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{filepath.Dir(dir), filepath.Dir(r.e.ownerFile(id))} {
+	for _, d := range []string{filepath.Dir(dir), filepath.Dir(r.e.Gates().ownerFile(id))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -634,10 +636,10 @@ func TestSweepGateLeftoversRemovesAHalfAddedWorktree(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(r.e.ownerFile(id), []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(r.e.Gates().ownerFile(id), []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if done := r.e.SweepGateLeftovers(ctx); len(done) != 1 {
+	if done := r.e.Gates().SweepGateLeftovers(ctx); len(done) != 1 {
 		t.Fatalf("sweep: %v", done)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -657,7 +659,7 @@ func TestTheGateChecksOutDespiteARacingWorktreeAdd(t *testing.T) {
 	ctx := context.Background()
 	r := newGateRepo(t, "test -e feature.txt")
 	sn := r.task(t, "raced", map[string]string{"feature.txt": "ok\n"})
-	c, err := r.e.buildCandidate(ctx, r.tip(t), worktree.Branch(sn.Task.Slug), sn.Task.Slug, "main")
+	c, err := r.e.Gates().buildCandidate(ctx, r.tip(t), worktree.Branch(sn.Task.Slug), sn.Task.Slug, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,7 +676,7 @@ func TestTheGateChecksOutDespiteARacingWorktreeAdd(t *testing.T) {
 	done := time.AfterFunc(100*time.Millisecond, func() { _ = os.RemoveAll(half) })
 	defer done.Stop()
 	gp := &gatePlan{Settings: gate.Settings{Timeout: time.Minute}, cmds: []string{"test -e feature.txt"}, source: "test"}
-	res, err := r.e.runInScratch(ctx, gp, c, AcceptOptions{}, mustID(t), filepath.Join(t.TempDir(), "gate.log"))
+	res, err := r.e.Gates().runInScratch(ctx, gp, c, AcceptOptions{}, mustID(t), filepath.Join(t.TempDir(), "gate.log"))
 	if err != nil || !res.Passed {
 		t.Fatalf("the gate beside a racing worktree add: %+v, %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestSquashMessageCarriesTheCostTrailers(t *testing.T) {
 
 // recordSpend records that task id's turns cost u, as the reconciler records
 // an agent turn's usage.
-func recordSpend(t *testing.T, e *Env, id string, u task.Usage) {
+func recordSpend(t *testing.T, e *Service, id string, u task.Usage) {
 	t.Helper()
 	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
 		s.Task.Usage = &u
@@ -51,7 +51,7 @@ func TestAcceptCommitsSayWhatTheTaskCost(t *testing.T) {
 			}
 			sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
 			recordSpend(t, r.e, sn.Task.ID, task.Usage{CostUSD: 4, InputTokens: 1000000, CachedInputTokens: 5, OutputTokens: 1000})
-			sub, err := r.e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "a try that was thrown away", Parent: sn.Task.ID})
+			sub, err := r.e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "a try that was thrown away", Parent: sn.Task.ID})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // What stops a task between turns (a budget, a usage limit, a failed
@@ -17,7 +16,7 @@ import (
 // the summary of a command that waited for it (--wait, lazy wait).
 
 // noteGate writes a failed gate run into the task's agent log.
-func (e *Env) noteGate(sn *task.Snapshot, run task.GateRun) {
+func (e *Gates) noteGate(sn *task.Snapshot, run task.GateRun) {
 	if run.Passed || run.Speculative {
 		return // a speculative run failed on an assumption about the queue ahead
 	}
@@ -54,7 +53,7 @@ func GateNext(slug string, r task.GateRun) string {
 // pass, makes it history), nil otherwise. A speculative run is about the
 // queue, not the task; a run only the task's record names is anyone's
 // claim (see gate_verify.go), and its words are never told as lazy's.
-func (e *Env) FailedGate(ctx context.Context, sn *task.Snapshot) *task.GateRun {
+func (e *Gates) FailedGate(ctx context.Context, sn *task.Snapshot) *task.GateRun {
 	if sn.Task.Gate == nil || sn.Task.Status.IsTerminal() {
 		return nil
 	}
@@ -63,7 +62,7 @@ func (e *Env) FailedGate(ctx context.Context, sn *task.Snapshot) *task.GateRun {
 		return nil
 	}
 	if sn.Session != nil && sn.Session.Branch != "" && r.BranchTip != "" {
-		if tip, err := worktree.BranchCommit(ctx, e.Dir(), sn.Session.Branch); err == nil && tip != r.BranchTip {
+		if tip, err := e.git().BranchCommit(ctx, e.Dir(), sn.Session.Branch); err == nil && tip != r.BranchTip {
 			return nil
 		}
 	}

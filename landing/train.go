@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -19,14 +19,14 @@ type Accepting = queue.Accepting[*AcceptResult]
 // branch, through the queue's train (queue.AcceptMany): speculatively
 // gated ahead of the accepts when the gate allows parallel runs and is
 // not skipped.
-func (e *Env) AcceptMany(ctx context.Context, names []string, narrate func(name string) Narrator, opts AcceptOptions) []Accepting {
-	return queue.AcceptMany(ctx, e.Queue(), names, trainLander{e: e, narrate: narrate, opts: opts}, !opts.SkipGate)
+func (e *Service) AcceptMany(ctx context.Context, names []string, narrate func(name string) Narrator, opts AcceptOptions) []Accepting {
+	return queue.AcceptMany(ctx, e.queue(), names, trainLander{e: e, narrate: narrate, opts: opts}, !opts.SkipGate)
 }
 
 // trainLander is the queue's Lander: e's Accept with one run's
 // narration and options.
 type trainLander struct {
-	e       *Env
+	e       *Service
 	narrate func(name string) Narrator
 	opts    AcceptOptions
 }
@@ -40,7 +40,7 @@ func (l trainLander) Accept(ctx context.Context, name string) (*AcceptResult, er
 }
 
 func (l trainLander) Gate(ctx context.Context, into, tip string) (queue.Gate, error) {
-	gp, err := l.e.gateAt(ctx, into, tip)
+	gp, err := l.e.Gates().gateAt(ctx, into, tip)
 	if err != nil || !gp.enabled() {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (l trainLander) Gate(ctx context.Context, into, tip string) (queue.Gate, er
 
 // trainGate is the gate of a train's target, run speculatively.
 type trainGate struct {
-	e    *Env
+	e    *Service
 	gp   *gatePlan
 	into string
 	opts AcceptOptions
@@ -58,7 +58,7 @@ type trainGate struct {
 func (g trainGate) Parallel() int { return g.gp.Parallel }
 
 func (g trainGate) Candidate(ctx context.Context, base, branch, slug string) (queue.Candidate, error) {
-	c, err := g.e.buildCandidate(ctx, base, branch, slug, g.into)
+	c, err := g.e.Gates().buildCandidate(ctx, base, branch, slug, g.into)
 	if err != nil {
 		return queue.Candidate{}, err
 	}
@@ -66,12 +66,12 @@ func (g trainGate) Candidate(ctx context.Context, base, branch, slug string) (qu
 }
 
 func (g trainGate) PassedBefore(tree string) bool {
-	_, ok := g.e.passedBefore(tree, g.gp.cmds)
+	_, ok := g.e.Gates().passedBefore(tree, g.gp.cmds)
 	return ok
 }
 
 func (g trainGate) Run(ctx context.Context, sn *task.Snapshot, c queue.Candidate) (string, bool, error) {
-	run, err := g.e.gateRun(ctx, sn, g.gp, &candidate{base: c.Base, tree: c.Tree, commit: c.Commit, branchTip: c.BranchTip}, g.into, g.opts, true)
+	run, err := g.e.Gates().gateRun(ctx, sn, g.gp, &candidate{base: c.Base, tree: c.Tree, commit: c.Commit, branchTip: c.BranchTip}, g.into, g.opts, true)
 	return run.ID, run.Passed, err
 }
 

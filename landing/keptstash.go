@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -95,11 +95,11 @@ func (o OwedStash) Describe() string {
 
 // keepStash records stash sha of task id durably, before anything else
 // can lose it.
-func keepStash(ctx context.Context, dir, id, sha string) error {
+func (e *Stashes) keepStash(ctx context.Context, dir, id, sha string) error {
 	if !task.ValidHex(sha) || !validRefPart(id) {
 		return fmt.Errorf("cannot record stash %q of task %q", sha, id)
 	}
-	return worktree.CreateRef(ctx, dir, keptStashRefs+id+"/"+sha, sha, "lazy: stash kept")
+	return e.git().CreateRef(ctx, dir, keptStashRefs+id+"/"+sha, sha, "lazy: stash kept")
 }
 
 // validRefPart is true of a task id usable as one ref path component.
@@ -116,23 +116,23 @@ func validRefPart(s string) bool {
 }
 
 // keptFor says whether stash sha is one this machine kept for task id.
-func keptFor(ctx context.Context, dir, id, sha string) bool {
+func (e *Stashes) keptFor(ctx context.Context, dir, id, sha string) bool {
 	if !task.ValidHex(sha) || !validRefPart(id) {
 		return false
 	}
-	return worktree.RefExists(ctx, dir, keptStashRefs+id+"/"+sha)
+	return e.git().RefExists(ctx, dir, keptStashRefs+id+"/"+sha)
 }
 
 // forgetStash removes the record of stash sha: its changes are back.
-func forgetStash(ctx context.Context, dir, sha string) {
+func (e *Stashes) forgetStash(ctx context.Context, dir, sha string) {
 	for _, prefix := range []string{keptStashRefs, owedRefs} {
-		refs, err := worktree.RefsUnder(ctx, dir, prefix)
+		refs, err := e.git().RefsUnder(ctx, dir, prefix)
 		if err != nil {
 			continue
 		}
 		for _, ref := range refs {
 			if ref.SHA == sha || strings.HasSuffix(ref.Name, "/"+sha) {
-				_ = worktree.DeleteRef(ctx, dir, ref.Name, sha)
+				_ = e.git().DeleteRef(ctx, dir, ref.Name, sha)
 			}
 		}
 	}
@@ -148,14 +148,14 @@ func forgetStash(ctx context.Context, dir, sha string) {
 // is forgotten, and the stashes owed in one checkout are folded into one
 // (see foldOwed); without it (lazy status, lazy doctor --dry-run)
 // nothing is written.
-func (e *Env) OwedStashes(ctx context.Context, mend bool) ([]OwedStash, error) {
+func (e *Stashes) OwedStashes(ctx context.Context, mend bool) ([]OwedStash, error) {
 	out, err := e.owedStashes(ctx, mend, "")
 	if err != nil || !mend {
 		return out, err
 	}
 	folded := false
 	for _, target := range foldable(out) {
-		release, err := e.tryDestination(target)
+		release, err := e.Recovery().tryDestination(target)
 		if err != nil {
 			continue // an accept into it runs, and folds them when it can
 		}
@@ -185,7 +185,7 @@ func foldable(owed []OwedStash) []string {
 
 // owedStashes is OwedStashes without the folding; the stash of task
 // mine is owed even though this process holds its lock.
-func (e *Env) owedStashes(ctx context.Context, mend bool, mine string) ([]OwedStash, error) {
+func (e *Stashes) owedStashes(ctx context.Context, mend bool, mine string) ([]OwedStash, error) {
 	byRef, err := e.keptStashes(ctx)
 	if err != nil {
 		return nil, err
@@ -207,7 +207,7 @@ func (e *Env) owedStashes(ctx context.Context, mend bool, mine string) ([]OwedSt
 // dropFolded leaves out the stashes already folded into their target's
 // owed stash (a fold killed before it let go of them): with mend, their
 // records and stash list entries go too.
-func (e *Env) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []OwedStash {
+func (e *Stashes) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []OwedStash {
 	heads := map[string]string{} // target -> its folded stash
 	for _, o := range owed {
 		if o.Target != "" && o.Ref == owedRef(o.Target) {
@@ -217,15 +217,15 @@ func (e *Env) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []Owe
 	var out []OwedStash
 	for _, o := range owed {
 		head := heads[o.Target]
-		if head == "" || head == o.SHA || !worktree.IsAncestor(ctx, e.Dir(), o.SHA, head) {
+		if head == "" || head == o.SHA || !e.git().IsAncestor(ctx, e.Dir(), o.SHA, head) {
 			out = append(out, o)
 			continue
 		}
 		if mend {
 			if o.Ref != "" {
-				_ = worktree.DeleteRef(ctx, e.Dir(), o.Ref, o.SHA)
+				_ = e.git().DeleteRef(ctx, e.Dir(), o.Ref, o.SHA)
 			}
-			_ = worktree.StashDrop(ctx, e.Dir(), o.SHA)
+			_ = e.git().StashDrop(ctx, e.Dir(), o.SHA)
 		}
 	}
 	return out
@@ -233,10 +233,10 @@ func (e *Env) dropFolded(ctx context.Context, owed []OwedStash, mend bool) []Owe
 
 // keptStashes maps each recorded stash to its ref under keptStashRefs
 // or owedRefs.
-func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
+func (e *Stashes) keptStashes(ctx context.Context) (map[string]string, error) {
 	byRef := map[string]string{}
 	for _, prefix := range []string{keptStashRefs, owedRefs} {
-		refs, err := worktree.RefsUnder(ctx, e.Dir(), prefix)
+		refs, err := e.git().RefsUnder(ctx, e.Dir(), prefix)
 		if err != nil {
 			return nil, fmt.Errorf("list the stashes lazy keeps: %w", err)
 		}
@@ -251,8 +251,8 @@ func (e *Env) keptStashes(ctx context.Context) (map[string]string, error) {
 // have no record (byRef maps them to the ref one would have, "" until it
 // is written): an accept's, by the task its message names, and a folded
 // one, by the branch its message names.
-func (e *Env) addUnrecordedStashes(ctx context.Context, byRef map[string]string) {
-	list, err := worktree.Stashes(ctx, e.Dir())
+func (e *Stashes) addUnrecordedStashes(ctx context.Context, byRef map[string]string) {
+	list, err := e.git().Stashes(ctx, e.Dir())
 	if err != nil {
 		return
 	}
@@ -283,7 +283,7 @@ func foldedTarget(subject string) string {
 // that no accept of the task is between its stash and its record or
 // return meanwhile (this process holds the lock of task mine itself);
 // with mend it records or forgets the stash.
-func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool, mine string) (OwedStash, bool) {
+func (e *Stashes) checkOwed(ctx context.Context, sha, ref string, mend bool, mine string) (OwedStash, bool) {
 	o := e.describeStash(ctx, sha, ref)
 	if validRefPart(o.TaskID) && o.TaskID != mine {
 		unlock, err := e.TryLockTask(o.TaskID)
@@ -294,14 +294,14 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool, mine st
 			defer unlock()
 		}
 	}
-	if o.Dir != "" && worktree.StashInWorktree(ctx, o.Dir, sha) && worktree.StashApplies(ctx, o.Dir, sha) != nil {
+	if o.Dir != "" && e.git().StashInWorktree(ctx, o.Dir, sha) && e.git().StashApplies(ctx, o.Dir, sha) != nil {
 		// Every byte of it is back in the checkout.
 		if mend {
-			dropStash(ctx, o.Dir, sha)
+			e.dropStash(ctx, o.Dir, sha)
 		}
 		return o, false
 	}
-	if !refExists(ctx, e.Dir(), ref) && (!mend || e.record(ctx, o) != nil) {
+	if !e.refExists(ctx, e.Dir(), ref) && (!mend || e.record(ctx, o) != nil) {
 		o.Ref = "" // in the stash list only
 	}
 	return o, true
@@ -310,31 +310,31 @@ func (e *Env) checkOwed(ctx context.Context, sha, ref string, mend bool, mine st
 // record writes the ref of an owed stash found only in the stash list:
 // an accept's under its task, a folded one as its target's owed stash
 // when that has none.
-func (e *Env) record(ctx context.Context, o OwedStash) error {
+func (e *Stashes) record(ctx context.Context, o OwedStash) error {
 	if strings.HasPrefix(o.Ref, owedRefs) {
-		return worktree.CreateRef(ctx, e.Dir(), o.Ref, o.SHA, "lazy: folded stash kept")
+		return e.git().CreateRef(ctx, e.Dir(), o.Ref, o.SHA, "lazy: folded stash kept")
 	}
-	return keepStash(ctx, e.Dir(), o.TaskID, o.SHA)
+	return e.keepStash(ctx, e.Dir(), o.TaskID, o.SHA)
 }
 
 // refExists is true when ref names an object.
-func refExists(ctx context.Context, dir, ref string) bool {
-	return worktree.RefExists(ctx, dir, ref)
+func (e *Stashes) refExists(ctx context.Context, dir, ref string) bool {
+	return e.git().RefExists(ctx, dir, ref)
 }
 
 // describeStash reads what a kept stash is from the stash commit itself.
-func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
+func (e *Stashes) describeStash(ctx context.Context, sha, ref string) OwedStash {
 	o := OwedStash{SHA: sha, Ref: ref}
 	if !strings.HasPrefix(ref, owedRefs) {
 		o.TaskID = strings.TrimSuffix(strings.TrimPrefix(ref, keptStashRefs), "/"+sha)
 	}
 	dir := e.Dir()
-	if at, subject, err := worktree.CommitInfo(ctx, dir, sha); err == nil {
+	if at, subject, err := e.git().CommitInfo(ctx, dir, sha); err == nil {
 		o.At = at
 		// "On <branch>: lazy accept ...": the checkout of that branch.
 		if b, _, ok := strings.Cut(strings.TrimPrefix(subject, "On "), ": "); ok && strings.HasPrefix(subject, "On ") && task.ValidBranchName(b) == nil {
 			o.Target = b
-			if d, err := worktree.CheckedOutAt(ctx, dir, b); err == nil && d != "" {
+			if d, err := e.git().CheckedOutAt(ctx, dir, b); err == nil && d != "" {
 				o.Dir = d
 			}
 		}
@@ -351,15 +351,15 @@ func (e *Env) describeStash(ctx context.Context, sha, ref string) OwedStash {
 
 // describeParts reads the stashes folded into o, oldest first: when
 // and for which task each was made, and where they clash.
-func (e *Env) describeParts(ctx context.Context, o *OwedStash) {
-	parts, conflicts, err := worktree.StashParts(ctx, e.Dir(), o.SHA)
+func (e *Stashes) describeParts(ctx context.Context, o *OwedStash) {
+	parts, conflicts, err := e.git().StashParts(ctx, e.Dir(), o.SHA)
 	if err != nil || len(parts) < 2 {
 		return
 	}
 	o.Conflicts = conflicts
 	for _, p := range parts {
 		part := StashPart{SHA: p}
-		if at, subject, err := worktree.CommitInfo(ctx, e.Dir(), p); err == nil {
+		if at, subject, err := e.git().CommitInfo(ctx, e.Dir(), p); err == nil {
 			part.At, part.TaskID = at, stashTask(subject)
 		}
 		o.Parts = append(o.Parts, part)
@@ -378,7 +378,7 @@ func (e *Env) describeParts(ctx context.Context, o *OwedStash) {
 // any of them is let go: a kill at any point leaves every change
 // reachable from a record (see dropFolded). It returns the folded stash,
 // or "" when there was nothing to fold or it could not.
-func (e *Env) foldOwed(ctx context.Context, target, mine string) string {
+func (e *Stashes) foldOwed(ctx context.Context, target, mine string) string {
 	ctx = context.WithoutCancel(ctx)
 	owed, err := e.owedStashes(ctx, true, mine)
 	if err != nil {
@@ -409,22 +409,22 @@ func (e *Env) foldOwed(ctx context.Context, target, mine string) string {
 	conflicts := list[0].Conflicts
 	for _, o := range list[1:] {
 		count += max(1, len(o.Parts))
-		f, err := worktree.FoldStashes(ctx, e.Dir(), target, acc, o.SHA, count, conflicts)
+		f, err := e.git().FoldStashes(ctx, e.Dir(), target, acc, o.SHA, count, conflicts)
 		if err != nil {
 			return ""
 		}
 		acc, conflicts = f.SHA, f.Conflicts
 	}
 	// The record first: from here the folded stash holds every part.
-	if err := worktree.SwapRef(ctx, e.Dir(), ref, acc, cur, "lazy: stashes folded"); err != nil {
+	if err := e.git().SwapRef(ctx, e.Dir(), ref, acc, cur, "lazy: stashes folded"); err != nil {
 		return ""
 	}
-	_ = worktree.StashStore(ctx, e.Dir(), acc, fmt.Sprintf("On %s: %s%d interrupted accepts, oldest first", target, worktree.FoldedSubject, count))
+	_ = e.git().StashStore(ctx, e.Dir(), acc, fmt.Sprintf("On %s: %s%d interrupted accepts, oldest first", target, worktree.FoldedSubject, count))
 	for _, o := range list {
 		if o.Ref != ref {
-			_ = worktree.DeleteRef(ctx, e.Dir(), o.Ref, o.SHA)
+			_ = e.git().DeleteRef(ctx, e.Dir(), o.Ref, o.SHA)
 		}
-		_ = worktree.StashDrop(ctx, e.Dir(), o.SHA)
+		_ = e.git().StashDrop(ctx, e.Dir(), o.SHA)
 	}
 	return acc
 }
@@ -473,11 +473,11 @@ var ErrNothingOwed = errors.New("lazy keeps none of your uncommitted changes the
 // anything the user has there now, and forgotten once they are back. It
 // returns what it restored (Conflicts: files that now hold two versions
 // between conflict markers).
-func (e *Env) RestoreOwed(ctx context.Context, target string) (*OwedStash, error) {
+func (e *Stashes) RestoreOwed(ctx context.Context, target string) (*OwedStash, error) {
 	if err := task.ValidBranchName(target); err != nil {
 		return nil, err
 	}
-	release, err := e.tryDestination(target)
+	release, err := e.Recovery().tryDestination(target)
 	if errors.Is(err, flock.ErrHeld) {
 		return nil, fmt.Errorf("an accept into %s is running; run lazy stash restore %s again once it has finished", target, target)
 	}
@@ -503,12 +503,12 @@ func (e *Env) RestoreOwed(ctx context.Context, target string) (*OwedStash, error
 		return nil, fmt.Errorf("lazy stash restore %s: lazy keeps %d stashes there it could not fold into one (an accept's is still being recovered); run lazy doctor, then lazy stash restore %s again", target, len(mine), target)
 	}
 	o := mine[0]
-	if err := worktree.StashApplies(ctx, o.Dir, o.SHA); err != nil {
+	if err := e.git().StashApplies(ctx, o.Dir, o.SHA); err != nil {
 		return nil, fmt.Errorf("lazy stash restore %s: the changes were not applied, since %s has uncommitted changes of its own or they would conflict with it (%w); commit or stash what is there, then run lazy stash restore %s again (nothing was changed)", target, o.Dir, err, target)
 	}
-	if err := worktree.StashApply(ctx, o.Dir, o.SHA); err != nil {
+	if err := e.git().StashApply(ctx, o.Dir, o.SHA); err != nil {
 		return nil, fmt.Errorf("lazy stash restore %s: git stash apply %s in %s: %w (lazy keeps the stash)", target, o.SHA, o.Dir, err)
 	}
-	dropStash(ctx, o.Dir, o.SHA)
+	e.dropStash(ctx, o.Dir, o.SHA)
 	return &o, nil
 }

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // Accepts is this machine's record of the local accepts it began and
 // has not ended (see package owned): what makes a merging task its own.
-func (e *Env) Accepts() owned.Accepts { return owned.AcceptsFor(e.Repo.LazyDir()) }
+func (e *Service) Accepts() owned.Accepts { return owned.AcceptsFor(e.Repo.LazyDir()) }
 
 // ForeignAcceptError refuses to recover a merging task whose accept this
 // machine did not begin. A host id is public (every record commit names
@@ -41,7 +41,7 @@ func (e *ForeignAcceptError) Error() string {
 // whether the checkout was dirty are what this machine decided, never
 // what the record says. It fails with ForeignAcceptError for an accept
 // this machine did not begin.
-func (e *Env) ownAccept(sn *task.Snapshot) error {
+func (e *Recovery) ownAccept(sn *task.Snapshot) error {
 	local, err := e.localAccept(sn)
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func (e *Env) ownAccept(sn *task.Snapshot) error {
 
 // localAccept returns this machine's record of sn's accept, which must
 // name the same accept id, branch and tip as the task's record.
-func (e *Env) localAccept(sn *task.Snapshot) (owned.Accept, error) {
+func (e *Recovery) localAccept(sn *task.Snapshot) (owned.Accept, error) {
 	rec := sn.Task.Accept
 	if rec == nil {
 		return owned.Accept{}, owned.ErrNoAccept
@@ -79,7 +79,7 @@ func (e *Env) localAccept(sn *task.Snapshot) (owned.Accept, error) {
 // ForeignMerge says why a merging task is left alone on this machine:
 // its local accept is not one this machine began (a ForeignAcceptError).
 // It is nil for a task not in a local merge, and for this machine's own.
-func (e *Env) ForeignMerge(sn *task.Snapshot) error {
+func (e *Recovery) ForeignMerge(sn *task.Snapshot) error {
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return nil
 	}
@@ -89,7 +89,7 @@ func (e *Env) ForeignMerge(sn *task.Snapshot) error {
 
 // OwnsAccept reports whether sn's accept was begun on this machine: only
 // such a merging task is ever recovered here.
-func (e *Env) OwnsAccept(sn *task.Snapshot) bool {
+func (e *Recovery) OwnsAccept(sn *task.Snapshot) bool {
 	_, err := e.localAccept(sn)
 	return err == nil
 }
@@ -118,7 +118,7 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 // (spec: reject, close, submit and unblock escape a stranded merge). A
 // merge that landed is finished instead, and session.ErrAlreadyAccepted says so.
 // A forge-pending merge is left alone: it is not stranded.
-func (e *Env) EscapeStranded(ctx context.Context, sn *task.Snapshot, verb string) (*task.Snapshot, error) {
+func (e *Recovery) EscapeStranded(ctx context.Context, sn *task.Snapshot, verb string) (*task.Snapshot, error) {
 	if sn.Task.Status != machine.Merging || sn.Task.Accept == nil || sn.Task.ForgePending() {
 		return sn, nil
 	}
@@ -140,7 +140,7 @@ func (e *Env) EscapeStranded(ctx context.Context, sn *task.Snapshot, verb string
 // of it runs anywhere, so the record goes back to blocked. Only the
 // record changes: no lock on the destination, no git in any checkout,
 // no stash, since nothing here is known to belong to that accept.
-func (e *Env) ReleaseForeignMerge(ctx context.Context, name string) (*task.Snapshot, error) {
+func (e *Recovery) ReleaseForeignMerge(ctx context.Context, name string) (*task.Snapshot, error) {
 	sn, unlock, err := e.LockedLoad(ctx, name)
 	if err != nil {
 		return nil, err

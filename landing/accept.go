@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -126,7 +126,7 @@ const DefaultPreTurnTimeout = 30 * time.Minute
 // preTurn reports whether an accept with options o runs a pre-accept
 // turn: one is configured, this Env can launch it, and the caller can
 // reconcile it.
-func (e *Env) preTurn(o AcceptOptions) bool {
+func (e *Service) preTurn(o AcceptOptions) bool {
 	return o.PreTurn != "" && e.Launch != nil && o.Reconcile != nil
 }
 
@@ -191,7 +191,7 @@ func (s *StashOwedError) Unwrap() error { return s.Cause }
 // worktree and branch. It holds the task lock from start to finish, so a
 // second accept waits and then reports session.ErrAlreadyAccepted, and a task in
 // merging whose lock is free is known to be stranded.
-func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
+func (e *Service) Accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
 	if opts.SkipGate {
 		if e.Actor != machine.Human {
 			return nil, fmt.Errorf("accept %s: only a human may land a task without its gate (--skip-gate); ask one to", name)
@@ -207,7 +207,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 		if sn.Task.IsAttemptGroup() {
 			return nil, fmt.Errorf("accept %s: the task is tried %d ways and has no work of its own; land one of its attempts with lazy accept %s --attempt K (lazy show %s compares them)", sn.Task.Slug, len(sn.Task.Attempts), sn.Task.Slug, sn.Task.Slug)
 		}
-		if err := e.Attempts().SiblingChosen(sn); err != nil {
+		if err := e.attempts().SiblingChosen(sn); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +218,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	// An attempt that landed settles its group, however it was accepted
 	// (lazy accept GROUP --attempt K, or lazy accept on the attempt).
 	if err == nil && res != nil && attempts.Landed(res.Snapshot) {
-		_, warnings, ferr := e.Attempts().Settle(ctx, res.Snapshot)
+		_, warnings, ferr := e.attempts().Settle(ctx, res.Snapshot)
 		res.Warnings = append(res.Warnings, warnings...)
 		if ferr != nil {
 			res.Warnings = append(res.Warnings, ferr.Error())
@@ -228,7 +228,7 @@ func (e *Env) Accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 }
 
 // accept is Accept under the task lock.
-func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
+func (e *Service) accept(ctx context.Context, name string, n Narrator, opts AcceptOptions) (*AcceptResult, error) {
 	a := &localAccept{e: e, n: n, opts: opts, release: func() {}}
 	a.say(func(n Narrator) { n.Prelude("pre-flight checks") })
 	sn, unlock, err := e.LockedLoad(ctx, name)
@@ -238,15 +238,15 @@ func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 	defer func() { unlock() }()
 	// An accept of it that was killed left it merging: finish that one
 	// (its merge landed: already accepted) or undo it, then go on.
-	if sn, err = e.EscapeStranded(ctx, sn, "accept"); err != nil {
+	if sn, err = e.Recovery().EscapeStranded(ctx, sn, "accept"); err != nil {
 		return nil, err
 	}
-	viaForge, err := e.mergesThroughForge(sn)
+	viaForge, err := e.Remote().mergesThroughForge(sn)
 	if err != nil {
 		return nil, err
 	}
 	if viaForge || opts.ViaForge && sn.Task.Status == machine.Blocked || sn.Task.Status == machine.Submitted || sn.Task.Status == machine.Merging && sn.Task.ForgePending() {
-		return e.acceptRemote(ctx, sn, a.say, opts)
+		return e.Remote().acceptRemote(ctx, sn, a.say, opts)
 	}
 	a.sn = sn
 	defer func() { a.release() }()
@@ -258,7 +258,7 @@ func (e *Env) accept(ctx context.Context, name string, n Narrator, opts AcceptOp
 // and what it has done so far. Each phase is one method, and run calls
 // them in the order of the phase table.
 type localAccept struct {
-	e    *Env
+	e    *Service
 	n    Narrator
 	opts AcceptOptions
 
@@ -376,9 +376,9 @@ func (a *localAccept) lockDest(ctx context.Context) error {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
 	if a.ticket == nil {
-		a.ticket = e.Queue().Enter(a.sn, into)
+		a.ticket = e.queue().Enter(a.sn, into)
 	}
-	rel, err := e.lockDestination(ctx, into, func(pid string) {
+	rel, err := e.Recovery().lockDestination(ctx, into, func(pid string) {
 		a.ticket.Set(queue.Waiting, "behind the accept of pid "+pid)
 		a.say(func(n Narrator) {
 			n.Prelude("waiting for another accept into " + into + " (pid " + pid + ") to finish")
@@ -388,7 +388,7 @@ func (a *localAccept) lockDest(ctx context.Context) error {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
 	a.release = rel
-	for _, note := range e.recoverStrandedInto(ctx, into, a.sn.Task.ID) {
+	for _, note := range e.Recovery().recoverStrandedInto(ctx, into, a.sn.Task.ID) {
 		a.say(func(n Narrator) { n.Prelude(note) })
 	}
 	return nil
@@ -425,12 +425,12 @@ func (a *localAccept) preflight(ctx context.Context) error {
 // human skipped it).
 func (a *localAccept) planGate(ctx context.Context) error {
 	slug, pre := a.sn.Task.Slug, a.pre
-	gp, err := a.e.gateAt(ctx, pre.into, pre.intoSHA)
+	gp, err := a.e.Gates().gateAt(ctx, pre.into, pre.intoSHA)
 	if err != nil && !a.opts.SkipGate {
 		return fmt.Errorf("accept %s: %w", slug, err)
 	}
 	if err == nil {
-		if a.approved, err = a.e.checkProtected(ctx, slug, gp, pre.intoSHA, pre.branch, false, a.opts); err != nil {
+		if a.approved, err = a.e.Gates().checkProtected(ctx, slug, gp, pre.intoSHA, pre.branch, false, a.opts); err != nil {
 			return err
 		}
 	}
@@ -491,7 +491,7 @@ func (a *localAccept) record(ctx context.Context) error {
 	a.mine = mine
 	approvedTip := ""
 	if len(a.approved) > 0 {
-		approvedTip, _ = worktree.BranchCommit(ctx, e.Dir(), pre.branch)
+		approvedTip, _ = a.e.git().BranchCommit(ctx, e.Dir(), pre.branch)
 	}
 	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != from {
@@ -513,7 +513,7 @@ func (a *localAccept) record(ctx context.Context) error {
 			if s.Task.Gate == nil {
 				s.Task.Gate = &task.GateRecord{}
 			}
-			s.Task.Gate.Approved = e.approval(a.approved, approvedTip, mine.StartedAt)
+			s.Task.Gate.Approved = e.Gates().approval(a.approved, approvedTip, mine.StartedAt)
 			reason += "; a human approved the protected paths " + session.OneLine(listProtected(a.approved, false))
 		}
 		return &task.Op{Name: "accept", Actor: e.Actor, Reason: reason}, nil
@@ -542,7 +542,7 @@ func (a *localAccept) abort(ctx context.Context, cause error) error {
 
 // removeTempDest removes the checkout pre-flight made to merge in.
 func (a *localAccept) removeTempDest(ctx context.Context) {
-	_ = worktree.ForceRemove(context.WithoutCancel(ctx), a.e.Dir(), a.pre.dest)
+	_ = a.e.git().ForceRemove(context.WithoutCancel(ctx), a.e.Dir(), a.pre.dest)
 }
 
 // stashDest stashes the destination's uncommitted changes, if any, and
@@ -555,12 +555,12 @@ func (a *localAccept) stashDest(ctx context.Context) error {
 	}
 	a.begin("stash")
 	e, slug, dest, id := a.e, a.sn.Task.Slug, a.pre.dest, a.sn.Task.ID
-	stash, err := stashPush(ctx, dest, stashMessage(slug, id))
+	stash, err := a.e.Stashes().stashPush(ctx, dest, stashMessage(slug, id))
 	if err != nil {
 		return fmt.Errorf("accept %s: stash the uncommitted changes in %s: %w", slug, dest, err)
 	}
 	a.stash = stash
-	if err := keepStash(ctx, dest, id, stash); err != nil {
+	if err := a.e.Stashes().keepStash(ctx, dest, id, stash); err != nil {
 		return e.withStash(fmt.Errorf("accept %s: record the stash: %w", slug, err), dest, stash)
 	}
 	a.say(func(n Narrator) { n.Note("your uncommitted changes in " + dest + " are in stash " + stash) })
@@ -607,7 +607,7 @@ func (a *localAccept) giveBackStash(ctx context.Context) {
 		return
 	}
 	a.begin("restore")
-	if err := stashPop(ctx, a.pre.dest, a.stash); err != nil {
+	if err := a.e.Stashes().stashPop(ctx, a.pre.dest, a.stash); err != nil {
 		a.res.StashOwed = &StashOwedError{Task: a.sn.Task.Slug, Dest: a.pre.dest, SHA: a.stash, Cause: err}
 	}
 }
@@ -619,7 +619,7 @@ func (a *localAccept) giveBackStash(ctx context.Context) {
 func (a *localAccept) finish(ctx context.Context) error {
 	a.begin("finish")
 	e, into, commit, warnings := a.e, a.pre.into, a.res.Commit, a.res.Warnings
-	cl := e.markCleanup(ctx, &a.mine, a.sn, commit)
+	cl := e.Cleanups().markCleanup(ctx, &a.mine, a.sn, commit)
 	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, fmt.Errorf("the task became %s during the merge", s.Task.Status)
@@ -650,7 +650,7 @@ func (a *localAccept) foldOwedStash(ctx context.Context) {
 	if a.res.StashOwed == nil {
 		return
 	}
-	if folded := a.e.foldOwed(ctx, a.pre.into, a.sn.Task.ID); folded != "" {
+	if folded := a.e.Stashes().foldOwed(ctx, a.pre.into, a.sn.Task.ID); folded != "" {
 		a.res.StashOwed.SHA, a.res.StashOwed.Folded = folded, true
 	}
 }
@@ -666,7 +666,7 @@ func (a *localAccept) cleanup(ctx context.Context) {
 
 // beginAccept records, on this machine only, the local accept of sn
 // about to begin: the trust anchor of its recovery (see package owned).
-func (e *Env) beginAccept(sn *task.Snapshot, from machine.Status, pre *acceptPre) (owned.Accept, error) {
+func (e *Service) beginAccept(sn *task.Snapshot, from machine.Status, pre *acceptPre) (owned.Accept, error) {
 	id, err := task.NewID()
 	if err != nil {
 		return owned.Accept{}, fmt.Errorf("accept %s: %w", sn.Task.Slug, err)
@@ -683,7 +683,7 @@ func (e *Env) beginAccept(sn *task.Snapshot, from machine.Status, pre *acceptPre
 // task lock the caller holds: the turn is launched, then recorded by the
 // reconciler that the accept itself runs (opts.Reconcile, under the
 // hold), and must end parked back where the task was, with no violation.
-func (e *Env) runPreAccept(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
+func (e *Service) runPreAccept(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
 	from := sn.Task.Status
 	sn, err := e.preAcceptTurn(ctx, sn, opts)
 	if err != nil {
@@ -695,7 +695,7 @@ func (e *Env) runPreAccept(ctx context.Context, sn *task.Snapshot, opts AcceptOp
 // preAcceptTurn launches the configured agent turn before the merge. The
 // session records the status to park back to, so a submitted task comes
 // back submitted.
-func (e *Env) preAcceptTurn(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
+func (e *Service) preAcceptTurn(ctx context.Context, sn *task.Snapshot, opts AcceptOptions) (*task.Snapshot, error) {
 	if err := e.RequireLauncher("the pre-accept turn"); err != nil {
 		return nil, err
 	}
@@ -735,7 +735,7 @@ func (e *Env) preAcceptTurn(ctx context.Context, sn *task.Snapshot, opts AcceptO
 // lock, until the pre-accept turn is recorded, and checks how it ended.
 // On a timeout the task stays working; the reconciler records the turn
 // when it ends, once the accept has let go of the lock.
-func (e *Env) awaitPreAccept(ctx context.Context, sn *task.Snapshot, from machine.Status, opts AcceptOptions) (*task.Snapshot, error) {
+func (e *Service) awaitPreAccept(ctx context.Context, sn *task.Snapshot, from machine.Status, opts AcceptOptions) (*task.Snapshot, error) {
 	id, slug, seq := sn.Task.ID, sn.Task.Slug, sn.Session.Turn
 	limit := opts.PreTurnTimeout
 	if limit <= 0 {
@@ -785,15 +785,15 @@ func (e *Env) awaitPreAccept(ctx context.Context, sn *task.Snapshot, from machin
 // for a pooled task a runner elsewhere ran, the branch its slug derives
 // as lazy pull brought it from the pool's remote (never a name read
 // from the record).
-func (e *Env) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Session, error) {
+func (e *Service) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Session, error) {
 	slug := sn.Task.Slug
 	local, err := e.Owned(sn)
 	if err != nil {
-		if !e.Lifecycle().ForRunner(sn) {
+		if !e.lifecycle().ForRunner(sn) {
 			return owned.Session{}, fmt.Errorf("accept %w", err)
 		}
 		branch := worktree.Branch(slug)
-		if tip, berr := worktree.BranchTip(ctx, e.Dir(), branch); berr != nil || tip == "" {
+		if tip, berr := e.git().BranchTip(ctx, e.Dir(), branch); berr != nil || tip == "" {
 			return owned.Session{}, fmt.Errorf("accept %s: a runner on host %s ran it, and its branch %s is not here yet; lazy pull brings it", slug, sn.Session.Host, branch)
 		}
 		return owned.Session{TaskID: sn.Task.ID, Branch: branch}, nil
@@ -801,7 +801,7 @@ func (e *Env) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Sessio
 	if err := e.WorktreeFree(sn.Task.ID, "accept", slug); err != nil {
 		return owned.Session{}, err
 	}
-	if dirty, err := worktree.Dirty(ctx, local.Worktree); err != nil {
+	if dirty, err := e.git().Dirty(ctx, local.Worktree); err != nil {
 		return owned.Session{}, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, local.Worktree, err)
 	} else if dirty {
 		return owned.Session{}, fmt.Errorf("accept %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, local.Worktree)
@@ -821,7 +821,7 @@ type acceptPre struct {
 
 // acceptPreflight checks everything that can be checked before anything
 // is written, and finds where the merge will run.
-func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPre, error) {
+func (e *Service) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPre, error) {
 	slug := sn.Task.Slug
 	switch st := sn.Task.Status; {
 	case st == machine.Complete && sn.Task.Outcome == task.OutcomeAccepted:
@@ -877,13 +877,13 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	pre := &acceptPre{into: into, branch: local.Branch}
-	if pre.intoSHA, err = worktree.BranchCommit(ctx, e.Dir(), into); err != nil {
+	if pre.intoSHA, err = e.git().BranchCommit(ctx, e.Dir(), into); err != nil {
 		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
 	}
-	if worktree.ChangesNothing(ctx, e.Dir(), pre.intoSHA, pre.branch) {
+	if e.git().ChangesNothing(ctx, e.Dir(), pre.intoSHA, pre.branch) {
 		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, pre.branch, into)
 	}
-	dest, err := worktree.CheckedOutAt(ctx, e.Dir(), into)
+	dest, err := e.git().CheckedOutAt(ctx, e.Dir(), into)
 	if err != nil {
 		return nil, err
 	}
@@ -893,21 +893,21 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return nil, err
 		}
-		if err := worktree.Add(ctx, e.Dir(), dest, into); err != nil {
+		if err := e.git().Add(ctx, e.Dir(), dest, into); err != nil {
 			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
 		}
 		pre.temp = true
 	}
-	if !pre.temp && e.isAcceptCheckout(dest) {
+	if !pre.temp && e.Cleanups().isAcceptCheckout(dest) {
 		// A checkout an accept that was killed made to merge into: no
 		// accept into the branch runs (its lock is held here), so it is
 		// a leftover, removed after this merge unless it holds changes.
-		if dirty, err := worktree.Dirty(ctx, dest); err == nil && !dirty {
+		if dirty, err := e.git().Dirty(ctx, dest); err == nil && !dirty {
 			pre.temp = true
 		}
 	}
 	pre.dest = dest
-	if pre.dirty, err = worktree.Dirty(ctx, dest); err != nil {
+	if pre.dirty, err = e.git().Dirty(ctx, dest); err != nil {
 		return nil, fmt.Errorf("accept %s: inspect %s: %w", slug, dest, err)
 	}
 	return pre, nil
@@ -916,8 +916,8 @@ func (e *Env) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acceptPr
 // squash merges the task branch into the destination and commits with
 // the task's trailer. Any failure (conflicts, a pre-commit hook, no git
 // identity) leaves the destination as it was before the merge.
-func (e *Env) squash(ctx context.Context, sn *task.Snapshot, pre *acceptPre, trailer string) (string, error) {
-	if conflicts, err := worktree.SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
+func (e *Service) squash(ctx context.Context, sn *task.Snapshot, pre *acceptPre, trailer string) (string, error) {
+	if conflicts, err := e.git().SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
 		return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(conflicts, ", "))
 	} else if err != nil {
 		return "", fmt.Errorf("squash merge into %s: %w", pre.into, err)
@@ -926,7 +926,7 @@ func (e *Env) squash(ctx context.Context, sn *task.Snapshot, pre *acceptPre, tra
 	if err != nil {
 		return "", err
 	}
-	commit, err := worktree.CommitStaged(ctx, pre.dest, msg+trailer)
+	commit, err := e.git().CommitStaged(ctx, pre.dest, msg+trailer)
 	if ce := (*worktree.CommitError)(nil); errors.As(err, &ce) {
 		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, ce.Err)
 	}
@@ -948,7 +948,7 @@ func squashMessage(sn *task.Snapshot, branch string, spent task.Usage) string {
 
 // restoreAfterAbort puts the task back where it was before the accept:
 // the TRUE prior status, never a blanket blocked.
-func (e *Env) restoreAfterAbort(ctx context.Context, id string, cause error) (*task.Snapshot, error) {
+func (e *Service) restoreAfterAbort(ctx context.Context, id string, cause error) (*task.Snapshot, error) {
 	sn, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging {
 			return nil, nil
@@ -991,11 +991,11 @@ func RestoreFromAccept(s *task.Snapshot) {
 
 // withStash re-applies a stash after a failed merge and adds where the
 // changes are if that fails too.
-func (e *Env) withStash(cause error, dest, stash string) error {
+func (e *Service) withStash(cause error, dest, stash string) error {
 	if stash == "" {
 		return cause
 	}
-	if err := stashPop(context.Background(), dest, stash); err != nil {
+	if err := e.Stashes().stashPop(context.Background(), dest, stash); err != nil {
 		return fmt.Errorf("%w; your uncommitted changes in %s are safe in stash %s (git -C %s stash apply %s)", cause, dest, stash, dest, stash)
 	}
 	return cause
@@ -1003,37 +1003,37 @@ func (e *Env) withStash(cause error, dest, stash string) error {
 
 // stashPush stashes everything uncommitted in dir (untracked included)
 // and returns the stash commit.
-func stashPush(ctx context.Context, dir, msg string) (string, error) {
-	return worktree.StashPush(ctx, dir, msg)
+func (e *Stashes) stashPush(ctx context.Context, dir, msg string) (string, error) {
+	return e.git().StashPush(ctx, dir, msg)
 }
 
 // stashPop re-applies stash sha and drops it only if it applied cleanly;
 // on a conflict the stash stays in the stash list.
-func stashPop(ctx context.Context, dir, sha string) error {
+func (e *Stashes) stashPop(ctx context.Context, dir, sha string) error {
 	// A conflicting stash is not applied at all: conflict markers in the
 	// user's files are worse than changes kept whole in a stash.
-	if err := worktree.StashApplies(ctx, dir, sha); err != nil {
+	if err := e.git().StashApplies(ctx, dir, sha); err != nil {
 		return err
 	}
-	if err := worktree.StashApply(ctx, dir, sha); err != nil {
+	if err := e.git().StashApply(ctx, dir, sha); err != nil {
 		return err
 	}
-	dropStash(ctx, dir, sha)
+	e.dropStash(ctx, dir, sha)
 	return nil
 }
 
 // dropStash drops exactly stash sha, wherever it now is in the list:
 // another stash may have been pushed on top meanwhile. Its caller knows
 // the changes are back in the checkout, so lazy's record goes too.
-func dropStash(ctx context.Context, dir, sha string) {
-	forgetStash(ctx, dir, sha)
-	_ = worktree.StashDrop(ctx, dir, sha)
+func (e *Stashes) dropStash(ctx context.Context, dir, sha string) {
+	e.forgetStash(ctx, dir, sha)
+	_ = e.git().StashDrop(ctx, dir, sha)
 }
 
 // parentExempt is the spec's identity exemption: the parent's own agent,
 // proven by the MCP token the daemon resolved into CallerTask (the CLI
 // never sets it), may merge a subtask into its working or pairing parent.
-func (e *Env) parentExempt(parent *task.Task) bool {
+func (e *Service) parentExempt(parent *task.Task) bool {
 	return e.Actor == machine.Agent && e.CallerTask != "" && e.CallerTask == parent.ID &&
 		(parent.Status == machine.Working || parent.Status == machine.Pairing)
 }
@@ -1041,20 +1041,20 @@ func (e *Env) parentExempt(parent *task.Task) bool {
 // cleanupAccepted removes an accepted task's worktree and branch, which
 // is safe only now that the merge is recorded. Whatever cannot be
 // removed is left, reported, and recorded on the task with where it is.
-func (e *Env) cleanupAccepted(ctx context.Context, sn *task.Snapshot) []string {
+func (e *Service) cleanupAccepted(ctx context.Context, sn *task.Snapshot) []string {
 	var kept []string
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
-			if err := worktree.Remove(ctx, e.Dir(), s.Worktree); err != nil {
+			if err := e.git().Remove(ctx, e.Dir(), s.Worktree); err != nil {
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			}
 		}
-		if tip, err := worktree.BranchTip(ctx, e.Dir(), s.Branch); err == nil && tip != "" {
-			if err := worktree.DeleteBranch(ctx, e.Dir(), s.Branch); err != nil {
+		if tip, err := e.git().BranchTip(ctx, e.Dir(), s.Branch); err == nil && tip != "" {
+			if err := e.git().DeleteBranch(ctx, e.Dir(), s.Branch); err != nil {
 				kept = append(kept, fmt.Sprintf("the branch %s at %s (%v)", s.Branch, tip, err))
 			}
 		}
 	}
 	_ = os.RemoveAll(string(proto.ForTask(e.Repo.LazyDir(), sn.Task.ID)))
-	return e.recordKept(ctx, sn.Task.ID, kept)
+	return e.Cleanups().recordKept(ctx, sn.Task.ID, kept)
 }

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func countPrefix(ss []string, pfx string) int {
 // nor narrated, and that a panicking narrator changes nothing.
 func TestAcceptBeginNumbersOnlyThePlannedPhases(t *testing.T) {
 	rec := &stepNarrator{}
-	a := &localAccept{e: &Env{}, n: rec}
+	a := &localAccept{e: &Service{}, n: rec}
 	a.announce(AcceptPlan(false, false))
 	for _, id := range []string{"pre-accept", "record", "stash", "merge", "restore", "finish", "cleanup"} {
 		a.begin(id)
@@ -66,7 +66,7 @@ func TestAcceptBeginNumbersOnlyThePlannedPhases(t *testing.T) {
 	if strings.Join(rec.heard, "|") != strings.Join(want, "|") {
 		t.Fatalf("heard %q, want %q", rec.heard, want)
 	}
-	quiet := &localAccept{e: &Env{}, n: panicNarrator{}}
+	quiet := &localAccept{e: &Service{}, n: panicNarrator{}}
 	quiet.announce(AcceptPlan(true, true))
 	quiet.begin("pre-accept")
 	quiet.say(func(n Narrator) { n.Note("x") })
@@ -79,7 +79,7 @@ func TestAcceptBeginNumbersOnlyThePlannedPhases(t *testing.T) {
 // acceptFixture is a blocked task of this machine whose branch changes
 // feature.txt, ready to be accepted into main, checked out at dir.
 type acceptFixture struct {
-	e   *Env
+	e   *Service
 	sn  *task.Snapshot
 	dir string // the main checkout (the destination)
 	wt  string // the task's worktree
@@ -91,7 +91,7 @@ func newAcceptFixture(t *testing.T, feature string) *acceptFixture {
 	e := env(t)
 	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
-	sn, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "add the feature", Goal: "so that it exists"})
+	sn, err := e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "add the feature", Goal: "so that it exists"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack(t *testing.T) {
 	if err := a.stashDest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a.stash == "" || f.load(t).Task.Accept.StashSHA != a.stash || !keptFor(ctx, f.dir, a.sn.Task.ID, a.stash) {
+	if a.stash == "" || f.load(t).Task.Accept.StashSHA != a.stash || !f.e.Stashes().keptFor(ctx, f.dir, a.sn.Task.ID, a.stash) {
 		t.Fatalf("stash %q is not recorded in the task and under %s", a.stash, keptStashRefs)
 	}
 	if dirty, _ := worktree.Dirty(ctx, f.dir); dirty {
@@ -196,7 +196,7 @@ func TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack(t *testing.T) {
 	if a.res.StashOwed != nil || read(t, f.dir, "README.md") != "# mine, uncommitted\n" || read(t, f.dir, "notes.txt") != "untracked of mine\n" {
 		t.Fatalf("the changes were not given back: %v", a.res.StashOwed)
 	}
-	if keptFor(ctx, f.dir, a.sn.Task.ID, a.stash) || testrepo.Git(t, f.dir, "stash", "list") != "" {
+	if f.e.Stashes().keptFor(ctx, f.dir, a.sn.Task.ID, a.stash) || testrepo.Git(t, f.dir, "stash", "list") != "" {
 		t.Fatal("a stash given back is still kept")
 	}
 	if err := a.finish(ctx); err != nil {

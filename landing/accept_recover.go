@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const DestinationWait = 10 * time.Minute
 // order is always task lock, then destination lock; whoever holds a
 // destination lock only ever tries other tasks' locks, never waits on
 // them, so the two cannot deadlock.
-func (e *Env) lockDestination(ctx context.Context, into string, waiting func(pid string)) (func(), error) {
+func (e *Recovery) lockDestination(ctx context.Context, into string, waiting func(pid string)) (func(), error) {
 	path := e.destinationLock(into)
 	l, err := flock.TryLock(path)
 	if errors.Is(err, flock.ErrHeld) {
@@ -50,22 +50,22 @@ func (e *Env) lockDestination(ctx context.Context, into string, waiting func(pid
 
 // destinationWait is how long an accept waits for the one ahead of it:
 // with a gate, the queue ahead may run it several times.
-func (e *Env) destinationWait() time.Duration {
-	if s, err := e.GateSettings(); err == nil {
+func (e *Recovery) destinationWait() time.Duration {
+	if s, err := e.Gates().GateSettings(); err == nil {
 		return DestinationWait + 4*s.Timeout
 	}
 	return DestinationWait
 }
 
 // destinationLock is the lock file of accepts into branch into.
-func (e *Env) destinationLock(into string) string {
+func (e *Recovery) destinationLock(into string) string {
 	sum := sha256.Sum256([]byte(into))
 	return e.Repo.LazyDir("locks", "accept-into-"+hex.EncodeToString(sum[:8])+".lock")
 }
 
 // tryDestination takes the accept lock of into without waiting;
 // flock.ErrHeld says an accept into it is running.
-func (e *Env) tryDestination(into string) (func(), error) {
+func (e *Recovery) tryDestination(into string) (func(), error) {
 	l, err := flock.TryLock(e.destinationLock(into))
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func stashMessage(slug, id string) string {
 // checkout holds exactly the squash of the task branch onto it), and the
 // user's stash is re-applied. What cannot be proven is left alone and
 // explained in the note, with the commands to finish by hand.
-func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, bool, string, error) {
+func (e *Recovery) RecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, bool, string, error) {
 	return e.recoverStranded(ctx, sn, true)
 }
 
@@ -96,11 +96,11 @@ func (e *Env) RecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*ta
 // when another accept into the same branch holds the destination, it
 // does nothing (that accept recovers this one before it merges) rather
 // than hold up a read.
-func (e *Env) TryRecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, bool, string, error) {
+func (e *Recovery) TryRecoverStrandedAccept(ctx context.Context, sn *task.Snapshot) (*task.Snapshot, bool, string, error) {
 	return e.recoverStranded(ctx, sn, false)
 }
 
-func (e *Env) recoverStranded(ctx context.Context, sn *task.Snapshot, wait bool) (*task.Snapshot, bool, string, error) {
+func (e *Recovery) recoverStranded(ctx context.Context, sn *task.Snapshot, wait bool) (*task.Snapshot, bool, string, error) {
 	rec := sn.Task.Accept
 	if sn.Task.Status != machine.Merging || rec == nil {
 		return sn, false, "", nil
@@ -135,7 +135,7 @@ func (e *Env) recoverStranded(ctx context.Context, sn *task.Snapshot, wait bool)
 
 // recoverLocked is RecoverStrandedAccept once the destination lock is
 // held; before names what the recovery makes way for, if anything.
-func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before string) (*task.Snapshot, bool, string, error) {
+func (e *Recovery) recoverLocked(ctx context.Context, sn *task.Snapshot, before string) (*task.Snapshot, bool, string, error) {
 	landed, err := MergeLanded(ctx, e.Dir(), sn)
 	if err != nil {
 		return nil, false, "", err
@@ -154,7 +154,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before strin
 	if local, err := e.Accepts().Match(sn.Task.ID, sn.Task.Accept.ID); err == nil && landed {
 		// As a finishing accept does: the cleanup to come is recorded
 		// before the task is complete.
-		cl = e.markCleanup(ctx, &local, sn, "")
+		cl = e.Cleanups().markCleanup(ctx, &local, sn, "")
 	}
 	out, _, err := e.Store.Update(ctx, sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != machine.Merging || s.Task.Accept == nil || s.Task.Accept.ID != sn.Task.Accept.ID {
@@ -195,7 +195,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before strin
 		if left {
 			// The user's changes stay owed: with any owed before in that
 			// checkout, in one stash.
-			if folded := e.foldOwed(ctx, sn.Task.Accept.Into, sn.Task.ID); folded != "" {
+			if folded := e.Stashes().foldOwed(ctx, sn.Task.Accept.Into, sn.Task.ID); folded != "" {
 				note += "; it is folded with your changes owed before into stash " + folded + " (git stash apply " + folded + " restores them all)"
 			}
 		}
@@ -209,7 +209,7 @@ func (e *Env) recoverLocked(ctx context.Context, sn *task.Snapshot, before strin
 // could not be re-applied and nothing of it was (a git killed in that
 // checkout left its index.lock, say): the stash is still owed, and the
 // recovery must run again.
-func (e *Env) putBackDestination(ctx context.Context, sn *task.Snapshot, landed bool) (note string, left bool, owed error) {
+func (e *Recovery) putBackDestination(ctx context.Context, sn *task.Snapshot, landed bool) (note string, left bool, owed error) {
 	rec := sn.Task.Accept
 	dest, err := e.acceptDestination(ctx, sn)
 	if err != nil || dest == "" {
@@ -217,13 +217,13 @@ func (e *Env) putBackDestination(ctx context.Context, sn *task.Snapshot, landed 
 		return note, note != "", nil
 	}
 	var notes []string
-	dirty, err := worktree.Dirty(ctx, dest)
+	dirty, err := e.git().Dirty(ctx, dest)
 	if err != nil {
 		return fmt.Sprintf("could not inspect %s (%v); check it with git -C %s status", dest, err, dest), e.acceptStash(ctx, sn, dest) != "", nil
 	}
 	if dirty && !landed {
 		if e.halfSquash(ctx, sn, dest) {
-			if err := worktree.UndoSquash(ctx, dest, rec.IntoSHA); err != nil {
+			if err := e.git().UndoSquash(ctx, dest, rec.IntoSHA); err != nil {
 				return fmt.Sprintf("the half-done squash merge in %s could not be undone (%v); undo it with git -C %s reset --hard %s only if nothing of yours is uncommitted there", dest, err, dest, rec.IntoSHA), e.acceptStash(ctx, sn, dest) != "", nil
 			}
 			notes = append(notes, "undid the half-done squash merge in "+dest)
@@ -236,10 +236,10 @@ func (e *Env) putBackDestination(ctx context.Context, sn *task.Snapshot, landed 
 	if stash == "" {
 		return strings.Join(notes, "; "), false, nil
 	}
-	if dirty && worktree.StashInWorktree(ctx, dest, stash) {
+	if dirty && e.git().StashInWorktree(ctx, dest, stash) {
 		// The accept died after giving the changes back, before dropping
 		// its stash: the checkout already holds all of it.
-		dropStash(ctx, dest, stash)
+		e.Stashes().dropStash(ctx, dest, stash)
 		notes = append(notes, "your uncommitted changes were already back in "+dest+"; dropped lazy's copy of them (stash "+stash+")")
 		return strings.Join(notes, "; "), false, nil
 	}
@@ -247,11 +247,11 @@ func (e *Env) putBackDestination(ctx context.Context, sn *task.Snapshot, landed 
 		notes = append(notes, fmt.Sprintf("your uncommitted changes from before the accept are in stash %s; re-apply them with git -C %s stash apply %s once %s is clean", stash, dest, stash, dest))
 		return strings.Join(notes, "; "), true, nil
 	}
-	if err := stashPop(ctx, dest, stash); err != nil {
+	if err := e.Stashes().stashPop(ctx, dest, stash); err != nil {
 		// A stash that would conflict is never applied: it is kept under
 		// refs/lazy-kept/stash, which doctor and status report, so the
 		// recovery need not run again for it.
-		if still, serr := worktree.Dirty(ctx, dest); serr == nil && !still && !errors.Is(err, worktree.ErrStashConflicts) {
+		if still, serr := e.git().Dirty(ctx, dest); serr == nil && !still && !errors.Is(err, worktree.ErrStashConflicts) {
 			return "", true, fmt.Errorf("could not give your uncommitted changes (stash %s) back in %s yet: %w; nothing of them was applied and the recovery will run again (a git killed there leaves its index.lock, which lazy doctor removes once it is stale)", stash, dest, err)
 		}
 		notes = append(notes, fmt.Sprintf("your uncommitted changes did not re-apply cleanly (%v); they are safe in stash %s (git -C %s stash apply %s)", err, stash, dest, stash))
@@ -262,7 +262,7 @@ func (e *Env) putBackDestination(ctx context.Context, sn *task.Snapshot, landed 
 }
 
 // stashNote points at a stash the accept made when its checkout is gone.
-func (e *Env) stashNote(ctx context.Context, sn *task.Snapshot, dest string) string {
+func (e *Recovery) stashNote(ctx context.Context, sn *task.Snapshot, dest string) string {
 	if stash := e.acceptStash(ctx, sn, dest); stash != "" {
 		return "your uncommitted changes from before the accept are in stash " + stash + " (git stash apply " + stash + ")"
 	}
@@ -272,12 +272,12 @@ func (e *Env) stashNote(ctx context.Context, sn *task.Snapshot, dest string) str
 // acceptDestination is where the dead accept merged: the checkout of the
 // branch it names now (never the path the record claims: the record is
 // data), or the temporary checkout lazy made for it.
-func (e *Env) acceptDestination(ctx context.Context, sn *task.Snapshot) (string, error) {
+func (e *Recovery) acceptDestination(ctx context.Context, sn *task.Snapshot) (string, error) {
 	rec := sn.Task.Accept
 	if rec.Into == "" {
 		return "", nil
 	}
-	dest, err := worktree.CheckedOutAt(ctx, e.Dir(), rec.Into)
+	dest, err := e.git().CheckedOutAt(ctx, e.Dir(), rec.Into)
 	if err != nil || dest != "" {
 		return dest, err
 	}
@@ -290,7 +290,7 @@ func (e *Env) acceptDestination(ctx context.Context, sn *task.Snapshot) (string,
 
 // halfSquash says whether dest holds exactly lazy's squash of the task
 // branch onto the recorded pre-accept tip, and nothing else.
-func (e *Env) halfSquash(ctx context.Context, sn *task.Snapshot, dest string) bool {
+func (e *Recovery) halfSquash(ctx context.Context, sn *task.Snapshot, dest string) bool {
 	rec := sn.Task.Accept
 	if !task.ValidHex(rec.IntoSHA) {
 		return false
@@ -299,7 +299,7 @@ func (e *Env) halfSquash(ctx context.Context, sn *task.Snapshot, dest string) bo
 	if err != nil {
 		return false
 	}
-	return worktree.HalfSquash(ctx, e.Dir(), dest, rec.IntoSHA, local.Branch)
+	return e.git().HalfSquash(ctx, e.Dir(), dest, rec.IntoSHA, local.Branch)
 }
 
 // acceptStash finds the stash an accept made of the destination's
@@ -309,16 +309,16 @@ func (e *Env) halfSquash(ctx context.Context, sn *task.Snapshot, dest string) bo
 // it was recorded, the one whose message names the task, if this
 // machine's own accept record says the checkout was dirty. Only a stash
 // still in the stash list counts (one given back is dropped from it).
-func (e *Env) acceptStash(ctx context.Context, sn *task.Snapshot, dest string) string {
+func (e *Recovery) acceptStash(ctx context.Context, sn *task.Snapshot, dest string) string {
 	rec := sn.Task.Accept
 	dir := dest
 	if dir == "" {
 		dir = e.Dir()
 	}
-	if rec.StashSHA != "" && !keptFor(ctx, dir, sn.Task.ID, rec.StashSHA) {
+	if rec.StashSHA != "" && !e.Stashes().keptFor(ctx, dir, sn.Task.ID, rec.StashSHA) {
 		return ""
 	}
-	list, err := worktree.Stashes(ctx, dir)
+	list, err := e.git().Stashes(ctx, dir)
 	if err != nil {
 		return ""
 	}
@@ -336,7 +336,7 @@ func (e *Env) acceptStash(ctx context.Context, sn *task.Snapshot, dest string) s
 // merge into, so that their leftovers are never stashed as the user's
 // changes. A task whose lock is held is not stranded (its accept waits
 // for the destination lock) and is left alone.
-func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []string {
+func (e *Recovery) recoverStrandedInto(ctx context.Context, into, self string) []string {
 	entries, err := e.Store.List()
 	if err != nil {
 		return nil
@@ -372,7 +372,7 @@ func (e *Env) recoverStrandedInto(ctx context.Context, into, self string) []stri
 // DescribeDestination says, for lazy doctor, what a stranded local accept
 // left in its destination checkout and where the user's stash is; "" when
 // the checkout is clean and no stash is owed.
-func (e *Env) DescribeDestination(ctx context.Context, sn *task.Snapshot) string {
+func (e *Recovery) DescribeDestination(ctx context.Context, sn *task.Snapshot) string {
 	if sn.Task.Accept == nil || sn.Task.ForgePending() || e.ownAccept(sn) != nil {
 		return ""
 	}
@@ -381,7 +381,7 @@ func (e *Env) DescribeDestination(ctx context.Context, sn *task.Snapshot) string
 		return e.stashNote(ctx, sn, "")
 	}
 	var parts []string
-	if dirty, err := worktree.Dirty(ctx, dest); err == nil && dirty {
+	if dirty, err := e.git().Dirty(ctx, dest); err == nil && dirty {
 		if e.halfSquash(ctx, sn, dest) {
 			parts = append(parts, dest+" holds lazy's half-done squash merge (a repair resets it)")
 		} else {

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // markCleanup writes into this machine's record of the accept mine what
@@ -22,13 +21,13 @@ import (
 // record that lazy doctor finishes (FinishCleanup), never a worktree or
 // branch nothing accounts for. It returns what it recorded (nil when the
 // task has no session of this machine, so nothing is removed).
-func (e *Env) markCleanup(ctx context.Context, mine *owned.Accept, sn *task.Snapshot, commit string) *owned.Cleanup {
+func (e *Cleanups) markCleanup(ctx context.Context, mine *owned.Accept, sn *task.Snapshot, commit string) *owned.Cleanup {
 	s, err := e.Owned(sn)
 	if err != nil {
 		return nil
 	}
 	cl := &owned.Cleanup{Worktree: s.Worktree, Branch: s.Branch, Commit: commit, At: time.Now().UTC().Truncate(time.Second)}
-	if tip, err := worktree.BranchTip(ctx, e.Dir(), s.Branch); err == nil {
+	if tip, err := e.git().BranchTip(ctx, e.Dir(), s.Branch); err == nil {
 		cl.Tip = tip
 	}
 	if mine.ID != "" {
@@ -78,7 +77,7 @@ func (p PendingCleanup) label() string {
 // PendingCleanups lists the accepts this machine began whose cleanup is
 // still to do, and whose task no accept runs now (its lock is free); an
 // accept still running does its own.
-func (e *Env) PendingCleanups() ([]PendingCleanup, error) {
+func (e *Cleanups) PendingCleanups() ([]PendingCleanup, error) {
 	all, err := e.Accepts().All()
 	if err != nil {
 		return nil, err
@@ -116,7 +115,7 @@ func (e *Env) PendingCleanups() ([]PendingCleanup, error) {
 // keeps its worktree and branch: only the record goes. A task still
 // merging is left to the recovery of its accept, which cleans up too.
 // It returns what it did, a line each.
-func (e *Env) FinishCleanup(ctx context.Context, p PendingCleanup) ([]string, error) {
+func (e *Cleanups) FinishCleanup(ctx context.Context, p PendingCleanup) ([]string, error) {
 	unlock, err := e.LockTask(ctx, p.TaskID)
 	if err != nil {
 		return nil, err
@@ -151,7 +150,7 @@ func (e *Env) FinishCleanup(ctx context.Context, p PendingCleanup) ([]string, er
 const acceptCheckoutPrefix = "accept-"
 
 // isAcceptCheckout reports whether dir is a checkout an accept made.
-func (e *Env) isAcceptCheckout(dir string) bool {
+func (e *Cleanups) isAcceptCheckout(dir string) bool {
 	tmp := e.Repo.LazyDir("tmp")
 	return filepath.Dir(dir) == tmp && strings.HasPrefix(filepath.Base(dir), acceptCheckoutPrefix)
 }
@@ -169,7 +168,7 @@ type LeftCheckout struct {
 // LeftCheckouts lists the checkouts accepts made and left, whose task no
 // accept runs now and whose accept is not waiting for its recovery (the
 // recovery merges there).
-func (e *Env) LeftCheckouts(ctx context.Context) []LeftCheckout {
+func (e *Cleanups) LeftCheckouts(ctx context.Context) []LeftCheckout {
 	dirs, _ := filepath.Glob(e.Repo.LazyDir("tmp", acceptCheckoutPrefix+"*"))
 	var out []LeftCheckout
 	for _, dir := range dirs {
@@ -183,12 +182,12 @@ func (e *Env) LeftCheckouts(ctx context.Context) []LeftCheckout {
 		}
 		sn, lerr := e.Store.Load(id)
 		unlock()
-		if lerr == nil && sn.Task.Status == machine.Merging && e.OwnsAccept(sn) {
+		if lerr == nil && sn.Task.Status == machine.Merging && e.Recovery().OwnsAccept(sn) {
 			continue // its recovery merges there
 		}
 		l := LeftCheckout{Dir: dir, TaskID: id}
-		l.Branch, _ = worktree.CurrentBranch(ctx, dir)
-		dirty, err := worktree.Dirty(ctx, dir)
+		l.Branch, _ = e.git().CurrentBranch(ctx, dir)
+		dirty, err := e.git().Dirty(ctx, dir)
 		l.Dirty = err != nil || dirty
 		out = append(out, l)
 	}
@@ -197,9 +196,9 @@ func (e *Env) LeftCheckouts(ctx context.Context) []LeftCheckout {
 
 // RemoveLeftCheckout removes a clean checkout an accept left (git
 // worktree remove, which refuses one with changes).
-func (e *Env) RemoveLeftCheckout(ctx context.Context, l LeftCheckout) error {
+func (e *Cleanups) RemoveLeftCheckout(ctx context.Context, l LeftCheckout) error {
 	if !e.isAcceptCheckout(l.Dir) || l.Dirty {
 		return fmt.Errorf("%s is not a clean checkout an accept left", l.Dir)
 	}
-	return worktree.Remove(ctx, e.Dir(), l.Dir)
+	return e.git().Remove(ctx, e.Dir(), l.Dir)
 }

@@ -1,4 +1,4 @@
-package ops
+package landing
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 
 // keptStashOf stashes what is written to dir as an accept of task id
 // would, and records it as the accept does.
-func keptStashOf(t *testing.T, e *Env, dir, id string, files map[string]string) string {
+func keptStashOf(t *testing.T, e *Service, dir, id string, files map[string]string) string {
 	t.Helper()
 	for f, b := range files {
 		write(t, dir, f, b)
 	}
-	sha, err := stashPush(context.Background(), dir, stashMessage("task-"+id[:4], id))
+	sha, err := e.Stashes().stashPush(context.Background(), dir, stashMessage("task-"+id[:4], id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := keepStash(context.Background(), dir, id, sha); err != nil {
+	if err := e.Stashes().keepStash(context.Background(), dir, id, sha); err != nil {
 		t.Fatal(err)
 	}
 	return sha
@@ -56,7 +56,7 @@ func TestOwedStashesFoldIntoOnePerCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	refsBefore := testrepo.Git(t, dir, "for-each-ref", "refs/lazy-kept/")
-	owed, err := e.OwedStashes(ctx, false)
+	owed, err := e.Stashes().OwedStashes(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestOwedStashesFoldIntoOnePerCheckout(t *testing.T) {
 		t.Fatalf("listing wrote refs:\n%s\nwas:\n%s", after, refsBefore)
 	}
 
-	owed, err = e.OwedStashes(ctx, true)
+	owed, err = e.Stashes().OwedStashes(ctx, true)
 	if err != nil || len(owed) != 1 {
 		t.Fatalf("mended: %+v, %v", owed, err)
 	}
@@ -97,14 +97,14 @@ func TestOwedStashesFoldIntoOnePerCheckout(t *testing.T) {
 
 	// Restore: refused over the user's own changes, then everything.
 	write(t, dir, "README.md", "# test\nmine now\n")
-	if _, err := e.RestoreOwed(ctx, "main"); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+	if _, err := e.Stashes().RestoreOwed(ctx, "main"); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("restore over changes: %v", err)
 	}
 	if read(t, dir, "README.md") != "# test\nmine now\n" {
 		t.Fatal("a refused restore changed the checkout")
 	}
 	testrepo.Git(t, dir, "checkout", "--", "README.md")
-	got, err := e.RestoreOwed(ctx, "main")
+	got, err := e.Stashes().RestoreOwed(ctx, "main")
 	if err != nil || got.SHA != o.SHA {
 		t.Fatalf("restore: %+v, %v", got, err)
 	}
@@ -119,7 +119,7 @@ func TestOwedStashesFoldIntoOnePerCheckout(t *testing.T) {
 			t.Errorf("note %d after the restore: %q %v", i, b, err)
 		}
 	}
-	if owed, err := e.OwedStashes(ctx, true); err != nil || len(owed) != 0 {
+	if owed, err := e.Stashes().OwedStashes(ctx, true); err != nil || len(owed) != 0 {
 		t.Fatalf("owed after the restore: %+v, %v", owed, err)
 	}
 	if refs := testrepo.Git(t, dir, "for-each-ref", "refs/lazy-kept/"); refs != "" {
