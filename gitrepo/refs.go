@@ -129,6 +129,46 @@ func (r *Refs) readLoose(name string) (plumbing.Hash, bool, error) {
 	return plumbing.NewHash(s), true, nil
 }
 
+// readHeld is ReadRef for a ref whose lock the caller holds. Where refs
+// are read through git (a SHA-256 repository), its loose file, when there
+// is one, is read directly: it is what git would answer (a loose ref
+// overrides a packed one), and a git process started while the lock is
+// held keeps every other writer of the ref waiting on it, long enough
+// on a loaded machine for them to give up as if the lock were stuck.
+func (r *Refs) readHeld(name string) (OID, bool, error) {
+	if r.git == nil {
+		return r.ReadRef(name)
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
+	if err == nil {
+		if id, err := ParseOID(strings.TrimSpace(string(b))); err == nil {
+			return id, true, nil
+		}
+		return r.git.ReadRef(name) // not an object name: git words the error
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return r.git.ReadRef(name)
+	}
+	packed, err := os.ReadFile(filepath.Join(r.dir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return OID{}, false, nil
+	}
+	if err != nil {
+		return r.git.ReadRef(name)
+	}
+	for line := range strings.Lines(string(packed)) {
+		hex, ref, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
+		if !ok || ref != name {
+			continue
+		}
+		if id, err := ParseOID(hex); err == nil {
+			return id, true, nil
+		}
+		return r.git.ReadRef(name)
+	}
+	return OID{}, false, nil
+}
+
 func isDirErr(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "is a directory")
@@ -405,7 +445,7 @@ func (r *Refs) CompareAndSwapVerified(name string, old, new OID, verify func() e
 			_ = os.Remove(lock)
 		}
 	}()
-	cur, exists, err := r.ReadRef(name)
+	cur, exists, err := r.readHeld(name)
 	if err != nil {
 		return err
 	}
