@@ -18,7 +18,7 @@
 // special case; Task.AttemptOf ties it to its group for every surface
 // and for the budget tree (a group's budget covers its attempts).
 //
-// Landing an attempt is landing's (for now still ops): accept asks this
+// Landing an attempt is landing's: accept asks this
 // package which attempt is chosen (Choose), whether another was chosen
 // first (SiblingChosen), and settles the group once one landed
 // (Settle); this package never merges, so the imports run one way.

@@ -5,7 +5,7 @@
 // dollars (price.go) and reads budgets as people write them; the bounds
 // a dollar or token figure must keep to be believed, and the
 // micro-dollar rounding of every sum, belong to the records' figures
-// (package task). It reads and writes no task record: ops gathers the
+// (package task). It reads and writes no task record: the capabilities gather the
 // figures.
 package budget
 

@@ -20,10 +20,10 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/termsafe"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // app is the context every command's Run method receives.
@@ -52,9 +52,9 @@ type app struct {
 	// housekeeping): a run in a test's process would start the test
 	// binary.
 	noSpawn bool
-	// crash is the test-only crash hook (ops.CrashAtEnv), one per
+	// crash is the test-only crash hook (wire.CrashAtEnv), one per
 	// process so that its count spans the process; nil outside tests.
-	crash *ops.CrashPoint
+	crash *wire.CrashPoint
 }
 
 // terminal is a terminal stdout is taken to be: its width.
@@ -145,7 +145,7 @@ func (a *app) openForWrite() error {
 	return nil
 }
 
-func (a *app) env() (*ops.Env, error) {
+func (a *app) env() (*wire.Env, error) {
 	actor, err := session.ActorFromEnv()
 	if err != nil {
 		return nil, err
@@ -155,13 +155,13 @@ func (a *app) env() (*ops.Env, error) {
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
 	timing, policy, turnErr := a.turnSettings()
-	return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
+	return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
 }
 
 // turnSettings reads what every turn's supervisor gets (timing and
 // policy). A bad value is returned as the error beside the defaults, not
 // in place of them: only the operations that launch a turn refuse with
-// it (ops.Env.TurnConfigErr), so lazy.watchdogTimeout = banana stops
+// it (wire.Env.TurnConfigErr), so lazy.watchdogTimeout = banana stops
 // lazy start and leaves lazy comment alone.
 func (a *app) turnSettings() (proto.Timing, proto.Policy, error) {
 	timing, terr := a.timing()

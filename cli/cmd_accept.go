@@ -15,9 +15,9 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // AcceptCmd merges a task's work.
@@ -205,7 +205,7 @@ func gateNote(res *landing.AcceptResult) string {
 
 // queue accepts several tasks as a merge queue and reports each; it
 // fails if any did not land.
-func (c *AcceptCmd) queue(a *app, ctx context.Context, env *ops.Env, opts landing.AcceptOptions) error {
+func (c *AcceptCmd) queue(a *app, ctx context.Context, env *wire.Env, opts landing.AcceptOptions) error {
 	ids := make([]string, len(c.Tasks))
 	for i, name := range c.Tasks {
 		id, err := a.store.Resolve(name)
@@ -392,7 +392,7 @@ func (d *phaseDisplay) Note(msg string) {
 }
 
 // dryRun prints what accept would squash-merge, writing nothing.
-func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *ops.Env) error {
+func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *wire.Env) error {
 	p, err := env.Landing().PreviewAccept(ctx, c.Tasks[0])
 	if err != nil {
 		return err

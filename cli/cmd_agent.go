@@ -22,7 +22,6 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/render"
@@ -31,6 +30,7 @@ import (
 	"github.com/lazyorch/lazy/supervise"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/tui"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // StartCmd starts a backlog task.
@@ -135,7 +135,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 }
 
 // attempts starts the task's attempts (start --attempts N).
-func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in session.StartInput, agents []string) error {
+func (c *StartCmd) attempts(a *app, ctx context.Context, env *wire.Env, in session.StartInput, agents []string) error {
 	if c.Follow {
 		return usageError{"--follow prints one agent's output; with --attempts, --wait waits for every attempt and compares them, and lazy watch (or lazy logs -f SLUG-a1) follows them"}
 	}
@@ -181,7 +181,7 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *ops.Env, in sessio
 // --attempts N --wait), then compares them as lazy show GROUP does and
 // says how each ended: held, its gate failed, what carries it on. The
 // exit code is lazy wait's: 3 when an attempt needs attention.
-func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *attempts.Result) error {
+func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *wire.Env, res *attempts.Result) error {
 	ids := make([]string, 0, len(res.Started))
 	for _, sn := range res.Started {
 		ids = append(ids, sn.Task.ID)
@@ -238,7 +238,7 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *ops.Env, res *
 }
 
 // toPool marks the tasks for the runner pool and pushes them.
-func (c *StartCmd) toPool(a *app, ctx context.Context, env *ops.Env) error {
+func (c *StartCmd) toPool(a *app, ctx context.Context, env *wire.Env) error {
 	if c.Command != "" || c.TakeOver || c.Sandbox != "" || c.Wait || c.Follow {
 		return usageError{"--command, --take-over, --sandbox, --wait and --follow do not go with --pool: a runner runs the agent as its own machine is configured"}
 	}
@@ -486,7 +486,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          ops.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(nil, a.gateReaper()),
+		Env:          wire.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(nil, a.gateReaper()),
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")
@@ -567,7 +567,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 
 // raiseBudget applies unblock --budget and returns the feedback a turn
 // gets when no -m is given.
-func (a *app) raiseBudget(ctx context.Context, env *ops.Env, task, text string) (string, error) {
+func (a *app) raiseBudget(ctx context.Context, env *wire.Env, task, text string) (string, error) {
 	owner, limit, err := raise(ctx, env, task, text)
 	if err != nil {
 		return "", err
@@ -578,7 +578,7 @@ func (a *app) raiseBudget(ctx context.Context, env *ops.Env, task, text string) 
 
 // raise reads a --budget value (+N or N) and raises the budget that
 // holds task: lazy unblock --budget and watch's B both.
-func raise(ctx context.Context, env *ops.Env, task, text string) (owner string, limit float64, err error) {
+func raise(ctx context.Context, env *wire.Env, task, text string) (owner string, limit float64, err error) {
 	add, usd, err := budget.ParseRaise(text)
 	if err != nil {
 		return "", 0, usageError{err.Error()}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/sandbox"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // DoctorCmd reports and repairs what the reconciler would, and the debris
@@ -200,7 +200,7 @@ func (c *DoctorCmd) releaseMerge(a *app, ctx context.Context) error {
 
 // gateSurvivorFindings reports each process that outlived its gate run
 // (gate-survivor), with its pid and command, and ends it when repairing.
-func gateSurvivorFindings(env *ops.Env, repair bool) []reconcile.Finding {
+func gateSurvivorFindings(env *wire.Env, repair bool) []reconcile.Finding {
 	var out []reconcile.Finding
 	for _, s := range env.Landing().Gates().GateSurvivors() {
 		f := reconcile.Finding{Kind: "gate-survivor",

@@ -8,7 +8,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // HandoffCmd gives a parked task to another agent.
@@ -67,7 +67,7 @@ func (c *HandoffCmd) Run(a *app, ctx context.Context) error {
 }
 
 // handoff runs a handoff and reports it as start and unblock do.
-func (a *app) handoff(ctx context.Context, env *ops.Env, task string, in handoff.Input, asJSON bool, ff followFlags) error {
+func (a *app) handoff(ctx context.Context, env *wire.Env, task string, in handoff.Input, asJSON bool, ff followFlags) error {
 	logOff := a.logSize(task)
 	sn, err := env.Handoff().HandOff(ctx, task, in)
 	if err != nil {

@@ -13,10 +13,10 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/mcp"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // McpCmd serves the builder's MCP tools on stdio.
@@ -72,8 +72,8 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Store: a.store,
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
-			Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-				return ops.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
+			Env: func(actor machine.Actor, caller string) (*wire.Env, error) {
+				return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
 			},
 			// Read afresh: work an agent starts is confined by today's
 			// lazy.sandbox, not the one this long-lived process began with.

@@ -9,15 +9,15 @@ import (
 
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/link"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pair"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // interactive opens the repository for a command that hands the human's
 // terminal to an agent (pair, chat), refusing before anything changes
 // when stdin is not a terminal.
-func (a *app) interactive() (*os.File, *ops.Env, error) {
+func (a *app) interactive() (*os.File, *wire.Env, error) {
 	if err := a.openForWrite(); err != nil {
 		return nil, nil, err
 	}

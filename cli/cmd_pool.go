@@ -17,12 +17,12 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/runner"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // poolRemote is the remote the pool lives on: the flag, else git config
@@ -283,7 +283,7 @@ func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote stri
 }
 
 // waitingWhy says what a pooled task that no runner holds waits for.
-func waitingWhy(env *ops.Env, sn *task.Snapshot, runners []pool.Runner, now time.Time) string {
+func waitingWhy(env *wire.Env, sn *task.Snapshot, runners []pool.Runner, now time.Time) string {
 	if !env.Runner().PoolWork(sn) {
 		return "waits for you: review it (lazy diff " + sn.Task.Slug + "), then lazy unblock or lazy accept"
 	}

@@ -25,13 +25,13 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/notify"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -173,7 +173,7 @@ type diffJSON struct {
 
 // json prints lazy diff --json. A task with no change is the same shape
 // with empty lists and strings.
-func (c *DiffCmd) json(a *app, ctx context.Context, env *ops.Env) error {
+func (c *DiffCmd) json(a *app, ctx context.Context, env *wire.Env) error {
 	if len(c.Paths) > 0 {
 		return usageError{"--json gives the task's whole diff; leave out the paths (its files list says which changed)"}
 	}
@@ -198,7 +198,7 @@ func (c *DiffCmd) json(a *app, ctx context.Context, env *ops.Env) error {
 // attempts prints the attempts of a group: the table show prints, then
 // each attempt's work under a "# attempt K" header, one after another
 // (git's output taken whole, so one pager or one pipe reads it all).
-func (c *DiffCmd) attempts(a *app, ctx context.Context, env *ops.Env) error {
+func (c *DiffCmd) attempts(a *app, ctx context.Context, env *wire.Env) error {
 	if c.Tool || len(c.Paths) > 0 {
 		return usageError{"--attempts shows every attempt's whole work; for --tool or paths, lazy diff SLUG-aK one attempt"}
 	}
@@ -428,7 +428,7 @@ func logRange(pd proto.Dir, turn int) (int64, int64, error) {
 
 // secrets is what lazy takes out of the agent output it shows: the
 // shapes of credentials, and the paths and queries of the URLs lazy.notify
-// names (as ops.Env.Secrets for what it records and sends).
+// names (as wire.Env.Secrets for what it records and sends).
 func (a *app) secrets() *redact.Redactor {
 	cfg, err := a.store.Repo().Config()
 	if err != nil {

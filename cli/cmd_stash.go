@@ -10,8 +10,8 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/landing"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
+	"github.com/lazyorch/lazy/wire"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -120,7 +120,7 @@ func (a *app) slugOf(id string) string {
 }
 
 // restore runs lazy stash restore [BRANCH].
-func (c *StashCmd) restore(a *app, ctx context.Context, env *ops.Env) error {
+func (c *StashCmd) restore(a *app, ctx context.Context, env *wire.Env) error {
 	branch := c.Branch
 	if branch == "" {
 		b, err := worktree.CurrentBranch(ctx, a.repoDir())

@@ -13,10 +13,10 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // InitCmd sets lazy up in the repository.
@@ -425,7 +425,7 @@ type endCmd struct {
 	DeleteBranch bool `name:"delete-branch" help:"Also delete the task's branch when it holds work not merged into its base (its tip is recorded in a comment first). Without it such a branch is kept, and a comment says where; a branch with nothing unmerged is deleted either way."`
 }
 
-func (c *endCmd) run(a *app, ctx context.Context, env *ops.Env, verb string, do func(ctx context.Context, name, reason string) (*task.Snapshot, error)) error {
+func (c *endCmd) run(a *app, ctx context.Context, env *wire.Env, verb string, do func(ctx context.Context, name, reason string) (*task.Snapshot, error)) error {
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err
 	}

@@ -16,13 +16,13 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/tui"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // StatusCmd summarizes the repository's tasks.
@@ -87,8 +87,8 @@ func gateFailures(entries []task.Entry) []gateFailure {
 }
 
 // foreignMerges describes the merging tasks whose accept this machine
-// did not begin (see ops.Env.ForeignMerge).
-func (a *app) foreignMerges(env *ops.Env, entries []task.Entry) []string {
+// did not begin (see wire.Env.ForeignMerge).
+func (a *app) foreignMerges(env *wire.Env, entries []task.Entry) []string {
 	var out []string
 	for i := range entries {
 		if entries[i].Err != nil || entries[i].Status != machine.Merging {

@@ -17,9 +17,9 @@ import (
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/web"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // WebCmd prints the URL of the web view.
@@ -53,7 +53,7 @@ func (a *app) webView(addr string, srv *daemon.Server) (http.Handler, daemon.Web
 	read, act := randomToken(), randomToken()
 	w := &web.Server{
 		Store: a.store, Marks: a.marks(), RepoDir: a.repoDir(), LazyDir: a.repo.LazyDir(), Addr: addr,
-		Env:   func() *ops.Env { return ops.New(a.store, session.Env{RepoDir: a.repoDir()}) },
+		Env:   func() *wire.Env { return wire.New(a.store, session.Env{RepoDir: a.repoDir()}) },
 		Token: read, ActionsToken: act, Actions: &webActions{a: a},
 		Events: srv.Subscribe,
 	}
@@ -117,7 +117,7 @@ func (c *WebCmd) Run(a *app, ctx context.Context) error {
 // the actions token, which only the local user can read.
 type webActions struct{ a *app }
 
-func (w *webActions) env() (*ops.Env, error) {
+func (w *webActions) env() (*wire.Env, error) {
 	env, err := w.a.env()
 	if err != nil {
 		return nil, err

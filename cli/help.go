@@ -254,7 +254,7 @@ func taskPredictor(keep func(machine.Status) bool) complete.Predictor {
 }
 
 // acceptable is what lazy accept takes: a parked task (blocked) or one
-// whose pull request waits (submitted); ops' accept pre-flight refuses
+// whose pull request waits (submitted); landing's accept pre-flight refuses
 // every other status.
 func acceptable(st machine.Status) bool { return st == machine.Blocked || st == machine.Submitted }
 

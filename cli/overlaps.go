@@ -4,20 +4,20 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // overlaps is the overlap check of lazy list, show and watch (see
-// ops.Env.Overlaps), keyed by task id. It never fails a view: a check
+// wire.Env.Overlaps), keyed by task id. It never fails a view: a check
 // that cannot be made shows no overlaps. cache (nil: none) serves views
 // that refresh.
 func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *review.OverlapCache) map[string]review.TaskOverlaps {
 	// A read-only check needs neither the actor nor the turn policy, so a
 	// bad lazy.* setting does not hide it.
-	env := ops.New(a.store, session.Env{RepoDir: a.repoDir()})
+	env := wire.New(a.store, session.Env{RepoDir: a.repoDir()})
 	ov, err := env.Review().OverlapsOf(ctx, entries, cache)
 	if err != nil {
 		return nil
@@ -29,7 +29,7 @@ func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *review.
 // is unfinished and started on this machine can overlap, so any other
 // lists nothing.
 func (a *app) taskOverlaps(ctx context.Context, sn *task.Snapshot) review.TaskOverlaps {
-	env := ops.New(a.store, session.Env{RepoDir: a.repoDir()})
+	env := wire.New(a.store, session.Env{RepoDir: a.repoDir()})
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return review.TaskOverlaps{}
 	}

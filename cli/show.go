@@ -10,10 +10,10 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // showView is what lazy show prints, fetched once: the text's view
@@ -141,7 +141,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 // because lazy does not believe it (out of bounds): such a figure counts
 // as nothing, so it can neither hold the budget for good nor pay for
 // another task's spending.
-func budgetNote(env *ops.Env, sn *task.Snapshot) string {
+func budgetNote(env *wire.Env, sn *task.Snapshot) string {
 	spent, flags, err := env.Spending().Spending(sn)
 	if err != nil {
 		return ""

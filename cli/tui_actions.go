@@ -12,9 +12,9 @@ import (
 	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/lifecycle"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // tuiBackend is lazy watch's tui.Backend: what the TUI reads and does,
@@ -32,7 +32,7 @@ const askTimeout = 10 * time.Minute
 
 // act runs do on a quiet copy of the app: what it prints is the
 // sentence when it returns none.
-func (b *tuiBackend) act(ctx context.Context, do func(ctx context.Context, a *app, env *ops.Env) (string, error)) (string, error) {
+func (b *tuiBackend) act(ctx context.Context, do func(ctx context.Context, a *app, env *wire.Env) (string, error)) (string, error) {
 	quiet := *b.a
 	var out bytes.Buffer
 	quiet.stdout, quiet.stderr, quiet.stdin = &out, io.Discard, strings.NewReader("")
@@ -49,7 +49,7 @@ func (b *tuiBackend) act(ctx context.Context, do func(ctx context.Context, a *ap
 
 // Create is lazy create TITLE -m GOAL.
 func (b *tuiBackend) Create(ctx context.Context, title, goal string) (string, error) {
-	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *wire.Env) (string, error) {
 		sn, err := env.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: title, Goal: goal})
 		if err != nil {
 			return "", err
@@ -60,7 +60,7 @@ func (b *tuiBackend) Create(ctx context.Context, title, goal string) (string, er
 
 // Start is lazy start TASK with the repository's agent settings.
 func (b *tuiBackend) Start(ctx context.Context, t *task.Summary) (string, error) {
-	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *wire.Env) (string, error) {
 		in, err := a.startInput("", "")
 		if err != nil {
 			return "", err
@@ -86,7 +86,7 @@ func (b *tuiBackend) Start(ctx context.Context, t *task.Summary) (string, error)
 
 // StartAttempts is lazy start TASK --attempts N --agent A,B.
 func (b *tuiBackend) StartAttempts(ctx context.Context, t *task.Summary, n int, agents []string) (string, error) {
-	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *wire.Env) (string, error) {
 		first := ""
 		if len(agents) > 0 {
 			first = agents[0]
@@ -112,7 +112,7 @@ func (b *tuiBackend) StartAttempts(ctx context.Context, t *task.Summary, n int, 
 
 // RaiseBudget is the budget half of lazy unblock TASK --budget N.
 func (b *tuiBackend) RaiseBudget(ctx context.Context, t *task.Summary, text string) (string, error) {
-	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *wire.Env) (string, error) {
 		owner, limit, err := raise(ctx, env, t.ID, text)
 		if err != nil {
 			return "", err
@@ -123,7 +123,7 @@ func (b *tuiBackend) RaiseBudget(ctx context.Context, t *task.Summary, text stri
 
 // Unblock is lazy unblock TASK -m FEEDBACK.
 func (b *tuiBackend) Unblock(ctx context.Context, t *task.Summary, feedback string) (string, error) {
-	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *wire.Env) (string, error) {
 		sn, err := env.Lifecycle().Unblock(ctx, t.ID, feedback, lifecycle.Decisions{})
 		var left *lifecycle.ErrLeftForRunner
 		if errors.As(err, &left) {
@@ -140,7 +140,7 @@ func (b *tuiBackend) Unblock(ctx context.Context, t *task.Summary, feedback stri
 // Ask is lazy ask TASK -m QUESTION: the status line says the
 // question went, then shows the answer when it arrives.
 func (b *tuiBackend) Ask(ctx context.Context, t *task.Summary, question string, progress func(string)) (string, error) {
-	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *wire.Env) (string, error) {
 		sn, err := env.Conversation().Ask(ctx, t.ID, question)
 		if err != nil {
 			return "", err
@@ -166,7 +166,7 @@ func (b *tuiBackend) Ask(ctx context.Context, t *task.Summary, question string, 
 // End is lazy reject or lazy close TASK -m REASON; the branch is kept
 // when it holds unmerged work, as without --delete-branch.
 func (b *tuiBackend) End(ctx context.Context, t *task.Summary, verb, reason string) (string, error) {
-	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *wire.Env) (string, error) {
 		do := env.Lifecycle().Close
 		if verb == "reject" {
 			do = env.Lifecycle().Reject
@@ -187,7 +187,7 @@ func (b *tuiBackend) End(ctx context.Context, t *task.Summary, verb, reason stri
 // Accept is lazy accept TASK: the gate's and the merge's steps show in
 // the status line as they go.
 func (b *tuiBackend) Accept(ctx context.Context, t *task.Summary, progress func(string)) (string, error) {
-	return b.act(ctx, func(ctx context.Context, a *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, a *app, env *wire.Env) (string, error) {
 		opts, err := (&AcceptCmd{Timeout: landing.DefaultPreTurnTimeout}).options(a)
 		if err != nil {
 			return "", err
@@ -212,7 +212,7 @@ func (b *tuiBackend) Accept(ctx context.Context, t *task.Summary, progress func(
 
 // Stop is lazy stop TASK.
 func (b *tuiBackend) Stop(ctx context.Context, t *task.Summary) (string, error) {
-	return b.act(ctx, func(ctx context.Context, _ *app, env *ops.Env) (string, error) {
+	return b.act(ctx, func(ctx context.Context, _ *app, env *wire.Env) (string, error) {
 		sn, err := env.Lifecycle().Stop(ctx, t.ID, "")
 		if err != nil {
 			return "", err

@@ -19,9 +19,9 @@ import (
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/mcp"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // newServer is a daemon for a fresh temporary repository, not yet
@@ -37,7 +37,7 @@ func newServer(t *testing.T) (*Server, string) {
 		t.Fatal(err)
 	}
 	store := gitstore.Open(repo)
-	rec := &reconcile.Reconciler{Env: ops.New(store, session.Env{Actor: machine.System, RepoDir: dir}), StartGrace: time.Hour}
+	rec := &reconcile.Reconciler{Env: wire.New(store, session.Env{Actor: machine.System, RepoDir: dir}), StartGrace: time.Hour}
 	t.Cleanup(func() { _ = rec.Close() })
 	return &Server{Store: store, Reconcile: rec, Version: "test-1", Tick: 50 * time.Millisecond, Heartbeat: time.Hour}, repo.LazyDir()
 }

@@ -3,7 +3,7 @@
 // gate's settings (git config lazy.gate.* and the committed .lazy/gate
 // file) and runs the commands in a scratch checkout, each in its own
 // process group, bounded in time and killed whole. Which tree, which
-// checkout and what happens after are the caller's (ops).
+// checkout and what happens after are the caller's (landing).
 package gate
 
 import (

@@ -84,7 +84,7 @@ func gatePhase() Phase {
 			return p
 		}
 	}
-	panic("ops: the phase table has no gate")
+	panic("landing: the phase table has no gate")
 }
 
 // AcceptOptions configure an accept.

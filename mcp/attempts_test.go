@@ -12,9 +12,9 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // lazy_accept with attempt K lands that attempt of a task tried two
@@ -26,7 +26,7 @@ func TestAcceptAnAttemptOfAGroup(t *testing.T) {
 	dir := testrepo.New(t)
 	d, store := repoDispatcher(t, dir)
 	ctx := context.Background()
-	env := ops.New(store, session.Env{Actor: machine.Human, RepoDir: dir, Launch: func(string) error { return nil }})
+	env := wire.New(store, session.Env{Actor: machine.Human, RepoDir: dir, Launch: func(string) error { return nil }})
 	g, err := env.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Two ways"})
 	if err != nil {
 		t.Fatal(err)

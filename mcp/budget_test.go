@@ -11,8 +11,8 @@ import (
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // A builder gives a task a budget over MCP; lazy_show reads it back;
@@ -61,7 +61,7 @@ func repoDispatcher(t *testing.T, dir string) (*Dispatcher, *gitstore.Store) {
 		t.Fatal(err)
 	}
 	store := gitstore.Open(repo, gitstore.WithHost("mcp-test"))
-	return &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*ops.Env, error) {
-		return ops.New(store, session.Env{Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}), nil
+	return &Dispatcher{Store: store, Hooks: Hooks{Env: func(actor machine.Actor, caller string) (*wire.Env, error) {
+		return wire.New(store, session.Env{Actor: actor, CallerTask: caller, RepoDir: filepath.Dir(repo.CommonDir)}), nil
 	}}}, store
 }

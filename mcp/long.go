@@ -9,8 +9,8 @@ import (
 
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // Reporter hears one line of progress of the call it was given to.
@@ -188,7 +188,7 @@ func (n narrator) Step(i, m int, p landing.Phase) {
 }
 func (n narrator) Note(msg string) { Report(n.ctx, "accept: "+msg) }
 
-func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in AcceptIn) (any, error) {
+func (d *Dispatcher) accept(ctx context.Context, env *wire.Env, id string, in AcceptIn) (any, error) {
 	var opts landing.AcceptOptions
 	if d.Hooks.Accept != nil {
 		opts = d.Hooks.Accept()
@@ -224,7 +224,7 @@ func (d *Dispatcher) accept(ctx context.Context, env *ops.Env, id string, in Acc
 
 // acceptOne lands task id, or its attempt k when k is not 0, through the
 // same ops as lazy accept and lazy accept GROUP --attempt K.
-func (d *Dispatcher) acceptOne(ctx context.Context, env *ops.Env, id string, k int, opts landing.AcceptOptions) (*landing.AcceptResult, error) {
+func (d *Dispatcher) acceptOne(ctx context.Context, env *wire.Env, id string, k int, opts landing.AcceptOptions) (*landing.AcceptResult, error) {
 	if k != 0 {
 		return env.Landing().AcceptAttempt(ctx, id, k, narrator{ctx}, opts)
 	}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // What a call may reach from an agent's task.
@@ -60,7 +60,7 @@ func (d *Dispatcher) scope(caller Caller, name string, r reach) (string, error) 
 	return id, nil
 }
 
-func (d *Dispatcher) create(ctx context.Context, env *ops.Env, caller Caller, in CreateIn) (any, error) {
+func (d *Dispatcher) create(ctx context.Context, env *wire.Env, caller Caller, in CreateIn) (any, error) {
 	parent := in.Parent
 	if caller.agent() {
 		if parent != "" {
@@ -87,7 +87,7 @@ func timeout(n int) time.Duration {
 	return time.Duration(min(n, MaxTimeoutSeconds)) * time.Second
 }
 
-func (d *Dispatcher) ask(ctx context.Context, env *ops.Env, caller Caller, in AskIn) (any, error) {
+func (d *Dispatcher) ask(ctx context.Context, env *wire.Env, caller Caller, in AskIn) (any, error) {
 	id, err := d.scope(caller, in.Task, scopeChild)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ const showClip = 32 << 10
 // Show is lazy_show's result for task id: the same shape as lazy show
 // --json, with the most recent 20 turns and every text cut to showClip
 // (Truncated says what was cut or left out).
-func (d *Dispatcher) Show(ctx context.Context, env *ops.Env, id string) (*ShowOut, error) {
+func (d *Dispatcher) Show(ctx context.Context, env *wire.Env, id string) (*ShowOut, error) {
 	sn, err := d.Store.Load(id)
 	if err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ type ShowOut struct {
 
 // overlapsOf is what a task started on this machine shares with the
 // other active tasks; any other task has no branch here to compare.
-func overlapsOf(ctx context.Context, env *ops.Env, st task.Store, sn *task.Snapshot) review.TaskOverlaps {
+func overlapsOf(ctx context.Context, env *wire.Env, st task.Store, sn *task.Snapshot) review.TaskOverlaps {
 	if env == nil || sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return review.TaskOverlaps{}
 	}

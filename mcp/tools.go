@@ -35,10 +35,10 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // Caller is who is calling: the builder (Task empty) or the agent of Task.
@@ -84,7 +84,7 @@ type (
 		// Attempts tries the task several ways side by side.
 		Attempts int `json:"attempts,omitempty" jsonschema:"try the task this many ways side by side (2 to 8): each attempt is a task of its own (branch, worktree, agent, cost); compare them with lazy_show on the task and land one with lazy_accept on the task with attempt K, which closes the others"`
 		// Sandbox, Network and PermissionMode ask for more confinement
-		// than the task gets anyway, never less (ops.startConfinement).
+		// than the task gets anyway, never less (lifecycle's confinement of a start).
 		Sandbox        string `json:"sandbox,omitempty" jsonschema:"on: run the task's agent under bubblewrap (its worktree writable, the rest read-only, secrets and other worktrees hidden); off is refused wherever the task would run less confined than it must (the asking agent's session is sandboxed, or git config lazy.sandbox is on): only a human loosens confinement"`
 		Network        string `json:"network,omitempty" jsonschema:"the sandbox's network, no more open than the task gets anyway: off (loopback only), on, or the hosts it may reach (api.anthropic.com,*.github.com); asking for a network runs the task sandboxed"`
 		PermissionMode string `json:"permission_mode,omitempty" jsonschema:"Claude Code's permission mode for the task's work turns, no looser than it gets anyway: plan, dontAsk, default, acceptEdits or bypassPermissions"`
@@ -356,7 +356,7 @@ var Tools = []Tool{
 type Hooks struct {
 	// Env returns an operations environment acting as actor, for caller
 	// task (empty for the builder).
-	Env func(actor machine.Actor, caller string) (*ops.Env, error)
+	Env func(actor machine.Actor, caller string) (*wire.Env, error)
 	// StartInput resolves lazy_start's agent and command with the
 	// repository's defaults.
 	StartInput func(agent, command string) (session.StartInput, error)
@@ -520,7 +520,7 @@ func (d *Dispatcher) call(ctx context.Context, caller Caller, tool string, args 
 // toolCall is one tool call on its way to the operation it names.
 type toolCall struct {
 	d      *Dispatcher
-	env    *ops.Env
+	env    *wire.Env
 	caller Caller
 	tool   string
 	args   json.RawMessage
@@ -722,7 +722,7 @@ func nonNil(s []string) []string {
 }
 
 // start runs lazy_start: one start, or the task's attempts.
-func (d *Dispatcher) start(ctx context.Context, env *ops.Env, id string, in StartIn) (any, error) {
+func (d *Dispatcher) start(ctx context.Context, env *wire.Env, id string, in StartIn) (any, error) {
 	var agents []string
 	for _, a := range strings.Split(in.Agent, ",") {
 		if a = strings.TrimSpace(a); a != "" {

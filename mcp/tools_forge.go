@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/submission"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // SubmitIn is lazy_submit's input.
@@ -21,7 +21,7 @@ var submitTool = Tool{Name: "lazy_submit", Title: "Submit for review", Hints: Hi
 	Description: "Push a blocked task's branch and open or update its pull request on the forge (blocked -> submitted). Sends progress; after timeout_seconds it returns still_running: true, and calling again picks the same submit up. Next: lazy_accept merges it through the forge once it is approved."}
 
 // callForge runs the forge tools; ok is false for any other tool.
-func (d *Dispatcher) callForge(ctx context.Context, env *ops.Env, caller Caller, tool string, args json.RawMessage) (out any, ok bool, err error) {
+func (d *Dispatcher) callForge(ctx context.Context, env *wire.Env, caller Caller, tool string, args json.RawMessage) (out any, ok bool, err error) {
 	if tool != submitTool.Name {
 		return nil, false, nil
 	}

@@ -9,10 +9,10 @@
 // accepts, gating it speculatively ahead of them when the gate allows
 // parallel runs.
 //
-// The accept itself and its gate are package landing's (for now still
-// ops): landing sits above the queue and takes its place in it with
-// Enter and a Ticket; the queue asks landing only through the Lander
-// interface, so the imports run one way.
+// The accept itself and its gate are package landing's: landing sits
+// above the queue and takes its place in it with Enter and a Ticket; the
+// queue asks landing only through the Lander interface, so the imports
+// run one way.
 package queue
 
 import (

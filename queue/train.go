@@ -12,8 +12,7 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
-// Lander is the accept step a train consumes: package landing's (for
-// now ops.Env's), bound by its caller to one run's options and
+// Lander is the accept step a train consumes: package landing's, bound by its caller to one run's options and
 // narration. R is what an accept that landed returns.
 type Lander[R any] interface {
 	// Accept lands the task name, in its turn: it takes its place in the

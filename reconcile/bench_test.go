@@ -18,10 +18,10 @@ import (
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // fixture is a repository of tasks for the pass benchmark and the
@@ -99,7 +99,7 @@ func (f *fixture) own(tb testing.TB, id string) {
 }
 
 func (f *fixture) reconciler() *Reconciler {
-	return &Reconciler{Env: ops.New(f.store, session.Env{Actor: machine.System, RepoDir: f.dir}), StartGrace: time.Hour}
+	return &Reconciler{Env: wire.New(f.store, session.Env{Actor: machine.System, RepoDir: f.dir}), StartGrace: time.Hour}
 }
 
 func (f *fixture) list(tb testing.TB) []task.Entry {

@@ -13,9 +13,9 @@ import (
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/memstore"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // The tests in this file run the reconciler's auto-resume decision on
@@ -60,7 +60,7 @@ func (l *fakeLifecycle) ResumeAfterLimit(context.Context, string, time.Time) (*t
 func memReconciler(t *testing.T) (*Reconciler, *fakeLifecycle) {
 	t.Helper()
 	t.Setenv("PATH", t.TempDir()) // no git, no agent CLI: nothing may need one
-	env := &ops.Env{Env: session.Env{
+	env := &wire.Env{Env: session.Env{
 		Store: memstore.New(memstore.WithHost("reconcile-test")),
 		Repo:  &gitrepo.Location{CommonDir: t.TempDir()},
 		Actor: machine.System,

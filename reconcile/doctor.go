@@ -19,9 +19,9 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // pidList names processes for a person: "pid 41" or "pids 41, 42".
@@ -65,7 +65,7 @@ type Finding struct {
 // StaleRefLock is the store's StaleLockAge, which pull's lock error names: how
 // old a ref's .lock file must be before doctor takes it for a killed
 // process's leftover.
-const StaleRefLock = ops.StaleRefLock
+const StaleRefLock = wire.StaleRefLock
 
 // Doctor reports what is wrong in the repository (or, when only is a task
 // id, with that task) and, when repair is set, repairs what the
@@ -537,7 +537,7 @@ func (r *Reconciler) finishConfirmed(ctx context.Context, id, branch string) (bo
 // checkLegacyWorktrees finds parked tasks of this machine whose worktree
 // is where lazy used to put them, inside the git directory (Claude Code
 // edits nothing there), and when repairing moves each to where new
-// worktrees go (ops.MoveWorktree). A task whose turn runs is left for a
+// worktrees go (wire.MoveWorktree). A task whose turn runs is left for a
 // later doctor.
 func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding

@@ -40,9 +40,9 @@ import (
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // DefaultStartGrace is how long a newly working task is left alone before
@@ -67,7 +67,7 @@ type Reconciler struct {
 	// Env is what the reconciler acts through; its actor is
 	// machine.System, and its Launcher starts auto-resumed turns (nil
 	// disables auto-resume and the forge auto-fix).
-	Env *ops.Env
+	Env *wire.Env
 	// NoAutoResume leaves interrupted tasks for a human (git config
 	// lazy.autoResume false).
 	NoAutoResume bool
@@ -81,7 +81,7 @@ type Reconciler struct {
 	// requests on their forge; nil leaves the forge alone (CLI reads).
 	Forge *ForgeSync
 	// Git is what the reconciler reads and repairs of git (nil:
-	// ops.ReconcileGit, package worktree's functions).
+	// wire.ReconcileGit, package worktree's functions).
 	Git Git
 	// Lifecycle is the lifecycle steps the reconciler takes (nil:
 	// Env.Lifecycle()).
@@ -127,9 +127,9 @@ type Reconciler struct {
 // What the reconciler consumes, besides the capabilities it calls
 // through Env: git's side of branches and worktrees (Git), and a
 // watcher of the files a pass stamps (stampWatcher), whose adapters are
-// in ops, so that reconcile imports neither worktree nor gitstore.
+// in package wire, so that reconcile imports neither worktree nor gitstore.
 
-// Git is what the reconciler reads and repairs of git: ops.ReconcileGit
+// Git is what the reconciler reads and repairs of git: wire.ReconcileGit
 // (package worktree's functions of the same names), or a fake in tests.
 type Git interface {
 	// Branch is the branch lazy names after a task's slug.
@@ -144,7 +144,7 @@ type Git interface {
 
 func (r *Reconciler) git() Git {
 	if r.Git == nil {
-		return ops.ReconcileGit{}
+		return wire.ReconcileGit{}
 	}
 	return r.Git
 }
@@ -176,7 +176,7 @@ func (r *Reconciler) lifecycle() Lifecycle {
 // store's own paths, doctor's repairs and the like, go through Env.Store).
 func (r *Reconciler) store() task.Store { return r.Env.Env.Store }
 
-// stampWatcher stamps files (ops.NewStampWatcher: gitstore's, which
+// stampWatcher stamps files (wire.NewStampWatcher: gitstore's, which
 // watches them to answer unchanged ones without a stat).
 type stampWatcher interface {
 	Stamp(paths ...string) (stamp string, newest time.Time, err error)
@@ -194,7 +194,7 @@ func (r *Reconciler) load(id string) (*task.Snapshot, error) {
 
 // owned reports whether this machine started a session of task id: its
 // local session record exists. Without one, no session of the task is
-// ours to judge (ops.Env.Owns would refuse after a Load), so one stat
+// ours to judge (wire.Env.Owns would refuse after a Load), so one stat
 // spares the Load of every working or interrupted task of other hosts.
 func (r *Reconciler) owned(id string) bool {
 	p := r.Env.Sessions().Path(id)
@@ -423,7 +423,7 @@ func (r *Reconciler) stamper() *stamping {
 	r.stampMu.Lock()
 	defer r.stampMu.Unlock()
 	if r.stamps == nil {
-		var w stampWatcher = ops.NewStampWatcher()
+		var w stampWatcher = wire.NewStampWatcher()
 		r.stamps = &stamping{stampWatcher: w, taskRefFiles: r.Env.TaskRefStampPaths(), protoRoot: r.Env.Repo.LazyDir("proto")}
 		if r.stampClosed {
 			_ = w.Close()

@@ -8,8 +8,8 @@ import (
 
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // view is one listing of the tasks, sorted once into what each sweep
@@ -48,7 +48,7 @@ func newView(entries []task.Entry, gen uint64) *view {
 	for i := range entries {
 		e := &entries[i]
 		if e.Err != nil {
-			v.transient = v.transient || ops.TransientReadError(e.Err)
+			v.transient = v.transient || wire.TransientReadError(e.Err)
 			continue
 		}
 		if sweepable(e) {

@@ -11,7 +11,7 @@ import (
 // rounds of automatic fixes it asked of the agent, and a human's decision
 // to land without the gate. It is a record for people to read: an accept
 // on this machine never trusts it to skip a run (this machine's own
-// marks of passed trees decide that; see ops), because a record arrives
+// marks of passed trees decide that; see landing), because a record arrives
 // from anyone who can push.
 type GateRecord struct {
 	Runs []GateRun `json:"runs,omitempty"`
@@ -80,7 +80,7 @@ type GateRun struct {
 	// (faster than lazy.gate.minDuration).
 	Refused string `json:"refused,omitempty"`
 	// Origin is GateHere or GateRemote, set only on a copy made for
-	// display (ops verifies it against this machine's own records); it
+	// display (landing verifies it against this machine's own records); it
 	// is cleared whenever a record is read or written, so what a record
 	// says of it is never believed.
 	Origin string `json:"origin,omitempty"`

@@ -17,7 +17,7 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
-// overlaps is the overlap check of every active task (ops.Env.Overlaps),
+// overlaps is the overlap check of every active task (review's Overlaps),
 // keyed by task id, through the server's cache: a page costs git only
 // for branches that moved since the last one. A check that cannot be
 // made shows none.

@@ -15,9 +15,9 @@ import (
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 const testAddr = "127.0.0.1:7777"
@@ -31,7 +31,7 @@ func newServer(tb testing.TB) (*Server, *gitstore.Store, string) {
 	}
 	st := gitstore.Open(repo, gitstore.WithHost("test-host"))
 	return &Server{Store: st, Marks: &marks.Marks{LazyDir: repo.LazyDir(), Host: "test-host"}, RepoDir: dir, LazyDir: repo.LazyDir(), Token: "tok", Addr: testAddr,
-		Env: func() *ops.Env { return ops.New(st, session.Env{RepoDir: dir}) }}, st, dir
+		Env: func() *wire.Env { return wire.New(st, session.Env{RepoDir: dir}) }}, st, dir
 }
 
 func create(tb testing.TB, st *gitstore.Store, title, parent string) string {
@@ -146,7 +146,7 @@ func BenchmarkWebFirstPage10000(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		st := gitstore.Open(s.Store.(*gitstore.Store).Repo(), gitstore.WithHost("test-host")) // no in-memory state, as a fresh request
-		s.Store, s.Env = st, func() *ops.Env { return ops.New(st, session.Env{RepoDir: s.RepoDir}) }
+		s.Store, s.Env = st, func() *wire.Env { return wire.New(st, session.Env{RepoDir: s.RepoDir}) }
 		if body := page(b, h, "/"); !strings.Contains(body, "page 1 of 100") {
 			b.Fatal("not paged")
 		}

@@ -96,7 +96,7 @@ func parseDiff(out string, maxFiles, maxLines int) diff {
 	return d
 }
 
-// reviewRange is the range lazy diff shows (ops.Env.ReviewRange): the
+// reviewRange is the range lazy diff shows (review's range): the
 // branch this machine made for the task (or the one its slug derives,
 // never a name from the record) against its merge base with the branch
 // it merges into, so work merged in from upstream is not counted as the
@@ -215,7 +215,7 @@ type attemptOf struct {
 }
 
 // attempts is the comparison of a group's attempts (what lazy show
-// prints: ops builds it for every surface), or for an attempt its
+// prints: the capabilities build it for every surface), or for an attempt its
 // group; nil for any other task.
 func (s *Server) attempts(ctx context.Context, sn *task.Snapshot) (*attempts.Comparison, *attemptOf) {
 	switch {

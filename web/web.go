@@ -35,9 +35,9 @@ import (
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/marks"
-	"github.com/lazyorch/lazy/ops"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 //go:embed templates/*.html
@@ -97,8 +97,8 @@ type Server struct {
 	// logs, status files).
 	LazyDir string
 	// Env makes the operations' environment over Store a request reads
-	// through (the CLI's ops.New with RepoDir), a fresh one each time.
-	Env     func() *ops.Env
+	// through (the CLI's wire.New with RepoDir), a fresh one each time.
+	Env     func() *wire.Env
 	Marks   *marks.Marks
 	RepoDir string
 	// Token lets a browser read; ActionsToken, when set with Actions,

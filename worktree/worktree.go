@@ -1,6 +1,6 @@
 // Package worktree owns the git commands lazy runs on task branches,
 // their worktrees and the checkouts tasks merge into: it builds every
-// argv, and ops says what to do. It deletes a worktree or branch only
+// argv, and the capabilities say what to do. It deletes a worktree or branch only
 // when asked: removal belongs to accept and reject, which decide
 // explicitly.
 package worktree

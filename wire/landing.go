@@ -1,4 +1,4 @@
-package ops
+package wire
 
 import (
 	"github.com/lazyorch/lazy/landing"

@@ -1,9 +1,8 @@
-package ops
+package wire
 
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -43,20 +42,6 @@ func (r *gateRepo) config(t *testing.T, key, value string) {
 func (r *gateRepo) task(t *testing.T, title string, files map[string]string) *task.Snapshot {
 	t.Helper()
 	return startedWith(t, r.e, title, "", files)
-}
-
-func (r *gateRepo) load(t *testing.T, id string) *task.Snapshot {
-	t.Helper()
-	sn, err := r.e.Store.Load(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sn
-}
-
-func (r *gateRepo) tip(t *testing.T) string {
-	t.Helper()
-	return strings.TrimSpace(testrepo.Git(t, r.dir, "rev-parse", "main"))
 }
 
 // attemptsRepo is a real repository whose Env records launches instead

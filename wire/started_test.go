@@ -1,4 +1,4 @@
-package ops
+package wire
 
 import (
 	"context"
@@ -57,17 +57,4 @@ func startedWith(t *testing.T, e *Env, title, target string, files map[string]st
 		t.Fatal(err)
 	}
 	return sn
-}
-
-// accepted records task id complete and accepted, as a finished accept
-// leaves it.
-func accepted(t *testing.T, e *Env, id string) {
-	t.Helper()
-	walk(t, e, id, machine.Working, machine.Blocked, machine.Merging)
-	if _, _, err := e.Store.Update(context.Background(), id, func(s *task.Snapshot) (*task.Op, error) {
-		s.Task.Status, s.Task.Outcome = machine.Complete, task.OutcomeAccepted
-		return &task.Op{Name: "test", Actor: machine.System}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
 }

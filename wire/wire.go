@@ -1,9 +1,13 @@
-// Package ops holds the lifecycle operations not yet carved into
-// capability packages over the core (package session). Each operation
-// takes the task's lifecycle lock, loads, validates against the state
-// machine, records first and acts second, with the actor of the channel
-// that asked. The CLI and the MCP server both call these functions.
-package ops
+// Package wire builds the capabilities over one task store and wires them
+// to one another: lifecycle asks landing to recover a stranded accept and
+// submission to close a pull request, attempts start through lifecycle and
+// are measured through review, and so on. Each capability declares the
+// small interfaces it consumes; this package is the one place that knows
+// which concrete capability answers each, so the capabilities never import
+// one another upward. It holds no operation of its own: the CLI, MCP, the
+// web view and the daemon build an Env once per run and call the
+// capability an action belongs to (Env.Landing().Accept, ...).
+package wire
 
 import (
 	"github.com/lazyorch/lazy/attempts"
@@ -18,11 +22,10 @@ import (
 	"github.com/lazyorch/lazy/submission"
 )
 
-// Env is what the operations still in ops need: the shared core
-// (session.Env: the store, who is asking, how turns run; embedded by
-// value, so a copy of an Env is a copy of its settings) and the
-// settings only accept uses. The capabilities carved out of ops take the
-// core itself.
+// Env is the shared core (session.Env: the store, who is asking, how
+// turns run; embedded by value, so a copy of an Env is a copy of its
+// settings), the settings only accept uses, and the capabilities built
+// over them.
 type Env struct {
 	session.Env
 	// Store is the task store over git, with what only it has (its Repo,
@@ -54,15 +57,15 @@ func (e *Env) WithAccept(crash *CrashPoint, gateReaper []string) *Env {
 }
 
 // Lifecycle is the lifecycle capability over e's core, asking e what is
-// still ops' own (a stranded accept's recovery) and submission to close
-// a pull request.
+// landing (a stranded accept's recovery) and submission to close a pull
+// request.
 func (e *Env) Lifecycle() *lifecycle.Service {
 	return lifecycle.New(&e.Env, e.Landing(), e.Submission())
 }
 
 // Submission is the forge capability (submit, a pull request's feedback
-// and state) over e's core, asking e what is still ops' own (a stranded
-// accept's recovery).
+// and state) over e's core, asking landing to recover a stranded
+// accept.
 func (e *Env) Submission() *submission.Service {
 	return submission.New(&e.Env, e.Landing())
 }
