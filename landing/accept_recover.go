@@ -136,7 +136,7 @@ func (e *Recovery) recoverStranded(ctx context.Context, sn *task.Snapshot, wait 
 // recoverLocked is RecoverStrandedAccept once the destination lock is
 // held; before names what the recovery makes way for, if anything.
 func (e *Recovery) recoverLocked(ctx context.Context, sn *task.Snapshot, before string) (*task.Snapshot, bool, string, error) {
-	landed, err := MergeLanded(ctx, e.Dir(), sn)
+	landed, err := mergeLanded(ctx, e.git(), e.Dir(), sn)
 	if err != nil {
 		return nil, false, "", err
 	}

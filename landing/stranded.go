@@ -9,7 +9,6 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Accepts is this machine's record of the local accepts it began and
@@ -98,6 +97,12 @@ func (e *Recovery) OwnsAccept(sn *task.Snapshot) bool {
 // task committed its squash merge: a commit above the recorded tip of
 // the destination whose message carries the task's Lazy-Task trailer.
 func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, error) {
+	return mergeLanded(ctx, Git{}, repoDir, sn)
+}
+
+// mergeLanded is MergeLanded asking git through g: the recovery asks
+// the Service's git, which the tests fake.
+func mergeLanded(ctx context.Context, g Branches, repoDir string, sn *task.Snapshot) (bool, error) {
 	rec := sn.Task.Accept
 	if rec == nil || rec.Into == "" || rec.IntoSHA == "" {
 		return false, nil
@@ -105,7 +110,7 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 	if err := task.ValidBranchName(rec.Into); err != nil || !task.ValidHex(rec.IntoSHA) {
 		return false, fmt.Errorf("the accept record of %s is damaged (into %q at %q)", sn.Task.Slug, rec.Into, rec.IntoSHA)
 	}
-	landed, err := worktree.HasCommitWith(ctx, repoDir, session.AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)
+	landed, err := g.HasCommitWith(ctx, repoDir, session.AcceptTrailer(sn.Task.ID), rec.IntoSHA, rec.Into)
 	if err != nil {
 		return false, fmt.Errorf("look for the merge of %s on %s: %w", sn.Task.Slug, rec.Into, err)
 	}
