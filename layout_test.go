@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -288,5 +292,48 @@ func TestLayoutCheckerCatches(t *testing.T) {
 	}
 	if deps := closure(map[string][]string{"a": {"b"}, "b": {"c"}}, "a"); !deps["c"] {
 		t.Errorf("closure misses a transitive dependency: %v", deps)
+	}
+}
+
+// updateCalls names, by position, the calls of a method or function
+// named Update (x.Update(...)) in src: a store's compare-and-swap write.
+func updateCalls(t *testing.T, fset *token.FileSet, name string, src any) []string {
+	t.Helper()
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Update" {
+				calls = append(calls, fset.Position(c.Pos()).String())
+			}
+		}
+		return true
+	})
+	return calls
+}
+
+// TestReconcilerWritesNothing holds issue 45's rule that the reconciler
+// writes no record itself: it judges what it sees, and the capabilities'
+// steps (lifecycle's system steps, landing's) take the task lock and
+// write. So package reconcile's code calls no Update on a store.
+func TestReconcilerWritesNothing(t *testing.T) {
+	fset := token.NewFileSet()
+	if got := updateCalls(t, fset, "catch.go", "package p\nfunc f() { _, _, _ = r.store().Update(ctx, id, nil) }\n"); len(got) != 1 {
+		t.Fatalf("the check misses a store's Update: %v", got)
+	}
+	files, err := filepath.Glob(filepath.Join("reconcile", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("reconcile's files: %v %v", files, err)
+	}
+	for _, p := range files {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		for _, at := range updateCalls(t, fset, p, nil) {
+			t.Errorf("%s: the reconciler writes a record itself (Update); ask the capability's step", at)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 // Package lifecycle is what happens to a task from its creation to its
 // end, short of landing it: create, comment, edit, reparent, allow,
 // close, reject and reopen; start, unblock, resume, stop, the daemon's
-// auto-resume and resume after a usage limit; take-over and moving a
+// auto-resume and resume after a usage limit; the end of a working
+// turn the reconciler finds (its response recorded, a dead supervisor's
+// turn interrupted) and the system's other steps; take-over and moving a
 // worktree; and the decisions on file-permission violations an unblock
 // carries. Each operation takes the task's lock, loads, validates against
 // the state machine, records first and acts second, with the actor of the
@@ -74,6 +76,9 @@ type Service struct {
 	Forge Forge
 	// Worktrees is git's side of branches and worktrees (nil: Git).
 	Worktrees Worktree
+	// Spending prices and sums the usage of the turns the reconciler
+	// records (nil: kept as reported, unpriced).
+	Spending Spending
 }
 
 // New is the lifecycle of env, asking landing and forge what is theirs.

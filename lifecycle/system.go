@@ -20,6 +20,9 @@ type Step struct {
 	ID, Slug string
 	From, To machine.Status
 	Why      string
+	// Neutral: the turn that ended was status-neutral (an ask, a sync,
+	// accept's pre-accept turn) and parked the task back where it was.
+	Neutral bool
 }
 
 // SystemStep applies apply to task id under its lock, recorded as one

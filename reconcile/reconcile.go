@@ -163,6 +163,11 @@ type Lifecycle interface {
 	BacklogSessionless(ctx context.Context, id string) (*lifecycle.Step, error)
 	MergedOutside(ctx context.Context, id, target string) (*lifecycle.Step, error)
 	ReviveLateResponse(ctx context.Context, id, session string, seq int) (*lifecycle.Step, error)
+	// The end of a working turn: its response recorded, or its dead
+	// supervisor's turn interrupted, by a caller already holding the
+	// task lock (the sweep judged the turn dead under it).
+	RecordResponse(ctx context.Context, id string, resp *proto.Response, now time.Time) (*lifecycle.Step, error)
+	InterruptDeadLocked(ctx context.Context, id string, d lifecycle.DeadTurn) (*lifecycle.Step, error)
 }
 
 func (r *Reconciler) lifecycle() Lifecycle {

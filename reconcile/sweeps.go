@@ -25,7 +25,7 @@ func stepAction(s *lifecycle.Step) *Action {
 	if s == nil {
 		return nil
 	}
-	return &Action{TaskID: s.ID, Slug: s.Slug, From: s.From, To: s.To, Why: s.Why}
+	return &Action{TaskID: s.ID, Slug: s.Slug, From: s.From, To: s.To, Why: s.Why, Neutral: s.Neutral}
 }
 
 // sweepPairing parks a pairing task whose pairing process is gone (spec:

@@ -60,7 +60,9 @@ func (e *Env) WithAccept(crash *CrashPoint, gateReaper []string) *Env {
 // landing (a stranded accept's recovery) and submission to close a pull
 // request.
 func (e *Env) Lifecycle() *lifecycle.Service {
-	return lifecycle.New(&e.Env, e.Landing(), e.Submission())
+	l := lifecycle.New(&e.Env, e.Landing(), e.Submission())
+	l.Spending = e.Spending()
+	return l
 }
 
 // Submission is the forge capability (submit, a pull request's feedback
