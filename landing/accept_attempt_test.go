@@ -21,7 +21,6 @@ import (
 // of running supervisors: a test plays each attempt's agent itself.
 func attemptsRepo(t *testing.T) (*Service, *[]string) {
 	t.Helper()
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	e := env(t)
 	e.RepoDir = filepath.Dir(e.Repo.CommonDir)
 	var mu sync.Mutex
@@ -63,6 +62,7 @@ func playTurn(t *testing.T, e *Service, id string, files map[string]string, cost
 // work (and only its) on main, completes the group with the reason and
 // closes attempt 1 with "attempt 2 was chosen", keeping its branch.
 func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, launched := attemptsRepo(t)
 	g, err := e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Fix the login race", Goal: "It fails one run in ten."})
@@ -183,6 +183,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 // attempt itself (not through the group) completes the group too, and a
 // running sibling is stopped before it is closed.
 func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, _ := attemptsRepo(t)
 	g, err := e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "Speed up the build"})
@@ -215,6 +216,7 @@ func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 // GROUP --attempt K does; the sibling named later in the train is then
 // refused, not landed beside the chosen one.
 func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "true")
 	r.config(t, "lazy.gate.parallel", "2")

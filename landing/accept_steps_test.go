@@ -153,6 +153,7 @@ func (f *acceptFixture) load(t *testing.T) *task.Snapshot {
 // TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack runs the
 // steps one by one: each leaves what the next one relies on.
 func TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newAcceptFixture(t, "feature\n")
 	write(t, f.dir, "README.md", "# mine, uncommitted\n")
@@ -232,6 +233,7 @@ func TestAcceptStepsMergeADirtyDestinationAndGiveTheChangesBack(t *testing.T) {
 // conflicts leaves the destination as it was, gives the stash back and
 // puts the task back to blocked, forgetting the local accept record.
 func TestAcceptAbortAfterAConflictingMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newAcceptFixture(t, "theirs\n")
 	write(t, f.dir, "feature.txt", "ours\n")
@@ -274,6 +276,7 @@ func TestAcceptAbortAfterAConflictingMerge(t *testing.T) {
 // failed update had already cleared the snapshot the abort read, and the
 // accept panicked here.
 func TestAcceptStashStepWhoseRecordVanishedAborts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newAcceptFixture(t, "feature\n")
 	write(t, f.dir, "README.md", "# mine, uncommitted\n")

@@ -22,7 +22,7 @@ import (
 // no queue and no attempts above it.
 func env(t *testing.T) *Service {
 	t.Helper()
-	repo, err := gitrepo.Discover(testrepo.New(t))
+	repo, err := gitrepo.Discover(testrepo.Copy(t, template))
 	if err != nil {
 		t.Fatal(err)
 	}

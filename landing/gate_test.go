@@ -35,7 +35,6 @@ type gateRepo struct {
 
 func newGateRepo(t *testing.T, gate ...string) *gateRepo {
 	t.Helper()
-	t.Setenv("XDG_DATA_HOME", t.TempDir()) // where the gate's scratch worktrees go
 	e := env(t)
 	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
@@ -75,6 +74,7 @@ func (r *gateRepo) tip(t *testing.T) string {
 // task's squash onto main, main moves to that very tree, and the commit
 // names the passing run.
 func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "grep -q ok feature.txt", "test ! -e .git/index.lock")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
@@ -123,6 +123,7 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 // is a failure; nothing lands, the task stays blocked with the run
 // recorded, and the queue says why it left.
 func TestGateFailuresRefuseTheAccept(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, cmd string
 		check     func(c task.GateCommand) bool
@@ -132,6 +133,7 @@ func TestGateFailuresRefuseTheAccept(t *testing.T) {
 		{"timeout", "sleep 60", func(c task.GateCommand) bool { return c.TimedOut }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			r := newGateRepo(t, tc.cmd)
 			r.config(t, "lazy.gate.timeout", "1s")
@@ -167,6 +169,7 @@ func TestGateFailuresRefuseTheAccept(t *testing.T) {
 // TestTheGateFileIsReadFromTheTargetNeverTheBranch: an agent that
 // rewrites .lazy/gate on its branch does not change what gates it.
 func TestTheGateFileIsReadFromTheTargetNeverTheBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t)
 	if err := os.MkdirAll(filepath.Join(r.dir, ".lazy"), 0o755); err != nil {
@@ -196,6 +199,7 @@ func TestTheGateFileIsReadFromTheTargetNeverTheBranch(t *testing.T) {
 // (which anyone who can push can write) never stands in for a run on
 // this machine.
 func TestARecordedPassDoesNotSkipTheGate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "exit 1")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
@@ -213,6 +217,7 @@ func TestARecordedPassDoesNotSkipTheGate(t *testing.T) {
 
 // TestSkippingTheGateIsAHumanDecisionWithAReason.
 func TestSkippingTheGateIsAHumanDecisionWithAReason(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "exit 1")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
@@ -245,6 +250,7 @@ func TestSkippingTheGateIsAHumanDecisionWithAReason(t *testing.T) {
 // it is gated again on what actually landed, and main only ever moves to
 // trees that passed.
 func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "test ! -e bad.txt")
 	r.config(t, "lazy.gate.parallel", "2")
@@ -301,6 +307,7 @@ func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
 // TestAConflictingEntryLeavesWithTheFiles: an entry that no longer
 // merges is refused before anything is recorded, naming the files.
 func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "true")
 	a := r.task(t, "task a", map[string]string{"shared.txt": "a\n"})
@@ -324,6 +331,7 @@ func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
 // in the queue as fixing until its turn ends, re-enters, and after
 // lazy.gate.maxAttempts rounds stays blocked for a human.
 func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "printf 'boom \\033[31mred\\033[0m\\n'; exit 1")
 	r.config(t, "lazy.gate.autoFix", "true")
@@ -382,6 +390,7 @@ func TestAutoFixHandsTheFailureToTheAgentAndRequeues(t *testing.T) {
 
 // TestDequeueTakesAFixingTaskOut.
 func TestDequeueTakesAFixingTaskOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "exit 1")
 	r.config(t, "lazy.gate.autoFix", "on")
@@ -410,6 +419,7 @@ func TestDequeueTakesAFixingTaskOut(t *testing.T) {
 // and records the gate on the tree an accept would land, lands nothing,
 // and the accept that follows onto the same tip lands that tree unrun.
 func TestGateChecksWithoutLandingAndTheAcceptReusesThePass(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "test -f feature.txt")
 	sn := r.task(t, "add the feature", map[string]string{"feature.txt": "ok\n"})
@@ -550,6 +560,7 @@ func TestTheGateRunsInTheSandbox(t *testing.T) {
 // re-enters through its pull request, never as a local merge beside it;
 // a task accepted locally re-enters locally.
 func TestAutoFixOfASubmittedTaskReentersThroughTheForge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "exit 1")
 	r.config(t, "lazy.gate.autoFix", "true")
@@ -690,6 +701,7 @@ func TestTheGateChecksOutDespiteARacingWorktreeAdd(t *testing.T) {
 // git wrote the gated tree's files; the accept puts the checkout back,
 // lands nothing, says why and does not blame a commit made outside lazy.
 func TestALockOnTheTargetLandsNothingAndLeavesTheCheckoutAsItWas(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {
 		r := newGateRepo(t, "true")

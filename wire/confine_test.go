@@ -131,6 +131,7 @@ func refusedUntouched(t *testing.T, e *Env, launched *[]string, id string, err e
 // sandbox off; the agent may tighten it and may not loosen it in any
 // dimension; a human may.
 func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
@@ -245,6 +246,7 @@ func TestAgentStartedWorkInheritsTheAgentsConfinement(t *testing.T) {
 // user; asking for the sandbox makes the same start confined, and so
 // allowed.
 func TestAnAgentCannotStartAnyCommandOutsideTheSandbox(t *testing.T) {
+	t.Parallel()
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
 	parent := create(t, e, lifecycle.CreateInput{Title: "claude parent"})
@@ -321,6 +323,7 @@ func lookBin(name string) (string, error) {
 // confinement as a start does; asking for less refuses before anything
 // is recorded.
 func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
@@ -362,6 +365,7 @@ func TestAgentAttemptsAndHandoffInherit(t *testing.T) {
 // budget may not exceed what the parent has left (a human's may), and a
 // subtask with none, or its attempts, still turn under the parent's.
 func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
+	t.Parallel()
 	e, launched := attemptsRepo(t)
 	ctx := context.Background()
 	parent := create(t, e, lifecycle.CreateInput{Title: "parent", BudgetUSD: ptr(1.0)})
@@ -421,6 +425,7 @@ func TestAgentCannotEscapeItsBudgetThroughSubtasks(t *testing.T) {
 // The gate run on a sandboxed task's tree runs in at least the task's
 // sandbox (and the asking agent's), whatever lazy.sandbox says.
 func TestTheGateOfASandboxedTaskIsConfined(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e, _ := attemptsRepo(t)
 	ctx := context.Background()
@@ -450,6 +455,7 @@ func TestTheGateOfASandboxedTaskIsConfined(t *testing.T) {
 // main checkout fails there (the same gate passes for a task that runs
 // unconfined).
 func TestTheGateRunsInTheTasksSandbox(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	ctx := context.Background()
 	for _, boxed := range []bool{false, true} {
@@ -482,6 +488,7 @@ func TestTheGateRunsInTheTasksSandbox(t *testing.T) {
 // runner) is confined as a start here would be: a task created with
 // --sandbox runs sandboxed though lazy.sandbox is off on this machine.
 func TestATakenOverTaskKeepsItsSandbox(t *testing.T) {
+	t.Parallel()
 	e, _ := attemptsRepo(t)
 	ctx := context.Background()
 	tk := create(t, e, lifecycle.CreateInput{Title: "asks for a sandbox", Sandbox: true})

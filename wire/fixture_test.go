@@ -22,7 +22,6 @@ type gateRepo struct {
 
 func newGateRepo(t *testing.T, gate ...string) *gateRepo {
 	t.Helper()
-	t.Setenv("XDG_DATA_HOME", t.TempDir()) // where the gate's scratch worktrees go
 	e := env(t)
 	dir := filepath.Dir(e.Repo.CommonDir)
 	e.RepoDir = dir
@@ -48,7 +47,6 @@ func (r *gateRepo) task(t *testing.T, title string, files map[string]string) *ta
 // of running supervisors: a test plays each attempt's agent itself.
 func attemptsRepo(t *testing.T) (*Env, *[]string) {
 	t.Helper()
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	e := env(t)
 	e.RepoDir = filepath.Dir(e.Repo.CommonDir)
 	var mu sync.Mutex

@@ -17,6 +17,7 @@ import (
 // refuses every operation that launches a turn with ErrNoLauncher (not a
 // nil-function panic), and records nothing: the task stays as it was.
 func TestNoLauncherRefusesBeforeRecording(t *testing.T) {
+	t.Parallel()
 	e := env(t)
 	ctx := context.Background()
 	backlog, err := e.Lifecycle().Create(ctx, lifecycle.CreateInput{Title: "never started"})

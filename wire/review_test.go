@@ -33,7 +33,8 @@ func commitFile(t *testing.T, dir, branch, name string) {
 // base with its destination, so work that landed on main after the
 // branch left it never shows as the task's.
 func TestDiffReviewAndPreviewMeasureOneRange(t *testing.T) {
-	dir := testrepo.New(t)
+	t.Parallel()
+	dir := testrepo.Copy(t, template)
 	repo, err := gitrepo.Discover(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 func env(t *testing.T) *Env {
 	t.Helper()
-	repo, err := gitrepo.Discover(testrepo.New(t))
+	repo, err := gitrepo.Discover(testrepo.Copy(t, template))
 	if err != nil {
 		t.Fatal(err)
 	}
