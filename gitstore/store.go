@@ -727,21 +727,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
-// SumTurns adds up the usage of sn's turns that lazy believes: what the
-// task's total is when the recorded one is flagged. Turns beyond a
-// read's bounds are not read, so the sum can fall short of the truth,
-// never above it.
-func (s *Store) SumTurns(sn *task.Snapshot) (task.Usage, error) {
-	turns, err := s.Turns(sn)
-	if err != nil {
-		return task.Usage{}, err
-	}
-	var sum task.Usage
-	for i := range turns {
-		if u := turns[i].Usage; u.Valid() {
-			sum.Add(*u)
-		}
-	}
-	return sum, nil
-}

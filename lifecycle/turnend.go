@@ -208,17 +208,7 @@ func (unpriced) TurnUsage(s *task.Snapshot, u *proto.Usage) (task.Usage, string,
 }
 
 func (p unpriced) SumTurns(sn *task.Snapshot) (task.Usage, error) {
-	turns, err := p.store.Turns(sn)
-	if err != nil {
-		return task.Usage{}, err
-	}
-	var sum task.Usage
-	for i := range turns {
-		if u := turns[i].Usage; u.Valid() {
-			sum.Add(*u)
-		}
-	}
-	return sum, nil
+	return task.SumTurns(p.store, sn)
 }
 
 func (l *Service) spending() Spending {

@@ -7,22 +7,9 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
-// SumTurns adds up the usage of sn's turns that lazy believes: what the
-// task's total is when the recorded one is flagged. Turns beyond a
-// read's bounds are not read, so the sum can fall short of the truth,
-// never above it.
+// SumTurns is task.SumTurns over the core's store.
 func (s *Service) SumTurns(sn *task.Snapshot) (task.Usage, error) {
-	turns, err := s.Env.Store.Turns(sn)
-	if err != nil {
-		return task.Usage{}, err
-	}
-	var sum task.Usage
-	for i := range turns {
-		if u := turns[i].Usage; u.Valid() {
-			sum.Add(*u)
-		}
-	}
-	return sum, nil
+	return task.SumTurns(s.Env.Store, sn)
 }
 
 // ResumTotal replaces task id's flagged usage total with the sum of the

@@ -298,3 +298,26 @@ func ownBudget(v *float64) (float64, bool, string) {
 	}
 	return *v, true, ""
 }
+
+// TurnReader reads a task's turns: what SumTurns needs of a Store.
+type TurnReader interface {
+	Turns(sn *Snapshot) ([]Turn, error)
+}
+
+// SumTurns adds up the usage of sn's turns that lazy believes (Valid):
+// what the task's total is when the recorded one is flagged. Turns beyond
+// a read's bounds are not read, so the sum can fall short of the truth,
+// never above it.
+func SumTurns(st TurnReader, sn *Snapshot) (Usage, error) {
+	turns, err := st.Turns(sn)
+	if err != nil {
+		return Usage{}, err
+	}
+	var sum Usage
+	for i := range turns {
+		if u := turns[i].Usage; u.Valid() {
+			sum.Add(*u)
+		}
+	}
+	return sum, nil
+}

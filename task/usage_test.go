@@ -2,6 +2,7 @@ package task
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -123,5 +124,36 @@ func TestTaskFlags(t *testing.T) {
 	}
 	if s := (Flag{Task: "s", Turn: 3, What: "usage", Reason: "cost_usd -1e+308 is negative"}).String(); s != "task s turn 3: usage left out: cost_usd -1e+308 is negative" {
 		t.Fatalf("%q", s)
+	}
+}
+
+// turnsOf is a TurnReader serving fixed turns, or an error.
+type turnsOf struct {
+	turns []Turn
+	err   error
+}
+
+func (r turnsOf) Turns(*Snapshot) ([]Turn, error) { return r.turns, r.err }
+
+// TestSumTurnsCountsOnlyBelievedTurns: a flagged turn (a hostile
+// 1e308, say) and a turn with no figures add nothing; a read's error is
+// the sum's.
+func TestSumTurnsCountsOnlyBelievedTurns(t *testing.T) {
+	turns := []Turn{
+		{Usage: &Usage{CostUSD: 0.25, InputTokens: 100, OutputTokens: 10}},
+		{Usage: &Usage{CostUSD: 1e308, Flagged: "cost_usd out of range"}},
+		{},
+		{Usage: &Usage{CostUSD: 0.5, InputTokens: 50, Unpriced: 1}},
+	}
+	sum, err := SumTurns(turnsOf{turns: turns}, &Snapshot{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Usage{CostUSD: 0.75, InputTokens: 150, OutputTokens: 10, Unpriced: 1}); sum != want {
+		t.Errorf("SumTurns = %+v, want %+v", sum, want)
+	}
+	boom := errors.New("read failed")
+	if _, err := SumTurns(turnsOf{err: boom}, &Snapshot{}); !errors.Is(err, boom) {
+		t.Errorf("a failed read: %v", err)
 	}
 }
