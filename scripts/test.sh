@@ -100,7 +100,7 @@ echo "== go test -short in a stranger's environment"
 )
 
 echo "== go test -race"
-go test -race -count=1 -timeout "${TEST_TIMEOUT:-40m}" ./...
+go test -race -count=1 -timeout "${TEST_TIMEOUT:-60m}" ./...
 
 # Every fuzz target in the repository, found by name (package directory
 # and function), FUZZTIME each. Over FUZZ_MAX targets a deterministic
