@@ -61,6 +61,7 @@ func harness(format string) storetest.Harness {
 		Corrupt: func(t *testing.T, st task.Store, id string) {
 			dir := st.(*Store).repo.WorkTree
 			ref := TaskRef(id)
+			testrepo.Identity(t, dir) // commit-tree needs one on an empty HOME
 			blob := testrepo.Git(t, dir, "hash-object", "-w", "--stdin", "--path", "task.json")
 			tree := strings.TrimSpace(gitIn(t, dir, "100644 blob "+blob+"\ttask.json\n", "mktree"))
 			testrepo.Git(t, dir, "update-ref", ref, testrepo.Git(t, dir, "commit-tree", "-p", ref, "-m", "x", tree))
