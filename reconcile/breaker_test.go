@@ -188,13 +188,13 @@ func TestAResumeRefusedUnderTheLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if acts, err := r.autoResume(context.Background(), id); err != nil || len(acts) != 0 {
+	if acts, err := r.resumer().autoResume(context.Background(), id); err != nil || len(acts) != 0 {
 		t.Fatalf("acted first elsewhere: %+v %v", acts, err)
 	}
 
 	id = interrupted(t, r, 1, true)
 	fl.refuse = func(string) {} // refused, though the breaker still allows it
-	if acts, err := r.autoResume(context.Background(), id); err == nil || len(acts) != 0 {
+	if acts, err := r.resumer().autoResume(context.Background(), id); err == nil || len(acts) != 0 {
 		t.Fatalf("a refusal for another reason: %+v %v", acts, err)
 	}
 }

@@ -74,9 +74,10 @@ const StaleRefLock = wire.StaleRefLock
 // branches stay), and removes stale lock and protocol files. A dirty
 // worktree or an unmerged branch is only ever reported.
 func (r *Reconciler) Doctor(ctx context.Context, entries []task.Entry, only string, repair bool) ([]Finding, error) {
+	d := r.doctor()
 	// Orphaned packs go first: their objects are invisible, so records
 	// read before the repair would look corrupt.
-	packs := r.checkPacks(ctx, repair)
+	packs := d.checkPacks(ctx, repair)
 	for _, f := range packs {
 		if f.Repaired {
 			fresh, err := r.store().List()
@@ -105,9 +106,9 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []task.Entry, only stri
 	// give a stranded accept's stash back through the index and delete
 	// merged branches through packed-refs.
 	findings := packs
-	findings = append(findings, r.checkRefLocks(byID, only, repair)...)
+	findings = append(findings, d.checkRefLocks(byID, only, repair)...)
 	if only == "" {
-		findings = append(findings, r.checkGitLocks(repair)...)
+		findings = append(findings, d.checkGitLocks(repair)...)
 	}
 	index := map[string]int{} // task id -> its finding
 	for i := range entries {
@@ -139,32 +140,58 @@ func (r *Reconciler) Doctor(ctx context.Context, entries []task.Entry, only stri
 			findings = append(findings, Finding{Kind: "reconcile-error", Detail: "a sweep failed", Error: err.Error()})
 		}
 	}
-	findings = append(findings, r.checkSlugs(ctx, entries, repair)...)
-	findings = append(findings, r.checkStrays(ctx, entries, repair)...)
-	findings = append(findings, r.checkOrphanSlugs(ctx, only, repair)...)
+	findings = append(findings, d.checkSlugs(ctx, entries, repair)...)
+	findings = append(findings, d.checkStrays(ctx, entries, repair)...)
+	findings = append(findings, d.checkOrphanSlugs(ctx, only, repair)...)
 	// An accept killed during its cleanup is finished first, from its
 	// record, so what it left is not reported again below.
-	cleanups, covered := r.checkCleanups(ctx, only, repair)
+	cleanups, covered := d.checkCleanups(ctx, only, repair)
 	findings = append(findings, cleanups...)
-	findings = append(findings, r.checkLeftCheckouts(ctx, only, repair)...)
-	findings = append(findings, r.checkWorktrees(ctx, byID, only, repair, covered)...)
-	findings = append(findings, r.checkLegacyWorktrees(ctx, entries, repair)...)
-	findings = append(findings, r.checkFiles(byID, only, repair)...)
-	findings = append(findings, r.checkTokens(only, repair)...)
-	findings = append(findings, r.checkFigures(ctx, entries, repair)...)
+	findings = append(findings, d.checkLeftCheckouts(ctx, only, repair)...)
+	findings = append(findings, d.checkWorktrees(ctx, byID, only, repair, covered)...)
+	findings = append(findings, d.checkLegacyWorktrees(ctx, entries, repair)...)
+	findings = append(findings, d.checkFiles(byID, only, repair)...)
+	findings = append(findings, d.checkTokens(only, repair)...)
+	findings = append(findings, d.checkFigures(ctx, entries, repair)...)
 	return findings, nil
 }
+
+// doctor owns lazy doctor's checks beyond the per-task judgement it
+// shares with the sweeps (Reconciler.diagnose): slug refs, stray turn
+// processes, worktrees and branches left behind, orphaned packs, stale
+// lock files, files and tokens of tasks that are gone, flagged figures,
+// and accepts killed during their cleanup. It finds and, when asked,
+// repairs them. It holds only what those checks read and repair through,
+// never the sweeps or their memory across passes.
+type doctor struct {
+	env *wire.Env
+	// git reads whether a worktree is dirty.
+	git Git
+	// snapshots loads task records, counted as the reconciler's loads.
+	snapshots snapshotLoader
+	now       func() time.Time
+	// worktreeDir is where a legacy worktree moves (lazy.worktreeDir).
+	worktreeDir string
+}
+
+// doctor returns the reconciler's doctor checks, made for one run.
+func (r *Reconciler) doctor() *doctor {
+	return &doctor{env: r.Env, git: r.git(), snapshots: r, now: r.now, worktreeDir: r.WorktreeDir}
+}
+
+// store is the task store through the port the capabilities share.
+func (d *doctor) store() task.Store { return d.env.Env.Store }
 
 // checkSlugs finds tasks their slug does not name (two tasks with one
 // slug, a missing or stale slug ref) and, when repairing, renames the
 // task that does not own the slug (slug-<6 id hex>, the name a pull
 // would give it) or re-points the ref.
-func (r *Reconciler) checkSlugs(ctx context.Context, entries []task.Entry, repair bool) []Finding {
+func (d *doctor) checkSlugs(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
-	for _, p := range r.Env.Store.CheckSlugs(entries) {
+	for _, p := range d.env.Store.CheckSlugs(entries) {
 		f := Finding{TaskID: p.ID, Slug: p.Slug, Kind: "slug-conflict", Detail: p.Detail(), Action: "would " + p.Action()}
 		if repair {
-			if err := r.Env.Store.RepairSlug(ctx, p); err != nil {
+			if err := d.env.Store.RepairSlug(ctx, p); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = p.Action(), true
@@ -310,8 +337,8 @@ func (r *Reconciler) diagnose(ctx context.Context, e *task.Entry) *Finding {
 // (processes carrying a task's turn marker) with no supervisor holding the
 // task, and supervisors of tasks that are parked. A repair ends them,
 // under the task lock and after judging again.
-func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repair bool) []Finding {
-	marked := proc.ByEnvIn(proto.TurnEnv, proto.TurnScope(r.Env.Repo.LazyDir()))
+func (d *doctor) checkStrays(ctx context.Context, entries []task.Entry, repair bool) []Finding {
+	marked := proc.ByEnvIn(proto.TurnEnv, proto.TurnScope(d.env.Repo.LazyDir()))
 	var findings []Finding
 	for i := range entries {
 		e := &entries[i]
@@ -319,7 +346,7 @@ func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repa
 			continue
 		}
 		pids := marked[e.ID]
-		_, running := r.Env.Supervisors().Running(e.ID)
+		_, running := d.env.Supervisors().Running(e.ID)
 		active := e.Status == machine.Working || e.Status == machine.Merging
 		var detail string
 		switch {
@@ -336,7 +363,7 @@ func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repa
 			f.Slug = s.Slug
 		}
 		if repair {
-			if err := r.endStrays(ctx, e.ID); err != nil {
+			if err := d.endStrays(ctx, e.ID); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "ended them", true
@@ -349,20 +376,20 @@ func (r *Reconciler) checkStrays(ctx context.Context, entries []task.Entry, repa
 
 // endStrays ends a parked task's turn processes after judging again under
 // its lock: a turn launched meanwhile is working, and left alone.
-func (r *Reconciler) endStrays(ctx context.Context, id string) error {
-	unlock, err := r.Env.LockTask(ctx, id)
+func (d *doctor) endStrays(ctx context.Context, id string) error {
+	unlock, err := d.env.LockTask(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	sn, err := r.store().Load(id)
+	sn, err := d.store().Load(id)
 	if err != nil {
 		return err
 	}
 	if sn.Task.Status == machine.Working || sn.Task.Status == machine.Merging {
 		return nil
 	}
-	_, err = r.Env.Supervisors().StopTurn(ctx, id)
+	_, err = d.env.Supervisors().StopTurn(ctx, id)
 	return err
 }
 
@@ -373,11 +400,11 @@ const OrphanSlugAge = time.Minute
 // checkOrphanSlugs finds slug reservations that name no task (a create killed
 // between reserving the slug and writing the task) and releases them,
 // compare-and-delete, so a create racing the repair keeps its own.
-func (r *Reconciler) checkOrphanSlugs(ctx context.Context, only string, repair bool) []Finding {
+func (d *doctor) checkOrphanSlugs(ctx context.Context, only string, repair bool) []Finding {
 	if only != "" {
 		return nil
 	}
-	orphans, err := r.Env.Store.OrphanedSlugs(OrphanSlugAge)
+	orphans, err := d.env.Store.OrphanedSlugs(OrphanSlugAge)
 	if err != nil {
 		return []Finding{{Kind: "orphaned-slug", Detail: "could not list slug reservations", Error: err.Error()}}
 	}
@@ -385,7 +412,7 @@ func (r *Reconciler) checkOrphanSlugs(ctx context.Context, only string, repair b
 	for _, o := range orphans {
 		f := Finding{Slug: o.Slug, Kind: "orphaned-slug", Detail: fmt.Sprintf("the slug %s is reserved (%s) but names no task: a create died halfway", o.Slug, o.Ref), Action: "would release it"}
 		if repair {
-			if err := gitcli.New(r.Env.Repo.CommonDir, "update-ref", "-d", o.Ref, o.Hash.String()).Run(ctx); err != nil {
+			if err := gitcli.New(d.env.Repo.CommonDir, "update-ref", "-d", o.Ref, o.Hash.String()).Run(ctx); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "released it", true
@@ -412,8 +439,8 @@ func (r *Reconciler) foreign(sn *task.Snapshot, f *Finding) *Finding {
 // checkWorktrees reports lazy worktrees that no unfinished task owns;
 // covered are worktrees and branches an interrupted-cleanup finding
 // already names (in a dry run, where they are still there).
-func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*task.Entry, only string, repair bool, covered map[string]bool) []Finding {
-	repoDir := r.Env.RepoDir
+func (d *doctor) checkWorktrees(ctx context.Context, byID map[string]*task.Entry, only string, repair bool, covered map[string]bool) []Finding {
+	repoDir := d.env.RepoDir
 	out, err := gitcli.New(repoDir, "worktree", "list", "--porcelain").String(ctx)
 	if err != nil {
 		return []Finding{{Kind: "worktree-error", Detail: "cannot list worktrees", Error: err.Error()}}
@@ -473,12 +500,12 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*task.E
 		case task != nil && task.Status.IsTerminal():
 			f.Kind = "orphaned-worktree"
 			f.Detail = fmt.Sprintf("%s is still checked out although the task is %s", path, task.Status)
-			dirty, derr := r.git().Dirty(ctx, path)
+			dirty, derr := d.git.Dirty(ctx, path)
 			if derr != nil || dirty {
 				f.Detail += "; it has uncommitted changes, so lazy leaves it, and its branch " + branch + " with it (inspect it, then git worktree remove --force " + path + ")"
 				break
 			}
-			if ok, why := r.finishConfirmed(ctx, task.ID, branch); !ok {
+			if ok, why := d.finishConfirmed(ctx, task.ID, branch); !ok {
 				f.Detail += "; lazy leaves it, and its branch " + branch + ", because this machine cannot confirm that status (" + why + "): remove it yourself once you have checked (git worktree remove " + path + ")"
 				break
 			}
@@ -509,7 +536,7 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*task.E
 	for b := range covered {
 		busy[b] = true // named by its interrupted cleanup
 	}
-	return append(findings, r.checkBranches(ctx, slugs, busy, only, repair)...)
+	return append(findings, d.checkBranches(ctx, slugs, busy, only, repair)...)
 }
 
 // finishConfirmed reports whether this machine can confirm the terminal
@@ -517,16 +544,16 @@ func (r *Reconciler) checkWorktrees(ctx context.Context, byID map[string]*task.E
 // needs the merge of branch to be visible here (gitstore.VerifyAccepted),
 // a close or reject must have been made here. A status pulled from a
 // remote is data anyone with push access could have written.
-func (r *Reconciler) finishConfirmed(ctx context.Context, id, branch string) (bool, string) {
-	sn, err := r.load(id)
+func (d *doctor) finishConfirmed(ctx context.Context, id, branch string) (bool, string) {
+	sn, err := d.snapshots.load(id)
 	if err != nil {
 		return false, "its record cannot be read"
 	}
 	switch sn.Task.Status {
 	case machine.Complete:
-		return r.Env.Store.VerifyAccepted(ctx, sn, branch)
+		return d.env.Store.VerifyAccepted(ctx, sn, branch)
 	case machine.Abandoned:
-		if r.Env.Store.StatusMadeHere(sn) {
+		if d.env.Store.StatusMadeHere(sn) {
 			return true, ""
 		}
 		return false, "it was closed on another machine"
@@ -539,7 +566,7 @@ func (r *Reconciler) finishConfirmed(ctx context.Context, id, branch string) (bo
 // edits nothing there), and when repairing moves each to where new
 // worktrees go (wire.MoveWorktree). A task whose turn runs is left for a
 // later doctor.
-func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []task.Entry, repair bool) []Finding {
+func (d *doctor) checkLegacyWorktrees(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
 	for _, e := range entries {
 		switch e.Status {
@@ -547,19 +574,19 @@ func (r *Reconciler) checkLegacyWorktrees(ctx context.Context, entries []task.En
 		default:
 			continue
 		}
-		sn, err := r.load(e.ID)
+		sn, err := d.snapshots.load(e.ID)
 		if err != nil || sn.Session == nil {
 			continue
 		}
-		local, err := r.Env.Owned(sn)
-		if err != nil || !r.Env.Lifecycle().InGitDir(local.Worktree) {
+		local, err := d.env.Owned(sn)
+		if err != nil || !d.env.Lifecycle().InGitDir(local.Worktree) {
 			continue
 		}
 		f := Finding{TaskID: e.ID, Slug: sn.Task.Slug, Kind: "legacy-worktree",
 			Detail: local.Worktree + " is inside the git directory, where Claude Code edits nothing and Codex may not write",
 			Action: "would move it to where new worktrees go (git worktree move; its uncommitted changes and agent conversation move with it)"}
 		if repair {
-			to, err := r.Env.Lifecycle().MoveWorktree(ctx, e.ID, r.WorktreeDir)
+			to, err := d.env.Lifecycle().MoveWorktree(ctx, e.ID, d.worktreeDir)
 			if err != nil {
 				f.Error = err.Error()
 			} else {
@@ -585,8 +612,8 @@ func checkedOut(porcelain string) map[string]bool {
 // checkBranches finds branches of accepted tasks that the accept did not
 // get to delete (killed during its cleanup): the merge is recorded, so the
 // branch goes, its tip named in the finding.
-func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*task.Summary, busy map[string]bool, only string, repair bool) []Finding {
-	repoDir := r.Env.RepoDir
+func (d *doctor) checkBranches(ctx context.Context, slugs map[string]*task.Summary, busy map[string]bool, only string, repair bool) []Finding {
+	repoDir := d.env.RepoDir
 	out, err := gitcli.New(repoDir, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/lazy/").String(ctx)
 	if err != nil || out == "" {
 		return nil
@@ -601,13 +628,13 @@ func (r *Reconciler) checkBranches(ctx context.Context, slugs map[string]*task.S
 		// A record says accepted; only a branch this machine's own
 		// session made is deleted on its word (a record from a remote
 		// could name any slug). Another is not lazy's to judge.
-		if local, err := r.Env.Sessions().Load(sum.ID); err != nil || local.Branch != branch {
+		if local, err := d.env.Sessions().Load(sum.ID); err != nil || local.Branch != branch {
 			continue
 		}
 		// And only when this machine can see the merge: the record's
 		// completion may have been pulled from anywhere. A branch of
 		// its own lazy keeps says why.
-		if ok, why := r.finishConfirmed(ctx, sum.ID, branch); !ok {
+		if ok, why := d.finishConfirmed(ctx, sum.ID, branch); !ok {
 			findings = append(findings, Finding{TaskID: sum.ID, Slug: sum.Slug, Kind: "kept-branch",
 				Detail: fmt.Sprintf("the branch %s (at %s) of the accepted task stays: this machine cannot confirm the merge (%s); delete it yourself once you have checked (git branch -D %s)", branch, tip, why, branch)})
 			continue
@@ -634,8 +661,8 @@ const OrphanPackAge = time.Minute
 // checkPacks finds packs whose index is missing (see
 // gitstore.OrphanPack) and, when repairing, writes the index with git
 // index-pack, which makes their objects readable again.
-func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
-	packs, err := r.Env.Store.OrphanPacks(r.now(), OrphanPackAge)
+func (d *doctor) checkPacks(ctx context.Context, repair bool) []Finding {
+	packs, err := d.env.Store.OrphanPacks(d.now(), OrphanPackAge)
 	if err != nil {
 		return []Finding{{Kind: "orphaned-pack", Detail: "could not list the repository's packs", Error: err.Error()}}
 	}
@@ -643,7 +670,7 @@ func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
 	for _, p := range packs {
 		f := Finding{Kind: "orphaned-pack", Detail: fmt.Sprintf("%s has no index, so git and lazy cannot read any object in it (overlapping git repacks leave this behind)", p.Path), Action: "would index it (git index-pack)"}
 		if repair {
-			if err := r.Env.Store.IndexPack(ctx, p); err != nil {
+			if err := d.env.Store.IndexPack(ctx, p); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "indexed it (git index-pack)", true
@@ -656,9 +683,9 @@ func (r *Reconciler) checkPacks(ctx context.Context, repair bool) []Finding {
 
 // checkRefLocks finds ref .lock files a killed process left behind:
 // each blocks every update of its ref until removed.
-func (r *Reconciler) checkRefLocks(byID map[string]*task.Entry, only string, repair bool) []Finding {
+func (d *doctor) checkRefLocks(byID map[string]*task.Entry, only string, repair bool) []Finding {
 	var findings []Finding
-	repo := r.Env.Repo
+	repo := d.env.Repo
 	// Collect first, act after: the walk only reads. refs/lazy-remotes
 	// holds the remote-tracking refs a pull's git fetch writes; a fetch
 	// killed mid-update leaves its lock there, and every pull after it
@@ -681,10 +708,10 @@ func (r *Reconciler) checkRefLocks(byID map[string]*task.Entry, only string, rep
 			continue
 		}
 		info, err := os.Lstat(path)
-		if err != nil || r.now().Sub(info.ModTime()) < StaleRefLock {
+		if err != nil || d.now().Sub(info.ModTime()) < StaleRefLock {
 			continue
 		}
-		f := Finding{Kind: "stale-ref-lock", Detail: fmt.Sprintf("%s is %s old; it blocks every update of that ref", path, r.now().Sub(info.ModTime()).Round(time.Second)), Action: "would remove it"}
+		f := Finding{Kind: "stale-ref-lock", Detail: fmt.Sprintf("%s is %s old; it blocks every update of that ref", path, d.now().Sub(info.ModTime()).Round(time.Second)), Action: "would remove it"}
 		if e := byID[id]; e != nil {
 			f.TaskID = id
 			if s, err := e.Summary(); err == nil {
@@ -708,8 +735,8 @@ func (r *Reconciler) checkRefLocks(byID map[string]*task.Entry, only string, rep
 // git moves nothing there. git never removes any by itself;
 // each is taken for a leftover at the age of a stale ref lock, which no
 // git operation on them comes near.
-func (r *Reconciler) checkGitLocks(repair bool) []Finding {
-	repo := r.Env.Repo
+func (d *doctor) checkGitLocks(repair bool) []Finding {
+	repo := d.env.Repo
 	var findings []Finding
 	for _, l := range []struct{ path, kind, why string }{
 		{filepath.Join(repo.GitDir, "index.lock"), "stale-index-lock", "git writes no index in that checkout while it exists (no accept can merge there)"},
@@ -720,10 +747,10 @@ func (r *Reconciler) checkGitLocks(repair bool) []Finding {
 		{filepath.Join(repo.GitDir, "ORIG_HEAD.lock"), "stale-ref-lock", "git merges and resets nothing in that checkout while it exists (no accept can land there)"},
 	} {
 		info, err := os.Lstat(l.path)
-		if err != nil || !info.Mode().IsRegular() || r.now().Sub(info.ModTime()) < StaleRefLock {
+		if err != nil || !info.Mode().IsRegular() || d.now().Sub(info.ModTime()) < StaleRefLock {
 			continue
 		}
-		f := Finding{Kind: l.kind, Detail: fmt.Sprintf("%s is %s old; %s", l.path, r.now().Sub(info.ModTime()).Round(time.Second), l.why), Action: "would remove it"}
+		f := Finding{Kind: l.kind, Detail: fmt.Sprintf("%s is %s old; %s", l.path, d.now().Sub(info.ModTime()).Round(time.Second), l.why), Action: "would remove it"}
 		f.remove(l.path, repair)
 		findings = append(findings, f)
 	}
@@ -732,12 +759,12 @@ func (r *Reconciler) checkGitLocks(repair bool) []Finding {
 
 // checkFiles finds task locks, protocol directories and agent logs of
 // tasks that no longer exist.
-func (r *Reconciler) checkFiles(byID map[string]*task.Entry, only string, repair bool) []Finding {
+func (d *doctor) checkFiles(byID map[string]*task.Entry, only string, repair bool) []Finding {
 	if only != "" {
 		return nil
 	}
 	var findings []Finding
-	repo := r.Env.Repo
+	repo := d.env.Repo
 	for _, dir := range []struct{ path, prefix, suffix, kind string }{
 		{repo.LazyDir("locks"), "task-", ".lock", "orphaned-lock"},
 		{repo.LazyDir("proto"), "", "", "orphaned-protocol"},
@@ -770,7 +797,7 @@ func (r *Reconciler) checkFiles(byID map[string]*task.Entry, only string, repair
 					}
 					_ = l.Release()
 				} else {
-					r.stopSupervisor(st.PID, id)
+					stopSupervisor(d.env, st.PID, id)
 					killGroup(st.AgentPID)
 				}
 				if err := os.RemoveAll(path); err != nil {
@@ -788,8 +815,8 @@ func (r *Reconciler) checkFiles(byID map[string]*task.Entry, only string, repair
 // checkTokens removes MCP token records whose turn is over (a supervisor
 // that was killed never revoked its token). They are already refused, as
 // the daemon accepts a token only while its turn runs; this is tidying.
-func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
-	dir := r.Env.Repo.LazyDir("tokens")
+func (d *doctor) checkTokens(only string, repair bool) []Finding {
+	dir := d.env.Repo.LazyDir("tokens")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -810,7 +837,7 @@ func (r *Reconciler) checkTokens(only string, repair bool) []Finding {
 		if only != "" && id.Task != only {
 			continue
 		}
-		if sn, err := r.store().Load(id.Task); err == nil && sn.Task.Status == machine.Working && sn.Session != nil && sn.Session.ID == id.Session && sn.Session.Turn == id.Turn {
+		if sn, err := d.store().Load(id.Task); err == nil && sn.Task.Status == machine.Working && sn.Session != nil && sn.Session.ID == id.Session && sn.Session.Turn == id.Turn {
 			continue // its turn runs
 		}
 		f := Finding{TaskID: id.Task, Kind: "stale-token", Detail: "an MCP token record of a turn that has ended (" + ent.Name() + ")", Action: "would remove it"}

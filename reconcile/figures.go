@@ -16,7 +16,7 @@ import (
 // again from the turns lazy believes, when repairing (the turns are what
 // a total adds up). A flagged turn is history and stays as it came (a
 // note); a budget out of bounds counts as none until a human sets one.
-func (r *Reconciler) checkFigures(ctx context.Context, entries []task.Entry, repair bool) []Finding {
+func (d *doctor) checkFigures(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
 	for i := range entries {
 		e := &entries[i]
@@ -28,11 +28,11 @@ func (r *Reconciler) checkFigures(ctx context.Context, entries []task.Entry, rep
 		if sp.Usage == nil && budgetFlag == "" && !holdFlagged(e) {
 			continue // nothing spent, nothing to doubt: no record read
 		}
-		sn, err := r.load(e.ID)
+		sn, err := d.snapshots.load(e.ID)
 		if err != nil {
 			continue
 		}
-		flags, _ := r.Env.Store.Flags(sn)
+		flags, _ := d.env.Store.Flags(sn)
 		for _, fl := range flags {
 			f := Finding{TaskID: e.ID, Slug: sn.Task.Slug, Kind: "flagged-figure", Detail: fl.String()}
 			switch {
@@ -42,7 +42,7 @@ func (r *Reconciler) checkFigures(ctx context.Context, entries []task.Entry, rep
 			case fl.What == "usage":
 				f.Action = "would sum the task's total again from the turns lazy believes; until then it counts in no budget (its parents' included) and no lazy cost"
 				if repair {
-					f.Action, f.Repaired, f.Error = r.resumTotal(ctx, e.ID)
+					f.Action, f.Repaired, f.Error = d.resumTotal(ctx, e.ID)
 				}
 			case fl.What == "budget_usd":
 				f.Detail += fmt.Sprintf("; give it one with lazy edit %s --budget N (0 allows no spend), or --budget none", sn.Task.Slug)
@@ -72,8 +72,8 @@ func holdFlagged(e *task.Entry) bool {
 // resumTotal is doctor's repair of task id's flagged usage total: the
 // spending capability sums the turns lazy believes again and records
 // it.
-func (r *Reconciler) resumTotal(ctx context.Context, id string) (action string, repaired bool, errText string) {
-	sum, err := r.Env.Spending().ResumTotal(ctx, id)
+func (d *doctor) resumTotal(ctx context.Context, id string) (action string, repaired bool, errText string) {
+	sum, err := d.env.Spending().ResumTotal(ctx, id)
 	if err != nil {
 		return "", false, err.Error()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lazyorch/lazy/forge"
@@ -13,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // DefaultForgeInterval is how often the daemon asks each forge about its
@@ -76,17 +78,51 @@ type quietForge struct {
 	keys []string
 }
 
+// forgeSweep owns the forge glue of a pass: the daemon's remote-sync
+// sweep, which follows submitted and forge-merging tasks' pull requests
+// (merged, closed, failing checks, new feedback), and the ordinary
+// sweep's handling of a forge-pending merge. It holds the forge
+// settings, the capabilities it acts through, and its memory across
+// passes; nothing of the other sweeps.
+type forgeSweep struct {
+	// cfg is the daemon's forge settings; nil outside the daemon, where
+	// only sweepForgePending runs.
+	cfg       *ForgeSync
+	env       *wire.Env
+	snapshots snapshotLoader
+	now       func() time.Time
+	mem       *forgeMemory
+}
+
+// forgeMemory is what the forge sweep keeps between passes: each
+// submitted or merging task's reading of its record, by task, valid
+// while its commit stays (keys), and what a pass that did nothing saw
+// (quiet).
+type forgeMemory struct {
+	mu    sync.Mutex
+	keys  map[string]forgeKey
+	quiet quietForge
+	// looks counts the tasks the sweep walked: what tests count to show
+	// a pass whose forges are not due walks none.
+	looks atomic.Int64
+}
+
+// forge returns the reconciler's forge glue for one pass.
+func (r *Reconciler) forge() *forgeSweep {
+	return &forgeSweep{cfg: r.Forge, env: r.Env, snapshots: r, now: r.now, mem: &r.forgeMem}
+}
+
 // forgeStill reports whether the forge sweep may skip this pass (see
 // quietForge).
-func (r *Reconciler) forgeStill(v *view, now time.Time) bool {
-	r.quietMu.Lock()
-	q := r.forgeQuiet
-	r.quietMu.Unlock()
+func (f *forgeSweep) forgeStill(v *view, now time.Time) bool {
+	f.mem.mu.Lock()
+	q := f.mem.quiet
+	f.mem.mu.Unlock()
 	if v.gen == 0 || q.gen != v.gen {
 		return false
 	}
 	for _, k := range q.keys {
-		if r.Forge.wouldBeDue(k, now) {
+		if f.cfg.wouldBeDue(k, now) {
 			return false
 		}
 	}
@@ -105,11 +141,11 @@ type forgeKey struct {
 // (no forge is asked): one whose accept died before requesting the merge
 // is stranded and goes back to submitted; one the forge was asked to
 // merge is left for the forge sync. The caller holds the task lock.
-func (r *Reconciler) sweepForgePending(ctx context.Context, sn *task.Snapshot) ([]Action, error) {
+func (f *forgeSweep) sweepForgePending(ctx context.Context, sn *task.Snapshot) ([]Action, error) {
 	if sn.Task.Forge.MergeRequested != nil {
 		return nil, nil
 	}
-	out, err := r.Env.Landing().Remote().StrandedForgeAccept(ctx, sn.Task.ID)
+	out, err := f.env.Landing().Remote().StrandedForgeAccept(ctx, sn.Task.ID)
 	if err != nil || out == nil {
 		return nil, err
 	}
@@ -118,10 +154,10 @@ func (r *Reconciler) sweepForgePending(ctx context.Context, sn *task.Snapshot) (
 
 // sweepForge is the remote-sync sweep. On a kept view it walks the
 // submitted and merging tasks only when a forge they follow is due.
-func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) {
-	fs := r.Forge
-	now := r.now()
-	if r.forgeStill(v, now) {
+func (f *forgeSweep) sweepForge(ctx context.Context, v *view) ([]Action, error) {
+	fs := f.cfg
+	now := f.now()
+	if f.forgeStill(v, now) {
 		return nil, nil
 	}
 	type group struct {
@@ -135,30 +171,30 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 	// What a record says about its forge is kept by record commit, so a
 	// pass whose forges are not due loads no snapshot: submitted tasks
 	// wait for their forges, often for days.
-	r.forgeMu.Lock()
-	old := r.forgeKeys
-	r.forgeMu.Unlock()
+	f.mem.mu.Lock()
+	old := f.mem.keys
+	f.mem.mu.Unlock()
 	keep := make(map[string]forgeKey, len(old))
 	quiet := quietForge{gen: v.gen}
 	defer func() {
-		r.forgeMu.Lock()
-		r.forgeKeys = keep
-		r.forgeMu.Unlock()
+		f.mem.mu.Lock()
+		f.mem.keys = keep
+		f.mem.mu.Unlock()
 		if v.gen == 0 || len(actions) > 0 || len(errs) > 0 {
 			quiet = quietForge{}
 		}
-		r.quietMu.Lock()
-		r.forgeQuiet = quiet
-		r.quietMu.Unlock()
+		f.mem.mu.Lock()
+		f.mem.quiet = quiet
+		f.mem.mu.Unlock()
 	}()
 	for _, i := range v.forge {
 		e := &v.entries[i]
-		r.forgeLooks.Add(1)
+		f.mem.looks.Add(1)
 		var sn *task.Snapshot
 		k, ok := old[e.ID]
 		if !ok || k.commit != e.Commit {
 			var err error
-			if sn, err = r.load(e.ID); err != nil {
+			if sn, err = f.snapshots.load(e.ID); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -186,7 +222,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 				continue
 			}
 			g = &group{}
-			g.fg, g.err = r.Env.Submission().OpenForge(ctx, k.remote)
+			g.fg, g.err = f.env.Submission().OpenForge(ctx, k.remote)
 			if g.err == nil {
 				g.err = g.fg.Ready(ctx)
 			}
@@ -194,7 +230,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 		}
 		if sn == nil {
 			var err error
-			if sn, err = r.load(e.ID); err != nil {
+			if sn, err = f.snapshots.load(e.ID); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -203,7 +239,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 			errs = append(errs, fmt.Errorf("forge sync of %s: %w", sn.Task.Slug, g.err))
 			continue
 		}
-		as, err := r.syncTask(ctx, g.fg, sn)
+		as, err := f.syncTask(ctx, g.fg, sn)
 		actions = append(actions, as...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("forge sync of %s: %w", sn.Task.Slug, err))
@@ -213,7 +249,7 @@ func (r *Reconciler) sweepForge(ctx context.Context, v *view) ([]Action, error) 
 }
 
 // syncTask follows one task's pull request.
-func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snapshot) ([]Action, error) {
+func (f *forgeSweep) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snapshot) ([]Action, error) {
 	id, slug, from := sn.Task.ID, sn.Task.Slug, sn.Task.Status
 	pr, err := fg.View(ctx, sn.Task.Forge.Number)
 	if err != nil {
@@ -221,7 +257,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 	}
 	// The forge was asked without the lock; act under it, and leave a
 	// task an accept or submit is working on to them.
-	unlock, err := r.Env.TryLockTask(id)
+	unlock, err := f.env.TryLockTask(id)
 	if errors.Is(err, flock.ErrHeld) {
 		return nil, nil
 	}
@@ -236,7 +272,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 	}
 	switch pr.State {
 	case forge.StateMerged:
-		out, kept, err := r.Env.Landing().Remote().MergedOnForge(ctx, id, pr)
+		out, kept, err := f.env.Landing().Remote().MergedOnForge(ctx, id, pr)
 		unlock()
 		why := fmt.Sprintf("pull request #%d was merged on the forge", pr.Number)
 		for _, k := range kept {
@@ -244,12 +280,12 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 		}
 		return act(out, why), err
 	case forge.StateClosed:
-		out, err := r.Env.Landing().Remote().ClosedOnForge(ctx, id, pr)
+		out, err := f.env.Landing().Remote().ClosedOnForge(ctx, id, pr)
 		unlock()
 		return act(out, fmt.Sprintf("pull request #%d was closed on the forge without merging", pr.Number)), err
 	}
 	if from == machine.Merging && pr.ChecksState() == forge.ChecksFailing {
-		out, err := r.Env.Landing().Remote().ChecksFailedOnForge(ctx, id, pr)
+		out, err := f.env.Landing().Remote().ChecksFailedOnForge(ctx, id, pr)
 		unlock()
 		return act(out, fmt.Sprintf("checks failed on pull request #%d; the forge will not merge it", pr.Number)), err
 	}
@@ -258,7 +294,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 		// auto-merge): ask again, as the accept did.
 		if merr := fg.Merge(ctx, pr.Number, sn.Task.Forge.MergeMethod); merr == nil {
 			if again, verr := fg.View(ctx, pr.Number); verr == nil && again.State == forge.StateMerged {
-				out, kept, err := r.Env.Landing().Remote().MergedOnForge(ctx, id, again)
+				out, kept, err := f.env.Landing().Remote().MergedOnForge(ctx, id, again)
 				unlock()
 				why := fmt.Sprintf("pull request #%d was ready; merged on the forge", pr.Number)
 				for _, k := range kept {
@@ -268,13 +304,13 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 			}
 		}
 	}
-	err = r.Env.Submission().SyncPR(ctx, id, pr)
+	err = f.env.Submission().SyncPR(ctx, id, pr)
 	unlock()
-	if err != nil || from != machine.Submitted || !r.Forge.AutoDeliver {
+	if err != nil || from != machine.Submitted || !f.cfg.AutoDeliver {
 		return nil, err
 	}
-	r.readLogs(ctx, fg, sn.Task.Forge, pr)
-	out, err := r.Env.Submission().DeliverForgeFeedback(ctx, id, pr, r.Forge.AutoFix && r.Env.Launch != nil)
+	f.readLogs(ctx, fg, sn.Task.Forge, pr)
+	out, err := f.env.Submission().DeliverForgeFeedback(ctx, id, pr, f.cfg.AutoFix && f.env.Launch != nil)
 	if out == nil {
 		return nil, err
 	}
@@ -288,7 +324,7 @@ func (r *Reconciler) syncTask(ctx context.Context, fg forge.Forge, sn *task.Snap
 // readLogs adds the CI log tail to each failed check not delivered yet,
 // when the forge can read logs. A log that cannot be read is left out:
 // the check's summary and link still go.
-func (r *Reconciler) readLogs(ctx context.Context, fg forge.Forge, rec *task.ForgeRecord, pr *forge.PR) {
+func (f *forgeSweep) readLogs(ctx context.Context, fg forge.Forge, rec *task.ForgeRecord, pr *forge.PR) {
 	lr, ok := fg.(forge.LogReader)
 	if !ok {
 		return

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"time"
 
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
@@ -42,38 +43,72 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 	if r.supervised(id) {
 		return nil, nil // it may still answer; the sweep above records it
 	}
-	return r.autoResumeFrom(ctx, sn)
+	return r.resumer().autoResumeFrom(ctx, sn)
+}
+
+// resumer owns the retry ladder: an interrupted task auto-resumed
+// within the circuit breaker (lifecycle judges the breaker and the
+// other guards, and re-checks under the task lock), and a task held by
+// a usage limit resumed once the limit resets. With no launcher, or
+// lazy.autoResume off, both wait for a human. It holds only what those
+// decisions read: the lifecycle steps, task records, whether a
+// supervisor runs, whose sessions are this host's, and the clock.
+type resumer struct {
+	// off: no launcher, or lazy.autoResume false.
+	off       bool
+	lifecycle Lifecycle
+	snapshots snapshotLoader
+	turns     turnProbe
+	owner     sessionOwner
+	now       func() time.Time
+}
+
+// turnProbe tells whether a supervisor of a task runs (the
+// Reconciler: it holds the task's supervisor lock).
+type turnProbe interface {
+	supervised(id string) bool
+}
+
+// sessionOwner tells whether this host runs a task's session
+// (wire.Env).
+type sessionOwner interface {
+	Owns(sn *task.Snapshot) bool
+}
+
+// resumer returns the reconciler's retry ladder for one sweep.
+func (r *Reconciler) resumer() *resumer {
+	return &resumer{off: r.Env.Launch == nil || r.NoAutoResume, lifecycle: r.lifecycle(), snapshots: r, turns: r, owner: r.Env, now: r.now}
 }
 
 // autoResume resumes task id when allowed (spec: "Circuit Breaker Check").
 // A refusal is not an error: the task waits, interrupted, for a human.
-func (r *Reconciler) autoResume(ctx context.Context, id string) ([]Action, error) {
-	if r.Env.Launch == nil || r.NoAutoResume {
+func (rs *resumer) autoResume(ctx context.Context, id string) ([]Action, error) {
+	if rs.off {
 		return nil, nil
 	}
-	sn, err := r.load(id)
+	sn, err := rs.snapshots.load(id)
 	if err != nil {
 		return nil, err
 	}
-	return r.autoResumeFrom(ctx, sn)
+	return rs.autoResumeFrom(ctx, sn)
 }
 
 // autoResumeFrom is autoResume judged first on a snapshot the caller
 // just loaded; the resume itself re-checks under the task lock.
-func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]Action, error) {
+func (rs *resumer) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]Action, error) {
 	id := sn.Task.ID
-	if r.Env.Launch == nil || r.NoAutoResume {
+	if rs.off {
 		return nil, nil
 	}
-	if r.lifecycle().AutoResumeRefusal(sn) != "" {
+	if rs.lifecycle.AutoResumeRefusal(sn) != "" {
 		return nil, nil
 	}
-	if r.supervised(id) {
+	if rs.turns.supervised(id) {
 		return nil, nil
 	}
-	sn, err := r.lifecycle().AutoResume(ctx, id)
+	sn, err := rs.lifecycle.AutoResume(ctx, id)
 	if sn == nil {
-		if r.lifecycle().AutoResumeRefusal(mustLoad(r, id)) != "" {
+		if rs.lifecycle.AutoResumeRefusal(mustLoad(rs.snapshots, id)) != "" {
 			return nil, nil // refused under the lock: someone else acted first
 		}
 		return nil, err
@@ -84,8 +119,8 @@ func (r *Reconciler) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]A
 
 // mustLoad reloads a snapshot for a re-check; a failed load reads as a
 // snapshot that refuses everything.
-func mustLoad(r *Reconciler, id string) *task.Snapshot {
-	sn, err := r.load(id)
+func mustLoad(snapshots snapshotLoader, id string) *task.Snapshot {
+	sn, err := snapshots.load(id)
 	if err != nil {
 		return &task.Snapshot{}
 	}
@@ -96,22 +131,22 @@ func mustLoad(r *Reconciler, id string) *task.Snapshot {
 // is not an auto-resume after an interruption: the circuit breaker
 // neither counts nor resets it; lazy.autoResume off leaves it for a
 // human (lazy unblock) as it does interrupted tasks.
-func (r *Reconciler) sweepLimit(ctx context.Context, id string) ([]Action, error) {
-	if r.Env.Launch == nil || r.NoAutoResume || r.supervised(id) {
+func (rs *resumer) sweepLimit(ctx context.Context, id string) ([]Action, error) {
+	if rs.off || rs.turns.supervised(id) {
 		return nil, nil
 	}
-	sn, err := r.load(id)
+	sn, err := rs.snapshots.load(id)
 	if err != nil {
 		return nil, err
 	}
-	now := r.now()
-	if !lifecycle.LimitDue(sn, now) || !r.Env.Owns(sn) {
+	now := rs.now()
+	if !lifecycle.LimitDue(sn, now) || !rs.owner.Owns(sn) {
 		return nil, nil
 	}
 	from := sn.Task.Status
-	sn, err = r.lifecycle().ResumeAfterLimit(ctx, id, now)
+	sn, err = rs.lifecycle.ResumeAfterLimit(ctx, id, now)
 	if sn == nil {
-		if !lifecycle.LimitDue(mustLoad(r, id), now) {
+		if !lifecycle.LimitDue(mustLoad(rs.snapshots, id), now) {
 			return nil, nil // someone else acted first
 		}
 		return nil, err

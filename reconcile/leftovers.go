@@ -13,9 +13,9 @@ import (
 // removed them, or stay, recorded on the task with why.
 // It returns the worktrees and branches its findings name, which the
 // checks after it leave to them.
-func (r *Reconciler) checkCleanups(ctx context.Context, only string, repair bool) ([]Finding, map[string]bool) {
+func (d *doctor) checkCleanups(ctx context.Context, only string, repair bool) ([]Finding, map[string]bool) {
 	covered := map[string]bool{}
-	pending, err := r.Env.Landing().Cleanups().PendingCleanups()
+	pending, err := d.env.Landing().Cleanups().PendingCleanups()
 	if err != nil {
 		return []Finding{{Kind: "interrupted-cleanup", Detail: "could not list this machine's accept records", Error: err.Error()}}, covered
 	}
@@ -30,7 +30,7 @@ func (r *Reconciler) checkCleanups(ctx context.Context, only string, repair bool
 		f := Finding{TaskID: p.TaskID, Slug: p.Slug, Kind: "interrupted-cleanup", Detail: p.Describe(),
 			Action: "would remove them, as the accept would have (a worktree with uncommitted changes stays, recorded on the task)"}
 		if repair {
-			done, err := r.Env.Landing().Cleanups().FinishCleanup(ctx, p)
+			done, err := d.env.Landing().Cleanups().FinishCleanup(ctx, p)
 			if err != nil {
 				f.Error = err.Error()
 			} else {
@@ -45,14 +45,14 @@ func (r *Reconciler) checkCleanups(ctx context.Context, only string, repair bool
 // checkLeftCheckouts finds the checkouts accepts made to merge into a
 // branch no worktree has checked out, and left when they were killed:
 // a clean one is removed, one with changes is reported.
-func (r *Reconciler) checkLeftCheckouts(ctx context.Context, only string, repair bool) []Finding {
+func (d *doctor) checkLeftCheckouts(ctx context.Context, only string, repair bool) []Finding {
 	var out []Finding
-	for _, l := range r.Env.Landing().Cleanups().LeftCheckouts(ctx) {
+	for _, l := range d.env.Landing().Cleanups().LeftCheckouts(ctx) {
 		if only != "" && l.TaskID != only {
 			continue
 		}
 		f := Finding{TaskID: l.TaskID, Kind: "left-accept-checkout"}
-		if e := r.entry(l.TaskID); e != "" {
+		if e := d.entry(l.TaskID); e != "" {
 			f.Slug = e
 		}
 		if l.Dirty {
@@ -63,7 +63,7 @@ func (r *Reconciler) checkLeftCheckouts(ctx context.Context, only string, repair
 		f.Detail = fmt.Sprintf("%s is a checkout of %s an accept made to merge in and left when it was killed", l.Dir, l.Branch)
 		f.Action = "would remove it (it holds no changes)"
 		if repair {
-			if err := r.Env.Landing().Cleanups().RemoveLeftCheckout(ctx, l); err != nil {
+			if err := d.env.Landing().Cleanups().RemoveLeftCheckout(ctx, l); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "removed it (it held no changes)", true
@@ -75,8 +75,8 @@ func (r *Reconciler) checkLeftCheckouts(ctx context.Context, only string, repair
 }
 
 // entry is the slug of task id, or "".
-func (r *Reconciler) entry(id string) string {
-	if sn, err := r.load(id); err == nil {
+func (d *doctor) entry(id string) string {
+	if sn, err := d.snapshots.load(id); err == nil {
 		return sn.Task.Slug
 	}
 	return ""

@@ -14,7 +14,7 @@ import (
 // target that is not a valid branch name, are never compared (and never
 // reach git's argv).
 func TestMergedPassByTarget(t *testing.T) {
-	p := &mergedPass{r: &Reconciler{}, parents: map[string]*mergeFields{
+	p := &mergedPass{s: (&Reconciler{}).merged(), parents: map[string]*mergeFields{
 		"parent": {ID: "parent", Slug: "the-parent"},
 		"gone":   nil,
 	}}

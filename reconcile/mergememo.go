@@ -36,8 +36,8 @@ type mergedSet struct {
 
 // defaultBranchOf returns the repository's default branch, asking git
 // only when origin/HEAD or HEAD changed since it last did.
-func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string, error) {
-	key := headKey(r)
+func (m *mergeMemo) defaultBranchOf(ctx context.Context, s *mergedSweep) (string, error) {
+	key := headKey(s)
 	m.mu.Lock()
 	if key != "" && m.headKey == key && m.defaultBranch != "" {
 		b := m.defaultBranch
@@ -45,7 +45,7 @@ func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string,
 		return b, nil
 	}
 	m.mu.Unlock()
-	b, err := r.git().DefaultBranch(ctx, r.Env.RepoDir)
+	b, err := s.git.DefaultBranch(ctx, s.env.RepoDir)
 	if err != nil {
 		return "", err
 	}
@@ -59,8 +59,8 @@ func (m *mergeMemo) defaultBranchOf(ctx context.Context, r *Reconciler) (string,
 
 // headKey is the content of the files the default branch is read from
 // (origin/HEAD and HEAD), or "" when one cannot be read.
-func headKey(r *Reconciler) string {
-	repo := r.Env.Repo
+func headKey(s *mergedSweep) string {
+	repo := s.env.Repo
 	var key []byte
 	for _, p := range []string{filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"), filepath.Join(repo.GitDir, "HEAD")} {
 		b, err := os.ReadFile(p)
@@ -85,9 +85,9 @@ const racyWindow = 2 * time.Second
 // Reading each branch instead costs a file per task ever started. ""
 // when it cannot be told, or a change is too recent to trust the stamp;
 // that disables the memo for the pass.
-func lazyTips(r *Reconciler) string {
-	common := r.Env.Repo.CommonDir
-	stamp, settled := r.fileStamps(filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy"))
+func lazyTips(s *mergedSweep) string {
+	common := s.env.Repo.CommonDir
+	stamp, settled := s.stamps.fileStamps(filepath.Join(common, "packed-refs"), filepath.Join(common, "refs", "heads", "lazy"))
 	if !settled {
 		return ""
 	}
@@ -108,11 +108,11 @@ func (r *Reconciler) fileStamps(paths ...string) (stamp string, settled bool) {
 
 // targetKey is what a target's merged set is computed from; "" when it
 // cannot be told, so the set is computed afresh and not kept.
-func targetKey(r *Reconciler, target, tips string) string {
+func targetKey(s *mergedSweep, target, tips string) string {
 	if tips == "" {
 		return ""
 	}
-	h, ok, err := r.Env.Repo.ReadRef("refs/heads/" + target)
+	h, ok, err := s.env.Repo.ReadRef("refs/heads/" + target)
 	if err != nil {
 		return ""
 	}

@@ -118,16 +118,16 @@ func testMergeSeenThroughTheMemo(t *testing.T, pass bool) {
 		return r.Sweep(ctx, f.list(t))
 	}
 	for i := 0; i < 2; i++ {
-		looked := r.mergeLooks.Load()
+		looked := r.mergedMem.looks.Load()
 		if actions, err := sweep(); err != nil || len(actions) != 0 {
 			t.Fatalf("pass %d before the merge acted: %v %v", i, actions, err)
 		}
-		if looked = r.mergeLooks.Load() - looked; pass && i > 0 && looked != 0 {
+		if looked = r.mergedMem.looks.Load() - looked; pass && i > 0 && looked != 0 {
 			t.Fatalf("pass %d before the merge looked at %d candidates, want 0: nothing it read moved", i, looked)
 		}
 	}
-	if len(r.merged.byTarget) != 1 {
-		t.Fatalf("the memo holds %d targets, want main's", len(r.merged.byTarget))
+	if len(r.mergedMem.memo.byTarget) != 1 {
+		t.Fatalf("the memo holds %d targets, want main's", len(r.mergedMem.memo.byTarget))
 	}
 	testrepo.Git(t, f.dir, "merge", "-q", "--no-ff", "-m", "merge outside lazy", branch)
 	actions, err := sweep()

@@ -5,6 +5,8 @@ import (
 	"syscall"
 
 	"github.com/lazyorch/lazy/internal/proc"
+	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/wire"
 )
 
 func alive(pid int) bool { return proc.Alive(pid) }
@@ -30,9 +32,9 @@ func killGroup(pgid int) {
 // stopSupervisor stops taskID's supervisor if pid still is it. It returns
 // once the shell that launched it has also recorded its exit, so that a
 // caller removing the protocol directory next does not race that write.
-func (r *Reconciler) stopSupervisor(pid int, taskID string) {
+func stopSupervisor(env *wire.Env, pid int, taskID string) {
 	if isSupervisor(pid, taskID) {
-		_ = r.Env.Supervisors().Stop(context.Background(), pid)
-		supervisorExit(r.proto(taskID))
+		_ = env.Supervisors().Stop(context.Background(), pid)
+		supervisorExit(proto.ForTask(env.Repo.LazyDir(), taskID))
 	}
 }

@@ -62,7 +62,12 @@ type Action struct {
 	Neutral bool `json:"neutral,omitempty"`
 }
 
-// Reconciler sweeps one repository.
+// Reconciler sweeps one repository. It runs the pass and the per-task
+// sweeps; the groups of behaviour with state or dependencies of their
+// own are small types it hands only what they need: the retry ladder
+// (resumer), the terminal sweep (housekeeping), the merged-branch sweep
+// (mergedSweep), the forge glue (forgeSweep) and lazy doctor's checks
+// (doctor).
 type Reconciler struct {
 	// Env is what the reconciler acts through; its actor is
 	// machine.System, and its Launcher starts auto-resumed turns (nil
@@ -91,11 +96,11 @@ type Reconciler struct {
 	// pass reads without timing it.
 	loads atomic.Int64
 	// lists counts the listings Pass made and scanned the entries they
-	// held; visits counts tasks the per-task sweeps judged, mergeLooks
-	// the candidates the merged-branch sweep looked at and forgeLooks
-	// the tasks the forge sweep did: what tests count to show a pass
+	// held; visits counts tasks the per-task sweeps judged
+	// (mergedMem.looks and forgeMem.looks count what the merged-branch
+	// and forge sweeps looked at): what tests count to show a pass
 	// visits only live and moved tasks.
-	lists, scanned, visits, mergeLooks, forgeLooks atomic.Int64
+	lists, scanned, visits atomic.Int64
 	// pass is what Pass keeps between passes.
 	pass kept
 	// stamps answers the sweeps' file stamps; made on first use, its
@@ -103,25 +108,14 @@ type Reconciler struct {
 	stampMu     sync.Mutex
 	stamps      *stamping
 	stampClosed bool
-	// mergedQuiet, forgeQuiet and terminalQuiet say what the
-	// merged-branch, forge and terminal sweeps read on a pass that found
-	// nothing to do, so that a pass over the same listing skips them
-	// while that stays so.
-	quietMu       sync.Mutex
-	mergedQuiet   quietMerged
-	forgeQuiet    quietForge
-	terminalQuiet quietTerminal
-	// fields keeps the summary fields the merged-branch sweep decoded,
-	// by task, for the passes after: a daemon's passes see the same
-	// parked tasks again and again.
-	fields fieldCache
-	// merged remembers what the merged-branch sweep's git processes
-	// answered, for the passes after in which no ref they read moved.
-	merged mergeMemo
-	// forgeKeys is the forge sweep's reading of each submitted or
-	// merging task's record, by task, valid while its commit stays.
-	forgeMu   sync.Mutex
-	forgeKeys map[string]forgeKey
+	// terminalMem, mergedMem and forgeMem are what the terminal,
+	// merged-branch and forge sweeps keep between passes: what a pass
+	// that found nothing to do read, so that a pass over the same
+	// listing skips them while that stays so, and the answers they
+	// reuse.
+	terminalMem terminalMemory
+	mergedMem   mergedMemory
+	forgeMem    forgeMemory
 }
 
 // What the reconciler consumes, besides the capabilities it calls
@@ -180,6 +174,13 @@ func (r *Reconciler) lifecycle() Lifecycle {
 // store is the task store through the port the capabilities share (the
 // store's own paths, doctor's repairs and the like, go through Env.Store).
 func (r *Reconciler) store() task.Store { return r.Env.Env.Store }
+
+// snapshotLoader loads a task's full snapshot: the Reconciler, which
+// counts each load (see Reconciler.loads), for the types that act on
+// its behalf.
+type snapshotLoader interface {
+	load(id string) (*task.Snapshot, error)
+}
 
 // stampWatcher stamps files (wire.NewStampWatcher: gitstore's, which
 // watches them to answer unchanged ones without a stat).
@@ -344,19 +345,19 @@ func (r *Reconciler) sweep(ctx context.Context, v *view) ([]Action, error) {
 			as, err = r.sweepMerging(ctx, e.ID)
 		case machine.Blocked:
 			if limitHeld(e) {
-				as, err = r.sweepLimit(ctx, e.ID)
+				as, err = r.resumer().sweepLimit(ctx, e.ID)
 			} else {
 				as, err = r.sweepSessionless(ctx, e.ID)
 			}
 		}
 		add(e.ID, as, err)
 	}
-	as, err := r.sweepTerminal(ctx, v)
+	as, err := r.housekeeping().sweepTerminal(ctx, v)
 	add("finished tasks", as, err)
-	as, err = r.sweepMerged(ctx, v)
+	as, err = r.merged().sweepMerged(ctx, v)
 	add("merged branches", as, err)
 	if r.Forge != nil {
-		as, err = r.sweepForge(ctx, v)
+		as, err = r.forge().sweepForge(ctx, v)
 		add("forge sync", as, err)
 	}
 	as, err = r.settleGroups(ctx, actions)

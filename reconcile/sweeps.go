@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -17,6 +19,7 @@ import (
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // stepAction is the Action of a system step a capability took; nil
@@ -84,7 +87,7 @@ func (r *Reconciler) sweepMerging(ctx context.Context, id string) ([]Action, err
 		return nil, err
 	}
 	if sn.Task.ForgePending() {
-		return r.sweepForgePending(ctx, sn)
+		return r.forge().sweepForgePending(ctx, sn)
 	}
 	if !r.Env.Landing().Recovery().OwnsAccept(sn) {
 		// Not an accept this machine began (whatever host the record
@@ -116,33 +119,60 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 // AcceptTrailer is the trailer line lazy accept puts in a squash commit.
 func AcceptTrailer(taskID string) string { return session.AcceptTrailer(taskID) }
 
+// housekeeping owns the terminal sweep: what finished tasks leave
+// behind (a supervisor still running, their protocol directories) is
+// stopped and removed, and a pass that found nothing to clean is
+// remembered so that the next one over the same view only stats the
+// protocol root. It holds only the capabilities it acts through, task
+// records, the file stamps and that memory.
+type housekeeping struct {
+	env       *wire.Env
+	snapshots snapshotLoader
+	stamps    fileStamper
+	// protoRoot is the directory of every task's protocol files.
+	protoRoot string
+	mem       *terminalMemory
+}
+
+// terminalMemory is what the terminal sweep keeps between passes: what
+// it read on a pass that found nothing to clean (see quietTerminal).
+type terminalMemory struct {
+	mu    sync.Mutex
+	quiet quietTerminal
+}
+
+// housekeeping returns the reconciler's terminal sweep for one pass.
+func (r *Reconciler) housekeeping() *housekeeping {
+	return &housekeeping{env: r.Env, snapshots: r, stamps: r, protoRoot: r.stamper().protoRoot, mem: &r.terminalMem}
+}
+
 // sweepTerminal stops supervisors that finished tasks left behind and
 // removes their protocol files (spec: "Terminal container sweep"). It
 // reads the protocol directory, so it costs in proportion to tasks that
 // ran turns and were not yet cleaned, not to all tasks; on a kept view,
 // only when that directory or the view changed since it found nothing.
-func (r *Reconciler) sweepTerminal(ctx context.Context, v *view) ([]Action, error) {
-	root := r.stamper().protoRoot
+func (h *housekeeping) sweepTerminal(ctx context.Context, v *view) ([]Action, error) {
+	root := h.protoRoot
 	// On a kept view, the directory's stamp tells whether its entries can
 	// have changed since a pass found nothing to clean in it.
 	stamp, settled := "", false
 	if v.gen != 0 {
-		stamp, settled = r.fileStamps(root)
-		r.quietMu.Lock()
-		still := stamp != "" && r.terminalQuiet == quietTerminal{gen: v.gen, stamp: stamp}
-		r.quietMu.Unlock()
+		stamp, settled = h.stamps.fileStamps(root)
+		h.mem.mu.Lock()
+		still := stamp != "" && h.mem.quiet == quietTerminal{gen: v.gen, stamp: stamp}
+		h.mem.mu.Unlock()
 		if still {
 			return nil, nil
 		}
 	}
-	actions, err := r.cleanAll(ctx, root, v)
+	actions, err := h.cleanAll(ctx, root, v)
 	q := quietTerminal{}
 	if settled && len(actions) == 0 && err == nil {
 		q = quietTerminal{gen: v.gen, stamp: stamp}
 	}
-	r.quietMu.Lock()
-	r.terminalQuiet = q
-	r.quietMu.Unlock()
+	h.mem.mu.Lock()
+	h.mem.quiet = q
+	h.mem.mu.Unlock()
 	return actions, err
 }
 
@@ -156,7 +186,7 @@ type quietTerminal struct {
 }
 
 // cleanAll cleans the protocol directories of finished tasks.
-func (r *Reconciler) cleanAll(ctx context.Context, root string, v *view) ([]Action, error) {
+func (h *housekeeping) cleanAll(ctx context.Context, root string, v *view) ([]Action, error) {
 	dirs, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -177,7 +207,7 @@ func (r *Reconciler) cleanAll(ctx context.Context, root string, v *view) ([]Acti
 	var actions []Action
 	var errs []error
 	for _, id := range v.finishedAmong(ran) {
-		a, err := r.cleanFinished(ctx, id)
+		a, err := h.cleanFinished(ctx, id)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -189,23 +219,23 @@ func (r *Reconciler) cleanAll(ctx context.Context, root string, v *view) ([]Acti
 // cleanFinished stops whatever still runs for a finished task and removes
 // its protocol directory, under the task lock and after re-checking that
 // the task is still finished (a reopen may have raced us).
-func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, error) {
-	unlock, err := r.Env.LockTask(ctx, id)
+func (h *housekeeping) cleanFinished(ctx context.Context, id string) (*Action, error) {
+	unlock, err := h.env.LockTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sn, err := r.load(id)
+	sn, err := h.snapshots.load(id)
 	if err != nil || !sn.Task.Status.IsTerminal() {
 		return nil, err
 	}
-	pd := r.proto(id)
+	pd := proto.ForTask(h.env.Repo.LazyDir(), id)
 	why := "removed the protocol files of a finished task"
-	pid, running := r.Env.Supervisors().Running(id)
+	pid, running := h.env.Supervisors().Running(id)
 	if running {
 		why = fmt.Sprintf("stopped a supervisor (pid %d) left running by a finished task", pid)
 	}
-	if _, err := r.Env.Supervisors().StopTurn(ctx, id); err != nil {
+	if _, err := h.env.Supervisors().StopTurn(ctx, id); err != nil {
 		return nil, err
 	}
 	if running {
@@ -225,11 +255,11 @@ func (r *Reconciler) cleanFinished(ctx context.Context, id string) (*Action, err
 // commits of its own (or was fast-forwarded to upstream) never does. On a
 // kept view it walks the candidates only when a ref its last answer came
 // from moved.
-func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error) {
-	if r.mergedStill(v) {
+func (s *mergedSweep) sweepMerged(ctx context.Context, v *view) ([]Action, error) {
+	if s.mergedStill(v) {
 		return nil, nil
 	}
-	p := r.beginMerged(v)
+	p := s.beginMerged(v)
 	defer p.keepFields()
 	candidates := p.candidates()
 	defer p.recordQuiet()
@@ -250,10 +280,60 @@ func (r *Reconciler) sweepMerged(ctx context.Context, v *view) ([]Action, error)
 	return p.actions, errors.Join(p.errs...)
 }
 
+// mergedSweep owns the merged-branch sweep: finding parked tasks whose
+// branch was merged outside lazy, and what it keeps between passes so
+// that a steady daemon spawns no git process for them (see
+// mergedMemory). It holds the repository it reads, git's branch naming,
+// the file stamps, and the finish of a merged task, which the
+// reconciler's other sweeps share; nothing else of the reconciler.
+type mergedSweep struct {
+	env      *wire.Env
+	git      Git
+	stamps   fileStamper
+	finisher mergedFinisher
+	mem      *mergedMemory
+}
+
+// fileStamper stamps files through the reconciler's StampWatcher (see
+// Reconciler.fileStamps).
+type fileStamper interface {
+	fileStamps(paths ...string) (stamp string, settled bool)
+}
+
+// mergedFinisher takes one merged candidate through zombie to complete
+// (Reconciler.finishMerged, which completes zombies as its sweep does).
+type mergedFinisher interface {
+	finishMerged(ctx context.Context, id, target string) ([]Action, error)
+}
+
+// mergedMemory is what the merged-branch sweep keeps between passes.
+type mergedMemory struct {
+	// mu guards quiet: what a pass over a kept view that found nothing
+	// to do read, so that a pass over the same view skips the sweep
+	// while that stays so.
+	mu    sync.Mutex
+	quiet quietMerged
+	// fields keeps the summary fields the sweep decoded, by task, for
+	// the passes after: a daemon's passes see the same parked tasks
+	// again and again.
+	fields fieldCache
+	// memo remembers what the sweep's git processes answered, for the
+	// passes after in which no ref they read moved.
+	memo mergeMemo
+	// looks counts the candidates the sweep looked at: what tests count
+	// to show a steady pass looks at none.
+	looks atomic.Int64
+}
+
+// merged returns the reconciler's merged-branch sweep for one pass.
+func (r *Reconciler) merged() *mergedSweep {
+	return &mergedSweep{env: r.Env, git: r.git(), stamps: r, finisher: r, mem: &r.mergedMem}
+}
+
 // mergedPass is one pass of the merged-branch sweep: what it decoded,
 // what it found, and what it keeps for the next pass.
 type mergedPass struct {
-	r *Reconciler
+	s *mergedSweep
 	v *view
 	// quiet is what this pass read, kept if it finds nothing to do (see
 	// quietMerged); a caller's list is never seen again, so it keeps none.
@@ -274,20 +354,20 @@ type mergedPass struct {
 
 // beginMerged starts a pass. The ref files are stamped before anything is
 // read from them, so a change made while the sweep runs changes a stamp.
-func (r *Reconciler) beginMerged(v *view) *mergedPass {
-	p := &mergedPass{r: r, v: v, quiet: quietMerged{gen: v.gen}, keepQuiet: v.gen != 0,
+func (s *mergedSweep) beginMerged(v *view) *mergedPass {
+	p := &mergedPass{s: s, v: v, quiet: quietMerged{gen: v.gen}, keepQuiet: v.gen != 0,
 		parents: map[string]*mergeFields{}, sets: map[string]mergedSet{}, declined: map[string]string{}}
 	if p.keepQuiet {
-		p.quiet.refs, p.keepQuiet = r.fileStamps(r.mergedRefFiles(nil)...)
+		p.quiet.refs, p.keepQuiet = s.stamps.fileStamps(s.mergedRefFiles(nil)...)
 	}
-	p.old = r.fields.take()
+	p.old = s.mem.fields.take()
 	p.keep = make(map[string]mergeFields, len(p.old))
 	return p
 }
 
 // keepFields hands the fields this pass decoded (or took from the cache)
 // to the next pass; the others are dropped.
-func (p *mergedPass) keepFields() { p.r.fields.replace(p.keep) }
+func (p *mergedPass) keepFields() { p.s.mem.fields.replace(p.keep) }
 
 // candidates are the parked tasks, told from the list's status and the
 // summary bytes; only they, and the parents they name, have fields
@@ -297,7 +377,7 @@ func (p *mergedPass) candidates() []mergeFields {
 	var candidates []mergeFields
 	for _, i := range p.v.parked {
 		e := &p.v.entries[i]
-		p.r.mergeLooks.Add(1)
+		p.s.mem.looks.Add(1)
 		f, err := fieldsOf(e, p.old, p.keep)
 		if err != nil {
 			continue
@@ -320,11 +400,11 @@ func (p *mergedPass) recordQuiet() {
 	}
 	if quiet.gen != 0 && !quiet.none {
 		// What mergedStill stamps, in one call: the two stamps in a row.
-		quiet.files = p.r.targetRefFiles(p.r.mergedRefFiles(nil), quiet.targets)
+		quiet.files = p.s.targetRefFiles(p.s.mergedRefFiles(nil), quiet.targets)
 	}
-	p.r.quietMu.Lock()
-	p.r.mergedQuiet = quiet
-	p.r.quietMu.Unlock()
+	p.s.mem.mu.Lock()
+	p.s.mem.quiet = quiet
+	p.s.mem.mu.Unlock()
 }
 
 // decodeParents decodes the parents the candidates named: any task with
@@ -355,10 +435,10 @@ func (p *mergedPass) byTarget(ctx context.Context, candidates []mergeFields) (ma
 			if parent == nil {
 				continue // the parent is gone or has no branch: nothing to compare with
 			}
-			target = p.r.git().Branch(parent.Slug)
+			target = p.s.git.Branch(parent.Slug)
 		} else if target == "" {
 			if defaultBranch == "" {
-				b, err := p.r.merged.defaultBranchOf(ctx, p.r)
+				b, err := p.s.mem.memo.defaultBranchOf(ctx, p.s)
 				if err != nil {
 					p.errs = append(p.errs, err)
 					return nil, err
@@ -379,7 +459,7 @@ func (p *mergedPass) byTarget(ctx context.Context, candidates []mergeFields) (ma
 // on a kept view, stamps the targets' ref files for mergedStill.
 func (p *mergedPass) stampTargets(groups map[string][]mergeFields) {
 	if len(groups) > 0 {
-		p.tips = lazyTips(p.r)
+		p.tips = lazyTips(p.s)
 	}
 	if !p.keepQuiet {
 		return
@@ -388,23 +468,23 @@ func (p *mergedPass) stampTargets(groups map[string][]mergeFields) {
 		p.quiet.targets = append(p.quiet.targets, target)
 	}
 	slices.Sort(p.quiet.targets)
-	p.quiet.targetRefs, p.keepQuiet = p.r.fileStamps(p.r.targetRefFiles(nil, p.quiet.targets)...)
+	p.quiet.targetRefs, p.keepQuiet = p.s.stamps.fileStamps(p.s.targetRefFiles(nil, p.quiet.targets)...)
 }
 
 // keepSets hands the merged sets and the declined candidates to the merge
 // memo for the next pass.
-func (p *mergedPass) keepSets() { p.r.merged.keep(p.sets, p.declined) }
+func (p *mergedPass) keepSets() { p.s.mem.memo.keep(p.sets, p.declined) }
 
 // mergedInto is the set of lazy branches merged into target: one
 // `git for-each-ref --merged`, or the memo's answer while the target and
 // lazy's tips are where they were (key). Its ok is false when the target
 // branch does not exist here.
 func (p *mergedPass) mergedInto(ctx context.Context, target, key string) mergedSet {
-	if set, ok := p.r.merged.lookup(target, key); ok {
+	if set, ok := p.s.mem.memo.lookup(target, key); ok {
 		return set
 	}
 	set := mergedSet{key: key, merged: map[string]bool{}}
-	out, err := gitcli.New(p.r.Env.RepoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
+	out, err := gitcli.New(p.s.env.RepoDir, "for-each-ref", "--format=%(refname)", "--merged=refs/heads/"+target, "refs/heads/lazy/").String(ctx)
 	set.ok = err == nil // an error: the target branch does not exist here
 	for _, ref := range strings.Fields(out) {
 		set.merged[strings.TrimPrefix(ref, "refs/heads/")] = true
@@ -416,7 +496,7 @@ func (p *mergedPass) mergedInto(ctx context.Context, target, key string) mergedS
 // is merged into it. A candidate finishMerged declined is not asked again
 // while its commit and the target's key stay the same.
 func (p *mergedPass) finishGroup(ctx context.Context, target string, cs []mergeFields) {
-	key := targetKey(p.r, target, p.tips)
+	key := targetKey(p.s, target, p.tips)
 	if key == "" {
 		p.keepQuiet = false
 	}
@@ -428,18 +508,18 @@ func (p *mergedPass) finishGroup(ctx context.Context, target string, cs []mergeF
 		return
 	}
 	for _, c := range cs {
-		if !set.merged[p.r.git().Branch(c.Slug)] {
+		if !set.merged[p.s.git.Branch(c.Slug)] {
 			continue
 		}
 		mine := ""
 		if key != "" {
 			mine = c.Commit.String() + " " + key
 		}
-		if p.r.merged.wasDeclined(c.ID, mine) {
+		if p.s.mem.memo.wasDeclined(c.ID, mine) {
 			p.declined[c.ID] = mine
 			continue
 		}
-		as, err := p.r.finishMerged(ctx, c.ID, target)
+		as, err := p.s.finisher.finishMerged(ctx, c.ID, target)
 		if err != nil {
 			p.errs = append(p.errs, fmt.Errorf("%s: %w", c.Slug, err))
 		} else if len(as) == 0 && mine != "" {
@@ -474,8 +554,8 @@ type quietMerged struct {
 // directory of the lazy/ branches. packed-refs is one too, but the kept
 // view's stamp covers it: while the view is kept, packed-refs has not
 // changed since it was listed.
-func (r *Reconciler) mergedRefFiles(dst []string) []string {
-	repo := r.Env.Repo
+func (s *mergedSweep) mergedRefFiles(dst []string) []string {
+	repo := s.env.Repo
 	return append(dst,
 		filepath.Join(repo.GitDir, "HEAD"),
 		filepath.Join(repo.CommonDir, "refs", "remotes", "origin", "HEAD"),
@@ -484,8 +564,8 @@ func (r *Reconciler) mergedRefFiles(dst []string) []string {
 
 // targetRefFiles are the loose ref files of target branches; a packed
 // one is stamped by packed-refs.
-func (r *Reconciler) targetRefFiles(dst, targets []string) []string {
-	common := r.Env.Repo.CommonDir
+func (s *mergedSweep) targetRefFiles(dst, targets []string) []string {
+	common := s.env.Repo.CommonDir
 	for _, t := range targets {
 		dst = append(dst, filepath.Join(common, "refs", "heads", filepath.FromSlash(t)))
 	}
@@ -495,10 +575,10 @@ func (r *Reconciler) targetRefFiles(dst, targets []string) []string {
 // mergedStill reports whether the merged-branch sweep would find what it
 // found on the last pass, which was nothing: the same kept view, and
 // none of the files its answer came from changed.
-func (r *Reconciler) mergedStill(v *view) bool {
-	r.quietMu.Lock()
-	q := r.mergedQuiet
-	r.quietMu.Unlock()
+func (s *mergedSweep) mergedStill(v *view) bool {
+	s.mem.mu.Lock()
+	q := s.mem.quiet
+	s.mem.mu.Unlock()
 	if v.gen == 0 || q.gen != v.gen {
 		return false
 	}
@@ -506,7 +586,7 @@ func (r *Reconciler) mergedStill(v *view) bool {
 		return true
 	}
 	// FileStamp's pieces concatenate: one call stamps both.
-	stamp, _ := r.fileStamps(q.files...)
+	stamp, _ := s.stamps.fileStamps(q.files...)
 	return len(stamp) == len(q.refs)+len(q.targetRefs) && stamp[:len(q.refs)] == q.refs && stamp[len(q.refs):] == q.targetRefs
 }
 

@@ -36,7 +36,7 @@ func settle(tb testing.TB, f *fixture) {
 type counts struct{ lists, scanned, visits, mergeLooks, forgeLooks, loads int64 }
 
 func countsOf(r *Reconciler) counts {
-	return counts{r.lists.Load(), r.scanned.Load(), r.visits.Load(), r.mergeLooks.Load(), r.forgeLooks.Load(), r.loads.Load()}
+	return counts{r.lists.Load(), r.scanned.Load(), r.visits.Load(), r.mergedMem.looks.Load(), r.forgeMem.looks.Load(), r.loads.Load()}
 }
 
 func (c counts) minus(o counts) counts {

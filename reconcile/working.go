@@ -43,7 +43,7 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, err
 	}
 	if resp, ok := currentResponse(pd, sn.Session); ok {
 		a, err := r.record(ctx, id, resp)
-		return r.thenAutoResume(ctx, a, err)
+		return r.resumer().thenAutoResume(ctx, a, err)
 	}
 	if r.supervised(id) {
 		return nil, nil
@@ -52,16 +52,16 @@ func (r *Reconciler) sweepWorking(ctx context.Context, id string) ([]Action, err
 		return nil, nil
 	}
 	a, err := r.interrupt(ctx, id, pd, sn.Session.ID, sn.Session.Turn)
-	return r.thenAutoResume(ctx, a, err)
+	return r.resumer().thenAutoResume(ctx, a, err)
 }
 
 // thenAutoResume follows an interrupt with the auto-resume the circuit
 // breaker allows, in the same pass.
-func (r *Reconciler) thenAutoResume(ctx context.Context, a *Action, err error) ([]Action, error) {
+func (rs *resumer) thenAutoResume(ctx context.Context, a *Action, err error) ([]Action, error) {
 	if err != nil || a == nil || a.To != machine.Interrupted {
 		return one(a), err
 	}
-	more, err := r.autoResume(ctx, a.TaskID)
+	more, err := rs.autoResume(ctx, a.TaskID)
 	return append(one(a), more...), err
 }
 
