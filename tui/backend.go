@@ -70,7 +70,7 @@ type Options struct {
 
 // New is lazy watch's model over b, before the terminal's size is known.
 func New(ctx context.Context, b Backend, opts Options) *Model {
-	return &Model{b: b, ctx: ctx, all: opts.All, bell: opts.Bell, styles: newTUIStyles(), loading: &sync.Mutex{},
+	return &Model{b: b, ctx: ctx, run: actionRunner{ops: b, term: b, ctx: ctx}, all: opts.All, bell: opts.Bell, styles: newTUIStyles(), loading: &sync.Mutex{},
 		overlapCache: &review.OverlapCache{}, follow: true, scroller: viewport.New()}
 }
 
@@ -82,7 +82,7 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	}
 	m := New(ctx, b, opts)
 	p := tea.NewProgram(m, popts...)
-	m.send = p.Send
+	m.run.send = p.Send
 	if opts.Refresh != nil {
 		go func() {
 			for range opts.Refresh {
@@ -108,7 +108,7 @@ func (m *Model) Screen() string { return m.screen() }
 
 // Status is the status line: the last action's outcome or its progress,
 // and whether it is an error.
-func (m *Model) Status() (string, bool) { return m.status, m.statusBad }
+func (m *Model) Status() (string, bool) { return m.bar.status, m.bar.statusBad }
 
 // Select selects the task with id, as the arrow keys would.
 func (m *Model) Select(id string) { m.selected = id }

@@ -107,43 +107,43 @@ func (p *tuiPrompt) line(w int) string {
 }
 
 // ask opens a text prompt.
-func (m *Model) ask(label, text, cancel string, done func(string) tea.Cmd) {
-	m.prompt = &tuiPrompt{label: label, input: newPromptInput(text), cancel: cancel, done: done}
+func (sb *statusBar) ask(label, text, cancel string, done func(string) tea.Cmd) {
+	sb.prompt = &tuiPrompt{label: label, input: newPromptInput(text), cancel: cancel, done: done}
 }
 
 // confirm opens a y/N prompt: only y goes ahead.
-func (m *Model) confirm(label, cancel string, yes func() tea.Cmd) {
-	m.prompt = &tuiPrompt{label: label, confirm: true, cancel: cancel, done: func(string) tea.Cmd { return yes() }}
+func (sb *statusBar) confirm(label, cancel string, yes func() tea.Cmd) {
+	sb.prompt = &tuiPrompt{label: label, confirm: true, cancel: cancel, done: func(string) tea.Cmd { return yes() }}
 }
 
 // promptKey is a key while a prompt is open: enter and esc here, the
 // editing (backspace, ctrl+u, ctrl+w, the arrows...) and the text
 // itself in textinput.
-func (m *Model) promptKey(k tea.KeyPressMsg) tea.Cmd {
-	p := m.prompt
+func (sb *statusBar) promptKey(k tea.KeyPressMsg) tea.Cmd {
+	p := sb.prompt
 	s := k.String()
 	if s == "ctrl+c" {
 		return tea.Quit
 	}
 	if p.confirm {
-		m.prompt = nil
+		sb.prompt = nil
 		if s == "y" || s == "Y" {
 			return p.done("y")
 		}
 		if p.cancel != "" {
-			m.say(p.cancel)
+			sb.say(p.cancel)
 		}
 		return nil
 	}
 	switch s {
 	case "esc":
-		m.prompt = nil
+		sb.prompt = nil
 		if p.cancel != "" {
-			m.say(p.cancel)
+			sb.say(p.cancel)
 		}
 		return nil
 	case "enter":
-		m.prompt = nil
+		sb.prompt = nil
 		return p.done(p.value())
 	}
 	if k.Mod&^tea.ModShift != 0 {

@@ -59,15 +59,16 @@ var showNames = [showFilters]string{"all", "needs me", "working", "finished"}
 // top, when narrow), the selected task's live agent output or diff on the
 // right, keys for the review loop. Every action goes through the Backend,
 // the same operations the CLI commands use, and says how it ended in the
-// status line.
+// status line. It composes two sub-models: the bottom of the screen
+// (statusBar: the status line and the prompt) and the actions its keys
+// start (actionRunner).
 type Model struct {
 	b      Backend // nil in tests of the screen alone
 	ctx    context.Context
 	all    bool
 	styles tuiStyles
-	// send delivers a message from work running off the UI (an accept's
-	// progress, an ask that waits for its answer); nil in tests.
-	send func(tea.Msg)
+	// run runs the actions the keys start.
+	run actionRunner
 
 	width, height int
 	// tasks is every task read, finished ones included; rows is those
@@ -91,16 +92,13 @@ type Model struct {
 	// the status filter f cycles.
 	filter string
 	show   int
-	// prompt, when set, is the question the bottom line asks (text for
-	// an action, or y/N); help is the ? overlay.
-	prompt    *tuiPrompt
-	help      bool
-	status    string // the last action's outcome, or its progress
-	statusBad bool   // status is an error
-	prev      map[string]machine.Status
-	bell      bool // ring the terminal bell when a task starts needing a human
-	err       error
-	loading   *sync.Mutex
+	// bar is the bottom of the screen: the status line and the open
+	// prompt; help is the ? overlay.
+	bar     statusBar
+	help    bool
+	prev    map[string]machine.Status
+	bell    bool // ring the terminal bell when a task starts needing a human
+	loading *sync.Mutex
 }
 
 type tuiStyles struct {
@@ -302,10 +300,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tuiRefresh:
 		return m, m.load()
 	case tuiErr:
-		m.err = msg.err
+		m.bar.err = msg.err
 		return m, nil
 	case tuiLoaded:
-		m.err = nil
+		m.bar.err = nil
 		var bell tea.Cmd
 		now := map[string]machine.Status{}
 		for _, t := range msg.tasks {
@@ -325,14 +323,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tuiProgress:
-		m.status, m.statusBad = msg.line, false
+		m.bar.status, m.bar.statusBad = msg.line, false
 		return m, nil
 	case tuiDone:
-		m.finished(msg)
+		m.bar.finished(msg)
 		return m, tea.Batch(m.load(), m.loadPreview())
 	case tea.PasteMsg:
 		// A paste is text for an open prompt, never a command.
-		if p := m.prompt; p != nil && !p.confirm {
+		if p := m.bar.prompt; p != nil && !p.confirm {
 			p.paste(msg.Content)
 		}
 		return m, nil
@@ -342,26 +340,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// finished puts how an action ended in the status line: the confirming
-// sentence, or the whole error.
-func (m *Model) finished(msg tuiDone) {
-	switch {
-	case msg.err != nil && msg.out != "":
-		m.status, m.statusBad = msg.what+": "+lastLine(msg.out), true
-	case msg.err != nil && strings.HasPrefix(msg.err.Error(), msg.what+":"):
-		m.status, m.statusBad = msg.err.Error(), true // it says what failed already
-	case msg.err != nil:
-		m.status, m.statusBad = msg.what+": "+msg.err.Error(), true
-	case msg.out != "":
-		m.status, m.statusBad = strings.TrimSpace(msg.out), false
-	default:
-		m.status, m.statusBad = msg.what+": done", false
-	}
-}
-
 func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	if m.prompt != nil {
-		return m, m.promptKey(k)
+	if m.bar.prompt != nil {
+		return m, m.bar.promptKey(k)
 	}
 	// Text of more than one character ("jjq", as an input method may
 	// send it) is still a key per character.
@@ -418,10 +399,10 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "f":
 		m.show = (m.show + 1) % showFilters
 		m.refilter()
-		m.say("showing " + showNames[m.show] + " tasks")
+		m.bar.say("showing " + showNames[m.show] + " tasks")
 		return m, m.loadPreview()
 	case "/":
-		m.ask("filter (slug, title or label; empty for all)", m.filter, "", func(text string) tea.Cmd {
+		m.bar.ask("filter (slug, title or label; empty for all)", m.filter, "", func(text string) tea.Cmd {
 			m.filter = strings.TrimSpace(text)
 			m.refilter()
 			return m.loadPreview()
@@ -485,88 +466,84 @@ func (m *Model) actionKey(key string, t *task.Summary) tea.Cmd {
 	slug := termsafe.String(t.Slug)
 	switch key {
 	case "u", "enter":
-		m.ask("feedback for "+slug, "", "Not unblocked "+slug, func(text string) tea.Cmd {
+		m.bar.ask("feedback for "+slug, "", "Not unblocked "+slug, func(text string) tea.Cmd {
 			if strings.TrimSpace(text) == "" {
-				m.bad("Not unblocked " + slug + ": the feedback is empty (type what the agent should do next)")
+				m.bar.bad("Not unblocked " + slug + ": the feedback is empty (type what the agent should do next)")
 				return nil
 			}
-			m.say("Unblocking " + slug + "…")
-			return m.unblock(t, text)
+			m.bar.say("Unblocking " + slug + "…")
+			return m.run.unblock(t, text)
 		})
 	case "e":
-		return m.interactive("unblock", t.ID)
+		return m.run.interactive("unblock", t.ID)
 	case "p":
-		return m.interactive("pair", t.ID)
+		return m.run.interactive("pair", t.ID)
 	case "a":
-		m.ask("question for "+slug+"'s agent", "", "Not asked", func(text string) tea.Cmd {
+		m.bar.ask("question for "+slug+"'s agent", "", "Not asked", func(text string) tea.Cmd {
 			if strings.TrimSpace(text) == "" {
-				m.bad("Not asked: the question is empty")
+				m.bar.bad("Not asked: the question is empty")
 				return nil
 			}
-			m.say("Asking " + slug + "…")
-			return m.askAgent(t, text)
+			m.bar.say("Asking " + slug + "…")
+			return m.run.askAgent(t, text)
 		})
 	case "r", "c":
 		verb, past, ing := "reject", "rejected", "Rejecting"
 		if key == "c" {
 			verb, past, ing = "close", "closed", "Closing"
 		}
-		m.ask(verb+" "+slug+": reason (optional)", "", "Not "+past+" "+slug, func(reason string) tea.Cmd {
-			m.confirm(fmt.Sprintf("%s %s? Its work is not merged. y/N", capitalize(verb), slug), "Not "+past+" "+slug, func() tea.Cmd {
-				m.say(ing + " " + slug + "…")
-				return m.end(t, verb, reason)
+		m.bar.ask(verb+" "+slug+": reason (optional)", "", "Not "+past+" "+slug, func(reason string) tea.Cmd {
+			m.bar.confirm(fmt.Sprintf("%s %s? Its work is not merged. y/N", capitalize(verb), slug), "Not "+past+" "+slug, func() tea.Cmd {
+				m.bar.say(ing + " " + slug + "…")
+				return m.run.end(t, verb, reason)
 			})
 			return nil
 		})
 	case "A":
-		m.confirm(fmt.Sprintf("Accept %s (runs the merge gate, then merges)? y/N", slug), "Not accepted "+slug, func() tea.Cmd {
-			m.say("Accepting " + slug + "…")
-			return m.accept(t)
+		m.bar.confirm(fmt.Sprintf("Accept %s (runs the merge gate, then merges)? y/N", slug), "Not accepted "+slug, func() tea.Cmd {
+			m.bar.say("Accepting " + slug + "…")
+			return m.run.accept(t)
 		})
 	case "s":
-		m.say("Starting " + slug + "…")
-		return m.start(t)
+		m.bar.say("Starting " + slug + "…")
+		return m.run.start(t)
 	case "S":
-		m.ask("try "+slug+" several ways: how many (2-8), then the agents to cycle, e.g. 3 claude,codex", "2", "Not started "+slug, func(text string) tea.Cmd {
+		m.bar.ask("try "+slug+" several ways: how many (2-8), then the agents to cycle, e.g. 3 claude,codex", "2", "Not started "+slug, func(text string) tea.Cmd {
 			n, agents, err := parseAttemptsPrompt(text)
 			if err != nil {
-				m.bad("Not started " + slug + ": " + err.Error())
+				m.bar.bad("Not started " + slug + ": " + err.Error())
 				return nil
 			}
-			m.say(fmt.Sprintf("Starting %d attempts of %s…", n, slug))
-			return m.startAttempts(t, n, agents)
+			m.bar.say(fmt.Sprintf("Starting %d attempts of %s…", n, slug))
+			return m.run.startAttempts(t, n, agents)
 		})
 	case "B":
-		m.ask("raise the budget that holds "+slug+": +N adds N dollars, N sets it", "+5", "Budget of "+slug+" unchanged", func(text string) tea.Cmd {
-			m.say("Raising the budget of " + slug + "…")
-			return m.raiseBudget(t, text)
+		m.bar.ask("raise the budget that holds "+slug+": +N adds N dollars, N sets it", "+5", "Budget of "+slug+" unchanged", func(text string) tea.Cmd {
+			m.bar.say("Raising the budget of " + slug + "…")
+			return m.run.raiseBudget(t, text)
 		})
 	case "x":
-		m.say("Stopping " + slug + "…")
-		return m.stop(t)
+		m.bar.say("Stopping " + slug + "…")
+		return m.run.stop(t)
 	}
 	return nil
 }
 
 // createPrompt asks for a title, then an optional goal, then creates.
 func (m *Model) createPrompt() {
-	m.ask("new task: title", "", "Nothing created", func(title string) tea.Cmd {
+	m.bar.ask("new task: title", "", "Nothing created", func(title string) tea.Cmd {
 		title = strings.TrimSpace(title)
 		if title == "" {
-			m.bad("Nothing created: a task needs a title")
+			m.bar.bad("Nothing created: a task needs a title")
 			return nil
 		}
-		m.ask("goal for the agent (optional; enter to skip)", "", "Nothing created", func(goal string) tea.Cmd {
-			m.say("Creating " + termsafe.String(title) + "…")
-			return m.create(title, goal)
+		m.bar.ask("goal for the agent (optional; enter to skip)", "", "Nothing created", func(goal string) tea.Cmd {
+			m.bar.say("Creating " + termsafe.String(title) + "…")
+			return m.run.create(title, goal)
 		})
 		return nil
 	})
 }
-
-// say and bad set the status line: news, or an error.
-func (m *Model) say(s string) { m.status, m.statusBad = s, false }
-func (m *Model) bad(s string) { m.status, m.statusBad = s, true }
 
 func capitalize(s string) string {
 	if s == "" {
@@ -604,12 +581,6 @@ func (m *Model) scroll(d int) {
 		return
 	}
 	m.scroller.ScrollDown(d)
-}
-
-// interactive hands the terminal to `lazy VERB TASK` (the editor for
-// feedback, or the agent CLI for pair) and comes back.
-func (m *Model) interactive(verb, id string) tea.Cmd {
-	return tea.ExecProcess(m.b.Interactive(verb, id), func(err error) tea.Msg { return tuiDone{what: verb, err: err} })
 }
 
 // NewlyNeedsYou reports whether a task seen before in prev now has a
@@ -671,39 +642,6 @@ var tuiHelp = []string{
 	"  ?  this help (any key closes it)             q  quit",
 }
 
-// footer is the bottom of the screen: the error of the last load, the
-// status line (wrapped, never cut), the open prompt, the key help.
-func (m *Model) footer() string {
-	w := max(m.width, 10)
-	var lines []string
-	if m.err != nil {
-		for _, l := range wrap(termsafe.String("error: "+m.err.Error()), w) {
-			lines = append(lines, m.styles.bad.Render(l))
-		}
-	}
-	if m.status != "" {
-		st := m.styles.plain
-		if m.statusBad {
-			st = m.styles.bad
-		}
-		wrapped := wrap(termsafe.String(m.status), w)
-		// However long, the status leaves half the screen to the rest.
-		if most := max(2, m.height/2); len(wrapped) > most {
-			wrapped = append(wrapped[:most-1], "… (the rest: lazy show)")
-		}
-		for _, l := range wrapped {
-			lines = append(lines, st.Render(l))
-		}
-	}
-	if p := m.prompt; p != nil {
-		lines = append(lines, m.styles.key.Render(p.line(w)))
-		lines = append(lines, m.styles.dim.Render(render.Cut("enter: done  esc: cancel  ctrl+u: clear", w)))
-		return strings.Join(lines, "\n")
-	}
-	lines = append(lines, m.styles.dim.Render(render.Cut(tuiKeys, w)))
-	return strings.Join(lines, "\n")
-}
-
 // tuiLayout is where the list and the pane go.
 type tuiLayout struct {
 	wide         bool
@@ -731,7 +669,7 @@ func (m *Model) layout(footer string) tuiLayout {
 
 // paneSize is the pane's width and height, its title line included.
 func (m *Model) paneSize() (int, int) {
-	l := m.layout(m.footer())
+	l := m.layout(m.bar.footer(m.width, m.height, m.styles))
 	return max(l.paneW, 1), max(l.paneH, 2)
 }
 
@@ -754,7 +692,7 @@ func (m *Model) screen() string {
 		title += " · /" + termsafe.String(m.filter)
 	}
 	header := m.styles.header.Render(render.Cut(title, w))
-	footer := m.footer()
+	footer := m.bar.footer(m.width, m.height, m.styles)
 	l := m.layout(footer)
 	var body string
 	switch {

@@ -151,7 +151,7 @@ func TestTUIFilters(t *testing.T) {
 	// needs me
 	for text, want := range map[string]string{"LOGIN": "fix-login", "stu": "stuck", "api": ""} {
 		press(m, "/")
-		m.prompt.input.SetValue("")
+		m.bar.prompt.input.SetValue("")
 		press(m, text, "enter")
 		if got := slugs(m); got != want {
 			t.Errorf("needs me, /%s: %q, want %q", text, got, want)
@@ -274,7 +274,7 @@ func TestTUIStatusShowsWholeErrorsEscaped(t *testing.T) {
 		}
 	}
 	m.Update(tuiDone{what: "stop add-api", out: "Stopped add-api: now blocked"})
-	if !strings.Contains(m.screen(), "Stopped add-api: now blocked") || m.statusBad {
+	if !strings.Contains(m.screen(), "Stopped add-api: now blocked") || m.bar.statusBad {
 		t.Error("a success is not confirmed in the status line")
 	}
 }
@@ -286,53 +286,53 @@ func TestTUIPrompts(t *testing.T) {
 	m := tuiTestModel(120, 30, sampleTasks()...)
 	m.selected = "1"
 	press(m, "r")
-	if m.prompt == nil || !strings.Contains(m.prompt.label, "reject fix-login: reason") {
-		t.Fatalf("r opened %+v", m.prompt)
+	if m.bar.prompt == nil || !strings.Contains(m.bar.prompt.label, "reject fix-login: reason") {
+		t.Fatalf("r opened %+v", m.bar.prompt)
 	}
 	if cmd := press(m, "q", "u", "x", "backspace", "i", "t"); quits(cmd) {
 		t.Fatal("q in a prompt quit")
 	}
 	m.Update(tea.PasteMsg{Content: " now"})
-	if got := m.prompt.value(); got != "quit now" {
+	if got := m.bar.prompt.value(); got != "quit now" {
 		t.Fatalf("typed %q", got)
 	}
 	press(m, "enter")
-	if m.prompt == nil || !m.prompt.confirm || !strings.Contains(m.screen(), "Reject fix-login? Its work is not merged. y/N") {
+	if m.bar.prompt == nil || !m.bar.prompt.confirm || !strings.Contains(m.screen(), "Reject fix-login? Its work is not merged. y/N") {
 		t.Fatalf("no confirmation after the reason:\n%s", m.screen())
 	}
-	if cmd := press(m, "n"); cmd != nil || m.prompt != nil || m.status != "Not rejected fix-login" {
-		t.Fatalf("n: status %q, prompt %+v", m.status, m.prompt)
+	if cmd := press(m, "n"); cmd != nil || m.bar.prompt != nil || m.bar.status != "Not rejected fix-login" {
+		t.Fatalf("n: status %q, prompt %+v", m.bar.status, m.bar.prompt)
 	}
 	press(m, "c", "enter")
-	if cmd := press(m, "y"); cmd == nil || m.status != "Closing fix-login…" {
-		t.Fatalf("c, y: status %q", m.status)
+	if cmd := press(m, "y"); cmd == nil || m.bar.status != "Closing fix-login…" {
+		t.Fatalf("c, y: status %q", m.bar.status)
 	}
 	press(m, "A")
-	if m.prompt == nil || !m.prompt.confirm {
+	if m.bar.prompt == nil || !m.bar.prompt.confirm {
 		t.Fatal("A did not ask first")
 	}
-	if cmd := press(m, "esc"); cmd != nil || m.status != "Not accepted fix-login" {
-		t.Fatalf("esc on accept: %q", m.status)
+	if cmd := press(m, "esc"); cmd != nil || m.bar.status != "Not accepted fix-login" {
+		t.Fatalf("esc on accept: %q", m.bar.status)
 	}
 	press(m, "u", "enter")
-	if m.prompt != nil || !m.statusBad || !strings.Contains(m.status, "feedback is empty") {
-		t.Fatalf("empty feedback: %q", m.status)
+	if m.bar.prompt != nil || !m.bar.statusBad || !strings.Contains(m.bar.status, "feedback is empty") {
+		t.Fatalf("empty feedback: %q", m.bar.status)
 	}
 	press(m, "u", "also logout")
-	if cmd := press(m, "enter"); cmd == nil || m.status != "Unblocking fix-login…" {
-		t.Fatalf("u: %q", m.status)
+	if cmd := press(m, "enter"); cmd == nil || m.bar.status != "Unblocking fix-login…" {
+		t.Fatalf("u: %q", m.bar.status)
 	}
 	// n asks a title, then a goal.
 	press(m, "n", "enter")
-	if m.prompt != nil || !strings.Contains(m.status, "needs a title") {
-		t.Fatalf("n with no title: %q", m.status)
+	if m.bar.prompt != nil || !strings.Contains(m.bar.status, "needs a title") {
+		t.Fatalf("n with no title: %q", m.bar.status)
 	}
 	press(m, "n", "Fix it", "enter")
-	if m.prompt == nil || !strings.Contains(m.prompt.label, "goal") {
-		t.Fatalf("no goal prompt after the title: %+v", m.prompt)
+	if m.bar.prompt == nil || !strings.Contains(m.bar.prompt.label, "goal") {
+		t.Fatalf("no goal prompt after the title: %+v", m.bar.prompt)
 	}
-	if cmd := press(m, "enter"); cmd == nil || m.status != "Creating Fix it…" {
-		t.Fatalf("n: %q", m.status)
+	if cmd := press(m, "enter"); cmd == nil || m.bar.status != "Creating Fix it…" {
+		t.Fatalf("n: %q", m.bar.status)
 	}
 	// ? shows every key; any key closes it.
 	press(m, "?")
@@ -351,23 +351,23 @@ func TestTUIAttemptsAndBudgetPrompts(t *testing.T) {
 	m := tuiTestModel(160, 30, sampleTasks()...)
 	m.selected = "1"
 	press(m, "S")
-	if m.prompt == nil || !strings.Contains(m.prompt.label, "how many (2-8)") || m.prompt.value() != "2" {
-		t.Fatalf("S opened %+v", m.prompt)
+	if m.bar.prompt == nil || !strings.Contains(m.bar.prompt.label, "how many (2-8)") || m.bar.prompt.value() != "2" {
+		t.Fatalf("S opened %+v", m.bar.prompt)
 	}
 	press(m, "backspace", "9", "enter")
-	if cmd := press(m); cmd != nil || m.prompt != nil || !m.statusBad || !strings.Contains(m.status, "--attempts 9") {
-		t.Fatalf("9 attempts: status %q", m.status)
+	if cmd := press(m); cmd != nil || m.bar.prompt != nil || !m.bar.statusBad || !strings.Contains(m.bar.status, "--attempts 9") {
+		t.Fatalf("9 attempts: status %q", m.bar.status)
 	}
 	press(m, "S", "backspace", "3", " ", "c", "l", "a", "u", "d", "e", ",", "e", "x", "e", "c")
-	if cmd := press(m, "enter"); cmd == nil || m.status != "Starting 3 attempts of fix-login…" {
-		t.Fatalf("3 attempts: status %q", m.status)
+	if cmd := press(m, "enter"); cmd == nil || m.bar.status != "Starting 3 attempts of fix-login…" {
+		t.Fatalf("3 attempts: status %q", m.bar.status)
 	}
 	press(m, "B")
-	if m.prompt == nil || m.prompt.value() != "+5" || !strings.Contains(m.prompt.label, "raise the budget") {
-		t.Fatalf("B opened %+v", m.prompt)
+	if m.bar.prompt == nil || m.bar.prompt.value() != "+5" || !strings.Contains(m.bar.prompt.label, "raise the budget") {
+		t.Fatalf("B opened %+v", m.bar.prompt)
 	}
-	if cmd := press(m, "enter"); cmd == nil || m.status != "Raising the budget of fix-login…" {
-		t.Fatalf("B: status %q", m.status)
+	if cmd := press(m, "enter"); cmd == nil || m.bar.status != "Raising the budget of fix-login…" {
+		t.Fatalf("B: status %q", m.bar.status)
 	}
 	for in, want := range map[string]string{"3 claude,codex": "", "2": "", "": "give a number", "x": "not a number", "1": "2 to", "3 a b": "give a number"} {
 		_, _, err := parseAttemptsPrompt(in)
@@ -426,13 +426,13 @@ func key(code rune, mod tea.KeyMod) tea.KeyPressMsg { return tea.KeyPressMsg{Cod
 func TestTUIPromptEditsLikeALineEditor(t *testing.T) {
 	m := tuiTestModel(120, 30, sampleTasks()...)
 	var got string
-	m.ask("feedback for fix-login", "", "Not unblocked", func(text string) tea.Cmd { got = text; return nil })
+	m.bar.ask("feedback for fix-login", "", "Not unblocked", func(text string) tea.Cmd { got = text; return nil })
 	press(m, "fix login")
 	for range 5 {
 		m.Update(key(tea.KeyLeft, 0))
 	}
 	press(m, "t", "h", "e", " ")
-	if v := m.prompt.value(); v != "fix the login" {
+	if v := m.bar.prompt.value(); v != "fix the login" {
 		t.Fatalf("typed mid-line: %q", v)
 	}
 	if !strings.Contains(m.screen(), "feedback for fix-login: fix the █login") {
@@ -440,24 +440,24 @@ func TestTUIPromptEditsLikeALineEditor(t *testing.T) {
 	}
 	m.Update(key('x', tea.ModAlt))
 	m.Update(key('v', tea.ModCtrl))
-	if v := m.prompt.value(); v != "fix the login" {
+	if v := m.bar.prompt.value(); v != "fix the login" {
 		t.Fatalf("a chord typed: %q", v)
 	}
 	m.Update(key(tea.KeyEnd, 0))
 	m.Update(key('w', tea.ModCtrl))
-	if v := m.prompt.value(); v != "fix the " {
+	if v := m.bar.prompt.value(); v != "fix the " {
 		t.Fatalf("ctrl+w at the end: %q", v)
 	}
 	m.Update(key(tea.KeyHome, 0))
 	press(m, ">")
 	m.Update(key(tea.KeyRight, 0))
 	m.Update(key('u', tea.ModCtrl))
-	if v := m.prompt.value(); v != "ix the " {
+	if v := m.bar.prompt.value(); v != "ix the " {
 		t.Fatalf("ctrl+u after the second character: %q", v)
 	}
 	press(m, "enter")
-	if got != "ix the " || m.prompt != nil {
-		t.Fatalf("enter gave %q (prompt %v)", got, m.prompt)
+	if got != "ix the " || m.bar.prompt != nil {
+		t.Fatalf("enter gave %q (prompt %v)", got, m.bar.prompt)
 	}
 }
 
@@ -468,7 +468,7 @@ func TestTUIPromptEditsLikeALineEditor(t *testing.T) {
 func TestTUIPastedTextKeepsItsLines(t *testing.T) {
 	m := tuiTestModel(120, 30, sampleTasks()...)
 	var got string
-	m.ask("feedback for fix-login", "", "", func(text string) tea.Cmd { got = text; return nil })
+	m.bar.ask("feedback for fix-login", "", "", func(text string) tea.Cmd { got = text; return nil })
 	m.Update(tea.PasteMsg{Content: "first\r\nsecond\tcol\rthird \x1b[2J\u202eend\ue00a"})
 	screen := m.screen()
 	if !strings.Contains(screen, "first⏎second col⏎third [2J\\u202eend█") || strings.Contains(screen, "\x1b[2J") || strings.Contains(screen, "\u202e") {
@@ -484,7 +484,7 @@ func TestTUIPastedTextKeepsItsLines(t *testing.T) {
 // bottom line within the terminal's width, the cursor's end in sight.
 func TestTUIPromptLineFitsWideText(t *testing.T) {
 	m := tuiTestModel(40, 20, sampleTasks()...)
-	m.ask("title", "", "", func(string) tea.Cmd { return nil })
+	m.bar.ask("title", "", "", func(string) tea.Cmd { return nil })
 	m.Update(tea.PasteMsg{Content: strings.Repeat("日本語のタイトル", 6) + "終"})
 	for _, l := range strings.Split(m.screen(), "\n") {
 		if n := ansi.StringWidth(l); n > 40 {
