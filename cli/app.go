@@ -1,24 +1,19 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/term"
 
-	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
-	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
@@ -28,26 +23,21 @@ import (
 
 // app is the context every command's Run method receives.
 type app struct {
-	dir    string
-	build  build
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	dir   string
+	build build
+	// io are the run's standard streams and terminal, which the
+	// commands' Options carry.
+	io ioStreams
 
 	repo  *gitrepo.Location
 	cfg   *gitrepo.Config
 	store *gitstore.Store
 	wrote bool // a command wrote records: consider housekeeping
 
-	// noColor is --no-color or NO_COLOR: no colour even on a terminal.
-	noColor bool
 	// getenv reads the environment and now tells the time: the
 	// process's in a run, a test's own in the tests.
 	getenv func(string) string
 	now    func() time.Time
-	// terminal, when set, is the terminal stdout is taken to be (the
-	// tests'); nil asks the OS.
-	terminal *terminal
 	// noSpawn refuses to start lazy processes (a daemon, a supervisor,
 	// housekeeping): a run in a test's process would start the test
 	// binary.
@@ -100,7 +90,7 @@ func (a *app) loadConfig() error {
 	// A bad lazy.gc.looseObjects stops only what uses it (lazy housekeep
 	// --auto says so; the background check after a write is skipped),
 	// never every command: see looseObjectLimit.
-	limit, _ := a.looseObjectLimit(cfg)
+	limit, _ := looseObjectLimit(cfg)
 	host, _ := cfg.Get("lazy.hostid")
 	if host == "" {
 		host = "unregistered"
@@ -109,20 +99,6 @@ func (a *app) loadConfig() error {
 	a.store = gitstore.Open(a.repo, gitstore.WithHost(host))
 	a.store.LooseObjectLimit = limit
 	return nil
-}
-
-// looseObjectLimit is git config lazy.gc.looseObjects (default 4000);
-// a bad value is the error, with 0 (no automatic housekeeping).
-func (a *app) looseObjectLimit(cfg *gitrepo.Config) (int, error) {
-	n, err := cfg.Int("lazy.gc.looseObjects", 4000)
-	if err == nil && n < 0 {
-		v, _ := cfg.Get("lazy.gc.looseObjects")
-		err = configkeys.Invalid("lazy.gc.looseObjects", v, "is negative")
-	}
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
 }
 
 // openForWrite is open plus the one-time set-up that writes need, so
@@ -136,7 +112,7 @@ func (a *app) openForWrite() error {
 		if err != nil {
 			return fmt.Errorf("set up lazy in this repository: %w", err)
 		}
-		a.info("set up this repository for lazy (host id %s)", res.HostID)
+		a.io.info("set up this repository for lazy (host id %s)", res.HostID)
 		if err := a.loadConfig(); err != nil {
 			return err
 		}
@@ -154,82 +130,8 @@ func (a *app) env() (*wire.Env, error) {
 	// command may do (an agent acting for its own task) is proven by an
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
-	timing, policy, turnErr := a.turnSettings()
+	timing, policy, turnErr := a.settings().turn()
 	return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
-}
-
-// turnSettings reads what every turn's supervisor gets (timing and
-// policy). A bad value is returned as the error beside the defaults, not
-// in place of them: only the operations that launch a turn refuse with
-// it (wire.Env.TurnConfigErr), so lazy.watchdogTimeout = banana stops
-// lazy start and leaves lazy comment alone.
-func (a *app) turnSettings() (proto.Timing, proto.Policy, error) {
-	timing, terr := a.timing()
-	if terr != nil {
-		timing = proto.Timing{}.WithDefaults()
-	}
-	policy, perr := a.policy()
-	return timing, policy, errors.Join(terr, perr)
-}
-
-// policy reads the turn configuration every turn gets: lazy.agent.allow,
-// lazy.uncommitted (with lazy.pushBack, its older spelling),
-// lazy.setup and lazy.copyFiles.
-func (a *app) policy() (proto.Policy, error) {
-	p := proto.Policy{Allow: a.cfg.All("lazy.agent.allow"), CopyFiles: a.cfg.All("lazy.copyFiles")}
-	if err := agent.CheckAllow(p.Allow); err != nil {
-		return p, err
-	}
-	p.Setup, _ = a.cfg.Get("lazy.setup")
-	p.Setup = strings.TrimSpace(p.Setup)
-	for _, f := range p.CopyFiles {
-		if f = strings.TrimSpace(f); f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
-			return p, fmt.Errorf("git config lazy.copyFiles = %q is not a path inside the repository; give one relative to its root, such as .env or config/*.local", f)
-		}
-	}
-	switch v, _ := a.cfg.Get("lazy.uncommitted"); strings.TrimSpace(v) {
-	case "":
-		// lazy.pushBack true, from before lazy.uncommitted, still asks
-		// the agent first.
-		pushBack, err := a.cfg.Bool("lazy.pushBack", false)
-		if err != nil {
-			return p, err
-		}
-		p.Uncommitted = proto.UncommittedCommit
-		if pushBack {
-			p.Uncommitted = proto.UncommittedPushBack
-		}
-	case proto.UncommittedCommit, proto.UncommittedPushBack, proto.UncommittedKeep:
-		p.Uncommitted = strings.TrimSpace(v)
-	default:
-		return p, configkeys.Invalid("lazy.uncommitted", v, "is not commit, push-back or keep")
-	}
-	return p, nil
-}
-
-// timing reads the supervisor's clocks: git config lazy.watchdogTimeout,
-// lazy.watchdogKillGrace and lazy.unreachableTimeout (Go durations such
-// as 30m), and
-// LAZY_RETRY_SCALE, a multiplier on retry delays that tests use.
-func (a *app) timing() (proto.Timing, error) {
-	var t proto.Timing
-	for key, dst := range map[string]*time.Duration{"lazy.watchdogTimeout": &t.WatchdogTimeout, "lazy.watchdogKillGrace": &t.KillGrace, "lazy.unreachableTimeout": &t.UnreachableTimeout} {
-		if v, ok := a.cfg.Get(key); ok && v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return t, configkeys.Invalid(key, v, "is not a duration above 0")
-			}
-			*dst = d
-		}
-	}
-	if v := a.getenv("LAZY_RETRY_SCALE"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 0 {
-			return t, fmt.Errorf("LAZY_RETRY_SCALE=%q is not a positive number", v)
-		}
-		t.RetryScale = f
-	}
-	return t.WithDefaults(), nil
 }
 
 // afterWrite starts background housekeeping when loose objects piled up.
@@ -290,13 +192,6 @@ func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
 	return cmd.Process.Release()
 }
 
-func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
 // isTerminal reports whether f is an interactive terminal.
 func isTerminal(f any) bool {
 	file, ok := raw(f).(*os.File)
@@ -341,8 +236,8 @@ func (a *app) readText(flag *string, what string, required bool) (string, func()
 	if flag != nil && *flag != "-" {
 		return *flag, noop, nil
 	}
-	if (flag != nil && *flag == "-") || readable(a.stdin) {
-		b, err := io.ReadAll(io.LimitReader(a.stdin, session.MaxText+1))
+	if (flag != nil && *flag == "-") || readable(a.io.in) {
+		b, err := io.ReadAll(io.LimitReader(a.io.in, session.MaxText+1))
 		if err != nil {
 			return "", noop, fmt.Errorf("read %s from stdin: %w", what, err)
 		}
@@ -354,7 +249,7 @@ func (a *app) readText(flag *string, what string, required bool) (string, func()
 	if !required {
 		return "", noop, nil
 	}
-	if !isTerminal(a.stdin) || !isTerminal(a.stdout) {
+	if !isTerminal(a.io.in) || !isTerminal(a.io.out) {
 		return "", noop, usageError{fmt.Sprintf("no %s given: pass -m TEXT, pipe it on stdin, or run in a terminal to use $EDITOR", what)}
 	}
 	return a.editText(what)
@@ -372,7 +267,7 @@ func (a *app) editText(what string) (string, func(), error) {
 	}
 	fmt.Fprintf(f, "\n# Write the %s above. Lines starting with # are ignored;\n# an empty %s aborts.\n", what, what)
 	_ = f.Close()
-	editor := a.editor()
+	editor := a.settings().editor()
 	cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -393,24 +288,8 @@ func (a *app) editText(what string) (string, func(), error) {
 		_ = os.Remove(f.Name())
 		return "", noop, fmt.Errorf("aborted: the %s is empty", what)
 	}
-	a.info("%s saved in %s until this command succeeds", what, f.Name())
+	a.io.info("%s saved in %s until this command succeeds", what, f.Name())
 	return text, func() { _ = os.Remove(f.Name()) }, nil
-}
-
-// editor follows git's order: GIT_EDITOR, core.editor, VISUAL, EDITOR.
-func (a *app) editor() string {
-	if e := a.getenv("GIT_EDITOR"); e != "" {
-		return e
-	}
-	if e, ok := a.cfg.Get("core.editor"); ok && e != "" {
-		return e
-	}
-	for _, k := range []string{"VISUAL", "EDITOR"} {
-		if e := a.getenv(k); e != "" {
-			return e
-		}
-	}
-	return "vi"
 }
 
 func toJSON(t *task.Task) task.Summary { return task.NewSummary(t) }
@@ -423,10 +302,4 @@ func exitCode(err error) int {
 		return 2
 	}
 	return 1
-}
-
-// info prints a progress or status line on stderr. It starts with "· ",
-// never "lazy:", so it does not read like the error lines that do.
-func (a *app) info(format string, args ...any) {
-	fmt.Fprintf(a.stderr, "· "+format+"\n", args...)
 }

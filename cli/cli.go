@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lazyorch/lazy/landing"
 	"io"
 	"os"
 	"os/signal"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lazyorch/lazy/landing"
 
 	"github.com/alecthomas/kong"
 
@@ -305,8 +306,8 @@ func run(version string, args []string, o runIO) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{dir: g.Dir, build: b, stdin: stdin, stdout: stdout, stderr: stderr, noColor: g.NoColor || o.getenv("NO_COLOR") != "",
-		getenv: o.getenv, now: o.now, terminal: o.terminal, noSpawn: o.noSpawn, crash: landing.CrashPointFromEnv()}
+	streams := ioStreams{in: stdin, out: stdout, errOut: stderr, getenv: o.getenv, terminal: o.terminal, noColor: g.NoColor || o.getenv("NO_COLOR") != ""}
+	a := &app{dir: g.Dir, build: b, io: streams, getenv: o.getenv, now: o.now, noSpawn: o.noSpawn, crash: landing.CrashPointFromEnv()}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	a.afterWrite()

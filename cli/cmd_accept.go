@@ -94,14 +94,14 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 	}
 	a.pushPooled(ctx, res.Snapshot)
 	for _, w := range res.Warnings {
-		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", w)
+		fmt.Fprintf(a.io.errOut, "lazy: warning: %s\n", w)
 	}
 	if c.JSON {
 		out := acceptJSON(res)
 		if res.StashOwed != nil {
 			out["stash_owed"] = map[string]string{"stash": res.StashOwed.SHA, "checkout": res.StashOwed.Dest, "error": res.StashOwed.Error()}
 		}
-		if err := a.printJSON(out); err != nil {
+		if err := a.io.printJSON(out); err != nil {
 			return err
 		}
 		if res.StashOwed != nil {
@@ -110,13 +110,13 @@ func (c *AcceptCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	if res.PR == nil && res.Commit == "" && c.Attempt != 0 {
-		fmt.Fprintf(a.stdout, "Attempt %d (%s) had landed already\n", c.Attempt, res.Snapshot.Task.Slug)
+		fmt.Fprintf(a.io.out, "Attempt %d (%s) had landed already\n", c.Attempt, res.Snapshot.Task.Slug)
 	} else {
-		fmt.Fprintln(a.stdout, acceptedLine(res))
+		fmt.Fprintln(a.io.out, acceptedLine(res))
 	}
 	if g := res.Snapshot.Task.AttemptOf; g != "" {
 		if gs, err := a.store.Load(g); err == nil && gs.Task.Status == machine.Complete {
-			fmt.Fprintf(a.stdout, "%s is complete (%s); its other attempts are closed with the reason \"attempt %d was chosen\" (their branches are kept)\n", gs.Task.Slug, gs.Task.Reason, res.Snapshot.Task.Attempt)
+			fmt.Fprintf(a.io.out, "%s is complete (%s); its other attempts are closed with the reason \"attempt %d was chosen\" (their branches are kept)\n", gs.Task.Slug, gs.Task.Reason, res.Snapshot.Task.Attempt)
 		}
 	}
 	if res.PR == nil && res.StashOwed != nil {
@@ -152,7 +152,7 @@ func (c *AcceptCmd) options(a *app) (landing.AcceptOptions, error) {
 	if v, ok := a.cfg.Get("lazy.accept.preTurn"); ok && !c.SkipPreTurn {
 		opts.PreTurn = v
 	}
-	sb, err := a.sandboxConfig("")
+	sb, err := a.settings().sandbox("")
 	if err != nil {
 		return opts, err
 	}
@@ -173,7 +173,7 @@ func (a *app) pushPooled(ctx context.Context, sn *task.Snapshot) {
 		_, err = a.store.Push(ctx, remote, spec)
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "lazy: warning: %s is accepted here, but telling the pool failed (lazy push sends it): %v\n", sn.Task.Slug, err)
+		fmt.Fprintf(a.io.errOut, "lazy: warning: %s is accepted here, but telling the pool failed (lazy push sends it): %v\n", sn.Task.Slug, err)
 	}
 }
 
@@ -183,7 +183,7 @@ func (a *app) acceptDisplay(id string) *phaseDisplay {
 	if sn, err := a.store.Load(id); err == nil {
 		slug = sn.Task.Slug
 	}
-	return &phaseDisplay{w: a.stderr, tty: isTerminal(a.stderr), slug: slug, relay: a.phaseRelay(id, "accept")}
+	return &phaseDisplay{w: a.io.errOut, tty: isTerminal(a.io.errOut), slug: slug, relay: a.phaseRelay(id, "accept")}
 }
 
 // acceptJSON is the JSON of one accept's result.
@@ -214,7 +214,7 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *wire.Env, opts landi
 		}
 		ids[i] = id
 	}
-	line := a.progressLine(c.JSON)
+	line := a.io.progressLine(c.JSON)
 	line.Start(time.Second)
 	line.Set(fmt.Sprintf("accept: %d tasks in the queue; checking and gating them", len(ids)))
 	pos := 0
@@ -238,22 +238,22 @@ func (c *AcceptCmd) queue(a *app, ctx context.Context, env *wire.Env, opts landi
 		}
 		switch {
 		case r.Err != nil:
-			fmt.Fprintf(a.stdout, "Not accepted %s: %s\n", c.Tasks[i], sanitize.Field(r.Err.Error()))
+			fmt.Fprintf(a.io.out, "Not accepted %s: %s\n", c.Tasks[i], sanitize.Field(r.Err.Error()))
 		case r.Result.Pending != "":
-			fmt.Fprintf(a.stdout, "Merging %s: %s\n", r.Result.Snapshot.Task.Slug, r.Result.Pending)
+			fmt.Fprintf(a.io.out, "Merging %s: %s\n", r.Result.Snapshot.Task.Slug, r.Result.Pending)
 		default:
-			fmt.Fprintf(a.stdout, "Accepted %s: squash-merged into %s as %s%s\n", r.Result.Snapshot.Task.Slug, r.Result.Into, render.ShortSHA(r.Result.Commit), gateNote(r.Result))
+			fmt.Fprintf(a.io.out, "Accepted %s: squash-merged into %s as %s%s\n", r.Result.Snapshot.Task.Slug, r.Result.Into, render.ShortSHA(r.Result.Commit), gateNote(r.Result))
 		}
 		// What landed but was not fully settled (an attempt's group, say)
 		// is said here as for one task.
 		if r.Err == nil {
 			for _, w := range r.Result.Warnings {
-				fmt.Fprintf(a.stderr, "lazy: warning: %s\n", sanitize.Field(w))
+				fmt.Fprintf(a.io.errOut, "lazy: warning: %s\n", sanitize.Field(w))
 			}
 		}
 	}
 	if c.JSON {
-		if err := a.printJSON(out); err != nil {
+		if err := a.io.printJSON(out); err != nil {
 			return err
 		}
 	}
@@ -398,9 +398,9 @@ func (c *AcceptCmd) dryRun(a *app, ctx context.Context, env *wire.Env) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(p)
+		return a.io.printJSON(p)
 	}
-	w := a.stdout
+	w := a.io.out
 	fmt.Fprintf(w, "Dry run: lazy accept %s would squash-merge %s into %s as one commit (nothing was changed)\n", p.Slug, p.Branch, p.Into)
 	fmt.Fprintf(w, "\nCommits (%d):\n", len(p.Commits))
 	for _, cm := range p.Commits {

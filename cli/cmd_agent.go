@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lazyorch/lazy/attempts"
-	"github.com/lazyorch/lazy/handoff"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/handoff"
 
 	"github.com/lazyorch/lazy/budget"
 	"github.com/lazyorch/lazy/daemon"
@@ -77,13 +78,13 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	if len(agents) > 0 {
 		first = agents[0]
 	}
-	in, err := a.startInput(first, c.Command)
+	in, err := a.settings().startInput(first, c.Command)
 	if err != nil {
 		return err
 	}
 	in.Model = sanitize.Field(c.Model)
 	if c.Sandbox != "" {
-		if in.Sandbox, err = a.sandboxConfig(c.Sandbox); err != nil {
+		if in.Sandbox, err = a.settings().sandbox(c.Sandbox); err != nil {
 			return err
 		}
 		in.SandboxExplicit = true
@@ -100,9 +101,9 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 		if c.JSON {
-			return a.printJSON(toJSON(&sn.Task))
+			return a.io.printJSON(toJSON(&sn.Task))
 		}
-		fmt.Fprintf(a.stdout, "Took over %s on this machine: %s, worktree %s (branch %s); run lazy resume or lazy unblock to start its next turn here\n",
+		fmt.Fprintf(a.io.out, "Took over %s on this machine: %s, worktree %s (branch %s); run lazy resume or lazy unblock to start its next turn here\n",
 			sn.Task.Slug, sn.Task.Status, sn.Session.Worktree, sn.Session.Branch)
 		return nil
 	}
@@ -120,7 +121,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		if _, derr := a.ensureDaemon(ctx); derr != nil {
 			return fmt.Errorf("%s waits for %s; it is kept to start here then, but the daemon that starts it did not start: %w", waiting.Task, strings.Join(waiting.On, ", "), derr)
 		}
-		fmt.Fprintf(a.stdout, "%s waits for %s: it starts here once they are complete (the daemon starts it)\n", waiting.Task, strings.Join(waiting.On, ", "))
+		fmt.Fprintf(a.io.out, "%s waits for %s: it starts here once they are complete (the daemon starts it)\n", waiting.Task, strings.Join(waiting.On, ", "))
 		return nil
 	}
 	if err != nil {
@@ -128,9 +129,9 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 	}
 	a.daemonAfterLaunch(ctx)
 	if c.JSON && !c.Wait && !c.Follow {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
+	fmt.Fprintf(a.io.out, "Started %s: working in %s (branch %s)\n", sn.Task.Slug, sn.Session.Worktree, sn.Session.Branch)
 	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
@@ -153,12 +154,12 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *wire.Env, in sessi
 		return err
 	}
 	for _, e := range res.NotStart {
-		fmt.Fprintf(a.stderr, "lazy: warning: %s\n", e)
+		fmt.Fprintf(a.io.errOut, "lazy: warning: %s\n", e)
 	}
 	if !c.JSON {
-		fmt.Fprintf(a.stdout, "Trying %s %d ways:\n", res.Group.Task.Slug, *c.Attempts)
+		fmt.Fprintf(a.io.out, "Trying %s %d ways:\n", res.Group.Task.Slug, *c.Attempts)
 		for _, sn := range res.Started {
-			fmt.Fprintf(a.stdout, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, attempts.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
+			fmt.Fprintf(a.io.out, "  attempt %d  %s  %s  working in %s (branch %s)\n", sn.Task.Attempt, sn.Task.Slug, attempts.AgentLabel(sn.Session.Agent, sn.Session.Model), sn.Session.Worktree, sn.Session.Branch)
 		}
 	}
 	if c.Wait {
@@ -171,9 +172,9 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *wire.Env, in sessi
 			started = append(started, toJSON(&sn.Task))
 		}
 		out["attempts"] = started
-		return a.printJSON(out)
+		return a.io.printJSON(out)
 	}
-	fmt.Fprintf(a.stdout, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", res.Group.Task.Slug, res.Group.Task.Slug, res.Group.Task.Slug)
+	fmt.Fprintf(a.io.out, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", res.Group.Task.Slug, res.Group.Task.Slug, res.Group.Task.Slug)
 	return nil
 }
 
@@ -186,7 +187,7 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *wire.Env, res 
 	for _, sn := range res.Started {
 		ids = append(ids, sn.Task.ID)
 	}
-	final, _, err := a.waitSettled(ctx, ids, false, 0, a.progressLine(c.JSON))
+	final, _, err := a.waitSettled(ctx, ids, false, 0, a.io.progressLine(c.JSON))
 	if err != nil {
 		return err
 	}
@@ -209,13 +210,13 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *wire.Env, res 
 		}
 	}
 	if c.JSON {
-		if err := a.printJSON(map[string]any{"group": toJSON(&res.Group.Task), "attempts": settledOut, "comparison": attemptsJSON(av)}); err != nil {
+		if err := a.io.printJSON(map[string]any{"group": toJSON(&res.Group.Task), "attempts": settledOut, "comparison": attemptsJSON(av)}); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(a.stdout, "\n%s\n", render.AttemptsHeading(av))
-		render.AttemptTable(a.stdout, av)
-		fmt.Fprintln(a.stdout)
+		fmt.Fprintf(a.io.out, "\n%s\n", render.AttemptsHeading(av))
+		render.AttemptTable(a.io.out, av)
+		fmt.Fprintln(a.io.out)
 		// The table says each status; an attempt held, whose gate
 		// failed or that needs attention says more, with what carries it
 		// on.
@@ -226,10 +227,10 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *wire.Env, res 
 			}
 			line, facts := a.outcome(ctx, sn)
 			if st := sn.Task.Status; facts || st != machine.Blocked && st != machine.Submitted && st != machine.Complete {
-				fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, line)
+				fmt.Fprintf(a.io.out, "%s: %s\n", sn.Task.Slug, line)
 			}
 		}
-		fmt.Fprintf(a.stdout, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", group, group, group)
+		fmt.Fprintf(a.io.out, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", group, group, group)
 	}
 	if attention {
 		return silentExit{code: waitNeedsAttention, err: errors.New("an attempt needs attention")}
@@ -263,72 +264,16 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *wire.Env) error {
 		for i, sn := range marked {
 			out[i] = toJSON(&sn.Task)
 		}
-		return a.printJSON(out)
+		return a.io.printJSON(out)
 	}
 	for _, sn := range marked {
 		who := "any runner"
 		if len(c.Label) > 0 {
 			who = "a runner labelled " + words.List(c.Label, "")
 		}
-		fmt.Fprintf(a.stdout, "Pooled %s on %s: %s takes it (lazy pool shows it)\n", sn.Task.Slug, remote, who)
+		fmt.Fprintf(a.io.out, "Pooled %s on %s: %s takes it (lazy pool shows it)\n", sn.Task.Slug, remote, who)
 	}
 	return nil
-}
-
-// startInput resolves the agent and command of a start with the
-// repository's defaults (lazy.agent, lazy.exec.command,
-// lazy.claude.permissionMode, lazy.worktreeDir, lazy.sandbox.*).
-func (a *app) startInput(agentName, command string) (session.StartInput, error) {
-	return a.startInputFrom(a.cfg, agentName, command)
-}
-
-// freshConfig is the repository's git config as it is now: a long-lived
-// process (the daemon, lazy mcp) must start work under today's
-// lazy.sandbox, not the one it read when it began.
-func (a *app) freshConfig() *gitrepo.Config {
-	if cfg, err := a.repo.Config(); err == nil {
-		return cfg
-	}
-	return a.cfg
-}
-
-// startInputFrom is startInput with the settings of cfg.
-func (a *app) startInputFrom(cfg *gitrepo.Config, agentName, command string) (session.StartInput, error) {
-	agentName, command = sanitize.Field(agentName), sanitize.Field(command)
-	explicit := command != ""
-	if command == "" {
-		command, _ = cfg.Get("lazy.exec.command")
-	}
-	if agentName == "" {
-		if explicit {
-			agentName = "exec"
-		} else if v, ok := cfg.Get("lazy.agent"); ok && v != "" {
-			agentName = v
-		} else {
-			agentName = "claude"
-		}
-	}
-	// Unset, the posture decides (agent.TurnPermissions).
-	mode, _ := cfg.Get("lazy.claude.permissionMode")
-	mode = strings.TrimSpace(mode)
-	in := session.StartInput{Agent: agentName, ExecCommand: strings.Fields(command), PermissionMode: mode, RepoDir: a.repoDir()}
-	if dir, ok := cfg.Get("lazy.worktreeDir"); ok && dir != "" {
-		in.WorktreeDir = dir
-	}
-	sb, err := sandboxFrom(cfg, "")
-	if err != nil {
-		return in, err
-	}
-	in.Sandbox = sb
-	if in.SandboxIfAsked, err = sandboxFrom(cfg, "on"); err != nil {
-		return in, err
-	}
-	return in, nil
-}
-
-// sandboxConfig reads the sandbox of git config (sandboxFrom).
-func (a *app) sandboxConfig(override string) (*proto.Sandbox, error) {
-	return sandboxFrom(a.cfg, override)
 }
 
 // sandboxFrom reads lazy.sandbox (off or on; override, from start
@@ -439,13 +384,13 @@ func (c *SuperviseCmd) Run(a *app, ctx context.Context) error {
 func (a *app) reconcileBeforeRead(ctx context.Context, entries []task.Entry) bool {
 	r, err := a.reconciler()
 	if err != nil {
-		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)
+		fmt.Fprintf(a.io.errOut, "lazy: reconcile: %v\n", err)
 		return false
 	}
 	defer func() { _ = r.Close() }()
 	actions, err := r.Sweep(ctx, entries)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "lazy: reconcile: %v\n", err)
+		fmt.Fprintf(a.io.errOut, "lazy: reconcile: %v\n", err)
 	}
 	if len(actions) > 0 {
 		a.wrote = true
@@ -480,7 +425,7 @@ func (a *app) reconciledList(ctx context.Context) ([]task.Entry, error) {
 // reconciler builds the reconciler of this repository from git config:
 // lazy.autoResume (default true) and lazy.startGrace (default 30s).
 func (a *app) reconciler() (*reconcile.Reconciler, error) {
-	timing, policy, turnErr := a.turnSettings()
+	timing, policy, turnErr := a.settings().turn()
 	auto, err := a.cfg.Bool("lazy.autoResume", true)
 	if err != nil {
 		return nil, err
@@ -559,9 +504,9 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	}
 	a.daemonAfterLaunch(ctx)
 	if c.JSON && !c.Wait && !c.Follow {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Unblocked %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
+	fmt.Fprintf(a.io.out, "Unblocked %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
 	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
@@ -572,7 +517,7 @@ func (a *app) raiseBudget(ctx context.Context, env *wire.Env, task, text string)
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(a.stderr, "Raised the budget of %s to $%.2f\n", owner, limit)
+	fmt.Fprintf(a.io.errOut, "Raised the budget of %s to $%.2f\n", owner, limit)
 	return fmt.Sprintf("[lazy] The budget was raised to $%.2f. Carry on with the task where you stopped.", limit), nil
 }
 
@@ -614,9 +559,9 @@ func (c *ResumeCmd) Run(a *app, ctx context.Context) error {
 	}
 	a.daemonAfterLaunch(ctx)
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Resumed %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
+	fmt.Fprintf(a.io.out, "Resumed %s: turn %d is running\n", sn.Task.Slug, sn.Session.Turn)
 	return nil
 }
 
@@ -645,9 +590,9 @@ func (c *StopCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Stopped %s: now %s (work in the worktree is kept)\n", sn.Task.Slug, sn.Task.Status)
+	fmt.Fprintf(a.io.out, "Stopped %s: now %s (work in the worktree is kept)\n", sn.Task.Slug, sn.Task.Status)
 	return nil
 }
 
@@ -693,9 +638,9 @@ func (c *AskCmd) Run(a *app, ctx context.Context) error {
 	}
 	answer := turns[len(turns)-1]
 	if c.JSON {
-		return a.printJSON(answer)
+		return a.io.printJSON(answer)
 	}
-	fmt.Fprintln(a.stdout, answer.Content)
+	fmt.Fprintln(a.io.out, answer.Content)
 	if answer.Error != "" {
 		return fmt.Errorf("the agent could not answer: %s (the task is %s again)", answer.Error, final.Task.Status)
 	}
@@ -727,7 +672,7 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&final.Task))
+		return a.io.printJSON(toJSON(&final.Task))
 	}
 	turns, err := a.store.Turns(final)
 	if err != nil {
@@ -737,7 +682,7 @@ func (c *SyncCmd) Run(a *app, ctx context.Context) error {
 	if last.Error != "" {
 		return fmt.Errorf("sync %s: %s (the task is %s again)", final.Task.Slug, last.Error, final.Task.Status)
 	}
-	fmt.Fprintf(a.stdout, "Synced %s: %s; now %s\n", final.Task.Slug, last.Content, final.Task.Status)
+	fmt.Fprintf(a.io.out, "Synced %s: %s; now %s\n", final.Task.Slug, last.Content, final.Task.Status)
 	return nil
 }
 
@@ -792,7 +737,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 					// Inside an MCP call the line is progress for the
 					// client; stderr is only for a terminal.
 					if !mcp.Report(ctx, sn.Task.Slug+": "+line) {
-						a.info("%s %s", sn.Task.Slug, line)
+						a.io.info("%s %s", sn.Task.Slug, line)
 					}
 				}
 			}
@@ -815,6 +760,6 @@ func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *lifecyc
 	if _, err := a.store.Push(ctx, remote, spec); err != nil {
 		return fmt.Errorf("the feedback for %s is recorded here, but pushing it to %s failed (lazy push sends it): %w", sn.Task.Slug, remote, err)
 	}
-	fmt.Fprintf(a.stdout, "Left the feedback for runner %s, which holds %s; pushed to %s: the runner starts the turn after its next fetch\n", sanitize.Field(left.Runner), sn.Task.Slug, remote)
+	fmt.Fprintf(a.io.out, "Left the feedback for runner %s, which holds %s; pushed to %s: the runner starts the turn after its next fetch\n", sanitize.Field(left.Runner), sn.Task.Slug, remote)
 	return nil
 }

@@ -24,15 +24,15 @@ func (c *ChatCmd) Run(a *app, ctx context.Context) error {
 	}
 	switch {
 	case ch.Sandboxed:
-		fmt.Fprintf(a.stderr, "· read-only chat with %s's agent in %s (sandboxed: the worktree is mounted read-only); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
+		fmt.Fprintf(a.io.errOut, "· read-only chat with %s's agent in %s (sandboxed: the worktree is mounted read-only); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	case ch.Snapshot.Session.Agent == "exec":
 		// An exec agent's chat is the user's shell: nothing makes it
 		// read-only without the sandbox, so say so plainly.
-		fmt.Fprintf(a.stderr, "· chat with %s in %s: this is a writable shell (the exec agent has no read-only mode; set lazy.sandbox on to enforce one); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
+		fmt.Fprintf(a.io.errOut, "· chat with %s in %s: this is a writable shell (the exec agent has no read-only mode; set lazy.sandbox on to enforce one); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	default:
-		fmt.Fprintf(a.stderr, "· read-only chat with %s's agent in %s (the agent CLI's own read-only mode); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
+		fmt.Fprintf(a.io.errOut, "· read-only chat with %s's agent in %s (the agent CLI's own read-only mode); the task stays %s\n", ch.Snapshot.Task.Slug, ch.Dir, ch.Snapshot.Task.Status)
 	}
-	code, runErr := pair.Run(context.WithoutCancel(ctx), ch.Argv, ch.Dir, ch.Env, in, rawWriter(a.stdout))
+	code, runErr := pair.Run(context.WithoutCancel(ctx), ch.Argv, ch.Dir, ch.Env, in, rawWriter(a.io.out))
 	if runErr != nil {
 		code = -1
 	}

@@ -75,9 +75,9 @@ func (c *ConfigCmd) Run(a *app, ctx context.Context) error {
 		if out == nil {
 			out = []configSetting{}
 		}
-		return a.printJSON(out)
+		return a.io.printJSON(out)
 	}
-	st := a.style()
+	st := a.io.style(a.now())
 	var table [][]render.Cell
 	for _, r := range out {
 		sgr := ""
@@ -89,15 +89,15 @@ func (c *ConfigCmd) Run(a *app, ctx context.Context) error {
 		// every row of the listing.
 		table = append(table, []render.Cell{{Text: r.Name}, {Text: r.origin()}, {Text: r.shown(), SGR: sgr}})
 	}
-	if err := st.Table(a.stdout, []string{"KEY", "ORIGIN", "VALUE"}, table); err != nil {
+	if err := st.Table(a.io.out, []string{"KEY", "ORIGIN", "VALUE"}, table); err != nil {
 		return err
 	}
 	for _, r := range out {
 		switch {
 		case r.Error != "":
-			fmt.Fprintf(a.stdout, "! %s\n", sanitize.Field(r.Error))
+			fmt.Fprintf(a.io.out, "! %s\n", sanitize.Field(r.Error))
 		case !r.Known:
-			fmt.Fprintf(a.stdout, "! %s is set but lazy does not read it%s\n", sanitize.Field(r.Name), nearestKey(r.Name))
+			fmt.Fprintf(a.io.out, "! %s is set but lazy does not read it%s\n", sanitize.Field(r.Name), nearestKey(r.Name))
 		}
 	}
 	return nil

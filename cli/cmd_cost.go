@@ -55,12 +55,12 @@ func (c *CostCmd) Run(a *app, _ context.Context) error {
 		return a.printCostJSON(rep)
 	}
 	if unreadable > 0 {
-		fmt.Fprintf(a.stderr, "note: %s could not be read and %s not counted; lazy doctor looks at them\n", words.Count(unreadable, "task record", "task records"), words.Plural(unreadable, "is", "are"))
+		fmt.Fprintf(a.io.errOut, "note: %s could not be read and %s not counted; lazy doctor looks at them\n", words.Count(unreadable, "task record", "task records"), words.Plural(unreadable, "is", "are"))
 	}
-	if err := costTable(a.stdout, rep); err != nil {
+	if err := costTable(a.io.out, rep); err != nil {
 		return err
 	}
-	flaggedNote(a.stderr, rep.Flagged)
+	flaggedNote(a.io.errOut, rep.Flagged)
 	return nil
 }
 
@@ -104,7 +104,7 @@ func (a *app) printCostJSON(rep cost.Report) error {
 	}
 	body.WriteByte(']')
 	body.Write(after)
-	_, err := a.stdout.Write(body.Bytes())
+	_, err := a.io.out.Write(body.Bytes())
 	return err
 }
 

@@ -54,15 +54,15 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		if err != nil {
 			return noDaemon(err)
 		}
-		return a.printJSON(info)
+		return a.io.printJSON(info)
 	case c.Stop:
 		if err := client.Shutdown(ctx); err != nil {
 			return noDaemon(err)
 		}
-		fmt.Fprintln(a.stdout, "Asked the daemon to exit.")
+		fmt.Fprintln(a.io.out, "Asked the daemon to exit.")
 		return nil
 	case c.Events:
-		if err := client.Events(ctx, a.stdout); err != nil {
+		if err := client.Events(ctx, a.io.out); err != nil {
 			return noDaemon(err)
 		}
 		return nil
@@ -71,7 +71,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stdout, "daemon running: pid %d, version %s\n", info.PID, info.Version)
+		fmt.Fprintf(a.io.out, "daemon running: pid %d, version %s\n", info.PID, info.Version)
 		return nil
 	}
 	rec, err := a.reconciler()
@@ -98,7 +98,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 	err = srv.Run(ctx)
 	d.Marks.ClearOwned()
 	if errors.Is(err, daemon.ErrRunning) {
-		fmt.Fprintln(a.stderr, "lazy: a daemon is already running for this repository")
+		fmt.Fprintln(a.io.errOut, "lazy: a daemon is already running for this repository")
 		return nil
 	}
 	return err
@@ -162,7 +162,7 @@ func (a *app) daemonAfterLaunch(ctx context.Context) {
 		return
 	}
 	if _, err := a.ensureDaemon(ctx); err != nil {
-		fmt.Fprintf(a.stderr, "lazy: warning: %v (the turn runs anyway; lazy list records it)\n", err)
+		fmt.Fprintf(a.io.errOut, "lazy: warning: %v (the turn runs anyway; lazy list records it)\n", err)
 		return
 	}
 	_ = daemon.Dial(a.repo.LazyDir()).Poke(ctx) // watchers see the turn start now
@@ -201,7 +201,7 @@ func (a *app) queueWork() func(ctx context.Context) {
 				return
 			}
 			env.Runner().StartDeferred(ctx, func(ctx context.Context, d runner.DeferredStart) error {
-				in, err := a.startInputFrom(a.freshConfig(), d.Agent, strings.Join(d.Command, " "))
+				in, err := a.freshSettings().startInput(d.Agent, strings.Join(d.Command, " "))
 				if err != nil {
 					return err
 				}

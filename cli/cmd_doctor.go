@@ -88,12 +88,12 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		if findings == nil {
 			findings = []reconcile.Finding{}
 		}
-		if err := a.printJSON(map[string]any{"findings": findings, "dry_run": c.DryRun, "remaining": remain, "sandbox": sb}); err != nil {
+		if err := a.io.printJSON(map[string]any{"findings": findings, "dry_run": c.DryRun, "remaining": remain, "sandbox": sb}); err != nil {
 			return err
 		}
 	} else {
 		if len(findings) == 0 {
-			fmt.Fprintln(a.stdout, "No problems found.")
+			fmt.Fprintln(a.io.out, "No problems found.")
 		}
 		for _, f := range findings {
 			who := f.Slug
@@ -112,13 +112,13 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 			default:
 				line += "\n    needs a human"
 			}
-			fmt.Fprintln(a.stdout, strings.TrimSpace(line))
+			fmt.Fprintln(a.io.out, strings.TrimSpace(line))
 		}
-		fmt.Fprintf(a.stdout, "Sandbox: %s\n", sb)
+		fmt.Fprintf(a.io.out, "Sandbox: %s\n", sb)
 	}
 	if remain > 0 {
 		if !c.JSON {
-			fmt.Fprintf(a.stderr, "lazy: %s left unrepaired\n", words.Count(remain, "problem", "problems"))
+			fmt.Fprintf(a.io.errOut, "lazy: %s left unrepaired\n", words.Count(remain, "problem", "problems"))
 		}
 		return silentExit{code: 1, err: errProblemsRemain}
 	}
@@ -145,7 +145,7 @@ func (s sandboxState) String() string {
 }
 
 func (a *app) sandboxStatus(ctx context.Context) (sandboxState, error) {
-	spec, err := a.sandboxConfig("")
+	spec, err := a.settings().sandbox("")
 	if err != nil {
 		return sandboxState{}, err
 	}
@@ -192,9 +192,9 @@ func (c *DoctorCmd) releaseMerge(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(map[string]any{"released": sn.Task.Slug, "status": sn.Task.Status})
+		return a.io.printJSON(map[string]any{"released": sn.Task.Slug, "status": sn.Task.Status})
 	}
-	_, err = fmt.Fprintf(a.stdout, "Released %s: it is blocked again; no checkout, branch or stash was touched\n", sanitize.Display(sn.Task.Slug))
+	_, err = fmt.Fprintf(a.io.out, "Released %s: it is blocked again; no checkout, branch or stash was touched\n", sanitize.Display(sn.Task.Slug))
 	return err
 }
 

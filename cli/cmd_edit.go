@@ -62,7 +62,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
 	var changed []string
 	if c.Title != nil {
@@ -81,7 +81,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 			changed = append(changed, "budget (none of its own)")
 		}
 	}
-	fmt.Fprintf(a.stdout, "Edited %s: %s\n", sn.Task.Slug, strings.Join(changed, ", "))
+	fmt.Fprintf(a.io.out, "Edited %s: %s\n", sn.Task.Slug, strings.Join(changed, ", "))
 	return nil
 }
 

@@ -35,11 +35,11 @@ func (c *GateCmd) Run(a *app, ctx context.Context) error {
 	}
 	failed := res.Run != nil && !res.Run.Passed
 	if c.JSON {
-		if err := a.printJSON(map[string]any{"into": res.Into, "no_gate": res.NoGate, "reused": res.Reused, "run": res.Run, "passed": !failed && !res.NoGate}); err != nil {
+		if err := a.io.printJSON(map[string]any{"into": res.Into, "no_gate": res.NoGate, "reused": res.Reused, "run": res.Run, "passed": !failed && !res.NoGate}); err != nil {
 			return err
 		}
 	} else {
-		w := a.stdout
+		w := a.io.out
 		switch {
 		case res.NoGate:
 			fmt.Fprintf(w, "No gate: neither git config lazy.gate nor .lazy/gate at the tip of %s names a command; lazy accept lands without one.\n", sanitize.Field(res.Into))

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+
 	"github.com/lazyorch/lazy/handoff"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -52,7 +53,7 @@ func (c *HandoffCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := a.startInput(c.To, c.Command)
+	in, err := a.settings().startInput(c.To, c.Command)
 	if err != nil {
 		return err
 	}
@@ -75,9 +76,9 @@ func (a *app) handoff(ctx context.Context, env *wire.Env, task string, in handof
 	}
 	a.daemonAfterLaunch(ctx)
 	if asJSON && !ff.Wait && !ff.Follow {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Handed %s to %s: turn %d is running in %s (the record: lazy show %s)\n", sn.Task.Slug, sn.Session.Agent, sn.Session.Turn, sn.Session.Worktree, sn.Task.Slug)
+	fmt.Fprintf(a.io.out, "Handed %s to %s: turn %d is running in %s (the record: lazy show %s)\n", sn.Task.Slug, sn.Session.Agent, sn.Session.Turn, sn.Session.Worktree, sn.Task.Slug)
 	return a.stay(ctx, ff, sn, logOff)
 }
 
@@ -99,9 +100,9 @@ func (c *HandoffCmd) print(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(map[string]string{"record": record})
+		return a.io.printJSON(map[string]string{"record": record})
 	}
-	fmt.Fprint(a.stdout, termsafe.String(record))
+	fmt.Fprint(a.io.out, termsafe.String(record))
 	return nil
 }
 

@@ -34,7 +34,7 @@ func (c *McpCmd) Run(a *app, ctx context.Context) error {
 	}
 	// The protocol's stream is JSON-RPC, not text for a terminal: it goes
 	// out raw, past the escaper.
-	err = srv.Serve(ctx, a.stdin, rawWriter(a.stdout))
+	err = srv.Serve(ctx, a.io.in, rawWriter(a.io.out))
 	d.Drain(ctx) // an accept the client stopped waiting for still finishes
 	return err
 }
@@ -54,20 +54,20 @@ func (c *McpProxyCmd) Run(a *app, ctx context.Context) error {
 	}
 	if a.getenv("LAZY_NO_DAEMON") == "" {
 		if _, err := a.ensureDaemon(ctx); err != nil {
-			fmt.Fprintf(a.stderr, "lazy mcp-proxy: %v\n", err)
+			fmt.Fprintf(a.io.errOut, "lazy mcp-proxy: %v\n", err)
 		}
 	}
 	srv, err := mcp.NewServer(mcp.NewRemote(a.repo.LazyDir(), token), true, versionID(a.build.version))
 	if err != nil {
 		return err
 	}
-	return srv.Serve(ctx, a.stdin, rawWriter(a.stdout))
+	return srv.Serve(ctx, a.io.in, rawWriter(a.io.out))
 }
 
 // dispatcher builds the MCP dispatcher of this repository; wait is how a
 // call waits for a turn.
 func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error)) *mcp.Dispatcher {
-	timing, policy, turnErr := a.turnSettings()
+	timing, policy, turnErr := a.settings().turn()
 	d := &mcp.Dispatcher{
 		Store: a.store,
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
@@ -78,7 +78,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 			// Read afresh: work an agent starts is confined by today's
 			// lazy.sandbox, not the one this long-lived process began with.
 			StartInput: func(agentName, command string) (session.StartInput, error) {
-				return a.startInputFrom(a.freshConfig(), agentName, command)
+				return a.freshSettings().startInput(agentName, command)
 			},
 			Wait: wait,
 		},
@@ -87,7 +87,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		opts := landing.AcceptOptions{Reconcile: a.reconcileTask}
 		// Read afresh: lazy mcp and the daemon live long, and a config
 		// change must apply to the next accept, not the next restart.
-		cfg := a.freshConfig()
+		cfg := a.freshSettings().cfg
 		if v, ok := cfg.Get("lazy.accept.preTurn"); ok {
 			opts.PreTurn = v
 		}

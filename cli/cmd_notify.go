@@ -37,7 +37,7 @@ func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 	}
 	s := notify.Load(cfg, a.notifyDir())
 	for _, p := range s.Problems {
-		fmt.Fprintf(a.stderr, "lazy: %s\n", sanitize.Field(p))
+		fmt.Fprintf(a.io.errOut, "lazy: %s\n", sanitize.Field(p))
 	}
 	if c.Action == "test" {
 		return c.test(a, ctx, s)
@@ -51,21 +51,21 @@ func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 		for _, p := range s.Problems {
 			problems = append(problems, sanitize.Field(p))
 		}
-		if err := a.printJSON(map[string]any{"targets": out, "per_minute": s.PerMinute, "events": eventKinds(s), "problems": problems}); err != nil {
+		if err := a.io.printJSON(map[string]any{"targets": out, "per_minute": s.PerMinute, "events": eventKinds(s), "problems": problems}); err != nil {
 			return err
 		}
 		return notifyProblems(s)
 	}
 	switch {
 	case len(s.Targets) == 0 && len(s.Problems) > 0:
-		fmt.Fprintln(a.stdout, "No valid notification targets: fix the values above with lazy config lazy.notify (lazy help notify).")
+		fmt.Fprintln(a.io.out, "No valid notification targets: fix the values above with lazy config lazy.notify (lazy help notify).")
 	case len(s.Targets) == 0:
-		fmt.Fprintln(a.stdout, "No notification targets: add one with git config --add lazy.notify VALUE (lazy help notify).")
+		fmt.Fprintln(a.io.out, "No notification targets: add one with git config --add lazy.notify VALUE (lazy help notify).")
 	default:
 		for _, t := range s.Targets {
-			fmt.Fprintln(a.stdout, sanitize.Field(t.String()))
+			fmt.Fprintln(a.io.out, sanitize.Field(t.String()))
 		}
-		fmt.Fprintf(a.stdout, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
+		fmt.Fprintf(a.io.out, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
 	}
 	return notifyProblems(s)
 }
@@ -113,18 +113,18 @@ func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
 		}
 	}
 	if c.JSON {
-		if err := a.printJSON(map[string]any{"results": results}); err != nil {
+		if err := a.io.printJSON(map[string]any{"results": results}); err != nil {
 			return err
 		}
 	} else {
 		for _, r := range results {
 			switch {
 			case r.OK:
-				fmt.Fprintf(a.stdout, "ok      %s\n", sanitize.Field(r.Target))
+				fmt.Fprintf(a.io.out, "ok      %s\n", sanitize.Field(r.Target))
 			case r.Skipped:
-				fmt.Fprintf(a.stdout, "skipped %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
+				fmt.Fprintf(a.io.out, "skipped %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
 			default:
-				fmt.Fprintf(a.stdout, "failed  %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
+				fmt.Fprintf(a.io.out, "failed  %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
 			}
 		}
 	}
@@ -172,7 +172,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			s := notify.Load(cfg, a.notifyDir())
 			if len(s.Targets) == 0 {
 				if err := n.Off(); err != nil {
-					fmt.Fprintf(a.stderr, "lazy: notifications: %v\n", err)
+					fmt.Fprintf(a.io.errOut, "lazy: notifications: %v\n", err)
 				}
 				return
 			}
@@ -187,7 +187,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 				}
 				evs, err = n.Pass(entries, policy, s.Events, a.observeTask)
 				if err != nil {
-					fmt.Fprintf(a.stderr, "lazy: notifications: %v\n", err)
+					fmt.Fprintf(a.io.errOut, "lazy: notifications: %v\n", err)
 					return
 				}
 				lastGen = gen
@@ -196,7 +196,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			}
 			for _, r := range n.Deliver(ctx, s.Targets, s.PerMinute, evs) {
 				if !r.OK && !r.Skipped {
-					fmt.Fprintf(a.stderr, "lazy: notify %s: %s\n", r.Target, r.Error)
+					fmt.Fprintf(a.io.errOut, "lazy: notify %s: %s\n", r.Target, r.Error)
 				}
 			}
 		}()

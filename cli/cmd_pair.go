@@ -21,7 +21,7 @@ func (a *app) interactive() (*os.File, *wire.Env, error) {
 	if err := a.openForWrite(); err != nil {
 		return nil, nil, err
 	}
-	in, ok := a.stdin.(*os.File)
+	in, ok := a.io.in.(*os.File)
 	if !ok || !isTerminal(in) {
 		return nil, nil, pair.ErrNoTerminal
 	}
@@ -46,14 +46,14 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	}
 	s := p.Snapshot
 	if path, err := env.Handoff().WriteFile(ctx, s); err == nil {
-		fmt.Fprintf(a.stderr, "· where the work stands, for you: %s (lazy handoff %s --print)\n", path, s.Task.Slug)
+		fmt.Fprintf(a.io.errOut, "· where the work stands, for you: %s (lazy handoff %s --print)\n", path, s.Task.Slug)
 	}
-	fmt.Fprintf(a.stderr, "· pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
+	fmt.Fprintf(a.io.errOut, "· pairing on %s in %s (%s); exit the agent to hand the task back\n", s.Task.Slug, s.Session.Worktree, p.Argv[0])
 	environ := append(os.Environ(), "LAZY_TASK_ID="+s.Task.ID, "LAZY_WORKTREE="+s.Session.Worktree, "LAZY_PAIRING=1")
 	argv, mcpEnv, revoke := a.pairMCP(ctx, s, p.Argv)
 	defer revoke()
 	environ = append(environ, mcpEnv...)
-	code, runErr := pair.Run(context.WithoutCancel(ctx), argv, s.Session.Worktree, environ, in, rawWriter(a.stdout))
+	code, runErr := pair.Run(context.WithoutCancel(ctx), argv, s.Session.Worktree, environ, in, rawWriter(a.io.out))
 	if runErr != nil {
 		code = -1
 	}
@@ -67,7 +67,7 @@ func (c *PairCmd) Run(a *app, ctx context.Context) error {
 	if len(turns) > 0 {
 		summary = turns[len(turns)-1].Content
 	}
-	fmt.Fprintf(a.stderr, "· %s; %s is now %s\n", summary, sn.Task.Slug, sn.Task.Status)
+	fmt.Fprintf(a.io.errOut, "· %s; %s is now %s\n", summary, sn.Task.Slug, sn.Task.Status)
 	if runErr != nil {
 		return fmt.Errorf("pairing ended: %w", runErr)
 	}
@@ -84,7 +84,7 @@ func (a *app) pairMCP(ctx context.Context, s *task.Snapshot, argv []string) ([]s
 	lazyDir := a.repo.LazyDir()
 	if a.getenv("LAZY_NO_DAEMON") == "" {
 		if _, err := a.ensureDaemon(ctx); err != nil {
-			fmt.Fprintf(a.stderr, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
+			fmt.Fprintf(a.io.errOut, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
 			return argv, nil, none
 		}
 	}
@@ -94,7 +94,7 @@ func (a *app) pairMCP(ctx context.Context, s *task.Snapshot, argv []string) ([]s
 	}
 	token, err := link.MintToken(lazyDir, link.Identity{Task: s.Task.ID, Session: s.Session.ID, Turn: s.Session.Turn, Kind: "pair"})
 	if err != nil {
-		fmt.Fprintf(a.stderr, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
+		fmt.Fprintf(a.io.errOut, "lazy: the agent gets no lazy tools while pairing: %v\n", err)
 		return argv, nil, none
 	}
 	m := &agent.MCPServer{Command: exe, Args: []string{"-C", filepath.Dir(lazyDir), "mcp-proxy"}, EnvVars: []string{link.TokenEnv}}

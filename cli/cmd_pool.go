@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
@@ -32,33 +31,6 @@ func (a *app) poolRemote(ctx context.Context, flag string) (string, error) {
 		flag, _ = a.cfg.Get("lazy.pool.remote")
 	}
 	return a.defaultRemote(ctx, strings.TrimSpace(flag))
-}
-
-// poolMaxLease is git config lazy.pool.maxLease: the longest lease the
-// pool accepts (a claim that says it holds longer counts as expired).
-func (a *app) poolMaxLease() (time.Duration, error) {
-	v, ok := a.cfg.Get(pool.MaxLeaseKey)
-	if !ok || strings.TrimSpace(v) == "" {
-		return pool.DefaultMaxLease, nil
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil || d <= 0 {
-		return 0, configkeys.Invalid(pool.MaxLeaseKey, v, "is not a duration above 0")
-	}
-	return d, nil
-}
-
-// runnerAgents is lazy.runner.agents: the agents a runner here may run.
-func (a *app) runnerAgents() []string {
-	var out []string
-	for _, v := range a.cfg.All("lazy.runner.agents") {
-		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-			if f = strings.ToLower(strings.TrimSpace(f)); f != "" && !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
 }
 
 // RunnerCmd runs this clone as a runner of the pool.
@@ -89,23 +61,23 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 			return usageError{fmt.Sprintf("--label %q: a label is lower-case letters, digits, '.', '_' and '-' (gpu, linux-arm64)", l)}
 		}
 	}
-	maxLease, err := a.poolMaxLease()
+	maxLease, err := a.settings().poolMaxLease()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	say := func(msg string) {
-		fmt.Fprintf(a.stderr, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.Runner().PoolRunnerID(), sanitize.Field(msg))
+		fmt.Fprintf(a.io.errOut, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.Runner().PoolRunnerID(), sanitize.Field(msg))
 	}
-	say(fmt.Sprintf("on %s, %s, agents %s, up to %s at once", remote, labelsOf(c.Label), words.List(a.runnerAgents(), "none"), words.Count(c.MaxTasks, "turn", "turns")))
+	say(fmt.Sprintf("on %s, %s, agents %s, up to %s at once", remote, labelsOf(c.Label), words.List(a.settings().runnerAgents(), "none"), words.Count(c.MaxTasks, "turn", "turns")))
 	return env.Runner().RunPool(ctx, runner.Options{
 		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll, MaxLease: maxLease,
-		Agents: a.runnerAgents(),
+		Agents: a.settings().runnerAgents(),
 		Input: func(agentName string) (session.StartInput, error) {
 			// The agent's command and posture come from this machine's
 			// configuration, never from the task record.
-			return a.startInput(agentName, "")
+			return a.settings().startInput(agentName, "")
 		},
 		Reconcile: a.reconcileTask,
 		Say:       say,
@@ -169,7 +141,7 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	maxLease, err := a.poolMaxLease()
+	maxLease, err := a.settings().poolMaxLease()
 	if err != nil {
 		return err
 	}
@@ -197,9 +169,9 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(v)
+		return a.io.printJSON(v)
 	}
-	renderPool(a.stdout, v, a.now())
+	renderPool(a.io.out, v, a.now())
 	return nil
 }
 
@@ -223,7 +195,7 @@ func (c *PoolCmd) release(a *app, ctx context.Context, remote string, maxLease t
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(res)
+		return a.io.printJSON(res)
 	}
 	name := res.Task
 	if res.Slug != "" {
@@ -233,7 +205,7 @@ func (c *PoolCmd) release(a *app, ctx context.Context, remote string, maxLease t
 	if res.Was.Problem != "" {
 		was = "a claim lazy does not accept (" + sanitize.Field(res.Was.Problem) + ")"
 	}
-	_, err = fmt.Fprintf(a.stdout, "Released %s on %s: %s is replaced by a released claim at generation %d; any runner may take it now\n",
+	_, err = fmt.Fprintf(a.io.out, "Released %s on %s: %s is replaced by a released claim at generation %d; any runner may take it now\n",
 		sanitize.Field(name), sanitize.Field(remote), was, res.Now.Generation)
 	return err
 }

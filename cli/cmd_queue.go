@@ -31,7 +31,7 @@ func (c *QueueCmd) Run(a *app, ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stdout, "Took %s out of the queue of %s; lazy accept %s puts it back\n", en.Slug, en.Target, en.Slug)
+		fmt.Fprintf(a.io.out, "Took %s out of the queue of %s; lazy accept %s puts it back\n", en.Slug, en.Target, en.Slug)
 		return nil
 	}
 	queues := env.Queue().Queues()
@@ -39,9 +39,9 @@ func (c *QueueCmd) Run(a *app, ctx context.Context) error {
 		if queues == nil {
 			queues = []queue.View{}
 		}
-		return a.printJSON(queues)
+		return a.io.printJSON(queues)
 	}
-	renderQueues(a.stdout, queues, a.now())
+	renderQueues(a.io.out, queues, a.now())
 	return nil
 }
 

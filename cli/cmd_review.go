@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lazyorch/lazy/attempts"
-	"github.com/lazyorch/lazy/landing"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 
 	"github.com/google/renameio/v2"
 
@@ -79,13 +80,13 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if !changed {
-		fmt.Fprintln(a.stdout, c.nothing(r))
+		fmt.Fprintln(a.io.out, c.nothing(r))
 		return nil
 	}
 	// Said on stderr, so a patch piped to a file stays exact.
 	if sn, err := a.openTask(c.Task); err == nil {
 		if pv, _ := env.Landing().Gates().ProtectedChanges(ctx, sn); pv != nil {
-			fmt.Fprintf(a.stderr, "lazy: this change %s\n", pv.Line())
+			fmt.Fprintf(a.io.errOut, "lazy: this change %s\n", pv.Line())
 		}
 	}
 	args := []string{"diff"}
@@ -97,14 +98,14 @@ func (c *DiffCmd) Run(a *app, ctx context.Context) error {
 	case c.Tool:
 		args = []string{"difftool", "--dir-diff"}
 	}
-	if a.noColor {
+	if a.io.noColor {
 		args = append(args, "--no-color")
 	}
 	form := append([]string(nil), args...)
 	args = append(args, r.MergeBase, r.BranchSHA)
 	// git gets the real stdout, as for a git diff the user typed: its
 	// pager and colour apply, and a patch piped to a file is exact.
-	err = gitcli.New(a.repoDir(), args...).Paths(c.Paths...).Attach(ctx, a.stdin, rawWriter(a.stdout), a.stderr)
+	err = gitcli.New(a.repoDir(), args...).Paths(c.Paths...).Attach(ctx, a.io.in, rawWriter(a.io.out), a.io.errOut)
 	var ge *gitcli.Error
 	if errors.As(err, &ge) && ge.ExitCode() > 0 {
 		return silentExit{code: ge.ExitCode(), err: err}
@@ -192,7 +193,7 @@ func (c *DiffCmd) json(a *app, ctx context.Context, env *wire.Env) error {
 	if sn, err := a.openTask(c.Task); err == nil {
 		out.ProtectedChanges, _ = env.Landing().Gates().ProtectedChanges(ctx, sn)
 	}
-	return a.printJSON(out)
+	return a.io.printJSON(out)
 }
 
 // attempts prints the attempts of a group: the table show prints, then
@@ -206,8 +207,8 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *wire.Env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "# %s, tried %d ways\n", v.Group, len(v.Attempts))
-	render.AttemptTable(a.stdout, v)
+	fmt.Fprintf(a.io.out, "# %s, tried %d ways\n", v.Group, len(v.Attempts))
+	render.AttemptTable(a.io.out, v)
 	for _, at := range v.Attempts {
 		head := fmt.Sprintf("\n# attempt %d: %s (%s, %s", at.K, orDash(at.Slug), orDash(sanitize.Field(attempts.AgentLabel(at.Agent, at.Model))), at.Status)
 		if at.Diff != nil {
@@ -216,10 +217,10 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *wire.Env) error {
 		head += ")"
 		r := at.Review
 		if r == nil {
-			fmt.Fprintf(a.stdout, "%s\n(no branch here to diff: %s)\n", head, at.DiffCell())
+			fmt.Fprintf(a.io.out, "%s\n(no branch here to diff: %s)\n", head, at.DiffCell())
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s %s..%s on %s\n", head, render.ShortSHA(r.MergeBase), render.ShortSHA(r.BranchSHA), r.Branch)
+		fmt.Fprintf(a.io.out, "%s %s..%s on %s\n", head, render.ShortSHA(r.MergeBase), render.ShortSHA(r.BranchSHA), r.Branch)
 		var out string
 		switch {
 		case c.Stat:
@@ -237,7 +238,7 @@ func (c *DiffCmd) attempts(a *app, ctx context.Context, env *wire.Env) error {
 			return fmt.Errorf("diff attempt %d (%s): %w", at.K, at.Slug, err)
 		}
 		if out = strings.TrimRight(out, "\n"); out != "" {
-			if _, err := io.WriteString(a.stdout, out+"\n"); err != nil {
+			if _, err := io.WriteString(a.io.out, out+"\n"); err != nil {
 				return err
 			}
 		}
@@ -253,9 +254,9 @@ func (c *DiffCmd) uncommitted(ctx context.Context, a *app, r *review.Review, for
 	if err != nil || len(st) == 0 {
 		return nil // a worktree git cannot read has nothing to add here
 	}
-	fmt.Fprintf(a.stdout, "\n# Uncommitted in the worktree %s (not committed to %s):\n", r.Worktree, r.Branch)
-	out := rawWriter(a.stdout)
-	if err := gitcli.New(r.Worktree, append(form, "HEAD")...).Paths(c.Paths...).Attach(ctx, a.stdin, out, a.stderr); err != nil {
+	fmt.Fprintf(a.io.out, "\n# Uncommitted in the worktree %s (not committed to %s):\n", r.Worktree, r.Branch)
+	out := rawWriter(a.io.out)
+	if err := gitcli.New(r.Worktree, append(form, "HEAD")...).Paths(c.Paths...).Attach(ctx, a.io.in, out, a.io.errOut); err != nil {
 		return err
 	}
 	untracked, err := gitcli.New(r.Worktree, "ls-files", "--others", "--exclude-standard", "-z").Paths(c.Paths...).Output(ctx)
@@ -267,11 +268,11 @@ func (c *DiffCmd) uncommitted(ctx context.Context, a *app, r *review.Review, for
 			continue
 		}
 		if c.NameOnly {
-			fmt.Fprintln(a.stdout, f)
+			fmt.Fprintln(a.io.out, f)
 			continue
 		}
 		// diff --no-index exits 1 when the files differ, which they do.
-		err := gitcli.New(r.Worktree, append(append([]string(nil), form...), "--no-index")...).Paths(os.DevNull, f).Attach(ctx, a.stdin, out, a.stderr)
+		err := gitcli.New(r.Worktree, append(append([]string(nil), form...), "--no-index")...).Paths(os.DevNull, f).Attach(ctx, a.io.in, out, a.io.errOut)
 		var ge *gitcli.Error
 		if err != nil && (!errors.As(err, &ge) || ge.ExitCode() != 1) {
 			return err
@@ -333,7 +334,7 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
 	}
-	lw := &logWriter{w: a.stdout, raw: c.Raw, marks: pd.LogMarks(), secrets: a.secrets()}
+	lw := &logWriter{w: a.io.out, raw: c.Raw, marks: pd.LogMarks(), secrets: a.secrets()}
 	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
 	if errors.Is(err, os.ErrNotExist) {
 		if !c.Follow {
@@ -382,7 +383,7 @@ func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.
 		if settled {
 			lw.flush()
 			line, _ := a.outcome(ctx, sn)
-			a.info("%s is %s", sn.Task.Slug, line)
+			a.io.info("%s is %s", sn.Task.Slug, line)
 			return nil
 		}
 		select {
@@ -530,7 +531,7 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 		}
 		ids = append(ids, id)
 	}
-	final, timedOut, err := a.waitSettled(ctx, ids, c.Any, c.Timeout, a.progressLine(c.JSON))
+	final, timedOut, err := a.waitSettled(ctx, ids, c.Any, c.Timeout, a.io.progressLine(c.JSON))
 	if err != nil {
 		return err
 	}
@@ -546,9 +547,9 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 			// A task that is held, or whose gate failed, says so and how
 			// to carry it on; any other says its status alone.
 			if line, facts := a.outcome(ctx, sn); facts {
-				fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, line)
+				fmt.Fprintf(a.io.out, "%s: %s\n", sn.Task.Slug, line)
 			} else {
-				fmt.Fprintf(a.stdout, "%s: %s\n", sn.Task.Slug, sn.Task.Status)
+				fmt.Fprintf(a.io.out, "%s: %s\n", sn.Task.Slug, sn.Task.Status)
 			}
 		}
 		switch sn.Task.Status {
@@ -560,7 +561,7 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 		if out == nil {
 			out = []task.Summary{}
 		}
-		if err := a.printJSON(out); err != nil {
+		if err := a.io.printJSON(out); err != nil {
 			return err
 		}
 	}
@@ -661,7 +662,7 @@ func (a *app) notify(actions []reconcile.Action) {
 			"LAZY_MESSAGE="+fmt.Sprintf("lazy: %s is %s and needs you (lazy show %s)", act.Slug, act.To, act.Slug))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
-			fmt.Fprintf(a.stderr, "lazy: lazy.notify.command could not start: %v\n", err)
+			fmt.Fprintf(a.io.errOut, "lazy: lazy.notify.command could not start: %v\n", err)
 			continue
 		}
 		go func() { _ = cmd.Wait() }()
@@ -694,22 +695,22 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *task.Snapshot, logOff
 	switch {
 	case f.Follow:
 		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
-		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.stdout, marks: pd.LogMarks(), secrets: a.secrets()}, pd, logOff)
+		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.io.out, marks: pd.LogMarks(), secrets: a.secrets()}, pd, logOff)
 	case f.Wait:
-		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0, a.progressLine(false))
+		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0, a.io.progressLine(false))
 		if err != nil {
 			return err
 		}
 		end := final[sn.Task.ID]
 		line, _ := a.outcome(ctx, end)
-		fmt.Fprintf(a.stdout, "%s: %s\n", slug, line)
+		fmt.Fprintf(a.io.out, "%s: %s\n", slug, line)
 		switch end.Task.Status {
 		case machine.Interrupted, machine.Conflict, machine.Abandoned:
 			return silentExit{code: waitNeedsAttention, err: errors.New("the task needs attention")}
 		}
 		return nil
 	}
-	a.info("follow it with lazy logs -f %s, or lazy wait %s", slug, slug)
+	a.io.info("follow it with lazy logs -f %s, or lazy wait %s", slug, slug)
 	return nil
 }
 

@@ -64,15 +64,15 @@ func (c *StashCmd) Run(a *app, ctx context.Context) error {
 		if owed == nil {
 			owed = []landing.OwedStash{}
 		}
-		return a.printJSON(stashView{Owed: owed})
+		return a.io.printJSON(stashView{Owed: owed})
 	}
 	if len(owed) == 0 {
-		_, err := fmt.Fprintln(a.stdout, "lazy keeps none of your uncommitted changes: every accept gave them back.")
+		_, err := fmt.Fprintln(a.io.out, "lazy keeps none of your uncommitted changes: every accept gave them back.")
 		return err
 	}
 	for i, o := range owed {
 		if i > 0 {
-			fmt.Fprintln(a.stdout)
+			fmt.Fprintln(a.io.out)
 		}
 		renderOwed(a, o)
 	}
@@ -89,26 +89,26 @@ func renderOwed(a *app, o landing.OwedStash) {
 	if len(parts) == 0 {
 		parts = []landing.StashPart{{SHA: o.SHA, TaskID: o.TaskID, At: o.At}}
 	}
-	fmt.Fprintf(a.stdout, "Your uncommitted changes of %s, from %s, oldest first, kept in stash %s:\n", where, words.Count(len(parts), "interrupted accept", "interrupted accepts"), o.SHA)
+	fmt.Fprintf(a.io.out, "Your uncommitted changes of %s, from %s, oldest first, kept in stash %s:\n", where, words.Count(len(parts), "interrupted accept", "interrupted accepts"), o.SHA)
 	for i, p := range parts {
 		task := ""
 		if p.TaskID != "" {
 			task = " (the accept of " + a.slugOf(p.TaskID) + ")"
 		}
-		fmt.Fprintf(a.stdout, "  %d. %s  stash %s%s\n", i+1, p.At.Local().Format(time.DateTime), p.SHA, task)
+		fmt.Fprintf(a.io.out, "  %d. %s  stash %s%s\n", i+1, p.At.Local().Format(time.DateTime), p.SHA, task)
 	}
 	if len(o.Conflicts) > 0 {
 		what := "them"
 		if len(o.Conflicts) == 1 {
 			what = "it"
 		}
-		fmt.Fprintf(a.stdout, "  %s: two of them changed %s differently; the restore leaves both versions between conflict markers, to resolve\n", sanitize.Field(strings.Join(o.Conflicts, ", ")), what)
+		fmt.Fprintf(a.io.out, "  %s: two of them changed %s differently; the restore leaves both versions between conflict markers, to resolve\n", sanitize.Field(strings.Join(o.Conflicts, ", ")), what)
 	}
 	restore := "lazy stash restore"
 	if o.Target != "" {
 		restore += " " + sanitize.Field(o.Target)
 	}
-	fmt.Fprintf(a.stdout, "  restore them all: %s   (or: %s)\n", restore, sanitize.Field(o.Restore))
+	fmt.Fprintf(a.io.out, "  restore them all: %s   (or: %s)\n", restore, sanitize.Field(o.Restore))
 }
 
 // slugOf names task id by its slug when it is here.
@@ -137,12 +137,12 @@ func (c *StashCmd) restore(a *app, ctx context.Context, env *wire.Env) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(map[string]any{"restored": o})
+		return a.io.printJSON(map[string]any{"restored": o})
 	}
 	n := max(1, len(o.Parts))
-	fmt.Fprintf(a.stdout, "Restored your uncommitted changes from %s in %s (stash %s); lazy keeps no copy now\n", words.Count(n, "interrupted accept", "interrupted accepts"), sanitize.Field(o.Dir), o.SHA)
+	fmt.Fprintf(a.io.out, "Restored your uncommitted changes from %s in %s (stash %s); lazy keeps no copy now\n", words.Count(n, "interrupted accept", "interrupted accepts"), sanitize.Field(o.Dir), o.SHA)
 	if len(o.Conflicts) > 0 {
-		fmt.Fprintf(a.stdout, "%s hold two versions between conflict markers (<<<<<<< older, >>>>>>> newer): resolve them\n", sanitize.Field(strings.Join(o.Conflicts, ", ")))
+		fmt.Fprintf(a.io.out, "%s hold two versions between conflict markers (<<<<<<< older, >>>>>>> newer): resolve them\n", sanitize.Field(strings.Join(o.Conflicts, ", ")))
 	}
 	return nil
 }

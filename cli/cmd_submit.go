@@ -42,13 +42,13 @@ func (c *SubmitCmd) Run(a *app, ctx context.Context) error {
 	// The daemon's forge sync follows the pull request from here.
 	a.daemonAfterLaunch(ctx)
 	if c.JSON {
-		return a.printJSON(toJSON(&res.Snapshot.Task))
+		return a.io.printJSON(toJSON(&res.Snapshot.Task))
 	}
 	verb := "opened"
 	if res.Updated {
 		verb = "updated"
 	}
-	fmt.Fprintf(a.stdout, "Submitted %s: %s pull request #%d %s\n", res.Snapshot.Task.Slug, verb, res.PR.Number, res.PR.URL)
+	fmt.Fprintf(a.io.out, "Submitted %s: %s pull request #%d %s\n", res.Snapshot.Task.Slug, verb, res.PR.Number, res.PR.URL)
 	return nil
 }
 

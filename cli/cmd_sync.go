@@ -76,7 +76,7 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	line := a.progressLine(c.JSON)
+	line := a.io.progressLine(c.JSON)
 	line.Start(time.Second)
 	line.Set("pull " + remote + ": fetching")
 	err = a.store.Fetch(ctx, remote)
@@ -96,7 +96,7 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	pooled := a.fetchPooledBranches(ctx, remote)
 	if c.JSON {
 		emptyLists(rep)
-		return a.printJSON(struct {
+		return a.io.printJSON(struct {
 			*gitstore.SyncReport
 			Foreign []string `json:"foreign_sessions"`
 			Pooled  []string `json:"pooled_branches"`
@@ -106,7 +106,7 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	for _, slug := range foreign {
-		fmt.Fprintf(a.stderr, "lazy: %s arrived claiming a session of this machine that this machine never started; nothing will run, stop or delete anything for it (lazy show %s; lazy start --take-over %s to adopt it)\n", slug, slug, slug)
+		fmt.Fprintf(a.io.errOut, "lazy: %s arrived claiming a session of this machine that this machine never started; nothing will run, stop or delete anything for it (lazy show %s; lazy start --take-over %s to adopt it)\n", slug, slug, slug)
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	spec, _ := a.cfg.Get("lazy.pushRefspec")
-	line := a.progressLine(c.JSON)
+	line := a.io.progressLine(c.JSON)
 	line.Start(time.Second)
 	rep, err := a.store.PushPhases(ctx, remote, spec, func(phase string) { line.Set("push " + remote + ": " + phase) })
 	line.Close()
@@ -163,35 +163,35 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) error {
 	if asJSON {
 		emptyLists(rep)
-		return a.printJSON(rep)
+		return a.io.printJSON(rep)
 	}
 	if verb == "Pushed to" {
-		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, rep.Remote, pushSummary(rep))
+		fmt.Fprintf(a.io.out, "%s %s: %s\n", verb, rep.Remote, pushSummary(rep))
 	} else {
-		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, rep.Remote, pullSummary(rep))
+		fmt.Fprintf(a.io.out, "%s %s: %s\n", verb, rep.Remote, pullSummary(rep))
 	}
 	for _, r := range rep.Refused {
 		if r.KeptLocal {
-			fmt.Fprintf(a.stdout, "  refused %s: the remote's record moves it %s -> %s (%s by %s on host %s): %s; the local record stays as it was\n",
+			fmt.Fprintf(a.io.out, "  refused %s: the remote's record moves it %s -> %s (%s by %s on host %s): %s; the local record stays as it was\n",
 				r.Task, orDash(r.From), r.To, orDash(r.Op), orDash(string(r.Actor)), orDash(r.Host), r.Reason)
 			continue
 		}
-		fmt.Fprintf(a.stdout, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
+		fmt.Fprintf(a.io.out, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
 	}
 	for _, u := range rep.Unverified {
-		fmt.Fprintf(a.stdout, "  unverified %s: %s; lazy removes none of its worktrees or branches on this record's word\n", u.Task, u.Reason)
+		fmt.Fprintf(a.io.out, "  unverified %s: %s; lazy removes none of its worktrees or branches on this record's word\n", u.Task, u.Reason)
 	}
 	for _, f := range rep.Flagged {
-		fmt.Fprintf(a.stdout, "  flagged %s; it counts in no budget and no lazy cost (lazy doctor lists every such figure)\n", sanitize.Field(f.String()))
+		fmt.Fprintf(a.io.out, "  flagged %s; it counts in no budget and no lazy cost (lazy doctor lists every such figure)\n", sanitize.Field(f.String()))
 	}
 	for _, r := range rep.Renamed {
-		fmt.Fprintf(a.stdout, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)
+		fmt.Fprintf(a.io.out, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)
 	}
 	for _, s := range rep.Skipped {
-		fmt.Fprintf(a.stderr, "lazy: skipped %s: %s\n", s.Ref, s.Reason)
+		fmt.Fprintf(a.io.errOut, "lazy: skipped %s: %s\n", s.Ref, s.Reason)
 	}
 	for _, r := range rep.Rejected {
-		fmt.Fprintf(a.stderr, "lazy: the remote rejected %s\n", r)
+		fmt.Fprintf(a.io.errOut, "lazy: the remote rejected %s\n", r)
 	}
 	return nil
 }

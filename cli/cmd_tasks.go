@@ -48,22 +48,22 @@ func (c *InitCmd) Run(a *app) error {
 		}
 	}
 	if c.JSON {
-		return a.printJSON(res)
+		return a.io.printJSON(res)
 	}
 	if res.CreatedHostID {
-		fmt.Fprintf(a.stdout, "Initialized lazy in %s (host id %s)\n", a.repo.CommonDir, res.HostID)
+		fmt.Fprintf(a.io.out, "Initialized lazy in %s (host id %s)\n", a.repo.CommonDir, res.HostID)
 	} else {
-		fmt.Fprintf(a.stdout, "lazy is already set up in %s (host id %s)\n", a.repo.CommonDir, res.HostID)
+		fmt.Fprintf(a.io.out, "lazy is already set up in %s (host id %s)\n", a.repo.CommonDir, res.HostID)
 	}
 	for _, r := range res.Remotes {
-		fmt.Fprintf(a.stdout, "  remote %s: fetches refs/lazy/* into refs/lazy-remotes/%s/\n", r, r)
+		fmt.Fprintf(a.io.out, "  remote %s: fetches refs/lazy/* into refs/lazy-remotes/%s/\n", r, r)
 	}
 	for _, r := range res.Skipped {
-		fmt.Fprintf(a.stderr, "lazy: skipped remote %q: its name is not safe to put in a refspec\n", r)
+		fmt.Fprintf(a.io.errOut, "lazy: skipped remote %q: its name is not safe to put in a refspec\n", r)
 	}
-	fmt.Fprintf(a.stdout, "  lazy push uses %s (your plain git push is unchanged)\n", res.PushRefspec)
+	fmt.Fprintf(a.io.out, "  lazy push uses %s (your plain git push is unchanged)\n", res.PushRefspec)
 	for _, b := range res.Bootstrap {
-		fmt.Fprintf(a.stdout, "  %s\n", b)
+		fmt.Fprintf(a.io.out, "  %s\n", b)
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	if strings.TrimSpace(c.Title) == "" && c.Message == nil && !readable(a.stdin) && (!isTerminal(a.stdin) || !isTerminal(a.stdout)) {
+	if strings.TrimSpace(c.Title) == "" && c.Message == nil && !readable(a.io.in) && (!isTerminal(a.io.in) || !isTerminal(a.io.out)) {
 		// Nothing to take a title from: say how to give one.
 		return usageError{`a task needs a title: lazy create "TITLE" [-m GOAL] (or pipe its description on stdin); nothing was created`}
 	}
@@ -127,7 +127,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 	done()
 	if c.Start {
 		if !c.JSON {
-			fmt.Fprintf(a.stdout, "Created %s (%s)\n", sn.Task.Slug, render.ShortID(sn.Task.ID))
+			fmt.Fprintf(a.io.out, "Created %s (%s)\n", sn.Task.Slug, render.ShortID(sn.Task.ID))
 		}
 		start := &StartCmd{Task: sn.Task.ID, Agent: c.Agent, Command: c.Command, JSON: c.JSON, followFlags: c.followFlags}
 		if err := start.Run(a, ctx); err != nil {
@@ -136,9 +136,9 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 		return nil
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Created %s (%s) in backlog\n", sn.Task.Slug, render.ShortID(sn.Task.ID))
+	fmt.Fprintf(a.io.out, "Created %s (%s) in backlog\n", sn.Task.Slug, render.ShortID(sn.Task.ID))
 	return nil
 }
 
@@ -242,7 +242,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		rows = append(rows, e)
 	}
 	for _, b := range bad {
-		fmt.Fprintf(a.stderr, "lazy: skipping unreadable task %s: %s\n", b.ID, b.Error)
+		fmt.Fprintf(a.io.errOut, "lazy: skipping unreadable task %s: %s\n", b.ID, b.Error)
 	}
 	if f.Limit < 0 {
 		return usageError{"--limit takes a number of tasks, 0 or more"}
@@ -254,13 +254,13 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	// so thousands of tasks decode nothing; a search, an order or a limit
 	// needs the summaries.
 	if f.JSON && f.Search == "" && (f.Sort == "" || f.Sort == "created") && f.Limit == 0 {
-		return writeJSONList(a.stdout, rows, bad, a.marks(), ov)
+		return writeJSONList(a.io.out, rows, bad, a.marks(), ov)
 	}
 	q := strings.ToLower(f.Search)
 	if f.JSON && q == "" && f.Sort != "title" {
 		// Ordered by fields every entry carries, a JSON listing prints the
 		// cached bytes and decodes no summary.
-		return writeJSONList(a.stdout, render.OrderEntries(rows, f.Sort, f.Limit), bad, a.marks(), ov)
+		return writeJSONList(a.io.out, render.OrderEntries(rows, f.Sort, f.Limit), bad, a.marks(), ov)
 	}
 	tasks := make([]*task.Summary, 0, len(rows))
 	rowOf := make(map[string]int, len(rows)) // task id -> index in rows
@@ -284,20 +284,20 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 		for _, r := range ordered {
 			kept = append(kept, rows[rowOf[r.Item.ID]])
 		}
-		return writeJSONList(a.stdout, kept, bad, a.marks(), ov)
+		return writeJSONList(a.io.out, kept, bad, a.marks(), ov)
 	}
 	if len(ordered) == 0 {
-		fmt.Fprintln(a.stdout, "No tasks.")
+		fmt.Fprintln(a.io.out, "No tasks.")
 		return nil
 	}
-	st := a.style()
-	if err := render.TaskTable(a.stdout, st, ordered, a.marks(), ov); err != nil {
+	st := a.io.style(a.now())
+	if err := render.TaskTable(a.io.out, st, ordered, a.marks(), ov); err != nil {
 		return err
 	}
 	if f.next {
-		fmt.Fprintln(a.stdout, "\nNext")
+		fmt.Fprintln(a.io.out, "\nNext")
 		for _, r := range ordered {
-			fmt.Fprintf(a.stdout, "  %s\n", strings.Join(nextSteps(r.Item.Slug, r.Item.Status, r.Item.Status == machine.Conflict), "  |  "))
+			fmt.Fprintf(a.io.out, "  %s\n", strings.Join(nextSteps(r.Item.Slug, r.Item.Status, r.Item.Status == machine.Conflict), "  |  "))
 		}
 	}
 	return nil
@@ -364,7 +364,7 @@ func (a *app) permissions(ctx context.Context, sn *task.Snapshot) *agent.TaskPer
 	if err != nil {
 		return nil
 	}
-	in, err := a.startInput("", "")
+	in, err := a.settings().startInput("", "")
 	if err != nil {
 		return nil
 	}
@@ -410,9 +410,9 @@ func (c *CommentCmd) Run(a *app, ctx context.Context) error {
 	}
 	done()
 	if c.JSON {
-		return a.printJSON(cm)
+		return a.io.printJSON(cm)
 	}
-	fmt.Fprintf(a.stdout, "Commented on %s (#%d)\n", sn.Task.Slug, cm.Seq)
+	fmt.Fprintf(a.io.out, "Commented on %s (#%d)\n", sn.Task.Slug, cm.Seq)
 	return nil
 }
 
@@ -444,14 +444,14 @@ func (c *endCmd) run(a *app, ctx context.Context, env *wire.Env, verb string, do
 			task.Summary
 			Cleanup []string `json:"cleanup"`
 		}{toJSON(&sn.Task), nonNil(notes)}
-		if err := a.printJSON(out); err != nil {
+		if err := a.io.printJSON(out); err != nil {
 			return err
 		}
 		return cerr
 	}
-	fmt.Fprintf(a.stdout, "%s %s: now %s\n", verbPast(verb), sn.Task.Slug, sn.Task.Status)
+	fmt.Fprintf(a.io.out, "%s %s: now %s\n", verbPast(verb), sn.Task.Slug, sn.Task.Status)
 	for _, n := range notes {
-		fmt.Fprintf(a.stdout, "  %s\n", n)
+		fmt.Fprintf(a.io.out, "  %s\n", n)
 	}
 	return cerr
 }
@@ -517,9 +517,9 @@ func (c *ReopenCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
-	fmt.Fprintf(a.stdout, "Reopened %s: now %s\n", sn.Task.Slug, sn.Task.Status)
+	fmt.Fprintf(a.io.out, "Reopened %s: now %s\n", sn.Task.Slug, sn.Task.Status)
 	return nil
 }
 
@@ -534,7 +534,7 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	if _, err := a.looseObjectLimit(a.cfg); err != nil && c.Auto {
+	if _, err := looseObjectLimit(a.cfg); err != nil && c.Auto {
 		return err
 	}
 	res, err := a.store.Housekeep(ctx, c.Auto)
@@ -542,10 +542,10 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if !res.Ran {
-		fmt.Fprintln(a.stdout, "Nothing to do (below the threshold, or another pass is running).")
+		fmt.Fprintln(a.io.out, "Nothing to do (below the threshold, or another pass is running).")
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "Packed: loose objects %d -> %d, loose refs %d -> 0\n", res.LooseBefore, res.LooseAfter, res.LooseRefsWas)
+	fmt.Fprintf(a.io.out, "Packed: loose objects %d -> %d, loose refs %d -> 0\n", res.LooseBefore, res.LooseAfter, res.LooseRefsWas)
 	return nil
 }
 
@@ -574,7 +574,7 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
 	where := "now a top-level task"
 	if sn.Task.Parent != "" {
@@ -583,7 +583,7 @@ func (c *ReparentCmd) Run(a *app, ctx context.Context) error {
 			where = "now a subtask of " + p.Task.Slug
 		}
 	}
-	fmt.Fprintf(a.stdout, "Reparented %s: %s\n", sn.Task.Slug, where)
+	fmt.Fprintf(a.io.out, "Reparented %s: %s\n", sn.Task.Slug, where)
 	return nil
 }
 
@@ -624,12 +624,12 @@ func (c *AllowCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(toJSON(&sn.Task))
+		return a.io.printJSON(toJSON(&sn.Task))
 	}
 	if len(sn.Task.AllowedPaths) == 0 {
-		fmt.Fprintf(a.stdout, "%s: no allowed-paths policy; every file is allowed\n", sn.Task.Slug)
+		fmt.Fprintf(a.io.out, "%s: no allowed-paths policy; every file is allowed\n", sn.Task.Slug)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "%s: allowed paths %s\n", sn.Task.Slug, strings.Join(sn.Task.AllowedPaths, ", "))
+	fmt.Fprintf(a.io.out, "%s: allowed paths %s\n", sn.Task.Slug, strings.Join(sn.Task.AllowedPaths, ", "))
 	return nil
 }

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lazyorch/lazy/attempts"
-	"github.com/lazyorch/lazy/landing"
 	"io"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/landing"
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -224,7 +225,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		if v.Active == nil {
 			v.Active = []statusRow{}
 		}
-		return a.printJSON(v)
+		return a.io.printJSON(v)
 	}
 	var parts []string
 	for _, s := range machine.Statuses() {
@@ -235,21 +236,21 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	if len(parts) == 0 {
 		parts = []string{"no tasks"}
 	}
-	fmt.Fprintln(a.stdout, strings.Join(parts, ", "))
+	fmt.Fprintln(a.io.out, strings.Join(parts, ", "))
 	if v.Daemon != nil {
-		fmt.Fprintf(a.stdout, "daemon: pid %d, version %s\n", v.Daemon.PID, v.Daemon.Version)
+		fmt.Fprintf(a.io.out, "daemon: pid %d, version %s\n", v.Daemon.PID, v.Daemon.Version)
 	} else {
-		fmt.Fprintln(a.stdout, "daemon: not running (it starts with the next turn)")
+		fmt.Fprintln(a.io.out, "daemon: not running (it starts with the next turn)")
 	}
 	if v.Usage != nil {
-		fmt.Fprintf(a.stdout, "agents spent: %s\n", v.Usage.String())
+		fmt.Fprintf(a.io.out, "agents spent: %s\n", v.Usage.String())
 	}
-	printPRs(a.stdout, entries)
+	printPRs(a.io.out, entries)
 	for _, o := range v.OwedStashes {
-		fmt.Fprintln(a.stdout, "owed stash: "+sanitize.Display(o.Describe()))
+		fmt.Fprintln(a.io.out, "owed stash: "+sanitize.Display(o.Describe()))
 	}
 	for _, m := range v.ForeignMerges {
-		fmt.Fprintln(a.stdout, "foreign merge: "+sanitize.Display(m))
+		fmt.Fprintln(a.io.out, "foreign merge: "+sanitize.Display(m))
 	}
 	for _, q := range v.Queues {
 		if len(q.Entries) == 0 {
@@ -259,7 +260,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		for _, en := range q.Entries {
 			parts = append(parts, sanitize.Field(en.Slug)+" "+en.State)
 		}
-		fmt.Fprintf(a.stdout, "merge queue into %s: %s (lazy queue)\n", sanitize.Field(q.Target), strings.Join(parts, ", "))
+		fmt.Fprintf(a.io.out, "merge queue into %s: %s (lazy queue)\n", sanitize.Field(q.Target), strings.Join(parts, ", "))
 	}
 	slugs := make([]string, 0, len(v.Overlaps))
 	for slug := range v.Overlaps {
@@ -267,21 +268,21 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	}
 	sort.Strings(slugs)
 	for _, slug := range slugs {
-		fmt.Fprintf(a.stdout, "overlap: %s with %s (lazy show %s)\n", sanitize.Field(slug), sanitize.Field(v.Overlaps[slug]), sanitize.Field(slug))
+		fmt.Fprintf(a.io.out, "overlap: %s with %s (lazy show %s)\n", sanitize.Field(slug), sanitize.Field(v.Overlaps[slug]), sanitize.Field(slug))
 	}
 	for _, p := range a.poolLines(ctx) {
-		fmt.Fprintln(a.stdout, sanitize.Field(p))
+		fmt.Fprintln(a.io.out, sanitize.Field(p))
 	}
 	for _, g := range v.GateFailed {
-		fmt.Fprintf(a.stdout, "gate failed: %s at %s: %s (lazy show %s)\n", sanitize.Field(g.Slug), g.At, sanitize.Field(g.Failed), sanitize.Field(g.Slug))
+		fmt.Fprintf(a.io.out, "gate failed: %s at %s: %s (lazy show %s)\n", sanitize.Field(g.Slug), g.At, sanitize.Field(g.Failed), sanitize.Field(g.Slug))
 	}
 	if len(rows) > 0 {
-		fmt.Fprintln(a.stdout)
+		fmt.Fprintln(a.io.out)
 		cells := make([][]render.Cell, 0, len(rows))
 		for _, r := range rows {
 			cells = append(cells, []render.Cell{{Text: r.Slug}, {Text: statusCell(r), SGR: render.StatusSGR[r.Status]}, {Text: r.Title}})
 		}
-		return a.style().Table(a.stdout, []string{"ACTIVE", "STATUS", "TITLE"}, cells)
+		return a.io.style(a.now()).Table(a.io.out, []string{"ACTIVE", "STATUS", "TITLE"}, cells)
 	}
 	return nil
 }
@@ -311,7 +312,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
 	}
-	if isTerminal(a.stdout) && isTerminal(a.stdin) {
+	if isTerminal(a.io.out) && isTerminal(a.io.in) {
 		if a.getenv("LAZY_NO_DAEMON") == "" {
 			if _, err := a.ensureDaemon(ctx); err != nil {
 				return err
@@ -330,7 +331,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		return fmt.Errorf("follow the daemon: %w", err)
 	}
 	keep := func(s machine.Status) bool { return c.All || !s.IsTerminal() }
-	tty := isTerminal(a.stdout)
+	tty := isTerminal(a.io.out)
 	bell := tty && c.bell(a)
 	var prevStatus map[string]machine.Status
 	last := map[string]string{}
@@ -350,13 +351,13 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 			queues = env.Queue().Queues()
 		}
 		if tty {
-			drawScreen(a.stdout, rows, queues, a.poolLines(ctx))
+			drawScreen(a.io.out, rows, queues, a.poolLines(ctx))
 			now := make(map[string]machine.Status, len(rows))
 			for _, r := range rows {
 				now[r.id] = r.Status
 			}
 			if bell && tui.NewlyNeedsYou(prevStatus, now) {
-				_, _ = io.WriteString(rawWriter(a.stdout), "\a")
+				_, _ = io.WriteString(rawWriter(a.io.out), "\a")
 			}
 			prevStatus = now
 			return nil
@@ -371,13 +372,13 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 			}
 			if last[r.Slug] != cell {
 				last[r.Slug] = cell
-				fmt.Fprintf(a.stdout, "%s %s %s\n", now, r.Slug, cell)
+				fmt.Fprintf(a.io.out, "%s %s %s\n", now, r.Slug, cell)
 			}
 		}
 		for slug := range last {
 			if !seen[slug] {
 				delete(last, slug)
-				fmt.Fprintf(a.stdout, "%s %s finished\n", now, slug)
+				fmt.Fprintf(a.io.out, "%s %s finished\n", now, slug)
 			}
 		}
 		return nil

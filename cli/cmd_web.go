@@ -97,17 +97,17 @@ func (c *WebCmd) Run(a *app, ctx context.Context) error {
 		url = w.ActionsURL
 	}
 	if c.JSON {
-		return a.printJSON(struct {
+		return a.io.printJSON(struct {
 			PID     int    `json:"pid"`
 			URL     string `json:"url"`
 			Actions bool   `json:"actions"`
 		}{w.PID, url, actions})
 	}
-	fmt.Fprintf(a.stdout, "%s\n", url)
+	fmt.Fprintf(a.io.out, "%s\n", url)
 	if actions {
-		fmt.Fprintln(a.stderr, "lazy: this URL can act on tasks as you (actor human); it is local (127.0.0.1) and its token is the key, so keep it to yourself")
+		fmt.Fprintln(a.io.errOut, "lazy: this URL can act on tasks as you (actor human); it is local (127.0.0.1) and its token is the key, so keep it to yourself")
 	} else {
-		fmt.Fprintln(a.stderr, "lazy: the web view is read-only and local (127.0.0.1); the token in the URL is its key (lazy web --actions prints one that can act)")
+		fmt.Fprintln(a.io.errOut, "lazy: the web view is read-only and local (127.0.0.1); the token in the URL is its key (lazy web --actions prints one that can act)")
 	}
 	return nil
 }

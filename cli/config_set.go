@@ -162,11 +162,11 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 	}
 	ch.Note = changeNote(ch)
 	if c.JSON {
-		return a.printJSON(ch)
+		return a.io.printJSON(ch)
 	}
-	fmt.Fprintln(a.stdout, sanitize.Field(changeSummary(ch, hideSecret(k.Name, value))))
+	fmt.Fprintln(a.io.out, sanitize.Field(changeSummary(ch, hideSecret(k.Name, value))))
 	if ch.Note != "" {
-		fmt.Fprintln(a.stdout, sanitize.Field(ch.Note))
+		fmt.Fprintln(a.io.out, sanitize.Field(ch.Note))
 	}
 	return nil
 }

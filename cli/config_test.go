@@ -357,7 +357,7 @@ func TestSandboxConfigReadsTildeAsHome(t *testing.T) {
 	if err := a.open(); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := a.sandboxConfig("")
+	sb, err := a.settings().sandbox("")
 	if err != nil || sb == nil {
 		t.Fatalf("sandboxConfig: %+v %v", sb, err)
 	}

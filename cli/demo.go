@@ -22,5 +22,5 @@ func (c *DemoCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo: find the lazy binary: %w", err)
 	}
-	return demo.Run(ctx, a.stdout, exe, c.Dir, c.Keep)
+	return demo.Run(ctx, a.io.out, exe, c.Dir, c.Keep)
 }

@@ -199,9 +199,9 @@ type VersionCmd struct {
 func (c *VersionCmd) Run(a *app) error {
 	b := readBuildInfo(a.build.version)
 	if c.JSON {
-		return a.printJSON(b)
+		return a.io.printJSON(b)
 	}
-	fmt.Fprintf(a.stdout, "lazy %s\nbuild id %s\n", b, b.BuildID)
+	fmt.Fprintf(a.io.out, "lazy %s\nbuild id %s\n", b, b.BuildID)
 	return nil
 }
 
@@ -223,7 +223,7 @@ var completionScripts = map[string]string{
 // Run implements lazy completion: the script makes the shell ask lazy
 // (COMP_LINE set) for completions of commands, flags and task slugs.
 func (c *CompletionCmd) Run(a *app) error {
-	_, err := io.WriteString(a.stdout, completionScripts[c.Shell])
+	_, err := io.WriteString(a.io.out, completionScripts[c.Shell])
 	return err
 }
 

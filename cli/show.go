@@ -3,9 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+
 	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/landing"
-	"slices"
 
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
@@ -56,9 +57,9 @@ func (c *ShowCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.JSON {
-		return a.printJSON(showJSON{v.Detail, v.Overlaps, attemptsJSON(v.Attempts), v.protected})
+		return a.io.printJSON(showJSON{v.Detail, v.Overlaps, attemptsJSON(v.Attempts), v.protected})
 	}
-	return v.Render(a.stdout, a.style())
+	return v.Render(a.io.out, a.io.style(a.now()))
 }
 
 // fetch reads the task, after the reconciler has had its say, into the

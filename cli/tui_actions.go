@@ -35,7 +35,7 @@ const askTimeout = 10 * time.Minute
 func (b *tuiBackend) act(ctx context.Context, do func(ctx context.Context, a *app, env *wire.Env) (string, error)) (string, error) {
 	quiet := *b.a
 	var out bytes.Buffer
-	quiet.stdout, quiet.stderr, quiet.stdin = &out, io.Discard, strings.NewReader("")
+	quiet.io.out, quiet.io.errOut, quiet.io.in = &out, io.Discard, strings.NewReader("")
 	env, err := quiet.env()
 	if err != nil {
 		return "", err
@@ -61,7 +61,7 @@ func (b *tuiBackend) Create(ctx context.Context, title, goal string) (string, er
 // Start is lazy start TASK with the repository's agent settings.
 func (b *tuiBackend) Start(ctx context.Context, t *task.Summary) (string, error) {
 	return b.act(ctx, func(ctx context.Context, a *app, env *wire.Env) (string, error) {
-		in, err := a.startInput("", "")
+		in, err := a.settings().startInput("", "")
 		if err != nil {
 			return "", err
 		}
@@ -91,7 +91,7 @@ func (b *tuiBackend) StartAttempts(ctx context.Context, t *task.Summary, n int, 
 		if len(agents) > 0 {
 			first = agents[0]
 		}
-		in, err := a.startInput(first, "")
+		in, err := a.settings().startInput(first, "")
 		if err != nil {
 			return "", err
 		}
@@ -127,7 +127,7 @@ func (b *tuiBackend) Unblock(ctx context.Context, t *task.Summary, feedback stri
 		sn, err := env.Lifecycle().Unblock(ctx, t.ID, feedback, lifecycle.Decisions{})
 		var left *lifecycle.ErrLeftForRunner
 		if errors.As(err, &left) {
-			return "", a.sendToRunner(ctx, sn, left) // its sentence is on a.stdout
+			return "", a.sendToRunner(ctx, sn, left) // its sentence is on a.io.out
 		}
 		if err != nil {
 			return "", err

@@ -27,7 +27,7 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 	if err != nil {
 		return fmt.Errorf("find the lazy binary: %w", err)
 	}
-	opts := tui.Options{All: all, Bell: bell, NoColor: a.noColor || a.getenv("TERM") == "dumb"}
+	opts := tui.Options{All: all, Bell: bell, NoColor: a.io.noColor || a.getenv("TERM") == "dumb"}
 	// The daemon's events (a turn ended, progress) refresh at once; the
 	// one-second tick covers the rest, daemon or not.
 	if a.getenv("LAZY_NO_DAEMON") == "" {
@@ -54,7 +54,7 @@ func (a *app) runTUI(ctx context.Context, all, bell bool) error {
 // run this machine's only if its own record says so.
 func (b *tuiBackend) Load(ctx context.Context, cache *review.OverlapCache) ([]*task.Summary, map[string]review.TaskOverlaps, error) {
 	quiet := *b.a
-	quiet.stderr = io.Discard
+	quiet.io.errOut = io.Discard
 	entries, err := quiet.reconciledList(ctx)
 	if err != nil {
 		return nil, nil, err

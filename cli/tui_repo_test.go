@@ -21,8 +21,9 @@ import (
 // a 120 x 30 screen, without a program: the test delivers the messages.
 func tuiOn(t *testing.T, l *lazyT) *tui.Model {
 	t.Helper()
-	a := &app{dir: l.dir, build: build{version: "dev"}, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
-		getenv: func(k string) string { return l.env[k] }, now: time.Now, noSpawn: true}
+	getenv := func(k string) string { return l.env[k] }
+	a := &app{dir: l.dir, build: build{version: "dev"}, io: ioStreams{in: strings.NewReader(""), out: io.Discard, errOut: io.Discard, getenv: getenv},
+		getenv: getenv, now: time.Now, noSpawn: true}
 	if err := a.open(); err != nil {
 		t.Fatal(err)
 	}
