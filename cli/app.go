@@ -140,15 +140,29 @@ func (a *app) afterWrite() {
 	if !a.wrote || a.store == nil || !a.store.NeedsHousekeeping() {
 		return
 	}
-	_ = a.spawnDetached(nil, "housekeep", "--quiet", "--auto")
+	_ = spawnerOf(a).detached(nil, "housekeep", "--quiet", "--auto")
 }
 
-// spawnDetached starts `lazy -C <git dir> args...` in its own session, so
+// spawner starts lazy processes detached (a daemon, a supervisor,
+// housekeeping): the one way a run starts another lazy. spawnerOf fills
+// it from an opened run.
+type spawner struct {
+	// gitDir is the common git directory the process runs in (-C).
+	gitDir string
+	// noSpawn refuses to start anything: a run in a test's process would
+	// start the test binary.
+	noSpawn bool
+}
+
+// spawnerOf is the spawner of an opened run.
+func spawnerOf(a *app) spawner { return spawner{gitDir: a.repo.CommonDir, noSpawn: a.noSpawn} }
+
+// detached starts `lazy -C <git dir> args...` in its own session, so
 // nothing that happens to this command kills it, with stdin and stdout on
 // /dev/null (a caller reading our stdout to EOF must not wait for it) and
 // stderr on errlog, or /dev/null when errlog is nil.
-func (a *app) spawnDetached(errlog *os.File, args ...string) error {
-	return a.spawn(errlog, "", args...)
+func (s spawner) detached(errlog *os.File, args ...string) error {
+	return s.start(errlog, "", args...)
 }
 
 // exitRecorder runs a command and writes its exit status (128+n for a
@@ -157,10 +171,10 @@ func (a *app) spawnDetached(errlog *os.File, args ...string) error {
 // record itself.
 const exitRecorder = `"$0" "$@"; code=$?; printf '%s\n' "$code" > "$LAZY_EXIT_FILE.tmp" && mv -f "$LAZY_EXIT_FILE.tmp" "$LAZY_EXIT_FILE"`
 
-// spawn starts lazy detached; with exitFile set, under a shell that
+// start starts lazy detached; with exitFile set, under a shell that
 // records its exit status there.
-func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
-	if a.noSpawn {
+func (s spawner) start(errlog *os.File, exitFile string, args ...string) error {
+	if s.noSpawn {
 		return fmt.Errorf("lazy %s: this run starts no lazy process (a test's own process runs it; the e2e tests run the real binary)", strings.Join(args, " "))
 	}
 	exe, err := os.Executable()
@@ -172,7 +186,7 @@ func (a *app) spawn(errlog *os.File, exitFile string, args ...string) error {
 		return err
 	}
 	defer func() { _ = devnull.Close() }()
-	argv := append([]string{exe, "-C", a.repo.CommonDir}, args...)
+	argv := append([]string{exe, "-C", s.gitDir}, args...)
 	if sh, err := exec.LookPath("sh"); exitFile != "" && err == nil {
 		argv = append([]string{sh, "-c", exitRecorder}, argv...)
 	}
@@ -225,71 +239,6 @@ func readable(r io.Reader) bool {
 		return false
 	}
 	return fi.Mode()&os.ModeNamedPipe != 0 || fi.Mode().IsRegular()
-}
-
-// readText gets a text from -m (when set), "-m -" or piped stdin, or
-// $EDITOR on a terminal. The editor's file is kept until the command
-// succeeds (call the returned cleanup then), so a failure never loses
-// what the human typed.
-func (a *app) readText(flag *string, what string, required bool) (string, func(), error) {
-	noop := func() {}
-	if flag != nil && *flag != "-" {
-		return *flag, noop, nil
-	}
-	if (flag != nil && *flag == "-") || readable(a.io.in) {
-		b, err := io.ReadAll(io.LimitReader(a.io.in, session.MaxText+1))
-		if err != nil {
-			return "", noop, fmt.Errorf("read %s from stdin: %w", what, err)
-		}
-		if len(b) > session.MaxText {
-			return "", noop, fmt.Errorf("%s on stdin is over %d MiB; nothing was saved", what, session.MaxText>>20)
-		}
-		return strings.TrimRight(string(b), "\n"), noop, nil
-	}
-	if !required {
-		return "", noop, nil
-	}
-	if !isTerminal(a.io.in) || !isTerminal(a.io.out) {
-		return "", noop, usageError{fmt.Sprintf("no %s given: pass -m TEXT, pipe it on stdin, or run in a terminal to use $EDITOR", what)}
-	}
-	return a.editText(what)
-}
-
-func (a *app) editText(what string) (string, func(), error) {
-	noop := func() {}
-	dir := a.repo.LazyDir("edit")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", noop, err
-	}
-	f, err := os.CreateTemp(dir, strings.ReplaceAll(what, " ", "-")+"-*.md")
-	if err != nil {
-		return "", noop, err
-	}
-	fmt.Fprintf(f, "\n# Write the %s above. Lines starting with # are ignored;\n# an empty %s aborts.\n", what, what)
-	_ = f.Close()
-	editor := a.settings().editor()
-	cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", f.Name())
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", noop, fmt.Errorf("editor %q failed (%w); your text is kept in %s", editor, err, f.Name())
-	}
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		return "", noop, err
-	}
-	var kept []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			kept = append(kept, line)
-		}
-	}
-	text := strings.TrimSpace(strings.Join(kept, "\n"))
-	if text == "" {
-		_ = os.Remove(f.Name())
-		return "", noop, fmt.Errorf("aborted: the %s is empty", what)
-	}
-	a.io.info("%s saved in %s until this command succeeds", what, f.Name())
-	return text, func() { _ = os.Remove(f.Name()) }, nil
 }
 
 func toJSON(t *task.Task) task.Summary { return task.NewSummary(t) }

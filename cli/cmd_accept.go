@@ -167,7 +167,7 @@ func (a *app) pushPooled(ctx context.Context, sn *task.Snapshot) {
 	if sn == nil || sn.Task.Pool == nil {
 		return
 	}
-	remote, err := a.poolRemote(ctx, "")
+	remote, err := a.settings().poolRemote(ctx, "")
 	if err == nil {
 		spec, _ := a.cfg.Get("lazy.pushRefspec")
 		_, err = a.store.Push(ctx, remote, spec)

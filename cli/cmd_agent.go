@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,7 +244,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *wire.Env) error {
 	if c.Command != "" || c.TakeOver || c.Sandbox != "" || c.Wait || c.Follow {
 		return usageError{"--command, --take-over, --sandbox, --wait and --follow do not go with --pool: a runner runs the agent as its own machine is configured"}
 	}
-	remote, err := a.poolRemote(ctx, c.Remote)
+	remote, err := a.settings().poolRemote(ctx, c.Remote)
 	if err != nil {
 		return err
 	}
@@ -355,7 +356,7 @@ func (a *app) launchSupervisor(taskID string) error {
 	}
 	defer func() { _ = errlog.Close() }()
 	pd.Remove(proto.SupervisorExitFile) // what is there belongs to an earlier launch
-	if err := a.spawn(errlog, pd.Path(proto.SupervisorExitFile), "supervise", taskID); err != nil {
+	if err := spawnerOf(a).start(errlog, pd.Path(proto.SupervisorExitFile), "supervise", taskID); err != nil {
 		return fmt.Errorf("start supervisor: %w", err)
 	}
 	return nil
@@ -394,7 +395,7 @@ func (a *app) reconcileBeforeRead(ctx context.Context, entries []task.Entry) boo
 	}
 	if len(actions) > 0 {
 		a.wrote = true
-		a.notify(actions)
+		notifyOptionsOf(a).command(actions)
 	}
 	return len(actions) > 0
 }
@@ -481,12 +482,12 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	}
 	feedback, done := "", func() {}
 	if c.Budget != "" {
-		if feedback, err = a.raiseBudget(ctx, env, c.Task, c.Budget); err != nil {
+		if feedback, err = raiseBudget(ctx, env, a.io.errOut, c.Task, c.Budget); err != nil {
 			return err
 		}
 	}
 	if c.Budget == "" || c.Message != nil {
-		if feedback, done, err = a.readText(c.Message, "feedback", true); err != nil {
+		if feedback, done, err = textInputOf(a).read(c.Message, "feedback", true); err != nil {
 			return err
 		}
 	}
@@ -510,14 +511,14 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 	return a.stay(ctx, c.followFlags, sn, logOff)
 }
 
-// raiseBudget applies unblock --budget and returns the feedback a turn
+// raiseBudget applies unblock --budget, says so on errOut, and returns the feedback a turn
 // gets when no -m is given.
-func (a *app) raiseBudget(ctx context.Context, env *wire.Env, task, text string) (string, error) {
+func raiseBudget(ctx context.Context, env *wire.Env, errOut io.Writer, task, text string) (string, error) {
 	owner, limit, err := raise(ctx, env, task, text)
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(a.io.errOut, "Raised the budget of %s to $%.2f\n", owner, limit)
+	fmt.Fprintf(errOut, "Raised the budget of %s to $%.2f\n", owner, limit)
 	return fmt.Sprintf("[lazy] The budget was raised to $%.2f. Carry on with the task where you stopped.", limit), nil
 }
 
@@ -612,7 +613,7 @@ func (c *AskCmd) Run(a *app, ctx context.Context) error {
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err
 	}
-	question, done, err := a.readText(c.Message, "question", true)
+	question, done, err := textInputOf(a).read(c.Message, "question", true)
 	if err != nil {
 		return err
 	}
@@ -752,7 +753,7 @@ func (a *app) waitTurn(ctx context.Context, id string, timeout time.Duration) (*
 // sendToRunner pushes feedback left for the runner that holds a pooled
 // task; it starts the turn after its next fetch.
 func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *lifecycle.ErrLeftForRunner) error {
-	remote, err := a.poolRemote(ctx, "")
+	remote, err := a.settings().poolRemote(ctx, "")
 	if err != nil {
 		return err
 	}

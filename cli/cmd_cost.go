@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/cost"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/render"
@@ -25,50 +26,70 @@ type CostCmd struct {
 	Task  string `arg:"" optional:"" help:"Only this task and its subtasks (an attempt group: each of its attempts)." placeholder:"TASK"`
 }
 
-// Run implements lazy cost: fetch the records, aggregate, render.
+// costOptions are what lazy cost consumes (gh's Options): the streams,
+// the clock --since reads, and a store opened when the flags are good.
+type costOptions struct {
+	io    ioStreams
+	now   func() time.Time
+	store func() (*gitstore.Store, error)
+}
+
+// Run implements lazy cost.
 func (c *CostCmd) Run(a *app, _ context.Context) error {
+	return c.run(costOptions{io: a.io, now: a.now, store: func() (*gitstore.Store, error) {
+		if err := a.open(); err != nil {
+			return nil, err
+		}
+		return a.store, nil
+	}})
+}
+
+// run is lazy cost on what o gives it: fetch the records, aggregate,
+// render.
+func (c *CostCmd) run(o costOptions) error {
 	by, err := cost.ParseBy(c.By)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	q := cost.Query{By: by, Loc: time.Local}
 	if c.Since != "" {
-		if q.Since, err = cost.ParseSince(c.Since, a.now(), time.Local); err != nil {
+		if q.Since, err = cost.ParseSince(c.Since, o.now(), time.Local); err != nil {
 			return usageError{err.Error()}
 		}
 	}
-	if err := a.open(); err != nil {
+	store, err := o.store()
+	if err != nil {
 		return err
 	}
 	if c.Task != "" {
-		if q.Task, err = a.store.Resolve(c.Task); err != nil {
+		if q.Task, err = store.Resolve(c.Task); err != nil {
 			return err
 		}
 	}
-	recs, unreadable, err := cost.Fetch(a.store, q)
+	recs, unreadable, err := cost.Fetch(store, q)
 	if err != nil {
 		return err
 	}
 	rep := cost.Aggregate(recs, q)
 	rep.Unreadable = unreadable
 	if c.JSON {
-		return a.printCostJSON(rep)
+		return printCostJSON(o.io.out, rep)
 	}
 	if unreadable > 0 {
-		fmt.Fprintf(a.io.errOut, "note: %s could not be read and %s not counted; lazy doctor looks at them\n", words.Count(unreadable, "task record", "task records"), words.Plural(unreadable, "is", "are"))
+		fmt.Fprintf(o.io.errOut, "note: %s could not be read and %s not counted; lazy doctor looks at them\n", words.Count(unreadable, "task record", "task records"), words.Plural(unreadable, "is", "are"))
 	}
-	if err := costTable(a.io.out, rep); err != nil {
+	if err := costTable(o.io.out, rep); err != nil {
 		return err
 	}
-	flaggedNote(a.io.errOut, rep.Flagged)
+	flaggedNote(o.io.errOut, rep.Flagged)
 	return nil
 }
 
-// printCostJSON prints the report as printJSON does, but each row on a
+// printCostJSON prints the report on w as printJSON does, but each row on a
 // line of its own, as lazy list --json prints its tasks: a report by
 // task has a row for every task that spent, and indenting ten thousand
 // of them field by field was a third of the command's time.
-func (a *app) printCostJSON(rep cost.Report) error {
+func printCostJSON(w io.Writer, rep cost.Report) error {
 	rows := rep.Rows
 	rep.Rows = nil
 	var head bytes.Buffer
@@ -104,7 +125,7 @@ func (a *app) printCostJSON(rep cost.Report) error {
 	}
 	body.WriteByte(']')
 	body.Write(after)
-	_, err := a.io.out.Write(body.Bytes())
+	_, err := w.Write(body.Bytes())
 	return err
 }
 

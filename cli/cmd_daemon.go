@@ -91,8 +91,8 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		Web: func(addr string) (http.Handler, daemon.WebInfo) {
 			return a.webView(addr, srv)
 		},
-		OnActions: a.notify,
-		AfterPass: afterPass(a.queueWork(), a.notifyWork(rec)),
+		OnActions: notifyOptionsOf(a).command,
+		AfterPass: afterPass(a.queueWork(), notifyOptionsOf(a).work(rec)),
 		Version:   versionID(a.build.version), Tick: c.Tick, Heartbeat: 5 * time.Second, IdleExit: c.Idle,
 	}
 	err = srv.Run(ctx)
@@ -128,7 +128,7 @@ func (a *app) ensureDaemon(ctx context.Context) (daemon.Info, error) {
 			return info, fmt.Errorf("the daemon of another lazy version (pid %d, %s) did not exit", info.PID, info.Version)
 		}
 	}
-	if err := a.spawnDetached(nil, "daemon"); err != nil {
+	if err := spawnerOf(a).detached(nil, "daemon"); err != nil {
 		return daemon.Info{}, fmt.Errorf("start the daemon: %w", err)
 	}
 	var info daemon.Info

@@ -58,7 +58,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sb, err := a.sandboxStatus(ctx)
+	sb, err := sandboxStatus(ctx, a.settings())
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (c *DoctorCmd) Run(a *app, ctx context.Context) error {
 		findings = append(findings, reconcile.Finding{Kind: "sandbox-unavailable",
 			Detail: "lazy.sandbox is on, so sandboxed tasks will not start: " + sb.Detail})
 	}
-	findings = append(findings, a.owedStashFindings(ctx, only, !c.DryRun)...)
+	findings = append(findings, owedStashFindings(ctx, a.env, only, !c.DryRun)...)
 	if env, err := a.env(); err == nil && only == "" {
 		if !c.DryRun {
 			for _, d := range env.Landing().Gates().SweepGateLeftovers(ctx) {
@@ -144,8 +144,10 @@ func (s sandboxState) String() string {
 	return "cannot run here: " + s.Detail + "; " + on
 }
 
-func (a *app) sandboxStatus(ctx context.Context) (sandboxState, error) {
-	spec, err := a.settings().sandbox("")
+// sandboxStatus is whether s asks for a sandbox and whether one can run
+// here.
+func sandboxStatus(ctx context.Context, s settings) (sandboxState, error) {
+	spec, err := s.sandbox("")
 	if err != nil {
 		return sandboxState{}, err
 	}
@@ -159,8 +161,8 @@ func (a *app) sandboxStatus(ctx context.Context) (sandboxState, error) {
 // owedStashFindings reports every stash of the user's changes an accept
 // made and has not given back: it needs the user (only they know whether
 // the checkout is ready for it), so it stays a problem until restored.
-func (a *app) owedStashFindings(ctx context.Context, only string, mend bool) []reconcile.Finding {
-	env, err := a.env()
+func owedStashFindings(ctx context.Context, envOf func() (*wire.Env, error), only string, mend bool) []reconcile.Finding {
+	env, err := envOf()
 	if err != nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func (c *EditCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	if c.Goal != nil && *c.Goal == "-" {
-		text, _, err := a.readText(c.Goal, "goal", false)
+		text, _, err := textInputOf(a).read(c.Goal, "goal", false)
 		if err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func (c *HandoffCmd) Run(a *app, ctx context.Context) error {
 	in.Model = sanitize.Field(c.Model)
 	note := ""
 	if c.Message != nil {
-		if note, _, err = a.readText(c.Message, "next step", false); err != nil {
+		if note, _, err = textInputOf(a).read(c.Message, "next step", false); err != nil {
 			return err
 		}
 	}

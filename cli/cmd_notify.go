@@ -4,14 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
 	"sync/atomic"
+	"syscall"
+	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 )
 
 // NotifyCmd lists the notification targets, or tests them.
@@ -26,21 +35,59 @@ type notifyTargetView struct {
 	Kind   string `json:"kind"`
 }
 
+// notifyOptions are what lazy notify, the daemon's notifier and
+// lazy.notify.command consume (gh's Options): the streams, the store
+// (whose git config is read afresh for the targets), the wire env, the
+// clock, and where a notification runs. notifyOptionsOf fills them from
+// a run; a test gives its own.
+type notifyOptions struct {
+	io    ioStreams
+	store *gitstore.Store
+	env   func() (*wire.Env, error)
+	now   func() time.Time
+	// cfg is the git config the run read: lazy.notify.command's.
+	cfg *gitrepo.Config
+	// dir is where a notification command runs: the top of the
+	// repository's main worktree, also for the daemon (which runs in the
+	// git directory), or the git directory of a bare repository.
+	dir string
+	// stateDir keeps what the daemon announced; repoName names the
+	// repository in what it sends.
+	stateDir, repoName string
+	// repoDir is where lazy.notify.command runs.
+	repoDir string
+}
+
+// notifyOptionsOf fills notifyOptions from an opened run.
+func notifyOptionsOf(a *app) notifyOptions {
+	dir := a.repo.Top()
+	if dir == "" {
+		dir = a.repo.CommonDir
+	}
+	return notifyOptions{io: a.io, store: a.store, env: a.env, now: a.now, cfg: a.cfg, dir: dir,
+		stateDir: a.repo.LazyDir("notify"), repoName: a.repo.Name(), repoDir: a.repoDir()}
+}
+
 // Run implements lazy notify.
 func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	cfg, err := a.store.Repo().Config()
+	return c.run(ctx, notifyOptionsOf(a))
+}
+
+// run is lazy notify on what o gives it.
+func (c *NotifyCmd) run(ctx context.Context, o notifyOptions) error {
+	cfg, err := o.store.Repo().Config()
 	if err != nil {
 		return fmt.Errorf("read git config: %w", err)
 	}
-	s := notify.Load(cfg, a.notifyDir())
+	s := notify.Load(cfg, o.dir)
 	for _, p := range s.Problems {
-		fmt.Fprintf(a.io.errOut, "lazy: %s\n", sanitize.Field(p))
+		fmt.Fprintf(o.io.errOut, "lazy: %s\n", sanitize.Field(p))
 	}
 	if c.Action == "test" {
-		return c.test(a, ctx, s)
+		return c.test(ctx, o, s)
 	}
 	if c.JSON {
 		out := []notifyTargetView{}
@@ -51,21 +98,21 @@ func (c *NotifyCmd) Run(a *app, ctx context.Context) error {
 		for _, p := range s.Problems {
 			problems = append(problems, sanitize.Field(p))
 		}
-		if err := a.io.printJSON(map[string]any{"targets": out, "per_minute": s.PerMinute, "events": eventKinds(s), "problems": problems}); err != nil {
+		if err := o.io.printJSON(map[string]any{"targets": out, "per_minute": s.PerMinute, "events": eventKinds(s), "problems": problems}); err != nil {
 			return err
 		}
 		return notifyProblems(s)
 	}
 	switch {
 	case len(s.Targets) == 0 && len(s.Problems) > 0:
-		fmt.Fprintln(a.io.out, "No valid notification targets: fix the values above with lazy config lazy.notify (lazy help notify).")
+		fmt.Fprintln(o.io.out, "No valid notification targets: fix the values above with lazy config lazy.notify (lazy help notify).")
 	case len(s.Targets) == 0:
-		fmt.Fprintln(a.io.out, "No notification targets: add one with git config --add lazy.notify VALUE (lazy help notify).")
+		fmt.Fprintln(o.io.out, "No notification targets: add one with git config --add lazy.notify VALUE (lazy help notify).")
 	default:
 		for _, t := range s.Targets {
-			fmt.Fprintln(a.io.out, sanitize.Field(t.String()))
+			fmt.Fprintln(o.io.out, sanitize.Field(t.String()))
 		}
-		fmt.Fprintf(a.io.out, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
+		fmt.Fprintf(o.io.out, "at most %d events a minute per target; announcing %s\n", s.PerMinute, kindList(eventKinds(s)))
 	}
 	return notifyProblems(s)
 }
@@ -101,11 +148,11 @@ func eventKinds(s notify.Settings) []notify.Kind {
 	return out
 }
 
-func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
+func (c *NotifyCmd) test(ctx context.Context, o notifyOptions, s notify.Settings) error {
 	if len(s.Targets) == 0 {
 		return errors.New("no notification targets to test: add one with git config --add lazy.notify VALUE (lazy help notify)")
 	}
-	results := notify.Test(ctx, s.Targets, a.repo.Name(), a.now())
+	results := notify.Test(ctx, s.Targets, o.repoName, o.now())
 	failed := 0
 	for _, r := range results {
 		if !r.OK {
@@ -113,18 +160,18 @@ func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
 		}
 	}
 	if c.JSON {
-		if err := a.io.printJSON(map[string]any{"results": results}); err != nil {
+		if err := o.io.printJSON(map[string]any{"results": results}); err != nil {
 			return err
 		}
 	} else {
 		for _, r := range results {
 			switch {
 			case r.OK:
-				fmt.Fprintf(a.io.out, "ok      %s\n", sanitize.Field(r.Target))
+				fmt.Fprintf(o.io.out, "ok      %s\n", sanitize.Field(r.Target))
 			case r.Skipped:
-				fmt.Fprintf(a.io.out, "skipped %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
+				fmt.Fprintf(o.io.out, "skipped %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
 			default:
-				fmt.Fprintf(a.io.out, "failed  %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
+				fmt.Fprintf(o.io.out, "failed  %s: %s\n", sanitize.Field(r.Target), sanitize.Field(r.Error))
 			}
 		}
 	}
@@ -134,17 +181,7 @@ func (c *NotifyCmd) test(a *app, ctx context.Context, s notify.Settings) error {
 	return nil
 }
 
-// notifyDir is where a notification command runs: the top of the
-// repository's main worktree, also for the daemon (which runs in the git
-// directory), or the git directory of a bare repository.
-func (a *app) notifyDir() string {
-	if top := a.repo.Top(); top != "" {
-		return top
-	}
-	return a.repo.CommonDir
-}
-
-// notifyWork returns the daemon's hook that announces, after a pass, the
+// work returns the daemon's hook that announces, after a pass, the
 // tasks that came to need a human or finished, to the targets of git
 // config lazy.notify. Each pass it reads the targets: with none it
 // forgets what it announced (turned on again, notifications start from a
@@ -154,8 +191,8 @@ func (a *app) notifyDir() string {
 // when there are events or the rate limit holds some back, in the
 // background, one round at a time, so a slow webhook never delays a
 // pass.
-func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
-	n := &notify.Notifier{Dir: a.repo.LazyDir("notify"), Repo: a.repo.Name()}
+func (o notifyOptions) work(rec *reconcile.Reconciler) func(ctx context.Context) {
+	n := &notify.Notifier{Dir: o.stateDir, Repo: o.repoName}
 	var busy atomic.Bool
 	var lastGen uint64 // only the goroutine busy admits touches it
 	return func(ctx context.Context) {
@@ -165,14 +202,14 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 		}
 		go func() {
 			defer busy.Store(false)
-			cfg, err := a.store.Repo().Config()
+			cfg, err := o.store.Repo().Config()
 			if err != nil {
 				return
 			}
-			s := notify.Load(cfg, a.notifyDir())
+			s := notify.Load(cfg, o.dir)
 			if len(s.Targets) == 0 {
 				if err := n.Off(); err != nil {
-					fmt.Fprintf(a.io.errOut, "lazy: notifications: %v\n", err)
+					fmt.Fprintf(o.io.errOut, "lazy: notifications: %v\n", err)
 				}
 				return
 			}
@@ -180,14 +217,14 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			switch {
 			case gen != lastGen || !n.Active():
 				policy := notify.Policy{BreakerAt: lifecycle.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
-				if env, err := a.env(); err == nil {
+				if env, err := o.env(); err == nil {
 					if gs, err := env.Landing().Gates().GateSettings(); err == nil && gs.AutoFix {
 						policy.GateFixRounds = gs.MaxAttempts
 					}
 				}
-				evs, err = n.Pass(entries, policy, s.Events, a.observeTask)
+				evs, err = n.Pass(entries, policy, s.Events, o.observeTask)
 				if err != nil {
-					fmt.Fprintf(a.io.errOut, "lazy: notifications: %v\n", err)
+					fmt.Fprintf(o.io.errOut, "lazy: notifications: %v\n", err)
 					return
 				}
 				lastGen = gen
@@ -196,7 +233,7 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 			}
 			for _, r := range n.Deliver(ctx, s.Targets, s.PerMinute, evs) {
 				if !r.OK && !r.Skipped {
-					fmt.Fprintf(a.io.errOut, "lazy: notify %s: %s\n", r.Target, r.Error)
+					fmt.Fprintf(o.io.errOut, "lazy: notify %s: %s\n", r.Target, r.Error)
 				}
 			}
 		}()
@@ -207,29 +244,29 @@ func (a *app) notifyWork(rec *reconcile.Reconciler) func(ctx context.Context) {
 // summary and, for a parked or interrupted task, its session (which
 // turn parked it, the circuit breaker's count) at the listed commit,
 // and for an ask that ended, whether it ended with an answer.
-func (a *app) observeTask(e *task.Entry) (notify.Observation, error) {
+func (o notifyOptions) observeTask(e *task.Entry) (notify.Observation, error) {
 	s, err := e.Summary()
 	if err != nil {
 		return notify.Observation{}, err
 	}
-	o := notify.Observe(s)
+	obs := notify.Observe(s)
 	if !notify.NeedsSession(s.Status) {
-		return o, nil
+		return obs, nil
 	}
-	sn, err := a.store.LoadEntry(e)
+	sn, err := o.store.LoadEntry(e)
 	if err != nil {
-		return o, err
+		return obs, err
 	}
-	o.AddSession(sn.Session)
-	if o.TurnKind == "ask" && s.Status.IsBlocked() {
+	obs.AddSession(sn.Session)
+	if obs.TurnKind == "ask" && s.Status.IsBlocked() {
 		// The answer is the agent's turn right after the question.
-		answer, err := a.store.Turn(sn, o.Turn+1)
+		answer, err := o.store.Turn(sn, obs.Turn+1)
 		if err != nil {
-			return o, err
+			return obs, err
 		}
-		o.AnswerFailed = answer == nil || answer.Role != task.RoleAgent || answer.Error != ""
+		obs.AnswerFailed = answer == nil || answer.Role != task.RoleAgent || answer.Error != ""
 	}
-	return o, nil
+	return obs, nil
 }
 
 // afterPass runs each hook after a pass.
@@ -238,5 +275,37 @@ func afterPass(hooks ...func(ctx context.Context)) func(ctx context.Context) {
 		for _, h := range hooks {
 			h(ctx)
 		}
+	}
+}
+
+// command runs git config lazy.notify.command for every task an action
+// parked for a human. The command is the local user's own (trusted); what
+// the task says travels in environment variables, never in the command
+// line, so a title cannot inject shell. It runs detached and is never
+// waited on by the command that triggered it.
+func (o notifyOptions) command(actions []reconcile.Action) {
+	if o.cfg == nil {
+		return
+	}
+	command, ok := o.cfg.Get("lazy.notify.command")
+	if !ok || strings.TrimSpace(command) == "" {
+		return
+	}
+	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Slug < actions[j].Slug })
+	for _, act := range actions {
+		if !needsHuman(act) {
+			continue
+		}
+		cmd := exec.Command("sh", "-c", command)
+		cmd.Dir = o.repoDir
+		cmd.Env = append(os.Environ(), "LAZY_TASK_ID="+act.TaskID, "LAZY_TASK_SLUG="+act.Slug, "LAZY_STATUS="+string(act.To),
+			"LAZY_FROM="+string(act.From), "LAZY_WHY="+act.Why,
+			"LAZY_MESSAGE="+fmt.Sprintf("lazy: %s is %s and needs you (lazy show %s)", act.Slug, act.To, act.Slug))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(o.io.errOut, "lazy: lazy.notify.command could not start: %v\n", err)
+			continue
+		}
+		go func() { _ = cmd.Wait() }()
 	}
 }

@@ -24,15 +24,6 @@ import (
 	"github.com/lazyorch/lazy/wire"
 )
 
-// poolRemote is the remote the pool lives on: the flag, else git config
-// lazy.pool.remote, else the repository's default remote.
-func (a *app) poolRemote(ctx context.Context, flag string) (string, error) {
-	if flag == "" {
-		flag, _ = a.cfg.Get("lazy.pool.remote")
-	}
-	return a.defaultRemote(ctx, strings.TrimSpace(flag))
-}
-
 // RunnerCmd runs this clone as a runner of the pool.
 type RunnerCmd struct {
 	Remote   string        `help:"The remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
@@ -48,7 +39,7 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
 	}
-	remote, err := a.poolRemote(ctx, c.Remote)
+	remote, err := a.settings().poolRemote(ctx, c.Remote)
 	if err != nil {
 		return err
 	}
@@ -137,7 +128,7 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	if err := a.open(); err != nil {
 		return err
 	}
-	remote, err := a.poolRemote(ctx, c.Remote)
+	remote, err := a.settings().poolRemote(ctx, c.Remote)
 	if err != nil {
 		return err
 	}

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lazyorch/lazy/attempts"
@@ -637,38 +634,6 @@ func needsHuman(act reconcile.Action) bool {
 	return act.From != act.To && (act.To.IsBlocked() || act.To == machine.Interrupted) && !act.From.IsBlocked() && !act.Neutral
 }
 
-// notify runs git config lazy.notify.command for every task an action
-// parked for a human. The command is the local user's own (trusted); what
-// the task says travels in environment variables, never in the command
-// line, so a title cannot inject shell. It runs detached and is never
-// waited on by the command that triggered it.
-func (a *app) notify(actions []reconcile.Action) {
-	if a.cfg == nil {
-		return
-	}
-	command, ok := a.cfg.Get("lazy.notify.command")
-	if !ok || strings.TrimSpace(command) == "" {
-		return
-	}
-	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Slug < actions[j].Slug })
-	for _, act := range actions {
-		if !needsHuman(act) {
-			continue
-		}
-		cmd := exec.Command("sh", "-c", command)
-		cmd.Dir = a.repoDir()
-		cmd.Env = append(os.Environ(), "LAZY_TASK_ID="+act.TaskID, "LAZY_TASK_SLUG="+act.Slug, "LAZY_STATUS="+string(act.To),
-			"LAZY_FROM="+string(act.From), "LAZY_WHY="+act.Why,
-			"LAZY_MESSAGE="+fmt.Sprintf("lazy: %s is %s and needs you (lazy show %s)", act.Slug, act.To, act.Slug))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
-			fmt.Fprintf(a.io.errOut, "lazy: lazy.notify.command could not start: %v\n", err)
-			continue
-		}
-		go func() { _ = cmd.Wait() }()
-	}
-}
-
 // followFlags are start's, unblock's and resume's ways to stay with the
 // turn they launch.
 type followFlags struct {
@@ -724,7 +689,7 @@ func (a *app) fetchPoolLog(ctx context.Context, sn *task.Snapshot, pd proto.Dir)
 	if env, err := a.env(); err != nil || env.Owns(sn) {
 		return
 	}
-	remote, err := a.poolRemote(ctx, "")
+	remote, err := a.settings().poolRemote(ctx, "")
 	if err != nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/landing"
@@ -93,7 +94,7 @@ func renderOwed(a *app, o landing.OwedStash) {
 	for i, p := range parts {
 		task := ""
 		if p.TaskID != "" {
-			task = " (the accept of " + a.slugOf(p.TaskID) + ")"
+			task = " (the accept of " + slugOf(a.store, p.TaskID) + ")"
 		}
 		fmt.Fprintf(a.io.out, "  %d. %s  stash %s%s\n", i+1, p.At.Local().Format(time.DateTime), p.SHA, task)
 	}
@@ -111,9 +112,9 @@ func renderOwed(a *app, o landing.OwedStash) {
 	fmt.Fprintf(a.io.out, "  restore them all: %s   (or: %s)\n", restore, sanitize.Field(o.Restore))
 }
 
-// slugOf names task id by its slug when it is here.
-func (a *app) slugOf(id string) string {
-	if sn, err := a.store.Load(id); err == nil {
+// slugOf names task id by its slug when store has it.
+func slugOf(store *gitstore.Store, id string) string {
+	if sn, err := store.Load(id); err == nil {
 		return sanitize.Field(sn.Task.Slug)
 	}
 	return render.ShortID(id)

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
+	"github.com/lazyorch/lazy/wire"
 	"github.com/lazyorch/lazy/worktree"
 )
 
@@ -29,9 +30,11 @@ type PushCmd struct {
 	JSON   bool   `help:"Print the report as JSON."`
 }
 
-// defaultRemote picks origin, or the only remote.
-func (a *app) defaultRemote(ctx context.Context, name string) (string, error) {
-	out, err := gitcli.New(a.repo.CommonDir, "remote").String(ctx)
+// defaultRemote picks, among the remotes of the repository whose git
+// directory is gitDir, name when it is one (or a URL or a path), else
+// origin, or the only remote.
+func defaultRemote(ctx context.Context, gitDir, name string) (string, error) {
+	out, err := gitcli.New(gitDir, "remote").String(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -67,46 +70,72 @@ func (a *app) defaultRemote(ctx context.Context, name string) (string, error) {
 	return "", fmt.Errorf("there is no origin and several remotes (%s); name one", strings.Join(remotes, ", "))
 }
 
+// syncOptions are what lazy pull and lazy push consume (gh's Options):
+// the streams, the store, the wire env the pulled records are judged
+// with, and the repository's directories. syncOptionsOf fills them from
+// a run; a test gives its own.
+type syncOptions struct {
+	io    ioStreams
+	store *gitstore.Store
+	env   func() (*wire.Env, error)
+	// gitDir is the common git directory, repoDir the main worktree
+	// (gitDir in a bare repository).
+	gitDir, repoDir string
+	// pushRefspec is git config lazy.pushRefspec.
+	pushRefspec string
+}
+
+// syncOptionsOf fills syncOptions from an opened run.
+func syncOptionsOf(a *app) syncOptions {
+	spec, _ := a.cfg.Get("lazy.pushRefspec")
+	return syncOptions{io: a.io, store: a.store, env: a.env, gitDir: a.repo.CommonDir, repoDir: a.repoDir(), pushRefspec: spec}
+}
+
 // Run implements lazy pull.
 func (c *PullCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
 	}
-	remote, err := a.defaultRemote(ctx, c.Remote)
+	return c.run(ctx, syncOptionsOf(a))
+}
+
+// run is lazy pull on what o gives it.
+func (c *PullCmd) run(ctx context.Context, o syncOptions) error {
+	remote, err := defaultRemote(ctx, o.gitDir, c.Remote)
 	if err != nil {
 		return err
 	}
-	line := a.io.progressLine(c.JSON)
+	line := o.io.progressLine(c.JSON)
 	line.Start(time.Second)
 	line.Set("pull " + remote + ": fetching")
-	err = a.store.Fetch(ctx, remote)
+	err = o.store.Fetch(ctx, remote)
 	var rep *gitstore.SyncReport
 	if err == nil {
 		line.Set("pull " + remote + ": taking in the tasks that differ")
-		rep, err = a.store.Integrate(ctx, remote)
+		rep, err = o.store.Integrate(ctx, remote)
 	}
 	line.Close()
 	if err != nil {
 		return err
 	}
-	foreign, err := a.foreignSessions(rep)
+	foreign, err := o.foreignSessions(rep)
 	if err != nil {
 		return err
 	}
-	pooled := a.fetchPooledBranches(ctx, remote)
+	pooled := o.fetchPooledBranches(ctx, remote)
 	if c.JSON {
 		emptyLists(rep)
-		return a.io.printJSON(struct {
+		return o.io.printJSON(struct {
 			*gitstore.SyncReport
 			Foreign []string `json:"foreign_sessions"`
 			Pooled  []string `json:"pooled_branches"`
 		}{rep, foreign, pooled})
 	}
-	if err := a.syncReport("Pulled from", rep, false); err != nil {
+	if err := o.report("Pulled from", rep, false); err != nil {
 		return err
 	}
 	for _, slug := range foreign {
-		fmt.Fprintf(a.io.errOut, "lazy: %s arrived claiming a session of this machine that this machine never started; nothing will run, stop or delete anything for it (lazy show %s; lazy start --take-over %s to adopt it)\n", slug, slug, slug)
+		fmt.Fprintf(o.io.errOut, "lazy: %s arrived claiming a session of this machine that this machine never started; nothing will run, stop or delete anything for it (lazy show %s; lazy start --take-over %s to adopt it)\n", slug, slug, slug)
 	}
 	return nil
 }
@@ -114,19 +143,19 @@ func (c *PullCmd) Run(a *app, ctx context.Context) error {
 // foreignSessions lists the pulled tasks whose record claims this host
 // runs their session although no local session matches: records written
 // elsewhere that lazy refuses to act on.
-func (a *app) foreignSessions(rep *gitstore.SyncReport) ([]string, error) {
-	env, err := a.env()
+func (o syncOptions) foreignSessions(rep *gitstore.SyncReport) ([]string, error) {
+	env, err := o.env()
 	if err != nil {
 		return nil, err
 	}
 	out := []string{}
 	for _, l := range [][]string{rep.Created, rep.FastForwarded, rep.Merged} {
 		for _, slug := range l {
-			id, err := a.store.Resolve(slug)
+			id, err := o.store.Resolve(slug)
 			if err != nil {
 				continue
 			}
-			if sn, err := a.store.Load(id); err == nil && env.Foreign(sn) {
+			if sn, err := o.store.Load(id); err == nil && env.Foreign(sn) {
 				out = append(out, sn.Task.Slug)
 			}
 		}
@@ -139,59 +168,65 @@ func (c *PushCmd) Run(a *app, ctx context.Context) error {
 	if err := a.openForWrite(); err != nil {
 		return err
 	}
-	remote, err := a.defaultRemote(ctx, c.Remote)
+	return c.run(ctx, syncOptionsOf(a))
+}
+
+// run is lazy push on what o gives it.
+func (c *PushCmd) run(ctx context.Context, o syncOptions) error {
+	remote, err := defaultRemote(ctx, o.gitDir, c.Remote)
 	if err != nil {
 		return err
 	}
-	spec, _ := a.cfg.Get("lazy.pushRefspec")
-	line := a.io.progressLine(c.JSON)
+	spec := o.pushRefspec
+	line := o.io.progressLine(c.JSON)
 	line.Start(time.Second)
-	rep, err := a.store.PushPhases(ctx, remote, spec, func(phase string) { line.Set("push " + remote + ": " + phase) })
+	rep, err := o.store.PushPhases(ctx, remote, spec, func(phase string) { line.Set("push " + remote + ": " + phase) })
 	line.Close()
 	var re *gitstore.RemoteError
 	if errors.As(err, &re) && rep != nil && rep.Pushed == 0 && !c.JSON {
 		return err // nothing moved: the one-sentence error says it all
 	}
 	if rep != nil {
-		if rerr := a.syncReport("Pushed to", rep, c.JSON); rerr != nil && err == nil {
+		if rerr := o.report("Pushed to", rep, c.JSON); rerr != nil && err == nil {
 			err = rerr
 		}
 	}
 	return err
 }
 
-func (a *app) syncReport(verb string, rep *gitstore.SyncReport, asJSON bool) error {
+// report prints what a pull or push did.
+func (o syncOptions) report(verb string, rep *gitstore.SyncReport, asJSON bool) error {
 	if asJSON {
 		emptyLists(rep)
-		return a.io.printJSON(rep)
+		return o.io.printJSON(rep)
 	}
 	if verb == "Pushed to" {
-		fmt.Fprintf(a.io.out, "%s %s: %s\n", verb, rep.Remote, pushSummary(rep))
+		fmt.Fprintf(o.io.out, "%s %s: %s\n", verb, rep.Remote, pushSummary(rep))
 	} else {
-		fmt.Fprintf(a.io.out, "%s %s: %s\n", verb, rep.Remote, pullSummary(rep))
+		fmt.Fprintf(o.io.out, "%s %s: %s\n", verb, rep.Remote, pullSummary(rep))
 	}
 	for _, r := range rep.Refused {
 		if r.KeptLocal {
-			fmt.Fprintf(a.io.out, "  refused %s: the remote's record moves it %s -> %s (%s by %s on host %s): %s; the local record stays as it was\n",
+			fmt.Fprintf(o.io.out, "  refused %s: the remote's record moves it %s -> %s (%s by %s on host %s): %s; the local record stays as it was\n",
 				r.Task, orDash(r.From), r.To, orDash(r.Op), orDash(string(r.Actor)), orDash(r.Host), r.Reason)
 			continue
 		}
-		fmt.Fprintf(a.io.out, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
+		fmt.Fprintf(o.io.out, "  refused after reordering: %s by %s on %s (%s -> %s): %s\n", r.Op, r.Actor, r.Host, r.From, r.To, r.Reason)
 	}
 	for _, u := range rep.Unverified {
-		fmt.Fprintf(a.io.out, "  unverified %s: %s; lazy removes none of its worktrees or branches on this record's word\n", u.Task, u.Reason)
+		fmt.Fprintf(o.io.out, "  unverified %s: %s; lazy removes none of its worktrees or branches on this record's word\n", u.Task, u.Reason)
 	}
 	for _, f := range rep.Flagged {
-		fmt.Fprintf(a.io.out, "  flagged %s; it counts in no budget and no lazy cost (lazy doctor lists every such figure)\n", sanitize.Field(f.String()))
+		fmt.Fprintf(o.io.out, "  flagged %s; it counts in no budget and no lazy cost (lazy doctor lists every such figure)\n", sanitize.Field(f.String()))
 	}
 	for _, r := range rep.Renamed {
-		fmt.Fprintf(a.io.out, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)
+		fmt.Fprintf(o.io.out, "  renamed %s to %s (task %s): another clone created task %s with that slug first; its claim on the remote wins\n", r.From, r.To, r.ID, r.Winner)
 	}
 	for _, s := range rep.Skipped {
-		fmt.Fprintf(a.io.errOut, "lazy: skipped %s: %s\n", s.Ref, s.Reason)
+		fmt.Fprintf(o.io.errOut, "lazy: skipped %s: %s\n", s.Ref, s.Reason)
 	}
 	for _, r := range rep.Rejected {
-		fmt.Fprintf(a.io.errOut, "lazy: the remote rejected %s\n", r)
+		fmt.Fprintf(o.io.errOut, "lazy: the remote rejected %s\n", r)
 	}
 	return nil
 }
@@ -306,12 +341,12 @@ func orDash[T ~string](v T) string {
 // pooled tasks that runners elsewhere work, so lazy diff and lazy accept
 // see their work; it returns the branches it brought. A branch with
 // commits of this machine's the remote lacks is never moved.
-func (a *app) fetchPooledBranches(ctx context.Context, remote string) []string {
-	env, err := a.env()
+func (o syncOptions) fetchPooledBranches(ctx context.Context, remote string) []string {
+	env, err := o.env()
 	if err != nil {
 		return nil
 	}
-	entries, err := a.store.List()
+	entries, err := o.store.List()
 	if err != nil {
 		return nil
 	}
@@ -321,12 +356,12 @@ func (a *app) fetchPooledBranches(ctx context.Context, remote string) []string {
 		if en.Err != nil || en.Status.IsTerminal() || en.Status == machine.Backlog {
 			continue
 		}
-		sn, err := a.store.Load(en.ID)
+		sn, err := o.store.Load(en.ID)
 		if err != nil || sn.Task.Pool == nil || sn.Session == nil || env.Owns(sn) {
 			continue
 		}
 		branch := worktree.Branch(sn.Task.Slug)
-		if worktree.FetchBranch(ctx, a.repoDir(), remote, branch) == nil {
+		if worktree.FetchBranch(ctx, o.repoDir, remote, branch) == nil {
 			fetched = append(fetched, branch)
 		}
 	}

@@ -110,7 +110,7 @@ func (c *CreateCmd) Run(a *app, ctx context.Context) error {
 		// Nothing to take a title from: say how to give one.
 		return usageError{`a task needs a title: lazy create "TITLE" [-m GOAL] (or pipe its description on stdin); nothing was created`}
 	}
-	goal, done, err := a.readText(c.Message, "task description", c.Title == "")
+	goal, done, err := textInputOf(a).read(c.Message, "task description", c.Title == "")
 	if err != nil {
 		return err
 	}
@@ -396,7 +396,7 @@ func (c *CommentCmd) Run(a *app, ctx context.Context) error {
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err // before opening an editor for a task that does not exist
 	}
-	text, done, err := a.readText(c.Message, "comment", true)
+	text, done, err := textInputOf(a).read(c.Message, "comment", true)
 	if err != nil {
 		return err
 	}
@@ -429,7 +429,7 @@ func (c *endCmd) run(a *app, ctx context.Context, env *wire.Env, verb string, do
 	if _, err := a.store.Resolve(c.Task); err != nil {
 		return err
 	}
-	reason, done, err := a.readText(c.Message, verb+" reason", false)
+	reason, done, err := textInputOf(a).read(c.Message, verb+" reason", false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -24,14 +25,16 @@ import (
 // dependency a command's Options take instead of the whole app, so that
 // a handler is tested with a config and an environment of its own.
 type settings struct {
-	cfg     *gitrepo.Config
-	getenv  func(string) string
-	repoDir string
+	cfg    *gitrepo.Config
+	getenv func(string) string
+	// repoDir is the main worktree (gitDir in a bare repository), gitDir
+	// the common git directory.
+	repoDir, gitDir string
 }
 
 // settings is the configuration this run read (app.cfg).
 func (a *app) settings() settings {
-	return settings{cfg: a.cfg, getenv: a.getenv, repoDir: a.repoDir()}
+	return settings{cfg: a.cfg, getenv: a.getenv, repoDir: a.repoDir(), gitDir: a.repo.CommonDir}
 }
 
 // freshSettings are the settings of the repository's git config as it is
@@ -216,4 +219,13 @@ func (s settings) runnerAgents() []string {
 		}
 	}
 	return out
+}
+
+// poolRemote is the remote the pool lives on: the flag, else git config
+// lazy.pool.remote, else the repository's default remote.
+func (s settings) poolRemote(ctx context.Context, flag string) (string, error) {
+	if flag == "" {
+		flag, _ = s.cfg.Get("lazy.pool.remote")
+	}
+	return defaultRemote(ctx, s.gitDir, strings.TrimSpace(flag))
 }
