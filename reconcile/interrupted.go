@@ -55,8 +55,10 @@ func (r *Reconciler) sweepInterrupted(ctx context.Context, id string) ([]Action,
 // supervisor runs, whose sessions are this host's, and the clock.
 type resumer struct {
 	// off: no launcher, or lazy.autoResume false.
-	off       bool
-	lifecycle Lifecycle
+	off bool
+	// lifecycle is called only when a decision needs it: Env.Lifecycle
+	// builds the services anew on each call.
+	lifecycle func() Lifecycle
 	snapshots snapshotLoader
 	turns     turnProbe
 	owner     sessionOwner
@@ -77,7 +79,7 @@ type sessionOwner interface {
 
 // resumer returns the reconciler's retry ladder for one sweep.
 func (r *Reconciler) resumer() *resumer {
-	return &resumer{off: r.Env.Launch == nil || r.NoAutoResume, lifecycle: r.lifecycle(), snapshots: r, turns: r, owner: r.Env, now: r.now}
+	return &resumer{off: r.Env.Launch == nil || r.NoAutoResume, lifecycle: r.lifecycle, snapshots: r, turns: r, owner: r.Env, now: r.now}
 }
 
 // autoResume resumes task id when allowed (spec: "Circuit Breaker Check").
@@ -100,15 +102,15 @@ func (rs *resumer) autoResumeFrom(ctx context.Context, sn *task.Snapshot) ([]Act
 	if rs.off {
 		return nil, nil
 	}
-	if rs.lifecycle.AutoResumeRefusal(sn) != "" {
+	if rs.lifecycle().AutoResumeRefusal(sn) != "" {
 		return nil, nil
 	}
 	if rs.turns.supervised(id) {
 		return nil, nil
 	}
-	sn, err := rs.lifecycle.AutoResume(ctx, id)
+	sn, err := rs.lifecycle().AutoResume(ctx, id)
 	if sn == nil {
-		if rs.lifecycle.AutoResumeRefusal(mustLoad(rs.snapshots, id)) != "" {
+		if rs.lifecycle().AutoResumeRefusal(mustLoad(rs.snapshots, id)) != "" {
 			return nil, nil // refused under the lock: someone else acted first
 		}
 		return nil, err
@@ -144,7 +146,7 @@ func (rs *resumer) sweepLimit(ctx context.Context, id string) ([]Action, error) 
 		return nil, nil
 	}
 	from := sn.Task.Status
-	sn, err = rs.lifecycle.ResumeAfterLimit(ctx, id, now)
+	sn, err = rs.lifecycle().ResumeAfterLimit(ctx, id, now)
 	if sn == nil {
 		if !lifecycle.LimitDue(mustLoad(rs.snapshots, id), now) {
 			return nil, nil // someone else acted first
