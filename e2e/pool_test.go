@@ -557,7 +557,14 @@ func TestPoolEightRunnersRaceForAHundredTasksWithoutADoubleClaim(t *testing.T) {
 	began := time.Now()
 	tasks := n.queue(100, "race")
 	queued := time.Since(began)
-	took, cpu := n.runPool(8, "--lease", "10s", "--poll", "500ms", "--max-tasks", "2")
+	// A 20-second lease: the races this test looks for are between
+	// runners on the remote, not leases running out. Eight runners with
+	// two turns each on two cores beside the full suite's race-built
+	// packages can take several seconds for one step of a round (a pull
+	// of a hundred records, a turn's start), and a lease that runs out is
+	// by design taken over, running the agent again
+	// (TestPoolKilledRunnersTaskIsTakenOverAfterItsLease holds that).
+	took, cpu := n.runPool(8, "--lease", "20s", "--poll", "500ms", "--max-tasks", "2")
 	t.Logf("queueing 100 tasks took %s; 8 runners ran them in %s (runners' CPU %s)", queued.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond))
 	n.checkDoneOnce(tasks)
 	n.checkHumanSees(tasks)

@@ -188,6 +188,13 @@ func (r *runner) onceBound(err error, won int) (bool, error) {
 
 // round is one pass: take in what others did, tend the tasks held here,
 // renew the leases, claim more.
+//
+// The leases are renewed before the tasks are tended and again after
+// each step that can take long (tending a task, starting one it won):
+// on a loaded machine a whole round can outlast a lease, and a renewal
+// only at its end let other runners take over tasks whose turns ran
+// here, so the agent ran twice. renew pushes only once a third of the
+// lease has passed, so the extra calls cost nothing on a quick round.
 func (r *runner) round(ctx context.Context) error {
 	if err := r.fetch(ctx); err != nil {
 		return err
@@ -197,12 +204,15 @@ func (r *runner) round(ctx context.Context) error {
 		r.adopted = true
 	}
 	r.checkHeld(ctx)
+	if err := r.renew(ctx, false); err != nil {
+		return err
+	}
 	for id := range r.held {
 		r.o.Reconcile(ctx, id)
 		r.tend(ctx, id)
-	}
-	if err := r.renew(ctx, false); err != nil {
-		return err
+		if err := r.renew(ctx, false); err != nil {
+			return err
+		}
 	}
 	return r.claimMore(ctx)
 }
@@ -563,6 +573,11 @@ func (r *runner) claimMore(ctx context.Context) error {
 			if r.p.Release(ctx, h, r.o.Now()) == nil {
 				delete(r.held, id)
 			}
+		}
+		// Starting a turn can take long: the leases held before it are
+		// renewed now, not at the next round (see round).
+		if err := r.renew(ctx, false); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -134,10 +134,15 @@ type fakeLifecycle struct {
 	e        *testEnv
 	calls    []string
 	startErr error
+	// onStart, when set, runs at each start (a test moves its clock).
+	onStart func()
 }
 
 func (l *fakeLifecycle) Start(ctx context.Context, name string, in session.StartInput) (*task.Snapshot, error) {
 	l.calls = append(l.calls, "start "+name+" "+in.Agent)
+	if l.onStart != nil {
+		l.onStart()
+	}
 	if l.startErr != nil {
 		return nil, l.startErr
 	}
@@ -509,5 +514,49 @@ func TestPoolReleaseIsAHumansFencedDecision(t *testing.T) {
 	x.p.claims[id] = pool.Held{Claim: pool.Claim{Task: id}, Commit: x.p.commit(), Problem: "not a claim"}
 	if res, err = x.s.ReleaseClaim(ctx, "stuck", ReleaseOptions{Remote: "origin"}); err != nil || res.Now.Generation != 10 {
 		t.Fatalf("forged: %+v %v", res, err)
+	}
+}
+
+// TestARunnerKeepsItsLeasesThroughALongRound: on a loaded machine one
+// round can outlast a lease (here each start takes 70 s of a 3-minute
+// lease): the runner renews between the steps of the round, so no claim
+// it holds is ever expired at the end of a step, and no other runner may
+// take over a task whose turn runs here.
+func TestARunnerKeepsItsLeasesThroughALongRound(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	first := x.pooled(t, "first", PoolMark{})
+	r := x.runner(t, Options{Lease: 3 * time.Minute, Poll: time.Minute, MaxTasks: 4})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.held[first.Task.ID]; !ok {
+		t.Fatalf("the first round claimed nothing: %v", x.p.calls)
+	}
+	for _, title := range []string{"second", "third", "fourth"} {
+		x.pooled(t, title, PoolMark{})
+	}
+	var expired []string
+	x.l.onStart = func() {
+		x.now = x.now.Add(70 * time.Second)
+		for id, h := range x.p.claims {
+			if !h.Released && !h.Live(x.now) {
+				expired = append(expired, fmt.Sprintf("%s (expired %s, now %s)", id, h.Expires.Format(time.TimeOnly), x.now.Format(time.TimeOnly)))
+			}
+		}
+	}
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.held) != 4 {
+		t.Fatalf("held %d tasks after the long round, want 4: %v", len(r.held), x.p.calls)
+	}
+	for id, h := range x.p.claims {
+		if !h.Live(x.now) {
+			expired = append(expired, fmt.Sprintf("%s at the round's end (expired %s, now %s)", id, h.Expires.Format(time.TimeOnly), x.now.Format(time.TimeOnly)))
+		}
+	}
+	if len(expired) > 0 {
+		t.Fatalf("claims held here ran out during one long round: %v\ncalls %v", expired, x.p.calls)
 	}
 }
