@@ -463,6 +463,14 @@ func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
 			}
 		}
 		err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
+		// A slug's lock is held only while another create reserves it:
+		// on a loaded machine that can outlast one lock timeout, and the
+		// create then failed with "ref is locked" (CI, 12 creates of one
+		// title under -race). Waiting again settles it: the other create
+		// took the slug (stale: try the next) or gave up on it (ours).
+		for try := 1; errors.Is(err, ErrLocked) && try < maxLockedAttempts; try++ {
+			err = s.casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
+		}
 		if errors.Is(err, ErrStale) {
 			return fmt.Errorf("%w: %w", task.ErrSlugTaken, err)
 		}
