@@ -1,7 +1,9 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -30,6 +32,12 @@ func OpenLocal(commonDir string) *Local { return OpenLocalFor(commonDir, SHA1) }
 // this.
 func OpenLocalFor(commonDir, format string) *Local {
 	return &Local{refs: NewRefsFor(commonDir, format), objs: NewObjectsFor(commonDir, format), format: format}
+}
+
+// OpenLocation is the in-process Repo of the repository loc locates,
+// sharing loc's ref store (and so its map of packed-refs).
+func OpenLocation(loc *Location) *Local {
+	return &Local{refs: loc.Refs, objs: NewObjectsFor(loc.CommonDir, loc.ObjectFormat), format: loc.ObjectFormat}
 }
 
 // Objects is the object database Local reads and writes.
@@ -153,6 +161,60 @@ func (l *Local) CompareAndSwap(name string, old, new OID) error {
 	}
 	return l.refs.CompareAndSwap(name, old, new)
 }
+
+// ReadBlob reads blob id from the packs or loose, without a copy of
+// an inflated packed blob.
+func (l *Local) ReadBlob(id OID, name string, limit int64) ([]byte, error) {
+	return l.objs.ReadBlob(id, name, limit)
+}
+
+// BlobSize reads blob id's size from its header.
+func (l *Local) BlobSize(id OID, name string) (int64, error) { return l.objs.BlobSize(id, name) }
+
+// ReadTree reads and decodes tree id.
+func (l *Local) ReadTree(id OID) (*ParsedTree, error) { return l.objs.ReadTree(id) }
+
+// ReadCommit reads and decodes commit id.
+func (l *Local) ReadCommit(id OID) (*ParsedCommit, error) { return l.objs.ReadCommit(id) }
+
+// SortedRefs merges the loose refs under prefix over the packed ones.
+func (l *Local) SortedRefs(prefix string) ([]RefEntry, error) {
+	if err := ValidRefPrefix(prefix); err != nil {
+		return nil, err
+	}
+	return l.refs.SortedRefs(prefix)
+}
+
+// CountLooseRefs counts the ref files under prefix.
+func (l *Local) CountLooseRefs(prefix string) int { return l.refs.CountLooseRefs(prefix) }
+
+// CompareAndSwapVerified moves ref name under git's lock-file protocol,
+// running verify under the lock; verify, not a lookup of new, is what
+// vouches for the objects.
+func (l *Local) CompareAndSwapVerified(name string, old, new OID, verify func() error) error {
+	if err := ValidRefName(name); err != nil {
+		return err
+	}
+	return l.refs.CompareAndSwapVerified(name, old, new, verify)
+}
+
+// Bulk maps the indexes of the packs for one listing (every lookup falls
+// back in a SHA-256 repository, or one with replace refs).
+func (l *Local) Bulk() *Bulk { return l.objs.Bulk(l.refs) }
+
+// LooseEstimate samples the fan-out directories.
+func (l *Local) LooseEstimate(sample int) int { return l.objs.LooseEstimate(sample) }
+
+// PackCount counts the packs.
+func (l *Local) PackCount() int { return l.objs.PackCount() }
+
+// OrphanPacks lists the packs without an index.
+func (l *Local) OrphanPacks(now time.Time, minAge time.Duration) ([]OrphanPack, error) {
+	return l.objs.OrphanPacks(now, minAge)
+}
+
+// IndexPack indexes an orphaned pack with git index-pack.
+func (l *Local) IndexPack(ctx context.Context, p OrphanPack) error { return l.objs.IndexPack(ctx, p) }
 
 // Close releases nothing: maps are released when unreachable.
 func (l *Local) Close() error { return nil }

@@ -13,14 +13,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -36,43 +34,6 @@ type Objects struct {
 
 	mu    sync.Mutex
 	packs *packSet // see lookup
-
-	// parent, when set, is the objects this journaling view reads
-	// through; journal records what the view wrote.
-	parent  *Objects
-	journal *Journal
-}
-
-// Journal remembers the objects one operation wrote, so that they can be
-// written again if a concurrent gc pruned them before a ref protected
-// them.
-type Journal struct {
-	mu   sync.Mutex
-	objs []journalEntry
-}
-
-type journalEntry struct {
-	typ     plumbing.ObjectType
-	content []byte
-	hash    OID
-}
-
-// Journaled returns a view of o that records every object it writes.
-func (o *Objects) Journaled() (*Objects, *Journal) {
-	j := &Journal{}
-	return &Objects{dir: o.dir, format: o.format, parent: o, journal: j}, j
-}
-
-// Replay writes again every journaled object that is missing.
-func (o *Objects) Replay(j *Journal) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, e := range j.objs {
-		if _, err := o.writeID(e.typ, e.content); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // NewObjects is the object database of the repository whose common git
@@ -91,10 +52,6 @@ func NewObjectsFor(commonDir, format string) *Objects {
 // Refresh drops the list of packs, which is read once: after a git fetch
 // (or gc) brought new packs, a fresh one sees them.
 func (o *Objects) Refresh() {
-	if o.parent != nil {
-		o.parent.Refresh()
-		return
-	}
 	o.mu.Lock()
 	o.packs = nil
 	o.mu.Unlock()
@@ -107,8 +64,12 @@ func HashObject(typ Type, content []byte) OID {
 
 // Hash computes the name content of type typ has in this repository,
 // with its own hash function (SHA-1 or SHA-256).
-func (o *Objects) Hash(typ Type, content []byte) OID {
-	if o.format != SHA256 {
+func (o *Objects) Hash(typ Type, content []byte) OID { return HashFor(o.format, typ, content) }
+
+// HashFor computes the name content of type typ has in a repository of
+// object format format (SHA1 or SHA256).
+func HashFor(format string, typ Type, content []byte) OID {
+	if format != SHA256 {
 		return HashObject(typ, content)
 	}
 	h := sha256.New()
@@ -155,11 +116,6 @@ func (o *Objects) write(typ plumbing.ObjectType, content []byte) (plumbing.Hash,
 
 func (o *Objects) writeID(typ plumbing.ObjectType, content []byte) (OID, error) {
 	h := o.Hash(gitTypes[typ], content)
-	if o.journal != nil {
-		o.journal.mu.Lock()
-		o.journal.objs = append(o.journal.objs, journalEntry{typ, content, h})
-		o.journal.mu.Unlock()
-	}
 	hex := h.String()
 	dir := filepath.Join(o.dir, hex[:2])
 	path := filepath.Join(dir, hex[2:])
@@ -561,84 +517,11 @@ func (o *Objects) gitSize(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.Ob
 	return got, size, nil
 }
 
-// VerifyWritten checks that every object j recorded still exists, and
-// the parent commit: what a new commit needs beyond what its parent
-// already reaches (reused entries are reachable from the parent, which
-// the ref names, so no gc removes them). It costs a stat per new object.
-func (o *Objects) VerifyWritten(j *Journal, parent OID) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, e := range j.objs {
-		if !o.Has(e.hash) {
-			return fmt.Errorf("%s %s: %w", e.typ, e.hash, ErrMissing)
-		}
-	}
-	if !parent.IsZero() && !o.Has(parent) {
-		return fmt.Errorf("parent commit %s: %w", parent, ErrMissing)
-	}
-	return nil
-}
-
-// VerifyCommit checks that commit h, its tree (recursively) and its
-// parents exist: what git checks before it lets a ref point anywhere. A
-// concurrent git gc --prune=now may delete objects lazy just wrote and
-// no ref reaches yet; a ref moved onto them would name a hole.
-func (o *Objects) VerifyCommit(h OID) error {
-	if !o.Has(h) {
-		return fmt.Errorf("commit %s: %w", h, ErrMissing)
-	}
-	c, err := o.ReadCommit(h)
-	if err != nil {
-		return err
-	}
-	for _, p := range c.ParentHashes {
-		if !o.Has(p) {
-			return fmt.Errorf("parent %s of %s: %w", p, h, ErrMissing)
-		}
-	}
-	return o.verifyTree(c.TreeHash)
-}
-
-func (o *Objects) verifyTree(h OID) error {
-	t, err := o.ReadTree(h)
-	if err != nil {
-		return err
-	}
-	for _, e := range t.Entries {
-		if !e.Mode.IsFile() {
-			if err := o.verifyTree(e.Hash); err != nil {
-				return err
-			}
-			continue
-		}
-		if !o.Has(e.Hash) {
-			return fmt.Errorf("%s in tree %s: %w", e.Name, h, ErrMissing)
-		}
-	}
-	return nil
-}
-
 // TreeEntry is one entry of a tree being built.
 type TreeEntry struct {
 	Name string
 	Hash OID
 	Dir  bool
-}
-
-// WriteTree encodes entries in git's canonical order (directories sort as
-// if their name ended in "/") and stores the tree.
-func (o *Objects) WriteTree(entries []TreeEntry) (OID, error) {
-	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
-	var buf bytes.Buffer
-	for _, e := range entries {
-		mode := filemode.Regular
-		if e.Dir {
-			mode = filemode.Dir
-		}
-		fmt.Fprintf(&buf, "%o %s\x00", uint32(mode), e.Name)
-		buf.Write(e.Hash.Bytes())
-	}
-	return o.Write(Tree, buf.Bytes())
 }
 
 func treeKey(e TreeEntry) string {

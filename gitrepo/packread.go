@@ -609,9 +609,6 @@ func leb128n(b []byte, n int) (uint64, []byte, bool) {
 // packs returns the objects' pack set, scanning the pack directory on
 // first use after a refresh.
 func (o *Objects) packSet() *packSet {
-	if o.parent != nil {
-		return o.parent.packSet()
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.packs == nil {

@@ -22,7 +22,7 @@ func BenchmarkBatchSummaries2000(b *testing.B) {
 		}
 	}
 	testrepo.Git(b, dir, "gc", "-q")
-	refs, err := s.repo.ListRefs(TasksPrefix)
+	refs, err := s.objs.ListRefs(TasksPrefix)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func plantHuge(t *testing.T, s *Store, id string, size int) gitrepo.OID {
 		}
 		entries = append(entries, e)
 	}
-	tree, err := s.objs.WriteTree(entries)
+	tree, err := gitrepo.WriteTree(s.objs, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 	}
 	summary("loose")
 	testrepo.Git(t, attacker.repo.CommonDir, "gc", "-q")
-	attacker.objs.Refresh()
+	attacker.objs.(*gitrepo.Local).Objects().Refresh() // the packs the store mapped before gc are gone
 	_ = os.Remove(cache)
 	check("packed, batch path", attacker)
 	summary("packed")
@@ -147,7 +147,7 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 
 func mustRef(t *testing.T, s *Store, id string) gitrepo.OID {
 	t.Helper()
-	h, ok, err := s.repo.ReadRef(TaskRef(id))
+	h, ok, err := s.objs.ReadRef(TaskRef(id))
 	if err != nil || !ok {
 		t.Fatalf("ref of %s: %v", id, err)
 	}

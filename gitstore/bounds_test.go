@@ -35,7 +35,7 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 	for i := range sub {
 		sub[i] = treeEntry{Name: seqName(i + 1), Hash: blob}
 	}
-	subTree, err := s.objs.WriteTree(sub)
+	subTree, err := gitrepo.WriteTree(s.objs, sub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func plantDir(t *testing.T, s *Store, id, dir string, n int, body []byte) {
 		}
 	}
 	entries = append(entries, treeEntry{Name: dir, Hash: subTree, Dir: true})
-	tree, err := s.objs.WriteTree(entries)
+	tree, err := gitrepo.WriteTree(s.objs, entries)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 // lazy's readers do not). A record that does not decode is read again by
 // the in-process reader for the precise error, as the cat-file path does.
 func (s *Store) bulkSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
-	bulk := s.objs.Bulk(s.repo.Refs)
+	bulk := s.objs.Bulk()
 	recs := make([]cacheRec, len(ids))
 	state := make([]uint8, len(ids))
 	parts := 1

@@ -56,7 +56,7 @@ func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, erro
 	}
 	res.Ran = true
 	res.LooseBefore = s.objs.LooseEstimate(256)
-	res.LooseRefsWas = s.repo.CountLooseRefs("refs/lazy/")
+	res.LooseRefsWas = s.objs.CountLooseRefs("refs/lazy/")
 	dir := s.repo.CommonDir
 	steps := [][]string{
 		{"pack-refs", "--all", "--prune"},

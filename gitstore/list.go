@@ -246,7 +246,7 @@ func writeCache(path string, out []task.Entry, transient map[string]bool) error 
 // 16 hex digits), where maps keyed by strings, and the sort, were most
 // of the cost of listing 10,000 cached tasks.
 func (s *Store) List() ([]task.Entry, error) {
-	refs, err := s.repo.SortedRefs(TasksPrefix)
+	refs, err := s.objs.SortedRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
 	}

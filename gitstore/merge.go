@@ -552,7 +552,7 @@ func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, a
 			}
 			sub = append(sub, treeEntry{Name: seqName(i + 1), Hash: h})
 		}
-		h, err := s.objs.WriteTree(sub)
+		h, err := gitrepo.WriteTree(s.objs, sub)
 		if err != nil {
 			return err
 		}
@@ -565,7 +565,7 @@ func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, a
 	if err := dir(dirComments, len(m.comments), func(i int) any { return &m.comments[i] }); err != nil {
 		return gitrepo.OID{}, err
 	}
-	tree, err := s.objs.WriteTree(entries)
+	tree, err := gitrepo.WriteTree(s.objs, entries)
 	if err != nil {
 		return gitrepo.OID{}, err
 	}

@@ -25,7 +25,7 @@ import (
 func TestMergeBasesMatchGoGit(t *testing.T) {
 	t.Parallel()
 	s, _ := open(t)
-	empty, err := s.objs.WriteTree(nil)
+	empty, err := gitrepo.WriteTree(s.objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

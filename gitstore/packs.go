@@ -12,7 +12,7 @@ import (
 type OrphanPack = gitrepo.OrphanPack
 
 // OrphanPacks lists the repository's packs that have no index and were
-// last written at least minAge before now (see gitrepo.Objects.OrphanPacks).
+// last written at least minAge before now (see gitrepo.PackKeeper).
 func (s *Store) OrphanPacks(now time.Time, minAge time.Duration) ([]OrphanPack, error) {
 	return s.objs.OrphanPacks(now, minAge)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
@@ -87,7 +88,7 @@ func TestObjectsOnlyInARepacksTemporaryPackAreRead(t *testing.T) {
 	if got.Task.Title != "in flight" {
 		t.Fatalf("read back %q", got.Task.Title)
 	}
-	if !fresh.objs.Has(sn.Commit) {
+	if !gitrepo.Present(fresh.objs, sn.Commit) {
 		t.Fatal("has: the commit in the temporary pack reads as missing")
 	}
 	if _, _, err := fresh.Update(context.Background(), sn.Task.ID, toggleComment); err != nil {

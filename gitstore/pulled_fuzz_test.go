@@ -32,15 +32,15 @@ func FuzzPulledRecord(f *testing.F) {
 			}
 			return h
 		}
-		turnsTree, err := s.objs.WriteTree([]treeEntry{{Name: seqName(1), Hash: blob(turn)}})
+		turnsTree, err := gitrepo.WriteTree(s.objs, []treeEntry{{Name: seqName(1), Hash: blob(turn)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		commentsTree, err := s.objs.WriteTree([]treeEntry{{Name: seqName(1), Hash: blob(turn)}})
+		commentsTree, err := gitrepo.WriteTree(s.objs, []treeEntry{{Name: seqName(1), Hash: blob(turn)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tree, err := s.objs.WriteTree([]treeEntry{
+		tree, err := gitrepo.WriteTree(s.objs, []treeEntry{
 			{Name: fileTask, Hash: blob(record)}, {Name: fileSession, Hash: blob(session)},
 			{Name: fileViolations, Hash: blob(violations)}, {Name: fileGoal, Hash: blob(turn)},
 			{Name: fileOp, Hash: blob(op)},

@@ -241,7 +241,7 @@ func toggleComment(sn *task.Snapshot) (*task.Op, error) {
 func TestCreateOnlyRefRefusesExisting(t *testing.T) {
 	s, _ := open(t)
 	a := mustCreate(t, s, "a")
-	err := s.repo.CompareAndSwap(TaskRef(a.Task.ID), gitrepo.OID{}, a.Commit)
+	err := s.objs.CompareAndSwapVerified(TaskRef(a.Task.ID), gitrepo.OID{}, a.Commit, nil)
 	if !errors.Is(err, ErrStale) {
 		t.Fatalf("create-only over an existing ref: %v", err)
 	}
@@ -330,7 +330,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	if n := s.LooseObjects(); n > 2*s.LooseObjectLimit {
 		t.Fatalf("%d loose objects with a limit of %d", n, s.LooseObjectLimit)
 	}
-	if loose := s.repo.CountLooseRefs(TasksPrefix); loose >= 400 {
+	if loose := s.objs.CountLooseRefs(TasksPrefix); loose >= 400 {
 		t.Fatalf("%d loose task refs: refs were never packed", loose)
 	}
 	list, err := Open(s.repo).List()
@@ -522,7 +522,7 @@ func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
 			_, _ = testrepo.GitErr(dir, "pack-refs", "--all", "--prune")
 			// Loose again: update-ref writes every task's loose file.
 			var in strings.Builder
-			refs, _ := s.repo.ListRefs(TasksPrefix)
+			refs, _ := s.objs.ListRefs(TasksPrefix)
 			for name, h := range refs {
 				fmt.Fprintf(&in, "update %s %s\n", name, h)
 			}
@@ -534,7 +534,7 @@ func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
 	}()
 	defer func() { close(done); wg.Wait() }()
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
-		refs, err := s.repo.SortedRefs(TasksPrefix)
+		refs, err := s.objs.SortedRefs(TasksPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}

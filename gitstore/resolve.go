@@ -23,7 +23,7 @@ type names struct{ s *Store }
 func (n names) BySlug(slug string) (string, bool, error) { return n.s.bySlug(slug) }
 
 func (n names) HasID(id string) (bool, error) {
-	_, ok, err := n.s.repo.ReadRef(TaskRef(id))
+	_, ok, err := n.s.objs.ReadRef(TaskRef(id))
 	return ok, err
 }
 
@@ -41,7 +41,7 @@ func (n names) Candidate(id string) (slug, title string, ok bool) {
 
 // refNames lists the names of the refs under prefix, without it.
 func (s *Store) refNames(prefix string) ([]string, error) {
-	refs, err := s.repo.ListRefs(prefix)
+	refs, err := s.objs.ListRefs(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (s *Store) refNames(prefix string) ([]string, error) {
 // bySlug looks a slug up in refs/lazy/slugs; ok is false when no task
 // has it.
 func (s *Store) bySlug(slug string) (string, bool, error) {
-	h, ok, err := s.repo.ReadRef(SlugsPrefix + slug)
+	h, ok, err := s.objs.ReadRef(SlugsPrefix + slug)
 	if err != nil || !ok {
 		return "", false, err
 	}
@@ -67,7 +67,7 @@ func (s *Store) bySlug(slug string) (string, bool, error) {
 	if !task.ValidID(id) {
 		return "", false, fmt.Errorf("slug %s is corrupt (it names %q)", slug, truncate(id, 40))
 	}
-	if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil || !ok {
+	if _, ok, err := s.objs.ReadRef(TaskRef(id)); err != nil || !ok {
 		return "", false, err
 	}
 	return id, true, nil
@@ -85,7 +85,7 @@ type OrphanSlug struct {
 // A reservation younger than minAge (a loose ref file's mtime) may be a
 // create in flight and is not listed; a packed one is old.
 func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
-	refs, err := s.repo.ListRefs(SlugsPrefix)
+	refs, err := s.objs.ListRefs(SlugsPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
 		if !task.ValidID(id) {
 			continue
 		}
-		if _, ok, err := s.repo.ReadRef(TaskRef(id)); err != nil || ok {
+		if _, ok, err := s.objs.ReadRef(TaskRef(id)); err != nil || ok {
 			continue
 		}
 		out = append(out, OrphanSlug{Slug: strings.TrimPrefix(name, SlugsPrefix), Ref: name, Hash: h})

@@ -94,11 +94,11 @@ func (s *Store) RepairSlug(ctx context.Context, p SlugProblem) error {
 		if err != nil {
 			return err
 		}
-		old, _, err := s.repo.ReadRef(SlugsPrefix + p.Slug)
+		old, _, err := s.objs.ReadRef(SlugsPrefix + p.Slug)
 		if err != nil {
 			return err
 		}
-		return s.repo.CompareAndSwap(SlugsPrefix+p.Slug, old, idBlob)
+		return s.objs.CompareAndSwapVerified(SlugsPrefix+p.Slug, old, idBlob, nil)
 	}
 	_, err := s.renameTask(ctx, p.ID, p.Slug, p.To, fmt.Sprintf("slug %s belongs to task %s; lazy doctor renamed this task", p.Slug, p.Owner))
 	return err
@@ -115,8 +115,8 @@ func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool,
 	if err != nil {
 		return false, err
 	}
-	if err := s.repo.CompareAndSwap(SlugsPrefix+to, gitrepo.OID{}, idBlob); err != nil {
-		if cur, _, _ := s.repo.ReadRef(SlugsPrefix + to); cur != idBlob {
+	if err := s.objs.CompareAndSwapVerified(SlugsPrefix+to, gitrepo.OID{}, idBlob, nil); err != nil {
+		if cur, _, _ := s.objs.ReadRef(SlugsPrefix + to); cur != idBlob {
 			return false, fmt.Errorf("slug %s is taken too; give task %s another slug by hand (git update-ref)", to, id)
 		}
 	}

@@ -37,7 +37,11 @@ const (
 // Store reads and writes task records in one repository.
 type Store struct {
 	repo *Repo
-	objs *gitrepo.Objects
+	// objs is every object and ref the store reads and writes, through
+	// the roles of gitrepo.Repo (in process: gitrepo.Local, over repo's
+	// own ref store); a write runs on a journaled view of it (see
+	// journaled).
+	objs gitrepo.Repo
 	// git is the repository served by git processes: the bulk read of a
 	// cold listing's records (ReadFiles) goes through it, so that one
 	// object reader, held to gitrepo's conformance suite, answers for
@@ -63,7 +67,7 @@ func WithHost(host string) Option { return func(s *Store) { s.host = host } }
 
 // Open returns a Store on repo.
 func Open(repo *Repo, opts ...Option) *Store {
-	s := &Store{repo: repo, objs: gitrepo.NewObjectsFor(repo.CommonDir, repo.ObjectFormat), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
+	s := &Store{repo: repo, objs: gitrepo.OpenLocation(repo), host: "unknown", now: time.Now, bounds: defaultBounds, LooseObjectLimit: 4000}
 	if g, err := gitrepo.OpenGitFor(repo.CommonDir, repo.ObjectFormat); err == nil {
 		s.git = g
 	}
@@ -119,7 +123,7 @@ func (s *Store) Load(id string) (*task.Snapshot, error) {
 	if !task.ValidID(id) {
 		return nil, fmt.Errorf("%q is not a task id: %w", id, task.ErrNotFound)
 	}
-	h, ok, err := s.repo.ReadRef(TaskRef(id))
+	h, ok, err := s.objs.ReadRef(TaskRef(id))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +145,7 @@ func (s *Store) LoadEntry(e *task.Entry) (*task.Snapshot, error) {
 
 // Exists reports whether task id has a record here.
 func (s *Store) Exists(id string) bool {
-	_, ok, err := s.repo.ReadRef(TaskRef(id))
+	_, ok, err := s.objs.ReadRef(TaskRef(id))
 	return ok && err == nil
 }
 
@@ -293,7 +297,7 @@ func (s *Store) commit(prev, next *task.Snapshot, op *task.Op) (gitrepo.OID, map
 		if err != nil {
 			return err
 		}
-		h := s.objs.Hash(gitrepo.Blob, b)
+		h := gitrepo.HashFor(s.objs.Format(), gitrepo.Blob, b)
 		if old, ok := entries[name]; ok && old.Hash == h {
 			return nil
 		}
@@ -341,7 +345,7 @@ func (s *Store) commit(prev, next *task.Snapshot, op *task.Op) (gitrepo.OID, map
 	for _, e := range entries {
 		list = append(list, e)
 	}
-	tree, err := s.objs.WriteTree(list)
+	tree, err := gitrepo.WriteTree(s.objs, list)
 	if err != nil {
 		return gitrepo.OID{}, nil, err
 	}
@@ -387,7 +391,7 @@ func (s *Store) appendDir(next *task.Snapshot, tree map[string]treeEntry, name s
 			entries = append(entries, e)
 		}
 	}
-	h, err := s.objs.WriteTree(entries)
+	h, err := gitrepo.WriteTree(s.objs, entries)
 	if err != nil {
 		return err
 	}
@@ -494,7 +498,7 @@ func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
 			return nil, err
 		}
 		// A concurrent gc pruned the new objects: write them once more.
-		if err := s.objs.Replay(j); err != nil {
+		if err := gitrepo.Replay(s.objs, j); err != nil {
 			return nil, err
 		}
 	}
@@ -662,7 +666,7 @@ func (s *Store) plainChange(id string, h gitrepo.OID, ch task.Change) (task.Chan
 // casCommit moves a task ref to commit once, under the ref lock, every
 // object the commit needs is verified present.
 func (s *Store) casCommit(ref string, old, commit gitrepo.OID) error {
-	return s.repo.CompareAndSwapVerified(ref, old, commit, func() error { return s.objs.VerifyCommit(commit) })
+	return s.objs.CompareAndSwapVerified(ref, old, commit, func() error { return gitrepo.VerifyCommit(s.objs, commit) })
 }
 
 // casBlob creates a ref to a blob, writing the blob again if a
@@ -670,8 +674,8 @@ func (s *Store) casCommit(ref string, old, commit gitrepo.OID) error {
 func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		err = s.repo.CompareAndSwapVerified(ref, gitrepo.OID{}, blob, func() error {
-			if !s.objs.Has(blob) {
+		err = s.objs.CompareAndSwapVerified(ref, gitrepo.OID{}, blob, func() error {
+			if !gitrepo.Present(s.objs, blob) {
 				return fmt.Errorf("blob %s: %w", blob, ErrMissingObject)
 			}
 			return nil
@@ -679,7 +683,7 @@ func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
 		if err == nil {
 			// See heal: a gc that started before the ref moved may still
 			// prune the blob; write it again if it did.
-			for i := 0; i < 3 && !s.objs.Has(blob); i++ {
+			for i := 0; i < 3 && !gitrepo.Present(s.objs, blob); i++ {
 				_, _ = s.objs.Write(gitrepo.Blob, content)
 			}
 			return nil
@@ -698,14 +702,14 @@ func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
 // objects j recorded, once, under the ref lock, all of them are verified
 // present.
 func (s *Store) casWritten(ref string, parent, commit gitrepo.OID, j *gitrepo.Journal) error {
-	return s.repo.CompareAndSwapVerified(ref, parent, commit, func() error { return s.objs.VerifyWritten(j, parent) })
+	return s.objs.CompareAndSwapVerified(ref, parent, commit, func() error { return gitrepo.VerifyWritten(s.objs, j, parent) })
 }
 
 // journaled returns a copy of s whose writes are journaled.
 func (s *Store) journaled() (*Store, *gitrepo.Journal) {
 	c := *s
 	var j *gitrepo.Journal
-	c.objs, j = s.objs.Journaled()
+	c.objs, j = gitrepo.Journaled(s.objs)
 	return &c, j
 }
 
@@ -717,10 +721,10 @@ func (s *Store) journaled() (*Store, *gitrepo.Journal) {
 // narrows the window to the instant between this check and the prune.
 func (s *Store) heal(parent gitrepo.OID, j *gitrepo.Journal) {
 	for try := 0; try < 3; try++ {
-		if s.objs.VerifyWritten(j, parent) == nil {
+		if gitrepo.VerifyWritten(s.objs, j, parent) == nil {
 			return
 		}
-		if s.objs.Replay(j) != nil {
+		if gitrepo.Replay(s.objs, j) != nil {
 			return
 		}
 	}

@@ -163,11 +163,11 @@ func (s *Store) Pull(ctx context.Context, remote string) (*SyncReport, error) {
 func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, error) {
 	rep := &SyncReport{Remote: remote}
 	ns := RemoteNamespace(remote)
-	theirs, err := s.repo.ListRefs(ns + "tasks/")
+	theirs, err := s.objs.ListRefs(ns + "tasks/")
 	if err != nil {
 		return nil, err
 	}
-	ours, err := s.repo.ListRefs(TasksPrefix)
+	ours, err := s.objs.ListRefs(TasksPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 		return fmt.Errorf("refused: %w; it was not taken in", err)
 	}
 	for attempt := 0; attempt < 8; attempt++ {
-		lh, have, err := s.repo.ReadRef(TaskRef(id))
+		lh, have, err := s.objs.ReadRef(TaskRef(id))
 		if err != nil {
 			return err
 		}
@@ -305,7 +305,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 // next push), and the local slug ref then names the remote's task, so the
 // next push is a fast-forward of nothing and succeeds.
 func (s *Store) settleSlugs(ns string, rep *SyncReport) {
-	theirs, err := s.repo.ListRefs(ns + "slugs/")
+	theirs, err := s.objs.ListRefs(ns + "slugs/")
 	if err != nil {
 		return
 	}
@@ -317,7 +317,7 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 	for _, ref := range names {
 		slug := strings.TrimPrefix(ref, ns+"slugs/")
 		rh := theirs[ref]
-		lh, have, err := s.repo.ReadRef(SlugsPrefix + slug)
+		lh, have, err := s.objs.ReadRef(SlugsPrefix + slug)
 		if err != nil || !have || lh == rh || !task.ValidSlug(slug) {
 			continue
 		}
@@ -346,12 +346,12 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 	// It counts only for a readable, valid record of the remote's that
 	// has this slug: a bare or bogus slug ref, or a record pull will
 	// refuse, cannot take a name away from a local task.
-	wh, remoteHas, err := s.repo.ReadRef(ns + "tasks/" + winner)
+	wh, remoteHas, err := s.objs.ReadRef(ns + "tasks/" + winner)
 	if err != nil {
 		return err
 	}
 	if !remoteHas {
-		if wh, remoteHas, err = s.repo.ReadRef(TaskRef(winner)); err != nil {
+		if wh, remoteHas, err = s.objs.ReadRef(TaskRef(winner)); err != nil {
 			return err
 		}
 	}
@@ -366,7 +366,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 		return fmt.Errorf("the remote's slug ref names task %s, whose record is unreadable or has another slug; %s keeps naming the local task", winner, slug)
 	}
 	if task.ValidID(local) && local != winner {
-		if _, ok, err := s.repo.ReadRef(TaskRef(local)); err != nil {
+		if _, ok, err := s.objs.ReadRef(TaskRef(local)); err != nil {
 			return err
 		} else if ok {
 			to := task.LoserSlug(slug, local)
@@ -380,7 +380,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 			}
 		}
 	}
-	return s.repo.CompareAndSwap(SlugsPrefix+slug, lh, rh)
+	return s.objs.CompareAndSwapVerified(SlugsPrefix+slug, lh, rh, nil)
 }
 
 // adoptSlug gives a task that arrived from a remote its slug here, unless
@@ -391,11 +391,11 @@ func (s *Store) adoptSlug(sn *task.Snapshot, ns string, rep *SyncReport) {
 	if err != nil {
 		return
 	}
-	if h, ok, _ := s.repo.ReadRef(ns + "slugs/" + slug); ok && h != idBlob {
+	if h, ok, _ := s.objs.ReadRef(ns + "slugs/" + slug); ok && h != idBlob {
 		rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: "the remote's slug ref does not name this task"})
 	}
 	if err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(sn.Task.ID+"\n")); err != nil {
-		cur, _, _ := s.repo.ReadRef(SlugsPrefix + slug)
+		cur, _, _ := s.objs.ReadRef(SlugsPrefix + slug)
 		if cur != idBlob {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug,
 				Reason: fmt.Sprintf("slug %q is taken here by another task; %s answers to its id %s", slug, slug, sn.Task.ID)})

@@ -60,7 +60,7 @@ func toggle2(t *testing.T, s *Store, id string) {
 
 func refs(t *testing.T, s *Store) map[string]string {
 	t.Helper()
-	m, err := s.repo.ListRefs(TasksPrefix)
+	m, err := s.objs.ListRefs(TasksPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,11 @@ func Run(t *testing.T, format string, open Open) {
 	})
 	t.Run("hostile ref names", func(t *testing.T) { testRefNames(t, fresh, open) })
 	t.Run("read files", func(t *testing.T) { testReadFiles(t, format, fresh, open) })
+	t.Run("records", func(t *testing.T) { testRecords(t, format, fresh, open) })
+	t.Run("record writes", func(t *testing.T) { testRecordWrites(t, fresh, open) })
+	t.Run("ref index", func(t *testing.T) { testRefIndex(t, fresh, open) })
+	t.Run("packs", func(t *testing.T) { testPacks(t, fresh, open) })
+	t.Run("bulk", func(t *testing.T) { testBulk(t, fresh, open) })
 }
 
 // testReadFiles asks ReadFiles for every name of the fixture's tree (and
