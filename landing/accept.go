@@ -253,6 +253,44 @@ func (e *Service) accept(ctx context.Context, name string, n Narrator, opts Acce
 	return a.run(ctx)
 }
 
+// PreflightGit is what an accept's pre-flight asks of git: the task's
+// branch and worktree as they stand, the destination's tip and checkout
+// (added when the target is checked out nowhere), and whether the branch
+// changes anything.
+type PreflightGit interface {
+	BranchTip(ctx context.Context, repoDir, branch string) (string, error)
+	BranchCommit(ctx context.Context, repoDir, branch string) (string, error)
+	ChangesNothing(ctx context.Context, repoDir, base, branch string) bool
+	CheckedOutAt(ctx context.Context, repoDir, branch string) (string, error)
+	Add(ctx context.Context, repoDir, dir, branch string) error
+	Dirty(ctx context.Context, dir string) (bool, error)
+}
+
+// MergeGit is what a local accept does in the destination once
+// pre-flight has passed: the squash merge and its commit, or the gated
+// tree's commit and fast-forward, the check that the destination has not
+// moved, and the undoing of a merge left half-made.
+type MergeGit interface {
+	BranchCommit(ctx context.Context, repoDir, branch string) (string, error)
+	Dirty(ctx context.Context, dir string) (bool, error)
+	SquashMerge(ctx context.Context, dir, branch string) (conflicts []string, err error)
+	CommitStaged(ctx context.Context, dir, msg string) (string, error)
+	CommitTree(ctx context.Context, repoDir, tree, parent, message string) (string, error)
+	FastForward(ctx context.Context, dir, commit string) error
+	ResetToHead(ctx context.Context, dir string) error
+	HalfSquash(ctx context.Context, repoDir, dir, base, branch string) bool
+	ForceRemove(ctx context.Context, repoDir, dir string) error
+}
+
+// preflightGit is git in the accept's pre-flight role.
+func (e *Service) preflightGit() PreflightGit { return e.worktrees() }
+
+// mergeGit is git in the accept's merge role.
+func (e *Service) mergeGit() MergeGit { return e.worktrees() }
+
+// git is the merge role: all a localAccept's phases ask of git directly.
+func (a *localAccept) git() MergeGit { return a.e.mergeGit() }
+
 // localAccept is one squash-merge into a local branch in progress: the
 // task as it now stands, what pre-flight found, the plan it announced
 // and what it has done so far. Each phase is one method, and run calls
@@ -491,7 +529,7 @@ func (a *localAccept) record(ctx context.Context) error {
 	a.mine = mine
 	approvedTip := ""
 	if len(a.approved) > 0 {
-		approvedTip, _ = a.e.git().BranchCommit(ctx, e.Dir(), pre.branch)
+		approvedTip, _ = a.git().BranchCommit(ctx, e.Dir(), pre.branch)
 	}
 	sn, _, err := e.Store.Update(ctx, a.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Status != from {
@@ -542,7 +580,7 @@ func (a *localAccept) abort(ctx context.Context, cause error) error {
 
 // removeTempDest removes the checkout pre-flight made to merge in.
 func (a *localAccept) removeTempDest(ctx context.Context) {
-	_ = a.e.git().ForceRemove(context.WithoutCancel(ctx), a.e.Dir(), a.pre.dest)
+	_ = a.git().ForceRemove(context.WithoutCancel(ctx), a.e.Dir(), a.pre.dest)
 }
 
 // stashDest stashes the destination's uncommitted changes, if any, and
@@ -793,7 +831,7 @@ func (e *Service) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Se
 			return owned.Session{}, fmt.Errorf("accept %w", err)
 		}
 		branch := worktree.Branch(slug)
-		if tip, berr := e.git().BranchTip(ctx, e.Dir(), branch); berr != nil || tip == "" {
+		if tip, berr := e.preflightGit().BranchTip(ctx, e.Dir(), branch); berr != nil || tip == "" {
 			return owned.Session{}, fmt.Errorf("accept %s: a runner on host %s ran it, and its branch %s is not here yet; lazy pull brings it", slug, sn.Session.Host, branch)
 		}
 		return owned.Session{TaskID: sn.Task.ID, Branch: branch}, nil
@@ -801,7 +839,7 @@ func (e *Service) acceptSource(ctx context.Context, sn *task.Snapshot) (owned.Se
 	if err := e.WorktreeFree(sn.Task.ID, "accept", slug); err != nil {
 		return owned.Session{}, err
 	}
-	if dirty, err := e.git().Dirty(ctx, local.Worktree); err != nil {
+	if dirty, err := e.preflightGit().Dirty(ctx, local.Worktree); err != nil {
 		return owned.Session{}, fmt.Errorf("accept %s: inspect its worktree %s: %w", slug, local.Worktree, err)
 	} else if dirty {
 		return owned.Session{}, fmt.Errorf("accept %s: its worktree %s has uncommitted changes; commit or discard them (or lazy unblock the agent) first", slug, local.Worktree)
@@ -877,13 +915,13 @@ func (e *Service) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acce
 		return nil, fmt.Errorf("accept %s: %w", slug, err)
 	}
 	pre := &acceptPre{into: into, branch: local.Branch}
-	if pre.intoSHA, err = e.git().BranchCommit(ctx, e.Dir(), into); err != nil {
+	if pre.intoSHA, err = e.preflightGit().BranchCommit(ctx, e.Dir(), into); err != nil {
 		return nil, fmt.Errorf("accept %s: the branch %s to merge into does not exist", slug, into)
 	}
-	if e.git().ChangesNothing(ctx, e.Dir(), pre.intoSHA, pre.branch) {
+	if e.preflightGit().ChangesNothing(ctx, e.Dir(), pre.intoSHA, pre.branch) {
 		return nil, fmt.Errorf("accept %s: its branch %s changes nothing relative to %s; nothing to merge (lazy close it instead)", slug, pre.branch, into)
 	}
-	dest, err := e.git().CheckedOutAt(ctx, e.Dir(), into)
+	dest, err := e.preflightGit().CheckedOutAt(ctx, e.Dir(), into)
 	if err != nil {
 		return nil, err
 	}
@@ -893,7 +931,7 @@ func (e *Service) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acce
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return nil, err
 		}
-		if err := e.git().Add(ctx, e.Dir(), dest, into); err != nil {
+		if err := e.preflightGit().Add(ctx, e.Dir(), dest, into); err != nil {
 			return nil, fmt.Errorf("accept %s: check out %s to merge into: %w", slug, into, err)
 		}
 		pre.temp = true
@@ -902,12 +940,12 @@ func (e *Service) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acce
 		// A checkout an accept that was killed made to merge into: no
 		// accept into the branch runs (its lock is held here), so it is
 		// a leftover, removed after this merge unless it holds changes.
-		if dirty, err := e.git().Dirty(ctx, dest); err == nil && !dirty {
+		if dirty, err := e.preflightGit().Dirty(ctx, dest); err == nil && !dirty {
 			pre.temp = true
 		}
 	}
 	pre.dest = dest
-	if pre.dirty, err = e.git().Dirty(ctx, dest); err != nil {
+	if pre.dirty, err = e.preflightGit().Dirty(ctx, dest); err != nil {
 		return nil, fmt.Errorf("accept %s: inspect %s: %w", slug, dest, err)
 	}
 	return pre, nil
@@ -917,7 +955,7 @@ func (e *Service) acceptPreflight(ctx context.Context, sn *task.Snapshot) (*acce
 // the task's trailer. Any failure (conflicts, a pre-commit hook, no git
 // identity) leaves the destination as it was before the merge.
 func (e *Service) squash(ctx context.Context, sn *task.Snapshot, pre *acceptPre, trailer string) (string, error) {
-	if conflicts, err := e.git().SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
+	if conflicts, err := e.mergeGit().SquashMerge(ctx, pre.dest, pre.branch); len(conflicts) > 0 {
 		return "", fmt.Errorf("the squash merge into %s conflicts in %s; lazy sync the task (or unblock it) to resolve upstream first", pre.into, strings.Join(conflicts, ", "))
 	} else if err != nil {
 		return "", fmt.Errorf("squash merge into %s: %w", pre.into, err)
@@ -926,7 +964,7 @@ func (e *Service) squash(ctx context.Context, sn *task.Snapshot, pre *acceptPre,
 	if err != nil {
 		return "", err
 	}
-	commit, err := e.git().CommitStaged(ctx, pre.dest, msg+trailer)
+	commit, err := e.mergeGit().CommitStaged(ctx, pre.dest, msg+trailer)
 	if ce := (*worktree.CommitError)(nil); errors.As(err, &ce) {
 		return "", fmt.Errorf("the merge commit into %s failed (checks or hooks refused it, or git has no identity): %w", pre.into, ce.Err)
 	}
@@ -1043,14 +1081,15 @@ func (e *Service) parentExempt(parent *task.Task) bool {
 // removed is left, reported, and recorded on the task with where it is.
 func (e *Service) cleanupAccepted(ctx context.Context, sn *task.Snapshot) []string {
 	var kept []string
+	git := e.Cleanups().git() // the clean-up's role: this is its part of an accept
 	if s, err := e.Owned(sn); err == nil {
 		if _, err := os.Stat(s.Worktree); err == nil {
-			if err := e.git().Remove(ctx, e.Dir(), s.Worktree); err != nil {
+			if err := git.Remove(ctx, e.Dir(), s.Worktree); err != nil {
 				kept = append(kept, fmt.Sprintf("the worktree %s, which git would not remove (%v)", s.Worktree, err))
 			}
 		}
-		if tip, err := e.git().BranchTip(ctx, e.Dir(), s.Branch); err == nil && tip != "" {
-			if err := e.git().DeleteBranch(ctx, e.Dir(), s.Branch); err != nil {
+		if tip, err := git.BranchTip(ctx, e.Dir(), s.Branch); err == nil && tip != "" {
+			if err := git.DeleteBranch(ctx, e.Dir(), s.Branch); err != nil {
 				kept = append(kept, fmt.Sprintf("the branch %s at %s (%v)", s.Branch, tip, err))
 			}
 		}

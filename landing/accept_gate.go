@@ -86,7 +86,7 @@ func (a *localAccept) recheckDest(ctx context.Context) error {
 	if !a.gp.enabled() || a.pre.dirty {
 		return nil
 	}
-	dirty, err := a.e.git().Dirty(ctx, a.pre.dest)
+	dirty, err := a.git().Dirty(ctx, a.pre.dest)
 	if err != nil {
 		return fmt.Errorf("accept %s: inspect %s: %w", a.sn.Task.Slug, a.pre.dest, err)
 	}
@@ -109,19 +109,19 @@ func (a *localAccept) land(ctx context.Context) error {
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: %w", slug, err), a.pre.dest, a.stash)
 	}
-	commit, err := a.e.git().CommitTree(ctx, e.Dir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
+	commit, err := a.git().CommitTree(ctx, e.Dir(), a.cand.tree, a.pre.intoSHA, msg+gateTrailer(a.runID, a.gp)+approvedTrailer(a.approved))
 	if err != nil {
 		return e.withStash(fmt.Errorf("accept %s: commit the gated tree: %w", slug, err), a.pre.dest, a.stash)
 	}
-	if err := a.e.git().FastForward(ctx, a.pre.dest, commit); err != nil {
-		if tip, terr := a.e.git().BranchCommit(ctx, e.Dir(), into); terr == nil && tip != a.pre.intoSHA {
+	if err := a.git().FastForward(ctx, a.pre.dest, commit); err != nil {
+		if tip, terr := a.git().BranchCommit(ctx, e.Dir(), into); terr == nil && tip != a.pre.intoSHA {
 			return e.withStash(fmt.Errorf("accept %s: %s moved while the gate ran (a commit made outside lazy), so the gated tree is not what would land; nothing was merged, accept again to gate the new tip: %w", slug, into, err), a.pre.dest, a.stash)
 		}
 		// The branch did not move, yet git could not move it: a lock a
 		// killed git left on it or on HEAD. git writes the files before
 		// the ref, so the checkout holds the gated tree: put it back.
 		if a.halfLanded(ctx) {
-			if rerr := a.e.git().ResetToHead(context.WithoutCancel(ctx), a.pre.dest); rerr != nil {
+			if rerr := a.git().ResetToHead(context.WithoutCancel(ctx), a.pre.dest); rerr != nil {
 				return fmt.Errorf("accept %s: %s could not be moved to the gated commit (%w), and the files it left in %s could not be put back (%w); nothing was merged: lazy doctor removes a stale lock and undoes it", slug, into, err, a.pre.dest, rerr)
 			}
 		}
@@ -135,7 +135,7 @@ func (a *localAccept) land(ctx context.Context) error {
 // tree on the untouched target tip, and nothing else: a fast-forward that
 // wrote the files and could not move the branch.
 func (a *localAccept) halfLanded(ctx context.Context) bool {
-	return a.e.git().HalfSquash(ctx, a.e.Dir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
+	return a.git().HalfSquash(ctx, a.e.Dir(), a.pre.dest, a.pre.intoSHA, a.pre.branch)
 }
 
 // handBack gives a failed gate or a conflict to the task's agent when
@@ -245,7 +245,7 @@ func (a *remoteAccept) gate(ctx context.Context) error {
 	}
 	a.begin("gate")
 	e, base := a.e, a.rec.Base
-	tip, err := a.e.git().BranchCommit(ctx, e.Dir(), base)
+	tip, err := a.git().BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}

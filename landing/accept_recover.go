@@ -18,6 +18,22 @@ import (
 	"github.com/lazyorch/lazy/worktree"
 )
 
+// RecoveryGit is what the recovery of a stranded accept asks of git:
+// whether its squash commit landed, the destination's checkout and
+// whether it holds the half-made merge (undone) or the accept's stash.
+type RecoveryGit interface {
+	HasCommitWith(ctx context.Context, repoDir, text, since, branch string) (bool, error)
+	CheckedOutAt(ctx context.Context, repoDir, branch string) (string, error)
+	Dirty(ctx context.Context, dir string) (bool, error)
+	HalfSquash(ctx context.Context, repoDir, dir, base, branch string) bool
+	UndoSquash(ctx context.Context, dir, sha string) error
+	Stashes(ctx context.Context, dir string) ([]worktree.Stash, error)
+	StashInWorktree(ctx context.Context, dir, sha string) bool
+}
+
+// git is git in the recovery's role.
+func (e *Recovery) git() RecoveryGit { return e.worktrees() }
+
 // DestinationWait bounds how long an accept waits for another accept
 // into the same branch to finish.
 const DestinationWait = 10 * time.Minute

@@ -90,6 +90,20 @@ func (e *Remote) acceptRemote(ctx context.Context, sn *task.Snapshot, say func(f
 	return a.settle(ctx, pr)
 }
 
+// RemoteGit is what an accept through the forge asks of git: the task
+// branch's tip, to tell whether it moved since the pull request's head
+// and whether the forge merged all of it.
+type RemoteGit interface {
+	BranchCommit(ctx context.Context, repoDir, branch string) (string, error)
+	IsAncestor(ctx context.Context, repoDir, ancestor, of string) bool
+}
+
+// git is git in the forge's role.
+func (e *Remote) git() RemoteGit { return e.worktrees() }
+
+// git is the forge's role: a remoteAccept's phases read the branch only.
+func (a *remoteAccept) git() RemoteGit { return a.e.Remote().git() }
+
 // remoteAccept is one accept through the forge in progress: the task as
 // it now stands, its pull request and forge, the plan announced and how
 // far it has got. Each phase is one method; acceptRemote calls them in
@@ -204,7 +218,7 @@ func (a *remoteAccept) branchMoved(ctx context.Context) (bool, error) {
 	if err := a.e.submission().Preflight(ctx, a.sn); err != nil {
 		return false, fmt.Errorf("accept: %w", err)
 	}
-	tip, err := a.e.git().BranchCommit(ctx, a.e.Dir(), a.sn.Session.Branch)
+	tip, err := a.git().BranchCommit(ctx, a.e.Dir(), a.sn.Session.Branch)
 	if err != nil {
 		return false, fmt.Errorf("accept %s: its branch %s is missing", a.slug, a.sn.Session.Branch)
 	}
@@ -237,7 +251,7 @@ func (a *remoteAccept) preAcceptTurn(ctx context.Context) error {
 // lazy.gate.forge checks: the task must not rewrite its CI either).
 func (a *remoteAccept) protect(ctx context.Context) error {
 	e, base := a.e, a.rec.Base
-	tip, err := a.e.git().BranchCommit(ctx, e.Dir(), base)
+	tip, err := a.git().BranchCommit(ctx, e.Dir(), base)
 	if err != nil {
 		return nil // no copy of the base here: the forge gate says so when it runs
 	}
@@ -249,7 +263,7 @@ func (a *remoteAccept) protect(ctx context.Context) error {
 		return fmt.Errorf("accept %s: %w", a.slug, err)
 	}
 	a.approved, err = e.Gates().checkProtected(ctx, a.slug, gp, tip, a.sn.Session.Branch, gp.Forge == gate.ForgeChecks, a.opts)
-	a.approvedTip, _ = a.e.git().BranchCommit(ctx, e.Dir(), a.sn.Session.Branch)
+	a.approvedTip, _ = a.git().BranchCommit(ctx, e.Dir(), a.sn.Session.Branch)
 	if err == nil && len(a.approved) > 0 {
 		files := listProtected(a.approved, false)
 		a.say(func(n Narrator) { n.Note("protected paths approved by a human: " + files) })

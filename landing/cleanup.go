@@ -12,6 +12,22 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
+// CleanupGit is what the clean-up of a task asks of git: whether its
+// worktree is clean before removing it, and whether its branch holds
+// work not merged before deleting it; and, for a checkout an accept
+// added, which branch it has out.
+type CleanupGit interface {
+	Dirty(ctx context.Context, dir string) (bool, error)
+	Remove(ctx context.Context, repoDir, dir string) error
+	BranchTip(ctx context.Context, repoDir, branch string) (string, error)
+	ChangesNothing(ctx context.Context, repoDir, base, branch string) bool
+	DeleteBranch(ctx context.Context, repoDir, branch string) error
+	CurrentBranch(ctx context.Context, dir string) (string, error)
+}
+
+// git is git in the clean-up's role.
+func (e *Cleanups) git() CleanupGit { return e.worktrees() }
+
 // CleanupAbandoned tidies a task that was just closed or rejected (spec:
 // they clean up worktree and branch), without destroying work: a clean
 // worktree is removed, a dirty one is kept; a branch that holds nothing

@@ -30,6 +30,24 @@ import (
 // passed. Which trees passed is this machine's own knowledge (a mark per
 // tree and command list under .git/lazy/gate), never a record's claim.
 
+// GateGit is what the merge gate asks of git: the target's tip and the
+// gate configuration and protected paths committed there, what the
+// task's range touches, the candidate tree built without a checkout and
+// its commit, and the scratch worktree the commands run in.
+type GateGit interface {
+	BranchCommit(ctx context.Context, repoDir, branch string) (string, error)
+	FileAt(ctx context.Context, repoDir, commit, path string) ([]byte, bool, error)
+	RangeFiles(ctx context.Context, repoDir, base, tip string) (names []string, truncated bool, err error)
+	ExistingFiles(ctx context.Context, repoDir, commit string, paths []string) ([]string, error)
+	MergeTree(ctx context.Context, repoDir, ours, branch string) (tree string, conflicts []string, err error)
+	CommitTree(ctx context.Context, repoDir, tree, parent, message string) (string, error)
+	AddDetached(ctx context.Context, repoDir, dir, commit string) error
+	RemoveScratch(ctx context.Context, repoDir, dir string) error
+}
+
+// git is git in the gate's role.
+func (e *Gates) git() GateGit { return e.worktrees() }
+
 // gatePlan is the gate an accept into one target runs.
 type gatePlan struct {
 	gate.Settings

@@ -7,75 +7,29 @@ import (
 	"github.com/lazyorch/lazy/worktree"
 )
 
-// What landing asks of git, in roles: package worktree's functions of the
-// same names (Git{}), or a fake in tests (see seam_test.go). A test's fake
-// embeds the roles it does not play, so any other git call fails loudly.
+// What landing asks of git: each part of landing declares the role it
+// plays, beside the code that plays it, with only the methods that code
+// calls (PreflightGit and MergeGit in accept.go, GateGit in gate.go,
+// RecoveryGit in accept_recover.go, RemoteGit in accept_remote.go,
+// CleanupGit in cleanup.go, StashGit in keptstash.go, PreviewGit in
+// preview.go), and reaches git only through it; so a change to one part
+// cannot quietly widen what another depends on. The merge queue's train
+// asks nothing of git itself: it runs the gate and the accept.
 
-// Branches is what landing reads of branches and commits: where they point, what a range changes, the files at a commit.
-type Branches interface {
-	BranchCommit(ctx context.Context, repoDir, branch string) (string, error)
-	BranchTip(ctx context.Context, repoDir, branch string) (string, error)
-	ChangesNothing(ctx context.Context, repoDir, base, branch string) bool
-	CheckedOutAt(ctx context.Context, repoDir, branch string) (string, error)
-	CurrentBranch(ctx context.Context, dir string) (string, error)
-	IsAncestor(ctx context.Context, repoDir, ancestor, of string) bool
-	HasCommitWith(ctx context.Context, repoDir, text, since, branch string) (bool, error)
-	DeleteBranch(ctx context.Context, repoDir, branch string) error
-	CommitLog(ctx context.Context, repoDir, from, to string) ([]string, error)
-	NameStatus(ctx context.Context, repoDir, from, to string) ([]string, error)
-	Stat(ctx context.Context, repoDir, from, to string, wide bool) (string, error)
-	RangeFiles(ctx context.Context, repoDir, base, tip string) (names []string, truncated bool, err error)
-	ExistingFiles(ctx context.Context, repoDir, commit string, paths []string) ([]string, error)
-	FileAt(ctx context.Context, repoDir, commit, path string) ([]byte, bool, error)
-	CommitInfo(ctx context.Context, dir, sha string) (time.Time, string, error)
-}
-
-// Refs is lazy's own refs beside the branches: where a kept stash is recorded.
-type Refs interface {
-	CreateRef(ctx context.Context, dir, ref, sha, why string) error
-	SwapRef(ctx context.Context, dir, ref, sha, old, why string) error
-	DeleteRef(ctx context.Context, dir, ref, sha string) error
-	RefExists(ctx context.Context, dir, ref string) bool
-	RefsUnder(ctx context.Context, dir, prefix string) ([]worktree.Ref, error)
-}
-
-// Checkouts is what landing does in checkouts: the destination's merge and fast-forward, its clean-up, the gate's scratch worktree, and the trees it builds without a checkout.
-type Checkouts interface {
-	Add(ctx context.Context, repoDir, dir, branch string) error
-	Remove(ctx context.Context, repoDir, dir string) error
-	ForceRemove(ctx context.Context, repoDir, dir string) error
-	Dirty(ctx context.Context, dir string) (bool, error)
-	SquashMerge(ctx context.Context, dir, branch string) (conflicts []string, err error)
-	CommitStaged(ctx context.Context, dir, msg string) (string, error)
-	FastForward(ctx context.Context, dir, commit string) error
-	ResetToHead(ctx context.Context, dir string) error
-	HalfSquash(ctx context.Context, repoDir, dir, base, branch string) bool
-	UndoSquash(ctx context.Context, dir, sha string) error
-	AddDetached(ctx context.Context, repoDir, dir, commit string) error
-	RemoveScratch(ctx context.Context, repoDir, dir string) error
-	MergeTree(ctx context.Context, repoDir, ours, branch string) (tree string, conflicts []string, err error)
-	CommitTree(ctx context.Context, repoDir, tree, parent, message string) (string, error)
-}
-
-// Stashing is git's stash in the destination: the user's uncommitted changes set aside across a merge and given back.
-type Stashing interface {
-	StashPush(ctx context.Context, dir, msg string) (string, error)
-	StashApply(ctx context.Context, dir, sha string) error
-	StashApplies(ctx context.Context, dir, sha string) error
-	StashDrop(ctx context.Context, dir, sha string) error
-	Stashes(ctx context.Context, dir string) ([]worktree.Stash, error)
-	StashInWorktree(ctx context.Context, dir, sha string) bool
-	FoldStashes(ctx context.Context, dir, branch, older, newer string, count int, conflicts []string) (worktree.Folded, error)
-	StashStore(ctx context.Context, dir, sha, msg string) error
-	StashParts(ctx context.Context, dir, sha string) ([]string, []string, error)
-}
-
-// Worktree is all of git's side of landing.
+// Worktree is all of git's side of landing: every role, because a
+// Service is every part of landing and hands each its own. Package
+// worktree's functions of the same names play it (Git{}), or a fake in
+// tests (see seam_test.go), which embeds the roles it does not play, so
+// any other git call fails loudly.
 type Worktree interface {
-	Branches
-	Refs
-	Checkouts
-	Stashing
+	PreflightGit
+	MergeGit
+	GateGit
+	RecoveryGit
+	RemoteGit
+	CleanupGit
+	StashGit
+	PreviewGit
 }
 
 // Git is the Worktree of package worktree: git in real checkouts.
@@ -296,4 +250,17 @@ func (Git) StashParts(ctx context.Context, dir, sha string) ([]string, []string,
 	return worktree.StashParts(ctx, dir, sha)
 }
 
-var _ Worktree = Git{}
+// Git plays every role.
+var (
+	_ Worktree     = Git{}
+	_ PreflightGit = Git{}
+	_ MergeGit     = Git{}
+	_ GateGit      = Git{}
+	_ RecoveryGit  = Git{}
+	_ RemoteGit    = Git{}
+	_ CleanupGit   = Git{}
+	_ Stashing     = Git{}
+	_ StashRefs    = Git{}
+	_ StashGit     = Git{}
+	_ PreviewGit   = Git{}
+)

@@ -93,6 +93,45 @@ func (o OwedStash) Describe() string {
 		o.Dir, len(o.Parts), strings.Join(parts, ", "), o.SHA, o.Restore, clash, discard)
 }
 
+// Stashing is git's stash in the destination: the user's uncommitted
+// changes set aside across a merge, given back, folded into one when an
+// accept owes several.
+type Stashing interface {
+	StashPush(ctx context.Context, dir, msg string) (string, error)
+	StashApply(ctx context.Context, dir, sha string) error
+	StashApplies(ctx context.Context, dir, sha string) error
+	StashDrop(ctx context.Context, dir, sha string) error
+	Stashes(ctx context.Context, dir string) ([]worktree.Stash, error)
+	StashInWorktree(ctx context.Context, dir, sha string) bool
+	FoldStashes(ctx context.Context, dir, branch, older, newer string, count int, conflicts []string) (worktree.Folded, error)
+	StashStore(ctx context.Context, dir, sha, msg string) error
+	StashParts(ctx context.Context, dir, sha string) ([]string, []string, error)
+}
+
+// StashRefs is where a kept stash is recorded (lazy's refs beside the
+// branches) and what its report reads: the stash commit's date and
+// subject, and the checkout of the branch it goes back to.
+type StashRefs interface {
+	CreateRef(ctx context.Context, dir, ref, sha, why string) error
+	SwapRef(ctx context.Context, dir, ref, sha, old, why string) error
+	DeleteRef(ctx context.Context, dir, ref, sha string) error
+	RefExists(ctx context.Context, dir, ref string) bool
+	RefsUnder(ctx context.Context, dir, prefix string) ([]worktree.Ref, error)
+	CommitInfo(ctx context.Context, dir, sha string) (time.Time, string, error)
+	IsAncestor(ctx context.Context, repoDir, ancestor, of string) bool
+	CheckedOutAt(ctx context.Context, repoDir, branch string) (string, error)
+}
+
+// StashGit is what the kept stashes ask of git: the stash itself and the
+// refs that keep it, together.
+type StashGit interface {
+	Stashing
+	StashRefs
+}
+
+// git is git in the kept stashes' role.
+func (e *Stashes) git() StashGit { return e.worktrees() }
+
 // keepStash records stash sha of task id durably, before anything else
 // can lose it.
 func (e *Stashes) keepStash(ctx context.Context, dir, id, sha string) error {

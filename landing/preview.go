@@ -21,6 +21,18 @@ func (e *Service) load(name string) (*task.Snapshot, error) {
 	return e.Store.Load(id)
 }
 
+// PreviewGit is what accept --dry-run reads of git: the commits and
+// files the squash would bring, and whether the destination is dirty.
+type PreviewGit interface {
+	CommitLog(ctx context.Context, repoDir, from, to string) ([]string, error)
+	NameStatus(ctx context.Context, repoDir, from, to string) ([]string, error)
+	Stat(ctx context.Context, repoDir, from, to string, wide bool) (string, error)
+	Dirty(ctx context.Context, dir string) (bool, error)
+}
+
+// previewGit is git in the dry run's role.
+func (e *Service) previewGit() PreviewGit { return e.worktrees() }
+
 // AcceptPreview is what `lazy accept --dry-run` reports: exactly what a
 // local accept would squash-merge, and the commit message it would write.
 type AcceptPreview struct {
@@ -74,17 +86,17 @@ func (e *Service) PreviewAccept(ctx context.Context, name string) (*AcceptPrevie
 		return nil, fmt.Errorf("accept %w", err)
 	}
 	p := &AcceptPreview{Review: *r, Commits: []string{}, Files: []string{}}
-	commits, err := e.git().CommitLog(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
+	commits, err := e.previewGit().CommitLog(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
 	p.Commits = append(p.Commits, commits...)
-	files, err := e.git().NameStatus(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
+	files, err := e.previewGit().NameStatus(ctx, e.Dir(), r.MergeBase, r.BranchSHA)
 	if err != nil {
 		return nil, err
 	}
 	p.Files = append(p.Files, files...)
-	if p.Stat, err = e.git().Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, false); err != nil {
+	if p.Stat, err = e.previewGit().Stat(ctx, e.Dir(), r.MergeBase, r.BranchSHA, false); err != nil {
 		return nil, err
 	}
 	// The very message the accept writes.
@@ -106,7 +118,7 @@ func (e *Service) PreviewAccept(ctx context.Context, name string) (*AcceptPrevie
 		p.Blocker = "its change " + p.Protected.Line()
 	}
 	if wt != "" && p.Blocker == "" {
-		if dirty, err := e.git().Dirty(ctx, wt); err == nil && dirty {
+		if dirty, err := e.previewGit().Dirty(ctx, wt); err == nil && dirty {
 			p.Blocker = "its worktree " + wt + " has uncommitted changes; commit or discard them first"
 		}
 	}

@@ -22,8 +22,9 @@ import (
 // landingGit is git for an accept that goes through: the target main is
 // checked out, clean, at intoSHA in dest, the task branch changes
 // something, and the squash merge and its commit succeed. It plays the
-// roles of Branches, Checkouts and Stashing an accept, its gate and its
-// recovery ask of; anything else fails the test loudly (a nil embedded
+// parts of the roles an accept (PreflightGit, MergeGit), its gate
+// (GateGit), its clean-up (CleanupGit) and its recovery (RecoveryGit)
+// ask of; anything else fails the test loudly (a nil embedded
 // interface). It notes each call, and what the task's record said when
 // it was asked to merge.
 type landingGit struct {

@@ -14,11 +14,23 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
-// dirtyGit is git with a worktree that has uncommitted changes; it plays
-// no other role, so any other git call fails the test loudly (a nil
-// embedded interface).
+// noGit plays no role of git: any call through it is a call on a nil
+// Worktree, which fails the test loudly. A fake that plays one role is
+// set beneath it (see preflightOnly), so the role's methods win.
+type noGit struct{ Worktree }
+
+// preflightOnly is git playing only an accept's pre-flight role: a
+// Service's git, for a test that must not get past pre-flight.
+type preflightOnly struct {
+	PreflightGit
+	noGit
+}
+
+// dirtyGit is git, in the pre-flight role, with a worktree that has
+// uncommitted changes; it answers nothing else, so any other git call
+// fails the test loudly (a nil embedded interface).
 type dirtyGit struct {
-	Worktree
+	PreflightGit
 	asked []string
 }
 
@@ -37,7 +49,7 @@ func TestAnAcceptOfADirtyWorktreeIsRefusedBeforeAnythingIsRecorded(t *testing.T)
 	ctx := context.Background()
 	g := &dirtyGit{}
 	e := New(&session.Env{Store: memstore.New(memstore.WithHost("seam")), Repo: &gitrepo.Location{CommonDir: t.TempDir()}, Actor: machine.Human})
-	e.Worktrees = g
+	e.Worktrees = preflightOnly{PreflightGit: g}
 	sn, err := e.lifecycle().Create(ctx, lifecycle.CreateInput{Title: "add the feature"})
 	if err != nil {
 		t.Fatal(err)

@@ -39,8 +39,8 @@ import (
 // What landing consumes, besides the core (session.Env: the task store
 // behind the task.Store port, the task lock, this machine's sessions, the
 // launcher) and the capabilities below it (lifecycle, submission, review,
-// spending, attempts, the merge queue): git, through Worktree (git.go),
-// which the tests fake.
+// spending, attempts, the merge queue): git, through the role each part
+// declares (composed in Worktree, git.go), which the tests fake.
 
 // Service runs the landing operations over the core env. The core is
 // embedded: an accept reads the store, the actor and the repository as
@@ -66,8 +66,10 @@ type Service struct {
 // New is the landing capability of env.
 func New(env *session.Env) *Service { return &Service{Env: env} }
 
-// git is git's side of the landing.
-func (e *Service) git() Worktree {
+// worktrees is git's side of the landing, in every role. Only the role
+// accessors call it (Gates.git, Service.mergeGit, ...): each part of
+// landing asks git through its own role.
+func (e *Service) worktrees() Worktree {
 	if e.Worktrees == nil {
 		return Git{}
 	}

@@ -102,7 +102,7 @@ func MergeLanded(ctx context.Context, repoDir string, sn *task.Snapshot) (bool, 
 
 // mergeLanded is MergeLanded asking git through g: the recovery asks
 // the Service's git, which the tests fake.
-func mergeLanded(ctx context.Context, g Branches, repoDir string, sn *task.Snapshot) (bool, error) {
+func mergeLanded(ctx context.Context, g RecoveryGit, repoDir string, sn *task.Snapshot) (bool, error) {
 	rec := sn.Task.Accept
 	if rec == nil || rec.Into == "" || rec.IntoSHA == "" {
 		return false, nil
