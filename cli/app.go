@@ -137,7 +137,7 @@ func (a *app) env() (*wire.Env, error) {
 // afterWrite starts background housekeeping when loose objects piled up.
 // It never fails the command that triggered it.
 func (a *app) afterWrite() {
-	if !a.wrote || a.store == nil || !a.store.NeedsHousekeeping() {
+	if !a.wrote || a.store == nil || !a.store.Housekeeping().NeedsHousekeeping() {
 		return
 	}
 	_ = spawnerOf(a).detached(nil, "housekeep", "--quiet", "--auto")

@@ -170,7 +170,7 @@ func (a *app) pushPooled(ctx context.Context, sn *task.Snapshot) {
 	remote, err := a.settings().poolRemote(ctx, "")
 	if err == nil {
 		spec, _ := a.cfg.Get("lazy.pushRefspec")
-		_, err = a.store.Push(ctx, remote, spec)
+		_, err = a.store.Sync().Push(ctx, remote, spec)
 	}
 	if err != nil {
 		fmt.Fprintf(a.io.errOut, "lazy: warning: %s is accepted here, but telling the pool failed (lazy push sends it): %v\n", sn.Task.Slug, err)

@@ -257,7 +257,7 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *wire.Env) error {
 		marked = append(marked, sn)
 	}
 	spec, _ := a.cfg.Get("lazy.pushRefspec")
-	if _, err := a.store.Push(ctx, remote, spec); err != nil {
+	if _, err := a.store.Sync().Push(ctx, remote, spec); err != nil {
 		return fmt.Errorf("marked %s for the pool here, but pushing %s to %s failed (lazy push retries): %w", words.Count(len(marked), "task", "tasks"), words.Plural(len(marked), "it", "them"), remote, err)
 	}
 	if c.JSON {
@@ -758,7 +758,7 @@ func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *lifecyc
 		return err
 	}
 	spec, _ := a.cfg.Get("lazy.pushRefspec")
-	if _, err := a.store.Push(ctx, remote, spec); err != nil {
+	if _, err := a.store.Sync().Push(ctx, remote, spec); err != nil {
 		return fmt.Errorf("the feedback for %s is recorded here, but pushing it to %s failed (lazy push sends it): %w", sn.Task.Slug, remote, err)
 	}
 	fmt.Fprintf(a.io.out, "Left the feedback for runner %s, which holds %s; pushed to %s: the runner starts the turn after its next fetch\n", sanitize.Field(left.Runner), sn.Task.Slug, remote)

@@ -148,7 +148,7 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	}
 	p.MaxLease = maxLease
 	if !c.Local {
-		if _, err := a.store.Pull(ctx, remote); err != nil {
+		if _, err := a.store.Sync().Pull(ctx, remote); err != nil {
 			return err
 		}
 		if err := p.Fetch(ctx); err != nil {

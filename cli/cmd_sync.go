@@ -108,11 +108,11 @@ func (c *PullCmd) run(ctx context.Context, o syncOptions) error {
 	line := o.io.progressLine(c.JSON)
 	line.Start(time.Second)
 	line.Set("pull " + remote + ": fetching")
-	err = o.store.Fetch(ctx, remote)
+	err = o.store.Sync().Fetch(ctx, remote)
 	var rep *gitstore.SyncReport
 	if err == nil {
 		line.Set("pull " + remote + ": taking in the tasks that differ")
-		rep, err = o.store.Integrate(ctx, remote)
+		rep, err = o.store.Sync().Integrate(ctx, remote)
 	}
 	line.Close()
 	if err != nil {
@@ -180,7 +180,7 @@ func (c *PushCmd) run(ctx context.Context, o syncOptions) error {
 	spec := o.pushRefspec
 	line := o.io.progressLine(c.JSON)
 	line.Start(time.Second)
-	rep, err := o.store.PushPhases(ctx, remote, spec, func(phase string) { line.Set("push " + remote + ": " + phase) })
+	rep, err := o.store.Sync().PushPhases(ctx, remote, spec, func(phase string) { line.Set("push " + remote + ": " + phase) })
 	line.Close()
 	var re *gitstore.RemoteError
 	if errors.As(err, &re) && rep != nil && rep.Pushed == 0 && !c.JSON {

@@ -38,7 +38,7 @@ func (c *InitCmd) Run(a *app) error {
 	}
 	// A clone of a repository that already has tasks starts with them.
 	for _, r := range res.Remotes {
-		rep, err := a.store.Pull(context.Background(), r)
+		rep, err := a.store.Sync().Pull(context.Background(), r)
 		if err != nil {
 			res.Bootstrap = append(res.Bootstrap, fmt.Sprintf("%s: not fetched (%v)", r, err))
 			continue
@@ -537,7 +537,7 @@ func (c *HousekeepCmd) Run(a *app, ctx context.Context) error {
 	if _, err := looseObjectLimit(a.cfg); err != nil && c.Auto {
 		return err
 	}
-	res, err := a.store.Housekeep(ctx, c.Auto)
+	res, err := a.store.Housekeeping().Housekeep(ctx, c.Auto)
 	if err != nil || c.Quiet {
 		return err
 	}

@@ -27,24 +27,24 @@ const batchThreshold = 64
 // runs two git processes too (for-each-ref and cat-file), and lazy reads
 // the refs itself. Records git could not resolve, or that do not decode,
 // are read again in process afterwards, which gives the precise error.
-func (s *Store) batchSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
+func (ls lister) batchSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
 	parts := 1
 	if len(ids) >= batchSplit {
 		parts = 2
 	}
-	return s.batchParts(ids, commits, parts)
+	return ls.batchParts(ids, commits, parts)
 }
 
 // batchParts is batchSummaries with the batch split between parts
 // processes.
-func (s *Store) batchParts(ids []string, commits []gitrepo.OID, parts int) ([]cacheRec, error) {
+func (ls lister) batchParts(ids []string, commits []gitrepo.OID, parts int) ([]cacheRec, error) {
 	recs := make([]cacheRec, len(ids))
 	retry := make([]bool, len(ids))
 	errs := make(chan error, parts)
 	for p := 0; p < parts; p++ {
 		lo, hi := p*len(ids)/parts, (p+1)*len(ids)/parts
 		go func() {
-			errs <- s.catFileSummaries(ids[lo:hi], commits[lo:hi], recs[lo:hi], retry[lo:hi])
+			errs <- ls.catFileSummaries(ids[lo:hi], commits[lo:hi], recs[lo:hi], retry[lo:hi])
 		}()
 	}
 	var err error
@@ -57,7 +57,7 @@ func (s *Store) batchParts(ids []string, commits []gitrepo.OID, parts int) ([]ca
 	// The in-process reader is not shared between goroutines.
 	for i, again := range retry {
 		if again {
-			recs[i] = s.summarize(ids[i], commits[i])
+			recs[i] = ls.summarize(ids[i], commits[i])
 		}
 	}
 	return recs, nil
@@ -69,7 +69,8 @@ const batchSplit = 2000
 // catFileSummaries fills recs[i] with the cache record of ids[i] read
 // through gitrepo's file reader (one cat-file process of its own), or
 // sets retry[i] for the in-process reader.
-func (s *Store) catFileSummaries(ids []string, commits []gitrepo.OID, recs []cacheRec, retry []bool) error {
+func (ls lister) catFileSummaries(ids []string, commits []gitrepo.OID, recs []cacheRec, retry []bool) error {
+	s := ls.st
 	if s.git == nil {
 		for i := range retry {
 			retry[i] = true

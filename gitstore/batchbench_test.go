@@ -34,7 +34,7 @@ func BenchmarkBatchSummaries2000(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		recs, err := Open(s.repo).batchSummaries(ids, commits)
+		recs, err := Open(s.repo).lister().batchSummaries(ids, commits)
 		if err != nil || len(recs) != n {
 			b.Fatalf("%d records, %v", len(recs), err)
 		}

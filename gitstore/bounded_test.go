@@ -89,7 +89,7 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 
 	var rep *SyncReport
 	var err error
-	if n := allocDuring(func() { rep, err = victim.Pull(context.Background(), "origin") }); n > readBudget {
+	if n := allocDuring(func() { rep, err = victim.Sync().Pull(context.Background(), "origin") }); n > readBudget {
 		t.Fatalf("pull allocated %d MB: it read the huge record", n>>20)
 	}
 	if err != nil {
@@ -133,7 +133,7 @@ func TestOversizeRecordIsNeverRead(t *testing.T) {
 	summary := func(what string) {
 		t.Helper()
 		// A few misses go through go-git: the same check, in process.
-		if n := allocDuring(func() { _, err = Open(attacker.repo).readSummary(huge, mustRef(t, attacker, huge)) }); n > readBudget || !errors.Is(err, ErrOversize) {
+		if n := allocDuring(func() { _, err = Open(attacker.repo).lister().readSummary(huge, mustRef(t, attacker, huge)) }); n > readBudget || !errors.Is(err, ErrOversize) {
 			t.Fatalf("%s, go-git path: allocated %d MB and said %v", what, n>>20, err)
 		}
 	}

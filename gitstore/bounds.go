@@ -76,7 +76,8 @@ func (d *dirSizes) need() int64 {
 // sizeDir reads dir's tree and the sizes of its newest entries from their
 // headers, up to the entry bound and until they add up to more than
 // budget: no read could take more.
-func (s *Store) sizeDir(sn *task.Snapshot, name string, budget int64) (*dirSizes, error) {
+func (bz sizer) sizeDir(sn *task.Snapshot, name string, budget int64) (*dirSizes, error) {
+	s := bz.st
 	d := &dirSizes{name: name}
 	e, ok := entriesOf(sn)[name]
 	if !ok {
@@ -117,7 +118,8 @@ func split(turns, comments *dirSizes, budget int64) (keepT, keepC int) {
 }
 
 // fixedSize is the header size of snapshot file name, 0 if absent.
-func (s *Store) fixedSize(sn *task.Snapshot, name string) (int64, error) {
+func (bz sizer) fixedSize(sn *task.Snapshot, name string) (int64, error) {
+	s := bz.st
 	e, ok := entriesOf(sn)[name]
 	if !ok {
 		return 0, nil
@@ -135,19 +137,19 @@ func (s *Store) fixedSize(sn *task.Snapshot, name string) (int64, error) {
 func (s *Store) ReadTexts(sn *task.Snapshot) (*task.Texts, error) {
 	tx := &task.Texts{}
 	left := s.bounds.bytes
-	viol, err := s.fixedSize(sn, fileViolations)
+	viol, err := s.sizer().fixedSize(sn, fileViolations)
 	if err != nil {
 		return nil, err
 	}
 	left -= viol
-	if tx.Goal, left, err = s.boundedGoal(sn, left, tx); err != nil {
+	if tx.Goal, left, err = s.sizer().boundedGoal(sn, left, tx); err != nil {
 		return nil, err
 	}
-	turns, err := s.sizeDir(sn, dirTurns, left)
+	turns, err := s.sizer().sizeDir(sn, dirTurns, left)
 	if err != nil {
 		return nil, err
 	}
-	comments, err := s.sizeDir(sn, dirComments, left)
+	comments, err := s.sizer().sizeDir(sn, dirComments, left)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +166,9 @@ func (s *Store) ReadTexts(sn *task.Snapshot) (*task.Texts, error) {
 }
 
 // boundedGoal reads the goal if it fits in left bytes.
-func (s *Store) boundedGoal(sn *task.Snapshot, left int64, tx *task.Texts) (string, int64, error) {
-	n, err := s.fixedSize(sn, fileGoal)
+func (bz sizer) boundedGoal(sn *task.Snapshot, left int64, tx *task.Texts) (string, int64, error) {
+	s := bz.st
+	n, err := bz.fixedSize(sn, fileGoal)
 	if err != nil || n == 0 {
 		return "", left, err
 	}
@@ -197,20 +200,21 @@ func (s *Store) HistoryCut(n int) string {
 // CheckBounds reports, as ErrOverBounds, a record that one read could not
 // load whole: lazy pull refuses such a record, and a merge, which must
 // rewrite every entry, never starts on one.
-func (s *Store) CheckBounds(sn *task.Snapshot) error {
+func (bz sizer) CheckBounds(sn *task.Snapshot) error {
+	s := bz.st
 	left := s.bounds.bytes
 	for _, name := range []string{fileViolations, fileGoal} {
-		n, err := s.fixedSize(sn, name)
+		n, err := bz.fixedSize(sn, name)
 		if err != nil {
 			return err
 		}
 		left -= n
 	}
-	turns, err := s.sizeDir(sn, dirTurns, left)
+	turns, err := bz.sizeDir(sn, dirTurns, left)
 	if err != nil {
 		return err
 	}
-	comments, err := s.sizeDir(sn, dirComments, left)
+	comments, err := bz.sizeDir(sn, dirComments, left)
 	if err != nil {
 		return err
 	}
@@ -224,3 +228,12 @@ func (s *Store) CheckBounds(sn *task.Snapshot) error {
 	}
 	return nil
 }
+
+// sizer sizes a record's files from their headers before anything of
+// them is read, against the store's bounds (see MaxRecordBytes): what
+// ReadTexts reads within them, and the check that refuses a pulled
+// or merged record over them.
+type sizer struct{ st *Store }
+
+// sizer is the sizing of s's records.
+func (s *Store) sizer() sizer { return sizer{st: s} }

@@ -101,11 +101,11 @@ func TestRecordReadIsBounded(t *testing.T) {
 	if n := allocDuring(func() { cs, err = s.Comments(sn) }); n > 64<<20 || err != nil || len(cs) > 4 {
 		t.Fatalf("Comments: %d comments, %d MB allocated, %v", len(cs), n>>20, err)
 	}
-	if err := s.CheckBounds(sn); !errors.Is(err, ErrOverBounds) || !strings.Contains(err.Error(), "500 comments") {
+	if err := s.sizer().CheckBounds(sn); !errors.Is(err, ErrOverBounds) || !strings.Contains(err.Error(), "500 comments") {
 		t.Fatalf("CheckBounds: %v", err)
 	}
 	// A merge must rewrite every entry: it refuses, it never merges short.
-	if _, err := s.loadFull(id, sn.Commit); !errors.Is(err, ErrOverBounds) {
+	if _, err := s.merger().loadFull(id, sn.Commit); !errors.Is(err, ErrOverBounds) {
 		t.Fatalf("loadFull of an over-bounds record: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestPullRefusesOverBoundsRecord(t *testing.T) {
 
 	var rep *SyncReport
 	var err error
-	if n := allocDuring(func() { rep, err = victim.Pull(context.Background(), "origin") }); n > 64<<20 {
+	if n := allocDuring(func() { rep, err = victim.Sync().Pull(context.Background(), "origin") }); n > 64<<20 {
 		t.Fatalf("pull allocated %d MB: it read the bomb's content", n>>20)
 	}
 	if err != nil {
@@ -254,7 +254,7 @@ func TestPullRefusesAnEndlessHistory(t *testing.T) {
 		}
 	}
 	mustPush(t, attacker)
-	rep, err := victim.Pull(context.Background(), "origin")
+	rep, err := victim.Sync().Pull(context.Background(), "origin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,8 @@ import (
 // bulkMaxObject), a repository with replace refs (which git honours and
 // lazy's readers do not). A record that does not decode is read again by
 // the in-process reader for the precise error, as the cat-file path does.
-func (s *Store) bulkSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
+func (ls lister) bulkSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, error) {
+	s := ls.st
 	bulk := s.objs.Bulk()
 	recs := make([]cacheRec, len(ids))
 	state := make([]uint8, len(ids))
@@ -70,11 +71,11 @@ func (s *Store) bulkSummaries(ids []string, commits []gitrepo.OID) ([]cacheRec, 
 			fallCommits = append(fallCommits, commits[i])
 		case bulkRetry:
 			// The in-process reader is not shared between goroutines.
-			recs[i] = s.summarize(ids[i], commits[i])
+			recs[i] = ls.summarize(ids[i], commits[i])
 		}
 	}
 	if len(fallIDs) > 0 {
-		fell, err := s.batchSummaries(fallIDs, fallCommits)
+		fell, err := ls.batchSummaries(fallIDs, fallCommits)
 		if err != nil {
 			return nil, err
 		}

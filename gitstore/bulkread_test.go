@@ -70,11 +70,11 @@ func TestBulkReaderMatchesCatFile(t *testing.T) {
 		for i, id := range ids {
 			commits[i] = mustRef(t, fresh, id)
 		}
-		bulk, err := fresh.bulkSummaries(ids, commits)
+		bulk, err := fresh.lister().bulkSummaries(ids, commits)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cat, err := Open(s.repo).batchSummaries(ids, commits)
+		cat, err := Open(s.repo).lister().batchSummaries(ids, commits)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,8 @@ import (
 // LooseObjectLimit. It samples enough fan-out directories for the
 // estimate to be meaningful at the configured limit, and costs a handful
 // of readdirs.
-func (s *Store) NeedsHousekeeping() bool {
+func (hk Housekeeper) NeedsHousekeeping() bool {
+	s := hk.st
 	if s.LooseObjectLimit <= 0 {
 		return false
 	}
@@ -38,9 +39,10 @@ type HousekeepResult struct {
 // With auto set, it does nothing unless NeedsHousekeeping, checked both
 // before taking the lock and under it, so that a pass queued behind one
 // that just finished exits without touching the repository.
-func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, error) {
+func (hk Housekeeper) Housekeep(ctx context.Context, auto bool) (HousekeepResult, error) {
+	s := hk.st
 	var res HousekeepResult
-	if auto && !s.NeedsHousekeeping() {
+	if auto && !hk.NeedsHousekeeping() {
 		return res, nil
 	}
 	lock, err := flock.TryLock(s.repo.LazyDir("locks", "housekeep.lock"))
@@ -51,7 +53,7 @@ func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, erro
 		return res, err
 	}
 	defer func() { _ = lock.Release() }()
-	if auto && !s.NeedsHousekeeping() {
+	if auto && !hk.NeedsHousekeeping() {
 		return res, nil
 	}
 	res.Ran = true
@@ -78,4 +80,12 @@ func (s *Store) Housekeep(ctx context.Context, auto bool) (HousekeepResult, erro
 
 // LooseObjects returns an exact count of loose objects (for tests and
 // lazy doctor).
-func (s *Store) LooseObjects() int { return s.objs.LooseEstimate(256) }
+func (hk Housekeeper) LooseObjects() int { return hk.st.objs.LooseEstimate(256) }
+
+// Housekeeper is the upkeep of the repository the store writes to: when
+// git gc is due, running it, counting loose objects, and finding and
+// indexing packs left without an index.
+type Housekeeper struct{ st *Store }
+
+// Housekeeping is the upkeep of the repository s writes to.
+func (s *Store) Housekeeping() Housekeeper { return Housekeeper{st: s} }

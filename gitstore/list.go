@@ -323,12 +323,12 @@ func (s *Store) List() ([]task.Entry, error) {
 		dirty, sorted = true, false
 		var recs []cacheRec
 		if len(missIDs) > batchThreshold {
-			recs, err = s.bulkSummaries(missIDs, missCommits)
+			recs, err = s.lister().bulkSummaries(missIDs, missCommits)
 		}
 		if recs == nil || err != nil {
 			recs = make([]cacheRec, len(missIDs))
 			for i, id := range missIDs {
-				recs[i] = s.summarize(id, missCommits[i])
+				recs[i] = s.lister().summarize(id, missCommits[i])
 			}
 		}
 		for i, id := range missIDs {
@@ -412,8 +412,8 @@ func idKey(id string) (uint64, bool) {
 	return v, true
 }
 
-func (s *Store) summarize(id string, h gitrepo.OID) cacheRec {
-	t, err := s.readSummary(id, h)
+func (ls lister) summarize(id string, h gitrepo.OID) cacheRec {
+	t, err := ls.readSummary(id, h)
 	if err != nil {
 		return corruptRec(h, err)
 	}
@@ -434,7 +434,8 @@ func corruptRec(h gitrepo.OID, err error) cacheRec {
 }
 
 // readSummary reads just task.json of a commit: three object reads.
-func (s *Store) readSummary(id string, h gitrepo.OID) (*task.Task, error) {
+func (ls lister) readSummary(id string, h gitrepo.OID) (*task.Task, error) {
+	s := ls.st
 	tree, corrupt, err := s.snapshotTree(id, h)
 	if err != nil {
 		return nil, err
@@ -460,3 +461,10 @@ func (s *Store) readSummary(id string, h gitrepo.OID) (*task.Task, error) {
 }
 
 func summaryJSON(t *task.Task) []byte { return task.SummaryJSON(t) }
+
+// lister reads the summaries a listing shows: from the cache, in
+// process from the packs (bulkSummaries) or through git cat-file.
+type lister struct{ st *Store }
+
+// lister is the summary reads of s's listings.
+func (s *Store) lister() lister { return lister{st: s} }

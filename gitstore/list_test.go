@@ -65,7 +65,7 @@ func TestBatchListMatchesInProcessReader(t *testing.T) {
 	for i, e := range cold {
 		ids[i], commits[i] = e.ID, e.Commit
 	}
-	split, err := Open(s.repo).batchParts(ids, commits, 2)
+	split, err := Open(s.repo).lister().batchParts(ids, commits, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestBatchListMatchesInProcessReader(t *testing.T) {
 		}
 	}
 	for i, e := range cold {
-		c := cached{id: e.ID, cacheRec: Open(s.repo).summarize(e.ID, e.Commit)}
+		c := cached{id: e.ID, cacheRec: Open(s.repo).lister().summarize(e.ID, e.Commit)}
 		for what, got := range map[string]task.Entry{"cold": e, "warm": warm[i]} {
 			want := c.entry()
 			if fmt.Sprint(got.Err) != fmt.Sprint(want.Err) {

@@ -58,14 +58,15 @@ type fullSnapshot struct {
 	goal     string
 }
 
-func (s *Store) loadFull(id string, h gitrepo.OID) (*fullSnapshot, error) {
+func (mg merger) loadFull(id string, h gitrepo.OID) (*fullSnapshot, error) {
+	s := mg.st
 	sn, err := s.loadAt(id, h)
 	if err != nil {
 		return nil, err
 	}
 	// A merge rewrites every entry, so it needs them all: a record one
 	// read cannot load whole is refused, never merged short.
-	if err := s.CheckBounds(sn); err != nil {
+	if err := s.sizer().CheckBounds(sn); err != nil {
 		return nil, err
 	}
 	f := &fullSnapshot{Snapshot: sn}
@@ -90,8 +91,9 @@ func (s *Store) loadFull(id string, h gitrepo.OID) (*fullSnapshot, error) {
 // An operation whose transition is invalid after reordering is refused
 // and listed on the task. The commit depends only on the two inputs, so
 // two machines merging the same pair produce the same hash.
-func (s *Store) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []task.Refused, error) {
-	m, refused, err := s.mergeState(id, local, remote)
+func (mg merger) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []task.Refused, error) {
+	s := mg.st
+	m, refused, err := mg.mergeState(id, local, remote)
 	if err != nil {
 		return gitrepo.OID{}, nil, err
 	}
@@ -116,14 +118,14 @@ func (s *Store) Merge(id string, local, remote gitrepo.OID) (gitrepo.OID, []task
 		at = rc.Committer.When
 	}
 	clock := max(ls.Task.Clock, rs.Task.Clock) + 1
-	h, err := s.writeMerge(m, local, remote, clock, at.UTC(), refused)
+	h, err := mg.writeMerge(m, local, remote, clock, at.UTC(), refused)
 	return h, refused, err
 }
 
 // mergeState replays both histories of task id since their merge base
 // (see Merge) and returns the state they combine into, unwritten.
-func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []task.Refused, error) {
-	bases, err := s.mergeBases(local, remote)
+func (mg merger) mergeState(id string, local, remote gitrepo.OID) (*merged, []task.Refused, error) {
+	bases, err := mg.mergeBases(local, remote)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task %s: find the merge base: %w", id, err)
 	}
@@ -134,14 +136,14 @@ func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []tas
 	// is as good as any and the same everywhere.
 	sort.Slice(bases, func(i, j int) bool { return bases[i].String() < bases[j].String() })
 	base := bases[0]
-	stop, err := s.ancestors(base)
+	stop, err := mg.ancestors(base)
 	if err != nil {
 		return nil, nil, err
 	}
 	var patches []opPatch
 	seen := map[gitrepo.OID]bool{}
 	for _, tip := range []gitrepo.OID{local, remote} {
-		if err := s.walkOps(id, tip, stop, seen, &patches); err != nil {
+		if err := mg.walkOps(id, tip, stop, seen, &patches); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -155,7 +157,7 @@ func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []tas
 		}
 		return a.commit.String() < b.commit.String()
 	})
-	bf, err := s.loadFull(id, base)
+	bf, err := mg.loadFull(id, base)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,12 +168,12 @@ func (s *Store) mergeState(id string, local, remote gitrepo.OID) (*merged, []tas
 // mergeBases returns the best common ancestors of a and b, as git
 // merge-base --all does: the commits both reach (each reaches itself)
 // that no other such commit reaches.
-func (s *Store) mergeBases(a, b gitrepo.OID) ([]gitrepo.OID, error) {
-	ofA, err := s.history(a)
+func (mg merger) mergeBases(a, b gitrepo.OID) ([]gitrepo.OID, error) {
+	ofA, err := mg.history(a)
 	if err != nil {
 		return nil, err
 	}
-	ofB, err := s.history(b)
+	ofB, err := mg.history(b)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +209,8 @@ func (s *Store) mergeBases(a, b gitrepo.OID) ([]gitrepo.OID, error) {
 }
 
 // history maps h and every commit it reaches to their parents.
-func (s *Store) history(h gitrepo.OID) (map[gitrepo.OID][]gitrepo.OID, error) {
+func (mg merger) history(h gitrepo.OID) (map[gitrepo.OID][]gitrepo.OID, error) {
+	s := mg.st
 	out := map[gitrepo.OID][]gitrepo.OID{}
 	queue := []gitrepo.OID{h}
 	for len(queue) > 0 {
@@ -227,7 +230,8 @@ func (s *Store) history(h gitrepo.OID) (map[gitrepo.OID][]gitrepo.OID, error) {
 }
 
 // ancestors returns every commit reachable from h (h included).
-func (s *Store) ancestors(h gitrepo.OID) (map[gitrepo.OID]bool, error) {
+func (mg merger) ancestors(h gitrepo.OID) (map[gitrepo.OID]bool, error) {
+	s := mg.st
 	out := map[gitrepo.OID]bool{}
 	queue := []gitrepo.OID{h}
 	for len(queue) > 0 {
@@ -249,7 +253,8 @@ func (s *Store) ancestors(h gitrepo.OID) (map[gitrepo.OID]bool, error) {
 // walkOps collects the patches of every operation commit reachable from
 // tip and not from the base (stop). Merge commits carry no operation of
 // their own: the operations they combined are collected individually.
-func (s *Store) walkOps(id string, tip gitrepo.OID, stop, seen map[gitrepo.OID]bool, out *[]opPatch) error {
+func (mg merger) walkOps(id string, tip gitrepo.OID, stop, seen map[gitrepo.OID]bool, out *[]opPatch) error {
+	s := mg.st
 	queue := []gitrepo.OID{tip}
 	for len(queue) > 0 {
 		h := queue[0]
@@ -266,7 +271,7 @@ func (s *Store) walkOps(id string, tip gitrepo.OID, stop, seen map[gitrepo.OID]b
 		if len(c.ParentHashes) != 1 {
 			continue // a merge (or a root, which the base always covers)
 		}
-		p, err := s.patch(id, c.ParentHashes[0], h)
+		p, err := mg.patch(id, c.ParentHashes[0], h)
 		if err != nil {
 			return err
 		}
@@ -277,12 +282,13 @@ func (s *Store) walkOps(id string, tip gitrepo.OID, stop, seen map[gitrepo.OID]b
 
 var mergeSkipFields = map[string]bool{"status": true, "clock": true, "updated_at": true, "version": true, "turns": true, "comments": true, "merge_refused": true}
 
-func (s *Store) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
-	prev, err := s.loadFull(id, parent)
+func (mg merger) patch(id string, parent, h gitrepo.OID) (*opPatch, error) {
+	s := mg.st
+	prev, err := mg.loadFull(id, parent)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := s.loadFull(id, h)
+	cur, err := mg.loadFull(id, h)
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +486,8 @@ func (m *merged) addComment(c task.Comment) {
 
 // writeMerge writes the merged snapshot as a commit with both parents,
 // in a byte-for-byte deterministic way.
-func (s *Store) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, at time.Time, refused []task.Refused) (gitrepo.OID, error) {
+func (mg merger) writeMerge(m *merged, local, remote gitrepo.OID, clock uint64, at time.Time, refused []task.Refused) (gitrepo.OID, error) {
+	s := mg.st
 	raw, err := json.Marshal(m.task)
 	if err != nil {
 		return gitrepo.OID{}, err
@@ -594,3 +601,11 @@ func appendRefused(have []task.Refused, more []task.Refused) []task.Refused {
 	}
 	return have
 }
+
+// merger is the three-way merge of a task's diverged records: finding
+// their merge bases, replaying the remote's operations onto the local
+// record, and writing the merged commit.
+type merger struct{ st *Store }
+
+// merger is the merge of s's diverged records.
+func (s *Store) merger() merger { return merger{st: s} }

@@ -75,7 +75,7 @@ func TestMergeBasesMatchGoGit(t *testing.T) {
 			for _, c := range wantBases {
 				want = append(want, c.Hash.String())
 			}
-			got, err := s.mergeBases(a, b)
+			got, err := s.merger().mergeBases(a, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestMergeBasesMatchGoGit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if gotAnc, err := s.isAncestor(a, b); err != nil || gotAnc != wantAnc {
+			if gotAnc, err := s.Sync().isAncestor(a, b); err != nil || gotAnc != wantAnc {
 				t.Fatalf("round %d: %s ancestor of %s: %v (%v), go-git says %v", round, a, b, gotAnc, err, wantAnc)
 			}
 		}

@@ -83,7 +83,7 @@ func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
 	mustPush(t, a)
 	// b pushes without pulling first: the rejected slug ref makes push
 	// pull, settle and retry.
-	rep, err := b.Push(context.Background(), "origin", "")
+	rep, err := b.Sync().Push(context.Background(), "origin", "")
 	if err != nil {
 		t.Fatalf("push from b: %v (%+v)", err, rep)
 	}
@@ -133,7 +133,7 @@ func TestBareSlugClaimTakesNoName(t *testing.T) {
 	bare := strings.TrimSpace(testrepo.Git(t, attacker.repo.CommonDir, "config", "remote.origin.url"))
 	blob := gitIn(t, bare, "0123456789abcdef\n", "hash-object", "-w", "--stdin")
 	testrepo.Git(t, bare, "update-ref", "refs/lazy/slugs/my-task", strings.TrimSpace(blob))
-	rep, err := victim.Pull(context.Background(), "origin")
+	rep, err := victim.Sync().Pull(context.Background(), "origin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,14 @@ type OrphanPack = gitrepo.OrphanPack
 
 // OrphanPacks lists the repository's packs that have no index and were
 // last written at least minAge before now (see gitrepo.PackKeeper).
-func (s *Store) OrphanPacks(now time.Time, minAge time.Duration) ([]OrphanPack, error) {
+func (hk Housekeeper) OrphanPacks(now time.Time, minAge time.Duration) ([]OrphanPack, error) {
+	s := hk.st
 	return s.objs.OrphanPacks(now, minAge)
 }
 
 // IndexPack writes the missing index of an orphaned pack with git
 // index-pack; it adds a file and removes nothing.
-func (s *Store) IndexPack(ctx context.Context, p OrphanPack) error {
+func (hk Housekeeper) IndexPack(ctx context.Context, p OrphanPack) error {
+	s := hk.st
 	return s.objs.IndexPack(ctx, p)
 }

@@ -35,17 +35,17 @@ func TestOrphanedPackIsFoundAndIndexed(t *testing.T) {
 		t.Fatalf("fsck passed with the pack's index gone: %s", out)
 	}
 	now := time.Now()
-	if young, err := s.OrphanPacks(now, time.Minute); err != nil || len(young) != 0 {
+	if young, err := s.Housekeeping().OrphanPacks(now, time.Minute); err != nil || len(young) != 0 {
 		t.Fatalf("a pack written a moment ago may be mid-install; got %v, %v", young, err)
 	}
-	packs, err := s.OrphanPacks(now.Add(2*time.Minute), time.Minute)
+	packs, err := s.Housekeeping().OrphanPacks(now.Add(2*time.Minute), time.Minute)
 	if err != nil || len(packs) != 1 || packs[0].Path != strings.TrimSuffix(idxs[0], ".idx")+".pack" {
 		t.Fatalf("orphaned packs: %v, %v", packs, err)
 	}
-	if err := s.IndexPack(context.Background(), OrphanPack{Path: filepath.Join(dir, "elsewhere.pack")}); err == nil {
+	if err := s.Housekeeping().IndexPack(context.Background(), OrphanPack{Path: filepath.Join(dir, "elsewhere.pack")}); err == nil {
 		t.Fatal("IndexPack accepted a path outside objects/pack")
 	}
-	if err := s.IndexPack(context.Background(), packs[0]); err != nil {
+	if err := s.Housekeeping().IndexPack(context.Background(), packs[0]); err != nil {
 		t.Fatal(err)
 	}
 	testrepo.Git(t, dir, "fsck", "--no-dangling")
@@ -54,7 +54,7 @@ func TestOrphanedPackIsFoundAndIndexed(t *testing.T) {
 			t.Fatalf("task %s after the index was rebuilt: %v", id, err)
 		}
 	}
-	if left, err := s.OrphanPacks(now.Add(2*time.Minute), time.Minute); err != nil || len(left) != 0 {
+	if left, err := s.Housekeeping().OrphanPacks(now.Add(2*time.Minute), time.Minute); err != nil || len(left) != 0 {
 		t.Fatalf("after IndexPack: %v, %v", left, err)
 	}
 }

@@ -159,7 +159,7 @@ func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*task.R
 	case 2:
 		// A merge carries no decision of its own: replaying its parents
 		// must give the status it records.
-		m, _, err := j.s.mergeState(j.id, parents[0], parents[1])
+		m, _, err := j.s.merger().mergeState(j.id, parents[0], parents[1])
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,8 @@ func (j *pulledJudge) checkCommit(h gitrepo.OID, parents []gitrepo.OID) (*task.R
 // judgePulled decides whether the pulled tip next of task id (local is
 // the local record, nil when the task is new here) may be taken in: it
 // returns a refusal, or a reason the result is taken in unverified.
-func (s *Store) judgePulled(ctx context.Context, remote, id string, local *task.Snapshot, next gitrepo.OID, history bool) (*task.Refused, string, error) {
+func (pv Provenance) judgePulled(ctx context.Context, remote, id string, local *task.Snapshot, next gitrepo.OID, history bool) (*task.Refused, string, error) {
+	s := pv.st
 	j := &pulledJudge{s: s, id: id, snaps: map[gitrepo.OID]*task.Snapshot{}, states: map[gitrepo.OID]*pulledState{}}
 	nsn, err := j.load(next)
 	if err != nil {
@@ -184,7 +185,7 @@ func (s *Store) judgePulled(ctx context.Context, remote, id string, local *task.
 	if history {
 		var stop map[gitrepo.OID]bool
 		if local != nil {
-			if stop, err = s.ancestors(local.Commit); err != nil {
+			if stop, err = s.merger().ancestors(local.Commit); err != nil {
 				return nil, "", err
 			}
 		}
@@ -201,8 +202,8 @@ func (s *Store) judgePulled(ctx context.Context, remote, id string, local *task.
 		}
 		return r
 	}
-	mine := s.ownedSession(local)
-	if why := s.checkOwnSession(local, nsn, mine); why != "" {
+	mine := pv.ownedSession(local)
+	if why := pv.checkOwnSession(local, nsn, mine); why != "" {
 		return refuse(why), "", nil
 	}
 	changed := local == nil || local.Task.Status != nsn.Task.Status
@@ -218,10 +219,10 @@ func (s *Store) judgePulled(ctx context.Context, remote, id string, local *task.
 	}
 	acc := j.accept
 	if acc == nil {
-		acc = s.lastAccept(nsn)
+		acc = pv.lastAccept(nsn)
 	}
-	into, since := s.claimedInto(ctx, nsn, acc)
-	v := s.verifyMerged(ctx, nsn.Task.ID, branch, into, since, remote)
+	into, since := pv.claimedInto(ctx, nsn, acc)
+	v := pv.verifyMerged(ctx, nsn.Task.ID, branch, into, since, remote)
 	switch {
 	case v.merged:
 		return nil, "", nil
@@ -233,7 +234,8 @@ func (s *Store) judgePulled(ctx context.Context, remote, id string, local *task.
 
 // ownedSession is the local session of local's current session, when
 // this machine started it (nil otherwise).
-func (s *Store) ownedSession(local *task.Snapshot) *owned.Session {
+func (pv Provenance) ownedSession(local *task.Snapshot) *owned.Session {
+	s := pv.st
 	if local == nil || local.Session == nil || s.host == "" || local.Session.Host != s.host {
 		return nil
 	}
@@ -247,7 +249,8 @@ func (s *Store) ownedSession(local *task.Snapshot) *owned.Session {
 // checkOwnSession refuses a pulled record that speaks for a session this
 // machine runs: only this machine starts, pairs or interrupts its turns,
 // and only it replaces its session with another of this host's.
-func (s *Store) checkOwnSession(local, next *task.Snapshot, mine *owned.Session) string {
+func (pv Provenance) checkOwnSession(local, next *task.Snapshot, mine *owned.Session) string {
+	s := pv.st
 	if mine == nil {
 		return ""
 	}
@@ -281,7 +284,8 @@ type mergeVerdict struct {
 // into: the branch's tip is an ancestor of into, or into (locally, or
 // as last fetched from remote) has a commit above since carrying the
 // task's Lazy-Task trailer, which lazy accept's squash commit does.
-func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remote string) mergeVerdict {
+func (pv Provenance) verifyMerged(ctx context.Context, id, branch, into, since, remote string) mergeVerdict {
+	s := pv.st
 	if into == "" || task.ValidBranchName(into) != nil {
 		return mergeVerdict{unknown: "the record does not say which branch the task was merged into, so this machine cannot check the merge"}
 	}
@@ -290,7 +294,7 @@ func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remot
 		if remote == "" && strings.HasPrefix(ref, "refs/remotes/") {
 			continue
 		}
-		if s.refCommit(ctx, ref) != "" {
+		if pv.refCommit(ctx, ref) != "" {
 			targets = append(targets, ref)
 		}
 	}
@@ -299,9 +303,9 @@ func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remot
 	}
 	tip := ""
 	if branch != "" && task.ValidBranchName(branch) == nil {
-		tip = s.refCommit(ctx, "refs/heads/"+branch)
+		tip = pv.refCommit(ctx, "refs/heads/"+branch)
 	}
-	if since != "" && (!task.ValidHex(since) || s.refCommit(ctx, since) == "") {
+	if since != "" && (!task.ValidHex(since) || pv.refCommit(ctx, since) == "") {
 		since = ""
 	}
 	for _, target := range targets {
@@ -309,7 +313,7 @@ func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remot
 		// merge of the target itself, never another task's branch (which
 		// may contain it without it being merged anywhere).
 		if tip != "" && into != branch && !strings.HasPrefix(into, "lazy/") {
-			if _, err := git(ctx, s.remoteDir(), "merge-base", "--is-ancestor", tip, target); err == nil {
+			if _, err := git(ctx, s.Sync().remoteDir(), "merge-base", "--is-ancestor", tip, target); err == nil {
 				return mergeVerdict{merged: true}
 			}
 		}
@@ -317,7 +321,7 @@ func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remot
 		if since != "" {
 			args = append(args, "^"+since)
 		}
-		if out, err := git(ctx, s.remoteDir(), args...); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+		if out, err := git(ctx, s.Sync().remoteDir(), args...); err == nil && len(strings.TrimSpace(string(out))) > 0 {
 			return mergeVerdict{merged: true}
 		}
 	}
@@ -329,8 +333,9 @@ func (s *Store) verifyMerged(ctx context.Context, id, branch, into, since, remot
 
 // refCommit resolves a ref or commit id to a commit id, "" when it does
 // not name a commit here.
-func (s *Store) refCommit(ctx context.Context, rev string) string {
-	out, err := git(ctx, s.remoteDir(), "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+func (pv Provenance) refCommit(ctx context.Context, rev string) string {
+	s := pv.st
+	out, err := git(ctx, s.Sync().remoteDir(), "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	if err != nil {
 		return ""
 	}
@@ -342,9 +347,9 @@ func (s *Store) refCommit(ctx context.Context, rev string) string {
 // commit of it is on the local branch it was merged into. It says why
 // not. Cleanup acts on a completion only when this holds: the record may
 // have come from anywhere.
-func (s *Store) VerifyAccepted(ctx context.Context, sn *task.Snapshot, branch string) (bool, string) {
-	into, since := s.claimedInto(ctx, sn, s.lastAccept(sn))
-	v := s.verifyMerged(ctx, sn.Task.ID, branch, into, since, "")
+func (pv Provenance) VerifyAccepted(ctx context.Context, sn *task.Snapshot, branch string) (bool, string) {
+	into, since := pv.claimedInto(ctx, sn, pv.lastAccept(sn))
+	v := pv.verifyMerged(ctx, sn.Task.ID, branch, into, since, "")
 	if v.merged {
 		return true, ""
 	}
@@ -358,14 +363,15 @@ func (s *Store) VerifyAccepted(ctx context.Context, sn *task.Snapshot, branch st
 // and that branch's tip before the merge: the accept record's, else the
 // task's target branch, else the branch checked out in the main work
 // tree (where lazy accept merges a task without either).
-func (s *Store) claimedInto(ctx context.Context, sn *task.Snapshot, acc *task.AcceptRecord) (into, since string) {
+func (pv Provenance) claimedInto(ctx context.Context, sn *task.Snapshot, acc *task.AcceptRecord) (into, since string) {
+	s := pv.st
 	switch {
 	case acc != nil && acc.Into != "":
 		return acc.Into, acc.IntoSHA
 	case sn.Task.TargetBranch != "":
 		return sn.Task.TargetBranch, ""
 	}
-	out, err := git(ctx, s.remoteDir(), "symbolic-ref", "--quiet", "--short", "HEAD")
+	out, err := git(ctx, s.Sync().remoteDir(), "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
 		return "", ""
 	}
@@ -374,7 +380,8 @@ func (s *Store) claimedInto(ctx context.Context, sn *task.Snapshot, acc *task.Ac
 
 // lastAccept finds the newest accept record in the commits behind sn (a
 // bounded walk: an accept writes it a commit or two before completing).
-func (s *Store) lastAccept(sn *task.Snapshot) *task.AcceptRecord {
+func (pv Provenance) lastAccept(sn *task.Snapshot) *task.AcceptRecord {
+	s := pv.st
 	var best *task.AcceptRecord
 	var clock uint64
 	seen := map[gitrepo.OID]bool{}
@@ -407,7 +414,8 @@ const maxStatusWalk = 64
 // machine itself made task id terminal with commit: the evidence cleanup
 // needs before it removes what a close or reject leaves (StatusMadeHere).
 // It is best effort: without it cleanup only keeps more.
-func (s *Store) noteFinished(id string, commit gitrepo.OID) {
+func (pv Provenance) noteFinished(id string, commit gitrepo.OID) {
+	s := pv.st
 	dir := s.repo.LazyDir("finished")
 	if !task.ValidID(id) || os.MkdirAll(dir, 0o700) != nil {
 		return
@@ -420,7 +428,8 @@ func (s *Store) noteFinished(id string, commit gitrepo.OID) {
 // that introduced the status (found along the parents that already had
 // it) is the one this machine recorded when it wrote it (noteFinished).
 // What a record says about its host proves nothing: anyone can write it.
-func (s *Store) StatusMadeHere(sn *task.Snapshot) bool {
+func (pv Provenance) StatusMadeHere(sn *task.Snapshot) bool {
+	s := pv.st
 	if !task.ValidID(sn.Task.ID) {
 		return false
 	}
@@ -452,3 +461,11 @@ func (s *Store) StatusMadeHere(sn *task.Snapshot) bool {
 	}
 	return false
 }
+
+// Provenance judges records that came from elsewhere and vouches for
+// what this host did: whether a pulled record may be taken in, whether a
+// claimed merge really happened, and whether a status was set here.
+type Provenance struct{ st *Store }
+
+// Provenance is the judgement of what s's records say happened where.
+func (s *Store) Provenance() Provenance { return Provenance{st: s} }

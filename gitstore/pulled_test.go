@@ -87,7 +87,7 @@ func TestPulledCompletionWithoutMergeIsRefused(t *testing.T) {
 	if err != nil || cur.Task.Status != machine.Blocked {
 		t.Fatalf("after the pull: %v %v", cur.Task.Status, err)
 	}
-	if ok, why := a.VerifyAccepted(context.Background(), &task.Snapshot{Task: task.Task{ID: id, TargetBranch: "main"}, Commit: cur.Commit}, "lazy/"+sn.Task.Slug); ok || why == "" {
+	if ok, why := a.Provenance().VerifyAccepted(context.Background(), &task.Snapshot{Task: task.Task{ID: id, TargetBranch: "main"}, Commit: cur.Commit}, "lazy/"+sn.Task.Slug); ok || why == "" {
 		t.Fatalf("VerifyAccepted of an unmerged branch: %v %q", ok, why)
 	}
 }
@@ -114,12 +114,12 @@ func TestPulledTurnOfMySessionIsRefused(t *testing.T) {
 		t.Fatalf("the close did not arrive: %+v", rep)
 	}
 	cur, err := a.Load(sn.Task.ID)
-	if err != nil || cur.Task.Status != machine.Abandoned || a.StatusMadeHere(cur) {
-		t.Fatalf("after the close: %v, made here %v, %v", cur.Task.Status, a.StatusMadeHere(cur), err)
+	if err != nil || cur.Task.Status != machine.Abandoned || a.Provenance().StatusMadeHere(cur) {
+		t.Fatalf("after the close: %v, made here %v, %v", cur.Task.Status, a.Provenance().StatusMadeHere(cur), err)
 	}
 	move(t, a, sn.Task.ID, machine.Human, "reopen", func(s *task.Snapshot) { s.Task.Status = machine.Blocked })
 	move(t, a, sn.Task.ID, machine.Human, "close", func(s *task.Snapshot) { s.Task.Status = machine.Abandoned })
-	if cur, _ = a.Load(sn.Task.ID); !a.StatusMadeHere(cur) {
+	if cur, _ = a.Load(sn.Task.ID); !a.Provenance().StatusMadeHere(cur) {
 		t.Fatal("a close made here does not count as made here")
 	}
 }

@@ -272,7 +272,7 @@ func TestGCKeepsEverything(t *testing.T) {
 	}
 	testrepo.Git(t, dir, "gc", "-q", "--aggressive", "--prune=now")
 	testrepo.Git(t, dir, "fsck", "--no-dangling")
-	if n := s.LooseObjects(); n != 0 {
+	if n := s.Housekeeping().LooseObjects(); n != 0 {
 		t.Fatalf("%d loose objects after gc", n)
 	}
 	fresh := Open(s.repo)
@@ -313,8 +313,8 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	passes := 0
 	for i := 0; i < 400; i++ {
 		mustCreate(t, s, fmt.Sprintf("task %d", i))
-		if s.NeedsHousekeeping() {
-			res, err := s.Housekeep(context.Background(), true)
+		if s.Housekeeping().NeedsHousekeeping() {
+			res, err := s.Housekeeping().Housekeep(context.Background(), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,7 +327,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 	if passes == 0 {
 		t.Fatal("400 creates never crossed a 300-object threshold")
 	}
-	if n := s.LooseObjects(); n > 2*s.LooseObjectLimit {
+	if n := s.Housekeeping().LooseObjects(); n > 2*s.LooseObjectLimit {
 		t.Fatalf("%d loose objects with a limit of %d", n, s.LooseObjectLimit)
 	}
 	if loose := s.objs.CountLooseRefs(TasksPrefix); loose >= 400 {
@@ -435,12 +435,12 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 	// repairOrphans does what lazy doctor does for an orphaned pack, and
 	// reports whether there was one.
 	repairOrphans := func() bool {
-		packs, err := s.OrphanPacks(time.Now().Add(time.Hour), time.Minute)
+		packs, err := s.Housekeeping().OrphanPacks(time.Now().Add(time.Hour), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range packs {
-			if err := s.IndexPack(context.Background(), p); err != nil {
+			if err := s.Housekeeping().IndexPack(context.Background(), p); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -20,16 +20,14 @@ func (s *Store) Resolve(name string) (string, error) { return task.Resolve(names
 // names is the store's slugs and ids, as task.Resolve reads them.
 type names struct{ s *Store }
 
-func (n names) BySlug(slug string) (string, bool, error) { return n.s.bySlug(slug) }
-
 func (n names) HasID(id string) (bool, error) {
 	_, ok, err := n.s.objs.ReadRef(TaskRef(id))
 	return ok, err
 }
 
-func (n names) IDs() ([]string, error) { return n.s.refNames(TasksPrefix) }
+func (n names) IDs() ([]string, error) { return n.refNames(TasksPrefix) }
 
-func (n names) Slugs() ([]string, error) { return n.s.refNames(SlugsPrefix) }
+func (n names) Slugs() ([]string, error) { return n.refNames(SlugsPrefix) }
 
 func (n names) Candidate(id string) (slug, title string, ok bool) {
 	sn, err := n.s.Load(id)
@@ -40,7 +38,8 @@ func (n names) Candidate(id string) (slug, title string, ok bool) {
 }
 
 // refNames lists the names of the refs under prefix, without it.
-func (s *Store) refNames(prefix string) ([]string, error) {
+func (n names) refNames(prefix string) ([]string, error) {
+	s := n.s
 	refs, err := s.objs.ListRefs(prefix)
 	if err != nil {
 		return nil, err
@@ -52,9 +51,10 @@ func (s *Store) refNames(prefix string) ([]string, error) {
 	return out, nil
 }
 
-// bySlug looks a slug up in refs/lazy/slugs; ok is false when no task
+// BySlug looks a slug up in refs/lazy/slugs; ok is false when no task
 // has it.
-func (s *Store) bySlug(slug string) (string, bool, error) {
+func (n names) BySlug(slug string) (string, bool, error) {
+	s := n.s
 	h, ok, err := s.objs.ReadRef(SlugsPrefix + slug)
 	if err != nil || !ok {
 		return "", false, err
@@ -84,7 +84,8 @@ type OrphanSlug struct {
 // create that died between reserving its slug and writing its task.
 // A reservation younger than minAge (a loose ref file's mtime) may be a
 // create in flight and is not listed; a packed one is old.
-func (s *Store) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
+func (sg Slugs) OrphanedSlugs(minAge time.Duration) ([]OrphanSlug, error) {
+	s := sg.st
 	refs, err := s.objs.ListRefs(SlugsPrefix)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,8 @@ func (p SlugProblem) Action() string {
 
 // CheckSlugs finds readable tasks their slug does not name: every task
 // must be reachable by its slug, and no two tasks may share one.
-func (s *Store) CheckSlugs(entries []task.Entry) []SlugProblem {
+func (sg Slugs) CheckSlugs(entries []task.Entry) []SlugProblem {
+	s := sg.st
 	var out []SlugProblem
 	claims := map[string][]string{} // slug -> ids whose record has it
 	for i := range entries {
@@ -59,7 +60,7 @@ func (s *Store) CheckSlugs(entries []task.Entry) []SlugProblem {
 	for _, slug := range slugs {
 		ids := claims[slug]
 		sort.Strings(ids)
-		owner, ok, err := s.bySlug(slug)
+		owner, ok, err := names{s}.BySlug(slug)
 		if err != nil {
 			ok = false
 		}
@@ -88,7 +89,8 @@ func (s *Store) CheckSlugs(entries []task.Entry) []SlugProblem {
 }
 
 // RepairSlug applies a SlugProblem's repair.
-func (s *Store) RepairSlug(ctx context.Context, p SlugProblem) error {
+func (sg Slugs) RepairSlug(ctx context.Context, p SlugProblem) error {
+	s := sg.st
 	if p.To == p.Slug {
 		idBlob, err := s.objs.Write(gitrepo.Blob, []byte(p.ID+"\n"))
 		if err != nil {
@@ -100,14 +102,15 @@ func (s *Store) RepairSlug(ctx context.Context, p SlugProblem) error {
 		}
 		return s.objs.CompareAndSwapVerified(SlugsPrefix+p.Slug, old, idBlob, nil)
 	}
-	_, err := s.renameTask(ctx, p.ID, p.Slug, p.To, fmt.Sprintf("slug %s belongs to task %s; lazy doctor renamed this task", p.Slug, p.Owner))
+	_, err := sg.renameTask(ctx, p.ID, p.Slug, p.To, fmt.Sprintf("slug %s belongs to task %s; lazy doctor renamed this task", p.Slug, p.Owner))
 	return err
 }
 
 // renameTask gives task id the slug to in place of from: the new slug ref
 // first (so the task is never without a name), then a rename operation in
 // its history, which travels with the next push.
-func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool, error) {
+func (sg Slugs) renameTask(ctx context.Context, id, from, to, why string) (bool, error) {
+	s := sg.st
 	if !task.ValidSlug(to) {
 		return false, fmt.Errorf("cannot rename task %s to %q: not a valid slug", id, to)
 	}
@@ -134,3 +137,11 @@ func (s *Store) renameTask(ctx context.Context, id, from, to, why string) (bool,
 	}
 	return renamed, nil
 }
+
+// Slugs is the repair of slug reservations: checking that every task's
+// slug ref names it, repairing one that does not, and listing the
+// reservations a dead create left behind.
+type Slugs struct{ st *Store }
+
+// Slugs is the repair of s's slug reservations.
+func (s *Store) Slugs() Slugs { return Slugs{st: s} }

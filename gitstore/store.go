@@ -253,15 +253,15 @@ func (u *updater) CommitNext(cur, next *task.Snapshot, op *task.Op) (*task.Snaps
 	if err != nil {
 		return nil, err
 	}
-	err = s.casWritten(TaskRef(id), cur.Commit, commit, j)
+	err = s.publisher().casWritten(TaskRef(id), cur.Commit, commit, j)
 	switch {
 	case err == nil:
 		u.locked = 0
 		next.Commit = commit
 		next.Bind(s, entries)
-		s.heal(cur.Commit, j)
+		s.publisher().heal(cur.Commit, j)
 		if next.Task.Status != cur.Task.Status && next.Task.Status.IsTerminal() {
-			s.noteFinished(id, commit)
+			s.Provenance().noteFinished(id, commit)
 		}
 		return next, nil
 	case errors.Is(err, ErrLocked):
@@ -466,14 +466,14 @@ func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
 				return err
 			}
 		}
-		err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
+		err := s.publisher().casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
 		// A slug's lock is held only while another create reserves it:
 		// on a loaded machine that can outlast one lock timeout, and the
 		// create then failed with "ref is locked" (CI, 12 creates of one
 		// title under -race). Waiting again settles it: the other create
 		// took the slug (stale: try the next) or gave up on it (ours).
 		for try := 1; errors.Is(err, ErrLocked) && try < maxLockedAttempts; try++ {
-			err = s.casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
+			err = s.publisher().casBlob(SlugsPrefix+slug, idBlob, []byte(id+"\n"))
 		}
 		if errors.Is(err, ErrStale) {
 			return fmt.Errorf("%w: %w", task.ErrSlugTaken, err)
@@ -490,7 +490,7 @@ func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
 		return nil, err
 	}
 	for try := 0; ; try++ {
-		err := s.casWritten(TaskRef(id), gitrepo.OID{}, commit, j)
+		err := s.publisher().casWritten(TaskRef(id), gitrepo.OID{}, commit, j)
 		if err == nil {
 			break
 		}
@@ -502,7 +502,7 @@ func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
 			return nil, err
 		}
 	}
-	s.heal(gitrepo.OID{}, j)
+	s.publisher().heal(gitrepo.OID{}, j)
 	sn.Commit = commit
 	sn.Bind(s, entries)
 	return sn, nil
@@ -512,7 +512,7 @@ func (s *Store) Create(spec task.CreateSpec) (*task.Snapshot, error) {
 // record within the bounds of one read (see MaxRecordBytes), else the
 // newest that fit.
 func (s *Store) Turns(sn *task.Snapshot) ([]task.Turn, error) {
-	d, err := s.sizeDir(sn, dirTurns, s.bounds.bytes)
+	d, err := s.sizer().sizeDir(sn, dirTurns, s.bounds.bytes)
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +548,7 @@ func (s *Store) Turn(sn *task.Snapshot, seq int) (*task.Turn, error) {
 // Comments reads the comments of a snapshot in sequence order, within the
 // bounds of one read as Turns does.
 func (s *Store) Comments(sn *task.Snapshot) ([]task.Comment, error) {
-	d, err := s.sizeDir(sn, dirComments, s.bounds.bytes)
+	d, err := s.sizer().sizeDir(sn, dirComments, s.bounds.bytes)
 	if err != nil {
 		return nil, err
 	}
@@ -665,13 +665,15 @@ func (s *Store) plainChange(id string, h gitrepo.OID, ch task.Change) (task.Chan
 
 // casCommit moves a task ref to commit once, under the ref lock, every
 // object the commit needs is verified present.
-func (s *Store) casCommit(ref string, old, commit gitrepo.OID) error {
+func (p publisher) casCommit(ref string, old, commit gitrepo.OID) error {
+	s := p.st
 	return s.objs.CompareAndSwapVerified(ref, old, commit, func() error { return gitrepo.VerifyCommit(s.objs, commit) })
 }
 
 // casBlob creates a ref to a blob, writing the blob again if a
 // concurrent gc pruned it before the ref could protect it.
-func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
+func (p publisher) casBlob(ref string, blob gitrepo.OID, content []byte) error {
+	s := p.st
 	var err error
 	for try := 0; try < 3; try++ {
 		err = s.objs.CompareAndSwapVerified(ref, gitrepo.OID{}, blob, func() error {
@@ -701,7 +703,8 @@ func (s *Store) casBlob(ref string, blob gitrepo.OID, content []byte) error {
 // casWritten moves a task ref to commit, built on parent with the
 // objects j recorded, once, under the ref lock, all of them are verified
 // present.
-func (s *Store) casWritten(ref string, parent, commit gitrepo.OID, j *gitrepo.Journal) error {
+func (p publisher) casWritten(ref string, parent, commit gitrepo.OID, j *gitrepo.Journal) error {
+	s := p.st
 	return s.objs.CompareAndSwapVerified(ref, parent, commit, func() error { return gitrepo.VerifyWritten(s.objs, j, parent) })
 }
 
@@ -719,7 +722,8 @@ func (s *Store) journaled() (*Store, *gitrepo.Journal) {
 // that and referenced only after it are unreachable in its eyes. Git
 // itself documents --prune=now as unsafe with concurrent writers; this
 // narrows the window to the instant between this check and the prune.
-func (s *Store) heal(parent gitrepo.OID, j *gitrepo.Journal) {
+func (p publisher) heal(parent gitrepo.OID, j *gitrepo.Journal) {
+	s := p.st
 	for try := 0; try < 3; try++ {
 		if gitrepo.VerifyWritten(s.objs, j, parent) == nil {
 			return
@@ -739,3 +743,12 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// publisher moves refs onto what the store wrote, once, under the ref
+// lock, every object the new value needs is verified present, and writes
+// again what a concurrent git gc --prune=now deleted meanwhile: the
+// store's defence against gc racing its writes (see SECURITY.md).
+type publisher struct{ st *Store }
+
+// publisher is the ref moves of s's writes.
+func (s *Store) publisher() publisher { return publisher{st: s} }

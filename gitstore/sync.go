@@ -88,7 +88,8 @@ func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 
 // remoteDir is where git talks to remotes: the work tree when there is
 // one, because a relative remote URL (../shared.git) is relative to it.
-func (s *Store) remoteDir() string {
+func (sy Sync) remoteDir() string {
+	s := sy.st
 	if s.repo.WorkTree != "" {
 		return s.repo.WorkTree
 	}
@@ -97,11 +98,11 @@ func (s *Store) remoteDir() string {
 
 // Fetch copies remote's refs/lazy/* into its remote namespace with the
 // git CLI, so the user's credentials, ssh config and insteadOf apply.
-func (s *Store) Fetch(ctx context.Context, remote string) error {
+func (sy Sync) Fetch(ctx context.Context, remote string) error {
 	if err := ValidRemote(remote); err != nil {
 		return err
 	}
-	_, err := git(ctx, s.remoteDir(), "fetch", "--quiet", "--no-tags", "--prune", remote, "+refs/lazy/*:"+RemoteNamespace(remote)+"*")
+	_, err := git(ctx, sy.remoteDir(), "fetch", "--quiet", "--no-tags", "--prune", remote, "+refs/lazy/*:"+RemoteNamespace(remote)+"*")
 	if err != nil {
 		return &RemoteError{Op: "fetch from", Remote: remote, Err: err}
 	}
@@ -152,15 +153,16 @@ func gitFatal(err error) string {
 // that moved on both sides is merged (see Merge). A malformed remote
 // record is skipped and reported; the rest of the pull goes on. The work
 // after the fetch is proportional to the tasks that differ.
-func (s *Store) Pull(ctx context.Context, remote string) (*SyncReport, error) {
-	if err := s.Fetch(ctx, remote); err != nil {
+func (sy Sync) Pull(ctx context.Context, remote string) (*SyncReport, error) {
+	if err := sy.Fetch(ctx, remote); err != nil {
 		return nil, err
 	}
-	return s.Integrate(ctx, remote)
+	return sy.Integrate(ctx, remote)
 }
 
 // Integrate takes in what the last fetch of remote brought.
-func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, error) {
+func (sy Sync) Integrate(ctx context.Context, remote string) (*SyncReport, error) {
+	s := sy.st
 	rep := &SyncReport{Remote: remote}
 	ns := RemoteNamespace(remote)
 	theirs, err := s.objs.ListRefs(ns + "tasks/")
@@ -171,7 +173,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 	if err != nil {
 		return nil, err
 	}
-	s.settleSlugs(ns, rep)
+	sy.settleSlugs(ns, rep)
 	names := make([]string, 0, len(theirs))
 	for ref := range theirs {
 		names = append(names, ref)
@@ -192,7 +194,7 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 			rep.UpToDate++
 			continue
 		}
-		if err := s.takeIn(ctx, remote, id, rh, rep); err != nil {
+		if err := sy.takeIn(ctx, remote, id, rh, rep); err != nil {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: ref, Reason: err.Error()})
 		}
 	}
@@ -203,7 +205,8 @@ func (s *Store) Integrate(ctx context.Context, remote string) (*SyncReport, erro
 // local writer moves the ref meanwhile. Every status change it would
 // take in is judged first (judgePulled); a refused one leaves the local
 // ref where it was and is reported.
-func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, rep *SyncReport) error {
+func (sy Sync) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, rep *SyncReport) error {
+	s := sy.st
 	ns := RemoteNamespace(remote)
 	rs, err := s.loadAt(id, rh)
 	if err != nil {
@@ -212,7 +215,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 	if err := task.ValidateRecord(rs); err != nil {
 		return fmt.Errorf("malformed record: %w", err)
 	}
-	if err := s.CheckBounds(rs); err != nil {
+	if err := s.sizer().CheckBounds(rs); err != nil {
 		return fmt.Errorf("refused: %w; it was not taken in", err)
 	}
 	for attempt := 0; attempt < 8; attempt++ {
@@ -237,11 +240,11 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 			rep.UpToDate++
 			return nil
 		default:
-			theirsAhead, err := s.isAncestor(lh, rh)
+			theirsAhead, err := sy.isAncestor(lh, rh)
 			if err != nil {
 				return err
 			}
-			oursAhead, err := s.isAncestor(rh, lh)
+			oursAhead, err := sy.isAncestor(rh, lh)
 			if err != nil {
 				return err
 			}
@@ -254,14 +257,14 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 			default:
 				// The merge replays the pulled operations through the
 				// state machine itself; what is left to judge is its end.
-				m, r, err := s.Merge(id, lh, rh)
+				m, r, err := s.merger().Merge(id, lh, rh)
 				if err != nil {
 					return err
 				}
 				next, kind, refused, history = m, &rep.Merged, r, false
 			}
 		}
-		bad, unverified, err := s.judgePulled(ctx, remote, id, local, next, history)
+		bad, unverified, err := s.Provenance().judgePulled(ctx, remote, id, local, next, history)
 		if err != nil {
 			return err
 		}
@@ -273,7 +276,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 			rep.Refused = append(rep.Refused, *bad)
 			return nil
 		}
-		err = s.casCommit(TaskRef(id), lh, next)
+		err = s.publisher().casCommit(TaskRef(id), lh, next)
 		if errors.Is(err, ErrStale) {
 			continue // a local operation landed meanwhile: judge again
 		}
@@ -290,7 +293,7 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 		rep.Flagged = append(rep.Flagged, s.newFlags(local, rs)...)
 		*kind = append(*kind, rs.Task.Slug)
 		if !have {
-			s.adoptSlug(rs, ns, rep)
+			sy.adoptSlug(rs, ns, rep)
 		}
 		return nil
 	}
@@ -304,7 +307,8 @@ func (s *Store) takeIn(ctx context.Context, remote, id string, rh gitrepo.OID, r
 // LoserSlug (an operation in its history, so the rename travels with the
 // next push), and the local slug ref then names the remote's task, so the
 // next push is a fast-forward of nothing and succeeds.
-func (s *Store) settleSlugs(ns string, rep *SyncReport) {
+func (sy Sync) settleSlugs(ns string, rep *SyncReport) {
+	s := sy.st
 	theirs, err := s.objs.ListRefs(ns + "slugs/")
 	if err != nil {
 		return
@@ -321,7 +325,7 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 		if err != nil || !have || lh == rh || !task.ValidSlug(slug) {
 			continue
 		}
-		if err := s.yieldSlug(ns, slug, lh, rh, rep); err != nil {
+		if err := sy.yieldSlug(ns, slug, lh, rh, rep); err != nil {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: err.Error()})
 		}
 	}
@@ -329,7 +333,8 @@ func (s *Store) settleSlugs(ns string, rep *SyncReport) {
 
 // yieldSlug hands slug (locally naming the blob lh) to the remote's claim
 // rh, renaming the local task it named.
-func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) error {
+func (sy Sync) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) error {
+	s := sy.st
 	read := func(h gitrepo.OID) string {
 		b, err := s.objs.ReadBlob(h, "slug", limitFor("slug"))
 		if err != nil {
@@ -371,7 +376,7 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 		} else if ok {
 			to := task.LoserSlug(slug, local)
 			why := fmt.Sprintf("slug %s went to task %s, created with the same slug on another clone", slug, winner)
-			renamed, err := s.renameTask(context.Background(), local, slug, to, why)
+			renamed, err := s.Slugs().renameTask(context.Background(), local, slug, to, why)
 			if err != nil {
 				return err
 			}
@@ -385,7 +390,8 @@ func (s *Store) yieldSlug(ns, slug string, lh, rh gitrepo.OID, rep *SyncReport) 
 
 // adoptSlug gives a task that arrived from a remote its slug here, unless
 // a local task already has it (then the task answers to its id).
-func (s *Store) adoptSlug(sn *task.Snapshot, ns string, rep *SyncReport) {
+func (sy Sync) adoptSlug(sn *task.Snapshot, ns string, rep *SyncReport) {
+	s := sy.st
 	slug := sn.Task.Slug
 	idBlob, err := s.objs.Write(gitrepo.Blob, []byte(sn.Task.ID+"\n"))
 	if err != nil {
@@ -394,7 +400,7 @@ func (s *Store) adoptSlug(sn *task.Snapshot, ns string, rep *SyncReport) {
 	if h, ok, _ := s.objs.ReadRef(ns + "slugs/" + slug); ok && h != idBlob {
 		rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug, Reason: "the remote's slug ref does not name this task"})
 	}
-	if err := s.casBlob(SlugsPrefix+slug, idBlob, []byte(sn.Task.ID+"\n")); err != nil {
+	if err := s.publisher().casBlob(SlugsPrefix+slug, idBlob, []byte(sn.Task.ID+"\n")); err != nil {
 		cur, _, _ := s.objs.ReadRef(SlugsPrefix + slug)
 		if cur != idBlob {
 			rep.Skipped = append(rep.Skipped, Skip{Ref: SlugsPrefix + slug,
@@ -406,7 +412,8 @@ func (s *Store) adoptSlug(sn *task.Snapshot, ns string, rep *SyncReport) {
 // isAncestor reports whether a is b or one of b's ancestors, as git
 // merge-base --is-ancestor does. The walk from b stops at a: in a pull's
 // fast-forward check a is a few commits back.
-func (s *Store) isAncestor(a, b gitrepo.OID) (bool, error) {
+func (sy Sync) isAncestor(a, b gitrepo.OID) (bool, error) {
+	s := sy.st
 	if _, err := s.objs.ReadCommit(a); err != nil {
 		return false, err
 	}
@@ -433,14 +440,14 @@ func (s *Store) isAncestor(a, b gitrepo.OID) (bool, error) {
 
 // Push sends refs/lazy/* to remote without force. A rejected push (the
 // remote moved) pulls, merges and tries again, a bounded number of times.
-func (s *Store) Push(ctx context.Context, remote, refspec string) (*SyncReport, error) {
-	return s.PushPhases(ctx, remote, refspec, nil)
+func (sy Sync) Push(ctx context.Context, remote, refspec string) (*SyncReport, error) {
+	return sy.PushPhases(ctx, remote, refspec, nil)
 }
 
 // PushPhases is Push telling phase (when not nil) what it does as it
 // goes: pushing, then for each rejection the pull and merge before the
 // next try, so a terminal can show where a slow push is.
-func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase func(string)) (*SyncReport, error) {
+func (sy Sync) PushPhases(ctx context.Context, remote, refspec string, phase func(string)) (*SyncReport, error) {
 	if phase == nil {
 		phase = func(string) {}
 	}
@@ -465,7 +472,7 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 		} else {
 			phase(fmt.Sprintf("pushing again (try %d of %d)", attempt, attempts))
 		}
-		out, err := git(ctx, s.remoteDir(), "push", "--porcelain", remote, refspec)
+		out, err := git(ctx, sy.remoteDir(), "push", "--porcelain", remote, refspec)
 		rejected := parsePorcelain(string(out), moved)
 		if len(rejected) == 0 {
 			if err != nil {
@@ -480,7 +487,7 @@ func (s *Store) PushPhases(ctx context.Context, remote, refspec string, phase fu
 		}
 		rep.Retries++
 		phase(fmt.Sprintf("the remote moved: merging its records into the %s it rejected", words.Count(len(rejected), "ref", "refs")))
-		pr, perr := s.Pull(ctx, remote)
+		pr, perr := sy.Pull(ctx, remote)
 		if perr != nil {
 			return rep, perr
 		}
@@ -562,3 +569,12 @@ func CheckPushRefspec(refspec string) error {
 	}
 	return nil
 }
+
+// Sync is the store's exchange with a remote: fetching task and slug
+// refs into the remote's namespace, taking pulled records in (judged,
+// merged or refused), settling slug collisions, and pushing. It owns no
+// state of its own; the Store it was taken from holds the repository.
+type Sync struct{ st *Store }
+
+// Sync is s's exchange with its remotes.
+func (s *Store) Sync() Sync { return Sync{st: s} }

@@ -73,14 +73,14 @@ func refs(t *testing.T, s *Store) map[string]string {
 
 func mustPush(t *testing.T, s *Store) {
 	t.Helper()
-	if _, err := s.Push(context.Background(), "origin", ""); err != nil {
+	if _, err := s.Sync().Push(context.Background(), "origin", ""); err != nil {
 		t.Fatalf("push from %s: %v", s.Host(), err)
 	}
 }
 
 func mustPull(t *testing.T, s *Store) *SyncReport {
 	t.Helper()
-	rep, err := s.Pull(context.Background(), "origin")
+	rep, err := s.Sync().Pull(context.Background(), "origin")
 	if err != nil {
 		t.Fatalf("pull into %s: %v", s.Host(), err)
 	}
@@ -155,17 +155,17 @@ func TestMergeIsDeterministicAndRefusesStaleTransitions(t *testing.T) {
 	comment(t, b, id, "beta keeps going")
 	// Both fetch each other's state and merge the same pair themselves.
 	mustPush(t, a)
-	if err := b.Fetch(context.Background(), "origin"); err != nil {
+	if err := b.Sync().Fetch(context.Background(), "origin"); err != nil {
 		t.Fatal(err)
 	}
 	la, _, _ := a.repo.ReadRef(TaskRef(id))
 	lb, _, _ := b.repo.ReadRef(TaskRef(id))
 	testrepo.Git(t, a.repo.CommonDir, "fetch", "-q", b.repo.CommonDir, TaskRef(id)+":refs/peer/"+id)
-	ma, _, err := a.Merge(id, la, lb)
+	ma, _, err := a.merger().Merge(id, la, lb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb, _, err := b.Merge(id, lb, la)
+	mb, _, err := b.merger().Merge(id, lb, la)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestPushNeverSendsLocalRefs(t *testing.T) {
 	base := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))
 	testrepo.Git(t, dir, "update-ref", "refs/lazy-kept/stash/0123456789abcdef/"+base, base)
 	for _, spec := range []string{"refs/*:refs/*", "refs/lazy-kept/*:refs/lazy/kept/*", "refs/lazy*:refs/lazy*", "HEAD:refs/lazy/x"} {
-		if _, err := a.Push(context.Background(), "origin", spec); err == nil || !strings.Contains(err.Error(), "refs/lazy/*:refs/lazy/*") {
+		if _, err := a.Sync().Push(context.Background(), "origin", spec); err == nil || !strings.Contains(err.Error(), "refs/lazy/*:refs/lazy/*") {
 			t.Fatalf("push with %s: %v", spec, err)
 		}
 	}

@@ -188,10 +188,10 @@ func (d *doctor) store() task.Store { return d.env.Env.Store }
 // would give it) or re-points the ref.
 func (d *doctor) checkSlugs(ctx context.Context, entries []task.Entry, repair bool) []Finding {
 	var out []Finding
-	for _, p := range d.env.Store.CheckSlugs(entries) {
+	for _, p := range d.env.Store.Slugs().CheckSlugs(entries) {
 		f := Finding{TaskID: p.ID, Slug: p.Slug, Kind: "slug-conflict", Detail: p.Detail(), Action: "would " + p.Action()}
 		if repair {
-			if err := d.env.Store.RepairSlug(ctx, p); err != nil {
+			if err := d.env.Store.Slugs().RepairSlug(ctx, p); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = p.Action(), true
@@ -404,7 +404,7 @@ func (d *doctor) checkOrphanSlugs(ctx context.Context, only string, repair bool)
 	if only != "" {
 		return nil
 	}
-	orphans, err := d.env.Store.OrphanedSlugs(OrphanSlugAge)
+	orphans, err := d.env.Store.Slugs().OrphanedSlugs(OrphanSlugAge)
 	if err != nil {
 		return []Finding{{Kind: "orphaned-slug", Detail: "could not list slug reservations", Error: err.Error()}}
 	}
@@ -551,9 +551,9 @@ func (d *doctor) finishConfirmed(ctx context.Context, id, branch string) (bool, 
 	}
 	switch sn.Task.Status {
 	case machine.Complete:
-		return d.env.Store.VerifyAccepted(ctx, sn, branch)
+		return d.env.Store.Provenance().VerifyAccepted(ctx, sn, branch)
 	case machine.Abandoned:
-		if d.env.Store.StatusMadeHere(sn) {
+		if d.env.Store.Provenance().StatusMadeHere(sn) {
 			return true, ""
 		}
 		return false, "it was closed on another machine"
@@ -662,7 +662,7 @@ const OrphanPackAge = time.Minute
 // gitstore.OrphanPack) and, when repairing, writes the index with git
 // index-pack, which makes their objects readable again.
 func (d *doctor) checkPacks(ctx context.Context, repair bool) []Finding {
-	packs, err := d.env.Store.OrphanPacks(d.now(), OrphanPackAge)
+	packs, err := d.env.Store.Housekeeping().OrphanPacks(d.now(), OrphanPackAge)
 	if err != nil {
 		return []Finding{{Kind: "orphaned-pack", Detail: "could not list the repository's packs", Error: err.Error()}}
 	}
@@ -670,7 +670,7 @@ func (d *doctor) checkPacks(ctx context.Context, repair bool) []Finding {
 	for _, p := range packs {
 		f := Finding{Kind: "orphaned-pack", Detail: fmt.Sprintf("%s has no index, so git and lazy cannot read any object in it (overlapping git repacks leave this behind)", p.Path), Action: "would index it (git index-pack)"}
 		if repair {
-			if err := d.env.Store.IndexPack(ctx, p); err != nil {
+			if err := d.env.Store.Housekeeping().IndexPack(ctx, p); err != nil {
 				f.Error = err.Error()
 			} else {
 				f.Action, f.Repaired = "indexed it (git index-pack)", true

@@ -22,7 +22,7 @@ type storeSync struct{ e *Env }
 
 // Pull is gitstore's pull from remote.
 func (s storeSync) Pull(ctx context.Context, remote string) error {
-	_, err := s.e.Store.Pull(ctx, remote)
+	_, err := s.e.Store.Sync().Pull(ctx, remote)
 	return err
 }
 
