@@ -112,7 +112,7 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 		// A parked task another agent worked: start hands it over.
 		return a.handoff(ctx, env, c.Task, handoff.Input{StartInput: in}, c.JSON, c.followFlags)
 	}
-	logOff := a.logSize(c.Task)
+	logOff := logsOptionsOf(a).logSize(c.Task)
 	sn, err := env.Lifecycle().Start(ctx, c.Task, in)
 	var waiting *lifecycle.WaitingError
 	if errors.As(err, &waiting) && !c.Wait && !c.Follow {
@@ -226,7 +226,7 @@ func (c *StartCmd) waitAttempts(a *app, ctx context.Context, env *wire.Env, res 
 			if sn == nil {
 				continue
 			}
-			line, facts := a.outcome(ctx, sn)
+			line, facts := outcome(ctx, a.env, sn)
 			if st := sn.Task.Status; facts || st != machine.Blocked && st != machine.Submitted && st != machine.Complete {
 				fmt.Fprintf(a.io.out, "%s: %s\n", sn.Task.Slug, line)
 			}
@@ -491,7 +491,7 @@ func (c *UnblockCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	logOff := a.logSize(c.Task)
+	logOff := logsOptionsOf(a).logSize(c.Task)
 	sn, err := env.Lifecycle().Unblock(ctx, c.Task, feedback, lifecycle.Decisions{Approve: c.Approve, RevertRest: c.NoApprove})
 	if sn != nil {
 		done() // the feedback is recorded, whatever happened to the launch

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/daemon"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/link"
 	"github.com/lazyorch/lazy/mcp"
@@ -79,15 +80,15 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = rec.Close() }()
-	if rec.Forge, err = a.forgeSync(); err != nil {
+	if rec.Forge, err = a.settings().forgeSync(); err != nil {
 		return err
 	}
-	d := a.dispatcher(a.pollTurn)
+	d := a.dispatcher(turnPoll{store: a.store, reconcile: a.reconcileBeforeRead}.wait)
 	var srv *daemon.Server
 	srv = &daemon.Server{
 		Store:     a.store,
 		Reconcile: rec,
-		MCP:       mcp.Handler(a.repo.LazyDir(), d, a.liveToken),
+		MCP:       mcp.Handler(a.repo.LazyDir(), d, liveToken(a.store)),
 		Web: func(addr string) (http.Handler, daemon.WebInfo) {
 			return a.webView(addr, srv)
 		},
@@ -105,13 +106,15 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 }
 
 // liveToken accepts a token only while the turn it was minted for runs
-// (link.Identity.Live).
-func (a *app) liveToken(id link.Identity) error {
-	sn, err := a.store.Load(id.Task)
-	if err != nil {
-		return err
+// (link.Identity.Live), as store records it.
+func liveToken(store *gitstore.Store) func(id link.Identity) error {
+	return func(id link.Identity) error {
+		sn, err := store.Load(id.Task)
+		if err != nil {
+			return err
+		}
+		return id.Live(sn)
 	}
-	return id.Live(sn)
 }
 
 // ensureDaemon makes sure a daemon of this build serves the repository:

@@ -69,7 +69,7 @@ func (c *HandoffCmd) Run(a *app, ctx context.Context) error {
 
 // handoff runs a handoff and reports it as start and unblock do.
 func (a *app) handoff(ctx context.Context, env *wire.Env, task string, in handoff.Input, asJSON bool, ff followFlags) error {
-	logOff := a.logSize(task)
+	logOff := logsOptionsOf(a).logSize(task)
 	sn, err := env.Handoff().HandOff(ctx, task, in)
 	if err != nil {
 		return err

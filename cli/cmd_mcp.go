@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/confine"
 	"github.com/lazyorch/lazy/landing"
 	"github.com/lazyorch/lazy/link"
@@ -104,12 +105,19 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 	return d
 }
 
-// pollTurn waits for task id's turn inside the daemon: it reconciles the
-// task itself between polls rather than wait for the next tick.
-func (a *app) pollTurn(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error) {
+// turnPoll waits for a task's turn inside the daemon, in its store; it
+// reconciles the task itself between polls rather than wait for the next
+// tick.
+type turnPoll struct {
+	store     *gitstore.Store
+	reconcile func(ctx context.Context, entries []task.Entry) bool
+}
+
+// wait waits up to timeout for task id's turn to end.
+func (p turnPoll) wait(ctx context.Context, id string, timeout time.Duration) (*task.Snapshot, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		sn, err := a.store.Load(id)
+		sn, err := p.store.Load(id)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +127,7 @@ func (a *app) pollTurn(ctx context.Context, id string, timeout time.Duration) (*
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no answer within %s; %s stays working and the answer is recorded when it arrives", timeout, sn.Task.Slug)
 		}
-		a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
+		p.reconcile(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/landing"
 
 	"github.com/google/renameio/v2"
@@ -315,27 +316,52 @@ type LogsCmd struct {
 	Raw    bool   `help:"Print the log as JSON Lines instead of rendering it: the agent's own events as it wrote them (Claude's stream-json, Codex's JSONL), each agent launch begun by a {\"lazy\":\"turn\",...} line, lazy's notes as {\"lazy\":\"note\",...}, and text the agent printed as {\"lazy\":\"out\",\"text\":...}."`
 }
 
+// logsOptions are what lazy logs, and a follow of a turn just launched,
+// consume (gh's Options): the streams, the store, the wire env, the
+// settings the pool's remote is read from, and the lazy directory the
+// logs are in. logsOptionsOf fills them from an opened run.
+type logsOptions struct {
+	io       ioStreams
+	store    *gitstore.Store
+	env      func() (*wire.Env, error)
+	settings settings
+	lazyDir  string
+	// reconcile sweeps the tasks a follow waits on, so that a turn that
+	// ended is seen to end.
+	reconcile func(ctx context.Context, entries []task.Entry) bool
+}
+
+// logsOptionsOf fills logsOptions from an opened run.
+func logsOptionsOf(a *app) logsOptions {
+	return logsOptions{io: a.io, store: a.store, env: a.env, settings: a.settings(), lazyDir: a.repo.LazyDir(), reconcile: a.reconcileBeforeRead}
+}
+
 // Run implements lazy logs.
 func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 	sn, err := a.openTask(c.Task)
 	if err != nil {
 		return err
 	}
+	return c.run(ctx, logsOptionsOf(a), sn)
+}
+
+// run is lazy logs of sn on what o gives it.
+func (c *LogsCmd) run(ctx context.Context, o logsOptions, sn *task.Snapshot) error {
 	id := sn.Task.ID
 	if sn.Session == nil {
 		return fmt.Errorf("%s has not started, so there is no agent output yet; lazy start %s", sn.Task.Slug, sn.Task.Slug)
 	}
-	pd := proto.ForTask(a.repo.LazyDir(), id)
-	a.fetchPoolLog(ctx, sn, pd)
+	pd := proto.ForTask(o.lazyDir, id)
+	o.fetchPoolLog(ctx, sn, pd)
 	start, end, err := logRange(pd, c.Turn)
 	if err != nil {
 		return fmt.Errorf("%s: %w", sn.Task.Slug, err)
 	}
-	lw := &logWriter{w: a.io.out, raw: c.Raw, marks: pd.LogMarks(), secrets: a.secrets()}
+	lw := &logWriter{w: o.io.out, raw: c.Raw, marks: pd.LogMarks(), secrets: o.secrets()}
 	off, err := lw.copyFrom(pd.Path(proto.LogFile), start, end)
 	if errors.Is(err, os.ErrNotExist) {
 		if !c.Follow {
-			return fmt.Errorf("%s: %s", sn.Task.Slug, a.noLogWhy(sn))
+			return fmt.Errorf("%s: %s", sn.Task.Slug, o.noLogWhy(sn))
 		}
 		err = nil
 	}
@@ -343,31 +369,31 @@ func (c *LogsCmd) Run(a *app, ctx context.Context) error {
 		lw.flush()
 		return err
 	}
-	return a.followLog(ctx, id, lw, pd, off)
+	return o.follow(ctx, id, lw, pd, off)
 }
 
 // noLogWhy says why this machine has no agent output of sn: its turns
 // run on another host, or (a session of this host's) none was kept.
-func (a *app) noLogWhy(sn *task.Snapshot) string {
-	if env, err := a.env(); err == nil && !env.Owns(sn) && sn.Session.Host != a.store.Host() {
+func (o logsOptions) noLogWhy(sn *task.Snapshot) string {
+	if env, err := o.env(); err == nil && !env.Owns(sn) && sn.Session.Host != o.store.Host() {
 		return "no agent output on this machine (its turns run on host " + sn.Session.Host + "; run lazy logs there)"
 	}
 	return "no agent output was kept on this machine for it (its log was never written, or was removed by hand)"
 }
 
-// followLog prints what the agent appends until the task leaves working
+// follow prints what the agent appends until the task leaves working
 // and everything it wrote is shown.
-func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.Dir, off int64) error {
+func (o logsOptions) follow(ctx context.Context, id string, lw *logWriter, pd proto.Dir, off int64) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		sn, err := a.store.Load(id)
+		sn, err := o.store.Load(id)
 		if err != nil {
 			return err
 		}
 		settled := sn.Task.Status != machine.Working
 		if !settled {
-			a.reconcileBeforeRead(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
+			o.reconcile(ctx, []task.Entry{{ID: id, Status: sn.Task.Status}})
 		}
 		lw.marks = pd.LogMarks()
 		n, err := lw.copyFrom(pd.Path(proto.LogFile), off, -1)
@@ -379,8 +405,8 @@ func (a *app) followLog(ctx context.Context, id string, lw *logWriter, pd proto.
 		}
 		if settled {
 			lw.flush()
-			line, _ := a.outcome(ctx, sn)
-			a.io.info("%s is %s", sn.Task.Slug, line)
+			line, _ := outcome(ctx, o.env, sn)
+			o.io.info("%s is %s", sn.Task.Slug, line)
 			return nil
 		}
 		select {
@@ -427,8 +453,8 @@ func logRange(pd proto.Dir, turn int) (int64, int64, error) {
 // secrets is what lazy takes out of the agent output it shows: the
 // shapes of credentials, and the paths and queries of the URLs lazy.notify
 // names (as wire.Env.Secrets for what it records and sends).
-func (a *app) secrets() *redact.Redactor {
-	cfg, err := a.store.Repo().Config()
+func (o logsOptions) secrets() *redact.Redactor {
+	cfg, err := o.store.Repo().Config()
 	if err != nil {
 		return redact.New()
 	}
@@ -543,7 +569,7 @@ func (c *WaitCmd) Run(a *app, ctx context.Context) error {
 		if !c.JSON {
 			// A task that is held, or whose gate failed, says so and how
 			// to carry it on; any other says its status alone.
-			if line, facts := a.outcome(ctx, sn); facts {
+			if line, facts := outcome(ctx, a.env, sn); facts {
 				fmt.Fprintf(a.io.out, "%s: %s\n", sn.Task.Slug, line)
 			} else {
 				fmt.Fprintf(a.io.out, "%s: %s\n", sn.Task.Slug, sn.Task.Status)
@@ -642,12 +668,12 @@ type followFlags struct {
 }
 
 // logSize is where the next turn's output will begin in agent.log.
-func (a *app) logSize(name string) int64 {
-	id, err := a.store.Resolve(name)
+func (o logsOptions) logSize(name string) int64 {
+	id, err := o.store.Resolve(name)
 	if err != nil {
 		return 0
 	}
-	fi, err := os.Stat(proto.ForTask(a.repo.LazyDir(), id).Path(proto.LogFile))
+	fi, err := os.Stat(proto.ForTask(o.lazyDir, id).Path(proto.LogFile))
 	if err != nil {
 		return 0
 	}
@@ -659,15 +685,16 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *task.Snapshot, logOff
 	slug := sn.Task.Slug
 	switch {
 	case f.Follow:
-		pd := proto.ForTask(a.repo.LazyDir(), sn.Task.ID)
-		return a.followLog(ctx, sn.Task.ID, &logWriter{w: a.io.out, marks: pd.LogMarks(), secrets: a.secrets()}, pd, logOff)
+		o := logsOptionsOf(a)
+		pd := proto.ForTask(o.lazyDir, sn.Task.ID)
+		return o.follow(ctx, sn.Task.ID, &logWriter{w: o.io.out, marks: pd.LogMarks(), secrets: o.secrets()}, pd, logOff)
 	case f.Wait:
 		final, _, err := a.waitSettled(ctx, []string{sn.Task.ID}, false, 0, a.io.progressLine(false))
 		if err != nil {
 			return err
 		}
 		end := final[sn.Task.ID]
-		line, _ := a.outcome(ctx, end)
+		line, _ := outcome(ctx, a.env, end)
 		fmt.Fprintf(a.io.out, "%s: %s\n", slug, line)
 		switch end.Task.Status {
 		case machine.Interrupted, machine.Conflict, machine.Abandoned:
@@ -682,18 +709,18 @@ func (a *app) stay(ctx context.Context, f followFlags, sn *task.Snapshot, logOff
 // fetchPoolLog brings the log of a pooled task a runner elsewhere ran:
 // the newest part it pushed to the pool, kept here where lazy logs reads
 // a log. A log of this machine's own session is never replaced.
-func (a *app) fetchPoolLog(ctx context.Context, sn *task.Snapshot, pd proto.Dir) {
+func (o logsOptions) fetchPoolLog(ctx context.Context, sn *task.Snapshot, pd proto.Dir) {
 	if sn.Task.Pool == nil || sn.Session == nil {
 		return
 	}
-	if env, err := a.env(); err != nil || env.Owns(sn) {
+	if env, err := o.env(); err != nil || env.Owns(sn) {
 		return
 	}
-	remote, err := a.settings().poolRemote(ctx, "")
+	remote, err := o.settings.poolRemote(ctx, "")
 	if err != nil {
 		return
 	}
-	p, err := pool.New(a.repoDir(), remote)
+	p, err := pool.New(o.settings.repoDir, remote)
 	if err != nil || p.Fetch(ctx) != nil {
 		return
 	}

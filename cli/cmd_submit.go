@@ -3,9 +3,6 @@ package cli
 import (
 	"io"
 
-	"time"
-
-	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/render"
@@ -14,8 +11,6 @@ import (
 
 	"context"
 	"fmt"
-
-	"github.com/lazyorch/lazy/reconcile"
 )
 
 // SubmitCmd pushes a task's branch and opens or updates its pull request.
@@ -50,28 +45,6 @@ func (c *SubmitCmd) Run(a *app, ctx context.Context) error {
 	}
 	fmt.Fprintf(a.io.out, "Submitted %s: %s pull request #%d %s\n", res.Snapshot.Task.Slug, verb, res.PR.Number, res.PR.URL)
 	return nil
-}
-
-// forgeSync configures the daemon's remote-sync sweep from git config:
-// lazy.forge.syncInterval (default 1m, per forge), lazy.forge.autoDeliver
-// (default true) and lazy.forge.autoFix (default false).
-func (a *app) forgeSync() (*reconcile.ForgeSync, error) {
-	fs := &reconcile.ForgeSync{}
-	if v, ok := a.cfg.Get("lazy.forge.syncInterval"); ok && v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, configkeys.Invalid("lazy.forge.syncInterval", v, "is not a duration above 0")
-		}
-		fs.Interval = d
-	}
-	var err error
-	if fs.AutoDeliver, err = a.cfg.Bool("lazy.forge.autoDeliver", true); err != nil {
-		return nil, err
-	}
-	if fs.AutoFix, err = a.cfg.Bool("lazy.forge.autoFix", false); err != nil {
-		return nil, err
-	}
-	return fs, nil
 }
 
 // printPRs lists the pull requests of submitted and forge-merging tasks,

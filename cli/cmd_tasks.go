@@ -249,7 +249,7 @@ func listTasks(ctx context.Context, a *app, f listFilter, statuses map[machine.S
 	}
 	// Overlaps are measured against every active task, listed or not: a
 	// filtered list still says what a shown task shares with a hidden one.
-	ov := a.overlaps(ctx, entries, nil)
+	ov := overlapCheckOf(a).of(ctx, entries, nil)
 	// The plain JSON listing streams the cached bytes in creation order,
 	// so thousands of tasks decode nothing; a search, an order or a limit
 	// needs the summaries.

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/landing"
+	"github.com/lazyorch/lazy/marks"
 
 	"github.com/lazyorch/lazy/daemon"
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -87,15 +89,15 @@ func gateFailures(entries []task.Entry) []gateFailure {
 	return out
 }
 
-// foreignMerges describes the merging tasks whose accept this machine
-// did not begin (see wire.Env.ForeignMerge).
-func (a *app) foreignMerges(env *wire.Env, entries []task.Entry) []string {
+// foreignMerges describes the merging tasks of store whose accept this
+// machine did not begin (see wire.Env.ForeignMerge).
+func foreignMerges(store *gitstore.Store, env *wire.Env, entries []task.Entry) []string {
 	var out []string
 	for i := range entries {
 		if entries[i].Err != nil || entries[i].Status != machine.Merging {
 			continue
 		}
-		sn, err := a.store.Load(entries[i].ID)
+		sn, err := store.Load(entries[i].ID)
 		if err != nil {
 			continue
 		}
@@ -124,10 +126,9 @@ type statusRow struct {
 	overlaps string
 }
 
-// rows renders the tasks a live view shows: everything not finished, with
-// its substate from the one shared derivation.
-func (a *app) rows(entries []task.Entry, keep func(machine.Status) bool) ([]statusRow, map[machine.Status]int) {
-	marks := a.marks()
+// liveRows renders the tasks a live view shows: everything not finished, with
+// its substate from the one shared derivation (mk).
+func liveRows(mk *marks.Marks, entries []task.Entry, keep func(machine.Status) bool) ([]statusRow, map[machine.Status]int) {
 	counts := map[machine.Status]int{}
 	var rows []statusRow
 	slugs := map[string]string{}
@@ -145,7 +146,7 @@ func (a *app) rows(entries []task.Entry, keep func(machine.Status) bool) ([]stat
 			continue
 		}
 		slugs[s.ID] = s.Slug
-		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: marks.Substate(s), Title: s.Title, Usage: s.Usage, Gate: s.Gate, id: s.ID,
+		rows = append(rows, statusRow{Slug: s.Slug, Status: s.Status, Substate: mk.Substate(s), Title: s.Title, Usage: s.Usage, Gate: s.Gate, id: s.ID,
 			AttemptOf: s.AttemptOf, Attempt: s.Attempt})
 	}
 	// Attempts sort right under their group, in order.
@@ -206,9 +207,9 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, counts := a.rows(entries, machine.Status.IsActive)
+	rows, counts := liveRows(a.marks(), entries, machine.Status.IsActive)
 	v := statusView{Counts: counts, Active: rows, Usage: totalUsage(entries), OwedStashes: []landing.OwedStash{}, Queues: []queue.View{}, GateFailed: gateFailures(entries),
-		Overlaps: overlapBriefs(entries, a.overlaps(ctx, entries, nil))}
+		Overlaps: overlapBriefs(entries, overlapCheckOf(a).of(ctx, entries, nil))}
 	if env, err := a.env(); err == nil {
 		if q := env.Queue().Queues(); q != nil {
 			v.Queues = q
@@ -216,7 +217,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 		if owed, err := env.Landing().Stashes().OwedStashes(ctx, false); err == nil && owed != nil {
 			v.OwedStashes = owed
 		}
-		v.ForeignMerges = a.foreignMerges(env, entries)
+		v.ForeignMerges = foreignMerges(a.store, env, entries)
 	}
 	if info, err := daemon.Dial(a.repo.LazyDir()).Info(ctx); err == nil {
 		v.Daemon = &info
@@ -270,7 +271,7 @@ func (c *StatusCmd) Run(a *app, ctx context.Context) error {
 	for _, slug := range slugs {
 		fmt.Fprintf(a.io.out, "overlap: %s with %s (lazy show %s)\n", sanitize.Field(slug), sanitize.Field(v.Overlaps[slug]), sanitize.Field(slug))
 	}
-	for _, p := range a.poolLines(ctx) {
+	for _, p := range poolLines(ctx, a.repoDir()) {
 		fmt.Fprintln(a.io.out, sanitize.Field(p))
 	}
 	for _, g := range v.GateFailed {
@@ -341,8 +342,8 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rows, _ := a.rows(entries, keep)
-		ov := a.overlaps(ctx, entries, cache)
+		rows, _ := liveRows(a.marks(), entries, keep)
+		ov := overlapCheckOf(a).of(ctx, entries, cache)
 		for i := range rows {
 			rows[i].overlaps = ov[rows[i].id].Short()
 		}
@@ -351,7 +352,7 @@ func (c *WatchCmd) Run(a *app, ctx context.Context) error {
 			queues = env.Queue().Queues()
 		}
 		if tty {
-			drawScreen(a.io.out, rows, queues, a.poolLines(ctx))
+			drawScreen(a.io.out, rows, queues, poolLines(ctx, a.repoDir()))
 			now := make(map[string]machine.Status, len(rows))
 			for _, r := range rows {
 				now[r.id] = r.Status
@@ -453,16 +454,17 @@ func queueLines(queues []queue.View) string {
 	return b.String()
 }
 
-// poolLines says, a line per remote, what the runner pool looked like at
-// the last fetch (no network: lazy pool fetches).
-func (a *app) poolLines(ctx context.Context) []string {
-	remotes, err := pool.Fetched(ctx, a.repoDir())
+// poolLines says, a line per remote, what the runner pool of the
+// repository in repoDir looked like at the last fetch (no network: lazy
+// pool fetches).
+func poolLines(ctx context.Context, repoDir string) []string {
+	remotes, err := pool.Fetched(ctx, repoDir)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, r := range remotes {
-		if line, err := pool.Brief(ctx, a.repoDir(), r, time.Now()); err == nil {
+		if line, err := pool.Brief(ctx, repoDir, r, time.Now()); err == nil {
 			out = append(out, line)
 		}
 	}

@@ -4,20 +4,32 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/wire"
 )
 
-// overlaps is the overlap check of lazy list, show and watch (see
-// wire.Env.Overlaps), keyed by task id. It never fails a view: a check
+// overlapCheck is the overlap check of lazy list, show and watch (see
+// wire.Env.Overlaps) on the tasks of store, whose repository is in
+// repoDir. A read-only check needs neither the actor nor the turn
+// policy, so a bad lazy.* setting does not hide it.
+type overlapCheck struct {
+	store   *gitstore.Store
+	repoDir string
+}
+
+// overlapCheckOf is the check of an opened run's repository.
+func overlapCheckOf(a *app) overlapCheck {
+	return overlapCheck{store: a.store, repoDir: a.repoDir()}
+}
+
+// of checks entries, keyed by task id. It never fails a view: a check
 // that cannot be made shows no overlaps. cache (nil: none) serves views
 // that refresh.
-func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *review.OverlapCache) map[string]review.TaskOverlaps {
-	// A read-only check needs neither the actor nor the turn policy, so a
-	// bad lazy.* setting does not hide it.
-	env := wire.New(a.store, session.Env{RepoDir: a.repoDir()})
+func (c overlapCheck) of(ctx context.Context, entries []task.Entry, cache *review.OverlapCache) map[string]review.TaskOverlaps {
+	env := wire.New(c.store, session.Env{RepoDir: c.repoDir})
 	ov, err := env.Review().OverlapsOf(ctx, entries, cache)
 	if err != nil {
 		return nil
@@ -25,19 +37,19 @@ func (a *app) overlaps(ctx context.Context, entries []task.Entry, cache *review.
 	return ov
 }
 
-// taskOverlaps is the check for one task (lazy show): only a task that
-// is unfinished and started on this machine can overlap, so any other
-// lists nothing.
-func (a *app) taskOverlaps(ctx context.Context, sn *task.Snapshot) review.TaskOverlaps {
-	env := wire.New(a.store, session.Env{RepoDir: a.repoDir()})
+// task is the check for one task (lazy show): only a task that is
+// unfinished and started on this machine can overlap, so any other lists
+// nothing.
+func (c overlapCheck) task(ctx context.Context, sn *task.Snapshot) review.TaskOverlaps {
+	env := wire.New(c.store, session.Env{RepoDir: c.repoDir})
 	if sn.Task.Status.IsTerminal() || !env.Owns(sn) {
 		return review.TaskOverlaps{}
 	}
-	entries, err := a.store.List()
+	entries, err := c.store.List()
 	if err != nil {
 		return review.TaskOverlaps{}
 	}
-	return a.overlaps(ctx, entries, nil)[sn.Task.ID]
+	return c.of(ctx, entries, nil)[sn.Task.ID]
 }
 
 // withOverlaps adds a task's overlaps to its summary's JSON object

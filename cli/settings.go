@@ -16,6 +16,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/reconcile"
 	"github.com/lazyorch/lazy/session"
 )
 
@@ -228,4 +229,26 @@ func (s settings) poolRemote(ctx context.Context, flag string) (string, error) {
 		flag, _ = s.cfg.Get("lazy.pool.remote")
 	}
 	return defaultRemote(ctx, s.gitDir, strings.TrimSpace(flag))
+}
+
+// forgeSync configures the daemon's remote-sync sweep from git config:
+// lazy.forge.syncInterval (default 1m, per forge), lazy.forge.autoDeliver
+// (default true) and lazy.forge.autoFix (default false).
+func (s settings) forgeSync() (*reconcile.ForgeSync, error) {
+	fs := &reconcile.ForgeSync{}
+	if v, ok := s.cfg.Get("lazy.forge.syncInterval"); ok && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, configkeys.Invalid("lazy.forge.syncInterval", v, "is not a duration above 0")
+		}
+		fs.Interval = d
+	}
+	var err error
+	if fs.AutoDeliver, err = s.cfg.Bool("lazy.forge.autoDeliver", true); err != nil {
+		return nil, err
+	}
+	if fs.AutoFix, err = s.cfg.Bool("lazy.forge.autoFix", false); err != nil {
+		return nil, err
+	}
+	return fs, nil
 }

@@ -84,7 +84,7 @@ func (c *ShowCmd) fetch(a *app, ctx context.Context) (*showView, error) {
 	if !c.Full {
 		d.Clip(showClip, "lazy show "+sn.Task.Slug+" --full shows it whole")
 	}
-	v := &showView{Show: render.Show{Snapshot: sn, Detail: d, Overlaps: a.taskOverlaps(ctx, sn)}}
+	v := &showView{Show: render.Show{Snapshot: sn, Detail: d, Overlaps: overlapCheckOf(a).task(ctx, sn)}}
 	if env, err := a.env(); err == nil {
 		// A gate run is this machine's only if its own record says so.
 		env.Landing().Gates().VerifyDetail(d)

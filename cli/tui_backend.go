@@ -74,7 +74,7 @@ func (b *tuiBackend) Load(ctx context.Context, cache *review.OverlapCache) ([]*t
 			tasks = append(tasks, s)
 		}
 	}
-	return tasks, quiet.overlaps(ctx, entries, cache), nil
+	return tasks, overlapCheckOf(&quiet).of(ctx, entries, cache), nil
 }
 
 // Substate is a task's live substate from this repository's markers.
@@ -121,7 +121,7 @@ func (b *tuiBackend) LogTail(id string, max int) []string {
 		}
 	}
 	var buf bytes.Buffer
-	lw := &logWriter{w: &buf, marks: pd.LogMarks(), secrets: a.secrets()}
+	lw := &logWriter{w: &buf, marks: pd.LogMarks(), secrets: logsOptionsOf(a).secrets()}
 	if _, err := lw.copyFrom(path, from, -1); err != nil {
 		return nil
 	}
