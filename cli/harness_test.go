@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 	for _, k := range gitVars {
 		_ = os.Unsetenv(k)
 	}
-	code := m.Run()
+	code := testrepo.Main(m)
 	_ = os.RemoveAll(home)
 	os.Exit(code)
 }

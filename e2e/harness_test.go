@@ -78,7 +78,7 @@ func TestMain(m *testing.M) {
 			_ = os.Setenv(k, "lazy-e2e-placeholder")
 		}
 	}
-	code := m.Run()
+	code := testrepo.Main(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashEnv); spec != "" {
 		os.Exit(crashWriter(spec))
 	}
-	os.Exit(m.Run())
+	os.Exit(testrepo.Main(m))
 }
 
 // helper runs "dir|id|n": n toggles of task id, then prints the number of

@@ -10,14 +10,54 @@ import (
 	"testing"
 )
 
+// template is the repository Main made for New to copy; "" when the
+// package's tests run without Main, and New makes each one with git.
+var template string
+
+// Main runs a package's tests (m.Run, from its TestMain) with one
+// repository made up front by Template, which every New of the run
+// copies (cp -a: one process instead of six git processes, about a tenth
+// of a second of CPU each time on a busy machine). It returns m.Run's
+// exit code and removes the template. Call it after TestMain has set the
+// environment the tests share (HOME, the git variables): the template's
+// commit is made in that environment, once, where New would make one per
+// test.
+func Main(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "testrepo-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testrepo:", err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	dir := filepath.Join(tmp, "template")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "testrepo:", err)
+		return 1
+	}
+	if err := Template(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "testrepo: the template repository:", err)
+		return 1
+	}
+	template = dir
+	defer func() { template = "" }()
+	return m.Run()
+}
+
 // New creates a git repository with one commit on main in a temp dir and
-// returns its path.
+// returns its path. Under Main it is a copy of Main's template, in the
+// directory New would have made it in.
 func New(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	dir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if template != "" {
+		if out, err := exec.Command("cp", "-a", template+"/.", dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp -a %s: %v\n%s", template, err, out)
+		}
+		return dir
 	}
 	Git(t, dir, "init", "-q", "-b", "main")
 	Identity(t, dir)
