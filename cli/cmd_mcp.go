@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/marks"
 	"github.com/lazyorch/lazy/mcp"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/wire"
@@ -95,7 +96,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		// The gate runs confined as agents do when lazy.sandbox is on. A
 		// sandbox setting lazy cannot read never lets the gate out: it
 		// runs in the tightest sandbox (no network) instead.
-		sb, err := sandboxFrom(cfg, "")
+		sb, err := sandbox.FromConfig(cfg, "")
 		if err != nil {
 			sb = &proto.Sandbox{Network: confine.NetworkOff}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/render"
+	"github.com/lazyorch/lazy/sandbox"
 )
 
 // isChange reports whether the command line changes a key rather than
@@ -315,9 +316,9 @@ func valueProblem(k configkeys.Key, value string) (why string, err error) {
 	case notify.KeyPerMinute:
 		_, err = notify.ParsePerMinute(value)
 	case "lazy.sandbox.network":
-		_, _, err = parseSandboxNetwork(value)
+		_, _, err = sandbox.ParseNetworkSetting(value)
 	case "lazy.sandbox.expose":
-		err = checkExposed(value)
+		err = sandbox.CheckExposed(value)
 	case "lazy.pushRefspec":
 		err = gitstore.CheckPushRefspec(value)
 	case "lazy.gate.protect":

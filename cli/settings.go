@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/reconcile"
+	"github.com/lazyorch/lazy/sandbox"
 	"github.com/lazyorch/lazy/session"
 )
 
@@ -179,20 +180,20 @@ func (s settings) startInput(agentName, command string) (session.StartInput, err
 	if dir, ok := cfg.Get("lazy.worktreeDir"); ok && dir != "" {
 		in.WorktreeDir = dir
 	}
-	sb, err := sandboxFrom(cfg, "")
+	sb, err := sandbox.FromConfig(cfg, "")
 	if err != nil {
 		return in, err
 	}
 	in.Sandbox = sb
-	if in.SandboxIfAsked, err = sandboxFrom(cfg, "on"); err != nil {
+	if in.SandboxIfAsked, err = sandbox.FromConfig(cfg, "on"); err != nil {
 		return in, err
 	}
 	return in, nil
 }
 
-// sandbox reads the sandbox of git config (sandboxFrom).
+// sandbox reads the sandbox of git config (sandbox.FromConfig).
 func (s settings) sandbox(override string) (*proto.Sandbox, error) {
-	return sandboxFrom(s.cfg, override)
+	return sandbox.FromConfig(s.cfg, override)
 }
 
 // poolMaxLease is git config lazy.pool.maxLease: the longest lease the

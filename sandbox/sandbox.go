@@ -4,6 +4,7 @@
 // main checkout's working files, lazy's own runtime directory and secret
 // paths are not visible at all. It is a launch detail of the supervisor:
 // Wrap turns an agent's argv into a bwrap argv, and nothing else changes.
+// FromConfig reads the lazy.sandbox.* settings that ask for it.
 package sandbox
 
 import (
