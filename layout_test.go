@@ -203,6 +203,7 @@ func TestPinnedLayering(t *testing.T) {
 		"queue":        {"gitstore", "wire", "lifecycle", "review", "submission", "conversation", "spending", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
 		"runner":       {"gitstore", "wire", "reconcile", "cli", "web", "mcp", "daemon"},
 		"handoff":      {"gitstore", "wire", "lifecycle", "attempts", "reconcile", "cli", "web", "mcp", "daemon"},
+		"configcheck":  {"wire", "reconcile", "cli", "web", "mcp", "daemon"},
 		"render":       {"gitstore", "wire", "reconcile", "cli", "web", "mcp", "daemon", "tui"},
 		"tui":          {"gitstore", "wire", "reconcile", "cli", "web", "mcp", "daemon"},
 		"demo":         {"gitstore", "wire", "reconcile", "cli", "web", "mcp", "daemon"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lazyorch/lazy/configcheck"
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/sanitize"
@@ -134,16 +135,16 @@ func configSettings(cfg *gitrepo.Config) []configSetting {
 		r := configSetting{Name: k.Name, Scope: "default", Default: configkeys.Plain(k.Default), Kind: k.Kind, Help: configkeys.Plain(k.Help), Known: true}
 		if o := cfg.Origins(k.Name); len(o) > 0 {
 			last := o[len(o)-1]
-			r.Value, r.Scope, r.File = hideSecret(k.Name, last.Value), last.Scope, last.File
+			r.Value, r.Scope, r.File = configcheck.HideSecret(k.Name, last.Value), last.Scope, last.File
 			if k.Multi() {
 				for _, v := range o {
-					r.Values = append(r.Values, hideSecret(k.Name, v.Value))
+					r.Values = append(r.Values, configcheck.HideSecret(k.Name, v.Value))
 					if err := k.Check(v.Value); err != nil && r.Error == "" {
 						r.Error = err.Error()
 					}
 				}
 			}
-			if err := checkSetting(k, last.Value); err != nil {
+			if err := configcheck.Setting(k, last.Value); err != nil {
 				r.Error = err.Error()
 			}
 		}

@@ -7,15 +7,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lazyorch/lazy/gate"
+	"github.com/lazyorch/lazy/configcheck"
 	"github.com/lazyorch/lazy/gitrepo"
-	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/configkeys"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
-	"github.com/lazyorch/lazy/notify"
 	"github.com/lazyorch/lazy/render"
-	"github.com/lazyorch/lazy/sandbox"
 )
 
 // isChange reports whether the command line changes a key rather than
@@ -99,7 +96,7 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 		action = "replace-all"
 	}
 	if action != "unset" {
-		if err := checkNewValue(k, value); err != nil {
+		if err := configcheck.NewValue(k, value); err != nil {
 			return err
 		}
 	}
@@ -108,8 +105,8 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	before, file := scopeValues(cfg, k.Name, scope)
-	ch := configChange{Action: action, Name: k.Name, Scope: scope, File: file, Before: hideSecrets(k.Name, before)}
+	before, file := cfg.InScope(k.Name, scope)
+	ch := configChange{Action: action, Name: k.Name, Scope: scope, File: file, Before: configcheck.HideSecrets(k.Name, before)}
 	flag := "--" + scope
 	var argv []string
 	switch action {
@@ -151,11 +148,11 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 			return err
 		}
 	}
-	after, afterFile := scopeValues(cfg, k.Name, scope)
+	after, afterFile := cfg.InScope(k.Name, scope)
 	if ch.File == "" {
 		ch.File = afterFile
 	}
-	ch.After = hideSecrets(k.Name, after)
+	ch.After = configcheck.HideSecrets(k.Name, after)
 	for _, r := range configSettings(cfg) {
 		if r.Name == k.Name {
 			ch.Effective = r
@@ -165,7 +162,7 @@ func (c *ConfigCmd) change(a *app, ctx context.Context) error {
 	if c.JSON {
 		return a.io.printJSON(ch)
 	}
-	fmt.Fprintln(a.io.out, sanitize.Field(changeSummary(ch, hideSecret(k.Name, value))))
+	fmt.Fprintln(a.io.out, sanitize.Field(changeSummary(ch, configcheck.HideSecret(k.Name, value))))
 	if ch.Note != "" {
 		fmt.Fprintln(a.io.out, sanitize.Field(ch.Note))
 	}
@@ -202,16 +199,6 @@ func (c *ConfigCmd) reread(a *app) (*gitrepo.Config, error) {
 		}
 	}
 	return gitrepo.ReadRepoConfig(a.repo.CommonDir, a.repo.GitDir)
-}
-
-// scopeValues are the values of key in one scope's file, and that file.
-func scopeValues(cfg *gitrepo.Config, key, scope string) (values []string, file string) {
-	for _, o := range cfg.Origins(key) {
-		if o.Scope == scope {
-			values, file = append(values, o.Value), o.File
-		}
-	}
-	return values, file
 }
 
 // changeSummary is the line a change prints.
@@ -266,84 +253,4 @@ func scopeWord(scope string) string {
 // countOf is "1 value", "2 values".
 func countOf(n int, what string) string {
 	return fmt.Sprintf("%d %s", n, render.Plural(n, what, what+"s"))
-}
-
-// checkNewValue refuses a value lazy would refuse to read, worded for
-// lazy config: what is wrong, that nothing changed, and a value it
-// takes.
-func checkNewValue(k configkeys.Key, value string) error {
-	if strings.TrimSpace(value) == "" {
-		return fmt.Errorf("an empty %s would mean nothing, so lazy config changed nothing; go back to the default with lazy config --unset %s", k.Name, k.Name)
-	}
-	if strings.ContainsAny(value, "\n\r") {
-		return fmt.Errorf("%s is one line, so lazy config changed nothing; give the value without line breaks", k.Name)
-	}
-	why, err := valueProblem(k, value)
-	switch {
-	case why != "":
-		return configkeys.Refused(k.Name, value, why)
-	case err != nil:
-		return fmt.Errorf("%w; lazy config changed nothing", err)
-	}
-	return nil
-}
-
-// checkSetting is what a read finds wrong with a value of k: its kind
-// (configkeys.Invalid's sentence), then what the key's reader checks.
-func checkSetting(k configkeys.Key, value string) error {
-	why, err := valueProblem(k, value)
-	if why != "" {
-		return configkeys.Invalid(k.Name, value, why)
-	}
-	return err
-}
-
-// valueProblem checks value as the code that reads k does: by kind
-// (why, the middle of configkeys' sentences), then, for the free-text
-// keys whose readers check them, with those readers' own functions (err,
-// a whole sentence).
-func valueProblem(k configkeys.Key, value string) (why string, err error) {
-	if why := k.Why(value); why != "" {
-		return why, nil
-	}
-	switch k.Name {
-	case notify.KeyTargets:
-		_, err = notify.ParseTarget(value)
-	case notify.KeyEvents:
-		if _, problems := notify.ParseEvents(value); len(problems) > 0 {
-			err = errors.New(problems[0])
-		}
-	case notify.KeyPerMinute:
-		_, err = notify.ParsePerMinute(value)
-	case "lazy.sandbox.network":
-		_, _, err = sandbox.ParseNetworkSetting(value)
-	case "lazy.sandbox.expose":
-		err = sandbox.CheckExposed(value)
-	case "lazy.pushRefspec":
-		err = gitstore.CheckPushRefspec(value)
-	case "lazy.gate.protect":
-		err = gate.CheckProtect(value)
-	}
-	return "", err
-}
-
-// hideSecret is a value as lazy config prints it: a notification
-// target as lazy notify names it (a webhook's path and query hidden),
-// a token not at all.
-func hideSecret(key, value string) string {
-	switch {
-	case strings.EqualFold(key, notify.KeyTargets):
-		return notify.Redact(value)
-	case strings.EqualFold(key, "lazy.forge.token"):
-		return "(hidden)"
-	}
-	return value
-}
-
-func hideSecrets(key string, values []string) []string {
-	out := []string{}
-	for _, v := range values {
-		out = append(out, hideSecret(key, v))
-	}
-	return out
 }

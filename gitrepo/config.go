@@ -58,6 +58,17 @@ func (c *Config) Origins(key string) []Origin {
 	return out
 }
 
+// InScope returns the values of key in one scope's file (ScopeGlobal
+// or ScopeLocal), and that file: what a change to that file starts from.
+func (c *Config) InScope(key, scope string) (values []string, file string) {
+	for _, o := range c.Origins(key) {
+		if o.Scope == scope {
+			values, file = append(values, o.Value), o.File
+		}
+	}
+	return values, file
+}
+
 // Names returns the distinct keys set under prefix (such as "lazy."),
 // as git lists them (section and variable name in lower case), in the
 // order first read.
