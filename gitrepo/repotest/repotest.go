@@ -30,8 +30,11 @@ import (
 type Open func(t testing.TB, gitDir string) gitrepo.Repo
 
 // callDeadline is how long one call may take before the suite calls it
-// a hang.
-const callDeadline = 30 * time.Second
+// a hang. It is generous: in a SHA-256 repository Local reads each
+// object through git processes, and one ReadFiles over the fixture took
+// over 30 seconds under -race on a loaded two-core machine; a hang does
+// not end, so a longer bound still names it.
+const callDeadline = 3 * time.Minute
 
 // Run runs the suite on repositories of the given object format
 // (gitrepo.SHA1 or gitrepo.SHA256) the implementation claims to read.
