@@ -201,9 +201,13 @@ func MCPFlags(agentName string, m *MCPServer) []string {
 		// (never argv). Codex exec runs with approval policy "never",
 		// under which an MCP tool call that needs approval fails ("MCP
 		// tool call requires approval, but approval policy is never"):
-		// lazy's own server is approved, and only it.
+		// lazy's own server is approved, and only it. Codex gives a
+		// server 10 seconds to start and then works on without its
+		// tools, saying nothing the turn shows: on a loaded machine lazy
+		// mcp took longer (CI, a race-built binary on two busy cores) and
+		// the agent had no lazy tools, so lazy's server gets a minute.
 		return []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars),
-			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`}
+			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`, "-c", "mcp_servers.lazy.startup_timeout_sec=60"}
 	}
 	return nil
 }
