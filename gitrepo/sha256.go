@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -131,14 +130,5 @@ func (o *Objects) gitBlobSize(id OID, name string) (int64, error) {
 
 // gitSortedRefs lists the refs under prefix through git, sorted by name.
 func (r *Refs) gitSortedRefs(prefix string) ([]RefEntry, error) {
-	m, err := r.git.ListRefs(prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RefEntry, 0, len(m))
-	for name, id := range m {
-		out = append(out, RefEntry{Name: name, Hash: id})
-	}
-	slices.SortFunc(out, func(a, b RefEntry) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return r.git.SortedRefs(prefix)
 }
