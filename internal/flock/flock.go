@@ -98,11 +98,22 @@ func Owner(path string) string {
 
 // Release drops the lock. The file stays: removing it would race with a
 // process that opened it and is about to lock it.
+//
+// It unlocks before it closes: a flock belongs to the open file
+// description, and a child this process is starting at that moment
+// holds a copy of the descriptor from its fork until its exec closes it
+// (O_CLOEXEC). Closing alone left the lock held for that window, and a
+// TryLock right after Release (a gate's hand-back taking the worktree
+// lock while another goroutine started git) was refused as "held".
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	unlockErr := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	err := l.f.Close()
+	if err == nil && unlockErr != nil {
+		err = fmt.Errorf("unlock %s: %w", l.path, unlockErr)
+	}
 	l.f = nil
 	return err
 }
@@ -114,8 +125,9 @@ func (l *Lock) Release() error {
 //
 // A reconcile pass probes every running turn's lock, so this is three
 // system calls: a raw descriptor, not an *os.File (which would try the
-// poller and switch blocking modes), and the shared lock is released by
-// the close, as every flock is with its last descriptor.
+// poller and switch blocking modes), and the shared lock it took is
+// unlocked before the close, for the reason Release gives: a child being
+// started meanwhile would otherwise hold it on past the close.
 func Held(path string) bool {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -123,5 +135,9 @@ func Held(path string) bool {
 	}
 	defer func() { _ = syscall.Close(fd) }()
 	err = syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
+		return false
+	}
 	return errors.Is(err, syscall.EWOULDBLOCK)
 }

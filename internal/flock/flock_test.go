@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -77,4 +78,32 @@ func TestHeld(t *testing.T) {
 	if after := fds(); after != before {
 		t.Fatalf("%d descriptors open before the probes, %d after", before, after)
 	}
+}
+
+// TestReleaseFreesADescriptorACopyStillHolds: a child started while the
+// lock is held has a copy of its descriptor until its exec; Dup makes
+// that copy here. Release must free the lock at once all the same, or a
+// TryLock right after it is refused while the child starts.
+func TestReleaseFreesADescriptorACopyStillHolds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.lock")
+	a, err := TryLock(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := syscall.Dup(int(a.f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Close(child) }()
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if Held(p) {
+		t.Fatal("Held after Release, with a copy of the descriptor open")
+	}
+	b, err := TryLock(p)
+	if err != nil {
+		t.Fatalf("TryLock after Release, with a copy of the descriptor open: %v", err)
+	}
+	_ = b.Release()
 }
