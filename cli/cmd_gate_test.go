@@ -30,6 +30,7 @@ func commitGate(t *testing.T, l *lazyT, commands string) {
 // exit and where the log is, and --json gives the run field by field;
 // list --json carries each task's gate state.
 func TestTheRepositorysGateFileGatesAccepts(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	commitGate(t, l, "# the tests\ntest -f auth/login.go\n")
 	good := l.worked("First change", "auth/login.go", "package auth\n")
@@ -96,6 +97,7 @@ func TestTheRepositorysGateFileGatesAccepts(t *testing.T) {
 // rejected task's kept branch is still diffed; its log holds lazy's notes
 // of the gates that failed on it.
 func TestFinishedTasksSayWhereTheirWorkIs(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	landed := l.worked("First change", "a.txt", "a\n")
 	rejected := l.worked("Other change", "b.txt", "b\n")
@@ -116,6 +118,7 @@ func TestFinishedTasksSayWhereTheirWorkIs(t *testing.T) {
 // counted, listed under ACTIVE with its substate (its supervisor is not
 // alive here), and in --json's active list; lazy active lists it too.
 func TestStatusShowsActiveWork(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	running := l.worked("Third", "c.txt", "c\n")
 	l.worked("Parked", "d.txt", "d\n")

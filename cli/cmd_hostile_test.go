@@ -55,6 +55,7 @@ func tamper(t *testing.T, bare, id, subject string, edit func(taskJSON string) s
 // (a task completes only through an accept) and keeps the record; its
 // worktree, branch and work stay, and doctor removes none of them.
 func TestAHostileRemoteDecidesNothingHere(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	bare := filepath.Join(t.TempDir(), "remote.git")
 	testrepo.Git(t, l.dir, "init", "-q", "--bare", bare)

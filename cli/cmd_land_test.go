@@ -15,6 +15,7 @@ import (
 // queue then says both landed, as what recently left; accept --json is
 // the landed commit, its target and the task.
 func TestAcceptSeveralLandsThemInOrder(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	a := l.worked("Third change", "c.txt", "c\n")
 	b := l.worked("Fourth change", "d.txt", "d\n")
@@ -66,6 +67,7 @@ func TestAcceptSeveralLandsThemInOrder(t *testing.T) {
 // they were and the task blocked with a comment; show then says what
 // landed under it.
 func TestAcceptThatConflictsLandsNothing(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	a := l.worked("First change", "shared.txt", "from a\n")
 	b := l.worked("Second change", "shared.txt", "from b\n")
@@ -98,6 +100,7 @@ func TestAcceptThatConflictsLandsNothing(t *testing.T) {
 // (--json, in brief) and lazy show (the file named); tasks that overlap
 // nothing get no mark.
 func TestOverlapsShowWhereAPersonLooks(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	a := l.worked("First change", "shared.txt", "from a\n")
 	l.worked("Second change", "shared.txt", "from b\n")
@@ -123,6 +126,7 @@ func TestOverlapsShowWhereAPersonLooks(t *testing.T) {
 // TestReopenAnAcceptedTaskNeedsAReason: an accepted task reopens only
 // with a reason, which is recorded; it comes back blocked.
 func TestReopenAnAcceptedTaskNeedsAReason(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	tk := l.worked("First change", "a.txt", "a\n")
 	l.ok("accept", tk.Slug)

@@ -15,6 +15,7 @@ import (
 // --json), then what the worktree has not committed; --committed leaves
 // that out, and a path that changed nothing says so.
 func TestDiffShowsTheBranchAndTheWorktree(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	tk := l.worked("Fix the login", "auth/login.go", "package auth\n")
 	out := l.ok("diff", tk.Slug)
@@ -71,6 +72,7 @@ func TestDiffShowsTheBranchAndTheWorktree(t *testing.T) {
 // branch, removes the worktree and the branch, and says each step on
 // stderr; --dry-run beforehand changes nothing.
 func TestAcceptLandsTheWorkAndCleansUp(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	tk := l.worked("Fix the login", "auth/login.go", "package auth\n")
 	wt := filepath.Join(testrepo.Git(t, l.dir, "config", "lazy.worktreeDir"), tk.Slug)
@@ -120,6 +122,7 @@ func TestAcceptLandsTheWorkAndCleansUp(t *testing.T) {
 // log and exits 1); accept refuses while it fails and lands nothing;
 // --skip-gate needs a reason, and with one lands and records it.
 func TestAcceptRunsTheGate(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	tk := l.worked("Fix the login", "auth/login.go", "package auth\n")
 	if out := l.ok("gate", tk.Slug); !strings.HasPrefix(out, "No gate: neither git config lazy.gate nor .lazy/gate") {
@@ -166,6 +169,7 @@ func TestAcceptRunsTheGate(t *testing.T) {
 // have checked out with changes of yours in it gives them back after the
 // merge; lazy stash then keeps nothing.
 func TestAcceptKeepsYourUncommittedChanges(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	tk := l.worked("Add notes", "notes.txt", "notes\n")
 	if err := os.WriteFile(filepath.Join(l.dir, "README.md"), []byte("# test\nmy own edit\n"), 0o644); err != nil {
@@ -195,6 +199,7 @@ func TestAcceptKeepsYourUncommittedChanges(t *testing.T) {
 // it, saying where and how to delete it; --delete-branch drops it after
 // recording its tip.
 func TestRejectKeepsUnmergedWork(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	kept := l.worked("Try one way", "a.txt", "a\n")
 	out := l.ok("reject", kept.Slug, "-m", "wrong approach")

@@ -181,6 +181,7 @@ func clone(t *testing.T, l *lazyT, bare string) *lazyT {
 // what the second adds comes back the same way; an unknown remote and a
 // repository without one are errors that say what to do.
 func TestPushAndPullCarryTasksBetweenClones(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	l.fails(1, []string{"push"}, "this repository has no remote; add one with git remote add")
 	l.fails(1, []string{"pull"}, "this repository has no remote")

@@ -75,6 +75,7 @@ func deliver(m *tui.Model, cmd tea.Cmd) {
 // then y lands the work in main and the status line says so; c with a
 // reason then y closes a task.
 func TestTUIActsOnTheRepository(t *testing.T) {
+	testrepo.FullLane(t)
 	l := newLazy(t)
 	tk := l.worked("Fix the login", "auth/login.go", "package auth\n")
 	idle := l.create("Someday")

@@ -48,6 +48,7 @@ func testReaper(t *testing.T) []string {
 // gate's timeout; the reaper keeps the command's exit status, a missing
 // command's 127 and a signal's death.
 func TestRunReaperEndsWhatNoMarkFinds(t *testing.T) {
+	t.Parallel() // each run carries a mark of its own, and what it waits for is sleep
 	setsid, err := exec.LookPath("setsid")
 	if err != nil {
 		t.Skip("no setsid here")

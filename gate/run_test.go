@@ -162,6 +162,7 @@ func TestRunMissingCommand(t *testing.T) {
 // sleep holding the output pipe, and waits; the timeout must end both
 // and Run must not wait on the pipe.
 func TestRunTimeoutKillsTheWholeGroup(t *testing.T) {
+	t.Parallel() // each run carries a mark of its own, and what it waits for is sleep
 	dir := t.TempDir()
 	env, mark := marked(t)
 	var log bytes.Buffer
@@ -196,6 +197,7 @@ func TestRunTimeoutKillsTheWholeGroup(t *testing.T) {
 // leaves a child holding the pipe passes, promptly, and the child is
 // ended.
 func TestRunEndsWhatAPassingCommandLeftBehind(t *testing.T) {
+	t.Parallel() // each run carries a mark of its own, and what it waits for is sleep
 	dir := t.TempDir()
 	env, mark := marked(t)
 	r, err := run(t, context.Background(), Spec{
@@ -213,6 +215,7 @@ func TestRunEndsWhatAPassingCommandLeftBehind(t *testing.T) {
 // TestRunKillsWhatIgnoresSIGTERM: SIGKILL follows when SIGTERM is not
 // enough.
 func TestRunKillsWhatIgnoresSIGTERM(t *testing.T) {
+	t.Parallel() // each run carries a mark of its own, and what it waits for is sleep
 	dir := t.TempDir()
 	env, mark := marked(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -234,6 +237,7 @@ func TestRunKillsWhatIgnoresSIGTERM(t *testing.T) {
 }
 
 func TestRunCancelled(t *testing.T) {
+	t.Parallel() // each run carries a mark of its own, and what it waits for is sleep
 	dir := t.TempDir()
 	env, mark := marked(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -406,6 +410,7 @@ func TestRunFasterThanMinDurationFails(t *testing.T) {
 // cannot reach) leaves nothing running, whether it passes or the
 // gate's timeout ends it: the run's mark finds the escapee.
 func TestRunEndsWhatLeftTheGroup(t *testing.T) {
+	t.Parallel() // each run carries a mark of its own, and what it waits for is sleep
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid here")
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // configPieces are the parts random config files are made of: what git
@@ -89,6 +91,7 @@ func listed(entries []configEntry) string {
 // the files git accepts and reads the same variables and values from
 // them.
 func TestParseConfigAgreesWithGit(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")

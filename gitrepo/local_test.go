@@ -7,6 +7,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitrepo/repotest"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestLocalConformance runs the shared suite, hostile packs and indexes
@@ -48,6 +49,7 @@ func TestOpenChoosesByFormat(t *testing.T) {
 // task store in a SHA-256 repository: Local for that format, writing in
 // process and reading through git.
 func TestLocalConformanceSHA256(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	repotest.Run(t, gitrepo.SHA256, func(_ testing.TB, gitDir string) gitrepo.Repo {
 		return gitrepo.OpenLocalFor(gitDir, gitrepo.SHA256)

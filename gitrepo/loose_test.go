@@ -38,6 +38,7 @@ func gitLoose(t *testing.T, dir string, typ plumbing.ObjectType, content []byte)
 // Loose objects git wrote read back as git reads them, of every type and
 // size, and an object over the limit is refused after its header alone.
 func TestLooseObjectsReadAsGitWroteThem(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	dir := testrepo.New(t)
 	o := NewObjects(filepath.Join(dir, ".git"))

@@ -170,6 +170,7 @@ func TestReadRefFollowsRewrittenPackedRefs(t *testing.T) {
 
 // packedSearch agrees with git about every ref git packed.
 func TestPackedSearchGitFile(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	dir := testrepo.New(t)
 	head := strings.TrimSpace(testrepo.Git(t, dir, "rev-parse", "HEAD"))

@@ -175,6 +175,7 @@ func TestPackIndexFindsEveryObject(t *testing.T) {
 // With offset threshold 1, git writes every offset but the first to the
 // 64-bit table, the layout of packs over 2 GiB.
 func TestPackIndexLargeOffsets(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(9, 10)), 300)
@@ -189,6 +190,7 @@ func TestPackIndexLargeOffsets(t *testing.T) {
 // An index of version 1, which go-git cannot read ("malformed IDX
 // file"), is read by the fast reader.
 func TestPackIndexVersion1(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(11, 12)), 500)
@@ -218,6 +220,7 @@ func deltaTypes(t *testing.T, p *pack, hs []plumbing.Hash) map[int]int {
 }
 
 func TestPackDeltaChains(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	contents := similarBlobs(400)
 	for _, tc := range []struct {
@@ -302,6 +305,7 @@ func TestPackReadChecksSizeFirst(t *testing.T) {
 // A pack listed before a concurrent git repack deleted it: the read
 // re-scans the pack directory and finds the object in the new pack.
 func TestPackReadAfterConcurrentRepack(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	dir := testrepo.New(t)
 	contents := randomBlobs(rand.New(rand.NewPCG(13, 14)), 100)

@@ -240,6 +240,7 @@ func TestHistoryNamesACommitLazyDidNotWrite(t *testing.T) {
 // longer than anything a read shows (each operation is a commit) is
 // refused by pull before it judges every commit, and nothing is taken in.
 func TestPullRefusesAnEndlessHistory(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	victim, attacker := twoClones(t)
 	small := recordBounds{bytes: 4 << 20, entries: 3}

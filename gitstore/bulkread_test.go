@@ -16,6 +16,7 @@ import (
 // loose objects, then packed, then with a replace ref: every record must
 // come out the same, errors included.
 func TestBulkReaderMatchesCatFile(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	var ids []string

@@ -15,9 +15,10 @@ import (
 // TestConformance runs the one suite every task.Store passes, in a
 // SHA-1 and a SHA-256 repository. The fast lane runs it in SHA-1 only
 // (TestSHA256Store and sha256_test.go hold a SHA-256 store there); the
-// full suite runs both. It runs alone, as before: its concurrent cases
-// contend for one ref on purpose, and other tests' load beside them is
-// no part of what they test.
+// full suite runs both. It is not parallel with the package's other
+// tests: its concurrent cases contend for one ref on purpose, run before
+// the suite's other cases (storetest.Run), and other tests' load beside
+// them is no part of what they test.
 func TestConformance(t *testing.T) {
 	for _, format := range []string{gitrepo.SHA1, gitrepo.SHA256} {
 		t.Run(format, func(t *testing.T) {

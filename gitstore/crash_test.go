@@ -57,6 +57,7 @@ func crashWriter(spec string) int {
 // would, and is what stops the next write until removed (lazy doctor
 // does); after that, writes go on.
 func TestKilledWriterLeavesOldOrNewRecord(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	id := parkedTask(t, s)

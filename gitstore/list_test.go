@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 )
@@ -20,6 +21,7 @@ import (
 // against the in-process reader, which decodes with encoding/json: the
 // fast decoder and its fallbacks must not change a byte.
 func TestBatchListMatchesInProcessReader(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, _ := open(t)
 	titles := []string{"plain", "ünïcödé 日本語", "<b>&amp;</b>", `quote " and \ backslash`, "sep \u2028\u2029", "emoji \U0001F600"}
@@ -147,6 +149,7 @@ func FuzzParseCache(f *testing.F) {
 // older lazy wrote records in map order) lists the same and is rewritten
 // in order.
 func TestListCacheInListingOrder(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, _ := open(t)
 	for i := 0; i < 30; i++ {

@@ -17,12 +17,14 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/lazyorch/lazy/gitrepo"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestMergeBasesMatchGoGit writes random commit graphs (merges and
 // criss-crosses among them) and asks both for the merge bases of random
 // pairs, and whether one is the other's ancestor.
 func TestMergeBasesMatchGoGit(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, _ := open(t)
 	empty, err := gitrepo.WriteTree(s.objs, nil)

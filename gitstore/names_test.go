@@ -73,6 +73,7 @@ func TestSlugNeverShadowsIDPrefix(t *testing.T) {
 // clone's task is renamed to LoserSlug on pull, pushes succeed, and every
 // clone resolves both names to the same tasks.
 func TestDuplicateSlugsOnTwoClonesConverge(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	a, b := twoClones(t)
 	ta := mustCreate(t, a, "dup title").Task

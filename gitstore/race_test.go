@@ -126,6 +126,7 @@ func contend(tb testing.TB, s *Store, dir, id string, procs, n int) int {
 }
 
 func TestConcurrentProcessesLoseNoUpdate(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	id := parkedTask(t, s)
@@ -250,6 +251,7 @@ func TestCreateOnlyRefRefusesExisting(t *testing.T) {
 // TestGCKeepsEverything runs an aggressive gc with immediate pruning and
 // checks that every record, turn, comment and history entry survives.
 func TestGCKeepsEverything(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	type want struct {
@@ -343,6 +345,7 @@ func TestHousekeepingBoundsLooseObjects(t *testing.T) {
 // TestWritesSurvivePrunePacked writes objects while git repack and
 // prune-packed run, which delete the fan-out directories they empty.
 func TestWritesSurvivePrunePacked(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	done := make(chan struct{})
@@ -502,6 +505,7 @@ func TestWritesAndReadsSurviveConcurrentGC(t *testing.T) {
 // Reading packed-refs before the loose files (the order git's iterator
 // avoids) loses a ref that pack-refs packs in between.
 func TestListRefsSurvivesConcurrentPackRefs(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	const n = 30

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
 
 // TestStampWatcherAgreesWithFileStamp changes a directory tree the ways
@@ -16,6 +18,7 @@ import (
 // asks after every change: the watcher's stamp must be FileStamp's, byte
 // for byte. It must also have stat'ed less than FileStamp would.
 func TestStampWatcherAgreesWithFileStamp(t *testing.T) {
+	testrepo.FullLane(t)
 	root := t.TempDir()
 	paths := []string{
 		filepath.Join(root, "packed-refs"),

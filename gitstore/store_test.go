@@ -84,6 +84,7 @@ func TestUnchangedBlobsAreReused(t *testing.T) {
 // TestListBatchPathIsolatesCorruptRecords lists enough uncached tasks to
 // take the git cat-file path, with one record vandalized by hand.
 func TestListBatchPathIsolatesCorruptRecords(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	s, dir := open(t)
 	var ids []string

@@ -144,6 +144,7 @@ func TestConcurrentEditsConverge(t *testing.T) {
 }
 
 func TestMergeIsDeterministicAndRefusesStaleTransitions(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	a, b := twoClones(t)
 	id := mustCreate(t, a, "raced").Task.ID
@@ -211,6 +212,7 @@ func TestMergeIsDeterministicAndRefusesStaleTransitions(t *testing.T) {
 // runs one seed over 20 tasks and 80 steps (a few pushes and pulls each
 // way); the full suite runs both seeds at full size.
 func TestRandomInterleavingsConverge(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	seeds, tasks, steps := []int64{1, 2}, 100, 300
 	if testing.Short() {

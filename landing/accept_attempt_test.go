@@ -183,6 +183,7 @@ func TestAcceptAttemptLandsItAndClosesTheOthers(t *testing.T) {
 // attempt itself (not through the group) completes the group too, and a
 // running sibling is stopped before it is closed.
 func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	e, _ := attemptsRepo(t)
@@ -216,6 +217,7 @@ func TestAcceptingAnAttemptDirectlySettlesItsGroup(t *testing.T) {
 // GROUP --attempt K does; the sibling named later in the train is then
 // refused, not landed beside the chosen one.
 func TestAnAttemptLandedInATrainSettlesItsGroup(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "true")

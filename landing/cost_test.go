@@ -40,6 +40,7 @@ func recordSpend(t *testing.T, e *Service, id string, u task.Usage) {
 // squash, and the gated tree committed as it passed) write the task's
 // cost, its rejected subtask's included, where git log finds it.
 func TestAcceptCommitsSayWhatTheTaskCost(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	for _, gated := range []bool{false, true} {
 		t.Run(map[bool]string{false: "squash", true: "gated"}[gated], func(t *testing.T) {

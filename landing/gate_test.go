@@ -123,6 +123,7 @@ func TestGatedAcceptLandsExactlyTheTreeThatPassed(t *testing.T) {
 // is a failure; nothing lands, the task stays blocked with the run
 // recorded, and the queue says why it left.
 func TestGateFailuresRefuseTheAccept(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		name, cmd string
@@ -307,6 +308,7 @@ func TestAQueueOfThreeWithAFailureInTheMiddle(t *testing.T) {
 // TestAConflictingEntryLeavesWithTheFiles: an entry that no longer
 // merges is refused before anything is recorded, naming the files.
 func TestAConflictingEntryLeavesWithTheFiles(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	r := newGateRepo(t, "true")
@@ -701,6 +703,7 @@ func TestTheGateChecksOutDespiteARacingWorktreeAdd(t *testing.T) {
 // git wrote the gated tree's files; the accept puts the checkout back,
 // lands nothing, says why and does not blame a commit made outside lazy.
 func TestALockOnTheTargetLandsNothingAndLeavesTheCheckoutAsItWas(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	for _, lock := range []string{"HEAD.lock", "refs/heads/main.lock"} {

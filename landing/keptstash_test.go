@@ -38,6 +38,7 @@ func keptStashOf(t *testing.T, e *Service, dir, id string, files map[string]stri
 // and restores all of them, refusing first a checkout with changes of
 // its own.
 func TestOwedStashesFoldIntoOnePerCheckout(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	e := env(t)

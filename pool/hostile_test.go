@@ -116,6 +116,7 @@ func hostileClaims(t *testing.T, a *attacker) map[string]string {
 // at a generation that does not wrap; a valid claim beside them stays
 // live.
 func TestHostileClaimsAreSkippedAndReported(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	r := clones(t, 1)[0]

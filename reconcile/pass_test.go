@@ -21,6 +21,7 @@ import (
 // however many parked tasks there are. Before, every working task was
 // loaded on every pass, and every interrupted one twice.
 func TestSteadyPassLoadsNothing(t *testing.T) {
+	testrepo.FullLane(t)
 	f := newFixture(t)
 	f.create(t, 20)
 	f.activate(t, 3)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/task"
 )
@@ -63,6 +64,7 @@ func steadyPass(t *testing.T, r *Reconciler) counts {
 // parked ones while no ref it read moved. More parked tasks cost one
 // listing, on the pass after they were created, and nothing after.
 func TestSteadyPassVisitsOnlyLiveTasks(t *testing.T) {
+	testrepo.FullLane(t)
 	f := newFixture(t)
 	f.create(t, 30)
 	f.activate(t, 3)

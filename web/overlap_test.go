@@ -63,6 +63,7 @@ func startedAs(t *testing.T, st *gitstore.Store, dir string, spec task.CreateSpe
 // TestPagesFlagOverlappingTasks checks the list's mark and the task
 // page's Overlaps section, with a file name that is HTML escaped.
 func TestPagesFlagOverlappingTasks(t *testing.T) {
+	testrepo.FullLane(t)
 	s, st, dir := newServer(t)
 	odd := "x<script>&y.txt"
 	a := startedHere(t, st, dir, "task a", "shared.txt", odd)

@@ -14,6 +14,7 @@ import (
 // a recovery drop lazy's stash: only when every file the stash holds is
 // in the checkout exactly as stashed.
 func TestStashInWorktreeOnlyWhenNothingWouldBeLost(t *testing.T) {
+	testrepo.FullLane(t)
 	t.Parallel()
 	ctx := context.Background()
 	write := func(dir, name, content string) {

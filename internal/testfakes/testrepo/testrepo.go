@@ -160,3 +160,18 @@ func Copy(t testing.TB, template string) string {
 	}
 	return dir
 }
+
+// FullLane skips t in the fast lane (go test -short): t is one of the
+// real-git safety nets (an oracle run against git itself, a stress, race
+// or crash test, a scenario through real repositories and processes)
+// whose logic a fast test of its package, or the capability's seam test
+// on the in-memory store, already checks. scripts/test.sh and .ci/run run
+// every one of them. The fast lane stays under a minute on two cores
+// (README "Tests"); what it skips is named in the skip message, so
+// go test -short -v says what the full suite adds.
+func FullLane(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a real-git safety net: the full suite runs it (scripts/test.sh)")
+	}
+}
