@@ -297,15 +297,9 @@ func (g *Git) ListRefs(prefix string) (map[string]OID, error) {
 
 // CompareAndSwap updates a ref with git update-ref and its old value.
 func (g *Git) CompareAndSwap(name string, old, new OID) error {
-	if err := ValidRefName(name); err != nil {
+	oldHex, err := g.swapArgs(name, old, new)
+	if err != nil {
 		return err
-	}
-	if new.Format() != g.format {
-		return fmt.Errorf("update %s: %q is not a %s object id", name, new, g.format)
-	}
-	oldHex := zeroOID(g.format)
-	if !old.IsZero() {
-		oldHex = old.String()
 	}
 	if _, err := g.run(nil, "update-ref", "-m", "lazy", name, new.String(), oldHex); err != nil {
 		cur, ok, rerr := g.ReadRef(name)
@@ -315,4 +309,21 @@ func (g *Git) CompareAndSwap(name string, old, new OID) error {
 		return err
 	}
 	return nil
+}
+
+// swapArgs checks what a compare-and-swap of name from old to new is
+// given (a valid ref name, an id of this repository's format) and returns
+// old as update-ref takes it: the zero id of the format for "must not
+// exist". CompareAndSwap and CompareAndSwapVerified share it.
+func (g *Git) swapArgs(name string, old, new OID) (string, error) {
+	if err := ValidRefName(name); err != nil {
+		return "", err
+	}
+	if new.Format() != g.format {
+		return "", fmt.Errorf("update %s: %q is not a %s object id", name, new, g.format)
+	}
+	if old.IsZero() {
+		return zeroOID(g.format), nil
+	}
+	return old.String(), nil
 }

@@ -89,15 +89,9 @@ func (g *Git) CompareAndSwapVerified(name string, old, new OID, verify func() er
 	if verify == nil {
 		return g.CompareAndSwap(name, old, new)
 	}
-	if err := ValidRefName(name); err != nil {
+	oldHex, err := g.swapArgs(name, old, new)
+	if err != nil {
 		return err
-	}
-	if new.Format() != g.format {
-		return fmt.Errorf("update %s: %q is not a %s object id", name, new, g.format)
-	}
-	oldHex := zeroOID(g.format)
-	if !old.IsZero() {
-		oldHex = old.String()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
