@@ -81,6 +81,7 @@ type PoolCmd struct {
 	Task       string `arg:"" optional:"" help:"The task whose claim lazy pool release frees (its slug or id, or the id of a claim for a task not here)."`
 	Remote     string `help:"The remote the pool lives on (default: git config lazy.pool.remote, else the default remote)." placeholder:"NAME"`
 	JSON       bool   `help:"Print the pool (or what release did) as JSON."`
+	Count      bool   `help:"Print only the number of pooled tasks waiting for a runner (unclaimed and runnable): the figure a scaler reads."`
 	Local      bool   `help:"Show the pool as last fetched, without fetching."`
 	Force      bool   `help:"release: free a claim a runner holds live; that runner ends the task's turn at its next round and pushes nothing more of it."`
 	Generation uint64 `help:"release: only if the claim is still at this generation (as lazy pool showed it)." placeholder:"N"`
@@ -110,6 +111,9 @@ type poolView struct {
 	Waiting []poolWaiting `json:"waiting"`
 	// Skipped are the pool refs lazy did not accept, and why.
 	Skipped []pool.Problem `json:"skipped"`
+	// WaitingCount is the number of waiting tasks a runner could claim
+	// now (lazy pool --count): the figure a scaler reads.
+	WaitingCount int `json:"waiting_count"`
 }
 
 // poolWaiting is a pooled task no live claim holds, and why.
@@ -142,6 +146,9 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 	if c.Task != "" || c.Force || c.Generation != 0 {
 		return usageError{"lazy pool shows the whole pool; TASK, --force and --generation go with lazy pool release TASK"}
 	}
+	if c.Count && c.JSON {
+		return usageError{"--count prints one number and --json the whole pool (its waiting_count is the same number): give one of them"}
+	}
 	p, err := pool.New(a.repoDir(), remote)
 	if err != nil {
 		return err
@@ -154,6 +161,14 @@ func (c *PoolCmd) Run(a *app, ctx context.Context) error {
 		if err := p.Fetch(ctx); err != nil {
 			return err
 		}
+	}
+	if c.Count {
+		n, err := c.count(ctx, a, p)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(a.io.out, n)
+		return err
 	}
 	v, err := c.fetch(ctx, a, p, remote)
 	if err != nil {
@@ -201,6 +216,21 @@ func (c *PoolCmd) release(a *app, ctx context.Context, remote string, maxLease t
 	return err
 }
 
+// count is lazy pool --count: the claims as fetched and the local
+// records, no runner records (a scaler polls it).
+func (c *PoolCmd) count(ctx context.Context, a *app, p *pool.Remote) (int, error) {
+	now := a.now()
+	claims, _, err := p.Claims(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	env, err := a.env()
+	if err != nil {
+		return 0, err
+	}
+	return env.Runner().WaitingCount(claims, now)
+}
+
 func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote string) (*poolView, error) {
 	now := a.now()
 	runners, rp, err := p.Runners(ctx, now)
@@ -241,6 +271,9 @@ func (c *PoolCmd) fetch(ctx context.Context, a *app, p *pool.Remote, remote stri
 		w := poolWaiting{Task: en.ID, Slug: sn.Task.Slug, Status: string(sn.Task.Status), Labels: nonNil(sn.Task.Pool.Labels), Agent: sn.Task.Pool.Agent, Priority: sn.Task.Pool.Priority,
 			Why: waitingWhy(env, sn, runners, now)}
 		v.Waiting = append(v.Waiting, w)
+		if env.Runner().WaitsForRunner(sn, claims, now) {
+			v.WaitingCount++
+		}
 	}
 	return v, nil
 }

@@ -137,6 +137,11 @@ func TestPoolSurvivesHostileRefs(t *testing.T) {
 	if len(v.Claims) != 1 || v.Claims[0].Task != held.ID || v.Claims[0].Generation != 7 {
 		t.Errorf("live claims: %+v, want only mallory's plausible one of %s", v.Claims, held.Slug)
 	}
+	// The scaler's figure: the four tasks no accepted claim holds, never
+	// an error for what the attacker pushed.
+	if out := n.human.ok("pool", "--count"); out != "4\n" {
+		t.Errorf("lazy pool --count with hostile refs: %q, want 4", out)
+	}
 
 	// A --once runner takes every task no claim lazy accepts holds, and
 	// stops; mallory's plausible live claim is respected.
@@ -145,6 +150,9 @@ func TestPoolSurvivesHostileRefs(t *testing.T) {
 	p.wait(3 * time.Minute)
 	if said := p.out.String(); !strings.Contains(said, "skipped the pool ref refs/lazy-pool/claims/"+big.ID) || !strings.Contains(said, "taking over "+absurd.Slug) {
 		t.Errorf("the runner does not say what it skipped and took over:\n%s", said)
+	}
+	if out := n.human.ok("pool", "--count"); out != "0\n" {
+		t.Errorf("lazy pool --count once the runner has run the four: %q, want 0 (they are parked for review, the fifth is held live)", out)
 	}
 	runs := n.runs()
 	for _, tk := range []task{big, absurd, longLease, plain} {
