@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/lazyorch/lazy/agent"
+	"github.com/lazyorch/lazy/deploy"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
@@ -21,7 +23,9 @@ import (
 
 // InitCmd sets lazy up in the repository.
 type InitCmd struct {
-	JSON bool `help:"Print the result as JSON."`
+	JSON    bool `help:"Print the result as JSON."`
+	Actions bool `help:"Also write .github/workflows/lazy-runner.yml: a GitHub Actions workflow that runs lazy runner --once on workflow_dispatch and on a schedule."`
+	Force   bool `help:"--actions: replace a different .github/workflows/lazy-runner.yml already there."`
 }
 
 // Run implements lazy init.
@@ -29,9 +33,22 @@ func (c *InitCmd) Run(a *app) error {
 	if err := a.open(); err != nil {
 		return err
 	}
+	if c.Force && !c.Actions {
+		return usageError{"--force goes with --actions: lazy init --actions --force replaces a different workflow file"}
+	}
+	if c.Actions && a.repo.WorkTree == "" {
+		return errors.New("lazy init --actions writes a file into a checkout, and this repository is bare; run it in a clone")
+	}
 	res, err := initRepo(a.repo, a.cfg)
 	if err != nil {
 		return err
+	}
+	if c.Actions {
+		w, err := deploy.WriteWorkflow(a.repo.WorkTree, c.Force)
+		if err != nil {
+			return err
+		}
+		res.Actions = &w
 	}
 	if err := a.loadConfig(); err != nil {
 		return err
@@ -64,6 +81,20 @@ func (c *InitCmd) Run(a *app) error {
 	fmt.Fprintf(a.io.out, "  lazy push uses %s (your plain git push is unchanged)\n", res.PushRefspec)
 	for _, b := range res.Bootstrap {
 		fmt.Fprintf(a.io.out, "  %s\n", b)
+	}
+	if w := res.Actions; w != nil {
+		what := fmt.Sprintf("lazy runner --once on workflow_dispatch and on the schedule %q", deploy.WorkflowSchedule())
+		switch {
+		case w.Replaced:
+			fmt.Fprintf(a.io.out, "Replaced %s with lazy's runner workflow: %s\n", w.Path, what)
+		case w.Written:
+			fmt.Fprintf(a.io.out, "Wrote %s: %s\n", w.Path, what)
+		default:
+			fmt.Fprintf(a.io.out, "%s is already lazy's runner workflow; left as it is\n", w.Path)
+		}
+		fmt.Fprintf(a.io.out, "Next: commit and push it (git add %s && git commit -m 'Run lazy runners on GitHub Actions' && git push),\n"+
+			"  set the agent's key as a repository secret (gh secret set ANTHROPIC_API_KEY),\n"+
+			"  then start runners: gh workflow run lazy-runner.yml -f runners=2\n", w.Path)
 	}
 	return nil
 }

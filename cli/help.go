@@ -36,7 +36,7 @@ var commandGroups = []kong.Group{
 // visible command.
 var examples = map[string]string{
 	"":           "lazy create \"fix the flaky login test\" -m \"it fails one run in twenty\"\nlazy start fix-the-flaky-login-test --follow\nlazy diff fix-the-flaky-login-test\nlazy accept fix-the-flaky-login-test\nlazy help start",
-	"init":       "lazy init\nlazy init --json",
+	"init":       "lazy init\nlazy init --json\nlazy init --actions            # also write .github/workflows/lazy-runner.yml: runners on GitHub Actions\nlazy init --actions --force    # replace a different lazy-runner.yml there",
 	"create":     "lazy create \"fix the flaky login test\"\nlazy create \"cover logout\" --parent fix-the-flaky-login-test -m \"same race, logout path\"\nlazy create \"port to v2\" --target-branch release-2 --start --agent codex\ngit log -1 --format=%B | lazy create \"follow up\" -m -\nlazy create \"deploy it\" --after fix-the-flaky-login-test",
 	"list":       "lazy list\nlazy list --open --search login\nlazy list -s blocked,interrupted --sort updated --limit 10\nlazy list --json | jq -r '.[].slug'",
 	"blocked":    "lazy blocked\nlazy blocked --json",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lazyorch/lazy/deploy"
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/internal/gitcli"
@@ -30,6 +31,8 @@ type initResult struct {
 	PushRefspec   string   `json:"push_refspec"`
 	LazyDir       string   `json:"lazy_dir"`
 	Bootstrap     []string `json:"bootstrap,omitempty"`
+	// Actions is what lazy init --actions did with the workflow file.
+	Actions *deploy.WorkflowWrite `json:"actions,omitempty"`
 }
 
 // initRepo sets lazy up in a repository. It is idempotent.

@@ -1,9 +1,3 @@
-// Package deploy holds the recipes that run `lazy runner` on infrastructure
-// people already operate (github-actions/: a GitHub Actions workflow;
-// kubernetes/: a Deployment, a Job and the image they run) and the tests
-// that validate them with the fields' own tools: actionlint, and the
-// upstream Kubernetes API types decoded strictly. The package is test code
-// only; nothing imports it.
 package deploy
 
 import (
