@@ -102,16 +102,16 @@ func WriteWorkflow(top string, force bool) (WorkflowWrite, error) {
 	if err != nil {
 		return res, fmt.Errorf("write the workflow: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // gone after the rename; removes a failed write's leftover
-	if _, err := tmp.Write(Workflow); err != nil {
-		tmp.Close()
-		return res, fmt.Errorf("write %s: %w", tmp.Name(), err)
+	// Gone after the rename; this removes a failed write's leftover.
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	_, err = tmp.Write(Workflow)
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return res, fmt.Errorf("write %s: %w", tmp.Name(), err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return res, fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), file); err != nil {
