@@ -20,6 +20,7 @@ const (
 	workflowFile   = "github-actions/lazy-runner.yml"
 	deploymentFile = "kubernetes/lazy-runner.yaml"
 	jobFile        = "kubernetes/lazy-runner-job.yaml"
+	kedaFile       = "kubernetes/lazy-runner-keda.yaml"
 	dockerfile     = "kubernetes/Dockerfile"
 )
 
@@ -144,6 +145,8 @@ type lazyCall struct {
 }
 
 func fakeLazy(log string) int {
+	// FAKE_LAZY_STDOUT is what the fake prints, as lazy pool --count would.
+	fmt.Print(os.Getenv("FAKE_LAZY_STDOUT"))
 	dir, _ := os.Getwd()
 	line, _ := json.Marshal(lazyCall{Dir: dir, Args: os.Args[1:]})
 	f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -388,5 +391,12 @@ func TestRunnerFlagsMatchTheCLI(t *testing.T) {
 		if !regexp.MustCompile(regexp.QuoteMeta(flag) + `\b`).Match(out) {
 			t.Errorf("lazy runner --help does not list %s, which the recipes may use:\n%s", flag, out)
 		}
+	}
+	// The KEDA recipe's metrics pod runs lazy pool --count.
+	cmd = exec.Command(lazy, "pool", "--help")
+	cmd.Env = cleanEnv(t.TempDir())
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil || !regexp.MustCompile(`--count\b`).Match(out) {
+		t.Errorf("lazy pool --help does not list --count, which %s runs: %v\n%s", kedaFile, err, out)
 	}
 }
