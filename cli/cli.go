@@ -49,6 +49,8 @@ var commands = []command{
 		new: func() any { return &ListCmd{} }},
 	{name: "blocked", group: "tasks", help: "List tasks waiting for a human (blocked, conflict).",
 		new: func() any { return &BlockedCmd{} }},
+	{name: "inbox", group: "tasks", help: "List every task that waits on a human, from every clone and runner the remote brought here: where, since when, and the one command that answers it.",
+		new: func() any { return &InboxCmd{} }},
 	{name: "active", group: "tasks", help: "List tasks with a live worktree (working, interrupted, pairing, merging).",
 		new: func() any { return &ActiveCmd{} }},
 	{name: "status", group: "tasks", help: "Summarize the tasks: counts by status, the active ones with what they are doing, the daemon.",

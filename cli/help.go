@@ -40,6 +40,7 @@ var examples = map[string]string{
 	"create":     "lazy create \"fix the flaky login test\"\nlazy create \"cover logout\" --parent fix-the-flaky-login-test -m \"same race, logout path\"\nlazy create \"port to v2\" --target-branch release-2 --start --agent codex\ngit log -1 --format=%B | lazy create \"follow up\" -m -\nlazy create \"deploy it\" --after fix-the-flaky-login-test",
 	"list":       "lazy list\nlazy list --open --search login\nlazy list -s blocked,interrupted --sort updated --limit 10\nlazy list --json | jq -r '.[].slug'",
 	"blocked":    "lazy blocked\nlazy blocked --json",
+	"inbox":      "lazy pull && lazy inbox   # what other clones and runners pushed, too\nlazy inbox --json | jq -r '.items[].command'\nlazy inbox --count",
 	"active":     "lazy active",
 	"status":     "lazy status\nlazy status --json",
 	"watch":      "lazy watch\nlazy watch --all\nlazy watch | tee watch.log   # plain lines when not on a terminal",

@@ -77,9 +77,10 @@ func TestJSONOutputsAreDocumented(t *testing.T) {
 	runAs("lazy start --attempts N", r.with(script(t, "write g.txt g", "commit agent: g", "print g")), "start", group, "--attempts", "2", "--command", fakeAgentBin)
 	r.waitStatus(group+"-a1", "blocked")
 	r.waitStatus(group+"-a2", "blocked")
-	for _, cmd := range []string{"list", "blocked", "active", "status", "cost", "queue", "doctor", "stash"} {
+	for _, cmd := range []string{"list", "blocked", "inbox", "active", "status", "cost", "queue", "doctor", "stash"} {
 		run(r, cmd)
 	}
+	runAs("lazy inbox --count", r, "inbox", "--count")
 	for _, tk := range []string{worked, group, parent} {
 		run(r, "show", tk)
 	}
