@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lazyorch/lazy/inbox"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
@@ -89,6 +90,15 @@ func headline(tool string, out any) string {
 		lines := []string{head + "; by " + string(o.By) + ":"}
 		for _, r := range o.Rows {
 			lines = append(lines, fmt.Sprintf("- %s: $%.4f", sanitize.Display(r.Key), r.CostUSD))
+		}
+		return strings.Join(lines, "\n")
+	case InboxOut:
+		if len(o.Items) == 0 {
+			return "Nothing waits on a human."
+		}
+		lines := []string{words.Count(len(o.Items), "task waits", "tasks wait") + " on a human, oldest first:"}
+		for _, it := range o.Items {
+			lines = append(lines, fmt.Sprintf("- %s (%s, %s on %s): %s; answer: %s", quote.Inline(it.Slug), it.Kind, inbox.Wait(it.WaitingSeconds), quote.Inline(it.Where()), quote.Inline(it.Why), quote.Inline(it.Command)))
 		}
 		return strings.Join(lines, "\n")
 	case marks.ProgressResult:

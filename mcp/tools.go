@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/inbox"
 	"github.com/lazyorch/lazy/landing"
 	"slices"
 	"strings"
@@ -199,6 +200,10 @@ type (
 	QueueOut struct {
 		Queues []queue.View `json:"queues"`
 	}
+	// InboxIn is lazy_inbox's input: it takes none.
+	InboxIn struct{}
+	// InboxOut is lazy_inbox's result: what lazy inbox --json prints.
+	InboxOut = inbox.Result
 	// CostOut is lazy_cost's result: what lazy cost --json prints.
 	CostOut = cost.Report
 	// ListOut is lazy_list's result.
@@ -315,6 +320,8 @@ var Tools = []Tool{
 		Description: "List tasks with their statuses and live substates, optionally filtered by status or parent. Blocked and conflict tasks wait for you: review them, then lazy_unblock or lazy_accept."},
 	{Name: "lazy_queue", Title: "Merge queues", Hints: readOnly, BuilderOnly: true, register: add[QueueIn, QueueOut],
 		Description: "This machine's merge queues, one per target branch: the accepts waiting or running in order (waiting, gating, landing, or fixing: the agent is fixing a failed gate), and the newest entries that left with why (landed, failed, conflict, removed). lazy_accept of a task enters its target's queue; each accept gates the exact tree it lands."},
+	{Name: "lazy_inbox", Title: "What waits on a human", Hints: readOnly, BuilderOnly: true, register: add[InboxIn, InboxOut],
+		Description: "Every task that waits on a human, from this clone and from the clones and runners whose records lazy pull brought here, oldest first: why (blocked, asked, conflict, gate_failed, over_budget, interrupted, protected), the host or runner it waits on, since when, and the one lazy command that answers it (a human's to run). Reads records only."},
 	{Name: "lazy_cost", Title: "What work cost", Hints: readOnly, BuilderOnly: true, register: add[CostIn, CostOut],
 		Description: "What agent turns cost, in US dollars and tokens, grouped by task (with each task's subtasks rolled up), agent, model, day or outcome (accepted, rejected, closed, open: what thrown-away work cost), with a total; optionally since a day and for one task and its subtasks. Reads records only."},
 	{Name: "lazy_diff", Title: "Diff task", Hints: readOnly, register: add[DiffIn, DiffOut],
@@ -687,6 +694,18 @@ func (c *toolCall) readTool(ctx context.Context) (out any, ok bool, err error) {
 				q = []queue.View{}
 			}
 			return QueueOut{Queues: q}, nil
+		}))
+	case "lazy_inbox":
+		return handled(run(args, func(InboxIn) (any, error) {
+			svc, err := env.Inbox()
+			if err != nil {
+				return nil, err
+			}
+			res, err := svc.List(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return *res, nil
 		}))
 	case "lazy_cost":
 		return handled(run(args, func(in CostIn) (any, error) { return costReport(d.Store, in, time.Now()) }))
