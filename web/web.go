@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/events"
+	"github.com/lazyorch/lazy/inbox"
 	"github.com/lazyorch/lazy/internal/quote"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
@@ -62,6 +63,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		"categories": func() []machine.Category { return categories },
 		"indent":     func(depth int) string { return fmt.Sprintf("%dpx", 9+depth*22) },
 		"count":      words.Count,
+		"wait":       inbox.Wait,
 	}).ParseFS(files, "templates/*.html"))
 })
 
@@ -150,6 +152,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.list)
 	mux.HandleFunc("GET /cost", s.costPage)
+	mux.HandleFunc("GET /inbox", s.inboxPage)
 	mux.HandleFunc("GET /task/{id}", s.task)
 	mux.HandleFunc("GET /task/{id}/accept", s.acceptPage)
 	mux.HandleFunc("POST /task/{id}/{action}", s.act)
