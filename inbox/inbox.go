@@ -170,10 +170,6 @@ func (s *Service) List(ctx context.Context) (*Result, error) {
 // it waits on nobody (a usage limit the daemon waits out, a resume lazy
 // makes by itself).
 func (s *Service) item(ctx context.Context, e *task.Entry, now time.Time) (*Item, error) {
-	sum, err := e.Summary()
-	if err != nil {
-		return nil, err
-	}
 	sn, err := s.Store.Load(e.ID)
 	if err != nil {
 		return nil, err
@@ -181,7 +177,7 @@ func (s *Service) item(ctx context.Context, e *task.Entry, now time.Time) (*Item
 	// The observation is of the loaded record, which may be newer than
 	// the listing.
 	cur := task.NewSummary(&sn.Task)
-	sum = &cur
+	sum := &cur
 	obs := notify.Observe(sum)
 	obs.AddSession(sn.Session)
 	if obs.TurnKind == "ask" && sum.Status.IsBlocked() {
