@@ -41,6 +41,9 @@ const (
 	MaxTimeout         = 24 * time.Hour
 	DefaultMaxAttempts = 3
 	MaxMaxAttempts     = 20
+	// MaxBatch bounds lazy.gate.batch: GitHub's queue builds groups of up
+	// to 100, and a bisection of 100 takes at most 8 rounds.
+	MaxBatch = 100
 )
 
 // The git config keys the gate reads.
@@ -54,6 +57,7 @@ const (
 	keyFile        = "lazy.gate.file"
 	keyProtect     = "lazy.gate.protect"
 	keyMinDuration = "lazy.gate.minDuration"
+	keyBatch       = "lazy.gate.batch"
 )
 
 // Config is what Load reads: lazy's git config (gitrepo.Config
@@ -89,6 +93,10 @@ type Settings struct {
 	// MinDuration is lazy.gate.minDuration: a gate whose commands all
 	// exit 0 in less time fails (0: no minimum).
 	MinDuration time.Duration
+	// Batch is lazy.gate.batch: how many entries of a train the queue
+	// gates as one tree, bisecting a batch that fails (default 1: each
+	// entry is gated on its own).
+	Batch int
 }
 
 // Load reads the gate's settings from cfg. Each bad value is an error
@@ -105,6 +113,7 @@ func Load(cfg Config) (Settings, error) {
 		MaxAttempts: DefaultMaxAttempts,
 		Forge:       ForgeLocal,
 		UseFile:     true,
+		Batch:       1,
 	}
 	var err error
 	if s.ConfigCommands, err = configCommands(cfg.All(keyCommands)); err != nil {
@@ -126,6 +135,9 @@ func Load(cfg Config) (Settings, error) {
 		return Settings{}, err
 	}
 	if s.MaxAttempts, err = intIn(cfg, keyMaxAttempts, DefaultMaxAttempts, 1, MaxMaxAttempts, ""); err != nil {
+		return Settings{}, err
+	}
+	if s.Batch, err = batch(cfg); err != nil {
 		return Settings{}, err
 	}
 	if s.AutoFix, err = boolean(cfg, keyAutoFix, false); err != nil {
@@ -213,6 +225,16 @@ func intIn(cfg Config, key string, def, lo, hi int, why string) (int, error) {
 		return 0, configkeys.Invalid(key, v, fmt.Sprintf("is out of range: a number from %d to %d%s", lo, hi, why))
 	}
 	return n, nil
+}
+
+// batch reads lazy.gate.batch. "auto" (a size that follows the recent
+// failure rate) is refused by name rather than read as a bad number, so
+// the user learns it is planned, not misspelt.
+func batch(cfg Config) (int, error) {
+	if v, ok := cfg.Get(keyBatch); ok && strings.EqualFold(strings.TrimSpace(v), "auto") {
+		return 0, configkeys.Invalid(keyBatch, v, fmt.Sprintf("is not supported yet (lazy does not adapt the batch size to the failure rate); give a number from 1 to %d", MaxBatch))
+	}
+	return intIn(cfg, keyBatch, 1, 1, MaxBatch, " (1 gates each entry on its own)")
 }
 
 // boolean reads key as a git boolean, def when unset.

@@ -35,7 +35,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Settings{Timeout: 15 * time.Minute, Parallel: 1, MaxAttempts: 3, Forge: ForgeLocal, UseFile: true}
+	want := Settings{Timeout: 15 * time.Minute, Parallel: 1, MaxAttempts: 3, Forge: ForgeLocal, UseFile: true, Batch: 1}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("defaults %+v, want %+v", s, want)
 	}
@@ -52,6 +52,7 @@ func TestLoadReadsEveryKey(t *testing.T) {
 		"lazy.gate.file":        {"off"},
 		"lazy.gate.protect":     {"tests/", "./**/*_test.go"},
 		"lazy.gate.minDuration": {"2s"},
+		"lazy.gate.batch":       {" 8 "},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestLoadReadsEveryKey(t *testing.T) {
 		ConfigCommands: []string{"go vet ./...", "go test ./..."},
 		Timeout:        90 * time.Second, Parallel: 2, AutoFix: true, MaxAttempts: 20,
 		Forge: ForgeChecks, UseFile: false,
-		Protect: []string{"tests/", "**/*_test.go"}, MinDuration: 2 * time.Second,
+		Protect: []string{"tests/", "**/*_test.go"}, MinDuration: 2 * time.Second, Batch: 8,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("%+v, want %+v", s, want)
@@ -105,6 +106,12 @@ func TestLoadRefusesEveryBadValue(t *testing.T) {
 		{"lazy.gate.parallel", []string{"many"}, []string{`lazy.gate.parallel = "many" is not a number`, "fix it with git config lazy.gate.parallel 2"}},
 		{"lazy.gate.parallel", []string{"0"}, []string{`lazy.gate.parallel = "0" is out of range`}},
 		{"lazy.gate.parallel", []string{maxPar}, []string{`lazy.gate.parallel = "` + maxPar + `" is out of range`, "CPUs"}},
+		{"lazy.gate.batch", []string{"auto"}, []string{`git config lazy.gate.batch = "auto" is not supported yet`, "give a number from 1 to 100", "fix it with git config lazy.gate.batch 8"}},
+		{"lazy.gate.batch", []string{"AUTO "}, []string{`"AUTO " is not supported yet`}},
+		{"lazy.gate.batch", []string{"0"}, []string{`lazy.gate.batch = "0" is out of range: a number from 1 to 100 (1 gates each entry on its own)`}},
+		{"lazy.gate.batch", []string{"-2"}, []string{`"-2" is out of range`}},
+		{"lazy.gate.batch", []string{"101"}, []string{`"101" is out of range`}},
+		{"lazy.gate.batch", []string{"eight"}, []string{`"eight" is not a number from 1 to 100`}},
 		{"lazy.gate.maxAttempts", []string{"21"}, []string{`lazy.gate.maxAttempts = "21" is out of range: a number from 1 to 20; fix it with git config lazy.gate.maxAttempts 3`}},
 		{"lazy.gate.maxAttempts", []string{"0"}, []string{`"0" is out of range`}},
 		{"lazy.gate.maxAttempts", []string{"3x"}, []string{`"3x" is not a number`}},
