@@ -88,6 +88,8 @@ func (e *Gates) gateAt(ctx context.Context, into, tip string) (*gatePlan, error)
 // provisional commit of it, which the scratch worktree checks out.
 type candidate struct {
 	base, tree, commit, branchTip string
+	// batch places a batched train's run (lazy.gate.batch).
+	batch *task.GateBatch
 }
 
 // ConflictError says a task's branch no longer merges cleanly into its
@@ -163,7 +165,7 @@ func (e *Gates) gateRun(ctx context.Context, sn *task.Snapshot, g *gatePlan, c *
 		return task.GateRun{}, err
 	}
 	run := task.GateRun{ID: id, At: time.Now().UTC().Truncate(time.Second), Host: e.Store.Host(), Source: g.source,
-		Target: into, Base: c.base, Tree: c.tree, BranchTip: c.branchTip, Speculative: speculative, Log: e.GateLog(sn.Task.ID, id)}
+		Target: into, Base: c.base, Tree: c.tree, BranchTip: c.branchTip, Speculative: speculative, Log: e.GateLog(sn.Task.ID, id), Batch: c.batch}
 	var res gate.Result
 	opts.Sandbox, err = e.GateSandbox(ctx, sn, opts.Sandbox)
 	if err == nil {
@@ -327,6 +329,9 @@ type GateError struct {
 	// re-enters the queue after its turn (round Round of Max).
 	Fixing     bool
 	Round, Max int
+	// Batch is how a batched train isolated the task (nil: it was gated
+	// on its own).
+	Batch *task.BatchOutcome
 }
 
 func (g *GateError) Error() string {
@@ -338,6 +343,9 @@ func (g *GateError) Error() string {
 		what = "the gate did not pass: " + r.Refused
 	case r.Failed != "":
 		what = "the gate failed: " + describeFailure(r)
+	}
+	if g.Batch != nil {
+		what += " (" + g.Batch.String() + ")"
 	}
 	next := fmt.Sprintf("lazy show %s has the output tail and %s the whole log; fix it (lazy unblock %s -m ...) and accept again, or land it anyway with lazy accept %s --skip-gate --reason ...", g.Task, g.Run.Log, g.Task, g.Task)
 	if g.Fixing {

@@ -57,6 +57,18 @@ type trainGate struct {
 
 func (g trainGate) Parallel() int { return g.gp.Parallel }
 
+func (g trainGate) Batch() int { return g.gp.Settings.Batch }
+
+// Vouch marks tree passed by a batch's run: the run passed on a tree
+// that holds this one's entries and more, which is what lets a batch's
+// entries land one by one without a run each (as bors and Mergify land
+// a batch that passed).
+func (g trainGate) Vouch(tree, run string) {
+	if _, ok := g.e.Gates().passedBefore(tree, g.gp.cmds); !ok && task.ValidID(run) {
+		g.e.Gates().markPassed(tree, g.gp.cmds, run)
+	}
+}
+
 func (g trainGate) Candidate(ctx context.Context, base, branch, slug string) (queue.Candidate, error) {
 	c, err := g.e.Gates().buildCandidate(ctx, base, branch, slug, g.into)
 	if err != nil {
@@ -65,13 +77,12 @@ func (g trainGate) Candidate(ctx context.Context, base, branch, slug string) (qu
 	return queue.Candidate{Base: c.base, Tree: c.tree, Commit: c.commit, BranchTip: c.branchTip}, nil
 }
 
-func (g trainGate) PassedBefore(tree string) bool {
-	_, ok := g.e.Gates().passedBefore(tree, g.gp.cmds)
-	return ok
+func (g trainGate) PassedBefore(tree string) (string, bool) {
+	return g.e.Gates().passedBefore(tree, g.gp.cmds)
 }
 
 func (g trainGate) Run(ctx context.Context, sn *task.Snapshot, c queue.Candidate) (string, bool, error) {
-	run, err := g.e.Gates().gateRun(ctx, sn, g.gp, &candidate{base: c.Base, tree: c.Tree, commit: c.Commit, branchTip: c.BranchTip}, g.into, g.opts, true)
+	run, err := g.e.Gates().gateRun(ctx, sn, g.gp, &candidate{base: c.Base, tree: c.Tree, commit: c.Commit, branchTip: c.BranchTip, batch: c.Batch}, g.into, g.opts, true)
 	return run.ID, run.Passed, err
 }
 

@@ -75,6 +75,8 @@ type Entry struct {
 	// Forge, for a fixing entry: the task was submitted, and re-enters
 	// through its pull request (the forge merges it), not locally.
 	Forge bool `json:"forge,omitempty"`
+	// Batch is what a batched train (lazy.gate.batch) decided for it.
+	Batch *task.BatchOutcome `json:"batch,omitempty"`
 }
 
 // Left is an entry that left its queue, and why.
@@ -86,6 +88,8 @@ type Left struct {
 	Why     string    `json:"why,omitempty"`
 	Commit  string    `json:"commit,omitempty"`
 	At      time.Time `json:"at"`
+	// Batch is what a batched train decided for it, as on its entry.
+	Batch *task.BatchOutcome `json:"batch,omitempty"`
 }
 
 // View is one target's queue: entries in the order they entered, and
@@ -183,7 +187,7 @@ func (q *Service) Enter(sn *task.Snapshot, target string) *Ticket {
 	if b, err := os.ReadFile(t.path); err == nil {
 		var old Entry
 		if json.Unmarshal(b, &old) == nil && old.PID == t.en.PID && old.Target == target {
-			t.en.Entered = old.Entered
+			t.en.Entered, t.en.Batch = old.Entered, old.Batch
 		}
 	}
 	_ = os.Remove(q.fixingPath(sn.Task.ID))
@@ -207,7 +211,7 @@ func (t *Ticket) Leave(outcome, why, commit string) {
 	}
 	_ = os.Remove(t.path)
 	t.q.logLeft(Left{Task: t.en.Task, Slug: t.en.Slug, Target: t.en.Target, Outcome: outcome, Why: session.OneLine(why), Commit: commit,
-		At: t.q.now().Truncate(time.Second)})
+		At: t.q.now().Truncate(time.Second), Batch: t.en.Batch})
 }
 
 // Outcome is how an accept's error says why its entry left: landing's

@@ -268,6 +268,12 @@ type fakeLander struct {
 	failGate map[string]bool // slug -> its speculative run fails
 	passed   map[string]bool // tree -> passed before
 	parallel int
+	batch    int // lazy.gate.batch; above 1, trees name their chain and a run fails on any tree holding a slug of failGate
+
+	vouched map[string]string // tree -> run
+	aside   []string          // slug@run of each SetAside
+
+	order []string // the slugs of the train, in order (batch)
 
 	mu       sync.Mutex
 	accepted []string
@@ -311,6 +317,43 @@ func (l *fakeLander) Gate(_ context.Context, into, tip string) (Gate, error) {
 
 func (l *fakeLander) Parallel() int { return l.parallel }
 
+func (l *fakeLander) Batch() int { return max(l.batch, 1) }
+
+func (l *fakeLander) Vouch(tree, run string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.vouched[tree] = run
+}
+
+func (l *fakeLander) SetAside(_ context.Context, name, run, tree string) (string, bool, error) {
+	sn, err := l.q.Env.Store.Load(name)
+	if err != nil {
+		return "", false, err
+	}
+	l.mu.Lock()
+	l.aside = append(l.aside, sn.Task.Slug+"@"+run)
+	l.mu.Unlock()
+	if tree != "tree:"+chainOf(sn.Task.Slug, l) {
+		return "", false, nil
+	}
+	return "", true, &outcomeError{LeftFailed, "the gate failed"}
+}
+
+// chainOf is the tree a batch's culprit slug is set aside on in the
+// fake: the target with every other task before it that did not fail.
+func chainOf(slug string, l *fakeLander) string {
+	c := "a000000000000000000000000000000000000000"
+	for _, s := range l.order {
+		if s == slug {
+			break
+		}
+		if !l.failGate[s] {
+			c += "+" + s
+		}
+	}
+	return c + "+" + slug
+}
+
 func (l *fakeLander) Candidate(_ context.Context, base, branch, slug string) (Candidate, error) {
 	if branch != "lazy/"+slug {
 		return Candidate{}, fmt.Errorf("branch %s", branch)
@@ -318,10 +361,13 @@ func (l *fakeLander) Candidate(_ context.Context, base, branch, slug string) (Ca
 	if l.conflict[slug] {
 		return Candidate{}, &outcomeError{LeftConflict, "conflicts"}
 	}
+	if l.batch > 1 {
+		return Candidate{Base: base, Tree: "tree:" + base + "+" + slug, Commit: base + "+" + slug}, nil
+	}
 	return Candidate{Base: base, Tree: "tree-" + slug, Commit: base + "+" + slug}, nil
 }
 
-func (l *fakeLander) PassedBefore(tree string) bool { return l.passed[tree] }
+func (l *fakeLander) PassedBefore(tree string) (string, bool) { return "before", l.passed[tree] }
 
 func (l *fakeLander) Run(_ context.Context, sn *task.Snapshot, c Candidate) (string, bool, error) {
 	l.mu.Lock()
@@ -333,12 +379,26 @@ func (l *fakeLander) Run(_ context.Context, sn *task.Snapshot, c Candidate) (str
 	l.mu.Lock()
 	l.running--
 	l.mu.Unlock()
+	if l.batch > 1 {
+		if c.Batch == nil || !strings.HasSuffix(c.Commit, "+"+sn.Task.Slug) {
+			return "", false, fmt.Errorf("batch run %+v of %s", c, sn.Task.Slug)
+		}
+		for slug := range l.failGate {
+			if strings.Contains(c.Commit+"+", "+"+slug+"+") {
+				return rid(len(l.runs)), false, nil
+			}
+		}
+		return rid(len(l.runs)), true, nil
+	}
 	return "run-" + sn.Task.Slug, !l.failGate[sn.Task.Slug], nil
 }
 
+// rid is the id of the fake's nth batch run.
+func rid(n int) string { return fmt.Sprintf("%016d", n) }
+
 func newLander(q *Service, parallel int) *fakeLander {
 	return &fakeLander{q: q, parallel: parallel, fail: map[string]bool{}, conflict: map[string]bool{}, failGate: map[string]bool{},
-		passed: map[string]bool{}, seen: map[string]Entry{}}
+		passed: map[string]bool{}, seen: map[string]Entry{}, vouched: map[string]string{}}
 }
 
 // Tasks are accepted in the order given; one that fails does not hold
@@ -447,5 +507,82 @@ func TestNoSpeculationWithoutAParallelTrain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A batched train (lazy.gate.batch 8) of 8 tasks, the sixth failing,
+// costs 5 gate runs, not 8: the batch, then its halves down to the
+// culprit, then the rest without it. Each good task's accept finds its
+// tree vouched for and its entry saying so; the culprit is set aside,
+// not accepted; every decision is on the task's record and in the log
+// of entries that left.
+func TestABatchedTrainBisectsToTheCulprit(t *testing.T) {
+	f := newFixture(t)
+	slugs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var ids []string
+	for _, s := range slugs {
+		ids = append(ids, f.task(t, s, "main").Task.ID)
+	}
+	l := newLander(f.q, 1)
+	l.batch, l.order = 8, slugs
+	l.failGate["f"] = true
+	res := AcceptMany(context.Background(), f.q, ids, l, true)
+
+	tip := "a000000000000000000000000000000000000000"
+	want := []string{"h@" + tip + "+a+b+c+d+e+f+g", "d@" + tip + "+a+b+c", "f@" + tip + "+a+b+c+d+e",
+		"e@" + tip + "+a+b+c+d", "h@" + tip + "+a+b+c+d+e+g"}
+	if !slices.Equal(l.runs, want) {
+		t.Fatalf("runs %v, want %v", l.runs, want)
+	}
+	if !slices.Equal(l.accepted, []string{"a", "b", "c", "d", "e", "g", "h"}) || !slices.Equal(l.aside, []string{"f@" + rid(3)}) {
+		t.Fatalf("accepted %v, set aside %v", l.accepted, l.aside)
+	}
+	if res[5].Err == nil || res[6].Err != nil || res[6].Result != "landed-g" {
+		t.Fatalf("results %+v", res)
+	}
+	// Every landing tree is vouched for by the run that passed on it or
+	// on a tree holding it.
+	if l.vouched["tree:"+tip+"+a"] != rid(2) || l.vouched["tree:"+tip+"+a+b+c+d"] != rid(2) || l.vouched["tree:"+tip+"+a+b+c+d+e"] != rid(4) || l.vouched["tree:"+tip+"+a+b+c+d+e+g"] != rid(5) || len(l.vouched) != 7 {
+		t.Fatalf("vouched %v", l.vouched)
+	}
+	if en := l.seen["g"]; en.State != Waiting || !strings.HasPrefix(en.Detail, "passed in batch 1 of 1, round 5 (run "+rid(5)+"); lands") {
+		t.Fatalf("g's entry: %+v", en)
+	}
+	sn, err := f.q.Env.Store.Load(ids[5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := sn.Task.Gate.Batched; b == nil || b.String() != "failed in batch 1 of 1, isolated in round 4 (run "+rid(3)+")" {
+		t.Fatalf("f's record: %+v", sn.Task.Gate)
+	}
+	left := f.q.Queues()[0].Left
+	if len(left) != 8 {
+		t.Fatalf("left %+v", left)
+	}
+	for _, l := range left {
+		switch {
+		case l.Slug == "f" && (l.Outcome != LeftFailed || l.Batch == nil || l.Batch.Outcome != task.BatchIsolated || l.Batch.Round != 4):
+			t.Fatalf("f left %+v", l)
+		case l.Slug != "f" && (l.Outcome != LeftLanded || l.Batch == nil || l.Batch.Outcome != task.BatchPassed):
+			t.Fatalf("%s left %+v", l.Slug, l)
+		}
+	}
+}
+
+// A culprit whose tree is not what its accept would gate (the target
+// moved) is accepted as any other task.
+func TestABatchCulpritOnAnotherTreeIsAccepted(t *testing.T) {
+	f := newFixture(t)
+	slugs := []string{"a", "b", "c"}
+	var ids []string
+	for _, s := range slugs {
+		ids = append(ids, f.task(t, s, "main").Task.ID)
+	}
+	l := newLander(f.q, 1)
+	l.batch, l.order = 4, []string{"x", "a", "b", "c"} // as if x landed meanwhile
+	l.failGate["b"] = true
+	AcceptMany(context.Background(), f.q, ids, l, true)
+	if !slices.Equal(l.accepted, []string{"a", "b", "c"}) || len(l.aside) != 1 {
+		t.Fatalf("accepted %v, set aside %v", l.accepted, l.aside)
 	}
 }

@@ -22,17 +22,31 @@ type Lander[R any] interface {
 	// Gate is the gate of an accept into into at commit tip, as a train
 	// runs it ahead of the accepts; nil when it has nothing to run.
 	Gate(ctx context.Context, into, tip string) (Gate, error)
+	// SetAside takes the place of Accept for a task a batched train
+	// isolated as its batch's culprit: the gate failed (run) on tree. If
+	// tree is what its accept would gate now, it gives the failure back
+	// as a failed accept does (to the agent with lazy.gate.autoFix, else
+	// parked for a human) without running the gate again, and reports
+	// true; when the tree differs (the target moved), it does nothing and
+	// reports false, and the task is accepted as any other.
+	SetAside(ctx context.Context, name, run, tree string) (R, bool, error)
 }
 
 // Gate is one target's gate as a train runs it speculatively.
 type Gate interface {
 	// Parallel is how many runs of it may go at once.
 	Parallel() int
+	// Batch is how many entries it gates as one tree (lazy.gate.batch).
+	Batch() int
+	// Vouch marks tree as passed by run: a batch's run that passed on a
+	// tree holding it and every entry landing before it.
+	Vouch(tree, run string)
 	// Candidate merges branch onto base (the train ahead), touching no
 	// checkout; an error when it does not merge.
 	Candidate(ctx context.Context, base, branch, slug string) (Candidate, error)
-	// PassedBefore reports whether tree passed this gate already.
-	PassedBefore(tree string) bool
+	// PassedBefore returns the run that passed this gate on tree
+	// already, if one did.
+	PassedBefore(tree string) (string, bool)
 	// Run runs the gate on task sn's candidate and records the run,
 	// speculative; passed says whether it passed.
 	Run(ctx context.Context, sn *task.Snapshot, c Candidate) (run string, passed bool, err error)
@@ -42,6 +56,8 @@ type Gate interface {
 // onto it, committed provisionally.
 type Candidate struct {
 	Base, Tree, Commit, BranchTip string
+	// Batch places the run in a batched train; nil for one entry's tree.
+	Batch *task.GateBatch
 }
 
 // Accepting is one task of AcceptMany and how its accept went.
@@ -61,21 +77,39 @@ type Accepting[R any] struct {
 // gate again, or, if the tree changed because an entry ahead failed or
 // left, gates it anew. The target only ever moves to a tree whose gate
 // passed.
+//
+// With lazy.gate.batch above 1 the train is gated in batches instead
+// (see Bisect): each batch as one tree, a failing one bisected until its
+// culprit is isolated; the good entries then land unrun, and a culprit
+// is set aside (Lander.SetAside) without its gate running again.
 func AcceptMany[R any](ctx context.Context, q *Service, names []string, l Lander[R], speculate bool) []Accepting[R] {
+	var aside map[string]setAside
 	if speculate {
-		q.speculate(ctx, names, l.Gate)
+		aside = q.speculate(ctx, names, l.Gate)
 	}
 	out := make([]Accepting[R], len(names))
 	for i, name := range names {
-		res, err := l.Accept(ctx, name)
+		var res R
+		var err error
+		done := false
+		if a, ok := aside[name]; ok {
+			res, done, err = l.SetAside(ctx, name, a.run, a.tree)
+		}
+		if !done {
+			res, err = l.Accept(ctx, name)
+		}
 		out[i] = Accepting[R]{Name: name, Result: res, Err: err}
 		q.leftBehind(name, err)
 	}
 	return out
 }
 
+// setAside is a batch's culprit: the run that failed on its tree.
+type setAside struct{ run, tree string }
+
 // trainCar is one task of a speculative train.
 type trainCar struct {
+	name   string
 	sn     *task.Snapshot
 	branch string
 	ticket *Ticket
@@ -86,10 +120,12 @@ type trainCar struct {
 type gateAt func(ctx context.Context, into, tip string) (Gate, error)
 
 // speculate gates each target's train ahead of the accepts, in
-// parallel; what passed is marked, so the accepts land it unrun. It is
-// only an optimisation: whatever goes wrong here, the accepts gate
-// every tree themselves.
-func (q *Service) speculate(ctx context.Context, names []string, at gateAt) {
+// parallel, or in batches; what passed is marked, so the accepts land it
+// unrun, and it returns the culprits batches isolated. It is only an
+// optimisation: whatever goes wrong here, the accepts gate every tree
+// themselves.
+func (q *Service) speculate(ctx context.Context, names []string, at gateAt) map[string]setAside {
+	aside := map[string]setAside{}
 	order, trains := q.trains(ctx, names)
 	for _, into := range order {
 		cars := trains[into]
@@ -101,11 +137,15 @@ func (q *Service) speculate(ctx context.Context, names []string, at gateAt) {
 			continue
 		}
 		g, err := at(ctx, into, tip)
-		if err != nil || g == nil || g.Parallel() < 2 {
-			continue
+		switch {
+		case err != nil || g == nil:
+		case g.Batch() > 1:
+			q.gateBatches(ctx, into, tip, cars, g, aside)
+		case g.Parallel() > 1:
+			q.gateTrain(ctx, into, tip, cars, g)
 		}
-		q.gateTrain(ctx, into, tip, cars, g)
 	}
+	return aside
 }
 
 // trains groups the acceptable tasks among names by target, in order.
@@ -133,7 +173,7 @@ func (q *Service) trains(ctx context.Context, names []string) ([]string, map[str
 		if trains[into] == nil {
 			order = append(order, into)
 		}
-		trains[into] = append(trains[into], &trainCar{sn: sn, branch: local.Branch})
+		trains[into] = append(trains[into], &trainCar{name: name, sn: sn, branch: local.Branch})
 	}
 	return order, trains
 }
@@ -160,7 +200,7 @@ func (q *Service) gateTrain(ctx context.Context, into, tip string, cars []*train
 		if car.cand == nil {
 			continue
 		}
-		if g.PassedBefore(car.cand.Tree) {
+		if _, ok := g.PassedBefore(car.cand.Tree); ok {
 			car.ticket.Set(Waiting, "its tree passed the gate already")
 			continue
 		}

@@ -26,6 +26,54 @@ type GateRecord struct {
 	// anything land (the approval is given on the accept's own command
 	// line), since a record arrives from anyone who can push.
 	Approved *ProtectedApproval `json:"approved_protected,omitempty"`
+	// Batched is how the task's last batched train (lazy.gate.batch)
+	// decided it: landed with its batch, or isolated as the culprit.
+	Batched *BatchOutcome `json:"batched,omitempty"`
+}
+
+// GateBatch places a gate run in a batched train (lazy.gate.batch): the
+// tree of batch Batch of Of, gated in round Round of its bisection,
+// merging Entries queued tasks of the train (Part of them new in this
+// round) on the target.
+type GateBatch struct {
+	Batch   int `json:"batch"`
+	Of      int `json:"of"`
+	Round   int `json:"round"`
+	Entries int `json:"entries"`
+	Part    int `json:"part"`
+}
+
+// The outcomes of a batched train for one task (BatchOutcome.Outcome).
+const (
+	// BatchPassed: a tree holding the task and every entry landing
+	// before it passed; it lands with its batch.
+	BatchPassed = "passed"
+	// BatchIsolated: the bisection isolated the task as the culprit.
+	BatchIsolated = "isolated"
+)
+
+// BatchOutcome is what a batched train decided for one task.
+type BatchOutcome struct {
+	Outcome string    `json:"outcome"`
+	Target  string    `json:"target"`
+	Batch   int       `json:"batch"`
+	Of      int       `json:"of"`
+	Round   int       `json:"round"`
+	Run     string    `json:"run,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// String says it in words: "failed in batch 2 of 3, isolated in round
+// 2 (run 01J...)".
+func (b BatchOutcome) String() string {
+	run := ""
+	if b.Run != "" {
+		run = " (run " + b.Run + ")"
+	}
+	if b.Outcome == BatchIsolated {
+		return fmt.Sprintf("failed in batch %d of %d, isolated in round %d%s", b.Batch, b.Of, b.Round, run)
+	}
+	return fmt.Sprintf("passed in batch %d of %d, round %d%s", b.Batch, b.Of, b.Round, run)
 }
 
 // ProtectedApproval is a human's approval of the protected paths a
@@ -84,6 +132,9 @@ type GateRun struct {
 	// is cleared whenever a record is read or written, so what a record
 	// says of it is never believed.
 	Origin string `json:"origin,omitempty"`
+	// Batch places the run in a batched train (lazy.gate.batch); nil for
+	// a run of one entry's tree.
+	Batch *GateBatch `json:"batch,omitempty"`
 }
 
 // GateCommand is one command of a run and how it ended.
@@ -146,7 +197,15 @@ func (g *GateRecord) clone() *GateRecord {
 	c.Runs = make([]GateRun, len(g.Runs))
 	for i, r := range g.Runs {
 		r.Commands = slices.Clone(r.Commands)
+		if r.Batch != nil {
+			b := *r.Batch
+			r.Batch = &b
+		}
 		c.Runs[i] = r
+	}
+	if g.Batched != nil {
+		b := *g.Batched
+		c.Batched = &b
 	}
 	if g.Skipped != nil {
 		s := *g.Skipped
@@ -218,6 +277,9 @@ func checkGate(g *GateRecord) error {
 	}
 	if a := g.Approved; a != nil && len(a.Files) > MaxApprovedFiles {
 		return fmt.Errorf("task.json approves %d protected files, more than lazy writes", len(a.Files))
+	}
+	if b := g.Batched; b != nil && ((b.Outcome != BatchPassed && b.Outcome != BatchIsolated) || (b.Run != "" && !ValidID(b.Run)) || len(b.Target) > 255) {
+		return fmt.Errorf("task.json has a batched train's outcome lazy does not write (%q)", b.Outcome)
 	}
 	if len(g.Runs) > MaxGateRuns {
 		return fmt.Errorf("task.json has %d gate runs; lazy keeps at most %d", len(g.Runs), MaxGateRuns)

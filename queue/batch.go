@@ -1,0 +1,132 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/task"
+)
+
+// gateBatches gates a train in batches of g.Batch() entries, bisecting a
+// batch that fails (Bisect), ahead of the accepts. A car that does not
+// merge onto the train ahead is left out, as its accept will say. Each
+// run is recorded on the task whose tree it is (the last one merged);
+// each decision on its task (gate_record.batched) and its queue entry.
+// What passed is marked for the accepts (a landing entry's tree is
+// vouched for by the run that passed on a tree holding it and every
+// entry landing before it); the culprits are added to aside.
+func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*trainCar, g Gate, aside map[string]setAside) {
+	var in []*trainCar
+	base := tip
+	for _, car := range cars {
+		car.ticket = q.Enter(car.sn, into)
+		c, err := g.Candidate(ctx, base, car.branch, car.sn.Task.Slug)
+		if err != nil {
+			car.ticket.Set(Waiting, "does not merge onto the train ahead; its accept will say why")
+			continue
+		}
+		base = c.Commit
+		in = append(in, car)
+	}
+	if len(in) < 2 {
+		return
+	}
+	chain := &chainCache{g: g, tip: tip, cars: in, built: map[string]Candidate{}}
+	runs := map[int]string{}
+	res, err := Bisect(len(in), g.Batch(), func(t Test) (bool, error) {
+		c, err := chain.build(ctx, t.Entries)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range t.Entries[len(t.Entries)-t.New:] {
+			in[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round %d: %d entries gated as one tree on %s at %s",
+				t.Batch, t.Of, t.Round, len(t.Entries), into, short(tip)))
+		}
+		if id, ok := g.PassedBefore(c.Tree); ok {
+			runs[t.Index] = id
+			return true, nil
+		}
+		c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: t.Round, Entries: len(t.Entries), Part: t.New}
+		run, passed, err := g.Run(ctx, in[t.Last()].sn, c)
+		if err != nil {
+			return false, err
+		}
+		runs[t.Index] = run
+		return passed, nil
+	})
+	if err != nil {
+		for _, e := range res.Undecided {
+			in[e].ticket.Set(Waiting, "the batch could not be gated ("+session.OneLine(err.Error())+"); its accept gates it on its own")
+		}
+	}
+	now := q.now().UTC().Truncate(time.Second)
+	for k, e := range res.Landed {
+		v := res.Vouched[e]
+		c, cerr := chain.build(ctx, res.Landed[:k+1])
+		if cerr != nil {
+			continue
+		}
+		g.Vouch(c.Tree, runs[v.Index])
+		q.decided(ctx, in[e], task.BatchOutcome{Outcome: task.BatchPassed, Target: into, Batch: v.Batch, Of: v.Of, Round: v.Round, Run: runs[v.Index], At: now},
+			"; lands when the entries ahead have")
+	}
+	for _, cu := range res.Culprits {
+		c, cerr := chain.build(ctx, res.Verdicts[cu.Failed].Entries)
+		if cerr != nil {
+			continue
+		}
+		car := in[cu.Entry]
+		aside[car.name] = setAside{run: runs[cu.Failed], tree: c.Tree}
+		q.decided(ctx, car, task.BatchOutcome{Outcome: task.BatchIsolated, Target: into, Batch: cu.Batch, Of: cu.Of, Round: cu.Round, Run: runs[cu.Failed], At: now},
+			"; set aside, the entries behind it land without it")
+	}
+}
+
+// decided records what a batch decided for car: on its task, where
+// lazy show reads it, and on its queue entry, which lazy queue shows and
+// the log of entries that left keeps.
+func (q *Service) decided(ctx context.Context, car *trainCar, o task.BatchOutcome, then string) {
+	_, _, _ = q.Env.Store.Update(ctx, car.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+		if s.Task.Gate == nil {
+			s.Task.Gate = &task.GateRecord{}
+		}
+		s.Task.Gate.Batched = &o
+		return &task.Op{Name: "gate-batch", Actor: q.Env.Actor, Reason: o.String()}, nil
+	})
+	car.ticket.en.Batch = &o
+	car.ticket.Set(Waiting, o.String()+then)
+}
+
+// chainCache builds the candidate trees of a batched train: the target's
+// tip with some of its entries merged in order, each prefix built once.
+type chainCache struct {
+	g     Gate
+	tip   string
+	cars  []*trainCar
+	built map[string]Candidate
+}
+
+// build is the candidate of tip with entries merged in order.
+func (cc *chainCache) build(ctx context.Context, entries []int) (Candidate, error) {
+	base := cc.tip
+	var c Candidate
+	var key strings.Builder
+	for _, e := range entries {
+		key.WriteString(strconv.Itoa(e) + ",")
+		got, ok := cc.built[key.String()]
+		if !ok {
+			car := cc.cars[e]
+			var err error
+			if got, err = cc.g.Candidate(ctx, base, car.branch, car.sn.Task.Slug); err != nil {
+				return Candidate{}, fmt.Errorf("merge %s onto the batch ahead: %w", car.sn.Task.Slug, err)
+			}
+			cc.built[key.String()] = got
+		}
+		c, base = got, got.Commit
+	}
+	return c, nil
+}
