@@ -76,7 +76,13 @@ func renderQueues(w io.Writer, queues []queue.View, now time.Time) {
 			if l.Commit != "" {
 				line += "  as " + render.ShortSHA(l.Commit)
 			}
+			if l.Batch != nil {
+				line += "  " + sanitize.Field(l.Batch.String())
+			}
 			if l.Why != "" {
+				if l.Batch != nil {
+					line += ";"
+				}
 				line += "  " + sanitize.Field(clip(l.Why, 160))
 			}
 			fmt.Fprintln(w, line)

@@ -22,6 +22,8 @@ func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
 		Left: []queue.Left{
 			{Slug: "add-metrics", Outcome: queue.LeftLanded, Commit: "0123456789abcdef", At: now.Add(-2 * time.Minute)},
 			{Slug: "bad\x1b]0;pwned\x07", Outcome: queue.LeftFailed, Why: "the gate failed: \"go test\" exited 1", At: now.Add(-time.Minute)},
+			{Slug: "culprit", Outcome: queue.LeftFailed, Why: "the gate failed", At: now.Add(-time.Minute),
+				Batch: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main", Batch: 2, Of: 3, Round: 2, Run: "0123456789abcdef"}},
 		}}}
 	var b bytes.Buffer
 	renderQueues(&b, q, now)
@@ -32,6 +34,7 @@ func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
 		"2. cover-logout", "fixing",
 		"add-metrics", "landed", "as 0123456789ab",
 		"failed", "the gate failed",
+		"culprit", "failed in batch 2 of 3, isolated in round 2 (run 0123456789abcdef);  the gate failed",
 	} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("missing %q in:\n%s", want, out)

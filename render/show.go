@@ -317,6 +317,9 @@ func (v *Show) renderGate(w io.Writer) {
 		if r.Speculative {
 			spec = ", speculative"
 		}
+		if b := r.Batch; b != nil {
+			spec += fmt.Sprintf(", batch %d of %d, round %d, %d entries", b.Batch, b.Of, b.Round, b.Entries)
+		}
 		fmt.Fprintf(w, "  run %s %s  %s  on %s at %s (tree %s%s), %.1fs\n", sanitize.Field(r.ID), verdict, r.At.UTC().Format(task.TimeLayout),
 			sanitize.Field(r.Target), ShortSHA(sanitize.Field(r.Base)), ShortSHA(sanitize.Field(r.Tree)), spec, float64(r.DurationMS)/1000)
 		if !last {
@@ -345,6 +348,9 @@ func (v *Show) renderGate(w io.Writer) {
 		if r.Log != "" && r.Origin == task.GateHere {
 			fmt.Fprintf(w, "    whole log: %s\n", sanitize.Field(r.Log))
 		}
+	}
+	if b := g.Batched; b != nil {
+		fmt.Fprintf(w, "  batched train into %s: %s\n", sanitize.Field(b.Target), sanitize.Field(b.String()))
 	}
 	if g.FixRounds > 0 {
 		fmt.Fprintf(w, "  automatic fix rounds: %d\n", g.FixRounds)

@@ -89,3 +89,33 @@ func TestShowFlagsATurnWhoseToolCallsAllFailed(t *testing.T) {
 	}
 	checkNoGoSyntax(t, "show", text)
 }
+
+// TestShowExplainsABatchedTrain: lazy show places each run in its batch
+// and says how the batch decided the task, in words.
+func TestShowExplainsABatchedTrain(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sn := &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Blocked, CreatedAt: at}}
+	g := &task.GateRecord{
+		Runs: []task.GateRun{{ID: "aaaabbbbccccdddd", At: at, Target: "main", Base: "b", Tree: "t", Speculative: true, Failed: "make",
+			Origin: task.GateHere, Batch: &task.GateBatch{Batch: 2, Of: 3, Round: 1, Entries: 4, Part: 4}}},
+		Batched: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main\x1b[2J", Batch: 2, Of: 3, Round: 2, Run: "aaaabbbbccccdddd", At: at},
+	}
+	v := &Show{Snapshot: sn, Detail: &task.Detail{Summary: task.NewSummary(&sn.Task), GateRecord: g}}
+	var out bytes.Buffer
+	if err := v.Render(&out, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		", speculative, batch 2 of 3, round 1, 4 entries)",
+		"  batched train into main",
+		"failed in batch 2 of 3, isolated in round 2 (run aaaabbbbccccdddd)\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+	if strings.ContainsRune(text, '\x1b') {
+		t.Errorf("a control character reached the output:\n%q", text)
+	}
+}
