@@ -29,7 +29,6 @@ func TestABatchOfFiveBisectsToTheCulpritAndLandsTheRest(t *testing.T) {
 	gate := "test ! -e bad.txt"
 	r := newGateRepo(t, gate)
 	r.config(t, "lazy.gate.batch", "5")
-	var snaps []*task.Snapshot
 	var ids []string
 	for i := range 5 {
 		name := fmt.Sprintf("t%d.txt", i)
@@ -37,7 +36,6 @@ func TestABatchOfFiveBisectsToTheCulpritAndLandsTheRest(t *testing.T) {
 			name = "bad.txt"
 		}
 		sn := r.task(t, fmt.Sprintf("task %d", i), map[string]string{name: "x\n"})
-		snaps = append(snaps, sn)
 		ids = append(ids, sn.Task.ID)
 	}
 	start := r.tip(t)

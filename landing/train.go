@@ -57,7 +57,7 @@ type trainGate struct {
 
 func (g trainGate) Parallel() int { return g.gp.Parallel }
 
-func (g trainGate) Batch() int { return g.gp.Settings.Batch }
+func (g trainGate) Batch() int { return g.gp.Batch }
 
 // Vouch marks tree passed by a batch's run: the run passed on a tree
 // that holds this one's entries and more, which is what lets a batch's
