@@ -60,7 +60,7 @@ var examples = map[string]string{
 	"pair":       "lazy pair fix-login",
 	"chat":       "lazy chat fix-login",
 	"sync":       "lazy sync fix-login",
-	"accept":     "lazy accept fix-login --dry-run\nlazy accept fix-login\nlazy accept fix-login cover-logout add-metrics   # one merge queue, gated in order\nlazy accept fix-login --skip-gate --reason \"the CI box is down; tested by hand\"\nlazy diff fix-login && lazy accept fix-login --approve-protected   # it changed check.sh, which the gate runs\nlazy accept fix-login --skip-pre-turn\nlazy accept fix-login --attempt 2      # land attempt 2, close the others",
+	"accept":     "lazy accept fix-login --dry-run\nlazy accept fix-login\nlazy accept fix-login cover-logout add-metrics   # one merge queue, gated in order\ngit config lazy.gate.batch 8 && lazy accept fix-login cover-logout add-metrics   # gated as one tree; a failure is bisected to its culprit\nlazy accept fix-login --skip-gate --reason \"the CI box is down; tested by hand\"\nlazy diff fix-login && lazy accept fix-login --approve-protected   # it changed check.sh, which the gate runs\nlazy accept fix-login --skip-pre-turn\nlazy accept fix-login --attempt 2      # land attempt 2, close the others",
 	"gate":       "lazy gate fix-login\nlazy gate fix-login --json | jq .run.commands",
 	"stash":      "lazy stash                      # your changes interrupted accepts kept, by checkout, oldest first\nlazy stash --json\nlazy stash restore              # give them back in this checkout\nlazy stash restore release-2.1",
 	"queue":      "lazy queue\nlazy queue --json\nlazy queue --remove fix-login",

@@ -3,7 +3,10 @@
 # while (default 3s), accepted serially with the test run by hand after
 # each (no gate), and as one merge queue with lazy.gate.parallel 1, 2 and
 # 4, in one run; prints tasks per minute and the ratio to the serial
-# baseline. Usage: scripts/bench-queue.sh [-n N] [-check DURATION] [-cmd TEST] [-runs R]
+# baseline. With -fail I the task at index I fails the gate, and it
+# compares today's speculative train with a batched one
+# (lazy.gate.batch N) at -parallel P: gate runs and time, as ratios.
+# Usage: scripts/bench-queue.sh [-n N] [-check DURATION] [-cmd TEST] [-runs R] [-fail I [-parallel P]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)

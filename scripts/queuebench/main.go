@@ -4,7 +4,11 @@
 // run by hand on the result, task after task), and lazy accept of all of
 // them as one merge queue with lazy.gate.parallel 1, 2 and 4. It prints
 // each way's time, tasks per minute and its throughput against the
-// serial baseline. scripts/bench-queue.sh builds and runs it.
+// serial baseline. With -fail I, the task at index I fails the gate
+// instead, and it compares today's speculative train with a batched one
+// (lazy.gate.batch N) at the same lazy.gate.parallel: gate runs and time
+// to land the good tasks, as ratios in one run. scripts/bench-queue.sh
+// builds and runs it.
 package main
 
 import (
@@ -28,12 +32,15 @@ var (
 	check   = flag.Duration("check", 3*time.Second, "how long the test command (the gate) takes: it sleeps that long")
 	command = flag.String("cmd", "", "the test command instead of the sleep (a CPU-bound one shows what the cores allow)")
 	runs    = flag.Int("runs", 1, "runs of every way, interleaved; the median is shown")
+	failing = flag.Int("fail", -1, "index of a task whose change fails the gate: compare the train with a batched train (lazy.gate.batch N)")
+	par     = flag.Int("parallel", 2, "lazy.gate.parallel of both trains, with -fail")
 )
 
 // way is one way of accepting the tasks.
 type way struct {
 	name     string
 	parallel int // lazy.gate.parallel; 0: no gate, the test run by hand after each accept
+	batch    int // lazy.gate.batch (0: unset)
 }
 
 func main() {
@@ -41,15 +48,19 @@ func main() {
 	work, err := os.MkdirTemp("", "lazy-queuebench-")
 	must(err)
 	defer os.RemoveAll(work)
+	if *failing >= 0 {
+		compareBatch(work)
+		return
+	}
 	cmd := fmt.Sprintf("sleep %g", check.Seconds())
 	if *command != "" {
 		cmd = *command
 	}
 	ways := []way{
-		{"serial: accept, then the test by hand", 0},
-		{"queue, lazy.gate.parallel 1", 1},
-		{"queue, lazy.gate.parallel 2", 2},
-		{"queue, lazy.gate.parallel 4", 4},
+		{"serial: accept, then the test by hand", 0, 0},
+		{"queue, lazy.gate.parallel 1", 1, 0},
+		{"queue, lazy.gate.parallel 2", 2, 0},
+		{"queue, lazy.gate.parallel 4", 4, 0},
 	}
 	times := make([][]time.Duration, len(ways))
 	for r := 0; r < *runs; r++ {
@@ -78,11 +89,16 @@ func setup(dir, work string, n int) []string {
 	git(dir, "commit", "-q", "--allow-empty", "-m", "init")
 	script := filepath.Join(work, "script")
 	must(os.WriteFile(script, []byte("taskfile work\ncommit agent: work\nprint done\n"), 0o644))
+	must(os.WriteFile(script+"-bad", []byte("write bad.txt broken\ntaskfile work\ncommit agent: work\nprint done\n"), 0o644))
 	var slugs []string
 	for i := 0; i < n; i++ {
 		slug := fmt.Sprintf("task-%d", i)
 		lazy(dir, "create", slug)
-		lazy(dir, "start", slug, "--command", *fake)
+		if i == *failing {
+			lazyWith(dir, script+"-bad", "start", slug, "--command", *fake)
+		} else {
+			lazy(dir, "start", slug, "--command", *fake)
+		}
 		slugs = append(slugs, slug)
 	}
 	for _, s := range slugs {
@@ -130,17 +146,28 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func lazy(dir string, args ...string) string {
+	return lazyWith(dir, filepath.Join(filepath.Dir(dir), "script"), args...)
+}
+
+// lazyWith runs lazy with the fake agent following script.
+func lazyWith(dir, script string, args ...string) string {
+	out, err := lazyRun(dir, script, args...)
+	if err != nil {
+		fail("lazy %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// lazyRun runs lazy and returns its output, stderr after stdout.
+func lazyRun(dir, script string, args ...string) (string, error) {
 	cmd := exec.Command(*lazyBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LAZY_NO_DAEMON=1", "FAKE_AGENT_SCRIPT="+filepath.Join(filepath.Dir(dir), "script"),
+	cmd.Env = append(os.Environ(), "LAZY_NO_DAEMON=1", "FAKE_AGENT_SCRIPT="+script,
 		"XDG_DATA_HOME="+filepath.Join(filepath.Dir(dir), "data"))
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
-	if err != nil {
-		fail("lazy %s: %v\n%s%s", strings.Join(args, " "), err, out, errb.String())
-	}
-	return string(out)
+	return string(out) + errb.String(), err
 }
 
 func git(dir string, args ...string) string {
