@@ -95,3 +95,42 @@ func TestABatchOfFiveBisectsToTheCulpritAndLandsTheRest(t *testing.T) {
 		}
 	}
 }
+
+// TestABatchCulpritGoesBackToItsAgent: with lazy.gate.autoFix, the
+// culprit a batch isolated is handed to its agent with the failure, as a
+// failed accept is, and waits in the queue as fixing; the others land.
+func TestABatchCulpritGoesBackToItsAgent(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	r := newGateRepo(t, "test ! -e bad.txt || { echo 'bad.txt is here'; exit 1; }")
+	r.config(t, "lazy.gate.batch", "3")
+	r.config(t, "lazy.gate.autoFix", "true")
+	var launched []string
+	r.e.Launch = func(id string) error { launched = append(launched, id); return nil }
+	a := r.task(t, "task a", map[string]string{"a.txt": "a\n"})
+	b := r.task(t, "task b", map[string]string{"bad.txt": "b\n"})
+	c := r.task(t, "task c", map[string]string{"c.txt": "c\n"})
+	results := r.e.AcceptMany(ctx, []string{a.Task.ID, b.Task.ID, c.Task.ID}, nil, AcceptOptions{})
+	var ge *GateError
+	if results[0].Err != nil || results[2].Err != nil || !errors.As(results[1].Err, &ge) || !ge.Fixing || ge.Batch == nil {
+		t.Fatalf("a: %v; b: %v; c: %v", results[0].Err, results[1].Err, results[2].Err)
+	}
+	got := r.load(t, b.Task.ID)
+	if got.Task.Status != machine.Working || len(launched) != 1 || launched[0] != b.Task.ID || got.Task.Gate.FixRounds != 1 {
+		t.Fatalf("b is %s, launched %v, gate %+v", got.Task.Status, launched, got.Task.Gate)
+	}
+	turns, err := r.e.Store.Turns(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb := turns[len(turns)-1].Content; !strings.Contains(fb, "bad.txt is here") {
+		t.Fatalf("feedback: %q", fb)
+	}
+	if en, ok := r.e.queue().InQueue(b.Task.ID); !ok || en.State != queue.Fixing {
+		t.Fatalf("b's entry: %+v %v", en, ok)
+	}
+	if out := testrepo.Git(t, r.dir, "ls-tree", "--name-only", "main"); strings.Contains(out, "bad.txt") || !strings.Contains(out, "c.txt") {
+		t.Fatalf("main's files:\n%s", out)
+	}
+}
