@@ -7,7 +7,8 @@
 // each, the tasks waiting for their agent's fix before they re-enter,
 // and a bounded log of why entries left. It runs a train of several
 // accepts, gating it speculatively ahead of them when the gate allows
-// parallel runs.
+// parallel runs, or in batches it bisects to a failing batch's culprit
+// (lazy.gate.batch; bisect.go plans, batch.go runs).
 //
 // The accept itself and its gate are package landing's: landing sits
 // above the queue and takes its place in it with Enter and a Ticket; the
