@@ -97,6 +97,10 @@ type Settings struct {
 	// gates as one tree, bisecting a batch that fails (default 1: each
 	// entry is gated on its own).
 	Batch int
+	// BatchAuto is lazy.gate.batch auto: the queue picks the size of each
+	// train's batches from its recent outcomes (queue.AutoBatch); Batch
+	// stays 1.
+	BatchAuto bool
 }
 
 // Load reads the gate's settings from cfg. Each bad value is an error
@@ -137,7 +141,7 @@ func Load(cfg Config) (Settings, error) {
 	if s.MaxAttempts, err = intIn(cfg, keyMaxAttempts, DefaultMaxAttempts, 1, MaxMaxAttempts, ""); err != nil {
 		return Settings{}, err
 	}
-	if s.Batch, err = batch(cfg); err != nil {
+	if s.Batch, s.BatchAuto, err = batch(cfg); err != nil {
 		return Settings{}, err
 	}
 	if s.AutoFix, err = boolean(cfg, keyAutoFix, false); err != nil {
@@ -227,14 +231,14 @@ func intIn(cfg Config, key string, def, lo, hi int, why string) (int, error) {
 	return n, nil
 }
 
-// batch reads lazy.gate.batch. "auto" (a size that follows the recent
-// failure rate) is refused by name rather than read as a bad number, so
-// the user learns it is planned, not misspelt.
-func batch(cfg Config) (int, error) {
+// batch reads lazy.gate.batch: a number, or "auto" (any case), a size
+// the queue picks per train from the recent failure rate.
+func batch(cfg Config) (n int, auto bool, err error) {
 	if v, ok := cfg.Get(keyBatch); ok && strings.EqualFold(strings.TrimSpace(v), "auto") {
-		return 0, configkeys.Invalid(keyBatch, v, fmt.Sprintf("is not supported yet (lazy does not adapt the batch size to the failure rate); give a number from 1 to %d", MaxBatch))
+		return 1, true, nil
 	}
-	return intIn(cfg, keyBatch, 1, 1, MaxBatch, " (1 gates each entry on its own)")
+	n, err = intIn(cfg, keyBatch, 1, 1, MaxBatch, ", or auto (1 gates each entry on its own)")
+	return n, false, err
 }
 
 // boolean reads key as a git boolean, def when unset.

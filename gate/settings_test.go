@@ -72,6 +72,15 @@ func TestLoadReadsEveryKey(t *testing.T) {
 			t.Errorf("autoFix %q: %v %v, want %v", v, s.AutoFix, err, want)
 		}
 	}
+	for _, v := range []string{"auto", " AUTO "} {
+		s, err := Load(fakeConfig{"lazy.gate.batch": {v}})
+		if err != nil || !s.BatchAuto || s.Batch != 1 {
+			t.Errorf("batch %q: auto %v, batch %d, %v; want auto with batch 1", v, s.BatchAuto, s.Batch, err)
+		}
+	}
+	if s, err := Load(fakeConfig{"lazy.gate.batch": {"4"}}); err != nil || s.BatchAuto || s.Batch != 4 {
+		t.Errorf("batch 4: auto %v, batch %d, %v", s.BatchAuto, s.Batch, err)
+	}
 }
 
 // TestLoadAnEmptyValueClearsTheCommandsBefore checks how a repository
@@ -106,9 +115,8 @@ func TestLoadRefusesEveryBadValue(t *testing.T) {
 		{"lazy.gate.parallel", []string{"many"}, []string{`lazy.gate.parallel = "many" is not a number`, "fix it with git config lazy.gate.parallel 2"}},
 		{"lazy.gate.parallel", []string{"0"}, []string{`lazy.gate.parallel = "0" is out of range`}},
 		{"lazy.gate.parallel", []string{maxPar}, []string{`lazy.gate.parallel = "` + maxPar + `" is out of range`, "CPUs"}},
-		{"lazy.gate.batch", []string{"auto"}, []string{`git config lazy.gate.batch = "auto" is not supported yet`, "give a number from 1 to 100", "fix it with git config lazy.gate.batch 8"}},
-		{"lazy.gate.batch", []string{"AUTO "}, []string{`"AUTO " is not supported yet`}},
-		{"lazy.gate.batch", []string{"0"}, []string{`lazy.gate.batch = "0" is out of range: a number from 1 to 100 (1 gates each entry on its own)`}},
+		{"lazy.gate.batch", []string{"0"}, []string{`lazy.gate.batch = "0" is out of range: a number from 1 to 100, or auto (1 gates each entry on its own)`, "fix it with git config lazy.gate.batch 8"}},
+		{"lazy.gate.batch", []string{"autom"}, []string{`"autom" is not a number from 1 to 100, or auto`}},
 		{"lazy.gate.batch", []string{"-2"}, []string{`"-2" is out of range`}},
 		{"lazy.gate.batch", []string{"101"}, []string{`"101" is out of range`}},
 		{"lazy.gate.batch", []string{"eight"}, []string{`"eight" is not a number from 1 to 100`}},

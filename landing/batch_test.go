@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/queue"
@@ -132,5 +133,15 @@ func TestABatchCulpritGoesBackToItsAgent(t *testing.T) {
 	}
 	if out := testrepo.Git(t, r.dir, "ls-tree", "--name-only", "main"); strings.Contains(out, "bad.txt") || !strings.Contains(out, "c.txt") {
 		t.Fatalf("main's files:\n%s", out)
+	}
+}
+
+// lazy.gate.batch auto reaches the queue as 0, which it resolves from
+// the target's recent outcomes (queue.AutoBatch); a number as itself.
+func TestTrainGateBatchSaysAutoAsZero(t *testing.T) {
+	auto := trainGate{gp: &gatePlan{Settings: gate.Settings{Batch: 1, BatchAuto: true}}}
+	eight := trainGate{gp: &gatePlan{Settings: gate.Settings{Batch: 8}}}
+	if auto.Batch() != 0 || eight.Batch() != 8 {
+		t.Fatalf("auto %d, 8 %d", auto.Batch(), eight.Batch())
 	}
 }

@@ -57,7 +57,13 @@ type trainGate struct {
 
 func (g trainGate) Parallel() int { return g.gp.Parallel }
 
-func (g trainGate) Batch() int { return g.gp.Batch }
+// Batch is lazy.gate.batch; 0 for auto, which the queue resolves.
+func (g trainGate) Batch() int {
+	if g.gp.BatchAuto {
+		return 0
+	}
+	return g.gp.Batch
+}
 
 // Vouch marks tree passed by a batch's run: the run passed on a tree
 // that holds this one's entries and more, which is what lets a batch's

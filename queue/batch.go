@@ -11,15 +11,16 @@ import (
 	"github.com/lazyorch/lazy/task"
 )
 
-// gateBatches gates a train in batches of g.Batch() entries, bisecting a
+// gateBatches gates a train in batches of size entries, bisecting a
 // batch that fails (Bisect), ahead of the accepts. A car that does not
 // merge onto the train ahead is left out, as its accept will say. Each
 // run is recorded on the task whose tree it is (the last one merged);
 // each decision on its task (gate_record.batched) and its queue entry.
 // What passed is marked for the accepts (a landing entry's tree is
 // vouched for by the run that passed on a tree holding it and every
-// entry landing before it); the culprits are added to aside.
-func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*trainCar, g Gate, aside map[string]setAside) {
+// entry landing before it); the culprits are added to aside. auto, when
+// lazy.gate.batch auto chose size, says why on each gating entry.
+func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*trainCar, g Gate, size int, auto string, aside map[string]setAside) {
 	var in []*trainCar
 	base := tip
 	for _, car := range cars {
@@ -37,14 +38,17 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 	}
 	chain := &chainCache{g: g, tip: tip, cars: in, built: map[string]Candidate{}}
 	runs := map[int]string{}
-	res, err := Bisect(len(in), g.Batch(), func(t Test) (bool, error) {
+	if auto != "" {
+		auto = "; " + auto
+	}
+	res, err := Bisect(len(in), size, func(t Test) (bool, error) {
 		c, err := chain.build(ctx, t.Entries)
 		if err != nil {
 			return false, err
 		}
 		for _, e := range t.Entries[len(t.Entries)-t.New:] {
-			in[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round %d: %d entries gated as one tree on %s at %s",
-				t.Batch, t.Of, t.Round, len(t.Entries), into, short(tip)))
+			in[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round %d: %d entries gated as one tree on %s at %s%s",
+				t.Batch, t.Of, t.Round, len(t.Entries), into, short(tip), auto))
 		}
 		if id, ok := g.PassedBefore(c.Tree); ok {
 			runs[t.Index] = id

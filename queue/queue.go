@@ -325,6 +325,18 @@ func (q *Service) readLeft() []Left {
 	return out
 }
 
+// readLeftOf is the log of entries that left target's queue, oldest
+// first.
+func (q *Service) readLeftOf(target string) []Left {
+	var out []Left
+	for _, l := range q.readLeft() {
+		if l.Target == target {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func readEntries(dir string) []Entry {
 	names, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	var out []Entry

@@ -268,7 +268,8 @@ type fakeLander struct {
 	failGate map[string]bool // slug -> its speculative run fails
 	passed   map[string]bool // tree -> passed before
 	parallel int
-	batch    int // lazy.gate.batch; above 1, trees name their chain and a run fails on any tree holding a slug of failGate
+	batch    int  // lazy.gate.batch; above 1, trees name their chain and a run fails on any tree holding a slug of failGate
+	auto     bool // lazy.gate.batch auto: Batch says 0 (set batch above 1 too, for the trees)
 
 	vouched map[string]string // tree -> run
 	aside   []string          // slug@run of each SetAside
@@ -279,6 +280,7 @@ type fakeLander struct {
 	accepted []string
 	gates    int
 	runs     []string // slug@base of each speculative run
+	details  []string // the entry's detail during each speculative run
 	seen     map[string]Entry
 	running  int
 	peak     int
@@ -317,7 +319,12 @@ func (l *fakeLander) Gate(_ context.Context, into, tip string) (Gate, error) {
 
 func (l *fakeLander) Parallel() int { return l.parallel }
 
-func (l *fakeLander) Batch() int { return max(l.batch, 1) }
+func (l *fakeLander) Batch() int {
+	if l.auto {
+		return 0
+	}
+	return max(l.batch, 1)
+}
 
 func (l *fakeLander) Vouch(tree, run string) {
 	l.mu.Lock()
@@ -372,6 +379,9 @@ func (l *fakeLander) PassedBefore(tree string) (string, bool) { return "before",
 func (l *fakeLander) Run(_ context.Context, sn *task.Snapshot, c Candidate) (string, bool, error) {
 	l.mu.Lock()
 	l.runs = append(l.runs, sn.Task.Slug+"@"+c.Base)
+	if en, ok := l.q.InQueue(sn.Task.ID); ok {
+		l.details = append(l.details, en.Detail)
+	}
 	l.running++
 	l.peak = max(l.peak, l.running)
 	l.mu.Unlock()
@@ -566,6 +576,56 @@ func TestABatchedTrainBisectsToTheCulprit(t *testing.T) {
 		case l.Slug != "f" && (l.Outcome != LeftLanded || l.Batch == nil || l.Batch.Outcome != task.BatchPassed):
 			t.Fatalf("%s left %+v", l.Slug, l)
 		}
+	}
+}
+
+// With lazy.gate.batch auto the train's batch size follows the target's
+// recent gate outcomes (AutoBatch), and the gating entries say so: no
+// history gates all 8 as one tree; 2 failures in the last 20 gate 3 at a
+// time; 1 in 2 gates each on its own (no batch, no speculative run at
+// lazy.gate.parallel 1).
+func TestAutoBatchFollowsTheRecentFailureRate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		history []Left
+		runs    int
+		why     string
+	}{
+		{"no history", nil, 1, "lazy.gate.batch auto chose 8: no gate outcomes yet"},
+		{"1 in 10", outcomes(20, 10), 3, "lazy.gate.batch auto chose 3: 2 of the last 20 failed"},
+		{"1 in 2", outcomes(20, 2), 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			for _, l := range tc.history {
+				l.Target = "main"
+				f.q.logLeft(l)
+			}
+			f.q.logLeft(Left{Task: "00000000000000ff", Target: "dev", Outcome: LeftFailed}) // another target's: not counted
+			slugs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+			var ids []string
+			for _, s := range slugs {
+				ids = append(ids, f.task(t, s, "main").Task.ID)
+			}
+			l := newLander(f.q, 1)
+			l.batch, l.auto, l.order = 8, true, slugs
+			for _, r := range AcceptMany(context.Background(), f.q, ids, l, true) {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+			}
+			if len(l.runs) != tc.runs {
+				t.Fatalf("runs %v, want %d", l.runs, tc.runs)
+			}
+			for _, d := range l.details {
+				if !strings.HasSuffix(d, "; "+tc.why) {
+					t.Fatalf("gating detail %q, want it to end with %q", d, tc.why)
+				}
+			}
+			if !slices.Equal(l.accepted, slugs) {
+				t.Fatalf("accepted %v", l.accepted)
+			}
+		})
 	}
 }
 

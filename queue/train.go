@@ -36,7 +36,8 @@ type Lander[R any] interface {
 type Gate interface {
 	// Parallel is how many runs of it may go at once.
 	Parallel() int
-	// Batch is how many entries it gates as one tree (lazy.gate.batch).
+	// Batch is how many entries it gates as one tree (lazy.gate.batch);
+	// 0 for auto: the queue picks it from its recent outcomes (AutoBatch).
 	Batch() int
 	// Vouch marks tree as passed by run: a batch's run that passed on a
 	// tree holding it and every entry landing before it.
@@ -137,10 +138,17 @@ func (q *Service) speculate(ctx context.Context, names []string, at gateAt) map[
 			continue
 		}
 		g, err := at(ctx, into, tip)
+		if err != nil || g == nil {
+			continue
+		}
+		size, why := g.Batch(), ""
+		if size == 0 {
+			a := AutoBatch(q.readLeftOf(into), len(cars))
+			size, why = a.Size, a.Why
+		}
 		switch {
-		case err != nil || g == nil:
-		case g.Batch() > 1:
-			q.gateBatches(ctx, into, tip, cars, g, aside)
+		case size > 1:
+			q.gateBatches(ctx, into, tip, cars, g, size, why, aside)
 		case g.Parallel() > 1:
 			q.gateTrain(ctx, into, tip, cars, g)
 		}
