@@ -22,17 +22,7 @@ import (
 // lazy.gate.batch auto chose size, says why on each gating entry.
 func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*trainCar, g Gate, size int, auto string, aside map[string]setAside) {
 	var in []*trainCar
-	base := tip
-	for _, car := range cars {
-		car.ticket = q.Enter(car.sn, into)
-		c, err := g.Candidate(ctx, base, car.branch, car.sn.Task.Slug)
-		if err != nil {
-			car.ticket.Set(Waiting, "does not merge onto the train ahead; its accept will say why")
-			continue
-		}
-		base = c.Commit
-		in = append(in, car)
-	}
+	q.chain(ctx, into, tip, cars, g, func(car *trainCar, _ Candidate) { in = append(in, car) })
 	if len(in) < 2 {
 		return
 	}

@@ -186,11 +186,13 @@ func (q *Service) trains(ctx context.Context, names []string) ([]string, map[str
 	return order, trains
 }
 
-// gateTrain builds the chain of candidate trees on tip (a car that
-// conflicts is left out of the chain, as it will leave the queue) and
-// runs up to g.Parallel() gates at once.
-func (q *Service) gateTrain(ctx context.Context, into, tip string, cars []*trainCar, g Gate) {
-	base, ahead := tip, 0
+// chain enters each car in the queue and merges it onto the one ahead
+// of it, from tip: the candidate trees a train gates, in order. A car
+// that does not merge is left out (its accept will say why) and the
+// next one merges onto the last that did; each that merged is given to
+// merged with its candidate.
+func (q *Service) chain(ctx context.Context, into, tip string, cars []*trainCar, g Gate, merged func(*trainCar, Candidate)) {
+	base := tip
 	for _, car := range cars {
 		car.ticket = q.Enter(car.sn, into)
 		c, err := g.Candidate(ctx, base, car.branch, car.sn.Task.Slug)
@@ -198,10 +200,21 @@ func (q *Service) gateTrain(ctx context.Context, into, tip string, cars []*train
 			car.ticket.Set(Waiting, "does not merge onto the train ahead; its accept will say why")
 			continue
 		}
-		car.cand, base = &c, c.Commit
+		base = c.Commit
+		merged(car, c)
+	}
+}
+
+// gateTrain builds the chain of candidate trees on tip (a car that
+// conflicts is left out of the chain, as it will leave the queue) and
+// runs up to g.Parallel() gates at once.
+func (q *Service) gateTrain(ctx context.Context, into, tip string, cars []*trainCar, g Gate) {
+	ahead := 0
+	q.chain(ctx, into, tip, cars, g, func(car *trainCar, c Candidate) {
+		car.cand = &c
 		car.ticket.Set(Gating, fmt.Sprintf("speculatively, on %s at %s + %d ahead", into, short(tip), ahead))
 		ahead++
-	}
+	})
 	sem := make(chan struct{}, g.Parallel())
 	var wg sync.WaitGroup
 	for _, car := range cars {
