@@ -31,7 +31,26 @@ type RunnerCmd struct {
 	MaxTasks int           `name:"max-tasks" help:"How many turns this runner runs at once." default:"1"`
 	Once     bool          `help:"Stop once nothing runs here and nothing is left to claim (for CI jobs)."`
 	Lease    time.Duration `help:"How long a claim holds without renewal; another runner takes a task over after it runs out." default:"2m"`
-	Poll     time.Duration `help:"How often the runner fetches, renews and looks for work (at most a third of --lease)." default:"10s"`
+	Poll     time.Duration `help:"How often the runner fetches and looks for work (at most a third of --lease)." default:"10s"`
+	Grace    time.Duration `help:"On SIGTERM or SIGINT, how long a running turn may take to finish before the runner stops it and hands its claim back (0: at once)." default:"30s"`
+}
+
+// Help implements kong's detailed help.
+func (c *RunnerCmd) Help() string {
+	return `The runner renews its leases on a timer of its own (every quarter of
+--lease), so no fetch, push or start of a turn, however long, lets a
+lease run out while it holds the task; a renewal that finds the claim
+taken (a human's lazy pool release, or another runner after the lease ran
+out) ends that task's turn here at once.
+
+On SIGTERM or SIGINT the runner takes no new task, and gives a running
+turn --grace to finish and park; then it stops the turn the way lazy stop
+does (its work kept in the worktree and branch), pushes each task's
+record and branch and releases its claim, each push fenced by the claim
+it holds (a runner that lost a claim cannot release the new holder's),
+and exits 0. It exits 1, naming them, when a claim could not be handed
+back: that task waits for its lease to run out. A second signal ends the
+runner at once. Give the pod or service a stop timeout longer than --grace.`
 }
 
 // Run implements lazy runner.
@@ -56,14 +75,23 @@ func (c *RunnerCmd) Run(a *app, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Grace < 0 {
+		return usageError{fmt.Sprintf("--grace %s is negative; give 0 to stop a running turn at once", c.Grace)}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal starts the hand-back; a second one ends the
+		// runner the default way, at once.
+		<-ctx.Done()
+		stop()
+	}()
 	say := func(msg string) {
 		fmt.Fprintf(a.io.errOut, "%s runner %s: %s\n", time.Now().Format("15:04:05"), env.Runner().PoolRunnerID(), sanitize.Field(msg))
 	}
 	say(fmt.Sprintf("on %s, %s, agents %s, up to %s at once", remote, labelsOf(c.Label), words.List(a.settings().runnerAgents(), "none"), words.Count(c.MaxTasks, "turn", "turns")))
 	return env.Runner().RunPool(ctx, runner.Options{
-		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll, MaxLease: maxLease,
+		Remote: remote, Labels: c.Label, MaxTasks: c.MaxTasks, Once: c.Once, Lease: c.Lease, Poll: c.Poll, MaxLease: maxLease, Grace: c.Grace,
 		Agents: a.settings().runnerAgents(),
 		Input: func(agentName string) (session.StartInput, error) {
 			// The agent's command and posture come from this machine's

@@ -27,7 +27,7 @@ const (
 // runnerFlags are the flags of `lazy runner` (issue 32), each with whether
 // it takes a value:
 //
-//	lazy runner [--remote NAME] [--label L]... [--max-tasks N] [--once] [--lease DURATION] [--poll DURATION]
+//	lazy runner [--remote NAME] [--label L]... [--max-tasks N] [--once] [--lease DURATION] [--poll DURATION] [--grace DURATION]
 var runnerFlags = map[string]bool{
 	"--remote":    true,
 	"--label":     true,
@@ -35,6 +35,7 @@ var runnerFlags = map[string]bool{
 	"--once":      false,
 	"--lease":     true,
 	"--poll":      true,
+	"--grace":     true,
 }
 
 // runnerArgs checks the arguments that follow `lazy runner` against

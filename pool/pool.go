@@ -142,7 +142,12 @@ type entry struct {
 // reader held to git's answers). Two git processes in all, whatever the
 // number of refs.
 func (r *Remote) read(ctx context.Context, kind, file string, limit int, only string) ([]entry, []Problem, error) {
-	prefix := TrackPrefix(r.Name) + kind
+	return r.readAt(ctx, TrackPrefix(r.Name), kind, file, limit, only)
+}
+
+// readAt is read of the refs fetched under root.
+func (r *Remote) readAt(ctx context.Context, root, kind, file string, limit int, only string) ([]entry, []Problem, error) {
+	prefix := root + kind
 	pattern := prefix
 	if only != "" {
 		pattern = prefix + only
@@ -232,7 +237,30 @@ const maxRecord = 64 << 10
 // takes it over, leased on its commit. A ref whose name is not a task
 // id is only reported.
 func (r *Remote) Claims(ctx context.Context, now time.Time) (map[string]Held, []Problem, error) {
-	ents, problems, err := r.read(ctx, "claims/", "claim.json", maxRecord, "")
+	return r.claimsAt(ctx, TrackPrefix(r.Name), now)
+}
+
+// CheckPrefix is where Current keeps the claims it fetched for reader.
+func CheckPrefix(remote, reader string) string {
+	return "refs/lazy-pool-check/" + remote + "/" + reader + "/"
+}
+
+// Current is the claims as the remote holds them now, read as Claims
+// reads them, fetched into refs of reader's own (CheckPrefix) rather
+// than Fetch's: two fetches into the same refs at once fail on each
+// other's ref locks, or show a reader a claim half updated, so a reader
+// that runs beside Fetch (a runner's renewer) checks its claims here.
+func (r *Remote) Current(ctx context.Context, reader string, now time.Time) (map[string]Held, error) {
+	root := CheckPrefix(r.Name, reader)
+	if err := gitcli.New(r.Dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", r.Name, "+"+ClaimsPrefix+"*:"+root+"claims/*").Run(ctx); err != nil {
+		return nil, fmt.Errorf("fetch the pool's claims from %s: %w", r.Name, err)
+	}
+	claims, _, err := r.claimsAt(ctx, root, now)
+	return claims, err
+}
+
+func (r *Remote) claimsAt(ctx context.Context, root string, now time.Time) (map[string]Held, []Problem, error) {
+	ents, problems, err := r.readAt(ctx, root, "claims/", "claim.json", maxRecord, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the pool's claims: %w", err)
 	}

@@ -201,3 +201,40 @@ func TestRenewIsOnePushForEveryClaimAndTheRunner(t *testing.T) {
 		t.Fatalf("runners: %+v, %v", runners, err)
 	}
 }
+
+// TestCurrentReadsTheRemotesClaimsApartFromFetch: Current sees a claim
+// another runner moved since the last Fetch, and leaves Fetch's refs (and
+// so Claims) as they were: a renewer may run it beside a round's Fetch.
+func TestCurrentReadsTheRemotesClaimsApartFromFetch(t *testing.T) {
+	ctx := context.Background()
+	rs := clones(t, 2)
+	a, b := rs[0], rs[1]
+	now := time.Now()
+	h, err := a.Take(ctx, taskID, "a", nil, time.Minute, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fetchClaims(t, b)[taskID]; got.Commit != h.Commit {
+		t.Fatalf("b fetched %+v, want a's claim", got)
+	}
+	if err := a.Release(ctx, h, now); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.Current(ctx, "renewer", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cur[taskID]; !c.Released || c.Runner != "a" || c.Generation != 1 {
+		t.Fatalf("Current: %+v, want a's claim released at generation 1", c)
+	}
+	last, _, err := b.Claims(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := last[taskID]; c.Commit != h.Commit || c.Released {
+		t.Fatalf("Claims after Current: %+v, want the claim as last fetched, %s", c, h.Commit)
+	}
+	if got := testrepo.Git(t, b.Dir, "for-each-ref", "--format=%(refname)", CheckPrefix("origin", "renewer")); got != CheckPrefix("origin", "renewer")+"claims/"+taskID {
+		t.Fatalf("Current's refs: %q", got)
+	}
+}

@@ -40,13 +40,22 @@ func env(t *testing.T) *testEnv {
 // fakeSync is the task store's side on the remote: a pull that counts,
 // and the records as the remote had them.
 type fakeSync struct {
+	// block, when set, holds every pull until it is closed: git work
+	// that hangs.
+	block   chan struct{}
 	pulls   int
 	pullErr error
 	fetched map[string]string // task id -> record commit on the remote
 }
 
-func (f *fakeSync) Pull(context.Context, string) error { f.pulls++; return f.pullErr }
-func (f *fakeSync) TaskRef(id string) string           { return "refs/lazy/tasks/" + id }
+func (f *fakeSync) Pull(context.Context, string) error {
+	if f.block != nil {
+		<-f.block
+	}
+	f.pulls++
+	return f.pullErr
+}
+func (f *fakeSync) TaskRef(id string) string { return "refs/lazy/tasks/" + id }
 func (f *fakeSync) Fetched(_ context.Context, _, id string) string {
 	return f.fetched[id]
 }

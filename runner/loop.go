@@ -7,8 +7,11 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
@@ -43,12 +46,20 @@ type Options struct {
 	Say func(msg string)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Grace is how long a turn running when the runner is told to stop
+	// (SIGTERM, SIGINT) may take to finish on its own before it is
+	// stopped; 0 stops it at once.
+	Grace time.Duration
+	// RenewEvery is how often the leases are renewed (0: a quarter of
+	// the lease).
+	RenewEvery time.Duration
 }
 
 // Defaults of lazy runner.
 const (
 	DefaultLease = 2 * time.Minute
 	DefaultPoll  = 10 * time.Second
+	DefaultGrace = 30 * time.Second
 )
 
 // OnceRounds bounds a --once runner: it stops after this many rounds in
@@ -61,13 +72,26 @@ const OnceRounds = 5
 // runner is one lazy runner process: the claims it holds and when it
 // last renewed them.
 type runner struct {
-	s       *Service
-	e       *session.Env
-	o       Options
-	p       Pool
-	id      string
-	held    map[string]pool.Held
-	renewed time.Time
+	s  *Service
+	e  *session.Env
+	o  Options
+	p  Pool
+	id string
+	// mu guards held, renewing and the counts the renewer shares with
+	// the round; it is never held across a git call (see lease.go).
+	mu   sync.Mutex
+	held map[string]pool.Held
+	// renewing is closed when the renewer's push in flight ends (nil
+	// when none is).
+	renewing chan struct{}
+	// renewals counts the renewer's successful pushes.
+	renewals int
+	// lastRenewErr is the renewer's last failure said (said once).
+	lastRenewErr string
+	// stopRenewer ends the renewer and waits for it.
+	stopRenewer func()
+	// quit ends when the runner is told to stop: it takes no new task.
+	quit    context.Context
 	started time.Time
 	claims  map[string]pool.Held // as last fetched
 	// backoff holds the tasks this runner could not run, until when it
@@ -90,17 +114,31 @@ type runner struct {
 // eligible tasks it has room for by compare-and-swap pushes, runs their
 // turns here, renews its leases in one push per round, and pushes each
 // task's record and branch fenced by its claim.
+//
+// When ctx ends (SIGTERM, SIGINT) the runner takes no new task, gives a
+// turn running here o.Grace to finish and park on its own, then stops
+// what still runs (its work kept, as lazy stop keeps it) and hands back
+// every claim it holds with a fenced push: the task's record and branch,
+// then the release, each leased on the claim this runner holds, so a
+// runner that lost the claim cannot overwrite the new holder's. It
+// returns nil only when every claim was handed back.
 func (s *Service) RunPool(ctx context.Context, o Options) error {
 	r, err := s.newRunner(o)
 	if err != nil {
 		return err
 	}
+	r.quit = ctx
+	// The round's git work is not cut off by the signal: a push cut in
+	// half would lose what the turn did. It ends at the runner's stop.
+	work := context.WithoutCancel(ctx)
+	r.startRenewer(work)
+	defer r.stopRenewer()
 	for {
 		won := r.won
-		err := r.round(ctx)
+		err := r.round(work)
 		if err != nil {
 			if ctx.Err() != nil {
-				return r.stop()
+				return r.drain(work)
 			}
 			r.say("round failed (trying again in %s): %v", r.o.Poll, err)
 		}
@@ -113,12 +151,45 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 				return errors.Join(err, r.stop())
 			}
 		}
+		if ctx.Err() != nil {
+			return r.drain(work)
+		}
 		select {
 		case <-ctx.Done():
-			return r.stop()
+			return r.drain(work)
 		case <-time.After(r.o.Poll):
 		}
 	}
+}
+
+// drainPoll is how often a stopping runner looks whether the turns it
+// waits for ended.
+const drainPoll = 200 * time.Millisecond
+
+// drain is a runner told to stop: it gives the turns running here
+// o.Grace to end on their own (their leases renewed meanwhile), then
+// stops and hands back what it holds.
+func (r *runner) drain(ctx context.Context) error {
+	if n := r.working(); n > 0 && r.o.Grace > 0 {
+		r.say("stopping: taking no new task; %s running here may take %s to finish (--grace) before it is stopped", words.Count(n, "turn", "turns"), r.o.Grace)
+		deadline := time.NewTimer(r.o.Grace)
+		defer deadline.Stop()
+		tick := time.NewTicker(drainPoll)
+		defer tick.Stop()
+	wait:
+		for r.working() > 0 {
+			select {
+			case <-deadline.C:
+				r.say("the grace period of %s is over; stopping what still runs", r.o.Grace)
+				break wait
+			case <-tick.C:
+			}
+			for _, id := range r.heldIDs() {
+				r.o.Reconcile(ctx, id)
+			}
+		}
+	}
+	return r.stop()
 }
 
 func (s *Service) newRunner(o Options) (*runner, error) {
@@ -130,7 +201,7 @@ func (s *Service) newRunner(o Options) (*runner, error) {
 		o.Poll = DefaultPoll
 	}
 	if o.Poll > o.Lease/3 {
-		return nil, fmt.Errorf("--poll %s must be at most a third of --lease %s, so leases are renewed in time", o.Poll, o.Lease)
+		return nil, fmt.Errorf("--poll %s must be at most a third of --lease %s, so a claim this runner lost is seen within a lease", o.Poll, o.Lease)
 	}
 	if o.MaxTasks <= 0 {
 		o.MaxTasks = 1
@@ -144,6 +215,9 @@ func (s *Service) newRunner(o Options) (*runner, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Grace < 0 {
+		return nil, fmt.Errorf("--grace %s is negative; give 0 to stop a running turn at once", o.Grace)
+	}
 	if o.Say == nil {
 		o.Say = func(string) {}
 	}
@@ -155,7 +229,7 @@ func (s *Service) newRunner(o Options) (*runner, error) {
 		return nil, err
 	}
 	return &runner{s: s, e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, pushed: map[string]string{},
-		reported: map[string]bool{}, started: o.Now()}, nil
+		reported: map[string]bool{}, started: o.Now(), quit: context.Background(), stopRenewer: func() {}}, nil
 }
 
 func (r *runner) say(format string, args ...any) { r.o.Say(fmt.Sprintf(format, args...)) }
@@ -187,14 +261,8 @@ func (r *runner) onceBound(err error, won int) (bool, error) {
 }
 
 // round is one pass: take in what others did, tend the tasks held here,
-// renew the leases, claim more.
-//
-// The leases are renewed before the tasks are tended and again after
-// each step that can take long (tending a task, starting one it won):
-// on a loaded machine a whole round can outlast a lease, and a renewal
-// only at its end let other runners take over tasks whose turns ran
-// here, so the agent ran twice. renew pushes only once a third of the
-// lease has passed, so the extra calls cost nothing on a quick round.
+// claim more (unless the runner is stopping). The leases are the
+// renewer's (lease.go), whatever the round's git work takes.
 func (r *runner) round(ctx context.Context) error {
 	if err := r.fetch(ctx); err != nil {
 		return err
@@ -204,15 +272,12 @@ func (r *runner) round(ctx context.Context) error {
 		r.adopted = true
 	}
 	r.checkHeld(ctx)
-	if err := r.renew(ctx, false); err != nil {
-		return err
-	}
-	for id := range r.held {
+	for _, id := range r.heldIDs() {
 		r.o.Reconcile(ctx, id)
 		r.tend(ctx, id)
-		if err := r.renew(ctx, false); err != nil {
-			return err
-		}
+	}
+	if r.quit.Err() != nil {
+		return nil
 	}
 	return r.claimMore(ctx)
 }
@@ -245,17 +310,23 @@ func (r *runner) fetch(ctx context.Context) error {
 // ended here and this machine's session record dropped; the work stays
 // in the worktree and branch, and nothing of it is pushed.
 func (r *runner) checkHeld(ctx context.Context) {
-	for id, h := range r.held {
+	for _, id := range r.heldIDs() {
+		h, _ := r.holds(id)
 		c, ok := r.claims[id]
 		if ok && c.Commit == h.Commit {
 			continue
+		}
+		if ok && c.Runner == h.Runner && c.Generation == h.Generation && !c.Released && c.Problem == "" {
+			continue // this runner's renewal moved it after the fetch
 		}
 		r.lose(ctx, id, c)
 	}
 }
 
 func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
-	delete(r.held, id)
+	if !r.drop(id) {
+		return // the renewer or the round found it first
+	}
 	_, _ = r.e.Supervisors().StopTurn(ctx, id)
 	_ = r.e.Sessions().Forget(id)
 	name := id
@@ -281,11 +352,11 @@ func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
 func (r *runner) adopt() {
 	now := r.o.Now()
 	for id, h := range r.claims {
-		if _, held := r.held[id]; held || h.Runner != r.id || !h.Live(now) {
+		if _, held := r.holds(id); held || h.Runner != r.id || !h.Live(now) {
 			continue
 		}
 		if sn, err := r.e.Store.Load(id); err == nil && r.e.Owns(sn) {
-			r.held[id] = h
+			r.setHeld(id, h)
 			r.say("holding %s again (generation %d), as before this runner restarted", id, h.Generation)
 		}
 	}
@@ -298,14 +369,13 @@ func (r *runner) tend(ctx context.Context, id string) {
 	if err != nil {
 		return
 	}
-	if err := r.pushResults(ctx, sn); err != nil {
+	if err := r.pushResults(ctx, sn); err != nil && !errors.Is(err, pool.ErrBehind) {
 		r.say("push %s: %v", sn.Task.Slug, err)
 		return
 	}
 	switch st := sn.Task.Status; {
 	case st.IsTerminal():
-		if err := r.p.Release(ctx, r.held[id], r.o.Now()); err == nil {
-			delete(r.held, id)
+		if err := r.release(ctx, id); err == nil {
 			r.say("%s is %s; released", sn.Task.Slug, st)
 		}
 	case st == machine.Blocked:
@@ -338,51 +408,42 @@ func (r *runner) pushResults(ctx context.Context, sn *task.Snapshot) error {
 	if u, ok := r.logUpdate(ctx, id); ok {
 		ups = append(ups, u)
 	}
-	next, err := r.p.Fenced(ctx, r.held[id], r.o.Lease, r.o.Now(), ups)
+	err := r.claimPush(ctx, id, false, func(h pool.Held) (pool.Held, error) {
+		return r.p.Fenced(ctx, h, r.o.Lease, r.o.Now(), ups)
+	})
 	switch {
 	case errors.Is(err, pool.ErrLost):
 		r.lose(ctx, id, pool.Held{})
 		return err
 	case errors.Is(err, pool.ErrBehind):
 		// Someone wrote to the task meanwhile (feedback): the next round
-		// merges it and pushes again.
-		return nil
+		// merges it and pushes again (ErrBehind says so to the caller).
+		return err
 	case err != nil:
 		return err
 	}
-	r.held[id] = next
 	r.pushed[id] = local
 	return nil
 }
 
-// renew extends every lease held here, with the runner's record, in one
-// push, once a third of the lease has passed (or always, when forced).
-func (r *runner) renew(ctx context.Context, force bool) error {
-	now := r.o.Now()
-	if !force && now.Sub(r.renewed) < r.o.Lease/3 {
-		return nil
-	}
-	held := make([]pool.Held, 0, len(r.held))
-	for _, h := range r.held {
-		held = append(held, h)
-	}
-	next, err := r.p.Renew(ctx, held, r.record(false), r.o.Lease, now)
-	if errors.Is(err, pool.ErrLost) {
-		// A claim moved: the next round's fetch says which, and drops it.
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, h := range next {
-		r.held[h.Task] = h
-	}
-	r.renewed = now
-	return nil
+// release hands id's claim back, leased on the claim held here: a
+// runner that lost it (a higher generation holds it) is refused, and
+// the new holder's claim stays.
+func (r *runner) release(ctx context.Context, id string) error {
+	return r.claimPush(ctx, id, true, func(h pool.Held) (pool.Held, error) {
+		return pool.Held{}, r.p.Release(ctx, h, r.o.Now())
+	})
 }
 
 // record is what the pool is told about this runner.
 func (r *runner) record(stopped bool) pool.Runner {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.recordLocked(stopped)
+}
+
+// recordLocked is record, with r.mu held.
+func (r *runner) recordLocked(stopped bool) pool.Runner {
 	holding := make([]string, 0, len(r.held))
 	for id := range r.held {
 		holding = append(holding, id)
@@ -396,7 +457,7 @@ func (r *runner) record(stopped bool) pool.Runner {
 // human takes no room.
 func (r *runner) working() int {
 	n := 0
-	for id := range r.held {
+	for _, id := range r.heldIDs() {
 		if sn, err := r.e.Store.Load(id); err == nil && (sn.Task.Status.IsActive() || sn.Task.Status == machine.Backlog) {
 			n++
 		}
@@ -422,34 +483,83 @@ func (r *runner) idle() bool {
 
 // stop ends this runner: a turn still running here is stopped (the
 // task parks blocked with its work kept, as lazy stop leaves it, so no
-// other runner runs it a second time beside an orphan), every task it
-// holds gets its results pushed and is let go, and the pool is told.
+// other runner runs it a second time beside an orphan), the renewer is
+// ended, every task it holds gets its results pushed and its claim
+// handed back, each fenced by the claim held here, and the pool is told.
+// It fails, saying which, when a claim could not be handed back: its
+// task waits for its lease to run out (or for lazy pool release).
 func (r *runner) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for id := range r.held {
+	for _, id := range r.heldIDs() {
 		if sn, err := r.e.Store.Load(id); err == nil && sn.Task.Status == machine.Working {
 			if _, err := r.s.Lifecycle.Stop(ctx, id, "the runner that ran it stopped"); err != nil {
 				r.say("stop the turn of %s: %v (its claim runs out; the turn goes on here)", sn.Task.Slug, err)
 			}
 		}
 	}
-	for id := range r.held {
-		if sn, err := r.e.Store.Load(id); err == nil && !sn.Task.Status.IsActive() {
-			_ = r.pushResults(ctx, sn)
-			if r.p.Release(ctx, r.held[id], r.o.Now()) == nil {
-				delete(r.held, id)
-			}
+	// Handing back races no renewal of this runner's own.
+	r.stopRenewer()
+	var kept []string
+	for _, id := range r.heldIDs() {
+		name := id
+		if err := r.handBack(ctx, id, &name); err != nil {
+			kept = append(kept, name+" ("+err.Error()+")")
+			continue
 		}
+		r.say("handed %s back", name)
 	}
 	rec := r.record(true)
+	r.mu.Lock()
 	held := make([]pool.Held, 0, len(r.held))
 	for _, h := range r.held {
 		held = append(held, h)
 	}
+	r.mu.Unlock()
 	_, err := r.p.Renew(ctx, held, rec, r.o.Lease, r.o.Now())
+	if len(kept) > 0 {
+		sort.Strings(kept)
+		return fmt.Errorf("the runner stopped without handing back %s: %s; another runner takes it over once its lease runs out, or release it with lazy pool release", words.Count(len(kept), "claim", "claims"), strings.Join(kept, "; "))
+	}
 	if err != nil && !errors.Is(err, pool.ErrLost) {
+		return fmt.Errorf("the runner handed back its claims but could not tell the pool it stopped: %w", err)
+	}
+	return nil
+}
+
+// handBack pushes a stopping runner's results of id and releases its
+// claim, both fenced by it. A record the remote moved (feedback left
+// meanwhile) is pulled in and pushed again, so the next runner continues
+// from this turn's end.
+func (r *runner) handBack(ctx context.Context, id string, name *string) error {
+	sn, err := r.e.Store.Load(id)
+	if err != nil {
 		return err
+	}
+	*name = sn.Task.Slug
+	if sn.Task.Status.IsActive() {
+		return fmt.Errorf("its turn still runs here (%s)", sn.Task.Status)
+	}
+	err = r.pushResults(ctx, sn)
+	if errors.Is(err, pool.ErrBehind) {
+		if err = r.s.Sync.Pull(ctx, r.o.Remote); err == nil {
+			if sn, err = r.e.Store.Load(id); err == nil {
+				err = r.pushResults(ctx, sn)
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, pool.ErrLost):
+		return errors.New("another runner holds its claim now; nothing of it was pushed")
+	case err != nil:
+		return fmt.Errorf("push its record: %w", err)
+	}
+	if err := r.release(ctx, id); err != nil {
+		if errors.Is(err, pool.ErrLost) {
+			r.drop(id)
+			return errors.New("another runner holds its claim now; its release was refused")
+		}
+		return fmt.Errorf("release its claim: %w", err)
 	}
 	return nil
 }
@@ -477,7 +587,7 @@ func (r *runner) eligible() []poolCandidate {
 		if en.Err != nil || en.Status.IsTerminal() {
 			continue
 		}
-		if _, mine := r.held[en.ID]; mine {
+		if _, mine := r.holds(en.ID); mine {
 			continue
 		}
 		sn, err := r.e.Store.Load(en.ID)
@@ -537,7 +647,7 @@ func (r *runner) agentFor(sn *task.Snapshot) string {
 // each it wins.
 func (r *runner) claimMore(ctx context.Context) error {
 	for _, c := range r.eligible() {
-		if r.working() >= r.o.MaxTasks {
+		if r.working() >= r.o.MaxTasks || r.quit.Err() != nil {
 			return nil
 		}
 		id := c.sn.Task.ID
@@ -565,19 +675,15 @@ func (r *runner) claimMore(ctx context.Context) error {
 			return err
 		}
 		r.won++
-		r.held[id] = h
+		r.setHeld(id, h)
 		r.say("claimed %s (generation %d)", c.sn.Task.Slug, h.Generation)
 		if err := r.begin(ctx, c.sn, h); err != nil {
 			r.say("could not run %s here, letting it go (and leaving it to other runners for %s): %v", c.sn.Task.Slug, r.o.Lease, err)
 			r.backoff[id] = r.o.Now().Add(r.o.Lease)
-			if r.p.Release(ctx, h, r.o.Now()) == nil {
-				delete(r.held, id)
-			}
+			_ = r.release(ctx, id)
 		}
-		// Starting a turn can take long: the leases held before it are
-		// renewed now, not at the next round (see round).
-		if err := r.renew(ctx, false); err != nil {
-			return err
+		if r.quit.Err() != nil {
+			return nil // stopping: no new task
 		}
 	}
 	return nil

@@ -53,6 +53,7 @@ type Sync interface {
 type Pool interface {
 	Fetch(ctx context.Context) error
 	Claims(ctx context.Context, now time.Time) (map[string]pool.Held, []pool.Problem, error)
+	Current(ctx context.Context, reader string, now time.Time) (map[string]pool.Held, error)
 	Take(ctx context.Context, task, runner string, prev *pool.Held, lease time.Duration, now time.Time) (pool.Held, error)
 	Renew(ctx context.Context, held []pool.Held, rn pool.Runner, lease time.Duration, now time.Time) ([]pool.Held, error)
 	Fenced(ctx context.Context, h pool.Held, lease time.Duration, now time.Time, results []pool.Update) (pool.Held, error)
