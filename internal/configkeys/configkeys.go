@@ -84,7 +84,7 @@ var keys = []Key{
 	{Name: "lazy.gate.parallel", Kind: Int, Default: "`1`", Example: "2",
 		Help: "gates run at once when several tasks are accepted together (a speculative merge train)"},
 	{Name: "lazy.gate.batch", Kind: Int, Default: "`1`", Example: "8",
-		Help: "entries of a merge train gated as one tree; a batch that fails is bisected until the culprit is isolated, and the rest land (`auto` is not supported yet)"},
+		Help: "entries of a merge train gated as one tree; a batch that fails is bisected until the culprit is isolated, and the rest land; `auto` follows the recent failure rate (1/sqrt(p), 1 to 8)"},
 	{Name: "lazy.gate.autoFix", Kind: Bool, Default: "`false`", Example: "true",
 		Help: "hand a failed gate or a conflict to the agent and re-queue the task after its turn"},
 	{Name: "lazy.gate.maxAttempts", Kind: Int, Default: "`3`", Example: "3",
