@@ -158,6 +158,12 @@ async function main() {
   const costs = await call('lazy_cost', { by: 'outcome' });
   check(costs.by === 'outcome' && Array.isArray(costs.rows) && costs.rows.some((r) => r.key === 'accepted') && typeof costs.total.cost_usd === 'number', 'lazy_cost reports by outcome');
 
+  // The slow tasks parked after their turns: the inbox lists them, each
+  // with the command that answers it.
+  const inbox = await call('lazy_inbox', {});
+  check(Array.isArray(inbox.items) && inbox.items.some((it) => it.slug === slow.slug && it.kind === 'blocked' && it.command === `lazy accept ${slow.slug}`),
+    `lazy_inbox lists a parked task and the command that answers it: ${JSON.stringify(inbox.items.map((it) => [it.slug, it.kind, it.command]))}`);
+
   for (const t of tools) check(called.has(t.name), `${t.name} was called`);
   check(stderr.trim() === '', `nothing leaked to stderr: ${JSON.stringify(stderr.slice(0, 300))}`);
   await client.close();
