@@ -591,22 +591,14 @@ func (r *runner) eligible() []poolCandidate {
 			continue
 		}
 		sn, err := r.e.Store.Load(en.ID)
-		if err != nil || sn.Task.Pool == nil || r.refuse(sn) != "" {
+		if err != nil {
 			continue
 		}
-		c := poolCandidate{sn: sn}
-		if h, ok := r.claims[en.ID]; ok {
-			if h.Live(now) {
-				continue
-			}
-			c.prev = &h
-		} else if sn.Task.Status != machine.Backlog {
-			continue // started outside the pool
-		}
-		if !r.s.PoolWork(sn) {
+		prev, ok := r.s.poolClaimable(sn, r.claims, now)
+		if !ok || r.refuse(sn) != "" {
 			continue
 		}
-		out = append(out, c)
+		out = append(out, poolCandidate{sn: sn, prev: prev})
 	}
 	slices.SortFunc(out, func(a, b poolCandidate) int {
 		if pa, pb := a.sn.Task.Pool.Priority, b.sn.Task.Pool.Priority; pa != pb {

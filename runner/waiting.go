@@ -11,24 +11,35 @@ import (
 )
 
 // WaitsForRunner reports whether the pooled task sn waits for a runner
-// at now, given the pool's claims as last fetched: no live claim holds
-// it (a claim lazy did not accept holds nothing), it is a backlog task
-// or one whose claim ran out, it has work for a runner (PoolWork), and
-// the tasks it waits for are done. Labels and agents are left out: this
-// is the figure a scaler reads to decide whether to start a runner at
-// all, before any runner says what it offers.
+// at now, given the pool's claims as last fetched: it is claimable
+// (poolClaimable) and the tasks it waits for are done. Labels and agents
+// are left out: this is the figure a scaler reads to decide whether to
+// start a runner at all, before any runner says what it offers.
 func (s *Service) WaitsForRunner(sn *task.Snapshot, claims map[string]pool.Held, now time.Time) bool {
+	_, ok := s.poolClaimable(sn, claims, now)
+	return ok && lifecycle.DepsDone(s.Env.Store, sn) == nil
+}
+
+// poolClaimable is the rule a runner choosing work and the scaler's
+// count share: sn is pooled and not finished, no live claim holds it (a
+// claim lazy did not accept holds nothing), it is a backlog task or one
+// whose claim ran out, and it has work for a runner (PoolWork). It
+// returns the claim that ran out, which a take-over is fenced on (nil
+// for a task never claimed).
+func (s *Service) poolClaimable(sn *task.Snapshot, claims map[string]pool.Held, now time.Time) (*pool.Held, bool) {
 	if sn.Task.Pool == nil || sn.Task.Status.IsTerminal() {
-		return false
+		return nil, false
 	}
-	h, claimed := claims[sn.Task.ID]
-	if claimed && h.Live(now) {
-		return false
+	var prev *pool.Held
+	if h, claimed := claims[sn.Task.ID]; claimed {
+		if h.Live(now) {
+			return nil, false
+		}
+		prev = &h
+	} else if sn.Task.Status != machine.Backlog {
+		return nil, false // started outside the pool: no runner takes it
 	}
-	if !claimed && sn.Task.Status != machine.Backlog {
-		return false // started outside the pool: no runner takes it
-	}
-	return s.PoolWork(sn) && lifecycle.DepsDone(s.Env.Store, sn) == nil
+	return prev, s.PoolWork(sn)
 }
 
 // WaitingCount is the number of pooled tasks that wait for a runner at
