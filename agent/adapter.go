@@ -201,13 +201,19 @@ func MCPFlags(agentName string, m *MCPServer) []string {
 		// (never argv). Codex exec runs with approval policy "never",
 		// under which an MCP tool call that needs approval fails ("MCP
 		// tool call requires approval, but approval policy is never"):
-		// lazy's own server is approved, and only it. Codex gives a
-		// server 10 seconds to start and then works on without its
-		// tools, saying nothing the turn shows: on a loaded machine lazy
-		// mcp took longer (CI, a race-built binary on two busy cores) and
-		// the agent had no lazy tools, so lazy's server gets a minute.
+		// lazy's own server is approved, and only it.
+		//
+		// Codex builds a turn's tools after giving an optional server
+		// about a second to start; a slower one is left out of the
+		// turn, saying nothing the turn shows (codex 0.171: "unsupported
+		// call" when the model calls it anyway). On a loaded machine
+		// lazy mcp-proxy takes longer than that (CI: a race-built binary
+		// on two busy cores), and the agent ran without lazy's tools. A
+		// required server is waited for, up to startup_timeout_sec, and
+		// one that cannot start fails the turn at once ("required MCP
+		// servers failed to initialize"), which ClassifyCodex reads.
 		return []string{"-c", "mcp_servers.lazy.command=" + string(cmd), "-c", "mcp_servers.lazy.args=" + string(args), "-c", "mcp_servers.lazy.env_vars=" + string(vars),
-			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`, "-c", "mcp_servers.lazy.startup_timeout_sec=60"}
+			"-c", `mcp_servers.lazy.default_tools_approval_mode="approve"`, "-c", "mcp_servers.lazy.startup_timeout_sec=60", "-c", "mcp_servers.lazy.required=true"}
 	}
 	return nil
 }

@@ -205,6 +205,10 @@ var (
 	// 7th, 2026 6:10 AM." (a later day), in the machine's local time.
 	codexTryAgain = lazyRegexp(`(?i)try again at (?:([a-z]{3}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}):(\d{2}) ([ap]m)`)
 	codexAuth     = lazyRegexp(`(?i)unexpected status 401|unauthorized|not logged in|please log in|invalid api key`)
+	// lazy's MCP server is required (MCPFlags): when it cannot start,
+	// Codex refuses to start the thread. The server is lazy's local
+	// proxy to its daemon, so this is the unreachable-proxy class.
+	codexMCPStart = lazyRegexp(`(?i)required MCP servers failed to initialize`)
 )
 
 // ClassifyCodex classifies a Codex CLI failure from its error events and
@@ -216,6 +220,9 @@ func ClassifyCodex(s Signals) Failure {
 	}
 	if m := codexAuth.FindString(text); m != "" {
 		return Failure{Class: FatalAuth, Reason: snippet(text, m)}
+	}
+	if m := codexMCPStart.FindString(text); m != "" {
+		return Failure{Class: TransientUnreachable, Reason: snippet(text, m)}
 	}
 	if f, ok := classifyCommon(text); ok {
 		return f

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,6 +66,13 @@ func TestClassifyCodexAndExec(t *testing.T) {
 	}
 	if f := ClassifyCodex(Signals{Text: "stream error: connection refused"}); f.Class != TransientUnreachable {
 		t.Errorf("codex refused: %s", f.Class)
+	}
+	// Codex 0.171's words when lazy's required MCP server cannot start
+	// (the real CLI's stderr, its Rust type names cut): a proxy that
+	// is not there, never the agent's fault, never "unknown".
+	mcpDown := "Reading additional input from stdin...\n2026-12-07T10:17:21.676680Z ERROR codex_core::session: Failed to create session: required MCP servers failed to initialize: lazy: handshaking with MCP server failed: Send message error Transport error: Broken pipe (os error 32), when send initialize request\nError: thread/start: thread/start failed"
+	if f := ClassifyCodex(Signals{Text: mcpDown, ExitCode: 1}); f.Class != TransientUnreachable || !strings.Contains(f.Reason, "required MCP servers failed to initialize: lazy") {
+		t.Errorf("codex without lazy's MCP server: %s %q", f.Class, f.Reason)
 	}
 	if f := ClassifyExec(Signals{Text: "HTTP 429 Too Many Requests"}); f.Class != TransientOverload {
 		t.Errorf("exec 429: %s", f.Class)

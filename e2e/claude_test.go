@@ -40,7 +40,7 @@ func TestCodexTurnAndResume(t *testing.T) {
 	// objects, branch refs and logs, and the worktree's own git dir.
 	common := filepath.Join(r.dir, ".git")
 	if !strings.HasPrefix(got, "exec --json -c mcp_servers.lazy.command=\""+lazyBin+"\" -c mcp_servers.lazy.args=[\"-C\",") ||
-		!strings.Contains(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -c mcp_servers.lazy.default_tools_approval_mode=\"approve\" -c mcp_servers.lazy.startup_timeout_sec=60 -s workspace-write "+
+		!strings.Contains(got, "\"mcp-proxy\"] -c mcp_servers.lazy.env_vars=[\"LAZY_MCP_TOKEN\"] -c mcp_servers.lazy.default_tools_approval_mode=\"approve\" -c mcp_servers.lazy.startup_timeout_sec=60 -c mcp_servers.lazy.required=true -s workspace-write "+
 			"--add-dir "+filepath.Join(common, "objects")+" --add-dir "+filepath.Join(common, "refs", "heads")+" --add-dir "+filepath.Join(common, "logs")+" --add-dir "+filepath.Join(common, "worktrees")) ||
 		!strings.HasSuffix(got, " resume th-1 -- -starts with a dash") {
 		t.Fatalf("codex resume argv %q", got)

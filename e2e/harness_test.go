@@ -22,6 +22,11 @@ import (
 var lazyBin, fakeAgentBin, fakeGHDir string
 
 func TestMain(m *testing.M) {
+	if d := os.Getenv(slowMCPEnv); d != "" {
+		// This test binary, started by a real agent CLI as its MCP
+		// server (TestRealCodexWaitsForASlowLazyServer).
+		os.Exit(serveSlowMCP(d))
+	}
 	flag.Parse() // for testing.Short: the fast lane builds lazy without -race
 	dir, err := os.MkdirTemp("", "lazy-e2e-bin-")
 	if err != nil {
