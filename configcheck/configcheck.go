@@ -73,6 +73,8 @@ func problem(k configkeys.Key, value string) (why string, err error) {
 		err = gitstore.CheckPushRefspec(value)
 	case "lazy.gate.protect":
 		err = gate.CheckProtect(value)
+	case "lazy.gate.lanes":
+		err = gate.CheckLanes(value)
 	}
 	return "", err
 }

@@ -101,6 +101,9 @@ type Settings struct {
 	// train's batches from its recent outcomes (queue.AutoBatch); Batch
 	// stays 1.
 	BatchAuto bool
+	// Lanes is lazy.gate.lanes: how a train is split into lanes that
+	// gate and land independently (the zero value: one train).
+	Lanes LaneRule
 }
 
 // Load reads the gate's settings from cfg. Each bad value is an error
@@ -142,6 +145,9 @@ func Load(cfg Config) (Settings, error) {
 		return Settings{}, err
 	}
 	if s.Batch, s.BatchAuto, err = batch(cfg); err != nil {
+		return Settings{}, err
+	}
+	if s.Lanes, err = parseLanes(cfg.All(keyLanes)); err != nil {
 		return Settings{}, err
 	}
 	if s.AutoFix, err = boolean(cfg, keyAutoFix, false); err != nil {

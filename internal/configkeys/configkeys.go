@@ -85,6 +85,8 @@ var keys = []Key{
 		Help: "gates run at once when several tasks are accepted together (a speculative merge train)"},
 	{Name: "lazy.gate.batch", Kind: Int, Default: "`1`", Example: "8",
 		Help: "entries of a merge train gated as one tree; a batch that fails is bisected until the culprit is isolated, and the rest land; `auto` follows the recent failure rate (1/sqrt(p), 1 to 8)"},
+	{Name: "lazy.gate.lanes", Kind: List, Default: "none", Example: "'docs=docs/,*.md'",
+		Help: "a lane of the merge train, `NAME=GLOB[,GLOB...]`: entries whose changes touch disjoint lanes gate and land independently (paths in no lane form the lane `default`; an entry spanning lanes waits for each); repeat the key, one lane each, or set `diff` to take lanes from the actual diffs"},
 	{Name: "lazy.gate.autoFix", Kind: Bool, Default: "`false`", Example: "true",
 		Help: "hand a failed gate or a conflict to the agent and re-queue the task after its turn"},
 	{Name: "lazy.gate.maxAttempts", Kind: Int, Default: "`3`", Example: "3",
