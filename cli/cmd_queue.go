@@ -57,6 +57,9 @@ func renderQueues(w io.Writer, queues []queue.View, now time.Time) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "Queue into %s: %d waiting or running\n", sanitize.Field(q.Target), len(q.Entries))
+		if q.Lanes != "" {
+			fmt.Fprintf(w, "  Lanes: %s\n", sanitize.Field(q.Lanes))
+		}
 		for n, en := range q.Entries {
 			line := fmt.Sprintf("  %d. %-28s %-8s %s", n+1, sanitize.Field(en.Slug), en.State, ago(now, en.Since))
 			if en.Detail != "" {
@@ -75,6 +78,9 @@ func renderQueues(w io.Writer, queues []queue.View, now time.Time) {
 			line := fmt.Sprintf("    %-28s %-8s %s", sanitize.Field(l.Slug), l.Outcome, ago(now, l.At))
 			if l.Commit != "" {
 				line += "  as " + render.ShortSHA(l.Commit)
+			}
+			if l.Lane != "" {
+				line += "  lane " + sanitize.Field(l.Lane)
 			}
 			if l.Batch != nil {
 				line += "  " + sanitize.Field(l.Batch.String())

@@ -118,6 +118,11 @@ type AcceptOptions struct {
 	// recorded on the task and in the commit's trailer. Only a human may
 	// give it; without it such a change never lands.
 	ApproveProtected bool
+
+	// lane is what a lane's train found for this accept
+	// (lazy.gate.lanes): a passing run on the lane's tree, which lands
+	// unrun when the target moved only outside the lane.
+	lane *queue.LaneRun
 }
 
 // DefaultPreTurnTimeout bounds a pre-accept turn unless the caller says.

@@ -26,6 +26,11 @@ func (a *localAccept) gate(ctx context.Context) error {
 	a.begin("gate")
 	e, slug, into := a.e, a.sn.Task.Slug, a.pre.into
 	e.Gates().SweepGateLeftovers(ctx)
+	if c, how, ok := a.laneVouched(ctx); ok {
+		a.say(func(n Narrator) { n.Note("the gate " + how + "; not running it again") })
+		a.cand, a.runID = c, a.opts.lane.Run
+		return nil
+	}
 	a.ticket.Set(queue.Gating, "on "+into+" at "+short(a.pre.intoSHA))
 	c, reused, run, err := e.Gates().gateTree(ctx, "accept", a.sn, a.gp, a.pre.intoSHA, a.pre.branch, into, a.opts, func(c *candidate) {
 		if claim := e.Gates().remoteClaim(a.sn, c.tree); claim != "" {

@@ -15,6 +15,13 @@ import (
 // does nothing and reports false, and the task is accepted as any
 // other.
 func (l trainLander) SetAside(ctx context.Context, name, runID, tree string) (*AcceptResult, bool, error) {
+	return l.setAside(ctx, name, runID, tree, func(cand string) (string, bool) { return "", cand == tree })
+}
+
+// setAside is SetAside, with same deciding whether the candidate tree its
+// accept would gate now stands for tree, the one the run failed on (and
+// saying how, for the narrator).
+func (l trainLander) setAside(ctx context.Context, name, runID, tree string, same func(cand string) (string, bool)) (*AcceptResult, bool, error) {
 	e := l.e
 	id, err := e.Store.Resolve(name)
 	if err != nil {
@@ -46,7 +53,11 @@ func (l trainLander) SetAside(ctx context.Context, name, runID, tree string) (*A
 		return nil, false, nil
 	}
 	c, err := e.Gates().buildCandidate(ctx, tip, local.Branch, sn.Task.Slug, into)
-	if err != nil || c.tree != tree {
+	if err != nil {
+		return nil, false, nil
+	}
+	how, ok := same(c.tree)
+	if !ok {
 		return nil, false, nil
 	}
 	// The run is no longer an assumption about the queue ahead: it is the
@@ -54,8 +65,13 @@ func (l trainLander) SetAside(ctx context.Context, name, runID, tree string) (*A
 	run.Speculative = false
 	e.Gates().noteGate(sn, *run)
 	if l.narrate != nil {
-		if n := l.narrate(name); n != nil && sn.Task.Gate.Batched != nil {
-			n.Note("the gate " + sn.Task.Gate.Batched.String() + "; not running it again")
+		if n := l.narrate(name); n != nil {
+			switch {
+			case how != "":
+				n.Note("the gate " + how + "; not running it again")
+			case sn.Task.Gate.Batched != nil:
+				n.Note("the gate " + sn.Task.Gate.Batched.String() + "; not running it again")
+			}
 		}
 	}
 	return nil, true, e.handBack(ctx, &GateError{Task: sn.Task.Slug, Run: *run, Batch: sn.Task.Gate.Batched}, l.opts)

@@ -90,6 +90,11 @@ func (Git) Stat(ctx context.Context, repoDir, from, to string, wide bool) (strin
 	return worktree.Stat(ctx, repoDir, from, to, wide)
 }
 
+// DiffNames is worktree.DiffNames.
+func (Git) DiffNames(ctx context.Context, repoDir, from, to string) ([]string, error) {
+	return worktree.DiffNames(ctx, repoDir, from, to)
+}
+
 // RangeFiles is worktree.RangeFiles.
 func (Git) RangeFiles(ctx context.Context, repoDir, base, tip string) (names []string, truncated bool, err error) {
 	return worktree.RangeFiles(ctx, repoDir, base, tip)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lazyorch/lazy/gate"
 	"github.com/lazyorch/lazy/internal/termsafe"
+	lwords "github.com/lazyorch/lazy/internal/words"
 )
 
 // LaneEntry is what the planner knows of one entry: the paths its change
@@ -192,4 +193,60 @@ func diffLaneName(paths []string, truncated bool) string {
 		return strings.Join(tops[:3], "+") + "+" + strconv.Itoa(len(tops)-3) + " more"
 	}
 	return strings.Join(tops, "+")
+}
+
+// recentLanes is how many of the newest entries that left LaneSummary
+// reads for the lanes with nothing in flight.
+const recentLanes = 10
+
+// LaneSummary says where each lane of target's queue stands, for lazy
+// queue: "lane docs: 2 entries, gating; lane api: landed". A lane in
+// flight gives its entries and the state of its head; a lane with none
+// in flight (among the newest that left) how its last entry left. ""
+// when no entry went through a lane.
+func LaneSummary(v View) string {
+	type lane struct {
+		n     int
+		state string
+	}
+	var order []string
+	lanes := map[string]*lane{}
+	get := func(name string) *lane {
+		if lanes[name] == nil {
+			lanes[name] = &lane{}
+			order = append(order, name)
+		}
+		return lanes[name]
+	}
+	for _, en := range v.Entries {
+		if en.Lane == "" {
+			continue
+		}
+		l := get(en.Lane)
+		if l.n == 0 || en.State == Gating || en.State == Landing {
+			l.state = en.State
+		}
+		l.n++
+	}
+	left := v.Left
+	if len(left) > recentLanes {
+		left = left[len(left)-recentLanes:]
+	}
+	for i := len(left) - 1; i >= 0; i-- {
+		if lf := left[i]; lf.Lane != "" {
+			if l := get(lf.Lane); l.n == 0 && l.state == "" {
+				l.state = lf.Outcome
+			}
+		}
+	}
+	var parts []string
+	for _, name := range order {
+		l := lanes[name]
+		s := "lane " + termsafe.String(name) + ": "
+		if l.n > 0 {
+			s += lwords.Count(l.n, "entry", "entries") + ", "
+		}
+		parts = append(parts, s+l.state)
+	}
+	return strings.Join(parts, "; ")
 }

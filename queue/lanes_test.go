@@ -77,3 +77,15 @@ func TestPlanLanesEscapesNames(t *testing.T) {
 		t.Fatalf("name %q", n)
 	}
 }
+
+func TestLaneSummary(t *testing.T) {
+	v := View{Target: "main",
+		Entries: []Entry{{Lane: "docs", State: Waiting}, {Lane: "docs", State: Gating}, {Lane: "docs+api", State: Waiting}},
+		Left:    []Left{{Lane: "api", Outcome: LeftFailed}, {Lane: "api", Outcome: LeftLanded}, {Outcome: LeftLanded}}}
+	if got, want := LaneSummary(v), "lane docs: 2 entries, gating; lane docs+api: 1 entry, waiting; lane api: landed"; got != want {
+		t.Fatalf("summary %q, want %q", got, want)
+	}
+	if got := LaneSummary(View{Entries: []Entry{{State: Waiting}}}); got != "" {
+		t.Fatalf("no lanes: %q", got)
+	}
+}

@@ -78,6 +78,10 @@ type Entry struct {
 	Forge bool `json:"forge,omitempty"`
 	// Batch is what a batched train (lazy.gate.batch) decided for it.
 	Batch *task.BatchOutcome `json:"batch,omitempty"`
+	// Lane is the lane of its train it goes through (lazy.gate.lanes):
+	// one lane's name, or several joined by "+" for an entry whose change
+	// spans them; "" when the train has no lanes.
+	Lane string `json:"lane,omitempty"`
 }
 
 // Left is an entry that left its queue, and why.
@@ -91,6 +95,8 @@ type Left struct {
 	At      time.Time `json:"at"`
 	// Batch is what a batched train decided for it, as on its entry.
 	Batch *task.BatchOutcome `json:"batch,omitempty"`
+	// Lane is the lane it went through, as on its entry.
+	Lane string `json:"lane,omitempty"`
 }
 
 // View is one target's queue: entries in the order they entered, and
@@ -99,6 +105,9 @@ type View struct {
 	Target  string  `json:"target"`
 	Entries []Entry `json:"entries"`
 	Left    []Left  `json:"left"`
+	// Lanes says where each lane of its train stands
+	// (lazy.gate.lanes; LaneSummary); "" without lanes.
+	Lanes string `json:"lanes,omitempty"`
 }
 
 // maxLeft bounds the log of entries that left.
@@ -188,7 +197,7 @@ func (q *Service) Enter(sn *task.Snapshot, target string) *Ticket {
 	if b, err := os.ReadFile(t.path); err == nil {
 		var old Entry
 		if json.Unmarshal(b, &old) == nil && old.PID == t.en.PID && old.Target == target {
-			t.en.Entered, t.en.Batch = old.Entered, old.Batch
+			t.en.Entered, t.en.Batch, t.en.Lane = old.Entered, old.Batch, old.Lane
 		}
 	}
 	_ = os.Remove(q.fixingPath(sn.Task.ID))
@@ -212,7 +221,7 @@ func (t *Ticket) Leave(outcome, why, commit string) {
 	}
 	_ = os.Remove(t.path)
 	t.q.logLeft(Left{Task: t.en.Task, Slug: t.en.Slug, Target: t.en.Target, Outcome: outcome, Why: session.OneLine(why), Commit: commit,
-		At: t.q.now().Truncate(time.Second), Batch: t.en.Batch})
+		At: t.q.now().Truncate(time.Second), Batch: t.en.Batch, Lane: t.en.Lane})
 }
 
 // Outcome is how an accept's error says why its entry left: landing's
@@ -389,6 +398,7 @@ func (q *Service) Queues() []View {
 	var out []View
 	for _, v := range byTarget {
 		slices.SortFunc(v.Entries, func(a, b Entry) int { return a.Entered.Compare(b.Entered) })
+		v.Lanes = LaneSummary(*v)
 		out = append(out, *v)
 	}
 	slices.SortFunc(out, func(a, b View) int { return strings.Compare(a.Target, b.Target) })

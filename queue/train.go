@@ -84,12 +84,25 @@ type Accepting[R any] struct {
 // culprit is isolated; the good entries then land unrun, and a culprit
 // is set aside (Lander.SetAside) without its gate running again.
 func AcceptMany[R any](ctx context.Context, q *Service, names []string, l Lander[R], speculate bool) []Accepting[R] {
+	out := make([]Accepting[R], len(names))
+	var laned map[string]bool
+	if speculate {
+		// With lazy.gate.lanes, a target's train runs as lanes beside one
+		// another (lanetrain.go); what it leaves goes the way below.
+		laned = acceptLanes(ctx, q, names, l, out)
+	}
+	var rest []string
+	var at []int
+	for i, name := range names {
+		if !laned[name] {
+			rest, at = append(rest, name), append(at, i)
+		}
+	}
 	var aside map[string]setAside
 	if speculate {
-		aside = q.speculate(ctx, names, l.Gate)
+		aside = q.speculate(ctx, rest, l.Gate)
 	}
-	out := make([]Accepting[R], len(names))
-	for i, name := range names {
+	for k, name := range rest {
 		var res R
 		var err error
 		done := false
@@ -99,7 +112,7 @@ func AcceptMany[R any](ctx context.Context, q *Service, names []string, l Lander
 		if !done {
 			res, err = l.Accept(ctx, name)
 		}
-		out[i] = Accepting[R]{Name: name, Result: res, Err: err}
+		out[at[k]] = Accepting[R]{Name: name, Result: res, Err: err}
 		q.leftBehind(name, err)
 	}
 	return out

@@ -352,6 +352,9 @@ func (v *Show) renderGate(w io.Writer) {
 	if b := g.Batched; b != nil {
 		fmt.Fprintf(w, "  batched train into %s: %s\n", sanitize.Field(b.Target), sanitize.Field(b.String()))
 	}
+	if g.Lane != "" {
+		fmt.Fprintf(w, "  lane: %s (lazy.gate.lanes: gated and landed beside the train's other lanes)\n", sanitize.Field(g.Lane))
+	}
 	if g.FixRounds > 0 {
 		fmt.Fprintf(w, "  automatic fix rounds: %d\n", g.FixRounds)
 	}

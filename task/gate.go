@@ -29,6 +29,10 @@ type GateRecord struct {
 	// Batched is how the task's last batched train (lazy.gate.batch)
 	// decided it: landed with its batch, or isolated as the culprit.
 	Batched *BatchOutcome `json:"batched,omitempty"`
+	// Lane is the lane of the merge train (lazy.gate.lanes) its last
+	// accept went through: one lane's name, or several joined by "+"
+	// when its change spanned them.
+	Lane string `json:"lane,omitempty"`
 }
 
 // GateBatch places a gate run in a batched train (lazy.gate.batch): the
@@ -280,6 +284,9 @@ func checkGate(g *GateRecord) error {
 	}
 	if b := g.Batched; b != nil && ((b.Outcome != BatchPassed && b.Outcome != BatchIsolated) || (b.Run != "" && !ValidID(b.Run)) || len(b.Target) > 255) {
 		return fmt.Errorf("task.json has a batched train's outcome lazy does not write (%q)", b.Outcome)
+	}
+	if len(g.Lane) > 255 {
+		return fmt.Errorf("task.json names a merge-train lane of %d bytes, more than lazy writes", len(g.Lane))
 	}
 	if len(g.Runs) > MaxGateRuns {
 		return fmt.Errorf("task.json has %d gate runs; lazy keeps at most %d", len(g.Runs), MaxGateRuns)

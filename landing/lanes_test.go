@@ -1,0 +1,160 @@
+package landing
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
+	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/queue"
+)
+
+// TestLanesLandApartFromAFailingLane: with lanes docs and api, five tasks
+// accepted together: d1 (docs, fails the gate, whose run is held until
+// the test lets it end), a1 (api), d2 (docs, behind d1), s (docs and api)
+// and a2 (api, behind s). a1 lands while d1's gate still runs: a failure
+// in docs never holds api. d1 is given back on its one run; d2 is gated
+// again without d1 and lands; s waits for both lanes and lands after d2;
+// a2 lands on its lane's run, unrun again, since main moved only in docs
+// meanwhile. main never holds d1's file, and each task records its lane.
+func TestLanesLandApartFromAFailingLane(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	flag := filepath.Join(t.TempDir(), "release")
+	r := newGateRepo(t, "if test -e docs/bad.md; then while ! test -e "+flag+"; do sleep 0.02; done; echo 'docs/bad.md is here'; exit 1; fi")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
+	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "bad\n"})
+	a1 := r.task(t, "a1", map[string]string{"api/a.go": "package api\n"})
+	d2 := r.task(t, "d2", map[string]string{"docs/ok.md": "ok\n"})
+	s := r.task(t, "s", map[string]string{"docs/s.md": "s\n", "api/s.go": "package api\n"})
+	a2 := r.task(t, "a2", map[string]string{"api/b.go": "package api\n"})
+	ids := []string{d1.Task.ID, a1.Task.ID, d2.Task.ID, s.Task.ID, a2.Task.ID}
+	start := r.tip(t)
+
+	done := make(chan []Accepting, 1)
+	go func() { done <- r.e.AcceptMany(ctx, ids, nil, AcceptOptions{}) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", "main"), "api/a.go") {
+		select {
+		case res := <-done:
+			t.Fatalf("the train ended before a1 landed: %+v", res)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a1 did not land while d1's gate ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := r.load(t, d1.Task.ID); got.Task.Status != machine.Blocked || len(got.Task.Gate.Runs) != 0 {
+		t.Fatalf("d1's gate should still be running when a1 lands: %s, %d runs", got.Task.Status, len(got.Task.Gate.Runs))
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := <-done
+
+	var ge *GateError
+	for i, res := range results {
+		switch {
+		case i == 0 && !errors.As(res.Err, &ge):
+			t.Fatalf("d1: %v", res.Err)
+		case i != 0 && res.Err != nil:
+			t.Fatalf("task %d: %v", i, res.Err)
+		}
+	}
+	// main's commits, oldest first: which task each is, and never d1's file.
+	var order []string
+	for _, c := range strings.Fields(testrepo.Git(t, r.dir, "log", "--reverse", "--format=%H", start+"..main")) {
+		if files := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", c); strings.Contains(files, "docs/bad.md") {
+			t.Fatalf("main moved to %s, which holds the failing docs/bad.md", c)
+		}
+		order = append(order, strings.TrimSpace(testrepo.Git(t, r.dir, "log", "-1", "--format=%s", c)))
+	}
+	at := func(title string) int {
+		return slices.IndexFunc(order, func(s string) bool { return strings.Contains(s, title) })
+	}
+	if len(order) != 4 || at("a1") != 0 || at("d2") < 0 || at("s") < at("d2") || at("a2") < at("s") {
+		t.Fatalf("main's commits %q: want a1 first, then d2, s after d2 and a2 after s", order)
+	}
+	runs := func(sn string) int { return len(r.load(t, sn).Task.Gate.Runs) }
+	if runs(d1.Task.ID) != 1 || runs(a1.Task.ID) != 1 || runs(a2.Task.ID) != 1 {
+		t.Fatalf("gate runs: d1 %d, a1 %d, a2 %d; want one each (given back, landed, landed on its lane's run)", runs(d1.Task.ID), runs(a1.Task.ID), runs(a2.Task.ID))
+	}
+	if got := r.load(t, a2.Task.ID); !strings.Contains(testrepo.Git(t, r.dir, "log", "-1", "--format=%B", "main"), got.Task.Gate.Runs[0].ID) {
+		t.Fatalf("a2's commit does not name its lane's run %s", got.Task.Gate.Runs[0].ID)
+	}
+	for id, lane := range map[string]string{d1.Task.ID: "docs", a1.Task.ID: "api", d2.Task.ID: "docs", s.Task.ID: "docs+api", a2.Task.ID: "api"} {
+		if got := r.load(t, id).Task.Gate.Lane; got != lane {
+			t.Fatalf("%s went through lane %q, want %q", r.load(t, id).Task.Slug, got, lane)
+		}
+	}
+	if got := r.load(t, d1.Task.ID); got.Task.Status != machine.Blocked {
+		t.Fatalf("d1 is %s", got.Task.Status)
+	}
+	q := r.e.queue().Queues()
+	if len(q) != 1 || len(q[0].Left) != 5 {
+		t.Fatalf("queue: %+v", q)
+	}
+	for _, l := range q[0].Left {
+		if l.Lane == "" {
+			t.Fatalf("left without its lane: %+v", l)
+		}
+	}
+	if sum := queue.LaneSummary(q[0]); !strings.Contains(sum, "lane docs:") || !strings.Contains(sum, "lane api:") {
+		t.Fatalf("summary %q", sum)
+	}
+}
+
+// TestALaneIsGitsDiffNotTheAgents: an agent that renames an api file into
+// docs/ and adds a symlink docs/l pointing into api/ touches, as git
+// reports it, api/x.go (the rename's old name), docs/x.go and docs/l: the
+// entry spans both lanes and waits for each; nothing it says decides it.
+func TestALaneIsGitsDiffNotTheAgents(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	r := newGateRepo(t, "true")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
+	seed := r.task(t, "seed", map[string]string{"api/x.go": "package api\n", "api/y.go": "package api\n"})
+	if res := r.e.AcceptMany(ctx, []string{seed.Task.ID}, nil, AcceptOptions{}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	sn := r.task(t, "docs only, it says (see docs/../api)", map[string]string{"docs/readme.md": "x\n"})
+	local, err := r.e.Owned(sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testrepo.Git(t, local.Worktree, "mv", "api/x.go", "docs/x.go")
+	if err := os.Symlink("../api/y.go", filepath.Join(local.Worktree, "docs", "l")); err != nil {
+		t.Fatal(err)
+	}
+	testrepo.Git(t, local.Worktree, "add", ".")
+	testrepo.Git(t, local.Worktree, "commit", "-q", "-m", "move")
+	tip := r.tip(t)
+	g, err := (trainLander{e: r.e}).Gate(ctx, "main", tip)
+	if err != nil || g == nil {
+		t.Fatal(g, err)
+	}
+	lg := g.(queue.LaneGate)
+	paths, truncated, err := lg.Changed(ctx, tip, local.Branch)
+	if err != nil || truncated {
+		t.Fatal(paths, truncated, err)
+	}
+	slices.Sort(paths)
+	if strings.Join(paths, " ") != "api/x.go docs/l docs/readme.md docs/x.go" {
+		t.Fatalf("changed %q", paths)
+	}
+	plan := queue.PlanLanes(lg.Lanes(), []queue.LaneEntry{{Paths: paths}})
+	if plan.Name(0) != "docs+api" {
+		t.Fatalf("lanes %q", plan.Name(0))
+	}
+}

@@ -1,0 +1,260 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/lazyorch/lazy/gate"
+	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/task"
+)
+
+// A train with lanes (lazy.gate.lanes): the entries are split by the
+// paths their changes touch (PlanLanes), and each lane is a train of its
+// own: its entries are gated speculatively stacked only on one another,
+// and accepted in order, while the other lanes' trains run beside it, so
+// a failure in one lane never holds another. An entry whose change spans
+// several lanes is in each of their trains, and is accepted only once
+// every one of them has reached it: it never bypasses an entry ahead of
+// it in any of its lanes.
+//
+// What holds: the target still only moves through an accept, under its
+// accept lock, onto the target's tip at that moment. The tree it moves
+// to either passed the gate itself, or is a tree that passed in the
+// entry's lane with only paths outside that lane changed since (what the
+// other lanes landed meanwhile): the landing side checks this on git's
+// own diff of the two trees, and regates otherwise. What lanes give up,
+// as every partitioned queue does, is a test of the lanes together: a
+// change in one lane that breaks another lane's checks is only caught by
+// the next gate run that holds both.
+
+// LaneGate is a Gate that can split a train into lanes. A Gate without
+// these methods has no lanes.
+type LaneGate interface {
+	// Lanes is lazy.gate.lanes.
+	Lanes() gate.LaneRule
+	// Changed lists the paths branch changed since it forked from tip, as
+	// git names them (a rename is both its names); truncated when there
+	// were more than git was asked for.
+	Changed(ctx context.Context, tip, branch string) (paths []string, truncated bool, err error)
+}
+
+// LaneRun is what a lane's train knows of one entry when its turn to be
+// accepted comes: its lane, what that lane's entries up to it changed,
+// and the speculative run on its tree in the lane (Run "" when none ran).
+type LaneRun struct {
+	// Lane is the entry's lane; Rule the lanes it was planned by.
+	Lane string
+	Rule gate.LaneRule
+	// Paths are the paths the lane's entries up to and with this one
+	// changed, as git named them: the tree that landed may differ from
+	// the lane's tree only outside these (and outside the lane's globs).
+	Paths []string
+	// Run is the speculative run on Tree, the target's tip as the train
+	// began plus the lane's entries up to this one; Passed its verdict.
+	Run    string
+	Passed bool
+	Tree   string
+}
+
+// LaneLander is a Lander that accepts an entry with what its lane's
+// train found (landing's): it lands the lane's passing tree unrun, or
+// gives a failing one back unrun, when the target moved meanwhile only
+// outside the lane, and otherwise accepts it as Accept does. A Lander
+// without it has its trains run without lanes.
+type LaneLander[R any] interface {
+	AcceptInLane(ctx context.Context, name string, lane LaneRun) (R, error)
+}
+
+// laneCar is a car in one lane's train: its candidate there, and the
+// verdict of the speculative run on it.
+type laneCar struct {
+	*trainCar
+	index  int
+	cand   *Candidate
+	run    string
+	passed bool
+}
+
+// acceptLanes runs the trains of names whose target has lanes, each
+// lane beside the others, and returns which names it accepted (their
+// results in out, at their index in names). Names it leaves are
+// accepted as a train without lanes.
+func acceptLanes[R any](ctx context.Context, q *Service, names []string, l Lander[R], out []Accepting[R]) map[string]bool {
+	ll, ok := l.(LaneLander[R])
+	if !ok {
+		return nil
+	}
+	at := map[string]int{}
+	for i, n := range names {
+		at[n] = i
+	}
+	done := map[string]bool{}
+	order, trains := q.trains(ctx, names)
+	for _, into := range order {
+		cars := trains[into]
+		if len(cars) < 2 {
+			continue
+		}
+		tip, err := q.worktrees().BranchCommit(ctx, q.Env.Dir(), into)
+		if err != nil {
+			continue
+		}
+		g, err := l.Gate(ctx, into, tip)
+		if err != nil || g == nil {
+			continue
+		}
+		lg, ok := g.(LaneGate)
+		if !ok || !lg.Lanes().Enabled() {
+			continue
+		}
+		rule := lg.Lanes()
+		entries := make([]LaneEntry, len(cars))
+		for i, car := range cars {
+			paths, truncated, err := lg.Changed(ctx, tip, car.branch)
+			entries[i] = LaneEntry{Paths: paths, Truncated: truncated || err != nil}
+		}
+		plan := PlanLanes(rule, entries)
+		if len(plan.Lanes) < 2 {
+			continue
+		}
+		runLanes(ctx, q, into, tip, cars, entries, plan, rule, g, l, ll, func(car *trainCar, res R, err error) {
+			out[at[car.name]] = Accepting[R]{Name: car.name, Result: res, Err: err}
+			q.leftBehind(car.name, err)
+		})
+		for _, car := range cars {
+			done[car.name] = true
+		}
+	}
+	return done
+}
+
+// barrier is a spanning entry's meeting point: the last of its lanes to
+// reach it accepts it; the others wait for that.
+type barrier struct {
+	mu      sync.Mutex
+	waiting int
+	done    chan struct{}
+}
+
+// runLanes runs one target's lanes, each on a goroutine of its own, and
+// reports each car's accept as it ends (report is called from those
+// goroutines, once per car).
+func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*trainCar, entries []LaneEntry, plan LanesPlan, rule gate.LaneRule, g Gate, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
+	bars := map[int]*barrier{}
+	for i, car := range cars {
+		name := plan.Name(i)
+		car.ticket = q.Enter(car.sn, into)
+		car.ticket.en.Lane = name
+		detail := "in lane " + name
+		if plan.Spans(i) {
+			bars[i] = &barrier{waiting: len(plan.Of[i]), done: make(chan struct{})}
+			detail = "in lanes " + name + ": waits until each of them reaches it"
+		}
+		car.ticket.Set(Waiting, detail)
+		q.noteLane(ctx, car, name)
+	}
+	var wg sync.WaitGroup
+	for _, lane := range plan.Lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runLane(ctx, into, tip, cars, entries, lane, rule, bars, g, l, ll, report)
+		}()
+	}
+	wg.Wait()
+}
+
+// runLane is one lane's train: its entries stacked on tip and gated
+// speculatively (up to lazy.gate.parallel at once, in this lane alone),
+// then accepted in order.
+func runLane[R any](ctx context.Context, into, tip string, cars []*trainCar, entries []LaneEntry, lane LanePlan, rule gate.LaneRule, bars map[int]*barrier, g Gate, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
+	lcs := make([]*laneCar, len(lane.Entries))
+	base, ahead := tip, 0
+	for k, i := range lane.Entries {
+		lc := &laneCar{trainCar: cars[i], index: i}
+		lcs[k] = lc
+		c, err := g.Candidate(ctx, base, lc.branch, lc.sn.Task.Slug)
+		if err != nil {
+			continue // it does not merge onto the lane ahead: its accept says why
+		}
+		base, lc.cand = c.Commit, &c
+		if bars[i] == nil {
+			lc.ticket.Set(Gating, fmt.Sprintf("speculatively in lane %s, on %s at %s + %d ahead in the lane", lane.Name, into, short(tip), ahead))
+		}
+		ahead++
+	}
+	sem := make(chan struct{}, max(1, g.Parallel()))
+	var wg sync.WaitGroup
+	for _, lc := range lcs {
+		// A spanning entry is gated again when it is accepted, on what
+		// every one of its lanes landed: its tree in one lane says nothing.
+		if lc.cand == nil || bars[lc.index] != nil {
+			continue
+		}
+		if id, ok := g.PassedBefore(lc.cand.Tree); ok {
+			lc.run, lc.passed = id, true
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			run, passed, err := g.Run(ctx, lc.sn, *lc.cand)
+			switch {
+			case err != nil:
+				lc.ticket.Set(Waiting, "in lane "+lane.Name+": the speculative gate run was not recorded: "+session.OneLine(err.Error()))
+			case passed:
+				lc.run, lc.passed = run, true
+				lc.ticket.Set(Waiting, "in lane "+lane.Name+": passed the gate speculatively (run "+run+"); lands when the lane ahead has")
+			default:
+				lc.run = run
+				lc.ticket.Set(Waiting, "in lane "+lane.Name+": failed the gate speculatively (run "+run+")")
+			}
+		}()
+	}
+	wg.Wait()
+	var paths []string
+	truncated := false
+	for _, lc := range lcs {
+		paths = append(paths, entries[lc.index].Paths...)
+		truncated = truncated || entries[lc.index].Truncated
+		if b := bars[lc.index]; b != nil {
+			b.mu.Lock()
+			b.waiting--
+			last := b.waiting == 0
+			b.mu.Unlock()
+			if !last {
+				<-b.done
+				continue
+			}
+			lc.ticket.Set(Waiting, "every lane it spans has reached it")
+			res, err := l.Accept(ctx, lc.name)
+			report(lc.trainCar, res, err)
+			close(b.done)
+			continue
+		}
+		lr := LaneRun{Lane: lane.Name, Rule: rule, Paths: append([]string(nil), paths...)}
+		if lc.run != "" && lc.cand != nil && !truncated {
+			lr.Run, lr.Passed, lr.Tree = lc.run, lc.passed, lc.cand.Tree
+		}
+		res, err := ll.AcceptInLane(ctx, lc.name, lr)
+		report(lc.trainCar, res, err)
+	}
+}
+
+// noteLane records on car's task the lane its accept goes through,
+// where lazy show reads it.
+func (q *Service) noteLane(ctx context.Context, car *trainCar, lane string) {
+	_, _, _ = q.Env.Store.Update(ctx, car.sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+		if s.Task.Gate == nil {
+			s.Task.Gate = &task.GateRecord{}
+		}
+		if s.Task.Gate.Lane == lane {
+			return nil, nil
+		}
+		s.Task.Gate.Lane = lane
+		return &task.Op{Name: "gate-lane", Actor: q.Env.Actor, Reason: "lane " + lane}, nil
+	})
+}
