@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gate"
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/memstore"
 	"github.com/lazyorch/lazy/queue"
+	"github.com/lazyorch/lazy/session"
 )
 
 // TestLanesLandApartFromAFailingLane: with lanes docs and api, five tasks
@@ -156,5 +160,114 @@ func TestALaneIsGitsDiffNotTheAgents(t *testing.T) {
 	plan := queue.PlanLanes(lg.Lanes(), []queue.LaneEntry{{Paths: paths}})
 	if plan.Name(0) != "docs+api" {
 		t.Fatalf("lanes %q", plan.Name(0))
+	}
+}
+
+// diffGit is landingGit that also compares two trees: the paths it says
+// differ.
+type diffGit struct {
+	*landingGit
+	names []string
+}
+
+func (g *diffGit) DiffNames(context.Context, string, string, string) ([]string, error) {
+	return g.names, nil
+}
+
+// TestALanesRunStandsOnlyForTreesThatDifferOutsideIt: a lane's verdict
+// stands for the tree an accept lands only when git's diff of the two
+// trees names no path the lane's entries changed and (with named lanes)
+// none the lane's globs match: the target moved inside the lane (a
+// commit made outside lazy, or another lane's spanning entry) means the
+// lane's tree is not what lands, and it is gated anew. A git that cannot
+// compare trees never lets a verdict stand for another tree.
+func TestALanesRunStandsOnlyForTreesThatDifferOutsideIt(t *testing.T) {
+	named := queue.LaneRun{Lane: "docs", Rule: gate.LaneRule{Named: []gate.Lane{{Name: "docs", Globs: []string{"docs/"}}, {Name: "api", Globs: []string{"api/"}}}},
+		Paths: []string{"docs/a.md"}, Run: "r", Passed: true, Tree: candTree}
+	byDiff := named
+	byDiff.Rule = gate.LaneRule{ByDiff: true}
+	for _, tc := range []struct {
+		name  string
+		lr    queue.LaneRun
+		diff  []string
+		ok    bool
+		n     int
+		plain bool // a git without DiffNames
+	}{
+		{"another lane's paths", named, []string{"api/x.go", "go.mod"}, true, 2, false},
+		{"a path of the lane's globs", named, []string{"api/x.go", "docs/other.md"}, false, 0, false},
+		{"a path the lane changed", named, []string{"docs/a.md"}, false, 0, false},
+		{"by diff, a path no entry of the lane changed", byDiff, []string{"docs/other.md"}, true, 1, false},
+		{"by diff, a path the lane changed", byDiff, []string{"api/x.go", "docs/a.md"}, false, 0, false},
+		{"a git that cannot compare trees", named, []string{"api/x.go"}, false, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &landingGit{}
+			e := New(&session.Env{Store: memstore.New(memstore.WithHost("seam")), Repo: &gitrepo.Location{CommonDir: t.TempDir()}, Actor: machine.Human})
+			if tc.plain {
+				e.Worktrees = g
+			} else {
+				e.Worktrees = &diffGit{landingGit: g, names: tc.diff}
+			}
+			n, ok := e.Gates().sameInLane(context.Background(), candTree, squashSHA, tc.lr)
+			if ok != tc.ok || n != tc.n {
+				t.Fatalf("sameInLane = %d, %v; want %d, %v", n, ok, tc.n, tc.ok)
+			}
+			if n, ok := e.Gates().sameInLane(context.Background(), candTree, candTree, tc.lr); !ok || n != 0 {
+				t.Fatalf("the same tree: %d, %v", n, ok)
+			}
+		})
+	}
+}
+
+// TestALaneRegatesWhenTheTargetMovedInsideIt: a commit made on main
+// outside lazy, in api/, while api's train waits to accept a2: a2's
+// lane's run is not what would land, so its accept gates it again (two
+// runs) before main moves. d1, in docs, lands on its lane's one run,
+// since main moved only in api/ meanwhile.
+func TestALaneRegatesWhenTheTargetMovedInsideIt(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	r := newGateRepo(t, "true")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
+	a1 := r.task(t, "a1", map[string]string{"api/a.go": "package api\n"})
+	a2 := r.task(t, "a2", map[string]string{"api/b.go": "package api\n"})
+	d1 := r.task(t, "d1", map[string]string{"docs/x.md": "x\n"})
+	narrate := func(name string) Narrator {
+		if name != a2.Task.ID {
+			return nil
+		}
+		// Under main's accept lock, as a human's commit would not be: the
+		// docs lane's accept may be moving main's checkout right now.
+		release, err := r.e.Recovery().lockDestination(ctx, "main", nil)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		defer release()
+		write(t, r.dir, "api/sneak.go", "package api\n")
+		testrepo.Git(t, r.dir, "add", "api/sneak.go")
+		testrepo.Git(t, r.dir, "commit", "-q", "-m", "outside lazy")
+		return nil
+	}
+	for i, res := range r.e.AcceptMany(ctx, []string{a1.Task.ID, a2.Task.ID, d1.Task.ID}, narrate, AcceptOptions{}) {
+		if res.Err != nil {
+			t.Fatalf("task %d: %v", i, res.Err)
+		}
+	}
+	runs := func(id string) int { return len(r.load(t, id).Task.Gate.Runs) }
+	if runs(a1.Task.ID) != 1 || runs(a2.Task.ID) != 2 || runs(d1.Task.ID) != 1 {
+		t.Fatalf("gate runs: a1 %d, a2 %d, d1 %d; want 1, 2 (gated again), 1", runs(a1.Task.ID), runs(a2.Task.ID), runs(d1.Task.ID))
+	}
+	if last := r.load(t, a2.Task.ID).Task.Gate.Runs[1]; !last.Passed || last.Speculative {
+		t.Fatalf("a2's second run %+v", last)
+	}
+	files := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", "main")
+	for _, f := range []string{"api/a.go", "api/b.go", "api/sneak.go", "docs/x.md"} {
+		if !strings.Contains(files, f) {
+			t.Fatalf("main lacks %s:\n%s", f, files)
+		}
 	}
 }
