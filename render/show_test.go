@@ -119,3 +119,20 @@ func TestShowExplainsABatchedTrain(t *testing.T) {
 		t.Errorf("a control character reached the output:\n%q", text)
 	}
 }
+
+// TestShowSaysTheLane: lazy show names the lane of the merge train the
+// task's accept went through, escaped (a record arrives from anyone who
+// can push).
+func TestShowSaysTheLane(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sn := &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Complete, CreatedAt: at}}
+	g := &task.GateRecord{Runs: []task.GateRun{{ID: "aaaabbbbccccdddd", At: at, Target: "main", Base: "b", Tree: "t", Passed: true, Origin: task.GateHere}},
+		Lane: "docs+api\x1b[2J"}
+	var out bytes.Buffer
+	if err := (&Show{Snapshot: sn, Detail: &task.Detail{Summary: task.NewSummary(&sn.Task), GateRecord: g}}).Render(&out, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); !strings.Contains(text, "  lane: docs+api") || strings.ContainsRune(text, '\x1b') {
+		t.Errorf("lane missing or unescaped:\n%q", text)
+	}
+}
