@@ -45,18 +45,7 @@ func TestLanesLandApartFromAFailingLane(t *testing.T) {
 
 	done := make(chan []Accepting, 1)
 	go func() { done <- r.e.AcceptMany(ctx, ids, nil, AcceptOptions{}) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", "main"), "api/a.go") {
-		select {
-		case res := <-done:
-			t.Fatalf("the train ended before a1 landed: %+v", res)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a1 did not land while d1's gate ran")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitOnMain(t, r, "api/a.go", done)
 	if got := r.load(t, d1.Task.ID); got.Task.Status != machine.Blocked || len(got.Task.Gate.Runs) != 0 {
 		t.Fatalf("d1's gate should still be running when a1 lands: %s, %d runs", got.Task.Status, len(got.Task.Gate.Runs))
 	}
@@ -269,5 +258,54 @@ func TestALaneRegatesWhenTheTargetMovedInsideIt(t *testing.T) {
 		if !strings.Contains(files, f) {
 			t.Fatalf("main lacks %s:\n%s", f, files)
 		}
+	}
+}
+
+// TestLanesByDiffLandApart: with lazy.gate.lanes diff, a task that fails
+// in docs/ and one in api/ touch no common path, so they are two lanes:
+// a1 lands while d1's gate still runs, and main never holds d1's file.
+func TestLanesByDiffLandApart(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	flag := filepath.Join(t.TempDir(), "release")
+	r := newGateRepo(t, "if test -e docs/bad.md; then while ! test -e "+flag+"; do sleep 0.02; done; exit 1; fi")
+	r.config(t, "lazy.gate.lanes", "diff")
+	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "bad\n"})
+	a1 := r.task(t, "a1", map[string]string{"api/a.go": "package api\n"})
+	done := make(chan []Accepting, 1)
+	go func() { done <- r.e.AcceptMany(ctx, []string{d1.Task.ID, a1.Task.ID}, nil, AcceptOptions{}) }()
+	awaitOnMain(t, r, "api/a.go", done)
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := <-done
+	var ge *GateError
+	if !errors.As(results[0].Err, &ge) || results[1].Err != nil {
+		t.Fatalf("d1: %v; a1: %v", results[0].Err, results[1].Err)
+	}
+	if files := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", "main"); strings.Contains(files, "docs/bad.md") {
+		t.Fatalf("main holds docs/bad.md:\n%s", files)
+	}
+	if d, a := r.load(t, d1.Task.ID).Task.Gate.Lane, r.load(t, a1.Task.ID).Task.Gate.Lane; d != "docs" || a != "api" {
+		t.Fatalf("lanes %q and %q", d, a)
+	}
+}
+
+// awaitOnMain polls until main holds file, failing if the train ends
+// first or it takes a minute.
+func awaitOnMain(t *testing.T, r *gateRepo, file string, done <-chan []Accepting) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", "main"), file) {
+		select {
+		case res := <-done:
+			t.Fatalf("the train ended before %s landed: %+v", file, res)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not land while the other lane's gate ran", file)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
