@@ -90,9 +90,9 @@ func (Git) Stat(ctx context.Context, repoDir, from, to string, wide bool) (strin
 	return worktree.Stat(ctx, repoDir, from, to, wide)
 }
 
-// DiffNames is worktree.DiffNames.
-func (Git) DiffNames(ctx context.Context, repoDir, from, to string) ([]string, error) {
-	return worktree.DiffNames(ctx, repoDir, from, to)
+// ChangedPaths is worktree.ChangedPaths.
+func (Git) ChangedPaths(ctx context.Context, repoDir, from, to string) ([]string, error) {
+	return worktree.ChangedPaths(ctx, repoDir, from, to)
 }
 
 // RangeFiles is worktree.RangeFiles.

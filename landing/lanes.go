@@ -66,10 +66,12 @@ func laneHow(verdict string, lr queue.LaneRun, n int) string {
 		verdict, lr.Lane, lr.Run, words.Count(n, "path", "paths"), "the target gained meanwhile")
 }
 
-// treeDiffer is the git that compares two trees; a git without it (a
+// treeDiffer is the git that compares two trees, every path by its own
+// name (no rename detection: a file deleted in one lane and one of the
+// same content added in another are two paths); a git without it (a
 // test's fake) never takes a lane's verdict for another tree.
 type treeDiffer interface {
-	DiffNames(ctx context.Context, repoDir, from, to string) ([]string, error)
+	ChangedPaths(ctx context.Context, repoDir, from, to string) ([]string, error)
 }
 
 // sameInLane reports whether tree cand stands for tree gated in lr's
@@ -84,7 +86,7 @@ func (e *Gates) sameInLane(ctx context.Context, gated, cand string, lr queue.Lan
 	if !ok || gated == "" || cand == "" {
 		return 0, false
 	}
-	names, err := d.DiffNames(ctx, e.Dir(), gated, cand)
+	names, err := d.ChangedPaths(ctx, e.Dir(), gated, cand)
 	if err != nil || len(names) == 0 {
 		return 0, false
 	}

@@ -35,7 +35,10 @@ func TestLanesLandApartFromAFailingLane(t *testing.T) {
 	r := newGateRepo(t, "if test -e docs/bad.md; then while ! test -e "+flag+"; do sleep 0.02; done; echo 'docs/bad.md is here'; exit 1; fi")
 	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
 	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
-	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "bad\n"})
+	// d1's file holds what a1's does: a diff that detected renames would
+	// see main's move from d1 to a1 as one path, a1's, and take d2's
+	// failing run on d1's tree for its own.
+	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "package api\n"})
 	a1 := r.task(t, "a1", map[string]string{"api/a.go": "package api\n"})
 	d2 := r.task(t, "d2", map[string]string{"docs/ok.md": "ok\n"})
 	s := r.task(t, "s", map[string]string{"docs/s.md": "s\n", "api/s.go": "package api\n"})
@@ -159,7 +162,7 @@ type diffGit struct {
 	names []string
 }
 
-func (g *diffGit) DiffNames(context.Context, string, string, string) ([]string, error) {
+func (g *diffGit) ChangedPaths(context.Context, string, string, string) ([]string, error) {
 	return g.names, nil
 }
 
@@ -271,7 +274,10 @@ func TestLanesByDiffLandApart(t *testing.T) {
 	flag := filepath.Join(t.TempDir(), "release")
 	r := newGateRepo(t, "if test -e docs/bad.md; then while ! test -e "+flag+"; do sleep 0.02; done; exit 1; fi")
 	r.config(t, "lazy.gate.lanes", "diff")
-	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "bad\n"})
+	// d1's file holds what a1's does: a diff that detected renames would
+	// see main's move from d1 to a1 as one path, a1's, and take d2's
+	// failing run on d1's tree for its own.
+	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "package api\n"})
 	a1 := r.task(t, "a1", map[string]string{"api/a.go": "package api\n"})
 	done := make(chan []Accepting, 1)
 	go func() { done <- r.e.AcceptMany(ctx, []string{d1.Task.ID, a1.Task.ID}, nil, AcceptOptions{}) }()

@@ -103,6 +103,32 @@ func DiffNames(ctx context.Context, repoDir, from, to string) ([]string, error) 
 	return names, nil
 }
 
+func changedPathsCmd(repoDir, from, to string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "diff", "--name-only", "-z", "--no-renames", from, to)
+}
+
+// ChangedPaths lists every path whose content differs between from and
+// to (commits or trees), as DiffNames does but with rename detection off
+// whatever the configuration says: a file moved, or deleted while another
+// with the same content was added, is both its names. A merge queue's
+// lane compares trees with it, where a path left out is a change missed.
+func ChangedPaths(ctx context.Context, repoDir, from, to string) ([]string, error) {
+	if !plain(from) || !plain(to) {
+		return nil, errOption("commit", from+" "+to)
+	}
+	out, err := changedPathsCmd(repoDir, from, to).Output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			names = append(names, f)
+		}
+	}
+	return names, nil
+}
+
 func patchCmd(repoDir, from, to string) *gitcli.Cmd {
 	return gitcli.New(repoDir, "diff", "--no-color", "--no-ext-diff", from, to)
 }

@@ -23,6 +23,7 @@ func TestReviewCommandsArgv(t *testing.T) {
 		{"stat", statCmd("r", "a", "b", false), []string{"diff", "--stat", "a", "b"}},
 		{"wide stat", statCmd("r", "a", "b", true), []string{"diff", "--stat=200", "--no-color", "a", "b"}},
 		{"names", diffNamesCmd("r", "a", "b"), []string{"diff", "--name-only", "-z", "a", "b"}},
+		{"changed paths", changedPathsCmd("r", "a", "b"), []string{"diff", "--name-only", "-z", "--no-renames", "a", "b"}},
 		{"patch", patchCmd("r", "a", "b"), []string{"diff", "--no-color", "--no-ext-diff", "a", "b"}},
 		{"numstat", numstatCmd("r", "a", "b"), []string{"diff", "--numstat", "-z", "--no-renames", "a", "b"}},
 		{"porcelain", porcelainCmd("d"), []string{"status", "--porcelain", "-z", "--untracked-files=all"}},
