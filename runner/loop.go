@@ -154,10 +154,65 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 		if ctx.Err() != nil {
 			return r.drain(work)
 		}
+		if !r.waitRound(ctx, work) {
+			return r.drain(work)
+		}
+	}
+}
+
+// parkPoll is how often a runner, between its rounds, looks whether a
+// turn it runs ended and parked its task for a human.
+const parkPoll = 200 * time.Millisecond
+
+// waitRound waits o.Poll for the next round, and meanwhile pushes each
+// park at once (pushParks): a human waiting on another clone sees it
+// within about parkPoll and a push, not a poll later. It returns false
+// when ctx ended.
+func (r *runner) waitRound(ctx, work context.Context) bool {
+	next := time.NewTimer(r.o.Poll)
+	defer next.Stop()
+	tick := time.NewTicker(min(parkPoll, r.o.Poll))
+	defer tick.Stop()
+	for {
 		select {
 		case <-ctx.Done():
-			return r.drain(work)
-		case <-time.After(r.o.Poll):
+			return false
+		case <-next.C:
+			return true
+		case <-tick.C:
+			r.pushParks(work)
+		}
+	}
+}
+
+// waitsForHuman reports whether a held task in st waits on a human: a
+// turn ended (blocked: asked, gate failed, over budget, or files to
+// approve, conflict) or was interrupted. Its record goes to the remote
+// at once, where every clone's inbox and notifications read it.
+func waitsForHuman(st machine.Status) bool {
+	return st.IsBlocked() || st == machine.Interrupted
+}
+
+// pushParks records the turns of held tasks that ended (the reconciler,
+// as a round does) and pushes, fenced by its claim, the record of each
+// held task that now waits on a human and was not pushed as it is.
+func (r *runner) pushParks(ctx context.Context) {
+	for _, id := range r.heldIDs() {
+		sn, err := r.e.Store.Load(id)
+		if err != nil {
+			continue
+		}
+		if sn.Task.Status == machine.Working {
+			r.o.Reconcile(ctx, id)
+			if sn, err = r.e.Store.Load(id); err != nil {
+				continue
+			}
+		}
+		if !waitsForHuman(sn.Task.Status) || sn.Commit.String() == r.pushed[id] {
+			continue
+		}
+		if err := r.pushResults(ctx, sn); err != nil && !errors.Is(err, pool.ErrBehind) && !errors.Is(err, pool.ErrLost) {
+			r.say("push %s: %v (the next round tries again)", sn.Task.Slug, err)
 		}
 	}
 }
