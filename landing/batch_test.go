@@ -16,9 +16,9 @@ import (
 
 // TestABatchOfFiveBisectsToTheCulpritAndLandsTheRest: with
 // lazy.gate.batch 5, five tasks accepted together, the fourth failing the
-// gate, cost 4 gate runs (the batch; the first three, which pass; the
-// first four, which fail and isolate the fourth; the first three and the
-// fifth, which pass). The four good tasks land in order,
+// gate, cost 5 gate runs (the batch; the first three, which pass; the
+// first four, which fail and isolate the fourth; the first four again,
+// which confirm it; the first three and the fifth, which pass). The four good tasks land in order,
 // each commit naming a run that passed on a tree holding it; main never
 // gains the culprit's file; the culprit stays blocked for a human with
 // the failure and the words of its isolation, and lazy queue's log says
@@ -79,8 +79,8 @@ func TestABatchOfFiveBisectsToTheCulpritAndLandsTheRest(t *testing.T) {
 			}
 		}
 	}
-	if runs != 4 {
-		t.Fatalf("%d gate runs, want 4", runs)
+	if runs != 5 {
+		t.Fatalf("%d gate runs, want 5", runs)
 	}
 	q := r.e.queue().Queues()
 	if len(q) != 1 || len(q[0].Left) != 5 {

@@ -37,6 +37,11 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 			return false, err
 		}
 		for _, e := range t.Entries[len(t.Entries)-t.New:] {
+			if t.Confirm {
+				in[e].ticket.Set(Gating, fmt.Sprintf("isolated in batch %d of %d, round %d: its tree is gated once more before it is sent back (a flaky failure would send back a good task)",
+					t.Batch, t.Of, t.Round))
+				continue
+			}
 			in[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round %d: %d entries gated as one tree on %s at %s%s",
 				t.Batch, t.Of, t.Round, len(t.Entries), into, short(tip), auto))
 		}

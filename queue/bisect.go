@@ -14,10 +14,23 @@ package queue
 // the entries that passed before it, and the second half, stacked on the
 // first, is exactly the tree that failed, so it is not gated again: when
 // the first half passes, the culprit is in the second. This repeats
-// until the suspect is one entry, the culprit, which is set aside; the
-// entries after it are then gated together again on what passed. The
-// target only ever moves to a tree whose gate passed: the entries that
-// passed, in order.
+// until the suspect is one entry. That entry's tree (what passed before
+// it plus it) failed once; before it is set aside as the culprit, the
+// same tree is gated once more (bors's retry of a failure, but only of
+// the one tree that would send an entry back): a gate that fails at
+// random, independent of the tree (a flaky test), would otherwise make a
+// good entry look like the culprit whenever it failed a batch, since the
+// bisection then blames the last entry it cannot clear. When the second
+// run passes, the first failure was the gate's, not the entry's: the
+// entry lands, vouched for by that run. When it fails too, the entry is
+// the culprit and is set aside with that run; a good entry is thus sent
+// back only when its exact tree failed twice. The entries after it are
+// then gated together again on what passed, a new search whose rounds
+// count from 1 again, so each culprit is isolated within ceil(log2 N)+1
+// rounds of the search that found it, whatever failed before (the
+// confirming run is not a round: it splits nothing). The target only
+// ever moves to a tree whose gate passed: the entries that passed, in
+// order.
 
 // Test is one tree a bisection gates: the target with Entries merged
 // in order (indices into the train; every entry that passed before it
@@ -33,6 +46,9 @@ type Test struct {
 	// New is how many of Entries this test adds to what passed before it
 	// (the part being gated).
 	New int
+	// Confirm says the test gates again the tree of an entry the
+	// bisection isolated (in round Round), which failed once already.
+	Confirm bool
 }
 
 // Last is the entry whose tree the test is: the last one merged.
@@ -45,11 +61,12 @@ type Verdict struct {
 }
 
 // Culprit is an entry a bisection set aside: the tree of the entries
-// that passed before it plus it failed (test Failed), and isolated in
-// round Round of batch Batch of Of.
+// that passed before it plus it failed in test First, isolated in round
+// Round of batch Batch of Of, and failed again in test Failed, the
+// confirming run.
 type Culprit struct {
-	Entry                    int
-	Batch, Of, Round, Failed int
+	Entry                           int
+	Batch, Of, Round, First, Failed int
 }
 
 // Bisected is what a bisection decided.
@@ -63,6 +80,10 @@ type Bisected struct {
 	Vouched map[int]Verdict
 	// Culprits are the entries set aside, in the order they were found.
 	Culprits []Culprit
+	// Cleared are the entries a bisection isolated whose confirming run
+	// passed (the first failure was the gate's): they landed, and are in
+	// Landed too.
+	Cleared []int
 	// Undecided are the entries left when a gate could not say (its
 	// error stopped the bisection): each is accepted on its own.
 	Undecided []int
@@ -125,39 +146,65 @@ func (out *Bisected) batch(batch, of int, entries []int, gate func(Test) (bool, 
 		}
 		v := Verdict{Test: t, Passed: passed}
 		out.Verdicts = append(out.Verdicts, v)
-		if len(suspect) == 0 {
+		isolated := -1 // an entry whose tree (Landed + it) failed in test failedAt
+		switch {
+		case len(suspect) == 0:
 			// The whole of what was left was gated.
 			rest = nil
 			switch {
 			case passed:
 				out.land(part, v)
 			case len(part) == 1:
-				out.Culprits = append(out.Culprits, Culprit{Entry: part[0], Batch: batch, Of: of, Round: round, Failed: t.Index})
+				isolated, failedAt = part[0], t.Index
 			default:
 				suspect, failedAt = part, t.Index
 			}
-			continue
-		}
-		second := suspect[len(part):]
-		if passed {
+		case passed:
 			// The culprit is in the second half: stacked on the first, it
 			// is the tree that failed already.
 			out.land(part, v)
-			suspect = second
-			if len(second) == 1 {
-				out.Culprits = append(out.Culprits, Culprit{Entry: second[0], Batch: batch, Of: of, Round: round, Failed: failedAt})
-				suspect = nil
+			suspect = suspect[len(part):]
+			if len(suspect) == 1 {
+				isolated, suspect = suspect[0], nil
 			}
+		default:
+			// The first half fails on its own: the second is untested.
+			rest = append(append([]int(nil), suspect[len(part):]...), rest...)
+			suspect, failedAt = part, t.Index
+			if len(part) == 1 {
+				isolated, suspect = part[0], nil
+			}
+		}
+		if isolated < 0 {
 			continue
 		}
-		// The first half fails on its own: the second is untested.
-		rest = append(append([]int(nil), second...), rest...)
-		suspect, failedAt = part, t.Index
-		if len(part) == 1 {
-			out.Culprits = append(out.Culprits, Culprit{Entry: part[0], Batch: batch, Of: of, Round: round, Failed: t.Index})
-			suspect = nil
+		if err := out.confirm(isolated, round, failedAt, Test{Batch: batch, Of: of}, gate); err != nil {
+			return err
 		}
+		// What is left starts a search of its own.
+		round = 0
 	}
+	return nil
+}
+
+// confirm gates once more the tree of entry e, which the bisection
+// isolated in round (its tree failed in test first): the entry is the
+// culprit only when it fails again; when it passes, it lands.
+func (out *Bisected) confirm(e, round, first int, place Test, gate func(Test) (bool, error)) error {
+	t := Test{Index: len(out.Verdicts), Batch: place.Batch, Of: place.Of, Round: round,
+		Entries: append(append([]int(nil), out.Landed...), e), New: 1, Confirm: true}
+	passed, err := gate(t)
+	if err != nil {
+		return err
+	}
+	v := Verdict{Test: t, Passed: passed}
+	out.Verdicts = append(out.Verdicts, v)
+	if passed {
+		out.land([]int{e}, v)
+		out.Cleared = append(out.Cleared, e)
+		return nil
+	}
+	out.Culprits = append(out.Culprits, Culprit{Entry: e, Batch: place.Batch, Of: place.Of, Round: round, First: first, Failed: t.Index})
 	return nil
 }
 

@@ -66,12 +66,23 @@ func checkInvariants(t *testing.T, n, size int, b Bisected) {
 	if !slices.Equal(target, b.Landed) {
 		t.Fatalf("n=%d size=%d: the target ended at %v, landed %v", n, size, target, b.Landed)
 	}
+	// A culprit's tree failed twice: in the bisection and in the
+	// confirming run, the same tree; and it was isolated within
+	// ceil(log2 N)+1 rounds of its search, whatever the verdicts.
 	for _, c := range b.Culprits {
-		f := b.Verdicts[c.Failed]
-		if f.Passed || f.Last() != c.Entry {
-			t.Fatalf("n=%d size=%d: culprit %d's test %+v did not fail on its tree", n, size, c.Entry, f)
+		f, first := b.Verdicts[c.Failed], b.Verdicts[c.First]
+		if f.Passed || f.Last() != c.Entry || !f.Confirm || first.Passed || c.First >= c.Failed {
+			t.Fatalf("n=%d size=%d: culprit %d's tests %+v, %+v did not both fail on its tree", n, size, c.Entry, first, f)
+		}
+		if bound := ceilLog2(min(n, max(size, 1))) + 1; c.Round > bound {
+			t.Fatalf("n=%d size=%d: culprit %d isolated in round %d, over %d", n, size, c.Entry, c.Round, bound)
 		}
 		found++
+	}
+	for _, e := range b.Cleared {
+		if !slices.Contains(b.Landed, e) || !b.Vouched[e].Confirm {
+			t.Fatalf("n=%d size=%d: cleared %d did not land on its confirming run: %+v", n, size, e, b)
+		}
 	}
 	for e, v := range b.Vouched {
 		if !v.Passed || !slices.Contains(v.Entries, e) {
@@ -109,6 +120,9 @@ func TestBisectIsolatesEveryOneCulprit(t *testing.T) {
 					t.Fatalf("a tree with the culprit passed: %+v", v)
 				}
 			}
+			if len(b.Cleared) != 0 {
+				t.Fatalf("n=%d culprit %d: cleared %v", n, c, b.Cleared)
+			}
 			if n == 8 && len(b.Verdicts) > 6 {
 				t.Fatalf("8 entries, culprit %d: %d gate runs, over 6", c, len(b.Verdicts))
 			}
@@ -117,14 +131,16 @@ func TestBisectIsolatesEveryOneCulprit(t *testing.T) {
 }
 
 // TestBisectEightWithOneFailingCostsAtMostSix pins the figures of the
-// issue's case, per culprit position.
+// issue's case, per culprit position: the bisection (4 runs, 3 when the
+// culprit is last), the culprit's confirming run, and the rest gated
+// again.
 func TestBisectEightWithOneFailingCostsAtMostSix(t *testing.T) {
 	runs := make([]int, 8)
 	for c := range 8 {
 		b, _ := Bisect(8, 8, culpritsGate(c))
 		runs[c] = len(b.Verdicts)
 	}
-	if want := []int{5, 5, 5, 5, 5, 5, 5, 4}; !slices.Equal(runs, want) {
+	if want := []int{6, 6, 6, 6, 6, 6, 6, 5}; !slices.Equal(runs, want) {
 		t.Fatalf("gate runs per culprit position %v, want %v", runs, want)
 	}
 	b, _ := Bisect(8, 8, culpritsGate())
@@ -133,9 +149,8 @@ func TestBisectEightWithOneFailingCostsAtMostSix(t *testing.T) {
 	}
 }
 
-// TestBisectTwoCulprits: both are isolated, the first within
-// ceil(log2 N)+1 rounds and the second within twice that, every other
-// entry lands.
+// TestBisectTwoCulprits: both are isolated, each within ceil(log2 N)+1
+// rounds of its own search, every other entry lands.
 func TestBisectTwoCulprits(t *testing.T) {
 	for n := 2; n <= 16; n++ {
 		for c1 := 0; c1 < n; c1++ {
@@ -154,7 +169,7 @@ func TestBisectTwoCulprits(t *testing.T) {
 					t.Fatalf("n=%d culprits %d,%d: isolated %v", n, c1, c2, got)
 				}
 				bound := ceilLog2(n) + 1
-				if b.Culprits[0].Round > bound || b.Culprits[1].Round > 2*bound {
+				if b.Culprits[0].Round > bound || b.Culprits[1].Round > bound {
 					t.Fatalf("n=%d culprits %d,%d: rounds %+v over %d", n, c1, c2, b.Culprits, bound)
 				}
 				if len(b.Landed) != n-2 {
@@ -202,10 +217,11 @@ func TestBisectInBatches(t *testing.T) {
 // verdicts for short trains, and seeded random ones for long) may set
 // a good entry aside or land a bad one, but never break the invariants,
 // and the bisection always ends, within N*(ceil(log2 N)+1)+1 gate runs
-// a batch (every tree failing sets each entry aside in turn).
+// a batch (every tree failing sets each entry aside in turn), plus one
+// confirming run an entry.
 func TestBisectSurvivesAnyVerdicts(t *testing.T) {
 	for n := 1; n <= 4; n++ {
-		most := n*(ceilLog2(n)+1) + 1
+		most := n*(ceilLog2(n)+2) + 1
 		for mask := 0; mask < 1<<most; mask++ {
 			i := 0
 			b, err := Bisect(n, n, func(Test) (bool, error) {
@@ -227,7 +243,7 @@ func TestBisectSurvivesAnyVerdicts(t *testing.T) {
 		n, size := 1+r.IntN(16), 1+r.IntN(16)
 		bad, runs := r.IntN(n), 0
 		b, err := Bisect(n, size, func(t Test) (bool, error) {
-			if runs++; runs > n*(ceilLog2(n)+1)+n {
+			if runs++; runs > n*(ceilLog2(n)+2)+n {
 				return false, errors.New("too many runs")
 			}
 			if r.IntN(5) == 0 { // a flaky verdict
@@ -261,4 +277,63 @@ func TestBisectStopsOnAnError(t *testing.T) {
 		t.Fatalf("%+v", b)
 	}
 	checkInvariants(t, 8, 4, b)
+}
+
+// flakyGate fails every tree holding one of bad, and, whatever the tree,
+// the runs whose number (from 0) is in flaky: a gate that fails at
+// random, independent of what it tests.
+func flakyGate(flaky []int, bad ...int) func(Test) (bool, error) {
+	run := -1
+	culprits := culpritsGate(bad...)
+	return func(t Test) (bool, error) {
+		run++
+		if slices.Contains(flaky, run) {
+			return false, nil
+		}
+		return culprits(t)
+	}
+}
+
+// TestBisectAFlakyFailureSendsNoGoodEntryBack: one flaky failure, at any
+// run of a train of 1..9 entries with no culprit or one at any place,
+// never sets a good entry aside: the entry it made the bisection isolate
+// is gated again on the same tree, passes and lands (Cleared). The real
+// culprit is still isolated and confirmed, within ceil(log2 N)+1 rounds,
+// and the flake costs at most ceil(log2 N)+3 runs more than no flake.
+// Two flaky failures in a row on one good entry's tree are what it takes
+// to send it back (the confirming run is the retry).
+func TestBisectAFlakyFailureSendsNoGoodEntryBack(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for c := -1; c < n; c++ {
+			bad := []int{}
+			if c >= 0 {
+				bad = append(bad, c)
+			}
+			clean, _ := Bisect(n, n, culpritsGate(bad...))
+			for at := 0; at < len(clean.Verdicts)+ceilLog2(n)+3; at++ {
+				b, err := Bisect(n, n, flakyGate([]int{at}, bad...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkInvariants(t, n, n, b)
+				got := []int{}
+				for _, cu := range b.Culprits {
+					got = append(got, cu.Entry)
+				}
+				if !slices.Equal(got, bad) || len(b.Landed) != n-len(bad) {
+					t.Fatalf("n=%d culprit %d flake at run %d: culprits %v, landed %v", n, c, at, got, b.Landed)
+				}
+				if extra := len(b.Verdicts) - len(clean.Verdicts); extra > ceilLog2(n)+3 {
+					t.Fatalf("n=%d culprit %d flake at run %d: %d runs more than without it", n, c, at, extra)
+				}
+			}
+		}
+	}
+	// A flake on the whole batch, then on the confirming run of the
+	// entry it blamed: that entry goes back, as a good task whose gate
+	// failed twice on its tree would.
+	b, _ := Bisect(4, 4, flakyGate([]int{0, 3}))
+	if len(b.Culprits) != 1 || b.Culprits[0].Entry != 3 || len(b.Landed) != 3 {
+		t.Fatalf("%+v", b)
+	}
 }

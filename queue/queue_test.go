@@ -521,8 +521,9 @@ func TestNoSpeculationWithoutAParallelTrain(t *testing.T) {
 }
 
 // A batched train (lazy.gate.batch 8) of 8 tasks, the sixth failing,
-// costs 5 gate runs, not 8: the batch, then its halves down to the
-// culprit, then the rest without it. Each good task's accept finds its
+// costs 6 gate runs, not 8: the batch, then its halves down to the
+// culprit, the culprit's tree once more to confirm it (a flaky gate must
+// not send a good task back), then the rest without it. Each good task's accept finds its
 // tree vouched for and its entry saying so; the culprit is set aside,
 // not accepted; every decision is on the task's record and in the log
 // of entries that left.
@@ -540,11 +541,11 @@ func TestABatchedTrainBisectsToTheCulprit(t *testing.T) {
 
 	tip := "a000000000000000000000000000000000000000"
 	want := []string{"h@" + tip + "+a+b+c+d+e+f+g", "d@" + tip + "+a+b+c", "f@" + tip + "+a+b+c+d+e",
-		"e@" + tip + "+a+b+c+d", "h@" + tip + "+a+b+c+d+e+g"}
+		"e@" + tip + "+a+b+c+d", "f@" + tip + "+a+b+c+d+e", "h@" + tip + "+a+b+c+d+e+g"}
 	if !slices.Equal(l.runs, want) {
 		t.Fatalf("runs %v, want %v", l.runs, want)
 	}
-	if !slices.Equal(l.accepted, []string{"a", "b", "c", "d", "e", "g", "h"}) || !slices.Equal(l.aside, []string{"f@" + rid(3)}) {
+	if !slices.Equal(l.accepted, []string{"a", "b", "c", "d", "e", "g", "h"}) || !slices.Equal(l.aside, []string{"f@" + rid(5)}) {
 		t.Fatalf("accepted %v, set aside %v", l.accepted, l.aside)
 	}
 	if res[5].Err == nil || res[6].Err != nil || res[6].Result != "landed-g" {
@@ -552,17 +553,17 @@ func TestABatchedTrainBisectsToTheCulprit(t *testing.T) {
 	}
 	// Every landing tree is vouched for by the run that passed on it or
 	// on a tree holding it.
-	if l.vouched["tree:"+tip+"+a"] != rid(2) || l.vouched["tree:"+tip+"+a+b+c+d"] != rid(2) || l.vouched["tree:"+tip+"+a+b+c+d+e"] != rid(4) || l.vouched["tree:"+tip+"+a+b+c+d+e+g"] != rid(5) || len(l.vouched) != 7 {
+	if l.vouched["tree:"+tip+"+a"] != rid(2) || l.vouched["tree:"+tip+"+a+b+c+d"] != rid(2) || l.vouched["tree:"+tip+"+a+b+c+d+e"] != rid(4) || l.vouched["tree:"+tip+"+a+b+c+d+e+g"] != rid(6) || len(l.vouched) != 7 {
 		t.Fatalf("vouched %v", l.vouched)
 	}
-	if en := l.seen["g"]; en.State != Waiting || !strings.HasPrefix(en.Detail, "passed in batch 1 of 1, round 5 (run "+rid(5)+"); lands") {
+	if en := l.seen["g"]; en.State != Waiting || !strings.HasPrefix(en.Detail, "passed in batch 1 of 1, round 1 (run "+rid(6)+"); lands") {
 		t.Fatalf("g's entry: %+v", en)
 	}
 	sn, err := f.q.Env.Store.Load(ids[5])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := sn.Task.Gate.Batched; b == nil || b.String() != "failed in batch 1 of 1, isolated in round 4 (run "+rid(3)+")" {
+	if b := sn.Task.Gate.Batched; b == nil || b.String() != "failed in batch 1 of 1, isolated in round 4 (run "+rid(5)+")" {
 		t.Fatalf("f's record: %+v", sn.Task.Gate)
 	}
 	left := f.q.Queues()[0].Left
