@@ -989,9 +989,48 @@ func syncUpstream(ctx context.Context, dir, branch string) ([]string, error) {
 	return nil, fmt.Errorf("merging %s into the task branch failed: %w", branch, err)
 }
 
-// merging reports whether a merge is in progress in the worktree.
+// merging reports whether a merge is in progress in the worktree. A
+// turn asks up to three times before its agent runs, so it looks for the
+// MERGE_HEAD file in the worktree's own git directory (a special ref git
+// keeps as a file whatever its ref storage) rather than start git each
+// time; only a worktree whose .git it cannot read asks git.
 func merging(ctx context.Context, dir string) bool {
+	if gd, ok := worktreeGitDir(dir); ok {
+		_, err := os.Lstat(filepath.Join(gd, "MERGE_HEAD"))
+		return err == nil
+	}
 	return gitcli.New(dir, "rev-parse", "--verify", "--quiet", "MERGE_HEAD").Run(ctx) == nil
+}
+
+// worktreeGitDir is the git directory of the worktree at dir: dir/.git
+// itself, or where the "gitdir:" line of a linked worktree's .git file
+// points.
+func worktreeGitDir(dir string) (string, bool) {
+	dotGit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.IsDir():
+		return dotGit, true
+	case !fi.Mode().IsRegular() || fi.Size() > 4096:
+		return "", false
+	}
+	b, err := os.ReadFile(dotGit)
+	if err != nil {
+		return "", false
+	}
+	gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok || gd == "" || strings.ContainsAny(gd, "\n\x00") {
+		return "", false
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(dir, gd)
+	}
+	if fi, err := os.Stat(gd); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	return gd, true
 }
 
 // unmerged lists the worktree's files with unresolved conflicts.

@@ -41,6 +41,10 @@ func DefaultBranch(ctx context.Context, repoDir string) (string, error) {
 // Create makes branch from base and checks it out in a new worktree at
 // dir. If the branch already exists (a restarted task), it is reused, never
 // reset: it may hold work.
+//
+// A start waits on this, so it starts two git processes where it took
+// four: one reads both refs, and a new branch starts at the commit read,
+// which is then its start (no read of HEAD after).
 func Create(ctx context.Context, repoDir, dir, branch, base string) (startSHA string, err error) {
 	if _, err := os.Stat(dir); err == nil {
 		return "", fmt.Errorf("worktree path %s already exists; lazy will not reuse or remove it", dir)
@@ -48,23 +52,64 @@ func Create(ctx context.Context, repoDir, dir, branch, base string) (startSHA st
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", fmt.Errorf("create worktree parent: %w", err)
 	}
-	exists := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Run(ctx) == nil
-	if exists {
-		err = gitcli.New(repoDir, "worktree", "add", "--quiet", dir, branch).Run(ctx)
-	} else {
-		if err := gitcli.New(repoDir, "rev-parse", "--verify", "--quiet", "refs/heads/"+base+"^{commit}").Run(ctx); err != nil {
-			return "", fmt.Errorf("base branch %q does not exist", base)
-		}
-		err = gitcli.New(repoDir, "worktree", "add", "--quiet", "-b", branch, dir, "refs/heads/"+base).Run(ctx)
-	}
+	tips, err := commitsOf(ctx, repoDir, "refs/heads/"+branch, "refs/heads/"+base)
 	if err != nil {
 		return "", fmt.Errorf("create worktree for %s: %w", branch, err)
 	}
-	sha, err := gitcli.New(dir, "rev-parse", "HEAD").String(ctx)
-	if err != nil {
-		return "", err
+	if tips[0] != "" {
+		if err := gitcli.New(repoDir, "worktree", "add", "--quiet", dir, branch).Run(ctx); err != nil {
+			return "", fmt.Errorf("create worktree for %s: %w", branch, err)
+		}
+		return gitcli.New(dir, "rev-parse", "HEAD").String(ctx)
 	}
-	return sha, nil
+	if tips[1] == "" {
+		return "", fmt.Errorf("base branch %q does not exist", base)
+	}
+	if err := createCmd(repoDir, branch, dir, tips[1]).Run(ctx); err != nil {
+		return "", fmt.Errorf("create worktree for %s: %w", branch, err)
+	}
+	return tips[1], nil
+}
+
+// createCmd makes a new branch at commit and checks it out at dir.
+func createCmd(repoDir, branch, dir, commit string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "worktree", "add", "--quiet", "-b", branch, dir, commit)
+}
+
+// commitsOf reads the commit each ref names, "" for a ref that does not
+// exist or names no commit, in one git process.
+func commitsOf(ctx context.Context, repoDir string, refs ...string) ([]string, error) {
+	var in strings.Builder
+	for _, r := range refs {
+		// One query per line: a name git would split (or read as an
+		// option of the batch) is no ref of a task.
+		if r == "" || strings.ContainsAny(r, "\n\r\x00 ") {
+			return nil, fmt.Errorf("%q is not a branch name git accepts", r)
+		}
+		in.WriteString(r + "^{commit}\n")
+	}
+	out, err := commitsCmd(repoDir).Stdin([]byte(in.String())).String(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != len(refs) {
+		return nil, fmt.Errorf("git cat-file answered %d lines for %d refs", len(lines), len(refs))
+	}
+	tips := make([]string, len(refs))
+	for i, l := range lines {
+		// "<oid> commit <size>", or "<name> missing" (or "ambiguous").
+		if f := strings.Fields(l); len(f) == 3 && f[1] == "commit" {
+			tips[i] = f[0]
+		}
+	}
+	return tips, nil
+}
+
+// commitsCmd reads object names from stdin, one per line, and says what
+// each names.
+func commitsCmd(repoDir string) *gitcli.Cmd {
+	return gitcli.New(repoDir, "cat-file", "--batch-check")
 }
 
 // Dirty reports whether the worktree has uncommitted changes (untracked

@@ -38,6 +38,9 @@ func main() {
 	check(os.WriteFile(script, []byte(fmt.Sprintf("argv started.json\nsleep %s\nprint done\n", *hold)), 0o644))
 	env := append(os.Environ(), "FAKE_AGENT_SCRIPT="+script)
 	lazy(repo, env, "init")
+	// The worktrees go where the bench looks for the agent's marker.
+	wts := filepath.Join(work, "worktrees")
+	git(repo, "config", "lazy.worktreeDir", wts)
 	mode := "unsandboxed"
 	if *sandbox {
 		git(repo, "config", "lazy.sandbox", "on")
@@ -58,7 +61,7 @@ func main() {
 		lazy(repo, env, "create", slug)
 		began := time.Now()
 		lazy(repo, env, "start", slug, "--command", *fake)
-		marker := filepath.Join(repo, ".git", "lazy", "worktrees", slug, "started.json")
+		marker := filepath.Join(wts, slug, "started.json")
 		for {
 			if _, err := os.Stat(marker); err == nil {
 				break
