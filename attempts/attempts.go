@@ -71,6 +71,11 @@ type Service struct {
 	Review Review
 	// Worktrees is git's side (nil: Git{}).
 	Worktrees Worktree
+	// Gater gates an attempt's tree and Lander lands a proposed attempt
+	// for the pick by the gate (nil: PickStep cannot gate, and proposes
+	// without landing).
+	Gater  Gater
+	Lander Lander
 }
 
 // New is the attempts capability of env, starting and ending attempts

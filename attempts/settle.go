@@ -84,8 +84,15 @@ func (at *Service) Settle(ctx context.Context, a *task.Snapshot) (group *task.Sn
 		return nil, nil, fmt.Errorf("attempt %d (%s) landed, but its group is busy; lazy accept GROUP --attempt %d again finishes it: %w", k, slug, k, err)
 	}
 	completed := false
+	why := fmt.Sprintf("attempt %d was chosen", k)
 	sn, _, err := e.Store.Update(ctx, a.Task.AttemptOf, func(s *task.Snapshot) (*task.Op, error) {
 		others, completed = nil, false
+		why = fmt.Sprintf("attempt %d was chosen", k)
+		if p := s.Task.Pick; p.Decided() && p.Proposed == k {
+			// The others are closed with the pick's reason, so each
+			// says where it ranked.
+			why = limitWords(fmt.Sprintf("attempt %d was chosen by the gate (%s)", k, p.Why))
+		}
 		for _, id := range s.Task.Attempts {
 			if id != a.Task.ID {
 				others = append(others, id)
@@ -114,7 +121,6 @@ func (at *Service) Settle(ctx context.Context, a *task.Snapshot) (group *task.Sn
 	if completed {
 		group = sn
 	}
-	why := fmt.Sprintf("attempt %d was chosen", k)
 	for _, id := range others {
 		o, err := e.Store.Load(id)
 		if err != nil || o.Task.Status.IsTerminal() {

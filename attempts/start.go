@@ -26,6 +26,12 @@ type Input struct {
 	// Base is what every attempt starts with (its Agent the default,
 	// its Model the model each attempt asks for).
 	Base session.StartInput
+	// Pick is how the attempt that lands is chosen: task.PickHuman ("",
+	// a human reads the comparison) or task.PickGate (each attempt gated
+	// when it parks, the best proposed; see PickStep). Land, with
+	// PickGate, lands the best through the normal accept.
+	Pick string
+	Land bool
 }
 
 // Result is what Start did: the group, the attempts it
@@ -82,6 +88,13 @@ func (at *Service) Start(ctx context.Context, name string, in Input) (*Result, e
 	e := at.Env
 	if err := Check(in.N); err != nil {
 		return nil, err
+	}
+	pick, err := Pick(in.Pick)
+	if err != nil {
+		return nil, err
+	}
+	if in.Land && pick != task.PickGate {
+		return nil, fmt.Errorf("--land lands the attempt the gate picks; give --pick gate with it (or git config lazy.attempts.pick gate)")
 	}
 	if err := e.RequireLauncher("start"); err != nil {
 		return nil, err
@@ -164,6 +177,9 @@ func (at *Service) Start(ctx context.Context, name string, in Input) (*Result, e
 			return nil, fmt.Errorf("start %s: the task changed meanwhile (it is %s); look at it again", s.Task.Slug, s.Task.Status)
 		}
 		s.Task.Attempts = ids
+		if pick == task.PickGate {
+			s.Task.Pick = &task.AttemptPick{Rule: pick, Land: in.Land}
+		}
 		now := time.Now().UTC().Truncate(time.Second)
 		s.AddComment(task.Comment{Actor: e.Actor, At: now, Text: fmt.Sprintf("tried %d ways: %s", in.N, strings.Join(plan, ", "))})
 		return &task.Op{Name: "attempts", Actor: e.Actor, Reason: fmt.Sprintf("tried %d ways", in.N)}, nil

@@ -39,6 +39,8 @@ type StartCmd struct {
 	Model string `help:"The model the agent runs (Claude's and Codex's --model: sonnet, opus, gpt-5-codex); default: the CLI's own. Recorded on the session." placeholder:"MODEL"`
 	// Attempts tries the task several ways side by side.
 	Attempts *int   `help:"Try the task N ways side by side (2 to 8): N attempts, each a task of its own with its branch lazy/<slug>-a<K>, worktree, session and cost; lazy show compares them (--wait waits for every attempt and prints the comparison) and lazy accept TASK --attempt K lands one." placeholder:"N"`
+	Pick     string `help:"With --attempts: how the attempt that lands is chosen: human (you read lazy show's comparison; the default, or git config lazy.attempts.pick) or gate (the daemon gates each attempt on the tree it would land when it parks, ranks them by gate passed, then lower cost, then smaller diff, and proposes the best: lazy start fix-login --attempts 3 --pick gate)." enum:",human,gate" default:""`
+	Land     bool   `help:"With --attempts N --pick gate: land the attempt the gate picks through the normal accept (its queue, its gate) and close the others with the reason; if none passed, nothing lands (lazy start fix-login --attempts 3 --pick gate --land)."`
 	Command  string `help:"The exec agent's command line (split on spaces; the prompt is appended as the last argument and set in LAZY_PROMPT). Default: git config lazy.exec.command." placeholder:"CMD"`
 	JSON     bool   `help:"Print the task as JSON."`
 	Sandbox  string `help:"Run this session's turns under bubblewrap (on) or not (off), whatever git config lazy.sandbox says. Without it a subtask of a task sandboxed here runs sandboxed too; off is how a human lets one out (an agent never can)." enum:",on,off" default:""`
@@ -86,6 +88,9 @@ func (c *StartCmd) Run(a *app, ctx context.Context) error {
 			return err
 		}
 		in.SandboxExplicit = true
+	}
+	if c.Attempts == nil && (c.Pick != "" || c.Land) {
+		return usageError{"--pick and --land choose among attempts; give --attempts N with them"}
 	}
 	if c.Attempts != nil {
 		if c.TakeOver {
@@ -144,7 +149,11 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *wire.Env, in sessi
 	if len(agents) > 0 {
 		agents[0] = in.Agent
 	}
-	res, err := env.Attempts().Start(ctx, c.Task, attempts.Input{N: *c.Attempts, Agents: agents, Base: in})
+	pick := c.Pick
+	if pick == "" {
+		pick, _ = a.cfg.Get("lazy.attempts.pick")
+	}
+	res, err := env.Attempts().Start(ctx, c.Task, attempts.Input{N: *c.Attempts, Agents: agents, Base: in, Pick: pick, Land: c.Land})
 	if res != nil && len(res.Started) > 0 {
 		a.daemonAfterLaunch(ctx)
 	}
@@ -171,6 +180,13 @@ func (c *StartCmd) attempts(a *app, ctx context.Context, env *wire.Env, in sessi
 		}
 		out["attempts"] = started
 		return a.io.printJSON(out)
+	}
+	if line := attempts.PickLine(res.Group.Task.Slug, res.Group.Task.Pick); line != "" {
+		then := "proposed"
+		if res.Group.Task.Pick.Land {
+			then = "landed"
+		}
+		fmt.Fprintf(a.io.out, "The daemon gates each attempt when it parks; the best is %s (lazy show %s says which and why)\n", then, res.Group.Task.Slug)
 	}
 	fmt.Fprintf(a.io.out, "Compare them with lazy show %s or lazy diff %s --attempts; land one with lazy accept %s --attempt K\n", res.Group.Task.Slug, res.Group.Task.Slug, res.Group.Task.Slug)
 	return nil

@@ -80,6 +80,7 @@ func (c *DaemonCmd) Run(a *app, ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = rec.Close() }()
+	rec.PickAttempts = true
 	if rec.Forge, err = a.settings().forgeSync(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -28,6 +29,9 @@ type view struct {
 	parked []int
 	// forge are the submitted and merging tasks the forge sweep follows.
 	forge []int
+	// picking are the attempt groups picked by the gate with a step left
+	// (the summary's attempts_picking).
+	picking []int
 	// gen numbers a kept view, so that a sweep can tell it saw this very
 	// listing on its last pass; 0 is a caller's list, never seen again.
 	gen uint64
@@ -62,6 +66,9 @@ func newView(entries []task.Entry, gen uint64) *view {
 		}
 		if e.Status == machine.Submitted || e.Status == machine.Merging {
 			v.forge = append(v.forge, i)
+		}
+		if e.Status == machine.Backlog && bytes.Contains(e.JSON, []byte(`"attempts_picking":true`)) {
+			v.picking = append(v.picking, i)
 		}
 	}
 	return v

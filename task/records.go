@@ -86,6 +86,9 @@ type Task struct {
 	// (attempt K is Attempts[K-1]). The group itself never runs: it
 	// stays in backlog while they do, and completes when one lands.
 	Attempts []string `json:"attempt_ids,omitempty"`
+	// Pick, on an attempt group started with --pick gate, is the pick
+	// the reconciler makes by the gate (see AttemptPick).
+	Pick *AttemptPick `json:"attempts_pick,omitempty"`
 }
 
 // IsAttemptGroup reports whether the task is tried as attempts (lazy

@@ -278,7 +278,7 @@ func (p *jsonScanner) time(t *Task, created bool) bool {
 // as printed, which the caller has formatted already.
 func AppendSummary(b []byte, t *Task, updated string) ([]byte, bool) {
 	if t.Forge != nil || t.Gate != nil || t.Pool != nil || t.After != nil || t.Usage != nil || t.Hold != nil || t.BudgetUSD != nil || t.Metadata != nil || t.MergeRefused != nil || t.Accept != nil ||
-		t.AttemptOf != "" || t.Attempts != nil {
+		t.AttemptOf != "" || t.Attempts != nil || t.Pick != nil {
 		return b, false
 	}
 	str := func(key, v string, omitEmpty bool) {

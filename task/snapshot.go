@@ -174,6 +174,7 @@ func (sn *Snapshot) Clone() *Snapshot {
 	c.Task.Hold = sn.Task.Hold.clone()
 	c.Task.After = slices.Clone(sn.Task.After)
 	c.Task.Attempts = slices.Clone(sn.Task.Attempts)
+	c.Task.Pick = sn.Task.Pick.clone()
 	c.newTurns, c.editedTurns, c.newComments, c.goalChanged = nil, nil, nil, false
 	return &c
 }

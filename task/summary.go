@@ -49,6 +49,10 @@ type Summary struct {
 	AttemptOf string   `json:"attempt_of,omitempty"`
 	Attempt   int      `json:"attempt,omitempty"`
 	Attempts  []string `json:"attempt_ids,omitempty"`
+	// Picking: the group's attempts are picked by the gate (lazy start
+	// --pick gate) and the pick has a step left (AttemptPick.Moving);
+	// the reconciler looks only at such groups.
+	Picking bool `json:"attempts_picking,omitempty"`
 }
 
 // PRSummary is a task's pull request on listing surfaces.
@@ -81,6 +85,7 @@ func NewSummary(t *Task) Summary {
 		Usage: t.Usage, Gate: t.Gate.Summary(), Pool: t.Pool, After: t.After,
 		BudgetUSD: t.BudgetUSD, Hold: t.Hold,
 		AttemptOf: t.AttemptOf, Attempt: t.Attempt, Attempts: t.Attempts,
+		Picking: t.Pick.Moving() && !t.Status.IsTerminal(),
 	}
 }
 

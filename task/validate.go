@@ -196,6 +196,9 @@ func CheckTask(t *Task) error {
 	if err := checkGate(t.Gate); err != nil {
 		return err
 	}
+	if err := checkPick(t.Pick); err != nil {
+		return err
+	}
 	if err := checkPool(t); err != nil {
 		return err
 	}

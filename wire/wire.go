@@ -87,10 +87,12 @@ func (e *Env) Review() *review.Service {
 func (e *Env) Conversation() *conversation.Service { return conversation.New(&e.Env) }
 
 // Attempts is the attempts capability over e's core: a task tried N
-// ways, starting and ending its attempts through e's lifecycle and
-// comparing them through e's review.
+// ways, starting and ending its attempts through e's lifecycle,
+// comparing them through e's review, and picking one by e's gate.
 func (e *Env) Attempts() *attempts.Service {
-	return attempts.New(&e.Env, e.Lifecycle(), e.Review())
+	at := attempts.New(&e.Env, e.Lifecycle(), e.Review())
+	at.Gater, at.Lander = pickGates{e}, pickGates{e}
+	return at
 }
 
 // Queue is this machine's merge queues of e's repository: what they
