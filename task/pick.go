@@ -15,7 +15,7 @@ const (
 	PickGate = "gate"
 )
 
-// AttemptPick, on an attempt group started with --pick gate, is the
+// AttemptPick is, on an attempt group started with --pick gate, the
 // pick the reconciler makes unattended: each attempt's gate run on the
 // tree it would land (the run itself is on the attempt's own gate
 // record), then, once every attempt has parked and been gated or has
