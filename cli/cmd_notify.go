@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -56,6 +57,9 @@ type notifyOptions struct {
 	stateDir, repoName string
 	// repoDir is where lazy.notify.command runs.
 	repoDir string
+	// gitDir is the repository's git directory: the shared markers'
+	// pushes run there.
+	gitDir string
 }
 
 // notifyOptionsOf fills notifyOptions from an opened run.
@@ -65,7 +69,7 @@ func notifyOptionsOf(a *app) notifyOptions {
 		dir = a.repo.CommonDir
 	}
 	return notifyOptions{io: a.io, store: a.store, env: a.env, now: a.now, cfg: a.cfg, dir: dir,
-		stateDir: a.repo.LazyDir("notify"), repoName: a.repo.Name(), repoDir: a.repoDir()}
+		stateDir: a.repo.LazyDir("notify"), repoName: a.repo.Name(), repoDir: a.repoDir(), gitDir: a.repo.CommonDir}
 }
 
 // Run implements lazy notify.
@@ -195,6 +199,7 @@ func (o notifyOptions) work(rec *reconcile.Reconciler) func(ctx context.Context)
 	n := &notify.Notifier{Dir: o.stateDir, Repo: o.repoName}
 	var busy atomic.Bool
 	var lastGen uint64 // only the goroutine busy admits touches it
+	var said string    // the shared remote's last problem said, likewise
 	return func(ctx context.Context) {
 		entries, gen := rec.Listing()
 		if entries == nil || !busy.CompareAndSwap(false, true) {
@@ -231,6 +236,13 @@ func (o notifyOptions) work(rec *reconcile.Reconciler) func(ctx context.Context)
 			case !n.Pending():
 				return
 			}
+			if shared := o.shared(ctx, cfg); shared != nil && len(evs) > 0 {
+				evs, err = n.Once(ctx, shared, evs)
+				said = sayOnce(o.io.errOut, said, err, "lazy: notifications: %v; announced here")
+				if _, err := n.Prune(ctx, shared, entries); err != nil {
+					said = sayOnce(o.io.errOut, said, err, "lazy: notifications: %v")
+				}
+			}
 			for _, r := range n.Deliver(ctx, s.Targets, s.PerMinute, evs) {
 				if !r.OK && !r.Skipped {
 					fmt.Fprintf(o.io.errOut, "lazy: notify %s: %s\n", r.Target, r.Error)
@@ -238,6 +250,38 @@ func (o notifyOptions) work(rec *reconcile.Reconciler) func(ctx context.Context)
 			}
 		}()
 	}
+}
+
+// shared is the remote the notifier claims its events on, so each fires
+// once across the machines sharing it: git config lazy.notify.remote,
+// else lazy.pool.remote, else the repository's default remote; nil for
+// "none" or a repository with no remote (the dedup stays on this host).
+func (o notifyOptions) shared(ctx context.Context, cfg *gitrepo.Config) notify.Shared {
+	name, _ := cfg.Get(notify.KeyRemote)
+	if name = strings.TrimSpace(name); name == "none" || o.gitDir == "" {
+		return nil
+	}
+	if name == "" {
+		name, _ = cfg.Get("lazy.pool.remote")
+	}
+	remote, err := defaultRemote(ctx, o.gitDir, strings.TrimSpace(name))
+	if err != nil {
+		return nil
+	}
+	return &notify.GitShared{Dir: o.gitDir, Remote: remote, Host: o.store.Host(), Now: o.now}
+}
+
+// sayOnce prints err (formatted) unless it is what was said last, and
+// returns what was said: a remote that stays offline is said once.
+func sayOnce(w io.Writer, said string, err error, format string) string {
+	if err == nil {
+		return ""
+	}
+	msg := sanitize.Field(fmt.Sprintf(format, err))
+	if msg != said {
+		fmt.Fprintln(w, msg)
+	}
+	return msg
 }
 
 // observeTask reads what notifications look at of a listed task: its

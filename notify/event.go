@@ -68,6 +68,10 @@ type Event struct {
 	Repo string `json:"repo"`
 	// Count is, for a "more" event, how many events it stands for.
 	Count int `json:"count,omitempty"`
+
+	// mark is the announcement's task, dedup slot and key: what the
+	// machines sharing a remote claim so that one of them announces it.
+	mark Mark
 }
 
 // NeedsHuman reports whether the event asks for a human.
@@ -311,7 +315,8 @@ func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string
 		}
 		next[c.slot] = c.key
 		if ev == nil {
-			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: clean(p.Secrets, o.Slug, 100), Title: clean(p.Secrets, o.Title, 200), Status: o.Status, Reason: clean(p.Secrets, c.reason, maxReason)}
+			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: clean(p.Secrets, o.Slug, 100), Title: clean(p.Secrets, o.Title, 200), Status: o.Status, Reason: clean(p.Secrets, c.reason, maxReason),
+				mark: Mark{Task: o.TaskID, Slot: c.slot, Key: c.key, Kind: c.kind}}
 			switch c.kind {
 			case KindFinished:
 				e.Outcome = clean(p.Secrets, c.reason, 40)

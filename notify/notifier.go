@@ -151,6 +151,8 @@ type Notifier struct {
 	seen   map[string]string // task id -> the record commit last observed
 	limits map[string]*limiter
 	noted  map[string]bool
+	// pruned is when Prune last ran.
+	pruned time.Time
 }
 
 func (n *Notifier) now() time.Time {
@@ -256,6 +258,71 @@ func (n *Notifier) Pass(entries []task.Entry, p Policy, only map[Kind]bool, load
 	}
 	n.baseline = false
 	return out, nil
+}
+
+// Once keeps of evs the events no other machine sharing the remote
+// announced first: each event's mark is claimed on shared (a nil shared
+// keeps them all: the dedup stays on this host). When the remote cannot
+// decide (offline, refusing) the events are kept and the error says
+// why: news is never lost, at worst announced on two machines.
+func (n *Notifier) Once(ctx context.Context, shared Shared, evs []Event) ([]Event, error) {
+	if shared == nil || len(evs) == 0 {
+		return evs, nil
+	}
+	var marks []Mark
+	for _, ev := range evs {
+		if ev.mark.Task != "" {
+			marks = append(marks, ev.mark)
+		}
+	}
+	if len(marks) == 0 {
+		return evs, nil
+	}
+	taken, err := shared.Claim(ctx, marks)
+	out := evs[:0:0]
+	for _, ev := range evs {
+		if ev.mark.Task != "" && taken[ev.mark.Ref()] {
+			continue // another machine announced it
+		}
+		out = append(out, ev)
+	}
+	return out, err
+}
+
+// Retention is how long after a task finished its markers stay on the
+// shared remote. A machine that sees the finish only later than that
+// (offline for a week) may announce it once more; any machine that first
+// sees the task then takes it as it is (its record predates the baseline).
+const Retention = 7 * 24 * time.Hour
+
+// pruneEvery is how often a notifier prunes the shared markers.
+const pruneEvery = 6 * time.Hour
+
+// Prune deletes, at most every pruneEvery, the shared markers of the
+// tasks in entries finished more than Retention ago, so the markers on
+// the remote are bounded by the tasks still open or recently finished.
+func (n *Notifier) Prune(ctx context.Context, shared Shared, entries []task.Entry) (int, error) {
+	if shared == nil {
+		return 0, nil
+	}
+	n.mu.Lock()
+	now := n.now()
+	if !n.pruned.IsZero() && now.Sub(n.pruned) < pruneEvery {
+		n.mu.Unlock()
+		return 0, nil
+	}
+	n.pruned = now
+	n.mu.Unlock()
+	done := map[string]bool{}
+	for _, e := range entries {
+		if e.Err != nil || !e.Status.IsTerminal() {
+			continue
+		}
+		if upd, err := time.Parse(task.TimeLayout, e.Updated); err == nil && now.Sub(upd) > Retention {
+			done[e.ID] = true
+		}
+	}
+	return shared.Prune(ctx, done)
 }
 
 func sameKeys(a, b map[string]string) bool {
