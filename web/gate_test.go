@@ -47,6 +47,42 @@ func TestPagesShowTheGate(t *testing.T) {
 	}
 }
 
+// TestTaskPageExplainsABatchedTrain: the Merge gate section says where
+// each run stood in a batched train and what the train decided for the
+// task ("failed in batch 2 of 3, isolated in round 2"), and the lane its
+// accept went through, with a pulled record's names escaped.
+func TestTaskPageExplainsABatchedTrain(t *testing.T) {
+	s, st, dir := newServer(t)
+	sn := startedHere(t, st, dir, "task a", "a.txt")
+	at := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	run, err := task.NewID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Update(context.Background(), sn.Task.ID, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Gate = &task.GateRecord{Lane: "docs<i>+api",
+			Batched: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main<script>", Batch: 2, Of: 3, Round: 2, Run: run, At: at}}
+		s.Task.Gate.AddRun(task.GateRun{ID: "r1", At: at, Target: "main", Base: "abc", Tree: "def", Source: "git config lazy.gate",
+			Commands: []task.GateCommand{{Cmd: "make test", Exit: 2}}, Failed: "make test", Batch: &task.GateBatch{Batch: 2, Of: 3, Round: 1, Entries: 3, Part: 3}})
+		return &task.Op{Name: "gate", Actor: machine.Human}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	page := page(t, s.Handler(), "/task/"+sn.Task.ID)
+	for _, want := range []string{
+		"batch 2 of 3, round 1, 3 entries as one tree",
+		`Batched train into <code>main&lt;script&gt;</code> (lazy.gate.batch): failed in batch 2 of 3, isolated in round 2 (run ` + run + `)`,
+		`Lane <code>docs&lt;i&gt;&#43;api</code> (lazy.gate.lanes)`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the task page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<script>") && strings.Contains(page, "main<script>") || strings.Contains(page, "docs<i>") {
+		t.Fatalf("a pulled record's names reached the page unescaped:\n%s", page)
+	}
+}
+
 // TestTheListShowsTheMergeQueue: an accept in flight appears under its
 // target with its state.
 func TestTheListShowsTheMergeQueue(t *testing.T) {
