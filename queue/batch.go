@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,14 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 	if auto != "" {
 		auto = "; " + auto
 	}
+	// ahead are the runs started beside a confirming run (Test.Then), by
+	// the tree they gate; each is waited for before this returns.
+	ahead := map[string]*aheadRun{}
+	defer func() {
+		for _, a := range ahead {
+			<-a.done
+		}
+	}()
 	res, err := Bisect(len(in), size, func(t Test) (bool, error) {
 		c, err := chain.build(ctx, t.Entries)
 		if err != nil {
@@ -49,7 +58,18 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 			runs[t.Index] = id
 			return true, nil
 		}
+		if a := ahead[c.Tree]; a != nil {
+			<-a.done
+			delete(ahead, c.Tree)
+			if a.err == nil {
+				runs[t.Index] = a.run
+				return a.passed, nil
+			}
+		}
 		c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: t.Round, Entries: len(t.Entries), Part: t.New}
+		if t.Confirm && len(t.Then) > 0 && g.Parallel() > 1 {
+			q.startAhead(ctx, chain, g, t, ahead)
+		}
 		run, passed, err := g.Run(ctx, in[t.Last()].sn, c)
 		if err != nil {
 			return false, err
@@ -83,6 +103,42 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 		q.decided(ctx, car, task.BatchOutcome{Outcome: task.BatchIsolated, Target: into, Batch: cu.Batch, Of: cu.Of, Round: cu.Round, Run: runs[cu.Failed], At: now},
 			"; set aside, the entries behind it land without it")
 	}
+}
+
+// aheadRun is a gate run started beside a confirming run.
+type aheadRun struct {
+	done   chan struct{}
+	run    string
+	passed bool
+	err    error
+}
+
+// startAhead starts, beside the confirming test t, the test that follows
+// when the confirmation fails: what passed, without the isolated entry,
+// plus t.Then, as round 1 of the next search. Its result waits in ahead
+// for the bisection to ask for that tree; when the confirmation passes
+// instead (the gate was flaky), the run is one more, recorded like any.
+func (q *Service) startAhead(ctx context.Context, chain *chainCache, g Gate, t Test, ahead map[string]*aheadRun) {
+	entries := append(slices.Clone(t.Entries[:len(t.Entries)-1]), t.Then...)
+	c, err := chain.build(ctx, entries)
+	if err != nil || ahead[c.Tree] != nil {
+		return
+	}
+	if _, ok := g.PassedBefore(c.Tree); ok {
+		return
+	}
+	c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: 1, Entries: len(entries), Part: len(t.Then)}
+	for _, e := range t.Then {
+		chain.cars[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round 1: %d entries gated as one tree, beside the run confirming the entry ahead",
+			t.Batch, t.Of, len(entries)))
+	}
+	a := &aheadRun{done: make(chan struct{})}
+	ahead[c.Tree] = a
+	sn := chain.cars[entries[len(entries)-1]].sn
+	go func() {
+		defer close(a.done)
+		a.run, a.passed, a.err = g.Run(ctx, sn, c)
+	}()
 }
 
 // decided records what a batch decided for car: on its task, where

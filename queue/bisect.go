@@ -1,5 +1,7 @@
 package queue
 
+import "slices"
+
 // The bisection planner of a batched train (lazy.gate.batch): which
 // trees to gate, in which order, and what each verdict decides. It is
 // pure and deterministic (no git, no clock, no randomness), so every
@@ -49,6 +51,12 @@ type Test struct {
 	// Confirm says the test gates again the tree of an entry the
 	// bisection isolated (in round Round), which failed once already.
 	Confirm bool
+	// Then, for a confirming test, are the entries the next test adds
+	// (on what passed, without the entry) when the confirmation fails, as
+	// it does unless the gate is flaky: a gate that runs trees in parallel
+	// may start that test beside this one, so the confirmation costs no
+	// round of waiting.
+	Then []int
 }
 
 // Last is the entry whose tree the test is: the last one merged.
@@ -178,7 +186,7 @@ func (out *Bisected) batch(batch, of int, entries []int, gate func(Test) (bool, 
 		if isolated < 0 {
 			continue
 		}
-		if err := out.confirm(isolated, round, failedAt, Test{Batch: batch, Of: of}, gate); err != nil {
+		if err := out.confirm(isolated, round, failedAt, Test{Batch: batch, Of: of, Then: rest}, gate); err != nil {
 			return err
 		}
 		// What is left starts a search of its own.
@@ -192,7 +200,7 @@ func (out *Bisected) batch(batch, of int, entries []int, gate func(Test) (bool, 
 // culprit only when it fails again; when it passes, it lands.
 func (out *Bisected) confirm(e, round, first int, place Test, gate func(Test) (bool, error)) error {
 	t := Test{Index: len(out.Verdicts), Batch: place.Batch, Of: place.Of, Round: round,
-		Entries: append(append([]int(nil), out.Landed...), e), New: 1, Confirm: true}
+		Entries: append(append([]int(nil), out.Landed...), e), New: 1, Confirm: true, Then: slices.Clone(place.Then)}
 	passed, err := gate(t)
 	if err != nil {
 		return err

@@ -379,6 +379,7 @@ func (l *fakeLander) PassedBefore(tree string) (string, bool) { return "before",
 func (l *fakeLander) Run(_ context.Context, sn *task.Snapshot, c Candidate) (string, bool, error) {
 	l.mu.Lock()
 	l.runs = append(l.runs, sn.Task.Slug+"@"+c.Base)
+	n := len(l.runs)
 	if en, ok := l.q.InQueue(sn.Task.ID); ok {
 		l.details = append(l.details, en.Detail)
 	}
@@ -395,10 +396,10 @@ func (l *fakeLander) Run(_ context.Context, sn *task.Snapshot, c Candidate) (str
 		}
 		for slug := range l.failGate {
 			if strings.Contains(c.Commit+"+", "+"+slug+"+") {
-				return rid(len(l.runs)), false, nil
+				return rid(n), false, nil
 			}
 		}
-		return rid(len(l.runs)), true, nil
+		return rid(n), true, nil
 	}
 	return "run-" + sn.Task.Slug, !l.failGate[sn.Task.Slug], nil
 }
@@ -517,6 +518,37 @@ func TestNoSpeculationWithoutAParallelTrain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With two gate runs at once (lazy.gate.parallel 2), the run confirming
+// a batch's culprit and the run of the entries behind it (on what passed,
+// without the culprit) start together, so the confirmation costs a run
+// but no round of waiting: 6 runs, the last two side by side, and the
+// same outcome as one at a time.
+func TestABatchConfirmsItsCulpritBesideTheNextRound(t *testing.T) {
+	f := newFixture(t)
+	slugs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var ids []string
+	for _, s := range slugs {
+		ids = append(ids, f.task(t, s, "main").Task.ID)
+	}
+	l := newLander(f.q, 2)
+	l.batch, l.order = 8, slugs
+	l.failGate["f"] = true
+	res := AcceptMany(context.Background(), f.q, ids, l, true)
+	tip := "a000000000000000000000000000000000000000"
+	if len(l.runs) != 6 || !slices.Contains(l.runs[4:], "f@"+tip+"+a+b+c+d+e") || !slices.Contains(l.runs[4:], "h@"+tip+"+a+b+c+d+e+g") {
+		t.Fatalf("runs %v", l.runs)
+	}
+	if l.peak != 2 {
+		t.Fatalf("%d runs at once, want the confirmation beside the next round", l.peak)
+	}
+	if !slices.Equal(l.accepted, []string{"a", "b", "c", "d", "e", "g", "h"}) || len(l.aside) != 1 || !strings.HasPrefix(l.aside[0], "f@") {
+		t.Fatalf("accepted %v, set aside %v", l.accepted, l.aside)
+	}
+	if res[5].Err == nil || res[7].Err != nil {
+		t.Fatalf("results %+v", res)
 	}
 }
 
