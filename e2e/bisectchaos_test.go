@@ -205,10 +205,11 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 		if len(pending) > 2 && rng.IntN(4) == 0 {
 			ps = append(ps, &queueAccept{slugs: []string{pending[rng.IntN(len(pending))]}})
 		}
-		for _, p := range ps {
-			if round < 4 && rng.IntN(3) != 0 {
+		for i, p := range ps {
+			// The very first batch is always killed, inside its gates.
+			if round == 0 && i == 0 || round < 4 && rng.IntN(3) != 0 {
 				p.armed = true
-				p.delay = time.Duration(rng.Int64N(int64(4 * time.Second)))
+				p.delay = 300*time.Millisecond + time.Duration(rng.Int64N(int64(4*time.Second)))
 			}
 		}
 		var wg sync.WaitGroup
@@ -277,6 +278,9 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 			res := r.run(nil, "doctor")
 			trace = append(trace, fmt.Sprintf("round %d: locks of killed gits %v; doctor exit %d", round, aged, res.Code))
 		}
+	}
+	if kills == 0 {
+		fatalf("no accept was killed")
 	}
 	t.Logf("%d accept processes, %d killed; good tasks a flaky failure sent back: %v\n%s", len(procs), kills, flakySentBack, strings.Join(trace, "\n"))
 	ageKilledGitLocks(t, r)
