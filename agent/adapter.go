@@ -139,6 +139,11 @@ type Adapter interface {
 	Classify(s Signals) Failure
 }
 
+// KeepsConversation reports whether the agent called name keeps a
+// conversation of its own that a turn resumes by id (Claude's session,
+// Codex's thread); the exec agent keeps none.
+func KeepsConversation(name string) bool { return name == "claude" || name == "codex" }
+
 // Names lists the adapters.
 func Names() []string { return []string{"claude", "codex", "exec"} }
 

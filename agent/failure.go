@@ -31,6 +31,12 @@ const (
 	// it (Claude's --max-budget-usd). Not a failure of the agent: the
 	// task parks for a human to raise the budget, and nothing retries.
 	Budget Class = "budget"
+	// ResumeRefused: the CLI refused to resume the session lazy named
+	// (Claude's "No conversation found with session ID", Codex's "no
+	// rollout found for thread id"): the conversation is not on this
+	// machine, or not under this worktree. Retrying the same resume
+	// cannot help; the supervisor starts a new session at once instead.
+	ResumeRefused Class = "resume_refused"
 	// Unknown: not recognised. Diagnosis only; the crash-loop detector
 	// bounds its retries.
 	Unknown Class = "unknown"
@@ -140,8 +146,10 @@ var (
 	// "Claude AI usage limit reached|1767225600"
 	claudeUsageTS = lazyRegexp(`(?i)usage limit reached\|(\d{9,12})`)
 	claudeLimit   = lazyRegexp(`(?i)usage limit reached|you've hit your limit|you have hit your limit`)
-	// A resume from the wrong cwd, which must not read as auth.
-	claudeNoSession = lazyRegexp(`(?i)no conversation found with session id`)
+	// A resume of a session this machine's Claude does not have (another
+	// machine's, or one kept under another worktree), which must not
+	// read as auth; and an id Claude does not take for one.
+	claudeNoSession = lazyRegexp(`(?i)no conversation found with session id[^\n]*|--resume requires a valid session id[^\n]*`)
 )
 
 // ClassifyClaude classifies a Claude Code failure: structured fields
@@ -175,8 +183,8 @@ func ClassifyClaude(s Signals) Failure {
 		return withReset(Failure{Class: TransientOverload, Reason: reasonOr(s.Text, "rate limit rejected")}, s)
 	}
 	text := s.Text
-	if claudeNoSession.MatchString(text) {
-		return Failure{Class: Unknown, Reason: snippet(text, claudeNoSession.FindString(text))}
+	if m := claudeNoSession.FindString(text); m != "" {
+		return Failure{Class: ResumeRefused, Reason: snippet(text, m)}
 	}
 	if m := claudeAuth.FindString(text); m != "" {
 		return Failure{Class: FatalAuth, Reason: snippet(text, m)}
@@ -209,6 +217,12 @@ var (
 	// Codex refuses to start the thread. The server is lazy's local
 	// proxy to its daemon, so this is the unreachable-proxy class.
 	codexMCPStart = lazyRegexp(`(?i)required MCP servers failed to initialize`)
+	// `codex exec resume <id>` of a thread whose rollout this CODEX_HOME
+	// does not hold: "Error: thread/resume: thread/resume failed: no
+	// rollout found for thread id <id> (code -32600)".
+	// Only these words: a required MCP server that fails during a
+	// resume also ends in "thread/resume failed".
+	codexNoSession = lazyRegexp(`(?i)no rollout found for thread id[^\n]*`)
 )
 
 // ClassifyCodex classifies a Codex CLI failure from its error events and
@@ -223,6 +237,9 @@ func ClassifyCodex(s Signals) Failure {
 	}
 	if m := codexMCPStart.FindString(text); m != "" {
 		return Failure{Class: TransientUnreachable, Reason: snippet(text, m)}
+	}
+	if m := codexNoSession.FindString(text); m != "" {
+		return Failure{Class: ResumeRefused, Reason: snippet(text, m)}
 	}
 	if f, ok := classifyCommon(text); ok {
 		return f

@@ -33,8 +33,10 @@ func TestClassifyClaudeReferenceTexts(t *testing.T) {
 		{"credit balance", Signals{Text: "Your credit balance is too low to access the Anthropic API"}, FatalAuth},
 		{"assistant auth", Signals{AssistantError: "authentication_failed"}, FatalAuth},
 		{"assistant rate", Signals{AssistantError: "rate_limit"}, TransientOverload},
-		// Resume from the wrong cwd is not an auth failure.
-		{"no conversation", Signals{Text: "No conversation found with session ID 1234"}, Unknown},
+		// Resume from the wrong cwd is not an auth failure: the session is
+		// not here, which a new session answers (as Claude Code 2.1 says it).
+		{"no conversation", Signals{Text: "No conversation found with session ID: 01234567-89ab-cdef-0123-456789abcdef"}, ResumeRefused},
+		{"not an id", Signals{Text: `Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value "x" is not a UUID and does not match any session title.`}, ResumeRefused},
 		{"unrecognised", Signals{Text: "segmentation fault"}, Unknown},
 		{"numbers are not statuses", Signals{Text: "processed 429 files and 529 lines"}, Unknown},
 		{"empty", Signals{}, Unknown},
@@ -73,6 +75,16 @@ func TestClassifyCodexAndExec(t *testing.T) {
 	mcpDown := "Reading additional input from stdin...\n2026-12-07T10:17:21.676680Z ERROR codex_core::session: Failed to create session: required MCP servers failed to initialize: lazy: handshaking with MCP server failed: Send message error Transport error: Broken pipe (os error 32), when send initialize request\nError: thread/start: thread/start failed"
 	if f := ClassifyCodex(Signals{Text: mcpDown, ExitCode: 1}); f.Class != TransientUnreachable || !strings.Contains(f.Reason, "required MCP servers failed to initialize: lazy") {
 		t.Errorf("codex without lazy's MCP server: %s %q", f.Class, f.Reason)
+	}
+	// Codex 0.171 resuming a thread this CODEX_HOME does not hold (the
+	// real CLI's stderr, its backtrace cut): a new session answers it.
+	gone := "Error: thread/resume: thread/resume failed: no rollout found for thread id 01234567-89ab-cdef-0123-456789abcdef (code -32600)\n\nStack backtrace:\n   0: <unknown>"
+	if f := ClassifyCodex(Signals{Text: gone, ExitCode: 1}); f.Class != ResumeRefused || f.Reason != "Error: thread/resume: thread/resume failed: no rollout found for thread id 01234567-89ab-cdef-0123-456789abcdef (code -32600)" {
+		t.Errorf("codex resume of a missing thread: %s %q", f.Class, f.Reason)
+	}
+	// A required MCP server failing during a resume stays unreachable.
+	if f := ClassifyCodex(Signals{Text: "required MCP servers failed to initialize: lazy\nError: thread/resume: thread/resume failed", ExitCode: 1}); f.Class != TransientUnreachable {
+		t.Errorf("codex MCP failure on resume: %s", f.Class)
 	}
 	if f := ClassifyExec(Signals{Text: "HTTP 429 Too Many Requests"}); f.Class != TransientOverload {
 		t.Errorf("exec 429: %s", f.Class)

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,40 +46,110 @@ func waitShow(t *testing.T, r *runner, slug, daemonLog, what string, limit time.
 	}
 }
 
-// A real Claude's work fails the merge gate; lazy.gate.autoFix hands it
-// the failing command and its output, Claude fixes it in a turn of its
-// own (it writes, runs nothing lazy did not allow, and commits), and the
-// daemon lands the fixed branch with no human command.
-func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
-	r := projectRepo(t)
-	r.git("config", "lazy.gate", realGateCheck)
-	r.git("config", "lazy.gate.autoFix", "true")
-	r.git("config", "lazy.gate.maxAttempts", "3")
-	r, srv := withRealAgents(t, r, []mockapi.Reply{
+// realFixReplies are the model's scripts of the gate's fix round: the
+// work turn writes, runs the project's check and commits; the fix turn
+// (its reply picked by the gate's output, which only the feedback
+// carries) writes fixed.txt and commits.
+func realFixReplies(agentName string) []mockapi.Reply {
+	if agentName == "codex" {
+		return []mockapi.Reply{
+			{When: workMark, Tools: []mockapi.Call{
+				{Name: "exec_command", Input: `{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: work.txt\n+work\n*** End Patch\nEOF"}`},
+				{Name: "exec_command", Input: `{"cmd":"sh check.sh"}`},
+				{Name: "exec_command", Input: `{"cmd":"git add work.txt check.out && git commit -q -m 'the work' && echo COMMITTED"}`},
+			}, Text: realWorkAnswer},
+			{When: realGateMark, Tools: []mockapi.Call{
+				{Name: "exec_command", Input: `{"cmd":"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: fixed.txt\n+ok\n*** End Patch\nEOF"}`},
+				{Name: "exec_command", Input: `{"cmd":"git add fixed.txt && git commit -q -m 'fixed.txt says ok' && echo COMMITTED"}`},
+			}, Text: realFixAnswer},
+		}
+	}
+	return []mockapi.Reply{
 		{When: workMark, Tools: []mockapi.Call{
 			{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/work.txt","content":"work\n"}`},
 			{Name: "Bash", Input: `{"command":"sh check.sh","description":"run the project's check"}`},
 			{Name: "Bash", Input: `{"command":"git add work.txt check.out && git commit -q -m 'the work'","description":"commit"}`},
-		}, Text: "Wrote work.txt and ran the check."},
-		// Later in the script than the work's reply: the fix turn resumes
-		// the conversation, which still carries workMark.
+		}, Text: realWorkAnswer},
+		// Later in the script than the work's reply: a resumed fix turn's
+		// conversation still carries workMark.
 		{When: realGateMark, Tools: []mockapi.Call{
 			{Name: "Write", Input: `{"file_path":"` + mockapi.Cwd + `/fixed.txt","content":"ok\n"}`},
 			{Name: "Bash", Input: `{"command":"git add fixed.txt && git commit -q -m 'fixed.txt says ok'","description":"commit the fix"}`},
-		}, Text: "Fixed what the gate found."},
-	}, nil)
-	tk := r.create("Gated work "+workMark, "-m", "Write work.txt, run the check and commit.")
+		}, Text: realFixAnswer},
+	}
+}
+
+// The work turn's and the fix turn's last words: a request that
+// carries realWorkAnswer carries the work turn's conversation.
+const (
+	realWorkAnswer = "Wrote work.txt and ran the check."
+	realFixAnswer  = "Fixed what the gate found."
+	realTaskGoal   = "Write work.txt, run the check and commit."
+)
+
+// A real Claude's work fails the merge gate; lazy.gate.autoFix hands it
+// the failing command and its output in its own session (the fix turn's
+// request carries the work turn's conversation), Claude fixes it in a
+// turn of its own (it writes, runs nothing lazy did not allow, and
+// commits), and the daemon lands the fixed branch with no human command.
+func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
+	realGateFix(t, "claude", false)
+}
+
+// The same with the real Codex: the fix turn resumes its thread.
+func TestRealCodexFixesWhatTheGateFound(t *testing.T) {
+	realGateFix(t, "codex", false)
+}
+
+// The agent's own session is gone before the fix round (its CLI's
+// stored conversation deleted, as on another machine or after a
+// cleanup): the CLI refuses the resume, and the fix turn starts a new
+// session at once with the task's prompt and the failure, not a retry
+// loop; the fix still lands, and lazy show says a new session was
+// started and why.
+func TestRealClaudeFixStartsANewSessionWhenItsOwnIsGone(t *testing.T) {
+	realGateFix(t, "claude", true)
+}
+
+// The same with the real Codex, whose thread's rollout is deleted.
+func TestRealCodexFixStartsANewSessionWhenItsOwnIsGone(t *testing.T) {
+	realGateFix(t, "codex", true)
+}
+
+// realGateFix drives a gate's fix round with the real agentName. With
+// gone, the agent's stored conversation is deleted before the accept.
+func realGateFix(t *testing.T, agentName string, gone bool) {
+	api := map[string]string{"claude": "anthropic", "codex": "openai"}[agentName]
+	r := projectRepo(t)
+	r.git("config", "lazy.gate", realGateCheck)
+	r.git("config", "lazy.gate.autoFix", "true")
+	r.git("config", "lazy.gate.maxAttempts", "3")
+	var srv *mockapi.Server
+	if agentName == "codex" {
+		r, srv = withRealAgents(t, r, nil, realFixReplies(agentName))
+	} else {
+		r, srv = withRealAgents(t, r, realFixReplies(agentName), nil)
+	}
+	tk := r.create("Gated work "+workMark, "-m", realTaskGoal)
 	log := startDaemon(t, r)
-	r.ok("start", tk.Slug)
+	r.ok("start", tk.Slug, "--agent", agentName)
 	s := r.waitStatus(tk.Slug, "blocked")
 	if work := s.TurnList[len(s.TurnList)-1]; work.FailureClass != "" || len(work.Commits) != 1 {
-		t.Fatalf("work turn %+v\nresults %+v\nlog:\n%s", work, srv.ToolResults("anthropic"), agentLog(t, r, tk.ID))
+		t.Fatalf("work turn %+v\nresults %+v\nlog:\n%s", work, srv.ToolResults(api), agentLog(t, r, tk.ID))
 	}
 	if got := branchFiles(r, tk.Slug); got != "check.out\nwork.txt" {
 		t.Fatalf("the work turn's branch changed %q", got)
 	}
+	sid := sessionOf(t, r, tk.ID)["agent_session_id"]
+	if sid == nil || sid == "" {
+		t.Fatalf("no agent session id recorded after the work turn: %v", sessionOf(t, r, tk.ID))
+	}
+	agentSession := sid.(string)
+	if gone {
+		removeAgentSession(t, r, agentName, agentSession)
+	}
 	before := r.git("rev-parse", "main")
-	workCalls := srv.Calls("anthropic")
+	workCalls := srv.Calls(api)
 
 	began := time.Now()
 	res := r.run(nil, "accept", tk.Slug)
@@ -91,40 +163,55 @@ func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
 	}
 
 	// No human command from here on.
-	g := waitShow(t, r, tk.Slug, log, "the daemon to land Claude's fix", 3*time.Minute, func(s gateShow) bool {
+	g := waitShow(t, r, tk.Slug, log, "the daemon to land the agent's fix", 3*time.Minute, func(s gateShow) bool {
 		for _, c := range s.CommentList {
 			if strings.Contains(c.Text, gaveUp) {
-				t.Fatalf("the gate gave up on a task Claude fixed: %+v\nresults %+v", s.CommentList, srv.ToolResults("anthropic"))
+				t.Fatalf("the gate gave up on a task the agent fixed: %+v\nresults %+v", s.CommentList, srv.ToolResults(api))
 			}
 		}
 		return s.Status == "complete"
 	})
 	t.Logf("from the failed accept to the landed fix: %s", time.Since(began).Round(time.Millisecond))
 	if g.Outcome != "accepted" {
-		t.Fatalf("landed with outcome %q", s.Outcome)
+		t.Fatalf("landed with outcome %q", g.Outcome)
 	}
 
-	// The feedback reached Claude: a model call after the work turn's
-	// carries the failing command's output, and none before it does.
-	bodies := srv.Bodies("anthropic")
+	// The feedback reached the agent: the fix turn's requests carry the
+	// failing command and its output's tail, and none before do.
+	bodies := srv.Bodies(api)
 	for i, b := range bodies {
 		if i < workCalls && strings.Contains(b, realGateMark) {
 			t.Fatalf("model call %d, in the work turn, already carries the gate's output", i)
 		}
 	}
-	fed := false
-	for _, b := range bodies[workCalls:] {
-		fed = fed || strings.Contains(b, realGateMark) && strings.Contains(b, "exited 3")
+	if len(bodies) <= workCalls {
+		t.Fatalf("no model call after the failed gate (%d calls)", len(bodies))
 	}
-	if !fed {
-		t.Fatalf("no model call after the failed gate carries its output (%d calls, %d in the work turn); the last:\n%.3000s", len(bodies), workCalls, bodies[len(bodies)-1])
+	fix := bodies[workCalls] // the fix turn's first request
+	for _, want := range []string{realGateMark, "exited 3", "grep -qx ok fixed.txt", "The end of its output"} {
+		if !strings.Contains(fix, want) {
+			t.Fatalf("the fix turn's first request lacks %q (the failing command and its output):\n%.4000s", want, fix)
+		}
 	}
-	checkToolResults(t, srv.ToolResults("anthropic"), len(srv.ToolResults("anthropic")), 0)
-	if n := len(srv.ToolResults("anthropic")); n != 5 {
-		t.Fatalf("%d tool calls came back, want the work's 3 and the fix's 2: %+v", n, srv.ToolResults("anthropic"))
+	// Context: a resumed session carries the work turn's conversation; a
+	// new one carries the task's prompt and lazy's note instead.
+	if kept := strings.Contains(fix, realWorkAnswer); kept == gone {
+		t.Fatalf("the fix turn's request carries the work turn's answer: %v, want %v (session gone: %v):\n%.4000s", kept, !gone, gone, fix)
 	}
-	if last := g.TurnList[len(g.TurnList)-1]; last.Role != "agent" || last.Content != "Fixed what the gate found." || len(last.Commits) != 1 {
-		t.Fatalf("Claude's fix turn: %+v", last)
+	if gone {
+		for _, want := range []string{realTaskGoal, "your earlier session could not be resumed, so this is a new session"} {
+			if !strings.Contains(fix, want) {
+				t.Fatalf("the new session's request lacks %q:\n%.4000s", want, fix)
+			}
+		}
+	}
+	checkToolResults(t, srv.ToolResults(api), len(srv.ToolResults(api)), 0)
+	if n := len(srv.ToolResults(api)); n != 5 {
+		t.Fatalf("%d tool calls came back, want the work's 3 and the fix's 2: %+v", n, srv.ToolResults(api))
+	}
+	last := g.TurnList[len(g.TurnList)-1]
+	if last.Role != "agent" || last.Content != realFixAnswer || len(last.Commits) != 1 || last.FailureClass != "" {
+		t.Fatalf("the agent's fix turn: %+v", last)
 	}
 
 	// One commit landed: the gated tree, with the work and the fix, and
@@ -147,11 +234,86 @@ func TestRealClaudeFixesWhatTheGateFound(t *testing.T) {
 			t.Fatalf("main:%s = %q, want %q", f, got, want)
 		}
 	}
-	// The fix is Claude's own commit (lazy deleted the landed branch;
+	// The fix is the agent's own commit (lazy deleted the landed branch;
 	// the turn records it).
-	fix := g.TurnList[len(g.TurnList)-1].Commits[0]
-	if got := r.git("show", "--format=%s", "--name-only", fix); got != "fixed.txt says ok\n\nfixed.txt" {
-		t.Fatalf("the fix turn's commit %s reads %q", fix, got)
+	if got := r.git("show", "--format=%s", "--name-only", last.Commits[0]); got != "fixed.txt says ok\n\nfixed.txt" {
+		t.Fatalf("the fix turn's commit %s reads %q", last.Commits[0], got)
+	}
+
+	// The record and lazy show say which happened.
+	var js struct {
+		GateRecord struct {
+			Fixes []struct {
+				Round, Max int
+				Run        string
+				Resume     *struct {
+					Resumed    string `json:"resumed"`
+					NewSession string `json:"new_session"`
+					Reason     string `json:"reason"`
+				}
+			}
+		} `json:"gate_record"`
+		TurnList []struct {
+			Resume *struct {
+				Resumed string `json:"resumed"`
+			}
+		} `json:"turn_list"`
+	}
+	if err := json.Unmarshal([]byte(r.ok("show", "--json", tk.Slug)), &js); err != nil {
+		t.Fatal(err)
+	}
+	fixes := js.GateRecord.Fixes
+	if len(fixes) != 1 || fixes[0].Round != 1 || fixes[0].Max != 3 || fixes[0].Run != rec.Runs[0].ID || fixes[0].Resume == nil {
+		t.Fatalf("gate_record.fixes: %+v", fixes)
+	}
+	fr := fixes[0].Resume
+	text := r.ok("show", tk.Slug)
+	if !gone {
+		if fr.Resumed != agentSession || fr.NewSession != "" {
+			t.Fatalf("the fix round's resume %+v, want the session %s resumed", fr, agentSession)
+		}
+		if want := "fix round 1 of 3: resumed the agent's session " + agentSession + "\n"; !strings.Contains(text, want) {
+			t.Fatalf("show lacks %q:\n%s", want, text)
+		}
+		return
+	}
+	refusal := map[string]string{"claude": "No conversation found with session ID: " + agentSession,
+		"codex": "no rollout found for thread id " + agentSession}[agentName]
+	if fr.Resumed != "" || fr.NewSession == "" || fr.NewSession == agentSession || !strings.Contains(fr.Reason, refusal) {
+		t.Fatalf("the fix round's resume %+v, want a new session because %q", fr, refusal)
+	}
+	if want := "fix round 1 of 3: started a new session (the old one could not be resumed: "; !strings.Contains(text, want) || !strings.Contains(text, refusal) {
+		t.Fatalf("show lacks %q and %q:\n%s", want, refusal, text)
+	}
+	// Not a failure nor a retry loop: one refused launch, then the new
+	// session; the fix turn records no failure and no attempts.
+	if strings.Contains(agentLog(t, r, tk.ID), "retrying") {
+		t.Fatalf("the refused resume was retried:\n%s", agentLog(t, r, tk.ID))
+	}
+}
+
+// removeAgentSession deletes the CLI's stored conversation id (Claude's
+// session log under HOME/.claude/projects, Codex's rollout under
+// CODEX_HOME/sessions), as a session from another machine or one
+// cleaned up would be: the CLI cannot resume it.
+func removeAgentSession(t *testing.T, r *runner, agentName, id string) {
+	t.Helper()
+	var root string
+	for _, kv := range r.env {
+		if v, ok := strings.CutPrefix(kv, map[string]string{"claude": "HOME=", "codex": "CODEX_HOME="}[agentName]); ok {
+			root = v // the last one wins, as in the environment
+		}
+	}
+	removed := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), id+".jsonl") {
+			removed++
+			return os.Remove(p)
+		}
+		return err
+	})
+	if err != nil || removed == 0 {
+		t.Fatalf("the %s session %s was not found under %s to remove (%v)", agentName, id, root, err)
 	}
 }
 

@@ -187,7 +187,11 @@ func (e *Service) handBack(ctx context.Context, err error, opts AcceptOptions) e
 	if qerr := e.queue().Requeue(sn, into, round, sn.Session.Turn, viaForge); qerr != nil {
 		return fmt.Errorf("%w; the agent is fixing it, but the task could not be queued to re-enter: %w", err, qerr)
 	}
-	e.noteFixRound(ctx, sn.Task.ID, round)
+	fix := task.GateFix{Round: round, Max: s.MaxAttempts, Turn: sn.Session.Turn, At: time.Now().UTC().Truncate(time.Second)}
+	if ge != nil {
+		fix.Run = ge.Run.ID
+	}
+	e.noteFixRound(ctx, sn.Task.ID, fix)
 	if ge != nil {
 		ge.Fixing, ge.Round, ge.Max = true, round, s.MaxAttempts
 		return ge
@@ -201,13 +205,28 @@ func conflictFeedback(c *ConflictError) string {
 		c.Into, strings.Join(sanitizeAll(c.Files), ", "), c.Into)
 }
 
-func (e *Service) noteFixRound(ctx context.Context, id string, round int) {
+// noteFixRound records fix round f on the task. Its turn is running: the
+// agent turn's record gives the round its resume (lifecycle's
+// RecordResponse), unless that turn already ended, when it is read here.
+func (e *Service) noteFixRound(ctx context.Context, id string, f task.GateFix) {
 	_, _, _ = e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
 		if s.Task.Gate == nil {
 			s.Task.Gate = &task.GateRecord{}
 		}
-		s.Task.Gate.FixRounds = round
-		return &task.Op{Name: "gate-fix", Actor: e.Actor, Reason: fmt.Sprintf("fix round %d", round)}, nil
+		s.Task.Gate.FixRounds = f.Round
+		if turns, err := e.Store.Turns(s); err == nil {
+			for _, t := range turns {
+				if t.Seq > f.Turn && t.Role == task.RoleAgent {
+					if t.Resume != nil {
+						r := *t.Resume
+						f.Resume = &r
+					}
+					break
+				}
+			}
+		}
+		s.Task.Gate.NoteFix(f)
+		return &task.Op{Name: "gate-fix", Actor: e.Actor, Reason: fmt.Sprintf("fix round %d", f.Round)}, nil
 	})
 }
 

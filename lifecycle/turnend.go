@@ -21,6 +21,20 @@ import (
 // (InterruptDead). The reconciler reads the protocol files and hands
 // over what they say; these steps judge the task again and write it.
 
+// turnResume is the record of how a turn met the agent's session, from
+// the supervisor's word: every field bounded (the reason quotes the
+// CLI), so a record never carries more than a line of each.
+func turnResume(r *proto.Resume) *task.Resume {
+	return &task.Resume{Resumed: clip(r.Resumed, 128), NewSession: clip(r.NewSession, 128), Reason: clip(r.Reason, 300)}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
 // RecordResponse records the response of task id's current turn as an
 // agent turn and parks the task (or interrupts it, when the turn failed
 // in a way auto-resume may retry), at now; a task that is no longer
@@ -66,6 +80,12 @@ func (l *Service) RecordResponse(ctx context.Context, id string, resp *proto.Res
 				Session: resp.Session, FeedbackDelivery: task.FeedbackConsumed})
 		}
 		turn.Agent = s.Session.Agent
+		if r := resp.Resume; r != nil {
+			turn.Resume = turnResume(r)
+			if s.Task.Gate != nil {
+				s.Task.Gate.NoteResume(resp.Seq, turn.Resume)
+			}
+		}
 		if t := resp.Tools; t != nil {
 			turn.Tools = &task.Tools{Calls: t.Calls, Failed: t.Failed}
 		}

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +169,36 @@ func TestRecordResponseUsage(t *testing.T) {
 	}
 	if day, err := e.Budgets().Ledger().Day(now); err != nil || day != 1 {
 		t.Fatalf("the ledger: %v %v", day, err)
+	}
+}
+
+// A response that says how the turn met the agent's session records it
+// on the agent's turn, bounded, and on the fix round whose feedback the
+// turn answered, so show can say whether the agent kept its context.
+func TestRecordResponseResume(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	ctx := context.Background()
+	e := env(t)
+	id := working(t, e)
+	if _, _, err := e.Store.Update(ctx, id, func(s *task.Snapshot) (*task.Op, error) {
+		s.Task.Gate = &task.GateRecord{FixRounds: 1}
+		s.Task.Gate.NoteFix(task.GateFix{Round: 1, Max: 3, Turn: s.Session.Turn})
+		return &task.Op{Name: "gate-fix", Actor: machine.System}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	long := "No conversation found with session ID: " + strings.Repeat("x", 1000)
+	resp := &proto.Response{Status: proto.Completed, Result: "fixed", Resume: &proto.Resume{NewSession: "s-new", Reason: long}}
+	resp.Session, resp.Seq = "s1", 0
+	if _, err := e.Lifecycle().RecordResponse(ctx, id, resp, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	_, turn := lastChange(t, e, id)
+	if r := turn.Resume; r == nil || r.NewSession != "s-new" || r.Resumed != "" || len(r.Reason) > 310 {
+		t.Fatalf("the turn's resume: %+v", turn.Resume)
+	}
+	sn, _ := e.Store.Load(id)
+	if f := sn.Task.Gate.Fixes; len(f) != 1 || f[0].Resume == nil || f[0].Resume.NewSession != "s-new" {
+		t.Fatalf("the fix round: %+v", f)
 	}
 }

@@ -116,12 +116,17 @@ type Command struct {
 	ResumeID       string   `json:"resume_id,omitempty"` // the agent's own session id to resume
 	PermissionMode string   `json:"permission_mode,omitempty"`
 	// Model is the model the session asked the agent for ("": its default).
-	Model    string            `json:"model,omitempty"`
-	Prompt   string            `json:"prompt"`
-	Worktree string            `json:"worktree"`
-	BaseSHA  string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
-	SyncFrom string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
-	Env      map[string]string `json:"env,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Prompt string `json:"prompt"`
+	// FreshPrompt, on a turn that continues a session, is the prompt of
+	// a new agent session for when the old one cannot be resumed (none
+	// recorded, or the CLI refuses the id): the task's prompt, why, and
+	// Prompt. Empty: the turn runs Prompt whatever happens.
+	FreshPrompt string            `json:"fresh_prompt,omitempty"`
+	Worktree    string            `json:"worktree"`
+	BaseSHA     string            `json:"base_sha,omitempty"`  // empty: HEAD after the upstream merge
+	SyncFrom    string            `json:"sync_from,omitempty"` // branch to merge before the agent runs
+	Env         map[string]string `json:"env,omitempty"`
 	// AllowedPaths is the task's file policy; Approved are files a human
 	// already approved (sticky), never reported again.
 	AllowedPaths []string `json:"allowed_paths,omitempty"`
@@ -232,6 +237,9 @@ type Response struct {
 	// is its prompt and what the agent answered before it; Result is then
 	// the answer to the push-back.
 	PushBack *PushBack `json:"push_back,omitempty"`
+	// Resume, on a turn that continued a session, says whether the
+	// agent's own session was resumed or a new one started, and why.
+	Resume *Resume `json:"resume,omitempty"`
 	// Watchdog says which guard fired, if one did.
 	Watchdog *Watchdog `json:"watchdog,omitempty"`
 	// Usage is what the agent CLI reported the turn cost, summed over
@@ -324,6 +332,14 @@ func (d Dir) Read(name string, v any) error {
 // Remove deletes name if present.
 func (d Dir) Remove(name string) {
 	_ = os.Remove(d.Path(name))
+}
+
+// Resume is how a turn met the agent's own session: Resumed (the id it
+// resumed), or a new session (NewSession) because Reason.
+type Resume struct {
+	Resumed    string `json:"resumed,omitempty"`
+	NewSession string `json:"new_session,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // PushBack is the supervisor's one push-back of a turn.

@@ -234,6 +234,9 @@ func (v *Show) renderTurnWork(w io.Writer, tn task.Turn) {
 		}
 	}
 	fmt.Fprintln(w)
+	if r := tn.Resume; r != nil {
+		fmt.Fprintf(w, "      %s\n", sanitize.Field(r.String()))
+	}
 	if tn.Tools.AllFailed() {
 		// Whatever the agent's last words say, it did nothing it set
 		// out to: no permission, a missing tool, a broken environment.
@@ -294,7 +297,7 @@ func (v *Show) renderHistory(w io.Writer) error {
 // is, older runs in a line each, and a human's skip.
 func (v *Show) renderGate(w io.Writer) {
 	g := v.Detail.GateRecord
-	if v.Protected == "" && (g == nil || (len(g.Runs) == 0 && g.Skipped == nil && g.Approved == nil)) {
+	if v.Protected == "" && (g == nil || (len(g.Runs) == 0 && g.Skipped == nil && g.Approved == nil && len(g.Fixes) == 0)) {
 		return
 	}
 	fmt.Fprintf(w, "\nGate\n")
@@ -357,6 +360,11 @@ func (v *Show) renderGate(w io.Writer) {
 	}
 	if g.FixRounds > 0 {
 		fmt.Fprintf(w, "  automatic fix rounds: %d\n", g.FixRounds)
+	}
+	for _, f := range g.Fixes {
+		// Whether the agent kept its context: its own session resumed,
+		// or a new one and why (the CLI's words, hence sanitized).
+		fmt.Fprintf(w, "  %s\n", sanitize.Field(f.String()))
 	}
 }
 

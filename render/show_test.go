@@ -136,3 +136,51 @@ func TestShowSaysTheLane(t *testing.T) {
 		t.Errorf("lane missing or unescaped:\n%q", text)
 	}
 }
+
+// TestShowSaysWhetherAFixRoundResumed: the gate section says, for each
+// automatic fix round, whether the agent's own session was resumed or
+// a new one started and why (the CLI's words, escaped), and the agent
+// turn says it too.
+func TestShowSaysWhetherAFixRoundResumed(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sn := &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Working, CreatedAt: at}}
+	g := &task.GateRecord{FixRounds: 3}
+	g.NoteFix(task.GateFix{Round: 1, Max: 3, Turn: 3, At: at})
+	g.NoteResume(3, &task.Resume{Resumed: "01a2b3c4-session"})
+	g.NoteFix(task.GateFix{Round: 2, Max: 3, Turn: 5, At: at})
+	g.NoteResume(5, &task.Resume{NewSession: "s-new", Reason: "No conversation found with session ID: x\x1b[31m"})
+	g.NoteFix(task.GateFix{Round: 3, Max: 3, Turn: 7, At: at})
+	sn.Task.Gate = g
+	zero := 0
+	d := &task.Detail{Summary: task.NewSummary(&sn.Task), TurnList: []task.Turn{{Seq: 4, Role: task.RoleAgent, Kind: "agent", At: at, ExitCode: &zero,
+		Resume: &task.Resume{Resumed: "01a2b3c4-session"}}}, GateRecord: g}
+	var out bytes.Buffer
+	if err := (&Show{Snapshot: sn, Detail: d}).Render(&out, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"  fix round 1 of 3: resumed the agent's session 01a2b3c4-session\n",
+		"  fix round 2 of 3: started a new session (the old one could not be resumed: No conversation found with session ID: x\\u001b[31m)\n",
+		"  fix round 3 of 3: the agent's turn has not ended yet\n",
+		"      resumed the agent's session 01a2b3c4-session\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b") {
+		t.Errorf("an escape reached the terminal:\n%q", text)
+	}
+	// A human's accept starts the rounds again, and the list is bounded.
+	g.NoteFix(task.GateFix{Round: 1, Max: 3, Turn: 9})
+	if len(g.Fixes) != 1 {
+		t.Fatalf("fixes after a new first round: %+v", g.Fixes)
+	}
+	for i := 2; i < 30; i++ {
+		g.NoteFix(task.GateFix{Round: i, Max: 30, Turn: 9 + i})
+	}
+	if n := len(g.Fixes); n != task.MaxFixes || g.Fixes[n-1].Round != 29 {
+		t.Fatalf("%d fixes kept, the last %+v", n, g.Fixes[n-1])
+	}
+}

@@ -166,6 +166,11 @@ func (t Turns) Launch(sn *task.Snapshot, turn task.Turn, kind, prompt, syncFrom 
 	if kind != "ask" && kind != "sync" {
 		cmd.Prepare = e.Turns().Prepare(e.Dir(), local.Prepared)
 	}
+	if kind != "sync" && agent.KeepsConversation(sn.Session.Agent) {
+		if cmd.FreshPrompt, err = FreshPrompt(sn, prompt); err != nil {
+			return fmt.Errorf("the turn was recorded but not launched: %w", err)
+		}
+	}
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
 	}
@@ -173,6 +178,26 @@ func (t Turns) Launch(sn *task.Snapshot, turn task.Turn, kind, prompt, syncFrom 
 		return fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return nil
+}
+
+// FreshPrompt is the prompt of a turn whose agent session cannot be
+// resumed (none was recorded here, or the CLI refuses the id), so a new
+// one starts: the new session lacks the conversation, so it gets the
+// task's prompt (title and goal, as lazy start gives them) and where the
+// earlier work is, then the turn's own prompt (a gate failure's
+// command and output tail, a human's feedback).
+func FreshPrompt(sn *task.Snapshot, prompt string) (string, error) {
+	goal, err := sn.Goal()
+	if err != nil {
+		return "", err
+	}
+	taskPrompt := sn.Task.Title
+	if goal != "" {
+		taskPrompt += "\n\n" + goal
+	}
+	return "[lazy] This turn continues your earlier work on this task, but your earlier session could not be resumed, so this is a new session. " +
+		"The earlier turns' work is in this worktree: its branch holds their commits (git log shows them). The task, as you were first given it:\n\n" +
+		taskPrompt + "\n\n---\n\n" + prompt, nil
 }
 
 // EditedGoal opens the prompt of the first work turn after lazy edit

@@ -91,7 +91,9 @@ func (p Policy) Decide(history []Attempt, now time.Time) Decision {
 		streak++
 	}
 	switch {
-	case last.Class.Fatal(), last.Class == agent.Budget:
+	case last.Class.Fatal(), last.Class == agent.Budget, last.Class == agent.ResumeRefused:
+		// A resume refused is answered by a new session (runResuming),
+		// never by asking again for the one that is not there.
 		return Decision{Stop: last.Reason}
 	case last.ResetAt.After(now) && last.Class.Transient():
 		// A limit that says when it lifts is waited out with the task

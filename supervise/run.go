@@ -119,11 +119,15 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	default:
 		// A conflict this turn's merge (or an earlier one) left is the
 		// agent's to resolve: the prompt says where.
-		cmd.Prompt = conflictNote(ctx, cmd.Worktree, cmd.SyncFrom, conflicts) + cmd.Prompt
+		note := conflictNote(ctx, cmd.Worktree, cmd.SyncFrom, conflicts)
+		cmd.Prompt = note + cmd.Prompt
+		if cmd.FreshPrompt != "" {
+			cmd.FreshPrompt = note + cmd.FreshPrompt
+		}
 		if merging(ctx, cmd.Worktree) {
 			mergeHead, _ = gitcli.New(cmd.Worktree, "rev-parse", "MERGE_HEAD").String(ctx)
 		}
-		resp = runAttempts(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
+		resp = runResuming(ctx, dir, &cmd, &st, DefaultPolicy(), time.Now)
 		resp = settleUncommitted(ctx, dir, &cmd, &st, resp)
 	}
 	resp.Turn = cmd.Turn
@@ -182,7 +186,7 @@ func readOnly(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	ro := proto.TreeState(before)
 	st.ReadOnly = &ro
 	_ = dir.Write(proto.StatusFile, st)
-	resp := runAttempts(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
+	resp := runResuming(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
 	// Put back even when the turn was stopped: the stop waits for it.
 	if note := worktree.UndoReadOnly(context.WithoutCancel(ctx), cmd.Worktree, before, proto.KeptRef(cmd.TaskID, cmd.Seq)); note != "" {
 		resp.Result = strings.TrimSpace(resp.Result + "\n\n" + note)
@@ -260,6 +264,56 @@ func giveMCP(dir proto.Dir, cmd *proto.Command) (revoke func()) {
 	return func() { link.RevokeToken(lazyDir, token) }
 }
 
+// runResuming runs a turn that continues a session (cmd.FreshPrompt is
+// set) in the agent's own session when it can, and in a new one when it
+// cannot: none was recorded, or the CLI refused the id (class
+// resume_refused, which the policy never retries). The new session gets
+// FreshPrompt (the task's prompt, why, and the turn's message), at once
+// and once, so a session that is gone costs neither a failure nor a
+// retry loop. The response says which happened.
+func runResuming(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, policy Policy, now func() time.Time) proto.Response {
+	if cmd.FreshPrompt == "" {
+		return runAttempts(ctx, dir, cmd, st, policy, now)
+	}
+	fresh := func(why string, before proto.Response) proto.Response {
+		cmd.ResumeID, cmd.Prompt = "", cmd.FreshPrompt
+		resp := runAttempts(ctx, dir, cmd, st, policy, now)
+		resp.Usage = before.Usage.Plus(resp.Usage)
+		resp.Tools = before.Tools.Plus(resp.Tools)
+		resp.Resume = &proto.Resume{NewSession: resp.AgentSessionID, Reason: why}
+		return resp
+	}
+	id := cmd.ResumeID
+	if id == "" {
+		return fresh("no session of the agent was recorded for this task on this machine", proto.Response{})
+	}
+	resp := runAttempts(ctx, dir, cmd, st, policy, now)
+	if resp.FailureClass == string(agent.ResumeRefused) && resp.Tools == nil && !committed(ctx, cmd) && ctx.Err() == nil {
+		// Only a run that did nothing: the CLI refused before any model
+		// call. Words the agent itself printed after working are not a
+		// reason to start over.
+		return fresh(resp.FailureReason, resp)
+	}
+	if resp.AgentSessionID != "" && resp.AgentSessionID != id {
+		// Codex takes an id that is not one of its threads for a new
+		// thread's name and starts one without a word.
+		resp.Resume = &proto.Resume{NewSession: resp.AgentSessionID, Reason: "the agent started a new session instead of resuming " + id}
+		return resp
+	}
+	resp.Resume = &proto.Resume{Resumed: id}
+	return resp
+}
+
+// committed reports whether the turn made commits; false when git cannot
+// tell.
+func committed(ctx context.Context, cmd *proto.Command) bool {
+	if cmd.BaseSHA == "" {
+		return false
+	}
+	c, err := worktree.Commits(ctx, cmd.Worktree, cmd.BaseSHA)
+	return err == nil && len(c) > 0
+}
+
 // maxWatchdogRelaunches bounds in-turn relaunches after zero-work
 // watchdog kills.
 const maxWatchdogRelaunches = 2
@@ -276,7 +330,7 @@ func runAttempts(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *pro
 	allowed := cmd.MaxBudgetUSD
 	for {
 		began := now()
-		resp, wd := runAgent(ctx, dir, cmd, st, timing, unreachableStreak(history))
+		resp, wd := launchAgent(ctx, dir, cmd, st, timing, unreachableStreak(history))
 		spent = spent.Plus(resp.Usage)
 		resp.Usage = spent
 		tools = tools.Plus(resp.Tools)
@@ -397,6 +451,10 @@ func launchFailure(phase string, err error) proto.Response {
 // streak of unreachable attempts began (zero if none): an agent that
 // only retries an unreachable API is stopped once the streak, counted
 // from then or from its own first retry notice, reaches the bound.
+// launchAgent runs one attempt of the agent: runAgent, which a test
+// replaces to script what the CLI answers.
+var launchAgent = runAgent
+
 func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.Status, timing proto.Timing, unreachableSince time.Time) (proto.Response, *proto.Watchdog) {
 	adapter, err := agent.For(cmd.Agent)
 	if err != nil {

@@ -18,6 +18,10 @@ type GateRecord struct {
 	// FixRounds counts the failed runs handed to the agent to fix
 	// (lazy.gate.autoFix) since a human last looked.
 	FixRounds int `json:"fix_rounds,omitempty"`
+	// Fixes are the automatic fix rounds since a human last accepted
+	// (at most MaxFixes, the newest last): which turn each gave the
+	// agent, and whether it resumed the agent's session.
+	Fixes []GateFix `json:"fixes,omitempty"`
 	// Skipped is the human decision to land without the gate.
 	Skipped *GateSkip `json:"skipped,omitempty"`
 	// Approved is the human decision to land a change that touches
@@ -33,6 +37,57 @@ type GateRecord struct {
 	// accept went through: one lane's name, or several joined by "+"
 	// when its change spanned them.
 	Lane string `json:"lane,omitempty"`
+}
+
+// MaxFixes bounds GateRecord.Fixes.
+const MaxFixes = 10
+
+// GateFix is one automatic fix round (lazy.gate.autoFix): round Round of
+// Max, handed to the agent in the turn whose human half is Turn (the
+// feedback); Resume is copied from the agent's turn once it ended.
+type GateFix struct {
+	Round  int       `json:"round"`
+	Max    int       `json:"max"`
+	Turn   int       `json:"turn"`
+	Run    string    `json:"run,omitempty"`
+	At     time.Time `json:"at"`
+	Resume *Resume   `json:"resume,omitempty"`
+}
+
+// String says it in words: "fix round 1 of 3: resumed the agent's
+// session 01a2..." (record text: callers sanitize it).
+func (f GateFix) String() string {
+	what := "the agent's turn has not ended yet"
+	if f.Resume != nil {
+		what = f.Resume.String()
+	}
+	return fmt.Sprintf("fix round %d of %d: %s", f.Round, f.Max, what)
+}
+
+// NoteFix records fix round f: a first round starts the list again (a
+// human accepted), and it keeps the newest MaxFixes.
+func (g *GateRecord) NoteFix(f GateFix) {
+	if f.Round <= 1 {
+		g.Fixes = nil
+	}
+	g.Fixes = append(g.Fixes, f)
+	if n := len(g.Fixes); n > MaxFixes {
+		g.Fixes = g.Fixes[n-MaxFixes:]
+	}
+}
+
+// NoteResume gives the fix round whose feedback was human turn seq the
+// resume of its agent turn.
+func (g *GateRecord) NoteResume(seq int, r *Resume) {
+	if g == nil || r == nil {
+		return
+	}
+	for i := range g.Fixes {
+		if g.Fixes[i].Turn == seq {
+			rr := *r
+			g.Fixes[i].Resume = &rr
+		}
+	}
 }
 
 // GateBatch places a gate run in a batched train (lazy.gate.batch): the

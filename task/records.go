@@ -312,6 +312,40 @@ type Turn struct {
 	// Tools counts the tool calls of an agent turn that returned, and
 	// how many failed (nil: none, or an agent lazy cannot read).
 	Tools *Tools `json:"tools,omitempty"`
+	// Resume says whether an agent turn that continued its session
+	// resumed the agent's own conversation or had to start a new one
+	// (nil: a first turn, or an agent that keeps no conversation).
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume is how a turn that continued a session met the agent's own
+// conversation (Claude's session, Codex's thread): resumed, keeping the
+// agent's context, or a new one started because the old one could not
+// be resumed, with the task's prompt and the turn's message.
+type Resume struct {
+	// Resumed is the agent's session id the turn resumed ("" when a new
+	// one was started).
+	Resumed string `json:"resumed,omitempty"`
+	// NewSession is the agent's session id started instead ("" when the
+	// CLI reported none).
+	NewSession string `json:"new_session,omitempty"`
+	// Reason says why the old one could not be resumed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// String says it in words: "resumed the agent's session 01a2...", or
+// "started a new session (the old one could not be resumed: ...)".
+// Every part is record text: callers sanitize it for a terminal.
+func (r *Resume) String() string {
+	switch {
+	case r == nil:
+		return ""
+	case r.Resumed != "":
+		return "resumed the agent's session " + r.Resumed
+	case r.Reason != "":
+		return "started a new session (the old one could not be resumed: " + r.Reason + ")"
+	}
+	return "started a new session"
 }
 
 // Tools is how many tool calls a turn made that returned, and how many
