@@ -220,6 +220,7 @@ func pushBack(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	cmd.Env["LAZY_PUSH_BACK"] = "1" // an exec agent can tell it is being pushed back
 	again := runAttempts(ctx, dir, cmd, st, DefaultPolicy(), time.Now)
 	again.PushBack = pb
+	again.Resume = resp.Resume // how the turn met the agent's session, before the push-back
 	again.Usage = first.Plus(again.Usage)
 	again.Tools = resp.Tools.Plus(again.Tools)
 	if again.AgentSessionID == "" {
