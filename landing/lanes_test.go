@@ -315,3 +315,55 @@ func awaitOnMain(t *testing.T, r *gateRepo, file string, done <-chan []Accepting
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestALanesRegateHoldsNoOtherLane: when an entry ahead in its lane did
+// not land, the lane gates the next entry again on main as it is now
+// outside main's accept lock: api's a2 lands while docs' d2 is gated
+// again (held by the test), which an accept gating d2 under the lock
+// would forbid.
+func TestALanesRegateHoldsNoOtherLane(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	f1, f2, fa, regating := filepath.Join(dir, "f1"), filepath.Join(dir, "f2"), filepath.Join(dir, "fa"), filepath.Join(dir, "regating")
+	wait := func(f string) string { return "while ! test -e " + f + "; do sleep 0.02; done" }
+	r := newGateRepo(t, "if test -e docs/bad.md; then "+wait(f1)+"; exit 1; fi; "+
+		"if test -e docs/d2.md; then touch "+regating+"; "+wait(f2)+"; fi; "+
+		"if test -e api/b.go; then "+wait(fa)+"; fi")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
+	d1 := r.task(t, "d1", map[string]string{"docs/bad.md": "bad\n"})
+	d2 := r.task(t, "d2", map[string]string{"docs/d2.md": "d2\n"})
+	a1 := r.task(t, "a1", map[string]string{"api/a.go": "package api\n"})
+	a2 := r.task(t, "a2", map[string]string{"api/b.go": "package api\n"})
+	done := make(chan []Accepting, 1)
+	go func() {
+		done <- r.e.AcceptMany(ctx, []string{d1.Task.ID, d2.Task.ID, a1.Task.ID, a2.Task.ID}, nil, AcceptOptions{})
+	}()
+	touch := func(f string) {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitOnMain(t, r, "api/a.go", done)
+	touch(f1) // d1 fails; d2's lane run, on d1's tree, fails too
+	deadline := time.Now().Add(60 * time.Second)
+	for _, err := os.Stat(regating); err != nil; _, err = os.Stat(regating) {
+		if time.Now().After(deadline) {
+			t.Fatal("d2 was not gated again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	touch(fa) // a2's run passes while d2's second run is held
+	awaitOnMain(t, r, "api/b.go", done)
+	touch(f2)
+	results := <-done
+	var ge *GateError
+	if !errors.As(results[0].Err, &ge) || results[1].Err != nil || results[2].Err != nil || results[3].Err != nil {
+		t.Fatalf("results %+v", results)
+	}
+	if n := len(r.load(t, d2.Task.ID).Task.Gate.Runs); n != 2 {
+		t.Fatalf("d2 ran the gate %d times, want 2 (its lane's, then again without d1)", n)
+	}
+}

@@ -13,8 +13,10 @@ import (
 // A train with lanes (lazy.gate.lanes): the entries are split by the
 // paths their changes touch (PlanLanes), and each lane is a train of its
 // own: its entries are gated speculatively stacked only on one another,
-// and accepted in order, while the other lanes' trains run beside it, so
-// a failure in one lane never holds another. An entry whose change spans
+// and accepted in order as their own runs end, while the other lanes'
+// trains run beside it (an entry behind one that did not land is gated
+// again outside the target's accept lock), so a failure in one lane
+// never holds another. An entry whose change spans
 // several lanes is in each of their trains, and is accepted only once
 // every one of them has reached it: it never bypasses an entry ahead of
 // it in any of its lanes.
@@ -160,7 +162,7 @@ func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runLane(ctx, into, tip, cars, entries, lane, rule, bars, g, l, ll, report)
+			runLane(ctx, q, into, tip, cars, entries, lane, rule, bars, g, l, ll, report)
 		}()
 	}
 	wg.Wait()
@@ -169,7 +171,7 @@ func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*
 // runLane is one lane's train: its entries stacked on tip and gated
 // speculatively (up to lazy.gate.parallel at once, in this lane alone),
 // then accepted in order.
-func runLane[R any](ctx context.Context, into, tip string, cars []*trainCar, entries []LaneEntry, lane LanePlan, rule gate.LaneRule, bars map[int]*barrier, g Gate, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
+func runLane[R any](ctx context.Context, q *Service, into, tip string, cars []*trainCar, entries []LaneEntry, lane LanePlan, rule gate.LaneRule, bars map[int]*barrier, g Gate, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
 	lcs := make([]*laneCar, len(lane.Entries))
 	base, ahead := tip, 0
 	for k, i := range lane.Entries {
@@ -185,39 +187,55 @@ func runLane[R any](ctx context.Context, into, tip string, cars []*trainCar, ent
 		}
 		ahead++
 	}
+	// Each entry is accepted as soon as its own run has ended: the lane
+	// lands its first entries while later ones are still gated.
+	ready := make([]chan struct{}, len(lcs))
+	for k := range ready {
+		ready[k] = make(chan struct{})
+	}
 	sem := make(chan struct{}, max(1, g.Parallel()))
 	var wg sync.WaitGroup
-	for _, lc := range lcs {
-		// A spanning entry is gated again when it is accepted, on what
-		// every one of its lanes landed: its tree in one lane says nothing.
-		if lc.cand == nil || bars[lc.index] != nil {
-			continue
-		}
-		if id, ok := g.PassedBefore(lc.cand.Tree); ok {
-			lc.run, lc.passed = id, true
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			run, passed, err := g.Run(ctx, lc.sn, *lc.cand)
-			switch {
-			case err != nil:
-				lc.ticket.Set(Waiting, "in lane "+lane.Name+": the speculative gate run was not recorded: "+session.OneLine(err.Error()))
-			case passed:
-				lc.run, lc.passed = run, true
-				lc.ticket.Set(Waiting, "in lane "+lane.Name+": passed the gate speculatively (run "+run+"); lands when the lane ahead has")
-			default:
-				lc.run = run
-				lc.ticket.Set(Waiting, "in lane "+lane.Name+": failed the gate speculatively (run "+run+")")
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k, lc := range lcs {
+			// A spanning entry is gated again when it is accepted, on what
+			// every one of its lanes landed: its tree in one lane says nothing.
+			if lc.cand == nil || bars[lc.index] != nil {
+				close(ready[k])
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			if id, ok := g.PassedBefore(lc.cand.Tree); ok {
+				lc.run, lc.passed = id, true
+				close(ready[k])
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; close(ready[k]); wg.Done() }()
+				run, passed, err := g.Run(ctx, lc.sn, *lc.cand)
+				switch {
+				case err != nil:
+					lc.ticket.Set(Waiting, "in lane "+lane.Name+": the speculative gate run was not recorded: "+session.OneLine(err.Error()))
+				case passed:
+					lc.run, lc.passed = run, true
+					lc.ticket.Set(Waiting, "in lane "+lane.Name+": passed the gate speculatively (run "+run+"); lands when the lane ahead has")
+				default:
+					lc.run = run
+					lc.ticket.Set(Waiting, "in lane "+lane.Name+": failed the gate speculatively (run "+run+")")
+				}
+			}()
+		}
+	}()
 	var paths []string
 	truncated := false
-	for _, lc := range lcs {
+	// stale: an entry ahead in the lane did not land, so the trees the
+	// lane gated behind it hold a change that will not be there.
+	stale := false
+	for k, lc := range lcs {
+		<-ready[k]
 		paths = append(paths, entries[lc.index].Paths...)
 		truncated = truncated || entries[lc.index].Truncated
 		if b := bars[lc.index]; b != nil {
@@ -232,6 +250,7 @@ func runLane[R any](ctx context.Context, into, tip string, cars []*trainCar, ent
 			lc.ticket.Set(Waiting, "every lane it spans has reached it")
 			res, err := l.Accept(ctx, lc.name)
 			report(lc.trainCar, res, err)
+			stale = stale || err != nil
 			close(b.done)
 			continue
 		}
@@ -239,9 +258,42 @@ func runLane[R any](ctx context.Context, into, tip string, cars []*trainCar, ent
 		if lc.run != "" && lc.cand != nil && !truncated {
 			lr.Run, lr.Passed, lr.Tree = lc.run, lc.passed, lc.cand.Tree
 		}
+		if stale && !truncated {
+			regateInLane(ctx, q, into, lane.Name, lc, g, &lr)
+		}
 		res, err := ll.AcceptInLane(ctx, lc.name, lr)
 		report(lc.trainCar, res, err)
+		stale = stale || err != nil || lc.cand == nil
 	}
+}
+
+// regateInLane gates lc again on the target as it is now, outside the
+// target's accept lock, when an entry ahead of it in the lane did not
+// land: the lane's own run was on a tree holding that entry, and its
+// accept would otherwise gate it under the lock, holding every other
+// lane's landings meanwhile. lr takes the new run; if the target moves
+// again before the accept, only outside the lane, the run still stands
+// (LaneLander checks it), else the accept gates it once more.
+func regateInLane(ctx context.Context, q *Service, into, lane string, lc *laneCar, g Gate, lr *LaneRun) {
+	now, err := q.worktrees().BranchCommit(ctx, q.Env.Dir(), into)
+	if err != nil {
+		return
+	}
+	c, err := g.Candidate(ctx, now, lc.branch, lc.sn.Task.Slug)
+	if err != nil {
+		return // it does not merge: its accept says why
+	}
+	if id, ok := g.PassedBefore(c.Tree); ok {
+		lr.Run, lr.Passed, lr.Tree = id, true, c.Tree
+		return
+	}
+	lc.ticket.Set(Gating, fmt.Sprintf("in lane %s, again on %s at %s: an entry ahead in the lane did not land", lane, into, short(now)))
+	run, passed, err := g.Run(ctx, lc.sn, c)
+	if err != nil {
+		lr.Run = ""
+		return
+	}
+	lr.Run, lr.Passed, lr.Tree = run, passed, c.Tree
 }
 
 // noteLane records on car's task the lane its accept goes through,
