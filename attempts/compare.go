@@ -38,6 +38,10 @@ type Attempt struct {
 	// Missing: the group lists the attempt but its record is not here
 	// (a crash between the two, or a pull that has not brought it).
 	Missing bool `json:"missing,omitempty"`
+	// PickGate is the attempt's gate result as the pick by the gate saw
+	// it (lazy start --pick gate), Proposed that the pick proposes it.
+	PickGate *task.AttemptGate `json:"pick_gate,omitempty"`
+	Proposed bool              `json:"proposed,omitempty"`
 	// Review is the range lazy diff --attempts shows ("" fields: none).
 	Review *review.Review `json:"-"`
 }
@@ -59,10 +63,14 @@ func (a Attempt) AgentCell() string {
 	return AgentLabel(a.Agent, a.Model)
 }
 
-// StatusCell is the attempt's status, "(landed)" for the chosen one.
+// StatusCell is the attempt's status, "(landed)" for the chosen one,
+// "(proposed)" for the one the gate picked.
 func (a Attempt) StatusCell() string {
-	if a.Landed() {
+	switch {
+	case a.Landed():
 		return string(a.Status) + " (landed)"
+	case a.Proposed:
+		return string(a.Status) + " (proposed)"
 	}
 	return string(a.Status)
 }
@@ -91,9 +99,13 @@ func UsageCell(u *task.Usage) string {
 	return "-"
 }
 
-// GateCell is the attempt's merge gate state.
+// GateCell is the attempt's merge gate state: the pick's result on its
+// current tip when the gate picks, else its newest run's.
 func (a Attempt) GateCell() string {
-	if a.Gate == nil {
+	switch {
+	case a.PickGate != nil:
+		return a.PickGate.State
+	case a.Gate == nil:
 		return "-"
 	}
 	return a.Gate.State
@@ -120,6 +132,10 @@ type Comparison struct {
 	Usage *task.Usage `json:"usage,omitempty"`
 	// Chosen is the attempt that landed, 0 while none has.
 	Chosen int `json:"chosen,omitempty"`
+	// Pick is the pick by the gate (lazy start --pick gate), PickLine
+	// it in words with the command that lands the proposal.
+	Pick     *task.AttemptPick `json:"pick,omitempty"`
+	PickLine string            `json:"pick_line,omitempty"`
 }
 
 // Compare compares the attempts of group name (a task lazy start
@@ -144,7 +160,7 @@ func (at *Service) Compare(ctx context.Context, name string) (*Comparison, error
 // compare builds the comparison of group sn's attempts.
 func (at *Service) compare(ctx context.Context, sn *task.Snapshot) *Comparison {
 	e := at.Env
-	v := &Comparison{Group: sn.Task.Slug}
+	v := &Comparison{Group: sn.Task.Slug, Pick: sn.Task.Pick, PickLine: PickLine(sn.Task.Slug, sn.Task.Pick)}
 	var total task.Usage
 	counted := false
 	for i, id := range sn.Task.Attempts {
@@ -159,6 +175,8 @@ func (at *Service) compare(ctx context.Context, sn *task.Snapshot) *Comparison {
 		if a.Session != nil {
 			av.Agent, av.Model = a.Session.Agent, a.Session.Model
 		}
+		av.PickGate = sn.Task.Pick.GateOf(k)
+		av.Proposed = sn.Task.Pick.Decided() && sn.Task.Pick.Proposed == k
 		if a.Task.Usage != nil {
 			total.Add(*a.Task.Usage)
 			counted = true

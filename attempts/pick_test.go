@@ -205,6 +205,13 @@ func TestPickStepGatesEachParkedAttemptThenProposesTheBest(t *testing.T) {
 	if out, err := at.PickStep(ctx, g.Task.ID); out != nil || err != nil {
 		t.Fatalf("a step after the pick: %+v, %v", out, err)
 	}
+	v, err := at.Compare(ctx, g.Task.Slug)
+	if err != nil || v.Pick == nil || v.PickLine != line || !v.Attempts[1].Proposed || v.Attempts[0].Proposed {
+		t.Fatalf("comparison %+v, %v", v, err)
+	}
+	if got := v.Attempts[1].StatusCell() + " | " + v.Attempts[0].GateCell() + " | " + v.Attempts[2].GateCell(); got != "blocked (proposed) | failed | passed" {
+		t.Fatalf("cells %q", got)
+	}
 }
 
 // TestPickStepLandsTheBestAndClosesTheOthersWithTheReason: with --land

@@ -41,13 +41,17 @@ type showAttempts struct {
 	Attempts      []attempts.Attempt `json:"attempts,omitempty"`
 	AttemptsUsage *task.Usage        `json:"attempts_usage,omitempty"`
 	AttemptChosen int                `json:"attempt_chosen,omitempty"`
+	// AttemptsPick is the pick by the gate (lazy start --pick gate),
+	// AttemptsPickLine it in words.
+	AttemptsPick     *task.AttemptPick `json:"attempts_pick,omitempty"`
+	AttemptsPickLine string            `json:"attempts_pick_line,omitempty"`
 }
 
 func attemptsJSON(v *attempts.Comparison) showAttempts {
 	if v == nil {
 		return showAttempts{}
 	}
-	return showAttempts{Attempts: v.Attempts, AttemptsUsage: v.Usage, AttemptChosen: v.Chosen}
+	return showAttempts{Attempts: v.Attempts, AttemptsUsage: v.Usage, AttemptChosen: v.Chosen, AttemptsPick: v.Pick, AttemptsPickLine: v.PickLine}
 }
 
 // Run implements lazy show.

@@ -232,6 +232,7 @@ func (d *Dispatcher) Show(ctx context.Context, env *wire.Env, id string) (*ShowO
 	if env != nil && sn.Task.IsAttemptGroup() {
 		if v, err := env.Attempts().Compare(ctx, sn.Task.ID); err == nil {
 			out.Attempts, out.AttemptsUsage, out.AttemptChosen = v.Attempts, v.Usage, v.Chosen
+			out.AttemptsPick, out.AttemptsPickLine = v.Pick, v.PickLine
 		}
 	}
 	return out, nil
@@ -253,6 +254,10 @@ type ShowOut struct {
 	Attempts      []attempts.Attempt `json:"attempts,omitempty"`
 	AttemptsUsage *task.Usage        `json:"attempts_usage,omitempty"`
 	AttemptChosen int                `json:"attempt_chosen,omitempty"`
+	// AttemptsPick is the pick by the gate (lazy start --pick gate),
+	// AttemptsPickLine it in words.
+	AttemptsPick     *task.AttemptPick `json:"attempts_pick,omitempty"`
+	AttemptsPickLine string            `json:"attempts_pick_line,omitempty"`
 	// ProtectedChanges names the protected paths the task's change
 	// touches: it lands only when a human approves them (lazy accept
 	// TASK --approve-protected), never through this server.

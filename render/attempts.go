@@ -32,6 +32,9 @@ func AttemptTable(w io.Writer, av *attempts.Comparison) {
 		rows = append(rows, []string{k, at.Slug, sanitize.Field(at.AgentCell()), at.StatusCell(), at.CostCell(), at.GateCell(), at.DiffCell()})
 	}
 	Columns(w, rows)
+	if av.PickLine != "" {
+		fmt.Fprintf(w, "  %s\n", sanitize.Field(av.PickLine))
+	}
 }
 
 // GateMark flags a task whose newest merge-gate run failed.
