@@ -289,8 +289,9 @@ func (at *Service) judge(ctx context.Context, g *task.Snapshot, out *PickOutcome
 		c := Candidate{K: k}
 		a, err := e.Store.Load(aid)
 		if err != nil {
-			c.Out = "is missing here"
-			cs = append(cs, c)
+			// Not created yet (Start records the group first), or not
+			// pulled here: the pick waits for it rather than rank it out.
+			pending = true
 			continue
 		}
 		c.Cost, c.CostKnown = CostOf(a.Task.Usage)
