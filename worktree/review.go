@@ -90,7 +90,13 @@ func DiffNames(ctx context.Context, repoDir, from, to string) ([]string, error) 
 	if !plain(from) || !plain(to) {
 		return nil, errOption("commit", from+" "+to)
 	}
-	out, err := diffNamesCmd(repoDir, from, to).Output(ctx)
+	return nulNames(ctx, diffNamesCmd(repoDir, from, to))
+}
+
+// nulNames runs a command that prints NUL-separated names and lists
+// them.
+func nulNames(ctx context.Context, c *gitcli.Cmd) ([]string, error) {
+	out, err := c.Output(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,17 +122,7 @@ func ChangedPaths(ctx context.Context, repoDir, from, to string) ([]string, erro
 	if !plain(from) || !plain(to) {
 		return nil, errOption("commit", from+" "+to)
 	}
-	out, err := changedPathsCmd(repoDir, from, to).Output(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, f := range strings.Split(string(out), "\x00") {
-		if f != "" {
-			names = append(names, f)
-		}
-	}
-	return names, nil
+	return nulNames(ctx, changedPathsCmd(repoDir, from, to))
 }
 
 func patchCmd(repoDir, from, to string) *gitcli.Cmd {
