@@ -544,7 +544,7 @@ func (r *runner) idle() bool {
 // It fails, saying which, when a claim could not be handed back: its
 // task waits for its lease to run out (or for lazy pool release).
 func (r *runner) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopStep)
 	defer cancel()
 	for _, id := range r.heldIDs() {
 		if sn, err := r.e.Store.Load(id); err == nil && sn.Task.Status == machine.Working {
@@ -558,7 +558,13 @@ func (r *runner) stop() error {
 	var kept []string
 	for _, id := range r.heldIDs() {
 		name := id
-		if err := r.handBack(ctx, id, &name); err != nil {
+		// Each claim gets a step's time of its own: with one budget for
+		// all, a runner holding many parked tasks ran out of it partway
+		// and kept the rest (eight --once runners stopping together).
+		hctx, hcancel := context.WithTimeout(context.Background(), stopStep)
+		err := r.handBack(hctx, id, &name)
+		hcancel()
+		if err != nil {
 			kept = append(kept, name+" ("+err.Error()+")")
 			continue
 		}
@@ -581,6 +587,10 @@ func (r *runner) stop() error {
 	}
 	return nil
 }
+
+// stopStep bounds each step of a runner's stop: stopping its turns,
+// handing back one claim, telling the pool.
+const stopStep = 30 * time.Second
 
 // handBack pushes a stopping runner's results of id and releases its
 // claim, both fenced by it. A record the remote moved (feedback left
