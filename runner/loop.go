@@ -388,7 +388,9 @@ func (r *runner) lose(ctx context.Context, id string, now pool.Held) {
 	if sn, err := r.e.Store.Load(id); err == nil {
 		name = sn.Task.Slug
 	}
-	who := "another runner took its claim over"
+	// A refused fenced push knows only that the claim moved, not who
+	// moved it; the message says what was seen, as the round's does.
+	who := "the claim changed on the remote (another runner took it over)"
 	switch {
 	case now.Problem != "":
 		who = "its claim was replaced by one lazy does not accept (" + now.Problem + ")"
