@@ -3,9 +3,11 @@ package attempts
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lazyorch/lazy/machine"
@@ -25,8 +27,13 @@ import (
 // Gater runs the target's merge gate on the tree an accept of attempt
 // id would land and records the run on the attempt's gate record
 // (landing.Gates.Gate, through wire).
+//
+// Parallel is how many of those runs may go at once (lazy.gate.parallel,
+// read as the merge queue reads it): a pick gates the attempts ready for
+// it concurrently, up to that many.
 type Gater interface {
 	GateAttempt(ctx context.Context, id string) (GateResult, error)
+	Parallel() int
 }
 
 // GateResult is what one gate run said of an attempt's tree.
@@ -218,7 +225,8 @@ func Picking(sn *task.Snapshot) bool {
 // PickStep moves the pick by the gate of group id one step, unattended
 // (the reconciler calls it each pass for the groups still picking):
 // each attempt parked after its turn is gated on the tree it would land
-// (once per branch tip); when every attempt has been gated or has failed
+// (once per branch tip; the attempts ready in one step are gated at once,
+// up to lazy.gate.parallel runs); when every attempt has been gated or has failed
 // or stopped, the attempts are ranked (Decide) and the pick recorded on
 // the group; with --land the proposal then lands through the normal
 // accept. Run again after a crash, it goes on where it stopped. It does
@@ -279,10 +287,14 @@ func limitWords(s string) string {
 
 // judge gates each parked attempt not gated at its branch tip yet, and
 // returns the candidates once every attempt is judged (pending while one
-// still runs, waits to start, or is being landed).
+// still runs, waits to start, or is being landed). The attempts to gate
+// are gated at once, up to the Gater's Parallel runs (lazy.gate.parallel,
+// as the merge queue's train), so N attempts cost one gate's time rather
+// than N when there is room for them.
 func (at *Service) judge(ctx context.Context, g *task.Snapshot, out *PickOutcome) ([]Candidate, bool, error) {
 	e := at.Env
 	var cs []Candidate
+	var jobs []gateJob
 	pending := false
 	for i, aid := range g.Task.Attempts {
 		k := i + 1
@@ -326,48 +338,110 @@ func (at *Service) judge(ctx context.Context, g *task.Snapshot, out *PickOutcome
 			cs = append(cs, c)
 			continue
 		}
-		res := g.Task.Pick.GateOf(k)
-		if res == nil || res.BranchTip != r.BranchSHA {
-			if at.Gater == nil {
-				return nil, true, fmt.Errorf("pick %s: no gate to run here", g.Task.Slug)
-			}
-			gr, err := at.Gater.GateAttempt(ctx, aid)
-			rec := task.AttemptGate{Attempt: k, BranchTip: r.BranchSHA}
-			switch {
-			case err != nil:
-				rec.State = task.PickGateError
-			case gr.NoGate:
-				rec.State = task.PickNoGate
-			case gr.Passed:
-				rec.State, rec.Run = task.GatePassed, gr.Run
-			default:
-				rec.State, rec.Run, rec.Failed = task.GateFailed, gr.Run, limitFailed(gr.Failed)
-			}
-			if gr.BranchTip != "" {
-				rec.BranchTip = gr.BranchTip
-			}
-			if err := at.recordGated(ctx, g.Task.ID, rec); err != nil {
-				return nil, true, err
-			}
-			out.Gated = append(out.Gated, k)
-			res = &rec
-			if rec.BranchTip != r.BranchSHA {
-				pending = true // the branch moved while it was gated
-			}
-		}
-		switch res.State {
-		case task.GatePassed:
-			c.Passed = true
-		case task.GateFailed:
-			c.Out = "failed the gate"
-		case task.PickNoGate:
-			c.Out = "was not gated (the target names no gate command: git config lazy.gate or .lazy/gate)"
-		default:
-			c.Out = "could not be gated (lazy gate " + a.Task.Slug + " says why)"
-		}
 		cs = append(cs, c)
+		if res := g.Task.Pick.GateOf(k); res != nil && res.BranchTip == r.BranchSHA {
+			judged(&cs[len(cs)-1], res, a.Task.Slug)
+			continue
+		}
+		jobs = append(jobs, gateJob{at: len(cs) - 1, k: k, id: aid, slug: a.Task.Slug, tip: r.BranchSHA})
+	}
+	if len(jobs) == 0 {
+		return cs, pending, nil
+	}
+	if at.Gater == nil {
+		return nil, true, fmt.Errorf("pick %s: no gate to run here", g.Task.Slug)
+	}
+	recs, err := at.gateAll(ctx, g.Task.ID, jobs)
+	for j, rec := range recs {
+		if rec == nil {
+			continue // not recorded: the next step gates it again
+		}
+		out.Gated = append(out.Gated, jobs[j].k)
+		judged(&cs[jobs[j].at], rec, jobs[j].slug)
+		if rec.BranchTip != jobs[j].tip {
+			pending = true // the branch moved while it was gated
+		}
+	}
+	if err != nil {
+		return nil, true, err
 	}
 	return cs, pending, nil
+}
+
+// gateJob is one attempt judge gates: candidate cs[at], attempt k (task
+// id, slug) at branch tip tip.
+type gateJob struct {
+	at, k         int
+	id, slug, tip string
+}
+
+// gateAll gates the jobs, up to the Gater's Parallel runs at once, and
+// records each result on group id as soon as its run ends (recordGated,
+// a compare-and-swap of its own), so a crash midway loses only the runs
+// still going and the next step gates just those. recs[j] is job j's
+// recorded result, nil when it could not be recorded (the error says
+// why); it returns once every run has ended.
+func (at *Service) gateAll(ctx context.Context, id string, jobs []gateJob) ([]*task.AttemptGate, error) {
+	recs := make([]*task.AttemptGate, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, at.gateParallel())
+	var wg sync.WaitGroup
+	for j, job := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rec := at.gateOne(ctx, job)
+			if err := at.recordGated(ctx, id, rec); err != nil {
+				errs[j] = err
+				return
+			}
+			recs[j] = &rec
+		})
+	}
+	wg.Wait()
+	return recs, errors.Join(errs...)
+}
+
+// gateParallel is how many pick gates may run at once: the Gater's
+// Parallel, at least 1.
+func (at *Service) gateParallel() int {
+	return max(1, at.Gater.Parallel())
+}
+
+// gateOne runs the gate on job's attempt and says its result as the
+// group records it.
+func (at *Service) gateOne(ctx context.Context, job gateJob) task.AttemptGate {
+	gr, err := at.Gater.GateAttempt(ctx, job.id)
+	rec := task.AttemptGate{Attempt: job.k, BranchTip: job.tip}
+	switch {
+	case err != nil:
+		rec.State = task.PickGateError
+	case gr.NoGate:
+		rec.State = task.PickNoGate
+	case gr.Passed:
+		rec.State, rec.Run = task.GatePassed, gr.Run
+	default:
+		rec.State, rec.Run, rec.Failed = task.GateFailed, gr.Run, limitFailed(gr.Failed)
+	}
+	if gr.BranchTip != "" {
+		rec.BranchTip = gr.BranchTip
+	}
+	return rec
+}
+
+// judged sets candidate c's verdict from its attempt's gate result (slug
+// names the attempt in the words).
+func judged(c *Candidate, res *task.AttemptGate, slug string) {
+	switch res.State {
+	case task.GatePassed:
+		c.Passed = true
+	case task.GateFailed:
+		c.Out = "failed the gate"
+	case task.PickNoGate:
+		c.Out = "was not gated (the target names no gate command: git config lazy.gate or .lazy/gate)"
+	default:
+		c.Out = "could not be gated (lazy gate " + slug + " says why)"
+	}
 }
 
 // closedWord is how an attempt that ended is named in the pick.

@@ -3,10 +3,12 @@ package attempts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
@@ -93,24 +95,34 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// fakeGater gates attempt ids as the test says, counting runs.
+// fakeGater gates attempt ids as the test says, counting runs, with
+// parallel as lazy.gate.parallel; hold, when set, runs inside each gate
+// run (without the lock), where a test blocks or counts runs.
 type fakeGater struct {
-	mu     sync.Mutex
-	result map[string]GateResult
-	runs   map[string]int
+	mu       sync.Mutex
+	result   map[string]GateResult
+	runs     map[string]int
+	parallel int
+	hold     func(ctx context.Context, id string)
 }
 
-func (g *fakeGater) GateAttempt(_ context.Context, id string) (GateResult, error) {
+func (g *fakeGater) GateAttempt(ctx context.Context, id string) (GateResult, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.runs[id]++
 	r, ok := g.result[id]
+	hold := g.hold
+	g.mu.Unlock()
+	if hold != nil {
+		hold(ctx, id)
+	}
 	if !ok {
 		return GateResult{}, errors.New("no such attempt")
 	}
 	r.BranchTip = "tip-" + id
 	return r, nil
 }
+
+func (g *fakeGater) Parallel() int { return g.parallel }
 
 // fakeLander lands an attempt as an accept would: complete, then the
 // group settled.
@@ -284,4 +296,219 @@ func TestStartRefusesAPickItDoesNotKnow(t *testing.T) {
 	if s := e.load(t, g.Task.ID); s.Task.IsAttemptGroup() || s.Task.Pick != nil {
 		t.Fatalf("recorded on a refusal: %+v", s.Task)
 	}
+}
+
+// pickWhy is the pick of pickFixture's three attempts, however they were
+// gated.
+const pickWhy = "attempt 2: gate passed, $0.12, 15 lines; attempt 3 cost more ($0.40); attempt 1 failed the gate"
+
+// parkAll parks every attempt after its turn.
+func parkAll(t *testing.T, e *testEnv, as []*task.Snapshot) {
+	t.Helper()
+	for _, a := range as {
+		e.set(t, a.Task.ID, func(s *task.Snapshot) { s.Task.Status = machine.Blocked })
+	}
+}
+
+// checkPicked: the step gated every attempt once, in one step, and made
+// the same pick, with the same records, as the attempts gated one after
+// another.
+func checkPicked(t *testing.T, e *testEnv, g *task.Snapshot, as []*task.Snapshot, gt *fakeGater, out *PickOutcome) {
+	t.Helper()
+	if !out.Decided || out.Proposed != 2 || out.Why != pickWhy || !equalInts(out.Gated, []int{1, 2, 3}) {
+		t.Fatalf("step: %+v", out)
+	}
+	for _, a := range as {
+		if gt.runs[a.Task.ID] != 1 {
+			t.Fatalf("attempt %d gated %d times", a.Task.Attempt, gt.runs[a.Task.ID])
+		}
+	}
+	p := e.load(t, g.Task.ID).Task.Pick
+	if !p.Decided() || p.Proposed != 2 || p.Why != pickWhy || len(p.Gated) != 3 {
+		t.Fatalf("recorded pick %+v", p)
+	}
+	for k, want := range map[int]string{1: task.GateFailed, 2: task.GatePassed, 3: task.GatePassed} {
+		r := p.GateOf(k)
+		if r == nil || r.State != want || r.BranchTip != "tip-"+as[k-1].Task.ID {
+			t.Fatalf("attempt %d's gate record %+v, want %s", k, r, want)
+		}
+	}
+}
+
+// inFlight counts the gate runs going at once.
+type inFlight struct {
+	mu              sync.Mutex
+	now, most, done int
+}
+
+func (f *inFlight) enter() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now++
+	f.most = max(f.most, f.now)
+	return f.now
+}
+
+func (f *inFlight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now--
+	f.done++
+}
+
+func (f *inFlight) read() (now, most, done int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now, f.most, f.done
+}
+
+// TestPickStepGatesTheParkedAttemptsAtOnce: with lazy.gate.parallel 3,
+// the three parked attempts are gated concurrently: each run waits until
+// all three are going (a step gating them one after another would never
+// get there, and fails on the timeout), and the pick is the one made
+// gating them in turn.
+func TestPickStepGatesTheParkedAttemptsAtOnce(t *testing.T) {
+	e, g, as, gt := pickFixture(t, false)
+	parkAll(t, e, as)
+	var f inFlight
+	all := make(chan struct{})
+	gt.parallel = 3
+	gt.hold = func(_ context.Context, id string) {
+		defer f.leave()
+		if f.enter() == 3 {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			now, _, _ := f.read()
+			t.Errorf("the gate of %s waited 10s for the others: %d of 3 in flight", id, now)
+		}
+	}
+	at := e.attempts()
+	at.Gater = gt
+	out, err := at.PickStep(context.Background(), g.Task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPicked(t, e, g, as, gt, out)
+	if _, most, _ := f.read(); most != 3 {
+		t.Fatalf("%d gate runs at once, want 3", most)
+	}
+}
+
+// TestPickStepGatesNoMoreThanTheParallelLimit: with lazy.gate.parallel
+// P (0, as an unreadable setting reads, means 1), never more than P gate
+// runs go at once: the test holds every run until it releases it, one at
+// a time, and sees exactly min(P, left) going before each release.
+func TestPickStepGatesNoMoreThanTheParallelLimit(t *testing.T) {
+	for _, p := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("parallel %d", p), func(t *testing.T) {
+			e, g, as, gt := pickFixture(t, false)
+			parkAll(t, e, as)
+			limit := max(p, 1)
+			var f inFlight
+			release := make(chan struct{})
+			gt.parallel = p
+			gt.hold = func(_ context.Context, id string) {
+				defer f.leave()
+				if n := f.enter(); n > limit {
+					t.Errorf("the gate of %s is run %d at once, over lazy.gate.parallel %d", id, n, limit)
+				}
+				select {
+				case <-release:
+				case <-time.After(10 * time.Second):
+					t.Errorf("the gate of %s was never released", id)
+				}
+			}
+			at := e.attempts()
+			at.Gater = gt
+			type result struct {
+				out *PickOutcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				out, err := at.PickStep(context.Background(), g.Task.ID)
+				done <- result{out, err}
+			}()
+			for released := 0; released < len(as); released++ {
+				want := min(limit, len(as)-released)
+				if !waitFor(t, func() bool {
+					now, _, d := f.read()
+					return now == want && d == released
+				}, func() string {
+					now, _, d := f.read()
+					return fmt.Sprintf("%d runs in flight and %d done, want %d and %d", now, d, want, released)
+				}) {
+					close(release) // let every run end before the test does
+					<-done
+					t.FailNow()
+				}
+				release <- struct{}{}
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			checkPicked(t, e, g, as, gt, r.out)
+			if _, most, _ := f.read(); most != limit {
+				t.Fatalf("%d gate runs at once, want %d", most, limit)
+			}
+		})
+	}
+}
+
+// TestPickStepAfterACrashMidwayGatesOnlyWhatWasNotRecorded: the step is
+// cut off (its context ends, as when the daemon is killed) while attempt
+// 3 is gated and 1 and 2 are recorded: the next step gates attempt 3
+// alone and makes the pick; 1 and 2 are never gated again.
+func TestPickStepAfterACrashMidwayGatesOnlyWhatWasNotRecorded(t *testing.T) {
+	e, g, as, gt := pickFixture(t, false)
+	parkAll(t, e, as)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gt.parallel = 2
+	gt.hold = func(_ context.Context, id string) {
+		if id != as[2].Task.ID {
+			return
+		}
+		waitFor(t, func() bool { return len(e.load(t, g.Task.ID).Task.Pick.Gated) == 2 }, func() string {
+			return fmt.Sprintf("gated %+v", e.load(t, g.Task.ID).Task.Pick.Gated)
+		})
+		cancel()
+	}
+	at := e.attempts()
+	at.Gater = gt
+	out, err := at.PickStep(ctx, g.Task.ID)
+	if !errors.Is(err, context.Canceled) || out.Decided || !equalInts(out.Gated, []int{1, 2}) {
+		t.Fatalf("cut-off step: %+v, %v", out, err)
+	}
+	if p := e.load(t, g.Task.ID).Task.Pick; p.GateOf(3) != nil || p.Decided() {
+		t.Fatalf("recorded after the cut: %+v", p)
+	}
+	gt.hold = nil
+	out, err = at.PickStep(context.Background(), g.Task.ID)
+	if err != nil || !out.Decided || out.Why != pickWhy || !equalInts(out.Gated, []int{3}) {
+		t.Fatalf("step after the cut: %+v, %v", out, err)
+	}
+	if gt.runs[as[0].Task.ID] != 1 || gt.runs[as[1].Task.ID] != 1 || gt.runs[as[2].Task.ID] != 2 {
+		t.Fatalf("runs %v", gt.runs)
+	}
+}
+
+// waitFor polls cond until it holds, and after 10s reports what says
+// and returns false (t.Errorf: gate runs call it off the test's
+// goroutine).
+func waitFor(t *testing.T, cond func() bool, what func() string) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Errorf("waited 10s: %s", what())
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }

@@ -45,6 +45,17 @@ func (p pickGates) GateAttempt(ctx context.Context, id string) (attempts.GateRes
 	return attempts.GateResult{Passed: c.Run.Passed, Run: c.Run.ID, BranchTip: c.Run.BranchTip, Failed: c.Run.Failed}, nil
 }
 
+// Parallel is lazy.gate.parallel, as the merge queue's train reads it; a
+// setting lazy cannot read gates one attempt at a time (the gate run
+// itself then says what is wrong with the settings).
+func (p pickGates) Parallel() int {
+	s, err := p.e.Landing().Gates().GateSettings()
+	if err != nil {
+		return 1
+	}
+	return s.Parallel
+}
+
 // LandAttempt is landing.Service.AcceptAttempt, narrated to no one.
 func (p pickGates) LandAttempt(ctx context.Context, group string, k int) error {
 	_, err := p.e.Landing().AcceptAttempt(ctx, group, k, nil, p.options())
