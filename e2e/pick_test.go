@@ -71,8 +71,8 @@ func (r *runner) waitPick(group string, landed bool) pickShow {
 // by the target's committed .lazy/gate (attempt 1 rewrote its own copy to
 // `true` and still fails), and the smaller of the two passing changes
 // is proposed (the exec agent reports no cost, so cost ties), with the
-// words in lazy show; with --land the proposal lands on main and the
-// others are closed with the reason.
+// words in lazy show and one pick item in lazy inbox; with --land the
+// proposal lands on main and the others are closed with the reason.
 func TestAttemptsPickedByTheGate(t *testing.T) {
 	r := newRepo(t)
 	t.Cleanup(func() { killTurns(r) })
@@ -105,6 +105,17 @@ func TestAttemptsPickedByTheGate(t *testing.T) {
 		if !strings.Contains(text, w) {
 			t.Fatalf("show lacks %q:\n%s", w, text)
 		}
+	}
+	// The inbox has one decision for the group, not three reviews.
+	var inbox struct {
+		Items []struct{ Kind, Slug, Command, Proposed string } `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.ok("inbox", "--json")), &inbox); err != nil {
+		t.Fatal(err)
+	}
+	if len(inbox.Items) != 1 || inbox.Items[0].Kind != "pick" || inbox.Items[0].Slug != "fix-login" ||
+		inbox.Items[0].Command != "lazy accept fix-login-a3" || inbox.Items[0].Proposed != "fix-login-a3" {
+		t.Fatalf("lazy inbox --json lists %+v, want the group's one pick item accepting attempt 3", inbox.Items)
 	}
 	if strings.Contains(r.git("log", "--format=%s", "main"), "fix-login") {
 		t.Fatal("something landed without --land")

@@ -7,10 +7,12 @@
 // notify's derivation (blocked, conflict, a failed gate, a budget, an
 // interruption the breaker or lazy.autoResume leaves, an answered ask),
 // read from the same records; protected paths are landing's check,
-// consumed through Protected. What a record says (a title, a host) is
-// cleaned before any surface shows it, and the command shown is built
-// from lazy's own words and the task's slug, which the task model
-// validated when it read the record.
+// consumed through Protected. An attempt group picked by the gate is one
+// item once the pick is made, and its blocked attempts none (pick.go).
+// What a record says (a title, a host, a pick's ranking) is cleaned
+// before any surface shows it, and the command shown is built from
+// lazy's own words and the task's slug, which the task model validated
+// when it read the record.
 package inbox
 
 import (
@@ -46,6 +48,10 @@ const (
 	// Protected: the change touches protected paths the gate alone may
 	// not decide; it lands only with a human's approval.
 	Protected Kind = "protected"
+	// Pick: an attempt group's pick by the gate (lazy start --attempts N
+	// --pick gate) was made and nothing lands by itself; one item for the
+	// group, in place of its parked attempts.
+	Pick Kind = "pick"
 )
 
 // Item is one task that waits on a human.
@@ -69,8 +75,13 @@ type Item struct {
 	WaitingSeconds int64 `json:"waiting_seconds"`
 	// Command is the one command that answers it.
 	Command string `json:"command"`
-	// Files are the protected paths a Protected item's change touches.
+	// Files are the protected paths a Protected item's change touches
+	// (a Pick item's: its proposed attempt's).
 	Files []string `json:"files,omitempty"`
+	// Proposed is, on a Pick item, the slug of the attempt the gate
+	// proposes ("" when none passed or the record names no attempt of
+	// the group that waits for review).
+	Proposed string `json:"proposed,omitempty"`
 }
 
 // Where is where the item waits, as a surface prints it: the runner,
@@ -119,10 +130,12 @@ type Result struct {
 	Unreadable []string `json:"unreadable"`
 }
 
-// maxTitle and maxHost bound what a record's words take of a line.
+// maxTitle and maxHost bound what a record's words take of a line,
+// maxPickWhy a pick's ranking.
 const (
-	maxTitle = 120
-	maxHost  = 80
+	maxTitle   = 120
+	maxHost    = 80
+	maxPickWhy = 600
 )
 
 // List returns every task that waits on a human, oldest first.
@@ -136,6 +149,7 @@ func (s *Service) List(ctx context.Context) (*Result, error) {
 		now = s.Now()
 	}
 	out := &Result{Items: []Item{}, Unreadable: []string{}}
+	groups := map[string]*group{}
 	for i := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -148,7 +162,21 @@ func (s *Service) List(ctx context.Context) (*Result, error) {
 		if !notify.NeedsSession(e.Status) {
 			continue // only a parked or interrupted task waits on a person
 		}
-		it, err := s.item(ctx, e, now)
+		sn, err := s.Store.Load(e.ID)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, e.ID)
+			continue
+		}
+		if g := s.groupOf(ctx, groups, sn, now); g != nil {
+			// A parked attempt of a group picked by the gate: the pick
+			// answers it, so it is no item of its own.
+			if g.item != nil && !g.listed {
+				g.listed = true
+				out.Items = append(out.Items, *g.item)
+			}
+			continue
+		}
+		it, err := s.item(ctx, sn, now)
 		if err != nil {
 			out.Unreadable = append(out.Unreadable, e.ID)
 			continue
@@ -169,11 +197,8 @@ func (s *Service) List(ctx context.Context) (*Result, error) {
 // item is the inbox item of a parked or interrupted entry, or nil when
 // it waits on nobody (a usage limit the daemon waits out, a resume lazy
 // makes by itself).
-func (s *Service) item(ctx context.Context, e *task.Entry, now time.Time) (*Item, error) {
-	sn, err := s.Store.Load(e.ID)
-	if err != nil {
-		return nil, err
-	}
+func (s *Service) item(ctx context.Context, sn *task.Snapshot, now time.Time) (*Item, error) {
+	var err error
 	// The observation is of the loaded record, which may be newer than
 	// the listing.
 	cur := task.NewSummary(&sn.Task)
@@ -234,31 +259,46 @@ func (s *Service) item(ctx context.Context, e *task.Entry, now time.Time) (*Item
 			it.Why += "; its protected paths could not be checked: " + notify.Clean(err.Error(), 200)
 		}
 	}
+	waited(it, now)
+	return it, nil
+}
+
+// waited sets how long the item has waited, as of now; a record from
+// elsewhere that says it changed in the future waits since now.
+func waited(it *Item, now time.Time) {
 	it.WaitingSeconds = int64(max(now.Sub(it.Since), 0) / time.Second)
 	if it.Since.After(now) {
-		// A record from elsewhere says it changed in the future.
 		it.Since = now.UTC().Truncate(time.Second)
 	}
-	return it, nil
 }
 
 // protected turns an item whose change touches protected paths into the
 // approval it waits for: no other answer lands it.
 func (s *Service) protected(ctx context.Context, sn *task.Snapshot, it *Item) error {
-	if s.Protected == nil || sn.Task.Status != machine.Blocked {
-		return nil
-	}
-	files, err := s.Protected(ctx, sn)
+	files, err := s.protectedFiles(ctx, sn)
 	if err != nil || len(files) == 0 {
 		return err
 	}
-	it.Kind, it.Command = Protected, "lazy accept "+sn.Task.Slug+" --approve-protected"
-	it.Files = make([]string, 0, len(files))
-	for _, f := range files {
-		it.Files = append(it.Files, notify.Clean(f, 200))
-	}
+	it.Kind, it.Command, it.Files = Protected, "lazy accept "+sn.Task.Slug+" --approve-protected", files
 	it.Why = "its change touches protected paths the gate alone may not decide; a human reviews them (lazy diff " + sn.Task.Slug + ") and approves"
 	return nil
+}
+
+// protectedFiles are the protected paths blocked task sn's change
+// touches, cleaned.
+func (s *Service) protectedFiles(ctx context.Context, sn *task.Snapshot) ([]string, error) {
+	if s.Protected == nil || sn.Task.Status != machine.Blocked {
+		return nil, nil
+	}
+	files, err := s.Protected(ctx, sn)
+	if err != nil || len(files) == 0 {
+		return nil, err
+	}
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, notify.Clean(f, 200))
+	}
+	return out, nil
 }
 
 // answerFailed reports whether the ask of turn seq ended without an

@@ -35,7 +35,13 @@ func newFixture(t *testing.T) *fixture {
 // minute after.
 func (f *fixture) park(slug string, status machine.Status, kind string, edit func(sn *task.Snapshot)) string {
 	f.t.Helper()
-	sn, err := f.store.Create(task.CreateSpec{Title: "task " + slug, Slug: slug, Actor: machine.Human})
+	return f.parkAs(task.CreateSpec{Title: "task " + slug, Slug: slug, Actor: machine.Human}, status, kind, edit)
+}
+
+// parkAs is park for the task spec creates.
+func (f *fixture) parkAs(spec task.CreateSpec, status machine.Status, kind string, edit func(sn *task.Snapshot)) string {
+	f.t.Helper()
+	sn, err := f.store.Create(spec)
 	if err != nil {
 		f.t.Fatal(err)
 	}

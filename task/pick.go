@@ -90,6 +90,37 @@ func (p *AttemptPick) Moving() bool {
 // Decided reports whether the pick was made.
 func (p *AttemptPick) Decided() bool { return p != nil && !p.DecidedAt.IsZero() }
 
+// PickWait is what the parked attempts of a group wait on (Task.PickWaits).
+type PickWait int
+
+// What a group's parked attempts wait on.
+const (
+	// PickWaitNone: no pick by the gate is in force (a human picks, or
+	// the group ended); each attempt waits on its own.
+	PickWaitNone PickWait = iota
+	// PickWaitReconciler: the pick by the gate, or its --land, has a step
+	// left; lazy works on it and nobody needs to act yet.
+	PickWaitReconciler
+	// PickWaitHuman: the pick was made and nothing lands by itself (no
+	// --land, no attempt passed, or the landing failed); one human
+	// decision on the group answers it.
+	PickWaitHuman
+)
+
+// PickWaits says what the parked attempts of group t wait on. It reads
+// only the group's record, so surfaces below the attempts capability
+// (the inbox) share one rule with the reconciler's (attempts.Picking).
+func (t *Task) PickWaits() PickWait {
+	p := t.Pick
+	switch {
+	case p == nil || p.Rule != PickGate || !t.IsAttemptGroup() || t.Status.IsTerminal():
+		return PickWaitNone
+	case p.Moving():
+		return PickWaitReconciler
+	}
+	return PickWaitHuman
+}
+
 func (p *AttemptPick) clone() *AttemptPick {
 	if p == nil {
 		return nil
