@@ -261,7 +261,9 @@ func (s *Server) pass(ctx context.Context, idleSince *time.Time, seen map[string
 			s.OnActions(actions)
 		}
 	}
-	if busy(entries) || s.watched() {
+	// A pick by the gate gating attempts in the background keeps the
+	// daemon up too: exiting would cancel its gate runs.
+	if busy(entries) || s.watched() || s.Reconcile.Picking() {
 		*idleSince = time.Now()
 	} else if s.IdleExit > 0 && time.Since(*idleSince) > s.IdleExit {
 		return false

@@ -93,9 +93,11 @@ type Reconciler struct {
 	Lifecycle Lifecycle
 	// PickAttempts moves the attempt groups picked by the gate (lazy
 	// start --pick gate): it gates their parked attempts and proposes or
-	// lands the best. Only the daemon sets it: a gate run is minutes of
-	// work no CLI read should wait for.
+	// lands the best, in the background (see pickGroups). Only the
+	// daemon sets it: a gate run is minutes of work no CLI read should
+	// wait for. Picker is the step it takes (nil: Env.Attempts()).
 	PickAttempts bool
+	Picker       Picker
 
 	// loads counts full snapshot loads, so that tests can show what a
 	// pass reads without timing it.
@@ -121,6 +123,8 @@ type Reconciler struct {
 	terminalMem terminalMemory
 	mergedMem   mergedMemory
 	forgeMem    forgeMemory
+	// picks are the pick steps going in the background.
+	picks picks
 }
 
 // What the reconciler consumes, besides the capabilities it calls
@@ -374,35 +378,6 @@ func (r *Reconciler) sweep(ctx context.Context, v *view) ([]Action, error) {
 	return actions, errors.Join(errs...)
 }
 
-// pickGroups moves each attempt group picked by the gate one step
-// (attempts.Service.PickStep): its parked attempts gated, the pick made
-// once all are judged, the proposal landed with --land. A group whose
-// pick is made reports it as an action, so the surfaces hear of it.
-func (r *Reconciler) pickGroups(ctx context.Context, v *view) ([]Action, error) {
-	var out []Action
-	var errs []error
-	for _, i := range v.picking {
-		e := &v.entries[i]
-		o, err := r.Env.Attempts().PickStep(ctx, e.ID)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", e.ID, err))
-		}
-		if o == nil || !o.Decided {
-			continue
-		}
-		why := "picked by the gate: " + o.Why
-		to := machine.Backlog
-		if o.Landed {
-			to = machine.Complete
-		}
-		out = append(out, Action{TaskID: e.ID, Slug: o.Slug, From: machine.Backlog, To: to, Why: why, Neutral: !o.Landed})
-		if o.LandErr != nil {
-			errs = append(errs, fmt.Errorf("%s: the attempt the gate picked did not land: %w", o.Slug, o.LandErr))
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
 // settleGroups settles the group of each attempt this pass completed:
 // its branch found merged, a stranded accept that had landed, its pull
 // request merged on the forge. lazy accept settles the group when it
@@ -443,6 +418,7 @@ func one(a *Action) []Action {
 // reconciler not closed releases it when it is garbage collected; one
 // used after Close stats its files.
 func (r *Reconciler) Close() error {
+	r.picks.close()
 	r.stampMu.Lock()
 	defer r.stampMu.Unlock()
 	r.stampClosed = true

@@ -48,7 +48,7 @@ var keys = []Key{
 	{Name: "lazy.agent", Kind: String, Default: "`claude`", Example: "codex",
 		Help: "the agent `lazy start` runs when `--agent`/`--command` are not given"},
 	{Name: "lazy.attempts.pick", Kind: Enum, Values: []string{"human", "gate"}, Default: "`human`", Example: "gate",
-		Help: "how `lazy start --attempts N` chooses: `human` (you read the comparison), or `gate` (each attempt is gated on the tree it would land when it parks, the attempts parked together at once, up to `lazy.gate.parallel` runs; the best by gate passed, then lower cost, then smaller diff, is proposed, or landed with `--land`)"},
+		Help: "how `lazy start --attempts N` chooses: `human` (you read the comparison), or `gate` (each attempt is gated on the tree it would land when it parks, by the daemon in the background of its pass, the attempts parked together at once, up to `lazy.gate.parallel` runs; the best by gate passed, then lower cost, then smaller diff, is proposed, or landed with `--land`)"},
 	{Name: "lazy.exec.command", Kind: String, Default: "none", Example: "'./scripts/agent.sh'",
 		Help: "the exec agent's command for `lazy start`"},
 	{Name: "lazy.claude.permissionMode", Kind: String, Default: "the posture's", Example: "acceptEdits",
