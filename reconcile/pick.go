@@ -33,12 +33,20 @@ func (r *Reconciler) picker() Picker {
 // a step that goes on from those records.
 type picks struct {
 	mu sync.Mutex
-	// running holds each group whose step runs, with what cancels it.
-	running map[string]context.CancelFunc
+	// running holds each group whose step runs: what cancels it, and
+	// the pass that started it (passes counts pickGroups' calls).
+	running map[string]pickRun
+	passes  int
 	// ended are the steps ended since the last pass.
 	ended  []pickEnded
 	closed bool
 	wg     sync.WaitGroup
+}
+
+// pickRun is one step going.
+type pickRun struct {
+	cancel context.CancelFunc
+	pass   int
 }
 
 // pickEnded is what one background step ended with.
@@ -48,14 +56,27 @@ type pickEnded struct {
 	err error
 }
 
-// Picking reports whether a pick step runs in the background, or ended
-// and is not yet reported: the daemon is busy while one does, so it does
-// not exit idle in the middle of a gate run.
+// Picking reports whether a pick step has been running since an earlier
+// pass (it gates: a step with nothing to gate ends at once), or made a
+// pick the next pass has yet to report: the daemon is busy while one
+// does, so it does not exit idle in the middle of a gate run, nor before
+// it told of the pick. A group whose pick waits on an attempt that never
+// runs keeps no daemon up.
 func (r *Reconciler) Picking() bool {
 	p := &r.picks
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.running) > 0 || len(p.ended) > 0
+	for _, run := range p.running {
+		if run.pass < p.passes {
+			return true
+		}
+	}
+	for _, e := range p.ended {
+		if e.out != nil && e.out.Decided {
+			return true
+		}
+	}
+	return false
 }
 
 // close cancels the steps that run and waits for them to end (the gate
@@ -64,8 +85,8 @@ func (r *Reconciler) Picking() bool {
 func (p *picks) close() {
 	p.mu.Lock()
 	p.closed = true
-	for _, cancel := range p.running {
-		cancel()
+	for _, run := range p.running {
+		run.cancel()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
@@ -80,16 +101,17 @@ func (r *Reconciler) pickGroups(ctx context.Context, v *view) ([]Action, error) 
 	p.mu.Lock()
 	ended := p.ended
 	p.ended = nil
+	p.passes++
 	for _, i := range v.picking {
 		id := v.entries[i].ID
-		if p.closed || p.running[id] != nil {
+		if _, ok := p.running[id]; ok || p.closed {
 			continue
 		}
 		if p.running == nil {
-			p.running = map[string]context.CancelFunc{}
+			p.running = map[string]pickRun{}
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		p.running[id] = cancel
+		p.running[id] = pickRun{cancel: cancel, pass: p.passes}
 		p.wg.Go(func() {
 			defer cancel()
 			out, err := r.picker().PickStep(sctx, id)

@@ -123,9 +123,11 @@ func TestAPickGatesInTheBackgroundOfThePass(t *testing.T) {
 	}
 }
 
-// TestClosingTheReconcilerEndsThePickItRuns: Close cancels a step
-// still gating and returns once it ended, so a daemon that exits leaves
-// no gate run behind; no pass starts a step after it.
+// TestClosingTheReconcilerEndsThePickItRuns: a step keeps the daemon
+// up once it has run since an earlier pass (gating), not as it starts;
+// Close cancels a step still gating and returns once it ended, so a
+// daemon that exits leaves no gate run behind; no pass starts a step
+// after it.
 func TestClosingTheReconcilerEndsThePickItRuns(t *testing.T) {
 	r, _ := memReconciler(t)
 	fp := &fakePicker{steps: map[string]int{}, release: make(chan struct{})}
@@ -135,6 +137,15 @@ func TestClosingTheReconcilerEndsThePickItRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, func() bool { _, n := fp.counts(id); return n == 1 }, "the step to start")
+	if r.Picking() {
+		t.Fatal("a step the pass just started keeps the daemon up (one with nothing to gate ends at once)")
+	}
+	if _, err := sweepOnce(t, r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Picking() {
+		t.Fatal("a step running since the last pass does not keep the daemon up")
+	}
 	closed := make(chan struct{})
 	go func() { _ = r.Close(); close(closed) }()
 	select {
