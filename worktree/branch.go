@@ -55,6 +55,14 @@ func anyBranchCmd(repoDir string) *gitcli.Cmd {
 // NoCommits reports whether the repository has nothing to branch from:
 // HEAD names no commit and no branch exists.
 func NoCommits(ctx context.Context, repoDir string) bool {
+	if r := openLocal(repoDir); r != nil && r.headCommit() {
+		return false
+	}
+	return noCommitsGit(ctx, repoDir)
+}
+
+// noCommitsGit is NoCommits asked of git.
+func noCommitsGit(ctx context.Context, repoDir string) bool {
 	if headCommitCmd(repoDir).Run(ctx) == nil {
 		return false
 	}

@@ -24,6 +24,16 @@ func Branch(slug string) string { return "lazy/" + slug }
 // none: origin's HEAD if known, else the branch checked out in the main
 // worktree.
 func DefaultBranch(ctx context.Context, repoDir string) (string, error) {
+	if r := openLocal(repoDir); r != nil {
+		if b, ok := r.defaultBranch(); ok {
+			return b, nil
+		}
+	}
+	return defaultBranchGit(ctx, repoDir)
+}
+
+// defaultBranchGit is DefaultBranch asked of git.
+func defaultBranchGit(ctx context.Context, repoDir string) (string, error) {
 	if out, err := gitcli.New(repoDir, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD").String(ctx); err == nil && out != "" {
 		return strings.TrimPrefix(out, "origin/"), nil
 	}
@@ -88,7 +98,16 @@ func commitsOf(ctx context.Context, repoDir string, refs ...string) ([]string, e
 		}
 		in.WriteString(r + "^{commit}\n")
 	}
-	out, err := commitsCmd(repoDir).Stdin([]byte(in.String())).String(ctx)
+	if tips, ok := localCommitsOf(repoDir, refs); ok {
+		return tips, nil
+	}
+	return commitsOfGit(ctx, repoDir, refs, in.String())
+}
+
+// commitsOfGit is commitsOf asked of git, in one process: query holds
+// one "<ref>^{commit}" line per ref.
+func commitsOfGit(ctx context.Context, repoDir string, refs []string, query string) ([]string, error) {
+	out, err := commitsCmd(repoDir).Stdin([]byte(query)).String(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +123,24 @@ func commitsOf(ctx context.Context, repoDir string, refs ...string) ([]string, e
 		}
 	}
 	return tips, nil
+}
+
+// localCommitsOf is commitsOf read in process, false when any ref needs
+// git's answer.
+func localCommitsOf(repoDir string, refs []string) ([]string, bool) {
+	r := openLocal(repoDir)
+	if r == nil {
+		return nil, false
+	}
+	tips := make([]string, len(refs))
+	for i, ref := range refs {
+		tip, ok := r.commitOf(ref)
+		if !ok {
+			return nil, false
+		}
+		tips[i] = tip
+	}
+	return tips, true
 }
 
 // commitsCmd reads object names from stdin, one per line, and says what
