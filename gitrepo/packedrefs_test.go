@@ -336,3 +336,34 @@ func TestPackedLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRefUnderARefFile: a name whose directory is a ref file
+// (refs/remotes/origin/main/HEAD beside refs/remotes/origin/main) is no
+// ref, as git reads it: missing (whatever packed-refs holds for it),
+// never an error (it was one, which sent a start's in-process read of
+// origin's HEAD back to git).
+func TestReadRefUnderARefFile(t *testing.T) {
+	dir := testrepo.New(t)
+	repo := NewRefs(filepath.Join(dir, ".git"))
+	head := testrepo.Git(t, dir, "rev-parse", "HEAD")
+	testrepo.Git(t, dir, "update-ref", "refs/remotes/origin/main", head)
+	const under = "refs/remotes/origin/main/HEAD"
+	if _, err := testrepo.GitErr(dir, "rev-parse", "--verify", "--quiet", under); err == nil {
+		t.Fatalf("git finds %s", under)
+	}
+	if _, ok, err := repo.ReadRef(under); ok || err != nil {
+		t.Fatalf("%s beside a loose ref file: %v %v, want missing as git says", under, ok, err)
+	}
+	// A packed line for the name (git itself never writes one beside
+	// the file; a hand edit can): git stops at the file all the same.
+	packed := "# pack-refs with: peeled fully-peeled sorted \n" + head + " " + under + "\n"
+	if err := os.WriteFile(filepath.Join(dir, ".git", "packed-refs"), []byte(packed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testrepo.GitErr(dir, "rev-parse", "--verify", "--quiet", under); err == nil {
+		t.Fatalf("git reads the packed %s past the file", under)
+	}
+	if _, ok, err := repo.ReadRef(under); ok || err != nil {
+		t.Fatalf("packed %s beside a loose ref file: %v %v, want missing as git says", under, ok, err)
+	}
+}

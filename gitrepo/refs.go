@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -76,8 +77,17 @@ func (r *Refs) ReadRef(name string) (OID, bool, error) {
 	return oidOf(h), ok, err
 }
 
+// errUnderRefFile is readLoose's answer for a name whose directory is a
+// ref file (refs/remotes/origin/main/HEAD beside refs/remotes/origin/main).
+var errUnderRefFile = errors.New("a ref file stands where the name's directory would be")
+
 func (r *Refs) readRef(name string) (plumbing.Hash, bool, error) {
 	h, ok, err := r.readLoose(name)
+	if errors.Is(err, errUnderRefFile) {
+		// git's files backend stops there (ENOTDIR): no such ref, whatever
+		// packed-refs says.
+		return plumbing.ZeroHash, false, nil
+	}
 	if err != nil || ok {
 		return h, ok, err
 	}
@@ -113,6 +123,9 @@ func packedLookup(b []byte, name string) (plumbing.Hash, bool) {
 
 func (r *Refs) readLoose(name string) (plumbing.Hash, bool, error) {
 	b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
+	if errors.Is(err, syscall.ENOTDIR) {
+		return plumbing.ZeroHash, false, errUnderRefFile
+	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isDirErr(err) {
 		return plumbing.ZeroHash, false, nil
 	}

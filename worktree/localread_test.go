@@ -108,6 +108,11 @@ func TestStartReadsAnswerAsGit(t *testing.T) {
 			testrepo.Git(t, dir, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/dev")
 			return dir
 		}, refs, all},
+		{"origin/HEAD as a clone leaves it (a loose ref)", func(t *testing.T, dir string) string {
+			testrepo.Git(t, dir, "update-ref", "refs/remotes/origin/main", "HEAD")
+			testrepo.Git(t, dir, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+			return dir
+		}, refs, all},
 		{"origin/HEAD names a packed ref", func(t *testing.T, dir string) string {
 			testrepo.Git(t, dir, "update-ref", "refs/remotes/origin/trunk", "HEAD")
 			testrepo.Git(t, dir, "pack-refs", "--all")
