@@ -133,9 +133,10 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 	work := context.WithoutCancel(ctx)
 	r.startRenewer(work)
 	defer r.stopRenewer()
+	woke := false
 	for {
 		won := r.won
-		err := r.round(work)
+		err := r.pass(work, !woke)
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.drain(work)
@@ -154,7 +155,8 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 		if ctx.Err() != nil {
 			return r.drain(work)
 		}
-		if !r.waitRound(ctx, work) {
+		var again bool
+		if again, woke = r.waitRound(ctx, work); !again {
 			return r.drain(work)
 		}
 	}
@@ -164,25 +166,62 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 // turn it runs ended and parked its task for a human.
 const parkPoll = 200 * time.Millisecond
 
+// wakeTick is how often a waiting runner looks whether a turn that ran
+// here when the wait began has ended.
+const wakeTick = 100 * time.Millisecond
+
 // waitRound waits o.Poll for the next round, and meanwhile pushes each
 // park at once (pushParks): a human waiting on another clone sees it
 // within about parkPoll and a push, not a poll later. It returns false
 // when ctx ended.
-func (r *runner) waitRound(ctx, work context.Context) bool {
+//
+// A turn that ran here when the wait began and has ended cuts the wait
+// short (woke): its end frees room for the next task, so the runner
+// does not sit out the rest of --poll (10 s by default) before it
+// starts one; the pass that follows claims it, then pushes the park.
+// Only those tasks are looked at every wakeTick (a runner may hold many
+// parked ones). What only the remote can tell (new tasks, feedback)
+// waits for the poll.
+func (r *runner) waitRound(ctx, work context.Context) (again, woke bool) {
 	next := time.NewTimer(r.o.Poll)
 	defer next.Stop()
-	tick := time.NewTicker(min(parkPoll, r.o.Poll))
+	busy := r.running()
+	tick := time.NewTicker(min(wakeTick, r.o.Poll))
 	defer tick.Stop()
+	parked := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-next.C:
-			return true
+			return true, false
 		case <-tick.C:
+		}
+		if r.ended(work, busy) {
+			return true, true
+		}
+		if time.Since(parked) >= parkPoll {
+			parked = time.Now()
 			r.pushParks(work)
 		}
 	}
+}
+
+// ended reports whether a turn of ids has ended: each task's record,
+// brought up to date by the reconciler (a turn's end is recorded from
+// what its supervisor left) while it still says working.
+func (r *runner) ended(ctx context.Context, ids []string) bool {
+	for _, id := range ids {
+		sn, err := r.e.Store.Load(id)
+		if err == nil && working(sn) && sn.Task.Status == machine.Working {
+			r.o.Reconcile(ctx, id)
+			sn, err = r.e.Store.Load(id)
+		}
+		if err != nil || !working(sn) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitsForHuman reports whether a held task in st waits on a human: a
@@ -318,23 +357,47 @@ func (r *runner) onceBound(err error, won int) (bool, error) {
 // round is one pass: take in what others did, tend the tasks held here,
 // claim more (unless the runner is stopping). The leases are the
 // renewer's (lease.go), whatever the round's git work takes.
-func (r *runner) round(ctx context.Context) error {
-	if err := r.fetch(ctx); err != nil {
-		return err
+// round is one pass of the runner after a poll: fetch, check and tend
+// what it holds, claim what it has room for.
+func (r *runner) round(ctx context.Context) error { return r.pass(ctx, true) }
+
+// pass is a round, fetching only when fetch is set (or nothing was
+// fetched yet). A pass a turn's end woke skips the fetch: the remote's
+// claims and records are the last poll's, which is safe (a claim is a
+// compare-and-swap push, refused if another runner moved it meanwhile)
+// and saves the next task two git fetches; the next poll fetches again.
+func (r *runner) pass(ctx context.Context, fetch bool) error {
+	fetched := fetch || r.claims == nil
+	if fetched {
+		if err := r.fetch(ctx); err != nil {
+			return err
+		}
 	}
 	if !r.adopted {
 		r.adopt()
 		r.adopted = true
 	}
-	r.checkHeld(ctx)
-	for _, id := range r.heldIDs() {
+	if fetched {
+		// Only claims just fetched say whether one held here moved: the
+		// last poll's predate this runner's own claims since.
+		r.checkHeld(ctx)
+	}
+	held := r.heldIDs()
+	for _, id := range held {
 		r.o.Reconcile(ctx, id)
+	}
+	// The next task is claimed and started before what the ended turns
+	// left is pushed: the pushes then overlap the next agent's turn
+	// rather than hold it back (room is counted from the records here,
+	// which the reconcile above brought up to date).
+	var err error
+	if r.quit.Err() == nil {
+		err = r.claimMore(ctx, fetched)
+	}
+	for _, id := range held {
 		r.tend(ctx, id)
 	}
-	if r.quit.Err() != nil {
-		return nil
-	}
-	return r.claimMore(ctx)
+	return err
 }
 
 // fetch takes in the remote's task records (feedback from other clones,
@@ -512,14 +575,23 @@ func (r *runner) recordLocked(stopped bool) pool.Runner {
 
 // working counts the held tasks whose turn runs: a task parked for a
 // human takes no room.
-func (r *runner) working() int {
-	n := 0
+func (r *runner) working() int { return len(r.running()) }
+
+// running lists the held tasks whose turns run here (or are about to).
+func (r *runner) running() []string {
+	var ids []string
 	for _, id := range r.heldIDs() {
-		if sn, err := r.e.Store.Load(id); err == nil && (sn.Task.Status.IsActive() || sn.Task.Status == machine.Backlog) {
-			n++
+		if sn, err := r.e.Store.Load(id); err == nil && working(sn) {
+			ids = append(ids, id)
 		}
 	}
-	return n
+	return ids
+}
+
+// working reports whether a held task takes a turn's room: it runs, or
+// it is about to start.
+func working(sn *task.Snapshot) bool {
+	return sn.Task.Status.IsActive() || sn.Task.Status == machine.Backlog
 }
 
 // idle reports whether nothing runs here and nothing is left that this
@@ -704,10 +776,17 @@ func (r *runner) agentFor(sn *task.Snapshot) string {
 
 // claimMore claims eligible tasks while this runner has room, and starts
 // each it wins.
-func (r *runner) claimMore(ctx context.Context) error {
+//
+// fresh says the remote's records and claims were just fetched. Without
+// it only tasks no runner ever claimed are taken: taking one over needs
+// its record and branch as the remote has them now.
+func (r *runner) claimMore(ctx context.Context, fresh bool) error {
 	for _, c := range r.eligible() {
 		if r.working() >= r.o.MaxTasks || r.quit.Err() != nil {
 			return nil
+		}
+		if !fresh && (c.prev != nil || c.sn.Task.Pool.Generation > 0) {
+			continue
 		}
 		id := c.sn.Task.ID
 		if until, ok := r.backoff[id]; ok && r.o.Now().Before(until) {

@@ -555,3 +555,83 @@ func TestPoolReleaseIsAHumansFencedDecision(t *testing.T) {
 		t.Fatalf("forged: %+v %v", res, err)
 	}
 }
+
+// TestARunnerWakesWhenATurnHereEnds: between rounds a runner waits out
+// --poll, but a turn of its own that ends (the task parks) wakes it at
+// once, so the next task starts and the parked record is pushed without
+// the rest of a poll (10 s by default); with nothing running here it
+// waits the poll out, and its stop ends the wait.
+func TestARunnerWakesWhenATurnHereEnds(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	tk := x.pooled(t, "busy", PoolMark{})
+	r := x.runner(t, Options{MaxTasks: 1, Poll: 3 * time.Minute, Lease: 9 * time.Minute})
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.working() != 1 {
+		t.Fatalf("working after the round: %d", r.working())
+	}
+	woke := make(chan bool, 1)
+	go func() {
+		again, ended := r.waitRound(ctx, ctx)
+		woke <- again && ended
+	}()
+	select {
+	case <-woke:
+		t.Fatal("the runner stopped waiting while its turn still ran")
+	case <-time.After(3 * wakeTick): // a few looks at a store that did not change
+	}
+	walk(t, x.e, tk.Task.ID, machine.Blocked) // the turn ends: the task parks
+	select {
+	case ok := <-woke:
+		if !ok {
+			t.Fatal("the wait ended, but not for the turn's end")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the runner slept on after its turn ended (it waits for --poll, 3 minutes here)")
+	}
+	// The woken pass starts the next task and pushes the parked record
+	// without fetching again (the claim's push is the check).
+	next := x.pooled(t, "next", PoolMark{})
+	x.e.sync.fetched[next.Task.ID] = x.e.mustLoad(t, next.Task.ID).Commit.String()
+	pulls, pushes := x.e.sync.pulls, len(x.p.pushed)
+	if err := r.pass(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if x.e.sync.pulls != pulls {
+		t.Fatalf("the woken pass fetched (%d pulls, was %d)", x.e.sync.pulls, pulls)
+	}
+	if want := "start " + next.Task.ID + " exec"; x.l.calls[len(x.l.calls)-1] != want {
+		t.Fatalf("lifecycle: %v, want the last call %q", x.l.calls, want)
+	}
+	parked := x.e.mustLoad(t, tk.Task.ID).Commit.String()
+	found := false
+	for _, ups := range x.p.pushed[pushes:] {
+		found = found || ups[0].Ref == "refs/lazy/tasks/"+tk.Task.ID && ups[0].New == parked
+	}
+	if !found {
+		t.Fatalf("the parked record was not pushed: %+v\nsaid %q", x.p.pushed[pushes:], x.said)
+	}
+
+	// The next turn runs on: only the stop ends a 3-minute poll.
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		if again, _ := r.waitRound(stop, ctx); again {
+			t.Error("a stopped wait said to go on")
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("the runner stopped waiting before its poll, its stop or its turn's end")
+	case <-time.After(3 * wakeTick):
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the stop did not end the wait")
+	}
+}

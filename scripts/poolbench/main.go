@@ -47,6 +47,8 @@ var (
 	lease   = flag.Duration("lease", 10*time.Second, "lazy runner --lease")
 	quick   = flag.Bool("quick", false, "fewer tasks and shorter windows: a smoke run")
 	keep    = flag.Bool("keep", false, "keep the scratch directory")
+	runners = flag.String("runners", "1,2,4,8", "the runner counts of the throughput rows")
+	only    = flag.String("only", "", "run only these sections (comma-separated: claim, race, throughput, saturation)")
 )
 
 // marker names a clone's machine in the environment of every process it
@@ -66,10 +68,14 @@ func main() {
 		defer os.RemoveAll(work)
 	}
 	fmt.Printf("the runner pool on one machine (%d cores): a bare remote, a clone per runner, lazy runner --poll %s --lease %s\n\n", runtime.NumCPU(), *poll, *lease)
-	claimCost(filepath.Join(work, "claim"))
-	contention(filepath.Join(work, "race"))
-	throughput(filepath.Join(work, "throughput"))
-	saturation(filepath.Join(work, "saturation"))
+	for _, sec := range []struct {
+		name string
+		run  func(string)
+	}{{"claim", claimCost}, {"race", contention}, {"throughput", throughput}, {"saturation", saturation}} {
+		if *only == "" || strings.Contains(","+*only+",", ","+sec.name+",") {
+			sec.run(filepath.Join(work, sec.name))
+		}
+	}
 }
 
 // claimCost: one runner, instant turns, every git process it starts
@@ -134,9 +140,9 @@ func contention(dir string) {
 // that take -turn.
 func throughput(dir string) {
 	fmt.Printf("throughput: turns of %s, each runner one turn at a time (--max-tasks 1), %d tasks per runner\n", *turn, *per)
-	fmt.Printf("  %-8s %8s %10s %12s %10s %12s %12s\n", "runners", "tasks", "time", "tasks/min", "of ideal", "vs 1 runner", "updates/s")
+	fmt.Printf("  %-8s %8s %10s %12s %10s %12s %12s %16s\n", "runners", "tasks", "time", "tasks/min", "of ideal", "vs 1 runner", "updates/s", "between turns")
 	var base float64
-	for _, runners := range []int{1, 2, 4, 8} {
+	for _, runners := range runnerCounts() {
 		tasks := runners * *per
 		n := newNet(filepath.Join(dir, strconv.Itoa(runners)), *turn)
 		n.queue(tasks)
@@ -146,7 +152,12 @@ func throughput(dir string) {
 			base = rate
 		}
 		ideal := float64(runners) * time.Minute.Seconds() / turn.Seconds()
-		fmt.Printf("  %-8d %8d %9.1fs %12.1f %9.0f%% %11.2fx %12.1f%s\n", runners, tasks, res.took.Seconds(), rate, 100*rate/ideal, rate/base, float64(res.updates)/res.took.Seconds(), res.defect(tasks))
+		g := n.gaps()
+		between := "-"
+		if len(g) > 0 {
+			between = fmt.Sprintf("%.2fs (p90 %.2fs)", median(g).Seconds(), pct(g, 90).Seconds())
+		}
+		fmt.Printf("  %-8d %8d %9.1fs %12.1f %9.0f%% %11.2fx %12.1f %16s%s\n", runners, tasks, res.took.Seconds(), rate, 100*rate/ideal, rate/base, float64(res.updates)/res.took.Seconds(), between, res.defect(tasks))
 		n.stop()
 	}
 	fmt.Println()
@@ -200,10 +211,11 @@ type clone struct {
 }
 
 const agentScript = `#!/bin/sh
-echo "$LAZY_TASK_ID $1 $$" >> %q
-[ %q = 0 ] || sleep %q
+echo "S $LAZY_TASK_ID $1 $$ $(date +%%s.%%N)" >> %[1]q
+[ %[2]q = 0 ] || sleep %[2]q
 echo "$1" > "bench-$LAZY_TASK_ID.txt"
 git add "bench-$LAZY_TASK_ID.txt" && git commit -q -m "agent $1: $LAZY_TASK_ID" || exit 1
+echo "E $LAZY_TASK_ID $1 $$ $(date +%%s.%%N)" >> %[1]q
 echo '{"summary":"done"}'
 `
 
@@ -213,7 +225,7 @@ func newNet(root string, turn time.Duration) *net {
 	check(os.MkdirAll(root, 0o755))
 	n := &net{root: root, bare: filepath.Join(root, "remote.git"), agent: filepath.Join(root, "agent.sh"), runs: filepath.Join(root, "runs.log"), turn: turn}
 	secs := strconv.FormatFloat(turn.Seconds(), 'f', -1, 64)
-	check(os.WriteFile(n.agent, []byte(fmt.Sprintf(agentScript, n.runs, secs, secs)), 0o755))
+	check(os.WriteFile(n.agent, []byte(fmt.Sprintf(agentScript, n.runs, secs)), 0o755))
 	git(root, "init", "-q", "--bare", "-b", "main", n.bare)
 	git(n.bare, "config", "core.logAllRefUpdates", "always")
 	seed := filepath.Join(root, "seed")
@@ -380,15 +392,59 @@ func (n *net) updates() int {
 
 // countRuns reads the agent's run log: runs, and distinct tasks.
 func (n *net) countRuns() (runs, tasks int) {
-	b, _ := os.ReadFile(n.runs)
 	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) == 3 {
+	for _, e := range n.runLog() {
+		if e.start {
 			runs++
-			seen[f[0]] = true
+			seen[e.task] = true
 		}
 	}
 	return runs, len(seen)
+}
+
+// runEvent is a line of the agent's run log: a run's start or end.
+type runEvent struct {
+	start         bool
+	task, machine string
+	at            time.Time
+}
+
+func (n *net) runLog() []runEvent {
+	b, _ := os.ReadFile(n.runs)
+	var out []runEvent
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 || f[0] != "S" && f[0] != "E" {
+			continue
+		}
+		secs, err := strconv.ParseFloat(f[4], 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, runEvent{start: f[0] == "S", task: f[1], machine: f[2], at: time.Unix(0, int64(secs*1e9))})
+	}
+	return out
+}
+
+// gaps is the pool's own time between turns: on each runner, from an
+// agent run's end to the start of its next run (the claim, the record
+// and branch pushed, the next task started; turn time excluded).
+func (n *net) gaps() []time.Duration {
+	last := map[string]time.Time{}
+	var out []time.Duration
+	ev := n.runLog()
+	sort.SliceStable(ev, func(i, j int) bool { return ev[i].at.Before(ev[j].at) })
+	for _, e := range ev {
+		if e.start {
+			if t, ok := last[e.machine]; ok {
+				out = append(out, e.at.Sub(t))
+			}
+			delete(last, e.machine)
+			continue
+		}
+		last[e.machine] = e.at
+	}
+	return out
 }
 
 // pushKind tells the runner's pushes apart by what they update: a first
@@ -569,6 +625,31 @@ func flatten(m map[string][]proc) []proc {
 		out = append(out, ps...)
 	}
 	return out
+}
+
+// runnerCounts parses -runners; 1 is always measured first, the base
+// of the "vs 1 runner" column.
+func runnerCounts() []int {
+	out := []int{1}
+	for _, f := range strings.Split(*runners, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			fmt.Fprintf(os.Stderr, "-runners %q: want counts like 1,4\n", *runners)
+			os.Exit(2)
+		}
+		if k != 1 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// pct is the p-th percentile of ds (nearest rank).
+func pct(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	k := (len(s)*p + 99) / 100
+	return s[max(0, min(k, len(s))-1)]
 }
 
 func median(ds []time.Duration) time.Duration {
