@@ -80,6 +80,11 @@ func Open(repo *Repo, opts ...Option) *Store {
 // Repo returns the repository the store writes to.
 func (s *Store) Repo() *Repo { return s.repo }
 
+// Objects is the store's object store: the repository's own writer and
+// reader (in process for SHA-1), for what lazy writes beside the task
+// records (the pool's claims).
+func (s *Store) Objects() gitrepo.ObjectStore { return s.objs }
+
 // Host returns the host id recorded on operations.
 func (s *Store) Host() string { return s.host }
 

@@ -578,3 +578,17 @@ type Sync struct{ st *Store }
 
 // Sync is s's exchange with its remotes.
 func (s *Store) Sync() Sync { return Sync{st: s} }
+
+// Fetched is the commit of task id's record as remote had it at the
+// last fetch, "" when it had none (or the name is not one lazy reads),
+// read in process: a runner asks it of every task it holds each round.
+func (sy Sync) Fetched(remote, id string) string {
+	if ValidRemote(remote) != nil || !task.ValidID(id) {
+		return ""
+	}
+	h, ok, err := sy.st.objs.ReadRef(RemoteNamespace(remote) + "tasks/" + id)
+	if err != nil || !ok {
+		return ""
+	}
+	return h.String()
+}

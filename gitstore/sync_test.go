@@ -321,3 +321,26 @@ func TestPushNeverSendsLocalRefs(t *testing.T) {
 		t.Fatalf("a local ref reached the remote:\n%s", out)
 	}
 }
+
+// TestFetchedIsTheRemotesRecordAsLastFetched: Fetched reads, in
+// process, the commit the last fetch brought of a task's record, and
+// nothing for a task the remote lacks or a name lazy does not read.
+func TestFetchedIsTheRemotesRecordAsLastFetched(t *testing.T) {
+	t.Parallel()
+	a, b := twoClones(t)
+	id := mustCreate(t, a, "fetched").Task.ID
+	if got := b.Sync().Fetched("origin", id); got != "" {
+		t.Fatalf("before any push: %q", got)
+	}
+	mustPush(t, a)
+	mustPull(t, b)
+	want := testrepo.Git(t, b.repo.CommonDir, "rev-parse", RemoteNamespace("origin")+"tasks/"+id)
+	if got := b.Sync().Fetched("origin", id); got != want {
+		t.Fatalf("Fetched = %q, want %q (git rev-parse)", got, want)
+	}
+	for _, bad := range [][2]string{{"--all", id}, {"origin", "../../heads/main"}, {"origin", "-x"}, {"nowhere", id}} {
+		if got := b.Sync().Fetched(bad[0], bad[1]); got != "" {
+			t.Errorf("Fetched(%q, %q) = %q, want nothing", bad[0], bad[1], got)
+		}
+	}
+}

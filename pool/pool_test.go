@@ -5,10 +5,12 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 )
@@ -64,6 +66,11 @@ func clones(t *testing.T, n int) []*Remote {
 		r, err := New(dir, "origin")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			// Every other clone writes its pool commits in process, as
+			// a runner does: both paths race in the same tests.
+			r.Objects = gitrepo.OpenLocal(filepath.Join(dir, ".git"))
 		}
 		out = append(out, r)
 	}
@@ -236,5 +243,52 @@ func TestCurrentReadsTheRemotesClaimsApartFromFetch(t *testing.T) {
 	}
 	if got := testrepo.Git(t, b.Dir, "for-each-ref", "--format=%(refname)", CheckPrefix("origin", "renewer")); got != CheckPrefix("origin", "renewer")+"claims/"+taskID {
 		t.Fatalf("Current's refs: %q", got)
+	}
+}
+
+// TestInProcessPoolCommitsAreGitsOwn: a claim written through the
+// repository's object writer (SHA-1 in process, SHA-256 through git) is
+// the blob and tree git hash-object and mktree make, in a commit by lazy
+// that git fsck --strict accepts and a remote takes in a push.
+func TestInProcessPoolCommitsAreGitsOwn(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{gitrepo.SHA1, gitrepo.SHA256} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			testrepo.Git(t, dir, "init", "-q", "--object-format="+format)
+			var w ObjectWriter = gitrepo.OpenLocal(filepath.Join(dir, ".git"))
+			if format == gitrepo.SHA256 {
+				g, err := gitrepo.OpenGitFor(filepath.Join(dir, ".git"), format)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w = g
+			}
+			viaGit := &Remote{Dir: dir, Name: "origin"}
+			inProcess := &Remote{Dir: dir, Name: "origin", Objects: w}
+			c := Claim{Task: taskID, Runner: "r1", Generation: 3}
+			a, err := viaGit.WriteClaim(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := inProcess.WriteClaim(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ta, tb := testrepo.Git(t, dir, "rev-parse", a+"^{tree}"), testrepo.Git(t, dir, "rev-parse", b+"^{tree}"); ta != tb {
+				t.Fatalf("trees differ: git's %s, in process %s", ta, tb)
+			}
+			testrepo.Git(t, dir, "update-ref", "refs/lazy-pool/claims/"+taskID, b)
+			testrepo.Git(t, dir, "fsck", "--strict", "--no-dangling")
+			body := testrepo.Git(t, dir, "cat-file", "-p", b)
+			if !strings.Contains(body, "author lazy <lazy@lazy.invalid> ") || !strings.Contains(body, "generation 3") {
+				t.Fatalf("the in-process claim commit:\n%s", body)
+			}
+			if got := testrepo.Git(t, dir, "log", "-1", "--format=%an %ae %cn %ce", b); got != "lazy lazy@lazy.invalid lazy lazy@lazy.invalid" {
+				t.Fatalf("identity %q", got)
+			}
+		})
 	}
 }

@@ -162,33 +162,38 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 	}
 }
 
-// parkPoll is how often a runner, between its rounds, looks whether a
-// turn it runs ended and parked its task for a human.
-const parkPoll = 200 * time.Millisecond
-
 // wakeTick is how often a waiting runner looks whether a turn that ran
 // here when the wait began has ended.
 const wakeTick = 100 * time.Millisecond
 
-// waitRound waits o.Poll for the next round, and meanwhile pushes each
-// park at once (pushParks): a human waiting on another clone sees it
-// within about parkPoll and a push, not a poll later. It returns false
-// when ctx ended.
+// waitRound waits o.Poll for the next round. It returns false when ctx
+// ended.
 //
 // A turn that ran here when the wait began and has ended cuts the wait
 // short (woke): its end frees room for the next task, so the runner
 // does not sit out the rest of --poll (10 s by default) before it
-// starts one; the pass that follows claims it, then pushes the park.
-// Only those tasks are looked at every wakeTick (a runner may hold many
-// parked ones). What only the remote can tell (new tasks, feedback)
-// waits for the poll.
+// starts one, and the pass that follows pushes what the turn left (a
+// park reaches the remote within about wakeTick and a push, where
+// every clone's inbox and notifications read it). Only those tasks are
+// looked at every wakeTick: a task held here that waits for a human
+// does not change between rounds, and a runner may hold many (looking
+// at each of them five times a second was most of an idle runner's
+// work). What only the remote can tell (new tasks, feedback) waits for
+// the poll.
 func (r *runner) waitRound(ctx, work context.Context) (again, woke bool) {
 	next := time.NewTimer(r.o.Poll)
 	defer next.Stop()
 	busy := r.running()
+	if len(busy) == 0 {
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-next.C:
+			return true, false
+		}
+	}
 	tick := time.NewTicker(min(wakeTick, r.o.Poll))
 	defer tick.Stop()
-	parked := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -199,10 +204,6 @@ func (r *runner) waitRound(ctx, work context.Context) (again, woke bool) {
 		}
 		if r.ended(work, busy) {
 			return true, true
-		}
-		if time.Since(parked) >= parkPoll {
-			parked = time.Now()
-			r.pushParks(work)
 		}
 	}
 }
@@ -222,38 +223,6 @@ func (r *runner) ended(ctx context.Context, ids []string) bool {
 		}
 	}
 	return false
-}
-
-// waitsForHuman reports whether a held task in st waits on a human: a
-// turn ended (blocked: asked, gate failed, over budget, or files to
-// approve, conflict) or was interrupted. Its record goes to the remote
-// at once, where every clone's inbox and notifications read it.
-func waitsForHuman(st machine.Status) bool {
-	return st.IsBlocked() || st == machine.Interrupted
-}
-
-// pushParks records the turns of held tasks that ended (the reconciler,
-// as a round does) and pushes, fenced by its claim, the record of each
-// held task that now waits on a human and was not pushed as it is.
-func (r *runner) pushParks(ctx context.Context) {
-	for _, id := range r.heldIDs() {
-		sn, err := r.e.Store.Load(id)
-		if err != nil {
-			continue
-		}
-		if sn.Task.Status == machine.Working {
-			r.o.Reconcile(ctx, id)
-			if sn, err = r.e.Store.Load(id); err != nil {
-				continue
-			}
-		}
-		if !waitsForHuman(sn.Task.Status) || sn.Commit.String() == r.pushed[id] {
-			continue
-		}
-		if err := r.pushResults(ctx, sn); err != nil && !errors.Is(err, pool.ErrBehind) && !errors.Is(err, pool.ErrLost) {
-			r.say("push %s: %v (the next round tries again)", sn.Task.Slug, err)
-		}
-	}
 }
 
 // drainPoll is how often a stopping runner looks whether the turns it

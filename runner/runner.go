@@ -86,6 +86,9 @@ type Service struct {
 	// runs out later than maxLease from now as expired (nil: package
 	// pool's Remote in the repository).
 	OpenPool func(remote string, maxLease time.Duration) (Pool, error)
+	// Objects writes the pool's commits in process (the repository's
+	// object writer); nil: through git processes.
+	Objects pool.ObjectWriter
 }
 
 // New is the runner of env, asking lifecycle for sessions and sync for
@@ -109,7 +112,7 @@ func (s *Service) openPool(remote string, maxLease time.Duration) (Pool, error) 
 	if err != nil {
 		return nil, err
 	}
-	p.MaxLease = maxLease
+	p.MaxLease, p.Objects = maxLease, s.Objects
 	return p, nil
 }
 

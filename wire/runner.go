@@ -5,7 +5,6 @@ import (
 
 	"github.com/lazyorch/lazy/gitstore"
 	"github.com/lazyorch/lazy/runner"
-	"github.com/lazyorch/lazy/worktree"
 )
 
 // Runner is the runner capability over e's core: lazy start --pool,
@@ -13,7 +12,9 @@ import (
 // takes over sessions through e's lifecycle and pulls the task records
 // through e's store.
 func (e *Env) Runner() *runner.Service {
-	return runner.New(&e.Env, e.Lifecycle(), storeSync{e})
+	s := runner.New(&e.Env, e.Lifecycle(), storeSync{e})
+	s.Objects = e.Store.Objects()
+	return s
 }
 
 // storeSync is the runner's Sync over the git task store: its pull, its
@@ -31,9 +32,8 @@ func (storeSync) TaskRef(id string) string { return gitstore.TaskRef(id) }
 
 // Fetched is the commit of task id's record as remote had it at the last
 // pull ("" when it had none).
-func (s storeSync) Fetched(ctx context.Context, remote, id string) string {
-	c, _ := worktree.RefCommit(ctx, s.e.Dir(), gitstore.RemoteNamespace(remote)+"tasks/"+id)
-	return c
+func (s storeSync) Fetched(_ context.Context, remote, id string) string {
+	return s.e.Store.Sync().Fetched(remote, id)
 }
 
 var _ runner.Sync = storeSync{}
