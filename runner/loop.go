@@ -102,6 +102,8 @@ type runner struct {
 	// adopted says the claims this runner held before a restart were
 	// taken back.
 	adopted bool
+	// stopStep, when set, replaces the const stopStep (tests).
+	stopStep time.Duration
 	// reported are the skipped pool refs already said, by ref and object.
 	reported map[string]bool
 	// won counts the claims won; failed and fruitless the rounds in a
@@ -587,7 +589,7 @@ func (r *runner) idle() bool {
 // It fails, saying which, when a claim could not be handed back: its
 // task waits for its lease to run out (or for lazy pool release).
 func (r *runner) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), stopStep)
+	ctx, cancel := r.stopCtx()
 	defer cancel()
 	for _, id := range r.heldIDs() {
 		if sn, err := r.e.Store.Load(id); err == nil && sn.Task.Status == machine.Working {
@@ -604,7 +606,7 @@ func (r *runner) stop() error {
 		// Each claim gets a step's time of its own: with one budget for
 		// all, a runner holding many parked tasks ran out of it partway
 		// and kept the rest (eight --once runners stopping together).
-		hctx, hcancel := context.WithTimeout(context.Background(), stopStep)
+		hctx, hcancel := r.stopCtx()
 		err := r.handBack(hctx, id, &name)
 		hcancel()
 		if err != nil {
@@ -620,7 +622,13 @@ func (r *runner) stop() error {
 		held = append(held, h)
 	}
 	r.mu.Unlock()
-	_, err := r.p.Renew(ctx, held, rec, r.o.Lease, r.o.Now())
+	// Telling the pool is a step of its own too: the first step's time
+	// is long gone after a dozen hand-backs on a busy machine (eight
+	// runners stopping together failed here, after handing back every
+	// claim, on a deadline that had passed before the push began).
+	tctx, tcancel := r.stopCtx()
+	_, err := r.p.Renew(tctx, held, rec, r.o.Lease, r.o.Now())
+	tcancel()
 	if len(kept) > 0 {
 		sort.Strings(kept)
 		return fmt.Errorf("the runner stopped without handing back %s: %s; another runner takes it over once its lease runs out, or release it with lazy pool release", words.Count(len(kept), "claim", "claims"), strings.Join(kept, "; "))
@@ -634,6 +642,16 @@ func (r *runner) stop() error {
 // stopStep bounds each step of a runner's stop: stopping its turns,
 // handing back one claim, telling the pool.
 const stopStep = 30 * time.Second
+
+// stopCtx is the context of one step of the runner's stop, bounded by
+// stopStep (r.stopStep in tests).
+func (r *runner) stopCtx() (context.Context, context.CancelFunc) {
+	d := stopStep
+	if r.stopStep > 0 {
+		d = r.stopStep
+	}
+	return context.WithTimeout(context.Background(), d)
+}
 
 // handBack pushes a stopping runner's results of id and releases its
 // claim, both fenced by it. A record the remote moved (feedback left

@@ -37,6 +37,11 @@ type fakePool struct {
 	// answerLost makes the next renewal land on the remote but fail here,
 	// as a push cut off by its timeout after the remote took it.
 	answerLost bool
+	// onRelease, when set, runs at each release before it is answered
+	// (a slow remote).
+	onRelease func()
+	// renewCtxErr is each renewal's context's error as the call began.
+	renewCtxErr []error
 }
 
 func newFakePool() *fakePool { return &fakePool{claims: map[string]pool.Held{}} }
@@ -98,9 +103,10 @@ func (p *fakePool) Take(_ context.Context, id, runner string, prev *pool.Held, l
 	return h, nil
 }
 
-func (p *fakePool) Renew(_ context.Context, held []pool.Held, rn pool.Runner, lease time.Duration, now time.Time) ([]pool.Held, error) {
+func (p *fakePool) Renew(ctx context.Context, held []pool.Held, rn pool.Runner, lease time.Duration, now time.Time) ([]pool.Held, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.renewCtxErr = append(p.renewCtxErr, ctx.Err())
 	p.calls = append(p.calls, fmt.Sprintf("renew %d stopped=%v", len(held), rn.Stopped))
 	if p.renewErr != nil {
 		return nil, p.renewErr
@@ -138,6 +144,9 @@ func (p *fakePool) Fenced(_ context.Context, h pool.Held, lease time.Duration, n
 }
 
 func (p *fakePool) Release(_ context.Context, h pool.Held, now time.Time) error {
+	if p.onRelease != nil {
+		p.onRelease()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, "release "+h.Task)
@@ -478,6 +487,57 @@ func TestARunnerReleasesAFinishedTaskAndTellsThePoolWhenItStops(t *testing.T) {
 	}
 	if last := x.p.calls[len(x.p.calls)-1]; last != "renew 0 stopped=true" {
 		t.Fatalf("the pool was not told: %v", x.p.calls)
+	}
+}
+
+// stopCtxLifecycle is the fake lifecycle that keeps the context its
+// Stop was given: the first step of a runner's stop.
+type stopCtxLifecycle struct {
+	*fakeLifecycle
+	first context.Context
+}
+
+func (l *stopCtxLifecycle) Stop(ctx context.Context, name, reason string) (*task.Snapshot, error) {
+	l.first = ctx
+	return l.fakeLifecycle.Stop(ctx, name, reason)
+}
+
+// TestARunnerTellsThePoolItStoppedAfterSlowHandBacks: each step of a
+// stop has time of its own, telling the pool included. Hand-backs that
+// outlast the first step's time (a busy remote) once left the last push
+// a context already past its deadline, and a runner that had handed
+// back every claim exited 1 saying it could not tell the pool.
+func TestARunnerTellsThePoolItStoppedAfterSlowHandBacks(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	l := &stopCtxLifecycle{fakeLifecycle: x.l}
+	x.s.Lifecycle = l
+	sn := x.pooled(t, "slow", PoolMark{})
+	r := x.runner(t, Options{})
+	r.stopStep = 50 * time.Millisecond
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.held[sn.Task.ID]; !ok {
+		t.Fatalf("the runner holds nothing: %v", x.p.calls)
+	}
+	// The hand-back is answered only once the first step's time is up.
+	x.p.onRelease = func() {
+		if l.first == nil {
+			t.Error("the turn was not stopped before the hand-back")
+			return
+		}
+		<-l.first.Done()
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("stop: %v (calls %v)", err, x.p.calls)
+	}
+	if !x.p.claims[sn.Task.ID].Released {
+		t.Fatalf("not handed back: %+v", x.p.claims[sn.Task.ID])
+	}
+	last := len(x.p.renewCtxErr) - 1
+	if last < 0 || x.p.calls[len(x.p.calls)-1] != "renew 0 stopped=true" || x.p.renewCtxErr[last] != nil {
+		t.Fatalf("the pool was told with a spent context: calls %v, errors %v", x.p.calls, x.p.renewCtxErr)
 	}
 }
 
