@@ -325,11 +325,9 @@ func (r *runner) onceBound(err error, won int) (bool, error) {
 	return false, nil
 }
 
-// round is one pass: take in what others did, tend the tasks held here,
-// claim more (unless the runner is stopping). The leases are the
-// renewer's (lease.go), whatever the round's git work takes.
-// round is one pass of the runner after a poll: fetch, check and tend
-// what it holds, claim what it has room for.
+// round is the pass after a poll: take in what others did, claim more
+// (unless the runner is stopping), tend the tasks held here. The leases
+// are the renewer's (lease.go), whatever the round's git work takes.
 func (r *runner) round(ctx context.Context) error { return r.pass(ctx, true) }
 
 // pass is a round, fetching only when fetch is set (or nothing was
