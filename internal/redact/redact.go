@@ -154,10 +154,11 @@ func (r *Redactor) common(s string) string {
 }
 
 // redactAssignments replaces the value of every NAME=value whose name
-// says it is a secret. A quoted value that runs into another such
-// assignment (an opening quote never closed before it) is cut there, and
-// the assignment it ran into is redacted in its turn: otherwise the
-// unclosed quote would swallow the next name and leave its value bare.
+// says it is a secret. A value that runs into another such assignment
+// (an opening quote never closed before it, or a bare value that is the
+// next name) is cut there, and the assignment it ran into is redacted in
+// its turn: otherwise the value would swallow the next name and leave
+// its value bare.
 func redactAssignments(p *patterns, s string) string {
 	var b strings.Builder
 	for {
@@ -171,12 +172,36 @@ func redactAssignments(p *patterns, s string) string {
 		}
 		valStart, valEnd := m[6], m[7]
 		end := valEnd
+		from := valStart
 		if q := s[valStart]; q == '"' || q == '\'' {
-			if inner := p.key.FindStringIndex(s[valStart+1 : valEnd]); inner != nil {
-				end = valStart + 1 + inner[0]
-				for end > valStart+1 && (s[end-1] == ' ' || s[end-1] == '\t') {
-					end--
-				}
+			from++
+		}
+		// A value that runs into another secret's name (an unclosed
+		// quote, or a bare value such as the "API_KEY=" of
+		// `--password: API_KEY="a b"`) or a private key block's header
+		// is cut before it, so that name's own value (or the block) is
+		// redacted in its turn rather than left bare. The cut is after
+		// the name of this assignment, so the loop always moves on.
+		// A private key block's header is left whole for the block's
+		// own pattern, which runs last.
+		cut := -1
+		if inner := p.key.FindStringIndex(s[from:valEnd]); inner != nil {
+			cut = inner[0]
+		}
+		if i := strings.Index(s[from:valEnd], "-----BEGIN"); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+		if cut >= 0 {
+			end = from + cut
+			for end > from && (s[end-1] == ' ' || s[end-1] == '\t') {
+				end--
+			}
+		} else if from > valStart {
+			// A quoted value runs on through what is glued to it, as a
+			// shell reads it ("a"b is ab): otherwise the glued part is
+			// left, and read as the value on a second pass.
+			for end < len(s) && !strings.ContainsRune(" \t\r\n\"'\\", rune(s[end])) {
+				end++
 			}
 		}
 		b.WriteString(s[:valStart])
