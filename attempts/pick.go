@@ -219,7 +219,7 @@ type PickOutcome struct {
 // step can move on: not decided yet, or decided with --land and not
 // landed.
 func Picking(sn *task.Snapshot) bool {
-	return sn.Task.Pick.Moving() && !sn.Task.Status.IsTerminal() && sn.Task.IsAttemptGroup()
+	return sn.Task.PickWaits() == task.PickWaitReconciler
 }
 
 // PickStep moves the pick by the gate of group id one step, unattended

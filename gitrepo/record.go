@@ -15,9 +15,14 @@ import (
 // roles of Repo, so every implementation (SHA-1 or SHA-256, in process
 // or through git) takes the same path.
 
+// ObjectWriter stores an object: what WriteTree needs of a repository.
+type ObjectWriter interface {
+	Write(typ Type, content []byte) (OID, error)
+}
+
 // WriteTree encodes entries in git's canonical order (directories sort as
 // if their name ended in "/") and stores the tree through w.
-func WriteTree(w ObjectStore, entries []TreeEntry) (OID, error) {
+func WriteTree(w ObjectWriter, entries []TreeEntry) (OID, error) {
 	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
 	var buf bytes.Buffer
 	for _, e := range entries {
@@ -29,6 +34,19 @@ func WriteTree(w ObjectStore, entries []TreeEntry) (OID, error) {
 		buf.Write(e.Hash.Bytes())
 	}
 	return w.Write(Tree, buf.Bytes())
+}
+
+// EncodeCommit is the content of a commit of tree, with parent (none
+// when zero), author and committer sig ("name <email> seconds zone")
+// and message msg, as git writes it.
+func EncodeCommit(tree, parent OID, sig, msg string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "tree %s\n", tree)
+	if !parent.IsZero() {
+		fmt.Fprintf(&b, "parent %s\n", parent)
+	}
+	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, msg)
+	return b.Bytes()
 }
 
 // Journal remembers the objects one operation wrote, so that they can be

@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -408,14 +407,7 @@ func (s *Store) appendDir(next *task.Snapshot, tree map[string]treeEntry, name s
 func seqName(seq int) string { return task.SeqName(seq) }
 
 func encodeCommit(tree, parent gitrepo.OID, host string, at time.Time, msg string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "tree %s\n", tree)
-	if !parent.IsZero() {
-		fmt.Fprintf(&b, "parent %s\n", parent)
-	}
-	sig := fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", host, at.Unix())
-	fmt.Fprintf(&b, "author %s\ncommitter %s\n\n%s", sig, sig, msg)
-	return b.Bytes()
+	return gitrepo.EncodeCommit(tree, parent, fmt.Sprintf("lazy <%s@lazy.invalid> %d +0000", host, at.Unix()), msg)
 }
 
 // Trailer keys written on every operation commit.

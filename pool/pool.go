@@ -93,13 +93,7 @@ type Remote struct {
 	// processes per ref: a runner renews every claim it holds each
 	// quarter lease, and on a busy machine those processes were most of
 	// an idle runner's work.
-	Objects ObjectWriter
-}
-
-// ObjectWriter stores a git object in the repository the pool's refs are
-// pushed from (gitrepo's writers).
-type ObjectWriter interface {
-	Write(typ gitrepo.Type, content []byte) (gitrepo.OID, error)
+	Objects gitrepo.ObjectWriter
 }
 
 // New returns the pool on remote, after checking the name.
@@ -362,17 +356,17 @@ func (r *Remote) write(ctx context.Context, file string, b []byte, msg string) (
 // writeObjects is write through w: the same blob, a one-entry tree and a
 // parentless commit that git commit-tree makes as lazy (gitcli.AsLazy),
 // dated at.
-func writeObjects(w ObjectWriter, file string, b []byte, msg string, at time.Time) (string, error) {
+func writeObjects(w gitrepo.ObjectWriter, file string, b []byte, msg string, at time.Time) (string, error) {
 	blob, err := w.Write(gitrepo.Blob, b)
 	if err != nil {
 		return "", fmt.Errorf("write the pool's %s: %w", file, err)
 	}
-	tree, err := w.Write(gitrepo.Tree, append([]byte("100644 "+file+"\x00"), blob.Bytes()...))
+	tree, err := gitrepo.WriteTree(w, []gitrepo.TreeEntry{{Name: file, Hash: blob}})
 	if err != nil {
 		return "", fmt.Errorf("write the pool's %s: %w", file, err)
 	}
 	sig := fmt.Sprintf("%s <%s> %d +0000", gitcli.LazyName, gitcli.LazyEmail, at.Unix())
-	commit, err := w.Write(gitrepo.Commit, []byte("tree "+tree.String()+"\nauthor "+sig+"\ncommitter "+sig+"\n\n"+msg))
+	commit, err := w.Write(gitrepo.Commit, gitrepo.EncodeCommit(tree, gitrepo.OID{}, sig, msg))
 	if err != nil {
 		return "", fmt.Errorf("write the pool's %s: %w", file, err)
 	}

@@ -258,7 +258,7 @@ func TestInProcessPoolCommitsAreGitsOwn(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			testrepo.Git(t, dir, "init", "-q", "--object-format="+format)
-			var w ObjectWriter = gitrepo.OpenLocal(filepath.Join(dir, ".git"))
+			var w gitrepo.ObjectWriter = gitrepo.OpenLocal(filepath.Join(dir, ".git"))
 			if format == gitrepo.SHA256 {
 				g, err := gitrepo.OpenGitFor(filepath.Join(dir, ".git"), format)
 				if err != nil {

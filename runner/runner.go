@@ -19,6 +19,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/pool"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
@@ -88,7 +89,7 @@ type Service struct {
 	OpenPool func(remote string, maxLease time.Duration) (Pool, error)
 	// Objects writes the pool's commits in process (the repository's
 	// object writer); nil: through git processes.
-	Objects pool.ObjectWriter
+	Objects gitrepo.ObjectWriter
 }
 
 // New is the runner of env, asking lifecycle for sessions and sync for
