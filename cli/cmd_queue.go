@@ -57,8 +57,8 @@ func renderQueues(w io.Writer, queues []queue.View, now time.Time) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "Queue into %s: %d waiting or running\n", sanitize.Field(q.Target), len(q.Entries))
-		if q.Lanes != "" {
-			fmt.Fprintf(w, "  Lanes: %s\n", sanitize.Field(q.Lanes))
+		if l := render.Lanes(q.Lanes); l != "" {
+			fmt.Fprintln(w, "  "+l)
 		}
 		for n, en := range q.Entries {
 			line := fmt.Sprintf("  %d. %-28s %-8s %s", n+1, sanitize.Field(en.Slug), en.State, ago(now, en.Since))

@@ -438,7 +438,8 @@ func drawScreen(w io.Writer, rows []statusRow, queues []queue.View, pools []stri
 	_, _ = io.WriteString(w, b.String())
 }
 
-// queueLines says, a line per target, what each merge queue holds.
+// queueLines says, a line per target, what each merge queue holds,
+// and, under a queue split into lanes, lazy queue's lanes line.
 func queueLines(queues []queue.View) string {
 	var b strings.Builder
 	for _, q := range queues {
@@ -450,6 +451,9 @@ func queueLines(queues []queue.View) string {
 			parts = append(parts, termsafe.String(en.Slug)+" "+en.State)
 		}
 		fmt.Fprintf(&b, "\nmerge queue into %s: %s\n", termsafe.String(q.Target), strings.Join(parts, ", "))
+		if l := render.Lanes(q.Lanes); l != "" {
+			b.WriteString("  " + l + "\n")
+		}
 	}
 	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lazyorch/lazy/queue"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 )
 
@@ -70,5 +71,24 @@ func TestWatchScreenShowsTheQueue(t *testing.T) {
 	out := b.String()
 	if !strings.Contains(out, "merge queue into main: a gating, b") || strings.Count(out, "\x1b[2J") != 1 {
 		t.Fatalf("%q", out)
+	}
+}
+
+// TestWatchScreenShowsTheLanes: lazy watch's plain screen (no terminal)
+// has lazy queue's lanes line under a queue split into lanes, a lane
+// name's control bytes escaped; a queue without lanes has none.
+func TestWatchScreenShowsTheLanes(t *testing.T) {
+	split := queue.View{Target: "main", Entries: []queue.Entry{
+		{Slug: "a", State: queue.Gating, Lane: "docs"}, {Slug: "b", State: queue.Waiting, Lane: "ap\x1b]0;x\x07i"}}}
+	split.Lanes = queue.LaneSummary(split)
+	var b bytes.Buffer
+	drawScreen(&b, nil, []queue.View{split, {Target: "release", Entries: []queue.Entry{{Slug: "c", State: queue.Gating}}}}, nil)
+	out := b.String()
+	want := "merge queue into main: a gating, b waiting\n  " + render.Lanes(split.Lanes) + "\n"
+	if !strings.Contains(out, want) || !strings.Contains(out, "Lanes: lane docs: 1 entry, gating; lane ap") {
+		t.Fatalf("no lanes line %q in:\n%q", want, out)
+	}
+	if strings.Count(out, "Lanes:") != 1 || strings.Contains(out, "\x07") || strings.Contains(out, "\x1b]") {
+		t.Fatalf("a lanes line too many, or a lane name's control bytes came through:\n%q", out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lazyorch/lazy/internal/gitcli"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/proto"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/tui"
@@ -193,4 +194,13 @@ func noChanges(r *review.Review, committedOnly bool) string {
 		what = "No committed changes"
 	}
 	return fmt.Sprintf("%s on %s against %s.", what, r.Branch, r.Into)
+}
+
+// Queues are this machine's merge queues, as lazy queue reads them.
+func (b *tuiBackend) Queues() []queue.View {
+	env, err := b.a.env()
+	if err != nil {
+		return nil
+	}
+	return env.Queue().Queues()
 }

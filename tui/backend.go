@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/lazyorch/lazy/attempts"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
 )
@@ -32,6 +33,9 @@ type Backend interface {
 	Diff(ctx context.Context, id string) []string
 	// Attempts is a group's attempts compared.
 	Attempts(ctx context.Context, id string) (*attempts.Comparison, error)
+	// Queues are this machine's merge queues, as lazy queue reads them:
+	// the header shows the lanes of a queue split into lanes.
+	Queues() []queue.View
 	// Interactive is the command that hands the terminal to `lazy VERB
 	// TASK` (the editor for feedback, the agent CLI for pair).
 	Interactive(verb, id string) *exec.Cmd

@@ -26,6 +26,7 @@ import (
 	"github.com/lazyorch/lazy/internal/termsafe"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/review"
 	"github.com/lazyorch/lazy/task"
@@ -79,10 +80,13 @@ type Model struct {
 	// with the list through overlapCache.
 	overlaps     map[string]review.TaskOverlaps
 	overlapCache *review.OverlapCache
-	selected     string // task id, kept across refreshes
-	pane         int
-	focus        int
-	preview      []string
+	// queues are this machine's merge queues (Backend.Queues), read with
+	// the list: the header shows the lanes of each split into lanes.
+	queues   []queue.View
+	selected string // task id, kept across refreshes
+	pane     int
+	focus    int
+	preview  []string
 	// scroller scrolls the pane (bubbles' viewport): its offset is the
 	// first line shown; with follow the pane shows the newest lines
 	// instead, whatever the offset says.
@@ -139,6 +143,7 @@ type (
 	tuiLoaded  struct {
 		tasks    []*task.Summary
 		overlaps map[string]review.TaskOverlaps
+		queues   []queue.View
 	}
 	tuiPreview struct {
 		id    string
@@ -176,7 +181,7 @@ func (m *Model) load() tea.Cmd {
 		if err != nil {
 			return tuiErr{err}
 		}
-		return tuiLoaded{tasks: tasks, overlaps: overlaps}
+		return tuiLoaded{tasks: tasks, overlaps: overlaps, queues: m.b.Queues()}
 	}
 }
 
@@ -314,7 +319,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.bell && NewlyNeedsYou(m.prev, now) {
 			bell = ringBell // a task just started needing a human
 		}
-		m.prev, m.tasks, m.overlaps = now, msg.tasks, msg.overlaps
+		m.prev, m.tasks, m.overlaps, m.queues = now, msg.tasks, msg.overlaps, msg.queues
 		m.refilter()
 		return m, tea.Batch(bell, m.loadPreview())
 	case tuiPreview:
@@ -652,7 +657,7 @@ type tuiLayout struct {
 
 func (m *Model) layout(footer string) tuiLayout {
 	w, h := m.width, m.height
-	l := tuiLayout{bodyH: max(3, h-2-strings.Count(footer, "\n"))}
+	l := tuiLayout{bodyH: max(3, h-2-len(m.laneLines())-strings.Count(footer, "\n"))}
 	if w >= 100 {
 		l.wide = true
 		l.listW, l.listH = w*2/5, l.bodyH
@@ -692,6 +697,9 @@ func (m *Model) screen() string {
 		title += " · /" + termsafe.String(m.filter)
 	}
 	header := m.styles.header.Render(render.Cut(title, w))
+	for _, l := range m.laneLines() {
+		header += "\n" + m.styles.dim.Render(render.Cut(l, w))
+	}
 	footer := m.bar.footer(m.width, m.height, m.styles)
 	l := m.layout(footer)
 	var body string
@@ -717,6 +725,20 @@ func (m *Model) screen() string {
 		body += strings.Repeat("\n", l.bodyH-n)
 	}
 	return header + "\n" + body + "\n" + footer
+}
+
+// laneLines are the header's lines for the merge queues split into
+// lanes, lazy queue's line for each (render.Lanes), after the target it
+// lands on: "Queue into main · Lanes: lane docs: 2 entries, gating; lane
+// api: landed". A queue without lanes adds nothing.
+func (m *Model) laneLines() []string {
+	var out []string
+	for _, q := range m.queues {
+		if l := render.Lanes(q.Lanes); l != "" {
+			out = append(out, "Queue into "+termsafe.String(q.Target)+" · "+l)
+		}
+	}
+	return out
 }
 
 // wrap breaks s into lines of at most w columns, at spaces where it can:

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	tea "charm.land/bubbletea/v2"
@@ -15,6 +16,8 @@ import (
 	"github.com/lazyorch/lazy/agent"
 	"github.com/lazyorch/lazy/attempts"
 	"github.com/lazyorch/lazy/machine"
+	"github.com/lazyorch/lazy/queue"
+	"github.com/lazyorch/lazy/render"
 	"github.com/lazyorch/lazy/task"
 	"github.com/lazyorch/lazy/worktree"
 )
@@ -542,5 +545,56 @@ func TestPaintKeepsTheCutLine(t *testing.T) {
 		if got := paint(line, "  a  ", "blocked", plain, plain); got != line {
 			t.Errorf("paint(%q) = %q", line, got)
 		}
+	}
+}
+
+// TestTUIHeaderShowsTheQueueLanes: a merge queue split into lanes
+// (lazy.gate.lanes) has lazy queue's lanes line in watch's header, the
+// same words from the same function, after the target it lands on; a
+// queue without lanes adds no line; a lane name from config that holds
+// control bytes reaches the terminal escaped, never as a sequence.
+func TestTUIHeaderShowsTheQueueLanes(t *testing.T) {
+	now := time.Now()
+	split := queue.View{Target: "main",
+		Entries: []queue.Entry{
+			{Slug: "fix-docs", State: queue.Waiting, Lane: "docs"},
+			{Slug: "more-docs", State: queue.Gating, Lane: "docs"},
+			{Slug: "evil", State: queue.Waiting, Lane: "ev\x1b]0;pwned\x07il"},
+		},
+		Left: []queue.Left{{Slug: "add-api", Outcome: queue.LeftLanded, Lane: "api", At: now}}}
+	split.Lanes = queue.LaneSummary(split)
+	plain := queue.View{Target: "release", Entries: []queue.Entry{{Slug: "bump", State: queue.Gating}}}
+	plain.Lanes = queue.LaneSummary(plain)
+
+	m := tuiTestModel(160, 30, sampleTasks()...)
+	m.queues = []queue.View{plain, split}
+	screen := m.screen()
+	text := ansi.Strip(screen)
+	lines := strings.Split(text, "\n")
+	want := "Queue into main · " + render.Lanes(split.Lanes)
+	if !strings.HasPrefix(lines[1], want) {
+		t.Fatalf("the header's second line is %q, want %q:\n%s", lines[1], want, text)
+	}
+	for _, w := range []string{"Lanes: lane docs: 2 entries, gating;", "lane api: landed"} {
+		if !strings.Contains(lines[1], w) {
+			t.Errorf("the lanes line %q does not say %q", lines[1], w)
+		}
+	}
+	if strings.Contains(text, "release") || strings.Count(text, "Lanes:") != 1 {
+		t.Errorf("a queue without lanes shows a lanes line:\n%s", text)
+	}
+	if strings.Contains(screen, "\x1b]") || strings.Contains(screen, "\x07") {
+		t.Errorf("a lane name's control bytes reached the screen: %q", lines[1])
+	}
+	if got := strings.Count(text, "\n") + 1; got != m.height {
+		t.Errorf("the screen is %d lines with the lanes line, want the terminal's %d", got, m.height)
+	}
+
+	if l := render.Lanes("lane d\x1b[2Jocs: 1 entry, gating"); strings.Contains(l, "\x1b") {
+		t.Errorf("render.Lanes let an escape through: %q", l)
+	}
+	m.queues = []queue.View{plain}
+	if text := ansi.Strip(m.screen()); strings.Contains(text, "Lanes:") || strings.Count(text, "\n")+1 != m.height {
+		t.Errorf("with no lanes the header changed:\n%s", text)
 	}
 }
