@@ -51,6 +51,70 @@ func (t Turns) Spawn(id string) error {
 	return e.Launch(id)
 }
 
+// EarlyLauncher starts task id's supervisor before its turn is recorded,
+// so that the supervisor's own start-up (a new lazy process) runs while
+// the caller makes the worktree and records the turn, not after. The
+// supervisor reads nothing until Go; it exits without running anything at
+// Abort, or when the process that launched it dies first.
+type EarlyLauncher func(taskID string) (EarlyLaunch, error)
+
+// EarlyLaunch is a supervisor an EarlyLauncher started.
+type EarlyLaunch interface {
+	// Go lets the supervisor run the command now written.
+	Go() error
+	// Abort makes the supervisor exit without running anything.
+	Abort()
+}
+
+// Pending is a turn whose supervisor is launched, or about to be, once
+// its command is written: see Turns.Early.
+type Pending struct {
+	t     Turns
+	id    string
+	early EarlyLaunch
+	done  bool
+}
+
+// Early starts task id's supervisor ahead of its command when the Env
+// can (Env.LaunchEarly), and returns what launches the turn once the
+// command is written. The caller defers Abort, which ends an early
+// supervisor the turn never needed (the worktree could not be made, the
+// record not written); after Go it does nothing.
+func (t Turns) Early(id string) *Pending {
+	p := &Pending{t: t, id: id}
+	if t.e.LaunchEarly != nil && t.e.Launch != nil {
+		// A supervisor that could not be started early is started the
+		// usual way at Go: the early start only saves time.
+		if early, err := t.e.LaunchEarly(id); err == nil {
+			p.early = early
+		}
+	}
+	return p
+}
+
+// Go launches the turn: it tells the early supervisor to run, or, when
+// there is none or it cannot be told (it died), starts one as Spawn
+// does. Two supervisors cannot both run the turn: each takes the task's
+// supervisor lock before it reads the command.
+func (p *Pending) Go() error {
+	p.done = true
+	if p.early != nil {
+		if err := p.early.Go(); err == nil {
+			return nil
+		}
+		p.early.Abort()
+	}
+	return p.t.Spawn(p.id)
+}
+
+// Abort ends an early supervisor that was not told to run.
+func (p *Pending) Abort() {
+	if !p.done && p.early != nil {
+		p.early.Abort()
+	}
+	p.done = true
+}
+
 // StartInput describes how to start a task.
 type StartInput struct {
 	Agent string // claude or exec (codex arrives with its adapter)
