@@ -90,6 +90,9 @@ type runner struct {
 	lastRenewErr string
 	// stopRenewer ends the renewer and waits for it.
 	stopRenewer func()
+	// recheck is how long a wait goes at most without reading the
+	// records of the turns it waits on (the const recheck; tests set it).
+	recheck time.Duration
 	// quit ends when the runner is told to stop: it takes no new task.
 	quit    context.Context
 	started time.Time
@@ -165,8 +168,14 @@ func (s *Service) RunPool(ctx context.Context, o Options) error {
 }
 
 // wakeTick is how often a waiting runner looks whether a turn that ran
-// here when the wait began has ended.
-const wakeTick = 100 * time.Millisecond
+// here when the wait began may have ended (mayHaveEnded: a stat and a
+// lock probe per turn, so the look can be frequent: the next task starts
+// within about wakeTick of the agent's exit); the record is read only
+// when one says so, or once a recheck in any case.
+const (
+	wakeTick = 20 * time.Millisecond
+	recheck  = time.Second
+)
 
 // waitRound waits o.Poll for the next round. It returns false when ctx
 // ended.
@@ -196,6 +205,7 @@ func (r *runner) waitRound(ctx, work context.Context) (again, woke bool) {
 	}
 	tick := time.NewTicker(min(wakeTick, r.o.Poll))
 	defer tick.Stop()
+	looked := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -204,10 +214,30 @@ func (r *runner) waitRound(ctx, work context.Context) (again, woke bool) {
 			return true, false
 		case <-tick.C:
 		}
+		if !r.mayHaveEnded(busy) && time.Since(looked) < r.recheck {
+			continue
+		}
+		looked = time.Now()
 		if r.ended(work, busy) {
 			return true, true
 		}
 	}
+}
+
+// mayHaveEnded reports whether a turn of ids may have ended, without
+// reading a record: its supervisor left its response, or holds the
+// task's supervisor lock no more (it exited, or has not taken it yet,
+// which the record read next tells apart).
+func (r *runner) mayHaveEnded(ids []string) bool {
+	for _, id := range ids {
+		if _, err := os.Stat(proto.ForTask(r.e.Repo.LazyDir(), id).Path(proto.ResponseFile)); err == nil {
+			return true
+		}
+		if _, running := r.e.Supervisors().Running(id); !running {
+			return true
+		}
+	}
+	return false
 }
 
 // ended reports whether a turn of ids has ended: each task's record,
@@ -294,7 +324,7 @@ func (s *Service) newRunner(o Options) (*runner, error) {
 		return nil, err
 	}
 	return &runner{s: s, e: e, o: o, p: p, id: e.Store.Host(), held: map[string]pool.Held{}, backoff: map[string]time.Time{}, pushed: map[string]string{},
-		reported: map[string]bool{}, started: o.Now(), quit: context.Background(), stopRenewer: func() {}}, nil
+		reported: map[string]bool{}, started: o.Now(), quit: context.Background(), stopRenewer: func() {}, recheck: recheck}, nil
 }
 
 func (r *runner) say(format string, args ...any) { r.o.Say(fmt.Sprintf(format, args...)) }

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lazyorch/lazy/internal/flock"
 	"github.com/lazyorch/lazy/internal/owned"
 	"github.com/lazyorch/lazy/lifecycle"
 	"github.com/lazyorch/lazy/machine"
 	"github.com/lazyorch/lazy/pool"
+	"github.com/lazyorch/lazy/proto"
 	"github.com/lazyorch/lazy/session"
 	"github.com/lazyorch/lazy/task"
 )
@@ -693,5 +697,70 @@ func TestARunnerWakesWhenATurnHereEnds(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("the stop did not end the wait")
+	}
+}
+
+// TestAWaitingRunnerReadsNoRecordWhileItsSupervisorRuns: the runner looks
+// for its turns' ends often (wakeTick), and each look is a stat and a
+// lock probe: while the turn's supervisor holds its lock and has left no
+// response, no record is read and the reconciler is not asked. Its
+// response wakes the runner within a few looks.
+func TestAWaitingRunnerReadsNoRecordWhileItsSupervisorRuns(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	tk := x.pooled(t, "busy", PoolMark{})
+	var mu sync.Mutex
+	asked := 0
+	r := x.runner(t, Options{MaxTasks: 1, Poll: 3 * time.Minute, Lease: 9 * time.Minute, Reconcile: func(context.Context, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+	}})
+	r.recheck = time.Hour // the look alone decides, however slow the machine
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Task.ID
+	lazyDir := x.e.Repo.LazyDir()
+	if err := os.MkdirAll(filepath.Dir(proto.SupervisorLock(lazyDir, id)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := flock.Acquire(ctx, proto.SupervisorLock(lazyDir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Release() }()
+	mu.Lock()
+	asked = 0
+	mu.Unlock()
+	woke := make(chan bool, 1)
+	go func() {
+		again, ended := r.waitRound(ctx, ctx)
+		woke <- again && ended
+	}()
+	select {
+	case <-woke:
+		t.Fatal("the runner stopped waiting while its turn's supervisor ran")
+	case <-time.After(10 * wakeTick):
+	}
+	mu.Lock()
+	n := asked
+	mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the reconciler was asked %d times while the supervisor held its lock and left no response", n)
+	}
+	// The turn ends: the supervisor leaves its response, and the
+	// reconciler records the park.
+	walk(t, x.e, id, machine.Blocked)
+	if err := proto.ForTask(lazyDir, id).Write(proto.ResponseFile, proto.Response{Status: proto.Completed}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-woke:
+		if !ok {
+			t.Fatal("the wait ended, but not for the turn's end")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the runner slept on after the turn's supervisor left its response")
 	}
 }
