@@ -25,6 +25,8 @@ func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
 			{Slug: "bad\x1b]0;pwned\x07", Outcome: queue.LeftFailed, Why: "the gate failed: \"go test\" exited 1", At: now.Add(-time.Minute)},
 			{Slug: "culprit", Outcome: queue.LeftFailed, Why: "the gate failed", At: now.Add(-time.Minute),
 				Batch: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main", Batch: 2, Of: 3, Round: 2, Run: "0123456789abcdef"}},
+			{Slug: "lane-culprit", Outcome: queue.LeftFailed, Why: "the gate failed", At: now.Add(-time.Minute), Lane: "api",
+				Batch: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main", Batch: 1, Of: 2, Round: 3, Lane: "api"}},
 		}}}
 	var b bytes.Buffer
 	renderQueues(&b, q, now)
@@ -36,6 +38,7 @@ func TestRenderQueuesSaysWhatEachEntryDoesAndWhyEntriesLeft(t *testing.T) {
 		"add-metrics", "landed", "as 0123456789ab",
 		"failed", "the gate failed",
 		"culprit", "failed in batch 2 of 3, isolated in round 2 (run 0123456789abcdef);  the gate failed",
+		"lane api  failed in batch 1 of 2 of lane api, isolated in round 3;  the gate failed",
 	} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("missing %q in:\n%s", want, out)

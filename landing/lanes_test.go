@@ -17,6 +17,7 @@ import (
 	"github.com/lazyorch/lazy/memstore"
 	"github.com/lazyorch/lazy/queue"
 	"github.com/lazyorch/lazy/session"
+	"github.com/lazyorch/lazy/task"
 )
 
 // TestLanesLandApartFromAFailingLane: with lanes docs and api, five tasks
@@ -365,5 +366,87 @@ func TestALanesRegateHoldsNoOtherLane(t *testing.T) {
 	}
 	if n := len(r.load(t, d2.Task.ID).Task.Gate.Runs); n != 2 {
 		t.Fatalf("d2 ran the gate %d times, want 2 (its lane's, then again without d1)", n)
+	}
+}
+
+// TestBatchesBisectInEachLaneOnRealTrees: lanes docs and api with
+// lazy.gate.batch 3, each lane's batch of three holding a culprit in the
+// middle (docs/bad.md, api/bad.go). Each lane bisects its own: 5 runs a
+// lane (its batch; the first two, which fail; the first, which passes;
+// the first two again, confirming the culprit; the first and third),
+// and no accept runs the gate again: each good task lands on its lane's
+// batch run, though main moved meanwhile in the other lane (git's diff of
+// the lane's tree and the tree that lands names only the other lane's
+// paths). main never holds a culprit's file, each commit names a run
+// that passed on a tree holding every file of its lane that it holds,
+// and each culprit is given back isolated in round 3 of its lane.
+func TestBatchesBisectInEachLaneOnRealTrees(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	r := newGateRepo(t, "test ! -e docs/bad.md && test ! -e api/bad.go")
+	r.config(t, "lazy.gate.batch", "3")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
+	files := []string{"docs/d0.md", "api/a0.go", "docs/bad.md", "api/bad.go", "docs/d2.md", "api/a2.go"}
+	var ids []string
+	for _, f := range files {
+		ids = append(ids, r.task(t, f, map[string]string{f: "x\n"}).Task.ID)
+	}
+	start := r.tip(t)
+	results := r.e.AcceptMany(ctx, ids, nil, AcceptOptions{})
+	var ge *GateError
+	for i, res := range results {
+		bad := strings.Contains(files[i], "bad")
+		switch {
+		case bad && (!errors.As(res.Err, &ge) || !strings.Contains(res.Err.Error(), "isolated in round 3")):
+			t.Fatalf("%s: %v", files[i], res.Err)
+		case !bad && res.Err != nil:
+			t.Fatalf("%s: %v", files[i], res.Err)
+		}
+	}
+	runs := map[string]task.GateRun{}
+	for i, id := range ids {
+		sn := r.load(t, id)
+		lane := strings.Split(files[i], "/")[0]
+		if b := sn.Task.Gate.Batched; b == nil || b.Lane != lane || (strings.Contains(files[i], "bad") != (b.Outcome == task.BatchIsolated)) {
+			t.Fatalf("%s's record: %+v", files[i], b)
+		}
+		for _, run := range sn.Task.Gate.Runs {
+			if run.Batch == nil || run.Batch.Lane != lane {
+				t.Fatalf("%s's run %+v is not placed in its lane's batch", files[i], run)
+			}
+			runs[run.ID] = run
+		}
+	}
+	if len(runs) != 10 {
+		t.Fatalf("%d gate runs, want 5 in each lane", len(runs))
+	}
+	commits := strings.Fields(testrepo.Git(t, r.dir, "log", "--reverse", "--format=%H", start+"..main"))
+	if len(commits) != 4 {
+		t.Fatalf("main gained %d commits, want 4", len(commits))
+	}
+	for _, c := range commits {
+		held := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", c)
+		if strings.Contains(held, "bad") {
+			t.Fatalf("main moved to %s, which holds a culprit:\n%s", c, held)
+		}
+		msg := testrepo.Git(t, r.dir, "log", "-1", "--format=%B", c)
+		var run task.GateRun
+		for id, rr := range runs {
+			if strings.Contains(msg, id) {
+				run = rr
+			}
+		}
+		if !run.Passed {
+			t.Fatalf("commit %s names no run that passed:\n%s", c, msg)
+		}
+		lane := run.Batch.Lane + "/"
+		ran := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", run.Tree)
+		for _, f := range strings.Fields(held) {
+			if strings.HasPrefix(f, lane) && !strings.Contains(ran, f) {
+				t.Fatalf("commit %s holds %s, which the tree %s its run passed on lacks", c, f, run.Tree)
+			}
+		}
 	}
 }

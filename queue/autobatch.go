@@ -37,8 +37,37 @@ type Auto struct {
 // each entry, so this errs towards small batches). 1 in 10 failing gives
 // 3; 1 in 3 gives 2; 1 in 2 or worse gives 1, each entry on its own.
 func AutoBatch(recent []Left, waiting int) Auto {
-	n, failed := 0, 0
+	n, failed := gateOutcomes(recent, func(Left) bool { return true })
+	return autoPick(n, failed, waiting, "")
+}
+
+// AutoLaneMin is how many gate outcomes of its own a lane needs before
+// lazy.gate.batch auto reads the lane's failure rate rather than the
+// target's: fewer say little (one failure in two would gate each entry
+// alone), and a lane by diff is named after the paths it touches, so
+// the same name seldom comes back.
+const AutoLaneMin = 5
+
+// AutoBatchInLane is AutoBatch for the train of one lane (lazy.gate.lanes):
+// read from the gate outcomes of the entries that went through that lane
+// when it has at least AutoLaneMin of them among the newest AutoWindow,
+// else from the whole target's, as AutoBatch; waiting are the lane's.
+func AutoBatchInLane(recent []Left, lane string, waiting int) Auto {
+	n, failed := gateOutcomes(recent, func(l Left) bool { return l.Lane == lane })
+	if n >= AutoLaneMin {
+		return autoPick(n, failed, waiting, fmt.Sprintf(" in lane %s", lane))
+	}
+	n, failed = gateOutcomes(recent, func(Left) bool { return true })
+	return autoPick(n, failed, waiting, fmt.Sprintf(" in lane %s (from the target's outcomes: the lane has fewer than %d of its own)", lane, AutoLaneMin))
+}
+
+// gateOutcomes counts the newest AutoWindow gate outcomes among recent
+// that keep takes, and how many of them failed.
+func gateOutcomes(recent []Left, keep func(Left) bool) (n, failed int) {
 	for i := len(recent) - 1; i >= 0 && n < AutoWindow; i-- {
+		if !keep(recent[i]) {
+			continue
+		}
 		switch recent[i].Outcome {
 		case LeftFailed:
 			failed++
@@ -48,6 +77,12 @@ func AutoBatch(recent []Left, waiting int) Auto {
 		}
 		n++
 	}
+	return n, failed
+}
+
+// autoPick is AutoBatch's rule on n gate outcomes of which failed
+// failed; where says whose train it is for ("" for the target's).
+func autoPick(n, failed, waiting int, where string) Auto {
 	size := AutoMax
 	var why string
 	switch {
@@ -64,5 +99,5 @@ func AutoBatch(recent []Left, waiting int) Auto {
 		size = waiting
 		why += fmt.Sprintf(", %d waiting", waiting)
 	}
-	return Auto{Size: size, Why: fmt.Sprintf("lazy.gate.batch auto chose %d: %s", size, why)}
+	return Auto{Size: size, Why: fmt.Sprintf("lazy.gate.batch auto chose %d%s: %s", size, where, why)}
 }

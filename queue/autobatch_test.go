@@ -52,3 +52,33 @@ func TestAutoBatch(t *testing.T) {
 		}
 	}
 }
+
+// In a train split into lanes, lazy.gate.batch auto reads a lane's own
+// gate outcomes once it has AutoLaneMin of them, and the target's before
+// (a new lane, or a lane by diff whose name follows its paths).
+func TestAutoBatchInLane(t *testing.T) {
+	inLane := func(lane string, l []Left) []Left {
+		for i := range l {
+			l[i].Lane = lane
+		}
+		return l
+	}
+	// api: 10 outcomes, 1 in 2 failed; docs: 3, none failed; the target
+	// as a whole: 1 in 20 failed besides.
+	recent := append(append(outcomes(20, 20), inLane("api", outcomes(10, 2))...), inLane("docs", outcomes(3, 0))...)
+	for _, tc := range []struct {
+		lane    string
+		waiting int
+		size    int
+		why     string
+	}{
+		{"api", 8, 1, "lazy.gate.batch auto chose 1 in lane api: 5 of the last 10 failed"},
+		{"docs", 8, 2, "lazy.gate.batch auto chose 2 in lane docs (from the target's outcomes: the lane has fewer than 5 of its own): 6 of the last 20 failed"},
+		{"new", 1, 1, "chose 1 in lane new (from the target's outcomes: the lane has fewer than 5 of its own): 6 of the last 20 failed"},
+	} {
+		got := AutoBatchInLane(recent, tc.lane, tc.waiting)
+		if got.Size != tc.size || !strings.Contains(got.Why, tc.why) {
+			t.Errorf("%s: %+v, want size %d saying %q", tc.lane, got, tc.size, tc.why)
+		}
+	}
+}

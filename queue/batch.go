@@ -14,21 +14,55 @@ import (
 
 // gateBatches gates a train in batches of size entries, bisecting a
 // batch that fails (Bisect), ahead of the accepts. A car that does not
-// merge onto the train ahead is left out, as its accept will say. Each
-// run is recorded on the task whose tree it is (the last one merged);
-// each decision on its task (gate_record.batched) and its queue entry.
-// What passed is marked for the accepts (a landing entry's tree is
-// vouched for by the run that passed on a tree holding it and every
-// entry landing before it); the culprits are added to aside. auto, when
-// lazy.gate.batch auto chose size, says why on each gating entry.
+// merge onto the train ahead is left out, as its accept will say. What
+// passed is marked for the accepts; the culprits are added to aside.
+// auto, when lazy.gate.batch auto chose size, says why on each gating
+// entry.
 func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*trainCar, g Gate, size int, auto string, aside map[string]setAside) {
 	var in []*trainCar
 	q.chain(ctx, into, tip, cars, g, func(car *trainCar, _ Candidate) { in = append(in, car) })
 	if len(in) < 2 {
 		return
 	}
-	chain := &chainCache{g: g, tip: tip, cars: in, built: map[string]Candidate{}}
+	for k, v := range q.bisectTrain(ctx, batchTrain{into: into, tip: tip, auto: auto}, in, g, size) {
+		if v.run != "" && !v.passed {
+			aside[in[k].name] = setAside{run: v.run, tree: v.tree}
+		}
+	}
+}
+
+// batchTrain is where a batched train runs: on target into at commit
+// tip, in lane (lazy.gate.lanes; "" for a train without lanes), with
+// auto saying why lazy.gate.batch auto chose its size ("" for a number).
+type batchTrain struct {
+	into, tip, lane, auto string
+}
+
+// place names batch b of of in this train, as the queue's details say it.
+func (bt batchTrain) place(b, of int) string { return task.BatchPlace(b, of, bt.lane) }
+
+// batchVerdict is what a batched train decided for one of its cars: it
+// passed (its tree, the train's entries that passed up to it, is vouched
+// for by run) or it is the culprit (run failed on tree twice); run is ""
+// when the bisection could not decide it.
+type batchVerdict struct {
+	run, tree string
+	passed    bool
+}
+
+// bisectTrain gates the cars in (each merging onto the one before it
+// from bt.tip) in batches of size entries, bisecting a batch that fails
+// (Bisect), and returns what it decided for each car, at its index. Each
+// run is recorded on the task whose tree it is (the last one merged);
+// each decision on its task (gate_record.batched) and its queue entry.
+// What passed is marked (Gate.Vouch): a landing entry's tree is vouched
+// for by the run that passed on a tree holding it and every entry landing
+// before it.
+func (q *Service) bisectTrain(ctx context.Context, bt batchTrain, in []*trainCar, g Gate, size int) []batchVerdict {
+	out := make([]batchVerdict, len(in))
+	chain := &chainCache{g: g, tip: bt.tip, cars: in, built: map[string]Candidate{}}
 	runs := map[int]string{}
+	auto := bt.auto
 	if auto != "" {
 		auto = "; " + auto
 	}
@@ -47,12 +81,12 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 		}
 		for _, e := range t.Entries[len(t.Entries)-t.New:] {
 			if t.Confirm {
-				in[e].ticket.Set(Gating, fmt.Sprintf("isolated in batch %d of %d, round %d: its tree is gated once more before it is sent back (a flaky failure would send back a good task)",
-					t.Batch, t.Of, t.Round))
+				in[e].ticket.Set(Gating, fmt.Sprintf("isolated in %s, round %d: its tree is gated once more before it is sent back (a flaky failure would send back a good task)",
+					bt.place(t.Batch, t.Of), t.Round))
 				continue
 			}
-			in[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round %d: %d entries gated as one tree on %s at %s%s",
-				t.Batch, t.Of, t.Round, len(t.Entries), into, short(tip), auto))
+			in[e].ticket.Set(Gating, fmt.Sprintf("in %s, round %d: %d entries gated as one tree on %s at %s%s",
+				bt.place(t.Batch, t.Of), t.Round, len(t.Entries), bt.into, short(bt.tip), auto))
 		}
 		if id, ok := g.PassedBefore(c.Tree); ok {
 			runs[t.Index] = id
@@ -66,9 +100,9 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 				return a.passed, nil
 			}
 		}
-		c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: t.Round, Entries: len(t.Entries), Part: t.New}
+		c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: t.Round, Entries: len(t.Entries), Part: t.New, Lane: bt.lane}
 		if t.Confirm && len(t.Then) > 0 && g.Parallel() > 1 {
-			q.startAhead(ctx, chain, g, t, ahead)
+			q.startAhead(ctx, chain, g, bt, t, ahead)
 		}
 		run, passed, err := g.Run(ctx, in[t.Last()].sn, c)
 		if err != nil {
@@ -82,6 +116,10 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 			in[e].ticket.Set(Waiting, "the batch could not be gated ("+session.OneLine(err.Error())+"); its accept gates it on its own")
 		}
 	}
+	then := "; lands when the entries ahead have"
+	if bt.lane != "" {
+		then = "; lands when the lane ahead has"
+	}
 	now := q.now().UTC().Truncate(time.Second)
 	for k, e := range res.Landed {
 		v := res.Vouched[e]
@@ -89,9 +127,16 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 		if cerr != nil {
 			continue
 		}
-		g.Vouch(c.Tree, runs[v.Index])
-		q.decided(ctx, in[e], task.BatchOutcome{Outcome: task.BatchPassed, Target: into, Batch: v.Batch, Of: v.Of, Round: v.Round, Run: runs[v.Index], At: now},
-			"; lands when the entries ahead have")
+		run := runs[v.Index]
+		g.Vouch(c.Tree, run)
+		// The accept asks for this machine's mark of the tree, which an
+		// earlier pass may have set first.
+		if id, ok := g.PassedBefore(c.Tree); ok {
+			run = id
+		}
+		out[e] = batchVerdict{run: run, tree: c.Tree, passed: true}
+		q.decided(ctx, in[e], task.BatchOutcome{Outcome: task.BatchPassed, Target: bt.into, Batch: v.Batch, Of: v.Of, Round: v.Round, Run: runs[v.Index], At: now, Lane: bt.lane},
+			then)
 	}
 	for _, cu := range res.Culprits {
 		c, cerr := chain.build(ctx, res.Verdicts[cu.Failed].Entries)
@@ -99,10 +144,11 @@ func (q *Service) gateBatches(ctx context.Context, into, tip string, cars []*tra
 			continue
 		}
 		car := in[cu.Entry]
-		aside[car.name] = setAside{run: runs[cu.Failed], tree: c.Tree}
-		q.decided(ctx, car, task.BatchOutcome{Outcome: task.BatchIsolated, Target: into, Batch: cu.Batch, Of: cu.Of, Round: cu.Round, Run: runs[cu.Failed], At: now},
+		out[cu.Entry] = batchVerdict{run: runs[cu.Failed], tree: c.Tree}
+		q.decided(ctx, car, task.BatchOutcome{Outcome: task.BatchIsolated, Target: bt.into, Batch: cu.Batch, Of: cu.Of, Round: cu.Round, Run: runs[cu.Failed], At: now, Lane: bt.lane},
 			"; set aside, the entries behind it land without it")
 	}
+	return out
 }
 
 // aheadRun is a gate run started beside a confirming run.
@@ -118,7 +164,7 @@ type aheadRun struct {
 // plus t.Then, as round 1 of the next search. Its result waits in ahead
 // for the bisection to ask for that tree; when the confirmation passes
 // instead (the gate was flaky), the run is one more, recorded like any.
-func (q *Service) startAhead(ctx context.Context, chain *chainCache, g Gate, t Test, ahead map[string]*aheadRun) {
+func (q *Service) startAhead(ctx context.Context, chain *chainCache, g Gate, bt batchTrain, t Test, ahead map[string]*aheadRun) {
 	entries := append(slices.Clone(t.Entries[:len(t.Entries)-1]), t.Then...)
 	c, err := chain.build(ctx, entries)
 	if err != nil || ahead[c.Tree] != nil {
@@ -127,10 +173,10 @@ func (q *Service) startAhead(ctx context.Context, chain *chainCache, g Gate, t T
 	if _, ok := g.PassedBefore(c.Tree); ok {
 		return
 	}
-	c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: 1, Entries: len(entries), Part: len(t.Then)}
+	c.Batch = &task.GateBatch{Batch: t.Batch, Of: t.Of, Round: 1, Entries: len(entries), Part: len(t.Then), Lane: bt.lane}
 	for _, e := range t.Then {
-		chain.cars[e].ticket.Set(Gating, fmt.Sprintf("in batch %d of %d, round 1: %d entries gated as one tree, beside the run confirming the entry ahead",
-			t.Batch, t.Of, len(entries)))
+		chain.cars[e].ticket.Set(Gating, fmt.Sprintf("in %s, round 1: %d entries gated as one tree, beside the run confirming the entry ahead",
+			bt.place(t.Batch, t.Of), len(entries)))
 	}
 	a := &aheadRun{done: make(chan struct{})}
 	ahead[c.Tree] = a

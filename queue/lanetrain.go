@@ -19,7 +19,10 @@ import (
 // never holds another. An entry whose change spans
 // several lanes is in each of their trains, and is accepted only once
 // every one of them has reached it: it never bypasses an entry ahead of
-// it in any of its lanes.
+// it in any of its lanes. With lazy.gate.batch, each lane's train is
+// batched and bisected on its own (runLaneBatched), by the same
+// bisection as a train without lanes (bisectTrain), so a lane's culprit
+// is isolated in that lane and never holds another.
 //
 // What holds: the target still only moves through an accept, under its
 // accept lock, onto the target's tip at that moment. The tree it moves
@@ -70,13 +73,19 @@ type LaneLander[R any] interface {
 }
 
 // laneCar is a car in one lane's train: its candidate there, and the
-// verdict of the speculative run on it.
+// verdict of the speculative run on tree (its candidate's, or in a
+// batched lane the tree of the lane's entries that passed up to it).
+// aside says the lane's batch isolated it as a culprit: its accept is
+// expected to give it back, and the trees behind it were built without
+// it.
 type laneCar struct {
 	*trainCar
 	index  int
 	cand   *Candidate
 	run    string
 	passed bool
+	tree   string
+	aside  bool
 }
 
 // acceptLanes runs the trains of names whose target has lanes, each
@@ -121,7 +130,11 @@ func acceptLanes[R any](ctx context.Context, q *Service, names []string, l Lande
 		if len(plan.Lanes) < 2 {
 			continue
 		}
-		runLanes(ctx, q, into, tip, cars, entries, plan, rule, g, l, ll, func(car *trainCar, res R, err error) {
+		var recent []Left
+		if g.Batch() == 0 {
+			recent = q.readLeftOf(into)
+		}
+		runLanes(ctx, q, into, tip, cars, entries, plan, rule, g, recent, l, ll, func(car *trainCar, res R, err error) {
 			out[at[car.name]] = Accepting[R]{Name: car.name, Result: res, Err: err}
 			q.leftBehind(car.name, err)
 		})
@@ -142,8 +155,10 @@ type barrier struct {
 
 // runLanes runs one target's lanes, each on a goroutine of its own, and
 // reports each car's accept as it ends (report is called from those
-// goroutines, once per car).
-func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*trainCar, entries []LaneEntry, plan LanesPlan, rule gate.LaneRule, g Gate, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
+// goroutines, once per car). recent are the entries that left the
+// target's queue, read when lazy.gate.batch is auto (each lane picks its
+// own batch size).
+func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*trainCar, entries []LaneEntry, plan LanesPlan, rule gate.LaneRule, g Gate, recent []Left, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
 	bars := map[int]*barrier{}
 	for i, car := range cars {
 		name := plan.Name(i)
@@ -162,7 +177,17 @@ func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runLane(ctx, q, into, tip, cars, entries, lane, rule, bars, g, l, ll, report)
+			acc := &laneAccepts[R]{ctx: ctx, q: q, into: into, lane: lane.Name, rule: rule, entries: entries, bars: bars, g: g, l: l, ll: ll, report: report}
+			size, why := g.Batch(), ""
+			if size == 0 {
+				a := AutoBatchInLane(recent, lane.Name, len(lane.Entries))
+				size, why = a.Size, a.Why
+			}
+			if size > 1 {
+				runLaneBatched(ctx, q, batchTrain{into: into, tip: tip, lane: lane.Name, auto: why}, cars, lane, size, acc)
+				return
+			}
+			runLane(ctx, into, tip, cars, lane, acc)
 		}()
 	}
 	wg.Wait()
@@ -171,7 +196,8 @@ func runLanes[R any](ctx context.Context, q *Service, into, tip string, cars []*
 // runLane is one lane's train: its entries stacked on tip and gated
 // speculatively (up to lazy.gate.parallel at once, in this lane alone),
 // then accepted in order.
-func runLane[R any](ctx context.Context, q *Service, into, tip string, cars []*trainCar, entries []LaneEntry, lane LanePlan, rule gate.LaneRule, bars map[int]*barrier, g Gate, l Lander[R], ll LaneLander[R], report func(*trainCar, R, error)) {
+func runLane[R any](ctx context.Context, into, tip string, cars []*trainCar, lane LanePlan, acc *laneAccepts[R]) {
+	g, bars := acc.g, acc.bars
 	lcs := make([]*laneCar, len(lane.Entries))
 	base, ahead := tip, 0
 	for k, i := range lane.Entries {
@@ -181,7 +207,7 @@ func runLane[R any](ctx context.Context, q *Service, into, tip string, cars []*t
 		if err != nil {
 			continue // it does not merge onto the lane ahead: its accept says why
 		}
-		base, lc.cand = c.Commit, &c
+		base, lc.cand, lc.tree = c.Commit, &c, c.Tree
 		if bars[i] == nil {
 			lc.ticket.Set(Gating, fmt.Sprintf("speculatively in lane %s, on %s at %s + %d ahead in the lane", lane.Name, into, short(tip), ahead))
 		}
@@ -229,42 +255,134 @@ func runLane[R any](ctx context.Context, q *Service, into, tip string, cars []*t
 			}()
 		}
 	}()
-	var paths []string
-	truncated := false
-	// stale: an entry ahead in the lane did not land, so the trees the
-	// lane gated behind it hold a change that will not be there.
-	stale := false
 	for k, lc := range lcs {
 		<-ready[k]
-		paths = append(paths, entries[lc.index].Paths...)
-		truncated = truncated || entries[lc.index].Truncated
-		if b := bars[lc.index]; b != nil {
-			b.mu.Lock()
-			b.waiting--
-			last := b.waiting == 0
-			b.mu.Unlock()
-			if !last {
-				<-b.done
-				continue
+		acc.accept(lc)
+	}
+}
+
+// runLaneBatched is one lane's train under lazy.gate.batch: the lane's
+// entries are gated in batches and a failing batch is bisected in the
+// lane (bisectTrain, as a train without lanes is), on trees holding only
+// the lane's own entries; then each is accepted in order with its
+// verdict: a passing entry lands on the run that vouched for it, a
+// culprit is given back on its confirming run, both unrun when the
+// target moved meanwhile only outside the lane. An entry spanning lanes
+// cuts the lane in two: the entries before it are bisected on tip, it is
+// accepted once each of its lanes reaches it, and the entries after it
+// are bisected on the target as it then is (a tree without it would say
+// nothing of theirs once it landed).
+func runLaneBatched[R any](ctx context.Context, q *Service, bt batchTrain, cars []*trainCar, lane LanePlan, size int, acc *laneAccepts[R]) {
+	base := bt.tip
+	for k := 0; k < len(lane.Entries); {
+		var seg []*laneCar
+		for ; k < len(lane.Entries) && acc.bars[lane.Entries[k]] == nil; k++ {
+			seg = append(seg, &laneCar{trainCar: cars[lane.Entries[k]], index: lane.Entries[k]})
+		}
+		if len(seg) > 0 {
+			if base == "" {
+				base, _ = q.worktrees().BranchCommit(ctx, q.Env.Dir(), bt.into)
 			}
-			lc.ticket.Set(Waiting, "every lane it spans has reached it")
-			res, err := l.Accept(ctx, lc.name)
-			report(lc.trainCar, res, err)
-			stale = stale || err != nil
-			close(b.done)
+			q.gateLaneBatch(ctx, bt, base, seg, acc.g, size)
+			// Its trees are built on base: nothing ahead of it is missing.
+			acc.stale = false
+			for _, lc := range seg {
+				acc.accept(lc)
+			}
+		}
+		if k < len(lane.Entries) {
+			acc.accept(&laneCar{trainCar: cars[lane.Entries[k]], index: lane.Entries[k]})
+			k++
+			base = ""
+		}
+	}
+}
+
+// gateLaneBatch bisects seg, a run of a lane's entries, on base: each
+// stacked on the one before it (one that does not merge is left out, as
+// its accept will say), and each given what the bisection decided.
+func (q *Service) gateLaneBatch(ctx context.Context, bt batchTrain, base string, seg []*laneCar, g Gate, size int) {
+	if base == "" {
+		return // no target to build on: each accept gates its own tree
+	}
+	var in []*trainCar
+	var inLane []*laneCar
+	tip := base
+	for _, lc := range seg {
+		c, err := g.Candidate(ctx, tip, lc.branch, lc.sn.Task.Slug)
+		if err != nil {
+			lc.ticket.Set(Waiting, "in lane "+bt.lane+": does not merge onto the lane ahead; its accept will say why")
 			continue
 		}
-		lr := LaneRun{Lane: lane.Name, Rule: rule, Paths: append([]string(nil), paths...)}
-		if lc.run != "" && lc.cand != nil && !truncated {
-			lr.Run, lr.Passed, lr.Tree = lc.run, lc.passed, lc.cand.Tree
-		}
-		if stale && !truncated {
-			regateInLane(ctx, q, into, lane.Name, lc, g, &lr)
-		}
-		res, err := ll.AcceptInLane(ctx, lc.name, lr)
-		report(lc.trainCar, res, err)
-		stale = stale || err != nil || lc.cand == nil
+		tip, lc.cand = c.Commit, &c
+		in, inLane = append(in, lc.trainCar), append(inLane, lc)
 	}
+	bt.tip = base
+	for k, v := range q.bisectTrain(ctx, bt, in, g, size) {
+		lc := inLane[k]
+		lc.run, lc.passed, lc.tree, lc.aside = v.run, v.passed, v.tree, v.run != "" && !v.passed
+	}
+}
+
+// laneAccepts accepts one lane's entries in order, each with what its
+// lane's train found, and knows what the lane has accepted so far.
+type laneAccepts[R any] struct {
+	ctx     context.Context
+	q       *Service
+	into    string
+	lane    string
+	rule    gate.LaneRule
+	entries []LaneEntry
+	bars    map[int]*barrier
+	g       Gate
+	l       Lander[R]
+	ll      LaneLander[R]
+	report  func(*trainCar, R, error)
+
+	// paths are what the lane's entries accepted so far changed;
+	// truncated says one of them changed more than git listed.
+	paths     []string
+	truncated bool
+	// stale: an entry ahead in the lane did not go as the lane's trees
+	// assumed (one they hold did not land, or a culprit they leave out
+	// did), so the trees gated behind it are not what lands.
+	stale bool
+}
+
+// accept accepts lc, in its turn: a spanning entry once every lane it
+// spans has reached it (the last to reach it accepts it), any other with
+// its lane's verdict, gated again on the target first when the lane's
+// trees went stale.
+func (a *laneAccepts[R]) accept(lc *laneCar) {
+	ctx := a.ctx
+	a.paths = append(a.paths, a.entries[lc.index].Paths...)
+	a.truncated = a.truncated || a.entries[lc.index].Truncated
+	if b := a.bars[lc.index]; b != nil {
+		b.mu.Lock()
+		b.waiting--
+		last := b.waiting == 0
+		b.mu.Unlock()
+		if !last {
+			<-b.done
+			return
+		}
+		lc.ticket.Set(Waiting, "every lane it spans has reached it")
+		res, err := a.l.Accept(ctx, lc.name)
+		a.report(lc.trainCar, res, err)
+		a.stale = a.stale || err != nil
+		close(b.done)
+		return
+	}
+	lr := LaneRun{Lane: a.lane, Rule: a.rule, Paths: append([]string(nil), a.paths...)}
+	if lc.run != "" && lc.cand != nil && !a.truncated {
+		lr.Run, lr.Passed, lr.Tree = lc.run, lc.passed, lc.tree
+	}
+	if a.stale && !a.truncated {
+		regateInLane(ctx, a.q, a.into, a.lane, lc, a.g, &lr)
+	}
+	res, err := a.ll.AcceptInLane(ctx, lc.name, lr)
+	a.report(lc.trainCar, res, err)
+	a.stale = a.stale || (err != nil) != lc.aside || lc.cand == nil
 }
 
 // regateInLane gates lc again on the target as it is now, outside the

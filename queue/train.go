@@ -82,7 +82,8 @@ type Accepting[R any] struct {
 // With lazy.gate.batch above 1 the train is gated in batches instead
 // (see Bisect): each batch as one tree, a failing one bisected until its
 // culprit is isolated; the good entries then land unrun, and a culprit
-// is set aside (Lander.SetAside) without its gate running again.
+// is set aside (Lander.SetAside) without its gate running again. A
+// train split into lanes (lazy.gate.lanes) batches each lane on its own.
 func AcceptMany[R any](ctx context.Context, q *Service, names []string, l Lander[R], speculate bool) []Accepting[R] {
 	out := make([]Accepting[R], len(names))
 	var laned map[string]bool

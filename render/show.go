@@ -321,7 +321,7 @@ func (v *Show) renderGate(w io.Writer) {
 			spec = ", speculative"
 		}
 		if b := r.Batch; b != nil {
-			spec += fmt.Sprintf(", batch %d of %d, round %d, %d entries", b.Batch, b.Of, b.Round, b.Entries)
+			spec += fmt.Sprintf(", %s, round %d, %d entries", sanitize.Field(task.BatchPlace(b.Batch, b.Of, b.Lane)), b.Round, b.Entries)
 		}
 		fmt.Fprintf(w, "  run %s %s  %s  on %s at %s (tree %s%s), %.1fs\n", sanitize.Field(r.ID), verdict, r.At.UTC().Format(task.TimeLayout),
 			sanitize.Field(r.Target), ShortSHA(sanitize.Field(r.Base)), ShortSHA(sanitize.Field(r.Tree)), spec, float64(r.DurationMS)/1000)

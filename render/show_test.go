@@ -120,6 +120,38 @@ func TestShowExplainsABatchedTrain(t *testing.T) {
 	}
 }
 
+// TestShowExplainsABatchInALane: in a train split into lanes, each lane
+// batched on its own, lazy show says which lane's batch a run and the
+// decision were in, the lane escaped.
+func TestShowExplainsABatchInALane(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sn := &task.Snapshot{Task: task.Task{ID: "0123456789abcdef", Slug: "the-task", Title: "The task", Status: machine.Blocked, CreatedAt: at}}
+	g := &task.GateRecord{
+		Runs: []task.GateRun{{ID: "aaaabbbbccccdddd", At: at, Target: "main", Base: "b", Tree: "t", Speculative: true, Failed: "make",
+			Origin: task.GateHere, Batch: &task.GateBatch{Batch: 1, Of: 2, Round: 3, Entries: 2, Part: 1, Lane: "api\x1b[2J"}}},
+		Batched: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main", Batch: 1, Of: 2, Round: 3, Run: "aaaabbbbccccdddd", At: at, Lane: "api\x1b[2J"},
+		Lane:    "api",
+	}
+	var out bytes.Buffer
+	if err := (&Show{Snapshot: sn, Detail: &task.Detail{Summary: task.NewSummary(&sn.Task), GateRecord: g}}).Render(&out, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		", speculative, batch 1 of 2 of lane api",
+		", round 3, 2 entries)",
+		"failed in batch 1 of 2 of lane api",
+		", isolated in round 3 (run aaaabbbbccccdddd)\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+	if strings.ContainsRune(text, '\x1b') {
+		t.Errorf("a control character reached the output:\n%q", text)
+	}
+}
+
 // TestShowSaysTheLane: lazy show names the lane of the merge train the
 // task's accept went through, escaped (a record arrives from anyone who
 // can push).

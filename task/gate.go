@@ -93,13 +93,26 @@ func (g *GateRecord) NoteResume(seq int, r *Resume) {
 // GateBatch places a gate run in a batched train (lazy.gate.batch): the
 // tree of batch Batch of Of, gated in round Round of its bisection,
 // merging Entries queued tasks of the train (Part of them new in this
-// round) on the target.
+// round) on the target. Lane is the lane whose train it is, in a train
+// split into lanes (lazy.gate.lanes): each lane is batched on its own.
 type GateBatch struct {
-	Batch   int `json:"batch"`
-	Of      int `json:"of"`
-	Round   int `json:"round"`
-	Entries int `json:"entries"`
-	Part    int `json:"part"`
+	Batch   int    `json:"batch"`
+	Of      int    `json:"of"`
+	Round   int    `json:"round"`
+	Entries int    `json:"entries"`
+	Part    int    `json:"part"`
+	Lane    string `json:"lane,omitempty"`
+}
+
+// BatchPlace names a batch of a train in words: "batch 2 of 3", or
+// "batch 2 of 3 of lane api" when the train is one lane's (record text:
+// callers sanitize it).
+func BatchPlace(batch, of int, lane string) string {
+	s := fmt.Sprintf("batch %d of %d", batch, of)
+	if lane != "" {
+		s += " of lane " + lane
+	}
+	return s
 }
 
 // The outcomes of a batched train for one task (BatchOutcome.Outcome).
@@ -120,19 +133,23 @@ type BatchOutcome struct {
 	Round   int       `json:"round"`
 	Run     string    `json:"run,omitempty"`
 	At      time.Time `json:"at"`
+	// Lane is the lane whose train batched it (lazy.gate.lanes); "" in a
+	// train without lanes.
+	Lane string `json:"lane,omitempty"`
 }
 
 // String says it in words: "failed in batch 2 of 3, isolated in round
-// 2 (run 01J...)".
+// 2 (run 01J...)", "passed in batch 1 of 2 of lane api, round 1".
 func (b BatchOutcome) String() string {
 	run := ""
 	if b.Run != "" {
 		run = " (run " + b.Run + ")"
 	}
+	place := BatchPlace(b.Batch, b.Of, b.Lane)
 	if b.Outcome == BatchIsolated {
-		return fmt.Sprintf("failed in batch %d of %d, isolated in round %d%s", b.Batch, b.Of, b.Round, run)
+		return fmt.Sprintf("failed in %s, isolated in round %d%s", place, b.Round, run)
 	}
-	return fmt.Sprintf("passed in batch %d of %d, round %d%s", b.Batch, b.Of, b.Round, run)
+	return fmt.Sprintf("passed in %s, round %d%s", place, b.Round, run)
 }
 
 // ProtectedApproval is a human's approval of the protected paths a
@@ -337,7 +354,7 @@ func checkGate(g *GateRecord) error {
 	if a := g.Approved; a != nil && len(a.Files) > MaxApprovedFiles {
 		return fmt.Errorf("task.json approves %d protected files, more than lazy writes", len(a.Files))
 	}
-	if b := g.Batched; b != nil && ((b.Outcome != BatchPassed && b.Outcome != BatchIsolated) || (b.Run != "" && !ValidID(b.Run)) || len(b.Target) > 255) {
+	if b := g.Batched; b != nil && ((b.Outcome != BatchPassed && b.Outcome != BatchIsolated) || (b.Run != "" && !ValidID(b.Run)) || len(b.Target) > 255 || len(b.Lane) > 255) {
 		return fmt.Errorf("task.json has a batched train's outcome lazy does not write (%q)", b.Outcome)
 	}
 	if len(g.Lane) > 255 {
@@ -349,6 +366,9 @@ func checkGate(g *GateRecord) error {
 	for _, r := range g.Runs {
 		if len(r.Commands) > 64 || len(r.Tail) > 4*MaxGateTail {
 			return fmt.Errorf("task.json has a gate run of %d commands and a %d-byte tail, more than lazy writes", len(r.Commands), len(r.Tail))
+		}
+		if r.Batch != nil && len(r.Batch.Lane) > 255 {
+			return fmt.Errorf("task.json places a gate run in a merge-train lane of %d bytes, more than lazy writes", len(r.Batch.Lane))
 		}
 	}
 	return nil

@@ -64,6 +64,8 @@ func TestTaskPageExplainsABatchedTrain(t *testing.T) {
 			Batched: &task.BatchOutcome{Outcome: task.BatchIsolated, Target: "main<script>", Batch: 2, Of: 3, Round: 2, Run: run, At: at}}
 		s.Task.Gate.AddRun(task.GateRun{ID: "r1", At: at, Target: "main", Base: "abc", Tree: "def", Source: "git config lazy.gate",
 			Commands: []task.GateCommand{{Cmd: "make test", Exit: 2}}, Failed: "make test", Batch: &task.GateBatch{Batch: 2, Of: 3, Round: 1, Entries: 3, Part: 3}})
+		s.Task.Gate.AddRun(task.GateRun{ID: "r2", At: at, Target: "main", Base: "abc", Tree: "def", Source: "git config lazy.gate",
+			Commands: []task.GateCommand{{Cmd: "make test", Exit: 2}}, Failed: "make test", Batch: &task.GateBatch{Batch: 1, Of: 1, Round: 2, Entries: 2, Part: 1, Lane: "api<b>"}})
 		return &task.Op{Name: "gate", Actor: machine.Human}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -71,6 +73,7 @@ func TestTaskPageExplainsABatchedTrain(t *testing.T) {
 	page := page(t, s.Handler(), "/task/"+sn.Task.ID)
 	for _, want := range []string{
 		"batch 2 of 3, round 1, 3 entries as one tree",
+		"batch 1 of 1 of lane <code>api&lt;b&gt;</code>, round 2, 2 entries as one tree",
 		`Batched train into <code>main&lt;script&gt;</code> (lazy.gate.batch): failed in batch 2 of 3, isolated in round 2 (run ` + run + `)`,
 		`Lane <code>docs&lt;i&gt;&#43;api</code> (lazy.gate.lanes)`,
 	} {
@@ -78,7 +81,7 @@ func TestTaskPageExplainsABatchedTrain(t *testing.T) {
 			t.Fatalf("the task page lacks %q:\n%s", want, page)
 		}
 	}
-	if strings.Contains(page, "<script>") && strings.Contains(page, "main<script>") || strings.Contains(page, "docs<i>") {
+	if strings.Contains(page, "<script>") && strings.Contains(page, "main<script>") || strings.Contains(page, "docs<i>") || strings.Contains(page, "api<b>") {
 		t.Fatalf("a pulled record's names reached the page unescaped:\n%s", page)
 	}
 }

@@ -86,7 +86,7 @@ var keys = []Key{
 	{Name: "lazy.gate.parallel", Kind: Int, Default: "`1`", Example: "2",
 		Help: "gates run at once when several tasks are accepted together (a speculative merge train), and when the daemon gates the attempts of a `--pick gate` start"},
 	{Name: "lazy.gate.batch", Kind: Int, Default: "`1`", Example: "8",
-		Help: "entries of a merge train gated as one tree; a batch that fails is bisected until the culprit is isolated, and the rest land; `auto` follows the recent failure rate (1/sqrt(p), 1 to 8)"},
+		Help: "entries of a merge train gated as one tree; a batch that fails is bisected until the culprit is isolated, and the rest land; `auto` follows the recent failure rate (1/sqrt(p), 1 to 8); with `lazy.gate.lanes`, each lane batches and bisects its own entries (`auto`: from the lane's own outcomes once it has 5)"},
 	{Name: "lazy.gate.lanes", Kind: List, Default: "none", Example: "'docs=docs/,*.md'",
 		Help: "a lane of the merge train, `NAME=GLOB[,GLOB...]`: entries whose changes touch disjoint lanes gate and land independently (paths in no lane form the lane `default`; an entry spanning lanes waits for each); repeat the key, one lane each, or set `diff` to take lanes from the actual diffs"},
 	{Name: "lazy.gate.autoFix", Kind: Bool, Default: "`false`", Example: "true",
