@@ -15,6 +15,7 @@ import (
 
 	"github.com/lazyorch/lazy/gitrepo"
 	"github.com/lazyorch/lazy/gitstore"
+	"github.com/lazyorch/lazy/inbox"
 	"github.com/lazyorch/lazy/internal/sanitize"
 	"github.com/lazyorch/lazy/internal/words"
 	"github.com/lazyorch/lazy/lifecycle"
@@ -145,7 +146,7 @@ func kindList(kinds []notify.Kind) string {
 func eventKinds(s notify.Settings) []notify.Kind {
 	var out []notify.Kind
 	for _, k := range notify.Kinds() {
-		if s.Events == nil || s.Events[k] {
+		if s.Announces(k) {
 			out = append(out, k)
 		}
 	}
@@ -222,12 +223,16 @@ func (o notifyOptions) work(rec *reconcile.Reconciler) func(ctx context.Context)
 			switch {
 			case gen != lastGen || !n.Active():
 				policy := notify.Policy{BreakerAt: lifecycle.MaxConsecutiveInterruptions, NoAutoResume: rec.NoAutoResume, Secrets: s.Secrets}
+				var ib *inbox.Service // the inbox's rule for a pick by the gate; nil: every task on its own
 				if env, err := o.env(); err == nil {
 					if gs, err := env.Landing().Gates().GateSettings(); err == nil && gs.AutoFix {
 						policy.GateFixRounds = gs.MaxAttempts
 					}
+					ib, _ = env.Inbox()
 				}
-				evs, err = n.Pass(entries, policy, s.Events, o.observeTask)
+				evs, err = n.Pass(entries, policy, s.Events, func(e *task.Entry) (notify.Observation, error) {
+					return o.observeTask(ctx, ib, e)
+				})
 				if err != nil {
 					fmt.Fprintf(o.io.errOut, "lazy: notifications: %v\n", err)
 					return
@@ -287,19 +292,29 @@ func sayOnce(w io.Writer, said string, err error, format string) string {
 // observeTask reads what notifications look at of a listed task: its
 // summary and, for a parked or interrupted task, its session (which
 // turn parked it, the circuit breaker's count) at the listed commit,
-// and for an ask that ended, whether it ended with an answer.
-func (o notifyOptions) observeTask(e *task.Entry) (notify.Observation, error) {
+// and for an ask that ended, whether it ended with an answer; and what
+// the inbox's rule for a pick by the gate (ib, when set) makes of a
+// parked attempt or of an open attempt group whose pick has no step
+// left (inbox.Service.Notice).
+func (o notifyOptions) observeTask(ctx context.Context, ib *inbox.Service, e *task.Entry) (notify.Observation, error) {
 	s, err := e.Summary()
 	if err != nil {
 		return notify.Observation{}, err
 	}
 	obs := notify.Observe(s)
-	if !notify.NeedsSession(s.Status) {
+	group := ib != nil && len(s.Attempts) > 0 && !s.Picking && !s.Status.IsTerminal()
+	if !notify.NeedsSession(s.Status) && !group {
 		return obs, nil
 	}
 	sn, err := o.store.LoadEntry(e)
 	if err != nil {
 		return obs, err
+	}
+	if ib != nil {
+		ib.Notice(ctx, sn, &obs)
+	}
+	if !notify.NeedsSession(s.Status) {
+		return obs, nil
 	}
 	obs.AddSession(sn.Session)
 	if obs.TurnKind == "ask" && s.Status.IsBlocked() {
@@ -323,9 +338,10 @@ func afterPass(hooks ...func(ctx context.Context)) func(ctx context.Context) {
 }
 
 // command runs git config lazy.notify.command for every task an action
-// parked for a human. The command is the local user's own (trusted); what
-// the task says travels in environment variables, never in the command
-// line, so a title cannot inject shell. It runs detached and is never
+// parked for a human, but for an attempt its group's pick by the gate
+// answers (as the inbox and the notifications do). The command is the
+// local user's own (trusted); what the task says travels in environment
+// variables, never in the command line, so a title cannot inject shell. It runs detached and is never
 // waited on by the command that triggered it.
 func (o notifyOptions) command(actions []reconcile.Action) {
 	if o.cfg == nil {
@@ -336,9 +352,18 @@ func (o notifyOptions) command(actions []reconcile.Action) {
 		return
 	}
 	sort.SliceStable(actions, func(i, j int) bool { return actions[i].Slug < actions[j].Slug })
+	var ib *inbox.Service
 	for _, act := range actions {
 		if !needsHuman(act) {
 			continue
+		}
+		if ib == nil && o.env != nil {
+			if env, err := o.env(); err == nil {
+				ib, _ = env.Inbox()
+			}
+		}
+		if ib != nil && ib.Folded(context.Background(), act.TaskID) {
+			continue // an attempt its group's pick by the gate answers: the pick is the news
 		}
 		cmd := exec.Command("sh", "-c", command)
 		cmd.Dir = o.repoDir

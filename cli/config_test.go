@@ -258,7 +258,8 @@ func TestConfigRepeatableKeys(t *testing.T) {
 	if _, errs, code := runCLI(t, "-C", dir, "config", "--add", "lazy.budget.task", "5"); code != 1 || !strings.Contains(errs, "takes one value, so --add and --replace-all do not apply") {
 		t.Fatalf("--add on a single-valued key: exit %d %q", code, errs)
 	}
-	// lazy.notify.events repeats too: every value's kinds count.
+	// lazy.notify.events repeats too: every value's kinds count (and
+	// blocked brings pick, which stands for a picked group's attempts).
 	for _, v := range []string{"blocked", "finished,conflict"} {
 		if _, errs, code := runCLI(t, "-C", dir, "config", "--add", "lazy.notify.events", v); code != 0 {
 			t.Fatalf("--add lazy.notify.events %s: exit %d %q", v, code, errs)
@@ -266,7 +267,7 @@ func TestConfigRepeatableKeys(t *testing.T) {
 	}
 	out, _, _ = runCLI(t, "-C", dir, "notify", "--json")
 	var listed struct{ Events []string }
-	if err := json.Unmarshal([]byte(out), &listed); err != nil || strings.Join(listed.Events, ",") != "blocked,conflict,finished" {
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || strings.Join(listed.Events, ",") != "blocked,conflict,finished,pick" {
 		t.Fatalf("lazy notify after two lazy.notify.events values: %s (%v)", out, err)
 	}
 	// The listing shows the webhook as lazy notify does.

@@ -73,6 +73,9 @@ func (r *runner) waitPick(group string, landed bool) pickShow {
 // is proposed (the exec agent reports no cost, so cost ties), with the
 // words in lazy show and one pick item in lazy inbox; with --land the
 // proposal lands on main and the others are closed with the reason.
+// Notifications agree with the inbox: no attempt's park is told, the
+// pick is one event for the group naming the proposal and its command,
+// and a pick that lands by itself is told only as what finished.
 func TestAttemptsPickedByTheGate(t *testing.T) {
 	r := newRepo(t)
 	t.Cleanup(func() { killTurns(r) })
@@ -85,7 +88,15 @@ func TestAttemptsPickedByTheGate(t *testing.T) {
 	r.git("add", ".lazy/gate")
 	r.git("commit", "-q", "-m", "the gate")
 	agent := pickAgent(t)
+	events := filepath.Join(t.TempDir(), "events")
+	r.git("config", "--add", "lazy.notify", "cmd:cat >> "+events)
+	hookRuns := filepath.Join(t.TempDir(), "hook-runs")
+	r.git("config", "lazy.notify.command", `printf '%s\n' "$LAZY_TASK_SLUG" >> `+hookRuns)
 	r.ok("daemon", "--ensure")
+	eventually(t, "the notifications' baseline", func() bool {
+		_, err := os.Stat(filepath.Join(r.dir, ".git", "lazy", "notify", "state.json"))
+		return err == nil
+	})
 
 	if res := r.run(nil, "start", "x", "--pick", "gate"); res.Code == 0 || !strings.Contains(res.Stderr, "give --attempts N with them") {
 		t.Fatalf("--pick without --attempts: %s", res)
@@ -120,6 +131,19 @@ func TestAttemptsPickedByTheGate(t *testing.T) {
 	if strings.Contains(r.git("log", "--format=%s", "main"), "fix-login") {
 		t.Fatal("something landed without --land")
 	}
+	eventually(t, "the pick's event", func() bool { return countOf(sentEvents(t, events), "fix-login", "pick") == 1 })
+	for _, ev := range sentEvents(t, events) {
+		if strings.HasPrefix(ev.Slug, "fix-login-a") {
+			t.Fatalf("an attempt picked by the gate was told on its own: %+v", ev)
+		}
+	}
+	if runs, _ := os.ReadFile(hookRuns); strings.Contains(string(runs), "fix-login-a") {
+		t.Fatalf("lazy.notify.command ran for an attempt picked by the gate:\n%s", runs)
+	}
+	b, _ := os.ReadFile(events)
+	if !strings.Contains(string(b), `"proposed":"fix-login-a3","command":"lazy accept fix-login-a3"`) {
+		t.Fatalf("the pick's event does not name the proposal and its command:\n%s", b)
+	}
 
 	g2 := r.create("Fix the logout race", "--slug", "fix-logout")
 	r.ok("start", g2.Slug, "--attempts", "3", "--pick", "gate", "--land", "--command", agent)
@@ -132,6 +156,12 @@ func TestAttemptsPickedByTheGate(t *testing.T) {
 	}
 	if _, err := r.gitErr("show", "main:FAIL"); err == nil {
 		t.Fatal("the adversary's FAIL landed")
+	}
+	eventually(t, "the landing's event", func() bool { return countOf(sentEvents(t, events), "fix-logout-a3", "finished") == 1 })
+	for _, ev := range sentEvents(t, events) {
+		if strings.HasPrefix(ev.Slug, "fix-logout") && ev.Kind != "finished" || countOf(sentEvents(t, events), "fix-login", "pick") != 1 {
+			t.Fatalf("a pick that landed by itself was told as %+v", ev)
+		}
 	}
 	grp := r.showGroup(g2.Slug)
 	if grp.Status != "complete" || grp.Chosen != 3 {

@@ -138,3 +138,40 @@ func (s *Service) proposal(gs *task.Snapshot) (*task.Snapshot, string) {
 	}
 	return a, ""
 }
+
+// Notice puts what the inbox's rule for a pick by the gate makes of task
+// sn into notify's observation of it, so a notification says what the
+// inbox lists and nothing else: a blocked attempt the group's pick
+// answers is folded (no item here, no event of its own there), and a
+// group whose pick was made and waits on a human gets its one item as
+// notify's pick (the proposed attempt's slug read from the store, the
+// item's command). A task the rule leaves alone is left as it is.
+func (s *Service) Notice(ctx context.Context, sn *task.Snapshot, o *notify.Observation) {
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	t := &sn.Task
+	if t.AttemptOf != "" {
+		o.Folded = s.groupOf(ctx, map[string]*group{}, sn, now) != nil
+		return
+	}
+	if t.PickWaits() != task.PickWaitHuman {
+		return
+	}
+	it := s.pickItem(ctx, sn, now)
+	o.Pick = &notify.PickNotice{DecidedAt: t.Pick.DecidedAt, Attempt: t.Pick.Proposed, Of: len(t.Attempts),
+		Proposed: it.Proposed, Command: it.Command, LandFailed: t.Pick.Landed != ""}
+}
+
+// Folded reports whether task id is a blocked attempt its group's pick
+// by the gate answers (see Notice): it is told to nobody on its own.
+func (s *Service) Folded(ctx context.Context, id string) bool {
+	sn, err := s.Store.Load(id)
+	if err != nil || sn.Task.AttemptOf == "" {
+		return false
+	}
+	var o notify.Observation
+	s.Notice(ctx, sn, &o)
+	return o.Folded
+}

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -192,5 +193,33 @@ func TestAHostilePickRecordNeverReachesASurfaceOrACommand(t *testing.T) {
 			it.Slug == "closed" && !strings.Contains(it.Why, "no longer waits for review (it is interrupted)") {
 			t.Errorf("%s: why %q does not say what is wrong with the proposal", it.Slug, it.Why)
 		}
+	}
+}
+
+// TestFoldedIsTheInboxsRule: Folded (what the older lazy.notify.command
+// hook asks) says yes for exactly the attempts the inbox lists no item
+// for: a blocked attempt of a group the gate picks, before and after
+// the pick; not an attempt a human picks from, not one interrupted, not
+// a task that names the group without being listed by it, not a task
+// this store cannot read.
+func TestFoldedIsTheInboxsRule(t *testing.T) {
+	f := newFixture(t)
+	pid, _ := f.attemptGroup("picking", &task.AttemptPick{Rule: task.PickGate}, machine.Blocked, machine.Interrupted)
+	f.attemptGroup("picked", &task.AttemptPick{Rule: task.PickGate, DecidedAt: f.now, Proposed: 1}, machine.Blocked)
+	f.attemptGroup("by-hand", &task.AttemptPick{Rule: task.PickHuman}, machine.Blocked)
+	f.parkAs(task.CreateSpec{Title: "stowaway", Slug: "stowaway", AttemptOf: pid, Attempt: 3, Actor: machine.Human}, machine.Blocked, "start", nil)
+	s := f.service(nil)
+	listed := map[string]bool{}
+	for _, it := range f.list(s).Items {
+		listed[it.Slug] = true
+	}
+	for slug, want := range map[string]bool{"picking-a1": true, "picking-a2": false, "picked-a1": true, "by-hand-a1": false, "stowaway": false} {
+		id := mustResolve(t, f.store, slug)
+		if got := s.Folded(context.Background(), id); got != want || got == listed[slug] {
+			t.Errorf("%s: folded %v, want %v (the inbox lists it: %v)", slug, got, want, listed[slug])
+		}
+	}
+	if s.Folded(context.Background(), "0123456789abcdef") {
+		t.Error("a task not here is folded")
 	}
 }

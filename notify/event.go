@@ -28,6 +28,7 @@ type Kind string
 // mean a human is needed.
 const (
 	KindBlocked     Kind = "blocked"     // a work turn ended; the task waits for review
+	KindPick        Kind = "pick"        // an attempt group's pick by the gate was made and waits for a human (one event for the group)
 	KindConflict    Kind = "conflict"    // parked with pending file-permission violations
 	KindGateFailed  Kind = "gate_failed" // the merge gate failed and no automatic fix round is left
 	KindBudget      Kind = "budget"      // parked by its spending budget
@@ -40,9 +41,10 @@ const (
 )
 
 // Kinds lists the kinds a task change can announce, in the order
-// lazy.notify.events documents them.
+// lazy.notify.events documents them (pick, the newest, last, so what
+// lazy notify lists before it reads as it did).
 func Kinds() []Kind {
-	return []Kind{KindBlocked, KindConflict, KindGateFailed, KindBudget, KindInterrupted, KindAsked, KindAnswered, KindFinished}
+	return []Kind{KindBlocked, KindConflict, KindGateFailed, KindBudget, KindInterrupted, KindAsked, KindAnswered, KindFinished, KindPick}
 }
 
 // AllKinds lists every kind an event can have: Kinds, then more and
@@ -68,6 +70,13 @@ type Event struct {
 	Repo string `json:"repo"`
 	// Count is, for a "more" event, how many events it stands for.
 	Count int `json:"count,omitempty"`
+	// Proposed is, for a pick event, the slug of the attempt the gate
+	// proposes ("" when none passed, or the pick names no attempt that
+	// waits for review), and Command the one command that answers the
+	// group (lazy accept PROPOSED, or lazy show GROUP to compare them).
+	// Both are lazy's words and slugs the store read and validated.
+	Proposed string `json:"proposed,omitempty"`
+	Command  string `json:"command,omitempty"`
 
 	// mark is the announcement's task, dedup slot and key: what the
 	// machines sharing a remote claim so that one of them announces it.
@@ -103,19 +112,27 @@ func (e Event) Headline() string {
 			return fmt.Sprintf("lazy (%s): %s could not answer a question", e.Repo, e.Slug)
 		}
 		return fmt.Sprintf("lazy (%s): %s answered a question", e.Repo, e.Slug)
+	case KindPick:
+		if e.Proposed != "" {
+			return fmt.Sprintf("lazy (%s): %s: the gate proposes %s", e.Repo, e.Slug, e.Proposed)
+		}
+		return fmt.Sprintf("lazy (%s): %s: the gate's pick waits for you", e.Repo, e.Slug)
 	}
 	return fmt.Sprintf("lazy (%s): %s is %s", e.Repo, e.Slug, e.Status)
 }
 
 // Text is the event's body as plain text: the reason, the title and
-// what to run.
+// what to run (the event's command, else lazy show).
 func (e Event) Text() string {
 	var b strings.Builder
 	b.WriteString(e.Reason)
 	if e.Title != "" {
 		b.WriteString("\n" + e.Title)
 	}
-	if e.Slug != "" {
+	switch {
+	case e.Command != "":
+		b.WriteString("\n" + e.Command)
+	case e.Slug != "":
 		b.WriteString("\nlazy show " + e.Slug)
 	}
 	return b.String()
@@ -172,6 +189,53 @@ type Observation struct {
 	Interruptions   int
 	InterruptReason string
 	InterruptPhase  string
+	// Folded: the task is a parked attempt of a group picked by the gate
+	// (lazy start --attempts N --pick gate) while that pick is in force;
+	// the group's pick answers it, so it announces nothing of its own
+	// (the inbox lists no item for it either: inbox.Service.Notice).
+	Folded bool
+	// Pick is, on such a group, its pick once it was made and waits for
+	// a human: one event for the group, in place of its attempts'.
+	Pick *PickNotice
+}
+
+// PickNotice is what a pick event says of an attempt group whose pick by
+// the gate was made and lands nothing by itself, read through the
+// inbox's rule (inbox.Service.Notice). It holds numbers, a time, and
+// slugs and a command lazy built from records the store validated:
+// nothing of the pick's recorded words (its ranking, why a landing
+// failed), which come from whoever can push and are never announced.
+type PickNotice struct {
+	// DecidedAt is when the pick was made: with Attempt, the event's key.
+	DecidedAt time.Time
+	// Attempt is the attempt number the pick proposes (0: none passed),
+	// Of how many the group has.
+	Attempt, Of int
+	// Proposed is the proposed attempt's slug, read from the store; ""
+	// when none passed or the attempt named no longer waits for review.
+	Proposed string
+	// Command is the one command that answers the group (the inbox
+	// item's).
+	Command string
+	// LandFailed: the pick was to land by itself (--land) and did not.
+	LandFailed bool
+}
+
+// reason is the pick in lazy's words.
+func (p *PickNotice) reason(slug string) string {
+	var why string
+	switch {
+	case p.Proposed != "":
+		why = fmt.Sprintf("the gate proposes attempt %d of %d (%s); accept it, or compare them (lazy show %s) and choose another", p.Attempt, p.Of, p.Proposed, slug)
+	case p.Attempt == 0:
+		why = fmt.Sprintf("the gate picked none of the %d attempts, so nothing lands by itself; compare them (lazy show %s) and choose one", p.Of, slug)
+	default:
+		why = fmt.Sprintf("the gate's pick names attempt %d, which no longer waits for review; compare the attempts (lazy show %s) and choose one", p.Attempt, slug)
+	}
+	if p.LandFailed {
+		why += "; it did not land by itself (lazy show " + slug + " says why)"
+	}
+	return why
 }
 
 // Observe reads the observation of a summary.
@@ -221,6 +285,7 @@ const (
 	slotFinish    = "finish"
 	slotAsk       = "ask"
 	slotAnswer    = "answer"
+	slotPick      = "pick"
 )
 
 // claim is one thing the task's state says now: the slot and key it is
@@ -241,6 +306,12 @@ func claims(o Observation, p Policy) []claim {
 		seq = o.Turns
 	}
 	turn := fmt.Sprintf("s%d.t%d", o.Sessions, seq)
+	if pk := o.Pick; pk != nil {
+		// Keyed by when the pick was made and what it proposes: a pick
+		// made again (the group reopened) is news, a later write to the
+		// group is not.
+		out = append(out, claim{slotPick, fmt.Sprintf("%s.a%d", pk.DecidedAt.UTC().Format(time.RFC3339Nano), pk.Attempt), KindPick, pk.reason(o.Slug)})
+	}
 	if o.Status.IsBlocked() && o.Gate != nil && o.Gate.State == task.GateFailed && o.Gate.Run != "" &&
 		(p.GateFixRounds == 0 || o.Gate.Rounds >= p.GateFixRounds) {
 		why := "the merge gate failed"
@@ -314,7 +385,10 @@ func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string
 			continue
 		}
 		next[c.slot] = c.key
-		if ev == nil {
+		if ev == nil && !o.Folded {
+			// A folded attempt's states are remembered unannounced: its
+			// group's pick answers them, and should the pick no longer
+			// be in force they are old news.
 			e := Event{Kind: c.kind, TaskID: o.TaskID, Slug: clean(p.Secrets, o.Slug, 100), Title: clean(p.Secrets, o.Title, 200), Status: o.Status, Reason: clean(p.Secrets, c.reason, maxReason),
 				mark: Mark{Task: o.TaskID, Slot: c.slot, Key: c.key, Kind: c.kind}}
 			switch c.kind {
@@ -325,6 +399,8 @@ func Derive(prev map[string]string, o Observation, p Policy) (*Event, map[string
 				if o.AnswerFailed {
 					e.Outcome = OutcomeFailed
 				}
+			case KindPick:
+				e.Proposed, e.Command = clean(p.Secrets, o.Pick.Proposed, 100), clean(p.Secrets, o.Pick.Command, 200)
 			}
 			ev = &e
 		}

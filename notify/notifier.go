@@ -239,7 +239,7 @@ func (n *Notifier) Pass(entries []task.Entry, p Policy, only map[Kind]bool, load
 			n.state.Tasks[e.ID] = next
 			changed = true
 		}
-		if ev != nil && (only == nil || only[ev.Kind]) {
+		if ev != nil && wanted(only, ev.Kind) {
 			ev.Repo, ev.Time = n.Repo, Stamp(now)
 			out = append(out, *ev)
 		}
@@ -323,6 +323,17 @@ func (n *Notifier) Prune(ctx context.Context, shared Shared, entries []task.Entr
 		}
 	}
 	return shared.Prune(ctx, done)
+}
+
+// Announces reports whether events of kind k are sent (lazy notify
+// lists them): what lazy.notify.events names, or every kind.
+func (s Settings) Announces(k Kind) bool { return wanted(s.Events, k) }
+
+// wanted reports whether lazy.notify.events (only; nil: every kind)
+// lets an event of kind k through. A pick stands in for the blocked
+// events of its group's attempts, so naming blocked lets it through too.
+func wanted(only map[Kind]bool, k Kind) bool {
+	return only == nil || only[k] || (k == KindPick && only[KindBlocked])
 }
 
 func sameKeys(a, b map[string]string) bool {

@@ -96,8 +96,12 @@ func emitted(t *testing.T) map[Kind][]byte {
 	asking.Substate = Answering
 	finished := at(machine.Complete, 4, 3, "unblock")
 	finished.Outcome = task.OutcomeAccepted
+	pick := base
+	pick.Slug, pick.TaskID, pick.Status, pick.Sessions = "fix-login", "3f2a9c1e0b7d4a65", machine.Backlog, 0
+	pick.Pick = &PickNotice{DecidedAt: now, Attempt: 2, Of: 3, Proposed: "fix-login-2", Command: "lazy accept fix-login-2"}
 	scenarios := map[Kind]Observation{
 		KindBlocked:     at(machine.Blocked, 2, 1, "start"),
+		KindPick:        pick,
 		KindConflict:    at(machine.Conflict, 2, 1, "start"),
 		KindGateFailed:  gate,
 		KindBudget:      held,

@@ -116,7 +116,7 @@ var keys = []Key{
 	{Name: "lazy.notify.perMinute", Kind: Int, Default: "`10`", Example: "10",
 		Help: "at most this many events per target per minute; the excess arrives later as one \"and K more\""},
 	{Name: "lazy.notify.events", Kind: List, Default: "all", Example: "blocked,gate_failed,budget",
-		Help: "the kinds of event sent: `blocked`, `conflict`, `gate_failed`, `budget`, `interrupted`, `asked`, `answered`, `finished`, comma-separated; repeat the key for more"},
+		Help: "the kinds of event sent: `blocked`, `conflict`, `gate_failed`, `budget`, `interrupted`, `asked`, `answered`, `finished`, `pick` (also sent when `blocked` is named), comma-separated; repeat the key for more"},
 	{Name: "lazy.notify.remote", Kind: String, Default: "`lazy.pool.remote`, else origin", Example: "origin",
 		Help: "the remote whose marker refs (`refs/lazy-notified/`) make each notification fire once across every clone and runner sharing it: the first machine to claim an event announces it; `none` keeps the dedup on this machine"},
 	{Name: "lazy.watch.bell", Kind: Bool, Default: "`true`", Example: "false",
