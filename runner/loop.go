@@ -382,7 +382,17 @@ func (r *runner) pass(ctx context.Context, fetch bool) error {
 		r.checkHeld(ctx)
 	}
 	held := r.heldIDs()
-	for _, id := range held {
+	// A pass a turn's end woke fetched nothing: the tasks parked here are
+	// as the last round left them, and the look that woke it reconciled
+	// the turn that ended. Only the turns still running are brought up to
+	// date (room is counted from them): reconciling each parked task too
+	// would hold the next task back by as many reconciler passes as this
+	// runner holds tasks.
+	look := held
+	if !fetched {
+		look = r.running()
+	}
+	for _, id := range look {
 		r.o.Reconcile(ctx, id)
 	}
 	// The next task is claimed and started before what the ended turns

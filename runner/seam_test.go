@@ -764,3 +764,57 @@ func TestAWaitingRunnerReadsNoRecordWhileItsSupervisorRuns(t *testing.T) {
 		t.Fatal("the runner slept on after the turn's supervisor left its response")
 	}
 }
+
+// TestAWokenPassReconcilesOnlyTheTurnsStillRunning: the pass a turn's end
+// wakes starts the next task without asking the reconciler about the
+// tasks parked here (nothing was fetched, so they are as the last round
+// left them, and the look that woke it reconciled the turn that ended);
+// a round that fetched asks about every task held.
+func TestAWokenPassReconcilesOnlyTheTurnsStillRunning(t *testing.T) {
+	ctx := context.Background()
+	x := newSeam(t)
+	var mu sync.Mutex
+	var asked []string
+	r := x.runner(t, Options{MaxTasks: 1, Poll: 3 * time.Minute, Lease: 9 * time.Minute, Reconcile: func(_ context.Context, id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, id)
+	}})
+	var parked []string
+	for _, title := range []string{"one", "two", "three"} {
+		tk := x.pooled(t, title, PoolMark{})
+		if err := r.round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		walk(t, x.e, tk.Task.ID, machine.Blocked) // its turn ends: it parks, held here
+		parked = append(parked, tk.Task.ID)
+	}
+	next := x.pooled(t, "next", PoolMark{})
+	x.e.sync.fetched[next.Task.ID] = x.e.mustLoad(t, next.Task.ID).Commit.String()
+	mu.Lock()
+	asked = nil
+	mu.Unlock()
+	if err := r.pass(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "start " + next.Task.ID + " exec"; x.l.calls[len(x.l.calls)-1] != want {
+		t.Fatalf("lifecycle: %v, want the last call %q", x.l.calls, want)
+	}
+	mu.Lock()
+	woken := slices.Clone(asked)
+	asked = nil
+	mu.Unlock()
+	if len(woken) != 0 {
+		t.Fatalf("the woken pass asked the reconciler about %v; the parked tasks %v need no look before the next task starts", woken, parked)
+	}
+	if err := r.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range append(parked, next.Task.ID) {
+		if !slices.Contains(asked, id) {
+			t.Fatalf("a round that fetched did not reconcile %s (asked %v)", id, asked)
+		}
+	}
+}
