@@ -19,8 +19,9 @@ import (
 
 // bisectChaosGate is the gate of TestBatchBisectionUnderKillsAndFlakyGates,
 // committed on main as .lazy/check.sh with DIR the test's record
-// directory. A tree holding a file named FAIL* fails (a culprit: a
-// verdict of the tree alone). Any other tree fails when the flaky list
+// directory. A tree holding a file named FAIL* (at the top, or in docs/
+// or api/, the lanes of TestBatchBisectionInLanesUnderKillsAndFlakyGates)
+// fails (a culprit: a verdict of the tree alone). Any other tree fails when the flaky list
 // (one line per gate run, written from the seed) says so for this run's
 // number: a flaky failure, independent of the tree. Every run appends its
 // number, the tree it ran on and its verdict to DIR/runs, the test's own
@@ -35,7 +36,7 @@ n=$(cat DIR/count 2>/dev/null || echo 0)
 n=$((n+1))
 echo "$n" >DIR/count
 flock -u 9
-for f in FAIL*; do
+for f in FAIL* docs/FAIL* api/FAIL*; do
 	if [ -e "$f" ]; then echo "$n $tree fail" >>DIR/runs; echo "gate: $f must not land"; exit 1; fi
 done
 sleep 0.2
@@ -78,6 +79,24 @@ echo "gate: ok"
 // seed); LAZY_BISECT_CHAOS_DURATION runs fresh episodes (new repository,
 // new seed from the first) until that long has passed (default: one).
 func TestBatchBisectionUnderKillsAndFlakyGates(t *testing.T) {
+	bisectChaos(t, false)
+}
+
+// TestBatchBisectionInLanesUnderKillsAndFlakyGates is the same chaos with
+// lanes (lazy.gate.lanes docs=docs/ and api=api/): the tasks alternate
+// between docs/ and api/, so each lane batches and bisects its own, a
+// culprit in either. What it holds lazy to is the same, with the lane
+// rule for (1): a commit may land on a run whose tree passed in the
+// commit's lane, so the commit must match that tree in every path of its
+// lane (the other lane may have landed meanwhile); and (3) bounds each
+// culprit's rounds by its lane's count of tasks. Seeds and durations as
+// above.
+func TestBatchBisectionInLanesUnderKillsAndFlakyGates(t *testing.T) {
+	bisectChaos(t, true)
+}
+
+// bisectChaos runs the chaos test's episodes, with lanes or without.
+func bisectChaos(t *testing.T, lanes bool) {
 	full(t)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("LAZY_BISECT_CHAOS_SEED"); v != "" {
@@ -98,15 +117,16 @@ func TestBatchBisectionUnderKillsAndFlakyGates(t *testing.T) {
 	began := time.Now()
 	for episode := uint64(0); ; episode++ {
 		s := seed + episode
-		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { bisectChaosEpisode(t, s) })
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { bisectChaosEpisode(t, s, lanes) })
 		if t.Failed() || time.Since(began) >= duration {
 			return
 		}
 	}
 }
 
-// bisectChaosEpisode is one run of the chaos test on a fresh repository.
-func bisectChaosEpisode(t *testing.T, seed uint64) {
+// bisectChaosEpisode is one run of the chaos test on a fresh repository;
+// with lanes, the tasks alternate between lanes docs and api.
+func bisectChaosEpisode(t *testing.T, seed uint64, lanes bool) {
 	r := newRepo(t)
 	t.Logf("seed %d (replay with LAZY_BISECT_CHAOS_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 46))
@@ -141,8 +161,15 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 	r.git("commit", "-q", "-m", "the merge gate")
 	r.git("config", "lazy.gate.parallel", "2")
 	r.git("config", "lazy.gate.batch", batch)
+	// laneOf is the lane of task i ("" without lanes): its file is there.
+	laneOf := func(int) string { return "" }
+	if lanes {
+		r.git("config", "--add", "lazy.gate.lanes", "docs=docs/")
+		r.git("config", "--add", "lazy.gate.lanes", "api=api/")
+		laneOf = func(i int) string { return []string{"docs", "api"}[i%2] }
+	}
 	start := strings.TrimSpace(r.git("rev-parse", "main"))
-	trace = append(trace, fmt.Sprintf("%d tasks, %d culprits, lazy.gate.batch %s, flaky rate %.2f", n, culprits, batch, flakyRate))
+	trace = append(trace, fmt.Sprintf("%d tasks, %d culprits, lazy.gate.batch %s, flaky rate %.2f, lanes %v", n, culprits, batch, flakyRate, lanes))
 
 	bad := map[int]bool{}
 	for len(bad) < culprits {
@@ -151,10 +178,15 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 	good := map[string]bool{}
 	var slugs []string
 	ids := map[string]string{}
+	laneOfTask := map[string]string{} // task id -> its lane ("" without lanes)
+	inLane := map[string]int{}        // lane -> its count of tasks
 	for i := range n {
 		file := fmt.Sprintf("work-%d.txt work of task %d", i, i)
 		if bad[i] {
 			file = fmt.Sprintf("FAIL-%d.txt work of task %d", i, i)
+		}
+		if l := laneOf(i); l != "" {
+			file = l + "/" + file
 		}
 		title := fmt.Sprintf("batch task %d", i)
 		rr := r.with(script(t, "write "+file, "commit agent: "+title, "print did "+title))
@@ -162,6 +194,8 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 		rr.ok("start", tk.Slug, "--command", fakeAgentBin)
 		slugs = append(slugs, tk.Slug)
 		ids[tk.Slug] = tk.ID
+		laneOfTask[tk.ID] = laneOf(i)
+		inLane[laneOf(i)]++
 		good[tk.Slug] = !bad[i]
 	}
 	for _, s := range slugs {
@@ -304,6 +338,7 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 		Outcome string `json:"outcome"`
 		Round   int    `json:"round"`
 		Run     string `json:"run"`
+		Lane    string `json:"lane"`
 	}
 	allRuns := map[string]gateRunJSON{}
 	isolated := map[string]batched{}
@@ -332,7 +367,8 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 	// holding every change the commit's tree has since the start: its
 	// own tree, or a batch's that held it and more (the batch's run
 	// vouches for the trees of its entries landing one by one, as bors
-	// and Mergify land a batch).
+	// and Mergify land a batch). With lanes, every change in the lane of
+	// the commit's task: the other lane's are what it landed meanwhile.
 	commits := strings.Fields(r.git("rev-list", "--first-parent", start+"..main"))
 	for _, c := range strings.Fields(r.git("reflog", "show", "--format=%H", "refs/heads/main")) {
 		if c == start {
@@ -345,7 +381,8 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 	landedBy := map[string]int{}
 	for _, c := range commits {
 		msg := r.git("log", "-1", "--format=%B", c)
-		landedBy[trailer(msg, "Lazy-Task")]++
+		landedTask := trailer(msg, "Lazy-Task")
+		landedBy[landedTask]++
 		runID, ok := strings.CutPrefix(trailer(msg, "Lazy-Gate"), "passed ")
 		runID, _, _ = strings.Cut(runID, " ")
 		run, known := allRuns[runID]
@@ -361,6 +398,9 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 				continue
 			}
 			path, blob := f[5], f[3]
+			if l := laneOfTask[landedTask]; l != "" && !strings.HasPrefix(path, l+"/") {
+				continue
+			}
 			got, err := exec.Command("git", "-C", r.dir, "rev-parse", "--verify", "-q", run.Tree+":"+path).Output()
 			if want := strings.TrimSpace(string(got)); f[4] == "D" && err == nil || f[4] != "D" && want != blob {
 				fatalf("main's commit %s has %s at %s, but the tree %s its run %s passed on does not", c, path, blob, run.Tree, runID)
@@ -381,10 +421,18 @@ func bisectChaosEpisode(t *testing.T, seed uint64) {
 
 	// (3) every isolated task within ceil(log2 N)+1 rounds of its search;
 	// a good one only when its tree failed twice.
-	bound := bits.Len(uint(n-1)) + 1
 	for s, b := range isolated {
-		if b.Round > bound {
-			fatalf("%s was isolated in round %d, over ceil(log2 %d)+1 = %d", s, b.Round, n, bound)
+		// Without lanes, every task is in the lane "".
+		lane := laneOfTask[ids[s]]
+		of := n
+		if b.Lane != "" {
+			of = inLane[lane]
+		}
+		if bound := bits.Len(uint(of-1)) + 1; b.Round > bound {
+			fatalf("%s was isolated in round %d, over ceil(log2 %d)+1 = %d", s, b.Round, of, bound)
+		}
+		if b.Lane != "" && b.Lane != lane {
+			fatalf("%s, of lane %q, was isolated in lane %q", s, lane, b.Lane)
 		}
 		if run, ok := allRuns[b.Run]; ok && good[s] {
 			failed := 0
