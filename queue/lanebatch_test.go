@@ -33,6 +33,8 @@ type laneWorld struct {
 	lane  map[string]string // slug -> its lane ("" for one spanning both)
 	bad   map[string]bool   // slug -> every tree holding it fails
 	batch int               // lazy.gate.batch; 0 for auto
+	// parallel is lazy.gate.parallel (0 counts as 1).
+	parallel int
 	// hold, when set, is called as each gate run starts; it may wait.
 	hold func(slug string, c Candidate)
 
@@ -105,7 +107,7 @@ func (w *laneWorld) Gate(_ context.Context, into, tip string) (Gate, error) {
 	return w, nil
 }
 
-func (w *laneWorld) Parallel() int { return 1 }
+func (w *laneWorld) Parallel() int { return max(1, w.parallel) }
 func (w *laneWorld) Batch() int    { return w.batch }
 func (w *laneWorld) Lanes() gate.LaneRule {
 	return w.rule
@@ -342,8 +344,18 @@ func await(cond func() bool) bool {
 // failed, until api has landed everything: a failure in docs never holds
 // api. Every culprit is isolated within ceil(log2 4)+1 rounds of its
 // lane, each good task lands once, the target moves only to trees that
-// passed in their lane, and every decision names its lane.
+// passed in their lane, and every decision names its lane. With
+// lazy.gate.parallel 2 the outcome is the same, each confirming run
+// started beside the run of the entries behind it: api makes one run
+// more (the one beside a0's confirmation, which passed, so a new search
+// starts on a0 instead), docs none.
 func TestBatchesBisectInEachLane(t *testing.T) {
+	for _, tc := range []struct{ parallel, docs, api int }{{1, 5, 9}, {2, 5, 10}} {
+		t.Run(fmt.Sprintf("parallel %d", tc.parallel), func(t *testing.T) { batchesBisectInEachLane(t, tc.parallel, tc.docs, tc.api) })
+	}
+}
+
+func batchesBisectInEachLane(t *testing.T, parallel, docsRuns, apiRuns int) {
 	f := newFixture(t)
 	docs, api := []string{"d0", "d1", "d2", "d3"}, []string{"a0", "a1", "a2", "a3"}
 	lanes := map[string]string{}
@@ -356,7 +368,7 @@ func TestBatchesBisectInEachLane(t *testing.T) {
 		ids = append(ids, f.task(t, s, "main").Task.ID)
 	}
 	w := newLaneWorld(t, f, lanes, "d2", "a1")
-	w.batch = 4
+	w.batch, w.parallel = 4, parallel
 	w.flaky["tree:"+w.start+"+a0"] = 1
 	var details sync.Map // slug -> its entry's detail during its last run
 	var docsFailed, apiDone, docsHeld bool
@@ -400,8 +412,8 @@ func TestBatchesBisectInEachLane(t *testing.T) {
 			t.Fatalf("%s: %v", all[i], r.Err)
 		}
 	}
-	if n := w.runsIn(); n["docs"] != 5 || n["api"] != 9 || len(n) != 2 {
-		t.Fatalf("gate runs by lane %v, want docs 5, api 9 (and none outside a lane's batch)", n)
+	if n := w.runsIn(); n["docs"] != docsRuns || n["api"] != apiRuns || len(n) != 2 {
+		t.Fatalf("gate runs by lane %v, want docs %d, api %d (and none outside a lane's batch)", n, docsRuns, apiRuns)
 	}
 	w.checkMoves(t, all)
 	// api's tasks all ended before docs' first landed.
