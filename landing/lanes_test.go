@@ -450,3 +450,53 @@ func TestBatchesBisectInEachLaneOnRealTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestASpanningEntryCutsALanesBatchOnRealTrees: lanes docs and api with
+// lazy.gate.batch 3; s changes both. docs batches d0 on the start, s is
+// accepted once both lanes reach it (its own run, on what they landed),
+// then docs batches d1 and d2 (the culprit) on main as s left it: 6 runs
+// (d0; a0; s; d1+d2; d1; d1+d2 again), d1 landing on its lane's run, on a
+// tree holding s's files.
+func TestASpanningEntryCutsALanesBatchOnRealTrees(t *testing.T) {
+	testrepo.FullLane(t)
+	t.Parallel()
+	ctx := context.Background()
+	r := newGateRepo(t, "test ! -e docs/bad.md")
+	r.config(t, "lazy.gate.batch", "3")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "docs=docs/")
+	testrepo.Git(t, r.dir, "config", "--add", "lazy.gate.lanes", "api=api/")
+	d0 := r.task(t, "d0", map[string]string{"docs/d0.md": "x\n"})
+	a0 := r.task(t, "a0", map[string]string{"api/a0.go": "package api\n"})
+	s := r.task(t, "s", map[string]string{"docs/s.md": "s\n", "api/s.go": "package api\n"})
+	d1 := r.task(t, "d1", map[string]string{"docs/d1.md": "x\n"})
+	d2 := r.task(t, "d2", map[string]string{"docs/bad.md": "x\n"})
+	ids := []string{d0.Task.ID, a0.Task.ID, s.Task.ID, d1.Task.ID, d2.Task.ID}
+	results := r.e.AcceptMany(ctx, ids, nil, AcceptOptions{})
+	var ge *GateError
+	for i, res := range results {
+		if (i == 4) != (res.Err != nil) || i == 4 && !errors.As(res.Err, &ge) {
+			t.Fatalf("task %d: %v", i, res.Err)
+		}
+	}
+	total := 0
+	for _, id := range ids {
+		total += len(r.load(t, id).Task.Gate.Runs)
+	}
+	if total != 6 {
+		t.Fatalf("%d gate runs, want 6", total)
+	}
+	got := r.load(t, d1.Task.ID)
+	if b := got.Task.Gate.Batched; b == nil || b.Outcome != task.BatchPassed || b.Lane != "docs" {
+		t.Fatalf("d1's record: %+v", got.Task.Gate)
+	}
+	run := got.Task.Gate.Runs[len(got.Task.Gate.Runs)-1]
+	if ran := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", run.Tree); !strings.Contains(ran, "docs/s.md") || !strings.Contains(ran, "docs/d1.md") {
+		t.Fatalf("d1's lane run %s was on a tree without s:\n%s", run.ID, ran)
+	}
+	if msg := testrepo.Git(t, r.dir, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, run.ID) {
+		t.Fatalf("d1's commit does not name its lane's run %s:\n%s", run.ID, msg)
+	}
+	if files := testrepo.Git(t, r.dir, "ls-tree", "-r", "--name-only", "main"); strings.Contains(files, "bad") || !strings.Contains(files, "docs/d1.md") {
+		t.Fatalf("main's files:\n%s", files)
+	}
+}
