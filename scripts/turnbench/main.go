@@ -23,6 +23,7 @@ var (
 	n       = flag.Int("n", 20, "concurrent turns")
 	hold    = flag.Duration("hold", 15*time.Second, "how long each agent runs")
 	sandbox = flag.Bool("sandbox", false, "run every turn under bubblewrap (lazy.sandbox on)")
+	profile = flag.Int("profile", 5, "starts traced with strace (execve only) to say where the time goes; 0: none")
 )
 
 func main() {
@@ -75,6 +76,16 @@ func main() {
 		latencies = append(latencies, time.Since(began))
 	}
 	sort.Slice(latencies, func(a, b int) bool { return latencies[a] < latencies[b] })
+	// The floor in the same run: what git alone takes to make a branch
+	// and its worktree, the one step of a start lazy cannot skip.
+	var raw []time.Duration
+	for i := 0; i < 9; i++ {
+		began := time.Now()
+		git(repo, "worktree", "add", "--quiet", "-b", fmt.Sprintf("raw-%d", i), filepath.Join(work, fmt.Sprintf("raw-%d", i)), "HEAD")
+		raw = append(raw, time.Since(began))
+	}
+	sort.Slice(raw, func(a, b int) bool { return raw[a] < raw[b] })
+	phases := profileStarts(repo, env, wts, *profile)
 
 	// With all turns running: supervisor RSS and daemon CPU over a window.
 	byTask := supervisors(repo)
@@ -100,6 +111,10 @@ func main() {
 
 	fmt.Printf("%d concurrent turns of the fake agent, %s\n", *n, mode)
 	fmt.Printf("  lazy start -> agent running: median %.1f ms, max %.1f ms (includes the lazy start process)\n", ms(latencies[len(latencies)/2]), ms(latencies[len(latencies)-1]))
+	fmt.Printf("  git worktree add -b alone: median %.1f ms; lazy start -> agent running is %.2fx that\n", ms(raw[len(raw)/2]), float64(latencies[len(latencies)/2])/float64(raw[len(raw)/2]))
+	if phases != "" {
+		fmt.Print(phases)
+	}
 	if len(rss) > 0 {
 		fmt.Printf("  supervisor RSS: median %d KiB, max %d KiB (%d supervisors of %d tasks still running; turns whose agent finished before the count have none)\n", rss[len(rss)/2], rss[len(rss)-1], len(rss), len(byTask))
 	}
@@ -192,6 +207,97 @@ func git(dir string, args ...string) {
 		fmt.Fprintf(os.Stderr, "git %v: %v\n%s", args, err, out)
 		os.Exit(1)
 	}
+}
+
+// profileStarts runs k more starts under strace, tracing only execve and
+// process exits (seccomp-filtered, so the rest runs at full speed), and
+// says where the time of a start goes, as medians from the lazy start
+// process's exec: until git worktree add is executed (the process's own
+// start-up, reading the task and checking it), git worktree add itself,
+// from its end to the agent's exec (recording the turn, then the
+// supervisor, launched early, running the command), and when the
+// supervisor was executed. It returns "" when strace is missing.
+func profileStarts(repo string, env []string, wts string, k int) string {
+	strace, err := exec.LookPath("strace")
+	if k <= 0 || err != nil {
+		if k > 0 {
+			return "  (strace is not installed: no profile of a start)\n"
+		}
+		return ""
+	}
+	var toWorktree, worktree, toAgent, toSupervisor []time.Duration
+	for i := 0; i < k; i++ {
+		slug := fmt.Sprintf("traced-%d", i)
+		lazy(repo, env, "create", slug)
+		out := filepath.Join(wts, "..", slug+".strace")
+		cmd := exec.Command(strace, "-f", "--seccomp-bpf", "-q", "-ttt", "-e", "trace=execve", "-e", "signal=none", "-o", out, *lazyBin, "start", slug, "--command", *fake)
+		cmd.Dir, cmd.Env = repo, env
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Sprintf("  (strace could not trace a start: %v %s)\n", err, b)
+		}
+		marker := filepath.Join(wts, slug, "started.json")
+		for began := time.Now(); ; time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil || time.Since(began) > 30*time.Second {
+				break
+			}
+		}
+		ph, ok := phasesOf(out, *fake)
+		if !ok {
+			continue
+		}
+		toWorktree, worktree, toAgent, toSupervisor = append(toWorktree, ph[0]), append(worktree, ph[1]), append(toAgent, ph[2]), append(toSupervisor, ph[3])
+	}
+	if len(worktree) == 0 {
+		return "  (no traced start could be read)\n"
+	}
+	med := func(d []time.Duration) float64 {
+		sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
+		return ms(d[len(d)/2])
+	}
+	return fmt.Sprintf("  where a start goes (strace of %d starts, medians): %.1f ms to git worktree add (lazy's start-up, the task read and checked), "+
+		"%.1f ms in git worktree add, %.1f ms from its end to the agent's exec (the turn recorded, the supervisor told to go); the supervisor was executed at %.1f ms\n",
+		len(worktree), med(toWorktree), med(worktree), med(toAgent), med(toSupervisor))
+}
+
+// phasesOf reads an strace -f -ttt of one lazy start: the durations from
+// the start's exec to git worktree add's, of git worktree add (its exec to
+// its exit), from that exit to the agent's exec, and from the start's exec
+// to the supervisor's.
+func phasesOf(path, agent string) ([4]time.Duration, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return [4]time.Duration{}, false
+	}
+	var t0, wtBegin, wtEnd, agentAt, supAt float64
+	wtPid := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		at, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		rest := strings.Join(f[2:], " ")
+		switch {
+		case t0 == 0 && strings.HasPrefix(rest, "execve("):
+			t0 = at
+		case wtBegin == 0 && strings.HasPrefix(rest, "execve(") && strings.Contains(rest, `"worktree", "add"`):
+			wtBegin, wtPid = at, f[0]
+		case wtPid != "" && wtEnd == 0 && f[0] == wtPid && strings.HasPrefix(rest, "+++ exited"):
+			wtEnd = at
+		case supAt == 0 && strings.HasPrefix(rest, "execve(") && strings.Contains(rest, `"supervise"`) && !strings.Contains(rest, `"-c"`):
+			supAt = at
+		case agentAt == 0 && strings.HasPrefix(rest, `execve("`+agent+`"`):
+			agentAt = at
+		}
+	}
+	if t0 == 0 || wtBegin == 0 || wtEnd == 0 || agentAt == 0 || supAt == 0 {
+		return [4]time.Duration{}, false
+	}
+	d := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	return [4]time.Duration{d(wtBegin - t0), d(wtEnd - wtBegin), d(agentAt - wtEnd), d(supAt - t0)}, true
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
