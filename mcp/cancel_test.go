@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lazyorch/lazy/internal/testfakes/testrepo"
 	"github.com/lazyorch/lazy/link"
@@ -21,6 +22,7 @@ import (
 func TestACancelledCallSaysItMayHaveBeenDone(t *testing.T) {
 	dir := t.TempDir()
 	r := NewRemote(dir, "token")
+	r.DaemonWait = time.Millisecond // no daemon starts here
 	if _, err := r.Call(context.Background(), "lazy_create", json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "not reachable") {
 		t.Fatalf("no daemon: %v", err)
 	}
@@ -60,5 +62,46 @@ func TestAChangingCallIsNotCutByACancel(t *testing.T) {
 	}
 	if entries, _ := store.List(); len(entries) != 1 {
 		t.Fatalf("%d tasks", len(entries))
+	}
+}
+
+// An agent's first call can come before the daemon its launch started
+// listens: the call waits for it (a dial that failed sent nothing, so
+// trying again runs nothing twice), and is answered once it listens. A
+// daemon that never comes is said after the wait.
+func TestACallWaitsForADaemonThatIsStarting(t *testing.T) {
+	dir := t.TempDir()
+	r := NewRemote(dir, "token")
+	calls := 0
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		calls++
+		_ = json.NewEncoder(w).Encode(CallResponse{Result: json.RawMessage(`{"ok":true}`)})
+	})}
+	t.Cleanup(func() { _ = srv.Close() })
+	go func() {
+		time.Sleep(200 * time.Millisecond) // the daemon is still starting when the call is made
+		l, err := net.Listen("unix", filepath.Join(dir, link.SocketFile))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = srv.Serve(l)
+	}()
+	out, err := r.Call(context.Background(), "lazy_list", json.RawMessage(`{}`))
+	if err != nil || string(out) != `{"ok":true}` {
+		t.Fatalf("a call made while the daemon started: %s, %v", out, err)
+	}
+	if calls != 1 {
+		t.Fatalf("the daemon received the call %d times, want once", calls)
+	}
+
+	none := NewRemote(t.TempDir(), "token")
+	none.DaemonWait = 150 * time.Millisecond
+	began := time.Now()
+	if _, err := none.Call(context.Background(), "lazy_list", json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "not reachable") {
+		t.Fatalf("no daemon at all: %v", err)
+	}
+	if waited := time.Since(began); waited < 150*time.Millisecond {
+		t.Fatalf("gave up after %s, before the wait of 150ms", waited)
 	}
 }

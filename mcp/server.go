@@ -289,8 +289,16 @@ func (e *remoteError) Is(target error) bool { return e.notFound && target == tas
 type Remote struct {
 	LazyDir string
 	Token   string
-	http    *http.Client
+	// DaemonWait is how long a call waits for a daemon that cannot be
+	// reached yet (0: DefaultDaemonWait). The command that launches a
+	// turn starts the daemon after the launch, and an agent's first call
+	// can come before it listens.
+	DaemonWait time.Duration
+	http       *http.Client
 }
+
+// DefaultDaemonWait is how long a call waits for the daemon to listen.
+const DefaultDaemonWait = 5 * time.Second
 
 // NewRemote returns a backend that talks to the daemon's socket.
 func NewRemote(lazyDir, token string) *Remote {
@@ -304,13 +312,7 @@ func (r *Remote) Call(ctx context.Context, tool string, args json.RawMessage) (j
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/mcp/call", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.http.Do(req)
+	resp, err := r.post(ctx, body)
 	if err != nil {
 		return nil, callFailed(ctx, tool, err, "the lazy daemon is not reachable (%w); it starts with the next turn, or run lazy daemon --ensure")
 	}
@@ -345,6 +347,35 @@ func callFailed(ctx context.Context, tool string, err error, format string) erro
 		return fmt.Errorf(format, err)
 	}
 	return fmt.Errorf("%s got no answer from the daemon, which may have done it anyway: check with lazy_show or lazy_list before calling it again: "+format, append([]any{tool}, err)...)
+}
+
+// post sends a call to the daemon. A daemon that cannot be reached is
+// waited for, up to DaemonWait: a failed dial sent nothing, so trying
+// again cannot run a call twice (an answer lost after the call was sent
+// is never retried).
+func (r *Remote) post(ctx context.Context, body []byte) (*http.Response, error) {
+	wait := r.DaemonWait
+	if wait <= 0 {
+		wait = DefaultDaemonWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://lazy/mcp/call", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := r.http.Do(req)
+		if err == nil || !isDialError(err) || time.Now().After(deadline) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // isDialError reports whether err is a failure to connect at all.
