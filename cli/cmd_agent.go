@@ -321,13 +321,10 @@ func (a *app) launchSupervisorEarly(taskID string) (session.EarlyLaunch, error) 
 type goSignal struct{ w *os.File }
 
 // Go tells the supervisor to run: a supervisor that is gone makes the
-// write fail (EPIPE), and the caller launches another. A line written is
-// the supervisor's (a pipe write this short is whole or nothing), so a
-// failed close after it is no reason for a second launch.
+// write fail (EPIPE), and the caller launches another.
 func (g goSignal) Go() error {
 	_, err := g.w.Write([]byte(goLine))
-	_ = g.w.Close()
-	return err
+	return errors.Join(err, g.w.Close())
 }
 
 // Abort closes the pipe: the supervisor reads its end and exits.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"os"
 	"strings"
 	"testing"
 )
@@ -33,30 +32,5 @@ func TestAwaitGoRunsOnlyOnGo(t *testing.T) {
 	_ = w.Close()
 	if <-done {
 		t.Error("awaitGo ran when its pipe was closed unwritten")
-	}
-}
-
-// Go tells a live supervisor its line, and says so when the supervisor is
-// gone (its end of the pipe closed), so that the start launches another.
-func TestGoSignalReachesALiveSupervisorAndFailsForAGoneOne(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (goSignal{w}).Go(); err != nil {
-		t.Fatalf("go to a live supervisor: %v", err)
-	}
-	if !awaitGo(r) {
-		t.Fatal("the supervisor did not read go")
-	}
-	_ = r.Close()
-
-	r, w, err = os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = r.Close() // the supervisor died before the turn was recorded
-	if err := (goSignal{w}).Go(); err == nil {
-		t.Fatal("go to a supervisor that is gone reported success: the start would launch none")
 	}
 }
