@@ -131,7 +131,7 @@ func (a *app) env() (*wire.Env, error) {
 	// MCP token in the daemon, never claimed through the environment, so
 	// the CLI leaves CallerTask empty whatever LAZY_TASK_ID says.
 	timing, policy, turnErr := a.settings().turn()
-	return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor, LaunchEarly: a.launchSupervisorEarly}).WithAccept(a.crash, a.gateReaper()), nil
+	return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
 }
 
 // afterWrite starts background housekeeping when loose objects piled up.
@@ -174,11 +174,6 @@ const exitRecorder = `"$0" "$@"; code=$?; printf '%s\n' "$code" > "$LAZY_EXIT_FI
 // start starts lazy detached; with exitFile set, under a shell that
 // records its exit status there.
 func (s spawner) start(errlog *os.File, exitFile string, args ...string) error {
-	return s.startWith(nil, errlog, exitFile, args...)
-}
-
-// startWith is start with stdin (nil: /dev/null) as the process's input.
-func (s spawner) startWith(stdin, errlog *os.File, exitFile string, args ...string) error {
 	if s.noSpawn {
 		return fmt.Errorf("lazy %s: this run starts no lazy process (a test's own process runs it; the e2e tests run the real binary)", strings.Join(args, " "))
 	}
@@ -201,9 +196,6 @@ func (s spawner) startWith(stdin, errlog *os.File, exitFile string, args ...stri
 		cmd.Env = append(cmd.Env, "LAZY_EXIT_FILE="+exitFile)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
 	if errlog != nil {
 		cmd.Stdout, cmd.Stderr = errlog, errlog
 	}

@@ -294,46 +294,6 @@ func (c *StartCmd) toPool(a *app, ctx context.Context, env *wire.Env) error {
 // so that nothing that happens to this command (or a daemon) kills the
 // agent.
 func (a *app) launchSupervisor(taskID string) error {
-	return a.spawnSupervisor(taskID, nil)
-}
-
-// launchSupervisorEarly starts `lazy supervise --wait-go` as
-// launchSupervisor does, before the turn's command is written: the
-// supervisor starts up (a new lazy process, tens of milliseconds) while
-// lazy start makes the worktree and records the turn, then waits on its
-// stdin, a pipe only this process holds, for "go". Closing the pipe
-// (Abort, or this process dying) makes it exit without running anything.
-func (a *app) launchSupervisorEarly(taskID string) (session.EarlyLaunch, error) {
-	r, w, err := os.Pipe() // close-on-exec: no other child holds w open
-	if err != nil {
-		return nil, err
-	}
-	err = a.spawnSupervisor(taskID, r, "--wait-go")
-	_ = r.Close()
-	if err != nil {
-		_ = w.Close()
-		return nil, err
-	}
-	return goSignal{w}, nil
-}
-
-// goSignal is the write end of an early supervisor's stdin.
-type goSignal struct{ w *os.File }
-
-// Go tells the supervisor to run: a supervisor that is gone makes the
-// write fail (EPIPE), and the caller launches another.
-func (g goSignal) Go() error {
-	_, err := g.w.Write([]byte(goLine))
-	return errors.Join(err, g.w.Close())
-}
-
-// Abort closes the pipe: the supervisor reads its end and exits.
-func (g goSignal) Abort() { _ = g.w.Close() }
-
-// goLine is what an early supervisor waits for.
-const goLine = "go\n"
-
-func (a *app) spawnSupervisor(taskID string, stdin *os.File, flags ...string) error {
 	// The supervisor's own stderr (a panic, a race report) goes to a log
 	// the interrupt diagnostics include, never to /dev/null.
 	pd := proto.ForTask(a.repo.LazyDir(), taskID)
@@ -346,10 +306,7 @@ func (a *app) spawnSupervisor(taskID string, stdin *os.File, flags ...string) er
 	}
 	defer func() { _ = errlog.Close() }()
 	pd.Remove(proto.SupervisorExitFile) // what is there belongs to an earlier launch
-	// The flags go after the id: lazy finds its supervisors by the words
-	// "supervise ID" in their command lines.
-	args := append([]string{"supervise", taskID}, flags...)
-	if err := spawnerOf(a).startWith(stdin, errlog, pd.Path(proto.SupervisorExitFile), args...); err != nil {
+	if err := spawnerOf(a).start(errlog, pd.Path(proto.SupervisorExitFile), "supervise", taskID); err != nil {
 		return fmt.Errorf("start supervisor: %w", err)
 	}
 	return nil
@@ -357,8 +314,7 @@ func (a *app) spawnSupervisor(taskID string, stdin *os.File, flags ...string) er
 
 // SuperviseCmd runs one turn (started by lazy itself).
 type SuperviseCmd struct {
-	Task   string `arg:"" help:"Full task id."`
-	WaitGo bool   `name:"wait-go" help:"Wait for a line go on stdin before reading the command (lazy start is still recording the turn); exit without running anything when stdin ends first."`
+	Task string `arg:"" help:"Full task id."`
 }
 
 // Run implements lazy supervise.
@@ -368,9 +324,6 @@ func (c *SuperviseCmd) Run(a *app, ctx context.Context) error {
 	}
 	if !task.ValidID(c.Task) {
 		return usageError{fmt.Sprintf("supervise needs a full task id, not %q", c.Task)}
-	}
-	if c.WaitGo && !awaitGo(a.io.in) {
-		return nil // the start that launched this one did not go through
 	}
 	return supervise.Run(ctx, proto.ForTask(a.repo.LazyDir(), c.Task))
 }
@@ -429,7 +382,7 @@ func (a *app) reconciler() (*reconcile.Reconciler, error) {
 		return nil, err
 	}
 	r := &reconcile.Reconciler{
-		Env:          wire.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor, LaunchEarly: a.launchSupervisorEarly}).WithAccept(nil, a.gateReaper()),
+		Env:          wire.New(a.store, session.Env{Actor: machine.System, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, Launch: a.launchSupervisor}).WithAccept(nil, a.gateReaper()),
 		NoAutoResume: !auto,
 	}
 	r.WorktreeDir, _ = a.cfg.Get("lazy.worktreeDir")
@@ -760,28 +713,4 @@ func (a *app) sendToRunner(ctx context.Context, sn *task.Snapshot, left *lifecyc
 	}
 	fmt.Fprintf(a.io.out, "Left the feedback for runner %s, which holds %s; pushed to %s: the runner starts the turn after its next fetch\n", sanitize.Field(left.Runner), sn.Task.Slug, remote)
 	return nil
-}
-
-// awaitGo reads in until its first line: true only for goLine, and false
-// at anything else, an end of input included (the launcher aborted or
-// died before the turn was recorded).
-func awaitGo(in io.Reader) bool {
-	if in == nil {
-		return false
-	}
-	var line []byte
-	b := make([]byte, 1)
-	for len(line) < len(goLine) {
-		n, err := in.Read(b)
-		if n == 1 {
-			line = append(line, b[0])
-			if b[0] == '\n' {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	return string(line) == goLine
 }

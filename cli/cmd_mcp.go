@@ -75,7 +75,7 @@ func (a *app) dispatcher(wait func(ctx context.Context, id string, timeout time.
 		Marks: &marks.Marks{LazyDir: a.repo.LazyDir(), PID: os.Getpid(), Host: a.store.Host()},
 		Hooks: mcp.Hooks{
 			Env: func(actor machine.Actor, caller string) (*wire.Env, error) {
-				return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor, LaunchEarly: a.launchSupervisorEarly}).WithAccept(a.crash, a.gateReaper()), nil
+				return wire.New(a.store, session.Env{Actor: actor, RepoDir: a.repoDir(), Timing: timing, Policy: policy, TurnConfigErr: turnErr, CallerTask: caller, Launch: a.launchSupervisor}).WithAccept(a.crash, a.gateReaper()), nil
 			},
 			// Read afresh: work an agent starts is confined by today's
 			// lazy.sandbox, not the one this long-lived process began with.

@@ -29,8 +29,6 @@ type fakeGit struct {
 	mu       sync.Mutex
 	branches map[string]string // branch -> tip
 	calls    []string
-	// failCreate, when set, is what making a worktree fails with.
-	failCreate error
 }
 
 const fakeTip = "0123456789abcdef0123456789abcdef01234567"
@@ -55,9 +53,6 @@ func (g *fakeGit) Create(_ context.Context, _, dir, branch, base string) (string
 	g.called("Create " + branch + " from " + base)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.failCreate != nil {
-		return "", g.failCreate
-	}
 	tip, ok := g.branches[base]
 	if !ok {
 		return "", fmt.Errorf("no branch %s", base)
@@ -259,95 +254,6 @@ func TestStopThenUnblockRunsTheNextTurnWithTheFeedback(t *testing.T) {
 	if c.Kind != "unblock" || !strings.HasPrefix(c.Prompt, "use the other fixture\n\n---") || !strings.Contains(c.Prompt, "[turn 1: the task as given at its start]\nfix the flaky test") ||
 		c.SyncFrom != "release" || c.Seq != 3 || c.Session != got.Session.ID {
 		t.Fatalf("command.json of the unblock: %+v", c)
-	}
-}
-
-// early is an EarlyLauncher that records what happened to the
-// supervisors it started, in order with the worktree's making.
-type early struct {
-	e      *testEnv
-	g      *fakeGit
-	events []string
-	goErr  error // what Go fails with (a supervisor that died)
-}
-
-func (x *early) launch(id string) (session.EarlyLaunch, error) {
-	x.events = append(x.events, fmt.Sprintf("launched early (git calls so far: %d)", len(x.g.calls)))
-	return earlyRun{x, id}, nil
-}
-
-type earlyRun struct {
-	x  *early
-	id string
-}
-
-func (r earlyRun) Go() error {
-	sn, err := r.x.e.Store.Load(r.id)
-	if err != nil {
-		return err
-	}
-	var c proto.Command
-	cmdErr := proto.ForTask(r.x.e.Repo.LazyDir(), r.id).Read(proto.CommandFile, &c)
-	r.x.events = append(r.x.events, fmt.Sprintf("go: %s, command written %v", sn.Task.Status, cmdErr == nil))
-	return r.x.goErr
-}
-
-func (r earlyRun) Abort() { r.x.events = append(r.x.events, "abort") }
-
-// lazy start launches the supervisor before it makes the worktree, so
-// the new process starts up beside git, and lets it run only once the
-// turn is recorded and its command written: no second launch. A start
-// that fails after the early launch (the worktree cannot be made) ends
-// the waiting supervisor and launches nothing; one whose early
-// supervisor died launches another the usual way.
-func TestStartLaunchesTheSupervisorEarlyAndLetsItGoOnceRecorded(t *testing.T) {
-	e, lc, g, l := seamEnv(t)
-	x := &early{e: e, g: g}
-	e.LaunchEarly = x.launch
-	ctx := context.Background()
-	sn, err := lc.Create(ctx, CreateInput{Title: "early", TargetBranch: "release"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := trueAgent
-	in.WorktreeDir = t.TempDir()
-	if _, err := lc.Start(ctx, sn.Task.ID, in); err != nil {
-		t.Fatal(err)
-	}
-	created := slices.Index(g.calls, "Create "+worktree.Branch(sn.Task.Slug)+" from release")
-	want := []string{fmt.Sprintf("launched early (git calls so far: %d)", created), "go: working, command written true"}
-	if !slices.Equal(x.events, want) || len(l.ids) != 0 {
-		t.Fatalf("events %q (want %q), usual launches %v", x.events, want, l.ids)
-	}
-
-	x.events = nil
-	g.failCreate = errors.New("worktree path exists")
-	sn2, err := lc.Create(ctx, CreateInput{Title: "no worktree", TargetBranch: "release"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lc.Start(ctx, sn2.Task.ID, in); err == nil || !strings.Contains(err.Error(), "worktree path exists") {
-		t.Fatalf("a start whose worktree cannot be made: %v", err)
-	}
-	if len(x.events) != 2 || x.events[1] != "abort" || len(l.ids) != 0 {
-		t.Fatalf("after a failed start: events %q, usual launches %v; the early supervisor must be ended, nothing launched", x.events, l.ids)
-	}
-	if got, _ := e.Store.Load(sn2.Task.ID); got.Task.Status != machine.Backlog {
-		t.Fatalf("the failed start left the task %s", got.Task.Status)
-	}
-
-	x.events = nil
-	g.failCreate = nil
-	x.goErr = errors.New("broken pipe")
-	sn3, err := lc.Create(ctx, CreateInput{Title: "died early", TargetBranch: "release"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lc.Start(ctx, sn3.Task.ID, in); err != nil {
-		t.Fatal(err)
-	}
-	if len(x.events) != 3 || x.events[2] != "abort" || !slices.Equal(l.ids, []string{sn3.Task.ID}) || l.seen[0].Task.Status != machine.Working {
-		t.Fatalf("an early supervisor that cannot be told: events %q, usual launches %v; want one usual launch of the recorded turn", x.events, l.ids)
 	}
 }
 

@@ -92,10 +92,6 @@ func (l *Service) Start(ctx context.Context, name string, in session.StartInput)
 	}
 	dir := filepath.Join(root, sn.Task.Slug)
 	branch := worktree.Branch(sn.Task.Slug)
-	// The supervisor starts now and waits: its start-up, a new lazy
-	// process, runs beside git worktree add instead of after the record.
-	run := e.Turns().Early(id)
-	defer run.Abort()
 	startSHA, err := l.worktrees().Create(ctx, in.RepoDir, dir, branch, base)
 	if err != nil {
 		return nil, err
@@ -161,7 +157,7 @@ func (l *Service) Start(ctx context.Context, name string, in session.StartInput)
 	if err := pd.Write(proto.CommandFile, cmd); err != nil {
 		return sn, fmt.Errorf("the task is working but its command could not be written (the reconciler will mark it interrupted): %w", err)
 	}
-	if err := run.Go(); err != nil {
+	if err := e.Turns().Spawn(id); err != nil {
 		return sn, fmt.Errorf("the task is working but its supervisor did not start (the reconciler will mark it interrupted): %w", err)
 	}
 	return sn, nil

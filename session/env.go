@@ -55,11 +55,6 @@ type Env struct {
 	// would launch a turn refuse with ErrNoLauncher before recording
 	// anything, and the reconciler does not auto-resume.
 	Launch Launcher
-	// LaunchEarly, when set beside Launch, starts a turn's supervisor
-	// before the turn is recorded, to wait for it (Turns.Early): lazy
-	// start uses it so the supervisor's start-up runs beside git worktree
-	// add. nil: the supervisor is launched once the command is written.
-	LaunchEarly EarlyLauncher
 }
 
 // LockTimeout bounds the wait for another command working on the same task.
