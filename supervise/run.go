@@ -466,7 +466,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	if err != nil {
 		return launchFailure("supervisor", err), nil
 	}
-	argv, release, err := confine(ctx, cmd, argv)
+	argv, release, err := confine(ctx, dir, cmd, argv)
 	if err != nil {
 		return launchFailure("supervisor", err), nil
 	}
