@@ -205,3 +205,11 @@ func TestLogWritesFailClearly(t *testing.T) {
 		t.Errorf("AppendLogNote: %v", err)
 	}
 }
+
+// A task's protocol directory knows the lazy directory it is in.
+func TestADirKnowsItsLazyDir(t *testing.T) {
+	lazyDir := filepath.Join(t.TempDir(), ".git", "lazy")
+	if got := ForTask(lazyDir, "0123456789abcdef").LazyDir(); got != lazyDir {
+		t.Fatalf("LazyDir = %q, want %q", got, lazyDir)
+	}
+}

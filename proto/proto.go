@@ -38,9 +38,13 @@ func (d Dir) Path(name string) string {
 	return filepath.Join(string(d), name)
 }
 
+// LazyDir is the lazy directory the task's protocol directory is in
+// (ForTask's lazyDir).
+func (d Dir) LazyDir() string { return filepath.Dir(filepath.Dir(string(d))) }
+
 // LogDir is where the task's agent log is kept.
 func (d Dir) LogDir() string {
-	return filepath.Join(filepath.Dir(filepath.Dir(string(d))), "logs", filepath.Base(string(d)))
+	return filepath.Join(d.LazyDir(), "logs", filepath.Base(string(d)))
 }
 
 // OpenLog opens the agent log for appending, creating its directory.

@@ -50,7 +50,7 @@ func prepare(ctx context.Context, dir proto.Dir, cmd *proto.Command) *proto.Resp
 	}
 	// Later turns skip what succeeded once; a failed setup runs again on
 	// the next turn, after a human fixed what it needed.
-	_ = owned.For(filepath.Dir(filepath.Dir(string(dir)))).MarkPrepared(cmd.TaskID, cmd.Session)
+	_ = owned.For(dir.LazyDir()).MarkPrepared(cmd.TaskID, cmd.Session)
 	return nil
 }
 

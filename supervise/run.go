@@ -50,7 +50,7 @@ func Run(ctx context.Context, dir proto.Dir) error {
 	// and it is what everyone else reads as "a turn is running". Probes
 	// hold it only for an instant, so a short wait tells a probe from a
 	// second supervisor.
-	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	lazyDir := dir.LazyDir()
 	lockCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	lock, err := flock.Acquire(lockCtx, proto.SupervisorLock(lazyDir, cmd.TaskID))
 	cancel()
@@ -245,7 +245,7 @@ func leftToRetry(allowed, spent float64) float64 {
 // revoked when the turn ends. Without it the turn still runs: the agent
 // just has no lazy tools.
 func giveMCP(dir proto.Dir, cmd *proto.Command) (revoke func()) {
-	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	lazyDir := dir.LazyDir()
 	exe, err := os.Executable()
 	if err != nil {
 		return func() {}
@@ -477,7 +477,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 	}
 	defer func() { _ = logf.Close() }()
 
-	c := agentCommand(ctx, cmd, argv, grants, timing, proto.TurnScope(filepath.Dir(filepath.Dir(string(dir)))))
+	c := agentCommand(ctx, cmd, argv, grants, timing, proto.TurnScope(dir.LazyDir()))
 	// The pty makes the agent believe it has a terminal (some CLIs buffer
 	// or refuse otherwise); pty.Start also puts it in its own session, so
 	// the whole process group can be signalled.
@@ -522,7 +522,7 @@ func runAgent(ctx context.Context, dir proto.Dir, cmd *proto.Command, st *proto.
 // while nothing else of the supervisor has a child process: what ran
 // has been waited for. It returns the pids it ended.
 func endEscapees(dir proto.Dir, cmd *proto.Command) []int {
-	lazyDir := filepath.Dir(filepath.Dir(string(dir)))
+	lazyDir := dir.LazyDir()
 	killed := proc.KillMarkedIn(proto.TurnMarker(cmd.TaskID), proto.TurnScope(lazyDir))
 	killed = append(killed, proc.KillDescendantsExcept(lazyDetached)...)
 	slices.Sort(killed)

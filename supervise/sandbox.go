@@ -26,7 +26,7 @@ func confine(ctx context.Context, dir proto.Dir, cmd *proto.Command, argv []stri
 		// which the sandbox can bind only if it exists when the sandbox is
 		// built; the command that launched this turn starts the daemon
 		// after the launch, so a first turn may get here before it listens.
-		awaitFile(ctx, filepath.Join(filepath.Dir(filepath.Dir(string(dir))), link.SocketFile), daemonSocketWait)
+		awaitFile(ctx, filepath.Join(dir.LazyDir(), link.SocketFile), daemonSocketWait)
 	}
 	p, cleanup, err := sandbox.Prepare(ctx, cmd.Worktree, cmd.Agent, argv[0], cmd.Kind == "ask", cmd.Sandbox)
 	if err != nil {
